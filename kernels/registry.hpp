@@ -1,0 +1,24 @@
+// registry.hpp — the explicit table of histogram kernels, looked up by name.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "contract.hpp"
+
+namespace histeq::kernels {
+
+/// Every kernel, in teaching order (slowest idea first).
+const std::vector<KernelEntry>& registry();
+
+/// The entry named `name`; throws UsageError "unknown kernel 'x'; known: racy, atomic, ...".
+const KernelEntry& find_kernel(std::string_view name);
+
+/// "racy, atomic, ..." for messages and --help.
+std::string kernel_names();
+
+/// Runs entry.launch after checking the call (bins 1..kMaxBins, supported, scratch large
+/// enough); throws UsageError otherwise. Checks the launch with cudaGetLastError.
+void run_histogram(const KernelEntry& entry, const HistogramLaunch& call);
+
+}  // namespace histeq::kernels

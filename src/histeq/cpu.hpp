@@ -1,0 +1,28 @@
+// histeq/cpu.hpp — the CPU backend: every stage of the pipeline on the host, byte for byte equal
+// to the device stages. Threads: 0 means std::thread::hardware_concurrency().
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "histeq/lut.hpp"
+#include "histeq/types.hpp"
+
+namespace histeq::cpu {
+
+/// Histogram of n samples (SampleType rules in types.hpp) into `bins` bins, 1..kMaxBins.
+/// Threaded; each thread counts into several interleaved sub-histograms (breaks the
+/// store-to-load dependency on repeated values), then they are summed.
+/// Throws UsageError for bins outside 1..kMaxBins.
+Histogram histogram(const void* in, std::size_t n, SampleType type, int bins, int threads = 0);
+
+/// planes[p * pixels + i] = plane p of pixel i (planes.hpp says which planes a mode has).
+/// `planes` holds plane_count(mode, channels) * pixels bytes.
+void extract_planes(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode,
+                    std::uint8_t* planes, int threads = 0);
+
+/// Writes the equalized image: luts[p] is the LUT of plane p. `out` holds
+/// pixels * output_channels(mode, channels) bytes; alpha is copied unchanged.
+void apply(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode, const Lut* luts,
+           std::uint8_t* out, int threads = 0);
+
+}  // namespace histeq::cpu

@@ -1,0 +1,39 @@
+// histeq/error.hpp — the exception types. Codes never travel far: a failure is turned into one
+// of these where it happens, and main() is the one catch site (UsageError → exit 2, Error → 1).
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace histeq {
+
+/// Any runtime failure (I/O, decode, CUDA, out of memory). The message names the thing and the
+/// cause; it is printed once, by main(). Exit status 1.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A bad argument from the user: unknown option, kernel, mode, formula or output extension.
+/// The message names the bad value and the valid choices. Exit status 2.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A failed CUDA runtime call: carries the call's text, file:line and the CUDA message.
+class CudaError : public Error {
+ public:
+  CudaError(const std::string& what, int code) : Error(what), code_(code) {}
+  int code() const noexcept { return code_; }
+ private:
+  int code_;
+};
+
+/// The device could not allocate what a stage needed. The message says how much and suggests
+/// `--backend cpu`.
+class DeviceOutOfMemory : public CudaError {
+ public:
+  using CudaError::CudaError;
+};
+
+}  // namespace histeq

@@ -1,0 +1,37 @@
+// histeq/image_io.hpp — loading and saving 8-bit images with stb_image / stb_image_write.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "histeq/types.hpp"
+
+namespace histeq {
+
+/// Default most pixels (width × height) an image may have; checked from the header before any
+/// pixel memory is allocated. 2^28 = 268 megapixels (1 GiB of RGBA).
+inline constexpr std::uint64_t kDefaultMaxPixels = std::uint64_t(1) << 28;
+
+/// Decodes PNG, JPEG, BMP, TGA, GIF (first frame), PNM, PSD, HDR→8 bit... as stb_image does,
+/// keeping the file's channel count (1..4), 16-bit inputs reduced to 8 bits.
+/// Throws Error naming the file and the cause: missing, a directory, empty, not an image,
+/// truncated/corrupt, zero size, or more than max_pixels pixels.
+Image load_image(const std::string& path, std::uint64_t max_pixels = kDefaultMaxPixels);
+Image decode_image(const std::uint8_t* data, std::size_t size, const std::string& name,
+                   std::uint64_t max_pixels = kDefaultMaxPixels);
+
+/// Output formats by extension: .png .jpg/.jpeg .bmp .tga (case-insensitive).
+/// Throws UsageError for any other extension, naming the valid ones.
+void check_output_path(const std::string& path);
+
+/// Encodes to the format named by the path's extension and writes through a temporary file in
+/// the same folder, renamed over `path` only when complete (so `path` may equal the input, and
+/// a failure leaves nothing behind). quality: JPEG quality 1..100.
+/// Throws Error naming the file and the cause (folder missing or not writable, disk full).
+void save_image(const Image& img, const std::string& path, int quality = 95);
+
+/// Encodes to memory (format by extension as save_image); used by save_image and the fuzzer.
+std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext, int quality = 95);
+
+}  // namespace histeq
