@@ -2,11 +2,20 @@
 
 #include <filesystem>
 
+#ifndef HISTEQ_HOST_ONLY
 #include "histeq/pipeline.hpp"
+#endif
 
 namespace histeq::test {
 
-bool gpu_available(std::string* why) { return histeq::cuda_available(why); }
+bool gpu_available(std::string* why) {
+#ifdef HISTEQ_HOST_ONLY
+  if (why) *why = "host-only test binary";
+  return false;
+#else
+  return histeq::cuda_available(why);
+#endif
+}
 
 std::string source_path(const std::string& rel) {
   return std::string(HISTEQ_SOURCE_DIR) + "/" + rel;

@@ -1,0 +1,55 @@
+// registry.cu — the explicit table of histogram kernels. Adding a kernel = one file + one line
+// here (its `extern const KernelEntry k...;` and its place in the table); the CLI, the tests and
+// the benchmark pick it up from this table. No self-registering statics.
+#include "registry.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include "cuda_check.hpp"
+#include "histeq/error.hpp"
+
+namespace histeq::kernels {
+
+// Each kernel file defines one of these (declared here, in teaching order).
+// extern const KernelEntry kRacy;  ...
+
+const std::vector<KernelEntry>& registry() {
+  static const std::vector<KernelEntry> table = {
+      // kRacy, kAtomic, ...
+  };
+  return table;
+}
+
+const KernelEntry& find_kernel(std::string_view name) {
+  for (const KernelEntry& e : registry()) {
+    if (name == e.name) return e;
+  }
+  throw UsageError("unknown kernel '" + std::string(name) + "'; known: " + kernel_names());
+}
+
+std::string kernel_names() {
+  std::string s;
+  for (const KernelEntry& e : registry()) {
+    if (!s.empty()) s += ", ";
+    s += e.name;
+  }
+  return s;
+}
+
+void run_histogram(const KernelEntry& e, const HistogramLaunch& c) {
+  if (c.bins < 1 || c.bins > kMaxBins) {
+    throw UsageError("bins must be in 1.." + std::to_string(kMaxBins) + ", got " +
+                     std::to_string(c.bins));
+  }
+  if (const char* why = e.unsupported(c.type, c.bins)) {
+    throw UsageError(std::string("kernel '") + e.name + "' does not support " +
+                     to_string(c.type) + " with " + std::to_string(c.bins) + " bins: " + why);
+  }
+  if (e.scratch_bytes(c.n, c.bins, c.type) > 0 && c.d_scratch == nullptr) {
+    throw UsageError(std::string("kernel '") + e.name + "' needs scratch memory");
+  }
+  e.launch(c);
+  HISTEQ_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace histeq::kernels
