@@ -36,6 +36,17 @@ std::string kernel_names() {
   return s;
 }
 
+const KernelEntry& choose_auto(const HistogramLaunch& call) {
+  // Placeholder rule until the fast kernels land: the last exact kernel that supports the call.
+  const KernelEntry* best = nullptr;
+  for (const KernelEntry& e : registry()) {
+    if (e.exact && e.unsupported(call.type, call.bins) == nullptr) best = &e;
+  }
+  if (!best) throw UsageError("no kernel supports " + std::string(to_string(call.type)) +
+                              " with " + std::to_string(call.bins) + " bins");
+  return *best;
+}
+
 void run_histogram(const KernelEntry& e, const HistogramLaunch& c) {
   if (c.bins < 1 || c.bins > kMaxBins) {
     throw UsageError("bins must be in 1.." + std::to_string(kMaxBins) + ", got " +

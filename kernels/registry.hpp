@@ -17,6 +17,11 @@ const KernelEntry& find_kernel(std::string_view name);
 /// "racy, atomic, ..." for messages and --help.
 std::string kernel_names();
 
+/// The kernel that `auto` picks for a call: the fastest exact kernel for this type, bin count and
+/// size, possibly after a cheap look at the data on the device (the choice rules are in
+/// docs/kernels.md). Never a non-exact kernel.
+const KernelEntry& choose_auto(const HistogramLaunch& call);
+
 /// Runs entry.launch after checking the call (bins 1..kMaxBins, supported, scratch large
 /// enough); throws UsageError otherwise. Checks the launch with cudaGetLastError.
 void run_histogram(const KernelEntry& entry, const HistogramLaunch& call);
