@@ -1,0 +1,136 @@
+// gpu.cpp — histeq::gpu::Equalizer: owns the stream and the small device buffers, looks kernels up
+// in the registry, and queues the device stages (kernels/stages.hpp) on its stream.
+#include "histeq/gpu.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <type_traits>
+
+#include "device_buffer.hpp"
+#include "histeq/error.hpp"
+#include "registry.hpp"
+#include "stages.hpp"
+
+static_assert(std::is_same_v<histeq::gpu::StreamHandle, cudaStream_t>,
+              "gpu.hpp's StreamHandle must be cudaStream_t");
+
+namespace histeq::gpu {
+
+namespace {
+constexpr int kBins = 256;
+
+/// Grows `buf` to at least `count` elements (contents are not kept).
+template <typename T>
+T* ensure(DeviceBuffer<T>& buf, std::size_t count) {
+  if (buf.size() < count) {
+    buf.reset();  // free first, so that the old and new buffers never need to fit together
+    buf = DeviceBuffer<T>(count);
+  }
+  return buf.get();
+}
+
+kernels::HistogramLaunch make_call(const void* d_in, std::size_t n, SampleType type, int bins,
+                                   std::uint64_t* d_hist, cudaStream_t s, int block_size) {
+  kernels::HistogramLaunch c;
+  c.d_in = d_in;
+  c.n = n;
+  c.type = type;
+  c.bins = bins;
+  c.d_hist = d_hist;
+  c.stream = s;
+  c.block_size = block_size;
+  return c;
+}
+
+const kernels::KernelEntry& lookup(const std::string& kernel, const kernels::HistogramLaunch& c) {
+  if (c.bins < 1 || c.bins > kMaxBins) {
+    throw UsageError("bins must be in 1.." + std::to_string(kMaxBins) + ", got " +
+                     std::to_string(c.bins));
+  }
+  if (kernel == "auto") return kernels::choose_auto(c);
+  const kernels::KernelEntry& e = kernels::find_kernel(kernel);
+  if (const char* why = e.unsupported(c.type, c.bins)) {
+    throw UsageError("kernel '" + kernel + "' does not support " + to_string(c.type) + " with " +
+                     std::to_string(c.bins) + " bins: " + why);
+  }
+  return e;
+}
+}  // namespace
+
+struct Equalizer::Impl {
+  Stream stream;
+  DeviceBuffer<std::uint8_t> scratch;
+  DeviceBuffer<std::uint64_t> hist;
+  DeviceBuffer<std::uint8_t> lut;
+};
+
+Equalizer::Equalizer() : impl_(std::make_unique<Impl>()) {}
+Equalizer::~Equalizer() = default;
+Equalizer::Equalizer(Equalizer&&) noexcept = default;
+Equalizer& Equalizer::operator=(Equalizer&&) noexcept = default;
+
+StreamHandle Equalizer::stream() const { return impl_->stream.get(); }
+
+void Equalizer::synchronize() const { impl_->stream.sync(); }
+
+std::string Equalizer::resolve_kernel(const std::string& kernel, const void* d_in, std::size_t n,
+                                      SampleType type, int bins, int block_size) const {
+  const auto c = make_call(d_in, n, type, bins, nullptr, impl_->stream.get(), block_size);
+  return lookup(kernel, c).name;
+}
+
+std::string Equalizer::histogram(const std::string& kernel, const void* d_in, std::size_t n,
+                                 SampleType type, int bins, std::uint64_t* d_hist,
+                                 int block_size) {
+  auto c = make_call(d_in, n, type, bins, d_hist, impl_->stream.get(), block_size);
+  const kernels::KernelEntry& e = lookup(kernel, c);
+  const std::size_t scratch = e.scratch_bytes(n, bins, type);
+  c.d_scratch = scratch > 0 ? ensure(impl_->scratch, scratch) : nullptr;
+  kernels::run_histogram(e, c);
+  return e.name;
+}
+
+void Equalizer::cdf_lut(const std::uint64_t* d_hist, int planes, Formula formula,
+                        std::uint8_t* d_luts) {
+  kernels::launch_cdf_lut_planes(d_hist, planes, d_luts, formula, impl_->stream.get());
+}
+
+void Equalizer::extract_planes(const std::uint8_t* d_in, std::size_t pixels, int channels,
+                               Mode mode, std::uint8_t* d_planes) {
+  kernels::launch_extract_planes(d_in, pixels, channels, mode, d_planes, impl_->stream.get());
+}
+
+void Equalizer::apply(const std::uint8_t* d_in, std::size_t pixels, int channels, Mode mode,
+                      const std::uint8_t* d_luts, std::uint8_t* d_out) {
+  kernels::launch_apply(d_in, pixels, channels, mode, d_luts, d_out, impl_->stream.get());
+}
+
+std::string Equalizer::equalize_gray(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t n,
+                                     Formula formula, const std::string& kernel) {
+  std::uint64_t* d_hist = device_hist(1);
+  std::uint8_t* d_lut = device_lut(1);
+  std::string ran = histogram(kernel, d_in, n, SampleType::u8, kBins, d_hist);
+  cdf_lut(d_hist, 1, formula, d_lut);
+  apply(d_in, n, 1, Mode::gray, d_lut, d_out);
+  return ran;
+}
+
+std::uint64_t* Equalizer::device_hist(int planes) {
+  if (planes < 1) throw UsageError("device_hist: planes must be >= 1");
+  return ensure(impl_->hist, std::size_t(planes) * kBins);
+}
+
+std::uint8_t* Equalizer::device_lut(int planes) {
+  if (planes < 1) throw UsageError("device_lut: planes must be >= 1");
+  return ensure(impl_->lut, std::size_t(planes) * kBins);
+}
+
+std::string device_name() {
+  int dev = 0;
+  HISTEQ_CUDA_CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp prop{};
+  HISTEQ_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+  return prop.name;
+}
+
+}  // namespace histeq::gpu

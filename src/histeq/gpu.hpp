@@ -1,0 +1,88 @@
+// histeq/gpu.hpp — the device-level API: equalization stages on data that is already in device
+// memory, for callers that keep their images on the GPU (and for the pipeline and benchmark).
+// Each stage is one asynchronous launch on the Equalizer's stream (DESIGN.md: histogram → CDF →
+// LUT → apply, the libvips split); nothing here synchronizes with the host unless it says so.
+// This header includes no CUDA header: the stream is the runtime's opaque handle.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "histeq/types.hpp"
+
+struct CUstream_st;  // the CUDA runtime's stream type; cudaStream_t is CUstream_st*
+
+namespace histeq::gpu {
+
+/// Same type as cudaStream_t.
+using StreamHandle = CUstream_st*;
+
+/// A reusable set of device resources for equalizing on the current CUDA device: a non-blocking
+/// stream, histogram scratch, histogram and LUT buffers. Buffers grow as needed and are kept for
+/// the next call (no allocation in steady state). Not thread-safe; one per host thread.
+/// Every method throws CudaError on a failed CUDA call, DeviceOutOfMemory when a buffer cannot
+/// grow, UsageError for a bad argument (unknown kernel, unsupported type/bins, channels, mode).
+/// Device pointers: allocated on the same device, any alignment.
+class Equalizer {
+ public:
+  /// Creates the stream on the current device. Throws CudaError (e.g. no usable device).
+  Equalizer();
+  ~Equalizer();
+  Equalizer(Equalizer&&) noexcept;
+  Equalizer& operator=(Equalizer&&) noexcept;
+  Equalizer(const Equalizer&) = delete;
+  Equalizer& operator=(const Equalizer&) = delete;
+
+  /// The stream every stage runs on (a cudaStream_t).
+  StreamHandle stream() const;
+  /// Blocks the host until all work queued on stream() is done; throws CudaError on a fault.
+  void synchronize() const;
+
+  /// The registry name `kernel` resolves to for this call: itself when it exists and supports
+  /// (type, bins), kernels::choose_auto for "auto". Throws UsageError otherwise ("unknown
+  /// kernel 'x'; known: ..." or "kernel 'x' does not support ...").
+  std::string resolve_kernel(const std::string& kernel, const void* d_in, std::size_t n,
+                             SampleType type, int bins, int block_size = 0) const;
+
+  /// Histogram of n device samples into d_hist[0, bins) (uint64, overwritten) with the named
+  /// kernel ("auto": kernels::choose_auto). Grows the scratch buffer as the kernel's
+  /// scratch_bytes(n, bins, type) requires. Returns the name of the kernel that ran.
+  std::string histogram(const std::string& kernel, const void* d_in, std::size_t n,
+                        SampleType type, int bins, std::uint64_t* d_hist, int block_size = 0);
+
+  /// CDF + LUT of `planes` 256-bin histograms: d_hist[p·256 + b] → d_luts[p·256 + v], each equal
+  /// to histeq::make_lut(hist_p, formula).
+  void cdf_lut(const std::uint64_t* d_hist, int planes, Formula formula, std::uint8_t* d_luts);
+
+  /// The planes of an interleaved image (planes.hpp; as cpu::extract_planes) into d_planes
+  /// (plane_count(mode, channels) · pixels bytes).
+  void extract_planes(const std::uint8_t* d_in, std::size_t pixels, int channels, Mode mode,
+                      std::uint8_t* d_planes);
+
+  /// The equalized image from per-plane LUTs d_luts[p·256 + v] (as cpu::apply) into d_out
+  /// (pixels · output_channels(mode, channels) bytes, not overlapping d_in).
+  void apply(const std::uint8_t* d_in, std::size_t pixels, int channels, Mode mode,
+             const std::uint8_t* d_luts, std::uint8_t* d_out);
+
+  /// The whole chain for a gray image already in device memory: histogram (256 bins, u8) →
+  /// CDF + LUT → apply, d_in[0,n) → d_out[0,n) (may not overlap). Asynchronous; afterwards
+  /// device_hist() and device_lut() hold the histogram and LUT until the next call.
+  /// Returns the name of the histogram kernel that ran.
+  std::string equalize_gray(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t n,
+                            Formula formula, const std::string& kernel = "auto");
+
+  /// The Equalizer's own device buffers for `planes` 256-bin histograms (uint64) and LUTs (u8),
+  /// grown on demand; valid until the next call that grows them.
+  std::uint64_t* device_hist(int planes = 1);
+  std::uint8_t* device_lut(int planes = 1);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The current device's name (cudaGetDeviceProperties). Throws CudaError.
+std::string device_name();
+
+}  // namespace histeq::gpu
