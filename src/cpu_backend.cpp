@@ -1,1 +1,234 @@
-// placeholder: implemented by the host module work
+// cpu_backend.cpp — the CPU backend: histogram, plane extraction and LUT application on the host.
+// It is the byte-exact reference for the device kernels and the fallback when no GPU is usable.
+//
+// Histogram: the same privatization as the GPU kernels, one level up (Kirk, Hwu & El Hajj,
+// Programming Massively Parallel Processors, 4th ed., ch. 9): each thread counts a contiguous
+// chunk into private sub-histograms, and the private copies are summed once per bin at the end.
+// Within a thread, four interleaved 32-bit sub-histograms take consecutive samples in turn, so a
+// run of equal values does not chain every increment on the previous store to the same counter
+// (store-to-load forwarding stalls); u8 samples are read 8 at a time with one 64-bit load.
+// u8 samples are always counted by raw value (256 counters) and folded to `bins` afterwards with
+// the binning rule of types.hpp, so every bin count costs the same as 256.
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "histeq/color.hpp"
+#include "histeq/cpu.hpp"
+#include "histeq/error.hpp"
+#include "histeq/planes.hpp"
+
+namespace histeq::cpu {
+namespace {
+
+/// Worker count for `work` items: at most `threads` (0 → hardware_concurrency), and no thread
+/// gets fewer than `min_per_thread` items.
+int worker_count(std::size_t work, int threads, std::size_t min_per_thread) {
+  std::size_t t = threads > 0 ? std::size_t(threads) : std::thread::hardware_concurrency();
+  if (t == 0) t = 1;
+  const std::size_t by_work = std::max<std::size_t>(1, work / std::max<std::size_t>(1, min_per_thread));
+  return static_cast<int>(std::min(t, by_work));
+}
+
+/// Runs fn(worker, begin, end) on `workers` contiguous slices of [0, n); worker 0 is the caller.
+template <class Fn>
+void parallel_slices(std::size_t n, int workers, Fn&& fn) {
+  if (workers <= 1) {
+    fn(0, std::size_t(0), n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  pool.reserve(std::size_t(workers) - 1);
+  const std::size_t per = n / std::size_t(workers), extra = n % std::size_t(workers);
+  auto begin_of = [&](std::size_t w) { return w * per + std::min(w, extra); };
+  for (int w = 1; w < workers; ++w)
+    pool.emplace_back([&, w] { fn(w, begin_of(std::size_t(w)), begin_of(std::size_t(w) + 1)); });
+  fn(0, begin_of(0), begin_of(1));
+  for (auto& t : pool) t.join();
+}
+
+constexpr int kSub = 4;                            // sub-histograms per thread
+constexpr std::size_t kFlush = std::size_t(1) << 30;  // samples per block: < 2^32 per counter
+
+/// Counts bytes [begin, end) by raw value into acc[256].
+void count_u8(const std::uint8_t* p, std::size_t begin, std::size_t end, std::uint64_t* acc) {
+  std::vector<std::uint32_t> sub(kSub * 256);
+  std::uint32_t* h0 = sub.data();
+  std::uint32_t* h1 = h0 + 256;
+  std::uint32_t* h2 = h1 + 256;
+  std::uint32_t* h3 = h2 + 256;
+  while (begin < end) {
+    const std::size_t stop = std::min(end, begin + kFlush);
+    std::size_t i = begin;
+    for (; i + 16 <= stop; i += 16) {
+      std::uint64_t a, b;
+      std::memcpy(&a, p + i, 8);
+      std::memcpy(&b, p + i + 8, 8);
+      ++h0[a & 0xff];          ++h1[(a >> 8) & 0xff];
+      ++h2[(a >> 16) & 0xff];  ++h3[(a >> 24) & 0xff];
+      ++h0[(a >> 32) & 0xff];  ++h1[(a >> 40) & 0xff];
+      ++h2[(a >> 48) & 0xff];  ++h3[a >> 56];
+      ++h0[b & 0xff];          ++h1[(b >> 8) & 0xff];
+      ++h2[(b >> 16) & 0xff];  ++h3[(b >> 24) & 0xff];
+      ++h0[(b >> 32) & 0xff];  ++h1[(b >> 40) & 0xff];
+      ++h2[(b >> 48) & 0xff];  ++h3[b >> 56];
+    }
+    for (; i < stop; ++i) ++h0[p[i]];
+    for (int v = 0; v < 256; ++v) {
+      acc[v] += std::uint64_t(h0[v]) + h1[v] + h2[v] + h3[v];
+      h0[v] = h1[v] = h2[v] = h3[v] = 0;
+    }
+    begin = stop;
+  }
+}
+
+/// Counts int32 samples [begin, end) with 0 <= v < bins into acc[bins]; others go to a discard
+/// counter (branch-free).
+void count_i32(const std::int32_t* p, std::size_t begin, std::size_t end, int bins,
+               std::uint64_t* acc) {
+  const std::size_t stride = std::size_t(bins) + 1;  // + the discard counter
+  const std::uint32_t ub = static_cast<std::uint32_t>(bins);
+  std::vector<std::uint32_t> sub(kSub * stride);
+  std::uint32_t* h0 = sub.data();
+  std::uint32_t* h1 = h0 + stride;
+  std::uint32_t* h2 = h1 + stride;
+  std::uint32_t* h3 = h2 + stride;
+  auto idx = [ub](std::int32_t v) {
+    const std::uint32_t u = static_cast<std::uint32_t>(v);
+    return u < ub ? u : ub;
+  };
+  while (begin < end) {
+    const std::size_t stop = std::min(end, begin + kFlush);
+    std::size_t i = begin;
+    for (; i + 4 <= stop; i += 4) {
+      ++h0[idx(p[i])];
+      ++h1[idx(p[i + 1])];
+      ++h2[idx(p[i + 2])];
+      ++h3[idx(p[i + 3])];
+    }
+    for (; i < stop; ++i) ++h0[idx(p[i])];
+    for (int v = 0; v < bins; ++v) acc[v] += std::uint64_t(h0[v]) + h1[v] + h2[v] + h3[v];
+    std::fill(sub.begin(), sub.end(), 0u);
+    begin = stop;
+  }
+}
+
+constexpr std::size_t kMinHistPerThread = std::size_t(1) << 16;
+constexpr std::size_t kMinPixelsPerThread = std::size_t(1) << 15;
+
+}  // namespace
+
+Histogram histogram(const void* in, std::size_t n, SampleType type, int bins, int threads) {
+  if (bins < 1 || bins > kMaxBins)
+    throw UsageError("histogram bins " + std::to_string(bins) + " out of range (valid: 1.." +
+                     std::to_string(kMaxBins) + ")");
+  Histogram out(std::size_t(bins), 0);
+  if (n == 0) return out;
+  if (in == nullptr) throw Error("histogram: null input for " + std::to_string(n) + " samples");
+  const int workers = worker_count(n, threads, kMinHistPerThread);
+  const std::size_t width = type == SampleType::u8 ? 256 : std::size_t(bins);
+  std::vector<std::uint64_t> partial(std::size_t(workers) * width, 0);
+  parallel_slices(n, workers, [&](int w, std::size_t b, std::size_t e) {
+    std::uint64_t* acc = partial.data() + std::size_t(w) * width;
+    if (type == SampleType::u8)
+      count_u8(static_cast<const std::uint8_t*>(in), b, e, acc);
+    else
+      count_i32(static_cast<const std::int32_t*>(in), b, e, bins, acc);
+  });
+  if (type == SampleType::u8) {
+    for (int w = 0; w < workers; ++w)
+      for (int v = 0; v < 256; ++v)
+        out[std::size_t((v * bins) / 256)] += partial[std::size_t(w) * 256 + std::size_t(v)];
+  } else {
+    for (int w = 0; w < workers; ++w)
+      for (std::size_t v = 0; v < width; ++v) out[v] += partial[std::size_t(w) * width + v];
+  }
+  return out;
+}
+
+void extract_planes(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode,
+                    std::uint8_t* planes, int threads) {
+  if (channels < 1 || channels > 4)
+    throw Error("extract_planes: " + std::to_string(channels) + " channels (valid: 1..4)");
+  const std::size_t c = std::size_t(channels);
+  const int workers = worker_count(pixels, threads, kMinPixelsPerThread);
+  parallel_slices(pixels, workers, [&](int, std::size_t b, std::size_t e) {
+    if (channels < 3) {
+      for (std::size_t i = b; i < e; ++i) planes[i] = in[i * c];
+    } else if (mode == Mode::rgb) {
+      std::uint8_t* r = planes;
+      std::uint8_t* g = planes + pixels;
+      std::uint8_t* bl = planes + 2 * pixels;
+      for (std::size_t i = b; i < e; ++i) {
+        const std::uint8_t* px = in + i * c;
+        r[i] = px[0];
+        g[i] = px[1];
+        bl[i] = px[2];
+      }
+    } else {
+      for (std::size_t i = b; i < e; ++i) {
+        const std::uint8_t* px = in + i * c;
+        planes[i] = color::luma(px[0], px[1], px[2]);
+      }
+    }
+  });
+}
+
+void apply(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode, const Lut* luts,
+           std::uint8_t* out, int threads) {
+  if (channels < 1 || channels > 4)
+    throw Error("apply: " + std::to_string(channels) + " channels (valid: 1..4)");
+  const std::size_t c = std::size_t(channels);
+  const std::size_t oc = std::size_t(output_channels(mode, channels));
+  const int workers = worker_count(pixels, threads, kMinPixelsPerThread);
+  parallel_slices(pixels, workers, [&](int, std::size_t b, std::size_t e) {
+    const std::uint8_t* l0 = luts[0].data();
+    if (channels < 3) {  // gray (+ alpha): one plane
+      if (oc == 1) {
+        for (std::size_t i = b; i < e; ++i) out[i] = l0[in[i * c]];
+      } else {
+        for (std::size_t i = b; i < e; ++i) {
+          out[2 * i] = l0[in[2 * i]];
+          out[2 * i + 1] = in[2 * i + 1];
+        }
+      }
+      return;
+    }
+    switch (mode) {
+      case Mode::gray:
+        for (std::size_t i = b; i < e; ++i) {
+          const std::uint8_t* px = in + i * c;
+          out[i] = l0[color::luma(px[0], px[1], px[2])];
+        }
+        break;
+      case Mode::rgb: {
+        const std::uint8_t* l1 = luts[1].data();
+        const std::uint8_t* l2 = luts[2].data();
+        for (std::size_t i = b; i < e; ++i) {
+          const std::uint8_t* px = in + i * c;
+          std::uint8_t* o = out + i * c;
+          o[0] = l0[px[0]];
+          o[1] = l1[px[1]];
+          o[2] = l2[px[2]];
+          if (c == 4) o[3] = px[3];
+        }
+        break;
+      }
+      case Mode::luma:
+        for (std::size_t i = b; i < e; ++i) {
+          const std::uint8_t* px = in + i * c;
+          std::uint8_t* o = out + i * c;
+          std::uint8_t r = px[0], g = px[1], bl = px[2];
+          color::equalize_luma(r, g, bl, l0);
+          o[0] = r;
+          o[1] = g;
+          o[2] = bl;
+          if (c == 4) o[3] = px[3];
+        }
+        break;
+    }
+  });
+}
+
+}  // namespace histeq::cpu
