@@ -1,0 +1,478 @@
+// cli.cpp — the `histeq` commands: parsing (cxxopts) and the four command bodies.
+// No exit(), no error printing: failures are thrown (UsageError → 2, Error → 1) and printed once
+// by main(). Notices that are not errors (CPU fallback, racy kernel) go to `err`.
+#include "histeq/cli.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <cxxopts.hpp>
+
+#include "histeq/error.hpp"
+#include "histeq/image_io.hpp"
+#include "histeq/pipeline.hpp"
+#include "histeq/planes.hpp"
+#include "histeq/types.hpp"
+#include "registry.hpp"
+
+#if __has_include("histeq/bench.hpp")
+#include "histeq/bench.hpp"
+#define HISTEQ_CLI_HAS_BENCH 1
+#endif
+#if __has_include("details.hpp")
+#include "details.hpp"
+#define HISTEQ_CLI_HAS_DETAILS 1
+#endif
+
+#ifndef HISTEQ_VERSION
+#define HISTEQ_VERSION "unknown"
+#endif
+
+namespace histeq::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+constexpr const char* kCommands = "equalize, histogram, kernels, bench";
+
+// cxxopts quotes names with ‘…’; our messages use plain ASCII quotes.
+std::string ascii_quotes(std::string s) {
+  for (const char* q : {"\xE2\x80\x98", "\xE2\x80\x99"}) {
+    for (std::size_t p; (p = s.find(q)) != std::string::npos;) s.replace(p, 3, "'");
+  }
+  return s;
+}
+
+// One command's options plus the list of their names, for "valid options: ..." messages.
+struct Command {
+  std::string name;
+  cxxopts::Options options;
+  std::vector<std::string> names;
+
+  Command(const std::string& cmd, const std::string& description)
+      : name(cmd), options("histeq " + cmd, description) {
+    options.set_width(110);
+  }
+
+  // spec as cxxopts: "o,output" or "json".
+  template <class V>
+  void add(const std::string& spec, const std::string& help, V value,
+           const std::string& arg_help = "") {
+    options.add_options()(spec, help, value, arg_help);
+    const auto comma = spec.find(',');
+    names.push_back("--" + (comma == std::string::npos ? spec : spec.substr(comma + 1)));
+  }
+  void add_flag(const std::string& spec, const std::string& help) {
+    options.add_options()(spec, help);
+    const auto comma = spec.find(',');
+    names.push_back("--" + (comma == std::string::npos ? spec : spec.substr(comma + 1)));
+  }
+
+  std::string valid() const {
+    std::string s;
+    for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  }
+
+  // Parses args (after the command word). Extra positional arguments and cxxopts errors become
+  // UsageError naming the command and the valid options.
+  cxxopts::ParseResult parse(const std::vector<std::string>& args) {
+    std::vector<const char*> argv;
+    const std::string prog = "histeq " + name;
+    argv.push_back(prog.c_str());
+    for (const auto& a : args) argv.push_back(a.c_str());
+    try {
+      cxxopts::ParseResult r = options.parse(static_cast<int>(argv.size()), argv.data());
+      if (!r.unmatched().empty()) {
+        throw UsageError("unexpected argument '" + r.unmatched().front() + "' for 'histeq " +
+                         name + "' (see 'histeq " + name + " --help')");
+      }
+      return r;
+    } catch (const cxxopts::exceptions::no_such_option& e) {
+      // cxxopts says "Option 'x' does not exist"; name it as the user typed it.
+      const std::string msg = ascii_quotes(e.what());
+      const auto a = msg.find('\''), b = msg.rfind('\'');
+      std::string opt = (a != std::string::npos && b > a) ? msg.substr(a + 1, b - a - 1) : msg;
+      if (!opt.empty() && opt[0] != '-') opt = (opt.size() == 1 ? "-" : "--") + opt;
+      throw UsageError("unknown option '" + opt + "' for 'histeq " + name +
+                       "'; valid options: " + valid());
+    } catch (const cxxopts::exceptions::exception& e) {
+      throw UsageError(ascii_quotes(e.what()) + " in 'histeq " + name + "' (see 'histeq " +
+                       name + " --help')");
+    }
+  }
+};
+
+// ---- shared option groups ----
+
+void add_kernel_backend(Command& c) {
+  c.add("k,kernel", "histogram kernel: auto (the fastest exact one) or a name from 'histeq kernels'",
+        cxxopts::value<std::string>()->default_value("auto"), "NAME");
+  c.add("b,backend", "where to run: auto (GPU if usable, else CPU), cuda, cpu",
+        cxxopts::value<std::string>()->default_value("auto"), "NAME");
+  c.add("m,mode", "colour images: luma (Y of YCbCr, default), rgb (each channel), gray (one channel of equalized luma)",
+        cxxopts::value<std::string>(), "NAME");
+  c.add("max-pixels", "refuse images with more than N pixels (width x height), checked from the header",
+        cxxopts::value<std::uint64_t>()->default_value(std::to_string(kDefaultMaxPixels)), "N");
+}
+
+struct Common {
+  EqualizeOptions opt;
+  std::uint64_t max_pixels = kDefaultMaxPixels;
+  const kernels::KernelEntry* entry = nullptr;  // null for "auto"
+};
+
+// Validates kernel/backend/mode/max-pixels (all UsageError) before any work is done.
+Common read_common(const cxxopts::ParseResult& r) {
+  Common c;
+  c.opt.kernel = r["kernel"].as<std::string>();
+  if (c.opt.kernel != "auto") c.entry = &kernels::find_kernel(c.opt.kernel);
+  c.opt.backend = parse_backend(r["backend"].as<std::string>());
+  if (r.count("mode")) c.opt.mode = parse_mode(r["mode"].as<std::string>());
+  c.max_pixels = r["max-pixels"].as<std::uint64_t>();
+  if (c.max_pixels == 0) throw UsageError("--max-pixels must be at least 1");
+  return c;
+}
+
+// Resolves --backend; says once on `err` when auto falls back to the CPU. Throws Error when
+// cuda was asked for and no device is usable.
+void settle_backend(Common& c, std::ostream& err) {
+  std::string why;
+  const Backend requested = c.opt.backend;
+  c.opt.backend = resolve_backend(requested, &why);
+  if (requested == Backend::automatic && c.opt.backend == Backend::cpu) {
+    err << "histeq: no usable CUDA device (" << (why.empty() ? "unknown reason" : why)
+        << "); running on the CPU\n";
+  }
+}
+
+void warn_inexact(const Common& c, std::ostream& err) {
+  if (c.entry && !c.entry->exact) {
+    err << "histeq: warning: kernel '" << c.entry->name
+        << "' is not exact (unsynchronized updates lose counts); never use it for real output\n";
+  }
+}
+
+void report_lost(const Common& c, const EqualizeReport& rep, std::uint64_t total,
+                 std::ostream& err) {
+  if (!c.entry || c.entry->exact) return;
+  if (rep.backend != "cuda") {
+    err << "histeq: kernel '" << c.entry->name << "' runs only on the GPU; the CPU counted exactly\n";
+    return;
+  }
+  err << "histeq: kernel '" << c.entry->name << "' lost " << rep.racy_lost << " of " << total
+      << " counts";
+  if (total > 0) {
+    err << " (" << std::fixed << std::setprecision(2) << 100.0 * double(rep.racy_lost) / double(total)
+        << "%)";
+  }
+  err << '\n';
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (unsigned char ch : s) {
+    switch (ch) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      case '\r': o += "\\r"; break;
+      default:
+        if (ch < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+          o += buf;
+        } else {
+          o += static_cast<char>(ch);
+        }
+    }
+  }
+  return o;
+}
+
+std::string num(double v, int prec = 3) {
+  if (!std::isfinite(v)) return "null";
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(prec) << v;
+  return s.str();
+}
+
+// ---- equalize ----
+
+int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  Command c("equalize",
+            "Equalizes the histogram of an 8-bit image (PNG, JPEG, BMP, TGA, GIF, PNM in; PNG, "
+            "JPEG, BMP, TGA out).");
+  c.options.add_options()("input", "input image", cxxopts::value<std::string>());
+  c.add("o,output", "output image; the format follows the extension (.png .jpg .jpeg .bmp .tga); may equal INPUT",
+        cxxopts::value<std::string>(), "OUTPUT");
+  add_kernel_backend(c);
+  c.add("f,formula", "CDF->LUT formula: opencv (cv::equalizeHist, float32) or exact (integer, round half up)",
+        cxxopts::value<std::string>()->default_value("opencv"), "NAME");
+  c.add("q,quality", "JPEG quality 1..100", cxxopts::value<int>()->default_value("95"), "Q");
+  c.add_flag("timing", "print a table of milliseconds per stage and the histogram's GB/s");
+  c.add_flag("json", "print the report as one JSON object on stdout (the --timing table, if asked, goes to stderr)");
+  c.add_flag("h,help", "print this help");
+  c.options.parse_positional({"input"});
+  c.options.positional_help("INPUT -o OUTPUT");
+
+  const cxxopts::ParseResult r = c.parse(args);
+  if (r.count("help")) {
+    out << c.options.help();
+    return 0;
+  }
+  if (!r.count("input")) throw UsageError("equalize: missing INPUT (usage: histeq equalize INPUT -o OUTPUT)");
+  if (!r.count("output")) throw UsageError("equalize: missing -o OUTPUT (usage: histeq equalize INPUT -o OUTPUT)");
+  const std::string input = r["input"].as<std::string>();
+  const std::string output = r["output"].as<std::string>();
+  check_output_path(output);  // before any work: an unknown extension is a usage error
+  Common cm = read_common(r);
+  cm.opt.formula = parse_formula(r["formula"].as<std::string>());
+  const int quality = r["quality"].as<int>();
+  if (quality < 1 || quality > 100) {
+    throw UsageError("--quality must be in 1..100, got " + std::to_string(quality));
+  }
+  const bool json = r.count("json") > 0;
+  const bool timing = r.count("timing") > 0;
+
+  settle_backend(cm, err);
+  warn_inexact(cm, err);
+
+  const Clock::time_point t_start = Clock::now();
+  const Image in = load_image(input, cm.max_pixels);
+  const double decode_ms = ms_since(t_start);
+
+  EqualizeReport rep;
+  const Image eq = equalize(in, cm.opt, &rep);
+
+  const Clock::time_point t_enc = Clock::now();
+  save_image(eq, output, quality);
+  rep.times.encode_ms = ms_since(t_enc);
+  rep.times.decode_ms = decode_ms;
+  rep.times.total_ms = ms_since(t_start);  // wall time from decode start to encode end
+
+  const int planes = plane_count(rep.mode, in.channels);
+  report_lost(cm, rep, std::uint64_t(in.pixel_count()) * std::uint64_t(planes), err);
+
+  const StageTimes& t = rep.times;
+  const double hist_bytes = double(in.pixel_count()) * planes;
+  const double gbps = t.histogram_ms > 0 ? hist_bytes / (t.histogram_ms * 1e6) : NAN;
+  const bool on_cpu = rep.backend != "cuda";
+
+  if (timing) {
+    std::ostream& tout = json ? err : out;
+    const struct {
+      const char* name;
+      double ms;
+      bool device_only;
+    } rows[] = {{"decode", t.decode_ms, false},     {"upload", t.upload_ms, true},
+                {"histogram", t.histogram_ms, false}, {"CDF+LUT", t.cdf_lut_ms, false},
+                {"apply", t.apply_ms, false},       {"download", t.download_ms, true},
+                {"encode", t.encode_ms, false},     {"total", t.total_ms, false}};
+    tout << "stage            ms\n";
+    for (const auto& row : rows) {
+      tout << std::left << std::setw(10) << row.name << std::right << std::setw(9);
+      if (row.device_only && on_cpu) {
+        tout << "-";
+      } else {
+        tout << num(row.ms);
+      }
+      if (std::string(row.name) == "histogram" && std::isfinite(gbps)) {
+        tout << "  " << num(gbps, 2) << " GB/s (" << std::uint64_t(hist_bytes) << " bytes)";
+      }
+      tout << '\n';
+    }
+  }
+  if (json) {
+    out << "{\"input\":\"" << json_escape(input) << "\",\"output\":\"" << json_escape(output)
+        << "\",\"width\":" << in.width << ",\"height\":" << in.height
+        << ",\"channels\":" << in.channels << ",\"output_channels\":" << eq.channels
+        << ",\"mode\":\"" << to_string(rep.mode) << "\",\"formula\":\""
+        << to_string(cm.opt.formula) << "\",\"kernel\":\"" << json_escape(rep.kernel)
+        << "\",\"backend\":\"" << json_escape(rep.backend) << "\",\"device\":\""
+        << json_escape(rep.device) << "\",\"racy_lost\":" << rep.racy_lost
+        << ",\"times_ms\":{\"decode\":" << num(t.decode_ms) << ",\"upload\":" << num(t.upload_ms)
+        << ",\"histogram\":" << num(t.histogram_ms) << ",\"cdf_lut\":" << num(t.cdf_lut_ms)
+        << ",\"apply\":" << num(t.apply_ms) << ",\"download\":" << num(t.download_ms)
+        << ",\"encode\":" << num(t.encode_ms) << ",\"total\":" << num(t.total_ms)
+        << "},\"histogram_bytes\":" << std::uint64_t(hist_bytes)
+        << ",\"histogram_gbps\":" << num(gbps, 3) << "}\n";
+  } else {
+    out << output << ": " << eq.width << "x" << eq.height << ", " << eq.channels
+        << (eq.channels == 1 ? " channel" : " channels") << ", mode " << to_string(rep.mode)
+        << ", kernel " << rep.kernel << " on " << rep.device << ", " << num(t.total_ms, 1)
+        << " ms\n";
+  }
+  return 0;
+}
+
+// ---- histogram ----
+
+int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  Command c("histogram",
+            "Prints the 256-bin histogram of an image's planes: one plane (gray, or Y for luma "
+            "and gray modes) or three (R, G, B for --mode rgb on a colour image).");
+  c.options.add_options()("input", "input image", cxxopts::value<std::string>());
+  add_kernel_backend(c);
+  c.add_flag("csv", "CSV: header 'bin,count' (three planes: 'bin,r,g,b'), then one line per bin");
+  c.add_flag("h,help", "print this help");
+  c.options.parse_positional({"input"});
+  c.options.positional_help("INPUT");
+
+  const cxxopts::ParseResult r = c.parse(args);
+  if (r.count("help")) {
+    out << c.options.help();
+    return 0;
+  }
+  if (!r.count("input")) throw UsageError("histogram: missing INPUT (usage: histeq histogram INPUT)");
+  const std::string input = r["input"].as<std::string>();
+  Common cm = read_common(r);
+  const bool csv = r.count("csv") > 0;
+
+  settle_backend(cm, err);
+  warn_inexact(cm, err);
+  const Image in = load_image(input, cm.max_pixels);
+  EqualizeReport rep;
+  const std::vector<Histogram> hs = image_histograms(in, cm.opt, &rep);
+  report_lost(cm, rep, std::uint64_t(in.pixel_count()) * hs.size(), err);
+
+  const char sep = csv ? ',' : ' ';
+  if (csv) out << (hs.size() == 3 ? "bin,r,g,b" : "bin,count") << '\n';
+  for (int b = 0; b < 256; ++b) {
+    out << b;
+    for (const Histogram& h : hs) out << sep << (std::size_t(b) < h.size() ? h[b] : 0);
+    out << '\n';
+  }
+  return 0;
+}
+
+// ---- kernels ----
+
+int cmd_kernels(const std::vector<std::string>& args, std::ostream& out, std::ostream& /*err*/) {
+  Command c("kernels",
+            "Lists the histogram kernels of the registry: name, exact or not, and the idea in one "
+            "line. --details adds each kernel's launch shape and occupancy on this GPU.");
+  c.add_flag("details", "per kernel: block size, grid, shared memory per block, registers per thread, resident blocks per SM, theoretical occupancy (needs a GPU)");
+  c.add("type", "sample type for --details: u8 or i32",
+        cxxopts::value<std::string>()->default_value("u8"), "T");
+  c.add("bins", "bins for --details (1..4096)", cxxopts::value<int>()->default_value("256"), "N");
+  c.add("size", "number of samples for --details (sets the grid)",
+        cxxopts::value<std::uint64_t>()->default_value("16777216"), "N");
+  c.add_flag("h,help", "print this help");
+
+  const cxxopts::ParseResult r = c.parse(args);
+  if (r.count("help")) {
+    out << c.options.help();
+    return 0;
+  }
+  const SampleType type = parse_sample_type(r["type"].as<std::string>());
+  const int bins = r["bins"].as<int>();
+  if (bins < 1 || bins > kMaxBins) {
+    throw UsageError("--bins must be in 1.." + std::to_string(kMaxBins) + ", got " +
+                     std::to_string(bins));
+  }
+  const std::uint64_t size = r["size"].as<std::uint64_t>();
+  const auto& reg = kernels::registry();
+
+  if (!r.count("details")) {
+    std::size_t w = 4;
+    for (const auto& e : reg) w = std::max(w, std::string(e.name).size());
+    out << std::left << std::setw(int(w)) << "name" << "  exact  summary\n";
+    for (const auto& e : reg) {
+      out << std::left << std::setw(int(w)) << e.name << "  " << std::setw(5)
+          << (e.exact ? "yes" : "no") << "  " << e.summary << '\n';
+    }
+    if (reg.empty()) out << "(no kernels registered)\n";
+    return 0;
+  }
+
+  std::string why;
+  if (!cuda_available(&why)) throw Error("kernels --details needs a CUDA device: " + why);
+#ifdef HISTEQ_CLI_HAS_DETAILS
+  std::vector<kernels::KernelDetails> ds;
+  for (const auto& e : reg) {
+    if (const char* no = e.unsupported(type, bins)) {
+      out << e.name << ": not shown, does not support " << to_string(type) << " with " << bins
+          << " bins: " << no << '\n';
+      continue;
+    }
+    ds.push_back(kernels::describe(e, type, bins, std::size_t(size)));
+  }
+  out << kernels::format_details(ds);
+#else
+  // TODO(details): kernels/details.hpp (the occupancy report) is not in the tree yet.
+  (void)type;
+  (void)size;
+  throw Error("kernels --details needs the occupancy report (pending)");
+#endif
+  return 0;
+}
+
+// ---- bench ----
+
+int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+#ifdef HISTEQ_CLI_HAS_BENCH
+  return histeq::bench::main(args, out, err);
+#else
+  (void)args;
+  (void)out;
+  (void)err;
+  throw Error("bench is not built into this histeq yet (src/histeq/bench.hpp is missing)");
+#endif
+}
+
+}  // namespace
+
+std::string usage() {
+  return "histeq " HISTEQ_VERSION
+         " - histogram equalization of 8-bit images on the GPU (CUDA), with a CPU backend\n"
+         "\n"
+         "Usage:\n"
+         "  histeq equalize INPUT -o OUTPUT [--kernel NAME] [--backend auto|cuda|cpu]\n"
+         "                  [--mode luma|rgb|gray] [--formula opencv|exact] [--timing] [--json]\n"
+         "                  [--quality Q] [--max-pixels N]\n"
+         "  histeq histogram INPUT [--kernel NAME] [--backend ...] [--mode ...] [--csv]\n"
+         "  histeq kernels [--details] [--type u8|i32] [--bins N] [--size N]\n"
+         "  histeq bench [ARGS...]        (see 'histeq bench --help')\n"
+         "  histeq --help | --version | COMMAND --help\n"
+         "\n"
+         "Exit status: 0 success, 1 runtime failure (bad input file, I/O, CUDA), 2 usage error.\n";
+}
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty()) {
+    throw UsageError(std::string("no command given; commands: ") + kCommands +
+                     " (see 'histeq --help')");
+  }
+  const std::string& cmd = args.front();
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+    out << usage();
+    return 0;
+  }
+  if (cmd == "--version" || cmd == "-V" || cmd == "version") {
+    out << "histeq " HISTEQ_VERSION "\n";
+    return 0;
+  }
+  if (cmd == "equalize") return cmd_equalize(rest, out, err);
+  if (cmd == "histogram") return cmd_histogram(rest, out, err);
+  if (cmd == "kernels") return cmd_kernels(rest, out, err);
+  if (cmd == "bench") return cmd_bench(rest, out, err);
+  if (!cmd.empty() && cmd[0] == '-') {
+    throw UsageError("unknown option '" + cmd + "'; valid before a command: --help, --version");
+  }
+  throw UsageError("unknown command '" + cmd + "'; commands: " + kCommands);
+}
+
+}  // namespace histeq::cli

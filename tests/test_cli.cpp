@@ -1,0 +1,506 @@
+// test_cli.cpp — the `histeq` command line end to end: spawns the built binary (HISTEQ_CLI) through
+// `sh -c` with stdout and stderr captured to files, and checks exit statuses (0 success, 1 runtime
+// failure, 2 usage error), messages (they name the file or option and the cause / valid choices),
+// that bad input never leaves an output file (not even a temporary one) and never changes the
+// input, and the outputs against the OpenCV goldens. A few parsing checks also run in-process
+// through histeq::cli::run. GPU-only assertions skip with the reason when no device is usable.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "histeq/cli.hpp"
+#include "histeq/error.hpp"
+#include "histeq/image_io.hpp"
+#include "histeq/pipeline.hpp"
+#include "registry.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::vector<std::uint8_t> read_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const fs::path& p, const std::vector<std::uint8_t>& b) {
+  std::ofstream f(p, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+}
+
+std::string read_text(const fs::path& p) {
+  const auto b = read_bytes(p);
+  return std::string(b.begin(), b.end());
+}
+
+std::size_t count_of(const std::string& hay, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) v.push_back(l);
+  return v;
+}
+
+std::string sample(const std::string& name) {
+  return histeq::test::source_path("samples/" + name);
+}
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+std::ostream& operator<<(std::ostream& os, const Result& r) {
+  return os << "exit " << r.status << "\n--- stdout ---\n"
+            << r.out.substr(0, 2000) << "\n--- stderr ---\n"
+            << r.err;
+}
+
+// A scratch folder per test; run() spawns the CLI with its output captured there.
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::path(::testing::TempDir()) / "histeq-cli-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr) << "mkdtemp " << tmpl;
+    dir_ = tmpl;
+    fs::create_directory(dir_ / "io");
+    fs::create_directory(dir_ / "out");
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::permissions(dir_ / "out", fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(dir_, ec);
+  }
+
+  // args: already shell-quoted where needed.
+  Result run(const std::string& args) {
+    const fs::path o = dir_ / "io" / "stdout", e = dir_ / "io" / "stderr";
+    const std::string cmd = quote(HISTEQ_CLI) + " " + args + " >" + quote(o.string()) + " 2>" +
+                            quote(e.string());
+    const int raw = std::system(cmd.c_str());
+    Result r;
+    r.status = (raw != -1 && WIFEXITED(raw)) ? WEXITSTATUS(raw) : -1;
+    r.out = read_text(o);
+    r.err = read_text(e);
+    return r;
+  }
+
+  fs::path out(const std::string& name) const { return dir_ / "out" / name; }
+
+  // Files in the output folder (a failed run must leave none, temporaries included).
+  std::vector<std::string> out_files() const {
+    std::vector<std::string> v;
+    for (const auto& e : fs::directory_iterator(dir_ / "out")) v.push_back(e.path().filename());
+    return v;
+  }
+
+  // A failed equalize of `input`: exit `status`, stderr names `input_name`, no file in out/,
+  // the input unchanged.
+  void expect_fails(const std::string& input, const std::string& extra, int status,
+                    const std::string& must_name) {
+    std::vector<std::uint8_t> before;
+    const bool input_is_file = fs::is_regular_file(input);
+    if (input_is_file) before = read_bytes(input);
+    const Result r = run("equalize " + quote(input) + " -o " + quote(out("o.png").string()) +
+                         " --backend cpu " + extra);
+    EXPECT_EQ(r.status, status) << r;
+    EXPECT_NE(r.err.find(must_name), std::string::npos) << "stderr should name " << must_name
+                                                        << "\n" << r;
+    EXPECT_EQ(count_of(r.err, "histeq: "), 1u) << "one message, printed once\n" << r;
+    EXPECT_TRUE(r.out.empty()) << r;
+    EXPECT_TRUE(out_files().empty()) << "left behind: " << out_files().front();
+    if (input_is_file) EXPECT_EQ(read_bytes(input), before) << "input modified";
+  }
+
+  fs::path dir_;
+};
+
+// ---- help, version, usage errors ----
+
+TEST_F(Cli, HelpAndVersionExitZero) {
+  Result r = run("--help");
+  EXPECT_EQ(r.status, 0) << r;
+  for (const char* cmd : {"equalize", "histogram", "kernels", "bench"}) {
+    EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd << "\n" << r;
+  }
+  r = run("--version");
+  EXPECT_EQ(r.status, 0) << r;
+  EXPECT_EQ(r.out.rfind("histeq ", 0), 0u) << r;
+  EXPECT_EQ(count_of(r.out, "."), 2u) << "MAJOR.MINOR.PATCH\n" << r;
+  for (const char* cmd : {"equalize", "histogram", "kernels"}) {
+    r = run(std::string(cmd) + " --help");
+    EXPECT_EQ(r.status, 0) << cmd << "\n" << r;
+    EXPECT_NE(r.out.find(std::string("histeq ") + cmd), std::string::npos) << r;
+    EXPECT_TRUE(r.err.empty()) << r;
+  }
+}
+
+TEST_F(Cli, UsageErrorsExitTwoAndNameTheChoices) {
+  const std::string in = quote(sample("camera.png"));
+  const std::string o = " -o " + quote(out("o.png").string());
+  struct Case {
+    std::string args, names, choices;
+  } cases[] = {
+      {"", "no command", "equalize"},
+      {"frobnicate", "'frobnicate'", "equalize"},
+      {"--bogus", "'--bogus'", "--help"},
+      {"equalize " + in + o + " --bogus", "bogus", "--kernel"},
+      {"equalize " + in + o + " --kernel nosuch", "'nosuch'", "known"},
+      {"equalize " + in + o + " --mode sepia", "'sepia'", "luma"},
+      {"equalize " + in + o + " --formula magic", "'magic'", "opencv"},
+      {"equalize " + in + o + " --backend opencl", "'opencl'", "cuda"},
+      {"equalize " + in + " -o " + quote(out("o.webp").string()), ".webp", ".png"},
+      {"equalize " + in + o + " --quality 0", "--quality", "1..100"},
+      {"equalize " + in + o + " --quality many", "many", "--help"},
+      {"equalize " + o, "missing INPUT", "usage"},
+      {"equalize " + in, "missing -o", "usage"},
+      {"equalize " + in + " extra" + o, "'extra'", "--help"},
+      {"histogram", "missing INPUT", "usage"},
+      {"histogram " + in + " --mode sepia", "'sepia'", "luma"},
+      {"kernels --bins 0", "--bins", "4096"},
+      {"kernels --type f64", "'f64'", "u8"},
+  };
+  for (const Case& c : cases) {
+    const Result r = run(c.args);
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r;
+    EXPECT_NE(r.err.find(c.names), std::string::npos) << c.args << "\n" << r;
+    EXPECT_NE(r.err.find(c.choices), std::string::npos) << c.args << "\n" << r;
+    EXPECT_EQ(count_of(r.err, "histeq: "), 1u) << c.args << "\n" << r;
+    EXPECT_TRUE(out_files().empty()) << c.args;
+  }
+}
+
+TEST(CliInProcess, ThrowsUsageErrorWithoutPrinting) {
+  std::ostringstream out, err;
+  EXPECT_THROW(histeq::cli::run({"equalize", "x.png", "-o", "y.gif"}, out, err),
+               histeq::UsageError);
+  EXPECT_THROW(histeq::cli::run({"nosuch"}, out, err), histeq::UsageError);
+  EXPECT_THROW(histeq::cli::run({"histogram", "--kernel"}, out, err), histeq::UsageError);
+  EXPECT_TRUE(err.str().empty()) << err.str();
+  EXPECT_EQ(histeq::cli::run({"--version"}, out, err), 0);
+  EXPECT_EQ(out.str().rfind("histeq ", 0), 0u);
+}
+
+// ---- bad input: exit 1, the file and the cause named, nothing written, input untouched ----
+
+TEST_F(Cli, MissingFile) { expect_fails((dir_ / "nope.png").string(), "", 1, "nope.png"); }
+
+TEST_F(Cli, Directory) {
+  fs::create_directory(dir_ / "adir.png");
+  expect_fails((dir_ / "adir.png").string(), "", 1, "adir.png");
+}
+
+TEST_F(Cli, EmptyFile) {
+  write_bytes(dir_ / "empty.png", {});
+  expect_fails((dir_ / "empty.png").string(), "", 1, "empty.png");
+}
+
+TEST_F(Cli, NotAnImage) {
+  const std::string text = "this is a text file, not an image\n";
+  write_bytes(dir_ / "notes.png", std::vector<std::uint8_t>(text.begin(), text.end()));
+  expect_fails((dir_ / "notes.png").string(), "", 1, "notes.png");
+}
+
+TEST_F(Cli, TruncatedPng) {
+  auto b = read_bytes(sample("camera.png"));
+  ASSERT_GT(b.size(), 1000u);
+  b.resize(b.size() / 2);
+  write_bytes(dir_ / "cut.png", b);
+  expect_fails((dir_ / "cut.png").string(), "", 1, "cut.png");
+}
+
+TEST_F(Cli, TruncatedJpeg) {
+  auto b = read_bytes(sample("hubble_deep_field.jpg"));
+  ASSERT_GT(b.size(), 1000u);
+  b.resize(b.size() / 2);
+  write_bytes(dir_ / "cut.jpg", b);
+  expect_fails((dir_ / "cut.jpg").string(), "", 1, "cut.jpg");
+}
+
+// A PNG whose header says width 0 (valid signature, IHDR with a correct CRC, IDAT, IEND).
+std::vector<std::uint8_t> zero_width_png() {
+  auto crc32 = [](const std::vector<std::uint8_t>& d, std::size_t from) {
+    std::uint32_t c = 0xFFFFFFFFu;
+    for (std::size_t i = from; i < d.size(); ++i) {
+      c ^= d[i];
+      for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+  };
+  std::vector<std::uint8_t> f = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+  auto be32 = [](std::vector<std::uint8_t>& v, std::uint32_t x) {
+    for (int s = 24; s >= 0; s -= 8) v.push_back(std::uint8_t(x >> s));
+  };
+  auto chunk = [&](const char* type, const std::vector<std::uint8_t>& data) {
+    be32(f, std::uint32_t(data.size()));
+    std::vector<std::uint8_t> td(type, type + 4);
+    td.insert(td.end(), data.begin(), data.end());
+    f.insert(f.end(), td.begin(), td.end());
+    be32(f, crc32(td, 0));
+  };
+  std::vector<std::uint8_t> ihdr;
+  be32(ihdr, 0);   // width
+  be32(ihdr, 16);  // height
+  ihdr.insert(ihdr.end(), {8, 0, 0, 0, 0});  // 8-bit gray, deflate, no filter, no interlace
+  chunk("IHDR", ihdr);
+  chunk("IDAT", {0x78, 0x9C, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01});  // zlib of nothing
+  chunk("IEND", {});
+  return f;
+}
+
+TEST_F(Cli, ZeroSize) {
+  write_bytes(dir_ / "zero.png", zero_width_png());
+  expect_fails((dir_ / "zero.png").string(), "", 1, "zero.png");
+}
+
+TEST_F(Cli, OverThePixelLimit) {
+  const fs::path in = dir_ / "camera.png";
+  fs::copy_file(sample("camera.png"), in);
+  expect_fails(in.string(), "--max-pixels 100", 1, "camera.png");
+  const Result r = run("histogram " + quote(in.string()) + " --backend cpu --max-pixels 100");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("100"), std::string::npos) << "names the limit\n" << r;
+}
+
+TEST_F(Cli, OutputFolderMissing) {
+  const std::string o = (dir_ / "out" / "no" / "such" / "o.png").string();
+  const Result r = run("equalize " + quote(sample("camera.png")) + " -o " + quote(o) +
+                       " --backend cpu");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find(o), std::string::npos) << r;
+  EXPECT_TRUE(out_files().empty());
+}
+
+TEST_F(Cli, OutputFolderNotWritableProc) {
+  // /proc refuses new files even for root.
+  const Result r = run("equalize " + quote(sample("camera.png")) +
+                       " -o /proc/histeq-test-out.png --backend cpu");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("/proc/histeq-test-out.png"), std::string::npos) << r;
+}
+
+TEST_F(Cli, OutputFolderNotWritable) {
+  if (geteuid() == 0) {
+    GTEST_SKIP() << "running as root, which may write into a read-only folder anyway "
+                    "(OutputFolderNotWritableProc covers the case with /proc)";
+  }
+  fs::permissions(dir_ / "out", fs::perms::owner_read | fs::perms::owner_exec);
+  const Result r = run("equalize " + quote(sample("camera.png")) + " -o " +
+                       quote(out("o.png").string()) + " --backend cpu");
+  fs::permissions(dir_ / "out", fs::perms::owner_all);
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find(out("o.png").string()), std::string::npos) << r;
+  EXPECT_TRUE(out_files().empty());
+}
+
+TEST_F(Cli, UnknownOutputExtensionDoesNoWork) {
+  // A missing input and a bad extension: the extension is checked first (exit 2).
+  const Result r = run("equalize " + quote((dir_ / "nope.png").string()) + " -o " +
+                       quote(out("o.xyz").string()));
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find(".xyz"), std::string::npos) << r;
+  EXPECT_TRUE(out_files().empty());
+}
+
+// ---- results ----
+
+// Decoded pixels of `a` equal those of `b` (both through histeq::load_image).
+void expect_same_pixels(const std::string& a, const std::string& b) {
+  const histeq::Image x = histeq::load_image(a), y = histeq::load_image(b);
+  ASSERT_EQ(x.width, y.width);
+  ASSERT_EQ(x.height, y.height);
+  ASSERT_EQ(x.channels, y.channels);
+  EXPECT_TRUE(x.pixels == y.pixels) << a << " differs from " << b;
+}
+
+TEST_F(Cli, EqualizeCpuMatchesOpenCvGolden) {
+  const Result r = run("equalize " + quote(sample("camera.png")) + " -o " +
+                       quote(out("camera.png").string()) + " --backend cpu");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(r.err.empty()) << "an explicit --backend cpu needs no notice\n" << r;
+  expect_same_pixels(out("camera.png").string(),
+                     histeq::test::source_path("tests/data/golden-opencv-4.6/camera.png"));
+  EXPECT_EQ(out_files(), std::vector<std::string>{"camera.png"}) << "no temporaries left";
+}
+
+TEST_F(Cli, OutputMayEqualInput) {
+  const fs::path p = dir_ / "out" / "moon.png";
+  fs::copy_file(sample("moon.png"), p);
+  const Result r = run("equalize " + quote(p.string()) + " -o " + quote(p.string()) +
+                       " --backend cpu");
+  ASSERT_EQ(r.status, 0) << r;
+  expect_same_pixels(p.string(), histeq::test::source_path("tests/data/golden-opencv-4.6/moon.png"));
+  EXPECT_EQ(out_files(), std::vector<std::string>{"moon.png"}) << "no temporaries left";
+}
+
+TEST_F(Cli, JsonIsOneObjectWithTheDocumentedKeys) {
+  const Result r = run("equalize " + quote(sample("coins.png")) + " -o " +
+                       quote(out("c.jpg").string()) + " --backend cpu --json --timing");
+  ASSERT_EQ(r.status, 0) << r;
+  ASSERT_FALSE(r.out.empty());
+  EXPECT_EQ(r.out.front(), '{') << r;
+  EXPECT_EQ(r.out.substr(r.out.find_last_not_of('\n'), 1), "}") << r;
+  EXPECT_EQ(count_of(r.out, "\n"), 1u) << "one line\n" << r;
+  EXPECT_EQ(count_of(r.out, "{"), count_of(r.out, "}")) << r;
+  for (const char* key : {"width", "height", "channels", "mode", "kernel", "backend", "device",
+                          "times_ms", "decode", "upload", "histogram", "cdf_lut", "apply",
+                          "download", "encode", "total", "histogram_gbps", "racy_lost"}) {
+    EXPECT_NE(r.out.find(std::string("\"") + key + "\":"), std::string::npos) << key << "\n" << r;
+  }
+  const histeq::Image in = histeq::load_image(sample("coins.png"));
+  EXPECT_NE(r.out.find("\"width\":" + std::to_string(in.width) + ","), std::string::npos) << r;
+  EXPECT_NE(r.out.find("\"height\":" + std::to_string(in.height) + ","), std::string::npos) << r;
+  EXPECT_NE(r.out.find("\"backend\":\"cpu\""), std::string::npos) << r;
+  EXPECT_NE(r.err.find("histogram"), std::string::npos) << "--timing table goes to stderr\n" << r;
+}
+
+TEST_F(Cli, TimingTableHasEveryStage) {
+  const Result r = run("equalize " + quote(sample("chelsea.png")) + " -o " +
+                       quote(out("c.png").string()) + " --backend cpu --timing");
+  ASSERT_EQ(r.status, 0) << r;
+  for (const char* stage :
+       {"decode", "upload", "histogram", "CDF+LUT", "apply", "download", "encode", "total"}) {
+    EXPECT_NE(r.out.find(stage), std::string::npos) << stage << "\n" << r;
+  }
+  EXPECT_NE(r.out.find("GB/s"), std::string::npos) << r;
+}
+
+// Sum of column `col` (1-based after the bin) of a CSV body.
+TEST_F(Cli, HistogramCsvGray) {
+  const Result r = run("histogram " + quote(sample("coins.png")) + " --backend cpu --csv");
+  ASSERT_EQ(r.status, 0) << r;
+  const auto ls = lines_of(r.out);
+  ASSERT_EQ(ls.size(), 257u) << r;
+  EXPECT_EQ(ls[0], "bin,count");
+  std::uint64_t sum = 0;
+  for (int b = 0; b < 256; ++b) {
+    const std::string& l = ls[std::size_t(b) + 1];
+    const auto comma = l.find(',');
+    ASSERT_NE(comma, std::string::npos) << l;
+    EXPECT_EQ(l.substr(0, comma), std::to_string(b));
+    sum += std::stoull(l.substr(comma + 1));
+  }
+  const histeq::Image in = histeq::load_image(sample("coins.png"));
+  EXPECT_EQ(sum, in.pixel_count());
+}
+
+TEST_F(Cli, HistogramCsvRgbHasThreeColumns) {
+  const Result r = run("histogram " + quote(sample("chelsea.png")) + " --backend cpu --csv --mode rgb");
+  ASSERT_EQ(r.status, 0) << r;
+  const auto ls = lines_of(r.out);
+  ASSERT_EQ(ls.size(), 257u) << r;
+  EXPECT_EQ(ls[0], "bin,r,g,b");
+  std::uint64_t sums[3] = {0, 0, 0};
+  for (std::size_t i = 1; i < ls.size(); ++i) {
+    std::istringstream in(ls[i]);
+    std::string f;
+    std::getline(in, f, ',');
+    for (auto& s : sums) {
+      ASSERT_TRUE(std::getline(in, f, ',')) << ls[i];
+      s += std::stoull(f);
+    }
+  }
+  const histeq::Image in = histeq::load_image(sample("chelsea.png"));
+  for (auto s : sums) EXPECT_EQ(s, in.pixel_count());
+}
+
+TEST_F(Cli, HistogramPlainHasOneLinePerBin) {
+  const Result r = run("histogram " + quote(sample("moon.png")) + " --backend cpu");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(lines_of(r.out).size(), 256u) << r;
+}
+
+TEST_F(Cli, KernelsListsEveryRegistryName) {
+  const Result r = run("kernels");
+  ASSERT_EQ(r.status, 0) << r;
+  const auto ls = lines_of(r.out);
+  std::set<std::string> first_words;
+  for (const auto& l : ls) first_words.insert(l.substr(0, l.find(' ')));
+  for (const auto& e : histeq::kernels::registry()) {
+    EXPECT_TRUE(first_words.count(e.name)) << e.name << " missing\n" << r;
+    EXPECT_NE(r.out.find(e.summary), std::string::npos) << e.name << "\n" << r;
+  }
+  if (histeq::kernels::registry().empty()) GTEST_SKIP() << "the registry has no kernels yet";
+}
+
+// ---- backend choice ----
+
+TEST_F(Cli, BackendAutoWithoutGpuSaysSoOnce) {
+  std::string why;
+  if (histeq::cuda_available(&why)) GTEST_SKIP() << "a CUDA device is usable; no fallback to check";
+  const Result r = run("equalize " + quote(sample("moon.png")) + " -o " +
+                       quote(out("m.png").string()));
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(count_of(r.err, "CPU"), 1u) << r;
+  EXPECT_EQ(count_of(r.err, "histeq: "), 1u) << r;
+}
+
+TEST_F(Cli, BackendCudaWithoutGpuIsAnError) {
+  std::string why;
+  if (histeq::cuda_available(&why)) GTEST_SKIP() << "a CUDA device is usable";
+  const Result r = run("equalize " + quote(sample("moon.png")) + " -o " +
+                       quote(out("m.png").string()) + " --backend cuda");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r;
+  EXPECT_TRUE(out_files().empty());
+}
+
+TEST_F(Cli, KernelDetailsWithoutGpuIsAnError) {
+  std::string why;
+  if (histeq::cuda_available(&why)) GTEST_SKIP() << "a CUDA device is usable";
+  const Result r = run("kernels --details");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("needs a CUDA device"), std::string::npos) << r;
+}
+
+TEST_F(Cli, RacyKernelWarnsAndReportsLostCounts) {
+  bool has_racy = false;
+  for (const auto& e : histeq::kernels::registry()) has_racy |= std::string(e.name) == "racy";
+  if (!has_racy) GTEST_SKIP() << "no 'racy' kernel in the registry";
+  std::string why;
+  if (!histeq::cuda_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
+  const Result r = run("equalize " + quote(sample("moon.png")) + " -o " +
+                       quote(out("m.png").string()) + " --kernel racy --backend cuda");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_NE(r.err.find("not exact"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("lost"), std::string::npos) << r;
+}
+
+TEST_F(Cli, GpuEqualizeMatchesCpu) {
+  HISTEQ_REQUIRE_GPU();
+  for (const char* s : {"camera.png", "chelsea.png"}) {
+    const Result g = run("equalize " + quote(sample(s)) + " -o " + quote(out("g.png").string()) +
+                         " --backend cuda");
+    ASSERT_EQ(g.status, 0) << g;
+    const Result c = run("equalize " + quote(sample(s)) + " -o " + quote(out("c.png").string()) +
+                         " --backend cpu");
+    ASSERT_EQ(c.status, 0) << c;
+    expect_same_pixels(out("g.png").string(), out("c.png").string());
+  }
+}
+
+}  // namespace
