@@ -1,0 +1,456 @@
+// test_host_image_io.cpp — loading and saving (image_io.hpp): round trips per format, the bad
+// inputs each with a clear Error naming the file, and the temp-file + rename write path.
+// Crafted files (truncated, patched PNG headers) are made here at run time from encoded bytes.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "histeq/error.hpp"
+#include "histeq/image_io.hpp"
+#include "test_support.hpp"
+
+namespace histeq {
+namespace {
+namespace fs = std::filesystem;
+
+class ImageIo : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("histeq-io-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::vector<std::string> listing() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+  void write_bytes(const std::string& p, const std::vector<std::uint8_t>& bytes) const {
+    std::ofstream f(p, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  }
+  fs::path dir_;
+};
+
+Image test_image(int w, int h, int c, std::uint64_t seed = 1) {
+  Image img;
+  img.width = w;
+  img.height = h;
+  img.channels = c;
+  img.pixels.resize(img.byte_count());
+  std::mt19937_64 rng(seed);
+  // Smooth + noise, so that JPEG has something realistic to compress.
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int k = 0; k < c; ++k)
+        img.pixels[(std::size_t(y) * w + x) * c + k] =
+            static_cast<std::uint8_t>((x * 3 + y * 2 + k * 40 + int(rng() % 5)) % 256);
+  return img;
+}
+
+/// Runs f, expects an exception of type E whose message contains every one of `parts`.
+template <class E, class F>
+void expect_error(F&& f, std::initializer_list<std::string> parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception";
+  } catch (const E& e) {
+    const std::string msg = e.what();
+    if (std::getenv("HISTEQ_TEST_VERBOSE")) std::printf("  message: %s\n", msg.c_str());
+    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong exception type: " << e.what();
+  }
+}
+
+std::uint32_t crc32(const std::uint8_t* p, std::size_t n) {
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (std::size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+  }
+  return c ^ 0xFFFFFFFFu;
+}
+
+void put_be32(std::uint8_t* p, std::uint32_t v) {
+  p[0] = std::uint8_t(v >> 24);
+  p[1] = std::uint8_t(v >> 16);
+  p[2] = std::uint8_t(v >> 8);
+  p[3] = std::uint8_t(v);
+}
+
+/// Rewrites the IHDR of a PNG (signature 8 bytes, then length, "IHDR", 13 bytes of data, CRC)
+/// with new dimensions and, when bit_depth > 0, a new bit depth; fixes the CRC.
+std::vector<std::uint8_t> patch_ihdr(std::vector<std::uint8_t> png, std::uint32_t w,
+                                     std::uint32_t h) {
+  EXPECT_EQ(std::memcmp(png.data() + 12, "IHDR", 4), 0);
+  put_be32(png.data() + 16, w);
+  put_be32(png.data() + 20, h);
+  put_be32(png.data() + 29, crc32(png.data() + 12, 17));
+  return png;
+}
+
+/// A 16-bit PNG written by hand: IHDR (depth 16), one stored (uncompressed) zlib block of the
+/// filtered rows, IEND. values[i] are the 16-bit samples, row-major, `c` channels.
+std::vector<std::uint8_t> png16(int w, int h, int c, const std::vector<std::uint16_t>& values) {
+  auto chunk = [](std::vector<std::uint8_t>& out, const char* type,
+                  const std::vector<std::uint8_t>& data) {
+    std::uint8_t len[4];
+    put_be32(len, std::uint32_t(data.size()));
+    out.insert(out.end(), len, len + 4);
+    const std::size_t start = out.size();
+    out.insert(out.end(), type, type + 4);
+    out.insert(out.end(), data.begin(), data.end());
+    std::uint8_t crc[4];
+    put_be32(crc, crc32(out.data() + start, out.size() - start));
+    out.insert(out.end(), crc, crc + 4);
+  };
+  const std::uint8_t color_type = c == 1 ? 0 : c == 2 ? 4 : c == 3 ? 2 : 6;
+  std::vector<std::uint8_t> ihdr(13, 0);
+  put_be32(ihdr.data(), std::uint32_t(w));
+  put_be32(ihdr.data() + 4, std::uint32_t(h));
+  ihdr[8] = 16;
+  ihdr[9] = color_type;
+  std::vector<std::uint8_t> raw;
+  for (int y = 0; y < h; ++y) {
+    raw.push_back(0);  // filter: none
+    for (int i = 0; i < w * c; ++i) {
+      const std::uint16_t v = values[std::size_t(y) * w * c + i];
+      raw.push_back(std::uint8_t(v >> 8));
+      raw.push_back(std::uint8_t(v));
+    }
+  }
+  // zlib: header, one stored block (raw.size() < 65536 here), Adler-32.
+  std::vector<std::uint8_t> z = {0x78, 0x01, 0x01};
+  const std::uint16_t n = std::uint16_t(raw.size());
+  z.push_back(std::uint8_t(n));
+  z.push_back(std::uint8_t(n >> 8));
+  z.push_back(std::uint8_t(~n));
+  z.push_back(std::uint8_t(std::uint16_t(~n) >> 8));
+  z.insert(z.end(), raw.begin(), raw.end());
+  std::uint32_t a = 1, b = 0;
+  for (std::uint8_t x : raw) {
+    a = (a + x) % 65521;
+    b = (b + a) % 65521;
+  }
+  std::uint8_t adler[4];
+  put_be32(adler, (b << 16) | a);
+  z.insert(z.end(), adler, adler + 4);
+  std::vector<std::uint8_t> out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  chunk(out, "IHDR", ihdr);
+  chunk(out, "IDAT", z);
+  chunk(out, "IEND", {});
+  return out;
+}
+
+// ---- round trips ----
+
+TEST_F(ImageIo, LosslessRoundTripsPngBmpTga) {
+  for (const char* ext : {".png", ".PNG", ".bmp", ".tga", ".Tga"}) {
+    for (int c = 1; c <= 4; ++c) {
+      const std::string e = ext;
+      const bool bmp = e == ".bmp";
+      if (bmp && (c == 1 || c == 2)) continue;  // stb's BMP writer stores gray as RGB: below
+      const Image img = test_image(67, 41, c, std::uint64_t(c));
+      const std::string p = path("rt" + std::to_string(c) + ext);
+      save_image(img, p);
+      const Image back = load_image(p);
+      EXPECT_EQ(back.width, img.width) << p;
+      EXPECT_EQ(back.height, img.height) << p;
+      ASSERT_EQ(back.channels, img.channels) << p;
+      EXPECT_EQ(back.pixels, img.pixels) << p;
+    }
+  }
+}
+
+TEST_F(ImageIo, BmpStoresGrayAsEqualRgb) {
+  const Image img = test_image(16, 9, 1);
+  save_image(img, path("g.bmp"));
+  const Image back = load_image(path("g.bmp"));
+  ASSERT_EQ(back.pixel_count(), img.pixel_count());
+  ASSERT_GE(back.channels, 3);
+  for (std::size_t i = 0; i < img.pixel_count(); ++i)
+    for (int k = 0; k < 3; ++k) ASSERT_EQ(back.pixels[i * back.channels + k], img.pixels[i]);
+}
+
+TEST_F(ImageIo, JpegRoundTripIsClose) {
+  for (int c : {1, 3}) {
+    const Image img = test_image(64, 48, c);
+    for (const char* ext : {".jpg", ".JPEG"}) {
+      const std::string p = path(std::string("j") + std::to_string(c) + ext);
+      save_image(img, p, 95);
+      const Image back = load_image(p);
+      ASSERT_EQ(back.width, img.width);
+      ASSERT_EQ(back.height, img.height);
+      // stb's JPEG writer always stores YCbCr: gray comes back as three equal-ish channels.
+      ASSERT_EQ(back.channels, 3);
+      double sum = 0;
+      for (std::size_t i = 0; i < img.pixel_count(); ++i)
+        for (int k = 0; k < 3; ++k)
+          sum += std::abs(int(back.pixels[i * 3 + std::size_t(k)]) -
+                          int(img.pixels[i * std::size_t(c) + std::size_t(c == 1 ? 0 : k)]));
+      EXPECT_LT(sum / double(img.pixel_count() * 3), 6.0) << p;
+    }
+  }
+  // Lower quality, smaller file.
+  const Image img = test_image(128, 128, 3);
+  EXPECT_LT(encode_image(img, ".jpg", 20).size(), encode_image(img, ".jpg", 95).size());
+  expect_error<UsageError>([&] { encode_image(img, ".jpg", 0); }, {"quality", "0", "1..100"});
+  expect_error<UsageError>([&] { encode_image(img, ".jpg", 101); }, {"101"});
+}
+
+TEST_F(ImageIo, EncodeDecodeInMemory) {
+  const Image img = test_image(10, 7, 4);
+  const auto bytes = encode_image(img, "png");
+  const Image back = decode_image(bytes.data(), bytes.size(), "mem.png");
+  EXPECT_EQ(back.pixels, img.pixels);
+  Image bad = img;
+  bad.pixels.pop_back();
+  expect_error<Error>([&] { encode_image(bad, ".png"); }, {"bytes"});
+  bad = img;
+  bad.channels = 5;
+  expect_error<Error>([&] { encode_image(bad, ".png"); }, {"1..4"});
+}
+
+TEST_F(ImageIo, SixteenBitPngIsReducedToEightBits) {
+  const int w = 5, h = 3;
+  for (int c : {1, 2, 3, 4}) {
+    std::vector<std::uint16_t> v(std::size_t(w * h * c));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::uint16_t(i * 4099 + 123);
+    write_bytes(path("d16.png"), png16(w, h, c, v));
+    const Image img = load_image(path("d16.png"));
+    ASSERT_EQ(img.width, w);
+    ASSERT_EQ(img.height, h);
+    ASSERT_EQ(img.channels, c);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      ASSERT_EQ(img.pixels[i], v[i] >> 8) << "sample " << i << " of " << c << " channels";
+  }
+}
+
+TEST_F(ImageIo, GrayAlphaKeepsTwoChannels) {
+  Image img = test_image(13, 11, 2);
+  save_image(img, path("ga.png"));
+  const Image back = load_image(path("ga.png"));
+  EXPECT_EQ(back.channels, 2);
+  EXPECT_EQ(back.pixels, img.pixels);
+}
+
+TEST_F(ImageIo, SampleImagesLoadWithTheirChannels) {
+  EXPECT_EQ(load_image(test::source_path("samples/moon.png")).channels, 1);
+  const Image coffee = load_image(test::source_path("samples/coffee.png"));
+  EXPECT_EQ(coffee.channels, 3);
+  EXPECT_EQ(coffee.width, 600);
+  EXPECT_EQ(coffee.height, 400);
+  const Image hubble = load_image(test::source_path("samples/hubble_deep_field.jpg"));
+  EXPECT_EQ(hubble.width, 1000);
+  EXPECT_EQ(hubble.height, 872);
+}
+
+TEST_F(ImageIo, OutputMayBeTheInputFile) {
+  const Image a = test_image(30, 20, 3, 1), b = test_image(30, 20, 3, 2);
+  const std::string p = path("same.png");
+  save_image(a, p);
+  Image in = load_image(p);
+  for (auto& x : in.pixels) x = static_cast<std::uint8_t>(255 - x);
+  save_image(in, p);
+  EXPECT_EQ(load_image(p).pixels, in.pixels);
+  EXPECT_EQ(listing(), std::vector<std::string>{"same.png"}) << "temp file left behind";
+  (void)b;
+}
+
+TEST_F(ImageIo, RelativePathWithoutFolderWritesToCurrentDirectory) {
+  const fs::path old = fs::current_path();
+  fs::current_path(dir_);
+  save_image(test_image(4, 4, 1), "plain.png");
+  fs::current_path(old);
+  EXPECT_TRUE(fs::exists(dir_ / "plain.png"));
+}
+
+TEST_F(ImageIo, SavedFileHasTheUsualPermissions) {
+  save_image(test_image(4, 4, 1), path("perm.png"));
+  const auto perms = fs::status(path("perm.png")).permissions();
+  EXPECT_NE(perms & fs::perms::owner_read, fs::perms::none);
+  EXPECT_NE(perms & fs::perms::owner_write, fs::perms::none);
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  if (!(mask & 0044)) EXPECT_NE(perms & fs::perms::others_read, fs::perms::none) << "left 0600";
+}
+
+// ---- bad input ----
+
+TEST_F(ImageIo, MissingFile) {
+  const std::string p = path("nope.png");
+  expect_error<Error>([&] { load_image(p); }, {"cannot read", p});
+}
+
+TEST_F(ImageIo, Directory) {
+  expect_error<Error>([&] { load_image(dir_.string()); }, {"cannot read", dir_.string(), "directory"});
+}
+
+TEST_F(ImageIo, EmptyFile) {
+  write_bytes(path("empty.png"), {});
+  expect_error<Error>([&] { load_image(path("empty.png")); }, {"cannot read", path("empty.png"), "empty"});
+}
+
+TEST_F(ImageIo, NotAnImage) {
+  const std::string text = "this is a text file, not an image\n";
+  write_bytes(path("notes.png"), std::vector<std::uint8_t>(text.begin(), text.end()));
+  expect_error<Error>([&] { load_image(path("notes.png")); },
+                      {path("notes.png"), "is not a decodable image"});
+}
+
+TEST_F(ImageIo, TruncatedPngAndJpeg) {
+  const Image img = test_image(64, 64, 3);
+  for (const char* ext : {".png", ".jpg"}) {
+    const auto full = encode_image(img, ext);
+    for (std::size_t keep : {full.size() / 2, std::size_t(40), std::size_t(8)}) {
+      const std::string p = path(std::string("cut") + std::to_string(keep) + ext);
+      write_bytes(p, std::vector<std::uint8_t>(full.begin(), full.begin() + std::ptrdiff_t(keep)));
+      expect_error<Error>([&] { load_image(p); }, {p, "is not a decodable image: "});
+    }
+  }
+}
+
+TEST_F(ImageIo, CorruptPng) {
+  auto bytes = encode_image(test_image(64, 64, 3), ".png");
+  // Garble the compressed data (after the IHDR chunk: 8 + 25 bytes).
+  for (std::size_t i = 41; i < bytes.size() - 12; i += 3) bytes[i] ^= 0x5A;
+  write_bytes(path("bad.png"), bytes);
+  expect_error<Error>([&] { load_image(path("bad.png")); }, {path("bad.png"), "not a decodable image"});
+}
+
+TEST_F(ImageIo, ZeroWidthOrHeight) {
+  const auto png = encode_image(test_image(8, 8, 1), ".png");
+  for (auto wh : {std::pair<std::uint32_t, std::uint32_t>{0, 8}, {8, 0}}) {
+    const std::string p = path("zero" + std::to_string(wh.first) + ".png");
+    write_bytes(p, patch_ihdr(png, wh.first, wh.second));
+    expect_error<Error>([&] { load_image(p); },
+                        {p, "zero width or height", std::to_string(wh.first) + "x" +
+                                                        std::to_string(wh.second)});
+  }
+}
+
+TEST_F(ImageIo, OverThePixelLimitBeforeDecoding) {
+  // 20000 × 20000 gray = 4·10^8 pixels > 2^28: the header says so, and the check comes before
+  // any pixel memory (the IDAT is the 8×8 one, so decoding would fail differently).
+  const auto png = encode_image(test_image(8, 8, 1), ".png");
+  write_bytes(path("huge.png"), patch_ihdr(png, 20000, 20000));
+  expect_error<Error>([&] { load_image(path("huge.png")); },
+                      {path("huge.png"), "20000x20000", std::to_string(kDefaultMaxPixels)});
+  // A caller's smaller limit.
+  save_image(test_image(300, 200, 3), path("mid.png"));
+  expect_error<Error>([&] { load_image(path("mid.png"), 300 * 200 - 1); },
+                      {"300x200", std::to_string(300 * 200 - 1)});
+  EXPECT_EQ(load_image(path("mid.png"), 300 * 200).pixel_count(), 300u * 200u);
+  // Dimensions whose product overflows 32 bits are still compared correctly.
+  write_bytes(path("wide.png"), patch_ihdr(png, 1u << 16, 1u << 16));
+  expect_error<Error>([&] { load_image(path("wide.png")); },
+                      {path("wide.png"), "65536x65536 = 4294967296 pixels"});
+  write_bytes(path("widest.png"), patch_ihdr(png, 0x7FFFFFFFu, 0x7FFFFFFFu));
+  expect_error<Error>([&] { load_image(path("widest.png")); },
+                      {path("widest.png"), "2147483647x2147483647", "over the limit"});
+}
+
+// ---- output paths ----
+
+TEST_F(ImageIo, UnknownExtensionIsUsageError) {
+  const Image img = test_image(4, 4, 1);
+  for (const char* name : {"out.gif", "out.webp", "out", "out.png.txt"}) {
+    const std::string p = path(name);
+    expect_error<UsageError>([&] { check_output_path(p); }, {p, ".png", ".jpg", ".bmp", ".tga"});
+    expect_error<UsageError>([&] { save_image(img, p); }, {p});
+  }
+  EXPECT_TRUE(listing().empty()) << "a file was created";
+  for (const char* name : {"a.png", "a.JPG", "a.jpeg", "a.bmp", "a.TGA"})
+    EXPECT_NO_THROW(check_output_path(path(name)));
+}
+
+TEST_F(ImageIo, MissingOutputFolder) {
+  const std::string p = path("no/such/folder/out.png");
+  expect_error<Error>([&] { save_image(test_image(4, 4, 1), p); }, {p, "does not exist"});
+  EXPECT_TRUE(listing().empty());
+}
+
+TEST_F(ImageIo, OutputFolderIsAFile) {
+  write_bytes(path("file"), {1, 2, 3});
+  const std::string p = path("file/out.png");
+  expect_error<Error>([&] { save_image(test_image(4, 4, 1), p); }, {p, "not a folder"});
+  EXPECT_EQ(listing(), std::vector<std::string>{"file"});
+}
+
+TEST_F(ImageIo, OutputIsADirectory) {
+  fs::create_directory(path("d.png"));
+  expect_error<Error>([&] { save_image(test_image(4, 4, 1), path("d.png")); },
+                      {path("d.png"), "directory"});
+  EXPECT_EQ(listing(), std::vector<std::string>{"d.png"});
+}
+
+TEST_F(ImageIo, OutputFolderNotWritable) {
+  // As root permissions do not stop writes; /proc refuses new files for everyone.
+  if (::geteuid() != 0) {
+    fs::create_directory(path("ro"));
+    fs::permissions(path("ro"), fs::perms::owner_read | fs::perms::owner_exec);
+    const std::string p = path("ro/out.png");
+    expect_error<Error>([&] { save_image(test_image(4, 4, 1), p); }, {p, "cannot create"});
+    fs::permissions(path("ro"), fs::perms::owner_all);
+    EXPECT_TRUE(fs::is_empty(path("ro")));
+  }
+  if (fs::is_directory("/proc/self")) {
+    expect_error<Error>([&] { save_image(test_image(4, 4, 1), "/proc/self/histeq-out.png"); },
+                        {"/proc/self/histeq-out.png", "cannot create"});
+  }
+}
+
+TEST_F(ImageIo, ShortWriteLeavesNothingAndKeepsTheOldFile) {
+  // A file-size limit makes write() fail part way (EFBIG), as a full disk would (ENOSPC).
+  const std::string p = path("full.png");
+  const Image old_img = test_image(8, 8, 1);
+  save_image(old_img, p);
+  const auto old_bytes = encode_image(old_img, ".png");
+  Image big = test_image(512, 512, 3);
+  for (auto& x : big.pixels) x = static_cast<std::uint8_t>(std::rand());  // incompressible
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto* old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = saved;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  bool threw = false;
+  std::string msg;
+  try {
+    save_image(big, p);
+  } catch (const Error& e) {
+    threw = true;
+    msg = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, old_handler);
+  ASSERT_TRUE(threw);
+  EXPECT_NE(msg.find(p), std::string::npos) << msg;
+  EXPECT_NE(msg.find("write"), std::string::npos) << msg;
+  EXPECT_EQ(listing(), std::vector<std::string>{"full.png"}) << "temp file left behind";
+  EXPECT_EQ(load_image(p).pixels, old_img.pixels) << "the old file was damaged";
+  (void)old_bytes;
+}
+
+}  // namespace
+}  // namespace histeq
