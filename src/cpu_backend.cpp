@@ -9,7 +9,10 @@
 // (store-to-load forwarding stalls); u8 samples are read 8 at a time with one 64-bit load.
 // u8 samples are always counted by raw value (256 counters) and folded to `bins` afterwards with
 // the binning rule of types.hpp, so every bin count costs the same as 256.
+// Apply of a gray LUT uses AVX-512 VBMI byte permutes where the CPU has them (checked at run
+// time; the environment variable HISTEQ_CPU_NO_SIMD forces the portable 64-bit-word loop).
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -18,6 +21,10 @@
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/planes.hpp"
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace histeq::cpu {
 namespace {
@@ -114,6 +121,59 @@ void count_i32(const std::int32_t* p, std::size_t begin, std::size_t end, int bi
   }
 }
 
+#if defined(__GNUC__) && defined(__x86_64__)
+#define HISTEQ_HAVE_VBMI_PATH 1
+/// out[i] = lut[in[i]] with AVX-512 VBMI: the 256-entry LUT lives in four 64-byte registers;
+/// two 2-register byte permutes (vpermi2b) look up 64 samples in each 128-entry half and the
+/// samples' top bit picks the half. Selected at run time (cpu_has_vbmi).
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void map_bytes_vbmi(
+    const std::uint8_t* in, std::uint8_t* out, std::size_t b, std::size_t e,
+    const std::uint8_t* lut) {
+  const __m512i t0 = _mm512_loadu_si512(lut), t1 = _mm512_loadu_si512(lut + 64);
+  const __m512i t2 = _mm512_loadu_si512(lut + 128), t3 = _mm512_loadu_si512(lut + 192);
+  std::size_t i = b;
+  for (; i + 64 <= e; i += 64) {
+    const __m512i x = _mm512_loadu_si512(in + i);
+    const __m512i lo = _mm512_permutex2var_epi8(t0, x, t1);  // index bits 0..6
+    const __m512i hi = _mm512_permutex2var_epi8(t2, x, t3);
+    const __mmask64 top = _mm512_movepi8_mask(x);            // index bit 7
+    _mm512_storeu_si512(out + i, _mm512_mask_blend_epi8(top, lo, hi));
+  }
+  for (; i < e; ++i) out[i] = lut[in[i]];
+}
+bool cpu_has_vbmi() {
+  static const bool has = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+  return has;
+}
+#endif
+
+/// out[i] = lut[in[i]] for i in [b, e): 8 samples per 64-bit load and store. The LUT is copied
+/// to the stack so the compiler knows the stores to `out` cannot change it.
+void map_bytes(const std::uint8_t* in, std::uint8_t* out, std::size_t b, std::size_t e,
+               const std::uint8_t* lut_in) {
+#if HISTEQ_HAVE_VBMI_PATH
+  if (cpu_has_vbmi() && !std::getenv("HISTEQ_CPU_NO_SIMD"))
+    return map_bytes_vbmi(in, out, b, e, lut_in);
+#endif
+  std::uint8_t lut[256];
+  std::memcpy(lut, lut_in, 256);
+  std::size_t i = b;
+  for (; i + 8 <= e; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, in + i, 8);
+    const std::uint64_t r = std::uint64_t(lut[w & 0xff]) |
+                            std::uint64_t(lut[(w >> 8) & 0xff]) << 8 |
+                            std::uint64_t(lut[(w >> 16) & 0xff]) << 16 |
+                            std::uint64_t(lut[(w >> 24) & 0xff]) << 24 |
+                            std::uint64_t(lut[(w >> 32) & 0xff]) << 32 |
+                            std::uint64_t(lut[(w >> 40) & 0xff]) << 40 |
+                            std::uint64_t(lut[(w >> 48) & 0xff]) << 48 |
+                            std::uint64_t(lut[w >> 56]) << 56;
+    std::memcpy(out + i, &r, 8);
+  }
+  for (; i < e; ++i) out[i] = lut[in[i]];
+}
+
 constexpr std::size_t kMinHistPerThread = std::size_t(1) << 16;
 constexpr std::size_t kMinPixelsPerThread = std::size_t(1) << 15;
 
@@ -154,8 +214,10 @@ void extract_planes(const std::uint8_t* in, std::size_t pixels, int channels, Mo
   const std::size_t c = std::size_t(channels);
   const int workers = worker_count(pixels, threads, kMinPixelsPerThread);
   parallel_slices(pixels, workers, [&](int, std::size_t b, std::size_t e) {
-    if (channels < 3) {
-      for (std::size_t i = b; i < e; ++i) planes[i] = in[i * c];
+    if (channels == 1) {
+      std::memcpy(planes + b, in + b, e - b);
+    } else if (channels == 2) {
+      for (std::size_t i = b; i < e; ++i) planes[i] = in[2 * i];
     } else if (mode == Mode::rgb) {
       std::uint8_t* r = planes;
       std::uint8_t* g = planes + pixels;
@@ -185,8 +247,10 @@ void apply(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode, 
   parallel_slices(pixels, workers, [&](int, std::size_t b, std::size_t e) {
     const std::uint8_t* l0 = luts[0].data();
     if (channels < 3) {  // gray (+ alpha): one plane
-      if (oc == 1) {
-        for (std::size_t i = b; i < e; ++i) out[i] = l0[in[i * c]];
+      if (c == 1) {
+        map_bytes(in, out, b, e, l0);
+      } else if (oc == 1) {
+        for (std::size_t i = b; i < e; ++i) out[i] = l0[in[2 * i]];
       } else {
         for (std::size_t i = b; i < e; ++i) {
           out[2 * i] = l0[in[2 * i]];

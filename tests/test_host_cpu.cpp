@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -188,6 +189,27 @@ TEST(CpuApply, PlanesAndModesFollowPlanesHpp) {
         if (c == 4 && mode != Mode::gray) ASSERT_EQ(o[3], s[3]) << "alpha of RGBA kept";
       }
     }
+}
+
+TEST(CpuApply, GrayLutEqualsNaiveForEveryLengthAndOffsetWithAndWithoutSimd) {
+  std::vector<std::uint8_t> in(70000 + 80), out(in.size());
+  std::mt19937 rng(4);
+  for (auto& b : in) b = static_cast<std::uint8_t>(rng());
+  Lut lut;
+  for (auto& v : lut) v = static_cast<std::uint8_t>(rng());
+  for (const char* simd : {"on", "off"}) {
+    if (std::string(simd) == "off") ::setenv("HISTEQ_CPU_NO_SIMD", "1", 1);
+    for (std::size_t off = 0; off < 3; ++off)
+      for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(63), std::size_t(64),
+                            std::size_t(65), std::size_t(200), std::size_t(70001)}) {
+        std::fill(out.begin(), out.end(), 0xEE);
+        cpu::apply(in.data() + off, n, 1, Mode::gray, &lut, out.data() + off, 2);
+        for (std::size_t i = 0; i < n; ++i)
+          ASSERT_EQ(out[off + i], lut[in[off + i]]) << "simd " << simd << " n " << n << " i " << i;
+        if (off + n < out.size()) ASSERT_EQ(out[off + n], 0xEE) << "wrote past the end";
+      }
+    ::unsetenv("HISTEQ_CPU_NO_SIMD");
+  }
 }
 
 TEST(CpuApply, ThreadCountDoesNotChangeTheResult) {
