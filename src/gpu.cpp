@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "device_buffer.hpp"
+#include "fused.hpp"
 #include "histeq/error.hpp"
 #include "registry.hpp"
 #include "stages.hpp"
@@ -62,6 +63,10 @@ struct Equalizer::Impl {
   DeviceBuffer<std::uint8_t> scratch;
   DeviceBuffer<std::uint64_t> hist;
   DeviceBuffer<std::uint8_t> lut;
+  // The fused equalizer's two alternating histograms (each call zeroes the other one).
+  DeviceBuffer<std::uint64_t> fused_hist;
+  int fused_flip = 0;
+  const std::uint64_t* last_hist = nullptr;
 };
 
 Equalizer::Equalizer() : impl_(std::make_unique<Impl>()) {}
@@ -107,13 +112,32 @@ void Equalizer::apply(const std::uint8_t* d_in, std::size_t pixels, int channels
 
 std::string Equalizer::equalize_gray(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t n,
                                      Formula formula, const std::string& kernel) {
-  std::uint64_t* d_hist = device_hist(1);
   std::uint8_t* d_lut = device_lut(1);
+  const bool same_phase = reinterpret_cast<std::uintptr_t>(d_in) % 16 ==
+                          reinterpret_cast<std::uintptr_t>(d_out) % 16;
+  if (kernel == "auto" && same_phase && kernels::fused_equalize_supported()) {
+    if (impl_->fused_hist.size() == 0) {
+      impl_->fused_hist = DeviceBuffer<std::uint64_t>(2 * kBins);
+      HISTEQ_CUDA_CHECK(cudaMemsetAsync(impl_->fused_hist.get(), 0, impl_->fused_hist.bytes(),
+                                        impl_->stream.get()));
+    }
+    std::uint64_t* cur = impl_->fused_hist.get() + impl_->fused_flip * kBins;
+    std::uint64_t* next = impl_->fused_hist.get() + (1 - impl_->fused_flip) * kBins;
+    impl_->fused_flip ^= 1;
+    kernels::launch_fused_equalize(d_in, d_out, n, formula, cur, next, d_lut,
+                                   impl_->stream.get());
+    impl_->last_hist = cur;
+    return "fused";
+  }
+  std::uint64_t* d_hist = device_hist(1);
+  impl_->last_hist = d_hist;
   std::string ran = histogram(kernel, d_in, n, SampleType::u8, kBins, d_hist);
   cdf_lut(d_hist, 1, formula, d_lut);
   apply(d_in, n, 1, Mode::gray, d_lut, d_out);
   return ran;
 }
+
+const std::uint64_t* Equalizer::last_equalize_histogram() const { return impl_->last_hist; }
 
 std::uint64_t* Equalizer::device_hist(int planes) {
   if (planes < 1) throw UsageError("device_hist: planes must be >= 1");

@@ -66,11 +66,18 @@ class Equalizer {
              const std::uint8_t* d_luts, std::uint8_t* d_out);
 
   /// The whole chain for a gray image already in device memory: histogram (256 bins, u8) →
-  /// CDF + LUT → apply, d_in[0,n) → d_out[0,n) (may not overlap). Asynchronous; afterwards
-  /// device_hist() and device_lut() hold the histogram and LUT until the next call.
-  /// Returns the name of the histogram kernel that ran.
+  /// CDF + LUT → apply, d_in[0,n) → d_out[0,n), not overlapping (the fused path also
+  /// takes d_in == d_out). Asynchronous. kernel "auto" with d_in and d_out at the same address modulo 16 runs the
+  /// fused single-launch equalizer (kernels/fused.hpp: one cooperative launch, the image read
+  /// once when it fits in the threads' registers) and returns "fused"; any other kernel name
+  /// runs histogram → cdf_lut → apply with that histogram kernel and returns its name.
+  /// Afterwards device_lut() holds the LUT and last_equalize_histogram() the histogram, until
+  /// the next call.
   std::string equalize_gray(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t n,
                             Formula formula, const std::string& kernel = "auto");
+
+  /// The 256-bin histogram of the last equalize_gray call (device memory), or nullptr.
+  const std::uint64_t* last_equalize_histogram() const;
 
   /// The Equalizer's own device buffers for `planes` 256-bin histograms (uint64) and LUTs (u8),
   /// grown on demand; valid until the next call that grows them.
