@@ -12,10 +12,22 @@ namespace histeq::kernels {
 
 // Each kernel file defines one of these (declared here, in teaching order).
 // extern const KernelEntry kRacy;  ...
+extern const KernelEntry kRacy;
+extern const KernelEntry kAtomic;
+extern const KernelEntry kPrivatized;
+extern const KernelEntry kCoarsened;
+extern const KernelEntry kAggregated;
+extern const KernelEntry kCub;
 
 const std::vector<KernelEntry>& registry() {
   static const std::vector<KernelEntry> table = {
       // kRacy, kAtomic, ...
+      kRacy,
+      kAtomic,
+      kPrivatized,
+      kCoarsened,
+      kAggregated,
+      kCub,
   };
   return table;
 }

@@ -1,0 +1,89 @@
+// policy.hpp — every tuning number of the classic histogram kernels, one struct per kernel (the
+// shape of CUB's tuning_histogram.cuh: the kernels read their launch shape from here and contain
+// no literal block sizes, unroll factors or grid multipliers).
+//
+// Units: threads per block, 16-byte vectors per thread per loop trip, blocks per SM.
+#pragma once
+#include <cstddef>
+
+namespace histeq::kernels {
+
+/// Limits shared by every kernel of this family.
+struct CommonPolicy {
+  /// Largest block a caller may request (HistogramLaunch::block_size); every __global__ is
+  /// compiled with __launch_bounds__(kMaxBlockSize) so that any size in 1..kMaxBlockSize launches.
+  static constexpr int kMaxBlockSize = 1024;
+  /// Most samples one block counts into its uint32 shared-memory histogram; grids are made at
+  /// least ceil(n / kMaxSamplesPerBlock) blocks so that no shared counter can overflow.
+  static constexpr std::size_t kMaxSamplesPerBlock = std::size_t(1) << 31;
+  /// Bytes of one wide load (uint4 / int4).
+  static constexpr int kVectorBytes = 16;
+};
+
+/// racy: grid-stride loop, one unsynchronized read-modify-write on the global histogram per sample.
+struct RacyPolicy {
+  static constexpr int kBlockSize = 256;
+  static constexpr int kMaxBlocksPerSm = 8;  ///< grid = min(ceil(n / block), SMs × this)
+};
+
+/// atomic: grid-stride loop, one global atomicAdd per sample (PMPP 9.3).
+struct AtomicPolicy {
+  static constexpr int kBlockSize = 256;
+  static constexpr int kMaxBlocksPerSm = 8;  ///< grid = min(ceil(n / block), SMs × this)
+};
+
+/// privatized: one sample per thread, one block per kBlockSize samples (PMPP 9.4); every block
+/// pays for zeroing and merging its whole shared histogram, which is the lesson of this kernel.
+struct PrivatizedPolicy {
+  static constexpr int kBlockSize = 256;
+};
+
+/// coarsened: grid sized to the resident blocks of all SMs (occupancy query), each thread reads
+/// 16-byte vectors in an interleaved (grid-stride, coalesced) order, kVectorsInFlight loads
+/// issued before any of them is counted (PMPP 9.5–9.6).
+struct CoarsenedPolicy {
+  static constexpr int kBlockSize = 512;
+  static constexpr int kVectorsInFlight = 4;
+};
+
+/// aggregated: coarsened traversal plus a per-thread run (bin, count) in registers; one shared
+/// atomicAdd per run of equal bins (PMPP 9.7). Fewer loads in flight: the run logic is serial.
+struct AggregatedPolicy {
+  static constexpr int kBlockSize = 512;
+  static constexpr int kVectorsInFlight = 2;
+};
+
+inline constexpr CommonPolicy kCommonPolicy{};
+inline constexpr RacyPolicy kRacyPolicy{};
+inline constexpr AtomicPolicy kAtomicPolicy{};
+inline constexpr PrivatizedPolicy kPrivatizedPolicy{};
+inline constexpr CoarsenedPolicy kCoarsenedPolicy{};
+inline constexpr AggregatedPolicy kAggregatedPolicy{};
+
+}  // namespace histeq::kernels
+
+namespace histeq::kernels {
+
+/// columns (columns.cuh): lane-owned shared-memory columns, 16-byte loads. Measured on the H200
+/// (docs/probes/2026-11-29-small-probe.txt): 1024 threads × 2 vectors in flight × 2 blocks per
+/// SM was best or within 2% of best from 4M to 1G; caching loads (not evict-first) let small
+/// inputs stay in L2 for the apply pass and cost nothing at 1G.
+struct ColumnsPolicy {
+  static constexpr int kBlockSize = 1024;
+  static constexpr int kVectorsInFlight = 2;
+  static constexpr int kBlocksPerSm = 2;
+  static constexpr bool kStreamingLoads = false;
+};
+inline constexpr ColumnsPolicy kColumnsPolicy{};
+
+/// fused (fused.cuh): the single cooperative launch that equalizes 8-bit data. Same shape as
+/// columns; measured 20.6 µs at 16M and 795 µs at 1G against 27 and 807 µs for three launches.
+struct FusedPolicy {
+  static constexpr int kBlockSize = 1024;
+  static constexpr int kVectorsInFlight = 2;
+  static constexpr int kBlocksPerSm = 2;
+  static constexpr bool kStreamingLoads = false;
+};
+inline constexpr FusedPolicy kFusedPolicy{};
+
+}  // namespace histeq::kernels
