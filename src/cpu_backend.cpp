@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -39,20 +41,38 @@ int worker_count(std::size_t work, int threads, std::size_t min_per_thread) {
 }
 
 /// Runs fn(worker, begin, end) on `workers` contiguous slices of [0, n); worker 0 is the caller.
+/// A slice whose thread cannot be started runs on the caller; an exception in any slice is
+/// rethrown here after every thread has joined.
 template <class Fn>
 void parallel_slices(std::size_t n, int workers, Fn&& fn) {
   if (workers <= 1) {
     fn(0, std::size_t(0), n);
     return;
   }
-  std::vector<std::thread> pool;
-  pool.reserve(std::size_t(workers) - 1);
   const std::size_t per = n / std::size_t(workers), extra = n % std::size_t(workers);
   auto begin_of = [&](std::size_t w) { return w * per + std::min(w, extra); };
-  for (int w = 1; w < workers; ++w)
-    pool.emplace_back([&, w] { fn(w, begin_of(std::size_t(w)), begin_of(std::size_t(w) + 1)); });
-  fn(0, begin_of(0), begin_of(1));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(workers));
+  auto run = [&](int w) {
+    try {
+      fn(w, begin_of(std::size_t(w)), begin_of(std::size_t(w) + 1));
+    } catch (...) {
+      errors[std::size_t(w)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  std::vector<int> inline_slices{0};
+  pool.reserve(std::size_t(workers) - 1);
+  for (int w = 1; w < workers; ++w) {
+    try {
+      pool.emplace_back(run, w);
+    } catch (const std::system_error&) {  // no more threads: do it here
+      inline_slices.push_back(w);
+    }
+  }
+  for (int w : inline_slices) run(w);
   for (auto& t : pool) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 constexpr int kSub = 4;                            // sub-histograms per thread
