@@ -401,15 +401,9 @@ int cmd_kernels(const std::vector<std::string>& args, std::ostream& out, std::os
   if (!cuda_available(&why)) throw Error("kernels --details needs a CUDA device: " + why);
 #ifdef HISTEQ_CLI_HAS_DETAILS
   std::vector<kernels::KernelDetails> ds;
-  for (const auto& e : reg) {
-    if (const char* no = e.unsupported(type, bins)) {
-      out << e.name << ": not shown, does not support " << to_string(type) << " with " << bins
-          << " bins: " << no << '\n';
-      continue;
-    }
-    ds.push_back(kernels::describe(e, type, bins, std::size_t(size)));
-  }
-  out << kernels::format_details(ds);
+  for (const auto& e : reg) ds.push_back(kernels::describe(e, type, bins, std::size_t(size)));
+  out << "kernels for " << size << " " << to_string(type) << " samples, " << bins << " bins:\n"
+      << kernels::format_details(ds);
 #else
   // TODO(details): kernels/details.hpp (the occupancy report) is not in the tree yet.
   (void)type;
