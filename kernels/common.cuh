@@ -13,7 +13,10 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 #include "contract.hpp"
 #include "cuda_check.hpp"
@@ -183,12 +186,28 @@ inline int sm_count() {
 }
 
 /// Blocks of `kernel` that fit on the whole device at once (occupancy × SMs), at least 1.
+/// Memoized per (device, kernel, block, shared memory): the occupancy query costs host time on
+/// every launch otherwise, which shows at the small sizes the benchmark measures.
 inline std::size_t resident_blocks(const void* kernel, int block, std::size_t dynamic_smem) {
+  int dev = 0;
+  HISTEQ_CUDA_CHECK(cudaGetDevice(&dev));
+  using Key = std::tuple<int, const void*, int, std::size_t>;
+  static std::mutex mutex;
+  static std::map<Key, std::size_t> memo;
+  const Key key{dev, kernel, block, dynamic_smem};
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = memo.find(key);
+    if (it != memo.end()) return it->second;
+  }
   int per_sm = 0;
   HISTEQ_CUDA_CHECK(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, dynamic_smem));
   if (per_sm < 1) per_sm = 1;
-  return std::size_t(per_sm) * std::size_t(sm_count());
+  const std::size_t blocks = std::size_t(per_sm) * std::size_t(sm_count());
+  std::lock_guard<std::mutex> lock(mutex);
+  memo.emplace(key, blocks);
+  return blocks;
 }
 
 /// `wanted` blocks, raised so that no block counts more than kMaxSamplesPerBlock of n samples
