@@ -18,6 +18,10 @@ extern const KernelEntry kPrivatized;
 extern const KernelEntry kCoarsened;
 extern const KernelEntry kAggregated;
 extern const KernelEntry kCub;
+extern const KernelEntry kPerthread;
+extern const KernelEntry kTworeduce;
+extern const KernelEntry kCooperative;
+extern const KernelEntry kShortcounters;
 
 const std::vector<KernelEntry>& registry() {
   static const std::vector<KernelEntry> table = {
@@ -28,6 +32,10 @@ const std::vector<KernelEntry>& registry() {
       kCoarsened,
       kAggregated,
       kCub,
+      kPerthread,
+      kTworeduce,
+      kCooperative,
+      kShortcounters,
   };
   return table;
 }
