@@ -18,6 +18,7 @@ extern const KernelEntry kPrivatized;
 extern const KernelEntry kCoarsened;
 extern const KernelEntry kAggregated;
 extern const KernelEntry kCub;
+extern const KernelEntry kColumns;
 extern const KernelEntry kPerthread;
 extern const KernelEntry kTworeduce;
 extern const KernelEntry kCooperative;
@@ -32,6 +33,7 @@ const std::vector<KernelEntry>& registry() {
       kCoarsened,
       kAggregated,
       kCub,
+      kColumns,
       kPerthread,
       kTworeduce,
       kCooperative,
@@ -57,14 +59,23 @@ std::string kernel_names() {
 }
 
 const KernelEntry& choose_auto(const HistogramLaunch& call) {
-  // Placeholder rule until the fast kernels land: the last exact kernel that supports the call.
-  const KernelEntry* best = nullptr;
-  for (const KernelEntry& e : registry()) {
-    if (e.exact && e.unsupported(call.type, call.bins) == nullptr) best = &e;
+  // The rule, from the H200 measurements in docs/kernels.md: the lane-column kernel wherever it
+  // applies (bins ≤ 256: it was fastest on every distribution and size measured); above 256
+  // bins the coarsened shared-memory kernel. The data is not looked at: no distribution moved
+  // the ranking (columns has no bank conflicts on any data, so hot and constant inputs cost
+  // what uniform ones do), and a look would cost a launch.
+  for (const char* name : {"columns", "coarsened"}) {
+    for (const KernelEntry& e : registry()) {
+      if (std::string_view(e.name) == name && e.unsupported(call.type, call.bins) == nullptr) {
+        return e;
+      }
+    }
   }
-  if (!best) throw UsageError("no kernel supports " + std::string(to_string(call.type)) +
-                              " with " + std::to_string(call.bins) + " bins");
-  return *best;
+  for (const KernelEntry& e : registry()) {
+    if (e.exact && e.unsupported(call.type, call.bins) == nullptr) return e;
+  }
+  throw UsageError("no kernel supports " + std::string(to_string(call.type)) + " with " +
+                   std::to_string(call.bins) + " bins");
 }
 
 void run_histogram(const KernelEntry& e, const HistogramLaunch& c) {
