@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# run_h200.sh — regenerates the published benchmark results (docs/benchmarks.md) in one command.
+#
+#   bench/run_h200.sh [OUTDIR] [STEP...]
+#
+# OUTDIR defaults to bench/results/h200. STEPs (default: all, in this order):
+#   default  the default sweep: every kernel, u8+i32, 16/64/256 bins, 1M/16M/64M, all distributions
+#   1g       1G u8 samples, 256 bins, every distribution
+#   images   the natural images in samples/ (luma/gray plane), 256 bins
+#   l2       hot vs cold L2 at 64M u8, 256 bins, every distribution
+#   blocks   block-size sweep on the lessons' case (i32, 16M, 256 bins, hot)
+#   lesson   the int-array lesson's array (--case lesson) and the lessons' command line
+# Each step writes STEP.txt (the table), STEP.csv, STEP.json and STEP.log (progress); the default
+# and 1g steps also STEP.png when python3 with matplotlib is there (else: see the .log for the
+# command that draws it from the CSV on another machine).
+#
+# The histeq binary: $HISTEQ_BIN if set, else build/histeq (configured and built here, Release,
+# sm_90, when missing). The commit recorded in the results: $HISTEQ_COMMIT, else `git rev-parse`.
+# Exit status: non-zero when any step reports a FAIL (the remaining steps still run).
+set -u
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT="${1:-$ROOT/bench/results/h200}"
+shift || true
+STEPS=("$@")
+[ ${#STEPS[@]} -eq 0 ] && STEPS=(default 1g images l2 blocks lesson)
+
+for step in "${STEPS[@]}"; do
+  case "$step" in
+    default|1g|images|l2|blocks|lesson) ;;
+    *) echo "unknown step '$step'; valid: default 1g images l2 blocks lesson" >&2; exit 2 ;;
+  esac
+done
+
+BIN="${HISTEQ_BIN:-$ROOT/build/histeq}"
+if [ ! -x "$BIN" ]; then
+  echo "== building $BIN" >&2
+  cmake -S "$ROOT" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+        -DHISTEQ_BUILD_TESTS=OFF >&2 || exit 1
+  cmake --build "$ROOT/build" -j"$(nproc)" --target histeq >&2 || exit 1
+fi
+if [ -z "${HISTEQ_COMMIT:-}" ]; then
+  HISTEQ_COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || true)"
+  if [ -n "$HISTEQ_COMMIT" ] && ! git -C "$ROOT" diff --quiet HEAD 2>/dev/null; then
+    HISTEQ_COMMIT="$HISTEQ_COMMIT-dirty"
+  fi
+fi
+export HISTEQ_COMMIT
+export HISTEQ_PLOT_SCRIPT="$ROOT/bench/plot.py"
+mkdir -p "$OUT" || exit 1
+
+status=0
+# bench_step NAME ARGS... : one `histeq bench` run with its table, CSV, JSON and log under $OUT.
+bench_step() {
+  local name="$1"
+  shift
+  echo "== $name: histeq bench $*" >&2
+  local t0=$SECONDS
+  "$BIN" bench "$@" --csv "$OUT/$name.csv" --json "$OUT/$name.json" \
+      >"$OUT/$name.txt" 2>"$OUT/$name.log"
+  local rc=$?
+  echo "   $name: exit $rc, $((SECONDS - t0)) s; $(tail -n 1 "$OUT/$name.log")" >&2
+  [ $rc -ne 0 ] && status=1
+  return 0
+}
+
+for step in "${STEPS[@]}"; do
+  case "$step" in
+    default) bench_step default --plot "$OUT/default.png" ;;
+    1g)      bench_step 1g --type u8 --bins 256 --sizes 1G --dist all --reps 10 \
+                 --plot "$OUT/1g.png" ;;
+    images)  bench_step images --images "$ROOT/samples" --bins 256 ;;
+    l2)      bench_step l2 --type u8 --bins 256 --sizes 64M --dist all --l2 both ;;
+    blocks)  bench_step blocks --type i32 --size 16M --bins 256 --dist hot \
+                 --block 0,64,128,256,512,1024 --reps 10 ;;
+    lesson)  bench_step lesson --case lesson --reps 10
+             bench_step lesson_cmdline --type i32 --size 16M --bins 256 --block 256 --reps 10 \
+                 --dist hot ;;
+  esac
+done
+echo "== results in $OUT (commit ${HISTEQ_COMMIT:-unknown})" >&2
+exit $status
