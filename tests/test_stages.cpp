@@ -321,16 +321,28 @@ TEST(Equalizer, EqualizeGrayOnDeviceDataMatchesCpuChain) {
       std::vector<std::uint8_t> want(n);
       cpu::apply(img.data(), n, 1, Mode::gray, &lut, want.data(), 2);
 
-      gpu::Equalizer eq;
-      auto d_in = upload(img);
-      DeviceBuffer<std::uint8_t> d_out(n);
-      const std::string ran = eq.equalize_gray(d_in.get(), d_out.get(), n, f);
-      eq.synchronize();
-      EXPECT_FALSE(ran.empty());
-      EXPECT_EQ(want, download(d_out.get(), n)) << label(f) << " n=" << n << " kernel " << ran;
-      EXPECT_EQ(h, download(eq.device_hist(1), 256));
-      const auto dl = download(eq.device_lut(1), 256);
-      EXPECT_EQ(std::vector<std::uint8_t>(lut.begin(), lut.end()), dl);
+      // "auto" runs the fused single-launch equalizer; a named kernel runs the three stages.
+      for (const char* kernel : {"auto", "columns", "privatized"}) {
+        gpu::Equalizer eq;
+        auto d_in = upload(img);
+        DeviceBuffer<std::uint8_t> d_out(n);
+        for (int rep = 0; rep < 3; ++rep) {  // repeats: the fused path alternates histograms
+          const std::string ran = eq.equalize_gray(d_in.get(), d_out.get(), n, f, kernel);
+          eq.synchronize();
+          EXPECT_FALSE(ran.empty());
+          EXPECT_EQ(want, download(d_out.get(), n)) << label(f) << " n=" << n << " kernel " << ran;
+          ASSERT_NE(eq.last_equalize_histogram(), nullptr);
+          EXPECT_EQ(h, download(eq.last_equalize_histogram(), 256)) << ran << " rep " << rep;
+          const auto dl = download(eq.device_lut(1), 256);
+          EXPECT_EQ(std::vector<std::uint8_t>(lut.begin(), lut.end()), dl) << ran;
+        }
+        // In place (the fused path allows d_in == d_out).
+        if (std::string(kernel) == "auto") {
+          eq.equalize_gray(d_in.get(), d_in.get(), n, f, kernel);
+          eq.synchronize();
+          EXPECT_EQ(want, download(d_in.get(), n)) << "in place, n=" << n;
+        }
+      }
     }
   }
 }
