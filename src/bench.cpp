@@ -29,6 +29,8 @@
 #include "device_buffer.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
+#include "histeq/gpu.hpp"
+#include "histeq/lut.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
@@ -250,6 +252,9 @@ std::string usage() {
        "  --l2 MODE         hot (back-to-back), cold (L2 flushed before each rep), both\n"
        "  --case lesson     the int-array lesson: 36*192*10240 i32 values i, 64 bins by i % 64\n"
        "                    (every bin must hold 1105920)\n"
+       "  --equalize        time the whole equalization (histogram, CDF, LUT, apply) of each u8\n"
+       "                    case in device memory: fused single launch, three stages with\n"
+       "                    columns / cub, and the CPU backend; checked byte for byte (256 bins)\n"
        "  --csv FILE        one CSV line per cell (with device, commit, command, timestamp)\n"
        "  --json FILE       the same as JSON\n"
        "  --plot FILE.png   throughput against size per kernel and distribution\n"
@@ -309,6 +314,7 @@ Options parse_args(const std::vector<std::string>& args) {
       ("seed", "", cxxopts::value<std::string>())
       ("l2", "", cxxopts::value<std::string>())
       ("case", "", cxxopts::value<std::string>())
+      ("equalize", "")
       ("csv", "", cxxopts::value<std::string>())
       ("json", "", cxxopts::value<std::string>())
       ("plot", "", cxxopts::value<std::string>())
@@ -500,6 +506,17 @@ Options parse_args(const std::vector<std::string>& args) {
     const std::string ext = lower(fs::path(opt.plot).extension().string());
     if (ext != ".png") {
       throw UsageError("--plot '" + opt.plot + "': the plot is written as PNG; use a .png name");
+    }
+  }
+  if (r.count("equalize")) {
+    opt.equalize = true;
+    if (!type_given) opt.types = {SampleType::u8};
+    if (!bins_given) opt.bins = {256};
+    for (SampleType t : opt.types) {
+      if (t != SampleType::u8) throw UsageError("--equalize works on u8 samples (images); drop --type i32");
+    }
+    for (int b : opt.bins) {
+      if (b != 256) throw UsageError("--equalize equalizes 8-bit data with 256 bins; drop --bins");
     }
   }
   if (r.count("case")) {
@@ -851,6 +868,10 @@ class Sweep {
         }
       }
     }
+    if (opt_.equalize) {
+      run_equalize(dc, data, ref);
+      return;
+    }
     const bool want_cpu =
         !gpu_ || std::find(opt_.kernels.begin(), opt_.kernels.end(), kCpuKernel) !=
                      opt_.kernels.end();
@@ -874,6 +895,81 @@ class Sweep {
   void add(Cell c) {
     if (c.status == "FAIL") any_fail = true;
     cells.push_back(std::move(c));
+  }
+
+  /// --equalize: the whole equalization of one u8 case, on the CPU and (with a GPU) fused and
+  /// in three stages, each output compared byte for byte with the CPU's.
+  void run_equalize(const DataCase& dc, const std::uint8_t* data, const Histogram& ref) {
+    const Lut lut = make_lut(ref.data(), Formula::opencv);
+    std::vector<std::uint8_t> want(dc.n), got(dc.n);
+    {
+      Cell c = base(dc, "equalize:cpu", 0, "-");
+      std::vector<double> us;
+      for (int r = 0; r < opt_.warmup + opt_.reps; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const Histogram h = cpu::histogram(data, dc.n, SampleType::u8, 256);
+        const Lut l = make_lut(h.data(), Formula::opencv);
+        cpu::apply(data, dc.n, 1, Mode::gray, &l, want.data());
+        const auto t1 = std::chrono::steady_clock::now();
+        if (r >= opt_.warmup) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      }
+      std::vector<std::uint8_t> direct(dc.n);
+      cpu::apply(data, dc.n, 1, Mode::gray, &lut, direct.data());
+      c.status = direct == want ? "PASS" : "FAIL";
+      if (c.status == "FAIL") c.reason = "CPU equalize is not deterministic";
+      set_times(c, us);
+      add(std::move(c));
+    }
+    if (!gpu_) return;
+    std::string why = skip_reason(nullptr, 2 * dc.n, free_device_bytes());
+    if (!why.empty()) {
+      for (const char* k : {"equalize:fused", "equalize:columns", "equalize:cub"}) {
+        add_all(dc, k, "SKIP", "input " + why);
+      }
+      return;
+    }
+    DeviceBuffer<std::uint8_t> d_in(dc.n), d_out(dc.n);
+    if (dc.n) HISTEQ_CUDA_CHECK(cudaMemcpy(d_in.get(), data, dc.n, cudaMemcpyHostToDevice));
+    gpu::Equalizer eq;
+    const cudaStream_t s = eq.stream();
+    for (const char* kernel : {"auto", "columns", "cub"}) {
+      // Check once.
+      std::string ran = eq.equalize_gray(d_in.get(), d_out.get(), dc.n, Formula::opencv, kernel);
+      eq.synchronize();
+      if (dc.n) HISTEQ_CUDA_CHECK(cudaMemcpy(got.data(), d_out.get(), dc.n, cudaMemcpyDeviceToHost));
+      std::string reason;
+      if (got != want) {
+        std::size_t i = 0;
+        while (got[i] == want[i]) ++i;
+        reason = "output differs from the CPU at byte " + std::to_string(i) + ": " +
+                 std::to_string(got[i]) + " vs " + std::to_string(want[i]);
+      }
+      for (L2 l : opt_.l2) {
+        auto flush = [&](int r) {
+          if (l == L2::cold && gpu_->flush.bytes()) {
+            HISTEQ_CUDA_CHECK(cudaMemsetAsync(gpu_->flush.get(), r & 0xFF, gpu_->flush.bytes(), s));
+          }
+        };
+        for (int i = 0; i < opt_.warmup; ++i) {
+          flush(i);
+          eq.equalize_gray(d_in.get(), d_out.get(), dc.n, Formula::opencv, kernel);
+        }
+        std::vector<Event> start(std::size_t(opt_.reps)), stop(std::size_t(opt_.reps));
+        for (int r = 0; r < opt_.reps; ++r) {
+          flush(r);
+          start[r].record(s);
+          eq.equalize_gray(d_in.get(), d_out.get(), dc.n, Formula::opencv, kernel);
+          stop[r].record(s);
+        }
+        std::vector<double> us;
+        for (int r = 0; r < opt_.reps; ++r) us.push_back(1000.0 * stop[r].since(start[r]));
+        Cell c = base(dc, "equalize:" + ran, 0, to_string(l));
+        c.status = reason.empty() ? "PASS" : "FAIL";
+        c.reason = reason;
+        set_times(c, us);
+        add(std::move(c));
+      }
+    }
   }
 
   void run_cpu(const DataCase& dc, const std::uint8_t* data, const Histogram& ref,

@@ -56,6 +56,12 @@ struct Options {
   std::vector<L2> l2{L2::hot};
   std::string csv, json, plot;        ///< output files; "" = none
   bool lesson = false;                ///< --case lesson
+  /// --equalize: time the whole 8-bit equalization (histogram → CDF → LUT → apply) of each u8
+  /// case already in device memory, instead of the histogram alone: rows "equalize:fused" (one
+  /// cooperative launch, gpu::Equalizer with kernel auto), "equalize:<kernel>" (three stages
+  /// with that histogram kernel, for columns and cub) and "equalize:cpu" (the CPU backend);
+  /// each checked byte for byte against the CPU output. 256 bins only.
+  bool equalize = false;
   bool help = false;
   std::string command_line;           ///< "histeq bench ARGS..." as given (for the records)
 };
