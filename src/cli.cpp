@@ -3,9 +3,11 @@
 // by main(). Notices that are not errors (CPU fallback, racy kernel) go to `err`.
 #include "histeq/cli.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
@@ -14,21 +16,14 @@
 
 #include <cxxopts.hpp>
 
+#include "details.hpp"
+#include "histeq/bench.hpp"
 #include "histeq/error.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
 #include "histeq/types.hpp"
 #include "registry.hpp"
-
-#if __has_include("histeq/bench.hpp")
-#include "histeq/bench.hpp"
-#define HISTEQ_CLI_HAS_BENCH 1
-#endif
-#if __has_include("details.hpp")
-#include "details.hpp"
-#define HISTEQ_CLI_HAS_DETAILS 1
-#endif
 
 #ifndef HISTEQ_VERSION
 #define HISTEQ_VERSION "unknown"
@@ -399,31 +394,17 @@ int cmd_kernels(const std::vector<std::string>& args, std::ostream& out, std::os
 
   std::string why;
   if (!cuda_available(&why)) throw Error("kernels --details needs a CUDA device: " + why);
-#ifdef HISTEQ_CLI_HAS_DETAILS
   std::vector<kernels::KernelDetails> ds;
   for (const auto& e : reg) ds.push_back(kernels::describe(e, type, bins, std::size_t(size)));
   out << "kernels for " << size << " " << to_string(type) << " samples, " << bins << " bins:\n"
       << kernels::format_details(ds);
-#else
-  // TODO(details): kernels/details.hpp (the occupancy report) is not in the tree yet.
-  (void)type;
-  (void)size;
-  throw Error("kernels --details needs the occupancy report (pending)");
-#endif
   return 0;
 }
 
 // ---- bench ----
 
 int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-#ifdef HISTEQ_CLI_HAS_BENCH
   return histeq::bench::main(args, out, err);
-#else
-  (void)args;
-  (void)out;
-  (void)err;
-  throw Error("bench is not built into this histeq yet (src/histeq/bench.hpp is missing)");
-#endif
 }
 
 }  // namespace

@@ -447,6 +447,15 @@ TEST_F(Cli, KernelsListsEveryRegistryName) {
   if (histeq::kernels::registry().empty()) GTEST_SKIP() << "the registry has no kernels yet";
 }
 
+TEST_F(Cli, BenchIsDispatched) {
+  Result r = run("bench --help");
+  EXPECT_EQ(r.status, 0) << r;
+  EXPECT_NE((r.out + r.err).find("bench"), std::string::npos) << r;
+  r = run("bench --no-such-bench-option");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("no-such-bench-option"), std::string::npos) << r;
+}
+
 // ---- backend choice ----
 
 TEST_F(Cli, BackendAutoWithoutGpuSaysSoOnce) {
