@@ -95,7 +95,9 @@ __device__ __forceinline__ void zero_columns(std::uint32_t* cols) {
 
 /// Counts this block's share of in[0,n) into cols (grid-stride over 16-byte vectors, kUnroll
 /// loads in flight per thread). Blocks `first_block`.. of a grid of `grid` blocks take part.
-template <typename T, int kBlock, int kUnroll, bool kStream = true>
+/// kPrefetch: software pipelining — the next tile's loads are issued before the current tile is
+/// counted, so a thread never waits a full memory latency between tiles (twice the registers).
+template <typename T, int kBlock, int kUnroll, bool kStream = true, bool kPrefetch = false>
 __device__ __forceinline__ void count_block(const T* __restrict__ in, std::size_t n, int bins,
                                             std::uint32_t* cols, unsigned block, unsigned grid) {
   using V = Vec<T>;
@@ -108,13 +110,37 @@ __device__ __forceinline__ void count_block(const T* __restrict__ in, std::size_
 
   const VT* __restrict__ vin = reinterpret_cast<const VT*>(in + s.head);
   const std::size_t stride = std::size_t(grid) * kBlock;
+  const std::size_t tile = kUnroll * stride;
   std::size_t i = gtid;
-  for (; i + (kUnroll - 1) * stride < s.nvec; i += kUnroll * stride) {
-    VT r[kUnroll];
+  if constexpr (kPrefetch) {
+    if (i + (kUnroll - 1) * stride < s.nvec) {
+      VT cur[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) r[u] = load_vec<kStream>(vin + i + u * stride);
+      for (int u = 0; u < kUnroll; ++u) cur[u] = load_vec<kStream>(vin + i + u * stride);
+      for (;;) {
+        const std::size_t next = i + tile;
+        const bool more = next + (kUnroll - 1) * stride < s.nvec;
+        VT nxt[kUnroll];
+        if (more) {
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) V::count(lane_col, r[u], bins);
+          for (int u = 0; u < kUnroll; ++u) nxt[u] = load_vec<kStream>(vin + next + u * stride);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) V::count(lane_col, cur[u], bins);
+        i = next;
+        if (!more) break;
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) cur[u] = nxt[u];
+      }
+    }
+  } else {
+    for (; i + (kUnroll - 1) * stride < s.nvec; i += tile) {
+      VT r[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) r[u] = load_vec<kStream>(vin + i + u * stride);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) V::count(lane_col, r[u], bins);
+    }
   }
   for (; i < s.nvec; i += stride) V::count(lane_col, load_vec<kStream>(vin + i), bins);
 }
@@ -138,7 +164,8 @@ __device__ __forceinline__ int fold(int v, int bins) {
 /// fewer than 256 bins: several values share a bin, and folding them here keeps the global
 /// atomics at one per bin per block — folding in global memory made 16 bins 3x slower), then
 /// one global 64-bit atomicAdd per non-zero bin per block into the zeroed d_hist.
-template <typename T, int kBlock, int kUnroll, int kMinBlocks, bool kStream = true>
+template <typename T, int kBlock, int kUnroll, int kMinBlocks, bool kStream = true,
+          bool kPrefetch = false>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
     histogram_kernel(const T* __restrict__ in, std::size_t n, int bins,
                      unsigned long long* __restrict__ hist) {
@@ -147,7 +174,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   zero_columns<kBlock>(cols);
   for (int b = threadIdx.x; b < kValues; b += kBlock) folded[b] = 0;
   __syncthreads();
-  count_block<T, kBlock, kUnroll, kStream>(in, n, bins, cols, blockIdx.x, gridDim.x);
+  count_block<T, kBlock, kUnroll, kStream, kPrefetch>(in, n, bins, cols, blockIdx.x, gridDim.x);
   __syncthreads();
   const bool fold_needed = sizeof(T) == 1 && bins < kValues;
   for (int v = threadIdx.x; v < kValues; v += kBlock) {
