@@ -9,6 +9,8 @@
 #include "histeq/image_io.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -21,7 +23,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <atomic>
+#include <csignal>
 #include <memory>
 #include <mutex>
 
@@ -37,6 +40,18 @@
 #endif
 #define STB_IMAGE_IMPLEMENTATION
 #define STBI_NO_STDIO  // we read files ourselves
+// Only the documented input formats are compiled in (a smaller attack surface: PSD, HDR, PIC
+// and Softimage decoders never see a user's file). Every format that stb decodes is fuzzed
+// (tests/fuzz/, docs/reliability.md).
+#define STBI_ONLY_PNG
+#define STBI_ONLY_JPEG
+#define STBI_ONLY_BMP
+#define STBI_ONLY_TGA
+#define STBI_ONLY_GIF
+#define STBI_ONLY_PNM
+// Decoded sizes stay far below stb's own INT_MAX checks: 2^24 pixels per side at most (stb's
+// default, stated here so that it does not change under us).
+#define STBI_MAX_DIMENSIONS (1 << 24)
 #include <stb_image.h>
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #define STBI_WRITE_NO_STDIO  // we write files ourselves
@@ -74,33 +89,51 @@ bool format_of(std::string ext, Format* out) {
 
 constexpr const char* kValidExtensions = ".png, .jpg, .jpeg, .bmp, .tga";
 
+const char* file_type_name(mode_t m) {
+  if (S_ISDIR(m)) return "it is a directory";
+  if (S_ISFIFO(m)) return "it is a FIFO (named pipe), not a regular file";
+  if (S_ISSOCK(m)) return "it is a socket, not a regular file";
+  if (S_ISCHR(m)) return "it is a character device, not a regular file";
+  if (S_ISBLK(m)) return "it is a block device, not a regular file";
+  return "it is not a regular file";
+}
+
+/// The whole file in memory. Opened with O_NONBLOCK and checked with fstat on the open file
+/// (no race between the check and the read): only regular files are read, so a FIFO, a device
+/// or a socket is refused at once instead of blocking or reading forever. The size is checked
+/// against what the decoder takes before anything is allocated.
 std::vector<std::uint8_t> read_file(const std::string& path) {
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (ec || !fs::exists(st)) {
-    const std::string why = ec ? ec.message() : "no such file";
-    throw Error("cannot read " + quoted(path) + ": " + why);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    const int err = errno;
+    throw Error("cannot read " + quoted(path) + ": " +
+                (err == ENOENT ? std::string("no such file") : std::string(std::strerror(err))));
   }
-  if (fs::is_directory(st)) throw Error("cannot read " + quoted(path) + ": it is a directory");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot read " + quoted(path) + ": " + std::strerror(errno));
-  std::vector<std::uint8_t> data;
-  f.seekg(0, std::ios::end);
-  const std::streamoff size = f.tellg();
-  f.seekg(0, std::ios::beg);
-  if (size > 0) {  // a regular file: one read
-    data.resize(static_cast<std::size_t>(size));
-    f.read(reinterpret_cast<char*>(data.data()), size);
-    if (f.gcount() != size)
-      throw Error("cannot read " + quoted(path) + ": short read (" + std::to_string(f.gcount()) +
-                  " of " + std::to_string(size) + " bytes)");
-  } else {  // size unknown (a pipe, /proc) or empty: read what comes
-    f.clear();
-    char buf[1 << 16];
-    while (f.read(buf, sizeof buf) || f.gcount() > 0)
-      data.insert(data.end(), buf, buf + f.gcount());
-    if (f.bad()) throw Error("cannot read " + quoted(path) + ": read error");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    throw Error("cannot read " + quoted(path) + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw Error("cannot read " + quoted(path) + ": " + file_type_name(st.st_mode));
+  if (st.st_size == 0) throw Error("cannot read " + quoted(path) + ": the file is empty");
+  if (std::uint64_t(st.st_size) > std::uint64_t(INT_MAX))
+    throw Error("cannot read " + quoted(path) + ": " + std::to_string(st.st_size) +
+                " bytes is too large to decode (the decoder takes at most " +
+                std::to_string(INT_MAX) + " bytes)");
+  std::vector<std::uint8_t> data(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::read(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw Error("cannot read " + quoted(path) + ": " + std::strerror(errno));
+    }
+    if (n == 0) break;  // shrank while we read: decode what is there (it will say truncated)
+    done += std::size_t(n);
   }
+  data.resize(done);
   if (data.empty()) throw Error("cannot read " + quoted(path) + ": the file is empty");
   return data;
 }
@@ -121,6 +154,61 @@ mode_t default_file_mode() {
     return static_cast<mode_t>(0666 & ~mask);
   }();
   return mode;
+}
+
+// ---- temp files that a signal handler must remove ----
+// Each save_image in flight owns one slot holding its temp file's path. The handler installed by
+// install_signal_cleanup() reads only lock-free atomics and fixed char buffers and calls only
+// async-signal-safe functions (unlink, signal, raise). A slot's path is written while it is
+// claimed (state 1) and published (state 2) only after it is complete; the fatal signals are
+// blocked from mkstemp until the slot is published, and again around rename + release, so that
+// no temp file exists that a handler cannot see.
+constexpr int kTempSlots = 16;
+constexpr std::size_t kTempPathMax = 4096;
+struct TempSlot {
+  std::atomic<int> state{0};  // 0 free, 1 being filled, 2 holds a live temp file
+  char path[kTempPathMax];
+};
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs lock-free atomics");
+TempSlot g_temp_slots[kTempSlots];
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+std::atomic<SaveHook> g_save_hook{nullptr};
+
+extern "C" void histeq_cleanup_handler(int sig) {
+  const int saved_errno = errno;
+  for (TempSlot& s : g_temp_slots)
+    if (s.state.load(std::memory_order_acquire) == 2) ::unlink(s.path);
+  ::signal(sig, SIG_DFL);  // then die of the same signal, as if we had never caught it
+  ::raise(sig);
+  errno = saved_errno;
+}
+
+/// Blocks the cleanup signals in this thread for its lifetime (restores the old mask).
+class BlockCleanupSignals {
+ public:
+  BlockCleanupSignals() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : kCleanupSignals) sigaddset(&set, sig);
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+  }
+  ~BlockCleanupSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  BlockCleanupSignals(const BlockCleanupSignals&) = delete;
+  BlockCleanupSignals& operator=(const BlockCleanupSignals&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
+/// Claims a free slot (-1 when all are busy: the file is then still removed on every error
+/// path, just not by a signal handler).
+int claim_temp_slot() {
+  for (int i = 0; i < kTempSlots; ++i) {
+    int expected = 0;
+    if (g_temp_slots[i].state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel))
+      return i;
+  }
+  return -1;
 }
 
 std::uint32_t be32(const std::uint8_t* p) {
@@ -154,6 +242,81 @@ const char* format_failure_reason(const std::uint8_t* data, int len) {
   return "unknown image type";
 }
 
+/// Pre-check of a JPEG's Huffman tables, before stb_image sees the file.
+///
+/// stb_image 2.27 (Debian 12's libstb-dev) does not bound the number of codes in a DHT table:
+/// with 16 code-length counts summing to more than 256 it writes past stbi__huffman::size[257]
+/// and ::values[256] inside its decoder state (heap memory). Found by fuzz_decode_equalize;
+/// fixed upstream in stb_image 2.28 ("bad DHT header"); regression input in
+/// tests/fuzz/crashes/decode/. This walks the file the way stb's parser does — segments by their
+/// length before and after the frame header, entropy-coded data up to the next marker that is
+/// not a stuffed 0xFF00 or a restart — and checks every DHT table that stb would read. Where
+/// stb's own parser would stop with an error, the walk stops too (stb rejects the file then).
+/// Returns nullptr, or the reason to refuse the file.
+const char* jpeg_huffman_problem(const std::uint8_t* d, std::size_t len) {
+  if (len < 2 || d[0] != 0xFF || d[1] != 0xD8) return nullptr;  // not a JPEG
+  std::size_t pos = 2;
+  auto get8 = [&]() -> unsigned { return pos < len ? d[pos++] : (pos++, 0u); };  // 0 past the end, as stb
+  auto get16 = [&]() -> unsigned { const unsigned hi = get8(); return (hi << 8) | get8(); };
+  bool frame_seen = false;  // after SOF: no junk between segments, SOS allowed
+  while (pos < len) {
+    // A marker: 0xFF, fill 0xFFs, then the code (stbi__get_marker).
+    if (d[pos] != 0xFF) {
+      if (frame_seen) return nullptr;  // stb: "expected marker"
+      ++pos;                           // stb skips padding between header segments
+      continue;
+    }
+    while (pos < len && d[pos] == 0xFF) ++pos;
+    if (pos >= len) return nullptr;
+    const unsigned m = d[pos++];
+    if (m == 0xD9) return nullptr;  // EOI
+    if (m == 0xC4) {                // DHT: the tables, read exactly as stb reads them
+      long remaining = long(get16()) - 2;
+      while (remaining > 0) {
+        const unsigned q = get8();
+        if ((q >> 4) > 1 || (q & 15) > 3) return nullptr;  // stb: "bad DHT header"
+        unsigned n = 0;
+        for (int i = 0; i < 16; ++i) n += get8();
+        if (n > 256) return "corrupt JPEG: a Huffman table (DHT) declares more than 256 codes";
+        pos += n;
+        remaining -= 17 + long(n);
+      }
+      if (remaining != 0) return nullptr;  // stb: error
+      continue;
+    }
+    if (m == 0xC0 || m == 0xC1 || m == 0xC2 || m == 0xDB || m == 0xDD || (m >= 0xE0 && m <= 0xEF) ||
+        m == 0xFE || (frame_seen && m == 0xDA)) {
+      const unsigned seg = get16();
+      if (seg < 2) return nullptr;  // stb: bad length
+      pos += seg - 2;
+      if (m == 0xC0 || m == 0xC1 || m == 0xC2) frame_seen = true;
+      if (m == 0xDA) {  // entropy-coded data: up to a marker that is neither 0xFF00 nor RSTn
+        for (;;) {
+          while (pos < len && d[pos] != 0xFF) ++pos;
+          if (pos >= len) return nullptr;
+          std::size_t q = pos + 1;
+          while (q < len && d[q] == 0xFF) ++q;
+          if (q >= len) return nullptr;
+          if (d[q] == 0x00 || (d[q] >= 0xD0 && d[q] <= 0xD7)) {
+            pos = q + 1;
+            continue;
+          }
+          pos = q;  // d[pos - 1] == 0xFF: the loop above reads this marker next
+          --pos;
+          break;
+        }
+      }
+      continue;
+    }
+    if (frame_seen && m == 0xDC) {  // DNL: stb reads 4 bytes
+      pos += 4;
+      continue;
+    }
+    return nullptr;  // any other marker: stb stops with "unknown marker"
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 Image decode_image(const std::uint8_t* data, std::size_t size, const std::string& name,
@@ -163,6 +326,8 @@ Image decode_image(const std::uint8_t* data, std::size_t size, const std::string
     throw Error(quoted(name) + " is too large to decode (" + std::to_string(size) +
                 " bytes; the decoder takes at most " + std::to_string(INT_MAX) + ")");
   const int len = static_cast<int>(size);
+  if (const char* why = jpeg_huffman_problem(data, size))
+    throw Error(quoted(name) + " is not a decodable image: " + why);
   auto check_dims = [&](std::uint64_t w, std::uint64_t h) {
     if (w == 0 || h == 0)
       throw Error(quoted(name) + " has zero width or height: " + std::to_string(w) + "x" +
@@ -204,6 +369,22 @@ Image load_image(const std::string& path, std::uint64_t max_pixels) {
   const std::vector<std::uint8_t> data = read_file(path);
   return decode_image(data.data(), data.size(), path, max_pixels);
 }
+
+void install_signal_cleanup() {
+  for (int sig : kCleanupSignals) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) != 0) continue;
+    if (old.sa_handler == SIG_IGN) continue;  // e.g. nohup: keep ignoring, as the caller asked
+    struct sigaction sa {};
+    sa.sa_handler = histeq_cleanup_handler;
+    sigemptyset(&sa.sa_mask);
+    for (int other : kCleanupSignals) sigaddset(&sa.sa_mask, other);
+    sa.sa_flags = 0;
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+void set_save_hook_for_testing(SaveHook hook) { g_save_hook.store(hook); }
 
 void check_output_path(const std::string& path) {
   Format f;
@@ -275,21 +456,46 @@ void save_image(const Image& img, const std::string& path, int quality) {
     throw Error("cannot write " + quoted(path) + ": it is a directory");
 
   std::string tmpl = (dir / ("." + target.filename().string() + ".histeq-XXXXXX")).string();
-  std::vector<char> name(tmpl.begin(), tmpl.end());
-  name.push_back('\0');
-  const int fd = ::mkstemp(name.data());
-  if (fd < 0)
-    throw Error("cannot write " + quoted(path) + ": cannot create a file in " +
-                quoted(dir.string()) + ": " + std::strerror(errno));
-  const std::string tmp(name.data());
+  if (tmpl.size() >= kTempPathMax)
+    throw Error("cannot write " + quoted(path) + ": the path is too long (" +
+                std::to_string(tmpl.size()) + " bytes)");
+  // mkstemp and the slot's publication happen with the cleanup signals blocked.
+  int fd = -1;
+  int slot = -1;
+  std::string tmp;
+  {
+    BlockCleanupSignals blocked;
+    std::vector<char> name(tmpl.begin(), tmpl.end());
+    name.push_back('\0');
+    fd = ::mkstemp(name.data());
+    if (fd < 0)
+      throw Error("cannot write " + quoted(path) + ": cannot create a file in " +
+                  quoted(dir.string()) + ": " + std::strerror(errno));
+    tmp.assign(name.data());
+    slot = claim_temp_slot();
+    if (slot >= 0) {
+      std::memcpy(g_temp_slots[slot].path, name.data(), name.size());
+      g_temp_slots[slot].state.store(2, std::memory_order_release);
+    }
+  }
+  auto release_slot = [&] {
+    if (slot >= 0) g_temp_slots[slot].state.store(0, std::memory_order_release);
+    slot = -1;
+  };
   auto fail = [&](const std::string& what, int err) {
-    ::close(fd);  // harmless when already closed: EBADF
-    ::unlink(tmp.c_str());
+    if (fd >= 0) ::close(fd);
+    {
+      BlockCleanupSignals blocked;
+      ::unlink(tmp.c_str());
+      release_slot();
+    }
     throw Error("cannot write " + quoted(path) + ": " + what + ": " + std::strerror(err));
   };
+  // Written in chunks of at most 4 MiB; the test hook runs after each one.
+  constexpr std::size_t kChunk = std::size_t(4) << 20;
   std::size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    const ssize_t n = ::write(fd, bytes.data() + done, std::min(kChunk, bytes.size() - done));
     if (n < 0) {
       if (errno == EINTR) continue;
       fail("write failed after " + std::to_string(done) + " of " + std::to_string(bytes.size()) +
@@ -299,19 +505,21 @@ void save_image(const Image& img, const std::string& path, int quality) {
     if (n == 0) fail("short write (" + std::to_string(done) + " of " +
                      std::to_string(bytes.size()) + " bytes)", ENOSPC);
     done += std::size_t(n);
+    if (const SaveHook hook = g_save_hook.load()) hook(tmp.c_str(), done);
   }
   if (::fchmod(fd, default_file_mode()) != 0) fail("chmod failed", errno);
   if (::fsync(fd) != 0) fail("fsync failed", errno);
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw Error("cannot write " + quoted(path) + ": close failed: " + std::strerror(err));
-  }
+  const int closed = ::close(fd);
+  fd = -1;
+  if (closed != 0) fail("close failed", errno);
+  BlockCleanupSignals blocked;  // rename and release as one step for a signal handler
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
+    release_slot();
     throw Error("cannot write " + quoted(path) + ": rename failed: " + std::strerror(err));
   }
+  release_slot();
 }
 
 }  // namespace histeq

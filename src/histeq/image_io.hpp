@@ -34,4 +34,15 @@ void save_image(const Image& img, const std::string& path, int quality = 95);
 /// Encodes to memory (format by extension as save_image); used by save_image and the fuzzer.
 std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext, int quality = 95);
 
+/// Makes SIGINT, SIGTERM, SIGHUP and SIGQUIT remove the temporary file of every save_image in
+/// flight, then end the process with the same signal (default action re-raised), so an
+/// interrupted run leaves neither a partial output nor a temp file. Signals that are ignored
+/// when it is called (nohup) stay ignored. Call once, early in main(); idempotent.
+void install_signal_cleanup();
+
+/// Test hook: called by save_image after each chunk written to the temp file, with the temp
+/// file's path and the bytes written so far (nullptr: none). Not for production use.
+using SaveHook = void (*)(const char* temp_path, std::size_t bytes_written);
+void set_save_hook_for_testing(SaveHook hook);
+
 }  // namespace histeq
