@@ -126,6 +126,13 @@ TEST(Limits, ProductIsComputedIn64Bits) {
       p[16 + k] = std::uint8_t(w >> (24 - 8 * k));
       p[20 + k] = std::uint8_t(h >> (24 - 8 * k));
     }
+    std::uint32_t c = 0xFFFFFFFFu;  // the IHDR's CRC-32 again (type + 13 data bytes)
+    for (int i = 12; i < 29; ++i) {
+      c ^= p[std::size_t(i)];
+      for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+    }
+    c ^= 0xFFFFFFFFu;
+    for (int k = 0; k < 4; ++k) p[29 + std::size_t(k)] = std::uint8_t(c >> (24 - 8 * k));
     return p;
   };
   std::string msg = error_of(ihdr(1u << 16, 1u << 16), "wrap.png", kDefaultMaxPixels);
@@ -135,6 +142,15 @@ TEST(Limits, ProductIsComputedIn64Bits) {
   msg = error_of(ihdr(0x7FFFFFFF, 0x7FFFFFFF), "big.png", ~std::uint64_t(0));
   EXPECT_NE(msg.find("big.png"), std::string::npos) << msg;
   EXPECT_EQ(msg.find("over the limit"), std::string::npos) << msg;
+}
+
+TEST(Limits, PngWithABadCrcIsRefused) {
+  // stb_image does not check CRCs; image_io does (a flipped bit must not decode silently).
+  Bytes png = seed("c3.png");
+  png[png.size() - 20] ^= 0x01;  // inside the IDAT's data
+  const std::string msg = error_of(png, "flip.png", kDefaultMaxPixels);
+  EXPECT_NE(msg.find("flip.png"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("CRC mismatch in chunk 'IDAT'"), std::string::npos) << msg;
 }
 
 TEST(Limits, ZeroSizeHeadersAreRefusedInEveryFormat) {
