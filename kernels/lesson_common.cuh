@@ -231,21 +231,28 @@ inline DeviceLimits current_device_limits() {
 }
 
 /// Resident blocks per SM of `kernel` with `block` threads and `dyn_smem` bytes of dynamic
-/// shared memory (cudaOccupancyMaxActiveBlocksPerMultiprocessor), cached per device and
-/// configuration. Before the first query it raises the kernel's
-/// cudaFuncAttributeMaxDynamicSharedMemorySize to what the device allows, so that the > 48 KB
-/// layouts can be both measured and launched. Throws UsageError when dyn_smem exceeds the
-/// device's per-block limit (`who` names the kernel in the message).
+/// shared memory (cudaOccupancyMaxActiveBlocksPerMultiprocessor), cached per (device, kernel,
+/// block, dyn_smem): every input of the query is in the key, so no configuration can be served
+/// another's answer. Throws UsageError when dyn_smem exceeds the device's per-block limit (`who`
+/// names the kernel in the message).
+///
+/// Side effect, on every call (cache hit or not): when dyn_smem is above the 48 KB that needs no
+/// opt-in, it (re)raises the kernel's cudaFuncAttributeMaxDynamicSharedMemorySize to what the
+/// device allows, so that the layout can be both measured and launched whatever happened to the
+/// attribute since the first query (describe() in details.cu sets it too, a device reset clears
+/// it). The attribute only bounds the launch's dynamic shared memory; it changes neither the
+/// kernel's results nor the occupancy of a given (block, dyn_smem).
 inline int blocks_per_sm(const char* who, const void* kernel, int block, std::size_t dyn_smem) {
-  struct Key {
+  struct Entry {
     int device;
     const void* kernel;
     int block;
     std::size_t smem;
     int result;
+    int max_dynamic;  ///< opt-in limit minus the kernel's static shared memory, bytes
   };
   static std::mutex mu;
-  static std::vector<Key> cache;
+  static std::vector<Entry> cache;
   const DeviceLimits lim = current_device_limits();
   if (dyn_smem > std::size_t(lim.smem_per_block_optin)) {
     throw UsageError(std::string("kernel '") + who + "' needs " + std::to_string(dyn_smem) +
@@ -254,22 +261,36 @@ inline int blocks_per_sm(const char* who, const void* kernel, int block, std::si
                      std::to_string(lim.smem_per_block_optin) +
                      " (use fewer bins, a smaller --block-size, or another kernel)");
   }
+  // Dynamic shared memory a kernel may use without the opt-in attribute (48 KB, less its static
+  // shared memory: the lesson kernels have none, so 48 KB exactly).
+  constexpr std::size_t kNoOptinDynamic = 48 * 1024;
   std::lock_guard<std::mutex> lock(mu);
-  for (const Key& k : cache) {
+  for (const Entry& k : cache) {
     if (k.device == lim.device && k.kernel == kernel && k.block == block && k.smem == dyn_smem) {
+      if (dyn_smem > kNoOptinDynamic) {
+        HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(
+            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k.max_dynamic));
+      }
       return k.result;
     }
   }
   cudaFuncAttributes attr{};
   HISTEQ_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
   const int allowed = lim.smem_per_block_optin - int(attr.sharedSizeBytes);
+  if (dyn_smem > std::size_t(allowed)) {
+    throw UsageError(std::string("kernel '") + who + "' needs " + std::to_string(dyn_smem) +
+                     " bytes of dynamic shared memory per block with " + std::to_string(block) +
+                     " threads besides its " + std::to_string(attr.sharedSizeBytes) +
+                     " static bytes; this device allows " +
+                     std::to_string(lim.smem_per_block_optin) + " in all");
+  }
   if (attr.maxDynamicSharedSizeBytes < allowed) {
     HISTEQ_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, allowed));
   }
   int bps = 0;
   HISTEQ_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, kernel, block, dyn_smem));
-  cache.push_back(Key{lim.device, kernel, block, dyn_smem, bps});
+  cache.push_back(Entry{lim.device, kernel, block, dyn_smem, bps, allowed});
   return bps;
 }
 

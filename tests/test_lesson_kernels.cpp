@@ -8,7 +8,8 @@
 // 10240 int32 values i % 64, 64 bins, every bin 1,105,920) on every exact registry kernel that
 // takes i32 with 64 bins; constant inputs far longer than an 8-bit counter's range, with many
 // samples per thread, on shortcounters and perthread; the cooperative launch on a large input;
-// describe() on the device. The per-distribution sweep of every registry kernel (these included)
+// describe() on the device; a sequence of configurations per lesson kernel that must not leak
+// into each other. The per-distribution sweep of every registry kernel (these included)
 // is in test_kernels.cpp.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -50,17 +51,30 @@ const std::vector<const KernelEntry*>& lesson_kernels() {
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return a / b + (a % b != 0); }
 
+/// Copies `host` into a new device buffer at byte `offset`, complete on the device before return.
+///
+/// The cudaDeviceSynchronize is needed: a cudaMemcpy from pageable host memory to the device
+/// returns once the data is in the driver's staging buffer, possibly before the DMA to the
+/// destination has finished (CUDA Runtime API, "API synchronization behavior"), and only the
+/// legacy default stream is ordered after it. run_kernel launches on a non-blocking Stream, which
+/// is not, so without the sync a kernel may read the buffer's old contents (a fresh cudaMalloc:
+/// zeros, i.e. every u8 sample in bin 0). Whether that shows depends on how much the host does
+/// between the copy and the launch — e.g. whether the kernel still had to be lazily loaded
+/// (which can synchronize the context) or its occupancy query was already cached — hence a test
+/// that passed alone and failed after others had warmed those up.
 template <typename T>
 DeviceBuffer<std::uint8_t> upload(const std::vector<T>& host, std::size_t offset = 0) {
   const std::size_t bytes = host.size() * sizeof(T);
   DeviceBuffer<std::uint8_t> d(bytes + offset);
   HISTEQ_CUDA_CHECK(cudaMemcpy(d.get() + offset, host.data(), bytes, cudaMemcpyHostToDevice));
+  HISTEQ_CUDA_CHECK(cudaDeviceSynchronize());
   return d;
 }
 
 /// Runs `e` through the registry's checked entry point with d_hist poisoned (0xFF) first.
+/// block_size 0: the kernel's default.
 Histogram run_kernel(const KernelEntry& e, const void* d_in, std::size_t n, SampleType type,
-                     int bins) {
+                     int bins, int block_size = 0) {
   Stream stream;
   DeviceBuffer<std::uint64_t> d_hist(static_cast<std::size_t>(bins));
   DeviceBuffer<std::uint8_t> scratch(e.scratch_bytes(n, bins, type));
@@ -73,6 +87,7 @@ Histogram run_kernel(const KernelEntry& e, const void* d_in, std::size_t n, Samp
   call.d_hist = d_hist.get();
   call.d_scratch = scratch.get();
   call.stream = stream.get();
+  call.block_size = block_size;
   histeq::kernels::run_histogram(e, call);
   Histogram got(static_cast<std::size_t>(bins));
   HISTEQ_CUDA_CHECK(cudaMemcpyAsync(got.data(), d_hist.get(), d_hist.bytes(),
@@ -81,11 +96,13 @@ Histogram run_kernel(const KernelEntry& e, const void* d_in, std::size_t n, Samp
   return got;
 }
 
-LaunchShape shape_of(const KernelEntry& e, std::size_t n, SampleType type, int bins) {
+LaunchShape shape_of(const KernelEntry& e, std::size_t n, SampleType type, int bins,
+                     int block_size = 0) {
   HistogramLaunch call;
   call.n = n;
   call.type = type;
   call.bins = bins;
+  call.block_size = block_size;
   return e.shape(call);
 }
 
@@ -502,6 +519,117 @@ TEST(Details, DescribeEveryRegistryKernel) {
   for (const KernelEntry& e : histeq::kernels::registry()) {
     EXPECT_NE(table.find(e.name), std::string::npos) << e.name;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPU: nothing leaks from one call to the next.
+// ---------------------------------------------------------------------------------------------
+
+/// One call of the sequence: sample type, bins, requested block size (0: the default), sample
+/// count, byte offset of the input from the cudaMalloc'd base, and constant (every u8 sample 200)
+/// or pseudo-random samples (i32: in [-8, bins + 8), so some are not counted).
+struct SequenceCase {
+  SampleType type;
+  int bins;
+  int block;
+  std::size_t n;
+  std::size_t offset_bytes;
+  bool constant;
+};
+
+std::string describe_case(const SequenceCase& c) {
+  return std::string(histeq::to_string(c.type)) + " " + std::to_string(c.bins) + " bins, block " +
+         std::to_string(c.block) + ", n " + std::to_string(c.n) + ", offset " +
+         std::to_string(c.offset_bytes);
+}
+
+/// The samples of `c` as the bytes the device reads (little-endian int32 for i32).
+std::vector<std::uint8_t> sequence_input(const SequenceCase& c, std::uint64_t seed) {
+  std::vector<std::uint8_t> bytes(c.n * histeq::sample_bytes(c.type));
+  std::uint64_t x = seed | 1;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  for (std::size_t i = 0; i < c.n; ++i) {
+    if (c.type == SampleType::u8) {
+      bytes[i] = c.constant ? std::uint8_t(200) : std::uint8_t(next() >> 40);
+    } else {
+      const std::int32_t v =
+          c.constant ? c.bins / 2 : std::int32_t(next() % std::uint64_t(c.bins + 16)) - 8;
+      std::memcpy(bytes.data() + 4 * i, &v, 4);
+    }
+  }
+  return bytes;
+}
+
+bool same_shape(const LaunchShape& a, const LaunchShape& b) {
+  return a.kernel == b.kernel && a.block_size == b.block_size && a.grid_size == b.grid_size &&
+         a.smem_bytes == b.smem_bytes;
+}
+
+/// Each lesson kernel runs a sequence of different (type, bins, block size, n, alignment)
+/// configurations — default and explicit blocks, a block that is not a multiple of 32, > 48 KB
+/// (opt-in) and small shared-memory layouts, misaligned i32 — then the first configuration
+/// again: on a freshly uploaded input and on the first input still in device memory. Every
+/// result must equal the CPU histogram, and the first configuration's launch shape must be what
+/// it was before the sequence (no cached query, attribute or layout of one configuration may be
+/// served to another). The first configuration is the one that once failed after the other
+/// tests had run (perthread, u8, 64 bins, 2^20 constant samples, offset 1 byte).
+TEST(LessonSequence, ConfigurationsDoNotLeakIntoEachOther) {
+  HISTEQ_REQUIRE_GPU();
+  int dev = 0, coop = 0;
+  ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev), cudaSuccess);
+
+  const SequenceCase first = {SampleType::u8, 64, 0, std::size_t(1) << 20, 1, true};
+  const std::vector<SequenceCase> sequence = {
+      first,
+      {SampleType::i32, 256, 256, (std::size_t(3) << 18) + 5, 0, false},
+      {SampleType::u8, 1000, 32, (std::size_t(1) << 22) + 3, 3, false},  // > 48 KB of smem
+      {SampleType::u8, 7, 1024, 12345, 5, false},
+      {SampleType::i32, 1, 96, 65537, 1, false},  // misaligned i32; partial last warp
+      {SampleType::i32, 64, 0, std::size_t(1) << 20, 4, true},
+      {SampleType::u8, 256, 64, 999999, 0, false},
+      first,
+  };
+
+  int ran = 0;
+  for (const KernelEntry* e : lesson_kernels()) {
+    if (e == &histeq::kernels::kCooperative && !coop) continue;  // Cooperative.* covers that
+    SCOPED_TRACE(e->name);
+    const LaunchShape first_shape = shape_of(*e, first.n, first.type, first.bins, first.block);
+    const std::vector<std::uint8_t> first_host = sequence_input(first, 1);
+    const DeviceBuffer<std::uint8_t> first_dev = upload(first_host, first.offset_bytes);
+
+    std::uint64_t seed = 0x9E3779B97F4A7C15ull;
+    for (const SequenceCase& c : sequence) {
+      SCOPED_TRACE(describe_case(c));
+      ASSERT_EQ(e->unsupported(c.type, c.bins), nullptr);
+      const std::vector<std::uint8_t> host = sequence_input(c, seed += 0x1234567);
+      const DeviceBuffer<std::uint8_t> d = upload(host, c.offset_bytes);
+      const Histogram want = histeq::cpu::histogram(host.data(), c.n, c.type, c.bins);
+      EXPECT_EQ(run_kernel(*e, d.get() + c.offset_bytes, c.n, c.type, c.bins, c.block), want);
+      // The shape of a call is a function of the call alone.
+      EXPECT_TRUE(same_shape(shape_of(*e, c.n, c.type, c.bins, c.block),
+                             shape_of(*e, c.n, c.type, c.bins, c.block)));
+      ++ran;
+    }
+
+    // The first configuration again, on its original buffer, after everything else.
+    const Histogram again = run_kernel(*e, first_dev.get() + first.offset_bytes, first.n,
+                                       first.type, first.bins, first.block);
+    Histogram want(std::size_t(first.bins), 0);
+    want[std::size_t(200 * first.bins / 256)] = first.n;
+    EXPECT_EQ(again, want);
+    EXPECT_EQ(again, histeq::cpu::histogram(first_host.data(), first.n, first.type, first.bins));
+    EXPECT_TRUE(same_shape(shape_of(*e, first.n, first.type, first.bins, first.block),
+                           first_shape))
+        << "the launch shape of the first configuration changed after the sequence";
+  }
+  EXPECT_GE(ran, 3 * int(sequence.size()));
 }
 
 }  // namespace
