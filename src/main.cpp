@@ -9,8 +9,10 @@
 
 #include "histeq/cli.hpp"
 #include "histeq/error.hpp"
+#include "histeq/image_io.hpp"
 
 int main(int argc, char** argv) {
+  histeq::install_signal_cleanup();  // SIGINT/SIGTERM during a save: no output, no temp file
   const std::vector<std::string> args(argv + 1, argv + argc);
   try {
     const int status = histeq::cli::run(args, std::cout, std::cerr);
