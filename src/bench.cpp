@@ -930,6 +930,9 @@ class Sweep {
     }
     DeviceBuffer<std::uint8_t> d_in(dc.n), d_out(dc.n);
     if (dc.n) HISTEQ_CUDA_CHECK(cudaMemcpy(d_in.get(), data, dc.n, cudaMemcpyHostToDevice));
+    // A pageable-memory copy may return before the data lands, and the Equalizer's stream is
+    // non-blocking (not ordered after the legacy stream): wait for the copy.
+    HISTEQ_CUDA_CHECK(cudaDeviceSynchronize());
     gpu::Equalizer eq;
     const cudaStream_t s = eq.stream();
     for (const char* kernel : {"auto", "columns", "cub"}) {
@@ -1029,6 +1032,8 @@ class Sweep {
     }
     if (in_bytes) {
       HISTEQ_CUDA_CHECK(cudaMemcpy(d_in.get(), data, in_bytes, cudaMemcpyHostToDevice));
+      // The kernels run on a non-blocking stream: make sure the pageable copy has landed.
+      HISTEQ_CUDA_CHECK(cudaDeviceSynchronize());
     }
 
     for (const auto* e : entries) {

@@ -32,6 +32,8 @@ DeviceBuffer<T> upload(const std::vector<T>& v) {
   DeviceBuffer<T> d(v.size());
   if (!v.empty()) {
     HISTEQ_CUDA_CHECK(cudaMemcpy(d.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+    // Pageable copies may return before the data lands; the Equalizer's stream is non-blocking.
+    HISTEQ_CUDA_CHECK(cudaDeviceSynchronize());
   }
   return d;
 }
