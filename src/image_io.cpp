@@ -318,6 +318,45 @@ const char* jpeg_huffman_problem(const std::uint8_t* d, std::size_t len) {
   return nullptr;
 }
 
+/// Pre-check of a binary PNM header (P5/P6), read exactly as stb_image 2.27 reads it
+/// (stbi__pnm_info: whitespace, '#' comments to the end of the line, three decimal integers).
+/// stb accumulates each integer in an int without an overflow check (signed overflow, UB; a
+/// wrapped width, height or maximum value): found by fuzz_decode_equalize, fixed upstream in
+/// stb_image 2.28 ("integer parse overflow"); regression input in tests/fuzz/crashes/decode/.
+/// Returns nullptr, or the reason to refuse the file.
+const char* pnm_header_problem(const std::uint8_t* d, std::size_t len) {
+  if (len < 2 || d[0] != 'P' || (d[1] != '5' && d[1] != '6')) return nullptr;
+  std::size_t pos = 2;
+  auto at_eof = [&] { return pos >= len; };
+  auto get8 = [&]() -> char { return pos < len ? char(d[pos++]) : char(0); };
+  auto is_space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+  };
+  char c = get8();
+  auto skip_whitespace = [&] {
+    for (;;) {
+      while (!at_eof() && is_space(c)) c = get8();
+      if (at_eof() || c != '#') break;
+      while (!at_eof() && c != '\n' && c != '\r') c = get8();
+    }
+  };
+  auto integer_fits = [&] {
+    std::uint64_t value = 0;
+    while (!at_eof() && c >= '0' && c <= '9') {
+      value = value * 10 + std::uint64_t(c - '0');
+      if (value > std::uint64_t(INT_MAX)) return false;
+      c = get8();
+    }
+    return true;
+  };
+  for (int field = 0; field < 3; ++field) {  // width, height, maximum value
+    skip_whitespace();
+    if (!integer_fits())
+      return "corrupt PNM header: a number (width, height or maximum value) does not fit in 31 bits";
+  }
+  return nullptr;
+}
+
 /// PNG chunk CRCs, which stb_image does not check: a bit flip in a PNG would otherwise decode to
 /// silently wrong pixels (or a misread header). Walks the chunks from the signature and checks
 /// each complete chunk's CRC-32 (ISO 3309, as the PNG spec); a chunk that runs past the end is
@@ -371,6 +410,8 @@ Image decode_image(const std::uint8_t* data, std::size_t size, const std::string
                 " bytes; the decoder takes at most " + std::to_string(INT_MAX) + ")");
   const int len = static_cast<int>(size);
   if (const char* why = jpeg_huffman_problem(data, size))
+    throw Error(quoted(name) + " is not a decodable image: " + why);
+  if (const char* why = pnm_header_problem(data, size))
     throw Error(quoted(name) + " is not a decodable image: " + why);
   std::string chunk;
   if (const char* why = png_crc_problem(data, size, &chunk))
