@@ -10,6 +10,9 @@
 #   l2       hot vs cold L2 at 64M u8, 256 bins, every distribution
 #   blocks   block-size sweep on the lessons' case (i32, 16M, 256 bins, hot)
 #   lesson   the int-array lesson's array (--case lesson) and the lessons' command line
+#   wide     int32 with 1024 and 4096 bins (CUB privatizes in global memory above 256)
+#   small    photo-sized u8 inputs (64K..4M), 256 bins, every distribution
+#   equalize the whole equalization in device memory (fused, three stages, CPU), 1M..1G
 # Each step writes STEP.txt (the table), STEP.csv, STEP.json and STEP.log (progress); the default
 # and 1g steps also STEP.png when python3 with matplotlib is there (else: see the .log for the
 # command that draws it from the CSV on another machine).
@@ -22,12 +25,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${1:-$ROOT/bench/results/h200}"
 shift || true
 STEPS=("$@")
-[ ${#STEPS[@]} -eq 0 ] && STEPS=(default 1g images l2 blocks lesson)
+[ ${#STEPS[@]} -eq 0 ] && STEPS=(default 1g images l2 blocks lesson wide small equalize)
 
 for step in "${STEPS[@]}"; do
   case "$step" in
-    default|1g|images|l2|blocks|lesson) ;;
-    *) echo "unknown step '$step'; valid: default 1g images l2 blocks lesson" >&2; exit 2 ;;
+    default|1g|images|l2|blocks|lesson|wide|small|equalize) ;;
+    *) echo "unknown step '$step'; valid: default 1g images l2 blocks lesson wide small equalize" >&2
+       exit 2 ;;
   esac
 done
 
@@ -75,6 +79,11 @@ for step in "${STEPS[@]}"; do
     lesson)  bench_step lesson --case lesson --reps 10
              bench_step lesson_cmdline --type i32 --size 16M --bins 256 --block 256 --reps 10 \
                  --dist hot ;;
+    wide)    bench_step wide --type i32 --bins 1024,4096 --sizes 16M,64M,256M \
+                 --dist uniform,hot,natural,sequential --reps 10 ;;
+    small)   bench_step small --type u8 --bins 256 --sizes 64K,256K,1M,4M --dist all ;;
+    equalize) bench_step equalize --equalize --sizes 1M,4M,16M,64M,256M,1G \
+                 --dist uniform,hot,natural,constant --l2 both ;;
   esac
 done
 echo "== results in $OUT (commit ${HISTEQ_COMMIT:-unknown})" >&2

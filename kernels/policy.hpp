@@ -70,6 +70,9 @@ namespace histeq::kernels {
 /// inputs stay in L2 for the apply pass and cost nothing at 1G.
 struct ColumnsPolicy {
   static constexpr int kBlockSize = 1024;
+  /// Inputs too small to give every SM kBlocksPerSm blocks of kBlockSize threads run with this
+  /// block size instead (more, smaller blocks: more SMs share the work).
+  static constexpr int kSmallBlockSize = 256;
   static constexpr int kVectorsInFlight = 2;
   static constexpr int kBlocksPerSm = 2;
   static constexpr bool kStreamingLoads = false;
