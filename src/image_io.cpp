@@ -255,8 +255,13 @@ const char* format_failure_reason(const std::uint8_t* data, int len) {
 /// stb's own parser would stop with an error, the walk stops too (stb rejects the file then).
 /// Returns nullptr, or the reason to refuse the file.
 const char* jpeg_huffman_problem(const std::uint8_t* d, std::size_t len) {
-  if (len < 2 || d[0] != 0xFF || d[1] != 0xD8) return nullptr;  // not a JPEG
-  std::size_t pos = 2;
+  // SOI as stbi__get_marker reads it: 0xFF, any number of fill 0xFFs, then 0xD8 (a second
+  // fuzzer finding: 122 leading 0xFFs got a bad DHT past a check that wanted FF D8 at 0).
+  if (len < 2 || d[0] != 0xFF) return nullptr;
+  std::size_t pos = 1;
+  while (pos < len && d[pos] == 0xFF) ++pos;
+  if (pos >= len || d[pos] != 0xD8) return nullptr;  // not a JPEG
+  ++pos;
   auto get8 = [&]() -> unsigned { return pos < len ? d[pos++] : (pos++, 0u); };  // 0 past the end, as stb
   auto get16 = [&]() -> unsigned { const unsigned hi = get8(); return (hi << 8) | get8(); };
   bool frame_seen = false;  // after SOF: no junk between segments, SOS allowed
