@@ -40,27 +40,35 @@ using histeq::Stream;
 using histeq::kernels::HistogramLaunch;
 using histeq::kernels::KernelEntry;
 
-/// Runs `e` through the registry's checked entry point with d_hist poisoned first.
-Histogram run_kernel(const KernelEntry& e, const void* d_in, std::size_t n, SampleType type,
-                     int bins, Stream& stream) {
-  DeviceBuffer<std::uint64_t> d_hist(static_cast<std::size_t>(bins));
-  DeviceBuffer<std::uint8_t> scratch(e.scratch_bytes(n, bins, type));
-  HISTEQ_CUDA_CHECK(cudaMemsetAsync(d_hist.get(), 0xFF, d_hist.bytes(), stream.get()));
-  HistogramLaunch call;
-  call.d_in = d_in;
-  call.n = n;
-  call.type = type;
-  call.bins = bins;
-  call.d_hist = d_hist.get();
-  call.d_scratch = scratch.get();
-  call.stream = stream.get();
-  histeq::kernels::run_histogram(e, call);
-  Histogram h(static_cast<std::size_t>(bins));
-  HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h.data(), d_hist.get(), d_hist.bytes(),
-                                    cudaMemcpyDeviceToHost, stream.get()));
-  stream.sync();
-  return h;
-}
+/// Runs kernels through the registry's checked entry point with d_hist poisoned (0xFF) first;
+/// d_hist and the scratch buffer are kept between calls (thousands of small calls per kernel).
+class Runner {
+ public:
+  Histogram run(const KernelEntry& e, const void* d_in, std::size_t n, SampleType type, int bins) {
+    const std::size_t need = e.scratch_bytes(n, bins, type);
+    if (need > scratch_.size()) scratch_ = DeviceBuffer<std::uint8_t>(need);
+    HISTEQ_CUDA_CHECK(cudaMemsetAsync(d_hist_.get(), 0xFF, std::size_t(bins) * 8, stream_.get()));
+    HistogramLaunch call;
+    call.d_in = d_in;
+    call.n = n;
+    call.type = type;
+    call.bins = bins;
+    call.d_hist = d_hist_.get();
+    call.d_scratch = scratch_.get();
+    call.stream = stream_.get();
+    histeq::kernels::run_histogram(e, call);
+    Histogram h(static_cast<std::size_t>(bins));
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h.data(), d_hist_.get(), std::size_t(bins) * 8,
+                                      cudaMemcpyDeviceToHost, stream_.get()));
+    stream_.sync();
+    return h;
+  }
+
+ private:
+  Stream stream_;
+  DeviceBuffer<std::uint64_t> d_hist_{std::size_t(histeq::kMaxBins)};
+  DeviceBuffer<std::uint8_t> scratch_;
+};
 
 testing::AssertionResult matches(const KernelEntry& e, const Histogram& got, const Histogram& ref,
                                  std::size_t n) {
@@ -125,7 +133,7 @@ TEST_P(KernelEdges, EveryOffsetAndShortLengthU8) {
   const KernelEntry& e = *GetParam();
   const std::vector<std::uint8_t> host = bytes_for(4096, 1);
   const DeviceBuffer<std::uint8_t> d = upload(host);  // cudaMalloc: 256-byte aligned
-  Stream stream;
+  Runner runner;
   for (int bins : {256, 64, 7}) {
     if (e.unsupported(SampleType::u8, bins)) continue;
     for (std::size_t offset = 0; offset < 16; ++offset)
@@ -133,7 +141,7 @@ TEST_P(KernelEdges, EveryOffsetAndShortLengthU8) {
         SCOPED_TRACE("bins " + std::to_string(bins) + ", offset " + std::to_string(offset) +
                      ", n " + std::to_string(n));
         const Histogram ref = histeq::cpu::histogram(host.data() + offset, n, SampleType::u8, bins, 1);
-        ASSERT_TRUE(matches(e, run_kernel(e, d.get() + offset, n, SampleType::u8, bins, stream), ref, n));
+        ASSERT_TRUE(matches(e, runner.run(e, d.get() + offset, n, SampleType::u8, bins), ref, n));
       }
   }
 }
@@ -148,13 +156,13 @@ TEST_P(KernelEdges, I32ElementOffsets) {
   std::vector<std::uint8_t> host(vals.size() * 4);
   std::memcpy(host.data(), vals.data(), host.size());
   const DeviceBuffer<std::uint8_t> d = upload(host);
-  Stream stream;
+  Runner runner;
   for (std::size_t off = 1; off <= 3; ++off)
     for (std::size_t n : {std::size_t(1), std::size_t(3), std::size_t(5), std::size_t(17), std::size_t(63),
                           std::size_t(4093), vals.size() - off}) {
       SCOPED_TRACE("element offset " + std::to_string(off) + ", n " + std::to_string(n));
       const Histogram ref = histeq::cpu::histogram(host.data() + 4 * off, n, SampleType::i32, bins, 1);
-      ASSERT_TRUE(matches(e, run_kernel(e, d.get() + 4 * off, n, SampleType::i32, bins, stream), ref, n));
+      ASSERT_TRUE(matches(e, runner.run(e, d.get() + 4 * off, n, SampleType::i32, bins), ref, n));
     }
 }
 
@@ -183,13 +191,13 @@ TEST_P(KernelEdges, SizesAroundTheKernelsOwnTiles) {
   const std::size_t most = *std::max_element(sizes.begin(), sizes.end());
   const std::vector<std::uint8_t> host = bytes_for(most + 16, 2);
   const DeviceBuffer<std::uint8_t> d = upload(host);
-  Stream stream;
+  Runner runner;
   for (std::size_t n : sizes)
     for (std::size_t offset : {std::size_t(0), std::size_t(5)}) {
       SCOPED_TRACE("block " + std::to_string(block) + ", n " + std::to_string(n) + ", offset " +
                    std::to_string(offset));
       const Histogram ref = histeq::cpu::histogram(host.data() + offset, n, SampleType::u8, 256, 1);
-      ASSERT_TRUE(matches(e, run_kernel(e, d.get() + offset, n, SampleType::u8, 256, stream), ref, n));
+      ASSERT_TRUE(matches(e, runner.run(e, d.get() + offset, n, SampleType::u8, 256), ref, n));
     }
 }
 
@@ -207,9 +215,9 @@ TEST_P(KernelEdges, PitchedSubImageRowByRow) {
     sub.insert(sub.end(), host.begin() + long(y * pitch + x0), host.begin() + long(y * pitch + x0 + w));
   const Histogram ref = histeq::cpu::histogram(sub.data(), sub.size(), SampleType::u8, 256, 1);
   Histogram sum(256, 0);
-  Stream stream;
+  Runner runner;
   for (std::size_t y = y0; y < y0 + h; ++y) {
-    const Histogram row = run_kernel(e, d.get() + y * pitch + x0, w, SampleType::u8, 256, stream);
+    const Histogram row = runner.run(e, d.get() + y * pitch + x0, w, SampleType::u8, 256);
     const Histogram row_ref = histeq::cpu::histogram(host.data() + y * pitch + x0, w, SampleType::u8, 256, 1);
     ASSERT_TRUE(matches(e, row, row_ref, w)) << "row " << y;
     for (int b = 0; b < 256; ++b) sum[std::size_t(b)] += row[std::size_t(b)];
