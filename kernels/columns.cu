@@ -45,18 +45,8 @@ const char* unsupported(SampleType, int bins) {
              : nullptr;
 }
 
-/// The default block size for a call: kBlockSize when the input fills every SM's resident
-/// blocks at that size; otherwise kSmallBlockSize, so that a photo-sized input is spread over
-/// more SMs (1M u8 makes only 32 blocks of 1024 threads × 2 vectors on a 132-SM device).
-int default_block(const HistogramLaunch& c) {
-  const std::size_t bytes = c.n * sample_bytes(c.type);
-  const std::size_t fill = std::size_t(detail::sm_count()) * P::kBlocksPerSm * P::kBlockSize *
-                           P::kVectorsInFlight * 16;
-  return bytes >= fill ? P::kBlockSize : P::kSmallBlockSize;
-}
-
 LaunchShape shape(const HistogramLaunch& c) {
-  const int block = c.block_size == 0 ? default_block(c) : detail::resolve_block_size(c, P::kBlockSize);
+  const int block = detail::resolve_block_size(c, P::kBlockSize);
   const void* k = c.type == SampleType::u8 ? kernel_for_block<std::uint8_t>(block)
                                            : kernel_for_block<std::int32_t>(block);
   const std::size_t per_block = std::size_t(block) * P::kVectorsInFlight *

@@ -70,14 +70,18 @@ namespace histeq::kernels {
 /// inputs stay in L2 for the apply pass and cost nothing at 1G.
 struct ColumnsPolicy {
   static constexpr int kBlockSize = 1024;
-  /// Inputs too small to give every SM kBlocksPerSm blocks of kBlockSize threads run with this
-  /// block size instead (more, smaller blocks: more SMs share the work).
-  static constexpr int kSmallBlockSize = 256;
   static constexpr int kVectorsInFlight = 2;
   static constexpr int kBlocksPerSm = 2;
   static constexpr bool kStreamingLoads = false;
 };
 inline constexpr ColumnsPolicy kColumnsPolicy{};
+
+/// auto (registry.cu, choose_auto): below this many samples the coarsened kernel's small
+/// per-block cost (1 KB of shared memory to zero and merge) beats the lane columns' (32 KB to
+/// zero, 8192 words to sum, 256 global atomics per block). Measured on the H200 (commit
+/// 2d459fd, bench/results/h200/small.txt and default.txt): coarsened wins at 64K–4M samples,
+/// columns from 16M up.
+inline constexpr std::size_t kAutoColumnsMinSamples = std::size_t(8) << 20;
 
 /// fused (fused.cuh): the single cooperative launch that equalizes 8-bit data. Same shape as
 /// columns; measured 20.6 µs at 16M and 795 µs at 1G against 27 and 807 µs for three launches.

@@ -3,6 +3,8 @@
 // the benchmark pick it up from this table. No self-registering statics.
 #include "registry.hpp"
 
+#include "policy.hpp"
+
 #include <cuda_runtime_api.h>
 
 #include "cuda_check.hpp"
@@ -59,12 +61,14 @@ std::string kernel_names() {
 }
 
 const KernelEntry& choose_auto(const HistogramLaunch& call) {
-  // The rule, from the H200 measurements in docs/kernels.md: the lane-column kernel wherever it
-  // applies (bins ≤ 256: it was fastest on every distribution and size measured); above 256
-  // bins the coarsened shared-memory kernel. The data is not looked at: no distribution moved
-  // the ranking (columns has no bank conflicts on any data, so hot and constant inputs cost
-  // what uniform ones do), and a look would cost a launch.
-  for (const char* name : {"columns", "coarsened"}) {
+  // The rule, from the H200 measurements (docs/kernels.md, "auto"): the lane-column kernel for
+  // bins ≤ 256 from kAutoColumnsMinSamples samples up (it has no bank conflicts on any data and
+  // reaches the read bandwidth), the coarsened shared-memory kernel below that (photo-sized
+  // inputs, where per-block fixed costs dominate) and for every bin count above 256. The data
+  // is not looked at: on natural images and on uniform, hot, blocky and constant data the
+  // ranking depends on size, not content (docs/kernels.md names the one exception).
+  const bool large = call.n >= kAutoColumnsMinSamples;
+  for (const char* name : {large ? "columns" : "coarsened", "coarsened", "columns"}) {
     for (const KernelEntry& e : registry()) {
       if (std::string_view(e.name) == name && e.unsupported(call.type, call.bins) == nullptr) {
         return e;
