@@ -200,6 +200,32 @@ TEST(PipelineCpu, DefaultModeFollowsChannels) {
   }
 }
 
+/// Gray+alpha with the default mode keeps its alpha channel unchanged and equalizes the gray one
+/// exactly as a 1-channel image of the same gray values.
+TEST(PipelineCpu, GrayAlphaDefaultKeepsAlpha) {
+  Image ga;
+  ga.width = 37;
+  ga.height = 11;
+  ga.channels = 2;
+  Image g = ga;
+  g.channels = 1;
+  for (std::size_t i = 0; i < ga.pixel_count(); ++i) {
+    const auto v = static_cast<std::uint8_t>(60 + (i * 7) % 50);
+    ga.pixels.push_back(v);
+    ga.pixels.push_back(static_cast<std::uint8_t>(i * 13));
+    g.pixels.push_back(v);
+  }
+  EqualizeOptions o;
+  o.backend = Backend::cpu;
+  const Image out = equalize(ga, o);
+  const Image gray_out = equalize(g, o);
+  ASSERT_EQ(out.channels, 2);
+  for (std::size_t i = 0; i < ga.pixel_count(); ++i) {
+    EXPECT_EQ(out.pixels[2 * i + 1], ga.pixels[2 * i + 1]) << "alpha of pixel " << i;
+    EXPECT_EQ(out.pixels[2 * i], gray_out.pixels[i]) << "gray of pixel " << i;
+  }
+}
+
 TEST(PipelineCpu, GoldensGrayExactColourWithinOne) {
   for (const Sample& s : samples()) expect_matches_golden(s, Backend::cpu);
 }

@@ -1,6 +1,7 @@
 // histeq/planes.hpp — how a mode turns an image into the 8-bit planes that are histogrammed, and
 // how many channels come out. Shared by both backends.
 //  1–2 channels (gray, gray+alpha): one plane, the gray channel, whatever the mode.
+//  Default mode: gray for 1 channel, luma otherwise (keeps alpha).
 //  3–4 channels: luma and gray → one plane (Y); rgb → three planes (R, G, B).
 //  Output channels: gray → 1; otherwise the input's channel count (alpha passed through).
 #pragma once
@@ -14,7 +15,8 @@ inline int plane_count(Mode mode, int channels) {
 inline int output_channels(Mode mode, int channels) {
   return mode == Mode::gray ? 1 : channels;
 }
-/// Default mode for an image: luma for colour, gray for gray (same planes either way).
-inline Mode default_mode(int channels) { return channels >= 3 ? Mode::luma : Mode::gray; }
+/// Default mode for an image: gray for one channel; luma for everything else, so that the alpha
+/// channel of gray+alpha and RGBA input is kept (luma of gray+alpha is its gray channel).
+inline Mode default_mode(int channels) { return channels == 1 ? Mode::gray : Mode::luma; }
 
 }  // namespace histeq
