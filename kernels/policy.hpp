@@ -84,7 +84,8 @@ inline constexpr ColumnsPolicy kColumnsPolicy{};
 inline constexpr std::size_t kAutoColumnsMinSamples = std::size_t(8) << 20;
 
 /// fused (fused.cuh): the single cooperative launch that equalizes 8-bit data. Same shape as
-/// columns; measured 20.6 µs at 16M and 795 µs at 1G against 27 and 807 µs for three launches.
+/// columns. Measured (bench/results/h200/equalize.txt, commit 2d459fd): 18.4 µs at 16M and
+/// 791 µs at 1 GiB (hot L2), against 20.9 and 796 µs for three launches with columns.
 struct FusedPolicy {
   static constexpr int kBlockSize = 1024;
   static constexpr int kVectorsInFlight = 2;
