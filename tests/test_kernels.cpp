@@ -37,6 +37,7 @@
 #include "histeq/synthetic.hpp"
 #include "histeq/types.hpp"
 #include "registry.hpp"
+#include "gpu_test_support.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -49,6 +50,7 @@ using histeq::Stream;
 using histeq::kernels::HistogramLaunch;
 using histeq::kernels::KernelEntry;
 using histeq::kernels::LaunchShape;
+using histeq::test::run_kernel;
 
 const char* type_name(SampleType t) { return t == SampleType::u8 ? "u8" : "i32"; }
 
@@ -62,31 +64,6 @@ std::string sanitize(std::string s) {
 // ---------------------------------------------------------------------------------------------
 // Running a kernel and checking its result.
 // ---------------------------------------------------------------------------------------------
-
-/// Runs `e` through the registry's checked entry point on a non-blocking stream, with d_hist
-/// poisoned (0xFF bytes) first, and returns the downloaded histogram.
-Histogram run_kernel(const KernelEntry& e, const void* d_in, std::size_t n, SampleType type,
-                     int bins, int block_size = 0) {
-  Stream stream;
-  DeviceBuffer<std::uint64_t> d_hist(static_cast<std::size_t>(bins));
-  DeviceBuffer<std::uint8_t> scratch(e.scratch_bytes(n, bins, type));
-  HISTEQ_CUDA_CHECK(cudaMemsetAsync(d_hist.get(), 0xFF, d_hist.bytes(), stream.get()));
-  HistogramLaunch call;
-  call.d_in = d_in;
-  call.n = n;
-  call.type = type;
-  call.bins = bins;
-  call.d_hist = d_hist.get();
-  call.d_scratch = scratch.get();
-  call.stream = stream.get();
-  call.block_size = block_size;
-  histeq::kernels::run_histogram(e, call);
-  Histogram h(static_cast<std::size_t>(bins));
-  HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h.data(), d_hist.get(), d_hist.bytes(),
-                                    cudaMemcpyDeviceToHost, stream.get()));
-  stream.sync();
-  return h;
-}
 
 /// Exact kernels: equal bin for bin. Non-exact: got[b] ≤ ref[b], got[b] == 0 ⇔ ref[b] == 0
 /// (every racy store writes a value ≥ 1 read back + 1), Σ got ≤ n.
@@ -114,14 +91,9 @@ testing::AssertionResult matches(const KernelEntry& e, const Histogram& got, con
   return testing::AssertionSuccess();
 }
 
-/// Uploads host bytes into a new device buffer (synchronously: complete before return).
+/// Uploads host bytes into a new device buffer (complete before return).
 DeviceBuffer<std::uint8_t> upload(const std::vector<std::uint8_t>& host) {
-  DeviceBuffer<std::uint8_t> d(host.size());
-  if (!host.empty()) {
-    HISTEQ_CUDA_CHECK(cudaMemcpy(d.get(), host.data(), host.size(), cudaMemcpyHostToDevice));
-    HISTEQ_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-  return d;
+  return histeq::test::upload_bytes(host);
 }
 
 // ---------------------------------------------------------------------------------------------

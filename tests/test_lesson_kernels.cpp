@@ -29,6 +29,7 @@
 #include "histeq/types.hpp"
 #include "lesson.hpp"
 #include "registry.hpp"
+#include "gpu_test_support.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -51,50 +52,14 @@ const std::vector<const KernelEntry*>& lesson_kernels() {
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return a / b + (a % b != 0); }
 
-/// Copies `host` into a new device buffer at byte `offset`, complete on the device before return.
-///
-/// The cudaDeviceSynchronize is needed: a cudaMemcpy from pageable host memory to the device
-/// returns once the data is in the driver's staging buffer, possibly before the DMA to the
-/// destination has finished (CUDA Runtime API, "API synchronization behavior"), and only the
-/// legacy default stream is ordered after it. run_kernel launches on a non-blocking Stream, which
-/// is not, so without the sync a kernel may read the buffer's old contents (a fresh cudaMalloc:
-/// zeros, i.e. every u8 sample in bin 0). Whether that shows depends on how much the host does
-/// between the copy and the launch — e.g. whether the kernel still had to be lazily loaded
-/// (which can synchronize the context) or its occupancy query was already cached — hence a test
-/// that passed alone and failed after others had warmed those up.
+/// Uploads samples `offset` bytes into a new device buffer, complete before return (see
+/// gpu_test_support.hpp for why the copy must be waited for).
 template <typename T>
 DeviceBuffer<std::uint8_t> upload(const std::vector<T>& host, std::size_t offset = 0) {
-  const std::size_t bytes = host.size() * sizeof(T);
-  DeviceBuffer<std::uint8_t> d(bytes + offset);
-  HISTEQ_CUDA_CHECK(cudaMemcpy(d.get() + offset, host.data(), bytes, cudaMemcpyHostToDevice));
-  HISTEQ_CUDA_CHECK(cudaDeviceSynchronize());
-  return d;
+  return histeq::test::upload_bytes(host, offset);
 }
 
-/// Runs `e` through the registry's checked entry point with d_hist poisoned (0xFF) first.
-/// block_size 0: the kernel's default.
-Histogram run_kernel(const KernelEntry& e, const void* d_in, std::size_t n, SampleType type,
-                     int bins, int block_size = 0) {
-  Stream stream;
-  DeviceBuffer<std::uint64_t> d_hist(static_cast<std::size_t>(bins));
-  DeviceBuffer<std::uint8_t> scratch(e.scratch_bytes(n, bins, type));
-  HISTEQ_CUDA_CHECK(cudaMemsetAsync(d_hist.get(), 0xFF, d_hist.bytes(), stream.get()));
-  HistogramLaunch call;
-  call.d_in = d_in;
-  call.n = n;
-  call.type = type;
-  call.bins = bins;
-  call.d_hist = d_hist.get();
-  call.d_scratch = scratch.get();
-  call.stream = stream.get();
-  call.block_size = block_size;
-  histeq::kernels::run_histogram(e, call);
-  Histogram got(static_cast<std::size_t>(bins));
-  HISTEQ_CUDA_CHECK(cudaMemcpyAsync(got.data(), d_hist.get(), d_hist.bytes(),
-                                    cudaMemcpyDeviceToHost, stream.get()));
-  stream.sync();
-  return got;
-}
+using histeq::test::run_kernel;
 
 LaunchShape shape_of(const KernelEntry& e, std::size_t n, SampleType type, int bins,
                      int block_size = 0) {

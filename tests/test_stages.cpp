@@ -15,6 +15,7 @@
 #include "histeq/lut.hpp"
 #include "histeq/planes.hpp"
 #include "stages.hpp"
+#include "gpu_test_support.hpp"
 #include "test_support.hpp"
 
 namespace histeq {
@@ -29,21 +30,9 @@ std::string label(Formula f) { return to_string(f); }
 
 template <typename T>
 DeviceBuffer<T> upload(const std::vector<T>& v) {
-  DeviceBuffer<T> d(v.size());
-  if (!v.empty()) {
-    HISTEQ_CUDA_CHECK(cudaMemcpy(d.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-    // Pageable copies may return before the data lands; the Equalizer's stream is non-blocking.
-    HISTEQ_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-  return d;
+  return histeq::test::upload_typed(v);
 }
-
-template <typename T>
-std::vector<T> download(const T* d, std::size_t count) {
-  std::vector<T> v(count);
-  if (count) HISTEQ_CUDA_CHECK(cudaMemcpy(v.data(), d, count * sizeof(T), cudaMemcpyDeviceToHost));
-  return v;
-}
+using histeq::test::download;
 
 /// Device LUTs of several histograms at once (the planes entry), synchronously.
 std::vector<Lut> device_luts(const std::vector<Hist256>& hists, Formula f) {
