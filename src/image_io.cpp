@@ -362,21 +362,20 @@ const char* pnm_header_problem(const std::uint8_t* d, std::size_t len) {
   return nullptr;
 }
 
-/// PNG chunk CRCs, which stb_image does not check: a bit flip in a PNG would otherwise decode to
-/// silently wrong pixels (or a misread header). Walks the chunks from the signature and checks
-/// each complete chunk's CRC-32 (ISO 3309, as the PNG spec); a chunk that runs past the end is
-/// left to stb, which reports the truncation. Returns nullptr or the reason to refuse the file.
-/// Fuzz builds skip it (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, as libpng does), so the
-/// fuzzer reaches the decoder behind it.
-const char* png_crc_problem(const std::uint8_t* d, std::size_t len, std::string* chunk) {
-#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-  (void)d;
-  (void)len;
-  (void)chunk;
-  return nullptr;
-#else
+/// PNG chunks checked before stb_image sees them, walking from the signature to IEND:
+///  - every chunk must fit in the file: stb_image 2.27 grows its IDAT buffer to the length a
+///    chunk declares (doubling up to 2^31 bytes) before it checks that the bytes are there, so a
+///    150-byte file made it allocate 2 GiB (found by fuzz_decode_equalize, run 5; regression
+///    input in tests/fuzz/crashes/decode/). A chunk that runs past the end is refused instead;
+///  - CRC-32 of every chunk (ISO 3309, as the PNG spec), which stb does not check: a flipped bit
+///    would otherwise decode to silently wrong pixels (or a misread header). Fuzz builds skip the
+///    CRC (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, as libpng does), so that the fuzzer reaches
+///    the decoder behind it; they keep the length check.
+/// Returns nullptr or the reason to refuse the file (*chunk: the chunk's type).
+const char* png_chunk_problem(const std::uint8_t* d, std::size_t len, std::string* chunk) {
   static const std::uint8_t kSig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   if (len < 8 || std::memcmp(d, kSig, 8) != 0) return nullptr;
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
   static const auto table = [] {
     std::array<std::uint32_t, 256> t{};
     for (std::uint32_t n = 0; n < 256; ++n) {
@@ -386,23 +385,31 @@ const char* png_crc_problem(const std::uint8_t* d, std::size_t len, std::string*
     }
     return t;
   }();
+#endif
+  auto name_chunk = [&](std::size_t pos) {
+    chunk->assign(reinterpret_cast<const char*>(d + pos + 4), std::min<std::size_t>(4, len - pos - 4));
+    for (char& ch : *chunk)
+      if (!std::isprint(static_cast<unsigned char>(ch))) ch = '?';
+  };
   std::size_t pos = 8;
-  while (pos + 12 <= len) {
+  while (pos + 8 <= len) {  // length and type present
     const std::uint64_t n = be32(d + pos);
-    if (n > len - pos - 12) return nullptr;  // runs past the end: stb says "truncated"
+    if (n + 12 > len - pos) {  // data and CRC do not fit in what is left of the file
+      name_chunk(pos);
+      return "truncated or corrupt PNG: a chunk declares more bytes than the file holds";
+    }
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
     std::uint32_t c = 0xFFFFFFFFu;
     for (std::size_t i = pos + 4; i < pos + 8 + n; ++i) c = table[(c ^ d[i]) & 0xFF] ^ (c >> 8);
     if ((c ^ 0xFFFFFFFFu) != be32(d + pos + 8 + n)) {
-      chunk->assign(reinterpret_cast<const char*>(d + pos + 4), 4);
-      for (char& ch : *chunk)
-        if (!std::isprint(static_cast<unsigned char>(ch))) ch = '?';
+      name_chunk(pos);
       return "corrupt PNG: CRC mismatch";
     }
+#endif
     if (std::memcmp(d + pos + 4, "IEND", 4) == 0) return nullptr;
     pos += 12 + n;
   }
-  return nullptr;
-#endif
+  return nullptr;  // ends without IEND: stb reports what is missing
 }
 
 }  // namespace
@@ -419,7 +426,7 @@ Image decode_image(const std::uint8_t* data, std::size_t size, const std::string
   if (const char* why = pnm_header_problem(data, size))
     throw Error(quoted(name) + " is not a decodable image: " + why);
   std::string chunk;
-  if (const char* why = png_crc_problem(data, size, &chunk))
+  if (const char* why = png_chunk_problem(data, size, &chunk))
     throw Error(quoted(name) + " is not a decodable image: " + why + " in chunk '" + chunk + "'");
   auto check_dims = [&](std::uint64_t w, std::uint64_t h) {
     if (w == 0 || h == 0)

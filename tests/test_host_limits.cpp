@@ -153,6 +153,23 @@ TEST(Limits, PngWithABadCrcIsRefused) {
   EXPECT_NE(msg.find("CRC mismatch in chunk 'IDAT'"), std::string::npos) << msg;
 }
 
+TEST(Limits, PngChunkLongerThanTheFileIsRefusedBeforeAllocating) {
+  // stb_image 2.27 grows its IDAT buffer to the declared chunk length (up to 2 GiB) before it
+  // reads the bytes (fuzzer finding 6): the declared length is checked against the file first.
+  Bytes png = seed("c3.png");
+  std::size_t at = 0;
+  for (std::size_t i = 8; i + 8 <= png.size(); i += 1)
+    if (std::memcmp(png.data() + i + 4, "IDAT", 4) == 0) {
+      at = i;
+      break;
+    }
+  ASSERT_GT(at, 0u);
+  png[at] = 0x7F;  // length 0x7F......: about 2 GiB
+  const std::string msg = error_of(png, "long.png", kDefaultMaxPixels);
+  EXPECT_NE(msg.find("long.png"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("declares more bytes than the file holds in chunk 'IDAT'"), std::string::npos) << msg;
+}
+
 TEST(Limits, ZeroSizeHeadersAreRefusedInEveryFormat) {
   Bytes bmp = seed("c3.bmp");
   le32(bmp, 18, 0);
