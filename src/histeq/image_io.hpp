@@ -13,10 +13,15 @@ namespace histeq {
 /// pixel memory is allocated. 2^28 = 268 megapixels (1 GiB of RGBA).
 inline constexpr std::uint64_t kDefaultMaxPixels = std::uint64_t(1) << 28;
 
-/// Decodes PNG, JPEG, BMP, TGA, GIF (first frame), PNM, PSD, HDR→8 bit... as stb_image does,
-/// keeping the file's channel count (1..4), 16-bit inputs reduced to 8 bits.
-/// Throws Error naming the file and the cause: missing, a directory, empty, not an image,
-/// truncated/corrupt, zero size, or more than max_pixels pixels.
+/// Decodes PNG, JPEG (baseline, progressive, CMYK → RGB), BMP, TGA, GIF (first frame) and
+/// binary PNM (P5/P6) with stb_image (no other format is compiled in), keeping the file's
+/// channel count (1..4), 16-bit inputs reduced to 8 bits. Only regular files are read (a FIFO or
+/// a device is refused, never waited on). Before stb sees the bytes: the dimensions from the
+/// header against max_pixels (w·h in 64 bits), PNG chunk lengths against the file size and
+/// their CRCs, JPEG Huffman tables and PNM header numbers (stb 2.27 overflows on those; see
+/// docs/reliability.md). Throws Error naming the file and the cause: missing, a directory, a
+/// FIFO/device, empty, over 2^31-1 bytes, not an image, truncated/corrupt, zero size, or more
+/// than max_pixels pixels.
 Image load_image(const std::string& path, std::uint64_t max_pixels = kDefaultMaxPixels);
 Image decode_image(const std::uint8_t* data, std::size_t size, const std::string& name,
                    std::uint64_t max_pixels = kDefaultMaxPixels);
