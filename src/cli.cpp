@@ -362,8 +362,8 @@ int cmd_kernels(const std::vector<std::string>& args, std::ostream& out, std::os
   c.add("type", "sample type for --details: u8 or i32",
         cxxopts::value<std::string>()->default_value("u8"), "T");
   c.add("bins", "bins for --details (1..4096)", cxxopts::value<int>()->default_value("256"), "N");
-  c.add("size", "number of samples for --details (sets the grid)",
-        cxxopts::value<std::uint64_t>()->default_value("16777216"), "N");
+  c.add("size", "number of samples for --details (sets the grid); K/M/G suffixes as in bench",
+        cxxopts::value<std::string>()->default_value("16M"), "N");
   c.add_flag("h,help", "print this help");
 
   const cxxopts::ParseResult r = c.parse(args);
@@ -377,7 +377,7 @@ int cmd_kernels(const std::vector<std::string>& args, std::ostream& out, std::os
     throw UsageError("--bins must be in 1.." + std::to_string(kMaxBins) + ", got " +
                      std::to_string(bins));
   }
-  const std::uint64_t size = r["size"].as<std::uint64_t>();
+  const std::uint64_t size = bench::parse_size(r["size"].as<std::string>());
   const auto& reg = kernels::registry();
 
   if (!r.count("details")) {

@@ -183,6 +183,7 @@ TEST_F(Cli, UsageErrorsExitTwoAndNameTheChoices) {
       {"histogram " + in + " --mode sepia", "'sepia'", "luma"},
       {"kernels --bins 0", "--bins", "4096"},
       {"kernels --type f64", "'f64'", "u8"},
+      {"kernels --size 1X", "'1X'", "16M"},
   };
   for (const Case& c : cases) {
     const Result r = run(c.args);
