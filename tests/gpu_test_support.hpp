@@ -3,9 +3,13 @@
 // that link histeq_lib.
 #pragma once
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cctype>
 #include <cstdint>
+#include <ostream>
+#include <string>
 #include <vector>
 
 #include "contract.hpp"
@@ -80,4 +84,30 @@ inline Histogram run_kernel(const kernels::KernelEntry& e, const void* d_in, std
   return h;
 }
 
+/// Every registry entry, as the parameters of a kernel-parameterized test suite (the table is
+/// plain data: safe in a parameter generator, nothing touches CUDA).
+inline std::vector<const kernels::KernelEntry*> registry_entries() {
+  std::vector<const kernels::KernelEntry*> v;
+  for (const kernels::KernelEntry& e : kernels::registry()) v.push_back(&e);
+  return v;
+}
+
+/// A test-name-safe form of any label (non-alphanumerics become '_').
+inline std::string name_safe(std::string s) {
+  for (char& c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return s;
+}
+
+/// The parameter name of a kernel-parameterized test: the kernel's name.
+inline std::string kernel_param_name(const testing::TestParamInfo<const kernels::KernelEntry*>& info) {
+  return name_safe(info.param->name);
+}
+
 }  // namespace histeq::test
+
+namespace histeq::kernels {
+/// Prints a registry entry by its name in test listings (found by ADL on KernelEntry).
+inline void PrintTo(const KernelEntry* e, std::ostream* os) { *os << (e ? e->name : "null"); }
+}  // namespace histeq::kernels

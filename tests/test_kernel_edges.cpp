@@ -29,6 +29,7 @@
 #include "histeq/error.hpp"
 #include "histeq/types.hpp"
 #include "registry.hpp"
+#include "gpu_test_support.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -100,39 +101,16 @@ std::vector<std::uint8_t> bytes_for(std::size_t n, std::uint32_t seed) {
   return v;
 }
 
-DeviceBuffer<std::uint8_t> upload(const std::vector<std::uint8_t>& host) {
-  DeviceBuffer<std::uint8_t> d(host.size());
-  if (!host.empty())
-    HISTEQ_CUDA_CHECK(cudaMemcpy(d.get(), host.data(), host.size(), cudaMemcpyHostToDevice));
-  return d;
-}
 
-std::vector<const KernelEntry*> all_kernels() {
-  std::vector<const KernelEntry*> v;
-  for (const auto& e : histeq::kernels::registry()) v.push_back(&e);
-  return v;
-}
-
-std::string kernel_name(const testing::TestParamInfo<const KernelEntry*>& info) {
-  std::string s = info.param->name;
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s;
-}
 
 class KernelEdges : public testing::TestWithParam<const KernelEntry*> {};
 
-}  // namespace
-namespace histeq::kernels {
-void PrintTo(const KernelEntry* e, std::ostream* os) { *os << (e ? e->name : "null"); }
-}  // namespace histeq::kernels
-namespace {
 
 TEST_P(KernelEdges, EveryOffsetAndShortLengthU8) {
   HISTEQ_REQUIRE_GPU();
   const KernelEntry& e = *GetParam();
   const std::vector<std::uint8_t> host = bytes_for(4096, 1);
-  const DeviceBuffer<std::uint8_t> d = upload(host);  // cudaMalloc: 256-byte aligned
+  const DeviceBuffer<std::uint8_t> d = histeq::test::upload_bytes(host);  // cudaMalloc: 256-byte aligned
   Runner runner;
   for (int bins : {256, 64, 7}) {
     if (e.unsupported(SampleType::u8, bins)) continue;
@@ -155,7 +133,7 @@ TEST_P(KernelEdges, I32ElementOffsets) {
   for (std::size_t i = 0; i < vals.size(); ++i) vals[i] = std::int32_t((i * 37 + i / 9) % 70) - 3;  // some out of range
   std::vector<std::uint8_t> host(vals.size() * 4);
   std::memcpy(host.data(), vals.data(), host.size());
-  const DeviceBuffer<std::uint8_t> d = upload(host);
+  const DeviceBuffer<std::uint8_t> d = histeq::test::upload_bytes(host);
   Runner runner;
   for (std::size_t off = 1; off <= 3; ++off)
     for (std::size_t n : {std::size_t(1), std::size_t(3), std::size_t(5), std::size_t(17), std::size_t(63),
@@ -190,7 +168,7 @@ TEST_P(KernelEdges, SizesAroundTheKernelsOwnTiles) {
     for (long d : {-1L, 0L, 1L, 15L, 17L}) sizes.push_back(std::size_t(long(base) + d));
   const std::size_t most = *std::max_element(sizes.begin(), sizes.end());
   const std::vector<std::uint8_t> host = bytes_for(most + 16, 2);
-  const DeviceBuffer<std::uint8_t> d = upload(host);
+  const DeviceBuffer<std::uint8_t> d = histeq::test::upload_bytes(host);
   Runner runner;
   for (std::size_t n : sizes)
     for (std::size_t offset : {std::size_t(0), std::size_t(5)}) {
@@ -209,7 +187,7 @@ TEST_P(KernelEdges, PitchedSubImageRowByRow) {
   // (x0, y0) = (3, 5) and is 517 × 41 (odd width, odd start: no row is 16-byte aligned).
   const std::size_t pitch = 1011, rows = 67, x0 = 3, y0 = 5, w = 517, h = 41;
   const std::vector<std::uint8_t> host = bytes_for(pitch * rows, 3);
-  const DeviceBuffer<std::uint8_t> d = upload(host);
+  const DeviceBuffer<std::uint8_t> d = histeq::test::upload_bytes(host);
   std::vector<std::uint8_t> sub;
   for (std::size_t y = y0; y < y0 + h; ++y)
     sub.insert(sub.end(), host.begin() + long(y * pitch + x0), host.begin() + long(y * pitch + x0 + w));
@@ -225,6 +203,7 @@ TEST_P(KernelEdges, PitchedSubImageRowByRow) {
   EXPECT_TRUE(matches(e, sum, ref, sub.size()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, KernelEdges, testing::ValuesIn(all_kernels()), kernel_name);
+INSTANTIATE_TEST_SUITE_P(Registry, KernelEdges, testing::ValuesIn(histeq::test::registry_entries()),
+                         histeq::test::kernel_param_name);
 
 }  // namespace

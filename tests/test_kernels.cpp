@@ -54,12 +54,6 @@ using histeq::test::run_kernel;
 
 const char* type_name(SampleType t) { return t == SampleType::u8 ? "u8" : "i32"; }
 
-std::string sanitize(std::string s) {
-  for (char& c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return s;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Running a kernel and checking its result.
@@ -187,19 +181,10 @@ void PrintTo(const SweepCase& c, std::ostream* os) {
 }
 
 std::string sweep_name(const testing::TestParamInfo<SweepCase>& info) {
-  return sanitize(std::string(info.param.entry->name) + "_" + type_name(info.param.type) + "_" +
+  return histeq::test::name_safe(std::string(info.param.entry->name) + "_" + type_name(info.param.type) + "_" +
                   std::to_string(info.param.bins));
 }
 
-std::vector<const KernelEntry*> all_kernels() {
-  std::vector<const KernelEntry*> v;
-  for (const KernelEntry& e : histeq::kernels::registry()) v.push_back(&e);
-  return v;
-}
-
-std::string kernel_name(const testing::TestParamInfo<const KernelEntry*>& info) {
-  return sanitize(info.param->name);
-}
 
 // ---------------------------------------------------------------------------------------------
 // The sweep.
@@ -232,12 +217,6 @@ INSTANTIATE_TEST_SUITE_P(Registry, KernelSweep, testing::ValuesIn(sweep_cases())
 
 class KernelProps : public testing::TestWithParam<const KernelEntry*> {};
 
-}  // namespace
-namespace histeq::kernels {
-// Prints a registry entry by its name in test listings (found by ADL on KernelEntry).
-void PrintTo(const KernelEntry* e, std::ostream* os) { *os << (e ? e->name : "null"); }
-}  // namespace histeq::kernels
-namespace {
 
 /// Input pointers at every offset 1..15 (u8: bytes; i32: elements, i.e. 4..60 bytes) with sizes
 /// around the 16-byte vector width, so scalar heads, vector bodies and tails all occur.
@@ -477,7 +456,9 @@ TEST_P(KernelProps, LaunchShapeIsLaunchable) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, KernelProps, testing::ValuesIn(all_kernels()), kernel_name);
+INSTANTIATE_TEST_SUITE_P(Registry, KernelProps,
+                         testing::ValuesIn(histeq::test::registry_entries()),
+                         histeq::test::kernel_param_name);
 
 // ---------------------------------------------------------------------------------------------
 // The registry (no GPU needed).

@@ -21,6 +21,7 @@
 #include "histeq/cpu.hpp"
 #include "histeq/types.hpp"
 #include "registry.hpp"
+#include "gpu_test_support.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -31,26 +32,9 @@ using histeq::SampleType;
 using histeq::kernels::HistogramLaunch;
 using histeq::kernels::KernelEntry;
 
-std::vector<const KernelEntry*> all_kernels() {
-  std::vector<const KernelEntry*> v;
-  for (const auto& e : histeq::kernels::registry()) v.push_back(&e);
-  return v;
-}
-
-std::string kernel_name(const testing::TestParamInfo<const KernelEntry*>& info) {
-  std::string s = info.param->name;
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s;
-}
 
 class SanitizerSmoke : public testing::TestWithParam<const KernelEntry*> {};
 
-}  // namespace
-namespace histeq::kernels {
-void PrintTo(const KernelEntry* e, std::ostream* os) { *os << (e ? e->name : "null"); }
-}  // namespace histeq::kernels
-namespace {
 
 TEST_P(SanitizerSmoke, SmallCallsMatchCpu) {
   HISTEQ_REQUIRE_GPU();
@@ -113,6 +97,7 @@ TEST_P(SanitizerSmoke, SmallCallsMatchCpu) {
   EXPECT_GT(ran, 0) << e.name << " supports none of the smoke cases";
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, SanitizerSmoke, testing::ValuesIn(all_kernels()), kernel_name);
+INSTANTIATE_TEST_SUITE_P(Registry, SanitizerSmoke, testing::ValuesIn(histeq::test::registry_entries()),
+                         histeq::test::kernel_param_name);
 
 }  // namespace
