@@ -20,6 +20,7 @@
 
 #include "histeq/error.hpp"
 #include "histeq/image_io.hpp"
+#include "test_support.hpp"
 
 namespace histeq {
 namespace {
@@ -42,26 +43,9 @@ Image noise(int w, int h, int c, std::uint32_t seed) {
   return img;
 }
 
-class Faults : public ::testing::Test {
+class Faults : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("histeq-faults-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  std::vector<std::string> listing() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
+  Faults() : TempDirTest("histeq-faults-") {}
   /// Runs f in a child; returns the wait status.
   template <class F>
   static int in_child(F&& f) {
@@ -80,7 +64,6 @@ class Faults : public ::testing::Test {
     ::waitpid(pid, &status, 0);
     return status;
   }
-  fs::path dir_;
 };
 
 std::string* g_seen_temp = nullptr;

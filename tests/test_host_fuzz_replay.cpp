@@ -21,15 +21,7 @@ namespace histeq {
 namespace {
 namespace fs = std::filesystem;
 
-std::vector<fs::path> files_in(const std::string& rel) {
-  std::vector<fs::path> out;
-  const fs::path dir = test::source_path(rel);
-  if (!fs::is_directory(dir)) return out;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_regular_file() && e.path().filename().string()[0] != '.') out.push_back(e.path());
-  std::sort(out.begin(), out.end());
-  return out;
-}
+using test::files_in;
 
 std::vector<std::uint8_t> bytes_of(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);

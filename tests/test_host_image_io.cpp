@@ -24,31 +24,13 @@ namespace histeq {
 namespace {
 namespace fs = std::filesystem;
 
-class ImageIo : public ::testing::Test {
+class ImageIo : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("histeq-io-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  std::vector<std::string> listing() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
+  ImageIo() : TempDirTest("histeq-io-") {}
   void write_bytes(const std::string& p, const std::vector<std::uint8_t>& bytes) const {
     std::ofstream f(p, std::ios::binary);
     f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
   }
-  fs::path dir_;
 };
 
 Image test_image(int w, int h, int c, std::uint64_t seed = 1) {

@@ -1,5 +1,8 @@
 #include "test_support.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 
 #ifndef HISTEQ_HOST_ONLY
@@ -28,6 +31,41 @@ std::string shared_dir() {
     if (fs::exists(p / "natural")) return fs::weakly_canonical(p).string();
   }
   return "";
+}
+
+std::vector<std::filesystem::path> files_in(const std::string& rel) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> out;
+  const fs::path dir = source_path(rel);
+  if (!fs::is_directory(dir)) return out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_regular_file() && e.path().filename().string()[0] != '.') out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void TempDirTest::SetUp() {
+  namespace fs = std::filesystem;
+  dir_ = fs::temp_directory_path() /
+         (prefix_ + std::to_string(::getpid()) + "-" +
+          ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::remove_all(dir_);
+  fs::create_directories(dir_);
+}
+
+void TempDirTest::TearDown() {
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+std::vector<std::string> TempDirTest::listing() const {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace histeq::test

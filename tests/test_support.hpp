@@ -1,6 +1,10 @@
 // test_support.hpp — helpers shared by the test files.
 #pragma once
+#include <gtest/gtest.h>
+
+#include <filesystem>
 #include <string>
+#include <vector>
 
 namespace histeq::test {
 
@@ -12,6 +16,28 @@ std::string source_path(const std::string& rel);
 
 /// ../shared next to the checkout (natural images and goldens), or "" when absent.
 std::string shared_dir();
+
+/// The regular files directly under a folder of the source tree (dot files left out), sorted;
+/// empty when the folder does not exist.
+std::vector<std::filesystem::path> files_in(const std::string& rel);
+
+/// A fixture with a fresh, empty temporary folder per test (named after the prefix, the process
+/// and the test), removed afterwards.
+class TempDirTest : public ::testing::Test {
+ protected:
+  explicit TempDirTest(std::string prefix) : prefix_(std::move(prefix)) {}
+  void SetUp() override;
+  void TearDown() override;
+  /// The path of `name` inside the folder.
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  /// The names in the folder, sorted.
+  std::vector<std::string> listing() const;
+
+  std::filesystem::path dir_;
+
+ private:
+  std::string prefix_;
+};
 
 }  // namespace histeq::test
 
