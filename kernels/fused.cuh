@@ -30,53 +30,70 @@ __device__ __forceinline__ uint4 map_vec(const std::uint32_t* lut_lane, const ui
                     map_word(lut_lane, r.w));
 }
 
-/// Builds lut[0,256) in shared memory from a 256-bin global histogram, with kBlock ≥ 256
-/// threads; then replicates it per lane into rep[v·32 + lane]. Formula: lut_formula.hpp.
 template <bool kStream>
 __device__ __forceinline__ void store_vec(uint4* p, const uint4& v) {
   if constexpr (kStream) __stcs(p, v); else *p = v;
 }
 
+/// Builds the 256-entry LUT from a 256-bin global histogram, with kBlock ≥ 256 threads, and
+/// replicates it per lane into rep[v·32 + lane] (8192 words). Formula: lut_formula.hpp.
+/// The inclusive scan (the CDF) is a warp-shuffle scan of each warp's 32 bins plus the totals
+/// of the warps before it (Harris, Sengupta & Owens, GPU Gems 3 ch. 39; CUB's WarpScan), three
+/// block barriers in all; v0, the first non-zero bin, is the number of bins whose CDF is still
+/// 0 (__syncthreads_count). The first version used a shared-memory Hillis–Steele scan
+/// (16 barriers).
 template <int kBlock>
 __device__ __forceinline__ void build_lut_replicated(const unsigned long long* hist, Formula f,
                                                      std::uint32_t* rep,
-                                                     unsigned long long* scan /*[256]*/,
+                                                     unsigned long long* cdf /*[256]*/,
                                                      std::uint8_t* lut_out) {
-  static_assert(kBlock >= 256, "one thread per bin");
-  __shared__ int first_nonzero;
-  const int t = threadIdx.x;
-  if (t == 0) first_nonzero = 256;
-  if (t < 256) scan[t] = hist[t];
-  __syncthreads();
-  if (t < 256 && scan[t] != 0) atomicMin(&first_nonzero, t);
-  // Hillis–Steele inclusive scan over 256 values (8 steps); tiny next to the data passes.
-  for (int off = 1; off < 256; off <<= 1) {
-    unsigned long long add = 0;
-    if (t < 256 && t >= off) add = scan[t - off];
-    __syncthreads();
-    if (t < 256) scan[t] += add;
-    __syncthreads();
+  static_assert(kBlock >= 256 && kBlock % 32 == 0, "one thread per bin");
+  __shared__ unsigned long long warp_total[8];
+  __shared__ std::uint32_t value_s[256];
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  unsigned long long x = t < 256 ? hist[t] : 0ull;
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const unsigned long long y = __shfl_up_sync(0xFFFFFFFFu, x, off);
+    if (lane >= off) x += y;
   }
+  if (t < 256 && lane == 31) warp_total[warp] = x;
+  __syncthreads();
   if (t < 256) {
-    const int v0 = first_nonzero;
-    const unsigned long long total = scan[255];
+    for (int w = 0; w < warp; ++w) x += warp_total[w];
+    cdf[t] = x;
+  }
+  // Bins before the first non-zero one have CDF 0; the barrier also publishes cdf[].
+  const int v0 = __syncthreads_count(t < 256 && x == 0);
+  if (t < 256) {
+    const unsigned long long total = cdf[255];
     std::uint32_t value;
-    if (v0 >= 256 || scan[v0] == total) {
+    if (v0 >= 256 || cdf[v0] == total) {
       value = t;  // empty or constant image: identity
     } else if (t <= v0) {
       value = 0;
     } else {
-      const unsigned long long h0 = scan[v0];  // cdf(v0) = h[v0]
-      value = formula::lut_entry(f, scan[t], h0, total, formula::opencv_scale(total, h0));
+      const unsigned long long h0 = cdf[v0];  // cdf(v0) = h[v0]
+      value = formula::lut_entry(f, x, h0, total, formula::opencv_scale(total, h0));
     }
+    value_s[t] = value;
     if (lut_out && blockIdx.x == 0) lut_out[t] = static_cast<std::uint8_t>(value);
-#pragma unroll 8
-    for (int l = 0; l < 32; ++l) rep[(t << 5) + l] = value;
+  }
+  __syncthreads();
+  // Replicate: 8192 words, 16-byte stores, all threads.
+  uint4* rep4 = reinterpret_cast<uint4*>(rep);
+  for (int i = t; i < 256 * 32 / 4; i += kBlock) {
+    const std::uint32_t v = value_s[i >> 3];
+    rep4[i] = make_uint4(v, v, v, v);
   }
   __syncthreads();
 }
 
-template <int kBlock, int kUnroll, int kMinBlocks, bool kStream = false, int kProbe = 0>
+/// kStop (timing probes only; 0 in the library): where the kernel stops, to time its stages by
+/// difference — 1: after counting (no merge), 2: after the merge into the global histogram,
+/// 3: after the grid barrier, 4: after building the LUT, 5: the whole kernel without the grid
+/// barrier (wrong results: what the barrier costs).
+template <int kBlock, int kUnroll, int kMinBlocks, bool kStream = false, int kStop = 0>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
     equalize_kernel(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out,
                     std::size_t n, Formula f, unsigned long long* __restrict__ hist,
@@ -118,6 +135,10 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   }
   for (; i < s.nvec; i += stride) Vec<std::uint8_t>::count(lane_col, load_vec<kStream>(vin + i), 256);
   __syncthreads();
+  if (kStop == 1) {  // probe: keep the counts alive, skip the rest
+    if (column_sum(cols, threadIdx.x & 255) == 0xFFFFFFFFu) hist[0] = 1;
+    return;
+  }
   for (int v = threadIdx.x; v < kValues; v += kBlock) {
     const std::uint32_t c = column_sum(cols, v);
     if (c) atomicAdd(hist + v, static_cast<unsigned long long>(c));
@@ -126,13 +147,15 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
     for (int v = threadIdx.x; v < kValues; v += kBlock) next_hist[v] = 0;
   }
   __syncthreads();  // cols is reused for the LUT below
-  if (kProbe != 1) cg::this_grid().sync();  // kProbe: timing probes only (1: no barrier)
+  if (kStop == 2) return;
+  if (kStop != 5) cg::this_grid().sync();
+  if (kStop == 3) return;
 
   // Phase 2: every block builds the LUT from the finished histogram.
   build_lut_replicated<kBlock>(hist, f, cols, scan, lut_out);
   const std::uint32_t* lut_lane = cols + (threadIdx.x & 31);
 
-  if (kProbe == 2) return;  // probe: no apply
+  if (kStop == 4) return;
   // Phase 3: apply; the kept tile first, then the rest re-read.
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
