@@ -3,7 +3,9 @@
 //           flight per thread; one global atomic per value per block.
 // In:  d_in[0,n) samples (u8, or i32 bin indices), device memory, n may be 0, any alignment
 //      (u8; i32 must be 4-byte aligned).
-// Out: d_hist[0,bins) uint64, overwritten (memset, then atomics). Scratch: none. Async on `stream`.
+// Out: d_hist[0,bins) uint64, overwritten by the last block to finish (no memset launch).
+//      Scratch: columns::GridState (2 KB accumulator + ticket), zeroed_scratch: zero on entry,
+//      zero again on return (prepare_scratch once per allocation). Async on `stream`.
 // Exact: yes. Supports: bins 1..256 (u8 and i32): the columns hold 256 raw values.
 // Tuning: kColumnsPolicy (policy.hpp); block sizes 256, 512 or 1024.
 // Source: bank-aware replicated sub-histograms after Gómez-Luna et al., "An optimized approach
@@ -39,6 +41,8 @@ const void* kernel_for_block(int block) {
   }
 }
 
+std::size_t scratch(std::size_t, int, SampleType) { return sizeof(columns::GridState); }
+
 const char* unsupported(SampleType, int bins) {
   return bins < 1 || bins > columns::kValues
              ? "the lane columns hold 256 values (32 KB of shared memory per block); bins 1..256"
@@ -63,14 +67,17 @@ LaunchShape shape(const HistogramLaunch& c) {
 
 void launch(const HistogramLaunch& c) {
   detail::check_call(c, "columns");
-  detail::zero_histogram(c);
-  if (c.n == 0) return;
+  if (c.n == 0) {
+    detail::zero_histogram(c);
+    return;
+  }
   const LaunchShape s = shape(c);
   void* hist = detail::global_histogram(c);
   std::size_t n = c.n;
   int bins = c.bins;
   const void* in = c.d_in;
-  void* args[] = {&in, &n, &bins, &hist};
+  void* state = c.d_scratch;
+  void* args[] = {&in, &n, &bins, &hist, &state};
   HISTEQ_CUDA_CHECK(cudaLaunchKernel(s.kernel, dim3(s.grid_size), dim3(s.block_size), args, 0,
                                      c.stream));
 }
@@ -80,7 +87,7 @@ void launch(const HistogramLaunch& c) {
 extern const KernelEntry kColumns = {
     "columns",
     "lane-owned shared columns (bin x 32 + lane): no bank conflicts on any data; 16-byte loads, "
-    "2 in flight; near the read bandwidth from 64M up",
-    true, unsupported, detail::no_scratch, launch, shape};
+    "2 in flight; last block writes the result (one launch, no memset)",
+    true, unsupported, scratch, launch, shape, /*zeroed_scratch=*/true};
 
 }  // namespace histeq::kernels

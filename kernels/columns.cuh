@@ -160,15 +160,45 @@ __device__ __forceinline__ int fold(int v, int bins) {
   return sizeof(T) == 1 ? (v * bins) >> 8 : v;
 }
 
+/// Grid-wide state of one histogram call, in the caller's scratch (all zero on entry, all zero
+/// again when the last block is done): an accumulator per bin and the last-block ticket.
+struct GridState {
+  unsigned long long acc[kValues];
+  unsigned ticket;
+};
+
+/// Adds this block's count c of bin b to the grid accumulator (global 64-bit atomic).
+__device__ __forceinline__ void add_to_grid(GridState* g, int b, std::uint32_t c) {
+  atomicAdd(&g->acc[b], static_cast<unsigned long long>(c));
+}
+
+/// The last-block-done merge (the CUDA samples' threadFenceReduction pattern): after every
+/// thread of the block has added its counts to g->acc, the block takes a ticket; the block that
+/// draws the last one (gridDim.x − 1) moves acc[0,bins) into hist and zeroes acc. atomicInc with
+/// limit gridDim.x − 1 wraps the ticket back to 0, so the state is zero again for the next
+/// call and no memset launch is needed. Returns after the copy in the last block.
+__device__ __forceinline__ void finish_grid(GridState* g, int bins,
+                                            unsigned long long* __restrict__ hist) {
+  __shared__ bool last;
+  __threadfence();  // this thread's acc adds are visible device-wide before the ticket
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicInc(&g->ticket, gridDim.x - 1) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int b = threadIdx.x; b < bins; b += blockDim.x) hist[b] = atomicExch(&g->acc[b], 0ull);
+}
+
 /// The registry kernel: count, fold the 256 values to `bins` bins in shared memory (u8 with
 /// fewer than 256 bins: several values share a bin, and folding them here keeps the global
 /// atomics at one per bin per block — folding in global memory made 16 bins 3x slower), then
-/// one global 64-bit atomicAdd per non-zero bin per block into the zeroed d_hist.
+/// one global 64-bit atomicAdd per non-zero bin per block into the grid accumulator, and the
+/// last block writes d_hist (finish_grid): one launch, no memset of d_hist before it.
 template <typename T, int kBlock, int kUnroll, int kMinBlocks, bool kStream = true,
           bool kPrefetch = false>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
     histogram_kernel(const T* __restrict__ in, std::size_t n, int bins,
-                     unsigned long long* __restrict__ hist) {
+                     unsigned long long* __restrict__ hist, GridState* __restrict__ grid_state) {
   __shared__ __align__(16) std::uint32_t cols[kSmemWords];
   __shared__ std::uint32_t folded[kValues];
   zero_columns<kBlock>(cols);
@@ -183,15 +213,16 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
     if (fold_needed) {
       atomicAdd(&folded[fold<T>(v, bins)], c);
     } else {
-      atomicAdd(hist + v, static_cast<unsigned long long>(c));
+      add_to_grid(grid_state, v, c);
     }
   }
   if (fold_needed) {
     __syncthreads();
     for (int b = threadIdx.x; b < bins; b += kBlock) {
-      if (folded[b]) atomicAdd(hist + b, static_cast<unsigned long long>(folded[b]));
+      if (folded[b]) add_to_grid(grid_state, b, folded[b]);
     }
   }
+  finish_grid(grid_state, bins, hist);
 }
 
 }  // namespace histeq::kernels::columns

@@ -3,7 +3,10 @@
 // Every kernel file starts with a block that states, for that kernel:
 //   In:  d_in[0,n) samples (u8, or i32 bin indices), device memory, n may be 0, any alignment.
 //   Out: d_hist[0,bins) uint64, overwritten (not accumulated). Scratch: scratch_bytes(n,bins,type)
-//        bytes of device memory, contents undefined on entry. Async on `stream`; no host sync.
+//        bytes of device memory, contents undefined on entry — except for kernels whose entry
+//        sets zeroed_scratch: their scratch must be all zero on entry (cudaMemset once, when it
+//        is allocated: prepare_scratch in registry.hpp) and they leave it all zero when they
+//        finish, so the next call needs no memset. Async on `stream`; no host sync.
 //   Exact: yes/no. Supports: which types and bins. Tuning: its policy struct. Source: where the
 //        algorithm comes from.
 // Binning (types.hpp): u8 sample v → bin (v·bins)/256; i32 sample v → bin v if 0 ≤ v < bins,
@@ -50,6 +53,11 @@ struct KernelEntry {
   std::size_t (*scratch_bytes)(std::size_t n, int bins, SampleType type);
   void (*launch)(const HistogramLaunch& call);
   LaunchShape (*shape)(const HistogramLaunch& call);
+  /// true: d_scratch must be all zero on entry and is all zero again when the kernel has
+  /// finished (it holds a grid-wide accumulator and a last-block ticket that the kernel resets).
+  /// One such buffer may serve every zeroed_scratch kernel in turn on one stream, never two
+  /// launches that may run at the same time. A kernel that faults leaves it undefined.
+  bool zeroed_scratch = false;
 };
 
 }  // namespace histeq::kernels

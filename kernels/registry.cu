@@ -83,6 +83,13 @@ const KernelEntry& choose_auto(const HistogramLaunch& call) {
                    std::to_string(call.bins) + " bins");
 }
 
+void prepare_scratch(const KernelEntry& e, void* d_scratch, std::size_t bytes,
+                     cudaStream_t stream) {
+  if (e.zeroed_scratch && d_scratch != nullptr && bytes > 0) {
+    HISTEQ_CUDA_CHECK(cudaMemsetAsync(d_scratch, 0, bytes, stream));
+  }
+}
+
 void run_histogram(const KernelEntry& e, const HistogramLaunch& c) {
   if (c.bins < 1 || c.bins > kMaxBins) {
     throw UsageError("bins must be in 1.." + std::to_string(kMaxBins) + ", got " +

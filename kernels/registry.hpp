@@ -22,6 +22,12 @@ std::string kernel_names();
 /// docs/kernels.md). Never a non-exact kernel.
 const KernelEntry& choose_auto(const HistogramLaunch& call);
 
+/// Makes a freshly allocated scratch buffer of `bytes` bytes ready for `entry`: zeroes it (async
+/// on `stream`) when the entry sets zeroed_scratch, otherwise does nothing. Call it once per
+/// allocation, not per launch.
+void prepare_scratch(const KernelEntry& entry, void* d_scratch, std::size_t bytes,
+                     cudaStream_t stream);
+
 /// Runs entry.launch after checking the call (bins 1..kMaxBins, supported, scratch large
 /// enough); throws UsageError otherwise. Checks the launch with cudaGetLastError.
 void run_histogram(const KernelEntry& entry, const HistogramLaunch& call);

@@ -232,9 +232,11 @@ std::string usage() {
        "Lists are comma-separated; options may repeat; 'all' selects every value.\n"
        "\n"
        "  --kernels LIST    registry kernels and/or 'cpu' (the CPU reference); default all\n"
+       "                    (every registry kernel and cpu); 'auto': the default choice, its\n"
+       "                    rows say which kernel it chose\n"
        "                    known: cpu, "
     << kernels::kernel_names()
-    << "\n"
+    << ", auto\n"
        "  --type LIST       u8, i32 (int32); default u8,i32\n"
        "  --bins LIST       1..4096 bins (u8: sample v -> bin v*bins/256); default 16,64,256;\n"
        "                    all = 16,64,256,1024,4096\n"
@@ -368,11 +370,11 @@ Options parse_args(const std::vector<std::string>& args) {
         for (const auto& e : kernels::registry()) want.insert(e.name);
         continue;
       }
-      bool known = name == kCpuKernel;
+      bool known = name == kCpuKernel || name == kAutoKernel;
       for (const auto& e : kernels::registry()) known = known || name == e.name;
       if (!known) {
         throw UsageError("unknown kernel '" + k + "' in --kernels; known: cpu, " +
-                         kernels::kernel_names() + ", all");
+                         kernels::kernel_names() + ", auto, all");
       }
       want.insert(name);
     }
@@ -380,6 +382,7 @@ Options parse_args(const std::vector<std::string>& args) {
     for (const auto& e : kernels::registry()) {
       if (want.count(e.name)) opt.kernels.push_back(e.name);
     }
+    if (want.count(kAutoKernel)) opt.kernels.push_back(kAutoKernel);
   }
 
   const bool type_given = r.count("types") || r.count("type");
@@ -1011,8 +1014,24 @@ class Sweep {
   void run_gpu(const DataCase& dc, const std::uint8_t* data, const Histogram& ref,
                const std::string& case_fail) {
     std::vector<const kernels::KernelEntry*> entries;
+    std::vector<std::string> labels;  // the row's kernel name: the entry's, or "auto"
     for (const auto& name : opt_.kernels) {
-      if (name != kCpuKernel) entries.push_back(&kernels::find_kernel(name));
+      if (name == kCpuKernel) continue;
+      if (name == kAutoKernel) {
+        kernels::HistogramLaunch probe;
+        probe.n = dc.n;
+        probe.type = dc.type;
+        probe.bins = dc.bins;
+        try {
+          entries.push_back(&kernels::choose_auto(probe));
+        } catch (const UsageError& ex) {
+          add_all(dc, kAutoKernel, "SKIP", ex.what());
+          continue;
+        }
+      } else {
+        entries.push_back(&kernels::find_kernel(name));
+      }
+      labels.push_back(name);
     }
     if (entries.empty()) return;
 
@@ -1027,7 +1046,7 @@ class Sweep {
       }
     }
     if (!why.empty()) {
-      for (const auto* e : entries) add_all(dc, e->name, "SKIP", "input " + why);
+      for (const auto& label : labels) add_all(dc, label, "SKIP", "input " + why);
       return;
     }
     if (in_bytes) {
@@ -1036,7 +1055,9 @@ class Sweep {
       HISTEQ_CUDA_CHECK(cudaDeviceSynchronize());
     }
 
-    for (const auto* e : entries) {
+    for (std::size_t k = 0; k < entries.size(); ++k) {
+      const kernels::KernelEntry* e = entries[k];
+      const std::string& label = labels[k];
       const std::size_t scratch = e->scratch_bytes(dc.n, dc.bins, dc.type);
       std::string skip = skip_reason(e->unsupported(dc.type, dc.bins), scratch,
                                      free_device_bytes());
@@ -1045,21 +1066,25 @@ class Sweep {
       if (skip.empty()) {
         try {
           d_scratch = DeviceBuffer<std::uint8_t>(scratch);
+          kernels::prepare_scratch(*e, d_scratch.get(), d_scratch.bytes(), gpu_->stream.get());
         } catch (const DeviceOutOfMemory& ex) {
           skip = std::string("scratch does not fit: ") + ex.what();
         }
       }
       if (!skip.empty()) {
-        add_all(dc, e->name, "SKIP", skip);
+        add_all(dc, label, "SKIP", skip);
         continue;
       }
       for (int block : opt_.blocks) run_kernel(dc, *e, block, d_in.get(), d_scratch.get(), ref,
-                                               case_fail);
+                                               case_fail, label);
     }
   }
 
   void run_kernel(const DataCase& dc, const kernels::KernelEntry& e, int block, const void* d_in,
-                  void* d_scratch, const Histogram& ref, const std::string& case_fail) {
+                  void* d_scratch, const Histogram& ref, const std::string& case_fail,
+                  const std::string& label) {
+    // auto rows: the kernel it chose, as the row's note.
+    const std::string note = label == e.name ? "" : std::string("auto chose ") + e.name;
     kernels::HistogramLaunch call;
     call.d_in = d_in;
     call.n = dc.n;
@@ -1097,7 +1122,7 @@ class Sweep {
     } catch (const UsageError& ex) {
       // The kernel refuses this call (e.g. a block size it cannot use): not a failure.
       for (L2 l : opt_.l2) {
-        Cell c = base(dc, e.name, block, to_string(l));
+        Cell c = base(dc, label, block, to_string(l));
         c.status = "SKIP";
         c.reason = ex.what();
         add(std::move(c));
@@ -1109,7 +1134,7 @@ class Sweep {
     if (!case_fail.empty() && diff.empty()) diff = case_fail;
 
     for (L2 l : opt_.l2) {
-      Cell c = base(dc, e.name, block, to_string(l));
+      Cell c = base(dc, label, block, to_string(l));
       fill_shape(c);
       c.lost = lost;
       if (!diff.empty()) {
@@ -1122,6 +1147,7 @@ class Sweep {
       try {
         set_times(c, time_kernel(e, call, opt_, l, *gpu_));
         c.status = "PASS";
+        c.reason = note;
       } catch (const Error& ex) {
         c.status = "FAIL";
         c.reason = std::string("while timing: ") + ex.what();

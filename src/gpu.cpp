@@ -61,6 +61,9 @@ const kernels::KernelEntry& lookup(const std::string& kernel, const kernels::His
 struct Equalizer::Impl {
   Stream stream;
   DeviceBuffer<std::uint8_t> scratch;
+  // For kernels with zeroed_scratch (contract.hpp): zeroed when allocated, left zero by them, so
+  // never shared with the other kernels' scratch, whose contents they leave undefined.
+  DeviceBuffer<std::uint8_t> zeroed_scratch;
   DeviceBuffer<std::uint64_t> hist;
   DeviceBuffer<std::uint8_t> lut;
   // The fused equalizer's two alternating histograms (each call zeroes the other one).
@@ -90,7 +93,18 @@ std::string Equalizer::histogram(const std::string& kernel, const void* d_in, st
   auto c = make_call(d_in, n, type, bins, d_hist, impl_->stream.get(), block_size);
   const kernels::KernelEntry& e = lookup(kernel, c);
   const std::size_t scratch = e.scratch_bytes(n, bins, type);
-  c.d_scratch = scratch > 0 ? ensure(impl_->scratch, scratch) : nullptr;
+  if (scratch == 0) {
+    c.d_scratch = nullptr;
+  } else if (e.zeroed_scratch) {
+    DeviceBuffer<std::uint8_t>& z = impl_->zeroed_scratch;
+    if (z.size() < scratch) {
+      ensure(z, scratch);
+      kernels::prepare_scratch(e, z.get(), z.bytes(), impl_->stream.get());
+    }
+    c.d_scratch = z.get();
+  } else {
+    c.d_scratch = ensure(impl_->scratch, scratch);
+  }
   kernels::run_histogram(e, c);
   return e.name;
 }

@@ -67,6 +67,7 @@ inline Histogram run_kernel(const kernels::KernelEntry& e, const void* d_in, std
   DeviceBuffer<std::uint64_t> d_hist(static_cast<std::size_t>(bins));
   DeviceBuffer<std::uint8_t> scratch(e.scratch_bytes(n, bins, type));
   HISTEQ_CUDA_CHECK(cudaMemsetAsync(d_hist.get(), 0xFF, d_hist.bytes(), stream.get()));
+  kernels::prepare_scratch(e, scratch.get(), scratch.bytes(), stream.get());
   kernels::HistogramLaunch call;
   call.d_in = d_in;
   call.n = n;

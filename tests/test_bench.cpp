@@ -377,6 +377,9 @@ TEST(BenchArgs, ListsRepeatsAliasesAndAll) {
     o = parse_args({"--kernels", e.name});
     EXPECT_EQ(o.kernels, std::vector<std::string>{e.name});
   }
+  // auto is not part of 'all'; asked for, it comes after the registry kernels.
+  o = parse_args({"--kernels", "auto,columns,cpu"});
+  EXPECT_EQ(o.kernels, (std::vector<std::string>{"cpu", "columns", "auto"}));
 }
 
 TEST(BenchArgs, ImagesTakeSeveralPaths) {
@@ -844,7 +847,7 @@ TEST(BenchRun, UnwritableCsvIsARuntimeError) {
 TEST(BenchGpu, SmallSweepPassesEverywhere) {
   HISTEQ_REQUIRE_GPU();
   const std::string csv = temp_path("gpu.csv");
-  const BenchRun r = run_bench({"--kernels", "all", "--type", "u8,i32", "--bins", "1,16,256,4096",
+  const BenchRun r = run_bench({"--kernels", "all,auto", "--type", "u8,i32", "--bins", "1,16,256,4096",
                            "--sizes", "0,1,257,1000,1M", "--dist", "all", "--reps", "2",
                            "--warmup", "1", "--l2", "both", "--csv", csv});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
@@ -864,11 +867,17 @@ TEST(BenchGpu, SmallSweepPassesEverywhere) {
     } else {
       passed.insert(row[col("kernel")]);
       EXPECT_FALSE(row[col("median_us")].empty());
+      if (row[col("kernel")] == "auto") {  // names the registry kernel it ran
+        const std::string& why = row[col("reason")];
+        ASSERT_EQ(why.rfind("auto chose ", 0), 0u) << why;
+        EXPECT_NO_THROW(kernels::find_kernel(why.substr(11))) << why;
+      }
     }
     if (row[col("kernel")] != "racy") EXPECT_EQ(row[col("lost")], "0");
   }
   // Every kernel passes somewhere (each supports at least u8 with 256 bins).
   for (const auto& e : kernels::registry()) EXPECT_EQ(passed.count(e.name), 1u) << e.name;
+  EXPECT_EQ(passed.count("auto"), 1u);
   EXPECT_NE(r.err.find("read bandwidth"), std::string::npos);
   fs::remove(csv);
 

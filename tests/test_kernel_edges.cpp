@@ -47,7 +47,13 @@ class Runner {
  public:
   Histogram run(const KernelEntry& e, const void* d_in, std::size_t n, SampleType type, int bins) {
     const std::size_t need = e.scratch_bytes(n, bins, type);
-    if (need > scratch_.size()) scratch_ = DeviceBuffer<std::uint8_t>(need);
+    // zeroed_scratch kernels get their own buffer, zeroed once and reused by every call: each
+    // call must leave it zero for the next (contract.hpp).
+    DeviceBuffer<std::uint8_t>& scratch = e.zeroed_scratch ? zeroed_ : scratch_;
+    if (need > scratch.size()) {
+      scratch = DeviceBuffer<std::uint8_t>(need);
+      histeq::kernels::prepare_scratch(e, scratch.get(), scratch.bytes(), stream_.get());
+    }
     HISTEQ_CUDA_CHECK(cudaMemsetAsync(d_hist_.get(), 0xFF, std::size_t(bins) * 8, stream_.get()));
     HistogramLaunch call;
     call.d_in = d_in;
@@ -55,7 +61,7 @@ class Runner {
     call.type = type;
     call.bins = bins;
     call.d_hist = d_hist_.get();
-    call.d_scratch = scratch_.get();
+    call.d_scratch = scratch.get();
     call.stream = stream_.get();
     histeq::kernels::run_histogram(e, call);
     Histogram h(static_cast<std::size_t>(bins));
@@ -69,6 +75,7 @@ class Runner {
   Stream stream_;
   DeviceBuffer<std::uint64_t> d_hist_{std::size_t(histeq::kMaxBins)};
   DeviceBuffer<std::uint8_t> scratch_;
+  DeviceBuffer<std::uint8_t> zeroed_;
 };
 
 testing::AssertionResult matches(const KernelEntry& e, const Histogram& got, const Histogram& ref,

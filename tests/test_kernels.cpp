@@ -411,6 +411,7 @@ TEST_P(KernelProps, HistogramOverwrittenNotAccumulated) {
   Stream stream;
   DeviceBuffer<std::uint64_t> d_hist(64);
   DeviceBuffer<std::uint8_t> scratch(e.scratch_bytes(spec.n, 64, SampleType::u8));
+  histeq::kernels::prepare_scratch(e, scratch.get(), scratch.bytes(), stream.get());
   HistogramLaunch call;
   call.d_in = d.get();
   call.n = spec.n;
@@ -425,6 +426,65 @@ TEST_P(KernelProps, HistogramOverwrittenNotAccumulated) {
                                     cudaMemcpyDeviceToHost, stream.get()));
   stream.sync();
   EXPECT_EQ(got, histeq::cpu::histogram(host.data(), spec.n, SampleType::u8, 64));
+}
+
+/// zeroed_scratch kernels (contract.hpp): one scratch buffer, zeroed once, serves a sequence of
+/// calls of different sizes (so different grids), types and bin counts; every result is exact
+/// and the buffer is all zero again after every call — the last-block ticket wrapped and the
+/// accumulator was emptied.
+TEST_P(KernelProps, ZeroedScratchIsLeftZero) {
+  HISTEQ_REQUIRE_GPU();
+  const KernelEntry& e = *GetParam();
+  if (!e.zeroed_scratch) GTEST_SKIP() << e.name << " does not use zeroed scratch";
+  struct Step { SampleType type; int bins; std::size_t n; histeq::Distribution dist; };
+  const std::vector<Step> steps = {
+      {SampleType::u8, 256, std::size_t(1) << 24, histeq::Distribution::uniform},
+      {SampleType::u8, 256, 1, histeq::Distribution::uniform},
+      {SampleType::u8, 16, 4099, histeq::Distribution::hot},
+      {SampleType::u8, 256, (std::size_t(1) << 20) + 7, histeq::Distribution::natural},
+      {SampleType::i32, 64, 100003, histeq::Distribution::uniform},
+      {SampleType::u8, 256, std::size_t(1) << 24, histeq::Distribution::constant},
+  };
+  std::size_t bytes = 0;
+  for (const Step& st : steps) bytes = std::max(bytes, e.scratch_bytes(st.n, st.bins, st.type));
+  ASSERT_GT(bytes, 0u) << "a zeroed_scratch kernel must ask for scratch";
+  Stream stream;
+  DeviceBuffer<std::uint8_t> scratch(bytes);
+  histeq::kernels::prepare_scratch(e, scratch.get(), scratch.bytes(), stream.get());
+  DeviceBuffer<std::uint64_t> d_hist(std::size_t(histeq::kMaxBins));
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const Step& st = steps[i];
+    if (e.unsupported(st.type, st.bins)) continue;
+    SCOPED_TRACE("step " + std::to_string(i));
+    histeq::SyntheticSpec spec;
+    spec.type = st.type;
+    spec.bins = st.bins;
+    spec.n = st.n;
+    spec.dist = st.dist;
+    spec.seed = 7 + i;
+    const std::vector<std::uint8_t> host = histeq::make_samples(spec);
+    const DeviceBuffer<std::uint8_t> d = upload(host);
+    HISTEQ_CUDA_CHECK(cudaMemsetAsync(d_hist.get(), 0xFF, d_hist.bytes(), stream.get()));
+    HistogramLaunch call;
+    call.d_in = d.get();
+    call.n = st.n;
+    call.type = st.type;
+    call.bins = st.bins;
+    call.d_hist = d_hist.get();
+    call.d_scratch = scratch.get();
+    call.stream = stream.get();
+    histeq::kernels::run_histogram(e, call);
+    Histogram got(std::size_t(st.bins));
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(got.data(), d_hist.get(), got.size() * 8,
+                                      cudaMemcpyDeviceToHost, stream.get()));
+    std::vector<std::uint8_t> left(bytes);
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(left.data(), scratch.get(), bytes, cudaMemcpyDeviceToHost,
+                                      stream.get()));
+    stream.sync();
+    EXPECT_EQ(got, histeq::cpu::histogram(host.data(), st.n, st.type, st.bins));
+    const auto nonzero = std::count_if(left.begin(), left.end(), [](std::uint8_t b) { return b != 0; });
+    EXPECT_EQ(nonzero, 0) << "scratch bytes not zero after the call";
+  }
 }
 
 /// The launch shape names a real kernel that can be resident with that block and shared memory.

@@ -71,6 +71,7 @@ TEST_P(SanitizerSmoke, SmallCallsMatchCpu) {
                      " n " + std::to_string(n) + " offset " + std::to_string(off));
         DeviceBuffer<std::uint64_t> d_hist(std::size_t(c.bins));
         DeviceBuffer<std::uint8_t> scratch(e.scratch_bytes(n, c.bins, c.type));
+        histeq::kernels::prepare_scratch(e, scratch.get(), scratch.bytes(), nullptr);
         HistogramLaunch call;
         call.d_in = n ? static_cast<const void*>(d_in.get() + off * sb) : nullptr;
         call.n = n;

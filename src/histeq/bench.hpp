@@ -29,6 +29,8 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
 
 /// The name of the CPU reference (histeq::cpu::histogram) on the kernel axis.
 inline constexpr const char* kCpuKernel = "cpu";
+/// The --kernels value for the default choice (kernels::choose_auto); its rows say which kernel ran.
+inline constexpr const char* kAutoKernel = "auto";
 
 /// The int-array lesson's array: 36·192·10240 int32 values i, binned by i % 64.
 inline constexpr std::size_t kLessonSize = std::size_t(36) * 192 * 10240;
