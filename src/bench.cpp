@@ -35,6 +35,7 @@
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
 #include "registry.hpp"
+#include "stream_hold.hpp"
 #include "stream_read.hpp"
 
 namespace fs = std::filesystem;
@@ -155,6 +156,8 @@ double median_of(std::vector<double> v) {
 // Parsing
 // ---------------------------------------------------------------------------------------------
 
+const char* to_string(Timing t) { return t == Timing::gpu ? "gpu" : "enqueue"; }
+
 const char* to_string(L2 l) { return l == L2::hot ? "hot" : "cold"; }
 
 std::vector<std::string> split_list(std::string_view s) {
@@ -248,6 +251,10 @@ std::string usage() {
        "  --block LIST      block sizes to sweep, 0 = the kernel's tuned default (default 0)\n"
        "  --reps N          timed repeats per cell (default 20)\n"
        "  --warmup N        untimed launches before timing (default 3)\n"
+       "  --timing MODE     gpu (default): the stream is held by a blocking kernel while all\n"
+       "                    reps are enqueued, so events time GPU execution only (nvbench's\n"
+       "                    method); enqueue: launches as the host issues them (includes the\n"
+       "                    host's launch gaps where it is slower than the GPU)\n"
        "  --seed N          seed of the synthetic data (default 1)\n"
        "  --images PATH...  image files or folders: the luma/gray plane of each image becomes a\n"
        "                    u8 case of its own (synthetic cases then run only with --dist)\n"
@@ -315,6 +322,7 @@ Options parse_args(const std::vector<std::string>& args) {
       ("warmup", "", cxxopts::value<std::string>())
       ("seed", "", cxxopts::value<std::string>())
       ("l2", "", cxxopts::value<std::string>())
+      ("timing", "", cxxopts::value<std::string>())
       ("case", "", cxxopts::value<std::string>())
       ("equalize", "")
       ("csv", "", cxxopts::value<std::string>())
@@ -496,6 +504,12 @@ Options parse_args(const std::vector<std::string>& args) {
     else if (s == "both" || s == "all") opt.l2 = {L2::hot, L2::cold};
     else throw UsageError("bad value '" + s + "' for --l2; valid: hot, cold, both");
   }
+  if (r.count("timing")) {
+    const std::string s = lower(trim(r["timing"].as<std::string>()));
+    if (s == "gpu") opt.timing = Timing::gpu;
+    else if (s == "enqueue") opt.timing = Timing::enqueue;
+    else throw UsageError("bad value '" + s + "' for --timing; valid: gpu, enqueue");
+  }
   if (r.count("csv")) opt.csv = r["csv"].as<std::string>();
   if (r.count("json")) opt.json = r["json"].as<std::string>();
   if (r.count("plot")) opt.plot = r["plot"].as<std::string>();
@@ -587,6 +601,7 @@ void write_table(std::ostream& os, const RunInfo& info, const std::vector<Cell>&
   if (info.read_bw_gbps > 0) {
     os << "; read bandwidth " << fmt(info.read_bw_gbps, 1) << " GB/s (streaming 16-byte loads)";
   }
+  if (info.gpu_skipped.empty()) os << "; timing " << info.timing;
   os << '\n';
   if (!info.gpu_skipped.empty()) os << "# GPU kernels skipped: " << info.gpu_skipped << '\n';
   os << "# " << info.command_line;
@@ -640,7 +655,7 @@ namespace {
 const char* const kCsvHeader =
     "kernel,type,bins,size,bytes,dist,block,l2,status,median_us,min_us,gbps,gelems,"
     "speedup_vs_atomic,speedup_vs_cub,pct_of_read_bw,lost,launch_block,launch_grid,launch_smem,"
-    "reps,reason,device,commit,timestamp,read_bw_gbps,command";
+    "reps,reason,device,commit,timestamp,read_bw_gbps,command,timing";
 }
 
 void write_csv(std::ostream& os, const RunInfo& info, const std::vector<Cell>& cells) {
@@ -655,7 +670,7 @@ void write_csv(std::ostream& os, const RunInfo& info, const std::vector<Cell>& c
        << c.launch_grid << ',' << c.launch_smem << ',' << c.reps << ',' << csv_field(c.reason)
        << ',' << csv_field(info.device) << ',' << csv_field(info.commit) << ','
        << csv_field(info.timestamp) << ',' << num(info.read_bw_gbps, "") << ','
-       << csv_field(info.command_line) << '\n';
+       << csv_field(info.command_line) << ',' << info.timing << '\n';
   }
 }
 
@@ -665,6 +680,7 @@ void write_json(std::ostream& os, const RunInfo& info, const std::vector<Cell>& 
      << ",\n  \"command\": " << json_string(info.command_line)
      << ",\n  \"timestamp\": " << json_string(info.timestamp)
      << ",\n  \"read_bw_gbps\": " << num(info.read_bw_gbps, "null")
+     << ",\n  \"timing\": " << json_string(info.timing)
      << ",\n  \"gpu_skipped\": "
      << (info.gpu_skipped.empty() ? "null" : json_string(info.gpu_skipped))
      << ",\n  \"cells\": [";
@@ -785,8 +801,44 @@ std::size_t free_device_bytes() {
   return free_b;
 }
 
+/// µs of each of `reps` runs of `launch` on stream s, each between its own pair of events;
+/// `before(r)` runs before rep r's first event (outside the timing: the cold-L2 flush). With
+/// Timing::gpu the stream is held (kernels::StreamHold) while a batch of reps is enqueued, so
+/// no rep waits for the host; with Timing::enqueue the reps run as the host issues them.
+std::vector<double> time_reps(cudaStream_t s, int reps, Timing timing,
+                              const std::function<void(int)>& before,
+                              const std::function<void()>& launch, std::ostream* err = nullptr) {
+  constexpr int kBatch = 32;  // a few hundred queued operations at most while held
+  std::vector<Event> start(std::size_t(std::max(reps, 0))), stop(start.size());
+  bool timed_out = false;
+  for (int b = 0; b < reps; b += kBatch) {
+    std::unique_ptr<kernels::StreamHold> hold;
+    if (timing == Timing::gpu) hold = std::make_unique<kernels::StreamHold>(s);
+    for (int r = b; r < std::min(reps, b + kBatch); ++r) {
+      if (before) before(r);
+      start[std::size_t(r)].record(s);
+      launch();
+      stop[std::size_t(r)].record(s);
+    }
+    if (hold) {
+      hold->release();
+      HISTEQ_CUDA_CHECK(cudaStreamSynchronize(s));
+      timed_out = timed_out || hold->timed_out();
+    }
+  }
+  if (timed_out && err) {
+    *err << "note: the stream hold timed out before all reps were enqueued; those reps include "
+            "host launch gaps\n";
+  }
+  std::vector<double> us;
+  for (int r = 0; r < reps; ++r) {
+    us.push_back(1000.0 * stop[std::size_t(r)].since(start[std::size_t(r)]));
+  }
+  return us;
+}
+
 /// GB/s of the streaming read kernel over a buffer much larger than L2 (median of reps).
-double measure_read_bandwidth(Gpu& g, std::ostream& err) {
+double measure_read_bandwidth(Gpu& g, Timing timing, std::ostream& err) {
   std::size_t bytes = std::max<std::size_t>(std::size_t(512) << 20, std::size_t(g.l2_bytes) * 8);
   bytes = std::min(bytes, free_device_bytes() / 4) / 16 * 16;
   if (bytes < (std::size_t(16) << 20)) {
@@ -799,14 +851,9 @@ double measure_read_bandwidth(Gpu& g, std::ostream& err) {
   const cudaStream_t s = g.stream.get();
   for (int i = 0; i < 3; ++i) kernels::launch_stream_read(buf.get(), bytes, sink.get(), 0, 256, s);
   constexpr int kReps = 15;
-  std::vector<Event> start(kReps), stop(kReps);
-  for (int r = 0; r < kReps; ++r) {
-    start[r].record(s);
+  const std::vector<double> us = time_reps(s, kReps, timing, nullptr, [&] {
     kernels::launch_stream_read(buf.get(), bytes, sink.get(), 0, 256, s);
-    stop[r].record(s);
-  }
-  std::vector<double> us;
-  for (int r = 0; r < kReps; ++r) us.push_back(1000.0 * stop[r].since(start[r]));
+  }, &err);
   const double med = median_of(us);
   const double gbps = med > 0 ? double(bytes) / (med * 1e3) : -1;
   err << "read bandwidth: " << fmt(gbps, 1) << " GB/s (streaming 16-byte loads over "
@@ -824,30 +871,25 @@ void set_times(Cell& c, const std::vector<double>& us) {
   }
 }
 
-/// µs per timed launch: `warmup` launches, then `reps` launches each between two events,
-/// enqueued back to back (the queue stays full, so launch latency is hidden after the first).
+/// Writes the cold-L2 flush buffer (before rep r) when l2 is cold; nothing when hot.
+std::function<void(int)> l2_flush(L2 l2, Gpu& g, cudaStream_t s) {
+  if (l2 != L2::cold || g.flush.bytes() == 0) return nullptr;
+  return [&g, s](int r) {
+    HISTEQ_CUDA_CHECK(cudaMemsetAsync(g.flush.get(), r & 0xFF, g.flush.bytes(), s));
+  };
+}
+
+/// µs per timed launch: `warmup` launches, then `reps` launches each between two events
+/// (time_reps: held stream with Timing::gpu).
 std::vector<double> time_kernel(const kernels::KernelEntry& e, const kernels::HistogramLaunch& call,
                                 const Options& opt, L2 l2, Gpu& g) {
-  const cudaStream_t s = call.stream;
-  auto flush = [&](int r) {
-    if (l2 == L2::cold && g.flush.bytes()) {
-      HISTEQ_CUDA_CHECK(cudaMemsetAsync(g.flush.get(), r & 0xFF, g.flush.bytes(), s));
-    }
-  };
+  const auto flush = l2_flush(l2, g, call.stream);
   for (int i = 0; i < opt.warmup; ++i) {
-    flush(i);
+    if (flush) flush(i);
     kernels::run_histogram(e, call);
   }
-  std::vector<Event> start(std::size_t(opt.reps)), stop(std::size_t(opt.reps));
-  for (int r = 0; r < opt.reps; ++r) {
-    flush(r);
-    start[r].record(s);
-    kernels::run_histogram(e, call);
-    stop[r].record(s);
-  }
-  std::vector<double> us;
-  for (int r = 0; r < opt.reps; ++r) us.push_back(1000.0 * stop[r].since(start[r]));
-  return us;
+  return time_reps(call.stream, opt.reps, opt.timing, flush,
+                   [&] { kernels::run_histogram(e, call); });
 }
 
 class Sweep {
@@ -951,24 +993,14 @@ class Sweep {
                  std::to_string(got[i]) + " vs " + std::to_string(want[i]);
       }
       for (L2 l : opt_.l2) {
-        auto flush = [&](int r) {
-          if (l == L2::cold && gpu_->flush.bytes()) {
-            HISTEQ_CUDA_CHECK(cudaMemsetAsync(gpu_->flush.get(), r & 0xFF, gpu_->flush.bytes(), s));
-          }
-        };
+        const auto flush = l2_flush(l, *gpu_, s);
         for (int i = 0; i < opt_.warmup; ++i) {
-          flush(i);
+          if (flush) flush(i);
           eq.equalize_gray(d_in.get(), d_out.get(), dc.n, Formula::opencv, kernel);
         }
-        std::vector<Event> start(std::size_t(opt_.reps)), stop(std::size_t(opt_.reps));
-        for (int r = 0; r < opt_.reps; ++r) {
-          flush(r);
-          start[r].record(s);
+        const std::vector<double> us = time_reps(s, opt_.reps, opt_.timing, flush, [&] {
           eq.equalize_gray(d_in.get(), d_out.get(), dc.n, Formula::opencv, kernel);
-          stop[r].record(s);
-        }
-        std::vector<double> us;
-        for (int r = 0; r < opt_.reps; ++r) us.push_back(1000.0 * stop[r].since(start[r]));
+        });
         Cell c = base(dc, "equalize:" + ran, 0, to_string(l));
         c.status = reason.empty() ? "PASS" : "FAIL";
         c.reason = reason;
@@ -1227,6 +1259,7 @@ int run(const Options& opt, std::ostream& out, std::ostream& err) {
   info.command_line = opt.command_line;
   info.timestamp = iso_utc_now();
   info.commit = detect_commit();
+  info.timing = to_string(opt.timing);
 
   // Validate the image paths before any long work.
   const std::vector<std::string> image_files = expand_images(opt.images);
@@ -1250,7 +1283,7 @@ int run(const Options& opt, std::ostream& out, std::ostream& err) {
       if (std::find(opt.l2.begin(), opt.l2.end(), L2::cold) != opt.l2.end()) {
         g->flush = DeviceBuffer<std::uint8_t>(std::size_t(std::max(g->l2_bytes, 1 << 20)) * 2);
       }
-      info.read_bw_gbps = measure_read_bandwidth(*g, err);
+      info.read_bw_gbps = measure_read_bandwidth(*g, opt.timing, err);
       sweep.start_gpu(g.get());
     } else {
       info.gpu_skipped = "no usable CUDA device (" + why + ")";

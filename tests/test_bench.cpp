@@ -377,6 +377,10 @@ TEST(BenchArgs, ListsRepeatsAliasesAndAll) {
     o = parse_args({"--kernels", e.name});
     EXPECT_EQ(o.kernels, std::vector<std::string>{e.name});
   }
+  // Timing: held stream (GPU time) unless asked otherwise.
+  EXPECT_EQ(parse_args({}).timing, bench::Timing::gpu);
+  EXPECT_EQ(parse_args({"--timing", "enqueue"}).timing, bench::Timing::enqueue);
+  EXPECT_EQ(parse_args({"--timing", "GPU"}).timing, bench::Timing::gpu);
   // auto is not part of 'all'; asked for, it comes after the registry kernels.
   o = parse_args({"--kernels", "auto,columns,cpu"});
   EXPECT_EQ(o.kernels, (std::vector<std::string>{"cpu", "columns", "auto"}));
@@ -407,6 +411,7 @@ TEST(BenchArgs, BadValuesExitTwoWithOneMessage) {
       {{"--type", "u16"}, "u16"},
       {{"--dist", "gaussian"}, "gaussian"},
       {{"--l2", "warm"}, "warm"},
+      {{"--timing", "wall"}, "wall"},
       {{"--reps", "0"}, "--reps"},
       {{"--warmup", "-1"}, "--warmup"},
       {{"--seed", "abc"}, "abc"},
@@ -883,7 +888,7 @@ TEST(BenchGpu, SmallSweepPassesEverywhere) {
 
   // The lessons' command line and the int-array lesson.
   const BenchRun lesson_cl = run_bench({"--type", "i32", "--size", "16M", "--bins", "256", "--block",
-                                   "256", "--reps", "3", "--dist", "hot"});
+                                   "256", "--reps", "3", "--dist", "hot", "--timing", "enqueue"});
   EXPECT_EQ(lesson_cl.status, 0) << lesson_cl.out << lesson_cl.err;
   const BenchRun lesson = run_bench({"--case", "lesson", "--reps", "2", "--warmup", "1"});
   EXPECT_EQ(lesson.status, 0) << lesson.out << lesson.err;

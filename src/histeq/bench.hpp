@@ -40,6 +40,13 @@ inline constexpr std::uint64_t kLessonPerBin = kLessonSize / kLessonBins;  // 1,
 enum class L2 : std::uint8_t { hot, cold };
 const char* to_string(L2 l);
 
+/// How the timed launches are enqueued. gpu (default): a blocking kernel holds the stream while
+/// the host enqueues every rep (kernels/stream_hold.hpp, nvbench's method), so each event pair
+/// measures GPU execution only. enqueue: launches enqueued back to back as the host issues them;
+/// where the host launches more slowly than the GPU runs, this includes the host's launch gaps.
+enum class Timing : std::uint8_t { gpu, enqueue };
+const char* to_string(Timing t);
+
 /// Everything the command line selects. Defaults are the default sweep.
 struct Options {
   std::vector<std::string> kernels;   ///< registry names and/or "cpu", in registry order
@@ -56,6 +63,7 @@ struct Options {
   std::uint64_t seed = 1;
   std::vector<std::string> images;    ///< files or folders (--images PATH...)
   std::vector<L2> l2{L2::hot};
+  Timing timing = Timing::gpu;        ///< --timing
   std::string csv, json, plot;        ///< output files; "" = none
   bool lesson = false;                ///< --case lesson
   /// --equalize: time the whole 8-bit equalization (histogram → CDF → LUT → apply) of each u8
@@ -118,6 +126,7 @@ struct RunInfo {
   std::string command_line;
   std::string timestamp;       ///< ISO 8601, UTC
   double read_bw_gbps = -1;    ///< streaming read kernel, same run; < 0 without a GPU
+  std::string timing = "gpu";  ///< to_string(Options::timing)
   std::string gpu_skipped;     ///< why the GPU kernels did not run; "" when they did
 };
 
