@@ -76,13 +76,6 @@ struct ColumnsPolicy {
 };
 inline constexpr ColumnsPolicy kColumnsPolicy{};
 
-/// auto (registry.cu, choose_auto): below this many samples the coarsened kernel's small
-/// per-block cost (1 KB of shared memory to zero and merge) beats the lane columns' (32 KB to
-/// zero, 8192 words to sum, 256 global atomics per block). Measured on the H200 (commit
-/// 2d459fd, bench/results/h200/small.txt and default.txt): coarsened wins at 64K–4M samples,
-/// columns from 16M up.
-inline constexpr std::size_t kAutoColumnsMinSamples = std::size_t(8) << 20;
-
 /// fused (fused.cuh): the single cooperative launch that equalizes 8-bit data. Same shape as
 /// columns. Measured (bench/results/h200/equalize.txt, commit 2d459fd): 18.4 µs at 16M and
 /// 791 µs at 1 GiB (hot L2), against 20.9 and 796 µs for three launches with columns.

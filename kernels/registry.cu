@@ -61,15 +61,13 @@ std::string kernel_names() {
 }
 
 const KernelEntry& choose_auto(const HistogramLaunch& call) {
-  // The rule, from the H200 measurements (docs/kernels.md, "auto"): the lane-column kernel for
-  // bins ≤ 256 from kAutoColumnsMinSamples samples up (it has no bank conflicts on any data and
-  // reaches the read bandwidth), the coarsened shared-memory kernel below that (photo-sized
-  // inputs, where per-block fixed costs dominate) and for every bin count above 256. The data
-  // is not looked at: on natural images and on uniform, hot, blocky and constant data the
-  // ranking depends on size, not content (docs/kernels.md, "auto": every case more than 5% off
-  // the best is at ≤ 1M samples, where all kernels take 5–11 µs and launch overhead dominates).
-  const bool large = call.n >= kAutoColumnsMinSamples;
-  for (const char* name : {large ? "columns" : "coarsened", "coarsened", "columns"}) {
+  // The rule, from the H200 measurements (docs/kernels.md, "auto"): the lane-column kernel
+  // whenever bins ≤ 256, at every size — since it writes its result from the last block (one
+  // launch, no memset) it is also the fastest at photo sizes — and the coarsened shared-memory
+  // kernel above 256 bins. The data are not looked at: the lane columns have no bank conflicts
+  // on any data, so their ranking does not depend on the content (uniform, hot, blocky, natural,
+  // constant, sequential and the sample images all measured).
+  for (const char* name : {"columns", "coarsened"}) {
     for (const KernelEntry& e : registry()) {
       if (std::string_view(e.name) == name && e.unsupported(call.type, call.bins) == nullptr) {
         return e;

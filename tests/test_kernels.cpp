@@ -537,6 +537,39 @@ TEST(KernelRegistry, UnknownNameThrowsUsageErrorListingNames) {
   }
 }
 
+/// The auto rule (docs/kernels.md, "auto"): lane columns for every size with bins ≤ 256, the
+/// coarsened kernel above; always an exact kernel that supports the call. No GPU needed.
+TEST(KernelRegistry, AutoChoosesColumnsUpTo256BinsAndCoarsenedAbove) {
+  for (SampleType t : {SampleType::u8, SampleType::i32}) {
+    for (int bins : {1, 16, 64, 256, 257, 1024, 4096}) {
+      for (std::size_t n : {std::size_t(0), std::size_t(1000), std::size_t(1) << 20,
+                            std::size_t(1) << 30}) {
+        HistogramLaunch call;
+        call.n = n;
+        call.type = t;
+        call.bins = bins;
+        const KernelEntry& e = histeq::kernels::choose_auto(call);
+        SCOPED_TRACE(std::string(type_name(t)) + " bins " + std::to_string(bins) + " n " +
+                     std::to_string(n));
+        EXPECT_TRUE(e.exact);
+        EXPECT_EQ(e.unsupported(t, bins), nullptr);
+        EXPECT_STREQ(e.name, bins <= 256 ? "columns" : "coarsened");
+      }
+    }
+  }
+}
+
+/// Kernels whose entry sets zeroed_scratch ask for scratch (the state lives there).
+TEST(KernelRegistry, ZeroedScratchKernelsAskForScratch) {
+  for (const KernelEntry& e : histeq::kernels::registry()) {
+    if (!e.zeroed_scratch) continue;
+    EXPECT_GT(e.scratch_bytes(1, 256, SampleType::u8), 0u) << e.name;
+    EXPECT_EQ(e.scratch_bytes(1, 256, SampleType::u8),
+              e.scratch_bytes(std::size_t(1) << 32, 256, SampleType::u8))
+        << e.name << ": the state does not grow with n";
+  }
+}
+
 TEST(KernelRegistry, ClassicKernelsPresentWithSaneEntries) {
   const auto& reg = histeq::kernels::registry();
   for (const char* name : {"racy", "atomic", "privatized", "coarsened", "aggregated", "cub"}) {
