@@ -4,15 +4,19 @@
 #   bench/run_h200.sh [OUTDIR] [STEP...]
 #
 # OUTDIR defaults to bench/results/h200. STEPs (default: all, in this order):
+# Every step but timing runs `auto` beside the registry kernels (its rows name the kernel it chose)
+# and times GPU execution (--timing gpu, the default).
 #   default  the default sweep: every kernel, u8+i32, 16/64/256 bins, 1M/16M/64M, all distributions
 #   1g       1G u8 samples, 256 bins, every distribution
 #   images   the natural images in samples/ (luma/gray plane), 256 bins
-#   l2       hot vs cold L2 at 64M u8, 256 bins, every distribution
+#   l2       hot vs cold L2 at 16M and 64M u8, 256 bins, every distribution
 #   blocks   block-size sweep on the lessons' case (i32, 16M, 256 bins, hot)
 #   lesson   the int-array lesson's array (--case lesson) and the lessons' command line
 #   wide     int32 with 1024 and 4096 bins (CUB privatizes in global memory above 256)
 #   small    photo-sized u8 inputs (64K..4M), 256 bins, every distribution
 #   equalize the whole equalization in device memory (fused, three stages, CPU), 1M..1G
+#   timing   a few cells again with --timing enqueue (launches as the host issues them), to show
+#            what the host's launch rate adds on this machine
 # Each step writes STEP.txt (the table), STEP.csv, STEP.json and STEP.log (progress); the default
 # and 1g steps also STEP.png when python3 with matplotlib is there (else: see the .log for the
 # command that draws it from the CSV on another machine).
@@ -25,12 +29,12 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${1:-$ROOT/bench/results/h200}"
 shift || true
 STEPS=("$@")
-[ ${#STEPS[@]} -eq 0 ] && STEPS=(default 1g images l2 blocks lesson wide small equalize)
+[ ${#STEPS[@]} -eq 0 ] && STEPS=(default 1g images l2 blocks lesson wide small equalize timing)
 
 for step in "${STEPS[@]}"; do
   case "$step" in
-    default|1g|images|l2|blocks|lesson|wide|small|equalize) ;;
-    *) echo "unknown step '$step'; valid: default 1g images l2 blocks lesson wide small equalize" >&2
+    default|1g|images|l2|blocks|lesson|wide|small|equalize|timing) ;;
+    *) echo "unknown step '$step'; valid: default 1g images l2 blocks lesson wide small equalize timing" >&2
        exit 2 ;;
   esac
 done
@@ -69,19 +73,25 @@ bench_step() {
 
 for step in "${STEPS[@]}"; do
   case "$step" in
-    default) bench_step default --plot "$OUT/default.png" ;;
-    1g)      bench_step 1g --type u8 --bins 256 --sizes 1G --dist all --reps 10 \
+    default) bench_step default --kernels all,auto --plot "$OUT/default.png" ;;
+    1g)      bench_step 1g --kernels all,auto --type u8 --bins 256 --sizes 1G --dist all --reps 10 \
                  --plot "$OUT/1g.png" ;;
-    images)  bench_step images --images "$ROOT/samples" --bins 256 ;;
-    l2)      bench_step l2 --type u8 --bins 256 --sizes 64M --dist all --l2 both ;;
+    images)  bench_step images --kernels all,auto --images "$ROOT/samples" --bins 256 ;;
+    l2)      bench_step l2 --kernels all,auto --type u8 --bins 256 --sizes 16M,64M --dist all \
+                 --l2 both ;;
     blocks)  bench_step blocks --type i32 --size 16M --bins 256 --dist hot \
                  --block 0,64,128,256,512,1024 --reps 10 ;;
     lesson)  bench_step lesson --case lesson --reps 10
              bench_step lesson_cmdline --type i32 --size 16M --bins 256 --block 256 --reps 10 \
                  --dist hot ;;
-    wide)    bench_step wide --type i32 --bins 1024,4096 --sizes 16M,64M,256M \
+    wide)    bench_step wide --kernels all,auto --type i32 --bins 1024,4096 --sizes 16M,64M,256M \
                  --dist uniform,hot,natural,sequential --reps 10 ;;
-    small)   bench_step small --type u8 --bins 256 --sizes 64K,256K,1M,4M --dist all ;;
+    small)   bench_step small --kernels all,auto --type u8 --bins 256 --sizes 64K,256K,1M,4M \
+                 --dist all ;;
+    timing)  bench_step timing --kernels columns,cub,auto --type u8 --bins 256 \
+                 --sizes 1M,16M,64M --dist uniform,natural --timing enqueue
+             bench_step timing_equalize --equalize --sizes 1M,16M --dist uniform,natural \
+                 --l2 both --timing enqueue ;;
     equalize) bench_step equalize --equalize --sizes 1M,4M,16M,64M,256M,1G \
                  --dist uniform,hot,natural,constant --l2 both ;;
   esac
