@@ -76,6 +76,13 @@ struct ColumnsPolicy {
 };
 inline constexpr ColumnsPolicy kColumnsPolicy{};
 
+/// auto (registry.cu, choose_auto): below this many samples, u8 with fewer than 256 bins and i32
+/// with ≤ 64 bins go to the coarsened kernel. Measured on the H200 (commit 0566b02,
+/// bench/results/h200/default.txt): at 1M samples coarsened is the fastest on every
+/// distribution there (columns 5–12 % slower: its per-block fold), at 16M columns (coarsened
+/// 3–11 % slower).
+inline constexpr std::size_t kAutoFoldMinSamples = std::size_t(4) << 20;
+
 /// fused (fused.cuh): the single cooperative launch that equalizes 8-bit data. Same shape as
 /// columns. Measured (bench/results/h200/equalize.txt, commit 2d459fd): 18.4 µs at 16M and
 /// 791 µs at 1 GiB (hot L2), against 20.9 and 796 µs for three launches with columns.

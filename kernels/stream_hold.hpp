@@ -32,4 +32,8 @@ class StreamHold {
   volatile int* flags_ = nullptr;  ///< [0] release, [1] timed out; mapped pinned memory
 };
 
+/// Launches an empty kernel (one block of 32 threads) on `stream`: timed between two events it
+/// is the launch floor of the machine, the time no launch can go below (the benchmark prints it).
+void launch_empty(cudaStream_t stream);
+
 }  // namespace histeq::kernels

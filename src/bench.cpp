@@ -602,6 +602,7 @@ void write_table(std::ostream& os, const RunInfo& info, const std::vector<Cell>&
     os << "; read bandwidth " << fmt(info.read_bw_gbps, 1) << " GB/s (streaming 16-byte loads)";
   }
   if (info.gpu_skipped.empty()) os << "; timing " << info.timing;
+  if (info.launch_floor_us > 0) os << "; empty launch " << fmt(info.launch_floor_us, 1) << " us";
   os << '\n';
   if (!info.gpu_skipped.empty()) os << "# GPU kernels skipped: " << info.gpu_skipped << '\n';
   os << "# " << info.command_line;
@@ -681,6 +682,7 @@ void write_json(std::ostream& os, const RunInfo& info, const std::vector<Cell>& 
      << ",\n  \"timestamp\": " << json_string(info.timestamp)
      << ",\n  \"read_bw_gbps\": " << num(info.read_bw_gbps, "null")
      << ",\n  \"timing\": " << json_string(info.timing)
+     << ",\n  \"launch_floor_us\": " << num(info.launch_floor_us, "null")
      << ",\n  \"gpu_skipped\": "
      << (info.gpu_skipped.empty() ? "null" : json_string(info.gpu_skipped))
      << ",\n  \"cells\": [";
@@ -801,6 +803,9 @@ std::size_t free_device_bytes() {
   return free_b;
 }
 
+/// Cells whose stream hold timed out (reported at the end of the run).
+int g_hold_timeouts = 0;
+
 /// µs of each of `reps` runs of `launch` on stream s, each between its own pair of events;
 /// `before(r)` runs before rep r's first event (outside the timing: the cold-L2 flush). With
 /// Timing::gpu the stream is held (kernels::StreamHold) while a batch of reps is enqueued, so
@@ -826,15 +831,28 @@ std::vector<double> time_reps(cudaStream_t s, int reps, Timing timing,
       timed_out = timed_out || hold->timed_out();
     }
   }
-  if (timed_out && err) {
-    *err << "note: the stream hold timed out before all reps were enqueued; those reps include "
-            "host launch gaps\n";
+  if (timed_out) {
+    ++g_hold_timeouts;
+    if (err) {
+      *err << "note: the stream hold timed out before all reps were enqueued; those reps "
+              "include host launch gaps\n";
+    }
   }
   std::vector<double> us;
   for (int r = 0; r < reps; ++r) {
     us.push_back(1000.0 * stop[std::size_t(r)].since(start[std::size_t(r)]));
   }
   return us;
+}
+
+/// µs of an empty kernel between two events (median): the launch floor of this machine.
+double measure_launch_floor(Gpu& g, Timing timing, std::ostream& err) {
+  const cudaStream_t s = g.stream.get();
+  for (int i = 0; i < 3; ++i) kernels::launch_empty(s);
+  const double med = median_of(time_reps(s, 31, timing, nullptr,
+                                         [&] { kernels::launch_empty(s); }, &err));
+  err << "launch floor: " << fmt(med, 2) << " us (an empty kernel between two events, median of 31)\n";
+  return med;
 }
 
 /// GB/s of the streaming read kernel over a buffer much larger than L2 (median of reps).
@@ -1284,6 +1302,7 @@ int run(const Options& opt, std::ostream& out, std::ostream& err) {
         g->flush = DeviceBuffer<std::uint8_t>(std::size_t(std::max(g->l2_bytes, 1 << 20)) * 2);
       }
       info.read_bw_gbps = measure_read_bandwidth(*g, opt.timing, err);
+      info.launch_floor_us = measure_launch_floor(*g, opt.timing, err);
       sweep.start_gpu(g.get());
     } else {
       info.gpu_skipped = "no usable CUDA device (" + why + ")";
@@ -1373,6 +1392,10 @@ int run(const Options& opt, std::ostream& out, std::ostream& err) {
     pass += c.status == "PASS";
     fail += c.status == "FAIL";
     skip += c.status == "SKIP";
+  }
+  if (g_hold_timeouts > 0) {
+    err << "note: " << g_hold_timeouts << " timed batches outran the stream hold; their times "
+        << "include host launch gaps\n";
   }
   err << pass << " PASS, " << fail << " FAIL, " << skip << " SKIP\n";
   return (had_error || sweep.any_fail) ? 1 : 0;

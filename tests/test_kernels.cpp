@@ -36,6 +36,7 @@
 #include "histeq/error.hpp"
 #include "histeq/synthetic.hpp"
 #include "histeq/types.hpp"
+#include "policy.hpp"
 #include "registry.hpp"
 #include "gpu_test_support.hpp"
 #include "test_support.hpp"
@@ -537,12 +538,15 @@ TEST(KernelRegistry, UnknownNameThrowsUsageErrorListingNames) {
   }
 }
 
-/// The auto rule (docs/kernels.md, "auto"): lane columns for every size with bins ≤ 256, the
-/// coarsened kernel above; always an exact kernel that supports the call. No GPU needed.
-TEST(KernelRegistry, AutoChoosesColumnsUpTo256BinsAndCoarsenedAbove) {
+/// The auto rule (docs/kernels.md, "auto"): lane columns for bins ≤ 256, except small inputs
+/// with few bins (u8 < 256 bins, i32 ≤ 64 bins, below kAutoFoldMinSamples) and every call above
+/// 256 bins, which go to the coarsened kernel; always an exact kernel that supports the call.
+/// No GPU needed.
+TEST(KernelRegistry, AutoChoosesColumnsOrCoarsenedBySizeAndBins) {
   for (SampleType t : {SampleType::u8, SampleType::i32}) {
     for (int bins : {1, 16, 64, 256, 257, 1024, 4096}) {
       for (std::size_t n : {std::size_t(0), std::size_t(1000), std::size_t(1) << 20,
+                            (std::size_t(4) << 20) - 1, std::size_t(4) << 20,
                             std::size_t(1) << 30}) {
         HistogramLaunch call;
         call.n = n;
@@ -553,7 +557,9 @@ TEST(KernelRegistry, AutoChoosesColumnsUpTo256BinsAndCoarsenedAbove) {
                      std::to_string(n));
         EXPECT_TRUE(e.exact);
         EXPECT_EQ(e.unsupported(t, bins), nullptr);
-        EXPECT_STREQ(e.name, bins <= 256 ? "columns" : "coarsened");
+        const bool few = t == SampleType::u8 ? bins < 256 : bins <= 64;
+        const bool small = n < histeq::kernels::kAutoFoldMinSamples;
+        EXPECT_STREQ(e.name, bins <= 256 && !(few && small) ? "columns" : "coarsened");
       }
     }
   }

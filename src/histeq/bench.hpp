@@ -127,6 +127,7 @@ struct RunInfo {
   std::string timestamp;       ///< ISO 8601, UTC
   double read_bw_gbps = -1;    ///< streaming read kernel, same run; < 0 without a GPU
   std::string timing = "gpu";  ///< to_string(Options::timing)
+  double launch_floor_us = -1; ///< median µs of an empty kernel between two events, same run
   std::string gpu_skipped;     ///< why the GPU kernels did not run; "" when they did
 };
 
