@@ -76,12 +76,14 @@ struct ColumnsPolicy {
 };
 inline constexpr ColumnsPolicy kColumnsPolicy{};
 
-/// auto (registry.cu, choose_auto): below this many samples, u8 with fewer than 256 bins and i32
-/// with ≤ 64 bins go to the coarsened kernel. Measured on the H200 (commit 0566b02,
-/// bench/results/h200/default.txt): at 1M samples coarsened is the fastest on every
-/// distribution there (columns 5–12 % slower: its per-block fold), at 16M columns (coarsened
-/// 3–11 % slower).
-inline constexpr std::size_t kAutoFoldMinSamples = std::size_t(4) << 20;
+/// auto (registry.cu, choose_auto): below these many samples, u8 with fewer than 256 bins and
+/// i32 with ≤ 64 bins go to the coarsened kernel (the lane columns' per-block fold and 32 KB to
+/// clear cost more than they save there). Measured on the H200 (commit 64c218a,
+/// bench/results/h200/fold.txt and default.txt): u8 16/64 bins — coarsened 3–10 % faster at
+/// 1M–8M, columns 7–11 % faster at 16M (threshold between the two); i32 16/64 bins — coarsened
+/// 4–7 % faster at 2M, columns 3–9 % faster from 4M.
+inline constexpr std::size_t kAutoFoldMinSamplesU8 = std::size_t(12) << 20;
+inline constexpr std::size_t kAutoFoldMinSamplesI32 = std::size_t(4) << 20;
 
 /// fused (fused.cuh): the single cooperative launch that equalizes 8-bit data. Same shape as
 /// columns. Measured (bench/results/h200/equalize.txt, commit 2d459fd): 18.4 µs at 16M and

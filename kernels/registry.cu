@@ -63,14 +63,16 @@ std::string kernel_names() {
 const KernelEntry& choose_auto(const HistogramLaunch& call) {
   // The rule, from the H200 measurements (docs/kernels.md, "auto"): the lane-column kernel for
   // bins ≤ 256 — since it writes its result from the last block (one launch, no memset) it is
-  // the fastest from 1M samples up at 256 bins and from kAutoFoldMinSamples up at fewer bins —
+  // the fastest from 1M samples up at 256 bins and from kAutoFoldMinSamplesU8/I32 up at fewer bins —
   // and the coarsened shared-memory kernel above 256 bins and for small inputs with fewer bins,
   // where the columns' per-block fold (256 raw values → bins) and 32 KB to clear cost more than
   // the counting. The data are not looked at: the lane columns have no bank conflicts on any
   // data, and below 1M samples every kernel is within ~1 µs of the launch floor, less than a
   // device-side look at the data would cost (docs/kernels.md, "auto").
-  const bool few_bins = call.type == SampleType::u8 ? call.bins < 256 : call.bins <= 64;
-  const bool columns_first = call.bins <= 256 && !(few_bins && call.n < kAutoFoldMinSamples);
+  const bool u8 = call.type == SampleType::u8;
+  const bool few_bins = u8 ? call.bins < 256 : call.bins <= 64;
+  const std::size_t fold_min = u8 ? kAutoFoldMinSamplesU8 : kAutoFoldMinSamplesI32;
+  const bool columns_first = call.bins <= 256 && !(few_bins && call.n < fold_min);
   for (const char* name : {columns_first ? "columns" : "coarsened", "coarsened", "columns"}) {
     for (const KernelEntry& e : registry()) {
       if (std::string_view(e.name) == name && e.unsupported(call.type, call.bins) == nullptr) {

@@ -539,7 +539,7 @@ TEST(KernelRegistry, UnknownNameThrowsUsageErrorListingNames) {
 }
 
 /// The auto rule (docs/kernels.md, "auto"): lane columns for bins ≤ 256, except small inputs
-/// with few bins (u8 < 256 bins, i32 ≤ 64 bins, below kAutoFoldMinSamples) and every call above
+/// with few bins (u8 < 256 bins below 12M, i32 ≤ 64 bins below 4M) and every call above
 /// 256 bins, which go to the coarsened kernel; always an exact kernel that supports the call.
 /// No GPU needed.
 TEST(KernelRegistry, AutoChoosesColumnsOrCoarsenedBySizeAndBins) {
@@ -547,7 +547,8 @@ TEST(KernelRegistry, AutoChoosesColumnsOrCoarsenedBySizeAndBins) {
     for (int bins : {1, 16, 64, 256, 257, 1024, 4096}) {
       for (std::size_t n : {std::size_t(0), std::size_t(1000), std::size_t(1) << 20,
                             (std::size_t(4) << 20) - 1, std::size_t(4) << 20,
-                            std::size_t(1) << 30}) {
+                            std::size_t(8) << 20, (std::size_t(12) << 20) - 1,
+                            std::size_t(12) << 20, std::size_t(1) << 30}) {
         HistogramLaunch call;
         call.n = n;
         call.type = t;
@@ -558,7 +559,8 @@ TEST(KernelRegistry, AutoChoosesColumnsOrCoarsenedBySizeAndBins) {
         EXPECT_TRUE(e.exact);
         EXPECT_EQ(e.unsupported(t, bins), nullptr);
         const bool few = t == SampleType::u8 ? bins < 256 : bins <= 64;
-        const bool small = n < histeq::kernels::kAutoFoldMinSamples;
+        const bool small = n < (t == SampleType::u8 ? histeq::kernels::kAutoFoldMinSamplesU8
+                                                    : histeq::kernels::kAutoFoldMinSamplesI32);
         EXPECT_STREQ(e.name, bins <= 256 && !(few && small) ? "columns" : "coarsened");
       }
     }
