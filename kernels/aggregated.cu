@@ -61,19 +61,7 @@ LaunchShape aggregated_shape(const HistogramLaunch& call) {
 }
 
 void aggregated_launch(const HistogramLaunch& call) {
-  detail::check_call(call, "aggregated");
-  detail::zero_histogram(call);
-  if (call.n == 0) return;
-  const LaunchShape s = aggregated_shape(call);
-  unsigned long long* hist = detail::global_histogram(call);
-  if (call.type == SampleType::u8) {
-    aggregated_kernel<<<s.grid_size, s.block_size, s.smem_bytes, call.stream>>>(
-        static_cast<const std::uint8_t*>(call.d_in), call.n, call.bins, hist);
-  } else {
-    aggregated_kernel<<<s.grid_size, s.block_size, s.smem_bytes, call.stream>>>(
-        static_cast<const std::int32_t*>(call.d_in), call.n, call.bins, hist);
-  }
-  HISTEQ_CUDA_CHECK_LAUNCH();
+  detail::launch_with_shape(call, "aggregated", aggregated_shape);
 }
 
 }  // namespace

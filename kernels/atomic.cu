@@ -35,19 +35,7 @@ LaunchShape atomic_shape(const HistogramLaunch& call) {
 }
 
 void atomic_launch(const HistogramLaunch& call) {
-  detail::check_call(call, "atomic");
-  detail::zero_histogram(call);
-  if (call.n == 0) return;
-  const LaunchShape s = atomic_shape(call);
-  unsigned long long* hist = detail::global_histogram(call);
-  if (call.type == SampleType::u8) {
-    atomic_kernel<<<s.grid_size, s.block_size, 0, call.stream>>>(
-        static_cast<const std::uint8_t*>(call.d_in), call.n, call.bins, hist);
-  } else {
-    atomic_kernel<<<s.grid_size, s.block_size, 0, call.stream>>>(
-        static_cast<const std::int32_t*>(call.d_in), call.n, call.bins, hist);
-  }
-  HISTEQ_CUDA_CHECK_LAUNCH();
+  detail::launch_with_shape(call, "atomic", atomic_shape);
 }
 
 }  // namespace

@@ -237,4 +237,25 @@ inline const void* pick(SampleType type, KernelU8 u8, KernelI32 i32) {
                                 : reinterpret_cast<const void*>(i32);
 }
 
+/// The launch of the one-pass kernels whose signature is (const T* in, size_t n, int bins,
+/// unsigned long long* hist) and which add into a zeroed d_hist (racy, atomic, privatized,
+/// coarsened, aggregated): checks the call, zeroes d_hist, then, for n > 0, launches
+/// shape(call).kernel — the instantiation for call.type that the shape picked — as
+/// grid_size × block_size threads with smem_bytes of dynamic shared memory on call.stream.
+inline void launch_with_shape(const HistogramLaunch& call, const char* name,
+                              LaunchShape (*shape)(const HistogramLaunch&)) {
+  check_call(call, name);
+  zero_histogram(call);
+  if (call.n == 0) return;
+  const LaunchShape s = shape(call);
+  const void* in = call.d_in;
+  std::size_t n = call.n;
+  int bins = call.bins;
+  unsigned long long* hist = global_histogram(call);
+  void* args[] = {&in, &n, &bins, &hist};
+  HISTEQ_CUDA_CHECK(cudaLaunchKernel(s.kernel, dim3(unsigned(s.grid_size)),
+                                     dim3(unsigned(s.block_size)), args, s.smem_bytes,
+                                     call.stream));
+}
+
 }  // namespace histeq::kernels::detail

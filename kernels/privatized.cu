@@ -38,19 +38,7 @@ LaunchShape privatized_shape(const HistogramLaunch& call) {
 }
 
 void privatized_launch(const HistogramLaunch& call) {
-  detail::check_call(call, "privatized");
-  detail::zero_histogram(call);
-  if (call.n == 0) return;
-  const LaunchShape s = privatized_shape(call);
-  unsigned long long* hist = detail::global_histogram(call);
-  if (call.type == SampleType::u8) {
-    privatized_kernel<<<s.grid_size, s.block_size, s.smem_bytes, call.stream>>>(
-        static_cast<const std::uint8_t*>(call.d_in), call.n, call.bins, hist);
-  } else {
-    privatized_kernel<<<s.grid_size, s.block_size, s.smem_bytes, call.stream>>>(
-        static_cast<const std::int32_t*>(call.d_in), call.n, call.bins, hist);
-  }
-  HISTEQ_CUDA_CHECK_LAUNCH();
+  detail::launch_with_shape(call, "privatized", privatized_shape);
 }
 
 }  // namespace

@@ -41,19 +41,7 @@ LaunchShape racy_shape(const HistogramLaunch& call) {
 }
 
 void racy_launch(const HistogramLaunch& call) {
-  detail::check_call(call, "racy");
-  detail::zero_histogram(call);
-  if (call.n == 0) return;
-  const LaunchShape s = racy_shape(call);
-  unsigned long long* hist = detail::global_histogram(call);
-  if (call.type == SampleType::u8) {
-    racy_kernel<<<s.grid_size, s.block_size, 0, call.stream>>>(
-        static_cast<const std::uint8_t*>(call.d_in), call.n, call.bins, hist);
-  } else {
-    racy_kernel<<<s.grid_size, s.block_size, 0, call.stream>>>(
-        static_cast<const std::int32_t*>(call.d_in), call.n, call.bins, hist);
-  }
-  HISTEQ_CUDA_CHECK_LAUNCH();
+  detail::launch_with_shape(call, "racy", racy_shape);
 }
 
 }  // namespace
