@@ -93,18 +93,12 @@ std::string Equalizer::histogram(const std::string& kernel, const void* d_in, st
   auto c = make_call(d_in, n, type, bins, d_hist, impl_->stream.get(), block_size);
   const kernels::KernelEntry& e = lookup(kernel, c);
   const std::size_t scratch = e.scratch_bytes(n, bins, type);
-  if (scratch == 0) {
-    c.d_scratch = nullptr;
-  } else if (e.zeroed_scratch) {
-    DeviceBuffer<std::uint8_t>& z = impl_->zeroed_scratch;
-    if (z.size() < scratch) {
-      ensure(z, scratch);
-      kernels::prepare_scratch(e, z.get(), z.bytes(), impl_->stream.get());
-    }
-    c.d_scratch = z.get();
-  } else {
-    c.d_scratch = ensure(impl_->scratch, scratch);
+  DeviceBuffer<std::uint8_t>& buf = e.zeroed_scratch ? impl_->zeroed_scratch : impl_->scratch;
+  if (buf.size() < scratch) {
+    ensure(buf, scratch);
+    kernels::prepare_scratch(e, buf.get(), buf.bytes(), impl_->stream.get());  // once per allocation
   }
+  c.d_scratch = scratch > 0 ? buf.get() : nullptr;
   kernels::run_histogram(e, c);
   return e.name;
 }
