@@ -806,13 +806,18 @@ std::size_t free_device_bytes() {
 /// Cells whose stream hold timed out (reported at the end of the run).
 int g_hold_timeouts = 0;
 
-/// µs of each of `reps` runs of `launch` on stream s, each between its own pair of events;
-/// `before(r)` runs before rep r's first event (outside the timing: the cold-L2 flush). With
+/// µs of each of `reps` runs of `launch` on stream s, each between its own pair of events,
+/// after `warmup` untimed runs; `before(r)` runs before run r's launch, outside the timing (the
+/// cold-L2 flush), for warm-up and timed runs alike. With
 /// Timing::gpu the stream is held (kernels::StreamHold) while a batch of reps is enqueued, so
 /// no rep waits for the host; with Timing::enqueue the reps run as the host issues them.
-std::vector<double> time_reps(cudaStream_t s, int reps, Timing timing,
+std::vector<double> time_reps(cudaStream_t s, int warmup, int reps, Timing timing,
                               const std::function<void(int)>& before,
                               const std::function<void()>& launch, std::ostream* err = nullptr) {
+  for (int i = 0; i < warmup; ++i) {
+    if (before) before(i);
+    launch();
+  }
   constexpr int kBatch = 32;  // a few hundred queued operations at most while held
   std::vector<Event> start(std::size_t(std::max(reps, 0))), stop(start.size());
   bool timed_out = false;
@@ -848,8 +853,7 @@ std::vector<double> time_reps(cudaStream_t s, int reps, Timing timing,
 /// µs of an empty kernel between two events (median): the launch floor of this machine.
 double measure_launch_floor(Gpu& g, Timing timing, std::ostream& err) {
   const cudaStream_t s = g.stream.get();
-  for (int i = 0; i < 3; ++i) kernels::launch_empty(s);
-  const double med = median_of(time_reps(s, 31, timing, nullptr,
+  const double med = median_of(time_reps(s, 3, 31, timing, nullptr,
                                          [&] { kernels::launch_empty(s); }, &err));
   err << "launch floor: " << fmt(med, 2) << " us (an empty kernel between two events, median of 31)\n";
   return med;
@@ -867,9 +871,8 @@ double measure_read_bandwidth(Gpu& g, Timing timing, std::ostream& err) {
   DeviceBuffer<unsigned> sink(1);
   HISTEQ_CUDA_CHECK(cudaMemsetAsync(buf.get(), 0x5A, bytes, g.stream.get()));
   const cudaStream_t s = g.stream.get();
-  for (int i = 0; i < 3; ++i) kernels::launch_stream_read(buf.get(), bytes, sink.get(), 0, 256, s);
   constexpr int kReps = 15;
-  const std::vector<double> us = time_reps(s, kReps, timing, nullptr, [&] {
+  const std::vector<double> us = time_reps(s, 3, kReps, timing, nullptr, [&] {
     kernels::launch_stream_read(buf.get(), bytes, sink.get(), 0, 256, s);
   }, &err);
   const double med = median_of(us);
@@ -901,12 +904,7 @@ std::function<void(int)> l2_flush(L2 l2, Gpu& g, cudaStream_t s) {
 /// (time_reps: held stream with Timing::gpu).
 std::vector<double> time_kernel(const kernels::KernelEntry& e, const kernels::HistogramLaunch& call,
                                 const Options& opt, L2 l2, Gpu& g) {
-  const auto flush = l2_flush(l2, g, call.stream);
-  for (int i = 0; i < opt.warmup; ++i) {
-    if (flush) flush(i);
-    kernels::run_histogram(e, call);
-  }
-  return time_reps(call.stream, opt.reps, opt.timing, flush,
+  return time_reps(call.stream, opt.warmup, opt.reps, opt.timing, l2_flush(l2, g, call.stream),
                    [&] { kernels::run_histogram(e, call); });
 }
 
@@ -1011,14 +1009,10 @@ class Sweep {
                  std::to_string(got[i]) + " vs " + std::to_string(want[i]);
       }
       for (L2 l : opt_.l2) {
-        const auto flush = l2_flush(l, *gpu_, s);
-        for (int i = 0; i < opt_.warmup; ++i) {
-          if (flush) flush(i);
-          eq.equalize_gray(d_in.get(), d_out.get(), dc.n, Formula::opencv, kernel);
-        }
-        const std::vector<double> us = time_reps(s, opt_.reps, opt_.timing, flush, [&] {
-          eq.equalize_gray(d_in.get(), d_out.get(), dc.n, Formula::opencv, kernel);
-        });
+        const std::vector<double> us =
+            time_reps(s, opt_.warmup, opt_.reps, opt_.timing, l2_flush(l, *gpu_, s), [&] {
+              eq.equalize_gray(d_in.get(), d_out.get(), dc.n, Formula::opencv, kernel);
+            });
         Cell c = base(dc, "equalize:" + ran, 0, to_string(l));
         c.status = reason.empty() ? "PASS" : "FAIL";
         c.reason = reason;
