@@ -7,7 +7,8 @@
 //      Scratch: columns::GridState (2 KB accumulator + ticket), zeroed_scratch: zero on entry,
 //      zero again on return (prepare_scratch once per allocation). Async on `stream`.
 // Exact: yes. Supports: bins 1..256 (u8 and i32): the columns hold 256 raw values.
-// Tuning: kColumnsPolicy (policy.hpp); block sizes 256, 512 or 1024.
+// Tuning: kColumnsPolicy (policy.hpp); block sizes 256, 512 or 1024; inputs ≤ 512 KiB get a
+//         shape of more, smaller blocks unless a block size is asked for.
 // Source: bank-aware replicated sub-histograms after Gómez-Luna et al., "An optimized approach
 //         to histogram computation on GPU" (2013); privatization and coarsening from PMPP 4th
 //         ed. ch. 9; body in columns.cuh.
@@ -22,11 +23,11 @@ namespace {
 
 using P = ColumnsPolicy;
 
-template <typename T, int kBlock>
+template <typename T, int kBlock, int kUnroll = P::kVectorsInFlight>
 const void* kernel_for() {
   constexpr int kMin = P::kBlocksPerSm * P::kBlockSize / kBlock;
   return reinterpret_cast<const void*>(
-      columns::histogram_kernel<T, kBlock, P::kVectorsInFlight, kMin, P::kStreamingLoads>);
+      columns::histogram_kernel<T, kBlock, kUnroll, kMin, P::kStreamingLoads>);
 }
 
 template <typename T>
@@ -50,11 +51,20 @@ const char* unsupported(SampleType, int bins) {
 }
 
 LaunchShape shape(const HistogramLaunch& c) {
-  const int block = detail::resolve_block_size(c, P::kBlockSize);
-  const void* k = c.type == SampleType::u8 ? kernel_for_block<std::uint8_t>(block)
-                                           : kernel_for_block<std::int32_t>(block);
-  const std::size_t per_block = std::size_t(block) * P::kVectorsInFlight *
-                                (c.type == SampleType::u8 ? 16 : 4);
+  const std::size_t bytes = c.n * (c.type == SampleType::u8 ? 1 : 4);
+  const bool small = c.block_size == 0 && bytes <= P::kSmallInputBytes;
+  const int block = small ? P::kSmallBlockSize : detail::resolve_block_size(c, P::kBlockSize);
+  const int unroll = small ? P::kSmallVectorsInFlight : P::kVectorsInFlight;
+  const void* k = nullptr;
+  if (small) {
+    k = c.type == SampleType::u8
+            ? kernel_for<std::uint8_t, P::kSmallBlockSize, P::kSmallVectorsInFlight>()
+            : kernel_for<std::int32_t, P::kSmallBlockSize, P::kSmallVectorsInFlight>();
+  } else {
+    k = c.type == SampleType::u8 ? kernel_for_block<std::uint8_t>(block)
+                                 : kernel_for_block<std::int32_t>(block);
+  }
+  const std::size_t per_block = std::size_t(block) * unroll * (c.type == SampleType::u8 ? 16 : 4);
   const std::size_t wanted = std::min(detail::ceil_div(c.n, per_block),
                                       detail::resident_blocks(k, block, 0));
   LaunchShape s;

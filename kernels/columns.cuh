@@ -154,26 +154,29 @@ __device__ __forceinline__ std::uint32_t column_sum(const std::uint32_t* cols, i
   return s;
 }
 
-/// The block's count of one value, summed by kBlock / 256 threads together (1, 2 or 4 per value)
-/// instead of one thread reading all 32 columns: thread t sums 32 / (kBlock/256) columns of value
-/// t / (kBlock/256), then the partial sums meet by warp shuffles. The fold is a dependent chain of
-/// shared loads per thread; splitting it cuts that chain 4× with 1024 threads. Lanes of a warp
-/// start at different columns, so each load step hits 32 different banks. Every thread of the
-/// block must call it (it shuffles); returns the sum in the first thread of each value's group
-/// and sets *v to the value (0..255); other threads get *v = −1.
-template <int kBlock>
-__device__ __forceinline__ std::uint32_t value_sum(const std::uint32_t* cols, int* v) {
-  static_assert(kBlock == 256 || kBlock == 512 || kBlock == 1024, "256, 512 or 1024 threads");
-  constexpr int kPer = kBlock / kValues;     // threads per value
-  constexpr int kSpan = kColumns / kPer;     // columns per thread
-  const int t = threadIdx.x, value = t / kPer, part = t % kPer;
-  std::uint32_t s = 0;
+/// Calls f(v, count) once for each raw value v (0..255) with the block's count of v. With 256,
+/// 512 or 1024 threads each value's 32 columns are summed by kBlock / 256 threads together
+/// (thread t sums 32 / (kBlock/256) columns of value t / (kBlock/256), then the partial sums
+/// meet by warp shuffles), so the chain of shared loads per thread is up to 4× shorter than one
+/// thread reading all 32; other block sizes (probes) loop with column_sum. Lanes of a warp start
+/// at different columns, so each load step hits 32 different banks. Every thread of the block
+/// must call it (it shuffles). Measured (docs/probes/2026-11-30-tail-probe.txt, M0 → M1, and
+/// fused opt=1 in -2.txt): 0–0.3 µs per launch at 64K–64M, within noise at some sizes.
+template <int kBlock, typename F>
+__device__ __forceinline__ void for_each_value_sum(const std::uint32_t* cols, F&& f) {
+  if constexpr (kBlock == 256 || kBlock == 512 || kBlock == 1024) {
+    constexpr int kPer = kBlock / kValues;  // threads per value
+    constexpr int kSpan = kColumns / kPer;  // columns per thread
+    const int t = threadIdx.x, value = t / kPer, part = t % kPer;
+    std::uint32_t s = 0;
 #pragma unroll
-  for (int j = 0; j < kSpan; ++j) s += cols[(value << 5) + ((part * kSpan + j + value) & 31)];
+    for (int j = 0; j < kSpan; ++j) s += cols[(value << 5) + ((part * kSpan + j + value) & 31)];
 #pragma unroll
-  for (int off = kPer / 2; off > 0; off >>= 1) s += __shfl_down_sync(0xFFFFFFFFu, s, off);
-  *v = part == 0 ? value : -1;
-  return s;
+    for (int off = kPer / 2; off > 0; off >>= 1) s += __shfl_down_sync(0xFFFFFFFFu, s, off);
+    if (part == 0) f(value, s);
+  } else {
+    for (int v = threadIdx.x; v < kValues; v += kBlock) f(v, column_sum(cols, v));
+  }
 }
 
 /// Bin of raw value v for the sample type (u8: (v·bins)/256; i32: v is already the bin).
@@ -199,22 +202,11 @@ __device__ __forceinline__ void add_to_grid(GridState* g, int b, std::uint32_t c
 /// draws the last one (gridDim.x − 1) moves acc[0,bins) into hist and zeroes acc. atomicInc with
 /// limit gridDim.x − 1 wraps the ticket back to 0, so the state is zero again for the next
 /// call and no memset launch is needed. Returns after the copy in the last block.
+/// One fence per block, not per thread: the block's adds are ordered before thread 0's fence by
+/// the barrier, and the fence is cumulative (cooperative_groups' grid sync does the same:
+/// bar.sync, then thread 0 fences and takes the ticket). Measured 0.2–0.3 µs faster than a fence
+/// in every thread (docs/probes/2026-11-30-tail-probe.txt, M1 → M2).
 __device__ __forceinline__ void finish_grid(GridState* g, int bins,
-                                            unsigned long long* __restrict__ hist) {
-  __shared__ bool last;
-  __threadfence();  // this thread's acc adds are visible device-wide before the ticket
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicInc(&g->ticket, gridDim.x - 1) == gridDim.x - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  for (int b = threadIdx.x; b < bins; b += blockDim.x) hist[b] = atomicExch(&g->acc[b], 0ull);
-}
-
-/// finish_grid with one fence per block instead of one per thread: the block's adds are ordered
-/// before thread 0's fence by the barrier, and the fence is cumulative (the pattern of
-/// cooperative_groups' grid sync: bar.sync, then thread 0 fences and takes the ticket).
-__device__ __forceinline__ void finish_grid_one_fence(GridState* g, int bins,
                                                       unsigned long long* __restrict__ hist) {
   __shared__ bool last;
   __syncthreads();
@@ -228,7 +220,8 @@ __device__ __forceinline__ void finish_grid_one_fence(GridState* g, int bins,
   for (int b = threadIdx.x; b < bins; b += blockDim.x) hist[b] = atomicExch(&g->acc[b], 0ull);
 }
 
-/// The registry kernel: count, fold the 256 values to `bins` bins in shared memory (u8 with
+/// The registry kernel: count, sum each value's 32 columns (for_each_value_sum), fold the 256 values to
+/// `bins` bins in shared memory (u8 with
 /// fewer than 256 bins: several values share a bin, and folding them here keeps the global
 /// atomics at one per bin per block — folding in global memory made 16 bins 3x slower), then
 /// one global 64-bit atomicAdd per non-zero bin per block into the grid accumulator, and the
@@ -246,15 +239,14 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   count_block<T, kBlock, kUnroll, kStream, kPrefetch>(in, n, bins, cols, blockIdx.x, gridDim.x);
   __syncthreads();
   const bool fold_needed = sizeof(T) == 1 && bins < kValues;
-  for (int v = threadIdx.x; v < kValues; v += kBlock) {
-    const std::uint32_t c = column_sum(cols, v);
-    if (c == 0) continue;
+  for_each_value_sum<kBlock>(cols, [&](int v, std::uint32_t c) {
+    if (c == 0) return;
     if (fold_needed) {
       atomicAdd(&folded[fold<T>(v, bins)], c);
     } else {
       add_to_grid(grid_state, v, c);
     }
-  }
+  });
   if (fold_needed) {
     __syncthreads();
     for (int b = threadIdx.x; b < bins; b += kBlock) {

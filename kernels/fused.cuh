@@ -93,12 +93,7 @@ __device__ __forceinline__ void build_lut_replicated(const unsigned long long* h
 /// difference — 1: after counting (no merge), 2: after the merge into the global histogram,
 /// 3: after the grid barrier, 4: after building the LUT, 5: the whole kernel without the grid
 /// barrier (wrong results: what the barrier costs).
-///
-/// kOpt (bit mask, probes only): 1 — the merge sums each value's columns with value_sum (several
-/// threads per value); 2 — the second tile of the apply pass is loaded before the grid barrier
-/// (its L2/HBM latency hides behind the barrier and the LUT build); 4 — the second tile of the
-/// count pass is loaded before the first tile is counted (both tiles' loads in flight at once).
-template <int kBlock, int kUnroll, int kMinBlocks, bool kStream = false, int kStop = 0, int kOpt = 0>
+template <int kBlock, int kUnroll, int kMinBlocks, bool kStream = false, int kStop = 0>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
     equalize_kernel(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out,
                     std::size_t n, Formula f, unsigned long long* __restrict__ hist,
@@ -126,30 +121,11 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
     const std::size_t i = gtid + u * stride;
     if (i < s.nvec) keep[u] = load_vec<kStream>(vin + i);
   }
-  std::size_t i = gtid + kUnroll * stride;
-  if constexpr ((kOpt & 4) != 0) {
-    // Second tile in flight together with the first, counted after it.
-    uint4 r[kUnroll];
-    const bool full = i + (kUnroll - 1) * stride < s.nvec;
-    if (full) {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) r[u] = load_vec<kStream>(vin + i + u * stride);
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (gtid + u * stride < s.nvec) Vec<std::uint8_t>::count(lane_col, keep[u], 256);
-    }
-    if (full) {
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) Vec<std::uint8_t>::count(lane_col, r[u], 256);
-      i += kUnroll * stride;
-    }
-  } else {
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (gtid + u * stride < s.nvec) Vec<std::uint8_t>::count(lane_col, keep[u], 256);
-    }
+  for (int u = 0; u < kUnroll; ++u) {
+    if (gtid + u * stride < s.nvec) Vec<std::uint8_t>::count(lane_col, keep[u], 256);
   }
+  std::size_t i = gtid + kUnroll * stride;
   for (; i + (kUnroll - 1) * stride < s.nvec; i += kUnroll * stride) {
     uint4 r[kUnroll];
 #pragma unroll
@@ -163,24 +139,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
     if (column_sum(cols, threadIdx.x & 255) == 0xFFFFFFFFu) hist[0] = 1;
     return;
   }
-  if constexpr ((kOpt & 1) != 0) {
-    int v;
-    const std::uint32_t c = value_sum<kBlock>(cols, &v);
-    if (v >= 0 && c) atomicAdd(hist + v, static_cast<unsigned long long>(c));
-  } else {
-    for (int v = threadIdx.x; v < kValues; v += kBlock) {
-      const std::uint32_t c = column_sum(cols, v);
-      if (c) atomicAdd(hist + v, static_cast<unsigned long long>(c));
-    }
-  }
-  // Second tile of the apply pass (kOpt & 2): loaded now, used after the barrier and the LUT.
-  uint4 early[kUnroll];
-  const std::size_t early_at = gtid + kUnroll * stride;
-  const bool early_full = (kOpt & 2) != 0 && early_at + (kUnroll - 1) * stride < s.nvec;
-  if (early_full) {
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) early[u] = load_vec<kStream>(vin + early_at + u * stride);
-  }
+  for_each_value_sum<kBlock>(cols, [&](int v, std::uint32_t c) {
+    if (c) atomicAdd(hist + v, static_cast<unsigned long long>(c));
+  });
   if (blockIdx.x == 0 && next_hist) {
     for (int v = threadIdx.x; v < kValues; v += kBlock) next_hist[v] = 0;
   }
@@ -200,13 +161,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
     const std::size_t j = gtid + u * stride;
     if (j < s.nvec) store_vec<kStream>(vout + j, map_vec(lut_lane, keep[u]));
   }
-  std::size_t j = gtid + kUnroll * stride;
-  if (early_full) {
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) store_vec<kStream>(vout + j + u * stride, map_vec(lut_lane, early[u]));
-    j += kUnroll * stride;
-  }
-  for (; j < s.nvec; j += stride) {
+  for (std::size_t j = gtid + kUnroll * stride; j < s.nvec; j += stride) {
     store_vec<kStream>(vout + j, map_vec(lut_lane, load_vec<kStream>(vin + j)));
   }
   if (gtid < s.head) out[gtid] = static_cast<std::uint8_t>(lut_lane[in[gtid] << 5]);

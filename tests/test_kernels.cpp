@@ -103,8 +103,9 @@ const std::vector<Distribution>& sweep_distributions() {
 }
 
 const std::vector<std::size_t>& sweep_sizes() {
-  static const std::vector<std::size_t> s = {0,       1,         255,       256,
-                                             257,     1000003,   1u << 20,  1u << 24};
+  // 65543 and 300007: multi-block grids of the columns kernel's small-input shape (≤ 512 KiB).
+  static const std::vector<std::size_t> s = {0,     1,       255,     256,      257,
+                                             65543, 300007,  1000003, 1u << 20, 1u << 24};
   return s;
 }
 
@@ -564,6 +565,40 @@ TEST(KernelRegistry, AutoChoosesColumnsOrCoarsenedBySizeAndBins) {
         EXPECT_STREQ(e.name, bins <= 256 && !(few && small) ? "columns" : "coarsened");
       }
     }
+  }
+}
+
+/// columns' launch shape (policy.hpp, ColumnsPolicy): inputs of at most kSmallInputBytes get
+/// kSmallBlockSize threads per block and a grid of one block per kSmallBlockSize ×
+/// kSmallVectorsInFlight vectors, unless the caller asks for a block size; larger inputs get
+/// the default block.
+TEST(KernelRegistry, ColumnsShapeSmallInputsGetSmallerBlocks) {
+  HISTEQ_REQUIRE_GPU();
+  using P = histeq::kernels::ColumnsPolicy;
+  const KernelEntry& e = histeq::kernels::find_kernel("columns");
+  ASSERT_NE(e.shape, nullptr);
+  struct Case { SampleType type; std::size_t n; int ask; int block; std::size_t grid; };
+  const std::size_t small_u8 = P::kSmallInputBytes, small_i32 = P::kSmallInputBytes / 4;
+  const std::size_t per_small_u8 = std::size_t(P::kSmallBlockSize) * P::kSmallVectorsInFlight * 16;
+  const std::size_t per_small_i32 = std::size_t(P::kSmallBlockSize) * P::kSmallVectorsInFlight * 4;
+  for (const Case& c : {
+           Case{SampleType::u8, 65536, 0, P::kSmallBlockSize, 65536 / per_small_u8},
+           Case{SampleType::u8, small_u8, 0, P::kSmallBlockSize, small_u8 / per_small_u8},
+           Case{SampleType::i32, small_i32, 0, P::kSmallBlockSize, small_i32 / per_small_i32},
+           Case{SampleType::u8, 65536, 256, 256, 0},
+           Case{SampleType::u8, small_u8 + 1, 0, P::kBlockSize, 0},
+           Case{SampleType::i32, small_i32 + 1, 0, P::kBlockSize, 0},
+           Case{SampleType::u8, std::size_t(1) << 24, 0, P::kBlockSize, 0}}) {
+    HistogramLaunch call;
+    call.n = c.n;
+    call.type = c.type;
+    call.bins = 256;
+    call.block_size = c.ask;
+    const LaunchShape s = e.shape(call);
+    SCOPED_TRACE(std::string(type_name(c.type)) + " n " + std::to_string(c.n) + " block asked " +
+                 std::to_string(c.ask));
+    EXPECT_EQ(s.block_size, c.block);
+    if (c.grid) EXPECT_EQ(std::size_t(s.grid_size), c.grid);
   }
 }
 
