@@ -14,6 +14,8 @@
 #   lesson   the int-array lesson's array (--case lesson) and the lessons' command line
 #   wide     int32 with 1024 and 4096 bins (CUB privatizes in global memory above 256)
 #   small    photo-sized u8 inputs (64K..4M), 256 bins, every distribution
+#   fold     u8 and i32 with 16/64 bins from 64K to 8M: where `auto` switches between coarsened
+#            and columns
 #   equalize the whole equalization in device memory (fused, three stages, CPU), 1M..1G
 #   timing   a few cells again with --timing enqueue (launches as the host issues them), to show
 #            what the host's launch rate adds on this machine
@@ -29,12 +31,12 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${1:-$ROOT/bench/results/h200}"
 shift || true
 STEPS=("$@")
-[ ${#STEPS[@]} -eq 0 ] && STEPS=(default 1g images l2 blocks lesson wide small equalize timing)
+[ ${#STEPS[@]} -eq 0 ] && STEPS=(default 1g images l2 blocks lesson wide small fold equalize timing)
 
 for step in "${STEPS[@]}"; do
   case "$step" in
-    default|1g|images|l2|blocks|lesson|wide|small|equalize|timing) ;;
-    *) echo "unknown step '$step'; valid: default 1g images l2 blocks lesson wide small equalize timing" >&2
+    default|1g|images|l2|blocks|lesson|wide|small|fold|equalize|timing) ;;
+    *) echo "unknown step '$step'; valid: default 1g images l2 blocks lesson wide small fold equalize timing" >&2
        exit 2 ;;
   esac
 done
@@ -88,6 +90,8 @@ for step in "${STEPS[@]}"; do
                  --dist uniform,hot,natural,sequential --reps 10 ;;
     small)   bench_step small --kernels all,auto --type u8 --bins 256 --sizes 64K,256K,1M,4M \
                  --dist all ;;
+    fold)    bench_step fold --kernels all,auto --type u8,i32 --bins 16,64 \
+                 --sizes 64K,256K,1M,2M,4M,8M,16M --dist uniform,natural,blocky ;;
     timing)  bench_step timing --kernels columns,cub,auto --type u8 --bins 256 \
                  --sizes 1M,16M,64M --dist uniform,natural --timing enqueue
              bench_step timing_equalize --equalize --sizes 1M,16M --dist uniform,natural \
