@@ -43,6 +43,7 @@ if [ -z "${KERNELS:-}" ] && [ -x "$SMOKE" ]; then
 fi
 echo "compute-sanitizer: $("$CS" --version 2>/dev/null | grep -i version | head -1)"
 echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+KERNELS=${KERNELS:-}
 echo "kernels: ${KERNELS:-none}"
 echo
 
