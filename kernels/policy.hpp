@@ -93,6 +93,15 @@ inline constexpr ColumnsPolicy kColumnsPolicy{};
 inline constexpr std::size_t kAutoFoldMinSamplesU8 = std::size_t(12) << 20;
 inline constexpr std::size_t kAutoFoldMinSamplesI32 = std::size_t(4) << 20;
 
+/// auto: at most these many samples with at most these many bins go to the privatized kernel,
+/// and inputs of at most ColumnsPolicy::kSmallInputBytes (bins ≤ 256) to columns before the
+/// fold rule above applies. Measured on the H200 (commit f1b4578, bench/results/h200/fold.txt,
+/// 16/64 bins): at 64K samples privatized 5.2–5.6 µs where columns took 5.6–6.0 and coarsened
+/// 6.1–6.5 (one exception: i32 64 bins uniform, columns 5.74, privatized 6.14); at 256K
+/// privatized already 6.5–10 µs and columns (small shape) the fastest or within 5 % for u8.
+inline constexpr int kAutoPrivatizedMaxBins = 64;
+inline constexpr std::size_t kAutoPrivatizedMaxSamples = std::size_t(64) << 10;
+
 /// fused (fused.cuh): the single cooperative launch that equalizes 8-bit data. Same shape as
 /// columns. Measured (bench/results/h200/equalize.txt, commit 2d459fd): 18.4 µs at 16M and
 /// 791 µs at 1 GiB (hot L2), against 20.9 and 796 µs for three launches with columns.

@@ -61,19 +61,32 @@ std::string kernel_names() {
 }
 
 const KernelEntry& choose_auto(const HistogramLaunch& call) {
-  // The rule, from the H200 measurements (docs/kernels.md, "auto"): the lane-column kernel for
-  // bins ≤ 256 — since it writes its result from the last block (one launch, no memset) it is
-  // the fastest from 1M samples up at 256 bins and from kAutoFoldMinSamplesU8/I32 up at fewer bins —
-  // and the coarsened shared-memory kernel above 256 bins and for small inputs with fewer bins,
-  // where the columns' per-block fold (256 raw values → bins) and 32 KB to clear cost more than
-  // the counting. The data are not looked at: the lane columns have no bank conflicts on any
-  // data, and below 1M samples every kernel is within ~1 µs of the launch floor, less than a
-  // device-side look at the data would cost (docs/kernels.md, "auto").
+  // The rule, from the H200 measurements (docs/kernels.md, "auto"), by size and bins only:
+  //  - above 256 bins: the coarsened shared-memory kernel (the lane columns hold 256 values);
+  //  - ≤ kAutoPrivatizedMaxBins bins and ≤ kAutoPrivatizedMaxSamples samples: privatized (one
+  //    sample per thread; its blocks merge only `bins` counters, the least fixed cost per launch);
+  //  - inputs of at most ColumnsPolicy::kSmallInputBytes: the lane columns in their small-input
+  //    shape;
+  //  - fewer bins (u8 < 256, i32 ≤ 64) below kAutoFoldMinSamplesU8/I32 samples: coarsened (the
+  //    columns' per-block fold and 32 KB to clear cost more than the counting there);
+  //  - otherwise the lane columns (one launch, no bank conflicts on any data).
+  // The data are not looked at: below 1M samples every kernel is within ~1 µs of the launch
+  // floor, less than a device-side look at the data would cost.
   const bool u8 = call.type == SampleType::u8;
+  const std::size_t bytes = call.n * (u8 ? 1 : 4);
   const bool few_bins = u8 ? call.bins < 256 : call.bins <= 64;
   const std::size_t fold_min = u8 ? kAutoFoldMinSamplesU8 : kAutoFoldMinSamplesI32;
-  const bool columns_first = call.bins <= 256 && !(few_bins && call.n < fold_min);
-  for (const char* name : {columns_first ? "columns" : "coarsened", "coarsened", "columns"}) {
+  const char* first = "columns";
+  if (call.bins > 256) {
+    first = "coarsened";
+  } else if (call.bins <= kAutoPrivatizedMaxBins && call.n <= kAutoPrivatizedMaxSamples) {
+    first = "privatized";
+  } else if (bytes <= ColumnsPolicy::kSmallInputBytes) {
+    first = "columns";
+  } else if (few_bins && call.n < fold_min) {
+    first = "coarsened";
+  }
+  for (const char* name : {first, "coarsened", "columns"}) {
     for (const KernelEntry& e : registry()) {
       if (std::string_view(e.name) == name && e.unsupported(call.type, call.bins) == nullptr) {
         return e;

@@ -539,14 +539,18 @@ TEST(KernelRegistry, UnknownNameThrowsUsageErrorListingNames) {
   }
 }
 
-/// The auto rule (docs/kernels.md, "auto"): lane columns for bins ≤ 256, except small inputs
-/// with few bins (u8 < 256 bins below 12M, i32 ≤ 64 bins below 4M) and every call above
-/// 256 bins, which go to the coarsened kernel; always an exact kernel that supports the call.
-/// No GPU needed.
-TEST(KernelRegistry, AutoChoosesColumnsOrCoarsenedBySizeAndBins) {
+/// The auto rule (docs/kernels.md, "auto"; thresholds in policy.hpp): coarsened above 256 bins;
+/// privatized for few bins and samples (≤ 64 bins, ≤ 64K samples); columns for inputs of at most
+/// 512 KiB; coarsened for fewer bins (u8 < 256, i32 ≤ 64) below 12M (u8) / 4M (i32) samples;
+/// columns otherwise. The sizes listed sit on both sides of each threshold. Always an exact kernel that
+/// supports the call. No GPU needed.
+TEST(KernelRegistry, AutoChoosesBySizeAndBins) {
+  using histeq::kernels::ColumnsPolicy;
   for (SampleType t : {SampleType::u8, SampleType::i32}) {
-    for (int bins : {1, 16, 64, 256, 257, 1024, 4096}) {
-      for (std::size_t n : {std::size_t(0), std::size_t(1000), std::size_t(1) << 20,
+    for (int bins : {1, 16, 64, 65, 255, 256, 257, 1024, 4096}) {
+      for (std::size_t n : {std::size_t(0), std::size_t(1000), std::size_t(65536),
+                            std::size_t(65537), std::size_t(131072), std::size_t(131073),
+                            std::size_t(524288), std::size_t(524289), std::size_t(1) << 20,
                             (std::size_t(4) << 20) - 1, std::size_t(4) << 20,
                             std::size_t(8) << 20, (std::size_t(12) << 20) - 1,
                             std::size_t(12) << 20, std::size_t(1) << 30}) {
@@ -559,10 +563,18 @@ TEST(KernelRegistry, AutoChoosesColumnsOrCoarsenedBySizeAndBins) {
                      std::to_string(n));
         EXPECT_TRUE(e.exact);
         EXPECT_EQ(e.unsupported(t, bins), nullptr);
+        const std::size_t bytes = n * (t == SampleType::u8 ? 1 : 4);
         const bool few = t == SampleType::u8 ? bins < 256 : bins <= 64;
-        const bool small = n < (t == SampleType::u8 ? histeq::kernels::kAutoFoldMinSamplesU8
-                                                    : histeq::kernels::kAutoFoldMinSamplesI32);
-        EXPECT_STREQ(e.name, bins <= 256 && !(few && small) ? "columns" : "coarsened");
+        const bool below_fold = n < (t == SampleType::u8 ? histeq::kernels::kAutoFoldMinSamplesU8
+                                                         : histeq::kernels::kAutoFoldMinSamplesI32);
+        const char* want = "columns";
+        if (bins > 256) want = "coarsened";
+        else if (bins <= histeq::kernels::kAutoPrivatizedMaxBins &&
+                 n <= histeq::kernels::kAutoPrivatizedMaxSamples)
+          want = "privatized";
+        else if (bytes <= ColumnsPolicy::kSmallInputBytes) want = "columns";
+        else if (few && below_fold) want = "coarsened";
+        EXPECT_STREQ(e.name, want);
       }
     }
   }
