@@ -11,6 +11,7 @@ build=${2:-build}
 mkdir -p "$out"
 commit=${HISTEQ_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 cmake -B "$build" -DCMAKE_PREFIX_PATH="$PWD/.deps" -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
+  -DHISTEQ_BUILD_TESTS=ON \
   >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
 cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1 || {
   grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
