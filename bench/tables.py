@@ -102,10 +102,16 @@ def main():
                                title=f"**{dist}, µs (median)**"))
     rows = load(folder, "fold")
     if rows:
-        parts.append("### Fewer bins at mid sizes (`fold.txt`)\n\n")
-        parts.append(table(rows, lambda r: f"{r['kernel']} {r['type']}/{r['bins']}",
-                           lambda r: size_name(r["size"]) + " " + r["dist"], where=gpu,
-                           title="**µs (median, hot L2)**"))
+        parts.append("### Fewer bins, 64K to 16M (`fold.txt`)\n\n" + header(folder, "fold"))
+        fold_kernels = ("privatized", "coarsened", "aggregated", "columns", "cub", "auto")
+        for t in ("u8", "i32"):
+            for bins in ("16", "64"):
+                parts.append(table(rows, lambda r: r["kernel"],
+                                   lambda r: size_name(r["size"]) + " " + r["dist"],
+                                   where=lambda r, t=t, bins=bins: gpu(r) and r["type"] == t and
+                                   r["bins"] == bins and r["kernel"] in fold_kernels,
+                                   title=f"**{t}, {bins} bins, µs (median, hot L2; the other "
+                                   f"kernels are in fold.txt)**"))
     rows = load(folder, "l2")
     if rows:
         parts.append("### Hot vs cold L2, u8, 256 bins (`l2.txt`)\n\n" + header(folder, "l2"))
