@@ -74,10 +74,10 @@ struct ColumnsPolicy {
   static constexpr int kBlocksPerSm = 2;
   static constexpr bool kStreamingLoads = false;
   /// Inputs of at most kSmallInputBytes (and no block size asked for) run with kSmallBlockSize
-  /// threads and kSmallVectorsInFlight: 4–16× more blocks than the default shape gives them, so
-  /// more SMs share the count and each block's clear/merge is smaller. Measured on the H200
-  /// (docs/probes/2026-11-30-tail-probe.txt, gpu timing): 64K u8 5.79 µs against 6.53 µs for
-  /// 1024 × 2, 256K 5.98 against 6.56; at 1M the two shapes are within 0.2 µs (the default kept).
+  /// threads and kSmallVectorsInFlight: 4× more blocks than the default shape gives them, so
+  /// more SMs share the count. Measured on the H200 (docs/probes/2026-11-30-tail-probe*.txt,
+  /// gpu timing): 64K u8 5.66–5.79 µs against 6.40–6.59 for 1024 × 2, 256K 5.82–5.98 against
+  /// 6.46–6.62; at 1M the small shape was 0.3–0.4 µs slower (so the threshold is below 1M).
   static constexpr std::size_t kSmallInputBytes = std::size_t(512) << 10;
   static constexpr int kSmallBlockSize = 512;
   static constexpr int kSmallVectorsInFlight = 1;
@@ -95,10 +95,11 @@ inline constexpr std::size_t kAutoFoldMinSamplesI32 = std::size_t(4) << 20;
 
 /// auto: at most these many samples with at most these many bins go to the privatized kernel,
 /// and inputs of at most ColumnsPolicy::kSmallInputBytes (bins ≤ 256) to columns before the
-/// fold rule above applies. Measured on the H200 (commit f1b4578, bench/results/h200/fold.txt,
-/// 16/64 bins): at 64K samples privatized 5.2–5.6 µs where columns took 5.6–6.0 and coarsened
-/// 6.1–6.5 (one exception: i32 64 bins uniform, columns 5.74, privatized 6.14); at 256K
-/// privatized already 6.5–10 µs and columns (small shape) the fastest or within 5 % for u8.
+/// fold rule above applies. Fitted on the H200 run of commit f1b4578 (fold step, 16/64 bins):
+/// at 64K samples privatized 5.2–5.6 µs where columns took 5.6–6.0 and coarsened 6.1–6.5
+/// (exception: 64 bins on uniform data, columns 0.4 µs faster); at 256K privatized already
+/// 6.5–10 µs and columns (small shape) the fastest or within 5 % for u8. Checked on a new run
+/// (210b185, bench/results/h200/fold.txt): 77 of 84 cells within 5 % (docs/kernels.md, "auto").
 inline constexpr int kAutoPrivatizedMaxBins = 64;
 inline constexpr std::size_t kAutoPrivatizedMaxSamples = std::size_t(64) << 10;
 

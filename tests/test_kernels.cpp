@@ -580,6 +580,31 @@ TEST(KernelRegistry, AutoChoosesBySizeAndBins) {
   }
 }
 
+/// The same rule as fixed rows, written out by hand (not derived from the constants), so that a
+/// change of a threshold in policy.hpp shows up here as a deliberate edit.
+TEST(KernelRegistry, AutoChoiceFixedRows) {
+  struct Row { SampleType type; int bins; std::size_t n; const char* kernel; };
+  const Row rows[] = {
+      {SampleType::u8, 256, 1000, "columns"},         {SampleType::u8, 64, 1000, "privatized"},
+      {SampleType::u8, 16, 65536, "privatized"},      {SampleType::u8, 16, 65537, "columns"},
+      {SampleType::u8, 64, 524288, "columns"},        {SampleType::u8, 64, 524289, "coarsened"},
+      {SampleType::u8, 255, 65536, "columns"},        {SampleType::u8, 255, 1 << 20, "coarsened"},
+      {SampleType::u8, 16, 12 << 20, "columns"},      {SampleType::u8, 256, 1 << 30, "columns"},
+      {SampleType::u8, 257, 1000, "coarsened"},       {SampleType::i32, 64, 65536, "privatized"},
+      {SampleType::i32, 64, 131072, "columns"},       {SampleType::i32, 64, 131073, "coarsened"},
+      {SampleType::i32, 65, 1 << 20, "columns"},      {SampleType::i32, 16, 4 << 20, "columns"},
+      {SampleType::i32, 4096, 1 << 24, "coarsened"},
+  };
+  for (const Row& r : rows) {
+    HistogramLaunch call;
+    call.n = r.n;
+    call.type = r.type;
+    call.bins = r.bins;
+    EXPECT_STREQ(histeq::kernels::choose_auto(call).name, r.kernel)
+        << type_name(r.type) << " bins " << r.bins << " n " << r.n;
+  }
+}
+
 /// columns' launch shape (policy.hpp, ColumnsPolicy): inputs of at most kSmallInputBytes get
 /// kSmallBlockSize threads per block and a grid of one block per kSmallBlockSize ×
 /// kSmallVectorsInFlight vectors, unless the caller asks for a block size; larger inputs get
@@ -610,7 +635,9 @@ TEST(KernelRegistry, ColumnsShapeSmallInputsGetSmallerBlocks) {
     SCOPED_TRACE(std::string(type_name(c.type)) + " n " + std::to_string(c.n) + " block asked " +
                  std::to_string(c.ask));
     EXPECT_EQ(s.block_size, c.block);
-    if (c.grid) EXPECT_EQ(std::size_t(s.grid_size), c.grid);
+    if (c.grid) {
+      EXPECT_EQ(std::size_t(s.grid_size), c.grid);
+    }
   }
 }
 
