@@ -27,6 +27,11 @@
 # sm_90, when missing). The commit recorded in the results: $HISTEQ_COMMIT, else `git rev-parse`.
 # Exit status: non-zero when any step reports a FAIL (the remaining steps still run).
 set -u
+case "${1:-}" in
+  -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  -*) echo "run_h200.sh: unknown option '$1' (usage: bench/run_h200.sh [OUTDIR] [STEP...]; --help)" >&2
+      exit 2 ;;
+esac
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${1:-$ROOT/bench/results/h200}"
 shift || true
@@ -47,6 +52,11 @@ if [ ! -x "$BIN" ]; then
   cmake -S "$ROOT" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
         -DHISTEQ_BUILD_TESTS=OFF >&2 || exit 1
   cmake --build "$ROOT/build" -j"$(nproc)" --target histeq >&2 || exit 1
+fi
+# These are the GPU's published results: refuse to overwrite them with CPU-only rows.
+if ! gpu_check=$("$BIN" kernels --details 2>&1 >/dev/null); then
+  echo "run_h200.sh: no usable GPU, nothing run (histeq kernels --details: ${gpu_check:-failed})" >&2
+  exit 1
 fi
 if [ -z "${HISTEQ_COMMIT:-}" ]; then
   HISTEQ_COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || true)"

@@ -62,7 +62,18 @@ def header(folder, step):
 
 
 def main():
-    folder = sys.argv[1] if len(sys.argv) > 1 else "bench/results/h200"
+    args = sys.argv[1:]
+    if args and args[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    if len(args) > 1 or (args and args[0].startswith("-")):
+        print("usage: python3 bench/tables.py [RESULTS_DIR]  (default bench/results/h200)",
+              file=sys.stderr)
+        return 2
+    folder = args[0] if args else "bench/results/h200"
+    if not os.path.isdir(folder):
+        print(f"tables.py: '{folder}' is not a folder", file=sys.stderr)
+        return 2
     k = lambda r: r["kernel"]
     d = lambda r: r["dist"]
     gpu = lambda r: r["kernel"] not in ("cpu",) and r["block"] == "0"
@@ -151,8 +162,13 @@ def main():
             parts.append(f"### `{step}.txt`\n\n" + header(folder, step))
             parts.append(table(rows, k, lambda r: "block " + (r["block"] if r["block"] != "0" else "def"),
                                where=lambda r: r["kernel"] != "cpu", title="**µs (median)**"))
+    if not any(parts):
+        print(f"tables.py: no bench CSV files (default.csv, 1g.csv, ...) in '{folder}'",
+              file=sys.stderr)
+        return 1
     print("\n".join(p for p in parts if p))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
