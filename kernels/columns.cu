@@ -30,8 +30,10 @@ const void* kernel_for() {
       columns::histogram_kernel<T, kBlock, kUnroll, kMin, P::kStreamingLoads>);
 }
 
+/// The instantiation for a call's shape: the small-input shape (policy.hpp) or the block size.
 template <typename T>
-const void* kernel_for_block(int block) {
+const void* kernel_for_block(bool small, int block) {
+  if (small) return kernel_for<T, P::kSmallBlockSize, P::kSmallVectorsInFlight>();
   switch (block) {
     case 256: return kernel_for<T, 256>();
     case 512: return kernel_for<T, 512>();
@@ -51,19 +53,11 @@ const char* unsupported(SampleType, int bins) {
 }
 
 LaunchShape shape(const HistogramLaunch& c) {
-  const std::size_t bytes = c.n * (c.type == SampleType::u8 ? 1 : 4);
-  const bool small = c.block_size == 0 && bytes <= P::kSmallInputBytes;
+  const bool small = c.block_size == 0 && c.n * sample_bytes(c.type) <= P::kSmallInputBytes;
   const int block = small ? P::kSmallBlockSize : detail::resolve_block_size(c, P::kBlockSize);
   const int unroll = small ? P::kSmallVectorsInFlight : P::kVectorsInFlight;
-  const void* k = nullptr;
-  if (small) {
-    k = c.type == SampleType::u8
-            ? kernel_for<std::uint8_t, P::kSmallBlockSize, P::kSmallVectorsInFlight>()
-            : kernel_for<std::int32_t, P::kSmallBlockSize, P::kSmallVectorsInFlight>();
-  } else {
-    k = c.type == SampleType::u8 ? kernel_for_block<std::uint8_t>(block)
-                                 : kernel_for_block<std::int32_t>(block);
-  }
+  const void* k = c.type == SampleType::u8 ? kernel_for_block<std::uint8_t>(small, block)
+                                           : kernel_for_block<std::int32_t>(small, block);
   const std::size_t per_block = std::size_t(block) * unroll * (c.type == SampleType::u8 ? 16 : 4);
   const std::size_t wanted = std::min(detail::ceil_div(c.n, per_block),
                                       detail::resident_blocks(k, block, 0));

@@ -207,7 +207,7 @@ __device__ __forceinline__ void add_to_grid(GridState* g, int b, std::uint32_t c
 /// bar.sync, then thread 0 fences and takes the ticket). Measured 0.2–0.3 µs faster than a fence
 /// in every thread (docs/probes/2026-11-30-tail-probe.txt, M1 → M2).
 __device__ __forceinline__ void finish_grid(GridState* g, int bins,
-                                                      unsigned long long* __restrict__ hist) {
+                                            unsigned long long* __restrict__ hist) {
   __shared__ bool last;
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -220,12 +220,12 @@ __device__ __forceinline__ void finish_grid(GridState* g, int bins,
   for (int b = threadIdx.x; b < bins; b += blockDim.x) hist[b] = atomicExch(&g->acc[b], 0ull);
 }
 
-/// The registry kernel: count, sum each value's 32 columns (for_each_value_sum), fold the 256 values to
-/// `bins` bins in shared memory (u8 with
-/// fewer than 256 bins: several values share a bin, and folding them here keeps the global
-/// atomics at one per bin per block — folding in global memory made 16 bins 3x slower), then
-/// one global 64-bit atomicAdd per non-zero bin per block into the grid accumulator, and the
-/// last block writes d_hist (finish_grid): one launch, no memset of d_hist before it.
+/// The registry kernel: count, sum each value's 32 columns (for_each_value_sum), fold the 256
+/// values to `bins` bins in shared memory (u8 with fewer than 256 bins: several values share a
+/// bin, and folding them here keeps the global atomics at one per bin per block — folding in
+/// global memory made 16 bins 3x slower), then one global 64-bit atomicAdd per non-zero bin per
+/// block into the grid accumulator, and the last block writes d_hist (finish_grid): one launch,
+/// no memset of d_hist before it.
 template <typename T, int kBlock, int kUnroll, int kMinBlocks, bool kStream = true,
           bool kPrefetch = false>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)

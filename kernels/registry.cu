@@ -73,7 +73,6 @@ const KernelEntry& choose_auto(const HistogramLaunch& call) {
   // The data are not looked at: below 1M samples every kernel is within ~1 µs of the launch
   // floor, less than a device-side look at the data would cost.
   const bool u8 = call.type == SampleType::u8;
-  const std::size_t bytes = call.n * (u8 ? 1 : 4);
   const bool few_bins = u8 ? call.bins < 256 : call.bins <= 64;
   const std::size_t fold_min = u8 ? kAutoFoldMinSamplesU8 : kAutoFoldMinSamplesI32;
   const char* first = "columns";
@@ -81,7 +80,7 @@ const KernelEntry& choose_auto(const HistogramLaunch& call) {
     first = "coarsened";
   } else if (call.bins <= kAutoPrivatizedMaxBins && call.n <= kAutoPrivatizedMaxSamples) {
     first = "privatized";
-  } else if (bytes <= ColumnsPolicy::kSmallInputBytes) {
+  } else if (call.n * sample_bytes(call.type) <= ColumnsPolicy::kSmallInputBytes) {
     first = "columns";
   } else if (few_bins && call.n < fold_min) {
     first = "coarsened";
