@@ -24,8 +24,9 @@ namespace kernels {
 const std::vector<KernelEntry>& registry() {
   static const std::vector<KernelEntry> table = [] {
     std::vector<KernelEntry> t;
-    for (const char* n : {"racy", "atomic", "privatized", "coarsened", "aggregated", "cub",
-                          "columns", "perthread", "tworeduce", "cooperative", "shortcounters"}) {
+    for (const char* n : {"racy", "atomic", "privatized", "contiguous", "coarsened",
+                          "aggregated", "cub", "columns", "perthread", "tworeduce", "cooperative",
+                          "shortcounters"}) {
       KernelEntry e{};
       e.name = n;
       e.summary = "fuzz stub";
