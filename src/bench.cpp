@@ -1266,7 +1266,9 @@ void make_plot(const Options& opt, const RunInfo& info, const std::vector<Cell>&
       << shell_quote(opt.plot) << '\n';
 }
 
-int run(const Options& opt, std::ostream& out, std::ostream& err) {
+}  // namespace
+
+Measured measure(const Options& opt, std::ostream& err) {
   RunInfo info;
   info.command_line = opt.command_line;
   info.timestamp = iso_utc_now();
@@ -1372,17 +1374,25 @@ int run(const Options& opt, std::ostream& out, std::ostream& err) {
   }
 
   compute_derived(sweep.cells, info.read_bw_gbps);
-  write_table(out, info, sweep.cells);
+  return {std::move(info), std::move(sweep.cells), had_error, sweep.any_fail};
+}
+
+namespace {
+
+int run(const Options& opt, std::ostream& out, std::ostream& err) {
+  Measured m = measure(opt, err);
+  const RunInfo& info = m.info;
+  write_table(out, info, m.cells);
   if (!opt.csv.empty()) {
-    write_file(opt.csv, "CSV", [&](std::ostream& os) { write_csv(os, info, sweep.cells); });
+    write_file(opt.csv, "CSV", [&](std::ostream& os) { write_csv(os, info, m.cells); });
   }
   if (!opt.json.empty()) {
-    write_file(opt.json, "JSON", [&](std::ostream& os) { write_json(os, info, sweep.cells); });
+    write_file(opt.json, "JSON", [&](std::ostream& os) { write_json(os, info, m.cells); });
   }
-  if (!opt.plot.empty()) make_plot(opt, info, sweep.cells, err);
+  if (!opt.plot.empty()) make_plot(opt, info, m.cells, err);
 
   std::size_t pass = 0, fail = 0, skip = 0;
-  for (const Cell& c : sweep.cells) {
+  for (const Cell& c : m.cells) {
     pass += c.status == "PASS";
     fail += c.status == "FAIL";
     skip += c.status == "SKIP";
@@ -1392,7 +1402,7 @@ int run(const Options& opt, std::ostream& out, std::ostream& err) {
         << "include host launch gaps\n";
   }
   err << pass << " PASS, " << fail << " FAIL, " << skip << " SKIP\n";
-  return (had_error || sweep.any_fail) ? 1 : 0;
+  return (m.error || m.any_fail) ? 1 : 0;
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "histeq/bench.hpp"
 #include "histeq/error.hpp"
 #include "histeq/image_io.hpp"
+#include "histeq/lesson.hpp"
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
 #include "histeq/types.hpp"
@@ -38,7 +39,7 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-constexpr const char* kCommands = "equalize, histogram, kernels, bench";
+constexpr const char* kCommands = "equalize, histogram, kernels, bench, lesson";
 
 // cxxopts quotes names with ‘…’; our messages use plain ASCII quotes.
 std::string ascii_quotes(std::string s) {
@@ -420,6 +421,7 @@ std::string usage() {
          "  histeq histogram INPUT [--kernel NAME] [--backend ...] [--mode ...] [--csv]\n"
          "  histeq kernels [--details] [--type u8|i32] [--bins N] [--size N]\n"
          "  histeq bench [ARGS...]        (see 'histeq bench --help')\n"
+         "  histeq lesson [NAME] [...]    guided experiments (see 'histeq lesson --help')\n"
          "  histeq --help | --version | COMMAND --help\n"
          "\n"
          "Exit status: 0 success, 1 runtime failure (bad input file, I/O, CUDA), 2 usage error.\n";
@@ -444,6 +446,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   if (cmd == "histogram") return cmd_histogram(rest, out, err);
   if (cmd == "kernels") return cmd_kernels(rest, out, err);
   if (cmd == "bench") return cmd_bench(rest, out, err);
+  if (cmd == "lesson") return histeq::lesson::main(rest, out, err);
   if (!cmd.empty() && cmd[0] == '-') {
     throw UsageError("unknown option '" + cmd + "'; valid before a command: --help, --version");
   }

@@ -131,6 +131,20 @@ struct RunInfo {
   std::string gpu_skipped;     ///< why the GPU kernels did not run; "" when they did
 };
 
+/// What a sweep measured, before any writer runs.
+struct Measured {
+  RunInfo info;
+  std::vector<Cell> cells;  ///< compute_derived applied
+  bool error = false;       ///< a runtime error ended the sweep early (printed to `err`)
+  bool any_fail = false;    ///< a cell FAILed
+};
+
+/// Runs the sweep `opt` selects (what `histeq bench` times and `histeq lesson` narrates):
+/// device, read bandwidth and launch floor first (progress and notes to `err`), then every case.
+/// Without a GPU only the CPU reference runs (info.gpu_skipped says why). Runtime errors are
+/// printed to `err` and set `error`; throws UsageError (bad image path, unknown kernel).
+Measured measure(const Options& opt, std::ostream& err);
+
 /// Why a (kernel, type, bins, size) cell is skipped, or "" when it runs.
 /// unsupported: the entry's reason for (type, bins), or nullptr. needed_bytes: device memory the
 /// cell needs beyond what is already allocated; free_bytes: what cudaMemGetInfo reports free.
