@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "histeq/bench.hpp"
+#include "gpu_test_support.hpp"
 #include "histeq/cli.hpp"
+#include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/lesson.hpp"
 #include "registry.hpp"
@@ -232,6 +234,53 @@ TEST(ContiguousKernel, AutoNeverChoosesIt) {
         call.n = n;
         EXPECT_STRNE(kernels::choose_auto(call).name, "contiguous")
             << to_string(t) << " " << bins << " bins, n " << n;
+      }
+    }
+  }
+}
+
+/// The contiguous partition's edges: n near multiples of the resident grid's threads × a vector
+/// (± a sample, ± a vector and a sample), so that the vectors split evenly or unevenly over the
+/// threads and head and tail samples exist, at two block sizes and two alignments; every sample
+/// must be counted exactly once, as the CPU counts it.
+TEST(ContiguousKernel, PartitionEdgesCountEverySampleOnce) {
+  HISTEQ_REQUIRE_GPU();
+  const KernelEntry& e = kernels::find_kernel("contiguous");
+  for (SampleType t : {SampleType::u8, SampleType::i32}) {
+    const std::size_t sb = sample_bytes(t);
+    const std::size_t per_vec = 16 / sb;
+    for (int block : {32, 512}) {
+      HistogramLaunch probe;
+      probe.type = t;
+      probe.bins = 64;
+      probe.block_size = block;
+      probe.n = std::size_t(1) << 26;  // large: the grid is the resident blocks
+      const std::size_t threads = std::size_t(e.shape(probe).grid_size) * std::size_t(block);
+      std::vector<std::size_t> sizes = {1, per_vec - 1, per_vec, per_vec + 1, 1000};
+      for (std::size_t k : {std::size_t(1), std::size_t(3)}) {
+        for (long d : {-17L, -1L, 0L, 1L, 17L}) {
+          sizes.push_back(std::size_t(long(k * threads * per_vec) + d));
+        }
+      }
+      const std::size_t max_n = *std::max_element(sizes.begin(), sizes.end());
+      std::vector<std::uint8_t> host((max_n + 16) * sb);
+      for (std::size_t i = 0; i < max_n + 16; ++i) {
+        if (t == SampleType::u8) {
+          host[i] = std::uint8_t((i * 2654435761u) >> 13);
+        } else {
+          const std::int32_t v = std::int32_t((i * 2654435761u) % 80) - 8;  // some out of range
+          std::memcpy(&host[i * 4], &v, 4);
+        }
+      }
+      const DeviceBuffer<std::uint8_t> d = test::upload_bytes(host);
+      for (std::size_t n : sizes) {
+        for (std::size_t offset : {std::size_t(0), std::size_t(3)}) {
+          SCOPED_TRACE(std::string(to_string(t)) + " block " + std::to_string(block) + " n " +
+                       std::to_string(n) + " offset " + std::to_string(offset));
+          const std::uint8_t* h_in = host.data() + offset * sb;
+          const Histogram ref = cpu::histogram(h_in, n, t, 64);
+          EXPECT_EQ(test::run_kernel(e, d.get() + offset * sb, n, t, 64, block), ref);
+        }
       }
     }
   }
