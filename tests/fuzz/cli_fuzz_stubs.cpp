@@ -17,6 +17,9 @@
 #if __has_include("histeq/bench.hpp")
 #include "histeq/bench.hpp"
 #endif
+#if __has_include("histeq/lesson.hpp")
+#include "histeq/lesson.hpp"
+#endif
 
 namespace histeq {
 namespace kernels {
@@ -86,6 +89,12 @@ std::vector<Histogram> image_histograms(const Image&, const EqualizeOptions&, Eq
 namespace bench {
 int main(const std::vector<std::string>&, std::ostream&, std::ostream&) { return 2; }
 }  // namespace bench
+#endif
+
+#if __has_include("histeq/lesson.hpp")
+namespace lesson {
+int main(const std::vector<std::string>&, std::ostream&, std::ostream&) { return 2; }
+}  // namespace lesson
 #endif
 
 }  // namespace histeq
