@@ -40,7 +40,7 @@ def number(text):
 
 
 def load(path):
-    with open(path, newline="") as f:
+    with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     if not rows:
         sys.exit(f"lesson_plot.py: {path} holds no result lines")

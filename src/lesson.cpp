@@ -637,38 +637,48 @@ void write_file(const std::string& path, const std::string& what,
   if (!f) throw Error("cannot write " + what + " file '" + path + "': write failed (disk full?)");
 }
 
-/// Runs bench/lesson_plot.py on the rows' CSV; says how to do it by hand when it cannot.
+/// Runs bench/lesson_plot.py on the rows' CSV; says why not, and how to draw it by hand, when it
+/// cannot (no GPU rows, no python3, no matplotlib, no script).
 void make_plot(const Options& opt, const Lesson& lesson, const bench::RunInfo& info,
                const std::vector<Row>& rows, std::ostream& err) {
-  std::string csv = opt.csv;
-  std::string tmp;
-  if (csv.empty()) {
-    tmp = (fs::temp_directory_path() / ("histeq-lesson-" + std::to_string(::getpid()) + ".csv"))
-              .string();
-    write_file(tmp, "CSV", [&](std::ostream& os) { write_csv(os, lesson, info, rows); });
-    csv = tmp;
+  if (!info.gpu_skipped.empty()) {
+    err << "note: no plot: it shows speed-ups over atomic, and without a GPU only the CPU step "
+           "ran\n";
+    return;
   }
   const std::string script = find_plot_script();
   const bool have_python = std::system("command -v python3 >/dev/null 2>&1") == 0;
+  const bool have_mpl =
+      have_python && std::system("python3 -c 'import matplotlib' >/dev/null 2>&1") == 0;
   int rc = -1;
-  if (!script.empty() && have_python) {
+  if (!script.empty() && have_mpl) {
+    std::string csv = opt.csv;
+    std::string tmp;
+    if (csv.empty()) {
+      tmp = (fs::temp_directory_path() / ("histeq-lesson-" + std::to_string(::getpid()) + ".csv"))
+                .string();
+      write_file(tmp, "CSV", [&](std::ostream& os) { write_csv(os, lesson, info, rows); });
+      csv = tmp;
+    }
     const std::string cmd = "python3 " + shell_quote(script) + " " + shell_quote(csv) + " -o " +
-                            shell_quote(opt.plot);
+                            shell_quote(opt.plot) + " >/dev/null";
     rc = std::system(cmd.c_str());
+    if (!tmp.empty()) fs::remove(tmp);
   }
-  if (!tmp.empty()) fs::remove(tmp);
   if (rc == 0) {
     err << "plot written to " << opt.plot << '\n';
     return;
   }
   err << "note: no plot made ("
       << (!have_python ? "python3 not found"
+          : !have_mpl  ? "matplotlib not found for python3"
           : script.empty() ? "bench/lesson_plot.py not found"
-                           : "bench/lesson_plot.py failed; is matplotlib installed?")
-      << "); to draw it: rerun with --csv FILE.csv, install matplotlib (apt-get install "
-         "python3-matplotlib, or pip install matplotlib), then run\n"
-         "  python3 bench/lesson_plot.py FILE.csv -o "
-      << shell_quote(opt.plot) << '\n';
+                           : "bench/lesson_plot.py failed, its message is above")
+      << "); to draw it: install matplotlib (apt-get install python3-matplotlib, or pip install "
+         "matplotlib), then run\n  python3 bench/lesson_plot.py "
+      << (opt.csv.empty() ? std::string("FILE.csv") : shell_quote(opt.csv)) << " -o "
+      << shell_quote(opt.plot) << (opt.csv.empty() ? "   (FILE.csv: rerun with --csv FILE.csv)" : "")
+      << '\n';
 }
 
 int run(const Options& opt, std::ostream& out, std::ostream& err) {
