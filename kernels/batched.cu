@@ -1,0 +1,258 @@
+// batched — equalization of N gray 8-bit images of any sizes in two launches (per batch table).
+// In:  images[i].d_in[0, n_i) u8, device memory, any alignment; n_i may be 0.
+// Out: images[i].d_out[0, n_i) = lut_i[d_in] (in place allowed); d_luts[i·256, +256) = lut_i,
+//      each byte-identical to the single-image path (histogram → make_lut → apply).
+//      Scratch: batch_scratch_bytes(N) zeroed bytes (uint64 histograms + uint32 tickets), left
+//      zero. Async on `stream`; no host sync.
+// Exact: yes (integer histograms; lut_formula.hpp's formula via cdf_lut.cuh). Tuning:
+//      BatchedPolicy (batched.hpp).
+// Algorithm: the batch is cut into chunks of kChunkBytes; block b covers one chunk of one image
+//      (uniform batches: image = b / blocks_per_image; tables: a binary search over the images'
+//      first blocks). Launch 1: each block counts its chunk in per-warp shared histograms
+//      (privatization, PMPP 4th ed. ch. 9.4), adds them to its image's global histogram, and the
+//      image's last block (a ticket, as CUB's single-pass decoupled schemes) scans it into the
+//      LUT (cub::BlockScan) and zeroes the histogram and ticket for the next call. Launch 2: each
+//      block maps its chunk through its image's LUT held in shared memory.
+#include "batched.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "cdf_lut.cuh"
+#include "cuda_check.hpp"
+#include "histeq/error.hpp"
+
+namespace histeq::kernels {
+namespace {
+
+using P = BatchedPolicy;
+static_assert(P::kBlockSize == cdf::kLutBins, "one thread per bin in the last block's scan");
+static_assert(P::kBlockSize % 32 == 0 && P::kBlockSize / 32 >= P::kSubHistograms,
+              "one shared sub-histogram per warp at most");
+
+/// The part of one image a block covers: [begin, end) of image `image` (the map's own index).
+struct Piece {
+  const std::uint8_t* in;
+  std::uint8_t* out;
+  std::size_t begin, end;
+  unsigned image;
+  unsigned blocks_of_image;
+};
+
+/// count images of n bytes each, back to back.
+struct UniformMap {
+  const std::uint8_t* in;
+  std::uint8_t* out;
+  std::size_t n;
+  unsigned blocks_per_image;
+  __device__ Piece at(unsigned block) const {
+    const unsigned i = block / blocks_per_image;
+    const std::size_t begin = std::size_t(block - i * blocks_per_image) * P::kChunkBytes;
+    const std::size_t off = std::size_t(i) * n;
+    return {in + off, out + off, begin, min(begin + P::kChunkBytes, n), i, blocks_per_image};
+  }
+};
+
+/// Up to kTableImages images of any sizes, described in the launch's parameters.
+struct TableMap {
+  int count;
+  const std::uint8_t* in[P::kTableImages];
+  std::uint8_t* out[P::kTableImages];
+  std::size_t n[P::kTableImages];
+  unsigned first_block[P::kTableImages + 1];  ///< prefix sums of blocks per image
+  __device__ Piece at(unsigned block) const {
+    int lo = 0, hi = count - 1;  // last image with first_block <= block (skips empty images)
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (first_block[mid] <= block) lo = mid; else hi = mid - 1;
+    }
+    const std::size_t begin = std::size_t(block - first_block[lo]) * P::kChunkBytes;
+    return {in[lo], out[lo], begin, min(begin + P::kChunkBytes, n[lo]), unsigned(lo),
+            first_block[lo + 1] - first_block[lo]};
+  }
+};
+
+__device__ __forceinline__ bool aligned16(const void* p) {
+  return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
+}
+
+template <typename Map>
+__global__ void __launch_bounds__(P::kBlockSize)
+batch_histogram_lut_kernel(Map map, Formula f, unsigned long long* hist, unsigned* tickets,
+                           std::uint8_t* luts) {
+  __shared__ std::uint32_t s_hist[P::kSubHistograms][cdf::kLutBins];
+  __shared__ cdf::TempStorage tmp;
+  __shared__ bool s_last;
+  const unsigned t = threadIdx.x;
+  for (unsigned k = 0; k < P::kSubHistograms; ++k) s_hist[k][t] = 0;
+  __syncthreads();
+
+  const Piece p = map.at(blockIdx.x);
+  std::uint32_t* mine = s_hist[(t / 32) % P::kSubHistograms];
+  const std::uint8_t* src = p.in + p.begin;
+  const std::size_t len = p.end - p.begin;
+  std::size_t scalar_from = 0;
+  if (aligned16(src)) {
+    const std::size_t vectors = len / 16;
+    const uint4* v = reinterpret_cast<const uint4*>(src);
+#pragma unroll
+    for (int k = 0; k < P::kVectorsPerThread; ++k) {
+      const std::size_t j = std::size_t(k) * P::kBlockSize + t;
+      if (j < vectors) {
+        const uint4 x = __ldg(v + j);
+        const unsigned w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+#pragma unroll
+          for (int b = 0; b < 4; ++b) atomicAdd(&mine[(w[q] >> (8 * b)) & 0xFFu], 1u);
+        }
+      }
+    }
+    scalar_from = vectors * 16;
+  }
+  for (std::size_t j = scalar_from + t; j < len; j += P::kBlockSize) atomicAdd(&mine[src[j]], 1u);
+  __syncthreads();
+
+  std::uint32_t sum = 0;
+#pragma unroll
+  for (int k = 0; k < P::kSubHistograms; ++k) sum += s_hist[k][t];
+  unsigned long long* h = hist + std::size_t(p.image) * cdf::kLutBins;
+  if (sum != 0) atomicAdd(&h[t], static_cast<unsigned long long>(sum));
+
+  // The image's last block to finish turns its histogram into the LUT.
+  __threadfence();
+  __syncthreads();
+  if (t == 0) s_last = atomicAdd(&tickets[p.image], 1u) == p.blocks_of_image - 1;
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  const std::uint64_t count = __ldcg(&h[t]);
+  cdf::block_cdf_lut(count, [h](int v) { return std::uint64_t(__ldcg(&h[v])); }, f,
+                     luts + std::size_t(p.image) * cdf::kLutBins, tmp);
+  __syncthreads();  // every thread has read h[v0] before it is zeroed
+  h[t] = 0;         // zeroed scratch: ready for the next call
+  if (t == 0) tickets[p.image] = 0;
+}
+
+template <typename Map>
+__global__ void __launch_bounds__(P::kBlockSize)
+batch_apply_kernel(Map map, const std::uint8_t* luts) {
+  __shared__ std::uint8_t s_lut[cdf::kLutBins];
+  const unsigned t = threadIdx.x;
+  const Piece p = map.at(blockIdx.x);
+  s_lut[t] = luts[std::size_t(p.image) * cdf::kLutBins + t];
+  __syncthreads();
+  const std::uint8_t* src = p.in + p.begin;
+  std::uint8_t* dst = p.out + p.begin;
+  const std::size_t len = p.end - p.begin;
+  std::size_t scalar_from = 0;
+  if (aligned16(src) && aligned16(dst)) {
+    const std::size_t vectors = len / 16;
+    const uint4* vin = reinterpret_cast<const uint4*>(src);
+    uint4* vout = reinterpret_cast<uint4*>(dst);
+#pragma unroll
+    for (int k = 0; k < P::kVectorsPerThread; ++k) {
+      const std::size_t j = std::size_t(k) * P::kBlockSize + t;
+      if (j < vectors) {
+        uint4 x = vin[j];
+        unsigned* w[4] = {&x.x, &x.y, &x.z, &x.w};
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const unsigned a = *w[q];
+          *w[q] = unsigned(s_lut[a & 0xFFu]) | unsigned(s_lut[(a >> 8) & 0xFFu]) << 8 |
+                  unsigned(s_lut[(a >> 16) & 0xFFu]) << 16 | unsigned(s_lut[a >> 24]) << 24;
+        }
+        vout[j] = x;
+      }
+    }
+    scalar_from = vectors * 16;
+  }
+  for (std::size_t j = scalar_from + t; j < len; j += P::kBlockSize) dst[j] = s_lut[src[j]];
+}
+
+std::size_t blocks_for(std::size_t n) { return (n + P::kChunkBytes - 1) / P::kChunkBytes; }
+
+void check_overlap(const std::uint8_t* in, const std::uint8_t* out, std::size_t n,
+                   const std::string& what) {
+  const auto a = reinterpret_cast<std::uintptr_t>(in), b = reinterpret_cast<std::uintptr_t>(out);
+  if (n > 0 && (in == nullptr || out == nullptr)) throw UsageError(what + ": null device pointer");
+  if (a != b && a < b + n && b < a + n) {
+    throw UsageError(what + ": input and output overlap without being the same buffer");
+  }
+}
+
+constexpr std::size_t kMaxGrid = 0x7FFFFFFF;
+
+template <typename Map>
+void launch_pair(const Map& map, std::size_t blocks, Formula f, unsigned long long* hist,
+                 unsigned* tickets, std::uint8_t* luts, cudaStream_t stream) {
+  if (blocks == 0) return;
+  if (blocks > kMaxGrid) throw UsageError("equalize_batch: batch too large for one grid");
+  batch_histogram_lut_kernel<Map><<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, f, hist,
+                                                                                   tickets, luts);
+  HISTEQ_CUDA_CHECK_LAUNCH();
+  batch_apply_kernel<Map><<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, luts);
+  HISTEQ_CUDA_CHECK_LAUNCH();
+}
+
+struct Scratch {
+  unsigned long long* hist;
+  unsigned* tickets;
+};
+Scratch split(void* d, std::size_t count) {
+  auto* hist = static_cast<unsigned long long*>(d);
+  return {hist, reinterpret_cast<unsigned*>(hist + count * cdf::kLutBins)};
+}
+
+}  // namespace
+
+std::size_t batch_scratch_bytes(std::size_t count) {
+  return count * (cdf::kLutBins * sizeof(std::uint64_t) + sizeof(unsigned));
+}
+
+void launch_equalize_batch(const BatchImage* images, std::size_t count, Formula f,
+                           std::uint8_t* d_luts, void* d_zeroed_scratch, cudaStream_t stream) {
+  if (count == 0) return;
+  if (images == nullptr || d_luts == nullptr || d_zeroed_scratch == nullptr) {
+    throw UsageError("equalize_batch: null pointer");
+  }
+  const Scratch s = split(d_zeroed_scratch, count);
+  for (std::size_t base = 0; base < count; base += P::kTableImages) {
+    TableMap map{};
+    map.count = int(std::min<std::size_t>(P::kTableImages, count - base));
+    std::size_t blocks = 0;
+    for (int k = 0; k < map.count; ++k) {
+      const BatchImage& im = images[base + std::size_t(k)];
+      check_overlap(im.d_in, im.d_out, im.n, "equalize_batch: image " + std::to_string(base + k));
+      map.in[k] = im.d_in;
+      map.out[k] = im.d_out;
+      map.n[k] = im.n;
+      map.first_block[k] = unsigned(blocks);
+      blocks += blocks_for(im.n);
+      if (blocks > kMaxGrid) throw UsageError("equalize_batch: batch too large for one grid");
+    }
+    map.first_block[map.count] = unsigned(blocks);
+    launch_pair(map, blocks, f, s.hist + base * cdf::kLutBins, s.tickets + base,
+                d_luts + base * cdf::kLutBins, stream);
+  }
+}
+
+void launch_equalize_batch_uniform(const std::uint8_t* d_in, std::uint8_t* d_out,
+                                   std::size_t count, std::size_t n, Formula f,
+                                   std::uint8_t* d_luts, void* d_zeroed_scratch,
+                                   cudaStream_t stream) {
+  if (count == 0 || n == 0) return;
+  if (d_luts == nullptr || d_zeroed_scratch == nullptr) {
+    throw UsageError("equalize_batch: null pointer");
+  }
+  check_overlap(d_in, d_out, count * n, "equalize_batch");
+  const std::size_t per_image = blocks_for(n);
+  if (per_image > kMaxGrid || count > kMaxGrid / per_image) {
+    throw UsageError("equalize_batch: batch too large for one grid");
+  }
+  const Scratch s = split(d_zeroed_scratch, count);
+  const UniformMap map{d_in, d_out, n, unsigned(per_image)};
+  launch_pair(map, count * per_image, f, s.hist, s.tickets, d_luts, stream);
+}
+
+}  // namespace histeq::kernels
