@@ -1,4 +1,5 @@
-// batched — equalization of N gray 8-bit images of any sizes in two launches (per batch table).
+// batched — equalization of N gray 8-bit images of any sizes: two launches per table of 64
+// images of any sizes, or one launch (a queue) for N images of one size back to back.
 // In:  images[i].d_in[0, n_i) u8, device memory, any alignment; n_i may be 0.
 // Out: images[i].d_out[0, n_i) = lut_i[d_in] (in place allowed); d_luts[i·256, +256) = lut_i,
 //      each byte-identical to the single-image path (histogram → make_lut → apply).
@@ -12,13 +13,16 @@
 //      (privatization, PMPP 4th ed. ch. 9.4), adds them to its image's global histogram, and the
 //      image's last block (a ticket, as CUB's single-pass decoupled schemes) scans it into the
 //      LUT (cub::BlockScan) and zeroes the histogram and ticket for the next call. Launch 2: each
-//      block maps its chunk through its image's LUT held in shared memory.
+//      block maps its chunk through its image's LUT held in shared memory. Uniform batches run
+//      both passes in one launch instead (batch_queued_kernel: a work queue in which image i's
+//      apply follows image i + lag's histogram, so image i is re-read from L2, not DRAM).
 #include "batched.hpp"
 
 #include <algorithm>
 #include <string>
 
 #include "cdf_lut.cuh"
+#include "common.cuh"
 #include "cuda_check.hpp"
 #include "histeq/error.hpp"
 
@@ -74,6 +78,11 @@ struct TableMap {
 
 __device__ __forceinline__ bool aligned16(const void* p) {
   return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
+}
+
+__device__ __forceinline__ unsigned map_word(const std::uint8_t* lut, unsigned a) {
+  return unsigned(lut[a & 0xFFu]) | unsigned(lut[(a >> 8) & 0xFFu]) << 8 |
+         unsigned(lut[(a >> 16) & 0xFFu]) << 16 | unsigned(lut[a >> 24]) << 24;
 }
 
 template <typename Map>
@@ -170,6 +179,148 @@ batch_apply_kernel(Map map, const std::uint8_t* luts) {
   for (std::size_t j = scalar_from + t; j < len; j += P::kBlockSize) dst[j] = s_lut[src[j]];
 }
 
+/// The order of a uniform batch's work in the queued kernel: phases of blocks_per_image items,
+/// "histogram image i" (H i) and "apply image i" (A i), A i placed `lag` phases after H i:
+/// H0 … H(lag-1), then H(lag) A0 H(lag+1) A1 …, then the last A's.
+struct PhaseOrder {
+  unsigned count, lag;
+  /// (is_apply, image) of phase q, q < 2·count.
+  __device__ void at(unsigned q, bool& apply, unsigned& image) const {
+    if (q < lag) {
+      apply = false;
+      image = q;
+    } else if (q < lag + 2 * (count - lag)) {
+      const unsigned r = q - lag;
+      apply = (r & 1u) != 0;
+      image = apply ? r / 2 : lag + r / 2;
+    } else {
+      apply = true;
+      image = count - lag + (q - lag - 2 * (count - lag));
+    }
+  }
+};
+
+/// One launch for a uniform batch: a queue of items claimed in order with one atomic per item
+/// (so every item before a claimed one is held by a running block); histogram items never wait,
+/// and an apply item waits (spinning on its image's ready flag) only for histogram items claimed
+/// before it — so the launch cannot deadlock whatever the grid size. The lag keeps an image's
+/// bytes in L2 between its two passes: the batch is read from DRAM about once.
+__global__ void __launch_bounds__(P::kBlockSize)
+batch_queued_kernel(UniformMap map, PhaseOrder order, Formula f, unsigned long long* hist,
+                    unsigned* tickets, std::uint8_t* luts, unsigned* ready, unsigned epoch,
+                    unsigned* work) {
+  __shared__ std::uint32_t s_hist[P::kSubHistograms][cdf::kLutBins];
+  __shared__ cdf::TempStorage tmp;
+  __shared__ std::uint8_t s_lut[cdf::kLutBins];
+  __shared__ unsigned s_item;
+  __shared__ bool s_last;
+  const unsigned t = threadIdx.x;
+  const unsigned per_image = map.blocks_per_image;
+  const unsigned total = 2 * order.count * per_image;
+  for (;;) {
+    if (t == 0) s_item = atomicAdd(&work[0], 1u);
+    __syncthreads();
+    const unsigned item = s_item;
+    if (item >= total) break;
+    bool apply;
+    unsigned image;
+    order.at(item / per_image, apply, image);
+    const Piece p = map.at(image * per_image + item % per_image);
+    const std::uint8_t* src = p.in + p.begin;
+    const std::size_t len = p.end - p.begin;
+    if (!apply) {
+      for (unsigned k = 0; k < P::kSubHistograms; ++k) s_hist[k][t] = 0;
+      __syncthreads();
+      std::uint32_t* mine = s_hist[(t / 32) % P::kSubHistograms];
+      std::size_t scalar_from = 0;
+      if (aligned16(src)) {
+        const std::size_t vectors = len / 16;
+        const uint4* v = reinterpret_cast<const uint4*>(src);
+#pragma unroll
+        for (int k = 0; k < P::kVectorsPerThread; ++k) {
+          const std::size_t j = std::size_t(k) * P::kBlockSize + t;
+          if (j < vectors) {
+            const uint4 x = __ldg(v + j);
+            const unsigned w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+#pragma unroll
+              for (int b = 0; b < 4; ++b) atomicAdd(&mine[(w[q] >> (8 * b)) & 0xFFu], 1u);
+            }
+          }
+        }
+        scalar_from = vectors * 16;
+      }
+      for (std::size_t j = scalar_from + t; j < len; j += P::kBlockSize) {
+        atomicAdd(&mine[src[j]], 1u);
+      }
+      __syncthreads();
+      std::uint32_t sum = 0;
+#pragma unroll
+      for (int k = 0; k < P::kSubHistograms; ++k) sum += s_hist[k][t];
+      unsigned long long* h = hist + std::size_t(image) * cdf::kLutBins;
+      if (sum != 0) atomicAdd(&h[t], static_cast<unsigned long long>(sum));
+      __threadfence();
+      __syncthreads();
+      if (t == 0) s_last = atomicAdd(&tickets[image], 1u) == per_image - 1;
+      __syncthreads();
+      if (s_last) {
+        __threadfence();
+        const std::uint64_t c = __ldcg(&h[t]);
+        cdf::block_cdf_lut(c, [h](int v) { return std::uint64_t(__ldcg(&h[v])); }, f,
+                           luts + std::size_t(image) * cdf::kLutBins, tmp);
+        __syncthreads();
+        h[t] = 0;
+        __threadfence();
+        __syncthreads();
+        if (t == 0) {
+          tickets[image] = 0;
+          atomicExch(&ready[image], epoch);  // after the fence: the LUT is visible first
+        }
+      }
+    } else {
+      if (t == 0) {
+        while (atomicAdd(&ready[image], 0u) != epoch) __nanosleep(64);
+        __threadfence();
+      }
+      __syncthreads();
+      s_lut[t] = __ldcg(luts + std::size_t(image) * cdf::kLutBins + t);
+      __syncthreads();
+      std::uint8_t* dst = p.out + p.begin;
+      std::size_t scalar_from = 0;
+      if (aligned16(src) && aligned16(dst)) {
+        const std::size_t vectors = len / 16;
+        const uint4* vin = reinterpret_cast<const uint4*>(src);
+        uint4* vout = reinterpret_cast<uint4*>(dst);
+#pragma unroll
+        for (int k = 0; k < P::kVectorsPerThread; ++k) {
+          const std::size_t j = std::size_t(k) * P::kBlockSize + t;
+          if (j < vectors) {
+            uint4 x = vin[j];
+            x.x = map_word(s_lut, x.x);
+            x.y = map_word(s_lut, x.y);
+            x.z = map_word(s_lut, x.z);
+            x.w = map_word(s_lut, x.w);
+            vout[j] = x;
+          }
+        }
+        scalar_from = vectors * 16;
+      }
+      for (std::size_t j = scalar_from + t; j < len; j += P::kBlockSize) dst[j] = s_lut[src[j]];
+    }
+    __syncthreads();  // s_item, s_hist and s_lut are reused by the next item
+  }
+  // The last block out resets the queue for the next launch (every block has made its last
+  // claim before it counts itself out).
+  if (t == 0) {
+    __threadfence();
+    if (atomicAdd(&work[1], 1u) == gridDim.x - 1) {
+      work[0] = 0;
+      work[1] = 0;
+    }
+  }
+}
+
 std::size_t blocks_for(std::size_t n) { return (n + P::kChunkBytes - 1) / P::kChunkBytes; }
 
 void check_overlap(const std::uint8_t* in, const std::uint8_t* out, std::size_t n,
@@ -195,28 +346,42 @@ void launch_pair(const Map& map, std::size_t blocks, Formula f, unsigned long lo
   HISTEQ_CUDA_CHECK_LAUNCH();
 }
 
+/// The zeroed scratch, laid out by its capacity C (not by the call's count, so that calls of
+/// different counts never see each other's flags as counts): hist[C·256] uint64, tickets[C],
+/// ready[C] (uniform batches' per-image epoch flags), work[2] (the queue counters).
 struct Scratch {
   unsigned long long* hist;
   unsigned* tickets;
+  unsigned* ready;
+  unsigned* work;
+  std::size_t capacity;
 };
-Scratch split(void* d, std::size_t count) {
+constexpr std::size_t kPerImageBytes = cdf::kLutBins * sizeof(std::uint64_t) + 2 * sizeof(unsigned);
+constexpr std::size_t kFixedBytes = 2 * sizeof(unsigned);
+
+Scratch split(void* d, std::size_t bytes, std::size_t count) {
+  const std::size_t cap = bytes < kFixedBytes ? 0 : (bytes - kFixedBytes) / kPerImageBytes;
+  if (d == nullptr || cap < count) {
+    throw UsageError("equalize_batch: scratch of " + std::to_string(bytes) + " bytes holds " +
+                     std::to_string(cap) + " images, " + std::to_string(count) + " needed");
+  }
   auto* hist = static_cast<unsigned long long*>(d);
-  return {hist, reinterpret_cast<unsigned*>(hist + count * cdf::kLutBins)};
+  auto* tickets = reinterpret_cast<unsigned*>(hist + cap * cdf::kLutBins);
+  return {hist, tickets, tickets + cap, tickets + 2 * cap, cap};
 }
 
 }  // namespace
 
 std::size_t batch_scratch_bytes(std::size_t count) {
-  return count * (cdf::kLutBins * sizeof(std::uint64_t) + sizeof(unsigned));
+  return kFixedBytes + count * kPerImageBytes;
 }
 
 void launch_equalize_batch(const BatchImage* images, std::size_t count, Formula f,
-                           std::uint8_t* d_luts, void* d_zeroed_scratch, cudaStream_t stream) {
+                           std::uint8_t* d_luts, void* d_zeroed_scratch,
+                           std::size_t scratch_bytes, cudaStream_t stream) {
   if (count == 0) return;
-  if (images == nullptr || d_luts == nullptr || d_zeroed_scratch == nullptr) {
-    throw UsageError("equalize_batch: null pointer");
-  }
-  const Scratch s = split(d_zeroed_scratch, count);
+  if (images == nullptr || d_luts == nullptr) throw UsageError("equalize_batch: null pointer");
+  const Scratch s = split(d_zeroed_scratch, scratch_bytes, count);
   for (std::size_t base = 0; base < count; base += P::kTableImages) {
     TableMap map{};
     map.count = int(std::min<std::size_t>(P::kTableImages, count - base));
@@ -240,19 +405,32 @@ void launch_equalize_batch(const BatchImage* images, std::size_t count, Formula 
 void launch_equalize_batch_uniform(const std::uint8_t* d_in, std::uint8_t* d_out,
                                    std::size_t count, std::size_t n, Formula f,
                                    std::uint8_t* d_luts, void* d_zeroed_scratch,
+                                   std::size_t scratch_bytes, unsigned epoch,
                                    cudaStream_t stream) {
   if (count == 0 || n == 0) return;
-  if (d_luts == nullptr || d_zeroed_scratch == nullptr) {
-    throw UsageError("equalize_batch: null pointer");
-  }
+  if (d_luts == nullptr) throw UsageError("equalize_batch: null pointer");
+  if (epoch == 0) throw UsageError("equalize_batch: epoch 0 is the flags' initial value");
   check_overlap(d_in, d_out, count * n, "equalize_batch");
   const std::size_t per_image = blocks_for(n);
-  if (per_image > kMaxGrid || count > kMaxGrid / per_image) {
-    throw UsageError("equalize_batch: batch too large for one grid");
+  if (per_image > kMaxGrid || count > kMaxGrid / (2 * per_image)) {
+    throw UsageError("equalize_batch: batch too large for one queue");
   }
-  const Scratch s = split(d_zeroed_scratch, count);
+  const Scratch s = split(d_zeroed_scratch, scratch_bytes, count);
   const UniformMap map{d_in, d_out, n, unsigned(per_image)};
-  launch_pair(map, count * per_image, f, s.hist, s.tickets, d_luts, stream);
+  const std::size_t resident = detail::resident_blocks(
+      reinterpret_cast<const void*>(batch_queued_kernel), P::kBlockSize, 0);
+  const std::size_t items = 2 * count * per_image;
+  const std::size_t grid = std::max<std::size_t>(1, std::min(items, resident));
+  // Lag: the apply of image i is queued after the histogram of image i + lag: at least the
+  // images the grid has in flight at once (so an apply rarely waits), at most what keeps
+  // kLagBytes of them in L2 between their two passes.
+  const std::size_t in_flight = (grid + per_image - 1) / per_image + 1;
+  const std::size_t by_l2 = std::max<std::size_t>(1, P::kLagBytes / n);
+  const std::size_t lag = std::min(count, std::max(in_flight, by_l2));
+  const PhaseOrder order{unsigned(count), unsigned(lag)};
+  batch_queued_kernel<<<unsigned(grid), P::kBlockSize, 0, stream>>>(
+      map, order, f, s.hist, s.tickets, d_luts, s.ready, epoch, s.work);
+  HISTEQ_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace histeq::kernels

@@ -67,6 +67,7 @@ struct Equalizer::Impl {
   cudaStream_t s() const { return external ? external : own->get(); }
   // The batched equalizer's per-image histograms + tickets: zeroed when allocated, left zero.
   DeviceBuffer<std::uint8_t> batch_scratch;
+  unsigned batch_epoch = 0;  // the queued uniform kernel's ready-flag value, never 0
   DeviceBuffer<std::uint8_t> scratch;
   // For kernels with zeroed_scratch (contract.hpp): zeroed when allocated, left zero by them, so
   // never shared with the other kernels' scratch, whose contents they leave undefined.
@@ -106,15 +107,19 @@ void Equalizer::equalize_batch(const BatchImage* images, std::size_t count, Form
   static_assert(sizeof(BatchImage) == sizeof(kernels::BatchImage), "same layout");
   std::uint8_t* d_luts = device_lut(int(count));
   kernels::launch_equalize_batch(reinterpret_cast<const kernels::BatchImage*>(images), count,
-                                 formula, d_luts, batch_scratch(count), impl_->s());
+                                 formula, d_luts, batch_scratch(count),
+                                 impl_->batch_scratch.bytes(), impl_->s());
 }
 
 void Equalizer::equalize_batch(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t count,
                                std::size_t n, Formula formula) {
   if (count == 0 || n == 0) return;
   std::uint8_t* d_luts = device_lut(int(count));
-  kernels::launch_equalize_batch_uniform(d_in, d_out, count, n, formula, d_luts,
-                                         batch_scratch(count), impl_->s());
+  void* scratch = batch_scratch(count);
+  if (++impl_->batch_epoch == 0) impl_->batch_epoch = 1;
+  kernels::launch_equalize_batch_uniform(d_in, d_out, count, n, formula, d_luts, scratch,
+                                         impl_->batch_scratch.bytes(), impl_->batch_epoch,
+                                         impl_->s());
 }
 
 void* Equalizer::batch_scratch(std::size_t count) {

@@ -8,6 +8,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <iterator>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -141,6 +143,36 @@ TEST(BatchedUniform, BackToBackImagesEqualTheirOwnEqualization) {
     const Histogram h = cpu::histogram(each[0].data(), n, SampleType::u8, 256, 1);
     const Lut want = make_lut(h.data(), Formula::opencv);
     EXPECT_TRUE(std::equal(want.begin(), want.end(), luts.begin())) << "n " << n;
+  }
+}
+
+TEST(BatchedUniform, OneEqualizerAcrossCountsSizesAndModesInPlace) {
+  HISTEQ_REQUIRE_GPU();
+  gpu::Equalizer eq;
+  // (count, n): growth of the scratch, then smaller calls that reuse the larger buffer, in
+  // between a table call; the ready flags and queue counters must not leak between them.
+  const std::pair<std::size_t, std::size_t> calls[] = {{40, 1000}, {70, 50000}, {10, 300000},
+                                                       {3, 17}, {70, 50000}};
+  for (std::size_t c = 0; c < std::size(calls); ++c) {
+    const auto [count, n] = calls[c];
+    std::vector<std::uint8_t> all = samples(count * n, Distribution::blocky, 50 + c);
+    auto d = test::upload_bytes(all);
+    eq.equalize_batch(d.get(), d.get(), count, n, Formula::opencv);  // in place
+    std::vector<std::uint8_t> one = samples(4321, Distribution::natural, c);
+    auto d1 = test::upload_bytes(one);
+    DeviceBuffer<std::uint8_t> o1(one.size());
+    gpu::Equalizer::BatchImage b{d1.get(), o1.get(), one.size()};
+    eq.equalize_batch(&b, 1, Formula::exact);
+    eq.synchronize();
+    const auto got = test::download(d.get(), all.size());
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::vector<std::uint8_t> in(all.begin() + std::ptrdiff_t(i * n),
+                                         all.begin() + std::ptrdiff_t((i + 1) * n));
+      const std::vector<std::uint8_t> gi(got.begin() + std::ptrdiff_t(i * n),
+                                         got.begin() + std::ptrdiff_t((i + 1) * n));
+      ASSERT_EQ(gi, reference(in, Formula::opencv)) << "call " << c << " image " << i;
+    }
+    EXPECT_EQ(test::download(o1.get(), one.size()), reference(one, Formula::exact)) << c;
   }
 }
 

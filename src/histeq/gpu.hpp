@@ -60,7 +60,8 @@ class Equalizer {
   /// call. Throws UsageError for null or overlapping pointers.
   void equalize_batch(const BatchImage* images, std::size_t count, Formula formula);
   /// The same for `count` images of n bytes each, back to back (image i at d_in + i·n → d_out +
-  /// i·n), in 2 launches whatever count is.
+  /// i·n), in ONE launch whatever count is (a queue that applies each image a few images after
+  /// its histogram, while it is still in L2: launch_equalize_batch_uniform).
   void equalize_batch(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t count,
                       std::size_t n, Formula formula);
 
