@@ -142,7 +142,7 @@ class _Dev:
         """A new array of the same library on the same device."""
         if self.lib == "torch":
             import torch
-            tdt = torch.uint8 if dtype == "uint8" else torch.int64
+            tdt = torch.uint8 if dtype == "uint8" else torch.int64  # torch: no full uint64
             return torch.empty(shape, dtype=tdt, device=self.obj.device)
         import cupy
         with cupy.cuda.Device(self.device):
@@ -226,7 +226,8 @@ def _as_device(x, argname: str) -> Optional[_Dev]:
     return None
 
 
-def _result_like(d: _Dev, shape):
+def _result_like(d: _Dev, shape, dtype: str = "uint8"):
+    """A new array for the result: same library (CuPy for foreign CUDA arrays), same device."""
     if d.lib == "cai":
         try:
             import cupy  # noqa: F401
@@ -234,7 +235,7 @@ def _result_like(d: _Dev, shape):
             raise TypeError(f"image: cannot allocate a result for {type(d.obj).__name__}; "
                             f"install CuPy or pass a torch or CuPy array") from None
         d = _Dev("cupy", d.obj, d.ptr, d.shape, d.device, d.stream)
-    return d.empty(shape)
+    return d.empty(shape, dtype)
 
 
 # ------------------------------------------------------------------------------------------
@@ -404,7 +405,7 @@ def histogram(image, bins: int = 256, kernel: str = "auto", *, mode: Optional[st
         if c != 1 and bins != 256:
             raise ValueError(f"bins: colour images take 256 bins only; got {bins}")
         planes = 3 if (c >= 3 and mode == "rgb") else 1
-        out = _result_like(d, (n, planes, bins)) if d.lib != "torch" else d.empty((n, planes, bins), "int64")
+        out = _result_like(d, (n, planes, bins), "uint64")
         optr = out.data_ptr() if d.lib == "torch" else out.data.ptr
         step = h * w * c
         for i in range(n):
@@ -426,10 +427,6 @@ def histogram(image, bins: int = 256, kernel: str = "auto", *, mode: Optional[st
         res.append(hs[0] if hs.shape[0] == 1 else hs)
     out = _np.stack(res) if is_batch else res[0]
     return wrap(out)
-
-
-def _result_like_hist(d, shape):  # pragma: no cover - kept for clarity
-    return d.empty(shape, "uint64")
 
 
 # ------------------------------------------------------------------------------------------
