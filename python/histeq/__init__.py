@@ -266,6 +266,11 @@ def _equalize_host(a: _np.ndarray, batch, mode, formula, kernel, backend):
         keep_axis = True
     else:
         keep_axis = False
+    if is_batch and c == 1 and n > 1 and h * w > 0 and kernel == "auto" and backend != "cpu":
+        # gray batch: one upload, the batched device path, one download (None: no GPU)
+        out = _histeq.equalize_host_batch(a, n, h * w, formula, backend)
+        if out is not None:
+            return out.reshape((n, h, w, 1) if keep_axis else (n, h, w))
     outs = []
     for i in range(n):
         img = a[i] if is_batch else a
@@ -473,8 +478,9 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
     writable (.png .jpg .jpeg .bmp .tga), else ``.png``.
 
     Runs ``workers`` files at a time (default: the CPU count, at most the number of files) on
-    threads over the single-file API (decode → equalize → encode, the GIL released); issue 11's
-    many-files executor replaces this loop without changing the call.
+    threads over the single-file API (decode → equalize → encode, the GIL released). Issue 11's
+    many-files executor (src/histeq/executor.hpp) replaces this loop without changing the call:
+    see ``_run_files`` below.
 
     Returns:
         One dict per input, in order: ``input output width height channels output_channels
@@ -505,14 +511,22 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
         seen[o] = p
     if not inputs:
         return []
+    n_workers = workers if workers is not None else min(len(inputs), os.cpu_count() or 1)
+    if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
+        raise ValueError(f"workers: must be an int >= 1, got {workers!r}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    n_workers = workers or min(len(inputs), os.cpu_count() or 1)
-    if n_workers < 1:
-        raise ValueError(f"workers: must be >= 1, got {workers}")
+    return _run_files(inputs, [str(o) for o in outputs], mode, formula, kernel, backend, quality,
+                      int(max_pixels), n_workers)
 
+
+def _run_files(inputs: List[str], outputs: List[str], mode, formula, kernel, backend, quality,
+               max_pixels: int, n_workers: int) -> List[Dict[str, Any]]:
+    """THE PLACE FOR THE EXECUTOR (issue 11): today a thread pool over _histeq.equalize_file;
+    bind the executor as one _histeq call taking the same lists and options and returning the
+    same report dicts in input order (first failure raised as RuntimeError)."""
     def one(i: int) -> Dict[str, Any]:
-        return _histeq.equalize_file(inputs[i], str(outputs[i]), mode, formula, kernel, backend,
-                                     quality, int(max_pixels))
+        return _histeq.equalize_file(inputs[i], outputs[i], mode, formula, kernel, backend,
+                                     quality, max_pixels)
 
     if n_workers == 1:
         return [one(i) for i in range(len(inputs))]

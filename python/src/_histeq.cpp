@@ -239,6 +239,35 @@ NB_MODULE(_histeq, m) {
         "image"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "formula"_a,
         "kernel"_a, "backend"_a);
 
+  // A gray batch (N, H, W) from the host on the GPU: one upload, the batched equalizer (one
+  // launch), one download. Returns None when the batch should run image by image instead (CPU
+  // backend, or no usable GPU with backend "auto").
+  m.def("equalize_host_batch",
+        [](HostU8 a, std::size_t count, std::size_t pixels, std::string formula,
+           std::string backend) -> std::optional<nb::ndarray<nb::numpy, std::uint8_t>> {
+          const histeq::Formula f = histeq::parse_formula(formula);
+          const histeq::Backend b = histeq::resolve_backend(histeq::parse_backend(backend));
+          if (b != histeq::Backend::cuda) return std::nullopt;
+          const std::size_t bytes = count * pixels;
+          if (a.size() != bytes) throw histeq::UsageError("image: size does not match its shape");
+          std::vector<std::uint8_t> out(bytes);
+          {
+            nb::gil_scoped_release release;
+            histeq::gpu::Equalizer eq;
+            histeq::DeviceBuffer<std::uint8_t> d(bytes);
+            if (bytes > 0) {
+              HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d.get(), a.data(), bytes, cudaMemcpyHostToDevice,
+                                                eq.stream()));
+              eq.equalize_batch(d.get(), d.get(), count, pixels, f);
+              HISTEQ_CUDA_CHECK(cudaMemcpyAsync(out.data(), d.get(), bytes,
+                                                cudaMemcpyDeviceToHost, eq.stream()));
+            }
+            eq.synchronize();
+          }
+          return to_numpy(std::move(out), {count, pixels});
+        },
+        "image"_a, "count"_a, "pixels"_a, "formula"_a, "backend"_a);
+
   m.def("histogram_host",
         [](HostU8 a, int height, int width, int channels, std::optional<std::string> mode,
            int bins, std::string kernel, std::string backend) {

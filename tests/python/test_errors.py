@@ -76,6 +76,8 @@ def test_files_errors(tmp_path):
         histeq.equalize_files([], tmp_path, quality=0)
     with pytest.raises(ValueError, match="would both write"):
         histeq.equalize_files(["a/x.png", "b/x.png"], tmp_path)
+    with pytest.raises(ValueError, match="workers"):
+        histeq.equalize_files(["a.png"], tmp_path, workers=0)
     with pytest.raises(ValueError, match="ext"):
         histeq.equalize_files(["a.png"], tmp_path, ext=".gif")
     with pytest.raises(RuntimeError, match="missing.png"):

@@ -196,3 +196,21 @@ def test_torch_dlpack_via_cupy(torch_cuda, cupy_cuda):
 
     y = histeq.equalize(Capsule())
     np.testing.assert_array_equal(cupy_cuda.asnumpy(y), ref(img))
+
+
+# ---------------------------------------------------------------------------------- numpy on GPU
+
+@pytest.mark.parametrize("shape", [(16, 256, 256), (3, 1000, 1001), (5, 7, 9, 1)])
+def test_numpy_gray_batch_on_the_gpu(cuda, shape):
+    batch = rng_image(shape, seed=shape[0], high=150)
+    got = histeq.equalize(batch, backend="cuda", batch=True)
+    assert isinstance(got, np.ndarray) and got.shape == batch.shape
+    for i in range(shape[0]):
+        np.testing.assert_array_equal(got[i], ref(batch[i]))
+
+
+def test_numpy_histograms_on_the_gpu(cuda):
+    img = rng_image((300, 301), seed=2)
+    for bins in (7, 256, 4096):
+        np.testing.assert_array_equal(histeq.histogram(img, bins=bins, backend="cuda"),
+                                      histeq.histogram(img, bins=bins, backend="cpu"))
