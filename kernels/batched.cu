@@ -85,21 +85,20 @@ __device__ __forceinline__ unsigned map_word(const std::uint8_t* lut, unsigned a
          unsigned(lut[(a >> 16) & 0xFFu]) << 16 | unsigned(lut[a >> 24]) << 24;
 }
 
-template <typename Map>
-__global__ void __launch_bounds__(P::kBlockSize)
-batch_histogram_lut_kernel(Map map, Formula f, unsigned long long* hist, unsigned* tickets,
-                           std::uint8_t* luts) {
-  __shared__ std::uint32_t s_hist[P::kSubHistograms][cdf::kLutBins];
-  __shared__ cdf::TempStorage tmp;
-  __shared__ bool s_last;
+/// The block's part of the counting: src[0,len) into the per-warp shared histograms (zeroed here
+/// first), 16-byte loads when src is aligned, then the block's sums added into the image's global
+/// histogram h[256]. Returns true in every thread of the image's last block to get here, after
+/// it has written the image's LUT (lut[256]) and zeroed h and the ticket for the next call.
+__device__ __forceinline__ bool count_chunk(const std::uint8_t* src, std::size_t len,
+                                            std::uint32_t (*s_hist)[cdf::kLutBins],
+                                            unsigned long long* h, unsigned* ticket,
+                                            unsigned blocks_of_image, Formula f,
+                                            std::uint8_t* lut, cdf::TempStorage& tmp,
+                                            bool& s_last) {
   const unsigned t = threadIdx.x;
   for (unsigned k = 0; k < P::kSubHistograms; ++k) s_hist[k][t] = 0;
   __syncthreads();
-
-  const Piece p = map.at(blockIdx.x);
   std::uint32_t* mine = s_hist[(t / 32) % P::kSubHistograms];
-  const std::uint8_t* src = p.in + p.begin;
-  const std::size_t len = p.end - p.begin;
   std::size_t scalar_from = 0;
   if (aligned16(src)) {
     const std::size_t vectors = len / 16;
@@ -108,7 +107,7 @@ batch_histogram_lut_kernel(Map map, Formula f, unsigned long long* hist, unsigne
     for (int k = 0; k < P::kVectorsPerThread; ++k) {
       const std::size_t j = std::size_t(k) * P::kBlockSize + t;
       if (j < vectors) {
-        const uint4 x = __ldg(v + j);
+        const uint4 x = __ldcg(v + j);  // not __ldg: in place, the apply writes these bytes later
         const unsigned w[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
@@ -125,35 +124,29 @@ batch_histogram_lut_kernel(Map map, Formula f, unsigned long long* hist, unsigne
   std::uint32_t sum = 0;
 #pragma unroll
   for (int k = 0; k < P::kSubHistograms; ++k) sum += s_hist[k][t];
-  unsigned long long* h = hist + std::size_t(p.image) * cdf::kLutBins;
   if (sum != 0) atomicAdd(&h[t], static_cast<unsigned long long>(sum));
 
-  // The image's last block to finish turns its histogram into the LUT.
+  // The image's last block to finish turns its histogram into the LUT (threadFenceReduction).
   __threadfence();
   __syncthreads();
-  if (t == 0) s_last = atomicAdd(&tickets[p.image], 1u) == p.blocks_of_image - 1;
+  if (t == 0) s_last = atomicAdd(ticket, 1u) == blocks_of_image - 1;
   __syncthreads();
-  if (!s_last) return;
+  if (!s_last) return false;
   __threadfence();
   const std::uint64_t count = __ldcg(&h[t]);
-  cdf::block_cdf_lut(count, [h](int v) { return std::uint64_t(__ldcg(&h[v])); }, f,
-                     luts + std::size_t(p.image) * cdf::kLutBins, tmp);
+  cdf::block_cdf_lut(count, [h](int v) { return std::uint64_t(__ldcg(&h[v])); }, f, lut, tmp);
   __syncthreads();  // every thread has read h[v0] before it is zeroed
   h[t] = 0;         // zeroed scratch: ready for the next call
-  if (t == 0) tickets[p.image] = 0;
+  if (t == 0) *ticket = 0;
+  __threadfence();  // the LUT and the zeroes before whatever the caller signals next
+  __syncthreads();
+  return true;
 }
 
-template <typename Map>
-__global__ void __launch_bounds__(P::kBlockSize)
-batch_apply_kernel(Map map, const std::uint8_t* luts) {
-  __shared__ std::uint8_t s_lut[cdf::kLutBins];
+/// dst[0,len) = s_lut[src[0,len)], 16-byte loads and stores when both are aligned.
+__device__ __forceinline__ void apply_chunk(const std::uint8_t* src, std::uint8_t* dst,
+                                            std::size_t len, const std::uint8_t* s_lut) {
   const unsigned t = threadIdx.x;
-  const Piece p = map.at(blockIdx.x);
-  s_lut[t] = luts[std::size_t(p.image) * cdf::kLutBins + t];
-  __syncthreads();
-  const std::uint8_t* src = p.in + p.begin;
-  std::uint8_t* dst = p.out + p.begin;
-  const std::size_t len = p.end - p.begin;
   std::size_t scalar_from = 0;
   if (aligned16(src) && aligned16(dst)) {
     const std::size_t vectors = len / 16;
@@ -164,19 +157,39 @@ batch_apply_kernel(Map map, const std::uint8_t* luts) {
       const std::size_t j = std::size_t(k) * P::kBlockSize + t;
       if (j < vectors) {
         uint4 x = vin[j];
-        unsigned* w[4] = {&x.x, &x.y, &x.z, &x.w};
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const unsigned a = *w[q];
-          *w[q] = unsigned(s_lut[a & 0xFFu]) | unsigned(s_lut[(a >> 8) & 0xFFu]) << 8 |
-                  unsigned(s_lut[(a >> 16) & 0xFFu]) << 16 | unsigned(s_lut[a >> 24]) << 24;
-        }
+        x.x = map_word(s_lut, x.x);
+        x.y = map_word(s_lut, x.y);
+        x.z = map_word(s_lut, x.z);
+        x.w = map_word(s_lut, x.w);
         vout[j] = x;
       }
     }
     scalar_from = vectors * 16;
   }
   for (std::size_t j = scalar_from + t; j < len; j += P::kBlockSize) dst[j] = s_lut[src[j]];
+}
+
+template <typename Map>
+__global__ void __launch_bounds__(P::kBlockSize)
+batch_histogram_lut_kernel(Map map, Formula f, unsigned long long* hist, unsigned* tickets,
+                           std::uint8_t* luts) {
+  __shared__ std::uint32_t s_hist[P::kSubHistograms][cdf::kLutBins];
+  __shared__ cdf::TempStorage tmp;
+  __shared__ bool s_last;
+  const Piece p = map.at(blockIdx.x);
+  count_chunk(p.in + p.begin, p.end - p.begin, s_hist, hist + std::size_t(p.image) * cdf::kLutBins,
+              &tickets[p.image], p.blocks_of_image, f, luts + std::size_t(p.image) * cdf::kLutBins,
+              tmp, s_last);
+}
+
+template <typename Map>
+__global__ void __launch_bounds__(P::kBlockSize)
+batch_apply_kernel(Map map, const std::uint8_t* luts) {
+  __shared__ std::uint8_t s_lut[cdf::kLutBins];
+  const Piece p = map.at(blockIdx.x);
+  s_lut[threadIdx.x] = luts[std::size_t(p.image) * cdf::kLutBins + threadIdx.x];
+  __syncthreads();
+  apply_chunk(p.in + p.begin, p.out + p.begin, p.end - p.begin, s_lut);
 }
 
 /// The order of a uniform batch's work in the queued kernel: phases of blocks_per_image items,
@@ -226,57 +239,13 @@ batch_queued_kernel(UniformMap map, PhaseOrder order, Formula f, unsigned long l
     unsigned image;
     order.at(item / per_image, apply, image);
     const Piece p = map.at(image * per_image + item % per_image);
-    const std::uint8_t* src = p.in + p.begin;
-    const std::size_t len = p.end - p.begin;
+    std::uint8_t* lut = luts + std::size_t(image) * cdf::kLutBins;
     if (!apply) {
-      for (unsigned k = 0; k < P::kSubHistograms; ++k) s_hist[k][t] = 0;
-      __syncthreads();
-      std::uint32_t* mine = s_hist[(t / 32) % P::kSubHistograms];
-      std::size_t scalar_from = 0;
-      if (aligned16(src)) {
-        const std::size_t vectors = len / 16;
-        const uint4* v = reinterpret_cast<const uint4*>(src);
-#pragma unroll
-        for (int k = 0; k < P::kVectorsPerThread; ++k) {
-          const std::size_t j = std::size_t(k) * P::kBlockSize + t;
-          if (j < vectors) {
-            const uint4 x = __ldg(v + j);
-            const unsigned w[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-#pragma unroll
-              for (int b = 0; b < 4; ++b) atomicAdd(&mine[(w[q] >> (8 * b)) & 0xFFu], 1u);
-            }
-          }
-        }
-        scalar_from = vectors * 16;
-      }
-      for (std::size_t j = scalar_from + t; j < len; j += P::kBlockSize) {
-        atomicAdd(&mine[src[j]], 1u);
-      }
-      __syncthreads();
-      std::uint32_t sum = 0;
-#pragma unroll
-      for (int k = 0; k < P::kSubHistograms; ++k) sum += s_hist[k][t];
-      unsigned long long* h = hist + std::size_t(image) * cdf::kLutBins;
-      if (sum != 0) atomicAdd(&h[t], static_cast<unsigned long long>(sum));
-      __threadfence();
-      __syncthreads();
-      if (t == 0) s_last = atomicAdd(&tickets[image], 1u) == per_image - 1;
-      __syncthreads();
-      if (s_last) {
-        __threadfence();
-        const std::uint64_t c = __ldcg(&h[t]);
-        cdf::block_cdf_lut(c, [h](int v) { return std::uint64_t(__ldcg(&h[v])); }, f,
-                           luts + std::size_t(image) * cdf::kLutBins, tmp);
-        __syncthreads();
-        h[t] = 0;
-        __threadfence();
-        __syncthreads();
-        if (t == 0) {
-          tickets[image] = 0;
-          atomicExch(&ready[image], epoch);  // after the fence: the LUT is visible first
-        }
+      if (count_chunk(p.in + p.begin, p.end - p.begin, s_hist,
+                      hist + std::size_t(image) * cdf::kLutBins, &tickets[image], per_image, f,
+                      lut, tmp, s_last) &&
+          t == 0) {
+        atomicExch(&ready[image], epoch);  // after count_chunk's fence: the LUT is visible
       }
     } else {
       if (t == 0) {
@@ -284,31 +253,11 @@ batch_queued_kernel(UniformMap map, PhaseOrder order, Formula f, unsigned long l
         __threadfence();
       }
       __syncthreads();
-      s_lut[t] = __ldcg(luts + std::size_t(image) * cdf::kLutBins + t);
+      s_lut[t] = __ldcg(lut + t);
       __syncthreads();
-      std::uint8_t* dst = p.out + p.begin;
-      std::size_t scalar_from = 0;
-      if (aligned16(src) && aligned16(dst)) {
-        const std::size_t vectors = len / 16;
-        const uint4* vin = reinterpret_cast<const uint4*>(src);
-        uint4* vout = reinterpret_cast<uint4*>(dst);
-#pragma unroll
-        for (int k = 0; k < P::kVectorsPerThread; ++k) {
-          const std::size_t j = std::size_t(k) * P::kBlockSize + t;
-          if (j < vectors) {
-            uint4 x = vin[j];
-            x.x = map_word(s_lut, x.x);
-            x.y = map_word(s_lut, x.y);
-            x.z = map_word(s_lut, x.z);
-            x.w = map_word(s_lut, x.w);
-            vout[j] = x;
-          }
-        }
-        scalar_from = vectors * 16;
-      }
-      for (std::size_t j = scalar_from + t; j < len; j += P::kBlockSize) dst[j] = s_lut[src[j]];
+      apply_chunk(p.in + p.begin, p.out + p.begin, p.end - p.begin, s_lut);
     }
-    __syncthreads();  // s_item, s_hist and s_lut are reused by the next item
+    __syncthreads();  // s_item, s_hist, tmp and s_lut are reused by the next item
   }
   // The last block out resets the queue for the next launch (every block has made its last
   // claim before it counts itself out).
