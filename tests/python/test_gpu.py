@@ -50,9 +50,16 @@ def test_torch_is_ordered_on_the_current_stream_without_synchronizing(torch_cuda
         x.copy_(src)                 # the input exists only after the sleep, on this stream
         y = histeq.equalize(x)
         h = histeq.histogram(x)
+        xb = x.view(4, 1024, 1024)  # the same bytes as a batch of four 1M images (one launch)
+        yb = histeq.equalize(xb)
+        yl = histeq.equalize([x[:1000], x[1000:]])  # a list: the table path
         assert not s.query(), "histeq.equalize synchronized the stream"
     s.synchronize()
     np.testing.assert_array_equal(y.cpu().numpy(), ref(img))
+    for i in range(4):
+        np.testing.assert_array_equal(yb[i].cpu().numpy(), ref(img.reshape(4, 1024, 1024)[i]))
+    np.testing.assert_array_equal(yl[0].cpu().numpy(), ref(img[:1000]))
+    np.testing.assert_array_equal(yl[1].cpu().numpy(), ref(img[1000:]))
     np.testing.assert_array_equal(h.cpu().numpy(), np.bincount(img.ravel(), minlength=256))
 
 
