@@ -89,19 +89,26 @@ std::map<int, std::unique_ptr<DeviceContext>>& contexts() {
 
 /// The device's context, switched to `stream`; work on this stream is ordered after the previous
 /// call's work on another stream (cudaStreamWaitEvent: no host synchronization).
+/// The caller's stream handle as the runtime takes it: 0 (the legacy default stream, e.g. torch's
+/// and CuPy's default streams) becomes cudaStreamLegacy, since a null handle would send the
+/// Equalizer back to its own stream, unordered with the caller's work.
+cudaStream_t caller_stream(std::uintptr_t stream) {
+  return stream == 0 ? cudaStreamLegacy : reinterpret_cast<cudaStream_t>(stream);
+}
+
 DeviceContext& begin(int device, std::uintptr_t stream) {
   auto& m = contexts();
   auto it = m.find(device);
   if (it == m.end()) it = m.emplace(device, std::make_unique<DeviceContext>()).first;
   DeviceContext& c = *it->second;
-  const auto s = reinterpret_cast<cudaStream_t>(stream);
+  const cudaStream_t s = caller_stream(stream);
   if (c.used && s != c.last) HISTEQ_CUDA_CHECK(cudaStreamWaitEvent(s, c.done, 0));
   c.eq.set_stream(s);
   return c;
 }
 
 void end(DeviceContext& c, std::uintptr_t stream) {
-  const auto s = reinterpret_cast<cudaStream_t>(stream);
+  const cudaStream_t s = caller_stream(stream);
   HISTEQ_CUDA_CHECK(cudaEventRecord(c.done, s));
   c.last = s;
   c.used = true;

@@ -30,6 +30,7 @@ class Equalizer {
   Equalizer();
   /// Runs every stage on `external` (a cudaStream_t of the current device, e.g. the caller's
   /// PyTorch or CuPy stream), which the caller owns and keeps alive while the Equalizer uses it.
+  /// nullptr: the Equalizer's own stream, as Equalizer() (cudaStreamLegacy for the default one).
   explicit Equalizer(StreamHandle external);
   ~Equalizer();
   Equalizer(Equalizer&&) noexcept;
@@ -42,7 +43,8 @@ class Equalizer {
   /// Blocks the host until all work queued on stream() is done; throws CudaError on a fault.
   void synchronize() const;
   /// From now on, runs on `external` (owned by the caller, as the constructor above); nullptr
-  /// goes back to the Equalizer's own stream. The buffers are shared across streams: the caller
+  /// goes back to the Equalizer's own stream (pass cudaStreamLegacy for the legacy default
+  /// stream, whose handle is otherwise also 0). The buffers are shared across streams: the caller
   /// orders work queued earlier on another stream before the next call (e.g. an event).
   void set_stream(StreamHandle external);
 

@@ -63,6 +63,22 @@ def test_torch_is_ordered_on_the_current_stream_without_synchronizing(torch_cuda
     np.testing.assert_array_equal(h.cpu().numpy(), np.bincount(img.ravel(), minlength=256))
 
 
+def test_torch_default_stream_is_the_callers(torch_cuda):
+    torch = torch_cuda
+    img = rng_image((1024, 1024), seed=6, high=140)
+    src = torch.from_numpy(img).cuda()
+    torch.cuda.synchronize()
+    assert torch.cuda.current_stream().cuda_stream == 0  # the legacy default stream
+    x = torch.zeros_like(src)
+    torch.cuda._sleep(int(2e8))
+    x.copy_(src)  # on the default stream, after the sleep
+    y = histeq.equalize(x)
+    yb = histeq.equalize(x.view(4, 512, 512))
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(y.cpu().numpy(), ref(img))
+    np.testing.assert_array_equal(yb[3].cpu().numpy(), ref(img.reshape(4, 512, 512)[3]))
+
+
 def test_torch_two_streams_share_the_buffers_safely(torch_cuda):
     torch = torch_cuda
     imgs = [rng_image((700, 900), seed=i, high=100 + 30 * i) for i in range(4)]
