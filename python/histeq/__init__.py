@@ -209,6 +209,9 @@ def _as_device(x, argname: str) -> Optional[_Dev]:
         if cai.get("mask") is not None:
             raise ValueError(f"{argname}: masked CUDA arrays are not supported")
         _check_c_contiguous(cai["shape"], cai.get("strides"), argname)
+        if not cuda_available():
+            raise ValueError(f"{argname}: a CUDA array, but this build cannot use the GPU "
+                             f"({_cuda_state[1]})")
         ptr = int(cai["data"][0])
         stream = cai.get("stream") or 0
         stream = 0 if stream == 1 else int(stream)  # 1: the legacy default stream
@@ -224,6 +227,15 @@ def _as_device(x, argname: str) -> Optional[_Dev]:
                                 f"CuPy to hold the result; pass a torch or CuPy array") from None
             return _as_device(cupy.from_dlpack(x), argname)
     return None
+
+
+def _as_device_checked(x, argname: str) -> Optional[_Dev]:
+    """_as_device, and for a CUDA array a usable device for this build (else ValueError)."""
+    d = _as_device(x, argname)
+    if d is not None and not cuda_available():
+        raise ValueError(f"{argname}: a CUDA array, but this build cannot use the GPU "
+                         f"({_cuda_state[1]})")
+    return d
 
 
 def _result_like(d: _Dev, shape, dtype: str = "uint8"):
@@ -302,7 +314,7 @@ def _equalize_device(d: _Dev, batch, mode, formula, kernel):
 
 
 def _equalize_list(images, mode, formula, kernel, backend):
-    devs = [_as_device(x, f"image[{i}]") for i, x in enumerate(images)]
+    devs = [_as_device_checked(x, f"image[{i}]") for i, x in enumerate(images)]
     if all(d is None for d in devs):
         return [equalize(x, mode=mode, formula=formula, kernel=kernel, backend=backend,
                          batch=False) for x in images]
@@ -356,7 +368,7 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
     _check_options(mode, formula, kernel, backend)
     if isinstance(image, (list, tuple)):
         return _equalize_list(list(image), mode, formula, kernel, backend)
-    d = _as_device(image, "image")
+    d = _as_device_checked(image, "image")
     if d is not None:
         if backend == "cpu":
             raise ValueError("backend: 'cpu' cannot take a CUDA array; copy it to the host first")
@@ -402,7 +414,7 @@ def histogram(image, bins: int = 256, kernel: str = "auto", *, mode: Optional[st
     if isinstance(image, (list, tuple)):
         return [histogram(x, bins, kernel, mode=mode, backend=backend, batch=False)
                 for x in image]
-    d = _as_device(image, "image")
+    d = _as_device_checked(image, "image")
     if d is not None:
         if backend == "cpu":
             raise ValueError("backend: 'cpu' cannot take a CUDA array; copy it to the host first")

@@ -113,6 +113,19 @@ def test_cuda_array_interface_with_strides():
         histeq.equalize(Fake())
 
 
+def test_cuda_array_without_a_usable_gpu():
+    if histeq.cuda_available():
+        pytest.skip("a CUDA device is usable here")
+
+    class Fake:
+        __cuda_array_interface__ = {"shape": (4, 4), "typestr": "|u1", "data": (0, False),
+                                    "version": 3}
+    with pytest.raises(ValueError, match="image"):
+        histeq.equalize(Fake())
+    with pytest.raises(ValueError, match="image"):
+        histeq.histogram(Fake())
+
+
 def test_mixed_list():
     class Fake:
         __cuda_array_interface__ = {"shape": (4, 4), "typestr": "|u1", "data": (0, False),
