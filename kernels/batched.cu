@@ -9,8 +9,9 @@
 //      BatchedPolicy (batched.hpp).
 // Algorithm: the batch is cut into chunks of kChunkBytes; block b covers one chunk of one image
 //      (uniform batches: image = b / blocks_per_image; tables: a binary search over the images'
-//      first blocks). Launch 1: each block counts its chunk in per-warp shared histograms
-//      (privatization, PMPP 4th ed. ch. 9.4), adds them to its image's global histogram, and the
+//      first blocks). Launch 1: each block counts its chunk in a lane-column shared histogram
+//      (columns.cuh: conflict-free whatever the data; privatization, PMPP 4th ed. ch. 9.4),
+//      adds it to its image's global histogram, and the
 //      image's last block (a ticket, as CUB's single-pass decoupled schemes) scans it into the
 //      LUT (cub::BlockScan) and zeroes the histogram and ticket for the next call. Launch 2: each
 //      block maps its chunk through its image's LUT held in shared memory. Uniform batches run
@@ -22,6 +23,7 @@
 #include <string>
 
 #include "cdf_lut.cuh"
+#include "columns.cuh"
 #include "common.cuh"
 #include "cuda_check.hpp"
 #include "histeq/error.hpp"
@@ -31,8 +33,8 @@ namespace {
 
 using P = BatchedPolicy;
 static_assert(P::kBlockSize == cdf::kLutBins, "one thread per bin in the last block's scan");
-static_assert(P::kBlockSize % 32 == 0 && P::kBlockSize / 32 >= P::kSubHistograms,
-              "one shared sub-histogram per warp at most");
+static_assert(P::kBlockSize % 32 == 0, "whole warps (lane columns)");
+constexpr unsigned kColumnWords = columns::kSmemWords;  // 256 values × 32 lane columns, 32 KB
 
 /// The part of one image a block covers: [begin, end) of image `image` (the map's own index).
 struct Piece {
@@ -85,20 +87,26 @@ __device__ __forceinline__ unsigned map_word(const std::uint8_t* lut, unsigned a
          unsigned(lut[(a >> 16) & 0xFFu]) << 16 | unsigned(lut[a >> 24]) << 24;
 }
 
-/// The block's part of the counting: src[0,len) into the per-warp shared histograms (zeroed here
-/// first), 16-byte loads when src is aligned, then the block's sums added into the image's global
-/// histogram h[256]. Returns true in every thread of the image's last block to get here, after
-/// it has written the image's LUT (lut[256]) and zeroed h and the ticket for the next call.
+/// Zeroes the block's lane-column histogram (once per launch: count_chunk leaves it zero).
+__device__ __forceinline__ void zero_columns(std::uint32_t* s_cols) {
+  for (unsigned k = threadIdx.x; k < kColumnWords; k += P::kBlockSize) s_cols[k] = 0;
+  __syncthreads();
+}
+
+/// The block's part of the counting: src[0,len) into the block's lane-column histogram s_cols
+/// (word v·32 + lane, columns.cuh's layout: the 32 lanes of a warp always hit 32 different banks,
+/// whatever the data), 16-byte loads when src is aligned; then each thread sums (and zeroes,
+/// for the next chunk) one value's 32 columns and adds the sum into the image's global histogram
+/// h[256]. Returns true in every thread of the image's last block to get here, after it has
+/// written the image's LUT (lut[256]) and zeroed h and the ticket for the next call.
 __device__ __forceinline__ bool count_chunk(const std::uint8_t* src, std::size_t len,
-                                            std::uint32_t (*s_hist)[cdf::kLutBins],
-                                            unsigned long long* h, unsigned* ticket,
-                                            unsigned blocks_of_image, Formula f,
+                                            std::uint32_t* s_cols, unsigned long long* h,
+                                            unsigned* ticket, unsigned blocks_of_image, Formula f,
                                             std::uint8_t* lut, cdf::TempStorage& tmp,
                                             bool& s_last) {
   const unsigned t = threadIdx.x;
-  for (unsigned k = 0; k < P::kSubHistograms; ++k) s_hist[k][t] = 0;
-  __syncthreads();
-  std::uint32_t* mine = s_hist[(t / 32) % P::kSubHistograms];
+  const unsigned lane = t & 31u;
+  std::uint32_t* col = s_cols + lane;
   std::size_t scalar_from = 0;
   if (aligned16(src)) {
     const std::size_t vectors = len / 16;
@@ -108,22 +116,29 @@ __device__ __forceinline__ bool count_chunk(const std::uint8_t* src, std::size_t
       const std::size_t j = std::size_t(k) * P::kBlockSize + t;
       if (j < vectors) {
         const uint4 x = __ldcg(v + j);  // not __ldg: in place, the apply writes these bytes later
-        const unsigned w[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-#pragma unroll
-          for (int b = 0; b < 4; ++b) atomicAdd(&mine[(w[q] >> (8 * b)) & 0xFFu], 1u);
-        }
+        columns::count_word_u8(col, x.x);
+        columns::count_word_u8(col, x.y);
+        columns::count_word_u8(col, x.z);
+        columns::count_word_u8(col, x.w);
       }
     }
     scalar_from = vectors * 16;
   }
-  for (std::size_t j = scalar_from + t; j < len; j += P::kBlockSize) atomicAdd(&mine[src[j]], 1u);
+  for (std::size_t j = scalar_from + t; j < len; j += P::kBlockSize) {
+    columns::count_value(col, src[j]);
+  }
   __syncthreads();
 
+  // Thread t sums value t's 32 columns, starting at its own lane's column so that the 32 lanes
+  // of a warp read 32 different banks, and leaves them zero.
   std::uint32_t sum = 0;
+  std::uint32_t* row = s_cols + t * columns::kColumns;
 #pragma unroll
-  for (int k = 0; k < P::kSubHistograms; ++k) sum += s_hist[k][t];
+  for (unsigned c = 0; c < columns::kColumns; ++c) {
+    const unsigned k = (c + lane) & 31u;
+    sum += row[k];
+    row[k] = 0;
+  }
   if (sum != 0) atomicAdd(&h[t], static_cast<unsigned long long>(sum));
 
   // The image's last block to finish turns its histogram into the LUT (threadFenceReduction).
@@ -173,11 +188,12 @@ template <typename Map>
 __global__ void __launch_bounds__(P::kBlockSize)
 batch_histogram_lut_kernel(Map map, Formula f, unsigned long long* hist, unsigned* tickets,
                            std::uint8_t* luts) {
-  __shared__ std::uint32_t s_hist[P::kSubHistograms][cdf::kLutBins];
+  __shared__ std::uint32_t s_cols[kColumnWords];
   __shared__ cdf::TempStorage tmp;
   __shared__ bool s_last;
+  zero_columns(s_cols);
   const Piece p = map.at(blockIdx.x);
-  count_chunk(p.in + p.begin, p.end - p.begin, s_hist, hist + std::size_t(p.image) * cdf::kLutBins,
+  count_chunk(p.in + p.begin, p.end - p.begin, s_cols, hist + std::size_t(p.image) * cdf::kLutBins,
               &tickets[p.image], p.blocks_of_image, f, luts + std::size_t(p.image) * cdf::kLutBins,
               tmp, s_last);
 }
@@ -222,12 +238,13 @@ __global__ void __launch_bounds__(P::kBlockSize)
 batch_queued_kernel(UniformMap map, PhaseOrder order, Formula f, unsigned long long* hist,
                     unsigned* tickets, std::uint8_t* luts, unsigned* ready, unsigned epoch,
                     unsigned* work) {
-  __shared__ std::uint32_t s_hist[P::kSubHistograms][cdf::kLutBins];
+  __shared__ std::uint32_t s_cols[kColumnWords];
   __shared__ cdf::TempStorage tmp;
   __shared__ std::uint8_t s_lut[cdf::kLutBins];
   __shared__ unsigned s_item;
   __shared__ bool s_last;
   const unsigned t = threadIdx.x;
+  zero_columns(s_cols);
   const unsigned per_image = map.blocks_per_image;
   const unsigned total = 2 * order.count * per_image;
   for (;;) {
@@ -241,7 +258,7 @@ batch_queued_kernel(UniformMap map, PhaseOrder order, Formula f, unsigned long l
     const Piece p = map.at(image * per_image + item % per_image);
     std::uint8_t* lut = luts + std::size_t(image) * cdf::kLutBins;
     if (!apply) {
-      if (count_chunk(p.in + p.begin, p.end - p.begin, s_hist,
+      if (count_chunk(p.in + p.begin, p.end - p.begin, s_cols,
                       hist + std::size_t(image) * cdf::kLutBins, &tickets[image], per_image, f,
                       lut, tmp, s_last) &&
           t == 0) {
@@ -257,7 +274,7 @@ batch_queued_kernel(UniformMap map, PhaseOrder order, Formula f, unsigned long l
       __syncthreads();
       apply_chunk(p.in + p.begin, p.out + p.begin, p.end - p.begin, s_lut);
     }
-    __syncthreads();  // s_item, s_hist, tmp and s_lut are reused by the next item
+    __syncthreads();  // s_item, s_cols, tmp and s_lut are reused by the next item
   }
   // The last block out resets the queue for the next launch (every block has made its last
   // claim before it counts itself out).

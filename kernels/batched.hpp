@@ -14,8 +14,7 @@ namespace histeq::kernels {
 /// Tuning numbers of the batched kernels (one place; no literals in the kernels).
 struct BatchedPolicy {
   static constexpr int kBlockSize = 256;        ///< threads per block; = 256 bins, one per thread
-  static constexpr int kVectorsPerThread = 4;   ///< 16-byte vectors per thread per block
-  static constexpr int kSubHistograms = 8;      ///< shared copies (one per warp) against contention
+  static constexpr int kVectorsPerThread = 8;   ///< 16-byte vectors per thread per item
   /// Bytes of one image a block covers (the unit of the block → image map).
   static constexpr std::size_t kChunkBytes = std::size_t(kBlockSize) * kVectorsPerThread * 16;
   /// Images whose descriptors travel in one launch's parameters (see BatchTable).
