@@ -106,9 +106,12 @@ void Equalizer::equalize_batch(const BatchImage* images, std::size_t count, Form
   if (images == nullptr) throw UsageError("equalize_batch: null image table");
   static_assert(sizeof(BatchImage) == sizeof(kernels::BatchImage), "same layout");
   std::uint8_t* d_luts = device_lut(int(count));
+  // Grown before its size is read: the order in which call arguments are evaluated is
+  // unspecified (GCC reads them right to left, which passed the size before the growth).
+  void* scratch = batch_scratch(count);
   kernels::launch_equalize_batch(reinterpret_cast<const kernels::BatchImage*>(images), count,
-                                 formula, d_luts, batch_scratch(count),
-                                 impl_->batch_scratch.bytes(), impl_->s());
+                                 formula, d_luts, scratch, impl_->batch_scratch.bytes(),
+                                 impl_->s());
 }
 
 void Equalizer::equalize_batch(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t count,
