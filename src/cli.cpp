@@ -208,6 +208,16 @@ std::string num(double v, int prec = 3) {
 
 // ---- equalize ----
 
+/// The extension of a path, lower case, with its dot ("" when none).
+std::string fs_extension_lower(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  const std::size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+  std::string e = path.substr(dot);
+  for (char& ch : e) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return e;
+}
+
 int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   Command c("equalize",
             "Equalizes the histogram of an 8-bit image (PNG, JPEG, BMP, TGA, GIF, PNM in; PNG, "
@@ -262,35 +272,48 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
   // nvJPEG for JPEG files when the GPU runs (auto) or when asked (gpu).
   const bool gpu_jpeg = gpu::nvjpeg_built() && cm.opt.backend == Backend::cuda && decoder_arg != "cpu";
 
+  std::string ext = fs_extension_lower(output);
+  const bool jpg_out = ext == ".jpg" || ext == ".jpeg";
   const Clock::time_point t_start = Clock::now();
   std::string decoder = "stb_image";
-  Image in;
-  std::unique_ptr<gpu::JpegCodec> codec;
-  {
-    const std::vector<std::uint8_t> bytes = read_image_file(input);
-    if (jpeg::is_jpeg(bytes.data(), bytes.size())) {
-      decoder = "libjpeg-turbo";
-      if (gpu_jpeg) {
-        gpu::JpegCodecOptions jo;
-        jo.max_pixels = cm.max_pixels;
-        codec = std::make_unique<gpu::JpegCodec>(nullptr, jo);
-        in = codec->decode_to_host({bytes.data(), bytes.size(), input}, &decoder);
-      }
-    }
-    if (!codec) in = decode_image(bytes.data(), bytes.size(), input, cm.max_pixels);
-  }
-  const double decode_ms = ms_since(t_start);
-
+  std::string encoder = jpg_out ? "libjpeg-turbo" : "stb_image_write";
+  Image in;   // on the device path: shape and metadata only (the pixels stay on the GPU)
+  Image eq;
   EqualizeReport rep;
-  const Image eq = equalize(in, cm.opt, &rep);
-
-  const Clock::time_point t_enc = Clock::now();
-  std::string encoder = "stb_image_write";
-  {
-    std::string ext = output.size() >= 4 ? output.substr(output.find_last_of('.') + 1) : "";
-    for (char& ch : ext) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-    const bool jpg_out = ext == "jpg" || ext == "jpeg";
-    if (jpg_out) encoder = "libjpeg-turbo";
+  double decode_ms = 0;
+  bool done = false;  // equalized and written on the device path
+  const std::vector<std::uint8_t> bytes = read_image_file(input);
+  if (jpeg::is_jpeg(bytes.data(), bytes.size())) decoder = "libjpeg-turbo";
+  std::unique_ptr<gpu::Equalizer> geq;
+  std::unique_ptr<gpu::JpegCodec> codec;
+  if (gpu_jpeg && jpeg::is_jpeg(bytes.data(), bytes.size())) {
+    geq = std::make_unique<gpu::Equalizer>();
+    gpu::JpegCodecOptions jo;
+    jo.max_pixels = cm.max_pixels;
+    codec = std::make_unique<gpu::JpegCodec>(geq->stream(), jo);
+    if (jpg_out) {  // JPEG → JPEG: decode, equalize and encode on the device
+      const gpu::JpegOnDevice d = gpu::equalize_jpeg_on_device(
+          *geq, *codec, {bytes.data(), bytes.size(), input}, cm.opt, {quality, subsampling}, &rep);
+      write_image_file(d.bytes, output);
+      in.width = eq.width = d.width;
+      in.height = eq.height = d.height;
+      in.channels = d.channels;
+      eq.channels = d.out_channels;
+      decoder = d.decoder;
+      encoder = "nvjpeg";
+      decode_ms = d.decode_ms;
+      rep.times.encode_ms = d.encode_ms;
+      done = true;
+    } else {
+      in = codec->decode_to_host({bytes.data(), bytes.size(), input}, &decoder);
+    }
+  } else {
+    in = decode_image(bytes.data(), bytes.size(), input, cm.max_pixels);
+  }
+  if (!done) {
+    decode_ms = ms_since(t_start);
+    eq = equalize(in, cm.opt, &rep);
+    const Clock::time_point t_enc = Clock::now();
     if (jpg_out && gpu_jpeg) {
       if (!codec) codec = std::make_unique<gpu::JpegCodec>(nullptr, gpu::JpegCodecOptions{});
       write_image_file(codec->encode(eq, {quality, subsampling}), output);
@@ -298,8 +321,8 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
     } else {
       save_image(eq, output, quality, subsampling);
     }
+    rep.times.encode_ms = ms_since(t_enc);
   }
-  rep.times.encode_ms = ms_since(t_enc);
   rep.times.decode_ms = decode_ms;
   rep.times.total_ms = ms_since(t_start);  // wall time from decode start to encode end
 

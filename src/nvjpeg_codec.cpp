@@ -4,9 +4,11 @@
 #include "histeq/nvjpeg_codec.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "histeq/error.hpp"
+#include "histeq/planes.hpp"
 
 #ifdef HISTEQ_HAVE_NVJPEG
 #include <cuda_runtime_api.h>
@@ -14,6 +16,7 @@
 
 #include "cuda_check.hpp"
 #include "device_buffer.hpp"
+#include "registry.hpp"
 #endif
 
 namespace histeq::gpu {
@@ -37,6 +40,15 @@ std::vector<std::uint8_t> JpegCodec::encode(const std::uint8_t*, int, int, int,
 }
 std::vector<std::uint8_t> JpegCodec::encode(const Image&, const jpeg::EncodeOptions&) { return {}; }
 bool JpegCodec::hardware_available() { return false; }
+void equalize_on_device(Equalizer&, const DeviceImage&, const EqualizeOptions&, std::uint8_t*,
+                        EqualizeReport*) {
+  throw Error("this histeq was built without nvJPEG: no device-resident JPEG path");
+}
+JpegOnDevice equalize_jpeg_on_device(Equalizer&, JpegCodec&, const JpegInput&,
+                                     const EqualizeOptions&, const jpeg::EncodeOptions&,
+                                     EqualizeReport*) {
+  throw Error("this histeq was built without nvJPEG: no device-resident JPEG path");
+}
 
 #else  // HISTEQ_HAVE_NVJPEG
 
@@ -418,6 +430,99 @@ std::vector<std::uint8_t> JpegCodec::encode(const Image& img, const jpeg::Encode
   if (bytes > m.staging.size()) m.staging = DeviceBuffer<std::uint8_t>(bytes);
   HISTEQ_CUDA_CHECK(cudaMemcpyAsync(m.staging.get(), src, bytes, cudaMemcpyHostToDevice, m.stream));
   return encode(m.staging.get(), img.width, img.height, c, opt, img.exif, img.icc);
+}
+
+void equalize_on_device(Equalizer& eq, const DeviceImage& img, const EqualizeOptions& opt,
+                        std::uint8_t* d_out, EqualizeReport* report) {
+  if ((img.channels != 1 && img.channels != 3) || img.width <= 0 || img.height <= 0 || !img.pixels)
+    throw Error("equalize_on_device: need a decoded 1- or 3-channel device image");
+  constexpr int kBins = 256;
+  EqualizeReport local;
+  EqualizeReport& rep = report ? *report : local;
+  rep = EqualizeReport{};
+  const Mode mode = opt.mode.value_or(default_mode(img.channels));
+  const int planes = plane_count(mode, img.channels);
+  const std::size_t pixels = std::size_t(img.width) * std::size_t(img.height);
+  rep.mode = mode;
+  rep.backend = "cuda";
+  rep.device = device_name();
+  const cudaStream_t s = reinterpret_cast<cudaStream_t>(eq.stream());
+  DeviceBuffer<std::uint8_t> d_planes(img.channels > 1 ? std::size_t(planes) * pixels : 0);
+  std::uint64_t* d_hist = eq.device_hist(planes);
+  std::uint8_t* d_luts = eq.device_lut(planes);
+  const std::uint8_t* plane0 = img.channels > 1 ? d_planes.get() : img.pixels;
+  cudaEvent_t ev[4] = {};
+  for (cudaEvent_t& e : ev) HISTEQ_CUDA_CHECK(cudaEventCreate(&e));
+  struct Events {
+    cudaEvent_t* e;
+    ~Events() { for (int i = 0; i < 4; ++i) cudaEventDestroy(e[i]); }
+  } guard{ev};
+  HISTEQ_CUDA_CHECK(cudaEventRecord(ev[0], s));
+  if (img.channels > 1) eq.extract_planes(img.pixels, pixels, img.channels, mode, d_planes.get());
+  std::string ran;
+  for (int p = 0; p < planes; ++p)
+    ran = eq.histogram(opt.kernel, plane0 + std::size_t(p) * pixels, pixels, SampleType::u8, kBins,
+                       d_hist + std::size_t(p) * kBins, opt.block_size);
+  rep.kernel = ran.empty() ? opt.kernel : ran;
+  HISTEQ_CUDA_CHECK(cudaEventRecord(ev[1], s));
+  eq.cdf_lut(d_hist, planes, opt.formula, d_luts);
+  HISTEQ_CUDA_CHECK(cudaEventRecord(ev[2], s));
+  eq.apply(img.pixels, pixels, img.channels, mode, d_luts, d_out);
+  HISTEQ_CUDA_CHECK(cudaEventRecord(ev[3], s));
+  std::vector<std::uint64_t> h_hist(std::size_t(planes) * kBins);
+  std::vector<std::uint8_t> h_lut(std::size_t(planes) * kBins);
+  HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h_hist.data(), d_hist, h_hist.size() * sizeof(std::uint64_t),
+                                    cudaMemcpyDeviceToHost, s));
+  HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h_lut.data(), d_luts, h_lut.size(), cudaMemcpyDeviceToHost, s));
+  eq.synchronize();
+  float ms[3] = {};
+  for (int i = 0; i < 3; ++i) HISTEQ_CUDA_CHECK(cudaEventElapsedTime(&ms[i], ev[i], ev[i + 1]));
+  rep.times.histogram_ms = ms[0];
+  rep.times.cdf_lut_ms = ms[1];
+  rep.times.apply_ms = ms[2];
+  rep.times.total_ms = double(ms[0]) + ms[1] + ms[2];
+  const bool exact = kernels::find_kernel(rep.kernel).exact;
+  for (int p = 0; p < planes; ++p) {
+    rep.histograms.emplace_back(h_hist.begin() + std::ptrdiff_t(p) * kBins,
+                                h_hist.begin() + std::ptrdiff_t(p + 1) * kBins);
+    if (!exact) {
+      std::uint64_t sum = 0;
+      for (std::uint64_t c : rep.histograms.back()) sum += c;
+      rep.racy_lost += sum < pixels ? pixels - sum : 0;
+    }
+    Lut l;
+    std::copy(h_lut.begin() + std::ptrdiff_t(p) * kBins, h_lut.begin() + std::ptrdiff_t(p + 1) * kBins,
+              l.begin());
+    rep.luts.push_back(l);
+  }
+}
+
+JpegOnDevice equalize_jpeg_on_device(Equalizer& eq, JpegCodec& codec, const JpegInput& in,
+                                     const EqualizeOptions& opt, const jpeg::EncodeOptions& enc,
+                                     EqualizeReport* report) {
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  };
+  JpegOnDevice r;
+  auto t = Clock::now();
+  std::vector<DeviceImage> dec = codec.decode({in});
+  r.decode_ms = ms_since(t);
+  const DeviceImage& img = dec.at(0);
+  if (!img.error.empty()) throw Error(img.error);
+  r.width = img.width;
+  r.height = img.height;
+  r.channels = img.channels;
+  r.decoder = img.decoder;
+  const Mode mode = opt.mode.value_or(default_mode(img.channels));
+  r.out_channels = output_channels(mode, img.channels);
+  DeviceBuffer<std::uint8_t> d_out(img.byte_count() / std::size_t(img.channels) *
+                                   std::size_t(r.out_channels));
+  equalize_on_device(eq, img, opt, d_out.get(), report);
+  t = Clock::now();
+  r.bytes = codec.encode(d_out.get(), img.width, img.height, r.out_channels, enc, img.exif, img.icc);
+  r.encode_ms = ms_since(t);
+  return r;
 }
 
 #endif  // HISTEQ_HAVE_NVJPEG

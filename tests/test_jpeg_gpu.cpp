@@ -17,6 +17,8 @@
 #include "histeq/error.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "histeq/nvjpeg_codec.hpp"
+#include "histeq/pipeline.hpp"
+#include "device_buffer.hpp"
 #include "jpeg_test_support.hpp"
 #include "test_support.hpp"
 
@@ -218,6 +220,43 @@ TEST(JpegGpu, EncodeRoundTrip) {
   const Image gback = jpeg::decode(jg.data(), jg.size(), "g");
   EXPECT_EQ(gback.channels, 1);
   EXPECT_THROW(codec.encode(gray, {0}), UsageError);
+}
+
+TEST(JpegGpu, EqualizeOnDeviceEqualsTheHostPipelineOnTheSameDecode) {
+  HISTEQ_REQUIRE_NVJPEG();
+  gpu::Equalizer eq;
+  gpu::JpegCodec codec(eq.stream());
+  const Bytes files[] = {read_bytes(test::source_path("samples/hubble_deep_field.jpg")),
+                         jpeg::encode(pattern(321, 123, 1))};
+  for (const Bytes& f : files) {
+    for (Mode mode : {Mode::luma, Mode::rgb, Mode::gray}) {
+      const auto dec = codec.decode({{f.data(), f.size(), "x.jpg"}});
+      ASSERT_TRUE(dec[0].error.empty()) << dec[0].error;
+      const Image host = download(dec[0]);
+      EqualizeOptions opt;
+      opt.backend = Backend::cuda;
+      opt.mode = mode;
+      EqualizeReport want_rep, got_rep;
+      const Image want = equalize(host, opt, &want_rep);
+      DeviceBuffer<std::uint8_t> d_out(want.byte_count());
+      gpu::equalize_on_device(eq, dec[0], opt, d_out.get(), &got_rep);
+      Image got = want;
+      ASSERT_EQ(cudaMemcpy(got.pixels.data(), d_out.get(), got.pixels.size(), cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      EXPECT_TRUE(got.pixels == want.pixels) << "mode " << to_string(mode);
+      EXPECT_EQ(got_rep.histograms, want_rep.histograms);
+      EXPECT_EQ(got_rep.kernel, want_rep.kernel);
+    }
+  }
+  // The whole JPEG → JPEG path: the output decodes to the equalized image (within JPEG loss).
+  jpeg::EncodeOptions enc;
+  const gpu::JpegOnDevice r = gpu::equalize_jpeg_on_device(
+      eq, codec, {files[0].data(), files[0].size(), "hubble.jpg"}, EqualizeOptions{}, enc);
+  EXPECT_EQ(r.width, 1000);
+  EXPECT_EQ(r.out_channels, 3);
+  const jpeg::Info info = jpeg::read_info(r.bytes.data(), r.bytes.size(), "out");
+  EXPECT_EQ(info.subsampling, "4:2:0");
+  EXPECT_EQ(info.width, r.width);
 }
 
 }  // namespace

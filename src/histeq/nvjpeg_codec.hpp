@@ -33,6 +33,7 @@
 
 #include "histeq/gpu.hpp"
 #include "histeq/jpeg_codec.hpp"
+#include "histeq/pipeline.hpp"
 #include "histeq/types.hpp"
 
 namespace histeq::gpu {
@@ -108,5 +109,28 @@ class JpegCodec {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// Equalizes a decoded device image (1 or 3 channels, e.g. from JpegCodec::decode) on `eq`'s
+/// stream into `d_out` (width·height·output_channels(mode, channels) bytes, device memory, not
+/// overlapping img.pixels), with the same stages and kernels as equalize() with Backend::cuda
+/// (so the same bytes): extract planes → histogram → CDF + LUT → apply. No pixel crosses to
+/// the host. `report` (optional) gets backend, device, kernel, mode, histograms, LUTs and the
+/// device stage times (upload/download 0). Synchronizes `eq`'s stream. Throws UsageError (kernel,
+/// mode) or CudaError.
+void equalize_on_device(Equalizer& eq, const DeviceImage& img, const EqualizeOptions& opt,
+                        std::uint8_t* d_out, EqualizeReport* report = nullptr);
+
+/// The single-file JPEG → JPEG path on the device: decode (JpegCodec::decode), equalize
+/// (equalize_on_device), encode (JpegCodec::encode, with the input's EXIF and ICC when they
+/// still fit) — the pixels never cross to the host. Throws Error with the decoder's message.
+struct JpegOnDevice {
+  std::vector<std::uint8_t> bytes;  ///< the encoded output file
+  int width = 0, height = 0, channels = 0, out_channels = 0;
+  std::string decoder;              ///< as DeviceImage::decoder
+  double decode_ms = 0, encode_ms = 0;  ///< host wall time of each step
+};
+JpegOnDevice equalize_jpeg_on_device(Equalizer& eq, JpegCodec& codec, const JpegInput& in,
+                                     const EqualizeOptions& opt, const jpeg::EncodeOptions& enc,
+                                     EqualizeReport* report = nullptr);
 
 }  // namespace histeq::gpu
