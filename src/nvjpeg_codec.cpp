@@ -40,6 +40,7 @@ std::vector<std::uint8_t> JpegCodec::encode(const std::uint8_t*, int, int, int,
 }
 std::vector<std::uint8_t> JpegCodec::encode(const Image&, const jpeg::EncodeOptions&) { return {}; }
 bool JpegCodec::hardware_available() { return false; }
+std::string JpegCodec::handle_flags() const { return ""; }
 void equalize_on_device(Equalizer&, const DeviceImage&, const EqualizeOptions&, std::uint8_t*,
                         EqualizeReport*) {
   throw Error("this histeq was built without nvJPEG: no device-resident JPEG path");
@@ -121,12 +122,32 @@ struct JpegCodec::Impl {
     if (def) nvjpegDestroy(def);
   }
 
+  /// nvjpegCreateEx with the most useful flags the backend accepts: strict bitstream checks
+  /// (corrupt data is an error, not silently decoded) and chroma upsampling by interpolation
+  /// (closer to libjpeg's fancy upsampling), then strict only, then none.
+  static nvjpegStatus_t create(nvjpegBackend_t backend, nvjpegHandle_t* h, unsigned* flags_used) {
+    const unsigned tries[] = {NVJPEG_FLAGS_BITSTREAM_STRICT | NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION,
+                              NVJPEG_FLAGS_BITSTREAM_STRICT, NVJPEG_FLAGS_DEFAULT};
+    nvjpegStatus_t st = NVJPEG_STATUS_NOT_INITIALIZED;
+    for (unsigned f : tries) {
+      *h = nullptr;
+      st = nvjpegCreateEx(backend, nullptr, nullptr, f, h);
+      if (st == NVJPEG_STATUS_SUCCESS) {
+        *flags_used = f;
+        return st;
+      }
+      if (st == NVJPEG_STATUS_ARCH_MISMATCH) break;  // no such engine: no flag will help
+    }
+    *h = nullptr;
+    return st;
+  }
+  unsigned hw_flags = 0, def_flags = 0;
+
   bool ensure_hw() {
     if (hw_tried) return hw != nullptr;
     hw_tried = true;
     if (!opt.use_hardware) return false;
-    if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, NVJPEG_FLAGS_BITSTREAM_STRICT,
-                       &hw) != NVJPEG_STATUS_SUCCESS) {
+    if (create(NVJPEG_BACKEND_HARDWARE, &hw, &hw_flags) != NVJPEG_STATUS_SUCCESS) {
       hw = nullptr;  // no JPEG engine on this GPU (NVJPEG_STATUS_ARCH_MISMATCH): hybrid only
       return false;
     }
@@ -137,9 +158,7 @@ struct JpegCodec::Impl {
 
   void ensure_default() {
     if (def) return;
-    check(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, NVJPEG_FLAGS_BITSTREAM_STRICT,
-                         &def),
-          "nvjpegCreateEx (default backend)");
+    check(create(NVJPEG_BACKEND_DEFAULT, &def, &def_flags), "nvjpegCreateEx (default backend)");
     check(nvjpegJpegStateCreate(def, &def_state), "nvjpegJpegStateCreate");
   }
 
@@ -230,6 +249,18 @@ JpegCodec::JpegCodec(StreamHandle stream, JpegCodecOptions opt) : impl_(std::mak
 JpegCodec::~JpegCodec() = default;
 
 bool JpegCodec::hardware_available() { return impl_->ensure_hw(); }
+
+std::string JpegCodec::handle_flags() const {
+  auto name = [](nvjpegHandle_t h, unsigned f) -> std::string {
+    if (!h) return "none";
+    std::string s;
+    if (f & NVJPEG_FLAGS_BITSTREAM_STRICT) s += "strict ";
+    if (f & NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION) s += "interpolated-upsampling ";
+    return s.empty() ? "default" : s.substr(0, s.size() - 1);
+  };
+  return "hardware: " + name(impl_->hw, impl_->hw_flags) + "; default backend: " +
+         name(impl_->def, impl_->def_flags);
+}
 
 std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>& batch) {
   Impl& m = *impl_;

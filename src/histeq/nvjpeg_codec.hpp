@@ -16,8 +16,9 @@
 //                    (truncated: the CPU decoder's strict check gives the error), and any image
 //                    nvJPEG returns an error for (NVJPEG_FLAGS_BITSTREAM_STRICT is set, so
 //                    corrupt data is an error there rather than silently decoded).
-// nvJPEG decodes may differ from libjpeg-turbo's by IDCT/upsampling rounding (nvJPEG upsamples
-// chroma by replication, libjpeg by "fancy" interpolation): see kMaxDiffFromLibjpeg.
+// nvJPEG decodes may differ from libjpeg-turbo's by IDCT/upsampling rounding (libjpeg upsamples
+// chroma by "fancy" interpolation; nvJPEG is asked for NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION
+// and falls back to its default when a backend refuses it): see kMaxDiffFromLibjpeg.
 //
 // Thread safety: a JpegCodec is NOT thread-safe: one per device worker thread (it owns nvJPEG
 // handles, states and device buffers; nvJPEG states must not be shared between threads).
@@ -104,6 +105,9 @@ class JpegCodec {
 
   /// Whether the hardware decoder can be used (creates its handle on first call).
   bool hardware_available();
+  /// The nvJPEG flags each created handle accepted, for reports and tests, e.g. "hardware:
+  /// strict interpolated-upsampling; default backend: strict" ("none": not created).
+  std::string handle_flags() const;
 
  private:
   struct Impl;
