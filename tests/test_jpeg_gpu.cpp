@@ -7,7 +7,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -103,6 +107,27 @@ TEST(JpegGpu, SamplesAndEverySamplingWithinTheBound) {
     if (out[i].channels == 3) EXPECT_EQ(out[i].decoder, hw ? "nvjpeg-hw" : "nvjpeg-hybrid") << tags[i];
     else EXPECT_EQ(out[i].decoder.rfind("nvjpeg-", 0), 0u) << tags[i] << ": " << out[i].decoder;
   }
+}
+
+TEST(JpegGpu, MeasureAFolderOfPhotos) {
+  // The measurement behind kMaxDiffFromLibjpeg: HISTEQ_JPEG_DIR=folder of .jpg photos.
+  HISTEQ_REQUIRE_NVJPEG();
+  const char* dir = std::getenv("HISTEQ_JPEG_DIR");
+  if (!dir) GTEST_SKIP() << "set HISTEQ_JPEG_DIR to a folder of JPEG photos to measure";
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::string ext = e.path().extension().string();
+    for (char& ch : ext) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    if (e.is_regular_file() && (ext == ".jpg" || ext == ".jpeg")) names.push_back(e.path().string());
+  }
+  std::sort(names.begin(), names.end());
+  gpu::JpegCodec codec(nullptr);
+  for (const std::string& n : names) {
+    const Bytes b = read_bytes(n);
+    const auto out = codec.decode({{b.data(), b.size(), n}});
+    expect_close(out[0], b, std::filesystem::path(n).filename().string());
+  }
+  std::printf("[ measure  ] handle flags: %s\n", codec.handle_flags().c_str());
 }
 
 TEST(JpegGpu, HybridRouteWhenTheHardwareDecoderIsOff) {
