@@ -32,6 +32,13 @@ void validate(const ClaheOptions& opt) {
   }
 }
 
+namespace {
+/// The mode rules of planes.hpp for CLAHE, on either sample type.
+Mode effective_mode(int channels, Mode requested) {
+  return channels == 1 ? Mode::gray : (channels == 2 ? (requested == Mode::gray ? Mode::gray : Mode::luma) : requested);
+}
+}  // namespace
+
 namespace cpu {
 namespace {
 namespace cf = clahe_formula;
@@ -168,10 +175,6 @@ void plane(const T* in, int width, int height, const ClaheOptions& opt, T* out, 
   interpolate(in, g, luts.data(), out, threads);
 }
 
-/// The mode rules of planes.hpp for CLAHE, on either sample type.
-Mode effective_mode(int channels, Mode requested) {
-  return channels == 1 ? Mode::gray : (channels == 2 ? (requested == Mode::gray ? Mode::gray : Mode::luma) : requested);
-}
 
 }  // namespace
 
@@ -196,7 +199,22 @@ void clahe_luts16(const std::uint16_t* in, int width, int height, const ClaheOpt
   luts_of(in, width, height, opt, unused, luts, threads);
 }
 
-Image clahe(const Image& img, const ClaheOptions& opt_in, int threads) {
+Image clahe(const Image& img, const ClaheOptions& opt, int threads) {
+  return detail::clahe_image(img, opt, [&](const std::uint8_t* in, std::uint8_t* out) {
+    clahe_plane(in, img.width, img.height, opt, out, threads);
+  });
+}
+Image16 clahe(const Image16& img, const ClaheOptions& opt, int threads) {
+  return detail::clahe_image(img, opt, [&](const std::uint16_t* in, std::uint16_t* out) {
+    clahe_plane16(in, img.width, img.height, opt, out, threads);
+  });
+}
+
+}  // namespace cpu
+
+namespace detail {
+
+Image clahe_image(const Image& img, const ClaheOptions& opt_in, const PlaneFn8& plane_fn) {
   validate(opt_in);
   if (img.width < 1 || img.height < 1 || img.channels < 1 || img.channels > 4 ||
       img.pixels.size() != img.byte_count()) {
@@ -224,8 +242,7 @@ Image clahe(const Image& img, const ClaheOptions& opt_in, int threads) {
     }
   }
   for (int k = 0; k < planes; ++k) {
-    clahe_plane(src.data() + std::size_t(k) * n, img.width, img.height, opt_in,
-                dst.data() + std::size_t(k) * n, threads);
+    plane_fn(src.data() + std::size_t(k) * n, dst.data() + std::size_t(k) * n);
   }
   const int oc = out.channels;
   for (std::size_t i = 0; i < n; ++i) {
@@ -247,7 +264,7 @@ Image clahe(const Image& img, const ClaheOptions& opt_in, int threads) {
   return out;
 }
 
-Image16 clahe(const Image16& img, const ClaheOptions& opt_in, int threads) {
+Image16 clahe_image(const Image16& img, const ClaheOptions& opt_in, const PlaneFn16& plane_fn) {
   validate(opt_in);
   if (img.width < 1 || img.height < 1 || img.channels < 1 || img.channels > 4 ||
       img.pixels.size() != img.sample_count()) {
@@ -269,7 +286,7 @@ Image16 clahe(const Image16& img, const ClaheOptions& opt_in, int threads) {
   std::vector<std::uint16_t> src(n), dst(n);
   for (int k = 0; k < planes; ++k) {
     for (std::size_t i = 0; i < n; ++i) src[i] = img.pixels[i * std::size_t(c) + std::size_t(k)];
-    clahe_plane16(src.data(), img.width, img.height, opt_in, dst.data(), threads);
+    plane_fn(src.data(), dst.data());
     for (std::size_t i = 0; i < n; ++i)
       out.pixels[i * std::size_t(out.channels) + std::size_t(k)] = dst[i];
   }
@@ -281,5 +298,5 @@ Image16 clahe(const Image16& img, const ClaheOptions& opt_in, int threads) {
   return out;
 }
 
-}  // namespace cpu
+}  // namespace detail
 }  // namespace histeq

@@ -12,6 +12,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "histeq/image16.hpp"
@@ -64,6 +65,16 @@ Image clahe(const Image& img, const ClaheOptions& opt, int threads = 0);
 Image16 clahe(const Image16& img, const ClaheOptions& opt, int threads = 0);
 
 }  // namespace cpu
+
+namespace detail {
+/// The mode logic of cpu::clahe(Image) around any plane CLAHE (the CPU's or the GPU's):
+/// planes are extracted on the host, plane_fn(in, out) maps each width·height plane, and the
+/// result is recombined (chroma and alpha kept). Shared so that both backends recombine alike.
+using PlaneFn8 = std::function<void(const std::uint8_t* in, std::uint8_t* out)>;
+using PlaneFn16 = std::function<void(const std::uint16_t* in, std::uint16_t* out)>;
+Image clahe_image(const Image& img, const ClaheOptions& opt, const PlaneFn8& plane_fn);
+Image16 clahe_image(const Image16& img, const ClaheOptions& opt, const PlaneFn16& plane_fn);
+}  // namespace detail
 
 /// CLAHE of a whole image on the chosen backend: automatic = the GPU when one is usable, else
 /// the CPU. cuda without a usable device throws CudaError. The GPU result equals cpu::clahe
