@@ -27,6 +27,7 @@
 #include <cstdint>
 
 #include "clahe.hpp"
+#include "clahe_band.cuh"
 #include "clahe_lut.cuh"
 #include "common.cuh"
 #include "cuda_check.hpp"
@@ -71,71 +72,8 @@ __global__ void __launch_bounds__(P::kHistBlockSize)
     for (int i = threadIdx.x; i < g.tiles_x * kBins; i += blockDim.x) s_hist[i] = 0;
     __syncthreads();
   }
-  const Counter<T, kShared> count{kShared ? s_hist : row_hist, kBins};
-  const int w = g.width;
-
-  // 1. The band's image rows: one contiguous range [r0·w, r1·w).
-  const int r0 = yp0, r1 = min(yp1, g.height);
-  if (r0 < r1) {
-    const T* base = in + std::size_t(r0) * w;
-    const unsigned total = unsigned(r1 - r0) * unsigned(w);
-    // Per element: its column c and tile tx, carried along a run from one division.
-    auto run = [&](unsigned i0, const T* vals, int k) {
-      int c = int(i0 % unsigned(w));
-      int tx = c / g.tile_w;
-      int next = (tx + 1) * g.tile_w;
-      for (int j = 0; j < k; ++j) {
-        if (c == w) {
-          c = 0;
-          tx = 0;
-          next = g.tile_w;
-        }
-        if (c == next) {
-          ++tx;
-          next += g.tile_w;
-        }
-        count(tx, int(vals[j]));
-        ++c;
-      }
-    };
-    constexpr int kPer = 16 / int(sizeof(T));
-    const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(base);
-    const unsigned head = unsigned(((16 - addr % 16) % 16) / sizeof(T));
-    const unsigned h = min(head, total);
-    if (addr % sizeof(T) != 0) {  // cannot happen for a valid T*; keep the scalar path total
-      for (unsigned i = threadIdx.x; i < total; i += blockDim.x) run(i, base + i, 1);
-    } else {
-      for (unsigned i = threadIdx.x; i < h; i += blockDim.x) run(i, base + i, 1);
-      const unsigned vecs = (total - h) / kPer;
-      const uint4* vin = reinterpret_cast<const uint4*>(base + h);
-      for (unsigned v = threadIdx.x; v < vecs; v += blockDim.x) {
-        const uint4 q = __ldg(vin + v);
-        const T* vals = reinterpret_cast<const T*>(&q);
-        run(h + v * kPer, vals, kPer);
-      }
-      for (unsigned i = h + vecs * kPer + threadIdx.x; i < total; i += blockDim.x) run(i, base + i, 1);
-    }
-  }
-  // 2. Right padding of the band's image rows: columns [w, padded_w) reflected.
-  const int padw = g.padded_w - w;
-  if (padw > 0 && r0 < r1) {
-    const int items = (r1 - r0) * padw;
-    for (int k = threadIdx.x; k < items; k += blockDim.x) {
-      const int y = r0 + k / padw, xp = w + k % padw;
-      const int v = int(in[std::size_t(y) * w + cf::reflect101(xp, w)]);
-      count(xp / g.tile_w, v);
-    }
-  }
-  // 3. Padded rows below the image that fall in this band: whole padded rows, reflected.
-  const int q0 = max(yp0, g.height);
-  if (q0 < yp1) {
-    const int items = (yp1 - q0) * g.padded_w;
-    for (int k = threadIdx.x; k < items; k += blockDim.x) {
-      const int y = cf::reflect101(q0 + k / g.padded_w, g.height), xp = k % g.padded_w;
-      const int x = xp < w ? xp : cf::reflect101(xp, w);
-      count(xp / g.tile_w, int(in[std::size_t(y) * w + x]));
-    }
-  }
+  Counter<T, kShared> count{kShared ? s_hist : row_hist, kBins};
+  clahe_detail::visit_band(in, g, yp0, yp1, threadIdx.x, blockDim.x, count);
   if constexpr (kShared) {
     __syncthreads();
     for (int i = threadIdx.x; i < g.tiles_x * kBins; i += blockDim.x) {
@@ -167,11 +105,9 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
   // Bands: enough blocks to fill the GPU, none smaller than kHistMinBytesPerBlock.
   const std::size_t row_bytes = std::size_t(g.padded_w) * sizeof(T);
   const int min_rows = int(std::max<std::size_t>(1, P::kHistMinBytesPerBlock / row_bytes));
-  const int target = P::kHistBlocksPerSm * detail::sm_count();
-  int bands = std::max(1, (target + g.tiles_y - 1) / g.tiles_y);
-  int rows = std::max(min_rows, (g.tile_h + bands - 1) / bands);
-  rows = std::min(rows, g.tile_h);
-  bands = (g.tile_h + rows - 1) / rows;
+  const clahe_detail::Bands split = clahe_detail::split_bands(
+      g.tile_h, g.tiles_y, P::kHistBlocksPerSm * detail::sm_count(), min_rows);
+  const int bands = split.bands, rows = split.rows;
   HistArgs a{g, bands, rows};
   const dim3 grid(unsigned(std::size_t(bands) * g.tiles_y));
   T* luts = static_cast<T*>(b.luts);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "histeq/clahe.hpp"
+#include "histeq/clahe_formula.hpp"
 #include "histeq/error.hpp"
 #include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
@@ -182,6 +183,24 @@ TEST(ClaheCpu, EqualsReferenceOnAdversarialSizesAndGrids16) {
       const auto got = run_cpu(src, c.w, c.h, c.clip, c.tx, c.ty);
       ASSERT_EQ(got, want) << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " clip " << c.clip
                            << " kind " << kind;
+    }
+  }
+}
+
+// The GPU's closed form of the residual redistribution (bin i gets one iff i % step == 0 and
+// i / step < residual) against OpenCV's loop, for every residual of both bin counts.
+TEST(ClaheFormula, ResidualClosedFormEqualsOpenCvLoop) {
+  for (int bins : {256, 65536}) {
+    std::vector<int> loop(static_cast<std::size_t>(bins));
+    for (int residual = 0; residual < bins; residual += (bins == 256 ? 1 : 97)) {
+      std::fill(loop.begin(), loop.end(), 0);
+      const int step = clahe_formula::residual_step(bins, residual);
+      int r = residual;
+      for (int i = 0; i < bins && r > 0; i += step, --r) loop[std::size_t(i)]++;
+      for (int i = 0; i < bins; ++i) {
+        ASSERT_EQ(clahe_formula::gets_residual(i, residual, step) ? 1 : 0, loop[std::size_t(i)])
+            << "bins " << bins << " residual " << residual << " bin " << i;
+      }
     }
   }
 }
