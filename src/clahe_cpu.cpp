@@ -32,6 +32,18 @@ void validate(const ClaheOptions& opt) {
   }
 }
 
+void validate(const ClaheOptions& opt, int bins) {
+  validate(opt);
+  const std::uint64_t entries =
+      std::uint64_t(opt.tiles_x) * std::uint64_t(opt.tiles_y) * std::uint64_t(bins);
+  if (entries > kMaxClaheLutEntries) {
+    throw UsageError("CLAHE tile grid " + std::to_string(opt.tiles_x) + "x" +
+                     std::to_string(opt.tiles_y) + " needs " + std::to_string(entries) +
+                     " LUT entries at " + std::to_string(bins) + " bins, more than the " +
+                     std::to_string(kMaxClaheLutEntries) + " allowed");
+  }
+}
+
 namespace {
 /// The mode rules of planes.hpp for CLAHE, on either sample type.
 Mode effective_mode(int channels, Mode requested) {
@@ -76,8 +88,9 @@ void parallel_for(std::size_t n, int threads, Fn&& fn) {
     if (e) std::rethrow_exception(e);
 }
 
-void check_plane(const void* in, int width, int height, const void* out, const ClaheOptions& opt) {
-  validate(opt);
+void check_plane(const void* in, int width, int height, const void* out, const ClaheOptions& opt,
+                 int bins) {
+  validate(opt, bins);
   if (width < 1 || height < 1) {
     throw UsageError("CLAHE of an empty plane (" + std::to_string(width) + "x" +
                      std::to_string(height) + ")");
@@ -169,7 +182,7 @@ void interpolate(const T* in, const cf::Geometry& g, const T* luts, T* out, int 
 
 template <class T>
 void plane(const T* in, int width, int height, const ClaheOptions& opt, T* out, int threads) {
-  check_plane(in, width, height, out, opt);
+  check_plane(in, width, height, out, opt, sizeof(T) == 1 ? 256 : 65536);
   std::vector<T> luts;
   const cf::Geometry g = luts_of<T>(in, width, height, opt, luts, nullptr, threads);
   interpolate(in, g, luts.data(), out, threads);
@@ -188,13 +201,13 @@ void clahe_plane16(const std::uint16_t* in, int width, int height, const ClaheOp
 }
 void clahe_luts(const std::uint8_t* in, int width, int height, const ClaheOptions& opt,
                 std::uint8_t* luts, int threads) {
-  check_plane(in, width, height, luts, opt);
+  check_plane(in, width, height, luts, opt, 256);
   std::vector<std::uint8_t> unused;
   luts_of(in, width, height, opt, unused, luts, threads);
 }
 void clahe_luts16(const std::uint16_t* in, int width, int height, const ClaheOptions& opt,
                   std::uint16_t* luts, int threads) {
-  check_plane(in, width, height, luts, opt);
+  check_plane(in, width, height, luts, opt, 65536);
   std::vector<std::uint16_t> unused;
   luts_of(in, width, height, opt, unused, luts, threads);
 }

@@ -33,7 +33,7 @@ struct Clahe::Impl {
 
   clahe_formula::Geometry prepare(const void* d_in, const void* d_out, int width, int height,
                                   const ClaheOptions& opt, int bins) {
-    validate(opt);
+    validate(opt, bins);
     if (width < 1 || height < 1) {
       throw UsageError("CLAHE of an empty plane (" + std::to_string(width) + "x" +
                        std::to_string(height) + ")");

@@ -236,6 +236,14 @@ TEST(ClaheCpu, RejectsBadOptions) {
   bad.clip_limit = std::nan("");
   EXPECT_THROW(cpu::clahe_plane(p.data(), 4, 4, bad, o.data()), UsageError);
   EXPECT_THROW(cpu::clahe_plane(p.data(), 0, 4, ClaheOptions{}, o.data()), UsageError);
+  std::vector<std::uint16_t> p16(16), o16(16);
+  ClaheOptions huge;
+  huge.tiles_x = huge.tiles_y = 65;  // 4225 tiles x 65536 bins > kMaxClaheLutEntries
+  EXPECT_THROW(cpu::clahe_plane16(p16.data(), 4, 4, huge, o16.data()), UsageError);
+  huge.tiles_x = huge.tiles_y = 64;
+  EXPECT_NO_THROW(cpu::clahe_plane16(p16.data(), 4, 4, huge, o16.data()));
+  huge.tiles_x = huge.tiles_y = kMaxClaheTiles;
+  EXPECT_NO_THROW(validate(huge, 256));
   Image16 colour;
   colour.width = colour.height = 2;
   colour.channels = 3;

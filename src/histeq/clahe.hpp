@@ -36,9 +36,15 @@ struct ClaheOptions {
 /// Largest grid side accepted (a 1024×1024 grid of 65536-bin LUTs would be 128 GiB already).
 inline constexpr int kMaxClaheTiles = 1024;
 
+/// Most tiles·bins LUT entries (and counters) a call may need: 2^28 (8-bit grids are never
+/// refused: 1024·1024·256 = 2^28; 16-bit grids up to 4096 tiles, e.g. 64×64).
+inline constexpr std::uint64_t kMaxClaheLutEntries = std::uint64_t(1) << 28;
+
 /// Throws UsageError when clip_limit is NaN/infinite or a tile count is outside
-/// 1..kMaxClaheTiles, naming the value.
+/// 1..kMaxClaheTiles, naming the value; the second form also when tiles·bins exceeds
+/// kMaxClaheLutEntries (bins: 256 or 65536).
 void validate(const ClaheOptions& opt);
+void validate(const ClaheOptions& opt, int bins);
 
 namespace cpu {
 
