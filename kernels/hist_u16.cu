@@ -40,10 +40,12 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(P::kBlockSize)
   extern __shared__ std::uint32_t s_hist[];  // kHalf counters
   cg::cluster_group cluster = cg::this_cluster();
   const unsigned rank = cluster.block_rank();
-  std::uint32_t* owner[2] = {cluster.map_shared_rank(s_hist, 0), cluster.map_shared_rank(s_hist, 1)};
+  // Two named pointers, not an array: a dynamically indexed array would live in local memory.
+  std::uint32_t* const owner0 = cluster.map_shared_rank(s_hist, 0);
+  std::uint32_t* const owner1 = cluster.map_shared_rank(s_hist, 1);
   for (int i = threadIdx.x; i < kHalf; i += blockDim.x) s_hist[i] = 0;
   cluster.sync();  // both halves zero before anyone counts into them
-  auto count = [&](unsigned v) { atomicAdd(owner[v >> 15] + (v & (kHalf - 1)), 1u); };
+  auto count = [&](unsigned v) { atomicAdd(((v >> 15) ? owner1 : owner0) + (v & (kHalf - 1)), 1u); };
   // 16-byte aligned body with a scalar head and tail.
   const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(in);
   const std::size_t head = std::min<std::size_t>(n, ((16 - addr % 16) % 16) / 2);
