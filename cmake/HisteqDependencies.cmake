@@ -14,6 +14,12 @@ if(NOT STB_INCLUDE_DIR OR NOT STB_WRITE_INCLUDE_DIR)
   message(FATAL_ERROR "stb_image.h / stb_image_write.h not found: apt-get install libstb-dev")
 endif()
 
+find_path(SPNG_INCLUDE_DIR spng.h)
+find_library(SPNG_LIBRARY spng)
+if(NOT SPNG_INCLUDE_DIR OR NOT SPNG_LIBRARY)
+  message(FATAL_ERROR "libspng not found (16-bit PNG): apt-get install libspng-dev")
+endif()
+
 find_package(cxxopts CONFIG QUIET)
 if(NOT TARGET cxxopts::cxxopts)
   find_path(CXXOPTS_INCLUDE_DIR cxxopts.hpp)
