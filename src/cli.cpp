@@ -14,11 +14,20 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <iterator>
+#include <map>
+
 #include <cxxopts.hpp>
+#include <nlohmann/json.hpp>
 
 #include "details.hpp"
 #include "histeq/bench.hpp"
 #include "histeq/error.hpp"
+#include "histeq/executor.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
@@ -203,16 +212,346 @@ std::string num(double v, int prec = 3) {
   return s.str();
 }
 
+
+// ---- batch (several inputs, folders, stdin/stdout) ----
+
+namespace fs = std::filesystem;
+
+void add_batch_options(Command& c, bool equalize) {
+  c.add_flag("r,recursive", "folder inputs: descend into subfolders (outputs keep the relative path)");
+  c.add("jobs", "CPU worker threads for a batch (default: the number of cores)",
+        cxxopts::value<int>()->default_value("0"), "N");
+  c.add("max-inflight-mb", "cap on the megabytes of images in flight in a batch",
+        cxxopts::value<std::size_t>()->default_value(std::to_string(kDefaultMaxInflightBytes >> 20)),
+        "MB");
+  c.add("devices", "CUDA device ordinals for a batch, one worker each (e.g. 0,1 or 0,0); default: all",
+        cxxopts::value<std::string>(), "LIST");
+  c.add_flag("quiet", "no notes, no progress bar, no summary line on stderr (errors still)");
+  if (equalize) {
+    c.add("format", "output format of every file: png, jpg, bmp, tga (default: each input's own; required with -o -)",
+          cxxopts::value<std::string>(), "FMT");
+    c.add("png-level", "PNG deflate level 0..9 (libdeflate; default " +
+                           std::to_string(kDefaultPngLevel) + ")",
+          cxxopts::value<int>()->default_value(std::to_string(kDefaultPngLevel)), "L");
+  }
+}
+
+std::string lower_ext(const fs::path& p) {
+  std::string e = p.extension().string();
+  for (char& ch : e) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return e;
+}
+
+bool readable_ext(const std::string& e) {
+  static const char* k[] = {".png", ".jpg", ".jpeg", ".bmp", ".tga", ".gif", ".pnm", ".pgm", ".ppm"};
+  for (const char* x : k)
+    if (e == x) return true;
+  return false;
+}
+bool writable_ext(const std::string& e) {
+  return e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".bmp" || e == ".tga";
+}
+
+/// --format NAME → ".ext" (UsageError for others).
+std::string parse_format(const std::string& f) {
+  std::string e = f;
+  for (char& ch : e) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  if (!e.empty() && e[0] == '.') e.erase(0, 1);
+  if (e == "png" || e == "jpg" || e == "bmp" || e == "tga") return "." + e;
+  if (e == "jpeg") return ".jpg";
+  throw UsageError("unknown --format '" + f + "' (valid: png, jpg, bmp, tga)");
+}
+
+std::vector<int> parse_devices(const std::string& s) {
+  std::vector<int> v;
+  std::stringstream ss(s);
+  for (std::string t; std::getline(ss, t, ',');) {
+    char* end = nullptr;
+    const long d = std::strtol(t.c_str(), &end, 10);
+    if (t.empty() || *end != '\0' || d < 0 || d > 1024)
+      throw UsageError("--devices takes CUDA device ordinals separated by commas, e.g. 0,1; got '" + s + "'");
+    v.push_back(int(d));
+  }
+  if (v.empty()) throw UsageError("--devices: empty list");
+  return v;
+}
+
+/// One input file and the path of its output relative to the output folder.
+struct Planned {
+  std::string input;
+  fs::path rel;
+};
+
+/// The files of the inputs: a file as itself (its name), a folder's image files by their
+/// extension (sorted; recursive with -r) with the path under the folder.
+std::vector<Planned> collect_inputs(const std::vector<std::string>& inputs, bool recursive) {
+  std::vector<Planned> v;
+  for (const std::string& in : inputs) {
+    std::error_code ec;
+    if (fs::is_directory(in, ec)) {
+      std::vector<Planned> found;
+      auto take = [&](const fs::directory_entry& e) {
+        std::error_code ec2;
+        if (!e.is_regular_file(ec2) || !readable_ext(lower_ext(e.path()))) return;
+        found.push_back({e.path().string(), e.path().lexically_relative(in)});
+      };
+      if (recursive) {
+        for (fs::recursive_directory_iterator it(in, fs::directory_options::skip_permission_denied, ec), end;
+             !ec && it != end; it.increment(ec))
+          take(*it);
+      } else {
+        for (fs::directory_iterator it(in, ec), end; !ec && it != end; it.increment(ec)) take(*it);
+      }
+      if (ec) throw Error("cannot list folder '" + in + "': " + ec.message());
+      std::sort(found.begin(), found.end(),
+                [](const Planned& a, const Planned& b) { return a.input < b.input; });
+      v.insert(v.end(), found.begin(), found.end());
+    } else {
+      v.push_back({in, fs::path(in).filename()});
+    }
+  }
+  return v;
+}
+
+/// The string as JSON: invalid UTF-8 bytes become U+FFFD (dump's replace handler) and
+/// key + "_bytes_hex" holds the exact bytes in hex.
+void put_path(nlohmann::ordered_json& j, const std::string& key, const std::string& s) {
+  j[key] = s;
+  try {
+    (void)nlohmann::json(s).dump();
+  } catch (const nlohmann::json::type_error&) {
+    static const char* hex = "0123456789abcdef";
+    std::string h;
+    for (unsigned char ch : s) {
+      h += hex[ch >> 4];
+      h += hex[ch & 15];
+    }
+    j[key + "_bytes_hex"] = h;
+  }
+}
+
+std::string dump_line(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+nlohmann::ordered_json times_json(const ItemTimes& t) {
+  nlohmann::ordered_json j;
+  j["read"] = round3(t.read_ms);
+  j["decode"] = round3(t.decode_ms);
+  j["upload"] = round3(t.upload_ms);
+  j["equalize"] = round3(t.equalize_ms);
+  j["download"] = round3(t.download_ms);
+  j["encode"] = round3(t.encode_ms);
+  j["write"] = round3(t.write_ms);
+  return j;
+}
+
+struct Progress {
+  bool on = false;
+  std::size_t total = 0, done = 0;
+  double mp = 0;
+  Clock::time_point t0 = Clock::now();
+  void update(std::ostream& err) {
+    if (!on) return;
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double rate = s > 0 ? mp / s : 0;
+    const double eta = done > 0 ? s / double(done) * double(total - done) : 0;
+    err << "\r\033[K[" << done << "/" << total << "] " << num(rate, 1) << " MP/s, ETA "
+        << num(eta, 0) << " s" << std::flush;
+  }
+  void clear(std::ostream& err) {
+    if (on) err << "\r\033[K" << std::flush;
+  }
+};
+
+bool stderr_is_tty(std::ostream& err) { return &err == &std::cerr && ::isatty(STDERR_FILENO); }
+
+/// Runs a batch for `equalize` (outdir given) or `histogram` (outdir empty).
+int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
+              const std::vector<std::string>& inputs, const std::string& outdir,
+              std::ostream& out, std::ostream& err, const std::function<void(std::ostream&, const ItemReport&)>& print_item) {
+  const bool quiet = r.count("quiet") > 0;
+  const bool json = r.count("json") > 0;
+  const bool timing = r.count("timing") > 0;
+  for (const std::string& in : inputs)
+    if (in == "-") throw UsageError("'-' (standard input) can only be the one input");
+
+  ExecutorOptions eo;
+  eo.task = task;
+  eo.equalize = cm.opt;
+  eo.max_pixels = cm.max_pixels;
+  eo.jobs = r["jobs"].as<int>();
+  if (eo.jobs < 0) throw UsageError("--jobs must be at least 1 (0: the number of cores)");
+  const std::size_t mb = r["max-inflight-mb"].as<std::size_t>();
+  if (mb == 0) throw UsageError("--max-inflight-mb must be at least 1");
+  eo.max_inflight_bytes = mb << 20;
+  if (r.count("devices")) eo.devices = parse_devices(r["devices"].as<std::string>());
+
+  std::string format;
+  if (task == Task::equalize) {
+    if (r.count("format")) format = parse_format(r["format"].as<std::string>());
+    eo.encode.quality = r["quality"].as<int>();
+    eo.encode.png_level = r["png-level"].as<int>();
+    if (eo.encode.png_level < 0 || eo.encode.png_level > 9)
+      throw UsageError("--png-level must be in 0..9, got " + std::to_string(eo.encode.png_level));
+  }
+
+  // Plan every output before any work: formats, collisions.
+  const std::vector<Planned> planned = collect_inputs(inputs, r.count("recursive") > 0);
+  std::vector<WorkItem> items;
+  std::map<std::string, std::string> seen;  // output → input
+  for (const Planned& p : planned) {
+    WorkItem w;
+    w.input = p.input;
+    if (task == Task::equalize) {
+      fs::path rel = p.rel;
+      if (!format.empty()) {
+        rel.replace_extension(format);
+      } else if (!writable_ext(lower_ext(rel))) {
+        throw UsageError("cannot write '" + p.input + "' in its own format (" +
+                         (rel.extension().empty() ? std::string("no extension") : rel.extension().string()) +
+                         "; histeq writes png, jpg, bmp, tga): add --format png (or jpg, bmp, tga)");
+      }
+      w.output = (fs::path(outdir) / rel).lexically_normal().string();
+      w.format = format;
+      const auto [at, fresh] = seen.emplace(w.output, p.input);
+      if (!fresh)
+        throw UsageError("'" + at->second + "' and '" + p.input + "' would both be written to '" +
+                         w.output + "'; rename one, or use separate runs");
+    }
+    items.push_back(std::move(w));
+  }
+  if (items.empty()) throw UsageError("no image files in the inputs (folders are searched for .png .jpg .jpeg .bmp .tga .gif .pnm .pgm .ppm; -r for subfolders)");
+  if (task == Task::equalize) {
+    std::error_code ec;
+    for (const WorkItem& w : items) {
+      const fs::path parent = fs::path(w.output).parent_path();
+      if (!parent.empty() && !fs::is_directory(parent)) {
+        fs::create_directories(parent, ec);
+        if (ec) throw Error("cannot create folder '" + parent.string() + "': " + ec.message());
+      }
+    }
+  }
+
+  Executor ex(eo);
+  Progress prog;
+  prog.on = !quiet && stderr_is_tty(err);
+  prog.total = items.size();
+  const BatchSummary sum = ex.run(items, [&](const ItemReport& rep) {
+    ++prog.done;
+    if (rep.ok) prog.mp += double(rep.width) * rep.height / 1e6;
+    if (!rep.ok) {
+      prog.clear(err);
+      err << "histeq: error: " << rep.error << '\n';
+    }
+    if (json) {
+      nlohmann::ordered_json j;
+      put_path(j, "input", rep.input);
+      if (task == Task::equalize) put_path(j, "output", rep.output);
+      j["ok"] = rep.ok;
+      if (!rep.ok) {
+        j["error"] = rep.error;
+      } else {
+        j["width"] = rep.width;
+        j["height"] = rep.height;
+        j["channels"] = rep.channels;
+        if (task == Task::equalize) j["output_channels"] = rep.output_channels;
+        j["mode"] = to_string(rep.equalize.mode);
+        j["kernel"] = rep.equalize.kernel;
+        j["backend"] = rep.equalize.backend;
+        j["device"] = rep.equalize.device;
+        j["decoder"] = rep.decoder;
+        if (task == Task::equalize) {
+          j["encoder"] = rep.encoder;
+          j["output_bytes"] = rep.output_bytes;
+        } else {
+          j["histograms"] = rep.equalize.histograms;
+        }
+        j["racy_lost"] = rep.equalize.racy_lost;
+        j["times_ms"] = times_json(rep.times);
+      }
+      prog.clear(err);
+      out << dump_line(j) << '\n';
+    } else if (rep.ok && print_item) {
+      prog.clear(err);
+      print_item(out, rep);
+    }
+    prog.update(err);
+  });
+  prog.clear(err);
+  const double mps = sum.wall_s > 0 ? sum.megapixels / sum.wall_s : 0;
+  if (cm.opt.backend == Backend::automatic && !quiet) {
+    const std::string why = ex.cpu_fallback_reason();
+    if (!why.empty()) err << "histeq: no usable CUDA device (" << why << "); ran on the CPU\n";
+  }
+  if (timing) {
+    std::ostream& tout = json ? err : (task == Task::equalize ? out : err);
+    const ItemTimes& t = sum.summed;
+    tout << "stage       summed ms  (over " << sum.files << " files, " << ex.jobs()
+         << " workers)\n";
+    const std::pair<const char*, double> rows[] = {
+        {"read", t.read_ms},         {"decode", t.decode_ms},     {"upload", t.upload_ms},
+        {"equalize", t.equalize_ms}, {"download", t.download_ms}, {"encode", t.encode_ms},
+        {"write", t.write_ms}};
+    for (const auto& [name, ms] : rows)
+      tout << std::left << std::setw(10) << name << std::right << std::setw(12) << num(ms) << '\n';
+    tout << std::left << std::setw(10) << "wall" << std::right << std::setw(12)
+         << num(sum.wall_s * 1000.0) << '\n';
+  }
+  if (json) {
+    nlohmann::ordered_json s;
+    s["summary"] = {{"files", sum.files},
+                    {"failures", sum.failures},
+                    {"megapixels", round3(sum.megapixels)},
+                    {"seconds", round3(sum.wall_s)},
+                    {"mp_per_s", round3(mps)}};
+    out << dump_line(s) << '\n';
+  }
+  if (!quiet) {
+    err << "histeq: " << sum.files << " files, " << num(sum.megapixels, 1) << " MP in "
+        << num(sum.wall_s, 2) << " s, " << num(mps, 1) << " MP/s, " << sum.failures
+        << (sum.failures == 1 ? " failure" : " failures") << '\n';
+  }
+  return sum.failures > 0 ? 1 : 0;
+}
+
+/// Standard input, whole.
+std::vector<std::uint8_t> read_stdin() {
+  std::vector<std::uint8_t> v;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw Error(std::string("cannot read standard input: ") + std::strerror(errno));
+    }
+    if (n == 0) break;
+    v.insert(v.end(), buf, buf + n);
+  }
+  if (v.empty()) throw Error("cannot read standard input: it is empty");
+  return v;
+}
+
+Image load_input(const std::string& input, std::uint64_t max_pixels) {
+  if (input != "-") return load_image(input, max_pixels);
+  const std::vector<std::uint8_t> data = read_stdin();
+  return decode_image(data.data(), data.size(), "(standard input)", max_pixels);
+}
+
 // ---- equalize ----
 
 int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   Command c("equalize",
             "Equalizes the histogram of an 8-bit image (PNG, JPEG, BMP, TGA, GIF, PNM in; PNG, "
             "JPEG, BMP, TGA out).");
-  c.options.add_options()("input", "input image", cxxopts::value<std::string>());
-  c.add("o,output", "output image; the format follows the extension (.png .jpg .jpeg .bmp .tga); may equal INPUT",
+  c.options.add_options()("input", "input images or folders ('-': standard input)",
+                          cxxopts::value<std::vector<std::string>>());
+  c.add("o,output", "output image (one input; the format follows the extension .png .jpg .jpeg .bmp .tga; may equal INPUT; '-': standard output, needs --format), or the output folder (several inputs or a folder; created if missing)",
         cxxopts::value<std::string>(), "OUTPUT");
   add_kernel_backend(c);
+  add_batch_options(c, true);
   c.add("f,formula", "CDF->LUT formula: opencv (cv::equalizeHist, float32) or exact (integer, round half up)",
         cxxopts::value<std::string>()->default_value("opencv"), "NAME");
   c.add("q,quality", "JPEG quality 1..100", cxxopts::value<int>()->default_value("95"), "Q");
@@ -220,7 +559,7 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
   c.add_flag("json", "print the report as one JSON object on stdout (the --timing table, if asked, goes to stderr)");
   c.add_flag("h,help", "print this help");
   c.options.parse_positional({"input"});
-  c.options.positional_help("INPUT -o OUTPUT");
+  c.options.positional_help("INPUT... -o OUTPUT");
 
   const cxxopts::ParseResult r = c.parse(args);
   if (r.count("help")) {
@@ -229,9 +568,46 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
   }
   if (!r.count("input")) throw UsageError("equalize: missing INPUT (usage: histeq equalize INPUT -o OUTPUT)");
   if (!r.count("output")) throw UsageError("equalize: missing -o OUTPUT (usage: histeq equalize INPUT -o OUTPUT)");
-  const std::string input = r["input"].as<std::string>();
+  const std::vector<std::string> inputs = r["input"].as<std::vector<std::string>>();
+  const std::string input = inputs.front();
   const std::string output = r["output"].as<std::string>();
-  check_output_path(output);  // before any work: an unknown extension is a usage error
+  {
+    std::error_code ec;
+    const bool batch = inputs.size() > 1 || (input != "-" && fs::is_directory(input, ec)) ||
+                       (output != "-" && fs::is_directory(output, ec)) ||
+                       (!output.empty() && output.back() == '/');
+    if (batch) {
+      if (output == "-") throw UsageError("-o - (standard output) takes exactly one input");
+      Common cm = read_common(r);
+      cm.opt.formula = parse_formula(r["formula"].as<std::string>());
+      const int quality = r["quality"].as<int>();
+      if (quality < 1 || quality > 100)
+        throw UsageError("--quality must be in 1..100, got " + std::to_string(quality));
+      warn_inexact(cm, err);
+      return run_batch(r, cm, Task::equalize, inputs, output, out, err,
+                       [](std::ostream& o, const ItemReport& rep) {
+                         o << rep.output << ": " << rep.width << "x" << rep.height << ", "
+                           << rep.output_channels
+                           << (rep.output_channels == 1 ? " channel" : " channels") << ", mode "
+                           << to_string(rep.equalize.mode) << ", kernel " << rep.equalize.kernel
+                           << " on " << rep.equalize.device << '\n';
+                       });
+    }
+  }
+  // One input, one output file: as before, plus '-' for standard input/output.
+  EncodeOptions enc;
+  enc.png_level = r["png-level"].as<int>();
+  if (enc.png_level < 0 || enc.png_level > 9)
+    throw UsageError("--png-level must be in 0..9, got " + std::to_string(enc.png_level));
+  std::string out_ext;
+  if (r.count("format")) {
+    out_ext = parse_format(r["format"].as<std::string>());
+  } else if (output == "-") {
+    throw UsageError("-o - (standard output) needs --format png|jpg|bmp|tga");
+  } else {
+    check_output_path(output);  // before any work: an unknown extension is a usage error
+    out_ext = fs::path(output).extension().string();
+  }
   Common cm = read_common(r);
   cm.opt.formula = parse_formula(r["formula"].as<std::string>());
   const int quality = r["quality"].as<int>();
@@ -245,14 +621,24 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
   warn_inexact(cm, err);
 
   const Clock::time_point t_start = Clock::now();
-  const Image in = load_image(input, cm.max_pixels);
+  const Image in = load_input(input, cm.max_pixels);
   const double decode_ms = ms_since(t_start);
 
   EqualizeReport rep;
   const Image eq = equalize(in, cm.opt, &rep);
 
   const Clock::time_point t_enc = Clock::now();
-  save_image(eq, output, quality);
+  enc.quality = quality;
+  {
+    const std::vector<std::uint8_t> bytes = encode_image(eq, out_ext, enc);
+    if (output == "-") {
+      out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+      out.flush();
+      if (!out) throw Error("could not write to standard output");
+    } else {
+      write_file_atomic(output, bytes.data(), bytes.size());
+    }
+  }
   rep.times.encode_ms = ms_since(t_enc);
   rep.times.decode_ms = decode_ms;
   rep.times.total_ms = ms_since(t_start);  // wall time from decode start to encode end
@@ -265,8 +651,9 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
   const double gbps = t.histogram_ms > 0 ? hist_bytes / (t.histogram_ms * 1e6) : NAN;
   const bool on_cpu = rep.backend != "cuda";
 
+  std::ostream& rout = output == "-" ? err : out;  // stdout holds the image
   if (timing) {
-    std::ostream& tout = json ? err : out;
+    std::ostream& tout = (json || output == "-") ? err : out;
     const struct {
       const char* name;
       double ms;
@@ -290,7 +677,7 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
     }
   }
   if (json) {
-    out << "{\"input\":\"" << json_escape(input) << "\",\"output\":\"" << json_escape(output)
+    rout << "{\"input\":\"" << json_escape(input) << "\",\"output\":\"" << json_escape(output)
         << "\",\"width\":" << in.width << ",\"height\":" << in.height
         << ",\"channels\":" << in.channels << ",\"output_channels\":" << eq.channels
         << ",\"mode\":\"" << to_string(rep.mode) << "\",\"formula\":\""
@@ -303,8 +690,8 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
         << ",\"encode\":" << num(t.encode_ms) << ",\"total\":" << num(t.total_ms)
         << "},\"histogram_bytes\":" << std::uint64_t(hist_bytes)
         << ",\"histogram_gbps\":" << num(gbps, 3) << "}\n";
-  } else {
-    out << output << ": " << eq.width << "x" << eq.height << ", " << eq.channels
+  } else if (!r.count("quiet") || output != "-") {
+    rout << output << ": " << eq.width << "x" << eq.height << ", " << eq.channels
         << (eq.channels == 1 ? " channel" : " channels") << ", mode " << to_string(rep.mode)
         << ", kernel " << rep.kernel << " on " << rep.device << ", " << num(t.total_ms, 1)
         << " ms\n";
@@ -318,12 +705,16 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
   Command c("histogram",
             "Prints the 256-bin histogram of an image's planes: one plane (gray, or Y for luma "
             "and gray modes) or three (R, G, B for --mode rgb on a colour image).");
-  c.options.add_options()("input", "input image", cxxopts::value<std::string>());
+  c.options.add_options()("input", "input images or folders ('-': standard input)",
+                          cxxopts::value<std::vector<std::string>>());
   add_kernel_backend(c);
-  c.add_flag("csv", "CSV: header 'bin,count' (three planes: 'bin,r,g,b'), then one line per bin");
+  add_batch_options(c, false);
+  c.add_flag("csv", "CSV: header 'bin,count' (three planes: 'bin,r,g,b'), then one line per bin; several files: a block per file with a first column 'file'");
+  c.add_flag("json", "several files: one JSON object per file per line (JSON Lines), then a summary object");
+  c.add_flag("timing", "several files: per stage the summed milliseconds and the wall time (stderr)");
   c.add_flag("h,help", "print this help");
   c.options.parse_positional({"input"});
-  c.options.positional_help("INPUT");
+  c.options.positional_help("INPUT...");
 
   const cxxopts::ParseResult r = c.parse(args);
   if (r.count("help")) {
@@ -331,13 +722,35 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
     return 0;
   }
   if (!r.count("input")) throw UsageError("histogram: missing INPUT (usage: histeq histogram INPUT)");
-  const std::string input = r["input"].as<std::string>();
+  const std::vector<std::string> inputs = r["input"].as<std::vector<std::string>>();
+  const std::string input = inputs.front();
   Common cm = read_common(r);
   const bool csv = r.count("csv") > 0;
+  {
+    std::error_code ec;
+    if (inputs.size() > 1 || (input != "-" && fs::is_directory(input, ec)) || r.count("json")) {
+      if (input == "-" && inputs.size() == 1)
+        throw UsageError("histogram --json reads files, not standard input");
+      warn_inexact(cm, err);
+      return run_batch(r, cm, Task::histogram, inputs, "", out, err,
+                       [csv](std::ostream& o, const ItemReport& rep) {
+                         const auto& hs = rep.equalize.histograms;
+                         const char sep = csv ? ',' : ' ';
+                         if (csv) o << (hs.size() == 3 ? "file,bin,r,g,b" : "file,bin,count") << '\n';
+                         else o << "==> " << rep.input << " <==\n";
+                         for (int b = 0; b < 256; ++b) {
+                           if (csv) o << rep.input << ',';
+                           o << b;
+                           for (const Histogram& h : hs) o << sep << (std::size_t(b) < h.size() ? h[b] : 0);
+                           o << '\n';
+                         }
+                       });
+    }
+  }
 
   settle_backend(cm, err);
   warn_inexact(cm, err);
-  const Image in = load_image(input, cm.max_pixels);
+  const Image in = load_input(input, cm.max_pixels);
   EqualizeReport rep;
   const std::vector<Histogram> hs = image_histograms(in, cm.opt, &rep);
   report_lost(cm, rep, std::uint64_t(in.pixel_count()) * hs.size(), err);

@@ -26,6 +26,18 @@ Image load_image(const std::string& path, std::uint64_t max_pixels = kDefaultMax
 Image decode_image(const std::uint8_t* data, std::size_t size, const std::string& name,
                    std::uint64_t max_pixels = kDefaultMaxPixels);
 
+/// Default zlib level of PNG output (0..9): libdeflate level 2 with the Paeth filter on every row,
+/// measured to write photographs at about the size and several times the speed of OpenCV's
+/// default (docs/benchmarks.md, end to end).
+inline constexpr int kDefaultPngLevel = 2;
+
+/// How images are encoded. quality: JPEG 1..100. png_level: 0 (stored) .. 9 (smallest), the
+/// deflate level of libdeflate (https://github.com/ebiggers/libdeflate).
+struct EncodeOptions {
+  int quality = 95;
+  int png_level = kDefaultPngLevel;
+};
+
 /// Output formats by extension: .png .jpg/.jpeg .bmp .tga (case-insensitive).
 /// Throws UsageError for any other extension, naming the valid ones.
 void check_output_path(const std::string& path);
@@ -36,8 +48,28 @@ void check_output_path(const std::string& path);
 /// Throws Error naming the file and the cause (folder missing or not writable, disk full).
 void save_image(const Image& img, const std::string& path, int quality = 95);
 
+void save_image(const Image& img, const std::string& path, const EncodeOptions& opt);
+
 /// Encodes to memory (format by extension as save_image); used by save_image and the fuzzer.
+/// PNG: stb_image_write's writer with a fixed Paeth filter and libdeflate's zlib at
+/// opt.png_level. Throws UsageError for an unknown extension or an option out of range.
 std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext, int quality = 95);
+std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext,
+                                       const EncodeOptions& opt);
+
+/// Writes `size` bytes to `path` as save_image does: through a temporary file in the target's
+/// folder renamed over it when complete. Overwriting keeps the target's permission bits; a
+/// target without write permission is refused (as cp does, also for root: no write bit at all);
+/// a symlink target writes the file it points to and stays a link. Throws Error naming the file.
+void write_file_atomic(const std::string& path, const std::uint8_t* data, std::size_t size);
+
+/// Width, height and channels from an image's header (stbi_info), without decoding; false when
+/// the bytes are not a recognized image. For sizing buffers only: decode_image does the checks.
+bool image_info(const std::uint8_t* data, std::size_t size, int* width, int* height,
+                int* channels);
+
+/// Reads a whole regular file (as load_image does; FIFOs and devices refused). Throws Error.
+std::vector<std::uint8_t> read_image_file(const std::string& path);
 
 /// Makes SIGINT, SIGTERM, SIGHUP and SIGQUIT remove the temporary file of every save_image in
 /// flight, then end the process with the same signal (default action re-raised), so an
