@@ -573,9 +573,23 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
   const std::string output = r["output"].as<std::string>();
   {
     std::error_code ec;
-    const bool batch = inputs.size() > 1 || (input != "-" && fs::is_directory(input, ec)) ||
-                       (output != "-" && fs::is_directory(output, ec)) ||
-                       (!output.empty() && output.back() == '/');
+    // A batch: several inputs, or a folder input / an existing folder as -o (unless -o has an
+    // image extension: then it is the one output file, and a folder there is an error as before),
+    // or -o ending in '/'.
+    const bool out_is_image_name = writable_ext(lower_ext(fs::path(output)));
+    const bool out_is_dir = output != "-" && fs::is_directory(output, ec);
+    const bool batch = inputs.size() > 1 || (!output.empty() && output.back() == '/') ||
+                       (!out_is_image_name &&
+                        ((input != "-" && fs::is_directory(input, ec)) || out_is_dir));
+    if (inputs.size() > 1 && out_is_image_name && !out_is_dir) {
+      std::string names;
+      for (std::size_t i = 0; i < inputs.size() && i < 3; ++i)
+        names += (i ? ", '" : "'") + inputs[i] + "'";
+      if (inputs.size() > 3) names += ", ...";
+      throw UsageError("several inputs (" + names + ") but -o '" + output +
+                       "' is an image file name; with several inputs -o names the output folder "
+                       "(see 'histeq equalize --help')");
+    }
     if (batch) {
       if (output == "-") throw UsageError("-o - (standard output) takes exactly one input");
       Common cm = read_common(r);
