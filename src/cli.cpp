@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -435,6 +436,11 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
     }
   }
 
+  // Large image buffers are freed and allocated again for every file: keep them in the heap
+  // instead of returning them to the kernel each time (a fresh mmap costs a page fault per 4 KiB;
+  // 18 % of a PNG batch's time in the kernel before this).
+  ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
   Executor ex(eo);
   Progress prog;
   prog.on = !quiet && stderr_is_tty(err);
