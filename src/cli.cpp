@@ -849,13 +849,17 @@ std::string usage() {
          "Usage:\n"
          "  histeq equalize INPUT -o OUTPUT [--kernel NAME] [--backend auto|cuda|cpu]\n"
          "                  [--mode luma|rgb|gray] [--formula opencv|exact] [--timing] [--json]\n"
-         "                  [--quality Q] [--max-pixels N]\n"
-         "  histeq histogram INPUT [--kernel NAME] [--backend ...] [--mode ...] [--csv]\n"
+         "                  [--quality Q] [--png-level L] [--format png|jpg|bmp|tga] [--max-pixels N]\n"
+         "  histeq equalize INPUT... -o FOLDER [-r] [--format FMT] [--jobs N] [--max-inflight-mb MB]\n"
+         "                  [--devices LIST] [--quiet] [--json] [--timing] [options above]\n"
+         "  histeq equalize - -o - --format FMT      (standard input to standard output)\n"
+         "  histeq histogram INPUT... [-r] [--kernel NAME] [--backend ...] [--mode ...] [--csv] [--json]\n"
          "  histeq kernels [--details] [--type u8|i32] [--bins N] [--size N]\n"
          "  histeq bench [ARGS...]        (see 'histeq bench --help')\n"
          "  histeq --help | --version | COMMAND --help\n"
          "\n"
-         "Exit status: 0 success, 1 runtime failure (bad input file, I/O, CUDA), 2 usage error.\n";
+         "Exit status: 0 success, 1 runtime failure (bad input file, I/O, CUDA; in a batch: any file\n"
+         "failed), 2 usage error.\n";
 }
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
