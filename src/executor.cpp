@@ -109,6 +109,14 @@ struct Executor::Impl {
   ExecutorOptions opt;
   int jobs = 1;
 
+  ~Impl() {
+    if (init_thread.joinable()) init_thread.join();
+    for (auto& w : workers) {  // each worker's CUDA objects are freed on its own device
+      cudaSetDevice(w->device);
+      w.reset();
+    }
+  }
+
   // ---- devices, initialized in the background ----
   enum class DevState { none, initializing, ready, failed };
   std::mutex dev_mu;
@@ -422,9 +430,7 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   }
 }
 
-Executor::~Executor() {
-  if (impl_ && impl_->init_thread.joinable()) impl_->init_thread.join();
-}
+Executor::~Executor() = default;
 
 int Executor::jobs() const { return impl_->jobs; }
 
