@@ -203,7 +203,7 @@ mode_t default_file_mode() {
 // claimed (state 1) and published (state 2) only after it is complete; the fatal signals are
 // blocked from mkstemp until the slot is published, and again around rename + release, so that
 // no temp file exists that a handler cannot see.
-constexpr int kTempSlots = 16;
+constexpr int kTempSlots = 256;  // one per save in flight: a batch writes with up to --jobs threads
 constexpr std::size_t kTempPathMax = 4096;
 struct TempSlot {
   std::atomic<int> state{0};  // 0 free, 1 being filled, 2 holds a live temp file

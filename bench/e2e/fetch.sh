@@ -3,14 +3,20 @@
 # Debian's plasma-workspace-wallpapers (apt-get download, no root needed), per wallpaper the
 # largest JPEG at least 2560 pixels wide into DIR/jpg/NAME.jpg, and a PNG copy of each in
 # DIR/png/NAME.png (written by OpenCV, python3 -m pip install opencv-python-headless).
-# Photos are never committed: DIR should be outside the repository (or ignored).
+# Photos are never committed: DIR should be outside the repository, or bench/e2e/photos (ignored).
+# When DIR/jpg already holds JPEGs (e.g. copied to a machine without a package registry), the
+# download is skipped and only the PNG copies are made.
 set -eu
 if [ $# -ne 1 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
   echo "usage: $0 DIR   (downloads plasma-workspace-wallpapers; writes DIR/jpg and DIR/png)" >&2
   exit 2
 fi
 dir=$1
-mkdir -p "$dir/jpg" "$dir/png" "$dir/deb"
+mkdir -p "$dir/jpg" "$dir/png"
+if ls "$dir"/jpg/*.jpg >/dev/null 2>&1; then
+  echo "$dir/jpg already holds JPEGs: no download"
+else
+mkdir -p "$dir/deb"
 if ! ls "$dir"/deb/plasma-workspace-wallpapers_*.deb >/dev/null 2>&1; then
   (cd "$dir/deb" && apt-get download plasma-workspace-wallpapers)
 fi
@@ -29,6 +35,7 @@ for wp in "$dir"/x/usr/share/wallpapers/*/; do
   [ -n "$best" ] && cp "$best" "$dir/jpg/$name.jpg"
 done
 rm -rf "$dir/x"
+fi
 python3 - "$dir" <<'PY'
 import sys, pathlib, cv2
 d = pathlib.Path(sys.argv[1])
