@@ -341,4 +341,28 @@ TEST_F(Batch, BatchOptionsAreValidated) {
   EXPECT_FALSE(fs::exists(p("o")));
 }
 
+TEST_F(Batch, GpuBatchOnTwoWorkersOfOneDeviceMatchesTheCpu) {
+  HISTEQ_REQUIRE_GPU();
+  const Result r = run("equalize " + q("in") + " -r -o " + q("gpu") +
+                       " --backend cuda --devices 0,0 --jobs 4 --max-inflight-mb 1 --json");
+  ASSERT_EQ(r.status, 0) << r;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 4u) << r;
+  for (std::size_t i = 0; i + 1 < lines.size(); ++i)
+    EXPECT_EQ(nlohmann::json::parse(lines[i]).at("backend").get<std::string>(), "cuda") << lines[i];
+  for (const char* n : {"moon.png", "chelsea.png", "sub/coins.png"})
+    EXPECT_EQ(read_bytes(p("gpu") / n), single(p("in").string() + "/" + n, ".png")) << n;
+  EXPECT_EQ(run("equalize " + q("in") + " -o " + q("gpu2") + " --backend cuda --devices 999").status, 1)
+      << "a device that does not exist";
+}
+
+TEST_F(Batch, CudaBackendWithoutADeviceIsOneError) {
+  std::string why;
+  if (histeq::test::gpu_available(&why)) GTEST_SKIP() << "a CUDA device is present";
+  const Result r = run("equalize " + q("in") + " -o " + q("nogpu") + " --backend cuda");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("no usable CUDA device"), std::string::npos) << r;
+  EXPECT_TRUE(!fs::exists(p("nogpu")) || fs::is_empty(p("nogpu"))) << "no output";
+}
+
 }  // namespace
