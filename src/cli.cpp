@@ -220,7 +220,7 @@ namespace fs = std::filesystem;
 
 void add_batch_options(Command& c, bool equalize) {
   c.add_flag("r,recursive", "folder inputs: descend into subfolders (outputs keep the relative path)");
-  c.add("jobs", "CPU worker threads for a batch (default: the number of cores)",
+  c.add("jobs", "CPU worker threads for a batch (0: the number of cores)",
         cxxopts::value<int>()->default_value("0"), "N");
   c.add("max-inflight-mb", "cap on the megabytes of images in flight in a batch",
         cxxopts::value<std::size_t>()->default_value(std::to_string(kDefaultMaxInflightBytes >> 20)),
@@ -231,8 +231,7 @@ void add_batch_options(Command& c, bool equalize) {
   if (equalize) {
     c.add("format", "output format of every file: png, jpg, bmp, tga (default: each input's own; required with -o -)",
           cxxopts::value<std::string>(), "FMT");
-    c.add("png-level", "PNG deflate level 0..9 (libdeflate; default " +
-                           std::to_string(kDefaultPngLevel) + ")",
+    c.add("png-level", "PNG deflate level 0..9 (libdeflate; 0: stored, 9: smallest)",
           cxxopts::value<int>()->default_value(std::to_string(kDefaultPngLevel)), "L");
   }
 }
@@ -561,8 +560,8 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
   c.add("f,formula", "CDF->LUT formula: opencv (cv::equalizeHist, float32) or exact (integer, round half up)",
         cxxopts::value<std::string>()->default_value("opencv"), "NAME");
   c.add("q,quality", "JPEG quality 1..100", cxxopts::value<int>()->default_value("95"), "Q");
-  c.add_flag("timing", "print a table of milliseconds per stage and the histogram's GB/s");
-  c.add_flag("json", "print the report as one JSON object on stdout (the --timing table, if asked, goes to stderr)");
+  c.add_flag("timing", "print a table of milliseconds per stage and the histogram's GB/s (a batch: per stage the sum over the files, and the wall time)");
+  c.add_flag("json", "print the report as one JSON object on stdout (the --timing table, if asked, goes to stderr); a batch: one object per file per line, then a summary object");
   c.add_flag("h,help", "print this help");
   c.options.parse_positional({"input"});
   c.options.positional_help("INPUT... -o OUTPUT");
