@@ -32,6 +32,7 @@
 #include "histeq/gpu.hpp"
 #include "histeq/lut.hpp"
 #include "histeq/planes.hpp"
+#include "png_fast.hpp"
 #include "registry.hpp"
 
 namespace histeq {
@@ -108,6 +109,7 @@ void add(ItemTimes& a, const ItemTimes& b) {
 struct Executor::Impl {
   ExecutorOptions opt;
   int jobs = 1;
+  std::shared_ptr<Codec> fast_png;
 
   ~Impl() {
     if (init_thread.joinable()) init_thread.join();
@@ -199,6 +201,11 @@ struct Executor::Impl {
         done = true;
         break;
       }
+    }
+    if (!done && fast_png &&
+        fast_png->decode(it.bytes.data(), it.bytes.size(), it.rep.input, opt.max_pixels, &img)) {
+      it.rep.decoder = fast_png->name();
+      done = true;
     }
     if (!done) {
       img = decode_image(it.bytes.data(), it.bytes.size(), it.rep.input, opt.max_pixels);
@@ -417,6 +424,7 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   if (m.opt.jobs < 0) throw UsageError("--jobs must be at least 1");
   const unsigned hw = std::thread::hardware_concurrency();
   m.jobs = m.opt.jobs > 0 ? m.opt.jobs : int(hw > 0 ? hw : 1);
+  if (m.opt.fast_png_decoder) m.fast_png = make_fast_png_decoder();
   if (m.opt.max_inflight_bytes == 0) throw UsageError("--max-inflight-mb must be at least 1");
   if (m.opt.equalize.kernel != "auto") {
     const kernels::KernelEntry& e = kernels::find_kernel(m.opt.equalize.kernel);

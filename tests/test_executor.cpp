@@ -19,6 +19,7 @@
 #include "histeq/executor.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/pipeline.hpp"
+#include "png_fast.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -83,7 +84,7 @@ TEST_F(ExecutorTest, CpuWithATinyInflightCapMatchesTheSingleFilePath) {
     order.push_back(r.index);
     EXPECT_TRUE(r.ok) << r.error;
     EXPECT_EQ(r.equalize.backend, "cpu");
-    EXPECT_EQ(r.decoder, "stb");
+    EXPECT_TRUE(r.decoder == "libdeflate-png" || r.decoder == "stb") << r.decoder;
   });
   EXPECT_EQ(s.files, its.size());
   EXPECT_EQ(s.failures, 0u);
@@ -164,6 +165,48 @@ TEST_F(ExecutorTest, HistogramTaskMatchesImageHistograms) {
     eo.mode = Mode::rgb;
     EXPECT_EQ(r.equalize.histograms, image_histograms(load_image(r.input), eo)) << r.input;
   });
+}
+
+// The fast PNG decoder either declines a file or gives exactly stb_image's pixels: every PNG of
+// the samples, the goldens and the fuzz corpora (damaged files included), whole and truncated,
+// and with one byte flipped in the image data.
+TEST(FastPng, DeclinesOrMatchesStbOnEveryPngWeHave) {
+  const auto dec = make_fast_png_decoder();
+  std::vector<fs::path> files;
+  for (const char* dir : {"samples", "tests/data", "tests/fuzz"}) {
+    const fs::path root = test::source_path(dir);
+    if (!fs::exists(root)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(root)) {
+      if (!e.is_regular_file()) continue;
+      const auto b = read_bytes(e.path());
+      if (b.size() >= 8 && b[0] == 0x89 && b[1] == 'P') files.push_back(e.path());
+    }
+  }
+  ASSERT_GT(files.size(), 10u);
+  int taken = 0;
+  for (const fs::path& f : files) {
+    const auto whole = read_bytes(f);
+    std::vector<std::vector<std::uint8_t>> variants = {whole};
+    variants.emplace_back(whole.begin(), whole.begin() + std::ptrdiff_t(whole.size() * 2 / 3));
+    auto flipped = whole;
+    flipped[flipped.size() / 2] ^= 0x10;
+    variants.push_back(flipped);
+    for (const auto& v : variants) {
+      Image fast;
+      if (!dec->decode(v.data(), v.size(), f.string(), kDefaultMaxPixels, &fast)) continue;
+      ++taken;
+      Image ref;
+      ASSERT_NO_THROW(ref = decode_image(v.data(), v.size(), f.string())) << f;
+      EXPECT_EQ(fast.width, ref.width) << f;
+      EXPECT_EQ(fast.height, ref.height) << f;
+      EXPECT_EQ(fast.channels, ref.channels) << f;
+      EXPECT_TRUE(fast.pixels == ref.pixels) << f;
+    }
+    // Over the pixel limit: declined (stb reports it with the limit in the message).
+    Image img;
+    EXPECT_FALSE(dec->decode(whole.data(), whole.size(), f.string(), 0, &img)) << f;
+  }
+  EXPECT_GT(taken, 5) << "the common PNGs are taken";
 }
 
 // ---- GPU (skipped without a usable device) ----

@@ -66,8 +66,12 @@ struct ExecutorOptions {
   /// CUDA device ordinals, one device worker each (repeats allowed: {0, 0} is two workers on
   /// GPU 0). Empty: every visible device once. Ignored by the CPU backend.
   std::vector<int> devices;
-  /// Tried in order before the built-in stb codecs (see Codec).
+  /// Tried in order before the built-in codecs (see Codec).
   std::vector<std::shared_ptr<Codec>> codecs;
+  /// Built in after `codecs`: PNG decoding by libdeflate for 8-bit gray/GA/RGB/RGBA PNGs without
+  /// interlacing, tRNS or PLTE (the same pixels as stb_image; everything else, damaged files
+  /// included, is left to stb_image and its messages). Reported as decoder "libdeflate-png".
+  bool fast_png_decoder = true;
 };
 
 /// One file to process. output empty for Task::histogram; the output's format is the extension
