@@ -20,6 +20,9 @@
 #if __has_include("histeq/lesson.hpp")
 #include "histeq/lesson.hpp"
 #endif
+#if __has_include("histeq/executor.hpp")
+#include "histeq/executor.hpp"
+#endif
 
 namespace histeq {
 namespace kernels {
@@ -85,9 +88,23 @@ std::vector<Histogram> image_histograms(const Image&, const EqualizeOptions&, Eq
   throw Error("fuzz build: image_histograms is not run");
 }
 
+#if __has_include("histeq/executor.hpp")
+// The batch executor: constructed (options validated by cli.cpp before), never run.
+struct Executor::Impl {};
+Executor::Executor(ExecutorOptions) : impl_(std::make_unique<Impl>()) {}
+Executor::~Executor() = default;
+int Executor::jobs() const { return 1; }
+std::string Executor::cpu_fallback_reason() { return "fuzz build: no device"; }
+BatchSummary Executor::run(const std::vector<WorkItem>&,
+                           const std::function<void(const ItemReport&)>&) {
+  throw Error("fuzz build: the executor is not run");
+}
+#endif
+
 #if __has_include("histeq/bench.hpp")
 namespace bench {
 int main(const std::vector<std::string>&, std::ostream&, std::ostream&) { return 2; }
+std::size_t parse_size(std::string_view) { throw UsageError("fuzz build: sizes are not parsed"); }
 }  // namespace bench
 #endif
 
