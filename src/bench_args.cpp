@@ -240,6 +240,7 @@ VS take_images(const VS& args, Options& opt) {
 /// Every option but --images; list options take text that parse_* splits on commas.
 cxxopts::Options make_parser() {
   cxxopts::Options o("histeq bench", "histogram kernel benchmark");
+  // clang-format off
   o.add_options()
       ("kernels", "", cxxopts::value<VS>())("kernel", "", cxxopts::value<VS>())
       ("types", "", cxxopts::value<VS>())("type", "", cxxopts::value<VS>())
@@ -259,6 +260,7 @@ cxxopts::Options make_parser() {
       ("json", "", cxxopts::value<std::string>())
       ("plot", "", cxxopts::value<std::string>())
       ("h,help", "");
+  // clang-format on
   return o;
 }
 
@@ -277,7 +279,7 @@ cxxopts::ParseResult run_parser(const VS& rest) {
   if (!parsed->unmatched().empty()) {
     throw UsageError("unexpected argument '" + parsed->unmatched().front() + "'");
   }
-  return std::move(*parsed);
+  return *parsed;
 }
 
 bool given(const cxxopts::ParseResult& r, const char* a, const char* b) {

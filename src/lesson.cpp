@@ -244,7 +244,7 @@ std::string join_facts(const std::vector<std::string>& parts) {
 std::string why_of(const Row& r, const Context& ctx) {
   if (r.status == "SKIP") return "skipped: " + r.note;
   if (r.status == "FAIL" && r.kernel != "racy") return "its histogram differs from the CPU's: " + r.note;
-  const std::string ceiling = pct_ceiling(r, ctx.read_bw);
+  std::string ceiling = pct_ceiling(r, ctx.read_bw);
   const std::string k = r.kernel;
   if (k == bench::kCpuKernel) {
     return "the reference every GPU step is compared with, " +
