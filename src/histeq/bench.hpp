@@ -3,7 +3,9 @@
 // sizes × L2 state; each cell checked against the CPU reference, then timed with CUDA events.
 //
 // The option parsing, the skip rules, the speed-up bookkeeping and the table/CSV/JSON writers are
-// separate functions here so that they are tested without a GPU (tests/test_bench.cpp).
+// separate functions here so that they are tested without a GPU (tests/test_bench.cpp). Files:
+// bench_args.cpp (options), bench_timing.cpp, bench_sweep.cpp (measure), bench_report.cpp,
+// bench.cpp (main); src/bench_detail.hpp holds what they share.
 // Method: warm-up launches, then `reps` back-to-back launches each bracketed by a pair of CUDA
 // events (median and min reported); cold L2 = a buffer twice the L2 size is written with
 // cudaMemsetAsync before each timed launch; "% of read bandwidth" is relative to a streaming
@@ -23,8 +25,9 @@ namespace histeq::bench {
 
 /// Runs `histeq bench ARGS...` (ARGS without the program name and the word "bench").
 /// The table goes to `out`; progress, notes and errors to `err` (each error printed once).
-/// Returns 0 when every cell PASSed or was skipped, 1 on any FAIL or runtime error (a file that
-/// cannot be written, a CUDA failure), 2 on a usage error. Throws nothing.
+/// Returns 0 when every cell PASSed or was skipped, 1 on any FAIL or runtime error (a CUDA
+/// failure; a --csv/--json/--plot file that cannot be written, found before the sweep runs),
+/// 2 on a usage error. Throws nothing.
 int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 /// The name of the CPU reference (histeq::cpu::histogram) on the kernel axis.
