@@ -198,6 +198,9 @@ std::string usage() {
        "  --equalize        time the whole equalization (histogram, CDF, LUT, apply) of each u8\n"
        "                    case in device memory: fused single launch, three stages with\n"
        "                    columns / cub, and the CPU backend; checked byte for byte (256 bins)\n"
+       "  --clahe           time CLAHE (clip 2, 8x8 tiles) of each u8 case as a square-ish\n"
+       "                    gray image in device memory, GPU and CPU; checked byte for byte;\n"
+       "                    also 16-bit rows: clahe16:gpu and hist16:gpu (65536 bins)\n"
        "  --csv FILE        one CSV line per cell (with device, commit, command, timestamp)\n"
        "  --json FILE       the same as JSON\n"
        "  --plot FILE.png   throughput against size per kernel and distribution\n"
@@ -256,6 +259,7 @@ cxxopts::Options make_parser() {
       ("timing", "", cxxopts::value<std::string>())
       ("case", "", cxxopts::value<std::string>())
       ("equalize", "")
+      ("clahe", "")
       ("csv", "", cxxopts::value<std::string>())
       ("json", "", cxxopts::value<std::string>())
       ("plot", "", cxxopts::value<std::string>())
@@ -469,6 +473,23 @@ void apply_equalize(const cxxopts::ParseResult& r, Options& opt) {
   }
 }
 
+/// --clahe: u8 and 256 bins only (the defaults become those); not with --equalize.
+void apply_clahe(const cxxopts::ParseResult& r, Options& opt) {
+  if (!r.count("clahe")) return;
+  if (r.count("equalize")) throw UsageError("--clahe and --equalize: choose one");
+  opt.clahe = true;
+  if (!given(r, "types", "type")) opt.types = {SampleType::u8};
+  if (!given(r, "bins", "bin")) opt.bins = {256};
+  for (SampleType t : opt.types) {
+    if (t != SampleType::u8) {
+      throw UsageError("--clahe works on u8 samples (images); drop --type i32");
+    }
+  }
+  for (int b : opt.bins) {
+    if (b != 256) throw UsageError("--clahe works on 8-bit data with 256 bins; drop --bins");
+  }
+}
+
 /// --case lesson fixes the data: i32, 64 bins, kLessonSize sequential values.
 void apply_case(const cxxopts::ParseResult& r, Options& opt) {
   if (!r.count("case")) return;
@@ -507,6 +528,7 @@ Options parse_args(const std::vector<std::string>& args) {
   parse_blocks(r, opt);
   parse_scalars(r, opt);
   parse_outputs(r, opt);
+  apply_clahe(r, opt);
   apply_equalize(r, opt);
   apply_case(r, opt);
   // int32 samples are bin indices: every bin count up to kMaxBins is valid for both types

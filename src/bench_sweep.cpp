@@ -3,6 +3,7 @@
 // (bench_timing.cpp) for every kernel × block size × L2 state; the skip rules.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <memory>
@@ -13,7 +14,10 @@
 
 #include "bench_detail.hpp"
 #include "cuda_check.hpp"
+#include "histeq/clahe.hpp"
+#include "histeq/clahe_gpu.hpp"
 #include "histeq/cpu.hpp"
+#include "histeq/gpu16.hpp"
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
 #include "histeq/image_io.hpp"
@@ -139,6 +143,10 @@ class Sweep {
       run_equalize(dc, data, ref);
       return;
     }
+    if (opt_.clahe) {
+      run_clahe(dc, data);
+      return;
+    }
     const bool want_cpu =
         !gpu_ || std::find(opt_.kernels.begin(), opt_.kernels.end(), kCpuKernel) !=
                      opt_.kernels.end();
@@ -224,6 +232,131 @@ class Sweep {
         c.reason = reason;
         set_times(c, us);
         add(std::move(c));
+      }
+    }
+  }
+
+  /// --clahe: CLAHE (clip 2, 8x8) of one u8 case as a w × h image, w = floor(sqrt(n)), on the
+  /// CPU and (with a GPU) with gpu::Clahe, the GPU output compared byte for byte.
+  void run_clahe(const DataCase& dc, const std::uint8_t* data) {
+    const int w = std::max(1, int(std::sqrt(double(dc.n))));
+    const int h = int(dc.n / std::size_t(w));
+    const std::size_t m = std::size_t(w) * std::size_t(h);
+    ClaheOptions o;  // clip 2.0, 8x8
+    std::vector<std::uint8_t> want(m), got(m);
+    if (m == 0 || h < 1) {
+      add_all(dc, "clahe:cpu", "SKIP", "empty case");
+      return;
+    }
+    {
+      Cell c = base(dc, "clahe:cpu", 0, "-");
+      std::vector<double> us;
+      for (int r = 0; r < opt_.warmup + opt_.reps; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        cpu::clahe_plane(data, w, h, o, want.data());
+        const auto t1 = std::chrono::steady_clock::now();
+        if (r >= opt_.warmup) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      }
+      c.status = "PASS";
+      set_times(c, us);
+      add(std::move(c));
+    }
+    if (!gpu_) return;
+    std::string why = skip_reason(nullptr, 2 * m, free_device_bytes());
+    if (!why.empty()) {
+      add_all(dc, "clahe:gpu", "SKIP", "input " + why);
+      return;
+    }
+    DeviceBuffer<std::uint8_t> d_in(m), d_out(m);
+    HISTEQ_CUDA_CHECK(cudaMemcpy(d_in.get(), data, m, cudaMemcpyHostToDevice));
+    HISTEQ_CUDA_CHECK(cudaDeviceSynchronize());  // the engine's stream is non-blocking
+    gpu::Clahe engine;
+    const cudaStream_t s = engine.stream();
+    engine.apply(d_in.get(), d_out.get(), w, h, o);
+    engine.synchronize();
+    HISTEQ_CUDA_CHECK(cudaMemcpy(got.data(), d_out.get(), m, cudaMemcpyDeviceToHost));
+    std::string reason;
+    if (got != want) {
+      std::size_t i = 0;
+      while (got[i] == want[i]) ++i;
+      reason = "output differs from the CPU at byte " + std::to_string(i) + ": " +
+               std::to_string(got[i]) + " vs " + std::to_string(want[i]);
+    }
+    for (L2 l : opt_.l2) {
+      const std::vector<double> us =
+          time_reps(s, opt_.warmup, opt_.reps, opt_.timing, l2_flush(l, *gpu_, s),
+                    [&] { engine.apply(d_in.get(), d_out.get(), w, h, o); });
+      Cell c = base(dc, "clahe:gpu", 0, to_string(l));
+      c.status = reason.empty() ? "PASS" : "FAIL";
+      c.reason = reason;
+      set_times(c, us);
+      add(std::move(c));
+    }
+    run_clahe16(dc, data, w, h);
+  }
+
+  /// --clahe, 16-bit rows: the case's bytes made into m u16 samples (high byte the sample, low
+  /// byte the sample half the case away), timed as 16-bit CLAHE ("clahe16:gpu", checked against
+  /// cpu::clahe_plane16) and as the 65536-bin histogram alone ("hist16:gpu", checked against
+  /// cpu::histogram16). gbps of these rows counts 2 bytes per sample (size stays in samples).
+  void run_clahe16(const DataCase& dc, const std::uint8_t* data, int w, int h) {
+    const std::size_t m = std::size_t(w) * std::size_t(h);
+    std::string why = skip_reason(nullptr, 4 * m + (std::size_t(64) << 23), free_device_bytes());
+    if (!why.empty()) {
+      add_all(dc, "clahe16:gpu", "SKIP", "input " + why);
+      return;
+    }
+    std::vector<std::uint16_t> src(m), want(m), got(m);
+    for (std::size_t i = 0; i < m; ++i)
+      src[i] = static_cast<std::uint16_t>((data[i] << 8) | data[(i + m / 2) % m]);
+    ClaheOptions o;
+    cpu::clahe_plane16(src.data(), w, h, o, want.data());
+    DeviceBuffer<std::uint16_t> d_in(m), d_out(m);
+    HISTEQ_CUDA_CHECK(cudaMemcpy(d_in.get(), src.data(), m * 2, cudaMemcpyHostToDevice));
+    HISTEQ_CUDA_CHECK(cudaDeviceSynchronize());
+    auto first_diff = [](const auto& a, const auto& b) {
+      std::size_t i = 0;
+      while (i < a.size() && a[i] == b[i]) ++i;
+      return i == a.size() ? std::string()
+                           : "differs from the CPU at " + std::to_string(i) + ": " +
+                                 std::to_string(a[i]) + " vs " + std::to_string(b[i]);
+    };
+    auto row = [&](const std::string& kernel, L2 l, const std::string& reason,
+                   const std::vector<double>& us) {
+      Cell c = base(dc, kernel, 0, to_string(l));
+      c.bins = 65536;
+      c.status = reason.empty() ? "PASS" : "FAIL";
+      c.reason = reason;
+      set_times(c, us);
+      if (c.median_us > 0) c.gbps = double(2 * m) / (c.median_us * 1e3);
+      add(std::move(c));
+    };
+    {
+      gpu::Clahe engine;
+      const cudaStream_t s = engine.stream();
+      engine.apply16(d_in.get(), d_out.get(), w, h, o);
+      engine.synchronize();
+      HISTEQ_CUDA_CHECK(cudaMemcpy(got.data(), d_out.get(), m * 2, cudaMemcpyDeviceToHost));
+      const std::string reason = first_diff(got, want);
+      for (L2 l : opt_.l2) {
+        row("clahe16:gpu", l, reason,
+            time_reps(s, opt_.warmup, opt_.reps, opt_.timing, l2_flush(l, *gpu_, s),
+                      [&] { engine.apply16(d_in.get(), d_out.get(), w, h, o); }));
+      }
+    }
+    {
+      gpu::Equalizer16 eq;
+      const cudaStream_t s = eq.stream();
+      DeviceBuffer<std::uint64_t> d_hist(65536);
+      eq.histogram(d_in.get(), m, d_hist.get());
+      eq.synchronize();
+      std::vector<std::uint64_t> hg(65536);
+      HISTEQ_CUDA_CHECK(cudaMemcpy(hg.data(), d_hist.get(), hg.size() * 8, cudaMemcpyDeviceToHost));
+      const std::string reason = first_diff(hg, cpu::histogram16(src.data(), m));
+      for (L2 l : opt_.l2) {
+        row("hist16:gpu", l, reason,
+            time_reps(s, opt_.warmup, opt_.reps, opt_.timing, l2_flush(l, *gpu_, s),
+                      [&] { eq.histogram(d_in.get(), m, d_hist.get()); }));
       }
     }
   }

@@ -30,6 +30,7 @@
 #include <mutex>
 
 #include "histeq/error.hpp"
+#include "histeq/jpeg_codec.hpp"
 
 #if defined(__GNUC__)
 #pragma GCC diagnostic push
@@ -420,6 +421,8 @@ Image decode_image(const std::uint8_t* data, std::size_t size, const std::string
   if (size > std::size_t(INT_MAX))
     throw Error(quoted(name) + " is too large to decode (" + std::to_string(size) +
                 " bytes; the decoder takes at most " + std::to_string(INT_MAX) + ")");
+  // JPEG: libjpeg-turbo (jpeg_codec.hpp), so that pixels equal OpenCV's/Pillow's decode.
+  if (jpeg::is_jpeg(data, size)) return jpeg::decode(data, size, name, {max_pixels});
   const int len = static_cast<int>(size);
   if (const char* why = jpeg_huffman_problem(data, size))
     throw Error(quoted(name) + " is not a decodable image: " + why);
@@ -462,8 +465,11 @@ Image decode_image(const std::uint8_t* data, std::size_t size, const std::string
   img.height = dh;
   img.channels = dc;
   img.pixels.assign(px.get(), px.get() + img.byte_count());
+  img.icc = png::read_iccp(data, size);  // empty unless a PNG with an iCCP chunk
   return img;
 }
+
+std::vector<std::uint8_t> read_image_file(const std::string& path) { return read_file(path); }
 
 Image load_image(const std::string& path, std::uint64_t max_pixels) {
   const std::vector<std::uint8_t> data = read_file(path);
@@ -494,7 +500,8 @@ void check_output_path(const std::string& path) {
                      " for " + quoted(path) + " (valid: " + kValidExtensions + ")");
 }
 
-std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext, int quality) {
+std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext, int quality,
+                                       jpeg::Subsampling subsampling) {
   Format f;
   if (!format_of(ext, &f))
     throw UsageError("unknown output format " + quoted(ext) + " (valid: " + kValidExtensions +
@@ -519,10 +526,8 @@ std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext,
       ok = stbi_write_png_to_func(append_bytes, &out, img.width, img.height, img.channels, px,
                                   img.width * img.channels);
       break;
-    case Format::jpg:
-      ok = stbi_write_jpg_to_func(append_bytes, &out, img.width, img.height, img.channels, px,
-                                  quality);
-      break;
+    case Format::jpg:  // libjpeg-turbo (jpeg_codec.hpp): 4:2:0 colour, 1-component gray
+      return jpeg::encode(img, {quality, subsampling});
     case Format::bmp:
       ok = stbi_write_bmp_to_func(append_bytes, &out, img.width, img.height, img.channels, px);
       break;
@@ -534,14 +539,19 @@ std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext,
     throw Error("stb_image_write failed to encode a " + std::to_string(img.width) + "x" +
                 std::to_string(img.height) + "x" + std::to_string(img.channels) + " " + ext +
                 " image");
+  if (f == Format::png && jpeg::icc_fits(img.icc, img.channels)) png::insert_iccp(out, img.icc);
   return out;
 }
 
-void save_image(const Image& img, const std::string& path, int quality) {
+void save_image(const Image& img, const std::string& path, int quality,
+                jpeg::Subsampling subsampling) {
   check_output_path(path);
   const std::vector<std::uint8_t> bytes =
-      encode_image(img, fs::path(path).extension().string(), quality);
+      encode_image(img, fs::path(path).extension().string(), quality, subsampling);
+  write_image_file(bytes, path);
+}
 
+void write_image_file(const std::vector<std::uint8_t>& bytes, const std::string& path) {
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::error_code ec;

@@ -75,6 +75,14 @@ struct Options {
   /// with that histogram kernel, for columns and cub) and "equalize:cpu" (the CPU backend);
   /// each checked byte for byte against the CPU output. 256 bins only.
   bool equalize = false;
+  /// --clahe: time CLAHE (clip 2, 8x8 tiles, OpenCV 4.6's) of each u8 case in device memory,
+  /// laid out as a floor(sqrt(n)) × n/floor(sqrt(n)) gray image (the remainder left out): rows
+  /// "clahe:gpu" (gpu::Clahe: fused tile histograms + LUTs, then the interpolated apply) and
+  /// "clahe:cpu", the GPU output checked byte for byte against the CPU's; and 16-bit rows
+  /// "clahe16:gpu" (16-bit CLAHE) and "hist16:gpu" (65536-bin histogram), of u16 samples made
+  /// from the case's bytes, also checked (their gbps counts 2 bytes per sample). 256 bins only
+  /// for the u8 rows.
+  bool clahe = false;
   bool help = false;
   std::string command_line;           ///< "histeq bench ARGS..." as given (for the records)
 };
