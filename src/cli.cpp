@@ -309,6 +309,12 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
         << ", kernel " << rep.kernel << " on " << rep.device << ", " << num(t.total_ms, 1)
         << " ms\n";
   }
+  // The output is committed by now: a report that cannot be written (a full or closed stdout)
+  // is an error that says so, rather than one that reads as if nothing had been written.
+  out.flush();
+  if (!out)
+    throw Error("the image " + output + " was written, but the report could not be written to "
+                "standard output (full or closed)");
   return 0;
 }
 

@@ -29,6 +29,7 @@
 #include <memory>
 #include <mutex>
 
+#include "decode_checks.hpp"
 #include "histeq/error.hpp"
 
 #if defined(__GNUC__)
@@ -38,7 +39,25 @@
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #pragma GCC diagnostic ignored "-Wunused-function"
 #pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#pragma GCC diagnostic ignored "-Wstringop-overflow"  // false positives once stb is static (inlined)
 #endif
+// Defense in depth: every buffer stb_image allocates starts zeroed (calloc; a realloc zeroes
+// what it adds), so that no decoder bug can hand back earlier heap contents as pixels
+// (tests/test_host_decode_checks.cpp: MallocPerturb*). stb's symbols stay private to this file
+// (STB_IMAGE_STATIC, STB_IMAGE_WRITE_STATIC): a program linking libhisteq_host.a may compile
+// its own copy of stb (test: NoStbSymbolsExported).
+namespace {
+void* histeq_stbi_realloc_zeroed(void* p, std::size_t old_size, std::size_t new_size) {
+  void* q = std::realloc(p, new_size);
+  if (q && new_size > old_size) std::memset(static_cast<char*>(q) + old_size, 0, new_size - old_size);
+  return q;
+}
+}  // namespace
+#define STBI_MALLOC(sz) std::calloc(1, (sz))
+#define STBI_REALLOC_SIZED(p, oldsz, newsz) histeq_stbi_realloc_zeroed((p), (oldsz), (newsz))
+#define STBI_FREE(p) std::free(p)
+#define STB_IMAGE_STATIC
+#define STB_IMAGE_WRITE_STATIC
 #define STB_IMAGE_IMPLEMENTATION
 #define STBI_NO_STDIO  // we read files ourselves
 // Only the documented input formats are compiled in (a smaller attack surface: PSD, HDR, PIC
@@ -172,7 +191,13 @@ struct TempSlot {
 };
 static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs lock-free atomics");
 TempSlot g_temp_slots[kTempSlots];
-constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+// Every fatal signal a process can catch whose default action ends it. The asynchronous ones
+// (and SIGXFSZ / SIGPIPE, raised by a write) are blocked around mkstemp and rename; the
+// synchronous faults are only caught where nobody else handles them (ASan, a debugger).
+constexpr int kCleanupSignals[] = {SIGINT,  SIGTERM, SIGHUP,    SIGQUIT,  SIGXFSZ, SIGXCPU,
+                                   SIGPIPE, SIGALRM, SIGUSR1,   SIGUSR2,  SIGVTALRM,
+                                   SIGPROF, SIGPOLL, SIGSTKFLT, SIGPWR};
+constexpr int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS, SIGTRAP};
 std::atomic<SaveHook> g_save_hook{nullptr};
 
 extern "C" void histeq_cleanup_handler(int sig) {
@@ -215,6 +240,16 @@ int claim_temp_slot() {
 std::uint32_t be32(const std::uint8_t* p) {
   return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) |
          std::uint32_t(p[3]);
+}
+
+/// stb_image's zlib decoder with a fixed output buffer (it never grows it: more output than
+/// `cap` fails with "output buffer limit"). For detail::structure_problem's PNG check.
+int bounded_inflate(char* out, int cap, const char* in, int in_len, bool zlib_header,
+                    const char** why) {
+  const int n = zlib_header ? stbi_zlib_decode_buffer(out, cap, in, in_len)
+                            : stbi_zlib_decode_noheader_buffer(out, cap, in, in_len);
+  if (n < 0 && why) *why = stbi_failure_reason();
+  return n;
 }
 
 /// Why stbi_info_from_memory failed. It tries every format in turn, so its own reason is always
@@ -443,10 +478,28 @@ Image decode_image(const std::uint8_t* data, std::size_t size, const std::string
   static const std::uint8_t kPngSig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   if (size >= 24 && std::memcmp(data, kPngSig, 8) == 0 && std::memcmp(data + 12, "IHDR", 4) == 0)
     check_dims(be32(data + 16), be32(data + 20));
+  // Binary PNM (P5/P6): decoded here (detail::pnm_decode: data length checked before
+  // allocating, any maxval 1..65535 scaled, 16-bit samples big-endian), not by stb.
+  if (detail::is_binary_pnm(data, size)) {
+    detail::PnmHeader pnm;
+    if (std::string why = detail::pnm_header(data, size, &pnm); !why.empty())
+      throw Error(quoted(name) + " is not a decodable image: " + why);
+    check_dims(pnm.width, pnm.height);
+    Image img;
+    if (std::string why = detail::pnm_decode(data, size, pnm, &img); !why.empty())
+      throw Error(quoted(name) + " is not a decodable image: " + why);
+    return img;
+  }
   int w = 0, h = 0, comp = 0;
   if (!stbi_info_from_memory(data, len, &w, &h, &comp))
     throw Error(quoted(name) + " is not a decodable image: " + format_failure_reason(data, len));
+  if (h < 0 && h > -STBI_MAX_DIMENSIONS - 1 && detail::bmp_is_top_down(data, size))
+    h = -h;  // a top-down BMP: stb's info gives the stored (negative) height, its decoder flips
   check_dims(std::uint64_t(std::max(w, 0)), std::uint64_t(std::max(h, 0)));
+  // The file's own structure (BMP, TGA, GIF, PNG): data long enough for every pixel, palette
+  // indices within the palette, complete LZW/zlib data, no decompression bomb.
+  if (std::string why = detail::structure_problem(data, size, bounded_inflate); !why.empty())
+    throw Error(quoted(name) + " is not a decodable image: " + why);
   int dw = 0, dh = 0, dc = 0;
   std::unique_ptr<stbi_uc, void (*)(void*)> px(stbi_load_from_memory(data, len, &dw, &dh, &dc, 0),
                                                stbi_image_free);
@@ -480,6 +533,16 @@ void install_signal_cleanup() {
     sigemptyset(&sa.sa_mask);
     for (int other : kCleanupSignals) sigaddset(&sa.sa_mask, other);
     sa.sa_flags = 0;
+    ::sigaction(sig, &sa, nullptr);
+  }
+  for (int sig : kFaultSignals) {  // only where nothing else (a sanitizer) handles them
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) != 0) continue;
+    if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
+    struct sigaction sa {};
+    sa.sa_handler = histeq_cleanup_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
     ::sigaction(sig, &sa, nullptr);
   }
 }
@@ -555,7 +618,12 @@ void save_image(const Image& img, const std::string& path, int quality) {
   if (fs::is_directory(fs::status(target, ec)))
     throw Error("cannot write " + quoted(path) + ": it is a directory");
 
-  std::string tmpl = (dir / ("." + target.filename().string() + ".histeq-XXXXXX")).string();
+  // ".NAME.histeq-XXXXXX" beside the target; when that would pass the folder's NAME_MAX (a
+  // long output name), the short ".histeq-XXXXXX" so that every name the filesystem takes works.
+  const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  const std::string leaf = target.filename().string();
+  const bool fits = leaf.size() + 15 <= std::size_t(name_max > 0 ? name_max : 255);
+  std::string tmpl = (dir / (fits ? "." + leaf + ".histeq-XXXXXX" : std::string(".histeq-XXXXXX"))).string();
   if (tmpl.size() >= kTempPathMax)
     throw Error("cannot write " + quoted(path) + ": the path is too long (" +
                 std::to_string(tmpl.size()) + " bytes)");

@@ -13,15 +13,19 @@ namespace histeq {
 /// pixel memory is allocated. 2^28 = 268 megapixels (1 GiB of RGBA).
 inline constexpr std::uint64_t kDefaultMaxPixels = std::uint64_t(1) << 28;
 
-/// Decodes PNG, JPEG (baseline, progressive, CMYK → RGB), BMP, TGA, GIF (first frame) and
-/// binary PNM (P5/P6) with stb_image (no other format is compiled in), keeping the file's
-/// channel count (1..4), 16-bit inputs reduced to 8 bits. Only regular files are read (a FIFO or
-/// a device is refused, never waited on). Before stb sees the bytes: the dimensions from the
-/// header against max_pixels (w·h in 64 bits), PNG chunk lengths against the file size and
-/// their CRCs, JPEG Huffman tables and PNM header numbers (stb 2.27 overflows on those; see
-/// docs/reliability.md). Throws Error naming the file and the cause: missing, a directory, a
-/// FIFO/device, empty, over 2^31-1 bytes, not an image, truncated/corrupt, zero size, or more
-/// than max_pixels pixels.
+/// Decodes PNG, JPEG (baseline, progressive, CMYK → RGB), BMP (bottom-up and top-down), TGA,
+/// GIF (first frame) with stb_image, and binary PNM (P5/P6, maxval 1..65535) with histeq's own
+/// decoder, keeping the file's channel count (1..4); 16-bit inputs are reduced to 8 bits
+/// (PNM: v·255/maxval rounded, samples big-endian). Only regular files are read (a FIFO or a
+/// device is refused, never waited on). Every output pixel comes from the file: before stb sees
+/// the bytes, the dimensions from the header are checked against max_pixels (w·h in 64 bits),
+/// then the file's structure (src/decode_checks.hpp): data long enough for every pixel (a tiny
+/// file declaring a huge image fails before any large allocation), palette / colour-map indices
+/// within the palette, complete GIF LZW data, PNG chunk lengths, CRCs, IEND, and IDAT data that
+/// inflates to exactly what the header needs (a decompression bomb is refused, bounded memory).
+/// Throws Error naming the file and the cause: missing, a directory, a FIFO/device, empty, over
+/// 2^31-1 bytes, not an image, truncated/corrupt (which defect), zero size, or more than
+/// max_pixels pixels. Buffers stb allocates start zeroed (defense in depth).
 Image load_image(const std::string& path, std::uint64_t max_pixels = kDefaultMaxPixels);
 Image decode_image(const std::uint8_t* data, std::size_t size, const std::string& name,
                    std::uint64_t max_pixels = kDefaultMaxPixels);
@@ -32,17 +36,21 @@ void check_output_path(const std::string& path);
 
 /// Encodes to the format named by the path's extension and writes through a temporary file in
 /// the same folder, renamed over `path` only when complete (so `path` may equal the input, and
-/// a failure leaves nothing behind). quality: JPEG quality 1..100.
+/// a failure leaves nothing behind). The temporary file is ".NAME.histeq-XXXXXX", or ".histeq-XXXXXX"
+/// when that would pass the folder's NAME_MAX, so every output name the filesystem takes works. quality: JPEG quality 1..100.
 /// Throws Error naming the file and the cause (folder missing or not writable, disk full).
 void save_image(const Image& img, const std::string& path, int quality = 95);
 
 /// Encodes to memory (format by extension as save_image); used by save_image and the fuzzer.
 std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext, int quality = 95);
 
-/// Makes SIGINT, SIGTERM, SIGHUP and SIGQUIT remove the temporary file of every save_image in
-/// flight, then end the process with the same signal (default action re-raised), so an
-/// interrupted run leaves neither a partial output nor a temp file. Signals that are ignored
-/// when it is called (nohup) stay ignored. Call once, early in main(); idempotent.
+/// Makes every catchable fatal signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXFSZ, SIGXCPU,
+/// SIGPIPE, SIGALRM, SIGUSR1/2, SIGVTALRM, SIGPROF, SIGPOLL, SIGSTKFLT, SIGPWR; and SIGSEGV,
+/// SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS, SIGTRAP where no other handler, e.g. a sanitizer's,
+/// is installed) remove the temporary file of every save_image in flight, then end the process
+/// with the same signal (default action re-raised), so an interrupted run leaves neither a
+/// partial output nor a temp file. Signals that are ignored when it is called (nohup) stay
+/// ignored. Call once, early in main(); idempotent.
 void install_signal_cleanup();
 
 /// Test hook: called by save_image after each chunk written to the temp file, with the temp

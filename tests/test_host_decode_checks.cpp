@@ -1,0 +1,91 @@
+// test_host_decode_checks.cpp — issue 12's rule through decode_image: every file of the hostile
+// set (tests/hostile_files.hpp, made here byte by byte) is refused with an Error that names the
+// file and the defect, or, for the valid unusual files (top-down BMP, 16-bit PNM, maxval 15,
+// palette PNG, GIF), decodes to exactly the expected pixels. The JPEG classes wait for the
+// libjpeg-turbo decoder (see kJpegDecoderChecks).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "histeq/error.hpp"
+#include "histeq/image_io.hpp"
+#include "hostile_files.hpp"
+
+namespace histeq {
+namespace {
+
+// stb_image 2.27 decodes the hostile JPEGs from zero fill or uninitialized tables; the
+// libjpeg-turbo decoder (the JPEG issue) refuses them. Set true when it decodes JPEGs.
+constexpr bool kJpegDecoderChecks = false;
+
+TEST(DecodeChecks, EveryHostileFileIsRefusedWithItsReasonOrDecodesExactly) {
+  int checked = 0;
+  for (const hostile::Case& c : hostile::cases()) {
+    SCOPED_TRACE(c.name + " (" + c.cls + ")");
+    if (c.jpeg && !kJpegDecoderChecks) continue;
+    const std::string name = "in/" + c.name;
+    if (c.jpeg || !c.reason.empty()) {
+      try {
+        const Image img = decode_image(c.bytes.data(), c.bytes.size(), name);
+        ADD_FAILURE() << "decoded to " << img.width << "x" << img.height << "x" << img.channels
+                      << " instead of failing with '" << c.reason << "'";
+      } catch (const Error& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("'" + name + "'"), std::string::npos) << msg;
+        EXPECT_NE(msg.find(c.reason), std::string::npos) << msg;
+      }
+    } else {
+      const Image img = decode_image(c.bytes.data(), c.bytes.size(), name);
+      EXPECT_EQ(img.width, c.width);
+      EXPECT_EQ(img.height, c.height);
+      EXPECT_EQ(img.channels, c.channels);
+      EXPECT_EQ(img.pixels, c.pixels);
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 30);
+}
+
+TEST(DecodeChecks, JpegClassesAwaitTheLibjpegTurboDecoder) {
+  if (!kJpegDecoderChecks)
+    GTEST_SKIP() << "stb_image 2.27 decodes hostile JPEGs without a reason; enable "
+                    "kJpegDecoderChecks when libjpeg-turbo decodes JPEGs";
+}
+
+TEST(DecodeChecks, EveryValidFileCutShortIsRefused) {
+  // Each valid file cut at 1/8 .. 7/8 of its length (pixel data lost) and by the last byte of a
+  // PNM/PNG (a sample, or IEND) fails: no format may fill the missing data in. (A BMP's last
+  // row padding, a GIF's trailer and the bits after the LZW end code hold no pixel.)
+  int cuts = 0;
+  for (const hostile::Case& c : hostile::cases()) {
+    if (!c.reason.empty() || c.jpeg) continue;
+    std::vector<std::size_t> sizes;
+    for (int k = 1; k < 8; ++k) sizes.push_back(c.bytes.size() * std::size_t(k) / 8);
+    if (c.name.find(".p") != std::string::npos) sizes.push_back(c.bytes.size() - 1);
+    for (std::size_t n : sizes) {
+      SCOPED_TRACE(c.name + " cut to " + std::to_string(n) + " of " + std::to_string(c.bytes.size()));
+      EXPECT_THROW(decode_image(c.bytes.data(), n, "cut"), Error);
+      ++cuts;
+    }
+  }
+  EXPECT_GT(cuts, 50);
+}
+
+TEST(DecodeChecks, PngBombIsRefusedWithoutInflatingIt) {
+  // The 8 MiB-of-zeros stream for a 1x1 image: refused naming the bound (2 bytes needed).
+  for (const hostile::Case& c : hostile::cases()) {
+    if (c.name != "png-bomb-1x1-8mib.png") continue;
+    try {
+      decode_image(c.bytes.data(), c.bytes.size(), "bomb.png");
+      FAIL() << "the bomb decoded";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("more than the 2 bytes the header needs"), std::string::npos)
+          << e.what();
+    }
+    return;
+  }
+  FAIL() << "no bomb case";
+}
+
+}  // namespace
+}  // namespace histeq
