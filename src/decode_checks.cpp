@@ -542,6 +542,16 @@ bool bmp_is_top_down(const std::uint8_t* d, std::size_t len) {
   return hsz != 12 && std::int32_t(le32(d + 22)) < 0;
 }
 
+const char* format_name(const std::uint8_t* d, std::size_t len) {
+  if (is_png(d, len)) return "PNG";
+  if (len >= 2 && d[0] == 0xFF && d[1] == 0xD8) return "JPEG";
+  if (len >= 4 && std::memcmp(d, "GIF8", 4) == 0) return "GIF";
+  if (len >= 2 && d[0] == 'B' && d[1] == 'M') return "BMP";
+  if (len >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7') return "PNM";
+  if (is_tga(d, len)) return "TGA";
+  return "image";
+}
+
 std::string structure_problem(const std::uint8_t* d, std::size_t len, BoundedInflate inflate) {
   if (is_png(d, len)) return png_problem(d, len, inflate);
   if (len >= 6 && std::memcmp(d, "GIF8", 4) == 0) return gif_problem(d, len);

@@ -56,4 +56,7 @@ std::string structure_problem(const std::uint8_t* d, std::size_t len, BoundedInf
 /// stb_image's info reports that height negative; its decoder handles it.
 bool bmp_is_top_down(const std::uint8_t* d, std::size_t len);
 
+/// The format the file's signature names ("PNG", "JPEG", "GIF", "BMP", "TGA", "PNM") or "image".
+const char* format_name(const std::uint8_t* d, std::size_t len);
+
 }  // namespace histeq::detail

@@ -39,7 +39,9 @@
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #pragma GCC diagnostic ignored "-Wunused-function"
 #pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wstringop-overflow"  // false positives once stb is static (inlined)
+#endif
 #endif
 // Defense in depth: every buffer stb_image allocates starts zeroed (calloc; a realloc zeroes
 // what it adds), so that no decoder bug can hand back earlier heap contents as pixels
@@ -504,8 +506,16 @@ Image decode_image(const std::uint8_t* data, std::size_t size, const std::string
   std::unique_ptr<stbi_uc, void (*)(void*)> px(stbi_load_from_memory(data, len, &dw, &dh, &dc, 0),
                                                stbi_image_free);
   if (!px) {
-    const char* why = stbi_failure_reason();
-    throw Error(quoted(name) + " is not a decodable image: " + (why ? why : "decode failed"));
+    // stb's format probes leave their own reason behind when a decoder fails without one
+    // ("bad png sig" for a cut JPEG): name the file's format and the defect class instead.
+    const std::string why = stbi_failure_reason() ? stbi_failure_reason() : "";
+    const bool probe_reason = why.empty() || why == "bad png sig" || why == "not BMP" ||
+                              why == "not GIF" || why == "not PSD" || why == "not PIC" ||
+                              why == "bad file";
+    throw Error(quoted(name) + " is not a decodable image: " +
+                (probe_reason ? std::string("corrupt or truncated ") + detail::format_name(data, size) +
+                                    " data"
+                              : why));
   }
   if (dw != w || dh != h || dc < 1 || dc > 4)
     throw Error(quoted(name) + " decoded to an unexpected shape " + std::to_string(dw) + "x" +

@@ -5,11 +5,15 @@
 // libjpeg-turbo decoder (see kJpegDecoderChecks).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "histeq/error.hpp"
 #include "histeq/image_io.hpp"
 #include "hostile_files.hpp"
+#include "test_support.hpp"
 
 namespace histeq {
 namespace {
@@ -69,6 +73,39 @@ TEST(DecodeChecks, EveryValidFileCutShortIsRefused) {
     }
   }
   EXPECT_GT(cuts, 50);
+}
+
+TEST(DecodeChecks, CommittedHostileFilesAreTheGeneratorsAndAreRefused) {
+  // tests/fuzz/crashes/decode/hostile-* (replayed by test_host_fuzz_replay and used as fuzz
+  // seeds) are exactly what make_hostile_files writes; each is refused from the file too.
+  int files = 0;
+  for (const hostile::Case& c : hostile::cases()) {
+    if (c.bytes.size() > 65536) continue;  // not committed (make_hostile_files skips it)
+    SCOPED_TRACE(c.name);
+    const std::string path = test::source_path("tests/fuzz/crashes/decode/hostile-" + c.name);
+    std::ifstream f(path, std::ios::binary);
+    ASSERT_TRUE(f) << path << " missing: build/tests/make_hostile_files tests/fuzz/crashes/decode";
+    const hostile::Bytes b((std::istreambuf_iterator<char>(f)), {});
+    EXPECT_EQ(b, c.bytes) << "regenerate: build/tests/make_hostile_files tests/fuzz/crashes/decode";
+    if (!c.reason.empty() && !c.jpeg) EXPECT_THROW(load_image(path), Error);
+    ++files;
+  }
+  EXPECT_GE(files, 35);
+}
+
+TEST(DecodeChecks, CutJpegIsNotReportedAsAnotherFormat) {
+  // stb 2.27 left its PNG probe's "bad png sig" as the reason for a cut JPEG.
+  std::ifstream f(test::source_path("tests/fuzz/corpus/decode/c3-q95.jpg"), std::ios::binary);
+  hostile::Bytes b((std::istreambuf_iterator<char>(f)), {});
+  ASSERT_GT(b.size(), 300u);
+  b.resize(300);
+  try {
+    decode_image(b.data(), b.size(), "cut.jpg");
+    FAIL() << "decoded";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("png"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("JPEG"), std::string::npos) << e.what();
+  }
 }
 
 TEST(DecodeChecks, PngBombIsRefusedWithoutInflatingIt) {
