@@ -11,6 +11,7 @@ secs="${2:-5}"
 command -v clang++ >/dev/null 2>&1 || { echo "fuzz_smoke: clang++ not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DHISTEQ_FUZZ=ON >/dev/null
 cmake --build "$build" -j2 --target fuzz_decode fuzz_decode_equalize fuzz_cli_options
+build="$(cd "$build" && pwd)"
 work="$(mktemp -d /tmp/histeq-fuzz-smoke.XXXXXX)"
 src="$PWD/tests/fuzz"
 run() {  # harness, extra args...
