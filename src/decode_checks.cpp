@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace histeq::detail {
@@ -394,9 +395,12 @@ std::string png_problem(const std::uint8_t* d, std::size_t len, BoundedInflate i
   if (need > std::uint64_t(idat.size()) * 1032 + 1024)
     return "truncated PNG: " + num(idat.size()) + " bytes of compressed image data cannot hold the " +
            num(need) + " bytes of a " + num(w) + "x" + num(h) + " image";
-  std::vector<std::uint8_t> raw(need + 1);
+  // Not value-initialized: only the pages the data really inflates to are touched (a file whose
+  // data stops early costs what it holds, not what the header says); bytes [0, got) are read.
+  std::unique_ptr<std::uint8_t[]> raw_buf(new std::uint8_t[need + 1]);
+  std::uint8_t* const raw = raw_buf.get();
   const char* why = nullptr;
-  const int got = inflate(reinterpret_cast<char*>(raw.data()), int(need + 1),
+  const int got = inflate(reinterpret_cast<char*>(raw),int(need + 1),
                           reinterpret_cast<const char*>(idat.data()), int(idat.size()), !cgbi, &why);
   if (got < 0) {
     if (why && std::strcmp(why, "output buffer limit") == 0)
@@ -412,7 +416,7 @@ std::string png_problem(const std::uint8_t* d, std::size_t len, BoundedInflate i
     return "truncated PNG: the image data inflates to " + num(got) + " of the " + num(need) +
            " bytes the header needs";
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-  if (!cgbi && (idat.size() < 6 || adler32(raw.data(), need) != be32(idat.data() + idat.size() - 4)))
+  if (!cgbi && (idat.size() < 6 || adler32(raw, need) != be32(idat.data() + idat.size() - 4)))
     return "corrupt PNG: the image data's Adler-32 checksum does not match (damaged or cut)";
 #endif
   if (ctype != 3) return "";
@@ -424,7 +428,7 @@ std::string png_problem(const std::uint8_t* d, std::size_t len, BoundedInflate i
     std::vector<std::uint8_t> prev(rb, 0), cur(rb);
     for (std::uint64_t r = 0; r < p.h; ++r) {
       const unsigned f = raw[at++];
-      const std::uint8_t* s = raw.data() + at;
+      const std::uint8_t* s = raw + at;
       at += rb;
       for (std::size_t i = 0; i < rb; ++i) {
         const int a = i ? cur[i - 1] : 0, b = prev[i], c = i ? prev[i - 1] : 0;

@@ -172,12 +172,13 @@ inline Bytes zlib_compressed(const Bytes& raw) {
   STBIW_FREE(z);
   return out;
 }
-inline Bytes png(int w, int h, int depth, int ctype, const Bytes* plte, const Bytes& idat, bool iend = true) {
+inline Bytes png(int w, int h, int depth, int ctype, const Bytes* plte, const Bytes& idat, bool iend = true,
+                 int interlace = 0) {
   Bytes p{0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   Bytes ihdr;
   be32(ihdr, std::uint32_t(w));
   be32(ihdr, std::uint32_t(h));
-  ihdr.insert(ihdr.end(), {std::uint8_t(depth), std::uint8_t(ctype), 0, 0, 0});
+  ihdr.insert(ihdr.end(), {std::uint8_t(depth), std::uint8_t(ctype), 0, 0, std::uint8_t(interlace)});
   chunk(p, "IHDR", ihdr);
   if (plte) chunk(p, "PLTE", *plte);
   chunk(p, "IDAT", idat);
@@ -337,6 +338,13 @@ inline std::vector<Case> cases() {
     const Bytes plte1{255, 0, 0};
     bad("png-1bit-palette-one-entry.png", "palette index out of range",
         png(8, 1, 1, 3, &plte1, zlib_stored(Bytes{0, 0x80})), "palette index 1");
+    // Adam7, 2x2: pass 1 is (0,0), pass 6 is (1,0), pass 7 is row 1; the bad index is at (1,1).
+    bad("png-interlaced-palette-index-past-plte.png", "palette index out of range",
+        png(2, 2, 8, 3, &plte, zlib_stored(Bytes{0, 1, 0, 0, 0, 1, 5}), true, 1),
+        "palette index 5 at pixel (1, 1)");
+    good("png-interlaced-palette-ok.png", "PNG",
+         png(2, 2, 8, 3, &plte, zlib_stored(Bytes{0, 1, 0, 0, 0, 1, 0}), true, 1), 2, 2, 3,
+         Bytes{0, 255, 0, 255, 0, 0, 0, 255, 0, 255, 0, 0});
     good("png-palette-ok.png", "PNG", png(2, 1, 8, 3, &plte, zlib_stored(Bytes{0, 1, 0})), 2, 1, 3,
          Bytes{0, 255, 0, 255, 0, 0});
   }
