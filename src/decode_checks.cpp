@@ -24,6 +24,11 @@ std::uint32_t be32(const std::uint8_t* p) {
 }
 std::string num(std::uint64_t v) { return std::to_string(v); }
 
+// stb_image's STBI_MAX_DIMENSIONS as image_io.cpp sets it: larger sides are refused by stb (and
+// by check_dims' pixel limit in practice); the walkers leave those files to it, which also keeps
+// every size product below in 64 bits.
+constexpr std::uint64_t kMaxSide = std::uint64_t(1) << 24;
+
 std::string truncated(const char* fmt, std::uint64_t need, std::uint64_t have, const char* what) {
   return std::string("truncated ") + fmt + ": " + what + " needs " + num(need) +
          " bytes, the file holds " + num(have);
@@ -51,6 +56,7 @@ std::string bmp_problem(const std::uint8_t* d, std::size_t len) {
   }
   if (h < 0) h = -h;  // top-down
   if (w <= 0 || h <= 0) return "";  // the zero-size check names it
+  if (std::uint64_t(w) > kMaxSide || std::uint64_t(h) > kMaxSide) return "";  // stb: "too large"
   if (compress == 1 || compress == 2 || compress >= 4) return "";  // stb refuses (RLE, JPEG, PNG)
   std::uint64_t extra_read = 14;
   if ((hsz == 40 || hsz == 56) && compress == 3) extra_read += 12;  // the three masks
@@ -358,7 +364,7 @@ std::string png_problem(const std::uint8_t* d, std::size_t len, BoundedInflate i
     }
     pos += 12 + n;
   }
-  if (!have_ihdr) return "";  // stb refuses
+  if (!have_ihdr || w == 0 || h == 0 || w > kMaxSide || h > kMaxSide) return "";  // stb refuses
   if (!iend) return "truncated PNG: no IEND chunk (the file ends after chunk '" + last + "')";
   if (idat.empty()) return "corrupt PNG: no image data (IDAT chunk)";
   unsigned channels;
@@ -371,6 +377,7 @@ std::string png_problem(const std::uint8_t* d, std::size_t len, BoundedInflate i
     default: return "";  // stb refuses
   }
   if (depth != 1 && depth != 2 && depth != 4 && depth != 8 && depth != 16) return "";
+  if (ctype == 3 && depth > 8) return "";  // stb refuses ("bad ctype")
   if (ctype == 3 && !have_plte) return "corrupt PNG: a palette image without a PLTE chunk";
   const unsigned bits = depth * channels;
   // Adam7 passes (or one pass of the whole image): the filtered scanlines the header needs.
@@ -517,6 +524,9 @@ std::string pnm_header(const std::uint8_t* d, std::size_t len, PnmHeader* out) {
 }
 
 std::string pnm_decode(const std::uint8_t* d, std::size_t len, const PnmHeader& h, Image* out) {
+  if (h.width > kMaxSide || h.height > kMaxSide)
+    return "PNM too large: " + num(h.width) + "x" + num(h.height) + " (at most " + num(kMaxSide) +
+           " per side)";
   const std::uint64_t bps = h.maxval > 255 ? 2 : 1;
   const std::uint64_t samples = h.width * h.height * std::uint64_t(h.channels);
   const std::uint64_t need = h.data_offset + samples * bps;
