@@ -14,6 +14,12 @@ if(NOT STB_INCLUDE_DIR OR NOT STB_WRITE_INCLUDE_DIR)
   message(FATAL_ERROR "stb_image.h / stb_image_write.h not found: apt-get install libstb-dev")
 endif()
 
+find_path(SPNG_INCLUDE_DIR spng.h)
+find_library(SPNG_LIBRARY spng)
+if(NOT SPNG_INCLUDE_DIR OR NOT SPNG_LIBRARY)
+  message(FATAL_ERROR "libspng not found (16-bit PNG): apt-get install libspng-dev")
+endif()
+
 find_package(cxxopts CONFIG QUIET)
 if(NOT TARGET cxxopts::cxxopts)
   find_path(CXXOPTS_INCLUDE_DIR cxxopts.hpp)
@@ -31,5 +37,47 @@ if(HISTEQ_BUILD_TESTS)
   endif()
   if(NOT TARGET GTest::gtest_main)
     message(FATAL_ERROR "GoogleTest not found: apt-get install libgtest-dev (or -DHISTEQ_BUILD_TESTS=OFF)")
+  endif()
+endif()
+
+# JPEG: libjpeg-turbo's libjpeg API (Debian libjpeg62-turbo-dev: jpeglib.h, jconfig.h under the
+# multiarch folder, libjpeg.so.62). ICC profiles of PNGs are (de)compressed with libdeflate.
+find_path(JPEGLIB_INCLUDE_DIR jpeglib.h)
+find_path(JPEGLIB_CONFIG_DIR jconfig.h PATH_SUFFIXES ${CMAKE_LIBRARY_ARCHITECTURE})
+find_library(JPEGLIB_LIBRARY NAMES jpeg)
+if(NOT JPEGLIB_INCLUDE_DIR OR NOT JPEGLIB_CONFIG_DIR OR NOT JPEGLIB_LIBRARY)
+  message(FATAL_ERROR "libjpeg (jpeglib.h, libjpeg.so) not found: apt-get install libjpeg62-turbo-dev")
+endif()
+find_path(LIBDEFLATE_INCLUDE_DIR libdeflate.h)
+find_library(LIBDEFLATE_LIBRARY NAMES deflate)
+if(NOT LIBDEFLATE_INCLUDE_DIR OR NOT LIBDEFLATE_LIBRARY)
+  message(FATAL_ERROR "libdeflate not found: apt-get install libdeflate-dev")
+endif()
+
+# nvJPEG (optional): CUDA::nvjpeg from the toolkit (NVIDIA's libnvjpeg-dev-13-0), else nvjpeg.h
+# and libnvjpeg.so[.13] under HISTEQ_NVJPEG_ROOT (e.g. PyPI nvidia-nvjpeg's nvidia/cu13 folder,
+# as .ci/run installs). Without it the build has the CPU JPEG codec only.
+option(HISTEQ_WITH_NVJPEG "Use nvJPEG for GPU JPEG decode/encode when it is found" ON)
+set(HISTEQ_NVJPEG_ROOT "$ENV{HISTEQ_NVJPEG_ROOT}" CACHE PATH
+    "Folder with include/nvjpeg.h and lib/libnvjpeg.so* (when the CUDA toolkit lacks nvJPEG)")
+set(HISTEQ_NVJPEG_FOUND OFF)
+if(HISTEQ_WITH_NVJPEG)
+  find_path(NVJPEG_INCLUDE_DIR nvjpeg.h
+    HINTS ${HISTEQ_NVJPEG_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS} NO_CACHE)
+  if(TARGET CUDA::nvjpeg AND NVJPEG_INCLUDE_DIR)
+    set(HISTEQ_NVJPEG_LIBRARY CUDA::nvjpeg)
+  else()
+    find_library(NVJPEG_LIBRARY NAMES nvjpeg libnvjpeg.so.13
+      HINTS ${HISTEQ_NVJPEG_ROOT}/lib ${HISTEQ_NVJPEG_ROOT}/lib64 NO_CACHE)
+    if(NVJPEG_LIBRARY)
+      set(HISTEQ_NVJPEG_LIBRARY ${NVJPEG_LIBRARY})
+    endif()
+  endif()
+  if(NVJPEG_INCLUDE_DIR AND HISTEQ_NVJPEG_LIBRARY)
+    set(HISTEQ_NVJPEG_FOUND ON)
+    message(STATUS "nvJPEG: ${HISTEQ_NVJPEG_LIBRARY} (${NVJPEG_INCLUDE_DIR}/nvjpeg.h)")
+  else()
+    message(STATUS "nvJPEG not found: building the CPU JPEG codec only (set HISTEQ_NVJPEG_ROOT "
+                   "or install NVIDIA's libnvjpeg-dev)")
   endif()
 endif()

@@ -6,52 +6,23 @@
 // Algorithm: histogram equalization (Gonzalez & Woods, Digital Image Processing, §3.3) in the
 // form of OpenCV's cv::equalizeHist; block-wide scan: cub::BlockScan (CCCL). v0 (first non-zero
 // bin) = number of bins whose CDF is 0, since the CDF is monotone (one __syncthreads_count).
-#include <cub/block/block_scan.cuh>
-
+#include "cdf_lut.cuh"
 #include "cuda_check.hpp"
 #include "histeq/error.hpp"
-#include "histeq/lut_formula.hpp"
 #include "stages.hpp"
 
 namespace histeq::kernels {
 namespace {
 
-constexpr int kLutBins = 256;  // the LUT is for 8-bit samples: one thread per bin
+using cdf::kLutBins;
 
 __global__ void __launch_bounds__(kLutBins)
 cdf_lut_kernel(const std::uint64_t* __restrict__ d_hist, std::uint8_t* __restrict__ d_luts,
                Formula f) {
-  using Scan = cub::BlockScan<std::uint64_t, kLutBins>;
-  __shared__ typename Scan::TempStorage scan_storage;
-  __shared__ std::uint64_t s_total;
-
-  const int v = threadIdx.x;
+  __shared__ cdf::TempStorage tmp;
   const std::uint64_t* hist = d_hist + std::size_t(blockIdx.x) * kLutBins;
   std::uint8_t* lut = d_luts + std::size_t(blockIdx.x) * kLutBins;
-
-  const std::uint64_t h = hist[v];
-  std::uint64_t cdf = 0;
-  Scan(scan_storage).InclusiveSum(h, cdf);
-  if (v == kLutBins - 1) s_total = cdf;
-  // v0 = first bin with h > 0 = count of bins with cdf == 0 (also a barrier for s_total).
-  const int v0 = __syncthreads_count(cdf == 0);
-  const std::uint64_t total = s_total;
-
-  if (v0 == kLutBins) {  // empty histogram: identity
-    lut[v] = static_cast<std::uint8_t>(v);
-    return;
-  }
-  const std::uint64_t h_v0 = hist[v0];
-  if (h_v0 == total) {  // constant image: identity (OpenCV copies it)
-    lut[v] = static_cast<std::uint8_t>(v);
-    return;
-  }
-  if (v <= v0) {  // bins below v0 never occur; v0 itself maps to 0
-    lut[v] = 0;
-    return;
-  }
-  const float scale = formula::opencv_scale(total, h_v0);
-  lut[v] = formula::lut_entry(f, cdf, h_v0, total, scale);
+  cdf::block_cdf_lut(hist[threadIdx.x], [hist](int v) { return hist[v]; }, f, lut, tmp);
 }
 
 }  // namespace

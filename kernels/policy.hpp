@@ -115,3 +115,40 @@ struct FusedPolicy {
 inline constexpr FusedPolicy kFusedPolicy{};
 
 }  // namespace histeq::kernels
+
+namespace histeq::kernels {
+
+/// CLAHE (clahe_hist.cu, clahe_lut.cu, clahe_apply.cu). Not yet tuned on the H200: first
+/// choices, to be measured with `histeq bench --clahe`.
+struct ClahePolicy {
+  /// Tile-histogram kernel: threads per block, resident blocks aimed at per SM, and the fewest
+  /// input bytes one block counts (a band of rows of one tile row: below this the zeroing and
+  /// merging of its tiles_x × 256 shared counters costs more than the counting).
+  static constexpr int kHistBlockSize = 512;
+  static constexpr int kHistBlocksPerSm = 4;
+  static constexpr std::size_t kHistMinBytesPerBlock = std::size_t(32) << 10;
+  /// Most shared memory the privatized (8-bit) histogram may take: tiles_x · 256 · 4 bytes.
+  /// Wider grids count with global atomics and build the LUTs in a second launch.
+  static constexpr std::size_t kHistMaxSharedBytes = std::size_t(96) << 10;
+  /// LUT kernel (one block per tile; 65536 bins: 64 per thread).
+  static constexpr int kLutBlockSize = 1024;
+  /// Apply: threads per block and blocks per SM of the grid-stride loop.
+  static constexpr int kApplyBlockSize = 256;
+  static constexpr int kApplyBlocksPerSm = 8;
+};
+inline constexpr ClahePolicy kClahePolicy{};
+
+}  // namespace histeq::kernels
+
+namespace histeq::kernels {
+
+/// hist_u16 (65536 bins over a cluster of two blocks' shared memory). Not yet measured.
+struct HistU16Policy {
+  static constexpr int kBlockSize = 1024;
+  /// A block gets at least this many 16-byte vectors per thread before the grid grows (small
+  /// inputs use fewer SMs: zeroing and merging 128 KiB per block is the fixed cost).
+  static constexpr int kMinVectorsPerThread = 4;
+};
+inline constexpr HistU16Policy kHistU16Policy{};
+
+}  // namespace histeq::kernels

@@ -17,6 +17,7 @@ namespace histeq::kernels {
 extern const KernelEntry kRacy;
 extern const KernelEntry kAtomic;
 extern const KernelEntry kPrivatized;
+extern const KernelEntry kContiguous;  // the lesson's counter-example: never chosen by auto
 extern const KernelEntry kCoarsened;
 extern const KernelEntry kAggregated;
 extern const KernelEntry kCub;
@@ -32,6 +33,7 @@ const std::vector<KernelEntry>& registry() {
       kRacy,
       kAtomic,
       kPrivatized,
+      kContiguous,
       kCoarsened,
       kAggregated,
       kCub,
@@ -93,7 +95,11 @@ const KernelEntry& choose_auto(const HistogramLaunch& call) {
     }
   }
   for (const KernelEntry& e : registry()) {
-    if (e.exact && e.unsupported(call.type, call.bins) == nullptr) return e;
+    // contiguous exists to be measured against coarsened (docs/kernels.md): never chosen.
+    if (e.exact && e.unsupported(call.type, call.bins) == nullptr &&
+        std::string_view(e.name) != "contiguous") {
+      return e;
+    }
   }
   throw UsageError("no kernel supports " + std::string(to_string(call.type)) + " with " +
                    std::to_string(call.bins) + " bins");

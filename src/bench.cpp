@@ -27,7 +27,10 @@
 
 #include "cuda_check.hpp"
 #include "device_buffer.hpp"
+#include "histeq/clahe.hpp"
+#include "histeq/clahe_gpu.hpp"
 #include "histeq/cpu.hpp"
+#include "histeq/gpu16.hpp"
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
 #include "histeq/lut.hpp"
@@ -264,6 +267,9 @@ std::string usage() {
        "  --equalize        time the whole equalization (histogram, CDF, LUT, apply) of each u8\n"
        "                    case in device memory: fused single launch, three stages with\n"
        "                    columns / cub, and the CPU backend; checked byte for byte (256 bins)\n"
+       "  --clahe           time CLAHE (clip 2, 8x8 tiles) of each u8 case as a square-ish\n"
+       "                    gray image in device memory, GPU and CPU; checked byte for byte;\n"
+       "                    also 16-bit rows: clahe16:gpu and hist16:gpu (65536 bins)\n"
        "  --csv FILE        one CSV line per cell (with device, commit, command, timestamp)\n"
        "  --json FILE       the same as JSON\n"
        "  --plot FILE.png   throughput against size per kernel and distribution\n"
@@ -325,6 +331,7 @@ Options parse_args(const std::vector<std::string>& args) {
       ("timing", "", cxxopts::value<std::string>())
       ("case", "", cxxopts::value<std::string>())
       ("equalize", "")
+      ("clahe", "")
       ("csv", "", cxxopts::value<std::string>())
       ("json", "", cxxopts::value<std::string>())
       ("plot", "", cxxopts::value<std::string>())
@@ -523,6 +530,18 @@ Options parse_args(const std::vector<std::string>& args) {
     const std::string ext = lower(fs::path(opt.plot).extension().string());
     if (ext != ".png") {
       throw UsageError("--plot '" + opt.plot + "': the plot is written as PNG; use a .png name");
+    }
+  }
+  if (r.count("clahe")) {
+    if (r.count("equalize")) throw UsageError("--clahe and --equalize: choose one");
+    opt.clahe = true;
+    if (!type_given) opt.types = {SampleType::u8};
+    if (!bins_given) opt.bins = {256};
+    for (SampleType t : opt.types) {
+      if (t != SampleType::u8) throw UsageError("--clahe works on u8 samples (images); drop --type i32");
+    }
+    for (int b : opt.bins) {
+      if (b != 256) throw UsageError("--clahe works on 8-bit data with 256 bins; drop --bins");
     }
   }
   if (r.count("equalize")) {
@@ -933,6 +952,10 @@ class Sweep {
       run_equalize(dc, data, ref);
       return;
     }
+    if (opt_.clahe) {
+      run_clahe(dc, data);
+      return;
+    }
     const bool want_cpu =
         !gpu_ || std::find(opt_.kernels.begin(), opt_.kernels.end(), kCpuKernel) !=
                      opt_.kernels.end();
@@ -1018,6 +1041,131 @@ class Sweep {
         c.reason = reason;
         set_times(c, us);
         add(std::move(c));
+      }
+    }
+  }
+
+  /// --clahe: CLAHE (clip 2, 8x8) of one u8 case as a w × h image, w = floor(sqrt(n)), on the
+  /// CPU and (with a GPU) with gpu::Clahe, the GPU output compared byte for byte.
+  void run_clahe(const DataCase& dc, const std::uint8_t* data) {
+    const int w = std::max(1, int(std::sqrt(double(dc.n))));
+    const int h = int(dc.n / std::size_t(w));
+    const std::size_t m = std::size_t(w) * std::size_t(h);
+    ClaheOptions o;  // clip 2.0, 8x8
+    std::vector<std::uint8_t> want(m), got(m);
+    if (m == 0 || h < 1) {
+      add_all(dc, "clahe:cpu", "SKIP", "empty case");
+      return;
+    }
+    {
+      Cell c = base(dc, "clahe:cpu", 0, "-");
+      std::vector<double> us;
+      for (int r = 0; r < opt_.warmup + opt_.reps; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        cpu::clahe_plane(data, w, h, o, want.data());
+        const auto t1 = std::chrono::steady_clock::now();
+        if (r >= opt_.warmup) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      }
+      c.status = "PASS";
+      set_times(c, us);
+      add(std::move(c));
+    }
+    if (!gpu_) return;
+    std::string why = skip_reason(nullptr, 2 * m, free_device_bytes());
+    if (!why.empty()) {
+      add_all(dc, "clahe:gpu", "SKIP", "input " + why);
+      return;
+    }
+    DeviceBuffer<std::uint8_t> d_in(m), d_out(m);
+    HISTEQ_CUDA_CHECK(cudaMemcpy(d_in.get(), data, m, cudaMemcpyHostToDevice));
+    HISTEQ_CUDA_CHECK(cudaDeviceSynchronize());  // the engine's stream is non-blocking
+    gpu::Clahe engine;
+    const cudaStream_t s = engine.stream();
+    engine.apply(d_in.get(), d_out.get(), w, h, o);
+    engine.synchronize();
+    HISTEQ_CUDA_CHECK(cudaMemcpy(got.data(), d_out.get(), m, cudaMemcpyDeviceToHost));
+    std::string reason;
+    if (got != want) {
+      std::size_t i = 0;
+      while (got[i] == want[i]) ++i;
+      reason = "output differs from the CPU at byte " + std::to_string(i) + ": " +
+               std::to_string(got[i]) + " vs " + std::to_string(want[i]);
+    }
+    for (L2 l : opt_.l2) {
+      const std::vector<double> us =
+          time_reps(s, opt_.warmup, opt_.reps, opt_.timing, l2_flush(l, *gpu_, s),
+                    [&] { engine.apply(d_in.get(), d_out.get(), w, h, o); });
+      Cell c = base(dc, "clahe:gpu", 0, to_string(l));
+      c.status = reason.empty() ? "PASS" : "FAIL";
+      c.reason = reason;
+      set_times(c, us);
+      add(std::move(c));
+    }
+    run_clahe16(dc, data, w, h);
+  }
+
+  /// --clahe, 16-bit rows: the case's bytes made into m u16 samples (high byte the sample, low
+  /// byte the sample half the case away), timed as 16-bit CLAHE ("clahe16:gpu", checked against
+  /// cpu::clahe_plane16) and as the 65536-bin histogram alone ("hist16:gpu", checked against
+  /// cpu::histogram16). gbps of these rows counts 2 bytes per sample (size stays in samples).
+  void run_clahe16(const DataCase& dc, const std::uint8_t* data, int w, int h) {
+    const std::size_t m = std::size_t(w) * std::size_t(h);
+    std::string why = skip_reason(nullptr, 4 * m + (std::size_t(64) << 23), free_device_bytes());
+    if (!why.empty()) {
+      add_all(dc, "clahe16:gpu", "SKIP", "input " + why);
+      return;
+    }
+    std::vector<std::uint16_t> src(m), want(m), got(m);
+    for (std::size_t i = 0; i < m; ++i)
+      src[i] = static_cast<std::uint16_t>((data[i] << 8) | data[(i + m / 2) % m]);
+    ClaheOptions o;
+    cpu::clahe_plane16(src.data(), w, h, o, want.data());
+    DeviceBuffer<std::uint16_t> d_in(m), d_out(m);
+    HISTEQ_CUDA_CHECK(cudaMemcpy(d_in.get(), src.data(), m * 2, cudaMemcpyHostToDevice));
+    HISTEQ_CUDA_CHECK(cudaDeviceSynchronize());
+    auto first_diff = [](const auto& a, const auto& b) {
+      std::size_t i = 0;
+      while (i < a.size() && a[i] == b[i]) ++i;
+      return i == a.size() ? std::string()
+                           : "differs from the CPU at " + std::to_string(i) + ": " +
+                                 std::to_string(a[i]) + " vs " + std::to_string(b[i]);
+    };
+    auto row = [&](const std::string& kernel, L2 l, const std::string& reason,
+                   const std::vector<double>& us) {
+      Cell c = base(dc, kernel, 0, to_string(l));
+      c.bins = 65536;
+      c.status = reason.empty() ? "PASS" : "FAIL";
+      c.reason = reason;
+      set_times(c, us);
+      if (c.median_us > 0) c.gbps = double(2 * m) / (c.median_us * 1e3);
+      add(std::move(c));
+    };
+    {
+      gpu::Clahe engine;
+      const cudaStream_t s = engine.stream();
+      engine.apply16(d_in.get(), d_out.get(), w, h, o);
+      engine.synchronize();
+      HISTEQ_CUDA_CHECK(cudaMemcpy(got.data(), d_out.get(), m * 2, cudaMemcpyDeviceToHost));
+      const std::string reason = first_diff(got, want);
+      for (L2 l : opt_.l2) {
+        row("clahe16:gpu", l, reason,
+            time_reps(s, opt_.warmup, opt_.reps, opt_.timing, l2_flush(l, *gpu_, s),
+                      [&] { engine.apply16(d_in.get(), d_out.get(), w, h, o); }));
+      }
+    }
+    {
+      gpu::Equalizer16 eq;
+      const cudaStream_t s = eq.stream();
+      DeviceBuffer<std::uint64_t> d_hist(65536);
+      eq.histogram(d_in.get(), m, d_hist.get());
+      eq.synchronize();
+      std::vector<std::uint64_t> hg(65536);
+      HISTEQ_CUDA_CHECK(cudaMemcpy(hg.data(), d_hist.get(), hg.size() * 8, cudaMemcpyDeviceToHost));
+      const std::string reason = first_diff(hg, cpu::histogram16(src.data(), m));
+      for (L2 l : opt_.l2) {
+        row("hist16:gpu", l, reason,
+            time_reps(s, opt_.warmup, opt_.reps, opt_.timing, l2_flush(l, *gpu_, s),
+                      [&] { eq.histogram(d_in.get(), m, d_hist.get()); }));
       }
     }
   }
@@ -1266,7 +1414,9 @@ void make_plot(const Options& opt, const RunInfo& info, const std::vector<Cell>&
       << shell_quote(opt.plot) << '\n';
 }
 
-int run(const Options& opt, std::ostream& out, std::ostream& err) {
+}  // namespace
+
+Measured measure(const Options& opt, std::ostream& err) {
   RunInfo info;
   info.command_line = opt.command_line;
   info.timestamp = iso_utc_now();
@@ -1372,17 +1522,25 @@ int run(const Options& opt, std::ostream& out, std::ostream& err) {
   }
 
   compute_derived(sweep.cells, info.read_bw_gbps);
-  write_table(out, info, sweep.cells);
+  return {std::move(info), std::move(sweep.cells), had_error, sweep.any_fail};
+}
+
+namespace {
+
+int run(const Options& opt, std::ostream& out, std::ostream& err) {
+  Measured m = measure(opt, err);
+  const RunInfo& info = m.info;
+  write_table(out, info, m.cells);
   if (!opt.csv.empty()) {
-    write_file(opt.csv, "CSV", [&](std::ostream& os) { write_csv(os, info, sweep.cells); });
+    write_file(opt.csv, "CSV", [&](std::ostream& os) { write_csv(os, info, m.cells); });
   }
   if (!opt.json.empty()) {
-    write_file(opt.json, "JSON", [&](std::ostream& os) { write_json(os, info, sweep.cells); });
+    write_file(opt.json, "JSON", [&](std::ostream& os) { write_json(os, info, m.cells); });
   }
-  if (!opt.plot.empty()) make_plot(opt, info, sweep.cells, err);
+  if (!opt.plot.empty()) make_plot(opt, info, m.cells, err);
 
   std::size_t pass = 0, fail = 0, skip = 0;
-  for (const Cell& c : sweep.cells) {
+  for (const Cell& c : m.cells) {
     pass += c.status == "PASS";
     fail += c.status == "FAIL";
     skip += c.status == "SKIP";
@@ -1392,7 +1550,7 @@ int run(const Options& opt, std::ostream& out, std::ostream& err) {
         << "include host launch gaps\n";
   }
   err << pass << " PASS, " << fail << " FAIL, " << skip << " SKIP\n";
-  return (had_error || sweep.any_fail) ? 1 : 0;
+  return (m.error || m.any_fail) ? 1 : 0;
 }
 
 }  // namespace

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <iomanip>
+#include <memory>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -20,6 +22,8 @@
 #include "histeq/bench.hpp"
 #include "histeq/error.hpp"
 #include "histeq/image_io.hpp"
+#include "histeq/lesson.hpp"
+#include "histeq/nvjpeg_codec.hpp"
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
 #include "histeq/types.hpp"
@@ -38,7 +42,7 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-constexpr const char* kCommands = "equalize, histogram, kernels, bench";
+constexpr const char* kCommands = "equalize, histogram, kernels, bench, lesson";
 
 // cxxopts quotes names with ‘…’; our messages use plain ASCII quotes.
 std::string ascii_quotes(std::string s) {
@@ -205,6 +209,16 @@ std::string num(double v, int prec = 3) {
 
 // ---- equalize ----
 
+/// The extension of a path, lower case, with its dot ("" when none).
+std::string fs_extension_lower(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  const std::size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+  std::string e = path.substr(dot);
+  for (char& ch : e) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return e;
+}
+
 int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   Command c("equalize",
             "Equalizes the histogram of an 8-bit image (PNG, JPEG, BMP, TGA, GIF, PNM in; PNG, "
@@ -216,6 +230,10 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
   c.add("f,formula", "CDF->LUT formula: opencv (cv::equalizeHist, float32) or exact (integer, round half up)",
         cxxopts::value<std::string>()->default_value("opencv"), "NAME");
   c.add("q,quality", "JPEG quality 1..100", cxxopts::value<int>()->default_value("95"), "Q");
+  c.add("decoder", "JPEG codec: auto (nvJPEG when the GPU backend runs and this build has it, else libjpeg-turbo), gpu (nvJPEG decode and encode; inputs it cannot take fall back to libjpeg-turbo), cpu (libjpeg-turbo)",
+        cxxopts::value<std::string>()->default_value("auto"), "NAME");
+  c.add("subsampling", "JPEG chroma subsampling of a colour output: 444, 422 or 420 (gray JPEGs have one component)",
+        cxxopts::value<std::string>()->default_value("420"), "S");
   c.add_flag("timing", "print a table of milliseconds per stage and the histogram's GB/s");
   c.add_flag("json", "print the report as one JSON object on stdout (the --timing table, if asked, goes to stderr)");
   c.add_flag("h,help", "print this help");
@@ -238,22 +256,74 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
   if (quality < 1 || quality > 100) {
     throw UsageError("--quality must be in 1..100, got " + std::to_string(quality));
   }
+  const jpeg::Subsampling subsampling = jpeg::parse_subsampling(r["subsampling"].as<std::string>());
   const bool json = r.count("json") > 0;
   const bool timing = r.count("timing") > 0;
 
+  const std::string decoder_arg = r["decoder"].as<std::string>();
+  if (decoder_arg != "auto" && decoder_arg != "gpu" && decoder_arg != "cpu")
+    throw UsageError("unknown --decoder '" + decoder_arg + "' (valid: auto, gpu, cpu)");
+  if (decoder_arg == "gpu" && !gpu::nvjpeg_built())
+    throw UsageError("--decoder gpu: this histeq was built without nvJPEG (valid here: auto, cpu)");
+
   settle_backend(cm, err);
   warn_inexact(cm, err);
+  if (decoder_arg == "gpu" && cm.opt.backend != Backend::cuda)
+    throw Error("--decoder gpu needs the CUDA backend, but it runs on the CPU (--backend cpu or no usable GPU)");
+  // nvJPEG for JPEG files when the GPU runs (auto) or when asked (gpu).
+  const bool gpu_jpeg = gpu::nvjpeg_built() && cm.opt.backend == Backend::cuda && decoder_arg != "cpu";
 
+  std::string ext = fs_extension_lower(output);
+  const bool jpg_out = ext == ".jpg" || ext == ".jpeg";
   const Clock::time_point t_start = Clock::now();
-  const Image in = load_image(input, cm.max_pixels);
-  const double decode_ms = ms_since(t_start);
-
+  std::string decoder = "stb_image";
+  std::string encoder = jpg_out ? "libjpeg-turbo" : "stb_image_write";
+  Image in;   // on the device path: shape and metadata only (the pixels stay on the GPU)
+  Image eq;
   EqualizeReport rep;
-  const Image eq = equalize(in, cm.opt, &rep);
-
-  const Clock::time_point t_enc = Clock::now();
-  save_image(eq, output, quality);
-  rep.times.encode_ms = ms_since(t_enc);
+  double decode_ms = 0;
+  bool done = false;  // equalized and written on the device path
+  const std::vector<std::uint8_t> bytes = read_image_file(input);
+  if (jpeg::is_jpeg(bytes.data(), bytes.size())) decoder = "libjpeg-turbo";
+  std::unique_ptr<gpu::Equalizer> geq;
+  std::unique_ptr<gpu::JpegCodec> codec;
+  if (gpu_jpeg && jpeg::is_jpeg(bytes.data(), bytes.size())) {
+    geq = std::make_unique<gpu::Equalizer>();
+    gpu::JpegCodecOptions jo;
+    jo.max_pixels = cm.max_pixels;
+    codec = std::make_unique<gpu::JpegCodec>(geq->stream(), jo);
+    if (jpg_out) {  // JPEG → JPEG: decode, equalize and encode on the device
+      const gpu::JpegOnDevice d = gpu::equalize_jpeg_on_device(
+          *geq, *codec, {bytes.data(), bytes.size(), input}, cm.opt, {quality, subsampling}, &rep);
+      write_image_file(d.bytes, output);
+      in.width = eq.width = d.width;
+      in.height = eq.height = d.height;
+      in.channels = d.channels;
+      eq.channels = d.out_channels;
+      decoder = d.decoder;
+      encoder = "nvjpeg";
+      decode_ms = d.decode_ms;
+      rep.times.encode_ms = d.encode_ms;
+      done = true;
+    } else {
+      in = codec->decode_to_host({bytes.data(), bytes.size(), input}, &decoder);
+    }
+  } else {
+    in = decode_image(bytes.data(), bytes.size(), input, cm.max_pixels);
+  }
+  if (!done) {
+    decode_ms = ms_since(t_start);
+    eq = equalize(in, cm.opt, &rep);
+    const Clock::time_point t_enc = Clock::now();
+    if (jpg_out && gpu_jpeg) {
+      if (!codec) codec = std::make_unique<gpu::JpegCodec>(nullptr, gpu::JpegCodecOptions{});
+      write_image_file(codec->encode(eq, {quality, subsampling}), output);
+      encoder = "nvjpeg";
+    } else {
+      save_image(eq, output, quality, subsampling);
+    }
+    rep.times.encode_ms = ms_since(t_enc);
+  }
   rep.times.decode_ms = decode_ms;
   rep.times.total_ms = ms_since(t_start);  // wall time from decode start to encode end
 
@@ -302,12 +372,15 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
         << ",\"apply\":" << num(t.apply_ms) << ",\"download\":" << num(t.download_ms)
         << ",\"encode\":" << num(t.encode_ms) << ",\"total\":" << num(t.total_ms)
         << "},\"histogram_bytes\":" << std::uint64_t(hist_bytes)
-        << ",\"histogram_gbps\":" << num(gbps, 3) << "}\n";
+        << ",\"histogram_gbps\":" << num(gbps, 3) << ",\"decoder\":\"" << decoder
+        << "\",\"encoder\":\"" << encoder << "\"}\n";
   } else {
     out << output << ": " << eq.width << "x" << eq.height << ", " << eq.channels
         << (eq.channels == 1 ? " channel" : " channels") << ", mode " << to_string(rep.mode)
         << ", kernel " << rep.kernel << " on " << rep.device << ", " << num(t.total_ms, 1)
-        << " ms\n";
+        << " ms";
+    if (decoder != "stb_image") out << " (decoder " << decoder << ", encoder " << encoder << ")";
+    out << '\n';
   }
   // The output is committed by now: a report that cannot be written (a full or closed stdout)
   // is an error that says so, rather than one that reads as if nothing had been written.
@@ -422,10 +495,12 @@ std::string usage() {
          "Usage:\n"
          "  histeq equalize INPUT -o OUTPUT [--kernel NAME] [--backend auto|cuda|cpu]\n"
          "                  [--mode luma|rgb|gray] [--formula opencv|exact] [--timing] [--json]\n"
-         "                  [--quality Q] [--max-pixels N]\n"
+         "                  [--quality Q] [--subsampling 444|422|420]\n"
+         "                  [--decoder auto|gpu|cpu] [--max-pixels N]\n"
          "  histeq histogram INPUT [--kernel NAME] [--backend ...] [--mode ...] [--csv]\n"
          "  histeq kernels [--details] [--type u8|i32] [--bins N] [--size N]\n"
          "  histeq bench [ARGS...]        (see 'histeq bench --help')\n"
+         "  histeq lesson [NAME] [...]    guided experiments (see 'histeq lesson --help')\n"
          "  histeq --help | --version | COMMAND --help\n"
          "\n"
          "Exit status: 0 success, 1 runtime failure (bad input file, I/O, CUDA), 2 usage error.\n";
@@ -443,13 +518,16 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     return 0;
   }
   if (cmd == "--version" || cmd == "-V" || cmd == "version") {
-    out << "histeq " HISTEQ_VERSION "\n";
+    out << "histeq " HISTEQ_VERSION "\n"
+        << "codecs: JPEG libjpeg-turbo (CPU)" << (gpu::nvjpeg_built() ? ", nvJPEG (GPU)" : "")
+        << "; PNG, BMP, TGA, GIF, PNM stb_image\n";
     return 0;
   }
   if (cmd == "equalize") return cmd_equalize(rest, out, err);
   if (cmd == "histogram") return cmd_histogram(rest, out, err);
   if (cmd == "kernels") return cmd_kernels(rest, out, err);
   if (cmd == "bench") return cmd_bench(rest, out, err);
+  if (cmd == "lesson") return histeq::lesson::main(rest, out, err);
   if (!cmd.empty() && cmd[0] == '-') {
     throw UsageError("unknown option '" + cmd + "'; valid before a command: --help, --version");
   }

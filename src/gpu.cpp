@@ -6,6 +6,9 @@
 
 #include <type_traits>
 
+#include <optional>
+
+#include "batched.hpp"
 #include "device_buffer.hpp"
 #include "fused.hpp"
 #include "histeq/error.hpp"
@@ -59,7 +62,12 @@ const kernels::KernelEntry& lookup(const std::string& kernel, const kernels::His
 }  // namespace
 
 struct Equalizer::Impl {
-  Stream stream;
+  std::optional<Stream> own;           // created unless the constructor got an external stream
+  cudaStream_t external = nullptr;
+  cudaStream_t s() const { return external ? external : own->get(); }
+  // The batched equalizer's per-image histograms + tickets: zeroed when allocated, left zero.
+  DeviceBuffer<std::uint8_t> batch_scratch;
+  unsigned batch_epoch = 0;  // the queued uniform kernel's ready-flag value, never 0
   DeviceBuffer<std::uint8_t> scratch;
   // For kernels with zeroed_scratch (contract.hpp): zeroed when allocated, left zero by them, so
   // never shared with the other kernels' scratch, whose contents they leave undefined.
@@ -72,31 +80,77 @@ struct Equalizer::Impl {
   const std::uint64_t* last_hist = nullptr;
 };
 
-Equalizer::Equalizer() : impl_(std::make_unique<Impl>()) {}
+Equalizer::Equalizer() : impl_(std::make_unique<Impl>()) { impl_->own.emplace(); }
+Equalizer::Equalizer(StreamHandle external) : impl_(std::make_unique<Impl>()) {
+  if (external == nullptr) {
+    impl_->own.emplace();
+  } else {
+    impl_->external = external;
+  }
+}
 Equalizer::~Equalizer() = default;
 Equalizer::Equalizer(Equalizer&&) noexcept = default;
 Equalizer& Equalizer::operator=(Equalizer&&) noexcept = default;
 
-StreamHandle Equalizer::stream() const { return impl_->stream.get(); }
+StreamHandle Equalizer::stream() const { return impl_->s(); }
 
-void Equalizer::synchronize() const { impl_->stream.sync(); }
+void Equalizer::synchronize() const { HISTEQ_CUDA_CHECK(cudaStreamSynchronize(impl_->s())); }
+
+void Equalizer::set_stream(StreamHandle external) {
+  if (external == nullptr && !impl_->own) impl_->own.emplace();
+  impl_->external = external;
+}
+
+void Equalizer::equalize_batch(const BatchImage* images, std::size_t count, Formula formula) {
+  if (count == 0) return;
+  if (images == nullptr) throw UsageError("equalize_batch: null image table");
+  static_assert(sizeof(BatchImage) == sizeof(kernels::BatchImage), "same layout");
+  std::uint8_t* d_luts = device_lut(int(count));
+  // Grown before its size is read: the order in which call arguments are evaluated is
+  // unspecified (GCC reads them right to left, which passed the size before the growth).
+  void* scratch = batch_scratch(count);
+  kernels::launch_equalize_batch(reinterpret_cast<const kernels::BatchImage*>(images), count,
+                                 formula, d_luts, scratch, impl_->batch_scratch.bytes(),
+                                 impl_->s());
+}
+
+void Equalizer::equalize_batch(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t count,
+                               std::size_t n, Formula formula) {
+  if (count == 0 || n == 0) return;
+  std::uint8_t* d_luts = device_lut(int(count));
+  void* scratch = batch_scratch(count);
+  if (++impl_->batch_epoch == 0) impl_->batch_epoch = 1;
+  kernels::launch_equalize_batch_uniform(d_in, d_out, count, n, formula, d_luts, scratch,
+                                         impl_->batch_scratch.bytes(), impl_->batch_epoch,
+                                         impl_->s());
+}
+
+void* Equalizer::batch_scratch(std::size_t count) {
+  const std::size_t bytes = kernels::batch_scratch_bytes(count);
+  if (impl_->batch_scratch.size() < bytes) {
+    ensure(impl_->batch_scratch, bytes);
+    HISTEQ_CUDA_CHECK(cudaMemsetAsync(impl_->batch_scratch.get(), 0, impl_->batch_scratch.bytes(),
+                                      impl_->s()));
+  }
+  return impl_->batch_scratch.get();
+}
 
 std::string Equalizer::resolve_kernel(const std::string& kernel, const void* d_in, std::size_t n,
                                       SampleType type, int bins, int block_size) const {
-  const auto c = make_call(d_in, n, type, bins, nullptr, impl_->stream.get(), block_size);
+  const auto c = make_call(d_in, n, type, bins, nullptr, impl_->s(), block_size);
   return lookup(kernel, c).name;
 }
 
 std::string Equalizer::histogram(const std::string& kernel, const void* d_in, std::size_t n,
                                  SampleType type, int bins, std::uint64_t* d_hist,
                                  int block_size) {
-  auto c = make_call(d_in, n, type, bins, d_hist, impl_->stream.get(), block_size);
+  auto c = make_call(d_in, n, type, bins, d_hist, impl_->s(), block_size);
   const kernels::KernelEntry& e = lookup(kernel, c);
   const std::size_t scratch = e.scratch_bytes(n, bins, type);
   DeviceBuffer<std::uint8_t>& buf = e.zeroed_scratch ? impl_->zeroed_scratch : impl_->scratch;
   if (buf.size() < scratch) {
     ensure(buf, scratch);
-    kernels::prepare_scratch(e, buf.get(), buf.bytes(), impl_->stream.get());  // once per allocation
+    kernels::prepare_scratch(e, buf.get(), buf.bytes(), impl_->s());  // once per allocation
   }
   c.d_scratch = scratch > 0 ? buf.get() : nullptr;
   kernels::run_histogram(e, c);
@@ -105,17 +159,17 @@ std::string Equalizer::histogram(const std::string& kernel, const void* d_in, st
 
 void Equalizer::cdf_lut(const std::uint64_t* d_hist, int planes, Formula formula,
                         std::uint8_t* d_luts) {
-  kernels::launch_cdf_lut_planes(d_hist, planes, d_luts, formula, impl_->stream.get());
+  kernels::launch_cdf_lut_planes(d_hist, planes, d_luts, formula, impl_->s());
 }
 
 void Equalizer::extract_planes(const std::uint8_t* d_in, std::size_t pixels, int channels,
                                Mode mode, std::uint8_t* d_planes) {
-  kernels::launch_extract_planes(d_in, pixels, channels, mode, d_planes, impl_->stream.get());
+  kernels::launch_extract_planes(d_in, pixels, channels, mode, d_planes, impl_->s());
 }
 
 void Equalizer::apply(const std::uint8_t* d_in, std::size_t pixels, int channels, Mode mode,
                       const std::uint8_t* d_luts, std::uint8_t* d_out) {
-  kernels::launch_apply(d_in, pixels, channels, mode, d_luts, d_out, impl_->stream.get());
+  kernels::launch_apply(d_in, pixels, channels, mode, d_luts, d_out, impl_->s());
 }
 
 std::string Equalizer::equalize_gray(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t n,
@@ -127,13 +181,13 @@ std::string Equalizer::equalize_gray(const std::uint8_t* d_in, std::uint8_t* d_o
     if (impl_->fused_hist.size() == 0) {
       impl_->fused_hist = DeviceBuffer<std::uint64_t>(2 * kBins);
       HISTEQ_CUDA_CHECK(cudaMemsetAsync(impl_->fused_hist.get(), 0, impl_->fused_hist.bytes(),
-                                        impl_->stream.get()));
+                                        impl_->s()));
     }
     std::uint64_t* cur = impl_->fused_hist.get() + impl_->fused_flip * kBins;
     std::uint64_t* next = impl_->fused_hist.get() + (1 - impl_->fused_flip) * kBins;
     impl_->fused_flip ^= 1;
     kernels::launch_fused_equalize(d_in, d_out, n, formula, cur, next, d_lut,
-                                   impl_->stream.get());
+                                   impl_->s());
     impl_->last_hist = cur;
     return "fused";
   }

@@ -231,6 +231,10 @@ Image run(const Image& in, const EqualizeOptions& opt, bool apply_luts, Equalize
   rep.mode = mode;
 
   Image out = backend == Backend::cuda ? run_cuda(r, apply_luts, rep) : run_cpu(r, apply_luts, rep);
+  if (apply_luts) {  // metadata travels with the pixels (an encoder drops what no longer fits)
+    out.exif = in.exif;
+    out.icc = in.icc;
+  }
 
   rep.racy_lost = 0;
   if (rep.backend == "cuda" && !kernels::find_kernel(rep.kernel).exact) {

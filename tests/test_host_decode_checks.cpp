@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <cstdio>
 #include <string>
 
 #include "histeq/error.hpp"
@@ -18,15 +19,19 @@
 namespace histeq {
 namespace {
 
-// stb_image 2.27 decodes the hostile JPEGs from zero fill or uninitialized tables; the
-// libjpeg-turbo decoder (the JPEG issue) refuses them. Set true when it decodes JPEGs.
-constexpr bool kJpegDecoderChecks = false;
+// stb_image 2.27 decoded the hostile JPEGs from zero fill or uninitialized tables; the
+// libjpeg-turbo decoder (issue 17, src/jpeg_codec.cpp) refuses them (but see Case::known_gap).
+constexpr bool kJpegDecoderChecks = true;
 
 TEST(DecodeChecks, EveryHostileFileIsRefusedWithItsReasonOrDecodesExactly) {
   int checked = 0;
   for (const hostile::Case& c : hostile::cases()) {
     SCOPED_TRACE(c.name + " (" + c.cls + ")");
     if (c.jpeg && !kJpegDecoderChecks) continue;
+    if (c.known_gap) {
+      std::printf("known gap, not checked: %s (%s)\n", c.name.c_str(), c.cls.c_str());
+      continue;
+    }
     const std::string name = "in/" + c.name;
     if (c.jpeg || !c.reason.empty()) {
       try {
@@ -50,10 +55,14 @@ TEST(DecodeChecks, EveryHostileFileIsRefusedWithItsReasonOrDecodesExactly) {
   EXPECT_GE(checked, 30);
 }
 
-TEST(DecodeChecks, JpegClassesAwaitTheLibjpegTurboDecoder) {
-  if (!kJpegDecoderChecks)
-    GTEST_SKIP() << "stb_image 2.27 decodes hostile JPEGs without a reason; enable "
-                    "kJpegDecoderChecks when libjpeg-turbo decodes JPEGs";
+TEST(DecodeChecks, KnownGapStillDecodes) {
+  // Documents the one known gap (docs/reliability.md §6): when this fails, the JPEG decoder has
+  // learnt to refuse the file: clear Case::known_gap in hostile_files.hpp.
+  for (const hostile::Case& c : hostile::cases()) {
+    if (!c.known_gap) continue;
+    SCOPED_TRACE(c.name);
+    EXPECT_NO_THROW(decode_image(c.bytes.data(), c.bytes.size(), c.name));
+  }
 }
 
 TEST(DecodeChecks, EveryValidFileCutShortIsRefused) {

@@ -264,7 +264,7 @@ TEST_P(KernelProps, I32PointerNotFourByteAlignedIsRefused) {
   const KernelEntry& e = *GetParam();
   // Only the kernels built on kernels/common.cuh check this in their launch; for another kernel a
   // misaligned load would be a sticky device fault that ends every later test of the binary.
-  const std::vector<std::string> checked = {"racy",      "atomic",     "privatized",
+  const std::vector<std::string> checked = {"racy",      "atomic",     "privatized", "contiguous",
                                             "coarsened", "aggregated", "cub"};
   if (std::find(checked.begin(), checked.end(), e.name) == checked.end()) {
     GTEST_SKIP() << e.name << " does not promise to check i32 alignment";
@@ -654,7 +654,8 @@ TEST(KernelRegistry, ZeroedScratchKernelsAskForScratch) {
 
 TEST(KernelRegistry, ClassicKernelsPresentWithSaneEntries) {
   const auto& reg = histeq::kernels::registry();
-  for (const char* name : {"racy", "atomic", "privatized", "coarsened", "aggregated", "cub"}) {
+  for (const char* name :
+       {"racy", "atomic", "privatized", "contiguous", "coarsened", "aggregated", "cub"}) {
     const KernelEntry& e = histeq::kernels::find_kernel(name);
     EXPECT_STREQ(e.name, name);
     EXPECT_EQ(e.exact, std::string(name) != "racy") << name;

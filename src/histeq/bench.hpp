@@ -72,6 +72,14 @@ struct Options {
   /// with that histogram kernel, for columns and cub) and "equalize:cpu" (the CPU backend);
   /// each checked byte for byte against the CPU output. 256 bins only.
   bool equalize = false;
+  /// --clahe: time CLAHE (clip 2, 8x8 tiles, OpenCV 4.6's) of each u8 case in device memory,
+  /// laid out as a floor(sqrt(n)) × n/floor(sqrt(n)) gray image (the remainder left out): rows
+  /// "clahe:gpu" (gpu::Clahe: fused tile histograms + LUTs, then the interpolated apply) and
+  /// "clahe:cpu", the GPU output checked byte for byte against the CPU's; and 16-bit rows
+  /// "clahe16:gpu" (16-bit CLAHE) and "hist16:gpu" (65536-bin histogram), of u16 samples made
+  /// from the case's bytes, also checked (their gbps counts 2 bytes per sample). 256 bins only
+  /// for the u8 rows.
+  bool clahe = false;
   bool help = false;
   std::string command_line;           ///< "histeq bench ARGS..." as given (for the records)
 };
@@ -130,6 +138,20 @@ struct RunInfo {
   double launch_floor_us = -1; ///< median µs of an empty kernel between two events, same run
   std::string gpu_skipped;     ///< why the GPU kernels did not run; "" when they did
 };
+
+/// What a sweep measured, before any writer runs.
+struct Measured {
+  RunInfo info;
+  std::vector<Cell> cells;  ///< compute_derived applied
+  bool error = false;       ///< a runtime error ended the sweep early (printed to `err`)
+  bool any_fail = false;    ///< a cell FAILed
+};
+
+/// Runs the sweep `opt` selects (what `histeq bench` times and `histeq lesson` narrates):
+/// device, read bandwidth and launch floor first (progress and notes to `err`), then every case.
+/// Without a GPU only the CPU reference runs (info.gpu_skipped says why). Runtime errors are
+/// printed to `err` and set `error`; throws UsageError (bad image path, unknown kernel).
+Measured measure(const Options& opt, std::ostream& err);
 
 /// Why a (kernel, type, bins, size) cell is skipped, or "" when it runs.
 /// unsupported: the entry's reason for (type, bins), or nullptr. needed_bytes: device memory the

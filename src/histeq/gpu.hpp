@@ -28,6 +28,10 @@ class Equalizer {
  public:
   /// Creates the stream on the current device. Throws CudaError (e.g. no usable device).
   Equalizer();
+  /// Runs every stage on `external` (a cudaStream_t of the current device, e.g. the caller's
+  /// PyTorch or CuPy stream), which the caller owns and keeps alive while the Equalizer uses it.
+  /// nullptr: the Equalizer's own stream, as Equalizer() (cudaStreamLegacy for the default one).
+  explicit Equalizer(StreamHandle external);
   ~Equalizer();
   Equalizer(Equalizer&&) noexcept;
   Equalizer& operator=(Equalizer&&) noexcept;
@@ -38,6 +42,30 @@ class Equalizer {
   StreamHandle stream() const;
   /// Blocks the host until all work queued on stream() is done; throws CudaError on a fault.
   void synchronize() const;
+  /// From now on, runs on `external` (owned by the caller, as the constructor above); nullptr
+  /// goes back to the Equalizer's own stream (pass cudaStreamLegacy for the legacy default
+  /// stream, whose handle is otherwise also 0). The buffers are shared across streams: the caller
+  /// orders work queued earlier on another stream before the next call (e.g. an event).
+  void set_stream(StreamHandle external);
+
+  /// One gray image of a batch (equalize_batch): d_in[0,n) → d_out[0,n), device memory, any
+  /// alignment; d_out may equal d_in, or must not overlap it.
+  struct BatchImage {
+    const std::uint8_t* d_in = nullptr;
+    std::uint8_t* d_out = nullptr;
+    std::size_t n = 0;
+  };
+  /// Equalizes `count` gray images of any sizes, each byte-identical to equalize_gray alone
+  /// (256-bin histogram, make_lut(formula), lut[in]), in 2 launches per 64 images
+  /// (kernels/batched.cu: per-image histograms whose last block writes the LUT, then one apply).
+  /// Asynchronous; afterwards device_lut(count) holds the LUTs (image i at i·256) until the next
+  /// call. Throws UsageError for null or overlapping pointers.
+  void equalize_batch(const BatchImage* images, std::size_t count, Formula formula);
+  /// The same for `count` images of n bytes each, back to back (image i at d_in + i·n → d_out +
+  /// i·n), in ONE launch whatever count is (a queue that applies each image a few images after
+  /// its histogram, while it is still in L2: launch_equalize_batch_uniform).
+  void equalize_batch(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t count,
+                      std::size_t n, Formula formula);
 
   /// The registry name `kernel` resolves to for this call: itself when it exists and supports
   /// (type, bins), kernels::choose_auto for "auto". Throws UsageError otherwise ("unknown
@@ -85,6 +113,7 @@ class Equalizer {
   std::uint8_t* device_lut(int planes = 1);
 
  private:
+  void* batch_scratch(std::size_t count);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

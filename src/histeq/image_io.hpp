@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "histeq/jpeg_codec.hpp"
 #include "histeq/types.hpp"
 
 namespace histeq {
@@ -13,20 +14,25 @@ namespace histeq {
 /// pixel memory is allocated. 2^28 = 268 megapixels (1 GiB of RGBA).
 inline constexpr std::uint64_t kDefaultMaxPixels = std::uint64_t(1) << 28;
 
-/// Decodes PNG, JPEG (baseline, progressive, CMYK → RGB), BMP (bottom-up and top-down), TGA,
-/// GIF (first frame) with stb_image, and binary PNM (P5/P6, maxval 1..65535) with histeq's own
-/// decoder, keeping the file's channel count (1..4); 16-bit inputs are reduced to 8 bits
-/// (PNM: v·255/maxval rounded, samples big-endian). Only regular files are read (a FIFO or a
-/// device is refused, never waited on). Every output pixel comes from the file: before stb sees
-/// the bytes, the dimensions from the header are checked against max_pixels (w·h in 64 bits),
-/// then the file's structure (src/decode_checks.hpp): data long enough for every pixel (a tiny
-/// file declaring a huge image fails before any large allocation), palette / colour-map indices
-/// within the palette, complete GIF LZW data, PNG chunk lengths, CRCs, IEND, and IDAT data that
-/// inflates to exactly what the header needs (a decompression bomb is refused, bounded memory).
-/// Throws Error naming the file and the cause: missing, a directory, a FIFO/device, empty, over
-/// 2^31-1 bytes, not an image, truncated/corrupt (which defect), zero size, or more than
-/// max_pixels pixels. Buffers stb allocates start zeroed (defense in depth).
+/// Decodes JPEG with libjpeg-turbo (jpeg::decode: EXIF orientation applied, EXIF and ICC kept
+/// in Image::exif/icc; 1 channel for gray JPEGs, else RGB); PNG (its iCCP profile into
+/// Image::icc), BMP (bottom-up and top-down), TGA and GIF (first frame) with stb_image; binary
+/// PNM (P5/P6, maxval 1..65535) with histeq's own decoder; keeping the file's channel count
+/// (1..4), 16-bit inputs reduced to 8 bits (PNM: v·255/maxval rounded, samples big-endian).
+/// Only regular files are read (a FIFO or a device is refused, never waited on). Every output
+/// pixel comes from the file: before stb sees the bytes, the dimensions from the header are
+/// checked against max_pixels (w·h in 64 bits), then the file's structure
+/// (src/decode_checks.hpp): data long enough for every pixel (a tiny file declaring a huge
+/// image fails before any large allocation), palette / colour-map indices within the palette,
+/// complete GIF LZW data, PNG chunk lengths, CRCs, IEND, and IDAT data that inflates to exactly
+/// what the header needs (a decompression bomb is refused, bounded memory). Throws Error naming
+/// the file and the cause: missing, a directory, a FIFO/device, empty, over 2^31-1 bytes, not an
+/// image, truncated/corrupt (which defect), zero size, or more than max_pixels pixels. Buffers
+/// stb allocates start zeroed (defense in depth).
 Image load_image(const std::string& path, std::uint64_t max_pixels = kDefaultMaxPixels);
+/// The whole file in memory, with load_image's checks (regular file only, never blocks on a
+/// FIFO, not empty, at most 2^31-1 bytes). Throws Error naming the file and the cause.
+std::vector<std::uint8_t> read_image_file(const std::string& path);
 Image decode_image(const std::uint8_t* data, std::size_t size, const std::string& name,
                    std::uint64_t max_pixels = kDefaultMaxPixels);
 
@@ -36,13 +42,22 @@ void check_output_path(const std::string& path);
 
 /// Encodes to the format named by the path's extension and writes through a temporary file in
 /// the same folder, renamed over `path` only when complete (so `path` may equal the input, and
-/// a failure leaves nothing behind). The temporary file is ".NAME.histeq-XXXXXX", or ".histeq-XXXXXX"
-/// when that would pass the folder's NAME_MAX, so every output name the filesystem takes works. quality: JPEG quality 1..100.
+/// a failure leaves nothing behind). The temporary file is ".NAME.histeq-XXXXXX", or
+/// ".histeq-XXXXXX" when that would pass the folder's NAME_MAX, so every output name the
+/// filesystem takes works. quality: JPEG quality 1..100; subsampling: JPEG chroma.
+/// JPEG is written by libjpeg-turbo (jpeg::encode: EXIF and ICC kept, gray as 1 component),
+/// PNG with the image's ICC profile as an iCCP chunk when it fits the channels.
 /// Throws Error naming the file and the cause (folder missing or not writable, disk full).
-void save_image(const Image& img, const std::string& path, int quality = 95);
+void save_image(const Image& img, const std::string& path, int quality = 95,
+                jpeg::Subsampling subsampling = jpeg::Subsampling::s420);
+
+/// Writes already-encoded bytes to `path` as save_image does (temporary file in the same folder,
+/// fsync, rename over `path`; nothing left behind on failure). Throws Error as save_image.
+void write_image_file(const std::vector<std::uint8_t>& bytes, const std::string& path);
 
 /// Encodes to memory (format by extension as save_image); used by save_image and the fuzzer.
-std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext, int quality = 95);
+std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext, int quality = 95,
+                                       jpeg::Subsampling subsampling = jpeg::Subsampling::s420);
 
 /// Makes every catchable fatal signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXFSZ, SIGXCPU,
 /// SIGPIPE, SIGALRM, SIGUSR1/2, SIGVTALRM, SIGPROF, SIGPOLL, SIGSTKFLT, SIGPWR; and SIGSEGV,

@@ -32,6 +32,11 @@ struct Image {
   int height = 0;
   int channels = 0;
   std::vector<std::uint8_t> pixels;
+  /// Metadata carried from input to output (empty when absent): the JPEG APP1 EXIF payload
+  /// ("Exif\0\0" + TIFF; its Orientation is 1 once the pixels were rotated to it) and the ICC
+  /// colour profile (from JPEG APP2 or the PNG iCCP chunk). See jpeg_codec.hpp.
+  std::vector<std::uint8_t> exif;
+  std::vector<std::uint8_t> icc;
 
   std::size_t pixel_count() const { return std::size_t(width) * std::size_t(height); }
   std::size_t byte_count() const { return pixel_count() * std::size_t(channels); }

@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Whole equalization of gray uint8 images already on the GPU, from Python: histeq against the
+Python peers, timed as issue 18 says: CUDA events recorded around each call on the current
+stream, synchronized after it, median of 30 after 5 warm-ups (so Python and launch costs count).
+
+    python bench/python/bench_python.py [--sizes 1M,16M,64M] [--batch 64x1M] [--reps 30]
+        [--warmup 5] [--csv FILE] [--skip PEER,...]
+
+Peers (each skipped with the reason when it cannot be imported): histeq on a torch tensor, on a
+CuPy array, a batch (N,H,W) torch tensor and a list of N tensors; torchvision.transforms.v2
+.functional.equalize (uint8 (1,H,W) / (N,1,H,W)); CuPy by hand (bincount → cumsum → LUT →
+take); kornia.enhance.equalize (float (1,1,H,W) in [0,1], converted before timing); cuCIM's
+skimage.exposure.equalize_hist; OpenCV cv2.equalizeHist on the host (perf_counter, its own
+thread count). Data: a natural-like image (smooth gradient + noise), the same for every peer.
+Prints a Markdown table with the command, commit and device; --csv writes the rows.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+
+def parse_size(s: str) -> int:
+    s = s.strip().upper()
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(s[:-1]) * mult[s[-1]] if s[-1] in mult else int(s)
+
+
+def square(n: int):
+    side = int(round(n ** 0.5))
+    if side * side != n:
+        raise ValueError(f"size {n} is not a square")
+    return side, side
+
+
+def natural(torch, h: int, w: int, seed: int):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    y = torch.linspace(0, 1, h, device="cuda")[:, None]
+    x = torch.linspace(0, 1, w, device="cuda")[None, :]
+    base = 60 + 80 * (0.5 + 0.5 * torch.sin(6.0 * x + 3.0 * y))
+    noise = torch.randn((h, w), generator=g, device="cuda") * 12
+    return (base + noise).clamp(0, 255).to(torch.uint8)
+
+
+def time_cuda(torch, fn, reps: int, warmup: int) -> float:
+    """Median microseconds of fn() between two events on the current stream."""
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    times = []
+    for i in range(warmup + reps):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        if i >= warmup:
+            times.append(start.elapsed_time(end) * 1000.0)
+    return statistics.median(times)
+
+
+def time_host(fn, reps: int, warmup: int) -> float:
+    times = []
+    for i in range(warmup + reps):
+        t0 = time.perf_counter()
+        fn()
+        t = (time.perf_counter() - t0) * 1e6
+        if i >= warmup:
+            times.append(t)
+    return statistics.median(times)
+
+
+def cupy_by_hand(cp):
+    def eq(x):
+        hist = cp.bincount(x.ravel(), minlength=256)
+        cdf = cp.cumsum(hist)
+        nz = cp.argmax(hist > 0)
+        h0 = hist[nz]
+        scale = cp.float32(255) / (x.size - h0).astype(cp.float32)
+        lut = cp.rint((cdf - h0).astype(cp.float32) * scale).clip(0, 255).astype(cp.uint8)
+        return lut[x]
+    return eq
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="1M,16M,64M")
+    ap.add_argument("--batch", default="64x1M", help="N x size (empty: none)")
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--csv")
+    ap.add_argument("--skip", default="", help="comma-separated peers to leave out")
+    args = ap.parse_args()
+    skip = {s for s in args.skip.split(",") if s}
+
+    import torch
+    if not torch.cuda.is_available():
+        print("bench_python: torch sees no CUDA device", file=sys.stderr)
+        return 1
+    import histeq
+    if not histeq.cuda_available():
+        print("bench_python: histeq cannot use the GPU", file=sys.stderr)
+        return 1
+
+    peers = {}   # name -> (kind, make(x_torch) -> callable)
+    notes = []
+    peers["histeq (torch)"] = lambda x: (lambda: histeq.equalize(x))
+    try:
+        import cupy as cp
+        peers["histeq (cupy)"] = lambda x: (lambda a=cp.asarray(x): histeq.equalize(a))
+        eq = cupy_by_hand(cp)
+        peers["CuPy by hand"] = lambda x: (lambda a=cp.asarray(x): eq(a))
+    except ImportError as e:
+        notes.append(f"cupy: {e}")
+    try:
+        from torchvision.transforms.v2 import functional as TF
+        peers["torchvision v2 equalize"] = lambda x: (lambda a=x.unsqueeze(-3): TF.equalize(a))
+    except ImportError as e:
+        notes.append(f"torchvision: {e}")
+    try:
+        import kornia
+        peers["kornia"] = lambda x: (
+            lambda a=(x.unsqueeze(-3).float() / 255): kornia.enhance.equalize(a))
+    except ImportError as e:
+        notes.append(f"kornia: {e}")
+    try:
+        from cucim.skimage import exposure
+        import cupy as cp
+        peers["cuCIM equalize_hist"] = lambda x: (
+            lambda a=cp.asarray(x): exposure.equalize_hist(a))
+    except ImportError as e:
+        notes.append(f"cucim: {e}")
+    try:
+        import cv2
+        peers["OpenCV CPU"] = "host"
+        notes.append(f"OpenCV {cv2.__version__}, {cv2.getNumThreads()} threads")
+    except ImportError as e:
+        notes.append(f"cv2: {e}")
+
+    rows = []   # (case, peer, us)
+
+    # Peers that have no per-image batch call: on a (N, H, W) array they would equalize one
+    # histogram of the whole volume, not N images, so they are left out of the batch column.
+    no_batch = {"CuPy by hand", "cuCIM equalize_hist"}
+
+    def run(case: str, x, batch_list=None):
+        for name, make in peers.items():
+            if name in skip or (batch_list is not None and name in no_batch):
+                continue
+            try:
+                if make == "host":
+                    import cv2
+                    host = x.cpu().numpy()
+                    if host.ndim == 3:
+                        fn = lambda: [cv2.equalizeHist(im) for im in host]  # noqa: E731
+                    else:
+                        fn = lambda: cv2.equalizeHist(host)  # noqa: E731
+                    us = time_host(fn, args.reps, args.warmup)
+                else:
+                    us = time_cuda(torch, make(x), args.reps, args.warmup)
+            except Exception as e:  # noqa: BLE001 — a peer that fails is reported, not fatal
+                notes.append(f"{name} at {case}: {type(e).__name__}: {e}")
+                continue
+            rows.append((case, name, us))
+        if batch_list is not None and "histeq (list of tensors)" not in skip:
+            rows.append((case, "histeq (list of tensors)",
+                         time_cuda(torch, lambda: histeq.equalize(batch_list), args.reps,
+                                   args.warmup)))
+
+    for s in [s for s in args.sizes.split(",") if s]:
+        n = parse_size(s)
+        h, w = square(n)
+        x = natural(torch, h, w, seed=n)
+        torch.cuda.synchronize()
+        run(s, x)
+        del x
+        torch.cuda.empty_cache()
+    if args.batch:
+        count, size = args.batch.lower().split("x")
+        h, w = square(parse_size(size))
+        xb = torch.stack([natural(torch, h, w, seed=i) for i in range(int(count))])
+        torch.cuda.synchronize()
+        run(f"{count} x {size.upper()}", xb, batch_list=list(xb.unbind(0)))
+
+    # Correctness beside the numbers: histeq equals the CPU backend on the first size.
+    x = natural(torch, 1024, 1024, seed=1)
+    same = bool((histeq.equalize(x).cpu().numpy() ==
+                 histeq.equalize(x.cpu().numpy(), backend="cpu")).all())
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, cwd=os.path.dirname(os.path.abspath(__file__))
+                                ).stdout.strip() or "unknown"
+    except OSError:
+        commit = "unknown"
+    print(f"command: {' '.join(shlex.quote(a) for a in [sys.executable] + sys.argv)}")
+    print(f"commit: {commit}  histeq {histeq.__version__}  torch {torch.__version__}")
+    print(f"device: {torch.cuda.get_device_name()}")
+    print(f"timing: CUDA events around each call on the current stream, synchronized after it; "
+          f"median of {args.reps} after {args.warmup} warm-ups (OpenCV: perf_counter)")
+    print(f"histeq == CPU backend at 1M: {same}")
+    cases = list(dict.fromkeys(r[0] for r in rows))
+    names = list(dict.fromkeys(r[1] for r in rows))
+    print()
+    print("| peer | " + " | ".join(cases) + " |")
+    print("|---|" + "---|" * len(cases))
+    val = {(c, n): us for c, n, us in rows}
+    for n in names:
+        cells = [f"{val[(c, n)]:.1f} us" if (c, n) in val else "" for c in cases]
+        print(f"| {n} | " + " | ".join(cells) + " |")
+    for note in notes:
+        print(f"note: {note}")
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            wr = csv.writer(f)
+            wr.writerow(["case", "peer", "median_us", "commit", "device"])
+            for c, n, us in rows:
+                wr.writerow([c, n, f"{us:.2f}", commit, torch.cuda.get_device_name()])
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

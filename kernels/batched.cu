@@ -1,0 +1,402 @@
+// batched — equalization of N gray 8-bit images of any sizes: two launches per table of 64
+// images of any sizes, or one launch (a queue) for N images of one size back to back.
+// In:  images[i].d_in[0, n_i) u8, device memory, any alignment; n_i may be 0.
+// Out: images[i].d_out[0, n_i) = lut_i[d_in] (in place allowed); d_luts[i·256, +256) = lut_i,
+//      each byte-identical to the single-image path (histogram → make_lut → apply).
+//      Scratch: batch_scratch_bytes(N) zeroed bytes (uint64 histograms + uint32 tickets), left
+//      zero. Async on `stream`; no host sync.
+// Exact: yes (integer histograms; lut_formula.hpp's formula via cdf_lut.cuh). Tuning:
+//      BatchedPolicy (batched.hpp).
+// Algorithm: the batch is cut into chunks of kChunkBytes; block b covers one chunk of one image
+//      (uniform batches: image = b / blocks_per_image; tables: a binary search over the images'
+//      first blocks). Launch 1: each block counts its chunk in a lane-column shared histogram
+//      (columns.cuh: conflict-free whatever the data; privatization, PMPP 4th ed. ch. 9.4),
+//      adds it to its image's global histogram, and the
+//      image's last block (a ticket, as CUB's single-pass decoupled schemes) scans it into the
+//      LUT (cub::BlockScan) and zeroes the histogram and ticket for the next call. Launch 2: each
+//      block maps its chunk through its image's LUT held in shared memory. Uniform batches run
+//      both passes in one launch instead (batch_queued_kernel: a work queue in which image i's
+//      apply follows image i + lag's histogram, so image i is re-read from L2, not DRAM).
+#include "batched.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "cdf_lut.cuh"
+#include "columns.cuh"
+#include "common.cuh"
+#include "cuda_check.hpp"
+#include "histeq/error.hpp"
+
+namespace histeq::kernels {
+namespace {
+
+using P = BatchedPolicy;
+static_assert(P::kBlockSize == cdf::kLutBins, "one thread per bin in the last block's scan");
+static_assert(P::kBlockSize % 32 == 0, "whole warps (lane columns)");
+constexpr unsigned kColumnWords = columns::kSmemWords;  // 256 values × 32 lane columns, 32 KB
+
+/// The part of one image a block covers: [begin, end) of image `image` (the map's own index).
+struct Piece {
+  const std::uint8_t* in;
+  std::uint8_t* out;
+  std::size_t begin, end;
+  unsigned image;
+  unsigned blocks_of_image;
+};
+
+/// count images of n bytes each, back to back.
+struct UniformMap {
+  const std::uint8_t* in;
+  std::uint8_t* out;
+  std::size_t n;
+  unsigned blocks_per_image;
+  __device__ Piece at(unsigned block) const {
+    const unsigned i = block / blocks_per_image;
+    const std::size_t begin = std::size_t(block - i * blocks_per_image) * P::kChunkBytes;
+    const std::size_t off = std::size_t(i) * n;
+    return {in + off, out + off, begin, min(begin + P::kChunkBytes, n), i, blocks_per_image};
+  }
+};
+
+/// Up to kTableImages images of any sizes, described in the launch's parameters.
+struct TableMap {
+  int count;
+  const std::uint8_t* in[P::kTableImages];
+  std::uint8_t* out[P::kTableImages];
+  std::size_t n[P::kTableImages];
+  unsigned first_block[P::kTableImages + 1];  ///< prefix sums of blocks per image
+  __device__ Piece at(unsigned block) const {
+    int lo = 0, hi = count - 1;  // last image with first_block <= block (skips empty images)
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (first_block[mid] <= block) lo = mid; else hi = mid - 1;
+    }
+    const std::size_t begin = std::size_t(block - first_block[lo]) * P::kChunkBytes;
+    return {in[lo], out[lo], begin, min(begin + P::kChunkBytes, n[lo]), unsigned(lo),
+            first_block[lo + 1] - first_block[lo]};
+  }
+};
+
+__device__ __forceinline__ bool aligned16(const void* p) {
+  return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
+}
+
+__device__ __forceinline__ unsigned map_word(const std::uint8_t* lut, unsigned a) {
+  return unsigned(lut[a & 0xFFu]) | unsigned(lut[(a >> 8) & 0xFFu]) << 8 |
+         unsigned(lut[(a >> 16) & 0xFFu]) << 16 | unsigned(lut[a >> 24]) << 24;
+}
+
+/// Zeroes the block's lane-column histogram (once per launch: count_chunk leaves it zero).
+__device__ __forceinline__ void zero_columns(std::uint32_t* s_cols) {
+  for (unsigned k = threadIdx.x; k < kColumnWords; k += P::kBlockSize) s_cols[k] = 0;
+  __syncthreads();
+}
+
+/// The block's part of the counting: src[0,len) into the block's lane-column histogram s_cols
+/// (word v·32 + lane, columns.cuh's layout: the 32 lanes of a warp always hit 32 different banks,
+/// whatever the data), 16-byte loads when src is aligned; then each thread sums (and zeroes,
+/// for the next chunk) one value's 32 columns and adds the sum into the image's global histogram
+/// h[256]. Returns true in every thread of the image's last block to get here, after it has
+/// written the image's LUT (lut[256]) and zeroed h and the ticket for the next call.
+__device__ __forceinline__ bool count_chunk(const std::uint8_t* src, std::size_t len,
+                                            std::uint32_t* s_cols, unsigned long long* h,
+                                            unsigned* ticket, unsigned blocks_of_image, Formula f,
+                                            std::uint8_t* lut, cdf::TempStorage& tmp,
+                                            bool& s_last) {
+  const unsigned t = threadIdx.x;
+  const unsigned lane = t & 31u;
+  std::uint32_t* col = s_cols + lane;
+  std::size_t scalar_from = 0;
+  if (aligned16(src)) {
+    const std::size_t vectors = len / 16;
+    const uint4* v = reinterpret_cast<const uint4*>(src);
+#pragma unroll
+    for (int k = 0; k < P::kVectorsPerThread; ++k) {
+      const std::size_t j = std::size_t(k) * P::kBlockSize + t;
+      if (j < vectors) {
+        const uint4 x = __ldcg(v + j);  // not __ldg: in place, the apply writes these bytes later
+        columns::count_word_u8(col, x.x);
+        columns::count_word_u8(col, x.y);
+        columns::count_word_u8(col, x.z);
+        columns::count_word_u8(col, x.w);
+      }
+    }
+    scalar_from = vectors * 16;
+  }
+  for (std::size_t j = scalar_from + t; j < len; j += P::kBlockSize) {
+    columns::count_value(col, src[j]);
+  }
+  __syncthreads();
+
+  // Thread t sums value t's 32 columns, starting at its own lane's column so that the 32 lanes
+  // of a warp read 32 different banks, and leaves them zero.
+  std::uint32_t sum = 0;
+  std::uint32_t* row = s_cols + t * columns::kColumns;
+#pragma unroll
+  for (unsigned c = 0; c < columns::kColumns; ++c) {
+    const unsigned k = (c + lane) & 31u;
+    sum += row[k];
+    row[k] = 0;
+  }
+  if (sum != 0) atomicAdd(&h[t], static_cast<unsigned long long>(sum));
+
+  // The image's last block to finish turns its histogram into the LUT (threadFenceReduction).
+  __threadfence();
+  __syncthreads();
+  if (t == 0) s_last = atomicAdd(ticket, 1u) == blocks_of_image - 1;
+  __syncthreads();
+  if (!s_last) return false;
+  __threadfence();
+  const std::uint64_t count = __ldcg(&h[t]);
+  cdf::block_cdf_lut(count, [h](int v) { return std::uint64_t(__ldcg(&h[v])); }, f, lut, tmp);
+  __syncthreads();  // every thread has read h[v0] before it is zeroed
+  h[t] = 0;         // zeroed scratch: ready for the next call
+  if (t == 0) *ticket = 0;
+  __threadfence();  // the LUT and the zeroes before whatever the caller signals next
+  __syncthreads();
+  return true;
+}
+
+/// dst[0,len) = s_lut[src[0,len)], 16-byte loads and stores when both are aligned.
+__device__ __forceinline__ void apply_chunk(const std::uint8_t* src, std::uint8_t* dst,
+                                            std::size_t len, const std::uint8_t* s_lut) {
+  const unsigned t = threadIdx.x;
+  std::size_t scalar_from = 0;
+  if (aligned16(src) && aligned16(dst)) {
+    const std::size_t vectors = len / 16;
+    const uint4* vin = reinterpret_cast<const uint4*>(src);
+    uint4* vout = reinterpret_cast<uint4*>(dst);
+#pragma unroll
+    for (int k = 0; k < P::kVectorsPerThread; ++k) {
+      const std::size_t j = std::size_t(k) * P::kBlockSize + t;
+      if (j < vectors) {
+        uint4 x = vin[j];
+        x.x = map_word(s_lut, x.x);
+        x.y = map_word(s_lut, x.y);
+        x.z = map_word(s_lut, x.z);
+        x.w = map_word(s_lut, x.w);
+        vout[j] = x;
+      }
+    }
+    scalar_from = vectors * 16;
+  }
+  for (std::size_t j = scalar_from + t; j < len; j += P::kBlockSize) dst[j] = s_lut[src[j]];
+}
+
+template <typename Map>
+__global__ void __launch_bounds__(P::kBlockSize)
+batch_histogram_lut_kernel(Map map, Formula f, unsigned long long* hist, unsigned* tickets,
+                           std::uint8_t* luts) {
+  __shared__ std::uint32_t s_cols[kColumnWords];
+  __shared__ cdf::TempStorage tmp;
+  __shared__ bool s_last;
+  zero_columns(s_cols);
+  const Piece p = map.at(blockIdx.x);
+  count_chunk(p.in + p.begin, p.end - p.begin, s_cols, hist + std::size_t(p.image) * cdf::kLutBins,
+              &tickets[p.image], p.blocks_of_image, f, luts + std::size_t(p.image) * cdf::kLutBins,
+              tmp, s_last);
+}
+
+template <typename Map>
+__global__ void __launch_bounds__(P::kBlockSize)
+batch_apply_kernel(Map map, const std::uint8_t* luts) {
+  __shared__ std::uint8_t s_lut[cdf::kLutBins];
+  const Piece p = map.at(blockIdx.x);
+  s_lut[threadIdx.x] = luts[std::size_t(p.image) * cdf::kLutBins + threadIdx.x];
+  __syncthreads();
+  apply_chunk(p.in + p.begin, p.out + p.begin, p.end - p.begin, s_lut);
+}
+
+/// The order of a uniform batch's work in the queued kernel: phases of blocks_per_image items,
+/// "histogram image i" (H i) and "apply image i" (A i), A i placed `lag` phases after H i:
+/// H0 … H(lag-1), then H(lag) A0 H(lag+1) A1 …, then the last A's.
+struct PhaseOrder {
+  unsigned count, lag;
+  /// (is_apply, image) of phase q, q < 2·count.
+  __device__ void at(unsigned q, bool& apply, unsigned& image) const {
+    if (q < lag) {
+      apply = false;
+      image = q;
+    } else if (q < lag + 2 * (count - lag)) {
+      const unsigned r = q - lag;
+      apply = (r & 1u) != 0;
+      image = apply ? r / 2 : lag + r / 2;
+    } else {
+      apply = true;
+      image = count - lag + (q - lag - 2 * (count - lag));
+    }
+  }
+};
+
+/// One launch for a uniform batch: a queue of items claimed in order with one atomic per item
+/// (so every item before a claimed one is held by a running block); histogram items never wait,
+/// and an apply item waits (spinning on its image's ready flag) only for histogram items claimed
+/// before it — so the launch cannot deadlock whatever the grid size. The lag keeps an image's
+/// bytes in L2 between its two passes: the batch is read from DRAM about once.
+__global__ void __launch_bounds__(P::kBlockSize)
+batch_queued_kernel(UniformMap map, PhaseOrder order, Formula f, unsigned long long* hist,
+                    unsigned* tickets, std::uint8_t* luts, unsigned* ready, unsigned epoch,
+                    unsigned* work) {
+  __shared__ std::uint32_t s_cols[kColumnWords];
+  __shared__ cdf::TempStorage tmp;
+  __shared__ std::uint8_t s_lut[cdf::kLutBins];
+  __shared__ unsigned s_item;
+  __shared__ bool s_last;
+  const unsigned t = threadIdx.x;
+  zero_columns(s_cols);
+  const unsigned per_image = map.blocks_per_image;
+  const unsigned total = 2 * order.count * per_image;
+  for (;;) {
+    if (t == 0) s_item = atomicAdd(&work[0], 1u);
+    __syncthreads();
+    const unsigned item = s_item;
+    if (item >= total) break;
+    bool apply;
+    unsigned image;
+    order.at(item / per_image, apply, image);
+    const Piece p = map.at(image * per_image + item % per_image);
+    std::uint8_t* lut = luts + std::size_t(image) * cdf::kLutBins;
+    if (!apply) {
+      if (count_chunk(p.in + p.begin, p.end - p.begin, s_cols,
+                      hist + std::size_t(image) * cdf::kLutBins, &tickets[image], per_image, f,
+                      lut, tmp, s_last) &&
+          t == 0) {
+        atomicExch(&ready[image], epoch);  // after count_chunk's fence: the LUT is visible
+      }
+    } else {
+      if (t == 0) {
+        while (atomicAdd(&ready[image], 0u) != epoch) __nanosleep(64);
+        __threadfence();
+      }
+      __syncthreads();
+      s_lut[t] = __ldcg(lut + t);
+      __syncthreads();
+      apply_chunk(p.in + p.begin, p.out + p.begin, p.end - p.begin, s_lut);
+    }
+    __syncthreads();  // s_item, s_cols, tmp and s_lut are reused by the next item
+  }
+  // The last block out resets the queue for the next launch (every block has made its last
+  // claim before it counts itself out).
+  if (t == 0) {
+    __threadfence();
+    if (atomicAdd(&work[1], 1u) == gridDim.x - 1) {
+      work[0] = 0;
+      work[1] = 0;
+    }
+  }
+}
+
+std::size_t blocks_for(std::size_t n) { return (n + P::kChunkBytes - 1) / P::kChunkBytes; }
+
+void check_overlap(const std::uint8_t* in, const std::uint8_t* out, std::size_t n,
+                   const std::string& what) {
+  const auto a = reinterpret_cast<std::uintptr_t>(in), b = reinterpret_cast<std::uintptr_t>(out);
+  if (n > 0 && (in == nullptr || out == nullptr)) throw UsageError(what + ": null device pointer");
+  if (a != b && a < b + n && b < a + n) {
+    throw UsageError(what + ": input and output overlap without being the same buffer");
+  }
+}
+
+constexpr std::size_t kMaxGrid = 0x7FFFFFFF;
+
+template <typename Map>
+void launch_pair(const Map& map, std::size_t blocks, Formula f, unsigned long long* hist,
+                 unsigned* tickets, std::uint8_t* luts, cudaStream_t stream) {
+  if (blocks == 0) return;
+  if (blocks > kMaxGrid) throw UsageError("equalize_batch: batch too large for one grid");
+  batch_histogram_lut_kernel<Map><<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, f, hist,
+                                                                                   tickets, luts);
+  HISTEQ_CUDA_CHECK_LAUNCH();
+  batch_apply_kernel<Map><<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, luts);
+  HISTEQ_CUDA_CHECK_LAUNCH();
+}
+
+/// The zeroed scratch, laid out by its capacity C (not by the call's count, so that calls of
+/// different counts never see each other's flags as counts): hist[C·256] uint64, tickets[C],
+/// ready[C] (uniform batches' per-image epoch flags), work[2] (the queue counters).
+struct Scratch {
+  unsigned long long* hist;
+  unsigned* tickets;
+  unsigned* ready;
+  unsigned* work;
+  std::size_t capacity;
+};
+constexpr std::size_t kPerImageBytes = cdf::kLutBins * sizeof(std::uint64_t) + 2 * sizeof(unsigned);
+constexpr std::size_t kFixedBytes = 2 * sizeof(unsigned);
+
+Scratch split(void* d, std::size_t bytes, std::size_t count) {
+  const std::size_t cap = bytes < kFixedBytes ? 0 : (bytes - kFixedBytes) / kPerImageBytes;
+  if (d == nullptr || cap < count) {
+    throw UsageError("equalize_batch: scratch of " + std::to_string(bytes) + " bytes holds " +
+                     std::to_string(cap) + " images, " + std::to_string(count) + " needed");
+  }
+  auto* hist = static_cast<unsigned long long*>(d);
+  auto* tickets = reinterpret_cast<unsigned*>(hist + cap * cdf::kLutBins);
+  return {hist, tickets, tickets + cap, tickets + 2 * cap, cap};
+}
+
+}  // namespace
+
+std::size_t batch_scratch_bytes(std::size_t count) {
+  return kFixedBytes + count * kPerImageBytes;
+}
+
+void launch_equalize_batch(const BatchImage* images, std::size_t count, Formula f,
+                           std::uint8_t* d_luts, void* d_zeroed_scratch,
+                           std::size_t scratch_bytes, cudaStream_t stream) {
+  if (count == 0) return;
+  if (images == nullptr || d_luts == nullptr) throw UsageError("equalize_batch: null pointer");
+  const Scratch s = split(d_zeroed_scratch, scratch_bytes, count);
+  for (std::size_t base = 0; base < count; base += P::kTableImages) {
+    TableMap map{};
+    map.count = int(std::min<std::size_t>(P::kTableImages, count - base));
+    std::size_t blocks = 0;
+    for (int k = 0; k < map.count; ++k) {
+      const BatchImage& im = images[base + std::size_t(k)];
+      check_overlap(im.d_in, im.d_out, im.n, "equalize_batch: image " + std::to_string(base + k));
+      map.in[k] = im.d_in;
+      map.out[k] = im.d_out;
+      map.n[k] = im.n;
+      map.first_block[k] = unsigned(blocks);
+      blocks += blocks_for(im.n);
+      if (blocks > kMaxGrid) throw UsageError("equalize_batch: batch too large for one grid");
+    }
+    map.first_block[map.count] = unsigned(blocks);
+    launch_pair(map, blocks, f, s.hist + base * cdf::kLutBins, s.tickets + base,
+                d_luts + base * cdf::kLutBins, stream);
+  }
+}
+
+void launch_equalize_batch_uniform(const std::uint8_t* d_in, std::uint8_t* d_out,
+                                   std::size_t count, std::size_t n, Formula f,
+                                   std::uint8_t* d_luts, void* d_zeroed_scratch,
+                                   std::size_t scratch_bytes, unsigned epoch,
+                                   cudaStream_t stream) {
+  if (count == 0 || n == 0) return;
+  if (d_luts == nullptr) throw UsageError("equalize_batch: null pointer");
+  if (epoch == 0) throw UsageError("equalize_batch: epoch 0 is the flags' initial value");
+  check_overlap(d_in, d_out, count * n, "equalize_batch");
+  const std::size_t per_image = blocks_for(n);
+  if (per_image > kMaxGrid || count > kMaxGrid / (2 * per_image)) {
+    throw UsageError("equalize_batch: batch too large for one queue");
+  }
+  const Scratch s = split(d_zeroed_scratch, scratch_bytes, count);
+  const UniformMap map{d_in, d_out, n, unsigned(per_image)};
+  const std::size_t resident = detail::resident_blocks(
+      reinterpret_cast<const void*>(batch_queued_kernel), P::kBlockSize, 0);
+  const std::size_t items = 2 * count * per_image;
+  const std::size_t grid = std::max<std::size_t>(1, std::min(items, resident));
+  // Lag: the apply of image i is queued after the histogram of image i + lag: at least the
+  // images the grid has in flight at once (so an apply rarely waits), at most what keeps
+  // kLagBytes of them in L2 between their two passes.
+  const std::size_t in_flight = (grid + per_image - 1) / per_image + 1;
+  const std::size_t by_l2 = std::max<std::size_t>(1, P::kLagBytes / n);
+  const std::size_t lag = std::min(count, std::max(in_flight, by_l2));
+  const PhaseOrder order{unsigned(count), unsigned(lag)};
+  batch_queued_kernel<<<unsigned(grid), P::kBlockSize, 0, stream>>>(
+      map, order, f, s.hist, s.tickets, d_luts, s.ready, epoch, s.work);
+  HISTEQ_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace histeq::kernels

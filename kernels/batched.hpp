@@ -1,0 +1,63 @@
+// batched.hpp — equalization of N gray images of any sizes in three launches on one stream
+// (kernels/batched.cu): per-image histograms with the per-image CDF + LUT done by each image's
+// last block, then one apply launch. Used by gpu::Equalizer::equalize_batch.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "histeq/types.hpp"
+
+namespace histeq::kernels {
+
+/// Tuning numbers of the batched kernels (one place; no literals in the kernels).
+struct BatchedPolicy {
+  static constexpr int kBlockSize = 256;        ///< threads per block; = 256 bins, one per thread
+  static constexpr int kVectorsPerThread = 8;   ///< 16-byte vectors per thread per item
+  /// Bytes of one image a block covers (the unit of the block → image map).
+  static constexpr std::size_t kChunkBytes = std::size_t(kBlockSize) * kVectorsPerThread * 16;
+  /// Images whose descriptors travel in one launch's parameters (see BatchTable).
+  static constexpr int kTableImages = 64;
+  /// Uniform batches: bytes of images between an image's histogram and its apply in the queue
+  /// (they stay in the H200's 60 MB L2 between the two passes; see launch_equalize_batch_uniform).
+  static constexpr std::size_t kLagBytes = std::size_t(24) << 20;
+};
+
+/// One gray image of a batch: d_in[0,n) → d_out[0,n), device memory, any alignment; d_out may
+/// equal d_in (in place) but must not overlap it otherwise.
+struct BatchImage {
+  const std::uint8_t* d_in = nullptr;
+  std::uint8_t* d_out = nullptr;
+  std::size_t n = 0;
+};
+
+/// Bytes of zeroed device scratch (per-image uint64 histograms, tickets, ready flags, and the
+/// queue's two counters) that the launches need for `count` images. The launches leave it as
+/// they found it (histograms, tickets and counters zero; the flags hold past epochs), so it is
+/// cudaMemset to zero once, when allocated; a larger buffer serves fewer images too.
+std::size_t batch_scratch_bytes(std::size_t count);
+
+/// Equalizes images[0, count) (each exactly as the single-image path: the 256-bin histogram,
+/// lut_formula.hpp's LUT, out = lut[in]). d_luts: count·256 bytes of device memory, receives
+/// each image's LUT. d_zeroed_scratch: scratch_bytes ≥ batch_scratch_bytes(count) bytes, see
+/// batch_scratch_bytes. Async on `stream`,
+/// no host synchronization; descriptors travel as kernel parameters, kTableImages per launch
+/// pair (so count > kTableImages takes ceil(count / kTableImages) × 2 launches).
+void launch_equalize_batch(const BatchImage* images, std::size_t count, Formula f,
+                           std::uint8_t* d_luts, void* d_zeroed_scratch,
+                           std::size_t scratch_bytes, cudaStream_t stream);
+
+/// The same for `count` images of n bytes each, back to back: image i is d_in[i·n, (i+1)·n)
+/// → d_out[i·n, (i+1)·n), in ONE launch whatever count is: a queue of 16 KiB items claimed in
+/// order, each image's histogram items followed `lag` images later by its apply items, which
+/// wait for the image's ready flag (= epoch) that the last histogram item sets after writing the
+/// LUT. So the image is still in L2 when it is read the second time. `epoch`: a different
+/// non-zero value for every call that shares the scratch (the flags are never reset).
+void launch_equalize_batch_uniform(const std::uint8_t* d_in, std::uint8_t* d_out,
+                                   std::size_t count, std::size_t n, Formula f,
+                                   std::uint8_t* d_luts, void* d_zeroed_scratch,
+                                   std::size_t scratch_bytes, unsigned epoch,
+                                   cudaStream_t stream);
+
+}  // namespace histeq::kernels

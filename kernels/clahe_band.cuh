@@ -1,0 +1,110 @@
+// clahe_band.cuh — what one block of the CLAHE tile-histogram kernel counts: every sample of the
+// padded rows [yp0, yp1) of one tile row, with its tile column, split over `threads` threads
+// (thread `tid` visits its share). Host and device (HISTEQ_HD), so that a CPU test can run the
+// very decomposition the kernel runs (tests/test_host_clahe_band.cpp) and compare the tile
+// histograms with the CPU twin's.
+//  1. The band's image rows [yp0, min(yp1, height)) are one contiguous range: 16-byte vectors
+//     from the first 16-byte-aligned address, scalar head and tail; the column of each sample
+//     is carried from one division per vector (wrap at the row end, next tile at each boundary).
+//  2. The right padding of those rows, columns [width, padded_w), reflect-101.
+//  3. Padded rows below the image inside [yp0, yp1), whole padded rows, reflect-101.
+#pragma once
+#include <vector_types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "histeq/clahe_formula.hpp"
+#include "histeq/hd.hpp"
+
+namespace histeq::kernels::clahe_detail {
+
+template <typename T>
+HISTEQ_HD uint4 load_vector(const uint4* p) {
+#if defined(__CUDA_ARCH__)
+  return __ldg(p);
+#else
+  return *p;
+#endif
+}
+
+/// Calls count(tx, v) for every sample of the band that thread tid of `threads` owns.
+template <typename T, typename Count>
+HISTEQ_HD void visit_band(const T* in, const histeq::clahe_formula::Geometry& g, int yp0, int yp1,
+                          unsigned tid, unsigned threads, Count& count) {
+  namespace cf = histeq::clahe_formula;
+  const int w = g.width;
+  const int r0 = yp0, r1 = yp1 < g.height ? yp1 : g.height;
+  if (r0 < r1) {
+    const T* base = in + std::size_t(r0) * std::size_t(w);
+    const unsigned total = unsigned(r1 - r0) * unsigned(w);
+    auto run = [&](unsigned i0, const T* vals, int k) {
+      int c = int(i0 % unsigned(w));
+      int tx = c / g.tile_w;
+      int next = (tx + 1) * g.tile_w;
+      for (int j = 0; j < k; ++j) {
+        if (c == w) {
+          c = 0;
+          tx = 0;
+          next = g.tile_w;
+        }
+        if (c == next) {
+          ++tx;
+          next += g.tile_w;
+        }
+        count(tx, int(vals[j]));
+        ++c;
+      }
+    };
+    constexpr int kPer = 16 / int(sizeof(T));
+    const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(base);
+    const unsigned head_all = unsigned(((16 - addr % 16) % 16) / sizeof(T));
+    const unsigned h = head_all < total ? head_all : total;
+    for (unsigned i = tid; i < h; i += threads) run(i, base + i, 1);
+    const unsigned vecs = (total - h) / kPer;
+    const uint4* vin = reinterpret_cast<const uint4*>(base + h);
+    for (unsigned v = tid; v < vecs; v += threads) {
+      const uint4 q = load_vector<T>(vin + v);
+      T vals[kPer];
+      std::memcpy(vals, &q, sizeof(q));
+      run(h + v * kPer, vals, kPer);
+    }
+    for (unsigned i = h + vecs * kPer + tid; i < total; i += threads) run(i, base + i, 1);
+  }
+  const int padw = g.padded_w - w;
+  if (padw > 0 && r0 < r1) {
+    const unsigned items = unsigned(r1 - r0) * unsigned(padw);
+    for (unsigned k = tid; k < items; k += threads) {
+      const int y = r0 + int(k / unsigned(padw)), xp = w + int(k % unsigned(padw));
+      count(xp / g.tile_w, int(in[std::size_t(y) * w + cf::reflect101(xp, w)]));
+    }
+  }
+  const int q0 = yp0 > g.height ? yp0 : g.height;
+  if (q0 < yp1) {
+    const unsigned items = unsigned(yp1 - q0) * unsigned(g.padded_w);
+    for (unsigned k = tid; k < items; k += threads) {
+      const int y = cf::reflect101(q0 + int(k / unsigned(g.padded_w)), g.height);
+      const int xp = int(k % unsigned(g.padded_w));
+      const int x = xp < w ? xp : cf::reflect101(xp, w);
+      count(xp / g.tile_w, int(in[std::size_t(y) * w + x]));
+    }
+  }
+}
+
+/// The band split of clahe_hist.cu: blocks per tile row and padded rows per block, from the
+/// number of blocks wanted and the fewest rows a block should get.
+struct Bands {
+  int bands, rows;
+};
+inline Bands split_bands(int tile_h, int tiles_y, int target_blocks, int min_rows) {
+  int bands = (target_blocks + tiles_y - 1) / tiles_y;
+  if (bands < 1) bands = 1;
+  int rows = (tile_h + bands - 1) / bands;
+  if (rows < min_rows) rows = min_rows;
+  if (rows > tile_h) rows = tile_h;
+  bands = (tile_h + rows - 1) / rows;
+  return {bands, rows};
+}
+
+}  // namespace histeq::kernels::clahe_detail

@@ -1,0 +1,21 @@
+// hist_u16.hpp — 16-bit (65536-bin) histogram, LUT and apply on the device (hist_u16.cu).
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace histeq::kernels {
+
+/// Histogram of d_in[0,n) u16 (any 2-byte alignment) ADDED into d_hist[0,65536) uint64 (the
+/// caller zeroes it). Async on `stream`. Exact.
+void hist_u16(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist, cudaStream_t stream);
+
+/// The 16-bit equalization LUT (equalize16.hpp) of a 65536-bin histogram, one block.
+void lut_u16(const std::uint64_t* d_hist, std::uint16_t* d_lut, cudaStream_t stream);
+
+/// d_out[i] = d_lut[d_in[i]], i < n (d_out may equal d_in).
+void apply_u16(const std::uint16_t* d_in, std::uint16_t* d_out, std::size_t n,
+               const std::uint16_t* d_lut, cudaStream_t stream);
+
+}  // namespace histeq::kernels

@@ -1,0 +1,45 @@
+"""Type stubs of histeq (see histeq/__init__.py for the documentation of each call)."""
+import os
+from typing import Any, Dict, Iterable, List, Literal, Optional, Sequence, Tuple, TypeVar, Union, overload
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+MODES: Tuple[str, ...]
+FORMULAS: Tuple[str, ...]
+BACKENDS: Tuple[str, ...]
+
+Mode = Literal["luma", "rgb", "gray"]
+Formula = Literal["opencv", "exact"]
+Backend = Literal["auto", "cuda", "cpu"]
+PathLike = Union[str, os.PathLike]
+
+#: A NumPy uint8 array, a PyTorch tensor, a CuPy array or any CUDA array
+#: (__cuda_array_interface__ / DLPack); the result is of the same kind.
+A = TypeVar("A")
+
+@overload
+def equalize(image: List[A], *, mode: Optional[Mode] = ..., formula: Formula = ...,
+             kernel: str = ..., backend: Backend = ..., batch: Optional[bool] = ...) -> List[A]: ...
+@overload
+def equalize(image: A, *, mode: Optional[Mode] = ..., formula: Formula = ...,
+             kernel: str = ..., backend: Backend = ..., batch: Optional[bool] = ...) -> A: ...
+
+@overload
+def histogram(image: List[Any], bins: int = ..., kernel: str = ..., *,
+              mode: Optional[Mode] = ..., backend: Backend = ...,
+              batch: Optional[bool] = ...) -> List[Any]: ...
+@overload
+def histogram(image: Any, bins: int = ..., kernel: str = ..., *, mode: Optional[Mode] = ...,
+              backend: Backend = ..., batch: Optional[bool] = ...) -> Any: ...
+
+def kernels() -> List[Dict[str, Any]]: ...
+def cuda_available() -> bool: ...
+def load_image(path: PathLike) -> npt.NDArray[np.uint8]: ...
+def save_image(image: npt.NDArray[np.uint8], path: PathLike, quality: int = ...) -> None: ...
+def equalize_files(inputs: Iterable[PathLike], output_dir: PathLike, *,
+                   mode: Optional[Mode] = ..., formula: Formula = ..., kernel: str = ...,
+                   backend: Backend = ..., quality: int = ..., suffix: str = ...,
+                   ext: Optional[str] = ..., workers: Optional[int] = ...,
+                   max_pixels: int = ...) -> List[Dict[str, Any]]: ...

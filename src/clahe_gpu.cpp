@@ -1,0 +1,123 @@
+// clahe_gpu.cpp — gpu::Clahe (clahe_gpu.hpp) and the host-level histeq::clahe(Image, ...).
+#include "histeq/clahe_gpu.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "clahe.hpp"
+#include "cuda_check.hpp"
+#include "device_buffer.hpp"
+#include "histeq/error.hpp"
+#include "histeq/pipeline.hpp"
+
+namespace histeq::gpu {
+
+struct Clahe::Impl {
+  Stream stream;
+  DeviceBuffer<std::uint32_t> hist;
+  DeviceBuffer<std::uint32_t> tickets;
+  DeviceBuffer<std::uint8_t> luts;  // bytes
+
+  /// Grows a buffer to `count` elements; a new counter buffer is zeroed once (the kernels keep
+  /// it zero afterwards).
+  template <typename T>
+  T* ensure(DeviceBuffer<T>& buf, std::size_t count, bool zero) {
+    if (buf.size() < count) {
+      buf.reset();
+      buf = DeviceBuffer<T>(count);
+      if (zero) HISTEQ_CUDA_CHECK(cudaMemsetAsync(buf.get(), 0, buf.bytes(), stream.get()));
+    }
+    return buf.get();
+  }
+
+  clahe_formula::Geometry prepare(const void* d_in, const void* d_out, int width, int height,
+                                  const ClaheOptions& opt, int bins) {
+    validate(opt, bins);
+    if (width < 1 || height < 1) {
+      throw UsageError("CLAHE of an empty plane (" + std::to_string(width) + "x" +
+                       std::to_string(height) + ")");
+    }
+    if (d_in == nullptr || d_out == nullptr) throw UsageError("CLAHE: null device pointer");
+    const auto g = clahe_formula::make_geometry(width, height, opt.tiles_x, opt.tiles_y,
+                                                opt.clip_limit, bins);
+    const std::size_t entries = std::size_t(g.tiles()) * std::size_t(bins);
+    ensure(hist, entries, true);
+    ensure(tickets, std::size_t(g.tiles_y), true);
+    ensure(luts, entries * (bins == 256 ? 1 : 2), false);
+    kernels::ClaheBuffers b{hist.get(), tickets.get(), luts.get()};
+    kernels::clahe_luts(d_in, g, b, stream.get());
+    return g;
+  }
+};
+
+Clahe::Clahe() : impl_(std::make_unique<Impl>()) {}
+Clahe::~Clahe() = default;
+Clahe::Clahe(Clahe&&) noexcept = default;
+Clahe& Clahe::operator=(Clahe&&) noexcept = default;
+
+StreamHandle Clahe::stream() const { return impl_->stream.get(); }
+void Clahe::synchronize() const { impl_->stream.sync(); }
+
+void Clahe::apply(const std::uint8_t* d_in, std::uint8_t* d_out, int width, int height,
+                  const ClaheOptions& opt) {
+  const auto g = impl_->prepare(d_in, d_out, width, height, opt, 256);
+  kernels::clahe_apply(d_in, d_out, g, impl_->luts.get(), impl_->stream.get());
+}
+
+void Clahe::apply16(const std::uint16_t* d_in, std::uint16_t* d_out, int width, int height,
+                    const ClaheOptions& opt) {
+  const auto g = impl_->prepare(d_in, d_out, width, height, opt, 65536);
+  kernels::clahe_apply(d_in, d_out, g, impl_->luts.get(), impl_->stream.get());
+}
+
+const void* Clahe::luts(const void* d_in, int width, int height, const ClaheOptions& opt,
+                        bool sixteen) {
+  impl_->prepare(d_in, d_in, width, height, opt, sixteen ? 65536 : 256);
+  return impl_->luts.get();
+}
+
+}  // namespace histeq::gpu
+
+namespace histeq {
+namespace {
+
+/// Uploads each plane, runs the GPU CLAHE, downloads the result (synchronous per plane).
+template <typename T, typename Img>
+Img run_gpu(const Img& img, const ClaheOptions& opt) {
+  gpu::Clahe engine;
+  const std::size_t n = img.pixel_count();
+  DeviceBuffer<T> d_plane(n);
+  cudaStream_t s = engine.stream();
+  auto plane = [&](const T* in, T* out) {
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d_plane.get(), in, n * sizeof(T), cudaMemcpyHostToDevice, s));
+    if constexpr (sizeof(T) == 1) engine.apply(d_plane.get(), d_plane.get(), img.width, img.height, opt);
+    else engine.apply16(d_plane.get(), d_plane.get(), img.width, img.height, opt);
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(out, d_plane.get(), n * sizeof(T), cudaMemcpyDeviceToHost, s));
+    engine.synchronize();
+  };
+  return detail::clahe_image(img, opt, plane);
+}
+
+template <typename T, typename Img>
+Img dispatch(const Img& img, const ClaheOptions& opt, Backend backend, std::string* device_used) {
+  validate(opt);
+  const Backend b = resolve_backend(backend);
+  if (b == Backend::cpu) {
+    if (device_used) *device_used = "cpu";
+    return cpu::clahe(img, opt);
+  }
+  if (device_used) *device_used = gpu::device_name();
+  return run_gpu<T>(img, opt);
+}
+
+}  // namespace
+
+Image clahe(const Image& img, const ClaheOptions& opt, Backend backend, std::string* device_used) {
+  return dispatch<std::uint8_t>(img, opt, backend, device_used);
+}
+Image16 clahe(const Image16& img, const ClaheOptions& opt, Backend backend, std::string* device_used) {
+  return dispatch<std::uint16_t>(img, opt, backend, device_used);
+}
+
+}  // namespace histeq

@@ -1,0 +1,78 @@
+// gpu16.cpp — gpu::Equalizer16 and the host-level equalize16 (gpu16.hpp).
+#include "histeq/gpu16.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <vector>
+
+#include "cuda_check.hpp"
+#include "device_buffer.hpp"
+#include "hist_u16.hpp"
+#include "histeq/error.hpp"
+#include "histeq/pipeline.hpp"
+
+namespace histeq::gpu {
+
+struct Equalizer16::Impl {
+  Stream stream;
+  DeviceBuffer<std::uint64_t> hist{std::size_t(kBins16)};
+  DeviceBuffer<std::uint16_t> lut{std::size_t(kBins16)};
+};
+
+Equalizer16::Equalizer16() : impl_(std::make_unique<Impl>()) {}
+Equalizer16::~Equalizer16() = default;
+Equalizer16::Equalizer16(Equalizer16&&) noexcept = default;
+Equalizer16& Equalizer16::operator=(Equalizer16&&) noexcept = default;
+StreamHandle Equalizer16::stream() const { return impl_->stream.get(); }
+void Equalizer16::synchronize() const { impl_->stream.sync(); }
+const std::uint64_t* Equalizer16::device_hist() const { return impl_->hist.get(); }
+const std::uint16_t* Equalizer16::device_lut() const { return impl_->lut.get(); }
+
+void Equalizer16::histogram(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist) {
+  if (d_hist == nullptr) throw UsageError("histogram16: null histogram pointer");
+  HISTEQ_CUDA_CHECK(cudaMemsetAsync(d_hist, 0, kBins16 * sizeof(std::uint64_t), impl_->stream.get()));
+  kernels::hist_u16(d_in, n, d_hist, impl_->stream.get());
+}
+
+void Equalizer16::equalize(const std::uint16_t* d_in, std::uint16_t* d_out, std::size_t n) {
+  histogram(d_in, n, impl_->hist.get());
+  kernels::lut_u16(impl_->hist.get(), impl_->lut.get(), impl_->stream.get());
+  kernels::apply_u16(d_in, d_out, n, impl_->lut.get(), impl_->stream.get());
+}
+
+}  // namespace histeq::gpu
+
+namespace histeq {
+
+Image16 equalize16(const Image16& img, Mode mode, Backend backend, std::string* device_used) {
+  if (resolve_backend(backend) == Backend::cpu) {
+    if (device_used) *device_used = "cpu";
+    return cpu::equalize16(img, mode);
+  }
+  if (img.width < 1 || img.height < 1 || img.channels < 1 || img.channels > 4 ||
+      img.pixels.size() != img.sample_count()) {
+    throw Error("equalize: empty or inconsistent 16-bit image");
+  }
+  const int c = img.channels;
+  if (c >= 3 && mode != Mode::rgb) {
+    throw UsageError(std::string("16-bit colour images are equalized per channel: mode '") +
+                     to_string(mode) + "' needs 16-bit YCbCr; use mode rgb (or 8 bits)");
+  }
+  if (device_used) *device_used = gpu::device_name();
+  gpu::Equalizer16 eq;
+  const std::size_t n = img.pixel_count();
+  DeviceBuffer<std::uint16_t> d(n);
+  std::vector<std::uint16_t> plane(n);
+  Image16 out = img;
+  for (int k = 0; k < (c >= 3 ? 3 : 1); ++k) {
+    for (std::size_t i = 0; i < n; ++i) plane[i] = img.pixels[i * std::size_t(c) + std::size_t(k)];
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d.get(), plane.data(), n * 2, cudaMemcpyHostToDevice, eq.stream()));
+    eq.equalize(d.get(), d.get(), n);
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(plane.data(), d.get(), n * 2, cudaMemcpyDeviceToHost, eq.stream()));
+    eq.synchronize();
+    for (std::size_t i = 0; i < n; ++i) out.pixels[i * std::size_t(c) + std::size_t(k)] = plane[i];
+  }
+  return out;
+}
+
+}  // namespace histeq

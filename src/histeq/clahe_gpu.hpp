@@ -1,0 +1,51 @@
+// histeq/clahe_gpu.hpp — CLAHE on planes already in device memory (the device-level API; the
+// host-level histeq::clahe(Image, ...) is in clahe.hpp). Stream-ordered like gpu::Equalizer:
+// nothing synchronizes with the host unless it says so. Includes no CUDA header.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "histeq/clahe.hpp"
+#include "histeq/gpu.hpp"
+
+namespace histeq::gpu {
+
+/// A reusable CLAHE engine on the current CUDA device: a non-blocking stream, the tile counters
+/// (kept all zero between calls by the kernels themselves, so no memset per call), the
+/// per-tile-row tickets and the LUTs. Buffers grow on demand and are kept. Not thread-safe.
+/// Two launches per 8-bit plane with grids up to 96 tiles wide (histograms + LUTs fused, then
+/// the interpolated apply), three for 16-bit or wider grids (kernels/clahe_hist.cu).
+/// Throws CudaError on a failed CUDA call, DeviceOutOfMemory when a buffer cannot grow,
+/// UsageError for bad options/sizes (validate(ClaheOptions)) or null pointers.
+class Clahe {
+ public:
+  Clahe();
+  ~Clahe();
+  Clahe(Clahe&&) noexcept;
+  Clahe& operator=(Clahe&&) noexcept;
+  Clahe(const Clahe&) = delete;
+  Clahe& operator=(const Clahe&) = delete;
+
+  StreamHandle stream() const;
+  /// Blocks until the stream's work is done; throws CudaError on a fault.
+  void synchronize() const;
+
+  /// CLAHE of one 8-bit plane: d_in[0, width·height) → d_out (rows contiguous, device memory,
+  /// any alignment; d_out may equal d_in, must not otherwise overlap). Asynchronous. Equal to
+  /// cpu::clahe_plane byte for byte. opt.mode is ignored.
+  void apply(const std::uint8_t* d_in, std::uint8_t* d_out, int width, int height,
+             const ClaheOptions& opt);
+  /// The same for 16-bit planes (65536 bins; cpu::clahe_plane16).
+  void apply16(const std::uint16_t* d_in, std::uint16_t* d_out, int width, int height,
+               const ClaheOptions& opt);
+  /// Only the per-tile LUTs (as cpu::clahe_luts / clahe_luts16) of the plane; returns the
+  /// device pointer to tiles_x·tiles_y·bins entries (uint8 or uint16), valid until the next call.
+  const void* luts(const void* d_in, int width, int height, const ClaheOptions& opt, bool sixteen);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace histeq::gpu

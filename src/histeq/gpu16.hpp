@@ -1,0 +1,50 @@
+// histeq/gpu16.hpp — 16-bit (65536-level) histogram and equalization on data in device memory,
+// and the host-level 16-bit equalize on a chosen backend. Stream-ordered; includes no CUDA header.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "histeq/equalize16.hpp"
+#include "histeq/gpu.hpp"
+
+namespace histeq::gpu {
+
+/// A reusable engine on the current device: a non-blocking stream, a 65536-bin uint64
+/// histogram and a 65536-entry LUT (kernels/hist_u16.cu: one read of the input, counters in a
+/// two-block cluster's distributed shared memory). Not thread-safe. Throws CudaError /
+/// DeviceOutOfMemory / UsageError (null pointers, odd addresses).
+class Equalizer16 {
+ public:
+  Equalizer16();
+  ~Equalizer16();
+  Equalizer16(Equalizer16&&) noexcept;
+  Equalizer16& operator=(Equalizer16&&) noexcept;
+  Equalizer16(const Equalizer16&) = delete;
+  Equalizer16& operator=(const Equalizer16&) = delete;
+
+  StreamHandle stream() const;
+  void synchronize() const;
+
+  /// 65536-bin histogram of d_in[0,n) (2-byte aligned) into d_hist[0,65536) uint64, overwritten
+  /// (equal to cpu::histogram16). Asynchronous.
+  void histogram(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist);
+  /// Equalizes a plane: histogram → LUT (equalize16.hpp) → apply, d_in → d_out (may be equal).
+  /// Afterwards device_hist() / device_lut() hold this call's histogram and LUT.
+  void equalize(const std::uint16_t* d_in, std::uint16_t* d_out, std::size_t n);
+  const std::uint64_t* device_hist() const;
+  const std::uint16_t* device_lut() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace histeq::gpu
+
+namespace histeq {
+/// cpu::equalize16 on the chosen backend (automatic: the GPU when usable); equal byte for byte.
+Image16 equalize16(const Image16& img, Mode mode = Mode::rgb, Backend backend = Backend::automatic,
+                   std::string* device_used = nullptr);
+}  // namespace histeq

@@ -1,0 +1,56 @@
+// histeq/image16.hpp — 16-bit images, and reading/writing them as 16-bit PNG (libspng) and PGM/PPM.
+//
+// A separate type from the 8-bit histeq::Image, so that none of the 8-bit code (I/O, pipeline,
+// kernels, CLI) changes: a caller that wants 16 bits asks for them with load_image16, and the
+// 8-bit paths keep their exact behaviour.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "histeq/types.hpp"
+
+namespace histeq {
+
+/// A 16-bit image, row-major, channels interleaved (1 gray, 2 gray+alpha, 3 RGB, 4 RGBA),
+/// samples in host byte order. pixels.size() == width * height * channels.
+struct Image16 {
+  int width = 0;
+  int height = 0;
+  int channels = 0;
+  std::vector<std::uint16_t> pixels;
+
+  std::size_t pixel_count() const { return std::size_t(width) * std::size_t(height); }
+  std::size_t sample_count() const { return pixel_count() * std::size_t(channels); }
+};
+
+/// True when the file is a PNG with 16-bit samples or a binary PGM/PPM (P5/P6) with maxval > 255
+/// (i.e. a file load_image would reduce to 8 bits). Reads only the header. Throws Error when
+/// the file cannot be read.
+bool is_16bit_image(const std::string& path);
+
+/// Decodes a PNG (any bit depth and colour type; libspng, 8-bit or palette files widened as
+/// v·257) or a binary PGM/PPM (P5/P6; maxval 1..65535, samples big-endian when maxval > 255,
+/// scaled to 0..65535 as round(v·65535/maxval) when maxval is neither 255 nor 65535 — exact for
+/// 65535, v·257 for 255) into 16-bit samples. PNG: gray → 1 channel, gray+alpha → 2, RGB and
+/// palette without transparency → 3, with alpha or tRNS → 4.
+/// Throws Error naming the file and the cause (missing, not a PNG/PNM, truncated, corrupt,
+/// zero size, more than max_pixels pixels).
+Image16 load_image16(const std::string& path, std::uint64_t max_pixels = std::uint64_t(1) << 28);
+Image16 decode_image16(const std::uint8_t* data, std::size_t size, const std::string& name,
+                       std::uint64_t max_pixels = std::uint64_t(1) << 28);
+
+/// Writes a 16-bit PNG (.png, libspng; gray, gray+alpha, RGB, RGBA by channel count) or a binary
+/// 16-bit PGM/PPM (.pgm 1 channel, .ppm 3 channels; maxval 65535, big-endian), by extension
+/// (case-insensitive), through a temporary file renamed over `path` when complete.
+/// Throws UsageError for another extension or a channel count the format cannot hold, Error
+/// for I/O failures.
+void save_image16(const Image16& img, const std::string& path);
+std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& ext);
+
+/// 8 ↔ 16 bits: v·257 up, round(v / 257) down (v·255/65535 rounded half up).
+Image16 widen_to_16(const Image& img);
+Image narrow_to_8(const Image16& img);
+
+}  // namespace histeq

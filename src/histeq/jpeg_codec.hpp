@@ -1,0 +1,132 @@
+// histeq/jpeg_codec.hpp — JPEG decode and encode on the CPU with libjpeg-turbo (its libjpeg API,
+// Debian libjpeg62-turbo-dev), EXIF orientation, and the ICC / EXIF metadata that travels with an
+// image (JPEG APP1/APP2 segments, the PNG iCCP chunk).
+//
+// Decoded pixels equal what OpenCV's imread, Pillow and ImageMagick decode from the same file:
+// libjpeg's defaults are kept (JDCT_ISLOW integer IDCT, fancy upsampling, no block smoothing).
+//
+// Thread safety: every function here is reentrant (no shared state): one call per thread at a
+// time on distinct data, any number of threads.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "histeq/types.hpp"
+
+namespace histeq::jpeg {
+
+/// True when the bytes start like a JPEG file (SOI followed by a marker: FF D8 FF).
+bool is_jpeg(const std::uint8_t* data, std::size_t size);
+
+/// What to do with the EXIF Orientation tag (0x0112) of a decoded JPEG.
+///  apply: the pixels are rotated/flipped into display orientation (as OpenCV's imread and
+///         ImageMagick's -auto-orient) and the tag in Image::exif is rewritten to 1 (default).
+///  keep:  the pixels stay as stored; the tag is kept, so a JPEG output displays the same.
+enum class Orientation : std::uint8_t { apply, keep };
+
+struct DecodeOptions {
+  std::uint64_t max_pixels = std::uint64_t(1) << 28;  ///< refuse larger images before allocating
+  Orientation orientation = Orientation::apply;
+};
+
+/// Decodes an 8-bit JPEG (baseline, extended, progressive; Huffman or arithmetic coding) held in
+/// memory into an Image: 1 channel for a 1-component (gray) file, 3 (RGB) for YCbCr, RGB, CMYK
+/// and YCCK files. CMYK/YCCK: libjpeg gives CMYK (YCCK → CMYK by libjpeg); each channel is then
+/// R = (255 − C)(255 − K)/255 (rounded), the same for G with M and B with Y; files with an Adobe
+/// APP14 marker store CMYK inverted (as Photoshop writes them), so there R = C·K/255. (No colour
+/// management: an embedded CMYK ICC profile is not applied, and is not kept.)
+/// Image::exif gets the APP1 "Exif\0\0" segment's payload (prefix included), Image::icc the ICC
+/// profile (APP2 ICC_PROFILE chunks joined), when present.
+/// Errors (histeq::Error, message naming `name` and the reason): not a JPEG, 12-bit or lossless
+/// JPEGs, zero or too many pixels (checked from the header before any pixel memory exists),
+/// a truncated file (libjpeg's "premature end" warning) and corrupt entropy-coded data (its
+/// "Corrupt JPEG data" warnings): every output pixel comes from the file, never from libjpeg's
+/// fill-in. libjpeg's errors never exit() or unwind through C++ frames (setjmp/longjmp confined
+/// to functions holding no C++ objects).
+Image decode(const std::uint8_t* data, std::size_t size, const std::string& name,
+             const DecodeOptions& opt = {});
+
+/// Header facts of a JPEG file, without decoding pixels.
+struct Info {
+  int width = 0, height = 0;  ///< as stored (before orientation)
+  int components = 0;         ///< 1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK
+  int precision = 8;          ///< bits per sample (8 or 12)
+  bool progressive = false;
+  bool arithmetic = false;
+  bool lossless = false;
+  int orientation = 1;        ///< EXIF orientation 1..8 (1 when absent or invalid)
+  /// True for 3-component files stored as RGB, not YCbCr (Adobe APP14 transform 0, or
+  /// component ids 'R','G','B' without JFIF): decoders that assume YCbCr get their colours wrong.
+  bool rgb_stored = false;
+  /// 4:4:4 / 4:2:2 / 4:2:0 / 4:4:0 / 4:1:1 ... or "gray" or "other", from the sampling factors.
+  std::string subsampling;
+};
+
+/// Reads the markers up to the first SOF (no libjpeg, no allocation of pixels). Throws Error
+/// naming `name` when the bytes are not a JPEG or the header is cut off.
+Info read_info(const std::uint8_t* data, std::size_t size, const std::string& name);
+
+/// Chroma subsampling of a colour JPEG output (gray outputs are always one component, 4:0:0).
+enum class Subsampling : std::uint8_t { s444, s422, s420 };
+const char* to_string(Subsampling s);           ///< "444", "422", "420"
+Subsampling parse_subsampling(std::string_view s);  ///< "444|422|420" (also "4:2:0"...); UsageError
+
+struct EncodeOptions {
+  int quality = 95;                       ///< 1..100, libjpeg's jpeg_set_quality scale
+  Subsampling subsampling = Subsampling::s420;
+};
+
+/// Encodes an 8-bit image to a baseline JPEG (ISLOW DCT, standard Huffman tables, as libjpeg's
+/// and OpenCV's defaults). 1 and 2 channels (gray, gray+alpha) → 1-component JPEG; 3 and 4 (RGB,
+/// RGBA) → YCbCr with `subsampling`. Alpha is dropped. Image::exif is written as APP1 (then no
+/// JFIF APP0), Image::icc as APP2 ICC_PROFILE when its colour space fits the output (an RGB
+/// profile is not written into a gray JPEG, nor a gray one into a colour JPEG).
+/// Throws Error (bad shape, pixel count) or UsageError (quality out of 1..100).
+std::vector<std::uint8_t> encode(const Image& img, const EncodeOptions& opt = {});
+
+/// Adds metadata segments to an encoded JPEG (e.g. one from nvJPEG's encoder): `exif` (an APP1
+/// payload, "Exif\0\0" + TIFF) as APP1 and `icc` as APP2 ICC_PROFILE chunks (at most 65519
+/// bytes each, numbered as the ICC spec's JPEG embedding), placed after SOI and a leading JFIF
+/// APP0. Empty vectors add nothing; an ICC profile that does not fit `channels` (icc_fits) and
+/// EXIF over 65533 bytes are left out. Throws Error when `jpg` does not start with SOI.
+void insert_metadata(std::vector<std::uint8_t>& jpg, const std::vector<std::uint8_t>& exif,
+                     const std::vector<std::uint8_t>& icc, int channels);
+
+// ---- EXIF orientation ----
+
+/// The Orientation tag (1..8) of an APP1 payload ("Exif\0\0" + TIFF), or 0 when absent/invalid.
+int exif_orientation(const std::vector<std::uint8_t>& exif);
+/// Rewrites the Orientation tag in place; false when the payload has none (nothing changed).
+bool set_exif_orientation(std::vector<std::uint8_t>& exif, int orientation);
+/// The pixels of `img` as displayed under EXIF `orientation` (1..8, as the EXIF 2.32 standard's
+/// "0th row / 0th column" table): 2 mirror left-right, 3 rotate 180°, 4 mirror top-bottom,
+/// 5 transpose, 6 rotate 90° clockwise, 7 transverse, 8 rotate 90° counter-clockwise. 5..8 swap
+/// width and height. Metadata is copied unchanged. Other values: a copy.
+Image apply_orientation(const Image& img, int orientation);
+
+// ---- ICC profiles ----
+
+/// The ICC profile's data colour space signature (bytes 16..19: "RGB ", "GRAY", "CMYK"...), or ""
+/// when the profile is too short.
+std::string icc_color_space(const std::vector<std::uint8_t>& icc);
+/// True when an ICC profile describes images with `channels` colour channels (1..4, alpha not
+/// counted: 1-2 → GRAY, 3-4 → RGB).
+bool icc_fits(const std::vector<std::uint8_t>& icc, int channels);
+
+}  // namespace histeq::jpeg
+
+namespace histeq::png {
+
+/// The ICC profile of a PNG's iCCP chunk (zlib-inflated with libdeflate), or empty when the file
+/// has none, is not a PNG, or the chunk does not inflate (a bad profile is dropped, not fatal).
+std::vector<std::uint8_t> read_iccp(const std::uint8_t* data, std::size_t size);
+
+/// Inserts an iCCP chunk (name "ICC Profile", zlib-compressed with libdeflate, CRC-32) right after
+/// the IHDR chunk of the encoded PNG `png`. Does nothing when `icc` is empty. Throws Error when
+/// `png` does not start with a PNG signature and IHDR.
+void insert_iccp(std::vector<std::uint8_t>& png, const std::vector<std::uint8_t>& icc);
+
+}  // namespace histeq::png

@@ -1,0 +1,140 @@
+// histeq/nvjpeg_codec.hpp — JPEG decode and encode on the GPU with nvJPEG (compiled only when
+// CMake found nvJPEG: HISTEQ_HAVE_NVJPEG), with libjpeg-turbo (jpeg_codec.hpp) as the fallback.
+//
+// Decoders, per image (decode() routes each one on its own: nvJPEG's batched hardware decoder
+// fails a whole batch when one image in it is unsupported):
+//   "nvjpeg-hw"      NVJPEG_BACKEND_HARDWARE, batched: the images nvjpegDecodeBatchedSupported
+//                    accepts (baseline, one scan, not 4:1:0/4:1:1), on GPUs with a JPEG engine
+//                    (A100, H100/H200...).
+//   "nvjpeg-hybrid"  NVJPEG_BACKEND_DEFAULT, one image at a time (Huffman on the CPU thread,
+//                    IDCT and colour conversion on the GPU): the other baseline and progressive
+//                    Huffman 8-bit 1- and 3-component files.
+//   "libjpeg-turbo"  the CPU decoder (jpeg::decode), then uploaded: everything nvJPEG does not
+//                    take or fails on (CMYK/YCCK, RGB-stored 3-component files, arithmetic coding, lossless, 12-bit: the CPU
+//                    decoder's clear error), files with an EXIF orientation other than 1 (the
+//                    CPU decoder rotates them), files whose data does not end with EOI
+//                    (truncated: the CPU decoder's strict check gives the error), and any image
+//                    nvJPEG returns an error for (NVJPEG_FLAGS_BITSTREAM_STRICT is set, so
+//                    corrupt data is an error there rather than silently decoded).
+// nvJPEG decodes may differ from libjpeg-turbo's by IDCT/upsampling rounding (libjpeg upsamples
+// chroma by "fancy" interpolation; nvJPEG is asked for NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION
+// and falls back to its default when a backend refuses it): see kMaxDiffFromLibjpeg.
+//
+// Thread safety: a JpegCodec is NOT thread-safe: one per device worker thread (it owns nvJPEG
+// handles, states and device buffers; nvJPEG states must not be shared between threads).
+// Handles are created lazily, on the first decode()/encode() that needs them: the hardware
+// handle only when an image can go to it, the default-backend handle only for the hybrid route
+// or encode (each costs about 0.3 s on an H200).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "histeq/gpu.hpp"
+#include "histeq/jpeg_codec.hpp"
+#include "histeq/pipeline.hpp"
+#include "histeq/types.hpp"
+
+namespace histeq::gpu {
+
+/// True when this build has nvJPEG (HISTEQ_HAVE_NVJPEG).
+bool nvjpeg_built();
+
+/// Largest per-sample difference between nvJPEG's and libjpeg-turbo's decode of the same file
+/// that the GPU tests accept. Placeholder until measured on the H200 over samples/ and the
+/// photos folder (the tests print the measured maximum): IDCT rounding is +-1..2; chroma
+/// upsampling by replication against libjpeg's fancy upsampling differs more at colour edges.
+inline constexpr int kMaxDiffFromLibjpeg = 24;
+
+/// A JPEG held in host memory. `name` is used in error messages.
+struct JpegInput {
+  const std::uint8_t* data = nullptr;
+  std::size_t size = 0;
+  std::string name;
+};
+
+/// One decoded image in device memory.
+struct DeviceImage {
+  int width = 0, height = 0;
+  int channels = 0;                 ///< 1 (gray) or 3 (RGB), interleaved, rows of width*channels
+  std::uint8_t* pixels = nullptr;   ///< device memory owned by the JpegCodec; valid until its next decode()
+  std::vector<std::uint8_t> exif;   ///< as Image::exif (orientation 1 once applied)
+  std::vector<std::uint8_t> icc;    ///< as Image::icc
+  std::string decoder;              ///< "nvjpeg-hw", "nvjpeg-hybrid" or "libjpeg-turbo"
+  std::string error;                ///< non-empty: this image failed; the message names the file
+  std::size_t byte_count() const { return std::size_t(width) * height * channels; }
+};
+
+struct JpegCodecOptions {
+  std::uint64_t max_pixels = std::uint64_t(1) << 28;  ///< as load_image's limit
+  bool use_hardware = true;   ///< false: no hardware decoder (tests of the hybrid route)
+  bool use_gpu = true;        ///< false: every image goes to libjpeg-turbo (then uploaded)
+};
+
+class JpegCodec {
+ public:
+  /// No nvJPEG handle is created here. `stream`: the cudaStream_t all work is queued on (e.g.
+  /// the gpu::Equalizer's stream(), so decode → equalize → encode stay ordered on one stream).
+  /// Throws Error when this build has no nvJPEG.
+  JpegCodec(StreamHandle stream, JpegCodecOptions opt = {});
+  ~JpegCodec();
+  JpegCodec(const JpegCodec&) = delete;
+  JpegCodec& operator=(const JpegCodec&) = delete;
+
+  /// Decodes a batch. Per image: pixels in device memory (reused across calls: the results of
+  /// one call are valid until the next), the decoder that served it, or an error message (the
+  /// other images still decode). Complete (stream synchronized) on return. Throws only for
+  /// CUDA failures that leave the device unusable (CudaError, DeviceOutOfMemory).
+  std::vector<DeviceImage> decode(const std::vector<JpegInput>& batch);
+
+  /// One file to a host Image (decode() + download). Throws Error with the file's message.
+  Image decode_to_host(const JpegInput& in, std::string* decoder = nullptr);
+
+  /// Encodes a device image (1 channel → 4:0:0 gray, 3 channels RGB → YCbCr with
+  /// opt.subsampling) with nvjpegEncodeImage/nvjpegEncodeYUV into host bytes, then adds the
+  /// EXIF and ICC segments (jpeg::insert_metadata). Synchronizes the stream. Throws Error
+  /// (bad shape, nvJPEG failure) or UsageError (quality out of 1..100).
+  std::vector<std::uint8_t> encode(const std::uint8_t* d_pixels, int width, int height,
+                                   int channels, const jpeg::EncodeOptions& opt,
+                                   const std::vector<std::uint8_t>& exif = {},
+                                   const std::vector<std::uint8_t>& icc = {});
+  /// encode() of a host image (uploaded first; alpha dropped, 2 → 1 and 4 → 3 channels).
+  std::vector<std::uint8_t> encode(const Image& img, const jpeg::EncodeOptions& opt);
+
+  /// Whether the hardware decoder can be used (creates its handle on first call).
+  bool hardware_available();
+  /// The nvJPEG flags each created handle accepted, for reports and tests, e.g. "hardware:
+  /// strict interpolated-upsampling; default backend: strict" ("none": not created).
+  std::string handle_flags() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Equalizes a decoded device image (1 or 3 channels, e.g. from JpegCodec::decode) on `eq`'s
+/// stream into `d_out` (width·height·output_channels(mode, channels) bytes, device memory, not
+/// overlapping img.pixels), with the same stages and kernels as equalize() with Backend::cuda
+/// (so the same bytes): extract planes → histogram → CDF + LUT → apply. No pixel crosses to
+/// the host. `report` (optional) gets backend, device, kernel, mode, histograms, LUTs and the
+/// device stage times (upload/download 0). Synchronizes `eq`'s stream. Throws UsageError (kernel,
+/// mode) or CudaError.
+void equalize_on_device(Equalizer& eq, const DeviceImage& img, const EqualizeOptions& opt,
+                        std::uint8_t* d_out, EqualizeReport* report = nullptr);
+
+/// The single-file JPEG → JPEG path on the device: decode (JpegCodec::decode), equalize
+/// (equalize_on_device), encode (JpegCodec::encode, with the input's EXIF and ICC when they
+/// still fit) — the pixels never cross to the host. Throws Error with the decoder's message.
+struct JpegOnDevice {
+  std::vector<std::uint8_t> bytes;  ///< the encoded output file
+  int width = 0, height = 0, channels = 0, out_channels = 0;
+  std::string decoder;              ///< as DeviceImage::decoder
+  double decode_ms = 0, encode_ms = 0;  ///< host wall time of each step
+};
+JpegOnDevice equalize_jpeg_on_device(Equalizer& eq, JpegCodec& codec, const JpegInput& in,
+                                     const EqualizeOptions& opt, const jpeg::EncodeOptions& enc,
+                                     EqualizeReport* report = nullptr);
+
+}  // namespace histeq::gpu

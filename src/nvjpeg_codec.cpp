@@ -1,0 +1,561 @@
+// nvjpeg_codec.cpp — gpu::JpegCodec (nvjpeg_codec.hpp): nvJPEG hardware/hybrid decode with
+// per-image routing and a libjpeg-turbo fallback, nvJPEG encode. Without nvJPEG in the build
+// (no HISTEQ_HAVE_NVJPEG) only nvjpeg_built() and a constructor that says so are compiled.
+#include "histeq/nvjpeg_codec.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "histeq/error.hpp"
+#include "histeq/planes.hpp"
+
+#ifdef HISTEQ_HAVE_NVJPEG
+#include <cuda_runtime_api.h>
+#include <nvjpeg.h>
+
+#include "cuda_check.hpp"
+#include "device_buffer.hpp"
+#include "registry.hpp"
+#endif
+
+namespace histeq::gpu {
+
+#ifndef HISTEQ_HAVE_NVJPEG
+
+bool nvjpeg_built() { return false; }
+struct JpegCodec::Impl {};
+JpegCodec::JpegCodec(StreamHandle, JpegCodecOptions) {
+  throw Error("this histeq was built without nvJPEG: GPU JPEG decoding is not available "
+              "(use --decoder cpu, or rebuild with nvJPEG: see README)");
+}
+JpegCodec::~JpegCodec() = default;
+std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>&) { return {}; }
+Image JpegCodec::decode_to_host(const JpegInput&, std::string*) { return {}; }
+std::vector<std::uint8_t> JpegCodec::encode(const std::uint8_t*, int, int, int,
+                                            const jpeg::EncodeOptions&,
+                                            const std::vector<std::uint8_t>&,
+                                            const std::vector<std::uint8_t>&) {
+  return {};
+}
+std::vector<std::uint8_t> JpegCodec::encode(const Image&, const jpeg::EncodeOptions&) { return {}; }
+bool JpegCodec::hardware_available() { return false; }
+std::string JpegCodec::handle_flags() const { return ""; }
+void equalize_on_device(Equalizer&, const DeviceImage&, const EqualizeOptions&, std::uint8_t*,
+                        EqualizeReport*) {
+  throw Error("this histeq was built without nvJPEG: no device-resident JPEG path");
+}
+JpegOnDevice equalize_jpeg_on_device(Equalizer&, JpegCodec&, const JpegInput&,
+                                     const EqualizeOptions&, const jpeg::EncodeOptions&,
+                                     EqualizeReport*) {
+  throw Error("this histeq was built without nvJPEG: no device-resident JPEG path");
+}
+
+#else  // HISTEQ_HAVE_NVJPEG
+
+bool nvjpeg_built() { return true; }
+
+namespace {
+
+const char* status_name(nvjpegStatus_t s) {
+  switch (s) {
+    case NVJPEG_STATUS_SUCCESS: return "NVJPEG_STATUS_SUCCESS";
+    case NVJPEG_STATUS_NOT_INITIALIZED: return "NVJPEG_STATUS_NOT_INITIALIZED";
+    case NVJPEG_STATUS_INVALID_PARAMETER: return "NVJPEG_STATUS_INVALID_PARAMETER";
+    case NVJPEG_STATUS_BAD_JPEG: return "NVJPEG_STATUS_BAD_JPEG";
+    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED: return "NVJPEG_STATUS_JPEG_NOT_SUPPORTED";
+    case NVJPEG_STATUS_ALLOCATOR_FAILURE: return "NVJPEG_STATUS_ALLOCATOR_FAILURE";
+    case NVJPEG_STATUS_EXECUTION_FAILED: return "NVJPEG_STATUS_EXECUTION_FAILED";
+    case NVJPEG_STATUS_ARCH_MISMATCH: return "NVJPEG_STATUS_ARCH_MISMATCH";
+    case NVJPEG_STATUS_INTERNAL_ERROR: return "NVJPEG_STATUS_INTERNAL_ERROR";
+    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED: return "NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED";
+    default: return "nvJPEG status (unknown)";
+  }
+}
+
+void check(nvjpegStatus_t s, const char* what) {
+  if (s != NVJPEG_STATUS_SUCCESS)
+    throw Error(std::string("nvJPEG: ") + what + " failed: " + status_name(s));
+}
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+/// The entropy-coded data ends with EOI (FF D9), possibly followed by a little padding (some
+/// writers append zeros or a few bytes). A file cut short does not: it goes to the CPU decoder,
+/// whose strict check names the truncation (nvJPEG may decode what is there silently).
+bool ends_with_eoi(const std::uint8_t* d, std::size_t n) {
+  const std::size_t tail = std::min<std::size_t>(n, 64);
+  for (std::size_t i = n - tail; i + 1 < n; ++i)
+    if (d[i] == 0xFF && d[i + 1] == 0xD9) return true;
+  return false;
+}
+
+constexpr std::size_t kAlign = 256;
+std::size_t align_up(std::size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+enum class Route { hw, hybrid, cpu };
+
+}  // namespace
+
+struct JpegCodec::Impl {
+  cudaStream_t stream = nullptr;
+  JpegCodecOptions opt;
+  // Handles, created on first use. hw_tried: creation attempted (it fails without a JPEG engine).
+  nvjpegHandle_t hw = nullptr, def = nullptr;
+  nvjpegJpegState_t hw_state = nullptr, def_state = nullptr;
+  nvjpegJpegStream_t hw_stream = nullptr;
+  bool hw_tried = false;
+  int hw_batch = 0;
+  nvjpegOutputFormat_t hw_format = NVJPEG_OUTPUT_FORMAT_MAX;
+  nvjpegEncoderState_t enc_state = nullptr;
+  nvjpegEncoderParams_t enc_params = nullptr;
+  DeviceBuffer<std::uint8_t> out;     // decoded images, one slot each, reused
+  DeviceBuffer<std::uint8_t> staging; // encode(Image): the uploaded pixels
+
+  ~Impl() {
+    if (enc_params) nvjpegEncoderParamsDestroy(enc_params);
+    if (enc_state) nvjpegEncoderStateDestroy(enc_state);
+    if (hw_stream) nvjpegJpegStreamDestroy(hw_stream);
+    if (hw_state) nvjpegJpegStateDestroy(hw_state);
+    if (def_state) nvjpegJpegStateDestroy(def_state);
+    if (hw) nvjpegDestroy(hw);
+    if (def) nvjpegDestroy(def);
+  }
+
+  /// nvjpegCreateEx with the most useful flags the backend accepts: strict bitstream checks
+  /// (corrupt data is an error, not silently decoded) and chroma upsampling by interpolation
+  /// (closer to libjpeg's fancy upsampling), then strict only, then none.
+  static nvjpegStatus_t create(nvjpegBackend_t backend, nvjpegHandle_t* h, unsigned* flags_used) {
+    const unsigned tries[] = {NVJPEG_FLAGS_BITSTREAM_STRICT | NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION,
+                              NVJPEG_FLAGS_BITSTREAM_STRICT, NVJPEG_FLAGS_DEFAULT};
+    nvjpegStatus_t st = NVJPEG_STATUS_NOT_INITIALIZED;
+    for (unsigned f : tries) {
+      *h = nullptr;
+      st = nvjpegCreateEx(backend, nullptr, nullptr, f, h);
+      if (st == NVJPEG_STATUS_SUCCESS) {
+        *flags_used = f;
+        return st;
+      }
+      if (st == NVJPEG_STATUS_ARCH_MISMATCH) break;  // no such engine: no flag will help
+    }
+    *h = nullptr;
+    return st;
+  }
+  unsigned hw_flags = 0, def_flags = 0;
+
+  bool ensure_hw() {
+    if (hw_tried) return hw != nullptr;
+    hw_tried = true;
+    if (!opt.use_hardware) return false;
+    if (create(NVJPEG_BACKEND_HARDWARE, &hw, &hw_flags) != NVJPEG_STATUS_SUCCESS) {
+      hw = nullptr;  // no JPEG engine on this GPU (NVJPEG_STATUS_ARCH_MISMATCH): hybrid only
+      return false;
+    }
+    check(nvjpegJpegStateCreate(hw, &hw_state), "nvjpegJpegStateCreate (hardware)");
+    check(nvjpegJpegStreamCreate(hw, &hw_stream), "nvjpegJpegStreamCreate");
+    return true;
+  }
+
+  void ensure_default() {
+    if (def) return;
+    check(create(NVJPEG_BACKEND_DEFAULT, &def, &def_flags), "nvjpegCreateEx (default backend)");
+    check(nvjpegJpegStateCreate(def, &def_state), "nvjpegJpegStateCreate");
+  }
+
+  void ensure_encoder() {
+    ensure_default();
+    if (enc_state) return;
+    check(nvjpegEncoderStateCreate(def, &enc_state, stream), "nvjpegEncoderStateCreate");
+    check(nvjpegEncoderParamsCreate(def, &enc_params, stream), "nvjpegEncoderParamsCreate");
+  }
+
+  /// Whether the hardware decoder takes this file (parsed with the hardware handle).
+  bool hw_supports(const JpegInput& in) {
+    if (nvjpegJpegStreamParse(hw, in.data, in.size, 0, 0, hw_stream) != NVJPEG_STATUS_SUCCESS)
+      return false;
+    int not_supported = 1;
+    if (nvjpegDecodeBatchedSupported(hw, hw_stream, &not_supported) != NVJPEG_STATUS_SUCCESS)
+      return false;
+    return not_supported == 0;  // 0: supported
+  }
+
+  /// One hardware batch of images with the same output format. False when nvJPEG failed (then
+  /// the caller sends these images another way).
+  bool hw_decode(const std::vector<const JpegInput*>& ins, std::vector<DeviceImage*>& outs,
+                 nvjpegOutputFormat_t fmt) {
+    const int n = int(ins.size());
+    if (n == 0) return true;
+    if (n != hw_batch || fmt != hw_format) {
+      if (nvjpegDecodeBatchedInitialize(hw, hw_state, n, 1, fmt) != NVJPEG_STATUS_SUCCESS) {
+        hw_batch = 0;
+        return false;
+      }
+      hw_batch = n;
+      hw_format = fmt;
+    }
+    std::vector<const unsigned char*> data(static_cast<std::size_t>(n));
+    std::vector<std::size_t> lengths(static_cast<std::size_t>(n));
+    std::vector<nvjpegImage_t> dst(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      data[i] = ins[i]->data;
+      lengths[i] = ins[i]->size;
+      std::memset(&dst[i], 0, sizeof dst[i]);
+      dst[i].channel[0] = outs[i]->pixels;
+      dst[i].pitch[0] = std::size_t(outs[i]->width) * outs[i]->channels;
+    }
+    if (nvjpegDecodeBatched(hw, hw_state, data.data(), lengths.data(), dst.data(), stream) !=
+        NVJPEG_STATUS_SUCCESS) {
+      hw_batch = 0;  // re-initialize before the next batch ("also use to reset failed batches")
+      return false;
+    }
+    return true;
+  }
+
+  bool hybrid_decode(const JpegInput& in, DeviceImage& o) {
+    ensure_default();
+    nvjpegImage_t dst;
+    std::memset(&dst, 0, sizeof dst);
+    dst.channel[0] = o.pixels;
+    dst.pitch[0] = std::size_t(o.width) * o.channels;
+    const nvjpegOutputFormat_t fmt = o.channels == 1 ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGBI;
+    return nvjpegDecode(def, def_state, in.data, in.size, fmt, &dst, stream) == NVJPEG_STATUS_SUCCESS;
+  }
+
+  /// CPU decode into `o` (metadata, shape, error); returns the host image (pixels to upload).
+  Image cpu_decode(const JpegInput& in, DeviceImage& o) {
+    jpeg::DecodeOptions d;
+    d.max_pixels = opt.max_pixels;
+    try {
+      Image img = jpeg::decode(in.data, in.size, in.name, d);
+      o.width = img.width;
+      o.height = img.height;
+      o.channels = img.channels;
+      o.exif = img.exif;
+      o.icc = img.icc;
+      o.decoder = "libjpeg-turbo";
+      return img;
+    } catch (const Error& e) {
+      o.error = e.what();
+      return {};
+    }
+  }
+};
+
+JpegCodec::JpegCodec(StreamHandle stream, JpegCodecOptions opt) : impl_(std::make_unique<Impl>()) {
+  impl_->stream = reinterpret_cast<cudaStream_t>(stream);
+  impl_->opt = opt;
+}
+
+JpegCodec::~JpegCodec() = default;
+
+bool JpegCodec::hardware_available() { return impl_->ensure_hw(); }
+
+std::string JpegCodec::handle_flags() const {
+  auto name = [](nvjpegHandle_t h, unsigned f) -> std::string {
+    if (!h) return "none";
+    std::string s;
+    if (f & NVJPEG_FLAGS_BITSTREAM_STRICT) s += "strict ";
+    if (f & NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION) s += "interpolated-upsampling ";
+    return s.empty() ? "default" : s.substr(0, s.size() - 1);
+  };
+  return "hardware: " + name(impl_->hw, impl_->hw_flags) + "; default backend: " +
+         name(impl_->def, impl_->def_flags);
+}
+
+std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>& batch) {
+  Impl& m = *impl_;
+  const std::size_t n = batch.size();
+  std::vector<DeviceImage> res(n);
+  std::vector<Route> route(n, Route::cpu);
+  std::vector<Image> host(n);  // CPU-decoded pixels, uploaded at the end
+
+  // 1. Route each image; CPU ones are decoded now (their shape is known only afterwards).
+  for (std::size_t i = 0; i < n; ++i) {
+    const JpegInput& in = batch[i];
+    DeviceImage& o = res[i];
+    bool gpu_ok = m.opt.use_gpu && jpeg::is_jpeg(in.data, in.size) && ends_with_eoi(in.data, in.size);
+    jpeg::Info info;
+    if (gpu_ok) {
+      try {
+        info = jpeg::read_info(in.data, in.size, in.name);
+      } catch (const Error&) {
+        gpu_ok = false;
+      }
+    }
+    gpu_ok = gpu_ok && info.precision == 8 && (info.components == 1 || info.components == 3) &&
+             !info.arithmetic && !info.lossless && info.orientation == 1 && !info.rgb_stored &&
+             info.width > 0 &&
+             info.height > 0 &&
+             std::uint64_t(info.width) * std::uint64_t(info.height) <= m.opt.max_pixels;
+    if (!gpu_ok) {
+      host[i] = m.cpu_decode(in, o);
+      continue;
+    }
+    o.width = info.width;
+    o.height = info.height;
+    o.channels = info.components == 1 ? 1 : 3;
+    route[i] = (m.ensure_hw() && !info.progressive && m.hw_supports(in)) ? Route::hw : Route::hybrid;
+  }
+
+  // 2. One device slot per image.
+  std::vector<std::size_t> offset(n, 0);
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!res[i].error.empty()) continue;
+    offset[i] = total;
+    total += align_up(res[i].byte_count());
+  }
+  if (total > m.out.size()) m.out = DeviceBuffer<std::uint8_t>(total + total / 4);
+  for (std::size_t i = 0; i < n; ++i)
+    if (res[i].error.empty()) res[i].pixels = m.out.get() + offset[i];
+
+  // 3. Hardware batches (colour and gray separately: one output format per batch).
+  for (int gray = 0; gray < 2; ++gray) {
+    std::vector<const JpegInput*> ins;
+    std::vector<DeviceImage*> outs;
+    std::vector<std::size_t> idx;
+    for (std::size_t i = 0; i < n; ++i)
+      if (route[i] == Route::hw && (res[i].channels == 1) == bool(gray)) {
+        ins.push_back(&batch[i]);
+        outs.push_back(&res[i]);
+        idx.push_back(i);
+      }
+    const bool ok = m.hw_decode(ins, outs, gray ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGBI);
+    for (std::size_t i : idx) {
+      if (ok) res[i].decoder = "nvjpeg-hw";
+      else route[i] = Route::hybrid;
+    }
+  }
+  // 4. Hybrid, one at a time; a failure goes to the CPU decoder.
+  for (std::size_t i = 0; i < n; ++i) {
+    if (route[i] != Route::hybrid) continue;
+    if (m.hybrid_decode(batch[i], res[i])) {
+      res[i].decoder = "nvjpeg-hybrid";
+      continue;
+    }
+    route[i] = Route::cpu;
+    std::uint8_t* slot = res[i].pixels;
+    const std::size_t cap = res[i].byte_count();
+    host[i] = m.cpu_decode(batch[i], res[i]);
+    res[i].pixels = res[i].error.empty() && host[i].pixels.size() <= cap ? slot : nullptr;
+    if (res[i].error.empty() && !res[i].pixels)
+      res[i].error = quoted(batch[i].name) + ": decoded shape does not match its header";
+  }
+  // 5. Metadata of nvJPEG-decoded images, from the markers (jpeg::decode is not run for them).
+  for (std::size_t i = 0; i < n; ++i) {
+    if (route[i] == Route::cpu || !res[i].error.empty()) continue;
+    const JpegInput& in = batch[i];
+    std::vector<std::uint8_t> icc_parts[256];
+    int icc_count = 0;
+    std::size_t pos = 2;
+    while (pos + 4 <= in.size && in.data[pos] == 0xFF) {
+      const std::uint8_t mk = in.data[pos + 1];
+      if (mk == 0xDA || mk == 0xD9) break;
+      const std::size_t len = std::size_t(in.data[pos + 2]) << 8 | in.data[pos + 3];
+      if (len < 2 || pos + 2 + len > in.size) break;
+      const std::uint8_t* seg = in.data + pos + 4;
+      const std::size_t sl = len - 2;
+      if (mk == 0xE1 && sl >= 6 && std::memcmp(seg, "Exif\0\0", 6) == 0 && res[i].exif.empty())
+        res[i].exif.assign(seg, seg + sl);
+      if (mk == 0xE2 && sl > 14 && std::memcmp(seg, "ICC_PROFILE\0", 12) == 0 && seg[12] >= 1) {
+        icc_count = seg[13];
+        icc_parts[seg[12]].assign(seg + 14, seg + sl);
+      }
+      pos += 2 + len;
+    }
+    bool complete = icc_count > 0;
+    for (int k = 1; k <= icc_count; ++k) complete = complete && !icc_parts[k].empty();
+    if (complete)
+      for (int k = 1; k <= icc_count; ++k)
+        res[i].icc.insert(res[i].icc.end(), icc_parts[k].begin(), icc_parts[k].end());
+  }
+  // 6. Upload the CPU-decoded images, then wait for everything.
+  for (std::size_t i = 0; i < n; ++i) {
+    if (route[i] != Route::cpu || !res[i].error.empty() || host[i].pixels.empty()) continue;
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(res[i].pixels, host[i].pixels.data(), host[i].pixels.size(),
+                                      cudaMemcpyHostToDevice, m.stream));
+  }
+  HISTEQ_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  return res;
+}
+
+Image JpegCodec::decode_to_host(const JpegInput& in, std::string* decoder) {
+  std::vector<DeviceImage> r = decode({in});
+  DeviceImage& d = r.at(0);
+  if (!d.error.empty()) throw Error(d.error);
+  Image img;
+  img.width = d.width;
+  img.height = d.height;
+  img.channels = d.channels;
+  img.exif = std::move(d.exif);
+  img.icc = std::move(d.icc);
+  img.pixels.resize(d.byte_count());
+  HISTEQ_CUDA_CHECK(cudaMemcpyAsync(img.pixels.data(), d.pixels, img.pixels.size(),
+                                    cudaMemcpyDeviceToHost, impl_->stream));
+  HISTEQ_CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
+  if (decoder) *decoder = d.decoder;
+  return img;
+}
+
+std::vector<std::uint8_t> JpegCodec::encode(const std::uint8_t* d_pixels, int width, int height,
+                                            int channels, const jpeg::EncodeOptions& opt,
+                                            const std::vector<std::uint8_t>& exif,
+                                            const std::vector<std::uint8_t>& icc) {
+  if (opt.quality < 1 || opt.quality > 100)
+    throw UsageError("JPEG quality " + std::to_string(opt.quality) + " out of range (valid: 1..100)");
+  if (width <= 0 || height <= 0 || (channels != 1 && channels != 3))
+    throw Error("nvJPEG encode: need a 1- or 3-channel image with width, height > 0, got " +
+                std::to_string(width) + "x" + std::to_string(height) + "x" + std::to_string(channels));
+  Impl& m = *impl_;
+  m.ensure_encoder();
+  nvjpegChromaSubsampling_t css = NVJPEG_CSS_GRAY;
+  if (channels == 3) {
+    css = opt.subsampling == jpeg::Subsampling::s444   ? NVJPEG_CSS_444
+          : opt.subsampling == jpeg::Subsampling::s422 ? NVJPEG_CSS_422
+                                                       : NVJPEG_CSS_420;
+  }
+  check(nvjpegEncoderParamsSetQuality(m.enc_params, opt.quality, m.stream), "nvjpegEncoderParamsSetQuality");
+  check(nvjpegEncoderParamsSetSamplingFactors(m.enc_params, css, m.stream),
+        "nvjpegEncoderParamsSetSamplingFactors");
+  nvjpegImage_t src;
+  std::memset(&src, 0, sizeof src);
+  src.channel[0] = const_cast<unsigned char*>(d_pixels);
+  src.pitch[0] = std::size_t(width) * channels;
+  if (channels == 3) {
+    check(nvjpegEncodeImage(m.def, m.enc_state, m.enc_params, &src, NVJPEG_INPUT_RGBI, width,
+                            height, m.stream),
+          "nvjpegEncodeImage");
+  } else {
+    check(nvjpegEncodeYUV(m.def, m.enc_state, m.enc_params, &src, NVJPEG_CSS_GRAY, width, height,
+                          m.stream),
+          "nvjpegEncodeYUV (gray)");
+  }
+  std::size_t len = 0;
+  check(nvjpegEncodeRetrieveBitstream(m.def, m.enc_state, nullptr, &len, m.stream),
+        "nvjpegEncodeRetrieveBitstream (size)");
+  std::vector<std::uint8_t> out(len);
+  check(nvjpegEncodeRetrieveBitstream(m.def, m.enc_state, out.data(), &len, m.stream),
+        "nvjpegEncodeRetrieveBitstream");
+  HISTEQ_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  out.resize(len);
+  jpeg::insert_metadata(out, exif, icc, channels);
+  return out;
+}
+
+std::vector<std::uint8_t> JpegCodec::encode(const Image& img, const jpeg::EncodeOptions& opt) {
+  if (img.width <= 0 || img.height <= 0 || img.channels < 1 || img.channels > 4 ||
+      img.pixels.size() != img.byte_count())
+    throw Error("nvJPEG encode: bad image shape " + std::to_string(img.width) + "x" +
+                std::to_string(img.height) + "x" + std::to_string(img.channels));
+  const int c = img.channels <= 2 ? 1 : 3;
+  std::vector<std::uint8_t> packed;
+  const std::uint8_t* src = img.pixels.data();
+  if (c != img.channels) {  // drop alpha
+    packed.resize(img.pixel_count() * std::size_t(c));
+    for (std::size_t p = 0; p < img.pixel_count(); ++p)
+      for (int k = 0; k < c; ++k) packed[p * c + k] = img.pixels[p * img.channels + k];
+    src = packed.data();
+  }
+  const std::size_t bytes = img.pixel_count() * std::size_t(c);
+  Impl& m = *impl_;
+  if (bytes > m.staging.size()) m.staging = DeviceBuffer<std::uint8_t>(bytes);
+  HISTEQ_CUDA_CHECK(cudaMemcpyAsync(m.staging.get(), src, bytes, cudaMemcpyHostToDevice, m.stream));
+  return encode(m.staging.get(), img.width, img.height, c, opt, img.exif, img.icc);
+}
+
+void equalize_on_device(Equalizer& eq, const DeviceImage& img, const EqualizeOptions& opt,
+                        std::uint8_t* d_out, EqualizeReport* report) {
+  if ((img.channels != 1 && img.channels != 3) || img.width <= 0 || img.height <= 0 || !img.pixels)
+    throw Error("equalize_on_device: need a decoded 1- or 3-channel device image");
+  constexpr int kBins = 256;
+  EqualizeReport local;
+  EqualizeReport& rep = report ? *report : local;
+  rep = EqualizeReport{};
+  const Mode mode = opt.mode.value_or(default_mode(img.channels));
+  const int planes = plane_count(mode, img.channels);
+  const std::size_t pixels = std::size_t(img.width) * std::size_t(img.height);
+  rep.mode = mode;
+  rep.backend = "cuda";
+  rep.device = device_name();
+  const cudaStream_t s = reinterpret_cast<cudaStream_t>(eq.stream());
+  DeviceBuffer<std::uint8_t> d_planes(img.channels > 1 ? std::size_t(planes) * pixels : 0);
+  std::uint64_t* d_hist = eq.device_hist(planes);
+  std::uint8_t* d_luts = eq.device_lut(planes);
+  const std::uint8_t* plane0 = img.channels > 1 ? d_planes.get() : img.pixels;
+  cudaEvent_t ev[4] = {};
+  for (cudaEvent_t& e : ev) HISTEQ_CUDA_CHECK(cudaEventCreate(&e));
+  struct Events {
+    cudaEvent_t* e;
+    ~Events() { for (int i = 0; i < 4; ++i) cudaEventDestroy(e[i]); }
+  } guard{ev};
+  HISTEQ_CUDA_CHECK(cudaEventRecord(ev[0], s));
+  if (img.channels > 1) eq.extract_planes(img.pixels, pixels, img.channels, mode, d_planes.get());
+  std::string ran;
+  for (int p = 0; p < planes; ++p)
+    ran = eq.histogram(opt.kernel, plane0 + std::size_t(p) * pixels, pixels, SampleType::u8, kBins,
+                       d_hist + std::size_t(p) * kBins, opt.block_size);
+  rep.kernel = ran.empty() ? opt.kernel : ran;
+  HISTEQ_CUDA_CHECK(cudaEventRecord(ev[1], s));
+  eq.cdf_lut(d_hist, planes, opt.formula, d_luts);
+  HISTEQ_CUDA_CHECK(cudaEventRecord(ev[2], s));
+  eq.apply(img.pixels, pixels, img.channels, mode, d_luts, d_out);
+  HISTEQ_CUDA_CHECK(cudaEventRecord(ev[3], s));
+  std::vector<std::uint64_t> h_hist(std::size_t(planes) * kBins);
+  std::vector<std::uint8_t> h_lut(std::size_t(planes) * kBins);
+  HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h_hist.data(), d_hist, h_hist.size() * sizeof(std::uint64_t),
+                                    cudaMemcpyDeviceToHost, s));
+  HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h_lut.data(), d_luts, h_lut.size(), cudaMemcpyDeviceToHost, s));
+  eq.synchronize();
+  float ms[3] = {};
+  for (int i = 0; i < 3; ++i) HISTEQ_CUDA_CHECK(cudaEventElapsedTime(&ms[i], ev[i], ev[i + 1]));
+  rep.times.histogram_ms = ms[0];
+  rep.times.cdf_lut_ms = ms[1];
+  rep.times.apply_ms = ms[2];
+  rep.times.total_ms = double(ms[0]) + ms[1] + ms[2];
+  const bool exact = kernels::find_kernel(rep.kernel).exact;
+  for (int p = 0; p < planes; ++p) {
+    rep.histograms.emplace_back(h_hist.begin() + std::ptrdiff_t(p) * kBins,
+                                h_hist.begin() + std::ptrdiff_t(p + 1) * kBins);
+    if (!exact) {
+      std::uint64_t sum = 0;
+      for (std::uint64_t c : rep.histograms.back()) sum += c;
+      rep.racy_lost += sum < pixels ? pixels - sum : 0;
+    }
+    Lut l;
+    std::copy(h_lut.begin() + std::ptrdiff_t(p) * kBins, h_lut.begin() + std::ptrdiff_t(p + 1) * kBins,
+              l.begin());
+    rep.luts.push_back(l);
+  }
+}
+
+JpegOnDevice equalize_jpeg_on_device(Equalizer& eq, JpegCodec& codec, const JpegInput& in,
+                                     const EqualizeOptions& opt, const jpeg::EncodeOptions& enc,
+                                     EqualizeReport* report) {
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  };
+  JpegOnDevice r;
+  auto t = Clock::now();
+  std::vector<DeviceImage> dec = codec.decode({in});
+  r.decode_ms = ms_since(t);
+  const DeviceImage& img = dec.at(0);
+  if (!img.error.empty()) throw Error(img.error);
+  r.width = img.width;
+  r.height = img.height;
+  r.channels = img.channels;
+  r.decoder = img.decoder;
+  const Mode mode = opt.mode.value_or(default_mode(img.channels));
+  r.out_channels = output_channels(mode, img.channels);
+  DeviceBuffer<std::uint8_t> d_out(img.byte_count() / std::size_t(img.channels) *
+                                   std::size_t(r.out_channels));
+  equalize_on_device(eq, img, opt, d_out.get(), report);
+  t = Clock::now();
+  r.bytes = codec.encode(d_out.get(), img.width, img.height, r.out_channels, enc, img.exif, img.icc);
+  r.encode_ms = ms_since(t);
+  return r;
+}
+
+#endif  // HISTEQ_HAVE_NVJPEG
+
+}  // namespace histeq::gpu

@@ -1,0 +1,302 @@
+// png16.cpp — 16-bit image files (image16.hpp): PNG through libspng (Debian libspng-dev; it
+// reads and writes 16-bit samples, which stb_image_write cannot), binary PGM/PPM by hand.
+#include <spng.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+
+#include "histeq/error.hpp"
+#include "histeq/image16.hpp"
+
+namespace histeq {
+namespace {
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+std::string lower_ext(const std::string& path) {
+  const auto dot = path.find_last_of('.');
+  const auto slash = path.find_last_of('/');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+  std::string e = path.substr(dot);
+  std::transform(e.begin(), e.end(), e.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return e;
+}
+
+std::vector<std::uint8_t> read_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw Error(quoted(path) + ": cannot open: " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) throw Error(quoted(path) + ": not a regular file");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(quoted(path) + ": cannot open: " + std::strerror(errno));
+  std::vector<std::uint8_t> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (data.empty()) throw Error(quoted(path) + ": empty file");
+  return data;
+}
+
+bool is_png(const std::uint8_t* d, std::size_t n) {
+  static const std::uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  return n >= 8 && std::memcmp(d, sig, 8) == 0;
+}
+
+struct SpngCtx {
+  spng_ctx* ctx;
+  explicit SpngCtx(int flags) : ctx(spng_ctx_new(flags)) {
+    if (!ctx) throw Error("libspng: out of memory");
+  }
+  ~SpngCtx() { spng_ctx_free(ctx); }
+  SpngCtx(const SpngCtx&) = delete;
+  SpngCtx& operator=(const SpngCtx&) = delete;
+};
+
+void check_size(std::uint64_t w, std::uint64_t h, std::uint64_t max_pixels, const std::string& name) {
+  if (w == 0 || h == 0) throw Error(quoted(name) + ": zero size image");
+  if (w > (1u << 24) || h > (1u << 24) || w * h > max_pixels) {
+    throw Error(quoted(name) + ": " + std::to_string(w) + "x" + std::to_string(h) +
+                " is more than the " + std::to_string(max_pixels) + " pixels allowed");
+  }
+}
+
+Image16 decode_png16(const std::uint8_t* data, std::size_t size, const std::string& name,
+                     std::uint64_t max_pixels) {
+  SpngCtx c(0);
+  spng_set_crc_action(c.ctx, SPNG_CRC_ERROR, SPNG_CRC_ERROR);
+  spng_set_image_limits(c.ctx, 1u << 24, 1u << 24);
+  spng_set_chunk_limits(c.ctx, 1u << 26, 1u << 26);
+  int err = spng_set_png_buffer(c.ctx, data, size);
+  spng_ihdr ihdr{};
+  if (!err) err = spng_get_ihdr(c.ctx, &ihdr);
+  if (err) throw Error(quoted(name) + ": not a valid PNG: " + spng_strerror(err));
+  check_size(ihdr.width, ihdr.height, max_pixels, name);
+  spng_trns trns{};
+  const bool has_trns = spng_get_trns(c.ctx, &trns) == 0;
+  const bool gray = ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE ||
+                    ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE_ALPHA;
+  const bool alpha = has_trns || ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE_ALPHA ||
+                     ihdr.color_type == SPNG_COLOR_TYPE_TRUECOLOR_ALPHA;
+  Image16 img;
+  img.width = static_cast<int>(ihdr.width);
+  img.height = static_cast<int>(ihdr.height);
+  img.channels = (gray ? 1 : 3) + (alpha ? 1 : 0);
+  const std::size_t n = img.pixel_count();
+  if (ihdr.bit_depth == 16 && !has_trns) {
+    // The file's own layout (SPNG_FMT_PNG: host-endian 16-bit samples, channels as stored).
+    img.pixels.resize(n * std::size_t(img.channels));
+    err = spng_decode_image(c.ctx, img.pixels.data(), img.pixels.size() * 2, SPNG_FMT_PNG, 0);
+    if (err) throw Error(quoted(name) + ": corrupt or truncated PNG: " + spng_strerror(err));
+    return img;
+  }
+  // Lower depths, palettes and tRNS: RGBA16 (libspng scales 1/2/4/8-bit samples to 16 bits).
+  std::vector<std::uint16_t> buf(n * 4);
+  err = spng_decode_image(c.ctx, buf.data(), buf.size() * 2, SPNG_FMT_RGBA16, SPNG_DECODE_TRNS);
+  if (err) throw Error(quoted(name) + ": corrupt or truncated PNG: " + spng_strerror(err));
+  img.pixels.resize(n * std::size_t(img.channels));
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint16_t* q = img.pixels.data() + i * std::size_t(img.channels);
+    const std::uint16_t* p = buf.data() + i * 4;
+    if (gray) {
+      q[0] = p[0];
+      if (alpha) q[1] = p[3];
+    } else {
+      q[0] = p[0];
+      q[1] = p[1];
+      q[2] = p[2];
+      if (alpha) q[3] = p[3];
+    }
+  }
+  return img;
+}
+
+/// Skips whitespace and # comments, then reads a decimal number.
+bool pnm_number(const std::uint8_t* d, std::size_t n, std::size_t& pos, std::uint64_t& v) {
+  for (;;) {
+    while (pos < n && std::isspace(d[pos])) ++pos;
+    if (pos < n && d[pos] == '#') {
+      while (pos < n && d[pos] != '\n') ++pos;
+      continue;
+    }
+    break;
+  }
+  if (pos >= n || !std::isdigit(d[pos])) return false;
+  v = 0;
+  while (pos < n && std::isdigit(d[pos])) {
+    v = v * 10 + (d[pos++] - '0');
+    if (v > (1u << 30)) return false;
+  }
+  return true;
+}
+
+Image16 decode_pnm16(const std::uint8_t* d, std::size_t n, const std::string& name,
+                     std::uint64_t max_pixels) {
+  const int channels = d[1] == '5' ? 1 : 3;
+  std::size_t pos = 2;
+  std::uint64_t w = 0, h = 0, maxval = 0;
+  if (!pnm_number(d, n, pos, w) || !pnm_number(d, n, pos, h) || !pnm_number(d, n, pos, maxval) ||
+      pos >= n || !std::isspace(d[pos])) {
+    throw Error(quoted(name) + ": corrupt PNM header");
+  }
+  ++pos;
+  if (maxval < 1 || maxval > 65535) throw Error(quoted(name) + ": PNM maxval outside 1..65535");
+  check_size(w, h, max_pixels, name);
+  const std::size_t bps = maxval > 255 ? 2 : 1;
+  const std::size_t samples = std::size_t(w) * std::size_t(h) * std::size_t(channels);
+  if (n - pos < samples * bps) throw Error(quoted(name) + ": truncated PNM");
+  Image16 img;
+  img.width = int(w);
+  img.height = int(h);
+  img.channels = channels;
+  img.pixels.resize(samples);
+  for (std::size_t i = 0; i < samples; ++i) {
+    std::uint32_t v = bps == 2 ? (std::uint32_t(d[pos + 2 * i]) << 8) | d[pos + 2 * i + 1] : d[pos + i];
+    if (v > maxval) v = std::uint32_t(maxval);
+    if (maxval != 65535) v = std::uint32_t((std::uint64_t(v) * 65535 * 2 + maxval) / (2 * maxval));
+    img.pixels[i] = static_cast<std::uint16_t>(v);
+  }
+  return img;
+}
+
+void write_atomically(const std::vector<std::uint8_t>& bytes, const std::string& path) {
+  const std::string tmp = path + ".histeq-tmp-" + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(quoted(path) + ": cannot write: " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t k = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      const int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw Error(quoted(path) + ": cannot write: " + std::strerror(e));
+    }
+    done += std::size_t(k);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw Error(quoted(path) + ": cannot write: " + std::strerror(e));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw Error(quoted(path) + ": cannot write: " + std::strerror(e));
+  }
+}
+
+}  // namespace
+
+bool is_16bit_image(const std::string& path) {
+  const std::vector<std::uint8_t> d = read_file(path);
+  if (is_png(d.data(), d.size())) return d.size() >= 25 && d[24] == 16;  // IHDR bit depth
+  if (d.size() >= 2 && d[0] == 'P' && (d[1] == '5' || d[1] == '6')) {
+    std::size_t pos = 2;
+    std::uint64_t w, h, m;
+    return pnm_number(d.data(), d.size(), pos, w) && pnm_number(d.data(), d.size(), pos, h) &&
+           pnm_number(d.data(), d.size(), pos, m) && m > 255;
+  }
+  return false;
+}
+
+Image16 decode_image16(const std::uint8_t* data, std::size_t size, const std::string& name,
+                       std::uint64_t max_pixels) {
+  if (data == nullptr || size == 0) throw Error(quoted(name) + ": empty file");
+  if (is_png(data, size)) return decode_png16(data, size, name, max_pixels);
+  if (size >= 3 && data[0] == 'P' && (data[1] == '5' || data[1] == '6'))
+    return decode_pnm16(data, size, name, max_pixels);
+  throw Error(quoted(name) + ": not a 16-bit capable image (PNG or binary PGM/PPM expected)");
+}
+
+Image16 load_image16(const std::string& path, std::uint64_t max_pixels) {
+  const std::vector<std::uint8_t> d = read_file(path);
+  return decode_image16(d.data(), d.size(), path, max_pixels);
+}
+
+std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& ext_in) {
+  std::string ext = ext_in;
+  if (!ext.empty() && ext[0] != '.') ext = "." + ext;
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (img.width < 1 || img.height < 1 || img.channels < 1 || img.channels > 4 ||
+      img.pixels.size() != img.sample_count()) {
+    throw Error("cannot encode an empty or inconsistent 16-bit image");
+  }
+  if (ext == ".pgm" || ext == ".ppm") {
+    const int want = ext == ".pgm" ? 1 : 3;
+    if (img.channels != want) {
+      throw UsageError("a 16-bit " + ext + " holds " + std::to_string(want) + " channel(s), the image has " +
+                       std::to_string(img.channels) + " (use .png)");
+    }
+    const std::string head = std::string(want == 1 ? "P5" : "P6") + "\n" + std::to_string(img.width) +
+                             " " + std::to_string(img.height) + "\n65535\n";
+    std::vector<std::uint8_t> out(head.begin(), head.end());
+    out.reserve(out.size() + img.pixels.size() * 2);
+    for (std::uint16_t v : img.pixels) {
+      out.push_back(static_cast<std::uint8_t>(v >> 8));
+      out.push_back(static_cast<std::uint8_t>(v & 0xFF));
+    }
+    return out;
+  }
+  if (ext != ".png") {
+    throw UsageError("16-bit output format " + quoted(ext_in) + " is not supported; use .png, .pgm or .ppm");
+  }
+  SpngCtx c(SPNG_CTX_ENCODER);
+  spng_set_option(c.ctx, SPNG_ENCODE_TO_BUFFER, 1);
+  spng_ihdr ihdr{};
+  ihdr.width = std::uint32_t(img.width);
+  ihdr.height = std::uint32_t(img.height);
+  ihdr.bit_depth = 16;
+  static const std::uint8_t kTypes[5] = {0, SPNG_COLOR_TYPE_GRAYSCALE, SPNG_COLOR_TYPE_GRAYSCALE_ALPHA,
+                                         SPNG_COLOR_TYPE_TRUECOLOR, SPNG_COLOR_TYPE_TRUECOLOR_ALPHA};
+  ihdr.color_type = kTypes[img.channels];
+  int err = spng_set_ihdr(c.ctx, &ihdr);
+  // SPNG_FMT_PNG takes the samples in the PNG's layout, host-endian (libspng swaps them).
+  if (!err)
+    err = spng_encode_image(c.ctx, img.pixels.data(), img.pixels.size() * 2, SPNG_FMT_PNG,
+                            SPNG_ENCODE_FINALIZE);
+  if (err) throw Error(std::string("PNG encoding failed: ") + spng_strerror(err));
+  std::size_t len = 0;
+  void* buf = spng_get_png_buffer(c.ctx, &len, &err);
+  if (!buf || err) throw Error(std::string("PNG encoding failed: ") + spng_strerror(err));
+  std::vector<std::uint8_t> out(static_cast<std::uint8_t*>(buf), static_cast<std::uint8_t*>(buf) + len);
+  std::free(buf);
+  return out;
+}
+
+void save_image16(const Image16& img, const std::string& path) {
+  write_atomically(encode_image16(img, lower_ext(path)), path);
+}
+
+Image16 widen_to_16(const Image& img) {
+  Image16 o;
+  o.width = img.width;
+  o.height = img.height;
+  o.channels = img.channels;
+  o.pixels.resize(img.pixels.size());
+  for (std::size_t i = 0; i < img.pixels.size(); ++i) o.pixels[i] = static_cast<std::uint16_t>(img.pixels[i] * 257);
+  return o;
+}
+
+Image narrow_to_8(const Image16& img) {
+  Image o;
+  o.width = img.width;
+  o.height = img.height;
+  o.channels = img.channels;
+  o.pixels.resize(img.pixels.size());
+  for (std::size_t i = 0; i < img.pixels.size(); ++i)
+    o.pixels[i] = static_cast<std::uint8_t>((std::uint32_t(img.pixels[i]) * 2 + 257) / 514);
+  return o;
+}
+
+}  // namespace histeq

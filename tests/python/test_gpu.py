@@ -1,0 +1,247 @@
+"""CUDA arrays (PyTorch, CuPy): zero copy, the caller's stream, no synchronize, batches and
+lists. Skipped without a usable GPU or without torch / cupy. Every result is compared with the
+NumPy CPU backend's (tied to OpenCV by test_numpy.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import histeq
+from conftest import golden_pairs, rng_image
+
+
+def ref(img: np.ndarray, **kw) -> np.ndarray:
+    return histeq.equalize(img, backend="cpu", **kw)
+
+
+# ---------------------------------------------------------------------------------- torch
+
+@pytest.mark.parametrize("shape", [(1, 1), (480, 640), (1000, 1001), (64, 64, 3), (50, 70, 4),
+                                   (30, 20, 2)])
+@pytest.mark.parametrize("mode", [None, "rgb", "gray"])
+def test_torch_equals_cpu(torch_cuda, shape, mode):
+    torch = torch_cuda
+    img = rng_image(shape, seed=sum(shape), high=200)
+    x = torch.from_numpy(img).cuda()
+    y = histeq.equalize(x, mode=mode)
+    assert isinstance(y, torch.Tensor) and y.device == x.device and y.dtype == torch.uint8
+    assert y.data_ptr() != x.data_ptr()
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(y.cpu().numpy(), ref(img, mode=mode))
+
+
+def test_torch_goldens(torch_cuda):
+    torch = torch_cuda
+    for name, src, golden in golden_pairs():
+        img = histeq.load_image(src)
+        y = histeq.equalize(torch.from_numpy(img).cuda()).cpu().numpy()
+        np.testing.assert_array_equal(y, ref(img), err_msg=name)
+
+
+def test_torch_is_ordered_on_the_current_stream_without_synchronizing(torch_cuda):
+    torch = torch_cuda
+    img = rng_image((2048, 2048), seed=1, high=180)
+    src = torch.from_numpy(img).cuda()
+    s = torch.cuda.Stream()
+
+    def calls(x):
+        return (histeq.equalize(x), histeq.histogram(x),
+                histeq.equalize(x.view(4, 1024, 1024)),  # a batch of four 1M images (one launch)
+                histeq.equalize([x[:1000], x[1000:]]))   # a list: the table path
+
+    # Warm-up on the same stream: the first calls grow the device buffers, and freeing a
+    # smaller buffer (cudaFree) synchronizes the device; steady-state calls allocate nothing.
+    with torch.cuda.stream(s):
+        calls(src.clone())
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s):
+        x = torch.zeros_like(src)
+        torch.cuda._sleep(int(1e9))  # keeps the stream busy (~0.5 s): a sync would wait for it
+        x.copy_(src)                 # the input exists only after the sleep, on this stream
+        y, h, yb, yl = calls(x)
+        assert not s.query(), "histeq.equalize synchronized the stream"
+    s.synchronize()
+    np.testing.assert_array_equal(y.cpu().numpy(), ref(img))
+    for i in range(4):
+        np.testing.assert_array_equal(yb[i].cpu().numpy(), ref(img.reshape(4, 1024, 1024)[i]))
+    np.testing.assert_array_equal(yl[0].cpu().numpy(), ref(img[:1000]))
+    np.testing.assert_array_equal(yl[1].cpu().numpy(), ref(img[1000:]))
+    np.testing.assert_array_equal(h.cpu().numpy(), np.bincount(img.ravel(), minlength=256))
+
+
+def test_torch_default_stream_is_the_callers(torch_cuda):
+    torch = torch_cuda
+    img = rng_image((1024, 1024), seed=6, high=140)
+    src = torch.from_numpy(img).cuda()
+    torch.cuda.synchronize()
+    assert torch.cuda.current_stream().cuda_stream == 0  # the legacy default stream
+    x = torch.zeros_like(src)
+    torch.cuda._sleep(int(2e8))
+    x.copy_(src)  # on the default stream, after the sleep
+    y = histeq.equalize(x)
+    yb = histeq.equalize(x.view(4, 512, 512))
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(y.cpu().numpy(), ref(img))
+    np.testing.assert_array_equal(yb[3].cpu().numpy(), ref(img.reshape(4, 512, 512)[3]))
+
+
+def test_torch_two_streams_share_the_buffers_safely(torch_cuda):
+    torch = torch_cuda
+    imgs = [rng_image((700, 900), seed=i, high=100 + 30 * i) for i in range(4)]
+    streams = [torch.cuda.Stream() for _ in range(2)]
+    outs = []
+    for i, img in enumerate(imgs):
+        with torch.cuda.stream(streams[i % 2]):
+            outs.append(histeq.equalize(torch.from_numpy(img).cuda(non_blocking=False),
+                                        kernel="atomic" if i == 1 else "auto"))
+    torch.cuda.synchronize()
+    for img, o in zip(imgs, outs):
+        np.testing.assert_array_equal(o.cpu().numpy(), ref(img))
+
+
+@pytest.mark.parametrize("n,h,w", [(64, 1024, 1024), (7, 100, 333), (3, 1, 1)])
+def test_torch_batch_equals_one_by_one(torch_cuda, n, h, w):
+    torch = torch_cuda
+    batch = rng_image((n, h, w), seed=n)
+    for i in range(n):
+        batch[i] = batch[i] // (1 + i % 5)
+    x = torch.from_numpy(batch).cuda()
+    # batch=True: (3, 1, 1) would otherwise read as one 3x1 image with 1 channel (the documented
+    # guess for a 3-D array whose last extent is 1..4)
+    y = histeq.equalize(x, batch=True)
+    assert y.shape == x.shape
+    yc = y.cpu().numpy()
+    for i in range(0, n, max(1, n // 8)):
+        np.testing.assert_array_equal(yc[i], ref(batch[i]))
+        np.testing.assert_array_equal(yc[i], histeq.equalize(x[i]).cpu().numpy())
+
+
+def test_torch_colour_batch(torch_cuda):
+    torch = torch_cuda
+    batch = rng_image((5, 40, 50, 3), seed=2)
+    y = histeq.equalize(torch.from_numpy(batch).cuda(), mode="rgb").cpu().numpy()
+    for i in range(5):
+        np.testing.assert_array_equal(y[i], ref(batch[i], mode="rgb"))
+
+
+def test_torch_list_of_sizes(torch_cuda):
+    torch = torch_cuda
+    sizes = [(1, 1), (17, 19), (256, 64), (1000, 1000), (3, 16385)] + [(40 + i, 41) for i in range(70)]
+    imgs = [rng_image(s, seed=i, high=60 + i % 190) for i, s in enumerate(sizes)]
+    outs = histeq.equalize([torch.from_numpy(a).cuda() for a in imgs])
+    for a, o in zip(imgs, outs):
+        np.testing.assert_array_equal(o.cpu().numpy(), ref(a))
+
+
+def test_torch_errors(torch_cuda):
+    torch = torch_cuda
+    x = torch.zeros((10, 10), dtype=torch.float32, device="cuda")
+    with pytest.raises(TypeError, match="dtype"):
+        histeq.equalize(x)
+    y = torch.zeros((10, 20), dtype=torch.uint8, device="cuda")
+    with pytest.raises(ValueError, match="strides"):
+        histeq.equalize(y.t())
+    with pytest.raises(ValueError, match="backend"):
+        histeq.equalize(y, backend="cpu")
+    with pytest.raises(ValueError, match="kernel"):
+        histeq.equalize(y, kernel="nope")
+
+
+def test_torch_histogram(torch_cuda):
+    torch = torch_cuda
+    img = rng_image((3, 300, 200), seed=9)
+    h = histeq.histogram(torch.from_numpy(img).cuda(), bins=64)
+    assert h.shape == (3, 64) and h.dtype == torch.int64 and h.is_cuda
+    for i in range(3):
+        np.testing.assert_array_equal(h[i].cpu().numpy(),
+                                      np.bincount(img[i].ravel() >> 2, minlength=64))
+
+
+# ---------------------------------------------------------------------------------- cupy
+
+@pytest.mark.parametrize("shape", [(333, 444), (64, 64, 3), (4, 100, 100), (2, 30, 30, 4)])
+def test_cupy_equals_cpu(cupy_cuda, shape):
+    cp = cupy_cuda
+    img = rng_image(shape, seed=len(shape))
+    x = cp.asarray(img)
+    y = histeq.equalize(x)
+    assert isinstance(y, cp.ndarray) and y.device.id == x.device.id
+    assert y.data.ptr != x.data.ptr
+    got = cp.asnumpy(y)
+    if len(shape) == 4 or (len(shape) == 3 and shape[-1] > 4):
+        for i in range(shape[0]):
+            np.testing.assert_array_equal(got[i], ref(img[i]))
+    else:
+        np.testing.assert_array_equal(got, ref(img))
+
+
+def test_cupy_on_its_current_stream(cupy_cuda):
+    cp = cupy_cuda
+    img = rng_image((1500, 1500), seed=4, high=77)
+    src = cp.asarray(img)
+    cp.cuda.Device().synchronize()
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        x = cp.zeros_like(src)
+        x[...] = src  # on s
+        y = histeq.equalize(x)
+    s.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(y), ref(img))
+
+
+def test_cupy_list_and_histogram(cupy_cuda):
+    cp = cupy_cuda
+    imgs = [rng_image((10 + 7 * i, 300 - i), seed=i) for i in range(10)]
+    outs = histeq.equalize([cp.asarray(a) for a in imgs])
+    for a, o in zip(imgs, outs):
+        np.testing.assert_array_equal(cp.asnumpy(o), ref(a))
+    h = histeq.histogram(cp.asarray(imgs[0]))
+    assert h.dtype == np.uint64
+    np.testing.assert_array_equal(cp.asnumpy(h), np.bincount(imgs[0].ravel(), minlength=256))
+
+
+def test_cuda_array_interface_object(cupy_cuda):
+    cp = cupy_cuda
+    img = rng_image((50, 60), seed=3)
+    base = cp.asarray(img)
+
+    class Wrapper:  # a foreign CUDA array: only the interface
+        __cuda_array_interface__ = base.__cuda_array_interface__
+
+    y = histeq.equalize(Wrapper())
+    assert isinstance(y, cp.ndarray)
+    np.testing.assert_array_equal(cp.asnumpy(y), ref(img))
+
+
+def test_torch_dlpack_via_cupy(torch_cuda, cupy_cuda):
+    torch = torch_cuda
+    img = rng_image((64, 80), seed=5)
+    t = torch.from_numpy(img).cuda()
+
+    class Capsule:  # only the DLPack protocol
+        def __dlpack__(self, stream=None):
+            return t.__dlpack__(stream=stream)
+
+        def __dlpack_device__(self):
+            return t.__dlpack_device__()
+
+    y = histeq.equalize(Capsule())
+    np.testing.assert_array_equal(cupy_cuda.asnumpy(y), ref(img))
+
+
+# ---------------------------------------------------------------------------------- numpy on GPU
+
+@pytest.mark.parametrize("shape", [(16, 256, 256), (3, 1000, 1001), (5, 7, 9, 1)])
+def test_numpy_gray_batch_on_the_gpu(cuda, shape):
+    batch = rng_image(shape, seed=shape[0], high=150)
+    got = histeq.equalize(batch, backend="cuda", batch=True)
+    assert isinstance(got, np.ndarray) and got.shape == batch.shape
+    for i in range(shape[0]):
+        np.testing.assert_array_equal(got[i], ref(batch[i]))
+
+
+def test_numpy_histograms_on_the_gpu(cuda):
+    img = rng_image((300, 301), seed=2)
+    for bins in (7, 256, 4096):
+        np.testing.assert_array_equal(histeq.histogram(img, bins=bins, backend="cuda"),
+                                      histeq.histogram(img, bins=bins, backend="cpu"))

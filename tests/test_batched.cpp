@@ -1,0 +1,210 @@
+// test_batched.cpp — gpu::Equalizer::equalize_batch (kernels/batched.cu) and the Equalizer on an
+// external stream: every image of a batch equals the CPU pipeline's result for it alone (which
+// the other suites tie to the GPU single-image path and to OpenCV), for sizes around the chunk
+// size, empty images, misaligned and in-place buffers, more images than one launch's table, and
+// repeated calls (the zeroed scratch must come back zero).
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <iterator>
+#include <utility>
+#include <string>
+#include <vector>
+
+#include "batched.hpp"
+#include "gpu_test_support.hpp"
+#include "histeq/cpu.hpp"
+#include "histeq/error.hpp"
+#include "histeq/gpu.hpp"
+#include "histeq/lut.hpp"
+#include "histeq/synthetic.hpp"
+#include "test_support.hpp"
+
+namespace histeq {
+namespace {
+
+using kernels::BatchedPolicy;
+
+std::vector<std::uint8_t> samples(std::size_t n, Distribution d, std::uint64_t seed) {
+  SyntheticSpec s;
+  s.n = n;
+  s.dist = d;
+  s.seed = seed;
+  return make_samples(s);
+}
+
+/// The CPU reference: lut(histogram(img)) applied to img.
+std::vector<std::uint8_t> reference(const std::vector<std::uint8_t>& img, Formula f) {
+  const Histogram h = cpu::histogram(img.data(), img.size(), SampleType::u8, 256, 1);
+  const Lut lut = make_lut(h.data(), f);
+  std::vector<std::uint8_t> out(img.size());
+  for (std::size_t i = 0; i < img.size(); ++i) out[i] = lut[img[i]];
+  return out;
+}
+
+std::vector<std::size_t> sizes_for_test() {
+  const std::size_t c = BatchedPolicy::kChunkBytes;
+  return {0, 1, 15, 16, 17, 255, 4096, c - 1, c, c + 1, 3 * c + 7, 100003, 1 << 20};
+}
+
+TEST(BatchedTable, EveryImageEqualsItsOwnEqualization) {
+  HISTEQ_REQUIRE_GPU();
+  const auto sizes = sizes_for_test();
+  const auto& dists = all_distributions();
+  for (Formula f : {Formula::opencv, Formula::exact}) {
+    std::vector<std::vector<std::uint8_t>> host;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      host.push_back(samples(sizes[i], dists[i % dists.size()], 7 + i));
+    }
+    // Inputs at offsets 0..15 (misaligned vector paths), outputs in separate buffers; the last
+    // image in place.
+    std::vector<DeviceBuffer<std::uint8_t>> d_in, d_out;
+    std::vector<gpu::Equalizer::BatchImage> table;
+    for (std::size_t i = 0; i < host.size(); ++i) {
+      const std::size_t off = i % 16;
+      d_in.push_back(test::upload_bytes(host[i], off));
+      d_out.emplace_back(host[i].size() + 16);
+      gpu::Equalizer::BatchImage b;
+      b.d_in = d_in.back().get() + off;
+      b.d_out = i + 1 == host.size() ? d_in.back().get() + off : d_out.back().get() + (i * 3) % 16;
+      b.n = host[i].size();
+      table.push_back(b);
+    }
+    gpu::Equalizer eq;
+    for (int rep = 0; rep < 2; ++rep) {  // the second call needs the scratch zero again
+      if (rep == 1) {  // in place: restore the input of the last image
+        HISTEQ_CUDA_CHECK(cudaMemcpy(const_cast<std::uint8_t*>(table.back().d_in),
+                                     host.back().data(), host.back().size(),
+                                     cudaMemcpyHostToDevice));
+        HISTEQ_CUDA_CHECK(cudaDeviceSynchronize());
+      }
+      eq.equalize_batch(table.data(), table.size(), f);
+      eq.synchronize();
+      for (std::size_t i = 0; i < host.size(); ++i) {
+        const auto got = test::download(table[i].d_out, host[i].size());
+        EXPECT_EQ(got, reference(host[i], f))
+            << "image " << i << " (" << host[i].size() << " bytes), formula " << to_string(f)
+            << ", call " << rep;
+      }
+    }
+  }
+}
+
+TEST(BatchedTable, MoreImagesThanOneLaunchTable) {
+  HISTEQ_REQUIRE_GPU();
+  const std::size_t count = 2 * BatchedPolicy::kTableImages + 5;
+  std::vector<std::vector<std::uint8_t>> host;
+  std::vector<DeviceBuffer<std::uint8_t>> d_in;
+  std::vector<DeviceBuffer<std::uint8_t>> d_out;
+  std::vector<gpu::Equalizer::BatchImage> table;
+  for (std::size_t i = 0; i < count; ++i) {
+    host.push_back(samples(1000 + 997 * i, Distribution::natural, 100 + i));
+    d_in.push_back(test::upload_bytes(host.back()));
+    d_out.emplace_back(host.back().size());
+    table.push_back({d_in.back().get(), d_out.back().get(), host.back().size()});
+  }
+  gpu::Equalizer eq;
+  eq.equalize_batch(table.data(), table.size(), Formula::opencv);
+  eq.synchronize();
+  for (std::size_t i = 0; i < count; ++i) {
+    EXPECT_EQ(test::download(d_out[i].get(), host[i].size()), reference(host[i], Formula::opencv))
+        << "image " << i;
+  }
+}
+
+TEST(BatchedUniform, BackToBackImagesEqualTheirOwnEqualization) {
+  HISTEQ_REQUIRE_GPU();
+  for (std::size_t n : {std::size_t(1), std::size_t(257), BatchedPolicy::kChunkBytes + 3,
+                        std::size_t(1) << 20}) {
+    const std::size_t count = n > 100000 ? 9 : 33;
+    std::vector<std::uint8_t> all;
+    std::vector<std::vector<std::uint8_t>> each;
+    for (std::size_t i = 0; i < count; ++i) {
+      each.push_back(samples(n, all_distributions()[i % all_distributions().size()], 3 * i + 1));
+      all.insert(all.end(), each.back().begin(), each.back().end());
+    }
+    auto d_in = test::upload_bytes(all);
+    DeviceBuffer<std::uint8_t> d_out(all.size());
+    gpu::Equalizer eq;
+    for (int rep = 0; rep < 2; ++rep) {
+      eq.equalize_batch(d_in.get(), d_out.get(), count, n, Formula::opencv);
+      eq.synchronize();
+      const auto got = test::download(d_out.get(), all.size());
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::vector<std::uint8_t> gi(got.begin() + std::ptrdiff_t(i * n),
+                                           got.begin() + std::ptrdiff_t((i + 1) * n));
+        EXPECT_EQ(gi, reference(each[i], Formula::opencv)) << "n " << n << " image " << i;
+      }
+    }
+    // The LUTs stay readable after the call (device_lut(count)).
+    const auto luts = test::download(eq.device_lut(int(count)), count * 256);
+    const Histogram h = cpu::histogram(each[0].data(), n, SampleType::u8, 256, 1);
+    const Lut want = make_lut(h.data(), Formula::opencv);
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), luts.begin())) << "n " << n;
+  }
+}
+
+TEST(BatchedUniform, OneEqualizerAcrossCountsSizesAndModesInPlace) {
+  HISTEQ_REQUIRE_GPU();
+  gpu::Equalizer eq;
+  // (count, n): growth of the scratch, then smaller calls that reuse the larger buffer, in
+  // between a table call; the ready flags and queue counters must not leak between them.
+  const std::pair<std::size_t, std::size_t> calls[] = {{40, 1000}, {70, 50000}, {10, 300000},
+                                                       {3, 17}, {70, 50000}};
+  for (std::size_t c = 0; c < std::size(calls); ++c) {
+    const auto [count, n] = calls[c];
+    std::vector<std::uint8_t> all = samples(count * n, Distribution::blocky, 50 + c);
+    auto d = test::upload_bytes(all);
+    eq.equalize_batch(d.get(), d.get(), count, n, Formula::opencv);  // in place
+    std::vector<std::uint8_t> one = samples(4321, Distribution::natural, c);
+    auto d1 = test::upload_bytes(one);
+    DeviceBuffer<std::uint8_t> o1(one.size());
+    gpu::Equalizer::BatchImage b{d1.get(), o1.get(), one.size()};
+    eq.equalize_batch(&b, 1, Formula::exact);
+    eq.synchronize();
+    const auto got = test::download(d.get(), all.size());
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::vector<std::uint8_t> in(all.begin() + std::ptrdiff_t(i * n),
+                                         all.begin() + std::ptrdiff_t((i + 1) * n));
+      const std::vector<std::uint8_t> gi(got.begin() + std::ptrdiff_t(i * n),
+                                         got.begin() + std::ptrdiff_t((i + 1) * n));
+      ASSERT_EQ(gi, reference(in, Formula::opencv)) << "call " << c << " image " << i;
+    }
+    EXPECT_EQ(test::download(o1.get(), one.size()), reference(one, Formula::exact)) << c;
+  }
+}
+
+TEST(BatchedArgs, OverlappingBuffersAreRefused) {
+  HISTEQ_REQUIRE_GPU();
+  DeviceBuffer<std::uint8_t> d(1024);
+  gpu::Equalizer eq;
+  EXPECT_THROW(eq.equalize_batch(d.get(), d.get() + 1, 2, 500, Formula::opencv), UsageError);
+  gpu::Equalizer::BatchImage b{d.get(), d.get() + 8, 100};
+  EXPECT_THROW(eq.equalize_batch(&b, 1, Formula::opencv), UsageError);
+  EXPECT_NO_THROW(eq.equalize_batch(nullptr, 0, Formula::opencv));
+}
+
+TEST(ExternalStream, EqualizerRunsOnTheCallersStream) {
+  HISTEQ_REQUIRE_GPU();
+  cudaStream_t mine = nullptr;
+  HISTEQ_CUDA_CHECK(cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking));
+  {
+    gpu::Equalizer eq(mine);
+    EXPECT_EQ(eq.stream(), mine);
+    const auto host = samples(300000, Distribution::natural, 5);
+    auto d_in = test::upload_bytes(host);
+    DeviceBuffer<std::uint8_t> d_out(host.size());
+    eq.equalize_gray(d_in.get(), d_out.get(), host.size(), Formula::opencv);
+    HISTEQ_CUDA_CHECK(cudaStreamSynchronize(mine));
+    EXPECT_EQ(test::download(d_out.get(), host.size()), reference(host, Formula::opencv));
+    eq.set_stream(nullptr);  // back to an own stream
+    EXPECT_NE(eq.stream(), mine);
+    EXPECT_NE(eq.stream(), nullptr);
+  }
+  HISTEQ_CUDA_CHECK(cudaStreamDestroy(mine));
+}
+
+}  // namespace
+}  // namespace histeq

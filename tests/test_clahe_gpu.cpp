@@ -1,0 +1,203 @@
+// test_clahe_gpu.cpp — the CLAHE kernels (gpu::Clahe, histeq::clahe on Backend::cuda) equal to
+// the CPU twin byte for byte: every OpenCV golden, random sizes and grids (both the fused
+// privatized 8-bit path and the global-counter path), 16-bit, misaligned and in-place planes,
+// repeated calls on one engine (the counters must come back zero). Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "gpu_test_support.hpp"
+#include "histeq/bench.hpp"
+#include "histeq/error.hpp"
+#include "histeq/clahe.hpp"
+#include "histeq/clahe_gpu.hpp"
+#include "histeq/image16.hpp"
+#include "histeq/image_io.hpp"
+#include "test_support.hpp"
+
+namespace histeq {
+namespace {
+
+template <class T>
+std::vector<T> random_plane(std::mt19937& rng, int w, int h, int lo, int hi) {
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<T> v(std::size_t(w) * h);
+  for (auto& x : v) x = T(d(rng));
+  return v;
+}
+
+/// Smooth content with noise: peaked tile histograms, so clipping and redistribution matter.
+template <class T>
+std::vector<T> smooth_plane(std::mt19937& rng, int w, int h, int maxval) {
+  std::normal_distribution<double> noise(0, maxval / 50.0);
+  std::vector<T> v(std::size_t(w) * h);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const double b = maxval * (0.5 + 0.3 * std::sin(x * 0.02 + y * 0.01));
+      v[std::size_t(y) * w + x] = T(std::clamp<double>(std::round(b + noise(rng)), 0, maxval));
+    }
+  return v;
+}
+
+ClaheOptions opts(double clip, int tx, int ty) {
+  ClaheOptions o;
+  o.clip_limit = clip;
+  o.tiles_x = tx;
+  o.tiles_y = ty;
+  return o;
+}
+
+/// GPU CLAHE of a host plane, `offset` elements into its device buffer, in place or not.
+template <class T>
+std::vector<T> gpu_plane(gpu::Clahe& engine, const std::vector<T>& src, int w, int h,
+                         const ClaheOptions& o, std::size_t offset = 0, bool in_place = false) {
+  std::vector<T> padded(offset + src.size(), T(0));
+  std::copy(src.begin(), src.end(), padded.begin() + std::ptrdiff_t(offset));
+  auto d_in = test::upload_typed(padded);
+  DeviceBuffer<T> d_out(src.size() + offset);
+  T* out = in_place ? d_in.get() + offset : d_out.get() + offset;
+  if constexpr (sizeof(T) == 1) engine.apply(d_in.get() + offset, out, w, h, o);
+  else engine.apply16(d_in.get() + offset, out, w, h, o);
+  engine.synchronize();
+  return test::download(out, src.size());
+}
+
+template <class T>
+std::vector<T> cpu_plane(const std::vector<T>& src, int w, int h, const ClaheOptions& o) {
+  std::vector<T> out(src.size());
+  if constexpr (sizeof(T) == 1) cpu::clahe_plane(src.data(), w, h, o, out.data());
+  else cpu::clahe_plane16(src.data(), w, h, o, out.data());
+  return out;
+}
+
+struct Case {
+  int w, h, tx, ty;
+  double clip;
+};
+const Case kCases[] = {
+    {1, 1, 8, 8, 2.0},       {1, 1, 1, 1, 0.0},      {2, 3, 8, 8, 2.0},      {7, 5, 8, 8, 2.0},
+    {1, 37, 8, 8, 2.0},      {41, 1, 8, 8, 3.0},     {64, 64, 8, 8, 2.0},    {64, 63, 8, 8, 2.0},
+    {63, 64, 8, 8, 2.0},     {100, 37, 3, 7, 1.0},   {257, 129, 16, 4, 4.0}, {128, 128, 64, 64, 2.0},
+    {130, 70, 64, 64, 2.0},  {61, 59, 64, 64, 0.0},  {300, 200, 1, 1, 2.0},  {301, 203, 2, 9, 0.01},
+    {96, 96, 8, 8, 1000.0},  {1024, 1024, 8, 8, 2.0}, {1023, 777, 8, 8, 2.0}, {2049, 1531, 13, 5, 3.0},
+    {500, 300, 100, 3, 2.0},  // 100 tiles wide: the 8-bit global-counter path
+    {4096, 64, 8, 8, 2.0},   {17, 4099, 8, 8, 2.0},
+};
+
+TEST(ClaheGpu, EqualsCpuOnSizesAndGrids8) {
+  HISTEQ_REQUIRE_GPU();
+  std::mt19937 rng(2024);
+  gpu::Clahe engine;  // one engine for every case: counters must return to zero each time
+  for (const Case& c : kCases) {
+    for (int kind = 0; kind < 3; ++kind) {
+      const auto src = kind == 0   ? random_plane<std::uint8_t>(rng, c.w, c.h, 0, 255)
+                       : kind == 1 ? smooth_plane<std::uint8_t>(rng, c.w, c.h, 255)
+                                   : std::vector<std::uint8_t>(std::size_t(c.w) * c.h, 77);
+      const auto o = opts(c.clip, c.tx, c.ty);
+      const auto want = cpu_plane(src, c.w, c.h, o);
+      ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o), want)
+          << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " clip " << c.clip << " kind " << kind;
+      ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o, 3), want) << "misaligned by 3";
+      ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o, 16, true), want) << "in place";
+    }
+  }
+}
+
+TEST(ClaheGpu, EqualsCpuOnSizesAndGrids16) {
+  HISTEQ_REQUIRE_GPU();
+  std::mt19937 rng(7);
+  gpu::Clahe engine;
+  for (const Case& c : kCases) {
+    if (std::size_t(c.tx) * c.ty > 1024) continue;
+    for (int kind = 0; kind < 2; ++kind) {
+      const auto src = kind == 0 ? random_plane<std::uint16_t>(rng, c.w, c.h, 0, 65535)
+                                 : smooth_plane<std::uint16_t>(rng, c.w, c.h, 4095);
+      const auto o = opts(c.clip, c.tx, c.ty);
+      const auto want = cpu_plane(src, c.w, c.h, o);
+      ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o), want)
+          << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " clip " << c.clip << " kind " << kind;
+      ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o, 1), want) << "misaligned by 1 sample";
+    }
+  }
+}
+
+TEST(ClaheGpu, LutsEqualCpu) {
+  HISTEQ_REQUIRE_GPU();
+  std::mt19937 rng(3);
+  gpu::Clahe engine;
+  const int w = 777, h = 555;
+  const auto src = smooth_plane<std::uint8_t>(rng, w, h, 255);
+  const auto o = opts(2.0, 8, 8);
+  auto d_in = test::upload_typed(src);
+  const void* d_luts = engine.luts(d_in.get(), w, h, o, false);
+  engine.synchronize();
+  std::vector<std::uint8_t> want(64 * 256);
+  cpu::clahe_luts(src.data(), w, h, o, want.data());
+  EXPECT_EQ(test::download(static_cast<const std::uint8_t*>(d_luts), want.size()), want);
+}
+
+TEST(ClaheGpu, RandomSizesAndGrids) {
+  HISTEQ_REQUIRE_GPU();
+  std::mt19937 rng(555);
+  gpu::Clahe engine;
+  std::uniform_int_distribution<int> size(1, 1500), grid(1, 64), clip(0, 8);
+  for (int i = 0; i < 40; ++i) {
+    const int w = size(rng), h = size(rng);
+    const auto o = opts(clip(rng) * 0.75, grid(rng), grid(rng));
+    const auto src = i % 2 ? smooth_plane<std::uint8_t>(rng, w, h, 255) : random_plane<std::uint8_t>(rng, w, h, 0, 255);
+    ASSERT_EQ(gpu_plane(engine, src, w, h, o), cpu_plane(src, w, h, o))
+        << w << "x" << h << " grid " << o.tiles_x << "x" << o.tiles_y << " clip " << o.clip_limit;
+  }
+}
+
+TEST(ClaheGpu, GoldensAndColourModesEqualCpu) {
+  HISTEQ_REQUIRE_GPU();
+  const std::string shared = test::shared_dir();
+  if (shared.empty()) GTEST_SKIP() << "no ../shared next to the checkout";
+  const std::filesystem::path dir = std::filesystem::path(shared) / "golden" / "opencv-4.6-clahe";
+  const std::regex re(R"((\w+?)(16)?__clip([0-9.]+)_t(\d+)x(\d+)\.png)");
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string fn = e.path().filename().string();
+    if (!std::regex_match(fn, m, re)) continue;
+    SCOPED_TRACE(fn);
+    auto o = opts(std::stod(m[3]), std::stoi(m[4]), std::stoi(m[5]));
+    if (m[2].matched) {
+      const Image16 in = load_image16((dir / (std::string(m[1]) + "16.png")).string());
+      const Image16 got = clahe(in, o, Backend::cuda);
+      EXPECT_TRUE(got.pixels == cpu::clahe(in, o).pixels);
+      EXPECT_TRUE(got.pixels == load_image16(e.path().string()).pixels);
+    } else {
+      const Image in = load_image(shared + "/natural/" + std::string(m[1]) + ".png");
+      for (Mode mode : {Mode::luma, Mode::rgb, Mode::gray}) {
+        o.mode = mode;
+        const Image got = clahe(in, o, Backend::cuda);
+        EXPECT_TRUE(got.pixels == cpu::clahe(in, o).pixels) << to_string(mode);
+      }
+    }
+    ++n;
+  }
+  EXPECT_GT(n, 0);
+}
+
+TEST(ClaheBench, ParsesTheClaheOption) {  // CPU-only
+  const bench::Options o = bench::parse_args({"--clahe", "--size", "1M"});
+  EXPECT_TRUE(o.clahe);
+  EXPECT_FALSE(o.equalize);
+  EXPECT_EQ(o.types, std::vector<SampleType>{SampleType::u8});
+  EXPECT_EQ(o.bins, std::vector<int>{256});
+  EXPECT_THROW(bench::parse_args({"--clahe", "--type", "i32"}), UsageError);
+  EXPECT_THROW(bench::parse_args({"--clahe", "--bins", "64"}), UsageError);
+  EXPECT_THROW(bench::parse_args({"--clahe", "--equalize"}), UsageError);
+}
+
+}  // namespace
+}  // namespace histeq

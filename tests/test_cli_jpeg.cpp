@@ -1,0 +1,169 @@
+// test_cli_jpeg.cpp — `histeq equalize` with JPEG files end to end (the built tool, HISTEQ_CLI):
+// a rotated phone photo comes out upright with its EXIF (orientation 1) and ICC profile; a gray
+// JPEG stays 1 channel (in the report and in the file); --subsampling; --decoder; the report
+// names the decoder; a gray JPEG equalized on the CPU equals the equalization of libjpeg-turbo's
+// decode (which test_host_jpeg checks equal to djpeg's, i.e. OpenCV's imread).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "histeq/image_io.hpp"
+#include "histeq/jpeg_codec.hpp"
+#include "histeq/nvjpeg_codec.hpp"
+#include "histeq/pipeline.hpp"
+#include "jpeg_test_support.hpp"
+#include "test_support.hpp"
+
+namespace histeq {
+namespace {
+
+using test::Bytes;
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+class CliJpeg : public test::TempDirTest {
+ protected:
+  CliJpeg() : TempDirTest("histeq-cli-jpeg") {}
+  static std::string q(const std::string& s) { return "'" + s + "'"; }
+  static std::string slurp(const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }
+  Result run(const std::string& args) {
+    const std::string o = path("stdout.txt"), e = path("stderr.txt");
+    const int raw = std::system((q(HISTEQ_CLI) + " " + args + " >" + q(o) + " 2>" + q(e)).c_str());
+    Result r;
+    r.status = (raw != -1 && WIFEXITED(raw)) ? WEXITSTATUS(raw) : -1;
+    r.out = slurp(o);
+    r.err = slurp(e);
+    return r;
+  }
+  void write(const std::string& name, const Bytes& b) {
+    std::ofstream(path(name), std::ios::binary)
+        .write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+  }
+  Bytes read(const std::string& name) {
+    const std::string s = slurp(path(name));
+    return Bytes(s.begin(), s.end());
+  }
+};
+
+std::ostream& operator<<(std::ostream& o, const Result& r) {
+  return o << "status " << r.status << "\nstdout: " << r.out << "\nstderr: " << r.err;
+}
+
+TEST_F(CliJpeg, RotatedPhotoComesOutUprightWithItsMetadata) {
+  Image img = test::pattern(64, 32, 3);
+  img.exif = {'E', 'x', 'i', 'f', 0, 0, 'I', 'I', 42, 0, 8, 0, 0, 0, 1, 0,
+              0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0};  // IFD0: Orientation 6
+  img.icc.assign(700, 9);
+  std::memcpy(&img.icc[16], "RGB ", 4);
+  write("phone.jpg", jpeg::encode(img));
+  const Result r2 = run("equalize " + q(path("phone.jpg")) + " -o " + q(path("out.jpg")) +
+                        " --backend cpu --json");
+  ASSERT_EQ(r2.status, 0) << r2;
+  EXPECT_NE(r2.out.find("\"width\":32,\"height\":64"), std::string::npos) << r2;
+  EXPECT_NE(r2.out.find("\"decoder\":\"libjpeg-turbo\""), std::string::npos) << r2;
+  EXPECT_NE(r2.out.find("\"encoder\":\"libjpeg-turbo\""), std::string::npos) << r2;
+  const Bytes o = read("out.jpg");
+  const jpeg::Info info = jpeg::read_info(o.data(), o.size(), "out.jpg");
+  EXPECT_EQ(info.width, 32);
+  EXPECT_EQ(info.height, 64);
+  EXPECT_EQ(info.orientation, 1);
+  EXPECT_EQ(info.subsampling, "4:2:0");
+  const Image back = jpeg::decode(o.data(), o.size(), "out.jpg");
+  EXPECT_TRUE(back.icc == img.icc);
+  EXPECT_FALSE(back.exif.empty());
+}
+
+TEST_F(CliJpeg, GrayJpegStaysOneChannelAndSubsamplingOption) {
+  write("g.jpg", jpeg::encode(test::pattern(40, 30, 1)));
+  Result r = run("equalize " + q(path("g.jpg")) + " -o " + q(path("g-eq.jpg")) + " --backend cpu --json");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_NE(r.out.find("\"channels\":1,\"output_channels\":1"), std::string::npos) << r;
+  Bytes o = read("g-eq.jpg");
+  EXPECT_EQ(jpeg::read_info(o.data(), o.size(), "g").components, 1);
+  // Text report names the decoder for JPEG inputs.
+  r = run("equalize " + q(path("g.jpg")) + " -o " + q(path("g2.png")) + " --backend cpu");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_NE(r.out.find("decoder libjpeg-turbo"), std::string::npos) << r;
+
+  write("c.jpg", jpeg::encode(test::pattern(48, 32, 3)));
+  r = run("equalize " + q(path("c.jpg")) + " -o " + q(path("c444.jpg")) + " --backend cpu --subsampling 444");
+  ASSERT_EQ(r.status, 0) << r;
+  o = read("c444.jpg");
+  EXPECT_EQ(jpeg::read_info(o.data(), o.size(), "c").subsampling, "4:4:4");
+  r = run("equalize " + q(path("c.jpg")) + " -o " + q(path("x.jpg")) + " --backend cpu --subsampling 411");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("444, 422, 420"), std::string::npos) << r;
+  r = run("equalize " + q(path("c.jpg")) + " -o " + q(path("x.jpg")) + " --decoder fast");
+  EXPECT_EQ(r.status, 2) << r;
+  // --decoder gpu on the CPU backend: a usage error without nvJPEG, a runtime error with it.
+  r = run("equalize " + q(path("c.jpg")) + " -o " + q(path("x.jpg")) + " --backend cpu --decoder gpu");
+  EXPECT_EQ(r.status, gpu::nvjpeg_built() ? 1 : 2) << r;
+  EXPECT_NE(r.err.find("--decoder gpu"), std::string::npos) << r;
+}
+
+TEST_F(CliJpeg, GrayJpegEqualizedOnTheCpuEqualsEqualizingLibjpegsDecode) {
+  const Bytes j = test::make_jpeg(test::pattern(97, 61, 1));
+  write("in.jpg", j);
+  const Result r = run("equalize " + q(path("in.jpg")) + " -o " + q(path("eq.png")) + " --backend cpu");
+  ASSERT_EQ(r.status, 0) << r;
+  EqualizeOptions opt;
+  opt.backend = Backend::cpu;
+  const Image want = equalize(jpeg::decode(j.data(), j.size(), "in.jpg"), opt);
+  const Image got = load_image(path("eq.png"));
+  EXPECT_EQ(got.channels, 1);
+  EXPECT_TRUE(got.pixels == want.pixels);
+}
+
+TEST_F(CliJpeg, HubbleEqualsOpenCvsGoldenByteForByte) {
+  // tests/data/golden-opencv-5.0/README.md: cv2.imread + equalizeHist of Y (luma mode).
+  const Result r = run("equalize " + q(test::source_path("samples/hubble_deep_field.jpg")) + " -o " +
+                       q(path("h.png")) + " --backend cpu");
+  ASSERT_EQ(r.status, 0) << r;
+  const Image got = load_image(path("h.png"));
+  const Image want = load_image(test::source_path("tests/data/golden-opencv-5.0/hubble_deep_field.png"));
+  ASSERT_EQ(got.width, want.width);
+  ASSERT_EQ(got.channels, want.channels);
+  int worst = 0;
+  for (std::size_t i = 0; i < got.pixels.size(); ++i)
+    worst = std::max(worst, std::abs(int(got.pixels[i]) - int(want.pixels[i])));
+  EXPECT_EQ(worst, 0);  // measured: 0 (stb_image's decoder: 20)
+}
+
+TEST_F(CliJpeg, PngIccProfileIsKept) {
+  Image img = test::pattern(20, 20, 3);
+  img.icc.assign(900, 3);
+  std::memcpy(&img.icc[16], "RGB ", 4);
+  write("in.png", encode_image(img, ".png"));
+  const Result r = run("equalize " + q(path("in.png")) + " -o " + q(path("out.png")) + " --backend cpu");
+  ASSERT_EQ(r.status, 0) << r;
+  const Bytes o = read("out.png");
+  EXPECT_TRUE(png::read_iccp(o.data(), o.size()) == img.icc);
+  // --mode gray: an RGB profile does not describe a gray image: dropped.
+  const Result g = run("equalize " + q(path("in.png")) + " -o " + q(path("gray.png")) + " --backend cpu --mode gray");
+  ASSERT_EQ(g.status, 0) << g;
+  const Bytes og = read("gray.png");
+  EXPECT_TRUE(png::read_iccp(og.data(), og.size()).empty());
+}
+
+TEST_F(CliJpeg, VersionListsTheCodecs) {
+  const Result r = run("--version");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_NE(r.out.find("libjpeg-turbo"), std::string::npos) << r;
+  EXPECT_EQ(r.out.find("nvJPEG") != std::string::npos, gpu::nvjpeg_built()) << r;
+}
+
+}  // namespace
+}  // namespace histeq

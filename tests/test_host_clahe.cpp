@@ -1,0 +1,439 @@
+// test_host_clahe.cpp — CPU CLAHE (clahe.hpp) against OpenCV 4.6's goldens and against a
+// straightforward reference written here (padded copy, per-tile loops, no shortcuts); 16-bit
+// image I/O round trips (image16.hpp).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "histeq/clahe.hpp"
+#include "histeq/clahe_formula.hpp"
+#include "histeq/error.hpp"
+#include "histeq/image16.hpp"
+#include "histeq/image_io.hpp"
+#include "test_support.hpp"
+
+namespace histeq {
+namespace {
+
+/// The reference: OpenCV 4.6's CLAHE as plainly as it can be written. Pads by materializing the
+/// reflect-101 copy, histograms each tile of the copy, clips with OpenCV's loops, and
+/// interpolates with the float expressions of CLAHE_Interpolation_Body.
+template <class T>
+std::vector<T> reference_clahe(const std::vector<T>& src, int w, int h, double clip_limit, int tx_n,
+                               int ty_n) {
+  const int bins = sizeof(T) == 1 ? 256 : 65536;
+  auto refl = [](int p, int len) {
+    if (len == 1) return 0;
+    while (p < 0 || p >= len) p = p < 0 ? -p : 2 * len - 2 - p;
+    return p;
+  };
+  int pw = w, ph = h;
+  if (w % tx_n != 0 || h % ty_n != 0) {
+    pw = w + tx_n - w % tx_n;
+    ph = h + ty_n - h % ty_n;
+  }
+  std::vector<T> ext(std::size_t(pw) * ph);
+  for (int y = 0; y < ph; ++y)
+    for (int x = 0; x < pw; ++x) ext[std::size_t(y) * pw + x] = src[std::size_t(refl(y, h)) * w + refl(x, w)];
+  const int tw = pw / tx_n, th = ph / ty_n, area = tw * th;
+  const float scale = float(bins - 1) / float(area);
+  int clip = 0;
+  if (clip_limit > 0) clip = std::max(1, int(clip_limit * area / bins));
+  std::vector<int> luts(std::size_t(tx_n) * ty_n * bins);
+  std::vector<int> hist(bins);
+  for (int ty = 0; ty < ty_n; ++ty) {
+    for (int tx = 0; tx < tx_n; ++tx) {
+      std::fill(hist.begin(), hist.end(), 0);
+      for (int y = ty * th; y < (ty + 1) * th; ++y)
+        for (int x = tx * tw; x < (tx + 1) * tw; ++x) hist[ext[std::size_t(y) * pw + x]]++;
+      if (clip > 0) {
+        int clipped = 0;
+        for (int& c : hist)
+          if (c > clip) {
+            clipped += c - clip;
+            c = clip;
+          }
+        const int batch = clipped / bins;
+        int residual = clipped % bins;
+        for (int& c : hist) c += batch;
+        const int step = residual ? std::max(bins / residual, 1) : 1;
+        for (int i = 0; i < bins && residual > 0; i += step, --residual) hist[i]++;
+      }
+      int sum = 0;
+      int* lut = &luts[(std::size_t(ty) * tx_n + tx) * bins];
+      for (int i = 0; i < bins; ++i) {
+        sum += hist[i];
+        lut[i] = std::clamp(int(std::nearbyint(float(sum) * scale)), 0, bins - 1);
+      }
+    }
+  }
+  std::vector<T> out(src.size());
+  const float inv_tw = 1.0f / float(tw), inv_th = 1.0f / float(th);
+  for (int y = 0; y < h; ++y) {
+    const float tyf = float(y) * inv_th - 0.5f;
+    int ty1 = int(std::floor(tyf));
+    int ty2 = ty1 + 1;
+    const float ya = tyf - float(ty1), ya1 = 1.0f - ya;
+    ty1 = std::max(ty1, 0);
+    ty2 = std::min(ty2, ty_n - 1);
+    for (int x = 0; x < w; ++x) {
+      const float txf = float(x) * inv_tw - 0.5f;
+      int tx1 = int(std::floor(txf));
+      int tx2 = tx1 + 1;
+      const float xa = txf - float(tx1), xa1 = 1.0f - xa;
+      tx1 = std::max(tx1, 0);
+      tx2 = std::min(tx2, tx_n - 1);
+      const int v = src[std::size_t(y) * w + x];
+      auto L = [&](int ty, int tx) { return float(luts[(std::size_t(ty) * tx_n + tx) * bins + v]); };
+      volatile float a = L(ty1, tx1) * xa1;  // volatile: one rounding per operation, as OpenCV's
+      volatile float b = L(ty1, tx2) * xa;   // baseline x86-64 build does it
+      volatile float top = a + b;
+      volatile float c = L(ty2, tx1) * xa1;
+      volatile float d = L(ty2, tx2) * xa;
+      volatile float bot = c + d;
+      volatile float r1 = top * ya1;
+      volatile float r2 = bot * ya;
+      const float res = r1 + r2;
+      out[std::size_t(y) * w + x] = T(std::clamp(int(std::nearbyint(res)), 0, bins - 1));
+    }
+  }
+  return out;
+}
+
+template <class T>
+std::vector<T> random_plane(std::mt19937& rng, int w, int h, int lo, int hi) {
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<T> v(std::size_t(w) * h);
+  for (auto& x : v) x = T(d(rng));
+  return v;
+}
+
+/// A smooth ramp plus noise: realistic histograms with clipped peaks.
+template <class T>
+std::vector<T> natural_plane(std::mt19937& rng, int w, int h, int maxval) {
+  std::normal_distribution<double> noise(0, maxval / 40.0);
+  std::vector<T> v(std::size_t(w) * h);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const double base = maxval * (0.3 + 0.4 * std::sin(x * 0.05) * std::cos(y * 0.03));
+      v[std::size_t(y) * w + x] = T(std::clamp<double>(std::round(base + noise(rng)), 0, maxval));
+    }
+  return v;
+}
+
+template <class T>
+std::vector<T> run_cpu(const std::vector<T>& src, int w, int h, double clip, int tx, int ty, int threads = 0) {
+  ClaheOptions o;
+  o.clip_limit = clip;
+  o.tiles_x = tx;
+  o.tiles_y = ty;
+  std::vector<T> out(src.size());
+  if constexpr (sizeof(T) == 1) cpu::clahe_plane(src.data(), w, h, o, out.data(), threads);
+  else cpu::clahe_plane16(src.data(), w, h, o, out.data(), threads);
+  return out;
+}
+
+struct Case {
+  int w, h, tx, ty;
+  double clip;
+};
+
+// Sizes smaller than the grid, 1x1, single rows/columns, sizes that only one side divides,
+// primes, grids up to 64x64, clip 0 / tiny / large.
+const Case kCases[] = {
+    {1, 1, 8, 8, 2.0},     {1, 1, 1, 1, 0.0},     {1, 1, 64, 64, 40.0}, {2, 3, 8, 8, 2.0},
+    {7, 5, 8, 8, 2.0},     {1, 37, 8, 8, 2.0},    {41, 1, 8, 8, 3.0},   {64, 64, 8, 8, 2.0},
+    {64, 63, 8, 8, 2.0},   {63, 64, 8, 8, 2.0},   {65, 65, 8, 8, 0.0},  {100, 37, 3, 7, 1.0},
+    {257, 129, 16, 4, 4.0}, {128, 128, 64, 64, 2.0}, {130, 70, 64, 64, 2.0}, {61, 59, 64, 64, 0.0},
+    {300, 200, 1, 1, 2.0}, {301, 203, 2, 9, 0.01}, {96, 96, 8, 8, 1000.0}, {40, 30, 40, 30, 2.0},
+    {3, 200, 5, 5, 2.5},   {511, 17, 8, 2, 2.0},
+};
+
+TEST(ClaheCpu, EqualsReferenceOnAdversarialSizesAndGrids8) {
+  std::mt19937 rng(1234);
+  for (const Case& c : kCases) {
+    for (int kind = 0; kind < 3; ++kind) {
+      std::vector<std::uint8_t> src = kind == 0   ? random_plane<std::uint8_t>(rng, c.w, c.h, 0, 255)
+                                      : kind == 1 ? natural_plane<std::uint8_t>(rng, c.w, c.h, 255)
+                                                  : random_plane<std::uint8_t>(rng, c.w, c.h, 90, 97);
+      const auto want = reference_clahe(src, c.w, c.h, c.clip, c.tx, c.ty);
+      const auto got = run_cpu(src, c.w, c.h, c.clip, c.tx, c.ty);
+      ASSERT_EQ(got, want) << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " clip " << c.clip
+                           << " kind " << kind;
+    }
+  }
+}
+
+TEST(ClaheCpu, EqualsReferenceOnAdversarialSizesAndGrids16) {
+  std::mt19937 rng(99);
+  for (const Case& c : kCases) {
+    if (std::size_t(c.tx) * c.ty > 256) continue;  // the reference's 65536-bin LUTs: keep memory small
+    for (int kind = 0; kind < 3; ++kind) {
+      std::vector<std::uint16_t> src = kind == 0   ? random_plane<std::uint16_t>(rng, c.w, c.h, 0, 65535)
+                                       : kind == 1 ? natural_plane<std::uint16_t>(rng, c.w, c.h, 4095)
+                                                   : random_plane<std::uint16_t>(rng, c.w, c.h, 1000, 1200);
+      const auto want = reference_clahe(src, c.w, c.h, c.clip, c.tx, c.ty);
+      const auto got = run_cpu(src, c.w, c.h, c.clip, c.tx, c.ty);
+      ASSERT_EQ(got, want) << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " clip " << c.clip
+                           << " kind " << kind;
+    }
+  }
+}
+
+// The GPU's closed form of the residual redistribution (bin i gets one iff i % step == 0 and
+// i / step < residual) against OpenCV's loop, for every residual of both bin counts.
+TEST(ClaheFormula, ResidualClosedFormEqualsOpenCvLoop) {
+  for (int bins : {256, 65536}) {
+    std::vector<int> loop(static_cast<std::size_t>(bins));
+    for (int residual = 0; residual < bins; residual += (bins == 256 ? 1 : 97)) {
+      std::fill(loop.begin(), loop.end(), 0);
+      const int step = clahe_formula::residual_step(bins, residual);
+      int r = residual;
+      for (int i = 0; i < bins && r > 0; i += step, --r) loop[std::size_t(i)]++;
+      for (int i = 0; i < bins; ++i) {
+        ASSERT_EQ(clahe_formula::gets_residual(i, residual, step) ? 1 : 0, loop[std::size_t(i)])
+            << "bins " << bins << " residual " << residual << " bin " << i;
+      }
+    }
+  }
+}
+
+TEST(ClaheCpu, ConstantImagesMatchReference) {
+  for (int v : {0, 1, 128, 255}) {
+    for (const Case& c : {Case{17, 9, 8, 8, 2.0}, Case{64, 64, 8, 8, 0.0}, Case{5, 5, 64, 64, 40.0}}) {
+      std::vector<std::uint8_t> src(std::size_t(c.w) * c.h, std::uint8_t(v));
+      EXPECT_EQ(run_cpu(src, c.w, c.h, c.clip, c.tx, c.ty), reference_clahe(src, c.w, c.h, c.clip, c.tx, c.ty))
+          << "value " << v;
+    }
+  }
+  std::vector<std::uint16_t> s16(33 * 20, 40000);
+  EXPECT_EQ(run_cpu(s16, 33, 20, 2.0, 8, 8), reference_clahe(s16, 33, 20, 2.0, 8, 8));
+}
+
+TEST(ClaheCpu, ThreadCountDoesNotChangeTheResult) {
+  std::mt19937 rng(5);
+  const auto src = natural_plane<std::uint8_t>(rng, 333, 222, 255);
+  const auto one = run_cpu(src, 333, 222, 2.0, 8, 8, 1);
+  for (int t : {2, 3, 7}) EXPECT_EQ(run_cpu(src, 333, 222, 2.0, 8, 8, t), one) << t << " threads";
+}
+
+TEST(ClaheCpu, RejectsBadOptions) {
+  std::vector<std::uint8_t> p(16), o(16);
+  ClaheOptions bad;
+  bad.tiles_x = 0;
+  EXPECT_THROW(cpu::clahe_plane(p.data(), 4, 4, bad, o.data()), UsageError);
+  bad = {};
+  bad.tiles_y = kMaxClaheTiles + 1;
+  EXPECT_THROW(cpu::clahe_plane(p.data(), 4, 4, bad, o.data()), UsageError);
+  bad = {};
+  bad.clip_limit = std::nan("");
+  EXPECT_THROW(cpu::clahe_plane(p.data(), 4, 4, bad, o.data()), UsageError);
+  EXPECT_THROW(cpu::clahe_plane(p.data(), 0, 4, ClaheOptions{}, o.data()), UsageError);
+  std::vector<std::uint16_t> p16(16), o16(16);
+  ClaheOptions huge;
+  huge.tiles_x = huge.tiles_y = 65;  // 4225 tiles x 65536 bins > kMaxClaheLutEntries
+  EXPECT_THROW(cpu::clahe_plane16(p16.data(), 4, 4, huge, o16.data()), UsageError);
+  huge.tiles_x = huge.tiles_y = 64;
+  EXPECT_NO_THROW(cpu::clahe_plane16(p16.data(), 4, 4, huge, o16.data()));
+  huge.tiles_x = huge.tiles_y = kMaxClaheTiles;
+  EXPECT_NO_THROW(validate(huge, 256));
+  Image16 colour;
+  colour.width = colour.height = 2;
+  colour.channels = 3;
+  colour.pixels.assign(12, 7);
+  ClaheOptions luma;
+  luma.mode = Mode::luma;
+  EXPECT_THROW(cpu::clahe(colour, luma), UsageError);
+}
+
+TEST(ClaheCpu, ColourModes) {
+  std::mt19937 rng(77);
+  Image img;
+  img.width = 50;
+  img.height = 31;
+  img.channels = 4;
+  img.pixels = random_plane<std::uint8_t>(rng, 50 * 4, 31, 0, 255);
+  ClaheOptions o;
+  o.mode = Mode::rgb;
+  const Image rgb = cpu::clahe(img, o);
+  ASSERT_EQ(rgb.channels, 4);
+  // rgb: each channel is the plane CLAHE of that channel; alpha unchanged.
+  for (int k = 0; k < 4; ++k) {
+    std::vector<std::uint8_t> ch(img.pixel_count());
+    for (std::size_t i = 0; i < ch.size(); ++i) ch[i] = img.pixels[i * 4 + std::size_t(k)];
+    const auto want = k == 3 ? ch : run_cpu(ch, 50, 31, o.clip_limit, 8, 8);
+    for (std::size_t i = 0; i < ch.size(); ++i) ASSERT_EQ(rgb.pixels[i * 4 + std::size_t(k)], want[i]) << k;
+  }
+  o.mode = Mode::gray;
+  const Image gray = cpu::clahe(img, o);
+  EXPECT_EQ(gray.channels, 1);
+  o.mode = Mode::luma;
+  const Image luma = cpu::clahe(img, o);
+  EXPECT_EQ(luma.channels, 4);
+  for (std::size_t i = 0; i < img.pixel_count(); ++i) ASSERT_EQ(luma.pixels[i * 4 + 3], img.pixels[i * 4 + 3]);
+}
+
+// ---- OpenCV 4.6 goldens ----
+
+struct Golden {
+  std::filesystem::path file;
+  std::string name;
+  double clip;
+  int tx, ty;
+  bool sixteen;
+};
+
+std::vector<Golden> goldens() {
+  std::vector<Golden> v;
+  const std::string shared = test::shared_dir();
+  if (shared.empty()) return v;
+  const std::filesystem::path dir = std::filesystem::path(shared) / "golden" / "opencv-4.6-clahe";
+  if (!std::filesystem::is_directory(dir)) return v;
+  const std::regex re(R"((\w+?)(16)?__clip([0-9.]+)_t(\d+)x(\d+)\.png)");
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string fn = e.path().filename().string();
+    if (!std::regex_match(fn, m, re)) continue;
+    v.push_back({e.path(), m[1], std::stod(m[3]), std::stoi(m[4]), std::stoi(m[5]), m[2].matched});
+  }
+  std::sort(v.begin(), v.end(), [](const Golden& a, const Golden& b) { return a.file < b.file; });
+  return v;
+}
+
+TEST(ClaheCpu, OpenCvGoldens) {
+  const auto gs = goldens();
+  if (gs.empty()) GTEST_SKIP() << "no ../shared/golden/opencv-4.6-clahe next to the checkout";
+  int gray = 0, colour = 0, sixteen = 0;
+  for (const Golden& g : gs) {
+    SCOPED_TRACE(g.file.filename().string());
+    ClaheOptions o;
+    o.clip_limit = g.clip;
+    o.tiles_x = g.tx;
+    o.tiles_y = g.ty;
+    if (g.sixteen) {
+      const Image16 in = load_image16((g.file.parent_path() / (g.name + "16.png")).string());
+      const Image16 want = load_image16(g.file.string());
+      const Image16 got = cpu::clahe(in, o);
+      ASSERT_EQ(got.channels, want.channels);
+      EXPECT_TRUE(got.pixels == want.pixels);
+      ++sixteen;
+      continue;
+    }
+    const std::string natural = test::shared_dir() + "/natural/" + g.name + ".png";
+    const Image in = load_image(natural);
+    const Image want = load_image(g.file.string());
+    const Image got = cpu::clahe(in, o);
+    ASSERT_EQ(got.width, want.width);
+    ASSERT_EQ(got.channels, want.channels);
+    if (in.channels == 1) {
+      EXPECT_TRUE(got.pixels == want.pixels);
+      ++gray;
+    } else {
+      int worst = 0;
+      for (std::size_t i = 0; i < got.pixels.size(); ++i)
+        worst = std::max(worst, std::abs(int(got.pixels[i]) - int(want.pixels[i])));
+      EXPECT_LE(worst, 1);
+      ++colour;
+    }
+  }
+  EXPECT_GT(gray, 0);
+  EXPECT_GT(colour, 0);
+  EXPECT_GT(sixteen, 0);
+}
+
+// ---- 16-bit I/O ----
+
+class Image16Io : public test::TempDirTest {
+ protected:
+  Image16Io() : TempDirTest("histeq-image16") {}
+};
+
+Image16 random_image16(int w, int h, int c, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  Image16 img;
+  img.width = w;
+  img.height = h;
+  img.channels = c;
+  img.pixels = random_plane<std::uint16_t>(rng, w * c, h, 0, 65535);
+  return img;
+}
+
+TEST_F(Image16Io, PngRoundTripEveryChannelCount) {
+  for (int c = 1; c <= 4; ++c) {
+    const Image16 img = random_image16(37, 23, c, std::uint32_t(c));
+    const std::string p = path("img" + std::to_string(c) + ".png");
+    save_image16(img, p);
+    EXPECT_TRUE(is_16bit_image(p));
+    const Image16 back = load_image16(p);
+    EXPECT_EQ(back.width, 37);
+    EXPECT_EQ(back.height, 23);
+    EXPECT_EQ(back.channels, c);
+    EXPECT_TRUE(back.pixels == img.pixels) << c << " channels";
+  }
+}
+
+TEST_F(Image16Io, PnmRoundTripAndMaxvalScaling) {
+  const Image16 g = random_image16(19, 11, 1, 3), rgb = random_image16(5, 4, 3, 4);
+  save_image16(g, path("g.pgm"));
+  save_image16(rgb, path("c.ppm"));
+  EXPECT_TRUE(load_image16(path("g.pgm")).pixels == g.pixels);
+  EXPECT_TRUE(load_image16(path("c.ppm")).pixels == rgb.pixels);
+  EXPECT_TRUE(is_16bit_image(path("g.pgm")));
+  // maxval 1000, big-endian: v → round(v · 65535 / 1000).
+  const std::string head = "P5\n# c\n3 1\n1000\n";
+  std::vector<std::uint8_t> bytes(head.begin(), head.end());
+  for (int v : {0, 500, 1000}) {
+    bytes.push_back(std::uint8_t(v >> 8));
+    bytes.push_back(std::uint8_t(v & 255));
+  }
+  const Image16 s = decode_image16(bytes.data(), bytes.size(), "mem");
+  ASSERT_EQ(s.pixels.size(), 3u);
+  EXPECT_EQ(s.pixels[0], 0);
+  EXPECT_EQ(s.pixels[1], 32768);  // 32767.5 rounds up
+  EXPECT_EQ(s.pixels[2], 65535);
+  // maxval 255 (one byte per sample): v · 257.
+  const std::string h8 = "P5 2 1 255 ";
+  std::vector<std::uint8_t> b8(h8.begin(), h8.end());
+  b8.push_back(3);
+  b8.push_back(255);
+  const Image16 s8 = decode_image16(b8.data(), b8.size(), "mem8");
+  EXPECT_EQ(s8.pixels, (std::vector<std::uint16_t>{3 * 257, 65535}));
+  EXPECT_THROW(save_image16(g, path("g.ppm")), UsageError);
+  EXPECT_THROW(save_image16(g, path("g.jpg")), UsageError);
+}
+
+TEST_F(Image16Io, EightBitPngWidensAndNarrowsBack) {
+  Image img;
+  img.width = 16;
+  img.height = 16;
+  img.channels = 1;
+  for (int i = 0; i < 256; ++i) img.pixels.push_back(std::uint8_t(i));
+  save_image(img, path("g8.png"));
+  EXPECT_FALSE(is_16bit_image(path("g8.png")));
+  const Image16 w = load_image16(path("g8.png"));
+  for (int i = 0; i < 256; ++i) ASSERT_EQ(w.pixels[std::size_t(i)], i * 257);
+  EXPECT_TRUE(narrow_to_8(w).pixels == img.pixels);
+  EXPECT_TRUE(widen_to_16(img).pixels == w.pixels);
+}
+
+TEST_F(Image16Io, BadFilesAreErrors) {
+  EXPECT_THROW(load_image16(path("missing.png")), Error);
+  const Image16 img = random_image16(8, 8, 1, 9);
+  auto png = encode_image16(img, ".png");
+  png.resize(png.size() / 2);
+  EXPECT_THROW(decode_image16(png.data(), png.size(), "half.png"), Error);
+  const std::string junk = "not an image";
+  EXPECT_THROW(decode_image16(reinterpret_cast<const std::uint8_t*>(junk.data()), junk.size(), "j"), Error);
+  const std::string trunc = "P5 4 4 65535\n";
+  EXPECT_THROW(decode_image16(reinterpret_cast<const std::uint8_t*>(trunc.data()), trunc.size(), "t"), Error);
+}
+
+}  // namespace
+}  // namespace histeq
