@@ -11,6 +11,9 @@
 
 #include "histeq/error.hpp"
 #include "histeq/pipeline.hpp"
+#if __has_include("histeq/nvjpeg_codec.hpp")
+#include "histeq/nvjpeg_codec.hpp"
+#endif
 #include "registry.hpp"
 #if __has_include("details.hpp")
 #include "details.hpp"
@@ -126,6 +129,29 @@ std::size_t parse_size(std::string_view text) {
 namespace lesson {
 int main(const std::vector<std::string>&, std::ostream&, std::ostream&) { return 2; }
 }  // namespace lesson
+#endif
+
+#if __has_include("histeq/nvjpeg_codec.hpp")
+// The GPU equalizer and nvJPEG codec that cli.cpp's JPEG -> JPEG device path uses: never
+// constructed here (there is no device), so the commands fail with an Error as equalize does.
+namespace gpu {
+struct Equalizer::Impl {};
+Equalizer::Equalizer() { throw Error("fuzz build: no GPU equalizer"); }
+Equalizer::~Equalizer() = default;
+StreamHandle Equalizer::stream() const { return StreamHandle{}; }
+struct JpegCodec::Impl {};
+JpegCodec::JpegCodec(StreamHandle, JpegCodecOptions) { throw Error("fuzz build: no nvJPEG"); }
+JpegCodec::~JpegCodec() = default;
+Image JpegCodec::decode_to_host(const JpegInput&, std::string*) { throw Error("fuzz build: no nvJPEG"); }
+std::vector<std::uint8_t> JpegCodec::encode(const Image&, const jpeg::EncodeOptions&) {
+  throw Error("fuzz build: no nvJPEG");
+}
+JpegOnDevice equalize_jpeg_on_device(Equalizer&, JpegCodec&, const JpegInput&, const EqualizeOptions&,
+                                     const jpeg::EncodeOptions&, EqualizeReport*) {
+  throw Error("fuzz build: no nvJPEG");
+}
+bool nvjpeg_built() { return false; }
+}  // namespace gpu
 #endif
 
 }  // namespace histeq
