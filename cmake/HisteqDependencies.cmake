@@ -81,3 +81,9 @@ if(HISTEQ_WITH_NVJPEG)
                    "or install NVIDIA's libnvjpeg-dev)")
   endif()
 endif()
+
+# The batch CLI's JSON Lines (cli.cpp).
+find_path(NLOHMANN_JSON_INCLUDE_DIR nlohmann/json.hpp)
+if(NOT NLOHMANN_JSON_INCLUDE_DIR)
+  message(FATAL_ERROR "nlohmann/json.hpp not found: apt-get install nlohmann-json3-dev")
+endif()

@@ -36,6 +36,19 @@ std::vector<std::uint8_t> read_image_file(const std::string& path);
 Image decode_image(const std::uint8_t* data, std::size_t size, const std::string& name,
                    std::uint64_t max_pixels = kDefaultMaxPixels);
 
+/// Default zlib level of PNG output (0..9): libdeflate level 1 with the Paeth filter on every row,
+/// measured to write photographs a little smaller than OpenCV 5 at its default (5.27 MB against
+/// 5.82 MB for a 2560x1600 photo; docs/benchmarks.md, end to end).
+inline constexpr int kDefaultPngLevel = 1;
+
+/// How images are encoded. quality: JPEG 1..100. png_level: 0 (stored) .. 9 (smallest), the
+/// deflate level of libdeflate (https://github.com/ebiggers/libdeflate).
+struct EncodeOptions {
+  int quality = 95;
+  int png_level = kDefaultPngLevel;
+  jpeg::Subsampling subsampling = jpeg::Subsampling::s420;  ///< JPEG chroma (gray: 4:0:0)
+};
+
 /// Output formats by extension: .png .jpg/.jpeg .bmp .tga (case-insensitive).
 /// Throws UsageError for any other extension, naming the valid ones.
 void check_output_path(const std::string& path);
@@ -51,13 +64,29 @@ void check_output_path(const std::string& path);
 void save_image(const Image& img, const std::string& path, int quality = 95,
                 jpeg::Subsampling subsampling = jpeg::Subsampling::s420);
 
-/// Writes already-encoded bytes to `path` as save_image does (temporary file in the same folder,
-/// fsync, rename over `path`; nothing left behind on failure). Throws Error as save_image.
+/// Writes already-encoded bytes to `path` as save_image does: write_file_atomic below.
 void write_image_file(const std::vector<std::uint8_t>& bytes, const std::string& path);
 
+void save_image(const Image& img, const std::string& path, const EncodeOptions& opt);
+
 /// Encodes to memory (format by extension as save_image); used by save_image and the fuzzer.
+/// PNG: stb_image_write's writer with a fixed Paeth filter and libdeflate's zlib at
+/// opt.png_level. Throws UsageError for an unknown extension or an option out of range.
 std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext, int quality = 95,
                                        jpeg::Subsampling subsampling = jpeg::Subsampling::s420);
+std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext,
+                                       const EncodeOptions& opt);
+
+/// Writes `size` bytes to `path` as save_image does: through a temporary file in the target's
+/// folder renamed over it when complete. Overwriting keeps the target's permission bits; a
+/// target without write permission is refused (as cp does, also for root: no write bit at all);
+/// a symlink target writes the file it points to and stays a link. Throws Error naming the file.
+void write_file_atomic(const std::string& path, const std::uint8_t* data, std::size_t size);
+
+/// Width, height and channels from an image's header (stbi_info), without decoding; false when
+/// the bytes are not a recognized image. For sizing buffers only: decode_image does the checks.
+bool image_info(const std::uint8_t* data, std::size_t size, int* width, int* height,
+                int* channels);
 
 /// Makes every catchable fatal signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXFSZ, SIGXCPU,
 /// SIGPIPE, SIGALRM, SIGUSR1/2, SIGVTALRM, SIGPROF, SIGPOLL, SIGSTKFLT, SIGPWR; and SIGSEGV,

@@ -24,6 +24,9 @@
 #if __has_include("histeq/lesson.hpp")
 #include "histeq/lesson.hpp"
 #endif
+#if __has_include("histeq/executor.hpp")
+#include "histeq/executor.hpp"
+#endif
 
 namespace histeq {
 namespace kernels {
@@ -88,6 +91,19 @@ Image equalize(const Image&, const EqualizeOptions&, EqualizeReport*) {
 std::vector<Histogram> image_histograms(const Image&, const EqualizeOptions&, EqualizeReport*) {
   throw Error("fuzz build: image_histograms is not run");
 }
+
+#if __has_include("histeq/executor.hpp")
+// The batch executor: constructed (options validated by cli.cpp before), never run.
+struct Executor::Impl {};
+Executor::Executor(ExecutorOptions) : impl_(std::make_unique<Impl>()) {}
+Executor::~Executor() = default;
+int Executor::jobs() const { return 1; }
+std::string Executor::cpu_fallback_reason() { return "fuzz build: no device"; }
+BatchSummary Executor::run(const std::vector<WorkItem>&,
+                           const std::function<void(const ItemReport&)>&) {
+  throw Error("fuzz build: the executor is not run");
+}
+#endif
 
 #if __has_include("histeq/bench.hpp")
 namespace bench {

@@ -1,0 +1,368 @@
+// test_cli_batch.cpp — the batch command line end to end (spawns the built binary): folders,
+// recursion, several inputs, standard input/output, name collisions, a corrupt file among good
+// ones, progress only on a terminal, JSON Lines, overwrite semantics, and that every batch output
+// is byte for byte what the single-file command writes. CPU backend throughout (runs in CI).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "histeq/image_io.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::vector<std::uint8_t> read_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const fs::path& p, const std::vector<std::uint8_t>& b) {
+  std::ofstream f(p, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) v.push_back(l);
+  return v;
+}
+
+std::string sample(const std::string& name) {
+  return histeq::test::source_path("samples/" + name);
+}
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+std::ostream& operator<<(std::ostream& os, const Result& r) {
+  return os << "exit " << r.status << "\n--- stdout ---\n"
+            << r.out.substr(0, 3000) << "\n--- stderr ---\n"
+            << r.err;
+}
+
+class Batch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::path(::testing::TempDir()) / "histeq-batch-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    fs::create_directories(dir_ / "io");
+    fs::create_directories(dir_ / "in" / "sub");
+    // Three inputs of different kinds: gray PNG, colour PNG, JPEG; one in a subfolder.
+    fs::copy_file(sample("moon.png"), dir_ / "in" / "moon.png");
+    fs::copy_file(sample("chelsea.png"), dir_ / "in" / "chelsea.png");
+    fs::copy_file(sample("coins.png"), dir_ / "in" / "sub" / "coins.png");
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  Result run(const std::string& args, const std::string& stdin_file = "") {
+    const fs::path o = dir_ / "io" / "stdout", e = dir_ / "io" / "stderr";
+    std::string cmd = quote(HISTEQ_CLI) + " " + args + " >" + quote(o.string()) + " 2>" +
+                      quote(e.string());
+    if (!stdin_file.empty()) cmd += " <" + quote(stdin_file);
+    const int raw = std::system(cmd.c_str());
+    Result r;
+    r.status = (raw != -1 && WIFEXITED(raw)) ? WEXITSTATUS(raw) : -1;
+    const auto ob = read_bytes(o), eb = read_bytes(e);
+    r.out.assign(ob.begin(), ob.end());
+    r.err.assign(eb.begin(), eb.end());
+    return r;
+  }
+
+  fs::path p(const std::string& rel) const { return dir_ / rel; }
+  std::string q(const std::string& rel) const { return quote((dir_ / rel).string()); }
+
+  // What the single-file command writes for `input` (extra options appended).
+  std::vector<std::uint8_t> single(const std::string& input, const std::string& ext,
+                                   const std::string& extra = "") {
+    const fs::path o = dir_ / "io" / ("single" + ext);
+    const Result r = run("equalize " + quote(input) + " -o " + quote(o.string()) +
+                         " --backend cpu " + extra);
+    EXPECT_EQ(r.status, 0) << r;
+    auto b = read_bytes(o);
+    fs::remove(o);
+    return b;
+  }
+
+  // Every file under a folder, relative, sorted; temporaries included.
+  std::vector<std::string> files_under(const std::string& rel) const {
+    std::vector<std::string> v;
+    for (const auto& e : fs::recursive_directory_iterator(dir_ / rel))
+      if (!e.is_directory()) v.push_back(e.path().lexically_relative(dir_ / rel).string());
+    std::sort(v.begin(), v.end());
+    return v;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Batch, FolderToFolderMatchesTheSingleFilePathByteForByte) {
+  const Result r = run("equalize " + q("in") + " -o " + q("out/new") + " --backend cpu --jobs 2");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(files_under("out/new"), (std::vector<std::string>{"chelsea.png", "moon.png"}))
+      << "without -r the subfolder is not entered";
+  for (const char* n : {"moon.png", "chelsea.png"})
+    EXPECT_EQ(read_bytes(p("out/new") / n), single(p("in").string() + "/" + n, ".png")) << n;
+  EXPECT_NE(r.err.find("2 files"), std::string::npos) << "summary line\n" << r;
+  EXPECT_NE(r.err.find("0 failures"), std::string::npos) << r;
+}
+
+TEST_F(Batch, RecursiveKeepsRelativePathsAndFormatChangesTheExtension) {
+  const Result r =
+      run("equalize " + q("in") + " -r -o " + q("out") + " --backend cpu --format jpg --quality 90");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(files_under("out"),
+            (std::vector<std::string>{"chelsea.jpg", "moon.jpg", "sub/coins.jpg"}));
+  EXPECT_EQ(read_bytes(p("out/sub/coins.jpg")),
+            single(p("in/sub/coins.png").string(), ".jpg", "--quality 90"));
+}
+
+TEST_F(Batch, SeveralFileInputsGoToTheFolder) {
+  const Result r = run("equalize " + q("in/moon.png") + " " + q("in/sub/coins.png") + " -o " +
+                       q("several") + " --backend cpu --png-level 6");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(files_under("several"), (std::vector<std::string>{"coins.png", "moon.png"}));
+  EXPECT_EQ(read_bytes(p("several/coins.png")),
+            single(p("in/sub/coins.png").string(), ".png", "--png-level 6"));
+}
+
+TEST_F(Batch, PngLevelChangesTheSizeNotThePixels) {
+  ASSERT_EQ(run("equalize " + q("in/chelsea.png") + " -o " + q("l0.png") + " --backend cpu --png-level 0").status, 0);
+  ASSERT_EQ(run("equalize " + q("in/chelsea.png") + " -o " + q("l9.png") + " --backend cpu --png-level 9").status, 0);
+  EXPECT_GT(fs::file_size(p("l0.png")), fs::file_size(p("l9.png")));
+  const histeq::Image a = histeq::load_image(p("l0.png").string());
+  const histeq::Image b = histeq::load_image(p("l9.png").string());
+  EXPECT_EQ(a.pixels, b.pixels);
+  EXPECT_EQ(run("equalize " + q("in/chelsea.png") + " -o " + q("x.png") + " --png-level 10").status, 2);
+}
+
+TEST_F(Batch, StandardInputAndOutput) {
+  Result r = run("equalize - -o - --backend cpu --format png", p("in/moon.png").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::vector<std::uint8_t> got(r.out.begin(), r.out.end());
+  EXPECT_EQ(got, single(p("in/moon.png").string(), ".png"));
+
+  r = run("equalize - -o " + q("from-stdin.bmp") + " --backend cpu", p("in/moon.png").string());
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(read_bytes(p("from-stdin.bmp")), single(p("in/moon.png").string(), ".bmp"));
+
+  r = run("equalize " + q("in/moon.png") + " -o - --backend cpu");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("--format"), std::string::npos) << r;
+
+  r = run("histogram - --backend cpu --csv", p("in/moon.png").string());
+  ASSERT_EQ(r.status, 0) << r;
+  const Result f = run("histogram " + q("in/moon.png") + " --backend cpu --csv");
+  EXPECT_EQ(r.out, f.out);
+}
+
+TEST_F(Batch, CollisionsAreUsageErrorsBeforeAnyWork) {
+  fs::create_directories(p("other"));
+  fs::copy_file(sample("camera.png"), p("other/moon.png"));
+  Result r = run("equalize " + q("in/moon.png") + " " + q("other/moon.png") + " -o " + q("out") +
+                 " --backend cpu");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("moon.png"), std::string::npos) << r;
+  EXPECT_FALSE(fs::exists(p("out"))) << "nothing done before the check";
+
+  // Same stem, different formats, one --format: also a collision.
+  fs::copy_file(p("in/moon.png"), p("other/coins.bmp"));
+  fs::copy_file(p("in/moon.png"), p("other/coins.png"));
+  r = run("equalize " + q("other/coins.bmp") + " " + q("other/coins.png") + " -o " + q("out") +
+          " --backend cpu --format tga");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_FALSE(fs::exists(p("out")));
+}
+
+TEST_F(Batch, InputFormatWeCannotWriteAsksForFormat) {
+  // A binary PGM (P5): read, but not written by histeq.
+  std::vector<std::uint8_t> pgm = {'P', '5', '\n', '4', ' ', '2', '\n', '2', '5', '5', '\n'};
+  for (int i = 0; i < 8; ++i) pgm.push_back(std::uint8_t(i * 30));
+  write_bytes(p("in/g.pgm"), pgm);
+  Result r = run("equalize " + q("in") + " -o " + q("out") + " --backend cpu");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("--format"), std::string::npos) << r;
+  EXPECT_FALSE(fs::exists(p("out")));
+  r = run("equalize " + q("in") + " -o " + q("out") + " --backend cpu --format png");
+  EXPECT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(fs::exists(p("out/g.png")));
+}
+
+TEST_F(Batch, CorruptFileInTheMiddleFailsAloneAndLeavesNothing) {
+  fs::create_directories(p("mix"));
+  fs::copy_file(sample("moon.png"), p("mix/a.png"));
+  auto b = read_bytes(sample("camera.png"));
+  b.resize(b.size() / 2);  // truncated
+  write_bytes(p("mix/b.png"), b);
+  fs::copy_file(sample("coins.png"), p("mix/c.png"));
+  const Result r = run("equalize " + q("mix") + " -o " + q("res") + " --backend cpu --jobs 2");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_EQ(files_under("res"), (std::vector<std::string>{"a.png", "c.png"}))
+      << "the others written, nothing (not even a temporary) for the corrupt one";
+  EXPECT_NE(r.err.find("b.png"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("1 failure"), std::string::npos) << r;
+  EXPECT_EQ(read_bytes(p("mix/b.png")), b) << "input unchanged";
+}
+
+TEST_F(Batch, NoProgressBarWhenStderrIsNotATerminalAndQuietSilences) {
+  Result r = run("equalize " + q("in") + " -r -o " + q("out") + " --backend cpu");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << r;
+  EXPECT_EQ(r.err.find("ETA"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("MP/s"), std::string::npos) << "the summary line is there\n" << r;
+  r = run("equalize " + q("in") + " -r -o " + q("out") + " --backend cpu --quiet");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(r.err.empty()) << r;
+}
+
+TEST_F(Batch, JsonLinesParseWithASummaryAndNonUtf8Names) {
+  const std::string bad = std::string("bad\xff\xfe") + ".png";
+  fs::copy_file(sample("page.png"), p("in") / bad);
+  const Result r = run("equalize " + q("in") + " -r -o " + q("out") + " --backend cpu --json");
+  ASSERT_EQ(r.status, 0) << r;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 5u) << r;  // 4 files + summary
+  bool saw_bad = false;
+  for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
+    const nlohmann::json j = nlohmann::json::parse(lines[i]);  // throws on invalid JSON / UTF-8
+    EXPECT_TRUE(j.at("ok").get<bool>());
+    EXPECT_GT(j.at("width").get<int>(), 0);
+    EXPECT_TRUE(j.at("times_ms").contains("encode"));
+    if (j.contains("input_bytes_hex")) {
+      saw_bad = true;
+      EXPECT_NE(j.at("input_bytes_hex").get<std::string>().find("fffe"), std::string::npos);
+      EXPECT_TRUE(j.contains("output_bytes_hex"));
+    }
+  }
+  EXPECT_TRUE(saw_bad) << "the non-UTF-8 name has its bytes in hex\n" << r;
+  const nlohmann::json s = nlohmann::json::parse(lines.back());
+  EXPECT_EQ(s.at("summary").at("files").get<int>(), 4);
+  EXPECT_EQ(s.at("summary").at("failures").get<int>(), 0);
+  EXPECT_TRUE(fs::exists(p("out") / bad));
+}
+
+TEST_F(Batch, HistogramBatchJsonSumsToPixels) {
+  const Result r = run("histogram " + q("in") + " -r --backend cpu --json --mode rgb");
+  ASSERT_EQ(r.status, 0) << r;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 4u) << r;
+  for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
+    const nlohmann::json j = nlohmann::json::parse(lines[i]);
+    const std::uint64_t px = j.at("width").get<std::uint64_t>() * j.at("height").get<std::uint64_t>();
+    const auto hs = j.at("histograms").get<std::vector<std::vector<std::uint64_t>>>();
+    ASSERT_EQ(hs.size(), std::size_t(j.at("channels").get<int>() >= 3 ? 3 : 1)) << lines[i];
+    for (const auto& h : hs) {
+      std::uint64_t s = 0;
+      for (auto c : h) s += c;
+      EXPECT_EQ(s, px);
+    }
+  }
+  const Result csv = run("histogram " + q("in") + " -r --backend cpu --csv");
+  ASSERT_EQ(csv.status, 0) << csv;
+  EXPECT_EQ(lines_of(csv.out).size(), 3u * 257u) << "a header and 256 rows per file";
+}
+
+TEST_F(Batch, OverwriteKeepsPermissionsRefusesReadOnlyFollowsSymlinks) {
+  const std::string in = p("in/moon.png").string();
+  const auto expected = single(in, ".png");
+  // Permissions kept.
+  write_bytes(p("kept.png"), {1, 2, 3});
+  fs::permissions(p("kept.png"), fs::perms(0640), fs::perm_options::replace);
+  Result r = run("equalize " + quote(in) + " -o " + q("kept.png") + " --backend cpu");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(fs::status(p("kept.png")).permissions() & fs::perms::all, fs::perms(0640));
+  EXPECT_EQ(read_bytes(p("kept.png")), expected);
+  // Read-only refused, untouched, no temporary left.
+  fs::create_directories(p("ro"));
+  write_bytes(p("ro/ro.png"), {9, 9});
+  fs::permissions(p("ro/ro.png"), fs::perms(0444), fs::perm_options::replace);
+  r = run("equalize " + quote(in) + " -o " + q("ro/ro.png") + " --backend cpu");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("read-only"), std::string::npos) << r;
+  EXPECT_EQ(read_bytes(p("ro/ro.png")), (std::vector<std::uint8_t>{9, 9}));
+  EXPECT_EQ(files_under("ro"), (std::vector<std::string>{"ro.png"}));
+  // Symlink: the target is written, the link stays a link.
+  fs::create_directories(p("t"));
+  write_bytes(p("t/target.png"), {7});
+  fs::create_symlink("t/target.png", p("link.png"));
+  r = run("equalize " + quote(in) + " -o " + q("link.png") + " --backend cpu");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(p("link.png"))));
+  EXPECT_EQ(read_bytes(p("t/target.png")), expected);
+  // The same in a batch: an existing read-only output fails alone (exit 1).
+  fs::create_directories(p("bo"));
+  write_bytes(p("bo/moon.png"), {5});
+  fs::permissions(p("bo/moon.png"), fs::perms(0444), fs::perm_options::replace);
+  r = run("equalize " + q("in") + " -o " + q("bo") + " --backend cpu");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_EQ(read_bytes(p("bo/moon.png")), (std::vector<std::uint8_t>{5}));
+  EXPECT_EQ(files_under("bo"), (std::vector<std::string>{"chelsea.png", "moon.png"}));
+}
+
+TEST_F(Batch, TimingPrintsSummedStagesAndWall) {
+  const Result r = run("equalize " + q("in") + " -r -o " + q("out") + " --backend cpu --timing --max-inflight-mb 1");
+  ASSERT_EQ(r.status, 0) << r;
+  for (const char* stage : {"read", "decode", "equalize", "encode", "write", "wall"})
+    EXPECT_NE(r.out.find(stage), std::string::npos) << stage << "\n" << r;
+}
+
+TEST_F(Batch, BatchOptionsAreValidated) {
+  EXPECT_EQ(run("equalize " + q("in") + " -o " + q("o") + " --format webp").status, 2);
+  EXPECT_EQ(run("equalize " + q("in") + " -o " + q("o") + " --devices x").status, 2);
+  EXPECT_EQ(run("equalize " + q("in") + " -o " + q("o") + " --max-inflight-mb 0").status, 2);
+  EXPECT_EQ(run("equalize " + q("in") + " -o " + q("o") + " --jobs -1").status, 2);
+  EXPECT_EQ(run("equalize " + q("io") + " -o " + q("o")).status, 2) << "a folder without images";
+  EXPECT_FALSE(fs::exists(p("o")));
+}
+
+TEST_F(Batch, GpuBatchOnTwoWorkersOfOneDeviceMatchesTheCpu) {
+  HISTEQ_REQUIRE_GPU();
+  const Result r = run("equalize " + q("in") + " -r -o " + q("gpu") +
+                       " --backend cuda --devices 0,0 --jobs 4 --max-inflight-mb 1 --json");
+  ASSERT_EQ(r.status, 0) << r;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 4u) << r;
+  for (std::size_t i = 0; i + 1 < lines.size(); ++i)
+    EXPECT_EQ(nlohmann::json::parse(lines[i]).at("backend").get<std::string>(), "cuda") << lines[i];
+  for (const char* n : {"moon.png", "chelsea.png", "sub/coins.png"})
+    EXPECT_EQ(read_bytes(p("gpu") / n), single(p("in").string() + "/" + n, ".png")) << n;
+  EXPECT_EQ(run("equalize " + q("in") + " -o " + q("gpu2") + " --backend cuda --devices 999").status, 1)
+      << "a device that does not exist";
+}
+
+TEST_F(Batch, CudaBackendWithoutADeviceIsOneError) {
+  std::string why;
+  if (histeq::test::gpu_available(&why)) GTEST_SKIP() << "a CUDA device is present";
+  const Result r = run("equalize " + q("in") + " -o " + q("nogpu") + " --backend cuda");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("no usable CUDA device"), std::string::npos) << r;
+  EXPECT_TRUE(!fs::exists(p("nogpu")) || fs::is_empty(p("nogpu"))) << "no output";
+}
+
+}  // namespace

@@ -1,0 +1,254 @@
+// test_executor.cpp — histeq::Executor in-process: on the CPU backend with a tiny cap on bytes in
+// flight (every output still identical to the single-file path, reports in input order, the cap
+// respected but one item always admitted), failures isolated, a codec plugged in through the
+// hook; on the GPU (skipped without one): identical bytes to the CPU, and --devices 0,0 (two
+// workers on one GPU).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "histeq/error.hpp"
+#include "histeq/executor.hpp"
+#include "histeq/image_io.hpp"
+#include "histeq/pipeline.hpp"
+#include "png_fast.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+using namespace histeq;
+
+namespace {
+
+std::vector<std::uint8_t> read_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::path(::testing::TempDir()) / "histeq-exec-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    fs::create_directories(dir_ / "out");
+    for (const char* n : {"moon.png", "chelsea.png", "astronaut.png", "coins.png", "camera.png",
+                          "coffee.png", "text.png"})
+      names_.push_back(n);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  std::vector<WorkItem> items(const std::string& sub, const std::string& ext = ".png") {
+    fs::create_directories(dir_ / sub);
+    std::vector<WorkItem> v;
+    for (const auto& n : names_) {
+      WorkItem w;
+      w.input = test::source_path("samples/" + n);
+      w.output = (dir_ / sub / fs::path(n).replace_extension(ext)).string();
+      v.push_back(w);
+    }
+    return v;
+  }
+
+  // The single-file path: load_image → equalize (CPU) → encode_image.
+  std::vector<std::uint8_t> reference(const WorkItem& w, const EncodeOptions& enc = {}) {
+    EqualizeOptions o;
+    o.backend = Backend::cpu;
+    return encode_image(equalize(load_image(w.input), o), fs::path(w.output).extension().string(),
+                        enc);
+  }
+
+  fs::path dir_;
+  std::vector<std::string> names_;
+};
+
+TEST_F(ExecutorTest, CpuWithATinyInflightCapMatchesTheSingleFilePath) {
+  ExecutorOptions o;
+  o.equalize.backend = Backend::cpu;
+  o.jobs = 3;
+  o.max_inflight_bytes = 1;  // smaller than any item: one at a time, never deadlocked
+  Executor ex(o);
+  const auto its = items("a");
+  std::vector<std::size_t> order;
+  const BatchSummary s = ex.run(its, [&](const ItemReport& r) {
+    order.push_back(r.index);
+    EXPECT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.equalize.backend, "cpu");
+    EXPECT_TRUE(r.decoder == "libdeflate-png" || r.decoder == "stb") << r.decoder;
+  });
+  EXPECT_EQ(s.files, its.size());
+  EXPECT_EQ(s.failures, 0u);
+  ASSERT_EQ(order.size(), its.size());
+  for (std::size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], i) << "reports in input order";
+  for (const WorkItem& w : its) EXPECT_EQ(read_bytes(w.output), reference(w)) << w.input;
+
+  // Peak in flight with a cap of 1 byte is one item at a time: below the whole batch's bytes.
+  ExecutorOptions big = o;
+  big.max_inflight_bytes = std::size_t(1) << 30;
+  Executor ex2(big);
+  const BatchSummary s2 = ex2.run(items("b"));
+  EXPECT_LT(s.peak_inflight_bytes, s2.peak_inflight_bytes);
+  EXPECT_GT(s.peak_inflight_bytes, 0u);
+}
+
+TEST_F(ExecutorTest, FailuresAreIsolatedAndNameTheFile) {
+  ExecutorOptions o;
+  o.equalize.backend = Backend::cpu;
+  o.jobs = 2;
+  Executor ex(o);
+  auto its = items("c", ".jpg");
+  its[2].input = (dir_ / "missing.png").string();
+  std::vector<ItemReport> reps;
+  const BatchSummary s = ex.run(its, [&](const ItemReport& r) { reps.push_back(r); });
+  EXPECT_EQ(s.failures, 1u);
+  ASSERT_EQ(reps.size(), its.size());
+  EXPECT_FALSE(reps[2].ok);
+  EXPECT_NE(reps[2].error.find("missing.png"), std::string::npos) << reps[2].error;
+  EXPECT_FALSE(fs::exists(its[2].output));
+  for (std::size_t i = 0; i < its.size(); ++i)
+    if (i != 2) EXPECT_EQ(read_bytes(its[i].output), reference(its[i])) << its[i].input;
+}
+
+// A codec through the hook: counts its encodes and writes stb's PNG with a marker in front.
+struct MarkingCodec : Codec {
+  std::atomic<int> encodes{0};
+  std::string name() const override { return "marking"; }
+  bool encode(const Image& img, const std::string& ext, const EncodeOptions& opt,
+              std::vector<std::uint8_t>* out) override {
+    if (ext != ".png") return false;
+    ++encodes;
+    *out = {'M'};
+    const auto b = encode_image(img, ext, opt);
+    out->insert(out->end(), b.begin(), b.end());
+    return true;
+  }
+};
+
+TEST_F(ExecutorTest, CodecHookTakesTheStage) {
+  auto codec = std::make_shared<MarkingCodec>();
+  ExecutorOptions o;
+  o.equalize.backend = Backend::cpu;
+  o.codecs.push_back(codec);
+  Executor ex(o);
+  auto its = items("d");
+  its[0].format = ".bmp";  // not taken by the codec: stb writes it
+  std::vector<std::string> encoders;
+  ex.run(its, [&](const ItemReport& r) { encoders.push_back(r.encoder); });
+  EXPECT_EQ(codec->encodes.load(), int(its.size()) - 1);
+  EXPECT_EQ(encoders[0], "stb");
+  EXPECT_EQ(encoders[1], "marking");
+  EXPECT_EQ(read_bytes(its[1].output).front(), 'M');
+}
+
+TEST_F(ExecutorTest, HistogramTaskMatchesImageHistograms) {
+  ExecutorOptions o;
+  o.task = Task::histogram;
+  o.equalize.backend = Backend::cpu;
+  o.equalize.mode = Mode::rgb;
+  Executor ex(o);
+  std::vector<WorkItem> its;
+  for (const auto& n : names_) its.push_back({test::source_path("samples/" + n), "", ""});
+  ex.run(its, [&](const ItemReport& r) {
+    ASSERT_TRUE(r.ok) << r.error;
+    EqualizeOptions eo;
+    eo.backend = Backend::cpu;
+    eo.mode = Mode::rgb;
+    EXPECT_EQ(r.equalize.histograms, image_histograms(load_image(r.input), eo)) << r.input;
+  });
+}
+
+// The fast PNG decoder either declines a file or gives exactly stb_image's pixels: every PNG of
+// the samples, the goldens and the fuzz corpora (damaged files included), whole and truncated,
+// and with one byte flipped in the image data.
+TEST(FastPng, DeclinesOrMatchesStbOnEveryPngWeHave) {
+  const auto dec = make_fast_png_decoder();
+  std::vector<fs::path> files;
+  for (const char* dir : {"samples", "tests/data", "tests/fuzz"}) {
+    const fs::path root = test::source_path(dir);
+    if (!fs::exists(root)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(root)) {
+      if (!e.is_regular_file()) continue;
+      const auto b = read_bytes(e.path());
+      if (b.size() >= 8 && b[0] == 0x89 && b[1] == 'P') files.push_back(e.path());
+    }
+  }
+  ASSERT_GT(files.size(), 10u);
+  int taken = 0;
+  for (const fs::path& f : files) {
+    const auto whole = read_bytes(f);
+    std::vector<std::vector<std::uint8_t>> variants = {whole};
+    variants.emplace_back(whole.begin(), whole.begin() + std::ptrdiff_t(whole.size() * 2 / 3));
+    auto flipped = whole;
+    flipped[flipped.size() / 2] ^= 0x10;
+    variants.push_back(flipped);
+    for (const auto& v : variants) {
+      Image fast;
+      if (!dec->decode(v.data(), v.size(), f.string(), kDefaultMaxPixels, &fast)) continue;
+      ++taken;
+      Image ref;
+      ASSERT_NO_THROW(ref = decode_image(v.data(), v.size(), f.string())) << f;
+      EXPECT_EQ(fast.width, ref.width) << f;
+      EXPECT_EQ(fast.height, ref.height) << f;
+      EXPECT_EQ(fast.channels, ref.channels) << f;
+      EXPECT_TRUE(fast.pixels == ref.pixels) << f;
+    }
+    // Over the pixel limit: declined (stb reports it with the limit in the message).
+    Image img;
+    EXPECT_FALSE(dec->decode(whole.data(), whole.size(), f.string(), 0, &img)) << f;
+  }
+  EXPECT_GT(taken, 5) << "the common PNGs are taken";
+}
+
+// ---- GPU (skipped without a usable device) ----
+
+TEST_F(ExecutorTest, GpuOutputsIdenticalToCpuAndTwoWorkersOnOneDevice) {
+  HISTEQ_REQUIRE_GPU();
+  for (const std::vector<int>& devs : {std::vector<int>{}, std::vector<int>{0, 0}}) {
+    ExecutorOptions o;
+    o.equalize.backend = Backend::cuda;
+    o.devices = devs;
+    o.jobs = 4;
+    o.max_inflight_bytes = std::size_t(4) << 20;
+    Executor ex(o);
+    const std::string sub = devs.empty() ? "g1" : "g00";
+    const auto its = items(sub);
+    const BatchSummary s = ex.run(its, [&](const ItemReport& r) {
+      EXPECT_TRUE(r.ok) << r.error;
+      EXPECT_EQ(r.equalize.backend, "cuda") << r.input;
+    });
+    EXPECT_EQ(s.failures, 0u);
+    for (const WorkItem& w : its) EXPECT_EQ(read_bytes(w.output), reference(w)) << w.input;
+  }
+}
+
+TEST_F(ExecutorTest, GpuAutoBackendGivesTheSameBytesWhicheverBackendRanEachItem) {
+  HISTEQ_REQUIRE_GPU();
+  ExecutorOptions o;  // backend auto: early items may run on the CPU while CUDA starts
+  o.jobs = 2;
+  Executor ex(o);
+  const auto its = items("auto");
+  ex.run(its);
+  EXPECT_EQ(ex.cpu_fallback_reason(), "");
+  for (const WorkItem& w : its) EXPECT_EQ(read_bytes(w.output), reference(w)) << w.input;
+}
+
+TEST_F(ExecutorTest, CudaBackendWithoutADeviceFailsTheRun) {
+  std::string why;
+  if (cuda_available(&why)) GTEST_SKIP() << "a CUDA device is present; this checks the no-GPU path";
+  ExecutorOptions o;
+  o.equalize.backend = Backend::cuda;
+  Executor ex(o);
+  EXPECT_THROW(ex.run(items("nogpu")), Error);
+}
+
+}  // namespace
