@@ -794,6 +794,12 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
     if (decoder != "stb_image") rout << " (decoder " << decoder << ", encoder " << encoder << ")";
     rout << '\n';
   }
+  // The output is committed by now: a report that cannot be written (a full or closed stdout)
+  // is an error that says so, rather than one that reads as if nothing had been written.
+  out.flush();
+  if (!out)
+    throw Error("the image " + output + " was written, but the report could not be written to "
+                "standard output (full or closed)");
   return 0;
 }
 
