@@ -228,7 +228,7 @@ void add_batch_options(Command& c, bool equalize) {
         cxxopts::value<int>()->default_value("0"), "N");
   c.add("max-inflight-mb", "cap on the megabytes of images in flight in a batch (default: max(256, 128 x jobs), at most a quarter of the memory)",
         cxxopts::value<std::size_t>(), "MB");
-  c.add("devices", "CUDA device ordinals for a batch, one worker each (e.g. 0,1 or 0,0); default: all",
+  c.add("devices", "CUDA device ordinals for a batch, one worker each (e.g. 0,1 or 0,0); default: all (two workers each when nvJPEG takes the JPEGs)",
         cxxopts::value<std::string>(), "LIST");
   c.add_flag("quiet", "no notes, no progress bar, no summary line on stderr (errors still)");
   if (equalize) {

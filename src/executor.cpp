@@ -190,8 +190,11 @@ struct Executor::Impl {
       int count = 0;
       HISTEQ_CUDA_CHECK(cudaGetDeviceCount(&count));
       std::vector<int> ords = opt.devices;
-      if (ords.empty())
-        for (int d = 0; d < count; ++d) ords.push_back(d);
+      if (ords.empty()) {
+        const int per = opt.workers_per_device > 0 ? opt.workers_per_device : gpu_jpeg_wanted() ? 2 : 1;
+        for (int d = 0; d < count; ++d)
+          for (int k = 0; k < per; ++k) ords.push_back(d);
+      }
       for (int d : ords) {
         if (d < 0 || d >= count)
           throw Error("--devices: no CUDA device " + std::to_string(d) + " (" +
@@ -703,6 +706,7 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
       throw UsageError("--decoder gpu needs the CUDA backend (not --backend cpu)");
   }
   if (m.opt.jpeg_batch < 1) throw UsageError("the JPEG batch must be at least 1");
+  if (m.opt.workers_per_device < 0) throw UsageError("workers per device must be at least 0");
   if (m.opt.equalize.backend != Backend::cpu) {
     m.dev_state = Impl::DevState::initializing;
     m.init_thread = std::thread([&m] { m.init_devices(); });

@@ -85,8 +85,12 @@ struct ExecutorOptions {
   /// 0: default_max_inflight_bytes(jobs).
   std::size_t max_inflight_bytes = 0;
   /// CUDA device ordinals, one device worker each (repeats allowed: {0, 0} is two workers on
-  /// GPU 0). Empty: every visible device once. Ignored by the CPU backend.
+  /// GPU 0). Empty: every visible device, workers_per_device times. Ignored by the CPU backend.
   std::vector<int> devices;
+  /// Device workers per visible device when `devices` is empty. 0: 2 when JPEG items may take
+  /// the nvJPEG route (each worker decodes on its own thread: nvJPEG's hybrid decoder, which
+  /// takes progressive files, runs its Huffman stage on the calling thread), else 1.
+  int workers_per_device = 0;
   /// Tried in order before the built-in codecs (see Codec).
   std::vector<std::shared_ptr<Codec>> codecs;
   /// Built in after `codecs`: PNG decoding by libdeflate for 8-bit gray/GA/RGB/RGBA PNGs without
