@@ -240,6 +240,9 @@ struct Executor::Impl {
             free_workers.pop_back();
             return w;
           }
+          // auto: every device worker is busy: equalize on this CPU thread rather than wait
+          // (the same bytes; the CPU worker never idles behind the device).
+          if (opt.equalize.backend != Backend::cuda) return nullptr;
           break;
       }
       dev_cv.wait(lock);
@@ -755,8 +758,29 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
     cv_done.notify_all();
   };
 
-  std::thread reader([&] {
+  // The reading order: within windows of max_items / 2 consecutive items, the largest files
+  // first (a big image started last would finish alone after the others: longest job first).
+  // Reports stay in input order; a window no larger than half the report window cannot
+  // deadlock (at most the previous window's and this window's items wait for their report).
+  std::vector<std::size_t> order(items.size());
+  {
+    const std::size_t win = std::max<std::size_t>(1, max_items / 2);
+    std::vector<std::uintmax_t> size(items.size(), 0);
     for (std::size_t i = 0; i < items.size(); ++i) {
+      order[i] = i;
+      std::error_code ec;
+      const std::uintmax_t n = std::filesystem::file_size(items[i].input, ec);
+      size[i] = ec ? 0 : n;
+    }
+    for (std::size_t b = 0; b < order.size(); b += win) {
+      const auto e = order.begin() + std::ptrdiff_t(std::min(order.size(), b + win));
+      std::stable_sort(order.begin() + std::ptrdiff_t(b), e,
+                       [&](std::size_t x, std::size_t y) { return size[x] > size[y]; });
+    }
+  }
+
+  std::thread reader([&] {
+    for (std::size_t i : order) {
       auto it = std::make_unique<Loaded>();
       it->index = i;
       it->rep.index = i;

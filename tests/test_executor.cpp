@@ -322,3 +322,28 @@ TEST_F(ExecutorTest, DefaultBudgetKeepsEveryWorkerBusyOnBigImages) {
   EXPECT_EQ(probe1->peak, 1);
   EXPECT_EQ(s1.peak_busy_workers, 1);  // each item alone costs more than the cap
 }
+
+TEST_F(ExecutorTest, ManyItemsOfMixedSizesReportInInputOrder) {
+  // More items than the report window (64), of different sizes: the reader takes the largest
+  // first within windows; every report must still come in input order, and nothing deadlocks.
+  std::vector<WorkItem> its;
+  for (int k = 0; k < 15; ++k)
+    for (const auto& n : names_) {
+      WorkItem w;
+      w.input = test::source_path("samples/" + n);
+      w.output = (dir_ / "out" / (std::to_string(k) + "-" + fs::path(n).stem().string() + ".bmp")).string();
+      its.push_back(w);
+    }
+  ExecutorOptions o;
+  o.equalize.backend = Backend::cpu;
+  o.jobs = 2;
+  Executor ex(o);
+  std::size_t next = 0;
+  const BatchSummary s = ex.run(its, [&](const ItemReport& r) {
+    EXPECT_EQ(r.index, next) << r.input;
+    ++next;
+    EXPECT_TRUE(r.ok) << r.error;
+  });
+  EXPECT_EQ(next, its.size());
+  EXPECT_EQ(s.failures, 0u);
+}
