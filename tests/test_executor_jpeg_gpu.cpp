@@ -184,4 +184,53 @@ TEST_F(ExecutorJpeg, GpuRouteToPngEqualsDecodeEqualizeEncode) {
   }
 }
 
+TEST_F(ExecutorJpeg, GpuMixedFolderAndAutoRouteGiveTheBytesOfTheRouteThatRan) {
+  HISTEQ_REQUIRE_GPU();
+  if (!gpu::nvjpeg_built()) GTEST_SKIP() << "built without nvJPEG";
+  // PNG items borrow the device workers while their JPEG threads run batches: nothing may wait
+  // forever, and every item must come out.
+  for (const char* n : {"moon.png", "chelsea.png", "astronaut.png", "coffee.png"})
+    inputs_.push_back(test::source_path(std::string("samples/") + n));
+  for (JpegRoute route : {JpegRoute::gpu, JpegRoute::automatic}) {
+    ExecutorOptions o;
+    o.equalize.backend = route == JpegRoute::gpu ? Backend::cuda : Backend::automatic;
+    o.jpeg = route;
+    o.jobs = 6;
+    o.jpeg_batch = 3;
+    Executor ex(o);
+    const auto its = items(route == JpegRoute::gpu ? "mixed-gpu" : "mixed-auto", ".jpg");
+    std::vector<ItemReport> reps;
+    const BatchSummary s = ex.run(its, [&](const ItemReport& r) { reps.push_back(r); });
+    ASSERT_EQ(reps.size(), its.size());
+    gpu::Equalizer eq;
+    gpu::JpegCodec codec(eq.stream());
+    EqualizeOptions gpu_opt;
+    gpu_opt.backend = Backend::cuda;
+    EqualizeOptions cpu_opt;
+    cpu_opt.backend = Backend::cpu;
+    for (std::size_t i = 0; i < its.size(); ++i) {
+      const ItemReport& r = reps[i];
+      if (!r.ok) {  // only what the single-file paths refuse too (the CMYK test file)
+        EXPECT_NE(r.error.find(fs::path(its[i].input).filename().string()), std::string::npos) << r.error;
+        continue;
+      }
+      const auto in = read_bytes(its[i].input);
+      std::vector<std::uint8_t> want;
+      if (r.encoder == "nvjpeg") {  // the device route: as the single-file GPU path
+        want = gpu::equalize_jpeg_on_device(eq, codec, {in.data(), in.size(), its[i].input}, gpu_opt,
+                                            {95, jpeg::Subsampling::s420}).bytes;
+      } else {  // a CPU decode: the same pixels whichever backend equalized them
+        EXPECT_TRUE(r.decoder == "libjpeg-turbo" || r.decoder == "libdeflate-png" || r.decoder == "stb")
+            << r.decoder;
+        want = encode_image(equalize(load_image(its[i].input), cpu_opt), ".jpg", EncodeOptions{});
+      }
+      EXPECT_EQ(read_bytes(its[i].output), want) << its[i].input << " decoder " << r.decoder
+                                                 << " encoder " << r.encoder;
+      if (fs::path(its[i].input).extension() == ".png")
+        EXPECT_NE(r.encoder, "nvjpeg") << "a PNG input never takes the JPEG route";
+    }
+    EXPECT_LE(s.failures, 1u);
+  }
+}
+
 }  // namespace
