@@ -111,6 +111,7 @@ struct JpegJob {
   std::vector<std::uint8_t> encoded;   ///< the output file's bytes (jpeg_out)
   Image host;                          ///< the equalized pixels (!jpeg_out)
   std::string error;
+  bool device_failed = false;          ///< the error is the device's or nvJPEG's, not the file's
   std::promise<void> done;
 };
 
@@ -175,6 +176,7 @@ struct Executor::Impl {
   bool jstop = false;
   double nvjpeg_init_ms = 0;  // under jmu
   int nvjpeg_ready = 0;       // device workers whose codec is up (under jmu)
+  bool nvjpeg_broken = false; // a batch failed for the device's or nvJPEG's sake (under jmu)
 
   /// Whether JPEG items may take the nvJPEG route at all.
   bool gpu_jpeg_wanted() const {
@@ -279,7 +281,7 @@ struct Executor::Impl {
     std::lock_guard<std::mutex> jl(jmu);
     const std::size_t batch = std::size_t(std::max(1, opt.jpeg_batch));
     const std::size_t limit = nvjpeg_ready == 0 ? batch : 2 * batch * std::max<std::size_t>(threads, 1);
-    return jqueue.size() < limit;
+    return !nvjpeg_broken && jqueue.size() < limit;
   }
   /// Hands a job to the JPEG threads and waits for it.
   void run_jpeg_job(JpegJob& job) {
@@ -311,8 +313,12 @@ struct Executor::Impl {
         jpeg_batch_on(w, batch);
       } catch (const std::exception& e) {  // the device is in trouble: fail what is not done
         for (JpegJob* j : batch)
-          if (j->error.empty() && j->encoded.empty() && j->host.pixels.empty())
+          if (j->error.empty() && j->encoded.empty() && j->host.pixels.empty()) {
             j->error = j->it->rep.input + ": " + e.what();
+            j->device_failed = true;
+          }
+        std::lock_guard<std::mutex> lock(jmu);
+        nvjpeg_broken = true;  // --decoder auto sends the next JPEGs to the CPU workers
       }
       release_device(&w);
       for (JpegJob* j : batch) j->done.set_value();
@@ -595,10 +601,9 @@ struct Executor::Impl {
   void process(Loaded& it) {
     ItemReport& rep = it.rep;
     try {
-      if (jpeg::is_jpeg(it.bytes.data(), it.bytes.size()) && route_jpeg_to_device()) {
-        process_jpeg_on_device(it);
+      if (jpeg::is_jpeg(it.bytes.data(), it.bytes.size()) && route_jpeg_to_device() &&
+          process_jpeg_on_device(it))
         return;
-      }
       Image img;
       decode(it, img);
       rep.width = img.width;
@@ -652,8 +657,9 @@ struct Executor::Impl {
   }
 
   /// A JPEG item through the device workers' JPEG threads, then (non-JPEG output) the CPU
-  /// encode, then the write.
-  void process_jpeg_on_device(Loaded& it) {
+  /// encode, then the write. False (nothing done) when the device or nvJPEG failed and the
+  /// item may take the CPU route (--decoder auto, backend auto); errors of the file throw.
+  bool process_jpeg_on_device(Loaded& it) {
     ItemReport& rep = it.rep;
     const std::string fmt = format_for(it);
     std::string low = fmt;
@@ -662,6 +668,13 @@ struct Executor::Impl {
     job.it = &it;
     job.jpeg_out = low == ".jpg" || low == ".jpeg";
     run_jpeg_job(job);
+    if (job.device_failed && opt.jpeg == JpegRoute::automatic && opt.equalize.backend == Backend::automatic) {
+      rep.decoder.clear();
+      rep.encoder.clear();
+      rep.equalize = EqualizeReport{};
+      rep.times = ItemTimes{rep.times.read_ms};
+      return false;
+    }
     std::vector<std::uint8_t>().swap(it.bytes);
     if (!job.error.empty()) throw Error(job.error);
     rep.equalize.times.decode_ms = rep.times.decode_ms;
@@ -678,6 +691,7 @@ struct Executor::Impl {
     write_file_atomic(rep.output, job.encoded.data(), job.encoded.size());
     rep.times.write_ms = ms_since(t0);
     rep.ok = true;
+    return true;
   }
 
   std::vector<WorkItem> const* items = nullptr;
