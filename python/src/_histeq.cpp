@@ -35,6 +35,8 @@
 namespace nb = nanobind;
 using namespace nb::literals;
 
+void bind_files(nb::module_& m);  // files.cpp: run_files (the many-files executor)
+
 namespace {
 
 constexpr int kBins = 256;
@@ -406,7 +408,9 @@ NB_MODULE(_histeq, m) {
         "device"_a, "stream"_a, "input"_a, "pixels"_a, "channels"_a, "mode"_a.none(), "bins"_a,
         "kernel"_a, "output"_a);
 
-  // ---- files (the single-file API; the many-files executor of issue 11 replaces this) ----
+  bind_files(m);
+
+  // ---- one file (the single-file API) ----
   m.def("equalize_file",
         [](std::string input, std::string output, std::optional<std::string> mode,
            std::string formula, std::string kernel, std::string backend, int quality,
