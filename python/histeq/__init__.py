@@ -28,6 +28,7 @@ CUDA failures and unreadable or unwritable files.
 from __future__ import annotations
 
 import os
+import sys as _sys
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 try:  # installed package (pip install .): histeq/_histeq*.so
@@ -67,6 +68,9 @@ def _check_choice(name: str, value: Any, choices: Sequence[str], allow_none: boo
 
 
 def _check_options(mode: Optional[str], formula: str, kernel: str, backend: str) -> None:
+    if mode is None and formula == "opencv" and kernel == "auto" and backend == "auto" and \
+            type(formula) is str and type(kernel) is str and type(backend) is str:
+        return  # the defaults (the hot path)
     _check_choice("mode", mode, MODES, allow_none=True)
     _check_choice("formula", formula, FORMULAS)
     _check_choice("backend", backend, BACKENDS)
@@ -147,8 +151,29 @@ class _Dev:
             return cupy.empty(shape, dtype=_np.uint8 if dtype == "uint8" else _np.uint64)
 
 
+_torch_types: set = set()
+_torch_raw_stream = None
+
+
 def _is_torch(x) -> bool:
-    return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
+    t = type(x)
+    if t in _torch_types:
+        return True
+    if t.__module__.startswith("torch") and hasattr(x, "data_ptr"):
+        _torch_types.add(t)
+        return True
+    return False
+
+
+def _torch_stream(torch, dev: int) -> int:
+    """The handle of torch's current stream on `dev`, without building a torch.cuda.Stream
+    object (~3 us): torch._C._cuda_getCurrentRawStream where this torch has it (looked up once)."""
+    global _torch_raw_stream
+    if _torch_raw_stream is None:
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _torch_raw_stream = raw if raw is not None else \
+            (lambda d: torch.cuda.current_stream(d).cuda_stream)
+    return _torch_raw_stream(dev)
 
 
 def _is_cupy(x) -> bool:
@@ -176,21 +201,18 @@ def _check_c_contiguous(shape, strides, argname):
 def _as_device(x, argname: str) -> Optional[_Dev]:
     """The CUDA view of x, or None when x is a host array."""
     if _is_torch(x):
-        if x.device.type == "cpu":
-            return None
-        if x.device.type != "cuda":
+        if not x.is_cuda:
+            if x.device.type == "cpu":
+                return None
             raise ValueError(f"{argname}: a tensor on {x.device} cannot be reached; expected a "
                              f"CPU or CUDA tensor")
-        import torch
+        torch = _sys.modules["torch"]
         if x.dtype != torch.uint8:
             raise TypeError(f"{argname}: dtype {x.dtype}; expected torch.uint8")
         if not x.is_contiguous():
             _check_c_contiguous(tuple(x.shape), tuple(x.stride()), argname)
-        dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
-        # the current stream handle without building a torch.cuda.Stream object (~3 us)
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        stream = raw(dev) if raw is not None else torch.cuda.current_stream(dev).cuda_stream
-        return _Dev("torch", x, x.data_ptr(), tuple(x.shape), dev, stream)
+        dev = x.get_device()  # an int: no torch.device object
+        return _Dev("torch", x, x.data_ptr(), tuple(x.shape), dev, _torch_stream(torch, dev))
     if _is_cupy(x):
         if x.dtype != _np.uint8:
             raise TypeError(f"{argname}: dtype {x.dtype}; expected uint8")
@@ -296,22 +318,74 @@ def _equalize_host(a: _np.ndarray, batch, mode, formula, kernel, backend):
     return outs[0]
 
 
+#: How gray batches of one size run on the GPU (see _set_batch_path).
+_batch_path = "auto"
+_BATCH_PATHS = ("auto", "queued", "two_launch", "table")
+
+
+def _set_batch_path(path: str) -> str:
+    """Benchmark knob: how ``equalize`` runs a gray ``(N, H, W)`` CUDA batch from now on —
+    ``"auto"`` (the library's policy, kernels/batched.hpp), ``"queued"`` (one launch, a work
+    queue), ``"two_launch"`` (histogram + LUT launch, then apply launch), ``"table"`` (the list
+    path: one descriptor per image, two launches per 64 images). Every path gives the same
+    bytes. Returns the previous value."""
+    global _batch_path
+    _check_choice("path", path, _BATCH_PATHS)
+    prev, _batch_path = _batch_path, path
+    return prev
+
+
 def _equalize_device(d: _Dev, batch, mode, formula, kernel):
     n, h, w, c, is_batch = _split_shape(d.shape, batch, "image")
     oc = _out_channels(mode, c)
-    if oc == c:
-        shape = d.shape
+    if d.lib == "torch" and oc == c:
+        torch = _sys.modules["torch"]
+        out = torch.empty_like(d.obj, memory_format=torch.contiguous_format)
     else:
-        shape = (n, h, w) if is_batch else (h, w)
-    out = _result_like(d, shape)
+        out = _result_like(d, d.shape if oc == c else ((n, h, w) if is_batch else (h, w)))
     if n * h * w > 0:
         out_ptr = out.data_ptr() if d.lib == "torch" else out.data.ptr
         _histeq.equalize_device(d.device, d.stream, d.ptr, out_ptr, n, h * w, c, mode, formula,
-                                kernel)
+                                kernel, _batch_path)
     return out
 
 
+def _equalize_torch_list(images, formula):
+    """The batched list path for gray CUDA torch tensors of one device, without the general
+    path's per-image work: one loop reading pointers and sizes, ONE output allocation cut into
+    views (the results share one storage, disjoint), one compiled call. None when the list does
+    not qualify (the general path then runs and reports any error)."""
+    torch = _sys.modules["torch"]
+    first = images[0]
+    if type(first) not in _torch_types or not first.is_cuda:
+        return None
+    dev = first.get_device()
+    u8 = torch.uint8
+    ptrs, sizes = [], []
+    for t in images:
+        if type(t) not in _torch_types or not t.is_cuda or t.dtype != u8 or \
+                t.get_device() != dev or not t.is_contiguous():
+            return None
+        nd = t.dim()
+        if nd != 2 and not (nd == 3 and t.shape[2] == 1):
+            return None
+        ptrs.append(t.data_ptr())
+        sizes.append(t.numel())
+    flat = torch.empty(sum(sizes), dtype=u8, device=first.device)
+    base, outs_ptr, off = flat.data_ptr(), [], 0
+    for n in sizes:
+        outs_ptr.append(base + off)
+        off += n
+    _histeq.equalize_device_list(dev, _torch_stream(torch, dev), ptrs, outs_ptr, sizes, formula)
+    return [o.view(t.shape) for o, t in zip(flat.split(sizes), images)]
+
+
 def _equalize_list(images, mode, formula, kernel, backend):
+    if images and kernel == "auto" and backend != "cpu" and _is_torch(images[0]) and \
+            cuda_available():
+        outs = _equalize_torch_list(images, formula)
+        if outs is not None:
+            return outs
     devs = [_as_device_checked(x, f"image[{i}]") for i, x in enumerate(images)]
     if all(d is None for d in devs):
         return [equalize(x, mode=mode, formula=formula, kernel=kernel, backend=backend,
@@ -348,7 +422,9 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
             ``"gray"`` (one output channel: the equalized luma). Ignored for gray images.
         formula: ``"opencv"`` (default, cv::equalizeHist's float32 rounding) or ``"exact"``.
         kernel: histogram kernel by name (:func:`kernels`), or ``"auto"``. With ``"auto"`` gray
-            batches and lists on the GPU run the batched path (all images in two launches).
+            batches and lists on the GPU run the batched path: an ``(N, H, W)`` batch in one
+            launch (large batches) or two (docs/batched.md), a list in two per 64 images (a
+            list's results are views of one allocation).
         backend: ``"auto"``, ``"cuda"`` or ``"cpu"`` (host arrays; CUDA arrays always run on
             their device).
         batch: whether a 3-D array is a batch ``(N, H, W)``; ``None`` guesses (see module doc).
