@@ -12,8 +12,9 @@ CUDA_VISIBLE_DEVICES) where dask-cuda is installed and a GPU is usable, else das
 LocalCluster (--workers processes, one thread each: histeq's CPU backend already spreads one
 image over every core, so more threads per worker do not help).
 
-Prints one line per file and a summary; exit status 1 when a chunk failed (the other chunks'
-outputs are written). The function `equalize_on_cluster` is what the test calls.
+Prints one line per file and a summary; exit status 1 when a file failed (every other file is
+written: equalize_files reports a failed file instead of raising). The function
+`equalize_on_cluster` is what the test calls.
 """
 from __future__ import annotations
 
@@ -57,7 +58,9 @@ def make_cluster(workers: Optional[int] = None, processes: bool = True, backend:
 def equalize_on_cluster(client, files: Sequence[str], out_dir: str, chunk: int = 64,
                         **options: Any) -> List[Dict[str, Any]]:
     """Submits one task per chunk to `client` (a dask.distributed.Client), gathers the reports
-    in input order. A failing chunk raises its exception here after the others have finished."""
+    (histeq.equalize_files' dicts; a failed file has ok=False and its error) in input order.
+    `options` go to equalize_files; with errors="raise" a chunk with a failed file raises its
+    RuntimeError here after the other chunks have finished."""
     from dask.distributed import wait
     futures = [client.submit(_equalize_chunk, c, out_dir, options, pure=False)
                for c in chunks(list(files), chunk)]
@@ -99,11 +102,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         client.close()
         if cluster is not None:
             cluster.close()
+    failed = 0
     for r in reports:
+        if not r["ok"]:
+            failed += 1
+            print(f"dask_equalize: {r['error']}", file=sys.stderr)
+            continue
         print(f"{r['output']}: {r['width']}x{r['height']}, {r['channels']} channel(s), "
               f"mode {r['mode']}, kernel {r['kernel']} on {r['device']}")
-    print(f"{len(reports)} files in {time.perf_counter() - t0:.2f} s")
-    return 0
+    print(f"{len(reports)} files in {time.perf_counter() - t0:.2f} s, {failed} failed")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -399,4 +399,24 @@ void launch_equalize_batch_uniform(const std::uint8_t* d_in, std::uint8_t* d_out
   HISTEQ_CUDA_CHECK_LAUNCH();
 }
 
+void launch_equalize_batch_uniform_pair(const std::uint8_t* d_in, std::uint8_t* d_out,
+                                        std::size_t count, std::size_t n, Formula f,
+                                        std::uint8_t* d_luts, void* d_zeroed_scratch,
+                                        std::size_t scratch_bytes, cudaStream_t stream) {
+  if (count == 0 || n == 0) return;
+  if (d_luts == nullptr) throw UsageError("equalize_batch: null pointer");
+  check_overlap(d_in, d_out, count * n, "equalize_batch");
+  const std::size_t per_image = blocks_for(n);
+  if (per_image > kMaxGrid || count > kMaxGrid / per_image) {
+    throw UsageError("equalize_batch: batch too large for one grid");
+  }
+  const Scratch s = split(d_zeroed_scratch, scratch_bytes, count);
+  const UniformMap map{d_in, d_out, n, unsigned(per_image)};
+  launch_pair(map, count * per_image, f, s.hist, s.tickets, d_luts, stream);
+}
+
+BatchPath choose_batch_path(std::size_t count, std::size_t n) {
+  return count * n >= P::kQueuedMinBytes ? BatchPath::queued : BatchPath::two_launch;
+}
+
 }  // namespace histeq::kernels

@@ -22,6 +22,18 @@ struct BatchedPolicy {
   /// Uniform batches: bytes of images between an image's histogram and its apply in the queue
   /// (they stay in the H200's 60 MB L2 between the two passes; see launch_equalize_batch_uniform).
   static constexpr std::size_t kLagBytes = std::size_t(24) << 20;
+  /// BatchPath::automatic on a uniform batch: the one-launch queue from this many bytes (count ·
+  /// n) up; below, the two launches (histogram + LUT, then apply): the whole batch then stays in
+  /// L2 between them anyway, and the two launches have no queue atomics and no spin waits.
+  /// bench/python/bench_python.py times both paths ("batch path" rows) to revisit this.
+  static constexpr std::size_t kQueuedMinBytes = std::size_t(32) << 20;
+};
+
+/// How a uniform batch (count images of n bytes back to back) runs.
+enum class BatchPath : std::uint8_t {
+  automatic,  ///< queued from BatchedPolicy::kQueuedMinBytes up, else two_launch
+  queued,     ///< one launch: the work queue with spin waits (launch_equalize_batch_uniform)
+  two_launch  ///< histogram + LUT launch, then apply launch (launch_equalize_batch_uniform_pair)
 };
 
 /// One gray image of a batch: d_in[0,n) → d_out[0,n), device memory, any alignment; d_out may
@@ -59,5 +71,16 @@ void launch_equalize_batch_uniform(const std::uint8_t* d_in, std::uint8_t* d_out
                                    std::uint8_t* d_luts, void* d_zeroed_scratch,
                                    std::size_t scratch_bytes, unsigned epoch,
                                    cudaStream_t stream);
+
+/// The same result as launch_equalize_batch_uniform in two launches over the whole batch (no
+/// queue, no flags, no epoch): launch 1 counts every 32 KiB chunk and each image's last block
+/// writes its LUT; launch 2 maps every chunk. The batch is read twice (from L2 when it fits).
+void launch_equalize_batch_uniform_pair(const std::uint8_t* d_in, std::uint8_t* d_out,
+                                        std::size_t count, std::size_t n, Formula f,
+                                        std::uint8_t* d_luts, void* d_zeroed_scratch,
+                                        std::size_t scratch_bytes, cudaStream_t stream);
+
+/// The path BatchPath::automatic takes for count images of n bytes.
+BatchPath choose_batch_path(std::size_t count, std::size_t n);
 
 }  // namespace histeq::kernels

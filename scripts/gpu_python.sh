@@ -10,7 +10,9 @@
 #                                          iniconfig, packaging) into .deps/py (carry .deps)
 #   scripts/gpu_python.sh OUTDIR [BUILD]   on the GPU machine (project root): build + pytest +
 #                                          bench; logs and bench.md in OUTDIR. BENCH=0 skips
-#                                          the benchmark; PYTEST_ARGS adds pytest arguments.
+#                                          the benchmark; PYTEST_ARGS adds pytest arguments;
+#                                          HISTEQ_COMMIT names the commit in the bench table
+#                                          (the machine's .git may be stale).
 set -uo pipefail
 deps="$PWD/.deps/py"
 if [ "${1:-}" = "--fetch" ]; then
@@ -31,7 +33,8 @@ if [ -d "$deps/nanobind/cmake" ]; then nb_dir="-Dnanobind_DIR=$deps/nanobind/cma
 cmake -B "$build" -DCMAKE_PREFIX_PATH="$PWD/.deps" -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
   -DHISTEQ_BUILD_PYTHON=ON -DPython_EXECUTABLE="$py" $nb_dir \
   >"$out/py_configure.log" 2>&1 || { tail -30 "$out/py_configure.log"; exit 1; }
-cmake --build "$build" -j"$(nproc)" --target _histeq >"$out/py_build.log" 2>&1 || {
+# histeq (the CLI) too: test_files.py compares equalize_files' outputs with the CLI batch's.
+cmake --build "$build" -j"$(nproc)" --target _histeq histeq >"$out/py_build.log" 2>&1 || {
   grep -E "error|Error" "$out/py_build.log" | head -40; exit 1; }
 # .deps/py last: the machine's own packages (torch, cupy, numpy) win over anything carried.
 export PYTHONPATH="$PWD/python:$PWD/$build/python${PYTHONPATH:+:$PYTHONPATH}:$deps"

@@ -115,10 +115,20 @@ void Equalizer::equalize_batch(const BatchImage* images, std::size_t count, Form
 }
 
 void Equalizer::equalize_batch(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t count,
-                               std::size_t n, Formula formula) {
+                               std::size_t n, Formula formula, BatchPath path) {
   if (count == 0 || n == 0) return;
   std::uint8_t* d_luts = device_lut(int(count));
   void* scratch = batch_scratch(count);
+  if (path == BatchPath::automatic) {
+    path = kernels::choose_batch_path(count, n) == kernels::BatchPath::queued
+               ? BatchPath::queued
+               : BatchPath::two_launch;
+  }
+  if (path == BatchPath::two_launch) {
+    kernels::launch_equalize_batch_uniform_pair(d_in, d_out, count, n, formula, d_luts, scratch,
+                                                impl_->batch_scratch.bytes(), impl_->s());
+    return;
+  }
   if (++impl_->batch_epoch == 0) impl_->batch_epoch = 1;
   kernels::launch_equalize_batch_uniform(d_in, d_out, count, n, formula, d_luts, scratch,
                                          impl_->batch_scratch.bytes(), impl_->batch_epoch,

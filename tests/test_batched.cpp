@@ -128,8 +128,13 @@ TEST(BatchedUniform, BackToBackImagesEqualTheirOwnEqualization) {
     auto d_in = test::upload_bytes(all);
     DeviceBuffer<std::uint8_t> d_out(all.size());
     gpu::Equalizer eq;
-    for (int rep = 0; rep < 2; ++rep) {
-      eq.equalize_batch(d_in.get(), d_out.get(), count, n, Formula::opencv);
+    using Path = gpu::Equalizer::BatchPath;
+    // Every path twice (the scratch is left reusable by each, whatever the path before it).
+    const Path paths[] = {Path::queued, Path::queued, Path::two_launch, Path::two_launch,
+                          Path::automatic, Path::queued};
+    for (int rep = 0; rep < int(std::size(paths)); ++rep) {
+      SCOPED_TRACE("path " + std::to_string(int(paths[rep])));
+      eq.equalize_batch(d_in.get(), d_out.get(), count, n, Formula::opencv, paths[rep]);
       eq.synchronize();
       const auto got = test::download(d_out.get(), all.size());
       for (std::size_t i = 0; i < count; ++i) {
@@ -157,7 +162,9 @@ TEST(BatchedUniform, OneEqualizerAcrossCountsSizesAndModesInPlace) {
     const auto [count, n] = calls[c];
     std::vector<std::uint8_t> all = samples(count * n, Distribution::blocky, 50 + c);
     auto d = test::upload_bytes(all);
-    eq.equalize_batch(d.get(), d.get(), count, n, Formula::opencv);  // in place
+    using Path = gpu::Equalizer::BatchPath;
+    const Path path = c % 2 ? Path::two_launch : Path::queued;  // the paths share the scratch
+    eq.equalize_batch(d.get(), d.get(), count, n, Formula::opencv, path);  // in place
     std::vector<std::uint8_t> one = samples(4321, Distribution::natural, c);
     auto d1 = test::upload_bytes(one);
     DeviceBuffer<std::uint8_t> o1(one.size());

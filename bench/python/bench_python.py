@@ -12,7 +12,11 @@ CuPy array, a batch (N,H,W) torch tensor and a list of N tensors; torchvision.tr
 take); kornia.enhance.equalize (float (1,1,H,W) in [0,1], converted before timing); cuCIM's
 skimage.exposure.equalize_hist; OpenCV cv2.equalizeHist on the host (perf_counter, its own
 thread count). Data: a natural-like image (smooth gradient + noise), the same for every peer.
-Prints a Markdown table with the command, commit and device; --csv writes the rows.
+Diagnostic rows beside them (histeq_variants): the host time of one histeq call (queueing only),
+the compiled call alone on a preallocated output, and each batched path of a gray batch
+("histeq batch path queued / two_launch / table"): one GPU run says which path wins.
+Prints a Markdown table with the command, commit (env HISTEQ_COMMIT when set, else git) and
+device; --csv writes the rows.
 """
 from __future__ import annotations
 
@@ -61,6 +65,46 @@ def time_cuda(torch, fn, reps: int, warmup: int) -> float:
         if i >= warmup:
             times.append(start.elapsed_time(end) * 1000.0)
     return statistics.median(times)
+
+
+def time_issue(torch, fn, reps: int, warmup: int) -> float:
+    """Median host microseconds to make the call (queue the work), the GPU synchronized between
+    calls but not timed: when this is near time_cuda's number, the call is host-bound."""
+    times = []
+    for i in range(warmup + reps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        t = (time.perf_counter() - t0) * 1e6
+        if i >= warmup:
+            times.append(t)
+    torch.cuda.synchronize()
+    return statistics.median(times)
+
+
+def histeq_variants(torch, histeq, x, batched: bool):
+    """(name, callable) rows that tell where histeq's time goes: the host cost of one call, the
+    compiled call alone on a preallocated output (no Python layer, no allocation), and for a
+    gray batch each batched path (histeq._set_batch_path)."""
+    from histeq import _histeq as core
+    out = torch.empty_like(x)
+    dev = x.get_device()
+    stream = torch.cuda.current_stream(dev).cuda_stream
+    n = x.shape[0] if batched else 1
+    pixels = x.numel() // n
+    rows = [("histeq (compiled call only, output preallocated)",
+             lambda: core.equalize_device(dev, stream, x.data_ptr(), out.data_ptr(), n, pixels, 1,
+                                          None, "opencv", "auto", "auto"))]
+    if batched:
+        for path in ("queued", "two_launch", "table"):
+            def fn(path=path):
+                prev = histeq._set_batch_path(path)
+                try:
+                    return histeq.equalize(x)
+                finally:
+                    histeq._set_batch_path(prev)
+            rows.append((f"histeq batch path {path}", fn))
+    return rows
 
 
 def time_host(fn, reps: int, warmup: int) -> float:
@@ -166,6 +210,11 @@ def main() -> int:
                 notes.append(f"{name} at {case}: {type(e).__name__}: {e}")
                 continue
             rows.append((case, name, us))
+        if "histeq (torch)" not in skip:
+            rows.append((case, "histeq (torch): host us per call (issue only)",
+                         time_issue(torch, lambda: histeq.equalize(x), args.reps, args.warmup)))
+            for vname, fn in histeq_variants(torch, histeq, x, batch_list is not None):
+                rows.append((case, vname, time_cuda(torch, fn, args.reps, args.warmup)))
         if batch_list is not None and "histeq (list of tensors)" not in skip:
             rows.append((case, "histeq (list of tensors)",
                          time_cuda(torch, lambda: histeq.equalize(batch_list), args.reps,
@@ -191,8 +240,9 @@ def main() -> int:
     same = bool((histeq.equalize(x).cpu().numpy() ==
                  histeq.equalize(x.cpu().numpy(), backend="cpu")).all())
 
+    commit = os.environ.get("HISTEQ_COMMIT", "")  # the GPU machine's .git may be stale
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+        commit = commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, cwd=os.path.dirname(os.path.abspath(__file__))
                                 ).stdout.strip() or "unknown"
     except OSError:
@@ -203,6 +253,14 @@ def main() -> int:
     print(f"timing: CUDA events around each call on the current stream, synchronized after it; "
           f"median of {args.reps} after {args.warmup} warm-ups (OpenCV: perf_counter)")
     print(f"histeq == CPU backend at 1M: {same}")
+    if args.batch:
+        ref = histeq.equalize(xb)
+        for path in ("queued", "two_launch", "table"):
+            prev = histeq._set_batch_path(path)
+            ok = bool(torch.equal(histeq.equalize(xb), ref))
+            histeq._set_batch_path(prev)
+            print(f"batch path {path} == auto on {args.batch}: {ok}")
+            same = same and ok
     cases = list(dict.fromkeys(r[0] for r in rows))
     names = list(dict.fromkeys(r[1] for r in rows))
     print()

@@ -28,8 +28,7 @@ CUDA failures and unreadable or unwritable files.
 from __future__ import annotations
 
 import os
-import concurrent.futures as _futures
-from pathlib import Path as _Path
+import sys as _sys
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 try:  # installed package (pip install .): histeq/_histeq*.so
@@ -69,6 +68,9 @@ def _check_choice(name: str, value: Any, choices: Sequence[str], allow_none: boo
 
 
 def _check_options(mode: Optional[str], formula: str, kernel: str, backend: str) -> None:
+    if mode is None and formula == "opencv" and kernel == "auto" and backend == "auto" and \
+            type(formula) is str and type(kernel) is str and type(backend) is str:
+        return  # the defaults (the hot path)
     _check_choice("mode", mode, MODES, allow_none=True)
     _check_choice("formula", formula, FORMULAS)
     _check_choice("backend", backend, BACKENDS)
@@ -149,8 +151,29 @@ class _Dev:
             return cupy.empty(shape, dtype=_np.uint8 if dtype == "uint8" else _np.uint64)
 
 
+_torch_types: set = set()
+_torch_raw_stream = None
+
+
 def _is_torch(x) -> bool:
-    return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
+    t = type(x)
+    if t in _torch_types:
+        return True
+    if t.__module__.startswith("torch") and hasattr(x, "data_ptr"):
+        _torch_types.add(t)
+        return True
+    return False
+
+
+def _torch_stream(torch, dev: int) -> int:
+    """The handle of torch's current stream on `dev`, without building a torch.cuda.Stream
+    object (~3 us): torch._C._cuda_getCurrentRawStream where this torch has it (looked up once)."""
+    global _torch_raw_stream
+    if _torch_raw_stream is None:
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _torch_raw_stream = raw if raw is not None else \
+            (lambda d: torch.cuda.current_stream(d).cuda_stream)
+    return _torch_raw_stream(dev)
 
 
 def _is_cupy(x) -> bool:
@@ -178,21 +201,18 @@ def _check_c_contiguous(shape, strides, argname):
 def _as_device(x, argname: str) -> Optional[_Dev]:
     """The CUDA view of x, or None when x is a host array."""
     if _is_torch(x):
-        if x.device.type == "cpu":
-            return None
-        if x.device.type != "cuda":
+        if not x.is_cuda:
+            if x.device.type == "cpu":
+                return None
             raise ValueError(f"{argname}: a tensor on {x.device} cannot be reached; expected a "
                              f"CPU or CUDA tensor")
-        import torch
+        torch = _sys.modules["torch"]
         if x.dtype != torch.uint8:
             raise TypeError(f"{argname}: dtype {x.dtype}; expected torch.uint8")
         if not x.is_contiguous():
             _check_c_contiguous(tuple(x.shape), tuple(x.stride()), argname)
-        dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
-        # the current stream handle without building a torch.cuda.Stream object (~3 us)
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        stream = raw(dev) if raw is not None else torch.cuda.current_stream(dev).cuda_stream
-        return _Dev("torch", x, x.data_ptr(), tuple(x.shape), dev, stream)
+        dev = x.get_device()  # an int: no torch.device object
+        return _Dev("torch", x, x.data_ptr(), tuple(x.shape), dev, _torch_stream(torch, dev))
     if _is_cupy(x):
         if x.dtype != _np.uint8:
             raise TypeError(f"{argname}: dtype {x.dtype}; expected uint8")
@@ -298,22 +318,74 @@ def _equalize_host(a: _np.ndarray, batch, mode, formula, kernel, backend):
     return outs[0]
 
 
+#: How gray batches of one size run on the GPU (see _set_batch_path).
+_batch_path = "auto"
+_BATCH_PATHS = ("auto", "queued", "two_launch", "table")
+
+
+def _set_batch_path(path: str) -> str:
+    """Benchmark knob: how ``equalize`` runs a gray ``(N, H, W)`` CUDA batch from now on —
+    ``"auto"`` (the library's policy, kernels/batched.hpp), ``"queued"`` (one launch, a work
+    queue), ``"two_launch"`` (histogram + LUT launch, then apply launch), ``"table"`` (the list
+    path: one descriptor per image, two launches per 64 images). Every path gives the same
+    bytes. Returns the previous value."""
+    global _batch_path
+    _check_choice("path", path, _BATCH_PATHS)
+    prev, _batch_path = _batch_path, path
+    return prev
+
+
 def _equalize_device(d: _Dev, batch, mode, formula, kernel):
     n, h, w, c, is_batch = _split_shape(d.shape, batch, "image")
     oc = _out_channels(mode, c)
-    if oc == c:
-        shape = d.shape
+    if d.lib == "torch" and oc == c:
+        torch = _sys.modules["torch"]
+        out = torch.empty_like(d.obj, memory_format=torch.contiguous_format)
     else:
-        shape = (n, h, w) if is_batch else (h, w)
-    out = _result_like(d, shape)
+        out = _result_like(d, d.shape if oc == c else ((n, h, w) if is_batch else (h, w)))
     if n * h * w > 0:
         out_ptr = out.data_ptr() if d.lib == "torch" else out.data.ptr
         _histeq.equalize_device(d.device, d.stream, d.ptr, out_ptr, n, h * w, c, mode, formula,
-                                kernel)
+                                kernel, _batch_path)
     return out
 
 
+def _equalize_torch_list(images, formula):
+    """The batched list path for gray CUDA torch tensors of one device, without the general
+    path's per-image work: one loop reading pointers and sizes, ONE output allocation cut into
+    views (the results share one storage, disjoint), one compiled call. None when the list does
+    not qualify (the general path then runs and reports any error)."""
+    torch = _sys.modules["torch"]
+    first = images[0]
+    if type(first) not in _torch_types or not first.is_cuda:
+        return None
+    dev = first.get_device()
+    u8 = torch.uint8
+    ptrs, sizes = [], []
+    for t in images:
+        if type(t) not in _torch_types or not t.is_cuda or t.dtype != u8 or \
+                t.get_device() != dev or not t.is_contiguous():
+            return None
+        nd = t.dim()
+        if nd != 2 and not (nd == 3 and t.shape[2] == 1):
+            return None
+        ptrs.append(t.data_ptr())
+        sizes.append(t.numel())
+    flat = torch.empty(sum(sizes), dtype=u8, device=first.device)
+    base, outs_ptr, off = flat.data_ptr(), [], 0
+    for n in sizes:
+        outs_ptr.append(base + off)
+        off += n
+    _histeq.equalize_device_list(dev, _torch_stream(torch, dev), ptrs, outs_ptr, sizes, formula)
+    return [o.view(t.shape) for o, t in zip(flat.split(sizes), images)]
+
+
 def _equalize_list(images, mode, formula, kernel, backend):
+    if images and kernel == "auto" and backend != "cpu" and _is_torch(images[0]) and \
+            cuda_available():
+        outs = _equalize_torch_list(images, formula)
+        if outs is not None:
+            return outs
     devs = [_as_device_checked(x, f"image[{i}]") for i, x in enumerate(images)]
     if all(d is None for d in devs):
         return [equalize(x, mode=mode, formula=formula, kernel=kernel, backend=backend,
@@ -350,7 +422,9 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
             ``"gray"`` (one output channel: the equalized luma). Ignored for gray images.
         formula: ``"opencv"`` (default, cv::equalizeHist's float32 rounding) or ``"exact"``.
         kernel: histogram kernel by name (:func:`kernels`), or ``"auto"``. With ``"auto"`` gray
-            batches and lists on the GPU run the batched path (all images in two launches).
+            batches and lists on the GPU run the batched path: an ``(N, H, W)`` batch in one
+            launch (large batches) or two (docs/batched.md), a list in two per 64 images (a
+            list's results are views of one allocation).
         backend: ``"auto"``, ``"cuda"`` or ``"cpu"`` (host arrays; CUDA arrays always run on
             their device).
         batch: whether a 3-D array is a batch ``(N, H, W)``; ``None`` guesses (see module doc).
@@ -472,75 +546,163 @@ def save_image(image: _np.ndarray, path: Union[str, os.PathLike], quality: int =
     _histeq.save_image(_np.ascontiguousarray(a), h, w, c, os.fspath(path), int(quality))
 
 
-def _output_path(inp: str, output_dir: _Path, suffix: str, ext: Optional[str]) -> _Path:
-    p = _Path(inp)
-    e = ext if ext is not None else (p.suffix if p.suffix.lower() in _WRITABLE else ".png")
-    if not e.startswith("."):
-        e = "." + e
-    return output_dir / (p.stem + suffix + e)
+_READABLE = (".png", ".jpg", ".jpeg", ".bmp", ".tga", ".gif", ".pnm", ".pgm", ".ppm")
+_FORMATS = {"png": ".png", "jpg": ".jpg", "jpeg": ".jpg", "bmp": ".bmp", "tga": ".tga"}
+
+
+def _collect_inputs(inputs: List[str], recursive: bool) -> List[tuple]:
+    """(input, output path relative to the output folder) per file, as the CLI's batch: a file
+    as itself (its name); a folder's image files by extension, sorted by path, with their path
+    under the folder (subfolders with ``recursive``)."""
+    out = []
+    for inp in inputs:
+        if os.path.isdir(inp):
+            found = []
+            if recursive:
+                for root, _dirs, files in os.walk(inp):
+                    for f in files:
+                        p = os.path.join(root, f)
+                        if os.path.splitext(f)[1].lower() in _READABLE and os.path.isfile(p):
+                            found.append((p, os.path.relpath(p, inp)))
+            else:
+                try:
+                    entries = list(os.scandir(inp))
+                except OSError as e:
+                    raise RuntimeError(f"cannot list folder '{inp}': {e.strerror}") from None
+                for e in entries:
+                    if os.path.splitext(e.name)[1].lower() in _READABLE and e.is_file():
+                        found.append((os.path.join(inp, e.name), e.name))
+            found.sort(key=lambda t: t[0])
+            out.extend(found)
+        else:
+            out.append((inp, os.path.basename(inp)))
+    return out
+
+
+def _check_int(name: str, value: Any, low: int, high: Optional[int] = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, _np.integer)) or value < low or \
+            (high is not None and value > high):
+        rng = f"{low}..{high}" if high is not None else f">= {low}"
+        raise ValueError(f"{name}: must be an int {rng}, got {value!r}")
+    return int(value)
 
 
 def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str, os.PathLike],
                    *, mode: Optional[str] = None, formula: str = "opencv", kernel: str = "auto",
-                   backend: str = "auto", quality: int = 95, suffix: str = "",
-                   ext: Optional[str] = None, workers: Optional[int] = None,
-                   max_pixels: int = 1 << 28) -> List[Dict[str, Any]]:
-    """Equalizes image files into ``output_dir`` (created if missing), as ``histeq equalize``
-    per file: ``output_dir/<stem><suffix><ext>``, ``ext`` defaulting to the input's when it is
-    writable (.png .jpg .jpeg .bmp .tga), else ``.png``.
+                   backend: str = "auto", format: Optional[str] = None, recursive: bool = False,
+                   jobs: int = 0, max_inflight_mb: int = 256, devices: Optional[Sequence[int]] = None,
+                   quality: int = 95, png_level: Optional[int] = None,
+                   subsampling: Union[str, int] = "420", decoder: str = "auto", suffix: str = "",
+                   max_pixels: int = 1 << 28, errors: str = "report") -> List[Dict[str, Any]]:
+    """Equalizes image files into ``output_dir`` with the many-files executor — the engine of
+    ``histeq equalize INPUT... -o FOLDER`` (src/histeq/executor.hpp): files are read, decoded,
+    equalized (on the GPU with backend auto/cuda), encoded and written overlapping across files,
+    and every output is byte-identical to the CLI's for the same inputs and options.
 
-    Runs ``workers`` files at a time (default: the CPU count, at most the number of files) on
-    threads over the single-file API (decode → equalize → encode, the GIL released). Issue 11's
-    many-files executor (src/histeq/executor.hpp) replaces this loop without changing the call:
-    see ``_run_files`` below.
+    Outputs, as the CLI: a file input writes ``output_dir/<name>``; a folder input writes its
+    image files (.png .jpg .jpeg .bmp .tga .gif .pnm .pgm .ppm; subfolders with ``recursive``,
+    keeping their relative paths); ``format`` replaces every output's extension, otherwise each
+    file keeps its own (ValueError for an input histeq cannot write back: pass ``format``).
+    ``suffix`` (Python only) goes before the extension: ``a.png`` → ``a-eq.png``.
+
+    Args:
+        inputs: files and folders (a list; a single path is a TypeError).
+        output_dir: created (with subfolders) if missing.
+        mode, formula, kernel, backend: as :func:`equalize`.
+        format: ``"png"``, ``"jpg"``, ``"bmp"``, ``"tga"`` (``--format``).
+        recursive: descend into subfolders of folder inputs (``-r``).
+        jobs: CPU worker threads (``--jobs``; 0: the number of cores).
+        max_inflight_mb: cap on the megabytes of images in flight (``--max-inflight-mb``).
+        devices: CUDA device ordinals, one device worker each (``--devices``; repeats allowed;
+            default every visible device).
+        quality: JPEG quality 1..100. png_level: PNG deflate level 0..9 (default the CLI's).
+        subsampling: JPEG chroma subsampling of colour outputs: ``"444"``, ``"422"``, ``"420"``.
+        decoder: ``"auto"`` or ``"cpu"`` (JPEG is decoded by libjpeg-turbo on the CPU workers in
+            a batch; ``"gpu"`` is refused, as by the CLI's batch).
+        max_pixels: refuse images with more pixels (checked from the header).
+        errors: ``"report"`` (default): a file that fails is a report with ``ok=False`` and its
+            ``error``, the others run on; ``"raise"``: after the run, RuntimeError with the
+            first failure (the other files are written).
 
     Returns:
-        One dict per input, in order: ``input output width height channels output_channels
-        mode backend kernel device``.
+        One dict per file, in input order (folders expanded): ``input output ok error width
+        height channels output_channels decoder encoder output_bytes mode backend kernel
+        device times`` (``times``: milliseconds per stage ``read decode upload equalize download
+        encode write``). ``error`` is None when ``ok``.
 
     Raises:
-        ValueError: bad options, or two inputs that would write the same output.
-        RuntimeError: the first file that fails (unreadable, not an image, unwritable output);
-            files already done stay written.
+        TypeError: ``inputs`` is a single path. ValueError: bad options, an input that cannot
+        be written back without ``format``, two inputs that would write the same output.
+        RuntimeError: a folder that cannot be listed; with ``errors="raise"`` a failed file.
+
+    The call releases the GIL while the files run (other Python threads go on).
     """
     _check_options(mode, formula, kernel, backend)
     if isinstance(inputs, (str, bytes, os.PathLike)):
         raise TypeError("inputs: expected a list of paths, got a single path")
     inputs = [os.fspath(p) for p in inputs]
-    if isinstance(quality, bool) or not isinstance(quality, int) or not 1 <= quality <= 100:
-        raise ValueError(f"quality: must be an int in 1..100, got {quality!r}")
+    quality = _check_int("quality", quality, 1, 100)
+    if png_level is None:
+        png_level = _histeq.DEFAULT_PNG_LEVEL
+    png_level = _check_int("png_level", png_level, 0, 9)
+    jobs = _check_int("jobs", jobs, 0)
+    max_inflight_mb = _check_int("max_inflight_mb", max_inflight_mb, 1)
+    max_pixels = _check_int("max_pixels", max_pixels, 1)
+    devs = [] if devices is None else [_check_int("devices", d, 0, 1024) for d in devices]
+    if devices is not None and not devs:
+        raise ValueError("devices: empty list")
+    _check_choice("decoder", decoder, ("auto", "cpu", "gpu"))
+    if decoder == "gpu":
+        raise ValueError("decoder: 'gpu': a batch decodes JPEG with libjpeg-turbo on the CPU "
+                         "threads for now (valid here: auto, cpu)")
+    _check_choice("errors", errors, ("report", "raise"))
+    if not isinstance(suffix, str):
+        raise TypeError(f"suffix: expected a str, got {type(suffix).__name__}")
+    fmt = None
+    if format is not None:
+        key = str(format).lower().lstrip(".")
+        if key not in _FORMATS:
+            raise ValueError(f"format: unknown format {format!r}; expected png, jpg, bmp or tga")
+        fmt = _FORMATS[key]
+    subsampling = str(subsampling)
+    if subsampling not in ("444", "422", "420", "4:4:4", "4:2:2", "4:2:0"):
+        raise ValueError(f"subsampling: expected 444, 422 or 420, got {subsampling!r}")
     if backend == "cuda":
         _require_cuda("backend='cuda'")
-    out_dir = _Path(output_dir)
-    outputs = [_output_path(p, out_dir, suffix, ext) for p in inputs]
-    seen: Dict[_Path, str] = {}
-    for p, o in zip(inputs, outputs):
-        if o.suffix.lower() not in _WRITABLE:
-            raise ValueError(f"ext: {o.suffix!r} is not writable; expected one of "
-                             f"{', '.join(_WRITABLE)}")
-        if o in seen:
-            raise ValueError(f"inputs: {seen[o]!r} and {p!r} would both write {str(o)!r}")
-        seen[o] = p
-    if not inputs:
+    out_dir = os.fspath(output_dir)
+    items = []
+    seen: Dict[str, str] = {}
+    for inp, rel in _collect_inputs(inputs, bool(recursive)):
+        stem, e = os.path.splitext(rel)
+        if fmt is not None:
+            e = fmt
+        elif e.lower() not in _WRITABLE:
+            raise ValueError(f"format: cannot write {inp!r} in its own format "
+                             f"({e or 'no extension'}; histeq writes png, jpg, bmp, tga): pass "
+                             f"format='png' (or jpg, bmp, tga)")
+        out = os.path.normpath(os.path.join(out_dir, stem + suffix + e))
+        if out in seen:
+            raise ValueError(f"inputs: {seen[out]!r} and {inp!r} would both write {out!r}")
+        seen[out] = inp
+        items.append((inp, out, fmt or ""))
+    if not items:
         return []
-    n_workers = workers if workers is not None else min(len(inputs), os.cpu_count() or 1)
-    if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
-        raise ValueError(f"workers: must be an int >= 1, got {workers!r}")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return _run_files(inputs, [str(o) for o in outputs], mode, formula, kernel, backend, quality,
-                      int(max_pixels), n_workers)
+    for d in sorted({os.path.dirname(o) for _, o, _ in items}):
+        if d:
+            os.makedirs(d, exist_ok=True)
+    reports = _run_files(items, mode, formula, kernel, backend, quality, png_level, subsampling,
+                         jobs, max_inflight_mb << 20, devs, max_pixels)
+    if errors == "raise":
+        for r in reports:
+            if not r["ok"]:
+                raise RuntimeError(r["error"])
+    return reports
 
 
-def _run_files(inputs: List[str], outputs: List[str], mode, formula, kernel, backend, quality,
-               max_pixels: int, n_workers: int) -> List[Dict[str, Any]]:
-    """THE PLACE FOR THE EXECUTOR (issue 11): today a thread pool over _histeq.equalize_file;
-    bind the executor as one _histeq call taking the same lists and options and returning the
-    same report dicts in input order (first failure raised as RuntimeError)."""
-    def one(i: int) -> Dict[str, Any]:
-        return _histeq.equalize_file(inputs[i], outputs[i], mode, formula, kernel, backend,
-                                     quality, max_pixels)
-
-    if n_workers == 1:
-        return [one(i) for i in range(len(inputs))]
-    with _futures.ThreadPoolExecutor(n_workers) as pool:
-        return list(pool.map(one, range(len(inputs))))
+def _run_files(items, mode, formula, kernel, backend, quality, png_level, subsampling, jobs,
+               max_inflight_bytes, devices, max_pixels) -> List[Dict[str, Any]]:
+    """One Executor run (GIL released) over items = [(input, output, format)]."""
+    reports, _fallback = _histeq.run_files(items, mode, formula, kernel, backend, quality,
+                                           png_level, subsampling, jobs, max_inflight_bytes,
+                                           devices, max_pixels)
+    return reports

@@ -40,6 +40,10 @@ def load_image(path: PathLike) -> npt.NDArray[np.uint8]: ...
 def save_image(image: npt.NDArray[np.uint8], path: PathLike, quality: int = ...) -> None: ...
 def equalize_files(inputs: Iterable[PathLike], output_dir: PathLike, *,
                    mode: Optional[Mode] = ..., formula: Formula = ..., kernel: str = ...,
-                   backend: Backend = ..., quality: int = ..., suffix: str = ...,
-                   ext: Optional[str] = ..., workers: Optional[int] = ...,
-                   max_pixels: int = ...) -> List[Dict[str, Any]]: ...
+                   backend: Backend = ..., format: Optional[str] = ..., recursive: bool = ...,
+                   jobs: int = ..., max_inflight_mb: int = ...,
+                   devices: Optional[Sequence[int]] = ..., quality: int = ...,
+                   png_level: Optional[int] = ..., subsampling: Union[str, int] = ...,
+                   decoder: Literal["auto", "cpu", "gpu"] = ..., suffix: str = ...,
+                   max_pixels: int = ...,
+                   errors: Literal["report", "raise"] = ...) -> List[Dict[str, Any]]: ...

@@ -35,6 +35,8 @@
 namespace nb = nanobind;
 using namespace nb::literals;
 
+void bind_files(nb::module_& m);  // files.cpp: run_files (the many-files executor)
+
 namespace {
 
 constexpr int kBins = 256;
@@ -324,16 +326,33 @@ NB_MODULE(_histeq, m) {
   m.def("equalize_device",
         [](int device, std::uintptr_t stream, std::uintptr_t in, std::uintptr_t out,
            std::size_t count, std::size_t pixels, int channels, std::optional<std::string> mode,
-           std::string formula, std::string kernel) {
+           std::string formula, std::string kernel, std::string batch_path) {
           const histeq::Formula f = histeq::parse_formula(formula);
           const histeq::Mode md = parse_mode_opt(mode).value_or(histeq::default_mode(channels));
+          using Path = histeq::gpu::Equalizer::BatchPath;
+          Path path = Path::automatic;
+          const bool table = batch_path == "table";
+          if (batch_path == "queued") {
+            path = Path::queued;
+          } else if (batch_path == "two_launch") {
+            path = Path::two_launch;
+          } else if (batch_path != "auto" && !table) {
+            throw histeq::UsageError("batch_path: unknown '" + batch_path +
+                                     "'; expected auto, queued, two_launch or table");
+          }
           DeviceScope scope(device);
           DeviceContext& c = begin(device, stream);
           auto* src = reinterpret_cast<const std::uint8_t*>(in);
           auto* dst = reinterpret_cast<std::uint8_t*>(out);
           std::string ran;
-          if (channels == 1 && count > 1 && kernel == "auto") {
-            c.eq.equalize_batch(src, dst, count, pixels, f);
+          if (channels == 1 && count > 1 && kernel == "auto" && table) {
+            // The list path on a uniform batch (one descriptor per image), for comparison.
+            std::vector<histeq::gpu::Equalizer::BatchImage> t(count);
+            for (std::size_t i = 0; i < count; ++i) t[i] = {src + i * pixels, dst + i * pixels, pixels};
+            c.eq.equalize_batch(t.data(), t.size(), f);
+            ran = "batched";
+          } else if (channels == 1 && count > 1 && kernel == "auto") {
+            c.eq.equalize_batch(src, dst, count, pixels, f, path);
             ran = "batched";
           } else {
             const std::size_t in_step = pixels * std::size_t(channels);
@@ -347,7 +366,7 @@ NB_MODULE(_histeq, m) {
           return ran;
         },
         "device"_a, "stream"_a, "input"_a, "output"_a, "count"_a, "pixels"_a, "channels"_a,
-        "mode"_a.none(), "formula"_a, "kernel"_a);
+        "mode"_a.none(), "formula"_a, "kernel"_a, "batch_path"_a = "auto");
 
   m.def("equalize_device_list",
         [](int device, std::uintptr_t stream, std::vector<std::uintptr_t> ins,
@@ -406,7 +425,9 @@ NB_MODULE(_histeq, m) {
         "device"_a, "stream"_a, "input"_a, "pixels"_a, "channels"_a, "mode"_a.none(), "bins"_a,
         "kernel"_a, "output"_a);
 
-  // ---- files (the single-file API; the many-files executor of issue 11 replaces this) ----
+  bind_files(m);
+
+  // ---- one file (the single-file API) ----
   m.def("equalize_file",
         [](std::string input, std::string output, std::optional<std::string> mode,
            std::string formula, std::string kernel, std::string backend, int quality,

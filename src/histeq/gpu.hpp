@@ -64,8 +64,12 @@ class Equalizer {
   /// The same for `count` images of n bytes each, back to back (image i at d_in + i·n → d_out +
   /// i·n), in ONE launch whatever count is (a queue that applies each image a few images after
   /// its histogram, while it is still in L2: launch_equalize_batch_uniform).
+  /// `path` picks how (kernels/batched.hpp's BatchPath): automatic (the policy: the queue for
+  /// large batches, else two launches), queued (the one-launch queue), two_launch (histogram +
+  /// LUT launch, then apply launch). Every path gives the same bytes.
+  enum class BatchPath : std::uint8_t { automatic, queued, two_launch };
   void equalize_batch(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t count,
-                      std::size_t n, Formula formula);
+                      std::size_t n, Formula formula, BatchPath path = BatchPath::automatic);
 
   /// The registry name `kernel` resolves to for this call: itself when it exists and supports
   /// (type, bins), kernels::choose_auto for "auto". Throws UsageError otherwise ("unknown

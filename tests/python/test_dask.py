@@ -43,20 +43,25 @@ def test_local_cluster_of_processes(tmp_path):
                                                     chunk=3, backend="cpu")
     assert [r["input"] for r in reports] == files
     for f, r in zip(files, reports):
-        assert r["backend"] == "cpu"
+        assert r["ok"] and r["backend"] == "cpu"
         np.testing.assert_array_equal(histeq.load_image(r["output"]),
                                       histeq.equalize(histeq.load_image(f), backend="cpu"))
 
 
-def test_failing_chunk_raises(tmp_path):
+def test_failed_file_is_reported(tmp_path):
     from dask.distributed import Client, LocalCluster
     files = _inputs(tmp_path, 3) + [str(tmp_path / "missing.png")]
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
+        reports = dask_equalize.equalize_on_cluster(client, files, str(tmp_path / "out"),
+                                                    chunk=2, backend="cpu")
+        assert [r["ok"] for r in reports] == [True, True, True, False]
+        assert "missing.png" in reports[3]["error"]
         with pytest.raises(RuntimeError, match="missing.png"):
-            dask_equalize.equalize_on_cluster(client, files, str(tmp_path / "out"), chunk=2,
-                                              backend="cpu")
-    assert (tmp_path / "out" / "img0.png").exists()  # the good chunk was written
+            dask_equalize.equalize_on_cluster(client, files, str(tmp_path / "out2"), chunk=2,
+                                              backend="cpu", errors="raise")
+    assert (tmp_path / "out" / "img2.png").exists()  # the failed file's chunk-mate was written
+    assert (tmp_path / "out2" / "img0.png").exists()  # the good chunk was written
 
 
 def test_command_line(tmp_path):
@@ -65,5 +70,5 @@ def test_command_line(tmp_path):
                         str(tmp_path / "out"), *files, "--chunk", "2", "--backend", "cpu",
                         "--workers", "2"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "3 files in" in r.stdout
+    assert "3 files in" in r.stdout and "0 failed" in r.stdout
     assert len(list((tmp_path / "out").glob("*.png"))) == 3

@@ -76,16 +76,31 @@ def test_files_errors(tmp_path):
         histeq.equalize_files([], tmp_path, quality=0)
     with pytest.raises(ValueError, match="would both write"):
         histeq.equalize_files(["a/x.png", "b/x.png"], tmp_path)
-    with pytest.raises(ValueError, match="workers"):
-        histeq.equalize_files(["a.png"], tmp_path, workers=0)
-    with pytest.raises(ValueError, match="ext"):
-        histeq.equalize_files(["a.png"], tmp_path, ext=".gif")
+    with pytest.raises(ValueError, match="jobs"):
+        histeq.equalize_files(["a.png"], tmp_path, jobs=-1)
+    with pytest.raises(ValueError, match="format"):
+        histeq.equalize_files(["a.png"], tmp_path, format="gif")
+    with pytest.raises(ValueError, match="format"):
+        histeq.equalize_files(["a.gif"], tmp_path)  # not writable in its own format
+    with pytest.raises(ValueError, match="png_level"):
+        histeq.equalize_files(["a.png"], tmp_path, png_level=10)
+    with pytest.raises(ValueError, match="max_inflight_mb"):
+        histeq.equalize_files(["a.png"], tmp_path, max_inflight_mb=0)
+    with pytest.raises(ValueError, match="devices"):
+        histeq.equalize_files(["a.png"], tmp_path, devices=[])
+    with pytest.raises(ValueError, match="decoder"):
+        histeq.equalize_files(["a.png"], tmp_path, decoder="gpu")
+    with pytest.raises(ValueError, match="subsampling"):
+        histeq.equalize_files(["a.png"], tmp_path, subsampling="411")
+    with pytest.raises(ValueError, match="errors"):
+        histeq.equalize_files(["a.png"], tmp_path, errors="ignore")
     with pytest.raises(RuntimeError, match="missing.png"):
-        histeq.equalize_files([str(tmp_path / "missing.png")], tmp_path / "out", backend="cpu")
+        histeq.equalize_files([str(tmp_path / "missing.png")], tmp_path / "out", backend="cpu",
+                              errors="raise")
     notimg = tmp_path / "n.png"
     notimg.write_bytes(b"not an image")
     with pytest.raises(RuntimeError, match="n.png"):
-        histeq.equalize_files([notimg], tmp_path / "out", backend="cpu")
+        histeq.equalize_files([notimg], tmp_path / "out", backend="cpu", errors="raise")
 
 
 def test_load_and_save_errors(tmp_path):

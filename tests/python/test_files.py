@@ -1,7 +1,13 @@
-"""equalize_files: outputs equal load → equalize → save of each input, names, formats."""
+"""equalize_files (the many-files executor): outputs equal load → equalize → save of each input
+and the CLI's batch byte for byte, names and formats as the CLI's, per-file failure reports."""
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+
 import numpy as np
+import pytest
 
 import histeq
 from conftest import NATURAL_DIR, REPO, rng_image
@@ -10,21 +16,24 @@ from conftest import NATURAL_DIR, REPO, rng_image
 def test_files_equal_in_memory_equalization(tmp_path):
     inputs = sorted(p for p in (REPO / "samples").glob("*.png"))[:4]
     assert inputs
-    reports = histeq.equalize_files(inputs, tmp_path / "out", backend="cpu", workers=2)
+    reports = histeq.equalize_files(inputs, tmp_path / "out", backend="cpu", jobs=2)
     assert [r["input"] for r in reports] == [str(p) for p in inputs]
     for p, r in zip(inputs, reports):
         out = tmp_path / "out" / p.name
+        assert r["ok"] and r["error"] is None
         assert r["output"] == str(out) and out.exists()
         np.testing.assert_array_equal(histeq.load_image(out),
                                       histeq.equalize(histeq.load_image(p), backend="cpu"))
-        assert r["backend"] == "cpu" and r["width"] > 0
+        assert r["backend"] == "cpu" and r["width"] > 0 and r["decoder"]
+        assert set(r["times"]) == {"read", "decode", "upload", "equalize", "download", "encode",
+                                   "write"}
 
 
-def test_suffix_ext_and_mode(tmp_path):
+def test_suffix_format_and_mode(tmp_path):
     src = tmp_path / "a.bmp"
     img = rng_image((10, 12, 3), seed=3)
     histeq.save_image(img, src)
-    [r] = histeq.equalize_files([src], tmp_path, suffix="-eq", ext="png", mode="gray",
+    [r] = histeq.equalize_files([src], tmp_path, suffix="-eq", format="png", mode="gray",
                                 backend="cpu")
     assert r["output"].endswith("a-eq.png") and r["output_channels"] == 1
     np.testing.assert_array_equal(histeq.load_image(r["output"]),
@@ -34,9 +43,68 @@ def test_suffix_ext_and_mode(tmp_path):
 def test_jpeg_input_keeps_its_extension(tmp_path):
     jpgs = list(NATURAL_DIR.glob("*.jpg")) + list((REPO / "samples").glob("*.jpg"))
     [r] = histeq.equalize_files(jpgs[:1], tmp_path, backend="cpu")
-    assert r["output"].endswith(".jpg")
+    assert r["ok"] and r["output"].endswith(".jpg") and r["decoder"]
 
 
 def test_empty_list(tmp_path):
     assert histeq.equalize_files([], tmp_path / "never") == []
     assert not (tmp_path / "never").exists()
+
+
+def test_failed_file_is_reported_not_raised(tmp_path):
+    good = tmp_path / "g.png"
+    histeq.save_image(rng_image((9, 11), seed=1), good)
+    bad = tmp_path / "n.png"
+    bad.write_bytes(b"not an image")
+    missing = tmp_path / "missing.png"
+    reports = histeq.equalize_files([bad, good, missing], tmp_path / "out", backend="cpu")
+    assert [r["ok"] for r in reports] == [False, True, False]
+    assert "n.png" in reports[0]["error"] and "missing.png" in reports[2]["error"]
+    assert (tmp_path / "out" / "g.png").exists()
+    with pytest.raises(RuntimeError, match="n.png"):
+        histeq.equalize_files([good, bad], tmp_path / "out2", backend="cpu", errors="raise")
+    assert (tmp_path / "out2" / "g.png").exists()  # the good file was still written
+
+
+def test_folders_recursive_as_cli(tmp_path):
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    histeq.save_image(rng_image((8, 8), seed=1), src / "b.png")
+    histeq.save_image(rng_image((8, 9), seed=2), src / "a.bmp")
+    histeq.save_image(rng_image((7, 8), seed=3), src / "sub" / "c.png")
+    (src / "notes.txt").write_text("skipped")
+    flat = histeq.equalize_files([src], tmp_path / "flat", backend="cpu")
+    assert [os.path.basename(r["input"]) for r in flat] == ["a.bmp", "b.png"]
+    deep = histeq.equalize_files([src], tmp_path / "deep", recursive=True, format="tga",
+                                 backend="cpu")
+    assert sorted(os.path.relpath(r["output"], tmp_path / "deep") for r in deep) == \
+        ["a.tga", "b.tga", os.path.join("sub", "c.tga")]
+    assert all(r["ok"] for r in deep)
+
+
+def _cli():
+    for c in (os.environ.get("HISTEQ_CLI"), REPO / "build" / "histeq", shutil.which("histeq")):
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return str(c)
+    pytest.skip("no histeq command-line binary (build it, or set HISTEQ_CLI)")
+
+
+@pytest.mark.parametrize("backend", ["cpu", "auto"])
+def test_outputs_identical_to_cli_batch(tmp_path, backend):
+    cli = _cli()
+    src = tmp_path / "in"
+    src.mkdir()
+    for i, shape in enumerate([(40, 50), (33, 47, 3), (20, 30, 4), (64, 64, 2)]):
+        histeq.save_image(rng_image(shape, seed=i, high=90 + 40 * i), src / f"i{i}.png")
+    histeq.save_image(rng_image((30, 40, 3), seed=9), src / "j.jpg", quality=90)
+    opts = dict(backend=backend, format="png", png_level=3)
+    reports = histeq.equalize_files([src], tmp_path / "py", **opts)
+    assert all(r["ok"] for r in reports), reports
+    rc = subprocess.run([cli, "equalize", str(src), "-o", str(tmp_path / "cli"), "--format",
+                         "png", "--png-level", "3", "--backend", backend, "--quiet"],
+                        capture_output=True, text=True, timeout=300)
+    assert rc.returncode == 0, rc.stderr
+    names = sorted(p.name for p in (tmp_path / "cli").iterdir())
+    assert names == sorted(os.path.basename(r["output"]) for r in reports)
+    for n in names:
+        assert (tmp_path / "py" / n).read_bytes() == (tmp_path / "cli" / n).read_bytes(), n

@@ -14,6 +14,41 @@ def ref(img: np.ndarray, **kw) -> np.ndarray:
     return histeq.equalize(img, backend="cpu", **kw)
 
 
+@pytest.fixture
+def batch_path():
+    """Sets histeq's batched path for one test (histeq._set_batch_path), restored after it."""
+    prev = histeq._set_batch_path("auto")
+    yield histeq._set_batch_path
+    histeq._set_batch_path(prev)
+
+
+def test_batch_path_knob():
+    prev = histeq._set_batch_path("queued")
+    try:
+        assert histeq._set_batch_path("two_launch") == "queued"
+        with pytest.raises(ValueError, match="path"):
+            histeq._set_batch_path("fast")
+    finally:
+        histeq._set_batch_path(prev)
+
+
+def test_torch_batch_paths_interleaved_on_one_stream(torch_cuda, batch_path):
+    """The paths share the device's scratch: calls that switch paths back to back, queued on one
+    stream with no synchronize between them, each give their own batch's bytes."""
+    torch = torch_cuda
+    batches = [rng_image((n, 300, 257), seed=10 + n, high=60 + 30 * n) for n in (5, 9, 2, 9)]
+    xs = [torch.from_numpy(b).cuda() for b in batches]
+    outs = []
+    for i, x in enumerate(xs * 2):
+        batch_path(("queued", "two_launch", "table", "auto")[i % 4])
+        outs.append(histeq.equalize(x))
+    for i, o in enumerate(outs):
+        b = batches[i % len(batches)]
+        oc = o.cpu().numpy()
+        for k in range(b.shape[0]):
+            np.testing.assert_array_equal(oc[k], ref(b[k]))
+
+
 # ---------------------------------------------------------------------------------- torch
 
 @pytest.mark.parametrize("shape", [(1, 1), (480, 640), (1000, 1001), (64, 64, 3), (50, 70, 4),
@@ -99,9 +134,11 @@ def test_torch_two_streams_share_the_buffers_safely(torch_cuda):
         np.testing.assert_array_equal(o.cpu().numpy(), ref(img))
 
 
+@pytest.mark.parametrize("path", ["auto", "queued", "two_launch", "table"])
 @pytest.mark.parametrize("n,h,w", [(64, 1024, 1024), (7, 100, 333), (3, 1, 1)])
-def test_torch_batch_equals_one_by_one(torch_cuda, n, h, w):
+def test_torch_batch_equals_one_by_one(torch_cuda, n, h, w, path, batch_path):
     torch = torch_cuda
+    batch_path(path)
     batch = rng_image((n, h, w), seed=n)
     for i in range(n):
         batch[i] = batch[i] // (1 + i % 5)
@@ -131,6 +168,30 @@ def test_torch_list_of_sizes(torch_cuda):
     outs = histeq.equalize([torch.from_numpy(a).cuda() for a in imgs])
     for a, o in zip(imgs, outs):
         np.testing.assert_array_equal(o.cpu().numpy(), ref(a))
+
+
+def test_torch_list_fast_path_shapes_and_fallbacks(torch_cuda):
+    """Gray lists take one allocation cut into views: (H, W, 1) keeps its shape, an empty image
+    is fine, outputs are disjoint; a list with a colour image or a non-contiguous tensor falls
+    back to the general path with the same results."""
+    torch = torch_cuda
+    imgs = [rng_image((30, 20, 1), seed=1), rng_image((0, 5), seed=2),
+            rng_image((7, 9), seed=3, high=40), rng_image((64, 33), seed=4)]
+    xs = [torch.from_numpy(a).cuda() for a in imgs]
+    outs = histeq.equalize(xs)
+    assert [tuple(o.shape) for o in outs] == [a.shape for a in imgs]
+    for a, o in zip(imgs, outs):
+        assert o.is_cuda and o.dtype == torch.uint8
+        np.testing.assert_array_equal(o.cpu().numpy(), ref(a) if a.size else a)
+    outs[2].fill_(7)  # disjoint views: the others are untouched
+    np.testing.assert_array_equal(outs[3].cpu().numpy(), ref(imgs[3]))
+    col = rng_image((10, 12, 3), seed=5)
+    t = torch.from_numpy(rng_image((12, 10), seed=6)).cuda().t()  # non-contiguous
+    with pytest.raises(ValueError, match="strides"):
+        histeq.equalize([xs[3], t])
+    mixed = histeq.equalize([xs[3], torch.from_numpy(col).cuda()])
+    np.testing.assert_array_equal(mixed[1].cpu().numpy(), ref(col))
+    np.testing.assert_array_equal(mixed[0].cpu().numpy(), ref(imgs[3]))
 
 
 def test_torch_errors(torch_cuda):

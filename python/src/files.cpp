@@ -1,0 +1,114 @@
+// files.cpp — histeq._histeq.run_files: the many-files executor (src/histeq/executor.hpp) behind
+// histeq.equalize_files. Python plans the items (folders, output names, collisions: as the CLI's
+// batch does) and passes plain lists; this runs them with the GIL released and returns one dict
+// per item, in input order. A failed item is a report with ok=False and its error; only errors
+// that concern the whole run (bad options) raise (UsageError → ValueError).
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "histeq/error.hpp"
+#include "histeq/executor.hpp"
+#include "histeq/image_io.hpp"
+#include "histeq/jpeg_codec.hpp"
+#include "histeq/pipeline.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+nb::dict times_dict(const histeq::ItemTimes& t) {
+  nb::dict d;
+  d["read"] = t.read_ms;
+  d["decode"] = t.decode_ms;
+  d["upload"] = t.upload_ms;
+  d["equalize"] = t.equalize_ms;
+  d["download"] = t.download_ms;
+  d["encode"] = t.encode_ms;
+  d["write"] = t.write_ms;
+  return d;
+}
+
+nb::dict report_dict(const histeq::ItemReport& r) {
+  nb::dict d;
+  d["input"] = r.input;
+  d["output"] = r.output;
+  d["ok"] = r.ok;
+  if (r.ok) {
+    d["error"] = nb::none();
+  } else {
+    d["error"] = r.error;
+  }
+  d["width"] = r.width;
+  d["height"] = r.height;
+  d["channels"] = r.channels;
+  d["output_channels"] = r.output_channels;
+  d["decoder"] = r.decoder;
+  d["encoder"] = r.encoder;
+  d["output_bytes"] = r.output_bytes;
+  if (r.ok) {
+    d["mode"] = histeq::to_string(r.equalize.mode);
+  } else {
+    d["mode"] = nb::none();
+  }
+  d["backend"] = r.equalize.backend;
+  d["kernel"] = r.equalize.kernel;
+  d["device"] = r.equalize.device;
+  d["times"] = times_dict(r.times);
+  return d;
+}
+
+}  // namespace
+
+void bind_files(nb::module_& m) {
+  m.attr("DEFAULT_PNG_LEVEL") = histeq::kDefaultPngLevel;
+  m.attr("DEFAULT_MAX_INFLIGHT_BYTES") = histeq::kDefaultMaxInflightBytes;
+  // items: (input, output, format) with format "" (the output's extension) or ".png" etc.
+  m.def(
+      "run_files",
+      [](const std::vector<std::tuple<std::string, std::string, std::string>>& items,
+         std::optional<std::string> mode, std::string formula, std::string kernel,
+         std::string backend, int quality, int png_level, std::string subsampling, int jobs,
+         std::size_t max_inflight_bytes, std::vector<int> devices, std::uint64_t max_pixels) {
+        histeq::ExecutorOptions eo;
+        eo.task = histeq::Task::equalize;
+        if (mode) eo.equalize.mode = histeq::parse_mode(*mode);
+        eo.equalize.formula = histeq::parse_formula(formula);
+        eo.equalize.kernel = kernel;
+        eo.equalize.backend = histeq::parse_backend(backend);
+        eo.encode.quality = quality;
+        eo.encode.png_level = png_level;
+        eo.encode.subsampling = histeq::jpeg::parse_subsampling(subsampling);
+        eo.jobs = jobs;
+        eo.max_inflight_bytes = max_inflight_bytes;
+        eo.devices = std::move(devices);
+        eo.max_pixels = max_pixels;
+        std::vector<histeq::WorkItem> work;
+        work.reserve(items.size());
+        for (const auto& [in, out, fmt] : items) work.push_back({in, out, fmt});
+        std::vector<histeq::ItemReport> reports;
+        reports.reserve(work.size());
+        std::string fallback;
+        {
+          nb::gil_scoped_release release;
+          histeq::Executor ex(std::move(eo));
+          ex.run(work, [&](const histeq::ItemReport& r) { reports.push_back(r); });
+          fallback = ex.cpu_fallback_reason();
+        }
+        nb::list out;
+        for (const auto& r : reports) out.append(report_dict(r));
+        return nb::make_tuple(out, fallback);
+      },
+      "items"_a, "mode"_a.none(), "formula"_a, "kernel"_a, "backend"_a, "quality"_a,
+      "png_level"_a, "subsampling"_a, "jobs"_a, "max_inflight_bytes"_a, "devices"_a,
+      "max_pixels"_a);
+}
