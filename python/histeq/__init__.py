@@ -590,7 +590,7 @@ def _check_int(name: str, value: Any, low: int, high: Optional[int] = None) -> i
 def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str, os.PathLike],
                    *, mode: Optional[str] = None, formula: str = "opencv", kernel: str = "auto",
                    backend: str = "auto", format: Optional[str] = None, recursive: bool = False,
-                   jobs: int = 0, max_inflight_mb: int = 256, devices: Optional[Sequence[int]] = None,
+                   jobs: int = 0, max_inflight_mb: Optional[int] = None, devices: Optional[Sequence[int]] = None,
                    quality: int = 95, png_level: Optional[int] = None,
                    subsampling: Union[str, int] = "420", decoder: str = "auto", suffix: str = "",
                    max_pixels: int = 1 << 28, errors: str = "report") -> List[Dict[str, Any]]:
@@ -612,13 +612,15 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
         format: ``"png"``, ``"jpg"``, ``"bmp"``, ``"tga"`` (``--format``).
         recursive: descend into subfolders of folder inputs (``-r``).
         jobs: CPU worker threads (``--jobs``; 0: the number of cores).
-        max_inflight_mb: cap on the megabytes of images in flight (``--max-inflight-mb``).
+        max_inflight_mb: cap on the megabytes of images in flight (``--max-inflight-mb``;
+            None: the CLI's default, max(256, 128 x jobs) MB, at most a quarter of the RAM).
         devices: CUDA device ordinals, one device worker each (``--devices``; repeats allowed;
             default every visible device).
         quality: JPEG quality 1..100. png_level: PNG deflate level 0..9 (default the CLI's).
         subsampling: JPEG chroma subsampling of colour outputs: ``"444"``, ``"422"``, ``"420"``.
-        decoder: ``"auto"`` or ``"cpu"`` (JPEG is decoded by libjpeg-turbo on the CPU workers in
-            a batch; ``"gpu"`` is refused, as by the CLI's batch).
+        decoder: JPEG route as the CLI's ``--decoder``: ``"auto"`` (nvJPEG on the device workers
+            when the build has it and a GPU runs, libjpeg-turbo on the CPU workers meanwhile),
+            ``"gpu"`` (every JPEG waits for nvJPEG), ``"cpu"`` (libjpeg-turbo only).
         max_pixels: refuse images with more pixels (checked from the header).
         errors: ``"report"`` (default): a file that fails is a report with ``ok=False`` and its
             ``error``, the others run on; ``"raise"``: after the run, RuntimeError with the
@@ -646,15 +648,13 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
         png_level = _histeq.DEFAULT_PNG_LEVEL
     png_level = _check_int("png_level", png_level, 0, 9)
     jobs = _check_int("jobs", jobs, 0)
-    max_inflight_mb = _check_int("max_inflight_mb", max_inflight_mb, 1)
+    max_inflight_mb = (0 if max_inflight_mb is None
+                       else _check_int("max_inflight_mb", max_inflight_mb, 1))
     max_pixels = _check_int("max_pixels", max_pixels, 1)
     devs = [] if devices is None else [_check_int("devices", d, 0, 1024) for d in devices]
     if devices is not None and not devs:
         raise ValueError("devices: empty list")
     _check_choice("decoder", decoder, ("auto", "cpu", "gpu"))
-    if decoder == "gpu":
-        raise ValueError("decoder: 'gpu': a batch decodes JPEG with libjpeg-turbo on the CPU "
-                         "threads for now (valid here: auto, cpu)")
     _check_choice("errors", errors, ("report", "raise"))
     if not isinstance(suffix, str):
         raise TypeError(f"suffix: expected a str, got {type(suffix).__name__}")
@@ -691,7 +691,7 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
         if d:
             os.makedirs(d, exist_ok=True)
     reports = _run_files(items, mode, formula, kernel, backend, quality, png_level, subsampling,
-                         jobs, max_inflight_mb << 20, devs, max_pixels)
+                         jobs, max_inflight_mb << 20, devs, max_pixels, decoder)
     if errors == "raise":
         for r in reports:
             if not r["ok"]:
@@ -700,9 +700,9 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
 
 
 def _run_files(items, mode, formula, kernel, backend, quality, png_level, subsampling, jobs,
-               max_inflight_bytes, devices, max_pixels) -> List[Dict[str, Any]]:
+               max_inflight_bytes, devices, max_pixels, decoder="auto") -> List[Dict[str, Any]]:
     """One Executor run (GIL released) over items = [(input, output, format)]."""
     reports, _fallback = _histeq.run_files(items, mode, formula, kernel, backend, quality,
                                            png_level, subsampling, jobs, max_inflight_bytes,
-                                           devices, max_pixels)
+                                           devices, max_pixels, decoder)
     return reports

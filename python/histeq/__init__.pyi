@@ -41,7 +41,7 @@ def save_image(image: npt.NDArray[np.uint8], path: PathLike, quality: int = ...)
 def equalize_files(inputs: Iterable[PathLike], output_dir: PathLike, *,
                    mode: Optional[Mode] = ..., formula: Formula = ..., kernel: str = ...,
                    backend: Backend = ..., format: Optional[str] = ..., recursive: bool = ...,
-                   jobs: int = ..., max_inflight_mb: int = ...,
+                   jobs: int = ..., max_inflight_mb: Optional[int] = ...,
                    devices: Optional[Sequence[int]] = ..., quality: int = ...,
                    png_level: Optional[int] = ..., subsampling: Union[str, int] = ...,
                    decoder: Literal["auto", "cpu", "gpu"] = ..., suffix: str = ...,

@@ -71,14 +71,16 @@ nb::dict report_dict(const histeq::ItemReport& r) {
 
 void bind_files(nb::module_& m) {
   m.attr("DEFAULT_PNG_LEVEL") = histeq::kDefaultPngLevel;
-  m.attr("DEFAULT_MAX_INFLIGHT_BYTES") = histeq::kDefaultMaxInflightBytes;
+  m.def("default_max_inflight_bytes", &histeq::default_max_inflight_bytes, "jobs"_a,
+        "The executor's default cap on bytes in flight for `jobs` workers (0: the cores).");
   // items: (input, output, format) with format "" (the output's extension) or ".png" etc.
   m.def(
       "run_files",
       [](const std::vector<std::tuple<std::string, std::string, std::string>>& items,
          std::optional<std::string> mode, std::string formula, std::string kernel,
          std::string backend, int quality, int png_level, std::string subsampling, int jobs,
-         std::size_t max_inflight_bytes, std::vector<int> devices, std::uint64_t max_pixels) {
+         std::size_t max_inflight_bytes, std::vector<int> devices, std::uint64_t max_pixels,
+         std::string decoder) {
         histeq::ExecutorOptions eo;
         eo.task = histeq::Task::equalize;
         if (mode) eo.equalize.mode = histeq::parse_mode(*mode);
@@ -92,6 +94,9 @@ void bind_files(nb::module_& m) {
         eo.max_inflight_bytes = max_inflight_bytes;
         eo.devices = std::move(devices);
         eo.max_pixels = max_pixels;
+        eo.jpeg = decoder == "gpu"   ? histeq::JpegRoute::gpu
+                  : decoder == "cpu" ? histeq::JpegRoute::cpu
+                                     : histeq::JpegRoute::automatic;
         std::vector<histeq::WorkItem> work;
         work.reserve(items.size());
         for (const auto& [in, out, fmt] : items) work.push_back({in, out, fmt});
@@ -110,5 +115,5 @@ void bind_files(nb::module_& m) {
       },
       "items"_a, "mode"_a.none(), "formula"_a, "kernel"_a, "backend"_a, "quality"_a,
       "png_level"_a, "subsampling"_a, "jobs"_a, "max_inflight_bytes"_a, "devices"_a,
-      "max_pixels"_a);
+      "max_pixels"_a, "decoder"_a = "auto");
 }

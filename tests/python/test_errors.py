@@ -89,7 +89,7 @@ def test_files_errors(tmp_path):
     with pytest.raises(ValueError, match="devices"):
         histeq.equalize_files(["a.png"], tmp_path, devices=[])
     with pytest.raises(ValueError, match="decoder"):
-        histeq.equalize_files(["a.png"], tmp_path, decoder="gpu")
+        histeq.equalize_files(["a.png"], tmp_path, decoder="fast")
     with pytest.raises(ValueError, match="subsampling"):
         histeq.equalize_files(["a.png"], tmp_path, subsampling="411")
     with pytest.raises(ValueError, match="errors"):
