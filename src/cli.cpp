@@ -1146,7 +1146,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   if (cmd == "--version" || cmd == "-V" || cmd == "version") {
     out << "histeq " HISTEQ_VERSION "\n"
         << "codecs: JPEG libjpeg-turbo (CPU)" << (gpu::nvjpeg_built() ? ", nvJPEG (GPU)" : "")
-        << "; PNG, BMP, TGA, GIF, PNM stb_image\n";
+        << "; PNG, BMP, TGA, GIF, PNM stb_image; 16-bit PNG libspng, 16-bit PGM/PPM\n";
     return 0;
   }
   if (cmd == "equalize") return cmd_equalize(rest, out, err);

@@ -437,6 +437,22 @@ TEST_F(CliClahe16, CudaEqualsCpu) {
       EXPECT_TRUE(load_image(path("gpu.png")).pixels == load_image(path("cpu.png")).pixels);
     }
   }
+  // A batch of mixed 8/16-bit files on two device workers equals the CPU's.
+  fs::create_directories(path("in"));
+  fs::copy_file(path("r16.png"), path("in/r16.png"));
+  fs::copy_file(moon, path("in/moon.png"));
+  fs::copy_file(chelsea, path("in/chelsea.png"));
+  for (const char* cmd : {"clahe", "equalize"}) {
+    SCOPED_TRACE(cmd);
+    const std::string c = cmd;
+    const Result g = run(c + " " + q("in") + " -o " + q("bg-" + c) + " --backend cuda --devices 0,0");
+    ASSERT_EQ(g.status, 0) << g;
+    ASSERT_EQ(run(c + " " + q("in") + " -o " + q("bc-" + c) + " --backend cpu").status, 0);
+    EXPECT_TRUE(load_image16(path("bg-" + c + "/r16.png")).pixels ==
+                load_image16(path("bc-" + c + "/r16.png")).pixels);
+    for (const char* f : {"moon.png", "chelsea.png"})
+      EXPECT_TRUE(load_image(path("bg-" + c + "/" + f)).pixels == load_image(path("bc-" + c + "/" + f)).pixels) << f;
+  }
   const Result h = run("histogram " + q("r16.png") + " --backend cuda --csv");
   ASSERT_EQ(h.status, 0) << h;
   EXPECT_EQ(h.out, run("histogram " + q("r16.png") + " --backend cpu --csv").out);
