@@ -626,7 +626,9 @@ bool pnm_ext(std::string e) {
   return e == ".pgm" || e == ".ppm";
 }
 
-ExecutorOptions::ItemOp make_item_op(const ItemOpOptions& io) {
+ExecutorOptions::ItemOp make_item_op(ItemOpOptions io, const cxxopts::ParseResult& r) {
+  io.spread_over_devices = true;
+  if (r.count("devices")) io.devices = parse_devices(r["devices"].as<std::string>());
   return [io](const std::vector<std::uint8_t>& bytes, const std::string& ext, ItemReport& rep,
               std::vector<std::uint8_t>* encoded) {
     if (!needs_item_op(io, is_16bit_data(bytes.data(), bytes.size())) && !pnm_ext(ext)) return false;
@@ -786,7 +788,7 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
               << to_string(rep.equalize.mode) << ", kernel " << rep.equalize.kernel << " on "
               << rep.equalize.device << '\n';
           },
-          make_item_op(io));
+          make_item_op(io, r));
     }
   }
   // One input, one output file: as before, plus '-' for standard input/output.
@@ -1012,7 +1014,7 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
                            o << '\n';
                          }
                        },
-                       make_item_op(io));
+                       make_item_op(io, r));
     }
   }
 

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <thread>
@@ -64,6 +65,22 @@ void check_mode16(Mode m, int channels) {
   if (channels >= 3 && m != Mode::rgb)
     throw UsageError(std::string("16-bit colour images are processed per channel: --mode ") +
                      to_string(m) + " needs 16-bit YCbCr; use --mode rgb, or --depth 8");
+}
+
+/// In a batch on the GPU: the calling thread's current device becomes the next of the list.
+void next_device(const ItemOpOptions& opt) {
+  if (!opt.spread_over_devices || resolve_backend(opt.equalize.backend) != Backend::cuda) return;
+  static std::atomic<unsigned> counter{0};
+  const unsigned k = counter++;
+  int dev = 0;
+  if (!opt.devices.empty()) {
+    dev = opt.devices[k % opt.devices.size()];
+  } else {
+    int n = 0;
+    HISTEQ_CUDA_CHECK(cudaGetDeviceCount(&n));
+    dev = n > 0 ? int(k % unsigned(n)) : 0;
+  }
+  HISTEQ_CUDA_CHECK(cudaSetDevice(dev));
 }
 
 }  // namespace
@@ -147,6 +164,7 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
 
   EqualizeReport& er = rep.equalize;
   rep.bit_depth = work16 ? 16 : 8;
+  next_device(opt);
   auto t0 = Clock::now();
   std::vector<std::uint8_t> encoded;
   if (work16) {

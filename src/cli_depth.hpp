@@ -25,6 +25,10 @@ struct ItemOpOptions {
   int depth = 0;             ///< --depth: 0 keep the input's, 8 narrow 16-bit inputs, 16 widen 8-bit ones
   std::uint64_t max_pixels = kDefaultMaxPixels;
   EncodeOptions encode;
+  /// CUDA devices the items of a batch are spread over, round robin (--devices; empty: every
+  /// visible device). Each GPU item sets its thread's current device to the next one.
+  std::vector<int> devices;
+  bool spread_over_devices = false;  ///< true in a batch
 };
 
 /// True when the bytes are a 16-bit PNG (IHDR bit depth 16) or a binary PGM/PPM (P5/P6) with
