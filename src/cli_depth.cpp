@@ -162,6 +162,16 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
     throw UsageError("'" + name + "' is processed at 8 bits and histeq writes .pgm/.ppm at 16 "
                      "bits only: write .png, jpg, bmp or tga, or add --depth 16");
 
+  if (opt.kind == ItemOpKind::clahe && work16) {
+    try {
+      validate(opt.clahe, kBins16);
+    } catch (const UsageError& e) {
+      throw UsageError("--tiles " + std::to_string(opt.clahe.tiles_x) + "x" +
+                       std::to_string(opt.clahe.tiles_y) + " is too large for '" + name +
+                       "' at 16 bits: at most " + std::to_string(kMaxClaheLutEntries / kBins16) +
+                       " tiles of 65536-entry LUTs (e.g. 64x64), or --depth 8 (" + e.what() + ")");
+    }
+  }
   EqualizeReport& er = rep.equalize;
   rep.bit_depth = work16 ? 16 : 8;
   next_device(opt);

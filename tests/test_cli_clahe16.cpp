@@ -240,6 +240,17 @@ TEST_F(CliClahe16, HelpDocumentsClahe) {
   EXPECT_NE(run("--help").out.find("histeq clahe"), std::string::npos);
 }
 
+TEST_F(CliClahe16, A16BitGridTooLargeNamesTilesAndTheLimit) {
+  save_image16(random16(40, 30, 1, 5), path("s.png"));
+  const Result r = run("clahe " + q("s.png") + " -o " + q("o.png") + " --backend cpu --tiles 128x64");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("--tiles 128x64"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("4096"), std::string::npos) << r;
+  EXPECT_FALSE(fs::exists(path("o.png")));
+  // The same grid at 8 bits is fine.
+  EXPECT_EQ(run("clahe " + q("s.png") + " -o " + q("o8.png") + " --backend cpu --tiles 128x64 --depth 8").status, 0);
+}
+
 // ---- 16 bits ----
 
 TEST_F(CliClahe16, Equalize16KeepsTheLevelsOfANarrowBand) {
