@@ -30,6 +30,17 @@ if(NOT TARGET cxxopts::cxxopts)
   set_target_properties(cxxopts::cxxopts PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${CXXOPTS_INCLUDE_DIR})
 endif()
 
+find_package(nlohmann_json 3 CONFIG QUIET)
+if(NOT TARGET nlohmann_json::nlohmann_json)
+  find_path(NLOHMANN_JSON_INCLUDE_DIR nlohmann/json.hpp)
+  if(NOT NLOHMANN_JSON_INCLUDE_DIR)
+    message(FATAL_ERROR "nlohmann/json.hpp not found: apt-get install nlohmann-json3-dev")
+  endif()
+  add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED)
+  set_target_properties(nlohmann_json::nlohmann_json PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES ${NLOHMANN_JSON_INCLUDE_DIR})
+endif()
+
 if(HISTEQ_BUILD_TESTS)
   find_package(GTest CONFIG QUIET)
   if(NOT GTest_FOUND)

@@ -258,10 +258,9 @@ void add_batch_options(Command& c, bool equalize) {
   c.add_flag("r,recursive", "folder inputs: descend into subfolders (outputs keep the relative path)");
   c.add("jobs", "CPU worker threads for a batch (0: the number of cores)",
         cxxopts::value<int>()->default_value("0"), "N");
-  c.add("max-inflight-mb", "cap on the megabytes of images in flight in a batch",
-        cxxopts::value<std::size_t>()->default_value(std::to_string(kDefaultMaxInflightBytes >> 20)),
-        "MB");
-  c.add("devices", "CUDA device ordinals for a batch, one worker each (e.g. 0,1 or 0,0); default: all",
+  c.add("max-inflight-mb", "cap on the megabytes of images in flight in a batch (default: max(256, 128 x jobs), at most a quarter of the memory)",
+        cxxopts::value<std::size_t>(), "MB");
+  c.add("devices", "CUDA device ordinals for a batch, one worker each (e.g. 0,1 or 0,0); default: all (two workers each when nvJPEG takes the JPEGs)",
         cxxopts::value<std::string>(), "LIST");
   c.add_flag("quiet", "no notes, no progress bar, no summary line on stderr (errors still)");
   if (equalize) {
@@ -423,9 +422,11 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
   eo.max_pixels = cm.max_pixels;
   eo.jobs = r["jobs"].as<int>();
   if (eo.jobs < 0) throw UsageError("--jobs must be at least 1 (0: the number of cores)");
-  const std::size_t mb = r["max-inflight-mb"].as<std::size_t>();
-  if (mb == 0) throw UsageError("--max-inflight-mb must be at least 1");
-  eo.max_inflight_bytes = mb << 20;
+  if (r.count("max-inflight-mb")) {  // else 0: the executor's default for its jobs
+    const std::size_t mb = r["max-inflight-mb"].as<std::size_t>();
+    if (mb == 0) throw UsageError("--max-inflight-mb must be at least 1");
+    eo.max_inflight_bytes = mb << 20;
+  }
   if (r.count("devices")) eo.devices = parse_devices(r["devices"].as<std::string>());
 
   std::string format;
@@ -436,9 +437,18 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
     if (eo.encode.png_level < 0 || eo.encode.png_level > 9)
       throw UsageError("--png-level must be in 0..9, got " + std::to_string(eo.encode.png_level));
     eo.encode.subsampling = jpeg::parse_subsampling(r["subsampling"].as<std::string>());
-    if (r["decoder"].as<std::string>() == "gpu")
-      throw UsageError("--decoder gpu: a batch decodes JPEG with libjpeg-turbo on the CPU threads "
-                       "for now (valid here: auto, cpu)");
+    const std::string dec = r["decoder"].as<std::string>();
+    if (dec == "gpu") {
+      if (!gpu::nvjpeg_built())
+        throw UsageError("--decoder gpu: this histeq was built without nvJPEG (valid here: auto, cpu)");
+      if (cm.opt.backend == Backend::cpu)
+        throw UsageError("--decoder gpu needs the CUDA backend (not --backend cpu)");
+      eo.jpeg = JpegRoute::gpu;
+    } else if (dec == "cpu") {
+      eo.jpeg = JpegRoute::cpu;
+    } else if (dec != "auto") {
+      throw UsageError("unknown --decoder '" + dec + "' (valid: auto, gpu, cpu)");
+    }
   }
 
   // Plan every output before any work: formats, collisions.
@@ -548,6 +558,14 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
       tout << std::left << std::setw(10) << name << std::right << std::setw(12) << num(ms) << '\n';
     tout << std::left << std::setw(10) << "wall" << std::right << std::setw(12)
          << num(sum.wall_s * 1000.0) << '\n';
+    tout << "start-up: devices " << num(sum.device_init_ms) << " ms (CUDA context, streams; in the "
+         << "background), nvJPEG handles " << num(sum.nvjpeg_init_ms) << " ms\n";
+    tout << "decoders:";
+    for (const auto& [name, n] : sum.decoders) tout << ' ' << name << ' ' << n;
+    tout << '\n';
+    tout << "in flight: at most " << sum.peak_busy_workers << " of " << ex.jobs()
+         << " workers busy at once; peak " << num(double(sum.peak_inflight_bytes) / 1048576.0, 1)
+         << " MB of a " << (sum.max_inflight_bytes >> 20) << " MB cap (--max-inflight-mb)\n";
   }
   if (json) {
     nlohmann::ordered_json s;
@@ -556,6 +574,16 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
                     {"megapixels", round3(sum.megapixels)},
                     {"seconds", round3(sum.wall_s)},
                     {"mp_per_s", round3(mps)}};
+    const ItemTimes& t = sum.summed;
+    s["summary"]["summed_ms"] = {{"read", round3(t.read_ms)},         {"decode", round3(t.decode_ms)},
+                                 {"upload", round3(t.upload_ms)},     {"equalize", round3(t.equalize_ms)},
+                                 {"download", round3(t.download_ms)}, {"encode", round3(t.encode_ms)},
+                                 {"write", round3(t.write_ms)}};
+    s["summary"]["jobs"] = ex.jobs();
+    s["summary"]["peak_busy_workers"] = sum.peak_busy_workers;
+    s["summary"]["decoders"] = sum.decoders;
+    s["summary"]["device_init_ms"] = round3(sum.device_init_ms);
+    s["summary"]["nvjpeg_init_ms"] = round3(sum.nvjpeg_init_ms);
     out << dump_line(s) << '\n';
   }
   if (!quiet) {
@@ -786,7 +814,8 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
               << rep.output_channels << (rep.output_channels == 1 ? " channel" : " channels")
               << (rep.bit_depth == 16 ? ", 16-bit" : "") << ", mode "
               << to_string(rep.equalize.mode) << ", kernel " << rep.equalize.kernel << " on "
-              << rep.equalize.device << '\n';
+              << rep.equalize.device << " (decoder " << rep.decoder << ", encoder "
+              << rep.encoder << ")\n";
           },
           make_item_op(io, r));
     }
@@ -962,6 +991,12 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
     if (decoder != "stb_image") rout << " (decoder " << decoder << ", encoder " << encoder << ")";
     rout << '\n';
   }
+  // The output is committed by now: a report that cannot be written (a full or closed stdout)
+  // is an error that says so, rather than one that reads as if nothing had been written.
+  out.flush();
+  if (!out)
+    throw Error("the image " + output + " was written, but the report could not be written to "
+                "standard output (full or closed)");
   return 0;
 }
 

@@ -92,7 +92,7 @@ bool is_16bit_data(const std::uint8_t* d, std::size_t n) {
     std::size_t pos = 2;
     std::uint64_t w, h, m;
     return pnm_number(d, n, pos, w) && pnm_number(d, n, pos, h) && pnm_number(d, n, pos, m) &&
-           m > 255;
+           m > 255 && m <= 65535;  // others: the 8-bit decoder names the defect
   }
   return false;
 }

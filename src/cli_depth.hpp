@@ -32,7 +32,7 @@ struct ItemOpOptions {
 };
 
 /// True when the bytes are a 16-bit PNG (IHDR bit depth 16) or a binary PGM/PPM (P5/P6) with
-/// maxval > 255: files that load_image would cut to 8 bits. Reads only the header.
+/// maxval 256..65535: files that load_image would cut to 8 bits. Reads only the header.
 bool is_16bit_data(const std::uint8_t* data, std::size_t size);
 
 /// True when the operation must go through run_item: CLAHE always, 16-bit inputs always (with

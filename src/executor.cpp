@@ -17,14 +17,18 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cctype>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <future>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
+
+#include <unistd.h>
 
 #include "device_buffer.hpp"
 #include "histeq/cpu.hpp"
@@ -33,6 +37,7 @@
 #include "histeq/lut.hpp"
 #include "histeq/planes.hpp"
 #include "histeq/jpeg_codec.hpp"
+#include "histeq/nvjpeg_codec.hpp"
 #include "png_fast.hpp"
 #include "registry.hpp"
 
@@ -77,7 +82,9 @@ T* grow(DeviceBuffer<T>& b, std::size_t n) {
   return b.get();
 }
 
-/// One device worker: a stream (the Equalizer's), buffers kept across items, events.
+/// One device worker: a stream (the Equalizer's), buffers kept across items, events, and its
+/// nvJPEG codec (created on the first JPEG it takes; not thread-safe: only the worker's JPEG
+/// thread uses it). Declared after eq, so it is destroyed before the stream it queues on.
 struct DeviceWorker {
   int device = 0;
   std::string name;
@@ -85,6 +92,8 @@ struct DeviceWorker {
   DeviceBuffer<std::uint8_t> d_in, d_planes, d_out;
   PinnedBuffer h_in, h_out;
   Event e_start, e_up, e_hist, e_lut, e_apply, e_down;
+  std::unique_ptr<gpu::JpegCodec> jpeg;
+  std::thread jpeg_thread;  ///< takes JPEG jobs in batches (Impl::jpeg_loop)
   explicit DeviceWorker(int dev) : device(dev), name(gpu::device_name()) {}
 };
 
@@ -93,6 +102,17 @@ struct Loaded {
   std::vector<std::uint8_t> bytes;
   std::size_t cost = 0;
   ItemReport rep;
+};
+
+/// A JPEG item handed by a CPU worker to the device workers' JPEG threads.
+struct JpegJob {
+  Loaded* it = nullptr;
+  bool jpeg_out = false;               ///< encode on the device (else download into `host`)
+  std::vector<std::uint8_t> encoded;   ///< the output file's bytes (jpeg_out)
+  Image host;                          ///< the equalized pixels (!jpeg_out)
+  std::string error;
+  bool device_failed = false;          ///< the error is the device's or nvJPEG's, not the file's
+  std::promise<void> done;
 };
 
 void add(ItemTimes& a, const ItemTimes& b) {
@@ -107,6 +127,16 @@ void add(ItemTimes& a, const ItemTimes& b) {
 
 }  // namespace
 
+std::size_t default_max_inflight_bytes(int jobs) {
+  std::size_t cap = std::max(kMinMaxInflightBytes, kInflightBytesPerJob * std::size_t(std::max(jobs, 1)));
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) {
+    const std::size_t quarter = std::size_t(pages) / 4 * std::size_t(page);
+    cap = std::min(cap, std::max(quarter, kMinMaxInflightBytes));
+  }
+  return cap;
+}
+
 struct Executor::Impl {
   ExecutorOptions opt;
   int jobs = 1;
@@ -114,6 +144,13 @@ struct Executor::Impl {
 
   ~Impl() {
     if (init_thread.joinable()) init_thread.join();
+    {
+      std::lock_guard<std::mutex> lock(jmu);
+      jstop = true;
+    }
+    jcv.notify_all();
+    for (auto& w : workers)
+      if (w->jpeg_thread.joinable()) w->jpeg_thread.join();
     for (auto& w : workers) {  // each worker's CUDA objects are freed on its own device
       cudaSetDevice(w->device);
       w.reset();
@@ -129,6 +166,23 @@ struct Executor::Impl {
   std::vector<std::unique_ptr<DeviceWorker>> workers;
   std::vector<DeviceWorker*> free_workers;
   std::thread init_thread;
+  Clock::time_point t_created = Clock::now();
+  double device_init_ms = 0;
+
+  // ---- JPEG on the device workers ----
+  std::mutex jmu;
+  std::condition_variable jcv;
+  std::deque<JpegJob*> jqueue;
+  bool jstop = false;
+  double nvjpeg_init_ms = 0;  // under jmu
+  int nvjpeg_ready = 0;       // device workers whose codec is up (under jmu)
+  bool nvjpeg_broken = false; // a batch failed for the device's or nvJPEG's sake (under jmu)
+
+  /// Whether JPEG items may take the nvJPEG route at all.
+  bool gpu_jpeg_wanted() const {
+    return opt.task == Task::equalize && opt.jpeg != JpegRoute::cpu &&
+           opt.equalize.backend != Backend::cpu && gpu::nvjpeg_built();
+  }
 
   void init_devices() {
     std::vector<std::unique_ptr<DeviceWorker>> made;
@@ -138,8 +192,11 @@ struct Executor::Impl {
       int count = 0;
       HISTEQ_CUDA_CHECK(cudaGetDeviceCount(&count));
       std::vector<int> ords = opt.devices;
-      if (ords.empty())
-        for (int d = 0; d < count; ++d) ords.push_back(d);
+      if (ords.empty()) {
+        const int per = opt.workers_per_device > 0 ? opt.workers_per_device : gpu_jpeg_wanted() ? 2 : 1;
+        for (int d = 0; d < count; ++d)
+          for (int k = 0; k < per; ++k) ords.push_back(d);
+      }
       for (int d : ords) {
         if (d < 0 || d >= count)
           throw Error("--devices: no CUDA device " + std::to_string(d) + " (" +
@@ -150,6 +207,12 @@ struct Executor::Impl {
       std::lock_guard<std::mutex> lock(dev_mu);
       workers = std::move(made);
       for (auto& w : workers) free_workers.push_back(w.get());
+      if (gpu_jpeg_wanted())
+        for (auto& w : workers) {
+          DeviceWorker* wp = w.get();
+          wp->jpeg_thread = std::thread([this, wp] { jpeg_loop(*wp); });
+        }
+      device_init_ms = ms_since(t_created);
       dev_state = DevState::ready;
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(dev_mu);
@@ -179,11 +242,165 @@ struct Executor::Impl {
             free_workers.pop_back();
             return w;
           }
+          // auto: every device worker is busy: equalize on this CPU thread rather than wait
+          // (the same bytes; the CPU worker never idles behind the device).
+          if (opt.equalize.backend != Backend::cuda) return nullptr;
           break;
       }
       dev_cv.wait(lock);
     }
   }
+  /// This worker, once no item borrows it (its JPEG thread then has it alone).
+  void acquire_this(DeviceWorker* w) {
+    std::unique_lock<std::mutex> lock(dev_mu);
+    for (;;) {
+      auto at = std::find(free_workers.begin(), free_workers.end(), w);
+      if (at != free_workers.end()) {
+        free_workers.erase(at);
+        return;
+      }
+      dev_cv.wait(lock);
+    }
+  }
+  /// For a JPEG item: true when it goes to the device workers now; false: the CPU route.
+  /// Throws (the item fails) when --decoder gpu and the devices failed.
+  bool route_jpeg_to_device() {
+    if (!gpu_jpeg_wanted()) return false;
+    const bool must = opt.jpeg == JpegRoute::gpu || opt.equalize.backend == Backend::cuda;
+    std::unique_lock<std::mutex> lock(dev_mu);
+    if (must) dev_cv.wait(lock, [&] { return dev_state != DevState::initializing; });
+    if (dev_state == DevState::failed && must)
+      throw Error("--decoder gpu: no usable CUDA device (" + dev_why + ")");
+    if (dev_state != DevState::ready) return false;  // auto: CPU while the devices start
+    if (must) return true;
+    const std::size_t threads = workers.size();
+    lock.unlock();
+    // auto: the CPU workers take a JPEG themselves when the device queue is long: while the
+    // nvJPEG handles are being created (one batch waits for them), and when the device
+    // workers are behind (more than two batches per JPEG thread waiting).
+    std::lock_guard<std::mutex> jl(jmu);
+    const std::size_t batch = std::size_t(std::max(1, opt.jpeg_batch));
+    const std::size_t limit = nvjpeg_ready == 0 ? batch : 2 * batch * std::max<std::size_t>(threads, 1);
+    return !nvjpeg_broken && jqueue.size() < limit;
+  }
+  /// Hands a job to the JPEG threads and waits for it.
+  void run_jpeg_job(JpegJob& job) {
+    std::future<void> f = job.done.get_future();
+    {
+      std::lock_guard<std::mutex> lock(jmu);
+      jqueue.push_back(&job);
+    }
+    jcv.notify_one();
+    f.wait();
+  }
+
+  /// A device worker's JPEG thread: takes up to jpeg_batch waiting jobs, decodes them in one
+  /// nvJPEG call, equalizes each on the device, encodes each JPEG output with nvJPEG (others
+  /// are downloaded for the CPU workers to encode), then completes the jobs.
+  void jpeg_loop(DeviceWorker& w) {
+    for (;;) {
+      std::vector<JpegJob*> batch;
+      {
+        std::unique_lock<std::mutex> lock(jmu);
+        jcv.wait(lock, [&] { return jstop || !jqueue.empty(); });
+        if (jqueue.empty()) return;  // jstop
+        const std::size_t n = std::min<std::size_t>(jqueue.size(), std::size_t(std::max(1, opt.jpeg_batch)));
+        batch.assign(jqueue.begin(), jqueue.begin() + std::ptrdiff_t(n));
+        jqueue.erase(jqueue.begin(), jqueue.begin() + std::ptrdiff_t(n));
+      }
+      acquire_this(&w);
+      try {
+        jpeg_batch_on(w, batch);
+      } catch (const std::exception& e) {  // the device is in trouble: fail what is not done
+        for (JpegJob* j : batch)
+          if (j->error.empty() && j->encoded.empty() && j->host.pixels.empty()) {
+            j->error = j->it->rep.input + ": " + e.what();
+            j->device_failed = true;
+          }
+        std::lock_guard<std::mutex> lock(jmu);
+        nvjpeg_broken = true;  // --decoder auto sends the next JPEGs to the CPU workers
+      }
+      release_device(&w);
+      for (JpegJob* j : batch) j->done.set_value();
+    }
+  }
+
+  void jpeg_batch_on(DeviceWorker& w, std::vector<JpegJob*>& batch) {
+    HISTEQ_CUDA_CHECK(cudaSetDevice(w.device));
+    if (!w.jpeg) {
+      const auto t0 = Clock::now();
+      gpu::JpegCodecOptions jo;
+      jo.max_pixels = opt.max_pixels;
+      w.jpeg = std::make_unique<gpu::JpegCodec>(w.eq.stream(), jo);
+      w.jpeg->hardware_available();  // the hardware handle now, counted as start-up
+      const double ms = ms_since(t0);
+      std::lock_guard<std::mutex> lock(jmu);
+      nvjpeg_init_ms += ms;
+      ++nvjpeg_ready;
+    }
+    std::vector<gpu::JpegInput> in;
+    for (JpegJob* j : batch) in.push_back({j->it->bytes.data(), j->it->bytes.size(), j->it->rep.input});
+    auto t = Clock::now();
+    const std::vector<gpu::DeviceImage> dec = w.jpeg->decode(in);
+    const double decode_ms = ms_since(t);
+    double batch_px = 0;
+    for (const auto& d : dec) batch_px += d.error.empty() ? double(d.width) * d.height : 0.0;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      JpegJob& j = *batch[i];
+      const gpu::DeviceImage& img = dec[i];
+      ItemReport& rep = j.it->rep;
+      if (!img.error.empty()) {
+        j.error = img.error;
+        continue;
+      }
+      rep.width = img.width;
+      rep.height = img.height;
+      rep.channels = img.channels;
+      rep.decoder = img.decoder;
+      // the batch's decode time, shared by pixels
+      rep.times.decode_ms = batch_px > 0 ? decode_ms * (double(img.width) * img.height / batch_px) : 0;
+      try {
+        const Mode mode = opt.equalize.mode.value_or(default_mode(img.channels));
+        const int out_ch = output_channels(mode, img.channels);
+        const std::size_t px = std::size_t(img.width) * std::size_t(img.height);
+        std::uint8_t* d_out = grow(w.d_out, std::max<std::size_t>(px * std::size_t(out_ch), 1));
+        std::uint8_t* d_planes =
+            img.channels > 1 ? grow(w.d_planes, px * std::size_t(plane_count(mode, img.channels))) : nullptr;
+        EqualizeReport& er = rep.equalize;
+        gpu::equalize_on_device(w.eq, img, opt.equalize, d_out, &er, d_planes);
+        er.device = w.name;
+        rep.times.equalize_ms = er.times.histogram_ms + er.times.cdf_lut_ms + er.times.apply_ms;
+        rep.output_channels = out_ch;
+        if (j.jpeg_out) {
+          t = Clock::now();
+          j.encoded = w.jpeg->encode(d_out, img.width, img.height, out_ch,
+                                     {opt.encode.quality, opt.encode.subsampling}, img.exif, img.icc);
+          rep.times.encode_ms = ms_since(t);
+          rep.encoder = "nvjpeg";
+        } else {
+          t = Clock::now();
+          j.host.width = img.width;
+          j.host.height = img.height;
+          j.host.channels = out_ch;
+          j.host.exif = img.exif;
+          j.host.icc = img.icc;
+          j.host.pixels.resize(px * std::size_t(out_ch));
+          HISTEQ_CUDA_CHECK(cudaMemcpyAsync(j.host.pixels.data(), d_out, j.host.pixels.size(),
+                                            cudaMemcpyDeviceToHost,
+                                            reinterpret_cast<cudaStream_t>(w.eq.stream())));
+          w.eq.synchronize();
+          rep.times.download_ms = ms_since(t);
+        }
+        er.luts.clear();
+        er.histograms.clear();
+      } catch (const CudaError&) {
+        throw;
+      } catch (const std::exception& e) {
+        j.error = e.what();
+      }
+    }
+  }
+
   void release_device(DeviceWorker* w) {
     {
       std::lock_guard<std::mutex> lock(dev_mu);
@@ -217,7 +434,9 @@ struct Executor::Impl {
     it.rep.times.decode_ms = ms_since(t0);
   }
 
-  Image equalize_cpu(const Image& in, Mode mode, bool apply, EqualizeReport& rep) {
+  /// Equalizes on the CPU; when the output has the input's channel count the pixels are
+  /// rewritten in place (in.pixels moves into the result: no second image-sized buffer).
+  Image equalize_cpu(Image& in, Mode mode, bool apply, EqualizeReport& rep) {
     const auto t0 = Clock::now();
     rep.backend = "cpu";
     rep.device = "CPU (" + std::to_string(jobs) + " threads)";
@@ -242,20 +461,29 @@ struct Executor::Impl {
       for (const Histogram& h : rep.histograms) rep.luts.push_back(make_lut(h.data(), opt.equalize.formula));
       rep.times.cdf_lut_ms = ms_since(t);
       t = Clock::now();
-      out.width = in.width;
-      out.height = in.height;
-      out.channels = output_channels(mode, in.channels);
-      out.exif = in.exif;  // metadata travels as pipeline.cpp's equalize keeps it
-      out.icc = in.icc;
-      out.pixels.resize(pixels * std::size_t(out.channels));
-      cpu::apply(in.pixels.data(), pixels, in.channels, mode, rep.luts.data(), out.pixels.data(), 1);
+      const int out_ch = output_channels(mode, in.channels);
+      if (out_ch == in.channels) {
+        // cpu::apply reads each pixel before writing it, so in == out is safe when the
+        // channel counts match (each slice touches only its own pixels).
+        planes_buf = std::vector<std::uint8_t>();
+        cpu::apply(in.pixels.data(), pixels, in.channels, mode, rep.luts.data(), in.pixels.data(), 1);
+        out = std::move(in);
+      } else {
+        out.width = in.width;
+        out.height = in.height;
+        out.channels = out_ch;
+        out.exif = in.exif;  // metadata travels as pipeline.cpp's equalize keeps it
+        out.icc = in.icc;
+        out.pixels.resize(pixels * std::size_t(out.channels));
+        cpu::apply(in.pixels.data(), pixels, in.channels, mode, rep.luts.data(), out.pixels.data(), 1);
+      }
       rep.times.apply_ms = ms_since(t);
     }
     rep.times.total_ms = ms_since(t0);
     return out;
   }
 
-  Image equalize_device(DeviceWorker& w, const Image& in, Mode mode, bool apply,
+  Image equalize_device(DeviceWorker& w, Image& in, Mode mode, bool apply,
                         EqualizeReport& rep, ItemTimes& times) {
     const auto t0 = Clock::now();
     HISTEQ_CUDA_CHECK(cudaSetDevice(w.device));
@@ -317,12 +545,17 @@ struct Executor::Impl {
       rep.times.apply_ms = w.e_apply.since(w.e_lut);
       rep.times.download_ms = w.e_down.since(w.e_apply);
       const auto t_copy = Clock::now();
-      out.width = in.width;
-      out.height = in.height;
-      out.channels = out_ch;
-      out.exif = in.exif;
-      out.icc = in.icc;
-      out.pixels.assign(h_out, h_out + out_bytes);
+      if (out_ch == in.channels) {  // reuse the decoded buffer for the output
+        std::memcpy(in.pixels.data(), h_out, out_bytes);
+        out = std::move(in);
+      } else {
+        out.width = in.width;
+        out.height = in.height;
+        out.channels = out_ch;
+        out.exif = in.exif;
+        out.icc = in.icc;
+        out.pixels.assign(h_out, h_out + out_bytes);
+      }
       rep.times.download_ms += ms_since(t_copy);
     }
     rep.times.upload_ms += stage_in_ms;
@@ -355,7 +588,10 @@ struct Executor::Impl {
     }
     if (!done) {
       bytes = encode_image(img, ext, opt.encode);
-      rep.encoder = "stb";
+      std::string low = ext;
+      for (char& ch : low) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      // encode_image's writers: libjpeg-turbo for JPEG, stb_image_write with libdeflate for PNG, stb for the rest
+      rep.encoder = low == ".jpg" || low == ".jpeg" ? "libjpeg-turbo" : low == ".png" ? "stb+libdeflate" : "stb";
     }
     rep.times.encode_ms = ms_since(t0);
     return bytes;
@@ -380,6 +616,9 @@ struct Executor::Impl {
           return;
         }
       }
+      if (jpeg::is_jpeg(it.bytes.data(), it.bytes.size()) && route_jpeg_to_device() &&
+          process_jpeg_on_device(it))
+        return;
       Image img;
       decode(it, img);
       rep.width = img.width;
@@ -389,6 +628,7 @@ struct Executor::Impl {
       const bool apply = opt.task == Task::equalize;
       EqualizeReport& er = rep.equalize;
       er.mode = mode;
+      const std::uint64_t npix = img.pixel_count();
       Image out;
       DeviceWorker* w = opt.equalize.backend == Backend::cpu ? nullptr : acquire_device();
       if (w) {
@@ -403,7 +643,7 @@ struct Executor::Impl {
           for (const Histogram& h : er.histograms) {
             std::uint64_t s = 0;
             for (std::uint64_t c : h) s += c;
-            er.racy_lost += s < img.pixel_count() ? img.pixel_count() - s : 0;
+            er.racy_lost += s < npix ? npix - s : 0;
           }
         }
       } else {
@@ -431,6 +671,44 @@ struct Executor::Impl {
     }
   }
 
+  /// A JPEG item through the device workers' JPEG threads, then (non-JPEG output) the CPU
+  /// encode, then the write. False (nothing done) when the device or nvJPEG failed and the
+  /// item may take the CPU route (--decoder auto, backend auto); errors of the file throw.
+  bool process_jpeg_on_device(Loaded& it) {
+    ItemReport& rep = it.rep;
+    const std::string fmt = format_for(it);
+    std::string low = fmt;
+    for (char& ch : low) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    JpegJob job;
+    job.it = &it;
+    job.jpeg_out = low == ".jpg" || low == ".jpeg";
+    run_jpeg_job(job);
+    if (job.device_failed && opt.jpeg == JpegRoute::automatic && opt.equalize.backend == Backend::automatic) {
+      rep.decoder.clear();
+      rep.encoder.clear();
+      rep.equalize = EqualizeReport{};
+      rep.times = ItemTimes{rep.times.read_ms};
+      return false;
+    }
+    std::vector<std::uint8_t>().swap(it.bytes);
+    if (!job.error.empty()) throw Error(job.error);
+    rep.equalize.times.decode_ms = rep.times.decode_ms;
+    if (job.jpeg_out) {
+      job.host = Image();
+    } else {
+      std::vector<std::uint8_t> enc = encode(job.host, rep, fmt);
+      job.host = Image();
+      job.encoded.swap(enc);
+    }
+    rep.equalize.times.encode_ms = rep.times.encode_ms;
+    rep.output_bytes = job.encoded.size();
+    const auto t0 = Clock::now();
+    write_file_atomic(rep.output, job.encoded.data(), job.encoded.size());
+    rep.times.write_ms = ms_since(t0);
+    rep.ok = true;
+    return true;
+  }
+
   std::vector<WorkItem> const* items = nullptr;
   std::string format_for(const Loaded& it) const {
     const WorkItem& w = (*items)[it.index];
@@ -446,13 +724,21 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   const unsigned hw = std::thread::hardware_concurrency();
   m.jobs = m.opt.jobs > 0 ? m.opt.jobs : int(hw > 0 ? hw : 1);
   if (m.opt.fast_png_decoder) m.fast_png = make_fast_png_decoder();
-  if (m.opt.max_inflight_bytes == 0) throw UsageError("--max-inflight-mb must be at least 1");
+  if (m.opt.max_inflight_bytes == 0) m.opt.max_inflight_bytes = default_max_inflight_bytes(m.jobs);
   if (m.opt.equalize.kernel != "auto") {
     const kernels::KernelEntry& e = kernels::find_kernel(m.opt.equalize.kernel);
     if (const char* why = e.unsupported(SampleType::u8, kBins))
       throw UsageError("kernel '" + m.opt.equalize.kernel +
                        "' cannot equalize 8-bit images (u8, 256 bins): " + why);
   }
+  if (m.opt.jpeg == JpegRoute::gpu) {
+    if (!gpu::nvjpeg_built())
+      throw UsageError("--decoder gpu: this histeq was built without nvJPEG (valid here: auto, cpu)");
+    if (m.opt.equalize.backend == Backend::cpu)
+      throw UsageError("--decoder gpu needs the CUDA backend (not --backend cpu)");
+  }
+  if (m.opt.jpeg_batch < 1) throw UsageError("the JPEG batch must be at least 1");
+  if (m.opt.workers_per_device < 0) throw UsageError("workers per device must be at least 0");
   if (m.opt.equalize.backend != Backend::cpu) {
     m.dev_state = Impl::DevState::initializing;
     m.init_thread = std::thread([&m] { m.init_devices(); });
@@ -475,6 +761,7 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
   Impl& m = *impl_;
   m.items = &items;
   BatchSummary sum;
+  sum.max_inflight_bytes = m.opt.max_inflight_bytes;
   const auto t_run = Clock::now();
   if (m.opt.equalize.backend == Backend::cuda) {
     const std::string why = cpu_fallback_reason();
@@ -484,6 +771,7 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
   std::mutex mu;
   std::condition_variable cv_budget, cv_work, cv_done;
   std::size_t inflight_bytes = 0, inflight_items = 0;
+  int busy = 0;
   const std::size_t max_items = std::size_t(std::max(64, 4 * m.jobs));
   std::deque<std::unique_ptr<Loaded>> queue;
   bool reader_done = false;
@@ -499,8 +787,29 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
     cv_done.notify_all();
   };
 
-  std::thread reader([&] {
+  // The reading order: within windows of max_items / 2 consecutive items, the largest files
+  // first (a big image started last would finish alone after the others: longest job first).
+  // Reports stay in input order; a window no larger than half the report window cannot
+  // deadlock (at most the previous window's and this window's items wait for their report).
+  std::vector<std::size_t> order(items.size());
+  {
+    const std::size_t win = std::max<std::size_t>(1, max_items / 2);
+    std::vector<std::uintmax_t> size(items.size(), 0);
     for (std::size_t i = 0; i < items.size(); ++i) {
+      order[i] = i;
+      std::error_code ec;
+      const std::uintmax_t n = std::filesystem::file_size(items[i].input, ec);
+      size[i] = ec ? 0 : n;
+    }
+    for (std::size_t b = 0; b < order.size(); b += win) {
+      const auto e = order.begin() + std::ptrdiff_t(std::min(order.size(), b + win));
+      std::stable_sort(order.begin() + std::ptrdiff_t(b), e,
+                       [&](std::size_t x, std::size_t y) { return size[x] > size[y]; });
+    }
+  }
+
+  std::thread reader([&] {
+    for (std::size_t i : order) {
       auto it = std::make_unique<Loaded>();
       it->index = i;
       it->rep.index = i;
@@ -525,9 +834,12 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
       int w = 0, h = 0, c = 0;
       std::size_t cost = it->bytes.size();
       if (image_info(it->bytes.data(), it->bytes.size(), &w, &h, &c)) {
-        // decoded + planes + output + encoded output, all at once at the worst moment
+        // The worst moment: decoded pixels + one plane (the histogram's luma) during equalize,
+        // then the output (in place of the decoded pixels when the channel counts match, else
+        // a second buffer) + the encoded bytes (at most about the raw size). The file's bytes
+        // are freed after decode. So: file + 2 x decoded + one plane.
         const std::size_t px = std::size_t(std::max(w, 0)) * std::size_t(std::max(h, 0));
-        cost += px * std::size_t(std::max(c, 1)) * 3 + px * 2;
+        cost += px * std::size_t(std::max(c, 1)) * 2 + px;
       }
       it->cost = cost;
       std::unique_lock<std::mutex> lock(mu);
@@ -555,8 +867,13 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
           if (queue.empty()) return;
           it = std::move(queue.front());
           queue.pop_front();
+          sum.peak_busy_workers = std::max(sum.peak_busy_workers, ++busy);
         }
         m.process(*it);
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          --busy;
+        }
         finish(std::move(it));
       }
     });
@@ -577,6 +894,7 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
     ++sum.files;
     if (!rep.ok) ++sum.failures;
     else sum.megapixels += double(rep.width) * double(rep.height) / 1e6;
+    if (rep.ok && !rep.decoder.empty()) ++sum.decoders[rep.decoder];
     add(sum.summed, rep.times);
     if (on_done && !callback_error) {
       try {
@@ -594,6 +912,14 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
   reader.join();
   for (auto& t : pool) t.join();
   sum.wall_s = std::chrono::duration<double>(Clock::now() - t_run).count();
+  {
+    std::lock_guard<std::mutex> lock(m.dev_mu);
+    sum.device_init_ms = m.dev_state == Impl::DevState::ready ? m.device_init_ms : 0;
+  }
+  {
+    std::lock_guard<std::mutex> lock(m.jmu);
+    sum.nvjpeg_init_ms = m.nvjpeg_init_ms;
+  }
   m.items = nullptr;
   if (callback_error) std::rethrow_exception(callback_error);
   return sum;

@@ -29,6 +29,7 @@
 #include <memory>
 #include <mutex>
 
+#include "decode_checks.hpp"
 #include "histeq/error.hpp"
 #include "histeq/jpeg_codec.hpp"
 
@@ -41,14 +42,37 @@
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #pragma GCC diagnostic ignored "-Wunused-function"
 #pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wstringop-overflow"  // false positives once stb is static (inlined)
 #endif
+#endif
+// Defense in depth: every buffer stb_image allocates starts zeroed (calloc; a realloc zeroes
+// what it adds), so that no decoder bug can hand back earlier heap contents as pixels
+// (test_cli_hostile_decode: DecodedPixelsDoNotDependOnHeapContents). stb's symbols stay private to this file
+// (STB_IMAGE_STATIC, STB_IMAGE_WRITE_STATIC): a program linking libhisteq_host.a may compile
+// its own copy of stb (CTest no_stb_symbols_exported).
+namespace {
+void* histeq_stbi_realloc_zeroed(void* p, std::size_t old_size, std::size_t new_size) {
+  void* q = std::realloc(p, new_size);
+  if (q && new_size > old_size) std::memset(static_cast<char*>(q) + old_size, 0, new_size - old_size);
+  return q;
+}
+}  // namespace
+#define STBI_MALLOC(sz) std::calloc(1, (sz))
+#define STBI_REALLOC_SIZED(p, oldsz, newsz) histeq_stbi_realloc_zeroed((p), (oldsz), (newsz))
+#define STBI_FREE(p) std::free(p)
+#define STB_IMAGE_STATIC
+#define STB_IMAGE_WRITE_STATIC
 #define STB_IMAGE_IMPLEMENTATION
 #define STBI_NO_STDIO  // we read files ourselves
 // Only the documented input formats are compiled in (a smaller attack surface: PSD, HDR, PIC
 // and Softimage decoders never see a user's file). Every format that stb decodes is fuzzed
 // (tests/fuzz/, docs/reliability.md).
+// JPEG is not among them: libjpeg-turbo decodes every JPEG (jpeg_codec.hpp). stb's JPEG
+// decoder stayed reachable for files libjpeg's dispatch does not claim (fill bytes before the
+// SOI), and it decodes a JPEG without scans or Huffman tables from zero-filled buffers (issue 12,
+// hostile-jpeg-fill-bytes-before-soi.jpg); without it such a file is "unknown image type".
 #define STBI_ONLY_PNG
-#define STBI_ONLY_JPEG
 #define STBI_ONLY_BMP
 #define STBI_ONLY_TGA
 #define STBI_ONLY_GIF
@@ -213,7 +237,13 @@ struct TempSlot {
 };
 static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs lock-free atomics");
 TempSlot g_temp_slots[kTempSlots];
-constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+// Every fatal signal a process can catch whose default action ends it. The asynchronous ones
+// (and SIGXFSZ / SIGPIPE, raised by a write) are blocked around mkstemp and rename; the
+// synchronous faults are only caught where nobody else handles them (ASan, a debugger).
+constexpr int kCleanupSignals[] = {SIGINT,  SIGTERM, SIGHUP,    SIGQUIT,  SIGXFSZ, SIGXCPU,
+                                   SIGPIPE, SIGALRM, SIGUSR1,   SIGUSR2,  SIGVTALRM,
+                                   SIGPROF, SIGPOLL, SIGSTKFLT, SIGPWR};
+constexpr int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS, SIGTRAP};
 std::atomic<SaveHook> g_save_hook{nullptr};
 
 extern "C" void histeq_cleanup_handler(int sig) {
@@ -258,6 +288,16 @@ std::uint32_t be32(const std::uint8_t* p) {
          std::uint32_t(p[3]);
 }
 
+/// stb_image's zlib decoder with a fixed output buffer (it never grows it: more output than
+/// `cap` fails with "output buffer limit"). For detail::structure_problem's PNG check.
+int bounded_inflate(char* out, int cap, const char* in, int in_len, bool zlib_header,
+                    const char** why) {
+  const int n = zlib_header ? stbi_zlib_decode_buffer(out, cap, in, in_len)
+                            : stbi_zlib_decode_noheader_buffer(out, cap, in, in_len);
+  if (n < 0 && why) *why = stbi_failure_reason();
+  return n;
+}
+
 /// Why stbi_info_from_memory failed. It tries every format in turn, so its own reason is always
 /// the last one's ("unknown image type"); for a file whose signature names a format, ask that
 /// format's header parser again (stb_image internals, compiled in this file) for its reason
@@ -266,7 +306,6 @@ const char* format_failure_reason(const std::uint8_t* data, int len) {
   using Test = int (*)(stbi__context*);
   using Info = int (*)(stbi__context*, int*, int*, int*);
   const std::pair<Test, Info> formats[] = {{stbi__png_test, stbi__png_info},
-                                           {stbi__jpeg_test, stbi__jpeg_info},
                                            {stbi__gif_test, stbi__gif_info},
                                            {stbi__bmp_test, stbi__bmp_info}};
   for (const auto& [test, info] : formats) {
@@ -475,16 +514,42 @@ Image decode_image(const std::uint8_t* data, std::size_t size, const std::string
   static const std::uint8_t kPngSig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   if (size >= 24 && std::memcmp(data, kPngSig, 8) == 0 && std::memcmp(data + 12, "IHDR", 4) == 0)
     check_dims(be32(data + 16), be32(data + 20));
+  // Binary PNM (P5/P6): decoded here (detail::pnm_decode: data length checked before
+  // allocating, any maxval 1..65535 scaled, 16-bit samples big-endian), not by stb.
+  if (detail::is_binary_pnm(data, size)) {
+    detail::PnmHeader pnm;
+    if (std::string why = detail::pnm_header(data, size, &pnm); !why.empty())
+      throw Error(quoted(name) + " is not a decodable image: " + why);
+    check_dims(pnm.width, pnm.height);
+    Image img;
+    if (std::string why = detail::pnm_decode(data, size, pnm, &img); !why.empty())
+      throw Error(quoted(name) + " is not a decodable image: " + why);
+    return img;
+  }
   int w = 0, h = 0, comp = 0;
   if (!stbi_info_from_memory(data, len, &w, &h, &comp))
     throw Error(quoted(name) + " is not a decodable image: " + format_failure_reason(data, len));
+  if (h < 0 && h > -STBI_MAX_DIMENSIONS - 1 && detail::bmp_is_top_down(data, size))
+    h = -h;  // a top-down BMP: stb's info gives the stored (negative) height, its decoder flips
   check_dims(std::uint64_t(std::max(w, 0)), std::uint64_t(std::max(h, 0)));
+  // The file's own structure (BMP, TGA, GIF, PNG): data long enough for every pixel, palette
+  // indices within the palette, complete LZW/zlib data, no decompression bomb.
+  if (std::string why = detail::structure_problem(data, size, bounded_inflate); !why.empty())
+    throw Error(quoted(name) + " is not a decodable image: " + why);
   int dw = 0, dh = 0, dc = 0;
   std::unique_ptr<stbi_uc, void (*)(void*)> px(stbi_load_from_memory(data, len, &dw, &dh, &dc, 0),
                                                stbi_image_free);
   if (!px) {
-    const char* why = stbi_failure_reason();
-    throw Error(quoted(name) + " is not a decodable image: " + (why ? why : "decode failed"));
+    // stb's format probes leave their own reason behind when a decoder fails without one
+    // ("bad png sig" for a cut JPEG): name the file's format and the defect class instead.
+    const std::string why = stbi_failure_reason() ? stbi_failure_reason() : "";
+    const bool probe_reason = why.empty() || why == "bad png sig" || why == "not BMP" ||
+                              why == "not GIF" || why == "not PSD" || why == "not PIC" ||
+                              why == "bad file";
+    throw Error(quoted(name) + " is not a decodable image: " +
+                (probe_reason ? std::string("corrupt or truncated ") + detail::format_name(data, size) +
+                                    " data"
+                              : why));
   }
   if (dw != w || dh != h || dc < 1 || dc > 4)
     throw Error(quoted(name) + " decoded to an unexpected shape " + std::to_string(dw) + "x" +
@@ -515,6 +580,16 @@ void install_signal_cleanup() {
     sigemptyset(&sa.sa_mask);
     for (int other : kCleanupSignals) sigaddset(&sa.sa_mask, other);
     sa.sa_flags = 0;
+    ::sigaction(sig, &sa, nullptr);
+  }
+  for (int sig : kFaultSignals) {  // only where nothing else (a sanitizer) handles them
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) != 0) continue;
+    if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
+    struct sigaction sa {};
+    sa.sa_handler = histeq_cleanup_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
     ::sigaction(sig, &sa, nullptr);
   }
 }
@@ -661,7 +736,12 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
   if (fs::is_directory(fs::status(target, ec)))
     throw Error("cannot write " + quoted(path) + ": it is a directory");
 
-  std::string tmpl = (dir / ("." + target.filename().string() + ".histeq-XXXXXX")).string();
+  // ".NAME.histeq-XXXXXX" beside the target; when that would pass the folder's NAME_MAX (a
+  // long output name), the short ".histeq-XXXXXX" so that every name the filesystem takes works.
+  const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  const std::string leaf = target.filename().string();
+  const bool fits = leaf.size() + 15 <= std::size_t(name_max > 0 ? name_max : 255);
+  std::string tmpl = (dir / (fits ? "." + leaf + ".histeq-XXXXXX" : std::string(".histeq-XXXXXX"))).string();
   if (tmpl.size() >= kTempPathMax)
     throw Error("cannot write " + quoted(path) + ": the path is too long (" +
                 std::to_string(tmpl.size()) + " bytes)");

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "details.hpp"
 #include "histeq/error.hpp"
 #include "histeq/pipeline.hpp"
@@ -50,23 +52,6 @@ std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string r = "\"";
   for (char c : s) r += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return r + "\"";
-}
-
-std::string json_string(const std::string& s) {
-  std::string r = "\"";
-  for (unsigned char c : s) {
-    if (c == '"') r += "\\\"";
-    else if (c == '\\') r += "\\\\";
-    else if (c == '\n') r += "\\n";
-    else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      r += buf;
-    } else {
-      r += char(c);
-    }
-  }
   return r + "\"";
 }
 
@@ -244,7 +229,7 @@ std::string join_facts(const std::vector<std::string>& parts) {
 std::string why_of(const Row& r, const Context& ctx) {
   if (r.status == "SKIP") return "skipped: " + r.note;
   if (r.status == "FAIL" && r.kernel != "racy") return "its histogram differs from the CPU's: " + r.note;
-  const std::string ceiling = pct_ceiling(r, ctx.read_bw);
+  std::string ceiling = pct_ceiling(r, ctx.read_bw);
   const std::string k = r.kernel;
   if (k == bench::kCpuKernel) {
     return "the reference every GPU step is compared with, " +
@@ -593,37 +578,56 @@ void write_csv(std::ostream& os, const Lesson& lesson, const bench::RunInfo& inf
   }
 }
 
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+/// JSON number, or null when v < 0 (unset) or not finite.
+Json json_num(double v) {
+  if (v < 0 || !std::isfinite(v)) return nullptr;
+  return v;
+}
+
+/// JSON string, or null when empty.
+Json json_text_or_null(const std::string& s) {
+  if (s.empty()) return nullptr;
+  return s;
+}
+
+Json to_json(const Row& r) {
+  return Json{
+      {"panel", r.panel}, {"case", r.case_label}, {"type", type_name(r.type)},
+      {"bins", r.bins}, {"size", r.n}, {"step", r.step}, {"kernel", r.kernel},
+      {"change", r.change}, {"status", r.status}, {"median_us", json_num(r.median_us)},
+      {"speedup_prev", json_num(r.speedup_prev)}, {"speedup_atomic", json_num(r.speedup_atomic)},
+      {"gbps", json_num(r.gbps)}, {"pct_of_read_bw", json_num(r.pct_read_bw)},
+      {"ceiling_speedup", json_num(r.ceiling_speedup)}, {"lost", r.lost},
+      {"occupancy", json_num(r.occupancy)}, {"grid", r.grid}, {"block", r.block},
+      {"why", r.why}, {"note", json_text_or_null(r.note)},
+  };
+}
+
+}  // namespace
+
 void write_json(std::ostream& os, const Lesson& lesson, const bench::RunInfo& info,
                 const std::vector<Row>& rows) {
-  os << "{\n  \"lesson\": " << json_string(lesson.name)
-     << ",\n  \"title\": " << json_string(lesson.title)
-     << ",\n  \"source\": " << json_string(lesson.source)
-     << ",\n  \"device\": " << json_string(info.device)
-     << ",\n  \"commit\": " << (info.commit.empty() ? "null" : json_string(info.commit))
-     << ",\n  \"command\": " << json_string(info.command_line)
-     << ",\n  \"timestamp\": " << json_string(info.timestamp)
-     << ",\n  \"read_bw_gbps\": " << num(info.read_bw_gbps, "null")
-     << ",\n  \"launch_floor_us\": " << num(info.launch_floor_us, "null")
-     << ",\n  \"gpu_skipped\": "
-     << (info.gpu_skipped.empty() ? "null" : json_string(info.gpu_skipped)) << ",\n  \"rows\": [";
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
-    os << (i ? ",\n" : "\n") << "    {\"panel\": " << json_string(r.panel)
-       << ", \"case\": " << json_string(r.case_label) << ", \"type\": "
-       << json_string(type_name(r.type)) << ", \"bins\": " << r.bins << ", \"size\": " << r.n
-       << ", \"step\": " << r.step << ", \"kernel\": " << json_string(r.kernel)
-       << ", \"change\": " << json_string(r.change) << ", \"status\": " << json_string(r.status)
-       << ", \"median_us\": " << num(r.median_us, "null")
-       << ", \"speedup_prev\": " << num(r.speedup_prev, "null")
-       << ", \"speedup_atomic\": " << num(r.speedup_atomic, "null")
-       << ", \"gbps\": " << num(r.gbps, "null")
-       << ", \"pct_of_read_bw\": " << num(r.pct_read_bw, "null")
-       << ", \"ceiling_speedup\": " << num(r.ceiling_speedup, "null") << ", \"lost\": " << r.lost
-       << ", \"occupancy\": " << num(r.occupancy, "null") << ", \"grid\": " << r.grid
-       << ", \"block\": " << r.block << ", \"why\": " << json_string(r.why)
-       << ", \"note\": " << (r.note.empty() ? "null" : json_string(r.note)) << "}";
-  }
-  os << (rows.empty() ? "]\n}\n" : "\n  ]\n}\n");
+  Json row_array = Json::array();
+  for (const Row& r : rows) row_array.push_back(to_json(r));
+  const Json j{
+      {"lesson", lesson.name},
+      {"title", lesson.title},
+      {"source", lesson.source},
+      {"device", info.device},
+      {"commit", json_text_or_null(info.commit)},
+      {"command", info.command_line},
+      {"timestamp", info.timestamp},
+      {"read_bw_gbps", json_num(info.read_bw_gbps)},
+      {"launch_floor_us", json_num(info.launch_floor_us)},
+      {"gpu_skipped", json_text_or_null(info.gpu_skipped)},
+      {"rows", std::move(row_array)},
+  };
+  // Bytes that are not valid UTF-8 (a Latin-1 photo name) become U+FFFD: always valid JSON.
+  os << j.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
 }
 
 namespace {

@@ -42,7 +42,7 @@ std::vector<std::uint8_t> JpegCodec::encode(const Image&, const jpeg::EncodeOpti
 bool JpegCodec::hardware_available() { return false; }
 std::string JpegCodec::handle_flags() const { return ""; }
 void equalize_on_device(Equalizer&, const DeviceImage&, const EqualizeOptions&, std::uint8_t*,
-                        EqualizeReport*) {
+                        EqualizeReport*, std::uint8_t*) {
   throw Error("this histeq was built without nvJPEG: no device-resident JPEG path");
 }
 JpegOnDevice equalize_jpeg_on_device(Equalizer&, JpegCodec&, const JpegInput&,
@@ -464,7 +464,7 @@ std::vector<std::uint8_t> JpegCodec::encode(const Image& img, const jpeg::Encode
 }
 
 void equalize_on_device(Equalizer& eq, const DeviceImage& img, const EqualizeOptions& opt,
-                        std::uint8_t* d_out, EqualizeReport* report) {
+                        std::uint8_t* d_out, EqualizeReport* report, std::uint8_t* d_planes_in) {
   if ((img.channels != 1 && img.channels != 3) || img.width <= 0 || img.height <= 0 || !img.pixels)
     throw Error("equalize_on_device: need a decoded 1- or 3-channel device image");
   constexpr int kBins = 256;
@@ -478,10 +478,11 @@ void equalize_on_device(Equalizer& eq, const DeviceImage& img, const EqualizeOpt
   rep.backend = "cuda";
   rep.device = device_name();
   const cudaStream_t s = reinterpret_cast<cudaStream_t>(eq.stream());
-  DeviceBuffer<std::uint8_t> d_planes(img.channels > 1 ? std::size_t(planes) * pixels : 0);
+  DeviceBuffer<std::uint8_t> d_planes_own(img.channels > 1 && !d_planes_in ? std::size_t(planes) * pixels : 0);
+  std::uint8_t* const d_planes = d_planes_in ? d_planes_in : d_planes_own.get();
   std::uint64_t* d_hist = eq.device_hist(planes);
   std::uint8_t* d_luts = eq.device_lut(planes);
-  const std::uint8_t* plane0 = img.channels > 1 ? d_planes.get() : img.pixels;
+  const std::uint8_t* plane0 = img.channels > 1 ? d_planes : img.pixels;
   cudaEvent_t ev[4] = {};
   for (cudaEvent_t& e : ev) HISTEQ_CUDA_CHECK(cudaEventCreate(&e));
   struct Events {
@@ -489,7 +490,7 @@ void equalize_on_device(Equalizer& eq, const DeviceImage& img, const EqualizeOpt
     ~Events() { for (int i = 0; i < 4; ++i) cudaEventDestroy(e[i]); }
   } guard{ev};
   HISTEQ_CUDA_CHECK(cudaEventRecord(ev[0], s));
-  if (img.channels > 1) eq.extract_planes(img.pixels, pixels, img.channels, mode, d_planes.get());
+  if (img.channels > 1) eq.extract_planes(img.pixels, pixels, img.channels, mode, d_planes);
   std::string ran;
   for (int p = 0; p < planes; ++p)
     ran = eq.histogram(opt.kernel, plane0 + std::size_t(p) * pixels, pixels, SampleType::u8, kBins,

@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "histeq/bench.hpp"
 #include "histeq/error.hpp"
 #include "histeq/synthetic.hpp"
@@ -895,3 +897,180 @@ TEST(BenchGpu, SmallSweepPassesEverywhere) {
 }
 
 }  // namespace
+
+// ----- JSON through nlohmann, the build's commit, the timing column, outputs checked first ----
+
+namespace {
+
+/// Runs `git ARGS` in `dir` quietly; true on success.
+bool git(const std::string& dir, const std::string& args) {
+  const std::string cmd = "git -C '" + dir + "' " + args + " >/dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0;
+}
+
+/// Sets (or, with nullptr, unsets) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    if (value) ::setenv(name, value, 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_) ::setenv(name_.c_str(), old_.c_str(), 1);
+    else ::unsetenv(name_.c_str());
+  }
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+/// Changes the current folder for one scope.
+class ScopedCwd {
+ public:
+  explicit ScopedCwd(const fs::path& to) : old_(fs::current_path()) { fs::current_path(to); }
+  ~ScopedCwd() { fs::current_path(old_); }
+
+ private:
+  fs::path old_;
+};
+
+}  // namespace
+
+TEST(BenchJson, NonUtf8TextIsReplacedAndStillParses) {
+  auto cells = sample_cells();
+  cells[0].dist = "image:caf\xE9.png";  // Latin-1 é: not valid UTF-8
+  cells[1].reason = "bad \xFF\xFE bytes and a \x01 control";
+  RunInfo info = sample_info();
+  info.command_line = "histeq bench --images caf\xE9.png";
+  std::ostringstream os;
+  bench::write_json(os, info, cells);
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(os.str())) << os.str();  // strict UTF-8 parser
+  ASSERT_EQ(j["cells"].size(), cells.size());
+  EXPECT_EQ(j["cells"][0]["dist"], "image:caf\xEF\xBF\xBD.png");  // U+FFFD for the 0xE9
+  EXPECT_EQ(j["cells"][1]["reason"], "bad \xEF\xBF\xBD\xEF\xBF\xBD bytes and a \x01 control");
+  EXPECT_EQ(j["command"], "histeq bench --images caf\xEF\xBF\xBD.png");
+  EXPECT_TRUE(j["cells"][2]["median_us"].is_null());  // unset numbers are null
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    EXPECT_EQ(j["cells"][i]["kernel"], cells[i].kernel);
+    EXPECT_EQ(j["cells"][i]["bins"], cells[i].bins);
+  }
+}
+
+TEST(BenchJson, ImageWithALatin1NameGivesValidJson) {
+  const fs::path dir = temp_path("latin1-images");
+  fs::create_directories(dir);
+  const fs::path img = dir / "caf\xE9.png";
+  fs::copy_file(histeq::test::source_path("samples/coins.png"), img,
+                fs::copy_options::overwrite_existing);
+  const std::string json = temp_path("latin1.json");
+  const BenchRun r = run_bench({"--kernels", "cpu", "--bins", "256", "--reps", "1", "--warmup",
+                                "0", "--images", img.string(), "--json", json});
+  EXPECT_EQ(r.status, 0) << r.err;
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(slurp(json))) << slurp(json);
+  ASSERT_EQ(j["cells"].size(), 1u);
+  EXPECT_EQ(j["cells"][0]["dist"], "image:caf\xEF\xBF\xBD.png");
+  fs::remove_all(dir);
+  fs::remove(json);
+}
+
+TEST(BenchCommit, IsTheBuildsNotTheCurrentFoldersRepository) {
+  const std::string built = bench::build_commit();
+  ASSERT_FALSE(built.empty());
+  EXPECT_EQ(built.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                    "0123456789._+-"),
+            std::string::npos)
+      << built;
+  if (std::system("git --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "git not installed";
+  // A repository of its own as the current folder: its commit must not be recorded.
+  const fs::path repo = temp_path("other-repo");
+  fs::remove_all(repo);
+  fs::create_directories(repo);
+  ASSERT_TRUE(git(repo.string(), "init -q"));
+  ASSERT_TRUE(git(repo.string(), "-c user.name=t -c user.email=t@t commit -q --allow-empty -m x"));
+  const ScopedEnv no_override("HISTEQ_COMMIT", nullptr);
+  const std::string csv = temp_path("commit.csv");
+  BenchRun r;
+  {
+    const ScopedCwd in_repo(repo);
+    r = run_bench({"--kernels", "cpu", "--sizes", "1K", "--dist", "uniform", "--bins", "16",
+                   "--type", "u8", "--reps", "1", "--csv", csv});
+  }
+  EXPECT_EQ(r.status, 0) << r.err;
+  const auto rows = parse_csv(slurp(csv));
+  ASSERT_EQ(rows.size(), 2u);
+  const auto& head = rows[0];
+  const std::size_t col = std::size_t(std::find(head.begin(), head.end(), "commit") - head.begin());
+  ASSERT_LT(col, head.size());
+  EXPECT_EQ(rows[1][col], built);
+  EXPECT_NE(r.out.find("(commit " + built + ")"), std::string::npos) << r.out;
+  // The explicit override still wins (scripts that record where a binary came from).
+  {
+    const ScopedEnv override_commit("HISTEQ_COMMIT", "feedbee");
+    EXPECT_EQ(bench::run_commit(), "feedbee");
+  }
+  fs::remove_all(repo);
+  fs::remove(csv);
+}
+
+TEST(BenchTiming, SaysCpuWhenNothingWasTimedOnAGpu) {
+  const std::string csv = temp_path("timing.csv"), json = temp_path("timing.json");
+  // --kernels cpu: only the CPU reference runs, with or without a GPU.
+  const BenchRun r = run_bench({"--kernels", "cpu", "--sizes", "1K", "--dist", "uniform,hot",
+                                "--bins", "16", "--type", "u8", "--reps", "1", "--timing", "gpu",
+                                "--csv", csv, "--json", json});
+  EXPECT_EQ(r.status, 0) << r.err;
+  const auto rows = parse_csv(slurp(csv));
+  ASSERT_EQ(rows.size(), 3u);
+  const auto& head = rows[0];
+  const std::size_t col = std::size_t(std::find(head.begin(), head.end(), "timing") - head.begin());
+  ASSERT_LT(col, head.size());
+  for (std::size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(rows[i][col], "cpu");
+  EXPECT_EQ(nlohmann::json::parse(slurp(json))["timing"], "cpu");
+  EXPECT_EQ(r.out.find("; timing gpu"), std::string::npos) << r.out;
+  fs::remove(csv);
+  fs::remove(json);
+}
+
+TEST(BenchTiming, SaysTheModeWhenAGpuTimedTheCells) {
+  HISTEQ_REQUIRE_GPU();
+  const std::string json = temp_path("timing-gpu.json");
+  const BenchRun r = run_bench({"--kernels", "atomic", "--sizes", "64K", "--dist", "uniform",
+                                "--bins", "256", "--type", "u8", "--reps", "2", "--timing",
+                                "enqueue", "--json", json});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(json))["timing"], "enqueue");
+  fs::remove(json);
+}
+
+TEST(BenchOutputs, UnwritablePathsAreRefusedBeforeTheSweep) {
+  const fs::path dir = temp_path("outdir");
+  fs::create_directories(dir);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--csv", "/nonexistent/dir/x.csv"}, "x.csv"},
+      {{"--json", "/nonexistent/dir/y.json"}, "y.json"},
+      {{"--json", dir.string()}, "outdir"},  // a folder of that name
+      {{"--plot", "/nonexistent/dir/z.png"}, "z.png"},
+  };
+  for (const auto& [extra, needle] : bad) {
+    std::vector<std::string> args = {"--kernels", "cpu", "--sizes", "1K", "--dist", "uniform",
+                                     "--bins", "16", "--type", "u8", "--reps", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const BenchRun r = run_bench(args);
+    EXPECT_EQ(r.status, 1) << extra[1];
+    EXPECT_EQ(count_of(r.err, needle), 1u) << r.err;
+    EXPECT_EQ(count_of(r.err, "cannot write"), 1u) << r.err;
+    EXPECT_EQ(r.err.find("[1/1]"), std::string::npos) << "the sweep ran: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  // A writable path in an existing folder is not created before the sweep has run.
+  const std::string ok = (dir / "ok.csv").string();
+  const BenchRun r = run_bench({"--kernels", "cpu", "--sizes", "1K", "--dist", "uniform",
+                                "--bins", "16", "--type", "u8", "--reps", "1", "--csv", ok});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::exists(ok));
+  fs::remove_all(dir);
+}

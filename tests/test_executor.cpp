@@ -6,7 +6,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -252,3 +256,94 @@ TEST_F(ExecutorTest, CudaBackendWithoutADeviceFailsTheRun) {
 }
 
 }  // namespace
+
+// Records how many decodes run at once; each waits (up to a generous limit, not a timing
+// assertion: only a way to let the others arrive) until `target` are inside, then declines so the
+// built-in decoder runs. With a budget that admits fewer items than workers the peak stays below.
+struct ConcurrencyProbe : Codec {
+  explicit ConcurrencyProbe(int t) : target(t) {}
+  int target;
+  std::mutex mu;
+  std::condition_variable cv;
+  int inside = 0, peak = 0;
+  std::string name() const override { return "probe"; }
+  bool decode(const std::uint8_t*, std::size_t, const std::string&, std::uint64_t, Image*) override {
+    std::unique_lock<std::mutex> lock(mu);
+    peak = std::max(peak, ++inside);
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::seconds(20), [&] { return peak >= target; });
+    --inside;
+    return false;
+  }
+};
+
+TEST_F(ExecutorTest, DefaultBudgetKeepsEveryWorkerBusyOnBigImages) {
+  // 4 RGB images of 2900x2900 (25 MB decoded each): the default cap for 4 jobs must admit all
+  // four at once (the former 256 MiB default with a 3x-decoded estimate admitted two).
+  constexpr int kJobs = 4, kW = 2900, kH = 2900;
+  Image big;
+  big.width = kW;
+  big.height = kH;
+  big.channels = 3;
+  big.pixels.resize(std::size_t(kW) * kH * 3);
+  for (std::size_t i = 0; i < big.pixels.size(); ++i) big.pixels[i] = std::uint8_t((i / 3) % 251);
+  EncodeOptions fast;
+  fast.png_level = 1;
+  const std::vector<std::uint8_t> png = encode_image(big, ".png", fast);
+  std::vector<WorkItem> its;
+  for (int i = 0; i < kJobs; ++i) {
+    WorkItem w;
+    w.input = (dir_ / ("big" + std::to_string(i) + ".png")).string();
+    w.output = (dir_ / "out" / ("big" + std::to_string(i) + ".bmp")).string();  // quick to write
+    std::ofstream(w.input, std::ios::binary).write(reinterpret_cast<const char*>(png.data()),
+                                                  std::streamsize(png.size()));
+    its.push_back(w);
+  }
+  auto probe = std::make_shared<ConcurrencyProbe>(kJobs);
+  ExecutorOptions o;
+  o.equalize.backend = Backend::cpu;
+  o.jobs = kJobs;
+  o.codecs.push_back(probe);
+  Executor ex(o);
+  const BatchSummary s = ex.run(its);
+  EXPECT_EQ(s.failures, 0u);
+  EXPECT_EQ(s.max_inflight_bytes, default_max_inflight_bytes(kJobs));
+  EXPECT_EQ(probe->peak, kJobs) << "decodes running at once; cap " << (s.max_inflight_bytes >> 20)
+                                << " MB, peak in flight " << (s.peak_inflight_bytes >> 20) << " MB";
+  EXPECT_EQ(s.peak_busy_workers, kJobs);
+  // The cap is still a cap: one smaller than an item runs the items one at a time.
+  auto probe1 = std::make_shared<ConcurrencyProbe>(kJobs);
+  o.codecs = {probe1};
+  o.max_inflight_bytes = std::size_t(40) << 20;
+  Executor ex1(o);
+  probe1->target = 1;  // do not wait: one at a time is what is expected
+  const BatchSummary s1 = ex1.run(its);
+  EXPECT_EQ(s1.failures, 0u);
+  EXPECT_EQ(probe1->peak, 1);
+  EXPECT_EQ(s1.peak_busy_workers, 1);  // each item alone costs more than the cap
+}
+
+TEST_F(ExecutorTest, ManyItemsOfMixedSizesReportInInputOrder) {
+  // More items than the report window (64), of different sizes: the reader takes the largest
+  // first within windows; every report must still come in input order, and nothing deadlocks.
+  std::vector<WorkItem> its;
+  for (int k = 0; k < 15; ++k)
+    for (const auto& n : names_) {
+      WorkItem w;
+      w.input = test::source_path("samples/" + n);
+      w.output = (dir_ / "out" / (std::to_string(k) + "-" + fs::path(n).stem().string() + ".bmp")).string();
+      its.push_back(w);
+    }
+  ExecutorOptions o;
+  o.equalize.backend = Backend::cpu;
+  o.jobs = 2;
+  Executor ex(o);
+  std::size_t next = 0;
+  const BatchSummary s = ex.run(its, [&](const ItemReport& r) {
+    EXPECT_EQ(r.index, next) << r.input;
+    ++next;
+    EXPECT_TRUE(r.ok) << r.error;
+  });
+  EXPECT_EQ(next, its.size());
+  EXPECT_EQ(s.failures, 0u);
+}

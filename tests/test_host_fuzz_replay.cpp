@@ -63,6 +63,18 @@ TEST(FuzzReplay, CrashRegressionsAreRejectedOrSane) {
   SUCCEED() << crashes.size() << " regression inputs replayed";
 }
 
+TEST(FuzzReplay, MinimizedFuzzCorpusIsRejectedOrSane) {
+  // tests/fuzz/corpus/decode-min: the fuzz_decode corpus, minimized with -merge=1 (issue 12;
+  // scripts/fuzz_long.sh prints the merge command after each campaign).
+  const auto inputs = files_in("tests/fuzz/corpus/decode-min");
+  EXPECT_GE(inputs.size(), 100u) << "minimized corpus missing: tests/fuzz/corpus/decode-min";
+  for (const auto& p : inputs) {
+    SCOPED_TRACE(p.string());
+    const auto b = bytes_of(p);
+    fuzz::decode_equalize_one(b.data(), b.size());  // aborts on a broken invariant
+  }
+}
+
 TEST(FuzzReplay, DhtWithMoreThan256CodesIsRefusedBeforeStbSeesIt) {
   // Both fuzzer findings: the plain one, and the same behind 122 fill bytes before the SOI.
   for (const char* name : {"jpeg-dht-over-256-codes.jpg", "jpeg-dht-over-256-after-fill-bytes.jpg"}) {

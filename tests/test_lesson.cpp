@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "histeq/bench.hpp"
 #include "gpu_test_support.hpp"
 #include "histeq/cli.hpp"
@@ -607,3 +609,27 @@ TEST_F(LessonFiles, PlotScriptDrawsTheNarratedCsv) {
 }
 
 }  // namespace
+
+// The JSON comes from nlohmann::json: a photo whose name is not valid UTF-8 (Latin-1 0xE9)
+// still gives valid JSON, the byte replaced by U+FFFD.
+TEST(LessonJson, NonUtf8PhotoNameStillParses) {
+  lesson::Row r;
+  r.panel = "photo:caf\xE9.png";
+  r.case_label = "u8, 256 bins, 1M";
+  r.kernel = "atomic";
+  r.status = "PASS";
+  r.median_us = 12.5;
+  bench::RunInfo info;
+  info.device = "CPU (2 threads)";
+  info.command_line = "histeq lesson atomics --image caf\xE9.png";
+  std::ostringstream os;
+  lesson::write_json(os, lesson::find_lesson("atomics"), info, {r});
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(os.str())) << os.str();
+  ASSERT_EQ(j["rows"].size(), 1u);
+  EXPECT_EQ(j["rows"][0]["panel"], "photo:caf\xEF\xBF\xBD.png");
+  EXPECT_EQ(j["rows"][0]["median_us"], 12.5);
+  EXPECT_TRUE(j["rows"][0]["speedup_prev"].is_null());
+  EXPECT_EQ(j["lesson"], "atomics");
+  EXPECT_EQ(j["command"], "histeq lesson atomics --image caf\xEF\xBF\xBD.png");
+}

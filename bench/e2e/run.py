@@ -11,6 +11,20 @@ commit and the device.
   bench/e2e/run.py --histeq build/histeq /tmp/photos/jpg --repeat 20    # 20x the names, longer
   bench/e2e/run.py --histeq build/histeq --rss 1000,10000 /tmp/photos/png  # peak RSS vs count
 
+When torch and torchvision are importable and CUDA is up, a JPEG folder also runs torchvision's
+nvJPEG path as a peer ("torchvision, nvJPEG"): per chunk of --tv-batch files, read the bytes
+(torchvision.io.read_file), torchvision.io.decode_jpeg(list, device='cuda', mode=RGB), the same
+work on Y as the others (Y = 0.299 R + 0.587 G + 0.114 B; torchvision.transforms.v2.functional.equalize
+on the uint8 Y plane, a torchvision user's equalizer; the Cr/Cb kept, i.e. RGB + (Y' - Y)),
+torchvision.io.encode_jpeg(list, quality=95) on the GPU, and the files written. It runs in this
+process, so its CUDA context and nvJPEG handles are warm after the first rep (histeq pays its
+start-up in every run): its figure is a lower bound on a fresh process's time.
+
+histeq runs with --json: its summary gives the stage times summed over the workers (printed as
+MP per second of stage time) and the number of images each decoder served.
+The commit is taken from the environment variable HISTEQ_COMMIT when set (a copied checkout's
+.git may be stale), else from git describe.
+
 --repeat K makes a folder of K symlinks per photo (different names, same bytes). --rss N,M runs
 histeq alone on folders of N and M symlinks to one small image made from the first photo
 (256x256) and prints the peak resident set size of each run (getrusage of the child): it must
@@ -19,6 +33,7 @@ wall times: on a shared machine they say more than the wall clock. Needs: python
 """
 import argparse
 import concurrent.futures as cf
+import json
 import os
 import pathlib
 import platform
@@ -52,6 +67,8 @@ def device_name():
 
 
 def git_commit():
+    if os.environ.get("HISTEQ_COMMIT"):
+        return os.environ["HISTEQ_COMMIT"] + " (HISTEQ_COMMIT)"
     here = pathlib.Path(__file__).resolve().parent
     try:
         return subprocess.run(["git", "-C", str(here), "describe", "--always", "--dirty"],
@@ -94,15 +111,62 @@ def run_opencv(cv2, files, out_dir, threads):
     return time.perf_counter() - t0, cpu_s(resource.RUSAGE_SELF) - c0
 
 
+HISTEQ_SUMMARY = {}
+
+
 def run_histeq(histeq, folder, out_dir, extra):
-    cmd = [histeq, "equalize", str(folder), "-o", str(out_dir), "--quiet"] + extra
+    cmd = [histeq, "equalize", str(folder), "-o", str(out_dir), "--quiet", "--json"] + extra
     c0 = cpu_s(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True)
     dt = time.perf_counter() - t0
     if r.returncode != 0:
         sys.exit(f"histeq failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr}")
+    try:
+        last = json.loads(r.stdout.strip().splitlines()[-1])
+        if "summary" in last and ("seconds" not in HISTEQ_SUMMARY or dt < HISTEQ_SUMMARY["wall"]):
+            HISTEQ_SUMMARY.clear()
+            HISTEQ_SUMMARY.update(last["summary"])
+            HISTEQ_SUMMARY["wall"] = dt
+    except (ValueError, IndexError):
+        pass
     return dt, cpu_s(resource.RUSAGE_CHILDREN) - c0
+
+
+def torchvision_ready():
+    """(torch, torchvision) when both import and CUDA is up, else (None, why)."""
+    try:
+        import torch
+        import torchvision
+    except ImportError as e:
+        return None, f"not importable ({e})"
+    if not torch.cuda.is_available():
+        return None, "torch sees no CUDA device"
+    return (torch, torchvision), ""
+
+
+def run_torchvision(mods, files, out_dir, batch):
+    torch, torchvision = mods
+    from torchvision.io import ImageReadMode, decode_jpeg, encode_jpeg, read_file
+    from torchvision.transforms.v2 import functional as F
+    c0 = cpu_s(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    for i in range(0, len(files), batch):
+        chunk = files[i:i + batch]
+        datas = [read_file(str(f)) for f in chunk]
+        imgs = decode_jpeg(datas, device="cuda", mode=ImageReadMode.RGB)
+        outs = []
+        for img in imgs:
+            x = img.float()
+            y = 0.299 * x[0] + 0.587 * x[1] + 0.114 * x[2]
+            y8 = y.round().clamp(0, 255).to(torch.uint8)
+            ye = F.equalize(y8.unsqueeze(0))[0].float()
+            outs.append((x + (ye - y)).round().clamp(0, 255).to(torch.uint8))
+        encoded = encode_jpeg(outs, quality=95)
+        for f, e in zip(chunk, encoded):
+            (out_dir / f.name).write_bytes(e.cpu().numpy().tobytes())
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0, cpu_s(resource.RUSAGE_SELF) - c0
 
 
 def best_of(n, fn):
@@ -154,6 +218,8 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="OpenCV's N (default: cores)")
     ap.add_argument("--reps", type=int, default=3, help="best of REPS (default 3)")
     ap.add_argument("--repeat", type=int, default=1, help="K symlinks per photo (longer runs)")
+    ap.add_argument("--tv-batch", type=int, default=32, help="torchvision: files per decode/encode call")
+    ap.add_argument("--no-torchvision", action="store_true", help="skip the torchvision peer")
     ap.add_argument("--rss", help="N,M: peak RSS of histeq on N and M inputs instead of the timing")
     ap.add_argument("--histeq-args", nargs=argparse.REMAINDER, default=[],
                     help="the rest goes to histeq (e.g. --backend cpu --png-level 2)")
@@ -203,11 +269,36 @@ def main():
         rows.append(("histeq " + " ".join(["equalize DIR -o OUT"] + args.histeq_args), best_of(args.reps, h)))
         rows.append(("OpenCV, 1 thread", best_of(args.reps, c1)))
         rows.append((f"OpenCV, {args.threads} threads", best_of(args.reps, cn)))
+        tv_note = ""
+        if not args.no_torchvision:
+            jpegs = all(f.suffix.lower() in (".jpg", ".jpeg") for f in files)
+            mods, why = torchvision_ready() if jpegs else (None, "the folder is not all JPEG")
+            if mods:
+                def tv():
+                    fresh()
+                    return run_torchvision(mods, files, out, max(args.tv_batch, 1))
+                tv()  # warm-up: CUDA context, nvJPEG handles (not counted)
+                rows.append((f"torchvision {mods[1].__version__}, nvJPEG (warm process)", best_of(args.reps, tv)))
+            else:
+                tv_note = f"torchvision peer skipped: {why}"
         t_h, c_h = rows[0][1]
         print("| how | seconds | MP/s | histeq / this (wall) | CPU s (user+sys) | histeq / this (CPU) |")
         print("|---|---:|---:|---:|---:|---:|")
         for name, (t, c) in rows:
             print(f"| {name} | {t:.3f} | {mp / t:.1f} | {t / t_h:.2f}x | {c:.2f} | {c / c_h:.2f}x |")
+        if tv_note:
+            print(f"\n{tv_note}")
+        hs = HISTEQ_SUMMARY
+        if hs.get("summed_ms"):
+            print(f"\nhisteq's best run (--json summary): {hs.get('jobs', '?')} CPU workers, at most "
+                  f"{hs.get('peak_busy_workers', '?')} busy at once; start-up: devices "
+                  f"{hs.get('device_init_ms', 0):.0f} ms, nvJPEG handles {hs.get('nvjpeg_init_ms', 0):.0f} ms")
+            print("| stage | summed ms (all workers) | MP per stage-second |\n|---|---:|---:|")
+            for stage, ms in hs["summed_ms"].items():
+                rate = f"{hs['megapixels'] / (ms / 1000):.0f}" if ms > 0 else "-"
+                print(f"| {stage} | {ms:.1f} | {rate} |")
+            if hs.get("decoders"):
+                print("decoders: " + ", ".join(f"{k} {v}" for k, v in sorted(hs["decoders"].items())))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

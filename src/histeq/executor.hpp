@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,8 +51,27 @@ class Codec {
   }
 };
 
-/// Defaults of the batch options.
-inline constexpr std::size_t kDefaultMaxInflightBytes = std::size_t(256) << 20;  // 256 MiB
+/// Defaults of the batch options: the cap on bytes in flight is max(256 MiB, 128 MiB x jobs),
+/// at most a quarter of the physical memory (and never under 256 MiB). An item is costed at
+/// file bytes + 2 x decoded bytes + one plane (see Executor::run), so a 5120x2880 RGB photo
+/// (44 MB decoded) costs about 120 MB and every worker can hold one: a cap that admits fewer
+/// items than workers leaves cores idle (a 256 MiB cap ran 16 workers at ~2 big photos at a time).
+inline constexpr std::size_t kMinMaxInflightBytes = std::size_t(256) << 20;  // 256 MiB
+inline constexpr std::size_t kInflightBytesPerJob = std::size_t(128) << 20;  // 128 MiB
+/// The default cap for `jobs` workers (formula above).
+std::size_t default_max_inflight_bytes(int jobs);
+
+/// Who decodes and encodes JPEG items (the CLI's --decoder).
+///   automatic: nvJPEG on the device workers once the devices are up (when this build has
+///              nvJPEG and the backend is not cpu); the JPEGs that arrive earlier, and every
+///              JPEG when no device is usable, go to libjpeg-turbo on the CPU workers.
+///   gpu:       nvJPEG; items wait for the devices (their initialization failing fails them).
+///   cpu:       libjpeg-turbo on the CPU workers (the equalization may still run on a device).
+/// On the nvJPEG route a JPEG item is decoded by its device worker's gpu::JpegCodec in a batch
+/// with the other JPEG items waiting (up to jpeg_batch), equalized on the device
+/// (gpu::equalize_on_device) and, when the output is a JPEG, encoded there (nvJPEG): the pixels
+/// never cross to the host; other outputs are downloaded and encoded on the CPU workers.
+enum class JpegRoute : std::uint8_t { automatic, gpu, cpu };
 
 struct ItemReport;
 
@@ -64,16 +84,23 @@ struct ExecutorOptions {
   /// Cap on the bytes of all items in flight (file bytes + decoded + output pixels + encoded,
   /// estimated from the header when an item is admitted). One item is always admitted when
   /// nothing else is in flight, so a single image larger than the cap still runs.
-  std::size_t max_inflight_bytes = kDefaultMaxInflightBytes;
+  /// 0: default_max_inflight_bytes(jobs).
+  std::size_t max_inflight_bytes = 0;
   /// CUDA device ordinals, one device worker each (repeats allowed: {0, 0} is two workers on
-  /// GPU 0). Empty: every visible device once. Ignored by the CPU backend.
+  /// GPU 0). Empty: every visible device, workers_per_device times. Ignored by the CPU backend.
   std::vector<int> devices;
+  /// Device workers per visible device when `devices` is empty. 0: 2 when JPEG items may take
+  /// the nvJPEG route (each worker decodes on its own thread: nvJPEG's hybrid decoder, which
+  /// takes progressive files, runs its Huffman stage on the calling thread), else 1.
+  int workers_per_device = 0;
   /// Tried in order before the built-in codecs (see Codec).
   std::vector<std::shared_ptr<Codec>> codecs;
   /// Built in after `codecs`: PNG decoding by libdeflate for 8-bit gray/GA/RGB/RGBA PNGs without
   /// interlacing, tRNS or PLTE (the same pixels as stb_image; everything else, damaged files
   /// included, is left to stb_image and its messages). Reported as decoder "libdeflate-png".
   bool fast_png_decoder = true;
+  JpegRoute jpeg = JpegRoute::automatic;  ///< see JpegRoute
+  int jpeg_batch = 8;                     ///< most JPEG items per nvJPEG decode call (>= 1)
   /// Optional per-item operation in place of the built-in decode → equalize → encode (the
   /// command line's CLAHE and 16-bit paths). Called on a CPU worker with the file's bytes and
   /// the output format (".png", ...; empty for Task::histogram). Returns false to leave the item
@@ -120,6 +147,16 @@ struct BatchSummary {
   double wall_s = 0;
   ItemTimes summed;            ///< each stage summed over the items
   std::size_t peak_inflight_bytes = 0;
+  std::size_t max_inflight_bytes = 0;  ///< the cap that applied
+  /// Largest number of items in their CPU stages (decode .. write) at once: with enough
+  /// budget it reaches min(jobs, files).
+  int peak_busy_workers = 0;
+  /// Start-up costs (host wall ms): the device workers (CUDA context, streams, buffers) on the
+  /// background thread, from construction to ready; the nvJPEG codecs (handles), summed over
+  /// the device workers that created one (0 when none did).
+  double device_init_ms = 0, nvjpeg_init_ms = 0;
+  /// Items that succeeded, by decoder ("libjpeg-turbo", "nvjpeg-hw", "libdeflate-png", ...).
+  std::map<std::string, std::size_t> decoders;
 };
 
 /// Runs items through the stages. Thread-safe to construct; run() is not reentrant.

@@ -15,15 +15,20 @@ namespace histeq {
 inline constexpr std::uint64_t kDefaultMaxPixels = std::uint64_t(1) << 28;
 
 /// Decodes JPEG with libjpeg-turbo (jpeg::decode: EXIF orientation applied, EXIF and ICC kept
-/// in Image::exif/icc; 1 channel for gray JPEGs, else RGB), and PNG (its iCCP profile into
-/// Image::icc), BMP, TGA, GIF (first frame) and binary PNM (P5/P6) with stb_image (no other format is compiled in), keeping the file's
-/// channel count (1..4), 16-bit inputs reduced to 8 bits. Only regular files are read (a FIFO or
-/// a device is refused, never waited on). Before stb sees the bytes: the dimensions from the
-/// header against max_pixels (w·h in 64 bits), PNG chunk lengths against the file size and
-/// their CRCs, JPEG Huffman tables and PNM header numbers (stb 2.27 overflows on those; see
-/// docs/reliability.md). Throws Error naming the file and the cause: missing, a directory, a
-/// FIFO/device, empty, over 2^31-1 bytes, not an image, truncated/corrupt, zero size, or more
-/// than max_pixels pixels.
+/// in Image::exif/icc; 1 channel for gray JPEGs, else RGB); PNG (its iCCP profile into
+/// Image::icc), BMP (bottom-up and top-down), TGA and GIF (first frame) with stb_image; binary
+/// PNM (P5/P6, maxval 1..65535) with histeq's own decoder; keeping the file's channel count
+/// (1..4), 16-bit inputs reduced to 8 bits (PNM: v·255/maxval rounded, samples big-endian).
+/// Only regular files are read (a FIFO or a device is refused, never waited on). Every output
+/// pixel comes from the file: before stb sees the bytes, the dimensions from the header are
+/// checked against max_pixels (w·h in 64 bits), then the file's structure
+/// (src/decode_checks.hpp): data long enough for every pixel (a tiny file declaring a huge
+/// image fails before any large allocation), palette / colour-map indices within the palette,
+/// complete GIF LZW data, PNG chunk lengths, CRCs, IEND, and IDAT data that inflates to exactly
+/// what the header needs (a decompression bomb is refused, bounded memory). Throws Error naming
+/// the file and the cause: missing, a directory, a FIFO/device, empty, over 2^31-1 bytes, not an
+/// image, truncated/corrupt (which defect), zero size, or more than max_pixels pixels. Buffers
+/// stb allocates start zeroed (defense in depth).
 Image load_image(const std::string& path, std::uint64_t max_pixels = kDefaultMaxPixels);
 /// The whole file in memory, with load_image's checks (regular file only, never blocks on a
 /// FIFO, not empty, at most 2^31-1 bytes). Throws Error naming the file and the cause.
@@ -50,7 +55,9 @@ void check_output_path(const std::string& path);
 
 /// Encodes to the format named by the path's extension and writes through a temporary file in
 /// the same folder, renamed over `path` only when complete (so `path` may equal the input, and
-/// a failure leaves nothing behind). quality: JPEG quality 1..100; subsampling: JPEG chroma.
+/// a failure leaves nothing behind). The temporary file is ".NAME.histeq-XXXXXX", or
+/// ".histeq-XXXXXX" when that would pass the folder's NAME_MAX, so every output name the
+/// filesystem takes works. quality: JPEG quality 1..100; subsampling: JPEG chroma.
 /// JPEG is written by libjpeg-turbo (jpeg::encode: EXIF and ICC kept, gray as 1 component),
 /// PNG with the image's ICC profile as an iCCP chunk when it fits the channels.
 /// Throws Error naming the file and the cause (folder missing or not writable, disk full).
@@ -81,10 +88,13 @@ void write_file_atomic(const std::string& path, const std::uint8_t* data, std::s
 bool image_info(const std::uint8_t* data, std::size_t size, int* width, int* height,
                 int* channels);
 
-/// Makes SIGINT, SIGTERM, SIGHUP and SIGQUIT remove the temporary file of every save_image in
-/// flight, then end the process with the same signal (default action re-raised), so an
-/// interrupted run leaves neither a partial output nor a temp file. Signals that are ignored
-/// when it is called (nohup) stay ignored. Call once, early in main(); idempotent.
+/// Makes every catchable fatal signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXFSZ, SIGXCPU,
+/// SIGPIPE, SIGALRM, SIGUSR1/2, SIGVTALRM, SIGPROF, SIGPOLL, SIGSTKFLT, SIGPWR; and SIGSEGV,
+/// SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS, SIGTRAP where no other handler, e.g. a sanitizer's,
+/// is installed) remove the temporary file of every save_image in flight, then end the process
+/// with the same signal (default action re-raised), so an interrupted run leaves neither a
+/// partial output nor a temp file. Signals that are ignored when it is called (nohup) stay
+/// ignored. Call once, early in main(); idempotent.
 void install_signal_cleanup();
 
 /// Test hook: called by save_image after each chunk written to the temp file, with the temp

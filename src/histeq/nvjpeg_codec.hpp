@@ -120,9 +120,12 @@ class JpegCodec {
 /// (so the same bytes): extract planes → histogram → CDF + LUT → apply. No pixel crosses to
 /// the host. `report` (optional) gets backend, device, kernel, mode, histograms, LUTs and the
 /// device stage times (upload/download 0). Synchronizes `eq`'s stream. Throws UsageError (kernel,
-/// mode) or CudaError.
+/// mode) or CudaError. `d_planes` (optional): device scratch of width·height·plane_count(mode,
+/// channels) bytes for a colour image (the extracted planes), so that a caller running many
+/// images allocates it once (without it a buffer is allocated and freed per call).
 void equalize_on_device(Equalizer& eq, const DeviceImage& img, const EqualizeOptions& opt,
-                        std::uint8_t* d_out, EqualizeReport* report = nullptr);
+                        std::uint8_t* d_out, EqualizeReport* report = nullptr,
+                        std::uint8_t* d_planes = nullptr);
 
 /// The single-file JPEG → JPEG path on the device: decode (JpegCodec::decode), equalize
 /// (equalize_on_device), encode (JpegCodec::encode, with the input's EXIF and ICC when they

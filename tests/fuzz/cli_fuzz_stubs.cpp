@@ -4,12 +4,16 @@
 // there is never a device, and the work functions throw histeq::Error before any output could be
 // written. The replay test (test_cli_fuzz_replay.cpp) runs the same corpus against the real
 // library.
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "histeq/error.hpp"
 #include "histeq/pipeline.hpp"
+#if __has_include("histeq/nvjpeg_codec.hpp")
+#include "histeq/nvjpeg_codec.hpp"
+#endif
 #include "registry.hpp"
 #if __has_include("details.hpp")
 #include "details.hpp"
@@ -104,7 +108,36 @@ BatchSummary Executor::run(const std::vector<WorkItem>&,
 #if __has_include("histeq/bench.hpp")
 namespace bench {
 int main(const std::vector<std::string>&, std::ostream&, std::ostream&) { return 2; }
-std::size_t parse_size(std::string_view) { throw UsageError("fuzz build: sizes are not parsed"); }
+
+// `histeq kernels --size` parses with bench::parse_size, which lives in src/bench.cpp with the
+// CUDA timing code. This stand-in keeps its contract (histeq/bench.hpp: digits with an optional
+// K/M/G suffix, blanks trimmed, UsageError on anything else or on overflow past size_t/8), so
+// that the fuzzer reaches the same accept/refuse paths; test_cli_fuzz_replay runs the real one.
+std::size_t parse_size(std::string_view text) {
+  std::size_t b = 0, e = text.size();
+  while (b < e && (text[b] == ' ' || text[b] == '\t')) ++b;
+  while (e > b && (text[e - 1] == ' ' || text[e - 1] == '\t')) --e;
+  const std::string_view s = text.substr(b, e - b);
+  std::size_t i = 0;
+  std::uint64_t v = 0, mult = 1;
+  bool ok = !s.empty();
+  while (ok && i < s.size() && s[i] >= '0' && s[i] <= '9') {
+    const std::uint64_t d = std::uint64_t(s[i++] - '0');
+    if (v > (UINT64_MAX - d) / 10) ok = false;
+    else v = v * 10 + d;
+  }
+  ok = ok && i > 0;
+  if (ok && i < s.size()) {
+    const std::string_view suffix = s.substr(i);
+    if (suffix == "k" || suffix == "K") mult = std::uint64_t(1) << 10;
+    else if (suffix == "m" || suffix == "M") mult = std::uint64_t(1) << 20;
+    else if (suffix == "g" || suffix == "G") mult = std::uint64_t(1) << 30;
+    else ok = false;
+  }
+  if (ok && v > (SIZE_MAX >> 3) / mult) ok = false;
+  if (!ok) throw UsageError("bad size '" + std::string(text) + "' (fuzz stand-in of bench::parse_size)");
+  return std::size_t(v * mult);
+}
 }  // namespace bench
 #endif
 
@@ -112,6 +145,29 @@ std::size_t parse_size(std::string_view) { throw UsageError("fuzz build: sizes a
 namespace lesson {
 int main(const std::vector<std::string>&, std::ostream&, std::ostream&) { return 2; }
 }  // namespace lesson
+#endif
+
+#if __has_include("histeq/nvjpeg_codec.hpp")
+// The GPU equalizer and nvJPEG codec that cli.cpp's JPEG -> JPEG device path uses: never
+// constructed here (there is no device), so the commands fail with an Error as equalize does.
+namespace gpu {
+struct Equalizer::Impl {};
+Equalizer::Equalizer() { throw Error("fuzz build: no GPU equalizer"); }
+Equalizer::~Equalizer() = default;
+StreamHandle Equalizer::stream() const { return StreamHandle{}; }
+struct JpegCodec::Impl {};
+JpegCodec::JpegCodec(StreamHandle, JpegCodecOptions) { throw Error("fuzz build: no nvJPEG"); }
+JpegCodec::~JpegCodec() = default;
+Image JpegCodec::decode_to_host(const JpegInput&, std::string*) { throw Error("fuzz build: no nvJPEG"); }
+std::vector<std::uint8_t> JpegCodec::encode(const Image&, const jpeg::EncodeOptions&) {
+  throw Error("fuzz build: no nvJPEG");
+}
+JpegOnDevice equalize_jpeg_on_device(Equalizer&, JpegCodec&, const JpegInput&, const EqualizeOptions&,
+                                     const jpeg::EncodeOptions&, EqualizeReport*) {
+  throw Error("fuzz build: no nvJPEG");
+}
+bool nvjpeg_built() { return false; }
+}  // namespace gpu
 #endif
 
 }  // namespace histeq

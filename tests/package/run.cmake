@@ -1,20 +1,51 @@
-# Installs the build into WORK_DIR/prefix, then configures, builds and runs the consumer project.
+# Installs the build into WORK_DIR/prefix, then configures, builds and runs the consumer projects:
+#   SOURCE_DIR         find_package(histeq), histeq::histeq (needs the CUDA toolkit), and
+#                      docs/library.md's example run on SAMPLE
+#   SOURCE_DIR/host    histeq::host alone, configured with CUDA made unfindable
+#                      (CMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit), with COMPONENTS host and without
 file(REMOVE_RECURSE ${WORK_DIR})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
                 RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "cmake --install failed: ${rc}")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build
-                        -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix RESULT_VARIABLE rc)
-if(rc)
-  message(FATAL_ERROR "configuring the consumer with find_package(histeq) failed: ${rc}")
+
+# consumer(NAME SRC ARGS...): configure SRC into WORK_DIR/NAME with ARGS, then build it.
+function(consumer name src)
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${src} -B ${WORK_DIR}/${name}
+                          -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix ${ARGN} RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "configuring the consumer ${name} with find_package(histeq) failed: ${rc}")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/${name} RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "building the consumer ${name} failed: ${rc}")
+  endif()
+endfunction()
+
+# check(WHAT COMMAND...): runs the command, fails the test when it exits non-zero.
+function(check what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "${what} failed: ${rc}")
+  endif()
+endfunction()
+
+consumer(build ${SOURCE_DIR})
+check("the consumer's check" ${WORK_DIR}/build/c)
+check("docs/library.md's example" ${WORK_DIR}/build/example ${SAMPLE} ${WORK_DIR}/example-eq.png)
+if(NOT EXISTS ${WORK_DIR}/example-eq.png)
+  message(FATAL_ERROR "docs/library.md's example wrote no ${WORK_DIR}/example-eq.png")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/build RESULT_VARIABLE rc)
-if(rc)
-  message(FATAL_ERROR "building the consumer failed: ${rc}")
+execute_process(COMMAND ${WORK_DIR}/build/example ${SAMPLE} ${WORK_DIR}/x.webp RESULT_VARIABLE rc
+                OUTPUT_QUIET ERROR_QUIET)
+if(NOT rc EQUAL 2)
+  message(FATAL_ERROR "the example's usage error (.webp output) exited ${rc}, not 2")
 endif()
-execute_process(COMMAND ${WORK_DIR}/build/c RESULT_VARIABLE rc)
-if(rc)
-  message(FATAL_ERROR "the consumer's check failed: ${rc}")
-endif()
+
+foreach(plain OFF ON)
+  consumer(host-${plain} ${SOURCE_DIR}/host -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=TRUE
+           -DHISTEQ_PLAIN=${plain})
+  check("the CPU-only consumer (HISTEQ_PLAIN=${plain})" ${WORK_DIR}/host-${plain}/host_consumer
+        ${SAMPLE} ${WORK_DIR}/host-${plain}.png)
+endforeach()
