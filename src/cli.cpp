@@ -27,8 +27,10 @@
 #include <cxxopts.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli_depth.hpp"
 #include "details.hpp"
 #include "histeq/bench.hpp"
+#include "histeq/clahe.hpp"
 #include "histeq/error.hpp"
 #include "histeq/executor.hpp"
 #include "histeq/image_io.hpp"
@@ -52,7 +54,7 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-constexpr const char* kCommands = "equalize, histogram, kernels, bench, lesson";
+constexpr const char* kCommands = "equalize, clahe, histogram, kernels, bench, lesson";
 
 // cxxopts quotes names with ‘…’; our messages use plain ASCII quotes.
 std::string ascii_quotes(std::string s) {
@@ -133,6 +135,36 @@ void add_kernel_backend(Command& c) {
         cxxopts::value<std::string>(), "NAME");
   c.add("max-pixels", "refuse images with more than N pixels (width x height), checked from the header",
         cxxopts::value<std::uint64_t>()->default_value(std::to_string(kDefaultMaxPixels)), "N");
+}
+
+void add_depth(Command& c) {
+  c.add("depth", "bits per sample to work at and write: 8 (16-bit inputs converted, round(v/257)) or 16 (8-bit inputs widened, v*257, written as 16-bit PNG/PGM/PPM); default: the input's own (16-bit PNG/PGM/PPM stay 16-bit)",
+        cxxopts::value<int>(), "BITS");
+}
+
+int read_depth(const cxxopts::ParseResult& r) {
+  if (!r.count("depth")) return 0;
+  const int d = r["depth"].as<int>();
+  if (d != 8 && d != 16) throw UsageError("--depth must be 8 or 16, got " + std::to_string(d));
+  return d;
+}
+
+/// --tiles WxH: W columns by H rows, each 1..kMaxClaheTiles.
+void parse_tiles(const std::string& s, ClaheOptions& o) {
+  const std::string range = "1.." + std::to_string(kMaxClaheTiles);
+  const auto x = s.find_first_of("xX");
+  auto side = [&](const std::string& t, int& v) {
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError("--tiles takes WxH (columns x rows, each " + range + "), e.g. 8x8; got '" + s + "'");
+    const long n = std::stol(t);
+    if (n < 1 || n > kMaxClaheTiles)
+      throw UsageError("--tiles: each side must be in " + range + ", got '" + s + "'");
+    v = int(n);
+  };
+  if (x == std::string::npos)
+    throw UsageError("--tiles takes WxH (columns x rows, each " + range + "), e.g. 8x8; got '" + s + "'");
+  side(s.substr(0, x), o.tiles_x);
+  side(s.substr(x + 1), o.tiles_y);
 }
 
 struct Common {
@@ -232,7 +264,7 @@ void add_batch_options(Command& c, bool equalize) {
         cxxopts::value<std::string>(), "LIST");
   c.add_flag("quiet", "no notes, no progress bar, no summary line on stderr (errors still)");
   if (equalize) {
-    c.add("format", "output format of every file: png, jpg, bmp, tga (default: each input's own; required with -o -)",
+    c.add("format", "output format of every file: png, jpg, bmp, tga; pgm, ppm for 16-bit outputs (default: each input's own; required with -o -)",
           cxxopts::value<std::string>(), "FMT");
     c.add("png-level", "PNG deflate level 0..9 (libdeflate; 0: stored, 9: smallest)",
           cxxopts::value<int>()->default_value(std::to_string(kDefaultPngLevel)), "L");
@@ -262,7 +294,8 @@ std::string parse_format(const std::string& f) {
   if (!e.empty() && e[0] == '.') e.erase(0, 1);
   if (e == "png" || e == "jpg" || e == "bmp" || e == "tga") return "." + e;
   if (e == "jpeg") return ".jpg";
-  throw UsageError("unknown --format '" + f + "' (valid: png, jpg, bmp, tga)");
+  if (e == "pgm" || e == "ppm") return "." + e;  // 16-bit outputs only (cli_depth.cpp)
+  throw UsageError("unknown --format '" + f + "' (valid: png, jpg, bmp, tga; pgm, ppm for 16-bit outputs)");
 }
 
 std::vector<int> parse_devices(const std::string& s) {
@@ -374,7 +407,8 @@ bool stderr_is_tty(std::ostream& err) { return &err == &std::cerr && ::isatty(ST
 /// Runs a batch for `equalize` (outdir given) or `histogram` (outdir empty).
 int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
               const std::vector<std::string>& inputs, const std::string& outdir,
-              std::ostream& out, std::ostream& err, const std::function<void(std::ostream&, const ItemReport&)>& print_item) {
+              std::ostream& out, std::ostream& err, const std::function<void(std::ostream&, const ItemReport&)>& print_item,
+              const ExecutorOptions::ItemOp& item_op = {}) {
   const bool quiet = r.count("quiet") > 0;
   const bool json = r.count("json") > 0;
   const bool timing = r.count("timing") > 0;
@@ -383,6 +417,7 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
 
   ExecutorOptions eo;
   eo.task = task;
+  eo.item_op = item_op;
   eo.equalize = cm.opt;
   eo.max_pixels = cm.max_pixels;
   eo.jobs = r["jobs"].as<int>();
@@ -481,6 +516,7 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
         j["height"] = rep.height;
         j["channels"] = rep.channels;
         if (task == Task::equalize) j["output_channels"] = rep.output_channels;
+        j["bit_depth"] = rep.bit_depth;
         j["mode"] = to_string(rep.equalize.mode);
         j["kernel"] = rep.equalize.kernel;
         j["backend"] = rep.equalize.backend;
@@ -575,11 +611,6 @@ std::vector<std::uint8_t> read_stdin() {
   return v;
 }
 
-Image load_input(const std::string& input, std::uint64_t max_pixels) {
-  if (input != "-") return load_image(input, max_pixels);
-  const std::vector<std::uint8_t> data = read_stdin();
-  return decode_image(data.data(), data.size(), "(standard input)", max_pixels);
-}
 
 // ---- equalize ----
 
@@ -593,18 +624,135 @@ std::string fs_extension_lower(const std::string& path) {
   return e;
 }
 
-int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  Command c("equalize",
-            "Equalizes the histogram of an 8-bit image (PNG, JPEG, BMP, TGA, GIF, PNM in; PNG, "
-            "JPEG, BMP, TGA out).");
+/// The per-file operation of clahe / 16-bit equalize (cli_depth.hpp) from the parsed options.
+ItemOpOptions item_op_options(const cxxopts::ParseResult& r, const Common& cm, ItemOpKind kind) {
+  ItemOpOptions io;
+  io.kind = kind;
+  io.equalize = cm.opt;
+  io.max_pixels = cm.max_pixels;
+  io.depth = read_depth(r);
+  if (kind == ItemOpKind::histogram) return io;
+  io.encode.quality = r["quality"].as<int>();
+  io.encode.png_level = r["png-level"].as<int>();
+  io.encode.subsampling = jpeg::parse_subsampling(r["subsampling"].as<std::string>());
+  if (kind == ItemOpKind::clahe) {
+    io.clahe.clip_limit = r["clip"].as<double>();
+    if (!(io.clahe.clip_limit >= 0) || !std::isfinite(io.clahe.clip_limit)) {
+      std::ostringstream v;
+      v << io.clahe.clip_limit;
+      throw UsageError("--clip must be a finite number >= 0 (OpenCV's clipLimit; 0: no clipping), got " +
+                       v.str());
+    }
+    parse_tiles(r["tiles"].as<std::string>(), io.clahe);
+    validate(io.clahe);
+  }
+  return io;
+}
+
+bool pnm_ext(std::string e) {
+  for (char& ch : e) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return e == ".pgm" || e == ".ppm";
+}
+
+ExecutorOptions::ItemOp make_item_op(ItemOpOptions io, const cxxopts::ParseResult& r) {
+  io.spread_over_devices = true;
+  if (r.count("devices")) io.devices = parse_devices(r["devices"].as<std::string>());
+  return [io](const std::vector<std::uint8_t>& bytes, const std::string& ext, ItemReport& rep,
+              std::vector<std::uint8_t>* encoded) {
+    if (!needs_item_op(io, is_16bit_data(bytes.data(), bytes.size())) && !pnm_ext(ext)) return false;
+    *encoded = run_item(io, bytes.data(), bytes.size(), rep.input, ext, rep);
+    return true;
+  };
+}
+
+std::string clahe_summary(const ClaheOptions& o) {
+  std::ostringstream s;
+  s << "clip " << o.clip_limit << ", tiles " << o.tiles_x << "x" << o.tiles_y;
+  return s.str();
+}
+
+/// The single-file report of the clahe / 16-bit path (text, --timing, --json).
+void print_item_op_report(const cxxopts::ParseResult& r, const ItemOpOptions& io,
+                          const std::string& input, const std::string& output,
+                          const ItemReport& rep, double total_ms, std::ostream& out,
+                          std::ostream& err) {
+  const bool json = r.count("json") > 0;
+  const bool clahe = io.kind == ItemOpKind::clahe;
+  const ItemTimes& t = rep.times;
+  std::ostream& rout = output == "-" ? err : out;
+  if (r.count("timing")) {
+    std::ostream& tout = (json || output == "-") ? err : out;
+    const std::pair<const char*, double> rows[] = {{"decode", t.decode_ms},
+                                                   {clahe ? "clahe" : "equalize", t.equalize_ms},
+                                                   {"encode", t.encode_ms},
+                                                   {"total", total_ms}};
+    tout << "stage            ms\n";
+    for (const auto& [name, ms] : rows)
+      tout << std::left << std::setw(10) << name << std::right << std::setw(9) << num(ms) << '\n';
+  }
+  const EqualizeReport& er = rep.equalize;
+  if (json) {
+    nlohmann::ordered_json j;
+    put_path(j, "input", input);
+    put_path(j, "output", output);
+    j["width"] = rep.width;
+    j["height"] = rep.height;
+    j["channels"] = rep.channels;
+    j["output_channels"] = rep.output_channels;
+    j["bit_depth"] = rep.bit_depth;
+    j["operation"] = clahe ? "clahe" : "equalize";
+    if (clahe) {
+      j["clip_limit"] = io.clahe.clip_limit;
+      j["tiles_x"] = io.clahe.tiles_x;
+      j["tiles_y"] = io.clahe.tiles_y;
+    }
+    j["mode"] = to_string(er.mode);
+    j["kernel"] = er.kernel;
+    j["backend"] = er.backend;
+    j["device"] = er.device;
+    j["times_ms"] = {{"decode", round3(t.decode_ms)},
+                     {"equalize", round3(t.equalize_ms)},
+                     {"encode", round3(t.encode_ms)},
+                     {"total", round3(total_ms)}};
+    j["decoder"] = rep.decoder;
+    j["encoder"] = rep.encoder;
+    rout << dump_line(j) << '\n';
+  } else if (!r.count("quiet") || output != "-") {
+    rout << output << ": " << rep.width << "x" << rep.height << ", " << rep.output_channels
+         << (rep.output_channels == 1 ? " channel" : " channels") << ", " << rep.bit_depth
+         << "-bit, ";
+    if (clahe) rout << "clahe " << clahe_summary(io.clahe) << ", ";
+    rout << "mode " << to_string(er.mode) << ", kernel " << er.kernel << " on " << er.device
+         << ", " << num(total_ms, 1) << " ms\n";
+  }
+}
+
+int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                 bool clahe = false) {
+  const std::string cmd = clahe ? "clahe" : "equalize";
+  Command c(cmd, clahe
+                     ? "Contrast-limited adaptive histogram equalization (CLAHE), byte for byte "
+                       "OpenCV 4.6's createCLAHE(clipLimit, tileGridSize).apply() on gray and 16-bit "
+                       "images (colour: on Y of YCbCr, or per channel with --mode rgb). Same inputs, "
+                       "outputs and batch options as 'histeq equalize'."
+                     : "Equalizes the histogram of an 8- or 16-bit image (PNG, JPEG, BMP, TGA, GIF, "
+                       "PNM in; PNG, JPEG, BMP, TGA out; 16-bit PNG/PGM/PPM stay 16-bit).");
   c.options.add_options()("input", "input images or folders ('-': standard input)",
                           cxxopts::value<std::vector<std::string>>());
   c.add("o,output", "output image (one input; the format follows the extension .png .jpg .jpeg .bmp .tga; may equal INPUT; '-': standard output, needs --format), or the output folder (several inputs or a folder; created if missing)",
         cxxopts::value<std::string>(), "OUTPUT");
   add_kernel_backend(c);
   add_batch_options(c, true);
-  c.add("f,formula", "CDF->LUT formula: opencv (cv::equalizeHist, float32) or exact (integer, round half up)",
-        cxxopts::value<std::string>()->default_value("opencv"), "NAME");
+  add_depth(c);
+  if (clahe) {
+    c.add("clip", "contrast limit, OpenCV's clipLimit: each tile's histogram is clipped at max(1, int(C * tile pixels / bins)) and the excess redistributed; 0: no clipping; >= 0",
+          cxxopts::value<double>()->default_value("2.0"), "C");
+    c.add("tiles", "tile grid, OpenCV's tileGridSize: W columns by H rows, each 1.." + std::to_string(kMaxClaheTiles),
+          cxxopts::value<std::string>()->default_value("8x8"), "WxH");
+  } else {
+    c.add("f,formula", "CDF->LUT formula: opencv (cv::equalizeHist, float32) or exact (integer, round half up)",
+          cxxopts::value<std::string>()->default_value("opencv"), "NAME");
+  }
   c.add("q,quality", "JPEG quality 1..100", cxxopts::value<int>()->default_value("95"), "Q");
   c.add("decoder", "JPEG codec: auto (nvJPEG when the GPU backend runs and this build has it, else libjpeg-turbo), gpu (nvJPEG decode and encode; inputs it cannot take fall back to libjpeg-turbo), cpu (libjpeg-turbo)",
         cxxopts::value<std::string>()->default_value("auto"), "NAME");
@@ -621,8 +769,12 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
     out << c.options.help();
     return 0;
   }
-  if (!r.count("input")) throw UsageError("equalize: missing INPUT (usage: histeq equalize INPUT -o OUTPUT)");
-  if (!r.count("output")) throw UsageError("equalize: missing -o OUTPUT (usage: histeq equalize INPUT -o OUTPUT)");
+  if (!r.count("input")) throw UsageError(cmd + ": missing INPUT (usage: histeq " + cmd + " INPUT -o OUTPUT)");
+  if (!r.count("output")) throw UsageError(cmd + ": missing -o OUTPUT (usage: histeq " + cmd + " INPUT -o OUTPUT)");
+  if (clahe && r["kernel"].as<std::string>() != "auto")
+    throw UsageError("--kernel: clahe computes its tile histograms with its own kernels (valid: auto)");
+  if (clahe && r["decoder"].as<std::string>() == "gpu")
+    throw UsageError("--decoder gpu: clahe decodes JPEG with libjpeg-turbo (valid: auto, cpu)");
   const std::vector<std::string> inputs = r["input"].as<std::vector<std::string>>();
   const std::string input = inputs.front();
   const std::string output = r["output"].as<std::string>();
@@ -643,25 +795,29 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
       if (inputs.size() > 3) names += ", ...";
       throw UsageError("several inputs (" + names + ") but -o '" + output +
                        "' is an image file name; with several inputs -o names the output folder "
-                       "(see 'histeq equalize --help')");
+                       "(see 'histeq " + cmd + " --help')");
     }
     if (batch) {
       if (output == "-") throw UsageError("-o - (standard output) takes exactly one input");
       Common cm = read_common(r);
-      cm.opt.formula = parse_formula(r["formula"].as<std::string>());
+      if (!clahe) cm.opt.formula = parse_formula(r["formula"].as<std::string>());
       const int quality = r["quality"].as<int>();
       if (quality < 1 || quality > 100)
         throw UsageError("--quality must be in 1..100, got " + std::to_string(quality));
+      const ItemOpOptions io =
+          item_op_options(r, cm, clahe ? ItemOpKind::clahe : ItemOpKind::equalize);
       warn_inexact(cm, err);
-      return run_batch(r, cm, Task::equalize, inputs, output, out, err,
-                       [](std::ostream& o, const ItemReport& rep) {
-                         o << rep.output << ": " << rep.width << "x" << rep.height << ", "
-                           << rep.output_channels
-                           << (rep.output_channels == 1 ? " channel" : " channels") << ", mode "
-                           << to_string(rep.equalize.mode) << ", kernel " << rep.equalize.kernel
-                           << " on " << rep.equalize.device << " (decoder " << rep.decoder
-                           << ", encoder " << rep.encoder << ")\n";
-                       });
+      return run_batch(
+          r, cm, Task::equalize, inputs, output, out, err,
+          [](std::ostream& o, const ItemReport& rep) {
+            o << rep.output << ": " << rep.width << "x" << rep.height << ", "
+              << rep.output_channels << (rep.output_channels == 1 ? " channel" : " channels")
+              << (rep.bit_depth == 16 ? ", 16-bit" : "") << ", mode "
+              << to_string(rep.equalize.mode) << ", kernel " << rep.equalize.kernel << " on "
+              << rep.equalize.device << " (decoder " << rep.decoder << ", encoder "
+              << rep.encoder << ")\n";
+          },
+          make_item_op(io, r));
     }
   }
   // One input, one output file: as before, plus '-' for standard input/output.
@@ -675,11 +831,14 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
   } else if (output == "-") {
     throw UsageError("-o - (standard output) needs --format png|jpg|bmp|tga");
   } else {
-    check_output_path(output);  // before any work: an unknown extension is a usage error
     out_ext = fs::path(output).extension().string();
+    // before any work: an unknown extension is a usage error (.pgm/.ppm: 16-bit outputs)
+    if (lower_ext(fs::path(output)) != ".pgm" && lower_ext(fs::path(output)) != ".ppm")
+      check_output_path(output);
   }
   Common cm = read_common(r);
-  cm.opt.formula = parse_formula(r["formula"].as<std::string>());
+  if (!clahe) cm.opt.formula = parse_formula(r["formula"].as<std::string>());
+  ItemOpOptions io = item_op_options(r, cm, clahe ? ItemOpKind::clahe : ItemOpKind::equalize);
   const int quality = r["quality"].as<int>();
   if (quality < 1 || quality > 100) {
     throw UsageError("--quality must be in 1..100, got " + std::to_string(quality));
@@ -722,6 +881,15 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
       write_file_atomic(output, encoded.data(), encoded.size());
     }
   };
+  {  // CLAHE, 16-bit inputs, --depth 16: the per-file operation (the same as in a batch)
+    io.equalize = cm.opt;  // the backend as settled
+    if (needs_item_op(io, is_16bit_data(bytes.data(), bytes.size())) || pnm_ext(out_ext)) {
+      ItemReport ir;
+      emit(run_item(io, bytes.data(), bytes.size(), name, out_ext, ir));
+      print_item_op_report(r, io, input, output, ir, ms_since(t_start), out, err);
+      return 0;
+    }
+  }
   if (jpeg::is_jpeg(bytes.data(), bytes.size())) decoder = "libjpeg-turbo";
   std::unique_ptr<gpu::Equalizer> geq;
   std::unique_ptr<gpu::JpegCodec> codec;
@@ -842,6 +1010,7 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
                           cxxopts::value<std::vector<std::string>>());
   add_kernel_backend(c);
   add_batch_options(c, false);
+  add_depth(c);
   c.add_flag("csv", "CSV: header 'bin,count' (three planes: 'bin,r,g,b'), then one line per bin; several files: a block per file with a first column 'file'");
   c.add_flag("json", "several files: one JSON object per file per line (JSON Lines), then a summary object");
   c.add_flag("timing", "several files: per stage the summed milliseconds and the wall time (stderr)");
@@ -859,6 +1028,7 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
   const std::string input = inputs.front();
   Common cm = read_common(r);
   const bool csv = r.count("csv") > 0;
+  ItemOpOptions io = item_op_options(r, cm, ItemOpKind::histogram);
   {
     std::error_code ec;
     if (inputs.size() > 1 || (input != "-" && fs::is_directory(input, ec)) || r.count("json")) {
@@ -871,28 +1041,41 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
                          const char sep = csv ? ',' : ' ';
                          if (csv) o << (hs.size() == 3 ? "file,bin,r,g,b" : "file,bin,count") << '\n';
                          else o << "==> " << rep.input << " <==\n";
-                         for (int b = 0; b < 256; ++b) {
+                         const std::size_t bins = hs.empty() ? 256 : hs.front().size();
+                         for (std::size_t b = 0; b < bins; ++b) {
                            if (csv) o << rep.input << ',';
                            o << b;
-                           for (const Histogram& h : hs) o << sep << (std::size_t(b) < h.size() ? h[b] : 0);
+                           for (const Histogram& h : hs) o << sep << (b < h.size() ? h[b] : 0);
                            o << '\n';
                          }
-                       });
+                       },
+                       make_item_op(io, r));
     }
   }
 
   settle_backend(cm, err);
   warn_inexact(cm, err);
-  const Image in = load_input(input, cm.max_pixels);
-  EqualizeReport rep;
-  const std::vector<Histogram> hs = image_histograms(in, cm.opt, &rep);
-  report_lost(cm, rep, std::uint64_t(in.pixel_count()) * hs.size(), err);
+  const std::vector<std::uint8_t> bytes = input == "-" ? read_stdin() : read_image_file(input);
+  const std::string name = input == "-" ? "(standard input)" : input;
+  std::vector<Histogram> hs;
+  io.equalize = cm.opt;  // the backend as settled
+  if (needs_item_op(io, is_16bit_data(bytes.data(), bytes.size()))) {  // 65536 bins
+    ItemReport ir;
+    run_item(io, bytes.data(), bytes.size(), name, "", ir);
+    hs = std::move(ir.equalize.histograms);
+  } else {
+    const Image in = decode_image(bytes.data(), bytes.size(), name, cm.max_pixels);
+    EqualizeReport rep;
+    hs = image_histograms(in, cm.opt, &rep);
+    report_lost(cm, rep, std::uint64_t(in.pixel_count()) * hs.size(), err);
+  }
 
   const char sep = csv ? ',' : ' ';
   if (csv) out << (hs.size() == 3 ? "bin,r,g,b" : "bin,count") << '\n';
-  for (int b = 0; b < 256; ++b) {
+  const std::size_t bins = hs.empty() ? 256 : hs.front().size();
+  for (std::size_t b = 0; b < bins; ++b) {
     out << b;
-    for (const Histogram& h : hs) out << sep << (std::size_t(b) < h.size() ? h[b] : 0);
+    for (const Histogram& h : hs) out << sep << (b < h.size() ? h[b] : 0);
     out << '\n';
   }
   return 0;
@@ -957,7 +1140,7 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
 
 std::string usage() {
   return "histeq " HISTEQ_VERSION
-         " - histogram equalization of 8-bit images on the GPU (CUDA), with a CPU backend\n"
+         " - histogram equalization and CLAHE of 8- and 16-bit images on the GPU (CUDA), with a CPU backend\n"
          "\n"
          "Usage:\n"
          "  histeq equalize INPUT -o OUTPUT [--kernel NAME] [--backend auto|cuda|cpu]\n"
@@ -967,11 +1150,13 @@ std::string usage() {
          "  histeq equalize INPUT... -o FOLDER [-r] [--format FMT] [--jobs N] [--max-inflight-mb MB]\n"
          "                  [--devices LIST] [--quiet] [--json] [--timing] [options above]\n"
          "  histeq equalize - -o - --format FMT      (standard input to standard output)\n"
+         "  histeq clahe INPUT... -o OUTPUT [--clip C] [--tiles WxH] [options of equalize]\n"
          "  histeq histogram INPUT... [-r] [--kernel NAME] [--backend ...] [--mode ...] [--csv] [--json]\n"
+         "  (equalize, clahe, histogram: [--depth 8|16]; 16-bit PNG/PGM/PPM stay 16-bit)\n"
          "  histeq kernels [--details] [--type u8|i32] [--bins N] [--size N]\n"
          "  histeq bench [ARGS...]        (see 'histeq bench --help')\n"
          "  histeq lesson [NAME] [...]    guided experiments (see 'histeq lesson --help')\n"
-         "  histeq --help | --version | COMMAND --help\n"
+         "  histeq --help | --version | COMMAND --help | help COMMAND\n"
          "\n"
          "Exit status: 0 success, 1 runtime failure (bad input file, I/O, CUDA; in a batch: any file\n"
          "failed), 2 usage error.\n";
@@ -984,6 +1169,13 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   }
   const std::string& cmd = args.front();
   const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (cmd == "help" && !rest.empty() && rest.front()[0] != '-') {  // histeq help COMMAND
+    std::vector<std::string> h{rest.front(), "--help"};
+    if (rest.front() == "bench" || rest.front() == "lesson" || rest.front() == "kernels" ||
+        rest.front() == "equalize" || rest.front() == "clahe" || rest.front() == "histogram")
+      return run(h, out, err);
+    throw UsageError("help: unknown command '" + rest.front() + "'; commands: " + kCommands);
+  }
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     out << usage();
     return 0;
@@ -991,10 +1183,11 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   if (cmd == "--version" || cmd == "-V" || cmd == "version") {
     out << "histeq " HISTEQ_VERSION "\n"
         << "codecs: JPEG libjpeg-turbo (CPU)" << (gpu::nvjpeg_built() ? ", nvJPEG (GPU)" : "")
-        << "; PNG, BMP, TGA, GIF, PNM stb_image\n";
+        << "; PNG, BMP, TGA, GIF, PNM stb_image; 16-bit PNG libspng, 16-bit PGM/PPM\n";
     return 0;
   }
   if (cmd == "equalize") return cmd_equalize(rest, out, err);
+  if (cmd == "clahe") return cmd_equalize(rest, out, err, true);
   if (cmd == "histogram") return cmd_histogram(rest, out, err);
   if (cmd == "kernels") return cmd_kernels(rest, out, err);
   if (cmd == "bench") return cmd_bench(rest, out, err);

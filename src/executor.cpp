@@ -601,6 +601,21 @@ struct Executor::Impl {
   void process(Loaded& it) {
     ItemReport& rep = it.rep;
     try {
+      if (opt.item_op) {  // the caller's operation (CLAHE, 16 bits) when it takes the item
+        const bool apply = opt.task == Task::equalize;
+        std::vector<std::uint8_t> encoded;
+        if (opt.item_op(it.bytes, apply ? format_for(it) : std::string(), rep, &encoded)) {
+          std::vector<std::uint8_t>().swap(it.bytes);
+          if (apply) {
+            rep.output_bytes = encoded.size();
+            const auto t0 = Clock::now();
+            write_file_atomic(rep.output, encoded.data(), encoded.size());
+            rep.times.write_ms = ms_since(t0);
+          }
+          rep.ok = true;
+          return;
+        }
+      }
       if (jpeg::is_jpeg(it.bytes.data(), it.bytes.size()) && route_jpeg_to_device() &&
           process_jpeg_on_device(it))
         return;

@@ -73,6 +73,8 @@ std::size_t default_max_inflight_bytes(int jobs);
 /// never cross to the host; other outputs are downloaded and encoded on the CPU workers.
 enum class JpegRoute : std::uint8_t { automatic, gpu, cpu };
 
+struct ItemReport;
+
 struct ExecutorOptions {
   Task task = Task::equalize;
   EqualizeOptions equalize;  ///< kernel, backend (auto: CPU until the devices are up), mode, formula
@@ -99,6 +101,15 @@ struct ExecutorOptions {
   bool fast_png_decoder = true;
   JpegRoute jpeg = JpegRoute::automatic;  ///< see JpegRoute
   int jpeg_batch = 8;                     ///< most JPEG items per nvJPEG decode call (>= 1)
+  /// Optional per-item operation in place of the built-in decode → equalize → encode (the
+  /// command line's CLAHE and 16-bit paths). Called on a CPU worker with the file's bytes and
+  /// the output format (".png", ...; empty for Task::histogram). Returns false to leave the item
+  /// to the built-in stages; true when it has filled the report (sizes, codecs, `equalize`
+  /// fields, decode/equalize/encode times) and *encoded (Task::equalize: the output file's
+  /// bytes, which the executor writes as usual). Throwing fails the item alone.
+  using ItemOp = std::function<bool(const std::vector<std::uint8_t>& bytes, const std::string& ext,
+                                    ItemReport& rep, std::vector<std::uint8_t>* encoded)>;
+  ItemOp item_op;
 };
 
 /// One file to process. output empty for Task::histogram; the output's format is the extension
@@ -124,6 +135,7 @@ struct ItemReport {
   int width = 0, height = 0, channels = 0, output_channels = 0;
   std::string decoder, encoder;  ///< codec names ("stb", ...)
   std::uint64_t output_bytes = 0;
+  int bit_depth = 8;           ///< bits per sample the image was processed at (8 or 16)
   EqualizeReport equalize;     ///< backend, device, kernel, mode, histograms, luts, stage times
   ItemTimes times;
 };
