@@ -33,4 +33,10 @@ void clahe_luts(const void* d_in, const clahe_formula::Geometry& g, const ClaheB
 void clahe_apply(const void* d_in, void* d_out, const clahe_formula::Geometry& g,
                  const void* d_luts, cudaStream_t stream);
 
+/// The 8-bit cell path of clahe_apply (clahe_apply_cell.cu); false, with nothing launched, when
+/// it does not apply (width % 16 != 0, unaligned pointers, very wide tiles, switched off).
+bool clahe_apply_cell_u8(const std::uint8_t* d_in, std::uint8_t* d_out,
+                         const clahe_formula::Geometry& g, const std::uint8_t* d_luts,
+                         cudaStream_t stream);
+
 }  // namespace histeq::kernels

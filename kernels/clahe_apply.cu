@@ -9,6 +9,8 @@
 //      8 u16 samples) when both pointers are 16-byte aligned, else one sample. Row and column
 //      come from one division per vector, then advance incrementally; the LUTs (tiles·256 bytes
 //      for 8-bit: 16 KiB for 8×8) stay in L1/L2 and are read with __ldg.
+// 8-bit planes of at least ClahePolicy::kCellMinPixels pixels whose width is a multiple of 16
+// (16-byte aligned) go to the faster per-cell kernel instead (clahe_apply_cell.cu).
 // Source: OpenCV 4.6 modules/imgproc/src/clahe.cpp.
 #include <cuda_runtime.h>
 
@@ -113,6 +115,10 @@ void clahe_apply(const void* d_in, void* d_out, const cf::Geometry& g, const voi
     throw UsageError("CLAHE apply: null device pointer");
   }
   if (g.hist_size == 256) {
+    if (clahe_apply_cell_u8(static_cast<const std::uint8_t*>(d_in), static_cast<std::uint8_t*>(d_out),
+                            g, static_cast<const std::uint8_t*>(d_luts), stream)) {
+      return;
+    }
     run_apply(static_cast<const std::uint8_t*>(d_in), static_cast<std::uint8_t*>(d_out), g,
               static_cast<const std::uint8_t*>(d_luts), stream);
   } else if (g.hist_size == 65536) {

@@ -6,6 +6,9 @@
 //  1. The band's image rows [yp0, min(yp1, height)) are one contiguous range: 16-byte vectors
 //     from the first 16-byte-aligned address, scalar head and tail; the column of each sample
 //     is carried from one division per vector (wrap at the row end, next tile at each boundary).
+//     Fast path (`fast`, the default): when the range starts 16-byte aligned and both the width
+//     and the tile width are multiples of the vector's samples, no vector crosses a row or a
+//     tile, so its tile column is computed once and its samples counted with no checks.
 //  2. The right padding of those rows, columns [width, padded_w), reflect-101.
 //  3. Padded rows below the image inside [yp0, yp1), whole padded rows, reflect-101.
 #pragma once
@@ -32,7 +35,7 @@ HISTEQ_HD uint4 load_vector(const uint4* p) {
 /// Calls count(tx, v) for every sample of the band that thread tid of `threads` owns.
 template <typename T, typename Count>
 HISTEQ_HD void visit_band(const T* in, const histeq::clahe_formula::Geometry& g, int yp0, int yp1,
-                          unsigned tid, unsigned threads, Count& count) {
+                          unsigned tid, unsigned threads, Count& count, bool fast = true) {
   namespace cf = histeq::clahe_formula;
   const int w = g.width;
   const int r0 = yp0, r1 = yp1 < g.height ? yp1 : g.height;
@@ -63,8 +66,23 @@ HISTEQ_HD void visit_band(const T* in, const histeq::clahe_formula::Geometry& g,
     const unsigned h = head_all < total ? head_all : total;
     for (unsigned i = tid; i < h; i += threads) run(i, base + i, 1);
     const unsigned vecs = (total - h) / kPer;
+    unsigned vecs_done = 0;
     const uint4* vin = reinterpret_cast<const uint4*>(base + h);
-    for (unsigned v = tid; v < vecs; v += threads) {
+    if (fast && h == 0 && w % kPer == 0 && g.tile_w % kPer == 0) {
+      // Rows and tiles are whole vectors: one tile column per vector, no per-sample checks.
+      for (unsigned v = tid; v < vecs; v += threads) {
+        const uint4 q = load_vector<T>(vin + v);
+        T vals[kPer];
+        std::memcpy(vals, &q, sizeof(q));
+        const int tx = int((v * unsigned(kPer)) % unsigned(w)) / g.tile_w;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+        for (int j = 0; j < kPer; ++j) count(tx, int(vals[j]));
+      }
+      vecs_done = vecs;
+    }
+    for (unsigned v = tid + vecs_done; v < vecs; v += threads) {
       const uint4 q = load_vector<T>(vin + v);
       T vals[kPer];
       std::memcpy(vals, &q, sizeof(q));

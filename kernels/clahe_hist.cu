@@ -15,10 +15,11 @@
 //  8-bit, tiles_x·256·4 bytes <= kHistMaxSharedBytes: the band counts into privatized shared
 //    counters (tiles_x × 256), merged with one global atomicAdd per non-zero bin; a per-tile-row
 //    ticket lets the last block of the row build that row's LUTs (clip, redistribute, scan) in
-//    the same launch — one launch for histograms and LUTs.
+//    the same launch, one warp per tile and all tiles at once (warp_tile_lut_u8) — one launch
+//    for histograms and LUTs.
 //  16-bit (65536 bins: a tile row's counters do not fit in shared memory) and wider 8-bit
 //    grids: global atomics into the tile counters (L2), then tile_lut_kernel with one block per
-//    tile.
+//    tile (16-bit: a coalesced walk of the 65536 bins, block_tile_lut_coalesced).
 // Source: OpenCV 4.6 modules/imgproc/src/clahe.cpp (semantics); privatization and the
 // last-block ticket as in PMPP 4th ed. ch. 9 and CUDA's threadFenceReduction sample.
 #include <cuda_runtime.h>
@@ -29,6 +30,7 @@
 #include "clahe.hpp"
 #include "clahe_band.cuh"
 #include "clahe_lut.cuh"
+#include "clahe_tuning.hpp"
 #include "common.cuh"
 #include "cuda_check.hpp"
 #include "histeq/error.hpp"
@@ -43,6 +45,8 @@ struct HistArgs {
   cf::Geometry g;
   int bands;          ///< blocks per tile row
   int rows_per_band;  ///< padded rows per block (the last band of a tile row may have fewer)
+  bool warp_luts;     ///< 8-bit: the last block builds the row's LUTs one warp per tile
+  bool fast_visit;    ///< visit_band's whole-vector fast path where it applies
 };
 
 /// Counts one sample v of tile column tx of the block's tile row.
@@ -73,7 +77,7 @@ __global__ void __launch_bounds__(P::kHistBlockSize)
     __syncthreads();
   }
   Counter<T, kShared> count{kShared ? s_hist : row_hist, kBins};
-  clahe_detail::visit_band(in, g, yp0, yp1, threadIdx.x, blockDim.x, count);
+  clahe_detail::visit_band(in, g, yp0, yp1, threadIdx.x, blockDim.x, count, a.fast_visit);
   if constexpr (kShared) {
     __syncthreads();
     for (int i = threadIdx.x; i < g.tiles_x * kBins; i += blockDim.x) {
@@ -85,7 +89,17 @@ __global__ void __launch_bounds__(P::kHistBlockSize)
     __syncthreads();
     if (threadIdx.x == 0) s_last = atomicAdd(tickets + ty, 1u) == unsigned(a.bands - 1);
     __syncthreads();
-    if (s_last) {
+    if (s_last && sizeof(T) == 1 && a.warp_luts) {
+      // One warp per tile of the row, all in parallel (clahe_lut.cuh): no block barriers.
+      __threadfence();
+      const int warps = int(blockDim.x) >> 5;
+      for (int tx = int(threadIdx.x >> 5); tx < g.tiles_x; tx += warps) {
+        const std::size_t t = std::size_t(ty) * g.tiles_x + tx;
+        clahe_detail::warp_tile_lut_u8(hist + t * kBins, g.clip, g.lut_scale,
+                                       reinterpret_cast<std::uint8_t*>(luts) + t * kBins);
+      }
+      if (threadIdx.x == 0) tickets[ty] = 0;
+    } else if (s_last) {
       __threadfence();
       for (int tx = 0; tx < g.tiles_x; ++tx) {
         const std::size_t t = std::size_t(ty) * g.tiles_x + tx;
@@ -104,11 +118,12 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
   const bool privatized = kBins == 256 && shared_bytes <= P::kHistMaxSharedBytes;
   // Bands: enough blocks to fill the GPU, none smaller than kHistMinBytesPerBlock.
   const std::size_t row_bytes = std::size_t(g.padded_w) * sizeof(T);
-  const int min_rows = int(std::max<std::size_t>(1, P::kHistMinBytesPerBlock / row_bytes));
+  const ClaheTuning& tune = clahe_tuning();
+  const int min_rows = int(std::max<std::size_t>(1, tune.hist_min_bytes / row_bytes));
   const clahe_detail::Bands split = clahe_detail::split_bands(
-      g.tile_h, g.tiles_y, P::kHistBlocksPerSm * detail::sm_count(), min_rows);
+      g.tile_h, g.tiles_y, tune.hist_blocks_per_sm * detail::sm_count(), min_rows);
   const int bands = split.bands, rows = split.rows;
-  HistArgs a{g, bands, rows};
+  HistArgs a{g, bands, rows, tune.warp_luts, tune.fast_visit};
   const dim3 grid(unsigned(std::size_t(bands) * g.tiles_y));
   T* luts = static_cast<T*>(b.luts);
   if (privatized) {
@@ -125,7 +140,7 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
   tile_hist_kernel<T, false><<<grid, P::kHistBlockSize, 0, stream>>>(d_in, a, b.hist, b.tickets, luts);
   HISTEQ_CUDA_CHECK_LAUNCH();
   clahe_detail::tile_lut_kernel<T, kBins><<<unsigned(g.tiles()), P::kLutBlockSize, 0, stream>>>(
-      b.hist, g.clip, g.lut_scale, luts);
+      b.hist, g.clip, g.lut_scale, luts, tune.coalesced_lut16);
   HISTEQ_CUDA_CHECK_LAUNCH();
 }
 

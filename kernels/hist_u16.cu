@@ -21,6 +21,7 @@
 #include <algorithm>
 
 #include "clahe_lut.cuh"
+#include "clahe_tuning.hpp"
 #include "common.cuh"
 #include "cuda_check.hpp"
 #include "histeq/equalize16.hpp"
@@ -123,10 +124,15 @@ __global__ void apply_u16_kernel(const std::uint16_t* in, std::uint16_t* out, st
 
 }  // namespace
 
-void hist_u16(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist, cudaStream_t stream) {
+void hist_u16(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist, cudaStream_t stream,
+              std::uint32_t* d_scratch) {
   if (d_hist == nullptr || (n > 0 && d_in == nullptr)) throw UsageError("hist_u16: null device pointer");
   if (reinterpret_cast<std::uintptr_t>(d_in) % 2 != 0) throw UsageError("hist_u16: input not 2-byte aligned");
   if (n == 0) return;
+  if (d_scratch != nullptr && clahe_tuning().hist16_packed) {
+    hist_u16_packed(d_in, n, d_hist, d_scratch, stream);
+    return;
+  }
   const std::size_t smem = kHalf * sizeof(std::uint32_t);
   static bool attr = false;  // set once per process (same device assumed, as the registry does)
   if (!attr) {

@@ -118,15 +118,17 @@ inline constexpr FusedPolicy kFusedPolicy{};
 
 namespace histeq::kernels {
 
-/// CLAHE (clahe_hist.cu, clahe_lut.cu, clahe_apply.cu). Not yet tuned on the H200: first
-/// choices, to be measured with `histeq bench --clahe`.
+/// CLAHE (clahe_hist.cu, clahe_lut.cuh, clahe_apply.cu, clahe_apply_cell.cu). Measured on the
+/// H200 with `histeq bench --clahe` and the HISTEQ_CLAHE_* variables of clahe_tuning.hpp
+/// (docs/kernels.md, "CLAHE": figures and commits).
 struct ClahePolicy {
   /// Tile-histogram kernel: threads per block, resident blocks aimed at per SM, and the fewest
   /// input bytes one block counts (a band of rows of one tile row: below this the zeroing and
-  /// merging of its tiles_x × 256 shared counters costs more than the counting).
+  /// merging of its tiles_x × 256 shared counters costs more than the counting). 16 KiB: at 1M
+  /// 15.7 µs against 17.5 with 32 KiB (more blocks), the same at 16M and 64M.
   static constexpr int kHistBlockSize = 512;
   static constexpr int kHistBlocksPerSm = 4;
-  static constexpr std::size_t kHistMinBytesPerBlock = std::size_t(32) << 10;
+  static constexpr std::size_t kHistMinBytesPerBlock = std::size_t(16) << 10;
   /// Most shared memory the privatized (8-bit) histogram may take: tiles_x · 256 · 4 bytes.
   /// Wider grids count with global atomics and build the LUTs in a second launch.
   static constexpr std::size_t kHistMaxSharedBytes = std::size_t(96) << 10;
@@ -135,6 +137,21 @@ struct ClahePolicy {
   /// Apply: threads per block and blocks per SM of the grid-stride loop.
   static constexpr int kApplyBlockSize = 256;
   static constexpr int kApplyBlocksPerSm = 8;
+  /// 8-bit: the last block of a tile row builds the row's LUTs one warp per tile (else the
+  /// whole block per tile, one tile after the other): 26.6 → 17 µs at 1M.
+  static constexpr bool kWarpLuts = true;
+  /// 8-bit apply by interpolation cells (clahe_apply_cell.cu) from kCellMinPixels pixels up,
+  /// when the width is a multiple of 16 and both planes are 16-byte aligned: 60 → 50 µs at
+  /// 16M, 203 → 173 at 64M; at 1M the flat kernel was 2 µs faster (its blocks start sooner).
+  /// Pixels per block: max(kCellPixelsPerBlock, pixels / (kCellBlocksPerSm · SMs)) (16M: 16 Ki
+  /// best of 8/16/48 Ki; 64M: 48 Ki 160 µs against 173 with 16 Ki); about kCellThreads threads
+  /// per block (a multiple of the 16-pixel slots of a cell row).
+  static constexpr std::size_t kCellMinPixels = std::size_t(4) << 20;
+  static constexpr int kCellPixelsPerBlock = 16 << 10;
+  static constexpr int kCellBlocksPerSm = 10;
+  static constexpr int kCellThreads = 256;
+  /// 16-bit LUT kernel: coalesced walk (clahe_lut.cuh, block_tile_lut_coalesced).
+  static constexpr bool kCoalescedLut16 = true;
 };
 inline constexpr ClahePolicy kClahePolicy{};
 
@@ -142,12 +159,18 @@ inline constexpr ClahePolicy kClahePolicy{};
 
 namespace histeq::kernels {
 
-/// hist_u16 (65536 bins over a cluster of two blocks' shared memory). Not yet measured.
+/// hist_u16: the two-block cluster kernel (hist_u16.cu) and the packed kernel (hist_u16_packed.cu,
+/// the default: 64M samples 404–425 → 63–70 µs on the H200, docs/kernels.md).
 struct HistU16Policy {
   static constexpr int kBlockSize = 1024;
   /// A block gets at least this many 16-byte vectors per thread before the grid grows (small
   /// inputs use fewer SMs: zeroing and merging 128 KiB per block is the fixed cost).
   static constexpr int kMinVectorsPerThread = 4;
+  /// Packed variant (hist_u16_packed.cu): 65536 16-bit counters in one block's 128 KiB of
+  /// shared memory, per-block partials summed by a second kernel.
+  static constexpr bool kPacked = true;
+  static constexpr int kPackedBlockSize = 1024;
+  static constexpr int kPackedVectorsInFlight = 4;
 };
 inline constexpr HistU16Policy kHistU16Policy{};
 

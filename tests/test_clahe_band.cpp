@@ -77,7 +77,9 @@ TEST(ClaheBand, TileHistogramsEqualThePaddedImage) {
   const int cases[][4] = {{1, 1, 8, 8},    {2, 3, 8, 8},     {7, 5, 8, 8},    {1, 37, 8, 8},
                           {41, 1, 8, 8},   {64, 64, 8, 8},   {64, 63, 8, 8},  {63, 64, 8, 8},
                           {100, 37, 3, 7}, {257, 129, 16, 4}, {130, 70, 64, 64}, {61, 59, 64, 64},
-                          {300, 200, 1, 1}, {17, 300, 5, 9},  {500, 40, 100, 3}};
+                          {300, 200, 1, 1}, {17, 300, 5, 9},  {500, 40, 100, 3},
+                          // whole-vector fast path (width and tile width multiples of 16)
+                          {256, 96, 8, 3}, {1024, 64, 4, 4}, {512, 48, 2, 1}, {64, 64, 4, 4}};
   for (const auto& c : cases) {
     check<std::uint8_t>(c[0], c[1], c[2], c[3], rng);
     if (c[2] * c[3] <= 64) check<std::uint16_t>(c[0], c[1], c[2], c[3], rng);

@@ -157,6 +157,25 @@ TEST(ClaheGpu, RandomSizesAndGrids) {
   }
 }
 
+// Widths that are multiples of 16 take the 8-bit cell path of the apply (clahe_apply_cell.cu):
+// random heights and grids, tiles from 1 pixel wide to wider than one 16-pixel slot per cell,
+// in place and out of place.
+TEST(ClaheGpu, CellApplyRandomSizesAndGrids) {
+  HISTEQ_REQUIRE_GPU();
+  std::mt19937 rng(909);
+  gpu::Clahe engine;
+  std::uniform_int_distribution<int> cols(1, 120), size(1, 1500), grid(1, 64), clip(0, 8);
+  for (int i = 0; i < 40; ++i) {
+    const int w = 16 * cols(rng), h = size(rng);
+    const auto o = opts(clip(rng) * 0.75, grid(rng), grid(rng));
+    const auto src = i % 2 ? smooth_plane<std::uint8_t>(rng, w, h, 255) : random_plane<std::uint8_t>(rng, w, h, 0, 255);
+    const auto want = cpu_plane(src, w, h, o);
+    ASSERT_EQ(gpu_plane(engine, src, w, h, o), want)
+        << w << "x" << h << " grid " << o.tiles_x << "x" << o.tiles_y << " clip " << o.clip_limit;
+    ASSERT_EQ(gpu_plane(engine, src, w, h, o, 16, true), want) << "in place";
+  }
+}
+
 TEST(ClaheGpu, GoldensAndColourModesEqualCpu) {
   HISTEQ_REQUIRE_GPU();
   const std::string shared = test::shared_dir();

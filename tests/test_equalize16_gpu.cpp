@@ -1,5 +1,6 @@
 // test_equalize16_gpu.cpp — the 65536-bin u16 histogram kernel exact against the CPU (uniform,
-// hot, clustered, misaligned, tiny and odd sizes), and 16-bit equalization GPU == CPU.
+// hot, clustered, misaligned, tiny and odd sizes; hot bins of 2^24 samples cross the packed
+// kernel's 16-bit counters many times per block), and 16-bit equalization GPU == CPU.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -22,7 +23,9 @@ std::vector<std::uint16_t> data(std::size_t n, int kind, std::uint32_t seed) {
       case 0: x = std::uint16_t(rng()); break;                  // uniform over 65536
       case 1: x = 40000; break;                                 // one hot bin
       case 2: x = std::uint16_t(1000 + rng() % 200); break;      // clustered (one owner block)
-      default: x = std::uint16_t(rng() % 2 ? 32767 : 32768); break;  // both halves' edges
+      case 3: x = std::uint16_t(rng() % 2 ? 32767 : 32768); break;  // both halves' edges
+      case 4: x = 5; break;                                      // one hot bin, low half
+      default: x = std::uint16_t(rng() % 2 ? 7 : 7 + 32768); break;  // both halves of one word
     }
   }
   return v;
@@ -34,7 +37,7 @@ TEST(HistU16Gpu, ExactAgainstCpu) {
   DeviceBuffer<std::uint64_t> d_hist(65536);
   for (std::size_t n : {std::size_t(1), std::size_t(7), std::size_t(4099), std::size_t(1) << 20,
                         (std::size_t(1) << 24) + 3}) {
-    for (int kind = 0; kind < 4; ++kind) {
+    for (int kind = 0; kind < 6; ++kind) {
       for (std::size_t offset : {std::size_t(0), std::size_t(1), std::size_t(3)}) {
         const auto v = data(n + offset, kind, std::uint32_t(n + kind));
         auto d = test::upload_typed(v);

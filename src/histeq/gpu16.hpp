@@ -12,8 +12,9 @@
 namespace histeq::gpu {
 
 /// A reusable engine on the current device: a non-blocking stream, a 65536-bin uint64
-/// histogram and a 65536-entry LUT (kernels/hist_u16.cu: one read of the input, counters in a
-/// two-block cluster's distributed shared memory). Not thread-safe. Throws CudaError /
+/// histogram and a 65536-entry LUT (kernels/hist_u16_packed.cu: one read of the input, the
+/// 65536 counters as packed 16-bit halves in one block's shared memory, per-SM partials in
+/// 128 KiB of device scratch per SM summed by a second kernel). Not thread-safe. Throws CudaError /
 /// DeviceOutOfMemory / UsageError (null pointers, odd addresses).
 class Equalizer16 {
  public:

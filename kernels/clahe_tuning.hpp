@@ -1,0 +1,72 @@
+// clahe_tuning.hpp — the run-time shape of the CLAHE and 16-bit histogram kernels: the defaults of
+// ClahePolicy / HistU16Policy (policy.hpp), each overridable by an environment variable so that
+// one benchmark run on the GPU machine can measure every variant (read once per process):
+//   HISTEQ_CLAHE_LUT=warp|block     8-bit LUTs: one warp per tile (default) or the whole block per
+//                                   tile, tile after tile
+//   HISTEQ_CLAHE_APPLY=cell|grid    8-bit apply: per-cell blocks with the 2×2 LUTs packed in
+//                                   shared memory, or the flat grid-stride kernel (default: by
+//                                   size, ClahePolicy::kCellMinPixels)
+//   HISTEQ_CLAHE_VISIT=general      tile histograms without visit_band's whole-vector fast path
+//   HISTEQ_CLAHE_CELL_THREADS=N     8-bit cell apply: about N threads per block (<= kCellThreads)
+//   HISTEQ_HIST16_VIF=4|8           packed 16-bit histogram: 16-byte loads in flight per thread
+//   HISTEQ_CLAHE_BAND_KB=N          fewest input KiB one tile-histogram block counts
+//   HISTEQ_CLAHE_HIST_BPS=N         tile-histogram blocks aimed at per SM
+//   HISTEQ_CLAHE_APPLY_KPX=N        8-bit cell apply: at least about N Ki pixels per block
+//   HISTEQ_CLAHE_LUT16=coalesced|strided  16-bit LUT kernel: warps own contiguous chunks walked
+//                                   32 bins at a time (default) or threads own 64-bin runs
+//   HISTEQ_HIST16=packed|cluster    65536-bin histogram: packed 16-bit shared counters with
+//                                   per-block partials (default) or the two-block cluster
+#pragma once
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+
+#include "policy.hpp"
+
+namespace histeq::kernels {
+
+struct ClaheTuning {
+  std::size_t hist_min_bytes = ClahePolicy::kHistMinBytesPerBlock;
+  int hist_blocks_per_sm = ClahePolicy::kHistBlocksPerSm;
+  bool warp_luts = ClahePolicy::kWarpLuts;
+  int apply_pixels_per_block = ClahePolicy::kCellPixelsPerBlock;
+  bool hist16_packed = HistU16Policy::kPacked;
+  bool coalesced_lut16 = ClahePolicy::kCoalescedLut16;
+  bool fast_visit = true;
+  int apply_mode = 0;  ///< 0: by size (ClahePolicy::kCellMinPixels), 1: cell, -1: grid
+  int cell_threads = ClahePolicy::kCellThreads;
+  int hist16_vectors = HistU16Policy::kPackedVectorsInFlight;
+};
+
+inline const ClaheTuning& clahe_tuning() {
+  static const ClaheTuning t = [] {
+    ClaheTuning r;
+    auto num = [](const char* name, long lo, long hi, long def) {
+      const char* v = std::getenv(name);
+      if (v == nullptr || *v == 0) return def;
+      const long x = std::strtol(v, nullptr, 10);
+      return x < lo ? lo : (x > hi ? hi : x);
+    };
+    auto is = [](const char* name, const char* value) {
+      const char* v = std::getenv(name);
+      return v != nullptr && std::strcmp(v, value) == 0;
+    };
+    r.hist_min_bytes = std::size_t(num("HISTEQ_CLAHE_BAND_KB", 1, 1 << 20, long(r.hist_min_bytes >> 10))) << 10;
+    r.hist_blocks_per_sm = int(num("HISTEQ_CLAHE_HIST_BPS", 1, 64, r.hist_blocks_per_sm));
+    r.apply_pixels_per_block = int(num("HISTEQ_CLAHE_APPLY_KPX", 1, 1 << 16, r.apply_pixels_per_block >> 10)) << 10;
+    if (is("HISTEQ_CLAHE_LUT", "block")) r.warp_luts = false;
+    if (is("HISTEQ_CLAHE_LUT", "warp")) r.warp_luts = true;
+    if (is("HISTEQ_CLAHE_APPLY", "grid")) r.apply_mode = -1;
+    if (is("HISTEQ_CLAHE_APPLY", "cell")) r.apply_mode = 1;
+    if (is("HISTEQ_CLAHE_VISIT", "general")) r.fast_visit = false;
+    r.cell_threads = int(num("HISTEQ_CLAHE_CELL_THREADS", 32, ClahePolicy::kCellThreads, r.cell_threads));
+    r.hist16_vectors = num("HISTEQ_HIST16_VIF", 1, 8, r.hist16_vectors) > 4 ? 8 : 4;
+    if (is("HISTEQ_CLAHE_LUT16", "strided")) r.coalesced_lut16 = false;
+    if (is("HISTEQ_HIST16", "cluster")) r.hist16_packed = false;
+    if (is("HISTEQ_HIST16", "packed")) r.hist16_packed = true;
+    return r;
+  }();
+  return t;
+}
+
+}  // namespace histeq::kernels
