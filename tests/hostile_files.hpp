@@ -14,7 +14,7 @@
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #endif
-#include <stb/stb_image_write.h>  // stbi_zlib_compress, for the PNG bomb (our own copy of stb)
+#include <stb_image_write.h>  // stbi_zlib_compress, for the PNG bomb (our own copy of stb)
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
