@@ -25,8 +25,11 @@ struct BatchedPolicy {
   /// BatchPath::automatic on a uniform batch: the one-launch queue from this many bytes (count ·
   /// n) up; below, the two launches (histogram + LUT, then apply): the whole batch then stays in
   /// L2 between them anyway, and the two launches have no queue atomics and no spin waits.
-  /// bench/python/bench_python.py times both paths ("batch path" rows) to revisit this.
-  static constexpr std::size_t kQueuedMinBytes = std::size_t(32) << 20;
+  /// bench/python/bench_python.py times both paths ("batch path" rows) to revisit this. On the
+  /// H200 at 4b24ce2, 64 x 1M: two launches 78.1 us, the queue 90.9 us (from Python, CUDA
+  /// events): the queue has not won where it was measured, so automatic takes it only from
+  /// 1 GiB (a size not measured yet; `queued` still selects it).
+  static constexpr std::size_t kQueuedMinBytes = std::size_t(1) << 30;
 };
 
 /// How a uniform batch (count images of n bytes back to back) runs.

@@ -330,6 +330,7 @@ std::uint8_t paeth(int a, int b, int c) {
   return std::uint8_t(c);
 }
 
+// NOLINTNEXTLINE(readability-function-size): over 120 lines, to be split (issue 13)
 std::string png_problem(const std::uint8_t* d, std::size_t len, BoundedInflate inflate) {
   std::uint64_t w = 0, h = 0;
   unsigned depth = 0, ctype = 0, interlace = 0;
