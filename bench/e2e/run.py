@@ -238,14 +238,16 @@ def main():
             return
         import cv2
         folder = pathlib.Path(args.folder)
-        if args.repeat > 1:
-            folder = linked_folder(work, files, args.repeat)
-            files = photos(folder)
+        # Megapixels of the distinct photos, before the links (the linked folder sorts its
+        # names otherwise: its first len/K entries are not the K distinct photos).
         mp = 0.0
-        for f in files[: len(files) // max(args.repeat, 1)]:
+        for f in files:
             im = cv2.imread(str(f), cv2.IMREAD_UNCHANGED)
             mp += im.shape[0] * im.shape[1] / 1e6
         mp *= max(args.repeat, 1)
+        if args.repeat > 1:
+            folder = linked_folder(work, files, args.repeat)
+            files = photos(folder)
         print(f"opencv {cv2.__version__}; {len(files)} files, {mp:.1f} MP; best of {args.reps}\n")
         rows = []
         out = work / "out"
