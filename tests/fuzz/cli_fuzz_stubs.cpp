@@ -27,6 +27,9 @@
 #if __has_include("histeq/executor.hpp")
 #include "histeq/executor.hpp"
 #endif
+#if __has_include("cli_depth.hpp")
+#include "cli_depth.hpp"
+#endif
 
 namespace histeq {
 namespace kernels {
@@ -103,6 +106,19 @@ BatchSummary Executor::run(const std::vector<WorkItem>&,
                            const std::function<void(const ItemReport&)>&) {
   throw Error("fuzz build: the executor is not run");
 }
+#endif
+
+#if __has_include("cli_depth.hpp")
+// clahe and 16-bit items (src/cli_depth.cpp call the CUDA library): never run by the fuzzer;
+// the options cli.cpp parses before them are what it explores.
+namespace cli {
+bool is_16bit_data(const std::uint8_t*, std::size_t) { return false; }
+bool needs_item_op(const ItemOpOptions&, bool) { return true; }
+std::vector<std::uint8_t> run_item(const ItemOpOptions&, const std::uint8_t*, std::size_t,
+                                   const std::string&, const std::string&, ItemReport&) {
+  throw Error("fuzz build: clahe and 16-bit items are not run");
+}
+}  // namespace cli
 #endif
 
 #if __has_include("histeq/bench.hpp")
