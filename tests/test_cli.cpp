@@ -31,6 +31,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using histeq::test::lines_of;
+using histeq::test::sample;
+using histeq::test::Result;
+
 std::string quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
@@ -56,28 +60,6 @@ std::size_t count_of(const std::string& hay, const std::string& needle) {
   std::size_t n = 0;
   for (std::size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
   return n;
-}
-
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> v;
-  std::istringstream in(s);
-  for (std::string l; std::getline(in, l);) v.push_back(l);
-  return v;
-}
-
-std::string sample(const std::string& name) {
-  return histeq::test::source_path("samples/" + name);
-}
-
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
-
-std::ostream& operator<<(std::ostream& os, const Result& r) {
-  return os << "exit " << r.status << "\n--- stdout ---\n"
-            << r.out.substr(0, 2000) << "\n--- stderr ---\n"
-            << r.err;
 }
 
 // A scratch folder per test; run() spawns the CLI with its output captured there.

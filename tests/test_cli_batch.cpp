@@ -25,6 +25,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using histeq::test::lines_of;
+using histeq::test::sample;
+using histeq::test::Result;
+
 std::string quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
@@ -39,28 +43,6 @@ std::vector<std::uint8_t> read_bytes(const fs::path& p) {
 void write_bytes(const fs::path& p, const std::vector<std::uint8_t>& b) {
   std::ofstream f(p, std::ios::binary);
   f.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
-}
-
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> v;
-  std::istringstream in(s);
-  for (std::string l; std::getline(in, l);) v.push_back(l);
-  return v;
-}
-
-std::string sample(const std::string& name) {
-  return histeq::test::source_path("samples/" + name);
-}
-
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
-
-std::ostream& operator<<(std::ostream& os, const Result& r) {
-  return os << "exit " << r.status << "\n--- stdout ---\n"
-            << r.out.substr(0, 3000) << "\n--- stderr ---\n"
-            << r.err;
 }
 
 class Batch : public ::testing::Test {

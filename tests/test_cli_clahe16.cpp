@@ -34,6 +34,8 @@ using namespace histeq;
 
 namespace {
 
+using histeq::test::Result;
+
 std::string quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
@@ -43,17 +45,6 @@ std::string quote(const std::string& s) {
 std::string slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
-
-std::ostream& operator<<(std::ostream& os, const Result& r) {
-  return os << "exit " << r.status << "\n--- stdout ---\n"
-            << r.out.substr(0, 2000) << "\n--- stderr ---\n"
-            << r.err;
 }
 
 /// A 16-bit gray image with values lo..hi (all of them occur), shuffled.

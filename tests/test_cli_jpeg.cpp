@@ -24,12 +24,9 @@
 namespace histeq {
 namespace {
 
-using test::Bytes;
+using histeq::test::Result;
 
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
+using test::Bytes;
 
 class CliJpeg : public test::TempDirTest {
  protected:

@@ -32,6 +32,8 @@ using histeq::kernels::KernelEntry;
 
 namespace {
 
+using histeq::test::lines_of;
+
 struct CliRun {
   int status = 0;
   std::string out, err;
@@ -60,13 +62,6 @@ std::string slurp(const std::string& path) {
   std::ostringstream s;
   s << f.rdbuf();
   return s.str();
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> v;
-  std::istringstream s(text);
-  for (std::string l; std::getline(s, l);) v.push_back(l);
-  return v;
 }
 
 /// RFC 4180 records (quoted fields may hold commas and doubled quotes; no embedded newlines in

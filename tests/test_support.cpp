@@ -1,3 +1,4 @@
+#include <sstream>
 #include "test_support.hpp"
 
 #include <unistd.h>
@@ -66,6 +67,19 @@ std::vector<std::string> TempDirTest::listing() const {
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> v;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) v.push_back(l);
+  return v;
+}
+
+std::ostream& operator<<(std::ostream& os, const Result& r) {
+  return os << "exit " << r.status << "\n--- stdout ---\n"
+            << r.out.substr(0, 3000) << "\n--- stderr ---\n"
+            << r.err;
 }
 
 }  // namespace histeq::test

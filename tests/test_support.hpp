@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,20 @@ bool gpu_available(std::string* why);
 
 /// Absolute path of a file under the source tree (samples/, tests/data/ ...).
 std::string source_path(const std::string& rel);
+
+/// samples/NAME under the source tree.
+inline std::string sample(const std::string& name) { return source_path("samples/" + name); }
+
+/// The lines of a text (without their newlines).
+std::vector<std::string> lines_of(const std::string& text);
+
+/// What a spawned CLI run gave: its exit status and captured standard output and error.
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+/// For failure messages: the status, the first 3000 characters of stdout, all of stderr.
+std::ostream& operator<<(std::ostream& os, const Result& r);
 
 /// ../shared next to the checkout (natural images and goldens), or "" when absent.
 std::string shared_dir();
