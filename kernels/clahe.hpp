@@ -1,6 +1,6 @@
 // clahe.hpp — the CLAHE kernels' host entry points (clahe_hist.cu, clahe_lut.cu, clahe_apply.cu).
 // Stream-ordered, no host sync. The arithmetic is histeq/clahe_formula.hpp, shared with the CPU
-// twin (src/clahe_cpu.cpp), so the results are equal byte for byte.
+// twin (src/cpu/clahe_cpu.cpp), so the results are equal byte for byte.
 #pragma once
 #include <cuda_runtime_api.h>
 

@@ -24,7 +24,7 @@
 #include "clahe_tuning.hpp"
 #include "common.cuh"
 #include "cuda_check.hpp"
-#include "histeq/equalize16.hpp"
+#include "histeq/lut16_formula.hpp"
 #include "histeq/error.hpp"
 #include "policy.hpp"
 

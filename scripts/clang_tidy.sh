@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/clang_tidy.sh [BUILD_DIR] — clang-tidy (.clang-tidy at the root) over the host C++
-# sources src/*.cpp and the src/ and kernels/ headers they include, with the compile commands
+# sources core/*.cpp and src/*/*.cpp (every host room of docs/architecture.md) and the headers
+# they include from core/, include/, src/ and kernels/, with the compile commands
 # of a configured build (default: build; CMake writes compile_commands.json there). Exit status
 # non-zero on any finding (WarningsAsErrors: '*'). Two jobs; about a minute of CPU on 2 cores.
 # Needs clang-tidy (Debian 12: apt-get install clang-tidy, which is clang-tidy-14).
@@ -24,11 +25,11 @@ if [ -z "$tidy" ]; then
   exit 2
 fi
 if [ -n "$runner" ]; then
-  # -quiet: findings only; the file regex: host sources under src/ (never .cu).
+  # -quiet: findings only; the file regex: the host rooms' sources (never .cu).
   "$runner" -clang-tidy-binary "$(command -v "$tidy")" -p "$build" -j 2 -quiet \
-    "$PWD/src/[^/]*\.cpp$"
+    "$PWD/(core|src/[a-z]+)/[^/]*\.cpp$"
 else
   status=0
-  for f in src/*.cpp; do "$tidy" -p "$build" --quiet "$f" || status=1; done
+  for f in core/*.cpp src/*/*.cpp; do "$tidy" -p "$build" --quiet "$f" || status=1; done
   exit "$status"
 fi

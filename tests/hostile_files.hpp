@@ -36,7 +36,7 @@ struct Case {
   int width = 0, height = 0, channels = 0;
   Bytes pixels;        // expected pixels when reason is ""
   bool jpeg = false;   // a JPEG class (needs the libjpeg-turbo decoder)
-  // Known to decode today although it must not: the JPEG decoder (src/jpeg_codec.cpp,
+  // Known to decode today although it must not: the JPEG decoder (src/io/jpeg_codec.cpp,
   // libjpeg-turbo) accepts a baseline JPEG whose SOF declares components that no scan covers
   // (libjpeg fills them from its zeroed coefficient buffer). The tests report it instead of
   // failing; clear the flag when jpeg_codec refuses it.

@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "histeq/bench.hpp"
+#include "bench/bench.hpp"
 #include "histeq/error.hpp"
 #include "histeq/synthetic.hpp"
 #include "registry.hpp"

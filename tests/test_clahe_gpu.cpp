@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "gpu_test_support.hpp"
-#include "histeq/bench.hpp"
+#include "bench/bench.hpp"
 #include "histeq/error.hpp"
 #include "histeq/clahe.hpp"
 #include "histeq/clahe_gpu.hpp"

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "histeq/cli.hpp"
+#include "cli/cli.hpp"
 #include "histeq/error.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/pipeline.hpp"

@@ -23,7 +23,7 @@
 #include "histeq/executor.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/pipeline.hpp"
-#include "png_fast.hpp"
+#include "io/png_fast.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;

@@ -20,7 +20,7 @@ namespace histeq {
 namespace {
 
 // stb_image 2.27 decoded the hostile JPEGs from zero fill or uninitialized tables; the
-// libjpeg-turbo decoder (issue 17, src/jpeg_codec.cpp) refuses them (but see Case::known_gap).
+// libjpeg-turbo decoder (issue 17, src/io/jpeg_codec.cpp) refuses them (but see Case::known_gap).
 constexpr bool kJpegDecoderChecks = true;
 
 TEST(DecodeChecks, EveryHostileFileIsRefusedWithItsReasonOrDecodesExactly) {

@@ -17,12 +17,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "histeq/bench.hpp"
+#include "bench/bench.hpp"
 #include "gpu_test_support.hpp"
-#include "histeq/cli.hpp"
+#include "cli/cli.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
-#include "histeq/lesson.hpp"
+#include "bench/lesson.hpp"
 #include "registry.hpp"
 #include "test_support.hpp"
 

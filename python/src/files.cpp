@@ -1,4 +1,4 @@
-// files.cpp — histeq._histeq.run_files: the many-files executor (src/histeq/executor.hpp) behind
+// files.cpp — histeq._histeq.run_files: the many-files executor (include/histeq/executor.hpp) behind
 // histeq.equalize_files. Python plans the items (folders, output names, collisions: as the CLI's
 // batch does) and passes plain lists; this runs them with the GIL released and returns one dict
 // per item, in input order. A failed item is a report with ok=False and its error; only errors

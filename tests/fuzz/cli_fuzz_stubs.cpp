@@ -18,17 +18,17 @@
 #if __has_include("details.hpp")
 #include "details.hpp"
 #endif
-#if __has_include("histeq/bench.hpp")
-#include "histeq/bench.hpp"
+#if __has_include("bench/bench.hpp")
+#include "bench/bench.hpp"
 #endif
-#if __has_include("histeq/lesson.hpp")
-#include "histeq/lesson.hpp"
+#if __has_include("bench/lesson.hpp")
+#include "bench/lesson.hpp"
 #endif
 #if __has_include("histeq/executor.hpp")
 #include "histeq/executor.hpp"
 #endif
-#if __has_include("cli_depth.hpp")
-#include "cli_depth.hpp"
+#if __has_include("cli/depth.hpp")
+#include "cli/depth.hpp"
 #endif
 
 namespace histeq {
@@ -108,8 +108,8 @@ BatchSummary Executor::run(const std::vector<WorkItem>&,
 }
 #endif
 
-#if __has_include("cli_depth.hpp")
-// clahe and 16-bit items (src/cli_depth.cpp call the CUDA library): never run by the fuzzer;
+#if __has_include("cli/depth.hpp")
+// clahe and 16-bit items (src/cli/depth.cpp call the CUDA library): never run by the fuzzer;
 // the options cli.cpp parses before them are what it explores.
 namespace cli {
 bool is_16bit_data(const std::uint8_t*, std::size_t) { return false; }
@@ -121,12 +121,12 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions&, const std::uint8_t*, st
 }  // namespace cli
 #endif
 
-#if __has_include("histeq/bench.hpp")
+#if __has_include("bench/bench.hpp")
 namespace bench {
 int main(const std::vector<std::string>&, std::ostream&, std::ostream&) { return 2; }
 
-// `histeq kernels --size` parses with bench::parse_size, which lives in src/bench.cpp with the
-// CUDA timing code. This stand-in keeps its contract (histeq/bench.hpp: digits with an optional
+// `histeq kernels --size` parses with bench::parse_size, which lives in src/bench/args.cpp with the
+// CUDA timing code. This stand-in keeps its contract (bench/bench.hpp: digits with an optional
 // K/M/G suffix, blanks trimmed, UsageError on anything else or on overflow past size_t/8), so
 // that the fuzzer reaches the same accept/refuse paths; test_cli_fuzz_replay runs the real one.
 std::size_t parse_size(std::string_view text) {
@@ -157,7 +157,7 @@ std::size_t parse_size(std::string_view text) {
 }  // namespace bench
 #endif
 
-#if __has_include("histeq/lesson.hpp")
+#if __has_include("bench/lesson.hpp")
 namespace lesson {
 int main(const std::vector<std::string>&, std::ostream&, std::ostream&) { return 2; }
 }  // namespace lesson

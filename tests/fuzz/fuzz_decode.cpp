@@ -1,5 +1,5 @@
 // fuzz_decode.cpp — libFuzzer harness: bytes → decode_image only (the pre-checks of
-// src/decode_checks.cpp, histeq's PNM decoder and stb_image), limit 2^14 pixels. Much faster per
+// src/io/decode_checks.cpp, histeq's PNM decoder and stb_image), limit 2^14 pixels. Much faster per
 // input than fuzz_decode_equalize (no equalize, no encode), for the long campaigns
 // (scripts/fuzz_long.sh). A rejection must be a histeq::Error naming the input; a decoded image
 // must have the shape it claims. Built with -DHISTEQ_FUZZ=ON and clang (tests/fuzz/README.md).

@@ -1,0 +1,272 @@
+// cli/depth.cpp — the per-file operation of the command line for CLAHE and 16-bit images
+// (cli/depth.hpp).
+#include "cli/depth.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <thread>
+
+#include "cuda_check.hpp"
+#include "device_buffer.hpp"
+#include "histeq/equalize16.hpp"
+#include "histeq/error.hpp"
+#include "histeq/gpu.hpp"
+#include "histeq/gpu16.hpp"
+#include "histeq/jpeg_codec.hpp"
+#include "histeq/planes.hpp"
+
+namespace histeq::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (!s.empty() && s[0] != '.') s = "." + s;
+  return s;
+}
+
+// PNM header number (skipping whitespace and comments).
+bool pnm_number(const std::uint8_t* d, std::size_t n, std::size_t& pos, std::uint64_t& v) {
+  for (;;) {
+    while (pos < n && std::isspace(d[pos])) ++pos;
+    if (pos < n && d[pos] == '#') {
+      while (pos < n && d[pos] != '\n') ++pos;
+      continue;
+    }
+    break;
+  }
+  if (pos >= n || !std::isdigit(d[pos])) return false;
+  v = 0;
+  while (pos < n && std::isdigit(d[pos]) && v < (std::uint64_t(1) << 40)) v = v * 10 + (d[pos++] - '0');
+  return true;
+}
+
+std::string device_label(const std::string& used) {
+  if (used != "cpu") return used;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return "CPU (" + std::to_string(hw > 0 ? hw : 1) + " threads)";
+}
+
+/// The mode a 16-bit image runs in: the asked one, else gray (1-2 channels) or rgb (colour).
+Mode mode16(const std::optional<Mode>& asked, int channels) {
+  if (channels < 3) return Mode::gray;
+  return asked.value_or(Mode::rgb);
+}
+
+void check_mode16(Mode m, int channels) {
+  if (channels >= 3 && m != Mode::rgb)
+    throw UsageError(std::string("16-bit colour images are processed per channel: --mode ") +
+                     to_string(m) + " needs 16-bit YCbCr; use --mode rgb, or --depth 8");
+}
+
+/// In a batch on the GPU: the calling thread's current device becomes the next of the list.
+void next_device(const ItemOpOptions& opt) {
+  if (!opt.spread_over_devices || resolve_backend(opt.equalize.backend) != Backend::cuda) return;
+  static std::atomic<unsigned> counter{0};
+  const unsigned k = counter++;
+  int dev = 0;
+  if (!opt.devices.empty()) {
+    dev = opt.devices[k % opt.devices.size()];
+  } else {
+    int n = 0;
+    HISTEQ_CUDA_CHECK(cudaGetDeviceCount(&n));
+    dev = n > 0 ? int(k % unsigned(n)) : 0;
+  }
+  HISTEQ_CUDA_CHECK(cudaSetDevice(dev));
+}
+
+}  // namespace
+
+bool is_16bit_data(const std::uint8_t* d, std::size_t n) {
+  static const std::uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (n >= 25 && std::equal(sig, sig + 8, d)) return d[24] == 16;  // IHDR bit depth
+  if (n >= 2 && d[0] == 'P' && (d[1] == '5' || d[1] == '6')) {
+    std::size_t pos = 2;
+    std::uint64_t w, h, m;
+    return pnm_number(d, n, pos, w) && pnm_number(d, n, pos, h) && pnm_number(d, n, pos, m) &&
+           m > 255 && m <= 65535;  // others: the 8-bit decoder names the defect
+  }
+  return false;
+}
+
+bool needs_item_op(const ItemOpOptions& opt, bool input_is_16bit) {
+  return opt.kind == ItemOpKind::clahe || input_is_16bit || opt.depth == 16;
+}
+
+bool holds_16bit(const std::string& ext) {
+  const std::string e = lower(ext);
+  return e == ".png" || e == ".pgm" || e == ".ppm";
+}
+
+std::vector<Histogram> histograms16(const Image16& img, Mode mode, Backend backend,
+                                    std::string* device_used) {
+  if (img.width < 1 || img.height < 1 || img.channels < 1 || img.channels > 4 ||
+      img.pixels.size() != img.sample_count())
+    throw Error("histogram: empty or inconsistent 16-bit image");
+  const int c = img.channels;
+  const Mode m = mode16(mode, c);
+  check_mode16(m, c);
+  const int planes = c >= 3 ? 3 : 1;
+  const std::size_t n = img.pixel_count();
+  std::vector<std::uint16_t> plane(n);
+  std::vector<Histogram> hs;
+  const bool gpu = resolve_backend(backend) == Backend::cuda;
+  if (device_used) *device_used = gpu ? gpu::device_name() : "cpu";
+  std::unique_ptr<gpu::Equalizer16> eq;
+  std::unique_ptr<DeviceBuffer<std::uint16_t>> d_plane;
+  std::unique_ptr<DeviceBuffer<std::uint64_t>> d_hist;
+  if (gpu) {
+    eq = std::make_unique<gpu::Equalizer16>();
+    d_plane = std::make_unique<DeviceBuffer<std::uint16_t>>(n);
+    d_hist = std::make_unique<DeviceBuffer<std::uint64_t>>(std::size_t(kBins16));
+  }
+  for (int k = 0; k < planes; ++k) {
+    for (std::size_t i = 0; i < n; ++i) plane[i] = img.pixels[i * std::size_t(c) + std::size_t(k)];
+    if (!gpu) {
+      hs.push_back(cpu::histogram16(plane.data(), n));
+      continue;
+    }
+    Histogram h(kBins16);
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d_plane->get(), plane.data(), n * 2, cudaMemcpyHostToDevice,
+                                      eq->stream()));
+    eq->histogram(d_plane->get(), n, d_hist->get());
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h.data(), d_hist->get(), kBins16 * sizeof(std::uint64_t),
+                                      cudaMemcpyDeviceToHost, eq->stream()));
+    eq->synchronize();
+    hs.push_back(std::move(h));
+  }
+  return hs;
+}
+
+std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t* data,
+                                   std::size_t size, const std::string& name,
+                                   const std::string& out_ext, ItemReport& rep) {
+  const bool in16 = is_16bit_data(data, size);
+  const bool work16 = opt.depth == 16 || (in16 && opt.depth != 8);
+  const bool apply = opt.kind != ItemOpKind::histogram;
+  const std::string ext = apply ? lower(out_ext) : std::string();
+  // Refuse an output that cannot hold the result before decoding.
+  if (apply && work16 && !holds_16bit(ext))
+    throw UsageError("'" + name + "' is processed at 16 bits, which a " + ext.substr(1) +
+                     " file cannot hold (8 bits per sample): write .png (or .pgm/.ppm), or add "
+                     "--depth 8 to convert to 8 bits");
+  if (apply && !work16 && (ext == ".pgm" || ext == ".ppm"))
+    throw UsageError("'" + name + "' is processed at 8 bits and histeq writes .pgm/.ppm at 16 "
+                     "bits only: write .png, jpg, bmp or tga, or add --depth 16");
+
+  if (opt.kind == ItemOpKind::clahe && work16) {
+    try {
+      validate(opt.clahe, kBins16);
+    } catch (const UsageError& e) {
+      throw UsageError("--tiles " + std::to_string(opt.clahe.tiles_x) + "x" +
+                       std::to_string(opt.clahe.tiles_y) + " is too large for '" + name +
+                       "' at 16 bits: at most " + std::to_string(kMaxClaheLutEntries / kBins16) +
+                       " tiles of 65536-entry LUTs (e.g. 64x64), or --depth 8 (" + e.what() + ")");
+    }
+  }
+  EqualizeReport& er = rep.equalize;
+  rep.bit_depth = work16 ? 16 : 8;
+  next_device(opt);
+  auto t0 = Clock::now();
+  std::vector<std::uint8_t> encoded;
+  if (work16) {
+    Image16 img;
+    if (in16) {
+      img = decode_image16(data, size, name, opt.max_pixels);
+      rep.decoder = "libspng/pnm";
+    } else {
+      const Image img8 = decode_image(data, size, name, opt.max_pixels);
+      rep.decoder = jpeg::is_jpeg(data, size) ? "libjpeg-turbo" : "stb";
+      img = widen_to_16(img8);
+    }
+    rep.times.decode_ms = ms_since(t0);
+    rep.width = img.width;
+    rep.height = img.height;
+    rep.channels = img.channels;
+    const Mode m = mode16(opt.equalize.mode, img.channels);
+    check_mode16(m, img.channels);
+    er.mode = m;
+    std::string used;
+    t0 = Clock::now();
+    Image16 out;
+    if (opt.kind == ItemOpKind::histogram) {
+      er.histograms = histograms16(img, m, opt.equalize.backend, &used);
+      er.kernel = used == "cpu" ? "cpu" : "hist_u16";
+    } else if (opt.kind == ItemOpKind::equalize) {
+      out = equalize16(img, m, opt.equalize.backend, &used);
+      er.kernel = used == "cpu" ? "cpu" : "hist_u16";
+    } else {
+      ClaheOptions co = opt.clahe;
+      co.mode = m;
+      out = clahe(img, co, opt.equalize.backend, &used);
+      er.kernel = used == "cpu" ? "cpu" : "clahe";
+    }
+    rep.times.equalize_ms = ms_since(t0);
+    er.backend = used == "cpu" ? "cpu" : "cuda";
+    er.device = device_label(used);
+    if (apply) {
+      rep.output_channels = out.channels;
+      Image16().pixels.swap(img.pixels);
+      t0 = Clock::now();
+      encoded = encode_image16(out, ext);
+      rep.encoder = ext == ".png" ? "libspng" : "pnm";
+      rep.times.encode_ms = ms_since(t0);
+    }
+  } else {
+    Image img;
+    if (in16) {  // --depth 8: narrowed on purpose, round(v / 257)
+      img = narrow_to_8(decode_image16(data, size, name, opt.max_pixels));
+      rep.decoder = "libspng/pnm";
+    } else {
+      img = decode_image(data, size, name, opt.max_pixels);
+      rep.decoder = jpeg::is_jpeg(data, size) ? "libjpeg-turbo" : "stb";
+    }
+    rep.times.decode_ms = ms_since(t0);
+    rep.width = img.width;
+    rep.height = img.height;
+    rep.channels = img.channels;
+    t0 = Clock::now();
+    Image out;
+    if (opt.kind == ItemOpKind::clahe) {
+      ClaheOptions co = opt.clahe;
+      co.mode = opt.equalize.mode.value_or(default_mode(img.channels));
+      std::string used;
+      out = clahe(img, co, opt.equalize.backend, &used);
+      er.mode = img.channels == 1 ? Mode::gray : co.mode;
+      er.kernel = used == "cpu" ? "cpu" : "clahe";
+      er.backend = used == "cpu" ? "cpu" : "cuda";
+      er.device = device_label(used);
+    } else if (opt.kind == ItemOpKind::equalize) {
+      out = equalize(img, opt.equalize, &er);
+      er.luts.clear();
+      er.histograms.clear();
+    } else {
+      (void)image_histograms(img, opt.equalize, &er);
+    }
+    rep.times.equalize_ms = ms_since(t0);
+    if (apply) {
+      rep.output_channels = out.channels;
+      out.icc = img.icc;
+      out.exif = img.exif;
+      Image().pixels.swap(img.pixels);
+      t0 = Clock::now();
+      encoded = encode_image(out, ext, opt.encode);
+      rep.encoder = (ext == ".jpg" || ext == ".jpeg") ? "libjpeg-turbo" : "stb";
+      rep.times.encode_ms = ms_since(t0);
+    }
+  }
+  er.times.decode_ms = rep.times.decode_ms;
+  er.times.apply_ms = rep.times.equalize_ms;
+  er.times.encode_ms = rep.times.encode_ms;
+  return encoded;
+}
+
+}  // namespace histeq::cli

@@ -1,0 +1,811 @@
+// image_io.cpp — 8-bit image files in and out, with stb_image / stb_image_write (Debian
+// libstb-dev; the implementations are compiled here, once, from the system headers).
+//
+// Loading reads the whole file into memory first (so that a missing file, a directory or an
+// empty file gets its own message), checks the header's dimensions with stbi_info_from_memory
+// before any pixel memory is allocated, then decodes. Saving encodes to memory, writes a
+// temporary file in the target's folder, fsyncs it and renames it over the target, so the
+// target is either the complete new image or untouched (and may be the input file itself).
+#include "histeq/image_io.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <atomic>
+#include <csignal>
+#include <memory>
+#include <mutex>
+
+#include "io/decode_checks.hpp"
+#include "histeq/error.hpp"
+#include "histeq/jpeg_codec.hpp"
+
+#include <libdeflate.h>
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wstringop-overflow"  // false positives once stb is static (inlined)
+#endif
+#endif
+// Defense in depth: every buffer stb_image allocates starts zeroed (calloc; a realloc zeroes
+// what it adds), so that no decoder bug can hand back earlier heap contents as pixels
+// (test_cli_hostile_decode: DecodedPixelsDoNotDependOnHeapContents). stb's symbols stay private to this file
+// (STB_IMAGE_STATIC, STB_IMAGE_WRITE_STATIC): a program linking libhisteq_host.a may compile
+// its own copy of stb (CTest no_stb_symbols_exported).
+namespace {
+void* histeq_stbi_realloc_zeroed(void* p, std::size_t old_size, std::size_t new_size) {
+  void* q = std::realloc(p, new_size);
+  if (q && new_size > old_size) std::memset(static_cast<char*>(q) + old_size, 0, new_size - old_size);
+  return q;
+}
+}  // namespace
+#define STBI_MALLOC(sz) std::calloc(1, (sz))
+#define STBI_REALLOC_SIZED(p, oldsz, newsz) histeq_stbi_realloc_zeroed((p), (oldsz), (newsz))
+#define STBI_FREE(p) std::free(p)
+#define STB_IMAGE_STATIC
+#define STB_IMAGE_WRITE_STATIC
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_NO_STDIO  // we read files ourselves
+// Only the documented input formats are compiled in (a smaller attack surface: PSD, HDR, PIC
+// and Softimage decoders never see a user's file). Every format that stb decodes is fuzzed
+// (tests/fuzz/, docs/reliability.md).
+// JPEG is not among them: libjpeg-turbo decodes every JPEG (jpeg_codec.hpp). stb's JPEG
+// decoder stayed reachable for files libjpeg's dispatch does not claim (fill bytes before the
+// SOI), and it decodes a JPEG without scans or Huffman tables from zero-filled buffers (issue 12,
+// hostile-jpeg-fill-bytes-before-soi.jpg); without it such a file is "unknown image type".
+#define STBI_ONLY_PNG
+#define STBI_ONLY_BMP
+#define STBI_ONLY_TGA
+#define STBI_ONLY_GIF
+#define STBI_ONLY_PNM
+// Decoded sizes stay far below stb's own INT_MAX checks: 2^24 pixels per side at most (stb's
+// default, stated here so that it does not change under us).
+#define STBI_MAX_DIMENSIONS (1 << 24)
+#include <stb_image.h>
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#define STBI_WRITE_NO_STDIO  // we write files ourselves
+// PNG's deflate by libdeflate (Debian libdeflate-dev) instead of stb's own: stb_image_write
+// calls this hook with the filtered rows; the level comes from the calling thread's encode.
+extern "C" unsigned char* histeq_png_deflate(unsigned char* data, int data_len, int* out_len,
+                                             int quality);
+#define STBIW_ZLIB_COMPRESS histeq_png_deflate
+#define STBIW_CRC32(buffer, len) libdeflate_crc32(0, (buffer), std::size_t(len))  // chunk CRCs
+#include <stb_image_write.h>
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+namespace {
+thread_local int t_png_level = histeq::kDefaultPngLevel;
+}  // namespace
+
+// The STBIW_ZLIB_COMPRESS hook: a zlib stream of data at the calling thread's PNG level, in a
+// buffer stb_image_write frees with STBIW_FREE (free). nullptr on failure (stb reports it).
+extern "C" unsigned char* histeq_png_deflate(unsigned char* data, int data_len, int* out_len,
+                                             int /*stb's quality, unused*/) {
+  // One compressor per thread and level (allocation is a few hundred KiB; kept for reuse).
+  struct Compressors {
+    libdeflate_compressor* c[10] = {};
+    ~Compressors() {
+      for (auto* p : c)
+        if (p) libdeflate_free_compressor(p);
+    }
+  };
+  thread_local Compressors cs;
+  const int level = std::clamp(t_png_level, 0, 9);
+  if (!cs.c[level]) cs.c[level] = libdeflate_alloc_compressor(level);
+  if (!cs.c[level] || data_len < 0) return nullptr;
+  const std::size_t bound = libdeflate_zlib_compress_bound(cs.c[level], std::size_t(data_len));
+  auto* out = static_cast<unsigned char*>(std::malloc(bound));
+  if (!out) return nullptr;
+  const std::size_t n = libdeflate_zlib_compress(cs.c[level], data, std::size_t(data_len), out, bound);
+  if (n == 0 || n > std::size_t(INT_MAX)) {
+    std::free(out);
+    return nullptr;
+  }
+  *out_len = int(n);
+  return out;
+}
+
+namespace histeq {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+enum class Format { png, jpg, bmp, tga };
+
+/// Format of an extension (".png" or "png", any case); false when not one we write.
+bool format_of(std::string ext, Format* out) {
+  ext = lower(std::move(ext));
+  if (!ext.empty() && ext[0] == '.') ext.erase(0, 1);
+  if (ext == "png") *out = Format::png;
+  else if (ext == "jpg" || ext == "jpeg") *out = Format::jpg;
+  else if (ext == "bmp") *out = Format::bmp;
+  else if (ext == "tga") *out = Format::tga;
+  else return false;
+  return true;
+}
+
+constexpr const char* kValidExtensions = ".png, .jpg, .jpeg, .bmp, .tga";
+
+const char* file_type_name(mode_t m) {
+  if (S_ISDIR(m)) return "it is a directory";
+  if (S_ISFIFO(m)) return "it is a FIFO (named pipe), not a regular file";
+  if (S_ISSOCK(m)) return "it is a socket, not a regular file";
+  if (S_ISCHR(m)) return "it is a character device, not a regular file";
+  if (S_ISBLK(m)) return "it is a block device, not a regular file";
+  return "it is not a regular file";
+}
+
+/// The whole file in memory. Opened with O_NONBLOCK and checked with fstat on the open file
+/// (no race between the check and the read): only regular files are read, so a FIFO, a device
+/// or a socket is refused at once instead of blocking or reading forever. The size is checked
+/// against what the decoder takes before anything is allocated.
+std::vector<std::uint8_t> read_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    const int err = errno;
+    throw Error("cannot read " + quoted(path) + ": " +
+                (err == ENOENT ? std::string("no such file") : std::string(std::strerror(err))));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    throw Error("cannot read " + quoted(path) + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw Error("cannot read " + quoted(path) + ": " + file_type_name(st.st_mode));
+  if (st.st_size == 0) throw Error("cannot read " + quoted(path) + ": the file is empty");
+  if (std::uint64_t(st.st_size) > std::uint64_t(INT_MAX))
+    throw Error("cannot read " + quoted(path) + ": " + std::to_string(st.st_size) +
+                " bytes is too large to decode (the decoder takes at most " +
+                std::to_string(INT_MAX) + " bytes)");
+  std::vector<std::uint8_t> data(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::read(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw Error("cannot read " + quoted(path) + ": " + std::strerror(errno));
+    }
+    if (n == 0) break;  // shrank while we read: decode what is there (it will say truncated)
+    done += std::size_t(n);
+  }
+  data.resize(done);
+  if (data.empty()) throw Error("cannot read " + quoted(path) + ": the file is empty");
+  return data;
+}
+
+void append_bytes(void* ctx, void* data, int size) {
+  auto* v = static_cast<std::vector<std::uint8_t>*>(ctx);
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  v->insert(v->end(), p, p + size);
+}
+
+/// 0666 & ~umask, the mode a plain open(O_CREAT) would give the output file.
+mode_t default_file_mode() {
+  static const mode_t mode = [] {
+    static std::mutex m;
+    std::lock_guard<std::mutex> lock(m);
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    return static_cast<mode_t>(0666 & ~mask);
+  }();
+  return mode;
+}
+
+// ---- temp files that a signal handler must remove ----
+// Each save_image in flight owns one slot holding its temp file's path. The handler installed by
+// install_signal_cleanup() reads only lock-free atomics and fixed char buffers and calls only
+// async-signal-safe functions (unlink, signal, raise). A slot's path is written while it is
+// claimed (state 1) and published (state 2) only after it is complete; the fatal signals are
+// blocked from mkstemp until the slot is published, and again around rename + release, so that
+// no temp file exists that a handler cannot see.
+constexpr int kTempSlots = 256;  // one per save in flight: a batch writes with up to --jobs threads
+constexpr std::size_t kTempPathMax = 4096;
+struct TempSlot {
+  std::atomic<int> state{0};  // 0 free, 1 being filled, 2 holds a live temp file
+  char path[kTempPathMax];
+};
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs lock-free atomics");
+TempSlot g_temp_slots[kTempSlots];
+// Every fatal signal a process can catch whose default action ends it. The asynchronous ones
+// (and SIGXFSZ / SIGPIPE, raised by a write) are blocked around mkstemp and rename; the
+// synchronous faults are only caught where nobody else handles them (ASan, a debugger).
+constexpr int kCleanupSignals[] = {SIGINT,  SIGTERM, SIGHUP,    SIGQUIT,  SIGXFSZ, SIGXCPU,
+                                   SIGPIPE, SIGALRM, SIGUSR1,   SIGUSR2,  SIGVTALRM,
+                                   SIGPROF, SIGPOLL, SIGSTKFLT, SIGPWR};
+constexpr int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS, SIGTRAP};
+std::atomic<SaveHook> g_save_hook{nullptr};
+
+extern "C" void histeq_cleanup_handler(int sig) {
+  const int saved_errno = errno;
+  for (TempSlot& s : g_temp_slots)
+    if (s.state.load(std::memory_order_acquire) == 2) ::unlink(s.path);
+  ::signal(sig, SIG_DFL);  // then die of the same signal, as if we had never caught it
+  ::raise(sig);
+  errno = saved_errno;
+}
+
+/// Blocks the cleanup signals in this thread for its lifetime (restores the old mask).
+class BlockCleanupSignals {
+ public:
+  BlockCleanupSignals() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : kCleanupSignals) sigaddset(&set, sig);
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+  }
+  ~BlockCleanupSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  BlockCleanupSignals(const BlockCleanupSignals&) = delete;
+  BlockCleanupSignals& operator=(const BlockCleanupSignals&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
+/// Claims a free slot (-1 when all are busy: the file is then still removed on every error
+/// path, just not by a signal handler).
+int claim_temp_slot() {
+  for (int i = 0; i < kTempSlots; ++i) {
+    int expected = 0;
+    if (g_temp_slots[i].state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel))
+      return i;
+  }
+  return -1;
+}
+
+std::uint32_t be32(const std::uint8_t* p) {
+  return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) |
+         std::uint32_t(p[3]);
+}
+
+/// stb_image's zlib decoder with a fixed output buffer (it never grows it: more output than
+/// `cap` fails with "output buffer limit"). For detail::structure_problem's PNG check.
+int bounded_inflate(char* out, int cap, const char* in, int in_len, bool zlib_header,
+                    const char** why) {
+  const int n = zlib_header ? stbi_zlib_decode_buffer(out, cap, in, in_len)
+                            : stbi_zlib_decode_noheader_buffer(out, cap, in, in_len);
+  if (n < 0 && why) *why = stbi_failure_reason();
+  return n;
+}
+
+/// Why stbi_info_from_memory failed. It tries every format in turn, so its own reason is always
+/// the last one's ("unknown image type"); for a file whose signature names a format, ask that
+/// format's header parser again (stb_image internals, compiled in this file) for its reason
+/// ("0-pixel image", "too large", "bad IHDR len", ...).
+const char* format_failure_reason(const std::uint8_t* data, int len) {
+  using Test = int (*)(stbi__context*);
+  using Info = int (*)(stbi__context*, int*, int*, int*);
+  const std::pair<Test, Info> formats[] = {{stbi__png_test, stbi__png_info},
+                                           {stbi__gif_test, stbi__gif_info},
+                                           {stbi__bmp_test, stbi__bmp_info}};
+  for (const auto& [test, info] : formats) {
+    stbi__context s;
+    stbi__start_mem(&s, data, len);
+    if (!test(&s)) continue;
+    stbi__start_mem(&s, data, len);
+    int x = 0, y = 0, c = 0;
+    if (!info(&s, &x, &y, &c)) {
+      const char* why = stbi_failure_reason();
+      return why ? why : "corrupt header";
+    }
+    return "corrupt header";  // only the full probe failed (should not happen)
+  }
+  return "unknown image type";
+}
+
+/// Pre-check of a JPEG's Huffman tables, before stb_image sees the file.
+///
+/// stb_image 2.27 (Debian 12's libstb-dev) does not bound the number of codes in a DHT table:
+/// with 16 code-length counts summing to more than 256 it writes past stbi__huffman::size[257]
+/// and ::values[256] inside its decoder state (heap memory). Found by fuzz_decode_equalize;
+/// fixed upstream in stb_image 2.28 ("bad DHT header"); regression input in
+/// tests/fuzz/crashes/decode/. This walks the file the way stb's parser does — segments by their
+/// length before and after the frame header, entropy-coded data up to the next marker that is
+/// not a stuffed 0xFF00 or a restart — and checks every DHT table that stb would read. Where
+/// stb's own parser would stop with an error, the walk stops too (stb rejects the file then).
+/// Returns nullptr, or the reason to refuse the file.
+const char* jpeg_huffman_problem(const std::uint8_t* d, std::size_t len) {
+  // SOI as stbi__get_marker reads it: 0xFF, any number of fill 0xFFs, then 0xD8 (a second
+  // fuzzer finding: 122 leading 0xFFs got a bad DHT past a check that wanted FF D8 at 0).
+  if (len < 2 || d[0] != 0xFF) return nullptr;
+  std::size_t pos = 1;
+  while (pos < len && d[pos] == 0xFF) ++pos;
+  if (pos >= len || d[pos] != 0xD8) return nullptr;  // not a JPEG
+  ++pos;
+  auto get8 = [&]() -> unsigned { return pos < len ? d[pos++] : (pos++, 0u); };  // 0 past the end, as stb
+  auto get16 = [&]() -> unsigned { const unsigned hi = get8(); return (hi << 8) | get8(); };
+  bool frame_seen = false;  // after SOF: no junk between segments, SOS allowed
+  while (pos < len) {
+    // A marker: 0xFF, fill 0xFFs, then the code (stbi__get_marker).
+    if (d[pos] != 0xFF) {
+      if (frame_seen) return nullptr;  // stb: "expected marker"
+      ++pos;                           // stb skips padding between header segments
+      continue;
+    }
+    while (pos < len && d[pos] == 0xFF) ++pos;
+    if (pos >= len) return nullptr;
+    const unsigned m = d[pos++];
+    if (m == 0xD9) return nullptr;  // EOI
+    if (m == 0xC4) {                // DHT: the tables, read exactly as stb reads them
+      long remaining = long(get16()) - 2;
+      while (remaining > 0) {
+        const unsigned q = get8();
+        if ((q >> 4) > 1 || (q & 15) > 3) return nullptr;  // stb: "bad DHT header"
+        unsigned n = 0;
+        for (int i = 0; i < 16; ++i) n += get8();
+        if (n > 256) return "corrupt JPEG: a Huffman table (DHT) declares more than 256 codes";
+        pos += n;
+        remaining -= 17 + long(n);
+      }
+      if (remaining != 0) return nullptr;  // stb: error
+      continue;
+    }
+    if (m == 0xC0 || m == 0xC1 || m == 0xC2 || m == 0xDB || m == 0xDD || (m >= 0xE0 && m <= 0xEF) ||
+        m == 0xFE || (frame_seen && m == 0xDA)) {
+      const unsigned seg = get16();
+      if (seg < 2) return nullptr;  // stb: bad length
+      pos += seg - 2;
+      if (m == 0xC0 || m == 0xC1 || m == 0xC2) frame_seen = true;
+      if (m == 0xDA) {  // entropy-coded data: up to a marker that is neither 0xFF00 nor RSTn
+        for (;;) {
+          while (pos < len && d[pos] != 0xFF) ++pos;
+          if (pos >= len) return nullptr;
+          std::size_t q = pos + 1;
+          while (q < len && d[q] == 0xFF) ++q;
+          if (q >= len) return nullptr;
+          if (d[q] == 0x00 || (d[q] >= 0xD0 && d[q] <= 0xD7)) {
+            pos = q + 1;
+            continue;
+          }
+          pos = q;  // d[pos - 1] == 0xFF: the loop above reads this marker next
+          --pos;
+          break;
+        }
+      }
+      continue;
+    }
+    if (frame_seen && m == 0xDC) {  // DNL: stb reads 4 bytes
+      pos += 4;
+      continue;
+    }
+    return nullptr;  // any other marker: stb stops with "unknown marker"
+  }
+  return nullptr;
+}
+
+/// Pre-check of a binary PNM header (P5/P6), read exactly as stb_image 2.27 reads it
+/// (stbi__pnm_info: whitespace, '#' comments to the end of the line, three decimal integers).
+/// stb accumulates each integer in an int without an overflow check (signed overflow, UB; a
+/// wrapped width, height or maximum value): found by fuzz_decode_equalize, fixed upstream in
+/// stb_image 2.28 ("integer parse overflow"); regression input in tests/fuzz/crashes/decode/.
+/// Returns nullptr, or the reason to refuse the file.
+const char* pnm_header_problem(const std::uint8_t* d, std::size_t len) {
+  if (len < 2 || d[0] != 'P' || (d[1] != '5' && d[1] != '6')) return nullptr;
+  std::size_t pos = 2;
+  auto at_eof = [&] { return pos >= len; };
+  auto get8 = [&]() -> char { return pos < len ? char(d[pos++]) : char(0); };
+  auto is_space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+  };
+  char c = get8();
+  auto skip_whitespace = [&] {
+    for (;;) {
+      while (!at_eof() && is_space(c)) c = get8();
+      if (at_eof() || c != '#') break;
+      while (!at_eof() && c != '\n' && c != '\r') c = get8();
+    }
+  };
+  auto integer_fits = [&] {
+    std::uint64_t value = 0;
+    while (!at_eof() && c >= '0' && c <= '9') {
+      value = value * 10 + std::uint64_t(c - '0');
+      if (value > std::uint64_t(INT_MAX)) return false;
+      c = get8();
+    }
+    return true;
+  };
+  for (int field = 0; field < 3; ++field) {  // width, height, maximum value
+    skip_whitespace();
+    if (!integer_fits())
+      return "corrupt PNM header: a number (width, height or maximum value) does not fit in 31 bits";
+  }
+  return nullptr;
+}
+
+/// PNG chunks checked before stb_image sees them, walking from the signature to IEND:
+///  - every chunk must fit in the file: stb_image 2.27 grows its IDAT buffer to the length a
+///    chunk declares (doubling up to 2^31 bytes) before it checks that the bytes are there, so a
+///    150-byte file made it allocate 2 GiB (found by fuzz_decode_equalize, run 5; regression
+///    input in tests/fuzz/crashes/decode/). A chunk that runs past the end is refused instead;
+///  - CRC-32 of every chunk (ISO 3309, as the PNG spec), which stb does not check: a flipped bit
+///    would otherwise decode to silently wrong pixels (or a misread header). Fuzz builds skip the
+///    CRC (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, as libpng does), so that the fuzzer reaches
+///    the decoder behind it; they keep the length check.
+/// Returns nullptr or the reason to refuse the file (*chunk: the chunk's type).
+const char* png_chunk_problem(const std::uint8_t* d, std::size_t len, std::string* chunk) {
+  static const std::uint8_t kSig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (len < 8 || std::memcmp(d, kSig, 8) != 0) return nullptr;
+  auto name_chunk = [&](std::size_t pos) {
+    chunk->assign(reinterpret_cast<const char*>(d + pos + 4), std::min<std::size_t>(4, len - pos - 4));
+    for (char& ch : *chunk)
+      if (!std::isprint(static_cast<unsigned char>(ch))) ch = '?';
+  };
+  std::size_t pos = 8;
+  while (pos + 8 <= len) {  // length and type present
+    const std::uint64_t n = be32(d + pos);
+    if (n + 12 > len - pos) {  // data and CRC do not fit in what is left of the file
+      name_chunk(pos);
+      return "truncated or corrupt PNG: a chunk declares more bytes than the file holds";
+    }
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+    // CRC-32 of type + data (ISO 3309, as the PNG spec; libdeflate's implementation).
+    const std::uint32_t c = libdeflate_crc32(0, d + pos + 4, std::size_t(n) + 4);
+    if (c != be32(d + pos + 8 + n)) {
+      name_chunk(pos);
+      return "corrupt PNG: CRC mismatch";
+    }
+#endif
+    if (std::memcmp(d + pos + 4, "IEND", 4) == 0) return nullptr;
+    pos += 12 + n;
+  }
+  return nullptr;  // ends without IEND: stb reports what is missing
+}
+
+}  // namespace
+
+Image decode_image(const std::uint8_t* data, std::size_t size, const std::string& name,
+                   std::uint64_t max_pixels) {
+  if (size == 0) throw Error("cannot read " + quoted(name) + ": the file is empty");
+  if (size > std::size_t(INT_MAX))
+    throw Error(quoted(name) + " is too large to decode (" + std::to_string(size) +
+                " bytes; the decoder takes at most " + std::to_string(INT_MAX) + ")");
+  // JPEG: libjpeg-turbo (jpeg_codec.hpp), so that pixels equal OpenCV's/Pillow's decode.
+  if (jpeg::is_jpeg(data, size)) return jpeg::decode(data, size, name, {max_pixels});
+  const int len = static_cast<int>(size);
+  if (const char* why = jpeg_huffman_problem(data, size))
+    throw Error(quoted(name) + " is not a decodable image: " + why);
+  if (const char* why = pnm_header_problem(data, size))
+    throw Error(quoted(name) + " is not a decodable image: " + why);
+  std::string chunk;
+  if (const char* why = png_chunk_problem(data, size, &chunk))
+    throw Error(quoted(name) + " is not a decodable image: " + why + " in chunk '" + chunk + "'");
+  auto check_dims = [&](std::uint64_t w, std::uint64_t h) {
+    if (w == 0 || h == 0)
+      throw Error(quoted(name) + " has zero width or height: " + std::to_string(w) + "x" +
+                  std::to_string(h));
+    const std::uint64_t pixels = w * h;  // both < 2^32: no overflow
+    if (pixels > max_pixels)
+      throw Error(quoted(name) + " is " + std::to_string(w) + "x" + std::to_string(h) + " = " +
+                  std::to_string(pixels) + " pixels, over the limit of " +
+                  std::to_string(max_pixels) + " pixels");
+  };
+  // PNG: the IHDR's dimensions first, so that sizes stb_image rejects itself ("0-pixel image",
+  // "too large") still get the message that names them and the limit.
+  static const std::uint8_t kPngSig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (size >= 24 && std::memcmp(data, kPngSig, 8) == 0 && std::memcmp(data + 12, "IHDR", 4) == 0)
+    check_dims(be32(data + 16), be32(data + 20));
+  // Binary PNM (P5/P6): decoded here (detail::pnm_decode: data length checked before
+  // allocating, any maxval 1..65535 scaled, 16-bit samples big-endian), not by stb.
+  if (detail::is_binary_pnm(data, size)) {
+    detail::PnmHeader pnm;
+    if (std::string why = detail::pnm_header(data, size, &pnm); !why.empty())
+      throw Error(quoted(name) + " is not a decodable image: " + why);
+    check_dims(pnm.width, pnm.height);
+    Image img;
+    if (std::string why = detail::pnm_decode(data, size, pnm, &img); !why.empty())
+      throw Error(quoted(name) + " is not a decodable image: " + why);
+    return img;
+  }
+  int w = 0, h = 0, comp = 0;
+  if (!stbi_info_from_memory(data, len, &w, &h, &comp))
+    throw Error(quoted(name) + " is not a decodable image: " + format_failure_reason(data, len));
+  if (h < 0 && h > -STBI_MAX_DIMENSIONS - 1 && detail::bmp_is_top_down(data, size))
+    h = -h;  // a top-down BMP: stb's info gives the stored (negative) height, its decoder flips
+  check_dims(std::uint64_t(std::max(w, 0)), std::uint64_t(std::max(h, 0)));
+  // The file's own structure (BMP, TGA, GIF, PNG): data long enough for every pixel, palette
+  // indices within the palette, complete LZW/zlib data, no decompression bomb.
+  if (std::string why = detail::structure_problem(data, size, bounded_inflate); !why.empty())
+    throw Error(quoted(name) + " is not a decodable image: " + why);
+  int dw = 0, dh = 0, dc = 0;
+  std::unique_ptr<stbi_uc, void (*)(void*)> px(stbi_load_from_memory(data, len, &dw, &dh, &dc, 0),
+                                               stbi_image_free);
+  if (!px) {
+    // stb's format probes leave their own reason behind when a decoder fails without one
+    // ("bad png sig" for a cut JPEG): name the file's format and the defect class instead.
+    const std::string why = stbi_failure_reason() ? stbi_failure_reason() : "";
+    const bool probe_reason = why.empty() || why == "bad png sig" || why == "not BMP" ||
+                              why == "not GIF" || why == "not PSD" || why == "not PIC" ||
+                              why == "bad file";
+    throw Error(quoted(name) + " is not a decodable image: " +
+                (probe_reason ? std::string("corrupt or truncated ") + detail::format_name(data, size) +
+                                    " data"
+                              : why));
+  }
+  if (dw != w || dh != h || dc < 1 || dc > 4)
+    throw Error(quoted(name) + " decoded to an unexpected shape " + std::to_string(dw) + "x" +
+                std::to_string(dh) + "x" + std::to_string(dc));
+  Image img;
+  img.width = dw;
+  img.height = dh;
+  img.channels = dc;
+  img.pixels.assign(px.get(), px.get() + img.byte_count());
+  img.icc = png::read_iccp(data, size);  // empty unless a PNG with an iCCP chunk
+  return img;
+}
+
+std::vector<std::uint8_t> read_image_file(const std::string& path) { return read_file(path); }
+
+Image load_image(const std::string& path, std::uint64_t max_pixels) {
+  const std::vector<std::uint8_t> data = read_file(path);
+  return decode_image(data.data(), data.size(), path, max_pixels);
+}
+
+void install_signal_cleanup() {
+  for (int sig : kCleanupSignals) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) != 0) continue;
+    if (old.sa_handler == SIG_IGN) continue;  // e.g. nohup: keep ignoring, as the caller asked
+    struct sigaction sa {};
+    sa.sa_handler = histeq_cleanup_handler;
+    sigemptyset(&sa.sa_mask);
+    for (int other : kCleanupSignals) sigaddset(&sa.sa_mask, other);
+    sa.sa_flags = 0;
+    ::sigaction(sig, &sa, nullptr);
+  }
+  for (int sig : kFaultSignals) {  // only where nothing else (a sanitizer) handles them
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) != 0) continue;
+    if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
+    struct sigaction sa {};
+    sa.sa_handler = histeq_cleanup_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+void set_save_hook_for_testing(SaveHook hook) { g_save_hook.store(hook); }
+
+void check_output_path(const std::string& path) {
+  Format f;
+  const std::string ext = fs::path(path).extension().string();
+  if (!format_of(ext, &f))
+    throw UsageError("unknown output extension " + quoted(ext.empty() ? "(none)" : ext) +
+                     " for " + quoted(path) + " (valid: " + kValidExtensions + ")");
+}
+
+std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext, int quality,
+                                       jpeg::Subsampling subsampling) {
+  EncodeOptions opt;
+  opt.quality = quality;
+  opt.subsampling = subsampling;
+  return encode_image(img, ext, opt);
+}
+
+std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext,
+                                       const EncodeOptions& opt) {
+  const int quality = opt.quality;
+  const jpeg::Subsampling subsampling = opt.subsampling;
+  Format f;
+  if (!format_of(ext, &f))
+    throw UsageError("unknown output format " + quoted(ext) + " (valid: " + kValidExtensions +
+                     ")");
+  if (img.width <= 0 || img.height <= 0 || img.channels < 1 || img.channels > 4)
+    throw Error("cannot encode an image of " + std::to_string(img.width) + "x" +
+                std::to_string(img.height) + "x" + std::to_string(img.channels) +
+                " (need width, height > 0 and 1..4 channels)");
+  if (img.pixels.size() != img.byte_count())
+    throw Error("cannot encode: the image holds " + std::to_string(img.pixels.size()) +
+                " bytes, its shape needs " + std::to_string(img.byte_count()));
+  if (img.byte_count() > std::size_t(INT_MAX) / 2)
+    throw Error("cannot encode an image of " + std::to_string(img.byte_count()) +
+                " bytes: stb_image_write takes at most about 1 GiB");
+  if (f == Format::jpg && (quality < 1 || quality > 100))
+    throw UsageError("JPEG quality " + std::to_string(quality) + " out of range (valid: 1..100)");
+  if (opt.png_level < 0 || opt.png_level > 9)
+    throw UsageError("PNG level " + std::to_string(opt.png_level) + " out of range (valid: 0..9)");
+  std::vector<std::uint8_t> out;
+  out.reserve(f == Format::png || f == Format::jpg ? img.byte_count() / 2 : img.byte_count() + 1024);
+  const void* px = img.pixels.data();
+  int ok = 0;
+  switch (f) {
+    case Format::png:
+      // One fixed filter for every row (Paeth: the best of stb's five on photographs at a
+      // fraction of the cost of trying all five per row); set once, read by every thread.
+      static std::once_flag filter_once;
+      std::call_once(filter_once, [] { stbi_write_force_png_filter = 4; });
+      t_png_level = opt.png_level;
+      ok = stbi_write_png_to_func(append_bytes, &out, img.width, img.height, img.channels, px,
+                                  img.width * img.channels);
+      break;
+    case Format::jpg:  // libjpeg-turbo (jpeg_codec.hpp): 4:2:0 colour, 1-component gray
+      return jpeg::encode(img, {quality, subsampling});
+    case Format::bmp:
+      ok = stbi_write_bmp_to_func(append_bytes, &out, img.width, img.height, img.channels, px);
+      break;
+    case Format::tga:
+      ok = stbi_write_tga_to_func(append_bytes, &out, img.width, img.height, img.channels, px);
+      break;
+  }
+  if (!ok || out.empty())
+    throw Error("stb_image_write failed to encode a " + std::to_string(img.width) + "x" +
+                std::to_string(img.height) + "x" + std::to_string(img.channels) + " " + ext +
+                " image");
+  if (f == Format::png && jpeg::icc_fits(img.icc, img.channels)) png::insert_iccp(out, img.icc);
+  return out;
+}
+
+void save_image(const Image& img, const std::string& path, int quality,
+                jpeg::Subsampling subsampling) {
+  EncodeOptions opt;
+  opt.quality = quality;
+  opt.subsampling = subsampling;
+  save_image(img, path, opt);
+}
+
+void write_image_file(const std::vector<std::uint8_t>& bytes, const std::string& path) {
+  write_file_atomic(path, bytes.data(), bytes.size());
+}
+
+void save_image(const Image& img, const std::string& path, const EncodeOptions& opt) {
+  check_output_path(path);
+  const std::vector<std::uint8_t> bytes =
+      encode_image(img, fs::path(path).extension().string(), opt);
+  write_file_atomic(path, bytes.data(), bytes.size());
+}
+
+
+bool image_info(const std::uint8_t* data, std::size_t size, int* width, int* height,
+                int* channels) {
+  if (size == 0 || size > std::size_t(INT_MAX)) return false;
+  return stbi_info_from_memory(data, int(size), width, height, channels) != 0;
+}
+
+void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std::size_t size) {
+  // A symlink is followed to the file it names (the link stays a link); a dangling one names
+  // the file to create.
+  const std::string path = [&] {
+    std::error_code ec;
+    fs::path p(path_in);
+    for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
+      const fs::path t = fs::read_symlink(p, ec);
+      if (ec) break;
+      p = t.is_absolute() ? t : (p.has_parent_path() ? p.parent_path() / t : t);
+    }
+    return p.string();
+  }();
+  // An existing target: its permission bits are kept; without write permission it is refused.
+  mode_t keep_mode = default_file_mode();
+  {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      keep_mode = st.st_mode & 07777;
+      const bool no_write_bit = (st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0;
+      if (no_write_bit || ::access(path.c_str(), W_OK) != 0)
+        throw Error("cannot write " + quoted(path_in) + ": the file is read-only (" +
+                    std::strerror(EACCES) + ")");
+    }
+  }
+  struct Span {
+    const std::uint8_t* p;
+    std::size_t n;
+    std::size_t size() const { return n; }
+    const std::uint8_t* data() const { return p; }
+  } bytes{data, size};
+
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::error_code ec;
+  const fs::file_status dst = fs::status(dir, ec);
+  if (!fs::exists(dst))
+    throw Error("cannot write " + quoted(path) + ": folder " + quoted(dir.string()) +
+                " does not exist");
+  if (!fs::is_directory(dst))
+    throw Error("cannot write " + quoted(path) + ": " + quoted(dir.string()) +
+                " is not a folder");
+  if (fs::is_directory(fs::status(target, ec)))
+    throw Error("cannot write " + quoted(path) + ": it is a directory");
+
+  // ".NAME.histeq-XXXXXX" beside the target; when that would pass the folder's NAME_MAX (a
+  // long output name), the short ".histeq-XXXXXX" so that every name the filesystem takes works.
+  const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  const std::string leaf = target.filename().string();
+  const bool fits = leaf.size() + 15 <= std::size_t(name_max > 0 ? name_max : 255);
+  std::string tmpl = (dir / (fits ? "." + leaf + ".histeq-XXXXXX" : std::string(".histeq-XXXXXX"))).string();
+  if (tmpl.size() >= kTempPathMax)
+    throw Error("cannot write " + quoted(path) + ": the path is too long (" +
+                std::to_string(tmpl.size()) + " bytes)");
+  // mkstemp and the slot's publication happen with the cleanup signals blocked.
+  int fd = -1;
+  int slot = -1;
+  std::string tmp;
+  {
+    BlockCleanupSignals blocked;
+    std::vector<char> name(tmpl.begin(), tmpl.end());
+    name.push_back('\0');
+    fd = ::mkstemp(name.data());
+    if (fd < 0)
+      throw Error("cannot write " + quoted(path) + ": cannot create a file in " +
+                  quoted(dir.string()) + ": " + std::strerror(errno));
+    tmp.assign(name.data());
+    slot = claim_temp_slot();
+    if (slot >= 0) {
+      std::memcpy(g_temp_slots[slot].path, name.data(), name.size());
+      g_temp_slots[slot].state.store(2, std::memory_order_release);
+    }
+  }
+  auto release_slot = [&] {
+    if (slot >= 0) g_temp_slots[slot].state.store(0, std::memory_order_release);
+    slot = -1;
+  };
+  auto fail = [&](const std::string& what, int err) {
+    if (fd >= 0) ::close(fd);
+    {
+      BlockCleanupSignals blocked;
+      ::unlink(tmp.c_str());
+      release_slot();
+    }
+    throw Error("cannot write " + quoted(path) + ": " + what + ": " + std::strerror(err));
+  };
+  // Written in chunks of at most 4 MiB; the test hook runs after each one.
+  constexpr std::size_t kChunk = std::size_t(4) << 20;
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, std::min(kChunk, bytes.size() - done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("write failed after " + std::to_string(done) + " of " + std::to_string(bytes.size()) +
+               " bytes",
+           errno);
+    }
+    if (n == 0) fail("short write (" + std::to_string(done) + " of " +
+                     std::to_string(bytes.size()) + " bytes)", ENOSPC);
+    done += std::size_t(n);
+    if (const SaveHook hook = g_save_hook.load()) hook(tmp.c_str(), done);
+  }
+  if (::fchmod(fd, keep_mode) != 0) fail("chmod failed", errno);
+  if (::fsync(fd) != 0) fail("fsync failed", errno);
+  const int closed = ::close(fd);
+  fd = -1;
+  if (closed != 0) fail("close failed", errno);
+  BlockCleanupSignals blocked;  // rename and release as one step for a signal handler
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    release_slot();
+    throw Error("cannot write " + quoted(path) + ": rename failed: " + std::strerror(err));
+  }
+  release_slot();
+}
+
+}  // namespace histeq

@@ -1,0 +1,929 @@
+// executor.cpp — many files through read → decode → [upload → equalize → download] → encode →
+// write, overlapping across files (histeq/executor.hpp; DESIGN.md "The executor").
+//
+// Why threads and bounded queues of our own rather than oneTBB's parallel_pipeline: the memory
+// bound we need is in *bytes* (one 15 MP photo weighs as much as a thousand thumbnails), and
+// parallel_pipeline bounds only the number of tokens; waiting for bytes inside one of its filters
+// blocks a TBB worker and deadlocks with one thread. Here the reader is a thread of its own that
+// may block on the byte budget, the workers never wait on each other, and no dependency is added
+// to the GPU machine. The stages of one item run in order on one worker (decode, equalize,
+// encode, write); overlap comes from `jobs` items in flight at once, the device stages of an item
+// running on a device worker borrowed for those few milliseconds while the other workers decode
+// and encode.
+#include "histeq/executor.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cctype>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <future>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <unistd.h>
+
+#include "device_buffer.hpp"
+#include "histeq/cpu.hpp"
+#include "histeq/error.hpp"
+#include "histeq/gpu.hpp"
+#include "histeq/lut.hpp"
+#include "histeq/planes.hpp"
+#include "histeq/jpeg_codec.hpp"
+#include "histeq/nvjpeg_codec.hpp"
+#include "io/png_fast.hpp"
+#include "registry.hpp"
+
+namespace histeq {
+namespace {
+
+constexpr int kBins = 256;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+/// Page-locked host memory that grows (never per image: only when a larger image arrives).
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  ~PinnedBuffer() {
+    if (p_) cudaFreeHost(p_);
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  std::uint8_t* reserve(std::size_t n) {
+    if (n > size_) {
+      if (p_) cudaFreeHost(p_);
+      p_ = nullptr;
+      size_ = 0;
+      HISTEQ_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p_), n));
+      size_ = n;
+    }
+    return p_;
+  }
+
+ private:
+  std::uint8_t* p_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+template <class T>
+T* grow(DeviceBuffer<T>& b, std::size_t n) {
+  if (b.size() < n) b = DeviceBuffer<T>(n);
+  return b.get();
+}
+
+/// One device worker: a stream (the Equalizer's), buffers kept across items, events, and its
+/// nvJPEG codec (created on the first JPEG it takes; not thread-safe: only the worker's JPEG
+/// thread uses it). Declared after eq, so it is destroyed before the stream it queues on.
+struct DeviceWorker {
+  int device = 0;
+  std::string name;
+  gpu::Equalizer eq;
+  DeviceBuffer<std::uint8_t> d_in, d_planes, d_out;
+  PinnedBuffer h_in, h_out;
+  Event e_start, e_up, e_hist, e_lut, e_apply, e_down;
+  std::unique_ptr<gpu::JpegCodec> jpeg;
+  std::thread jpeg_thread;  ///< takes JPEG jobs in batches (Impl::jpeg_loop)
+  explicit DeviceWorker(int dev) : device(dev), name(gpu::device_name()) {}
+};
+
+struct Loaded {
+  std::size_t index = 0;
+  std::vector<std::uint8_t> bytes;
+  std::size_t cost = 0;
+  ItemReport rep;
+};
+
+/// A JPEG item handed by a CPU worker to the device workers' JPEG threads.
+struct JpegJob {
+  Loaded* it = nullptr;
+  bool jpeg_out = false;               ///< encode on the device (else download into `host`)
+  std::vector<std::uint8_t> encoded;   ///< the output file's bytes (jpeg_out)
+  Image host;                          ///< the equalized pixels (!jpeg_out)
+  std::string error;
+  bool device_failed = false;          ///< the error is the device's or nvJPEG's, not the file's
+  std::promise<void> done;
+};
+
+void add(ItemTimes& a, const ItemTimes& b) {
+  a.read_ms += b.read_ms;
+  a.decode_ms += b.decode_ms;
+  a.upload_ms += b.upload_ms;
+  a.equalize_ms += b.equalize_ms;
+  a.download_ms += b.download_ms;
+  a.encode_ms += b.encode_ms;
+  a.write_ms += b.write_ms;
+}
+
+}  // namespace
+
+std::size_t default_max_inflight_bytes(int jobs) {
+  std::size_t cap = std::max(kMinMaxInflightBytes, kInflightBytesPerJob * std::size_t(std::max(jobs, 1)));
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) {
+    const std::size_t quarter = std::size_t(pages) / 4 * std::size_t(page);
+    cap = std::min(cap, std::max(quarter, kMinMaxInflightBytes));
+  }
+  return cap;
+}
+
+struct Executor::Impl {
+  ExecutorOptions opt;
+  int jobs = 1;
+  std::shared_ptr<Codec> fast_png;
+
+  ~Impl() {
+    if (init_thread.joinable()) init_thread.join();
+    {
+      std::lock_guard<std::mutex> lock(jmu);
+      jstop = true;
+    }
+    jcv.notify_all();
+    for (auto& w : workers)
+      if (w->jpeg_thread.joinable()) w->jpeg_thread.join();
+    for (auto& w : workers) {  // each worker's CUDA objects are freed on its own device
+      cudaSetDevice(w->device);
+      w.reset();
+    }
+  }
+
+  // ---- devices, initialized in the background ----
+  enum class DevState { none, initializing, ready, failed };
+  std::mutex dev_mu;
+  std::condition_variable dev_cv;
+  DevState dev_state = DevState::none;
+  std::string dev_why;
+  std::vector<std::unique_ptr<DeviceWorker>> workers;
+  std::vector<DeviceWorker*> free_workers;
+  std::thread init_thread;
+  Clock::time_point t_created = Clock::now();
+  double device_init_ms = 0;
+
+  // ---- JPEG on the device workers ----
+  std::mutex jmu;
+  std::condition_variable jcv;
+  std::deque<JpegJob*> jqueue;
+  bool jstop = false;
+  double nvjpeg_init_ms = 0;  // under jmu
+  int nvjpeg_ready = 0;       // device workers whose codec is up (under jmu)
+  bool nvjpeg_broken = false; // a batch failed for the device's or nvJPEG's sake (under jmu)
+
+  /// Whether JPEG items may take the nvJPEG route at all.
+  bool gpu_jpeg_wanted() const {
+    return opt.task == Task::equalize && opt.jpeg != JpegRoute::cpu &&
+           opt.equalize.backend != Backend::cpu && gpu::nvjpeg_built();
+  }
+
+  void init_devices() {
+    std::vector<std::unique_ptr<DeviceWorker>> made;
+    std::string why;
+    try {
+      if (!cuda_available(&why)) throw Error(why);
+      int count = 0;
+      HISTEQ_CUDA_CHECK(cudaGetDeviceCount(&count));
+      std::vector<int> ords = opt.devices;
+      if (ords.empty()) {
+        const int per = opt.workers_per_device > 0 ? opt.workers_per_device : gpu_jpeg_wanted() ? 2 : 1;
+        for (int d = 0; d < count; ++d)
+          for (int k = 0; k < per; ++k) ords.push_back(d);
+      }
+      for (int d : ords) {
+        if (d < 0 || d >= count)
+          throw Error("--devices: no CUDA device " + std::to_string(d) + " (" +
+                      std::to_string(count) + " visible)");
+        HISTEQ_CUDA_CHECK(cudaSetDevice(d));
+        made.push_back(std::make_unique<DeviceWorker>(d));
+      }
+      std::lock_guard<std::mutex> lock(dev_mu);
+      workers = std::move(made);
+      for (auto& w : workers) free_workers.push_back(w.get());
+      if (gpu_jpeg_wanted())
+        for (auto& w : workers) {
+          DeviceWorker* wp = w.get();
+          wp->jpeg_thread = std::thread([this, wp] { jpeg_loop(*wp); });
+        }
+      device_init_ms = ms_since(t_created);
+      dev_state = DevState::ready;
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(dev_mu);
+      dev_state = DevState::failed;
+      dev_why = e.what();
+    }
+    dev_cv.notify_all();
+  }
+
+  /// A free device worker, or nullptr when the item should run on the CPU. Throws when the
+  /// backend is cuda and the devices failed.
+  DeviceWorker* acquire_device() {
+    std::unique_lock<std::mutex> lock(dev_mu);
+    for (;;) {
+      switch (dev_state) {
+        case DevState::none: return nullptr;
+        case DevState::failed:
+          if (opt.equalize.backend == Backend::cuda)
+            throw Error("--backend cuda: no usable CUDA device (" + dev_why + ")");
+          return nullptr;
+        case DevState::initializing:
+          if (opt.equalize.backend != Backend::cuda) return nullptr;  // auto: CPU meanwhile
+          break;
+        case DevState::ready:
+          if (!free_workers.empty()) {
+            DeviceWorker* w = free_workers.back();
+            free_workers.pop_back();
+            return w;
+          }
+          // auto: every device worker is busy: equalize on this CPU thread rather than wait
+          // (the same bytes; the CPU worker never idles behind the device).
+          if (opt.equalize.backend != Backend::cuda) return nullptr;
+          break;
+      }
+      dev_cv.wait(lock);
+    }
+  }
+  /// This worker, once no item borrows it (its JPEG thread then has it alone).
+  void acquire_this(DeviceWorker* w) {
+    std::unique_lock<std::mutex> lock(dev_mu);
+    for (;;) {
+      auto at = std::find(free_workers.begin(), free_workers.end(), w);
+      if (at != free_workers.end()) {
+        free_workers.erase(at);
+        return;
+      }
+      dev_cv.wait(lock);
+    }
+  }
+  /// For a JPEG item: true when it goes to the device workers now; false: the CPU route.
+  /// Throws (the item fails) when --decoder gpu and the devices failed.
+  bool route_jpeg_to_device() {
+    if (!gpu_jpeg_wanted()) return false;
+    const bool must = opt.jpeg == JpegRoute::gpu || opt.equalize.backend == Backend::cuda;
+    std::unique_lock<std::mutex> lock(dev_mu);
+    if (must) dev_cv.wait(lock, [&] { return dev_state != DevState::initializing; });
+    if (dev_state == DevState::failed && must)
+      throw Error("--decoder gpu: no usable CUDA device (" + dev_why + ")");
+    if (dev_state != DevState::ready) return false;  // auto: CPU while the devices start
+    if (must) return true;
+    const std::size_t threads = workers.size();
+    lock.unlock();
+    // auto: the CPU workers take a JPEG themselves when the device queue is long: while the
+    // nvJPEG handles are being created (one batch waits for them), and when the device
+    // workers are behind (more than two batches per JPEG thread waiting).
+    std::lock_guard<std::mutex> jl(jmu);
+    const std::size_t batch = std::size_t(std::max(1, opt.jpeg_batch));
+    const std::size_t limit = nvjpeg_ready == 0 ? batch : 2 * batch * std::max<std::size_t>(threads, 1);
+    return !nvjpeg_broken && jqueue.size() < limit;
+  }
+  /// Hands a job to the JPEG threads and waits for it.
+  void run_jpeg_job(JpegJob& job) {
+    std::future<void> f = job.done.get_future();
+    {
+      std::lock_guard<std::mutex> lock(jmu);
+      jqueue.push_back(&job);
+    }
+    jcv.notify_one();
+    f.wait();
+  }
+
+  /// A device worker's JPEG thread: takes up to jpeg_batch waiting jobs, decodes them in one
+  /// nvJPEG call, equalizes each on the device, encodes each JPEG output with nvJPEG (others
+  /// are downloaded for the CPU workers to encode), then completes the jobs.
+  void jpeg_loop(DeviceWorker& w) {
+    for (;;) {
+      std::vector<JpegJob*> batch;
+      {
+        std::unique_lock<std::mutex> lock(jmu);
+        jcv.wait(lock, [&] { return jstop || !jqueue.empty(); });
+        if (jqueue.empty()) return;  // jstop
+        const std::size_t n = std::min<std::size_t>(jqueue.size(), std::size_t(std::max(1, opt.jpeg_batch)));
+        batch.assign(jqueue.begin(), jqueue.begin() + std::ptrdiff_t(n));
+        jqueue.erase(jqueue.begin(), jqueue.begin() + std::ptrdiff_t(n));
+      }
+      acquire_this(&w);
+      try {
+        jpeg_batch_on(w, batch);
+      } catch (const std::exception& e) {  // the device is in trouble: fail what is not done
+        for (JpegJob* j : batch)
+          if (j->error.empty() && j->encoded.empty() && j->host.pixels.empty()) {
+            j->error = j->it->rep.input + ": " + e.what();
+            j->device_failed = true;
+          }
+        std::lock_guard<std::mutex> lock(jmu);
+        nvjpeg_broken = true;  // --decoder auto sends the next JPEGs to the CPU workers
+      }
+      release_device(&w);
+      for (JpegJob* j : batch) j->done.set_value();
+    }
+  }
+
+  void jpeg_batch_on(DeviceWorker& w, std::vector<JpegJob*>& batch) {
+    HISTEQ_CUDA_CHECK(cudaSetDevice(w.device));
+    if (!w.jpeg) {
+      const auto t0 = Clock::now();
+      gpu::JpegCodecOptions jo;
+      jo.max_pixels = opt.max_pixels;
+      w.jpeg = std::make_unique<gpu::JpegCodec>(w.eq.stream(), jo);
+      w.jpeg->hardware_available();  // the hardware handle now, counted as start-up
+      const double ms = ms_since(t0);
+      std::lock_guard<std::mutex> lock(jmu);
+      nvjpeg_init_ms += ms;
+      ++nvjpeg_ready;
+    }
+    std::vector<gpu::JpegInput> in;
+    for (JpegJob* j : batch) in.push_back({j->it->bytes.data(), j->it->bytes.size(), j->it->rep.input});
+    auto t = Clock::now();
+    const std::vector<gpu::DeviceImage> dec = w.jpeg->decode(in);
+    const double decode_ms = ms_since(t);
+    double batch_px = 0;
+    for (const auto& d : dec) batch_px += d.error.empty() ? double(d.width) * d.height : 0.0;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      JpegJob& j = *batch[i];
+      const gpu::DeviceImage& img = dec[i];
+      ItemReport& rep = j.it->rep;
+      if (!img.error.empty()) {
+        j.error = img.error;
+        continue;
+      }
+      rep.width = img.width;
+      rep.height = img.height;
+      rep.channels = img.channels;
+      rep.decoder = img.decoder;
+      // the batch's decode time, shared by pixels
+      rep.times.decode_ms = batch_px > 0 ? decode_ms * (double(img.width) * img.height / batch_px) : 0;
+      try {
+        const Mode mode = opt.equalize.mode.value_or(default_mode(img.channels));
+        const int out_ch = output_channels(mode, img.channels);
+        const std::size_t px = std::size_t(img.width) * std::size_t(img.height);
+        std::uint8_t* d_out = grow(w.d_out, std::max<std::size_t>(px * std::size_t(out_ch), 1));
+        std::uint8_t* d_planes =
+            img.channels > 1 ? grow(w.d_planes, px * std::size_t(plane_count(mode, img.channels))) : nullptr;
+        EqualizeReport& er = rep.equalize;
+        gpu::equalize_on_device(w.eq, img, opt.equalize, d_out, &er, d_planes);
+        er.device = w.name;
+        rep.times.equalize_ms = er.times.histogram_ms + er.times.cdf_lut_ms + er.times.apply_ms;
+        rep.output_channels = out_ch;
+        if (j.jpeg_out) {
+          t = Clock::now();
+          j.encoded = w.jpeg->encode(d_out, img.width, img.height, out_ch,
+                                     {opt.encode.quality, opt.encode.subsampling}, img.exif, img.icc);
+          rep.times.encode_ms = ms_since(t);
+          rep.encoder = "nvjpeg";
+        } else {
+          t = Clock::now();
+          j.host.width = img.width;
+          j.host.height = img.height;
+          j.host.channels = out_ch;
+          j.host.exif = img.exif;
+          j.host.icc = img.icc;
+          j.host.pixels.resize(px * std::size_t(out_ch));
+          HISTEQ_CUDA_CHECK(cudaMemcpyAsync(j.host.pixels.data(), d_out, j.host.pixels.size(),
+                                            cudaMemcpyDeviceToHost,
+                                            reinterpret_cast<cudaStream_t>(w.eq.stream())));
+          w.eq.synchronize();
+          rep.times.download_ms = ms_since(t);
+        }
+        er.luts.clear();
+        er.histograms.clear();
+      } catch (const CudaError&) {
+        throw;
+      } catch (const std::exception& e) {
+        j.error = e.what();
+      }
+    }
+  }
+
+  void release_device(DeviceWorker* w) {
+    {
+      std::lock_guard<std::mutex> lock(dev_mu);
+      free_workers.push_back(w);
+    }
+    dev_cv.notify_all();
+  }
+
+  // ---- stages ----
+  void decode(Loaded& it, Image& img) {
+    const auto t0 = Clock::now();
+    bool done = false;
+    for (const auto& c : opt.codecs) {
+      if (c && c->decode(it.bytes.data(), it.bytes.size(), it.rep.input, opt.max_pixels, &img)) {
+        it.rep.decoder = c->name();
+        done = true;
+        break;
+      }
+    }
+    if (!done && fast_png &&
+        fast_png->decode(it.bytes.data(), it.bytes.size(), it.rep.input, opt.max_pixels, &img)) {
+      it.rep.decoder = fast_png->name();
+      img.icc = png::read_iccp(it.bytes.data(), it.bytes.size());  // as decode_image keeps it
+      done = true;
+    }
+    if (!done) {
+      img = decode_image(it.bytes.data(), it.bytes.size(), it.rep.input, opt.max_pixels);
+      it.rep.decoder = jpeg::is_jpeg(it.bytes.data(), it.bytes.size()) ? "libjpeg-turbo" : "stb";
+    }
+    std::vector<std::uint8_t>().swap(it.bytes);  // the file's bytes are no longer needed
+    it.rep.times.decode_ms = ms_since(t0);
+  }
+
+  /// Equalizes on the CPU; when the output has the input's channel count the pixels are
+  /// rewritten in place (in.pixels moves into the result: no second image-sized buffer).
+  Image equalize_cpu(Image& in, Mode mode, bool apply, EqualizeReport& rep) {
+    const auto t0 = Clock::now();
+    rep.backend = "cpu";
+    rep.device = "CPU (" + std::to_string(jobs) + " threads)";
+    rep.kernel = "cpu";
+    const std::size_t pixels = in.pixel_count();
+    const int planes_n = plane_count(mode, in.channels);
+    std::vector<std::uint8_t> planes_buf;
+    const std::uint8_t* planes = in.pixels.data();
+    if (in.channels > 1) {
+      planes_buf.resize(std::size_t(planes_n) * pixels);
+      cpu::extract_planes(in.pixels.data(), pixels, in.channels, mode, planes_buf.data(), 1);
+      planes = planes_buf.data();
+    }
+    auto t = Clock::now();
+    for (int p = 0; p < planes_n; ++p)
+      rep.histograms.push_back(
+          cpu::histogram(planes + std::size_t(p) * pixels, pixels, SampleType::u8, kBins, 1));
+    rep.times.histogram_ms = ms_since(t0);
+    Image out;
+    if (apply) {
+      t = Clock::now();
+      for (const Histogram& h : rep.histograms) rep.luts.push_back(make_lut(h.data(), opt.equalize.formula));
+      rep.times.cdf_lut_ms = ms_since(t);
+      t = Clock::now();
+      const int out_ch = output_channels(mode, in.channels);
+      if (out_ch == in.channels) {
+        // cpu::apply reads each pixel before writing it, so in == out is safe when the
+        // channel counts match (each slice touches only its own pixels).
+        planes_buf = std::vector<std::uint8_t>();
+        cpu::apply(in.pixels.data(), pixels, in.channels, mode, rep.luts.data(), in.pixels.data(), 1);
+        out = std::move(in);
+      } else {
+        out.width = in.width;
+        out.height = in.height;
+        out.channels = out_ch;
+        out.exif = in.exif;  // metadata travels as pipeline.cpp's equalize keeps it
+        out.icc = in.icc;
+        out.pixels.resize(pixels * std::size_t(out.channels));
+        cpu::apply(in.pixels.data(), pixels, in.channels, mode, rep.luts.data(), out.pixels.data(), 1);
+      }
+      rep.times.apply_ms = ms_since(t);
+    }
+    rep.times.total_ms = ms_since(t0);
+    return out;
+  }
+
+  Image equalize_device(DeviceWorker& w, Image& in, Mode mode, bool apply,
+                        EqualizeReport& rep, ItemTimes& times) {
+    const auto t0 = Clock::now();
+    HISTEQ_CUDA_CHECK(cudaSetDevice(w.device));
+    rep.backend = "cuda";
+    rep.device = w.name;
+    const cudaStream_t s = w.eq.stream();
+    const std::size_t pixels = in.pixel_count();
+    const int planes_n = plane_count(mode, in.channels);
+    const int out_ch = output_channels(mode, in.channels);
+    const std::size_t in_bytes = in.byte_count();
+    const std::size_t out_bytes = pixels * std::size_t(out_ch);
+
+    std::uint8_t* h_in = w.h_in.reserve(std::max<std::size_t>(in_bytes, 1));
+    std::uint8_t* d_in = grow(w.d_in, std::max<std::size_t>(in_bytes, 1));
+    std::uint8_t* d_planes =
+        in.channels > 1 ? grow(w.d_planes, std::size_t(planes_n) * pixels) : nullptr;
+    std::uint8_t* d_out = apply ? grow(w.d_out, std::max<std::size_t>(out_bytes, 1)) : nullptr;
+    std::uint8_t* h_out = apply ? w.h_out.reserve(std::max<std::size_t>(out_bytes, 1)) : nullptr;
+    std::uint64_t* d_hist = w.eq.device_hist(planes_n);
+    std::uint8_t* d_luts = w.eq.device_lut(planes_n);
+    const std::uint8_t* planes = in.channels > 1 ? d_planes : d_in;
+
+    const auto t_stage = Clock::now();
+    std::memcpy(h_in, in.pixels.data(), in_bytes);  // staging copy into pinned memory
+    const double stage_in_ms = ms_since(t_stage);
+
+    w.e_start.record(s);
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d_in, h_in, in_bytes, cudaMemcpyHostToDevice, s));
+    w.e_up.record(s);
+    if (in.channels > 1) w.eq.extract_planes(d_in, pixels, in.channels, mode, d_planes);
+    std::string ran;
+    for (int p = 0; p < planes_n; ++p)
+      ran = w.eq.histogram(opt.equalize.kernel, planes + std::size_t(p) * pixels, pixels,
+                           SampleType::u8, kBins, d_hist + std::size_t(p) * kBins,
+                           opt.equalize.block_size);
+    w.e_hist.record(s);
+    rep.kernel = ran.empty() ? opt.equalize.kernel : ran;
+    if (apply) {
+      w.eq.cdf_lut(d_hist, planes_n, opt.equalize.formula, d_luts);
+      w.e_lut.record(s);
+      w.eq.apply(d_in, pixels, in.channels, mode, d_luts, d_out);
+      w.e_apply.record(s);
+      HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h_out, d_out, out_bytes, cudaMemcpyDeviceToHost, s));
+      w.e_down.record(s);
+    }
+    std::vector<std::uint64_t> h_hist(std::size_t(planes_n) * kBins);
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h_hist.data(), d_hist, h_hist.size() * sizeof(std::uint64_t),
+                                      cudaMemcpyDeviceToHost, s));
+    std::vector<std::uint8_t> h_lut(apply ? std::size_t(planes_n) * kBins : 0);
+    if (apply)
+      HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h_lut.data(), d_luts, h_lut.size(), cudaMemcpyDeviceToHost, s));
+    w.eq.synchronize();
+
+    rep.times.upload_ms = w.e_up.since(w.e_start);
+    rep.times.histogram_ms = w.e_hist.since(w.e_up);
+    Image out;
+    if (apply) {
+      rep.times.cdf_lut_ms = w.e_lut.since(w.e_hist);
+      rep.times.apply_ms = w.e_apply.since(w.e_lut);
+      rep.times.download_ms = w.e_down.since(w.e_apply);
+      const auto t_copy = Clock::now();
+      if (out_ch == in.channels) {  // reuse the decoded buffer for the output
+        std::memcpy(in.pixels.data(), h_out, out_bytes);
+        out = std::move(in);
+      } else {
+        out.width = in.width;
+        out.height = in.height;
+        out.channels = out_ch;
+        out.exif = in.exif;
+        out.icc = in.icc;
+        out.pixels.assign(h_out, h_out + out_bytes);
+      }
+      rep.times.download_ms += ms_since(t_copy);
+    }
+    rep.times.upload_ms += stage_in_ms;
+    for (int p = 0; p < planes_n; ++p) {
+      rep.histograms.emplace_back(h_hist.begin() + std::ptrdiff_t(p) * kBins,
+                                  h_hist.begin() + std::ptrdiff_t(p + 1) * kBins);
+      if (apply) {
+        Lut l;
+        std::copy(h_lut.begin() + std::ptrdiff_t(p) * kBins,
+                  h_lut.begin() + std::ptrdiff_t(p + 1) * kBins, l.begin());
+        rep.luts.push_back(l);
+      }
+    }
+    times.upload_ms = rep.times.upload_ms;
+    times.download_ms = rep.times.download_ms;
+    rep.times.total_ms = ms_since(t0);
+    return out;
+  }
+
+  std::vector<std::uint8_t> encode(const Image& img, ItemReport& rep, const std::string& ext) {
+    const auto t0 = Clock::now();
+    std::vector<std::uint8_t> bytes;
+    bool done = false;
+    for (const auto& c : opt.codecs) {
+      if (c && c->encode(img, ext, opt.encode, &bytes)) {
+        rep.encoder = c->name();
+        done = true;
+        break;
+      }
+    }
+    if (!done) {
+      bytes = encode_image(img, ext, opt.encode);
+      std::string low = ext;
+      for (char& ch : low) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      // encode_image's writers: libjpeg-turbo for JPEG, stb_image_write with libdeflate for PNG, stb for the rest
+      rep.encoder = low == ".jpg" || low == ".jpeg" ? "libjpeg-turbo" : low == ".png" ? "stb+libdeflate" : "stb";
+    }
+    rep.times.encode_ms = ms_since(t0);
+    return bytes;
+  }
+
+  /// Every stage after read for one item; errors land in the report.
+  void process(Loaded& it) {
+    ItemReport& rep = it.rep;
+    try {
+      if (opt.item_op) {  // the caller's operation (CLAHE, 16 bits) when it takes the item
+        const bool apply = opt.task == Task::equalize;
+        std::vector<std::uint8_t> encoded;
+        if (opt.item_op(it.bytes, apply ? format_for(it) : std::string(), rep, &encoded)) {
+          std::vector<std::uint8_t>().swap(it.bytes);
+          if (apply) {
+            rep.output_bytes = encoded.size();
+            const auto t0 = Clock::now();
+            write_file_atomic(rep.output, encoded.data(), encoded.size());
+            rep.times.write_ms = ms_since(t0);
+          }
+          rep.ok = true;
+          return;
+        }
+      }
+      if (jpeg::is_jpeg(it.bytes.data(), it.bytes.size()) && route_jpeg_to_device() &&
+          process_jpeg_on_device(it))
+        return;
+      Image img;
+      decode(it, img);
+      rep.width = img.width;
+      rep.height = img.height;
+      rep.channels = img.channels;
+      const Mode mode = opt.equalize.mode.value_or(default_mode(img.channels));
+      const bool apply = opt.task == Task::equalize;
+      EqualizeReport& er = rep.equalize;
+      er.mode = mode;
+      const std::uint64_t npix = img.pixel_count();
+      Image out;
+      DeviceWorker* w = opt.equalize.backend == Backend::cpu ? nullptr : acquire_device();
+      if (w) {
+        struct Release {
+          Impl* self;
+          DeviceWorker* w;
+          ~Release() { self->release_device(w); }
+        } release{this, w};
+        out = equalize_device(*w, img, mode, apply, er, rep.times);
+        rep.times.equalize_ms = er.times.histogram_ms + er.times.cdf_lut_ms + er.times.apply_ms;
+        if (!kernels::find_kernel(er.kernel).exact) {
+          for (const Histogram& h : er.histograms) {
+            std::uint64_t s = 0;
+            for (std::uint64_t c : h) s += c;
+            er.racy_lost += s < npix ? npix - s : 0;
+          }
+        }
+      } else {
+        out = equalize_cpu(img, mode, apply, er);
+        rep.times.equalize_ms = er.times.total_ms;
+      }
+      rep.output_channels = apply ? out.channels : 0;
+      er.times.decode_ms = rep.times.decode_ms;
+      if (apply) {
+        er.luts.clear();  // not kept for a batch of equalized files (memory per report)
+        er.histograms.clear();
+        Image().pixels.swap(img.pixels);
+        const std::string fmt = format_for(it);
+        const std::vector<std::uint8_t> bytes = encode(out, rep, fmt);
+        er.times.encode_ms = rep.times.encode_ms;
+        rep.output_bytes = bytes.size();
+        const auto t0 = Clock::now();
+        write_file_atomic(rep.output, bytes.data(), bytes.size());
+        rep.times.write_ms = ms_since(t0);
+      }
+      rep.ok = true;
+    } catch (const std::exception& e) {
+      rep.ok = false;
+      rep.error = e.what();
+    }
+  }
+
+  /// A JPEG item through the device workers' JPEG threads, then (non-JPEG output) the CPU
+  /// encode, then the write. False (nothing done) when the device or nvJPEG failed and the
+  /// item may take the CPU route (--decoder auto, backend auto); errors of the file throw.
+  bool process_jpeg_on_device(Loaded& it) {
+    ItemReport& rep = it.rep;
+    const std::string fmt = format_for(it);
+    std::string low = fmt;
+    for (char& ch : low) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    JpegJob job;
+    job.it = &it;
+    job.jpeg_out = low == ".jpg" || low == ".jpeg";
+    run_jpeg_job(job);
+    if (job.device_failed && opt.jpeg == JpegRoute::automatic && opt.equalize.backend == Backend::automatic) {
+      rep.decoder.clear();
+      rep.encoder.clear();
+      rep.equalize = EqualizeReport{};
+      rep.times = ItemTimes{rep.times.read_ms};
+      return false;
+    }
+    std::vector<std::uint8_t>().swap(it.bytes);
+    if (!job.error.empty()) throw Error(job.error);
+    rep.equalize.times.decode_ms = rep.times.decode_ms;
+    if (job.jpeg_out) {
+      job.host = Image();
+    } else {
+      std::vector<std::uint8_t> enc = encode(job.host, rep, fmt);
+      job.host = Image();
+      job.encoded.swap(enc);
+    }
+    rep.equalize.times.encode_ms = rep.times.encode_ms;
+    rep.output_bytes = job.encoded.size();
+    const auto t0 = Clock::now();
+    write_file_atomic(rep.output, job.encoded.data(), job.encoded.size());
+    rep.times.write_ms = ms_since(t0);
+    rep.ok = true;
+    return true;
+  }
+
+  std::vector<WorkItem> const* items = nullptr;
+  std::string format_for(const Loaded& it) const {
+    const WorkItem& w = (*items)[it.index];
+    if (!w.format.empty()) return w.format[0] == '.' ? w.format : "." + w.format;
+    return std::filesystem::path(w.output).extension().string();
+  }
+};
+
+Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.opt = std::move(opt);
+  if (m.opt.jobs < 0) throw UsageError("--jobs must be at least 1");
+  const unsigned hw = std::thread::hardware_concurrency();
+  m.jobs = m.opt.jobs > 0 ? m.opt.jobs : int(hw > 0 ? hw : 1);
+  if (m.opt.fast_png_decoder) m.fast_png = make_fast_png_decoder();
+  if (m.opt.max_inflight_bytes == 0) m.opt.max_inflight_bytes = default_max_inflight_bytes(m.jobs);
+  if (m.opt.equalize.kernel != "auto") {
+    const kernels::KernelEntry& e = kernels::find_kernel(m.opt.equalize.kernel);
+    if (const char* why = e.unsupported(SampleType::u8, kBins))
+      throw UsageError("kernel '" + m.opt.equalize.kernel +
+                       "' cannot equalize 8-bit images (u8, 256 bins): " + why);
+  }
+  if (m.opt.jpeg == JpegRoute::gpu) {
+    if (!gpu::nvjpeg_built())
+      throw UsageError("--decoder gpu: this histeq was built without nvJPEG (valid here: auto, cpu)");
+    if (m.opt.equalize.backend == Backend::cpu)
+      throw UsageError("--decoder gpu needs the CUDA backend (not --backend cpu)");
+  }
+  if (m.opt.jpeg_batch < 1) throw UsageError("the JPEG batch must be at least 1");
+  if (m.opt.workers_per_device < 0) throw UsageError("workers per device must be at least 0");
+  if (m.opt.equalize.backend != Backend::cpu) {
+    m.dev_state = Impl::DevState::initializing;
+    m.init_thread = std::thread([&m] { m.init_devices(); });
+  }
+}
+
+Executor::~Executor() = default;
+
+int Executor::jobs() const { return impl_->jobs; }
+
+std::string Executor::cpu_fallback_reason() {
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> lock(m.dev_mu);
+  m.dev_cv.wait(lock, [&] { return m.dev_state != Impl::DevState::initializing; });
+  return m.dev_state == Impl::DevState::failed ? m.dev_why : std::string();
+}
+
+// NOLINTNEXTLINE(readability-function-size): over 120 lines, to be split (issue 13)
+BatchSummary Executor::run(const std::vector<WorkItem>& items,
+                           const std::function<void(const ItemReport&)>& on_done) {
+  Impl& m = *impl_;
+  m.items = &items;
+  BatchSummary sum;
+  sum.max_inflight_bytes = m.opt.max_inflight_bytes;
+  const auto t_run = Clock::now();
+  if (m.opt.equalize.backend == Backend::cuda) {
+    const std::string why = cpu_fallback_reason();
+    if (!why.empty()) throw Error("--backend cuda: no usable CUDA device (" + why + ")");
+  }
+
+  std::mutex mu;
+  std::condition_variable cv_budget, cv_work, cv_done;
+  std::size_t inflight_bytes = 0, inflight_items = 0;
+  int busy = 0;
+  const std::size_t max_items = std::size_t(std::max(64, 4 * m.jobs));
+  std::deque<std::unique_ptr<Loaded>> queue;
+  bool reader_done = false;
+  std::map<std::size_t, std::unique_ptr<Loaded>> finished;
+
+  auto finish = [&](std::unique_ptr<Loaded> it) {
+    std::lock_guard<std::mutex> lock(mu);
+    inflight_bytes -= it->cost;
+    it->cost = 0;
+    const std::size_t idx = it->index;
+    finished.emplace(idx, std::move(it));
+    cv_budget.notify_all();
+    cv_done.notify_all();
+  };
+
+  // The reading order: within windows of max_items / 2 consecutive items, the largest files
+  // first (a big image started last would finish alone after the others: longest job first).
+  // Reports stay in input order; a window no larger than half the report window cannot
+  // deadlock (at most the previous window's and this window's items wait for their report).
+  std::vector<std::size_t> order(items.size());
+  {
+    const std::size_t win = std::max<std::size_t>(1, max_items / 2);
+    std::vector<std::uintmax_t> size(items.size(), 0);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      order[i] = i;
+      std::error_code ec;
+      const std::uintmax_t n = std::filesystem::file_size(items[i].input, ec);
+      size[i] = ec ? 0 : n;
+    }
+    for (std::size_t b = 0; b < order.size(); b += win) {
+      const auto e = order.begin() + std::ptrdiff_t(std::min(order.size(), b + win));
+      std::stable_sort(order.begin() + std::ptrdiff_t(b), e,
+                       [&](std::size_t x, std::size_t y) { return size[x] > size[y]; });
+    }
+  }
+
+  std::thread reader([&] {
+    for (std::size_t i : order) {
+      auto it = std::make_unique<Loaded>();
+      it->index = i;
+      it->rep.index = i;
+      it->rep.input = items[i].input;
+      it->rep.output = items[i].output;
+      {  // a slot for the item (bounds the reports waiting for an earlier one)
+        std::unique_lock<std::mutex> lock(mu);
+        cv_budget.wait(lock, [&] { return inflight_items < max_items; });
+        ++inflight_items;
+      }
+      const auto t0 = Clock::now();
+      try {
+        it->bytes = read_image_file(items[i].input);
+      } catch (const std::exception& e) {
+        it->rep.error = e.what();
+      }
+      it->rep.times.read_ms = ms_since(t0);
+      if (!it->rep.error.empty()) {
+        finish(std::move(it));
+        continue;
+      }
+      int w = 0, h = 0, c = 0;
+      std::size_t cost = it->bytes.size();
+      if (image_info(it->bytes.data(), it->bytes.size(), &w, &h, &c)) {
+        // The worst moment: decoded pixels + one plane (the histogram's luma) during equalize,
+        // then the output (in place of the decoded pixels when the channel counts match, else
+        // a second buffer) + the encoded bytes (at most about the raw size). The file's bytes
+        // are freed after decode. So: file + 2 x decoded + one plane.
+        const std::size_t px = std::size_t(std::max(w, 0)) * std::size_t(std::max(h, 0));
+        cost += px * std::size_t(std::max(c, 1)) * 2 + px;
+      }
+      it->cost = cost;
+      std::unique_lock<std::mutex> lock(mu);
+      cv_budget.wait(lock, [&] {
+        return inflight_bytes == 0 || inflight_bytes + cost <= m.opt.max_inflight_bytes;
+      });
+      inflight_bytes += cost;
+      sum.peak_inflight_bytes = std::max(sum.peak_inflight_bytes, inflight_bytes);
+      queue.push_back(std::move(it));
+      cv_work.notify_one();
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    reader_done = true;
+    cv_work.notify_all();
+  });
+
+  std::vector<std::thread> pool;
+  for (int j = 0; j < m.jobs; ++j) {
+    pool.emplace_back([&] {
+      for (;;) {
+        std::unique_ptr<Loaded> it;
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          cv_work.wait(lock, [&] { return !queue.empty() || reader_done; });
+          if (queue.empty()) return;
+          it = std::move(queue.front());
+          queue.pop_front();
+          sum.peak_busy_workers = std::max(sum.peak_busy_workers, ++busy);
+        }
+        m.process(*it);
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          --busy;
+        }
+        finish(std::move(it));
+      }
+    });
+  }
+
+  // Reports in input order, on this thread.
+  std::exception_ptr callback_error;
+  for (std::size_t next = 0; next < items.size(); ++next) {
+    std::unique_ptr<Loaded> it;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv_done.wait(lock, [&] { return finished.count(next) > 0; });
+      it = std::move(finished[next]);
+      finished.erase(next);
+    }
+    ItemReport& rep = it->rep;
+    rep.ok = rep.error.empty() && rep.ok;
+    ++sum.files;
+    if (!rep.ok) ++sum.failures;
+    else sum.megapixels += double(rep.width) * double(rep.height) / 1e6;
+    if (rep.ok && !rep.decoder.empty()) ++sum.decoders[rep.decoder];
+    add(sum.summed, rep.times);
+    if (on_done && !callback_error) {
+      try {
+        on_done(rep);
+      } catch (...) {
+        callback_error = std::current_exception();
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      --inflight_items;
+    }
+    cv_budget.notify_all();
+  }
+  reader.join();
+  for (auto& t : pool) t.join();
+  sum.wall_s = std::chrono::duration<double>(Clock::now() - t_run).count();
+  {
+    std::lock_guard<std::mutex> lock(m.dev_mu);
+    sum.device_init_ms = m.dev_state == Impl::DevState::ready ? m.device_init_ms : 0;
+  }
+  {
+    std::lock_guard<std::mutex> lock(m.jmu);
+    sum.nvjpeg_init_ms = m.nvjpeg_init_ms;
+  }
+  m.items = nullptr;
+  if (callback_error) std::rethrow_exception(callback_error);
+  return sum;
+}
+
+}  // namespace histeq

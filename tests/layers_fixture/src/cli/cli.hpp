@@ -1,0 +1,3 @@
+// Fixture: the CLI over io (allowed).
+#pragma once
+#include "io/codec.hpp"

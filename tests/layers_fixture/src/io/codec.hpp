@@ -1,0 +1,3 @@
+// Fixture: io over the API (allowed).
+#pragma once
+#include "histeq/pipeline.hpp"
