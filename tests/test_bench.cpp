@@ -952,6 +952,11 @@ TEST(BenchJson, NonUtf8TextIsReplacedAndStillParses) {
   EXPECT_EQ(j["cells"][0]["dist"], "image:caf\xEF\xBF\xBD.png");  // U+FFFD for the 0xE9
   EXPECT_EQ(j["cells"][1]["reason"], "bad \xEF\xBF\xBD\xEF\xBF\xBD bytes and a \x01 control");
   EXPECT_EQ(j["command"], "histeq bench --images caf\xEF\xBF\xBD.png");
+  // ... and the exact bytes, in hex, beside the names that are not UTF-8 (only those)
+  EXPECT_EQ(j["cells"][0]["dist_bytes_hex"], "696d6167653a636166e92e706e67");
+  EXPECT_FALSE(j["cells"][1].contains("dist_bytes_hex"));
+  EXPECT_EQ(j["command_bytes_hex"],
+            "6869737465712062656e6368202d2d696d61676573206361" "66e92e706e67");
   EXPECT_TRUE(j["cells"][2]["median_us"].is_null());  // unset numbers are null
   for (std::size_t i = 0; i < cells.size(); ++i) {
     EXPECT_EQ(j["cells"][i]["kernel"], cells[i].kernel);

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/json_text.hpp"
 #include "details.hpp"
 #include "histeq/error.hpp"
 #include "histeq/pipeline.hpp"
@@ -613,7 +614,7 @@ void write_json(std::ostream& os, const Lesson& lesson, const bench::RunInfo& in
                 const std::vector<Row>& rows) {
   Json row_array = Json::array();
   for (const Row& r : rows) row_array.push_back(to_json(r));
-  const Json j{
+  Json j{
       {"lesson", lesson.name},
       {"title", lesson.title},
       {"source", lesson.source},
@@ -626,7 +627,11 @@ void write_json(std::ostream& os, const Lesson& lesson, const bench::RunInfo& in
       {"gpu_skipped", json_text_or_null(info.gpu_skipped)},
       {"rows", std::move(row_array)},
   };
-  // Bytes that are not valid UTF-8 (a Latin-1 photo name) become U+FFFD: always valid JSON.
+  if (!json_text::is_utf8(info.command_line)) {
+    j["command_bytes_hex"] = json_text::hex_bytes(info.command_line);
+  }
+  // Bytes that are not valid UTF-8 (a Latin-1 photo name) become U+FFFD: always valid JSON,
+  // and the command's exact bytes are in command_bytes_hex.
   os << j.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
 }
 

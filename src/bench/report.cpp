@@ -13,6 +13,7 @@
 #include <ostream>
 
 #include "bench/detail.hpp"
+#include "bench/json_text.hpp"
 #include "histeq/error.hpp"
 
 namespace fs = std::filesystem;
@@ -162,7 +163,7 @@ void write_csv(std::ostream& os, const RunInfo& info, const std::vector<Cell>& c
 namespace {
 
 nlohmann::ordered_json to_json(const Cell& c) {
-  return nlohmann::ordered_json{
+  nlohmann::ordered_json j{
       {"kernel", c.kernel},
       {"type", type_name(c.type)},
       {"bins", c.bins},
@@ -185,12 +186,15 @@ nlohmann::ordered_json to_json(const Cell& c) {
        {{"block", c.launch_block}, {"grid", c.launch_grid}, {"smem", c.launch_smem}}},
       {"reps", c.reps},
   };
+  // an image case names its file: the exact bytes too when they are not UTF-8
+  if (!json_text::is_utf8(c.dist)) j["dist_bytes_hex"] = json_text::hex_bytes(c.dist);
+  return j;
 }
 
 nlohmann::ordered_json to_json(const RunInfo& info, const std::vector<Cell>& cells) {
   nlohmann::ordered_json cell_array = nlohmann::ordered_json::array();
   for (const Cell& c : cells) cell_array.push_back(to_json(c));
-  return nlohmann::ordered_json{
+  nlohmann::ordered_json j{
       {"device", info.device},
       {"commit", json_text_or_null(info.commit)},
       {"command", info.command_line},
@@ -201,6 +205,10 @@ nlohmann::ordered_json to_json(const RunInfo& info, const std::vector<Cell>& cel
       {"gpu_skipped", json_text_or_null(info.gpu_skipped)},
       {"cells", std::move(cell_array)},
   };
+  if (!json_text::is_utf8(info.command_line)) {
+    j["command_bytes_hex"] = json_text::hex_bytes(info.command_line);
+  }
+  return j;
 }
 
 }  // namespace
