@@ -1,0 +1,377 @@
+// cli/equalize.cpp — `histeq equalize` and `histeq clahe`: one file (8-bit here, CLAHE and
+// 16-bit through the per-file operation of cli/depth.hpp), or a batch (cli/batch.hpp).
+#include <cmath>
+#include <cstdint>
+#include <iomanip>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cli/batch.hpp"
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "cli/report.hpp"
+#include "histeq/error.hpp"
+#include "histeq/image_io.hpp"
+#include "histeq/jpeg_codec.hpp"
+#include "histeq/nvjpeg_codec.hpp"
+#include "histeq/planes.hpp"
+
+namespace histeq::cli {
+namespace {
+
+std::string equalize_description(bool clahe) {
+  return clahe
+             ? "Contrast-limited adaptive histogram equalization (CLAHE), byte for byte "
+               "OpenCV 4.6's createCLAHE(clipLimit, tileGridSize).apply() on gray and 16-bit "
+               "images (colour: on Y of YCbCr, or per channel with --mode rgb). Same inputs, "
+               "outputs and batch options as 'histeq equalize'."
+             : "Equalizes the histogram of an 8- or 16-bit image (PNG, JPEG, BMP, TGA, GIF, "
+               "PNM in; PNG, JPEG, BMP, TGA out; 16-bit PNG/PGM/PPM stay 16-bit).";
+}
+
+void add_equalize_options(Command& c, bool clahe) {
+  c.options.add_options()("input", "input images or folders ('-': standard input)",
+                          cxxopts::value<std::vector<std::string>>());
+  c.add("o,output", "output image (one input; the format follows the extension .png .jpg .jpeg .bmp .tga; may equal INPUT; '-': standard output, needs --format), or the output folder (several inputs or a folder; created if missing)",
+        cxxopts::value<std::string>(), "OUTPUT");
+  add_kernel_backend(c);
+  add_batch_options(c, true);
+  add_depth(c);
+  if (clahe) {
+    c.add("clip", "contrast limit, OpenCV's clipLimit: each tile's histogram is clipped at max(1, int(C * tile pixels / bins)) and the excess redistributed; 0: no clipping; >= 0",
+          cxxopts::value<double>()->default_value("2.0"), "C");
+    c.add("tiles", "tile grid, OpenCV's tileGridSize: W columns by H rows, each 1.." + std::to_string(kMaxClaheTiles),
+          cxxopts::value<std::string>()->default_value("8x8"), "WxH");
+  } else {
+    c.add("f,formula", "CDF->LUT formula: opencv (cv::equalizeHist, float32) or exact (integer, round half up)",
+          cxxopts::value<std::string>()->default_value("opencv"), "NAME");
+  }
+  c.add("q,quality", "JPEG quality 1..100", cxxopts::value<int>()->default_value("95"), "Q");
+  c.add("decoder", "JPEG codec: auto (nvJPEG when the GPU backend runs and this build has it, else libjpeg-turbo), gpu (nvJPEG decode and encode; inputs it cannot take fall back to libjpeg-turbo), cpu (libjpeg-turbo)",
+        cxxopts::value<std::string>()->default_value("auto"), "NAME");
+  c.add("subsampling", "JPEG chroma subsampling of a colour output: 444, 422 or 420 (gray JPEGs have one component)",
+        cxxopts::value<std::string>()->default_value("420"), "S");
+  c.add_flag("timing", "print a table of milliseconds per stage and the histogram's GB/s (a batch: per stage the sum over the files, and the wall time)");
+  c.add_flag("json", "print the report as one JSON object on stdout (the --timing table, if asked, goes to stderr); a batch: one object per file per line, then a summary object");
+  c.add_flag("h,help", "print this help");
+  c.options.parse_positional({"input"});
+  c.options.positional_help("INPUT... -o OUTPUT");}
+
+/// True when the command line is a batch: several inputs, or a folder input / an existing folder
+/// as -o (unless -o has an image extension: then it is the one output file, and a folder there
+/// is an error as before), or -o ending in '/'. Refuses several inputs into one image name.
+bool is_batch(const std::string& cmd, const std::vector<std::string>& inputs,
+              const std::string& output) {
+  std::error_code ec;
+  const std::string& input = inputs.front();
+  const bool out_is_image_name = writable_ext(lower_ext(fs::path(output)));
+  const bool out_is_dir = output != "-" && fs::is_directory(output, ec);
+  if (inputs.size() > 1 && out_is_image_name && !out_is_dir) {
+    std::string names;
+    for (std::size_t i = 0; i < inputs.size() && i < 3; ++i)
+      names += (i ? ", '" : "'") + inputs[i] + "'";
+    if (inputs.size() > 3) names += ", ...";
+    throw UsageError("several inputs (" + names + ") but -o '" + output +
+                     "' is an image file name; with several inputs -o names the output folder "
+                     "(see 'histeq " + cmd + " --help')");
+  }
+  return inputs.size() > 1 || (!output.empty() && output.back() == '/') ||
+         (!out_is_image_name && ((input != "-" && fs::is_directory(input, ec)) || out_is_dir));
+}
+
+int run_equalize_batch(const cxxopts::ParseResult& r, bool clahe,
+                       const std::vector<std::string>& inputs, const std::string& output,
+                       std::ostream& out, std::ostream& err) {
+  if (output == "-") throw UsageError("-o - (standard output) takes exactly one input");
+  Common cm = read_common(r);
+  if (!clahe) cm.opt.formula = parse_formula(r["formula"].as<std::string>());
+  read_quality(r);
+  const ItemOpOptions io = item_op_options(r, cm, clahe ? ItemOpKind::clahe : ItemOpKind::equalize);
+  warn_inexact(cm, err);
+  return run_batch(
+      r, cm, Task::equalize, inputs, output, out, err,
+      [](std::ostream& o, const ItemReport& rep) {
+        o << rep.output << ": " << rep.width << "x" << rep.height << ", " << rep.output_channels
+          << (rep.output_channels == 1 ? " channel" : " channels")
+          << (rep.bit_depth == 16 ? ", 16-bit" : "") << ", mode " << to_string(rep.equalize.mode)
+          << ", kernel " << rep.equalize.kernel << " on " << rep.equalize.device << " (decoder "
+          << rep.decoder << ", encoder " << rep.encoder << ")\n";
+      },
+      make_item_op(io, r));
+}
+
+/// The single-file path's settled options: everything checked before the input is read.
+struct Single {
+  std::string input, output, name, out_ext;
+  Common cm;
+  ItemOpOptions io;
+  EncodeOptions enc;
+  bool json = false, timing = false, quiet = false;
+  bool gpu_jpeg = false;  ///< nvJPEG for JPEG files (the GPU runs and --decoder is not cpu)
+};
+
+Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::string& input,
+                     const std::string& output, std::ostream& err) {
+  Single s;
+  s.input = input;
+  s.output = output;
+  s.name = input == "-" ? "(standard input)" : input;
+  s.enc.png_level = read_png_level(r);
+  if (r.count("format")) {
+    s.out_ext = parse_format(r["format"].as<std::string>());
+  } else if (output == "-") {
+    throw UsageError("-o - (standard output) needs --format png|jpg|bmp|tga");
+  } else {
+    s.out_ext = fs::path(output).extension().string();
+    // before any work: an unknown extension is a usage error (.pgm/.ppm: 16-bit outputs)
+    if (!pnm_ext(s.out_ext)) check_output_path(output);
+  }
+  s.cm = read_common(r);
+  if (!clahe) s.cm.opt.formula = parse_formula(r["formula"].as<std::string>());
+  s.io = item_op_options(r, s.cm, clahe ? ItemOpKind::clahe : ItemOpKind::equalize);
+  s.enc.quality = read_quality(r);
+  s.enc.subsampling = jpeg::parse_subsampling(r["subsampling"].as<std::string>());
+  refuse_jpeg_options(r, s.out_ext);
+  refuse_png_options(r, s.out_ext);
+  refuse_kernel_on_cpu(s.cm);
+  s.json = r.count("json") > 0;
+  s.timing = r.count("timing") > 0;
+  s.quiet = r.count("quiet") > 0;
+
+  const std::string decoder_arg = r["decoder"].as<std::string>();
+  if (decoder_arg != "auto" && decoder_arg != "gpu" && decoder_arg != "cpu")
+    throw UsageError("unknown --decoder '" + decoder_arg + "' (valid: auto, gpu, cpu)");
+  if (decoder_arg == "gpu" && !gpu::nvjpeg_built())
+    throw UsageError("--decoder gpu: this histeq was built without nvJPEG (valid here: auto, cpu)");
+  settle_backend(s.cm, err);
+  warn_inexact(s.cm, err);
+  if (decoder_arg == "gpu" && s.cm.opt.backend != Backend::cuda)
+    throw Error("--decoder gpu needs the CUDA backend, but it runs on the CPU (--backend cpu or no usable GPU)");
+  s.gpu_jpeg = gpu::nvjpeg_built() && s.cm.opt.backend == Backend::cuda && decoder_arg != "cpu";
+  s.io.equalize = s.cm.opt;  // the backend as settled
+  return s;
+}
+
+/// Writes the encoded output to the file (atomically) or to standard output.
+void emit(const Single& s, const std::vector<std::uint8_t>& encoded, std::ostream& out) {
+  if (s.output == "-") {
+    out.write(reinterpret_cast<const char*>(encoded.data()), std::streamsize(encoded.size()));
+    out.flush();
+    if (!out) throw Error("could not write to standard output");
+  } else {
+    write_file_atomic(s.output, encoded.data(), encoded.size());
+  }
+}
+
+/// The single-file report of the clahe / 16-bit path (text, --timing, --json).
+void print_item_op_report(const Single& s, const ItemReport& rep, double total_ms,
+                          std::ostream& out, std::ostream& err) {
+  const bool clahe = s.io.kind == ItemOpKind::clahe;
+  const ItemTimes& t = rep.times;
+  std::ostream& rout = s.output == "-" ? err : out;
+  if (s.timing) {
+    std::ostream& tout = (s.json || s.output == "-") ? err : out;
+    const std::pair<const char*, double> rows[] = {{"decode", t.decode_ms},
+                                                   {clahe ? "clahe" : "equalize", t.equalize_ms},
+                                                   {"encode", t.encode_ms},
+                                                   {"total", total_ms}};
+    tout << "stage            ms\n";
+    for (const auto& [name, ms] : rows)
+      tout << std::left << std::setw(10) << name << std::right << std::setw(9) << num(ms) << '\n';
+  }
+  const EqualizeReport& er = rep.equalize;
+  if (s.json) {
+    rout << dump_line(item_op_json(s.io, s.input, s.output, rep, total_ms)) << '\n';
+  } else if (!s.quiet || s.output != "-") {
+    rout << s.output << ": " << rep.width << "x" << rep.height << ", " << rep.output_channels
+         << (rep.output_channels == 1 ? " channel" : " channels") << ", " << rep.bit_depth
+         << "-bit, ";
+    if (clahe) rout << "clahe " << clahe_summary(s.io.clahe) << ", ";
+    rout << "mode " << to_string(er.mode) << ", kernel " << er.kernel << " on " << er.device
+         << ", " << num(total_ms, 1) << " ms\n";
+  }
+}
+
+/// The 8-bit single-file result: the images' shapes, the report, the codecs used.
+struct Equalized {
+  Image in;  ///< on the device path: shape and metadata only (the pixels stay on the GPU)
+  Image eq;
+  EqualizeReport rep;
+  std::string decoder = "stb_image";
+  std::string encoder;
+};
+
+/// JPEG in, nvJPEG available: decode on the device; JPEG out too: equalize and encode there.
+/// False when the device path did not write the output (the host equalizes and encodes).
+bool equalize_jpeg_on_device(const Single& s, const std::vector<std::uint8_t>& bytes, bool jpg_out,
+                             std::unique_ptr<gpu::JpegCodec>& codec, Equalized& e,
+                             std::ostream& out) {
+  auto geq = std::make_unique<gpu::Equalizer>();
+  gpu::JpegCodecOptions jo;
+  jo.max_pixels = s.cm.max_pixels;
+  codec = std::make_unique<gpu::JpegCodec>(geq->stream(), jo);
+  if (!jpg_out) {
+    e.in = codec->decode_to_host({bytes.data(), bytes.size(), s.name}, &e.decoder);
+    return false;
+  }
+  const gpu::JpegOnDevice d = gpu::equalize_jpeg_on_device(
+      *geq, *codec, {bytes.data(), bytes.size(), s.name}, s.cm.opt,
+      {s.enc.quality, s.enc.subsampling}, &e.rep);
+  emit(s, d.bytes, out);
+  e.in.width = e.eq.width = d.width;
+  e.in.height = e.eq.height = d.height;
+  e.in.channels = d.channels;
+  e.eq.channels = d.out_channels;
+  e.decoder = d.decoder;
+  e.encoder = "nvjpeg";
+  e.rep.times.decode_ms = d.decode_ms;
+  e.rep.times.encode_ms = d.encode_ms;
+  return true;
+}
+
+/// Decodes, equalizes and encodes one 8-bit image; writes the output. t_start: before the
+/// input was read (the decode and total times include reading it).
+Equalized equalize_one(const Single& s, const std::vector<std::uint8_t>& bytes,
+                       Clock::time_point t_start, std::ostream& out) {
+  const bool jpg_out = jpeg_ext(fs_extension_lower(s.out_ext));
+  Equalized e;
+  e.encoder = jpg_out ? "libjpeg-turbo" : "stb_image_write";
+  const bool is_jpeg = jpeg::is_jpeg(bytes.data(), bytes.size());
+  if (is_jpeg) e.decoder = "libjpeg-turbo";
+  std::unique_ptr<gpu::JpegCodec> codec;
+  bool done = false;  // equalized and written on the device path
+  if (s.gpu_jpeg && is_jpeg) {
+    done = equalize_jpeg_on_device(s, bytes, jpg_out, codec, e, out);
+  } else {
+    e.in = decode_image(bytes.data(), bytes.size(), s.name, s.cm.max_pixels);
+  }
+  if (!done) {
+    const double decode_ms = ms_since(t_start);
+    e.eq = equalize(e.in, s.cm.opt, &e.rep);
+    const Clock::time_point t_enc = Clock::now();
+    if (jpg_out && s.gpu_jpeg) {
+      if (!codec) codec = std::make_unique<gpu::JpegCodec>(nullptr, gpu::JpegCodecOptions{});
+      emit(s, codec->encode(e.eq, {s.enc.quality, s.enc.subsampling}), out);
+      e.encoder = "nvjpeg";
+    } else {
+      emit(s, encode_image(e.eq, s.out_ext, s.enc), out);
+    }
+    e.rep.times.encode_ms = ms_since(t_enc);
+    e.rep.times.decode_ms = decode_ms;
+  }
+  e.rep.times.total_ms = ms_since(t_start);  // wall time from decode start to encode end
+  return e;
+}
+
+/// --timing of one 8-bit file: a row per stage, the histogram's GB/s.
+void print_single_timing(std::ostream& tout, const StageTimes& t, bool on_cpu, double hist_bytes,
+                         double gbps) {
+  const struct {
+    const char* name;
+    double ms;
+    bool device_only;
+  } rows[] = {{"decode", t.decode_ms, false},       {"upload", t.upload_ms, true},
+              {"histogram", t.histogram_ms, false}, {"CDF+LUT", t.cdf_lut_ms, false},
+              {"apply", t.apply_ms, false},         {"download", t.download_ms, true},
+              {"encode", t.encode_ms, false},       {"total", t.total_ms, false}};
+  tout << "stage            ms\n";
+  for (const auto& row : rows) {
+    tout << std::left << std::setw(10) << row.name << std::right << std::setw(9);
+    if (row.device_only && on_cpu) {
+      tout << "-";
+    } else {
+      tout << num(row.ms);
+    }
+    if (std::string(row.name) == "histogram" && std::isfinite(gbps)) {
+      tout << "  " << num(gbps, 2) << " GB/s (" << std::uint64_t(hist_bytes) << " bytes)";
+    }
+    tout << '\n';
+  }
+}
+
+/// The report of one 8-bit file: the lost counts of a racy kernel, --timing, --json or a line.
+void report_single(const Single& s, const Equalized& e, std::ostream& out, std::ostream& err) {
+  const int planes = plane_count(e.rep.mode, e.in.channels);
+  report_lost(s.cm, e.rep, std::uint64_t(e.in.pixel_count()) * std::uint64_t(planes), err);
+  const StageTimes& t = e.rep.times;
+  const double hist_bytes = double(e.in.pixel_count()) * planes;
+  const double gbps = t.histogram_ms > 0 ? hist_bytes / (t.histogram_ms * 1e6) : NAN;
+  std::ostream& rout = s.output == "-" ? err : out;  // stdout holds the image
+  if (s.timing) {
+    print_single_timing((s.json || s.output == "-") ? err : out, t, e.rep.backend != "cuda",
+                        hist_bytes, gbps);
+  }
+  if (s.json) {
+    EqualizeFacts f;
+    f.input = s.input;
+    f.output = s.output;
+    f.width = e.in.width;
+    f.height = e.in.height;
+    f.channels = e.in.channels;
+    f.output_channels = e.eq.channels;
+    f.formula = s.cm.opt.formula;
+    f.decoder = e.decoder;
+    f.encoder = e.encoder;
+    f.histogram_bytes = hist_bytes;
+    f.histogram_gbps = gbps;
+    rout << dump_line(equalize_json(f, e.rep)) << '\n';
+  } else if (!s.quiet || s.output != "-") {
+    rout << s.output << ": " << e.eq.width << "x" << e.eq.height << ", " << e.eq.channels
+         << (e.eq.channels == 1 ? " channel" : " channels") << ", mode " << to_string(e.rep.mode)
+         << ", kernel " << e.rep.kernel << " on " << e.rep.device << ", " << num(t.total_ms, 1)
+         << " ms";
+    if (e.decoder != "stb_image") rout << " (decoder " << e.decoder << ", encoder " << e.encoder << ")";
+    rout << '\n';
+  }
+}
+
+/// One input, one output file, plus '-' for standard input/output.
+int run_single(const cxxopts::ParseResult& r, bool clahe, const std::string& input,
+               const std::string& output, std::ostream& out, std::ostream& err) {
+  const Single s = settle_single(r, clahe, input, output, err);
+  const Clock::time_point t_start = Clock::now();
+  const std::vector<std::uint8_t> bytes = input == "-" ? read_stdin() : read_image_file(input);
+  // CLAHE, 16-bit inputs, --depth 16: the per-file operation (the same as in a batch)
+  if (needs_item_op(s.io, is_16bit_data(bytes.data(), bytes.size())) || pnm_ext(s.out_ext)) {
+    ItemReport ir;
+    emit(s, run_item(s.io, bytes.data(), bytes.size(), s.name, s.out_ext, ir), out);
+    print_item_op_report(s, ir, ms_since(t_start), out, err);
+    return 0;
+  }
+  report_single(s, equalize_one(s, bytes, t_start, out), out, err);
+  // The output is committed by now: a report that cannot be written (a full or closed stdout)
+  // is an error that says so, rather than one that reads as if nothing had been written.
+  out.flush();
+  if (!out)
+    throw Error("the image " + output + " was written, but the report could not be written to "
+                "standard output (full or closed)");
+  return 0;
+}
+
+}  // namespace
+
+int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                 bool clahe) {
+  const std::string cmd = clahe ? "clahe" : "equalize";
+  Command c(cmd, equalize_description(clahe));
+  add_equalize_options(c, clahe);
+  const cxxopts::ParseResult r = c.parse(args);
+  if (r.count("help")) {
+    out << c.options.help();
+    return 0;
+  }
+  if (!r.count("input")) throw UsageError(cmd + ": missing INPUT (usage: histeq " + cmd + " INPUT -o OUTPUT)");
+  if (!r.count("output")) throw UsageError(cmd + ": missing -o OUTPUT (usage: histeq " + cmd + " INPUT -o OUTPUT)");
+  if (clahe && r["kernel"].as<std::string>() != "auto")
+    throw UsageError("--kernel: clahe computes its tile histograms with its own kernels (valid: auto)");
+  if (clahe && r["decoder"].as<std::string>() == "gpu")
+    throw UsageError("--decoder gpu: clahe decodes JPEG with libjpeg-turbo (valid: auto, cpu)");
+  const std::vector<std::string> inputs = r["input"].as<std::vector<std::string>>();
+  const std::string output = r["output"].as<std::string>();
+  if (is_batch(cmd, inputs, output)) return run_equalize_batch(r, clahe, inputs, output, out, err);
+  return run_single(r, clahe, inputs.front(), output, out, err);
+}
+
+}  // namespace histeq::cli

@@ -1,0 +1,96 @@
+// cli/histogram.cpp — `histeq histogram`: the 256-bin (16-bit inputs: 65536-bin) histogram of
+// an image's planes as text or CSV; several files or --json: a batch (cli/batch.hpp).
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cli/batch.hpp"
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "histeq/error.hpp"
+#include "histeq/image_io.hpp"
+
+namespace histeq::cli {
+
+int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  Command c("histogram",
+            "Prints the 256-bin histogram of an image's planes: one plane (gray, or Y for luma "
+            "and gray modes) or three (R, G, B for --mode rgb on a colour image).");
+  c.options.add_options()("input", "input images or folders ('-': standard input)",
+                          cxxopts::value<std::vector<std::string>>());
+  add_kernel_backend(c);
+  add_batch_options(c, false);
+  add_depth(c);
+  c.add_flag("csv", "CSV: header 'bin,count' (three planes: 'bin,r,g,b'), then one line per bin; several files: a block per file with a first column 'file'");
+  c.add_flag("json", "several files: one JSON object per file per line (JSON Lines), then a summary object");
+  c.add_flag("timing", "several files: per stage the summed milliseconds and the wall time (stderr)");
+  c.add_flag("h,help", "print this help");
+  c.options.parse_positional({"input"});
+  c.options.positional_help("INPUT...");
+
+  const cxxopts::ParseResult r = c.parse(args);
+  if (r.count("help")) {
+    out << c.options.help();
+    return 0;
+  }
+  if (!r.count("input")) throw UsageError("histogram: missing INPUT (usage: histeq histogram INPUT)");
+  const std::vector<std::string> inputs = r["input"].as<std::vector<std::string>>();
+  const std::string& input = inputs.front();
+  Common cm = read_common(r);
+  const bool csv = r.count("csv") > 0;
+  ItemOpOptions io = item_op_options(r, cm, ItemOpKind::histogram);
+  {
+    std::error_code ec;
+    if (inputs.size() > 1 || (input != "-" && fs::is_directory(input, ec)) || r.count("json")) {
+      if (input == "-" && inputs.size() == 1)
+        throw UsageError("histogram --json reads files, not standard input");
+      warn_inexact(cm, err);
+      return run_batch(r, cm, Task::histogram, inputs, "", out, err,
+                       [csv](std::ostream& o, const ItemReport& rep) {
+                         const auto& hs = rep.equalize.histograms;
+                         const char sep = csv ? ',' : ' ';
+                         if (csv) o << (hs.size() == 3 ? "file,bin,r,g,b" : "file,bin,count") << '\n';
+                         else o << "==> " << rep.input << " <==\n";
+                         const std::size_t bins = hs.empty() ? 256 : hs.front().size();
+                         for (std::size_t b = 0; b < bins; ++b) {
+                           if (csv) o << rep.input << ',';
+                           o << b;
+                           for (const Histogram& h : hs) o << sep << (b < h.size() ? h[b] : 0);
+                           o << '\n';
+                         }
+                       },
+                       make_item_op(io, r));
+    }
+  }
+
+  refuse_kernel_on_cpu(cm);
+  settle_backend(cm, err);
+  warn_inexact(cm, err);
+  const std::vector<std::uint8_t> bytes = input == "-" ? read_stdin() : read_image_file(input);
+  const std::string name = input == "-" ? "(standard input)" : input;
+  std::vector<Histogram> hs;
+  io.equalize = cm.opt;  // the backend as settled
+  if (needs_item_op(io, is_16bit_data(bytes.data(), bytes.size()))) {  // 65536 bins
+    ItemReport ir;
+    run_item(io, bytes.data(), bytes.size(), name, "", ir);
+    hs = std::move(ir.equalize.histograms);
+  } else {
+    const Image in = decode_image(bytes.data(), bytes.size(), name, cm.max_pixels);
+    EqualizeReport rep;
+    hs = image_histograms(in, cm.opt, &rep);
+    report_lost(cm, rep, std::uint64_t(in.pixel_count()) * hs.size(), err);
+  }
+
+  const char sep = csv ? ',' : ' ';
+  if (csv) out << (hs.size() == 3 ? "bin,r,g,b" : "bin,count") << '\n';
+  const std::size_t bins = hs.empty() ? 256 : hs.front().size();
+  for (std::size_t b = 0; b < bins; ++b) {
+    out << b;
+    for (const Histogram& h : hs) out << sep << (b < h.size() ? h[b] : 0);
+    out << '\n';
+  }
+  return 0;
+}
+
+}  // namespace histeq::cli

@@ -1,0 +1,432 @@
+// cli/options.cpp — the option parsing and validation the commands share (cli/options.hpp):
+// every parse or range error names the option and what it takes.
+#include "cli/options.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <ostream>
+#include <sstream>
+
+#include "histeq/error.hpp"
+#include "histeq/image_io.hpp"
+#include "histeq/jpeg_codec.hpp"
+
+namespace histeq::cli {
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::string num(double v, int prec) {
+  if (!std::isfinite(v)) return "null";
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(prec) << v;
+  return s.str();
+}
+
+
+namespace {
+
+// cxxopts quotes names with ‘…’; our messages use plain ASCII quotes.
+std::string ascii_quotes(std::string s) {
+  for (const char* q : {"\xE2\x80\x98", "\xE2\x80\x99"}) {
+    for (std::size_t p; (p = s.find(q)) != std::string::npos;) s.replace(p, 3, "'");
+  }
+  return s;
+}
+
+/// What each numeric option takes, for the parse error of a value cxxopts cannot read
+/// ("Argument '-1' failed to parse" names neither the option nor the range).
+const std::map<std::string, std::string>& value_ranges() {
+  static const std::map<std::string, std::string> m = {
+      {"--max-pixels", "a whole number of pixels in 1..18446744073709551615"},
+      {"--jobs", "a whole number >= 0 (0: the number of cores)"},
+      {"--max-inflight-mb", "a whole number of megabytes >= 1"},
+      {"--png-level", "a whole number in 0..9"},
+      {"--quality", "a whole number in 1..100"},
+      {"--depth", "8 or 16"},
+      {"--clip", "a finite number >= 0"},
+      {"--bins", "a whole number in 1..4096"},
+  };
+  return m;
+}
+
+/// The option (as "--long") whose value `value` is in args: "--opt value", "-o value",
+/// "--opt=value"; empty when none is found.
+std::string option_of_value(const std::vector<std::string>& args, const std::string& value,
+                            const cxxopts::Options& options) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string opt;
+    if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
+      if (a.substr(a.find('=') + 1) != value) continue;
+      opt = a.substr(0, a.find('='));
+    } else if (i + 1 < args.size() && args[i + 1] == value && a.size() > 1 && a[0] == '-') {
+      opt = a;
+    } else {
+      continue;
+    }
+    if (opt.rfind("--", 0) == 0) return opt;
+    // a short option: its long name from the help groups
+    for (const auto& g : options.groups()) {
+      for (const auto& o : options.group_help(g).options) {
+        if ("-" + o.s == opt) return "--" + o.l.front();
+      }
+    }
+    return opt;
+  }
+  return "";
+}
+
+}  // namespace
+
+Command::Command(const std::string& cmd, const std::string& description)
+    : name(cmd), options("histeq " + cmd, description) {
+  options.set_width(110);
+}
+
+void Command::add_name(const std::string& spec) {
+  const auto comma = spec.find(',');
+  names.push_back("--" + (comma == std::string::npos ? spec : spec.substr(comma + 1)));
+}
+
+void Command::add_flag(const std::string& spec, const std::string& help) {
+  options.add_options()(spec, help);
+  add_name(spec);
+}
+
+std::string Command::valid() const {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+std::string Command::value_help(const std::string& option) const {
+  const auto& m = value_ranges();
+  const auto it = m.find(option);
+  return it == m.end() ? std::string() : it->second;
+}
+
+cxxopts::ParseResult Command::parse(const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  const std::string prog = "histeq " + name;
+  argv.push_back(prog.c_str());
+  for (const auto& a : args) argv.push_back(a.c_str());
+  try {
+    cxxopts::ParseResult r = options.parse(static_cast<int>(argv.size()), argv.data());
+    if (!r.unmatched().empty()) {
+      throw UsageError("unexpected argument '" + r.unmatched().front() + "' for 'histeq " + name +
+                       "' (see 'histeq " + name + " --help')");
+    }
+    return r;
+  } catch (const cxxopts::exceptions::no_such_option& e) {
+    // cxxopts says "Option 'x' does not exist"; name it as the user typed it.
+    const std::string msg = ascii_quotes(e.what());
+    const auto a = msg.find('\''), b = msg.rfind('\'');
+    std::string opt = (a != std::string::npos && b > a) ? msg.substr(a + 1, b - a - 1) : msg;
+    if (!opt.empty() && opt[0] != '-') opt = (opt.size() == 1 ? "-" : "--") + opt;
+    throw UsageError("unknown option '" + opt + "' for 'histeq " + name +
+                     "'; valid options: " + valid());
+  } catch (const cxxopts::exceptions::incorrect_argument_type& e) {
+    // "Argument 'X' failed to parse": name the option that had X, and what it takes.
+    const std::string msg = ascii_quotes(e.what());
+    const auto a = msg.find('\''), b = msg.rfind('\'');
+    const std::string value = (a != std::string::npos && b > a) ? msg.substr(a + 1, b - a - 1) : "";
+    const std::string opt = option_of_value(args, value, options);
+    if (opt.empty()) throw UsageError(msg + " in 'histeq " + name + "' (see 'histeq " + name + " --help')");
+    const std::string takes = value_help(opt);
+    throw UsageError(opt + " takes " + (takes.empty() ? std::string("a number") : takes) +
+                     ", got '" + value + "' (see 'histeq " + name + " --help')");
+  } catch (const cxxopts::exceptions::exception& e) {
+    throw UsageError(ascii_quotes(e.what()) + " in 'histeq " + name + "' (see 'histeq " + name +
+                     " --help')");
+  }
+}
+
+
+// ---- shared option groups ----
+
+void add_kernel_backend(Command& c) {
+  c.add("k,kernel", "histogram kernel: auto (the fastest exact one) or a name from 'histeq kernels'",
+        cxxopts::value<std::string>()->default_value("auto"), "NAME");
+  c.add("b,backend", "where to run: auto (GPU if usable, else CPU), cuda, cpu",
+        cxxopts::value<std::string>()->default_value("auto"), "NAME");
+  c.add("m,mode", "colour images: luma (Y of YCbCr, default), rgb (each channel), gray (one channel of equalized luma)",
+        cxxopts::value<std::string>(), "NAME");
+  c.add("max-pixels", "refuse images with more than N pixels (width x height), checked from the header",
+        cxxopts::value<std::uint64_t>()->default_value(std::to_string(kDefaultMaxPixels)), "N");
+}
+
+void add_depth(Command& c) {
+  c.add("depth", "bits per sample to work at and write: 8 (16-bit inputs converted, round(v/257)) or 16 (8-bit inputs widened, v*257, written as 16-bit PNG/PGM/PPM); default: the input's own (16-bit PNG/PGM/PPM stay 16-bit)",
+        cxxopts::value<int>(), "BITS");
+}
+
+int read_depth(const cxxopts::ParseResult& r) {
+  if (!r.count("depth")) return 0;
+  const int d = r["depth"].as<int>();
+  if (d != 8 && d != 16) throw UsageError("--depth must be 8 or 16, got " + std::to_string(d));
+  return d;
+}
+
+void parse_tiles(const std::string& s, ClaheOptions& o) {
+  const std::string range = "1.." + std::to_string(kMaxClaheTiles);
+  const auto x = s.find_first_of("xX");
+  auto side = [&](const std::string& t, int& v) {
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError("--tiles takes WxH (columns x rows, each " + range + "), e.g. 8x8; got '" + s + "'");
+    const long n = std::stol(t);
+    if (n < 1 || n > kMaxClaheTiles)
+      throw UsageError("--tiles: each side must be in " + range + ", got '" + s + "'");
+    v = int(n);
+  };
+  if (x == std::string::npos)
+    throw UsageError("--tiles takes WxH (columns x rows, each " + range + "), e.g. 8x8; got '" + s + "'");
+  side(s.substr(0, x), o.tiles_x);
+  side(s.substr(x + 1), o.tiles_y);
+}
+
+
+Common read_common(const cxxopts::ParseResult& r) {
+  Common c;
+  c.opt.kernel = r["kernel"].as<std::string>();
+  if (c.opt.kernel != "auto") c.entry = &kernels::find_kernel(c.opt.kernel);
+  c.opt.backend = parse_backend(r["backend"].as<std::string>());
+  if (r.count("mode")) c.opt.mode = parse_mode(r["mode"].as<std::string>());
+  c.max_pixels = r["max-pixels"].as<std::uint64_t>();
+  if (c.max_pixels == 0) {
+    throw UsageError("--max-pixels must be at least 1 (it takes " +
+                     value_ranges().at("--max-pixels") + "), got 0");
+  }
+  return c;
+}
+
+void refuse_kernel_on_cpu(const Common& c) {
+  if (c.entry && c.opt.backend == Backend::cpu) {
+    throw UsageError("--kernel " + std::string(c.entry->name) +
+                     " is a GPU kernel; --backend cpu counts with the CPU's own loop (valid with "
+                     "--backend cpu: --kernel auto)");
+  }
+}
+
+void settle_backend(Common& c, std::ostream& err) {
+  std::string why;
+  const Backend requested = c.opt.backend;
+  c.opt.backend = resolve_backend(requested, &why);
+  if (requested == Backend::automatic && c.opt.backend == Backend::cpu) {
+    err << "histeq: no usable CUDA device (" << (why.empty() ? "unknown reason" : why)
+        << "); running on the CPU\n";
+  }
+}
+
+void warn_inexact(const Common& c, std::ostream& err) {
+  if (c.entry && !c.entry->exact) {
+    err << "histeq: warning: kernel '" << c.entry->name
+        << "' is not exact (unsynchronized updates lose counts); never use it for real output\n";
+  }
+}
+
+void report_lost(const Common& c, const EqualizeReport& rep, std::uint64_t total,
+                 std::ostream& err) {
+  if (!c.entry || c.entry->exact) return;
+  if (rep.backend != "cuda") {
+    err << "histeq: kernel '" << c.entry->name << "' runs only on the GPU; the CPU counted exactly\n";
+    return;
+  }
+  err << "histeq: kernel '" << c.entry->name << "' lost " << rep.racy_lost << " of " << total
+      << " counts";
+  if (total > 0) {
+    err << " (" << std::fixed << std::setprecision(2) << 100.0 * double(rep.racy_lost) / double(total)
+        << "%)";
+  }
+  err << '\n';
+}
+
+// ---- batch options and file names ----
+
+
+void add_batch_options(Command& c, bool equalize) {
+  c.add_flag("r,recursive", "folder inputs: descend into subfolders (outputs keep the relative path)");
+  c.add("jobs", "CPU worker threads for a batch (0: the number of cores)",
+        cxxopts::value<int>()->default_value("0"), "N");
+  c.add("max-inflight-mb", "cap on the megabytes of images in flight in a batch (default: max(256, 128 x jobs), at most a quarter of the memory)",
+        cxxopts::value<std::size_t>(), "MB");
+  c.add("devices", "CUDA device ordinals for a batch, one worker each (e.g. 0,1 or 0,0); default: all (two workers each when nvJPEG takes the JPEGs)",
+        cxxopts::value<std::string>(), "LIST");
+  c.add_flag("quiet", "no notes, no progress bar, no summary line on stderr (errors still)");
+  if (equalize) {
+    c.add("format", "output format of every file: png, jpg, bmp, tga; pgm, ppm for 16-bit outputs (default: each input's own; required with -o -)",
+          cxxopts::value<std::string>(), "FMT");
+    c.add("png-level", "PNG deflate level 0..9 (libdeflate; 0: stored, 9: smallest)",
+          cxxopts::value<int>()->default_value(std::to_string(kDefaultPngLevel)), "L");
+  }
+}
+
+std::string lower_ext(const fs::path& p) {
+  std::string e = p.extension().string();
+  for (char& ch : e) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return e;
+}
+
+bool readable_ext(const std::string& e) {
+  static const char* k[] = {".png", ".jpg", ".jpeg", ".bmp", ".tga", ".gif", ".pnm", ".pgm", ".ppm"};
+  for (const char* x : k)
+    if (e == x) return true;
+  return false;
+}
+bool writable_ext(const std::string& e) {
+  return e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".bmp" || e == ".tga";
+}
+
+std::string parse_format(const std::string& f) {
+  std::string e = f;
+  for (char& ch : e) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  if (!e.empty() && e[0] == '.') e.erase(0, 1);
+  if (e == "png" || e == "jpg" || e == "bmp" || e == "tga") return "." + e;
+  if (e == "jpeg") return ".jpg";
+  if (e == "pgm" || e == "ppm") return "." + e;  // 16-bit outputs only (cli/depth.cpp)
+  throw UsageError("unknown --format '" + f + "' (valid: png, jpg, bmp, tga; pgm, ppm for 16-bit outputs)");
+}
+
+std::vector<int> parse_devices(const std::string& s) {
+  std::vector<int> v;
+  std::stringstream ss(s);
+  for (std::string t; std::getline(ss, t, ',');) {
+    char* end = nullptr;
+    const long d = std::strtol(t.c_str(), &end, 10);
+    if (t.empty() || *end != '\0' || d < 0 || d > 1024)
+      throw UsageError("--devices takes CUDA device ordinals separated by commas, e.g. 0,1; got '" + s + "'");
+    v.push_back(int(d));
+  }
+  if (v.empty()) throw UsageError("--devices: empty list");
+  return v;
+}
+
+
+bool jpeg_ext(const std::string& e) { return e == ".jpg" || e == ".jpeg"; }
+
+int read_png_level(const cxxopts::ParseResult& r) {
+  const int level = r["png-level"].as<int>();
+  if (level < 0 || level > 9) {
+    throw UsageError("--png-level takes " + value_ranges().at("--png-level") + ", got " +
+                     std::to_string(level));
+  }
+  return level;
+}
+
+int read_quality(const cxxopts::ParseResult& r) {
+  const int quality = r["quality"].as<int>();
+  if (quality < 1 || quality > 100) {
+    throw UsageError("--quality takes " + value_ranges().at("--quality") + ", got " +
+                     std::to_string(quality));
+  }
+  return quality;
+}
+
+void refuse_jpeg_options(const cxxopts::ParseResult& r, const std::string& ext) {
+  if (jpeg_ext(fs_extension_lower(ext))) return;
+  for (const char* o : {"quality", "subsampling"}) {
+    if (r.count(o)) {
+      throw UsageError(std::string("--") + o + " applies to JPEG outputs only, and this output is " +
+                       (ext.empty() ? std::string("not JPEG") : "'" + ext + "'") +
+                       " (write .jpg, or use --format jpg, or leave --" + o + " out)");
+    }
+  }
+}
+
+void refuse_png_options(const cxxopts::ParseResult& r, const std::string& ext) {
+  if (fs_extension_lower(ext) == ".png" || !r.count("png-level")) return;
+  throw UsageError("--png-level applies to PNG outputs only, and this output is " +
+                   (ext.empty() ? std::string("not PNG") : "'" + ext + "'") +
+                   " (write .png, or use --format png, or leave --png-level out)");
+}
+
+
+/// Standard input, whole.
+std::vector<std::uint8_t> read_stdin() {
+  std::vector<std::uint8_t> v;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw Error(std::string("cannot read standard input: ") + std::strerror(errno));
+    }
+    if (n == 0) break;
+    v.insert(v.end(), buf, buf + n);
+  }
+  if (v.empty()) throw Error("cannot read standard input: it is empty");
+  return v;
+}
+
+
+bool stderr_is_tty(std::ostream& err) { return &err == &std::cerr && ::isatty(STDERR_FILENO); }
+
+
+// ---- the per-file operation (clahe, 16-bit) ----
+
+
+std::string fs_extension_lower(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  const std::size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+  std::string e = path.substr(dot);
+  for (char& ch : e) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return e;
+}
+
+ItemOpOptions item_op_options(const cxxopts::ParseResult& r, const Common& cm, ItemOpKind kind) {
+  ItemOpOptions io;
+  io.kind = kind;
+  io.equalize = cm.opt;
+  io.max_pixels = cm.max_pixels;
+  io.depth = read_depth(r);
+  if (kind == ItemOpKind::histogram) return io;
+  io.encode.quality = r["quality"].as<int>();
+  io.encode.png_level = r["png-level"].as<int>();
+  io.encode.subsampling = jpeg::parse_subsampling(r["subsampling"].as<std::string>());
+  if (kind == ItemOpKind::clahe) {
+    io.clahe.clip_limit = r["clip"].as<double>();
+    if (!(io.clahe.clip_limit >= 0) || !std::isfinite(io.clahe.clip_limit)) {
+      std::ostringstream v;
+      v << io.clahe.clip_limit;
+      throw UsageError("--clip must be a finite number >= 0 (OpenCV's clipLimit; 0: no clipping), got " +
+                       v.str());
+    }
+    parse_tiles(r["tiles"].as<std::string>(), io.clahe);
+    validate(io.clahe);
+  }
+  return io;
+}
+
+bool pnm_ext(std::string e) {
+  for (char& ch : e) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return e == ".pgm" || e == ".ppm";
+}
+
+ExecutorOptions::ItemOp make_item_op(ItemOpOptions io, const cxxopts::ParseResult& r) {
+  io.spread_over_devices = true;
+  if (r.count("devices")) io.devices = parse_devices(r["devices"].as<std::string>());
+  return [io](const std::vector<std::uint8_t>& bytes, const std::string& ext, ItemReport& rep,
+              std::vector<std::uint8_t>* encoded) {
+    if (!needs_item_op(io, is_16bit_data(bytes.data(), bytes.size())) && !pnm_ext(ext)) return false;
+    *encoded = run_item(io, bytes.data(), bytes.size(), rep.input, ext, rep);
+    return true;
+  };
+}
+
+std::string clahe_summary(const ClaheOptions& o) {
+  std::ostringstream s;
+  s << "clip " << o.clip_limit << ", tiles " << o.tiles_x << "x" << o.tiles_y;
+  return s.str();
+}
+
+}  // namespace histeq::cli

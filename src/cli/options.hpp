@@ -1,0 +1,125 @@
+// cli/options.hpp — what the commands of the command line share: the cxxopts wrapper that names
+// the command and its valid options in every parse error (Command), the option groups several
+// commands take (kernel/backend/mode/max-pixels, batch, depth) and their validation, the file
+// name helpers, and the per-file operation built from the options (cli/depth.hpp).
+// Room cli (docs/architecture.md): not installed.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <cxxopts.hpp>
+
+#include "cli/depth.hpp"
+#include "histeq/clahe.hpp"
+#include "histeq/executor.hpp"
+#include "histeq/pipeline.hpp"
+#include "registry.hpp"
+
+namespace histeq::cli {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+/// The commands, for "unknown command" messages.
+inline constexpr const char* kCommands = "equalize, clahe, histogram, kernels, bench, lesson";
+
+double ms_since(Clock::time_point t0);
+
+/// v with `prec` decimals ("null" when not finite), for the text reports.
+std::string num(double v, int prec = 3);
+
+/// One command's options plus the list of their names, for "valid options: ..." messages.
+struct Command {
+  std::string name;
+  cxxopts::Options options;
+  std::vector<std::string> names;
+
+  Command(const std::string& cmd, const std::string& description);
+
+  /// spec as cxxopts: "o,output" or "json".
+  template <class V>
+  void add(const std::string& spec, const std::string& help, V value,
+           const std::string& arg_help = "") {
+    options.add_options()(spec, help, value, arg_help);
+    add_name(spec);
+  }
+  void add_flag(const std::string& spec, const std::string& help);
+  std::string valid() const;
+
+  /// Parses args (after the command word). Extra positional arguments and cxxopts errors become
+  /// UsageError naming the command, the option and what it takes.
+  cxxopts::ParseResult parse(const std::vector<std::string>& args);
+
+ private:
+  void add_name(const std::string& spec);
+  std::string value_help(const std::string& option) const;
+};
+
+// ---- shared option groups ----
+
+void add_kernel_backend(Command& c);
+void add_depth(Command& c);
+/// --depth: 0 (not given), 8 or 16 (UsageError for others).
+int read_depth(const cxxopts::ParseResult& r);
+/// --tiles WxH: W columns by H rows, each 1..kMaxClaheTiles.
+void parse_tiles(const std::string& s, ClaheOptions& o);
+
+/// The options every image command takes: kernel, backend, mode, max-pixels.
+struct Common {
+  EqualizeOptions opt;
+  std::uint64_t max_pixels = kDefaultMaxPixels;
+  const kernels::KernelEntry* entry = nullptr;  // null for "auto"
+};
+
+/// Validates kernel/backend/mode/max-pixels (all UsageError) before any work is done.
+Common read_common(const cxxopts::ParseResult& r);
+/// Refuses --kernel NAME with --backend cpu: the CPU counts with its own loop, never a GPU
+/// kernel, so the option would do nothing.
+void refuse_kernel_on_cpu(const Common& c);
+/// Resolves --backend; says once on `err` when auto falls back to the CPU. Throws Error when
+/// cuda was asked for and no device is usable.
+void settle_backend(Common& c, std::ostream& err);
+void warn_inexact(const Common& c, std::ostream& err);
+void report_lost(const Common& c, const EqualizeReport& rep, std::uint64_t total,
+                 std::ostream& err);
+
+// ---- batch options and file names ----
+
+void add_batch_options(Command& c, bool equalize);
+/// --png-level, checked (0..9).
+int read_png_level(const cxxopts::ParseResult& r);
+/// --quality, checked (1..100).
+int read_quality(const cxxopts::ParseResult& r);
+/// Refuses --quality / --subsampling given for an output that is not JPEG (ext: ".png", ...;
+/// empty: each input's own format, checked per file by the caller).
+void refuse_jpeg_options(const cxxopts::ParseResult& r, const std::string& ext);
+/// Refuses --png-level given for an output that is not PNG.
+void refuse_png_options(const cxxopts::ParseResult& r, const std::string& ext);
+
+std::string lower_ext(const fs::path& p);
+bool readable_ext(const std::string& e);
+bool writable_ext(const std::string& e);
+/// --format NAME → ".ext" (UsageError for others).
+std::string parse_format(const std::string& f);
+std::vector<int> parse_devices(const std::string& s);
+/// The extension of a path, lower case, with its dot ("" when none).
+std::string fs_extension_lower(const std::string& path);
+bool pnm_ext(std::string e);
+bool jpeg_ext(const std::string& e);
+
+/// Standard input, whole.
+std::vector<std::uint8_t> read_stdin();
+bool stderr_is_tty(std::ostream& err);
+
+// ---- the per-file operation (clahe, 16-bit) ----
+
+/// The per-file operation of clahe / 16-bit equalize (cli/depth.hpp) from the parsed options.
+ItemOpOptions item_op_options(const cxxopts::ParseResult& r, const Common& cm, ItemOpKind kind);
+ExecutorOptions::ItemOp make_item_op(ItemOpOptions io, const cxxopts::ParseResult& r);
+std::string clahe_summary(const ClaheOptions& o);
+
+}  // namespace histeq::cli

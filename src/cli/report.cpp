@@ -1,0 +1,140 @@
+// cli/report.cpp — the command line's JSON reports (cli/report.hpp), one serializer each.
+#include "cli/report.hpp"
+
+#include "bench/json_text.hpp"
+
+#include <cmath>
+#include <cstdint>
+
+namespace histeq::cli {
+
+void put_path(Json& j, const std::string& key, const std::string& s) {
+  json_text::put_text(j, key, s);
+}
+
+std::string dump_line(const Json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Json ms3(double v) {
+  if (!std::isfinite(v)) return nullptr;
+  return std::round(v * 1000.0) / 1000.0;
+}
+
+namespace {
+
+Json batch_times_json(const ItemTimes& t) {
+  return Json{{"read", ms3(t.read_ms)},         {"decode", ms3(t.decode_ms)},
+              {"upload", ms3(t.upload_ms)},     {"equalize", ms3(t.equalize_ms)},
+              {"download", ms3(t.download_ms)}, {"encode", ms3(t.encode_ms)},
+              {"write", ms3(t.write_ms)}};
+}
+
+}  // namespace
+
+Json equalize_json(const EqualizeFacts& f, const EqualizeReport& rep) {
+  const StageTimes& t = rep.times;
+  Json j;
+  put_path(j, "input", f.input);
+  put_path(j, "output", f.output);
+  j["width"] = f.width;
+  j["height"] = f.height;
+  j["channels"] = f.channels;
+  j["output_channels"] = f.output_channels;
+  j["mode"] = to_string(rep.mode);
+  j["formula"] = to_string(f.formula);
+  j["kernel"] = rep.kernel;
+  j["backend"] = rep.backend;
+  j["device"] = rep.device;
+  j["racy_lost"] = rep.racy_lost;
+  j["times_ms"] = Json{{"decode", ms3(t.decode_ms)},       {"upload", ms3(t.upload_ms)},
+                       {"histogram", ms3(t.histogram_ms)}, {"cdf_lut", ms3(t.cdf_lut_ms)},
+                       {"apply", ms3(t.apply_ms)},         {"download", ms3(t.download_ms)},
+                       {"encode", ms3(t.encode_ms)},       {"total", ms3(t.total_ms)}};
+  j["histogram_bytes"] = std::uint64_t(f.histogram_bytes);
+  j["histogram_gbps"] = ms3(f.histogram_gbps);
+  j["decoder"] = f.decoder;
+  j["encoder"] = f.encoder;
+  return j;
+}
+
+Json item_op_json(const ItemOpOptions& io, const std::string& input, const std::string& output,
+                  const ItemReport& rep, double total_ms) {
+  const bool clahe = io.kind == ItemOpKind::clahe;
+  const EqualizeReport& er = rep.equalize;
+  const ItemTimes& t = rep.times;
+  Json j;
+  put_path(j, "input", input);
+  put_path(j, "output", output);
+  j["width"] = rep.width;
+  j["height"] = rep.height;
+  j["channels"] = rep.channels;
+  j["output_channels"] = rep.output_channels;
+  j["bit_depth"] = rep.bit_depth;
+  j["operation"] = clahe ? "clahe" : "equalize";
+  if (clahe) {
+    j["clip_limit"] = io.clahe.clip_limit;
+    j["tiles_x"] = io.clahe.tiles_x;
+    j["tiles_y"] = io.clahe.tiles_y;
+  }
+  j["mode"] = to_string(er.mode);
+  j["kernel"] = er.kernel;
+  j["backend"] = er.backend;
+  j["device"] = er.device;
+  j["times_ms"] = {{"decode", ms3(t.decode_ms)},
+                   {"equalize", ms3(t.equalize_ms)},
+                   {"encode", ms3(t.encode_ms)},
+                   {"total", ms3(total_ms)}};
+  j["decoder"] = rep.decoder;
+  j["encoder"] = rep.encoder;
+  return j;
+}
+
+Json batch_item_json(const ItemReport& rep, bool with_output, const std::string& error) {
+  Json j;
+  put_path(j, "input", rep.input);
+  if (with_output) put_path(j, "output", rep.output);
+  j["ok"] = rep.ok;
+  if (!rep.ok) {
+    j["error"] = error;
+    return j;
+  }
+  j["width"] = rep.width;
+  j["height"] = rep.height;
+  j["channels"] = rep.channels;
+  if (with_output) j["output_channels"] = rep.output_channels;
+  j["bit_depth"] = rep.bit_depth;
+  j["mode"] = to_string(rep.equalize.mode);
+  j["kernel"] = rep.equalize.kernel;
+  j["backend"] = rep.equalize.backend;
+  j["device"] = rep.equalize.device;
+  j["decoder"] = rep.decoder;
+  if (with_output) {
+    j["encoder"] = rep.encoder;
+    j["output_bytes"] = rep.output_bytes;
+  } else {
+    j["histograms"] = rep.equalize.histograms;
+  }
+  j["racy_lost"] = rep.equalize.racy_lost;
+  j["times_ms"] = batch_times_json(rep.times);
+  return j;
+}
+
+Json batch_summary_json(const BatchSummary& sum, int jobs) {
+  const double mps = sum.wall_s > 0 ? sum.megapixels / sum.wall_s : 0;
+  Json s;
+  s["summary"] = {{"files", sum.files},
+                  {"failures", sum.failures},
+                  {"megapixels", ms3(sum.megapixels)},
+                  {"seconds", ms3(sum.wall_s)},
+                  {"mp_per_s", ms3(mps)}};
+  s["summary"]["summed_ms"] = batch_times_json(sum.summed);
+  s["summary"]["jobs"] = jobs;
+  s["summary"]["peak_busy_workers"] = sum.peak_busy_workers;
+  s["summary"]["decoders"] = sum.decoders;
+  s["summary"]["device_init_ms"] = ms3(sum.device_init_ms);
+  s["summary"]["nvjpeg_init_ms"] = ms3(sum.nvjpeg_init_ms);
+  return s;
+}
+
+}  // namespace histeq::cli
