@@ -5,6 +5,7 @@
 // input, and the outputs against the OpenCV goldens. A few parsing checks also run in-process
 // through histeq::cli::run. GPU-only assertions skip with the reason when no device is usable.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -496,3 +497,142 @@ TEST_F(Cli, GpuEqualizeMatchesCpu) {
 }
 
 }  // namespace
+
+// ---- issue 13: JSON from nlohmann with non-UTF-8 names; every option acts or is refused ----
+
+namespace issue13 {
+
+class CliOptions : public Cli {};
+
+// A file name with byte 0xE9 (Latin-1 é): the single-file --json report is still valid JSON
+// (a strict UTF-8 parser takes it), the name written with U+FFFD plus its exact bytes in hex.
+TEST_F(CliOptions, SingleFileJsonWithNonUtf8NameParses) {
+  const fs::path in = dir_ / "caf\xE9.png";
+  fs::copy_file(sample("coins.png"), in);
+  const fs::path o = out("r\xE9sultat.png");
+  const Result r = run("equalize " + quote(in.string()) + " -o " + quote(o.string()) +
+                       " --backend cpu --json");
+  ASSERT_EQ(r.status, 0) << r;
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << r;
+  EXPECT_EQ(j["input"], (dir_ / "caf\xEF\xBF\xBD.png").string());  // U+FFFD for the 0xE9
+  std::string hex;
+  for (unsigned char ch : in.string()) {
+    static const char* digits = "0123456789abcdef";
+    hex += digits[ch >> 4];
+    hex += digits[ch & 15];
+  }
+  EXPECT_EQ(j["input_bytes_hex"], hex);
+  EXPECT_TRUE(j.contains("output_bytes_hex")) << r;
+  EXPECT_EQ(j["width"], 384);
+  EXPECT_EQ(j["backend"], "cpu");
+  EXPECT_EQ(j["formula"], "opencv");
+  EXPECT_TRUE(j["times_ms"].contains("histogram")) << r;
+  EXPECT_TRUE(fs::exists(o));
+  // A valid UTF-8 name has no _bytes_hex key.
+  const Result plain = run("equalize " + quote(sample("coins.png")) + " -o " +
+                           quote(out("plain.png").string()) + " --backend cpu --json");
+  ASSERT_EQ(plain.status, 0) << plain;
+  EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("input_bytes_hex")) << plain;
+}
+
+// Options that used to do nothing are refused (exit 2, nothing written) naming the option and
+// what would make it act.
+TEST_F(CliOptions, OptionsThatWouldDoNothingAreRefused) {
+  const std::string in = quote(sample("coins.png"));
+  struct Case {
+    std::string args, names, hint;
+  };
+  const std::vector<Case> cases = {
+      {"equalize " + in + " -o " + quote(out("a.png").string()) + " --quality 50", "--quality",
+       "JPEG"},
+      {"equalize " + in + " -o " + quote(out("a.png").string()) + " --subsampling 444",
+       "--subsampling", "JPEG"},
+      {"equalize " + in + " -o " + quote(out("a.jpg").string()) + " --png-level 3", "--png-level",
+       "PNG"},
+      {"equalize " + in + " -o " + quote(out("a.png").string()) + " --kernel columns",
+       "--kernel columns", "--backend cpu"},
+      {"histogram " + in + " --kernel columns", "--kernel columns", "--backend cpu"},
+      // a batch: every output is PNG, so --quality cannot act; --kernel on the CPU neither
+      {"equalize " + in + " " + quote(sample("camera.png")) + " -o " +
+           quote(out("many").string()) + " --quality 50",
+       "--quality", "JPEG"},
+      {"equalize " + in + " " + quote(sample("camera.png")) + " -o " +
+           quote(out("many").string()) + " --kernel atomic",
+       "--kernel atomic", "--backend cpu"},
+      {"kernels --type i32", "--type", "--details"},
+      {"kernels --bins 64", "--bins", "--details"},
+      {"kernels --size 1M", "--size", "--details"},
+  };
+  for (const Case& c : cases) {
+    const std::string args = c.args + (c.args.rfind("kernels", 0) == 0 ? "" : " --backend cpu");
+    const Result r = run(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r;
+    EXPECT_NE(r.err.find(c.names), std::string::npos) << args << "\n" << r;
+    EXPECT_NE(r.err.find(c.hint), std::string::npos) << args << "\n" << r;
+    EXPECT_TRUE(out_files().empty()) << args;
+  }
+  // ... and act where they can: --quality on a JPEG output, --png-level on a PNG output.
+  const Result q =
+      run("equalize " + in + " -o " + quote(out("q.jpg").string()) + " --backend cpu --quality 50");
+  EXPECT_EQ(q.status, 0) << q;
+  const Result p = run("equalize " + in + " -o " + quote(out("p.png").string()) +
+                       " --backend cpu --png-level 9");
+  EXPECT_EQ(p.status, 0) << p;
+}
+
+// A value cxxopts cannot read: the message names the option and its range, not only the value.
+TEST_F(CliOptions, ParseErrorsNameTheOptionAndTheRange) {
+  const std::string in = quote(sample("coins.png")) + " -o " + quote(out("a.png").string());
+  struct Case {
+    std::string args, names, range;
+  };
+  const std::vector<Case> cases = {
+      {"equalize " + in + " --max-pixels -1", "--max-pixels", "1..18446744073709551615"},
+      {"equalize " + in + " --max-pixels=-1", "--max-pixels", "1..18446744073709551615"},
+      {"equalize " + in + " --jobs lots", "--jobs", ">= 0"},
+      {"equalize " + in + " -q high", "--quality", "1..100"},
+      {"equalize " + in + " --png-level 12", "--png-level", "0..9"},
+      {"equalize " + in + " --depth x", "--depth", "8 or 16"},
+      {"clahe " + in + " --clip abc", "--clip", ">= 0"},
+  };
+  for (const Case& c : cases) {
+    const Result r = run(c.args + " --backend cpu");
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r;
+    EXPECT_NE(r.err.find(c.names), std::string::npos) << c.args << "\n" << r;
+    EXPECT_NE(r.err.find(c.range), std::string::npos) << c.args << "\n" << r;
+    EXPECT_EQ(r.err.find("failed to parse"), std::string::npos) << c.args << "\n" << r;
+  }
+}
+
+// The pixel limit's error names the option that sets it, for one file and in a batch.
+TEST_F(CliOptions, PixelLimitErrorNamesMaxPixels) {
+  const Result one = run("equalize " + quote(sample("coins.png")) + " -o " +
+                         quote(out("a.png").string()) + " --backend cpu --max-pixels 100");
+  EXPECT_EQ(one.status, 1) << one;
+  EXPECT_NE(one.err.find("over the limit of 100 pixels"), std::string::npos) << one;
+  EXPECT_NE(one.err.find("--max-pixels"), std::string::npos) << one;
+  const Result batch = run("equalize " + quote(sample("coins.png")) + " " +
+                           quote(sample("camera.png")) + " -o " + quote(out("b").string()) +
+                           " --backend cpu --max-pixels 100 --json");
+  EXPECT_EQ(batch.status, 1) << batch;
+  EXPECT_EQ(count_of(batch.err, "--max-pixels"), 2u) << batch;
+  const std::vector<std::string> lines = lines_of(batch.out);
+  ASSERT_EQ(lines.size(), 3u) << batch;
+  EXPECT_NE(nlohmann::json::parse(lines[0])["error"].get<std::string>().find("--max-pixels"),
+            std::string::npos)
+      << batch;
+}
+
+// `histeq help CMD` prints exactly what `histeq CMD --help` prints, for every command.
+TEST_F(CliOptions, HelpCommandIsCommandHelp) {
+  for (const char* cmd : {"equalize", "clahe", "histogram", "kernels", "bench", "lesson"}) {
+    const Result a = run(std::string("help ") + cmd);
+    const Result b = run(std::string(cmd) + " --help");
+    EXPECT_EQ(a.status, 0) << cmd << "\n" << a;
+    EXPECT_EQ(a.out, b.out) << cmd;
+    EXPECT_NE(a.out, run("--help").out) << cmd << ": not the general help";
+  }
+}
+
+}  // namespace issue13
