@@ -155,6 +155,8 @@ struct BatchSummary {
   /// background thread, from construction to ready; the nvJPEG codecs (handles), summed over
   /// the device workers that created one (0 when none did).
   double device_init_ms = 0, nvjpeg_init_ms = 0;
+  /// Milliseconds from the start of run() to the first item that succeeded (0: none did).
+  double first_file_ms = 0;
   /// Items that succeeded, by decoder ("libjpeg-turbo", "nvjpeg-hw", "libdeflate-png", ...).
   std::map<std::string, std::size_t> decoders;
 };
@@ -186,6 +188,7 @@ class Executor {
 
  private:
   struct Impl;
+  struct Run;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -73,12 +73,26 @@ struct JpegCodecOptions {
   bool use_gpu = true;        ///< false: every image goes to libjpeg-turbo (then uploaded)
 };
 
+/// nvJPEG's library handles of one device: the hardware-backend handle (absent on GPUs without
+/// a JPEG engine) and the default-backend handle (hybrid decode, encode). Each costs about
+/// 0.3 s to create on an H200, so the device workers of one GPU share one set (nvJPEG handles
+/// may be used by several threads at once; states may not: each JpegCodec keeps its own).
+struct JpegHandles;
+/// Creates both handles for CUDA device `device` now, the two at once (the hardware one on a
+/// thread of its own; skipped when !use_hardware). Throws Error when the default backend cannot
+/// be created (or this build has no nvJPEG), CudaError when the device cannot be selected.
+std::shared_ptr<JpegHandles> make_jpeg_handles(int device, bool use_hardware = true);
+/// Host wall milliseconds make_jpeg_handles took (a start-up cost for reports).
+double jpeg_handles_create_ms(const JpegHandles& h);
+
 class JpegCodec {
  public:
   /// No nvJPEG handle is created here. `stream`: the cudaStream_t all work is queued on (e.g.
   /// the gpu::Equalizer's stream(), so decode → equalize → encode stay ordered on one stream).
   /// Throws Error when this build has no nvJPEG.
-  JpegCodec(StreamHandle stream, JpegCodecOptions opt = {});
+  /// `handles`: shared handles of the current device (make_jpeg_handles); null: this codec
+  /// creates its own on first use.
+  JpegCodec(StreamHandle stream, JpegCodecOptions opt = {}, std::shared_ptr<JpegHandles> handles = nullptr);
   ~JpegCodec();
   JpegCodec(const JpegCodec&) = delete;
   JpegCodec& operator=(const JpegCodec&) = delete;

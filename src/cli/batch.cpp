@@ -193,7 +193,8 @@ void print_batch_timing(std::ostream& tout, const BatchSummary& sum, int jobs) {
   tout << std::left << std::setw(10) << "wall" << std::right << std::setw(12)
        << num(sum.wall_s * 1000.0) << '\n';
   tout << "start-up: devices " << num(sum.device_init_ms) << " ms (CUDA context, streams; in the "
-       << "background), nvJPEG handles " << num(sum.nvjpeg_init_ms) << " ms\n";
+       << "background), nvJPEG handles " << num(sum.nvjpeg_init_ms)
+       << " ms; first file written after " << num(sum.first_file_ms) << " ms\n";
   tout << "decoders:";
   for (const auto& [name, n] : sum.decoders) tout << ' ' << name << ' ' << n;
   tout << '\n';

@@ -2,6 +2,7 @@
 // 16-bit through the per-file operation of cli/depth.hpp), or a batch (cli/batch.hpp).
 #include <cmath>
 #include <cstdint>
+#include <future>
 #include <iomanip>
 #include <memory>
 #include <ostream>
@@ -102,6 +103,56 @@ int run_equalize_batch(const cxxopts::ParseResult& r, bool clahe,
       make_item_op(io, r));
 }
 
+/// --backend auto on one file: CUDA's start-up (0.2-0.35 s for the context on the H200 machine,
+/// more than the CPU needs to equalize any photo) runs on a background thread while the file is
+/// read and decoded on the CPU. settle() takes the GPU only when that start-up has finished and
+/// found a usable device, else the CPU: the same bytes either way (the backends are exact twins),
+/// and the image never waits for the GPU. The thread is joined when the probe is destroyed.
+class BackendProbe {
+ public:
+  explicit BackendProbe(bool start) {
+    if (start)
+      f_ = std::async(std::launch::async, [] {
+        Result r;
+        r.backend = resolve_backend(Backend::automatic, &r.why);
+        return r;
+      });
+    started_ = f_.valid();
+  }
+  bool started() const { return started_; }
+  /// Sets c.opt.backend (once; later calls do nothing). wait: block until the probe is done.
+  void settle(Common& c, std::ostream& err, bool wait) {
+    if (!f_.valid()) return;
+    if (!wait && f_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      c.opt.backend = Backend::cpu;
+      return;
+    }
+    const Result r = f_.get();
+    c.opt.backend = r.backend;
+    if (r.backend == Backend::cpu)  // known by now: say why, as settle_backend does
+      err << "histeq: no usable CUDA device (" << (r.why.empty() ? "unknown reason" : r.why)
+          << "); running on the CPU\n";
+  }
+  /// After the file is done: when the probe was never waited for, wait for it now (the future's
+  /// destructor would anyway) and say that no device was usable, so that an auto run on a
+  /// machine without a GPU says so once whichever way the race went.
+  void finish(std::ostream& err) {
+    if (!f_.valid()) return;
+    const Result r = f_.get();
+    if (r.backend == Backend::cpu)
+      err << "histeq: no usable CUDA device (" << (r.why.empty() ? "unknown reason" : r.why)
+          << "); ran on the CPU\n";
+  }
+
+ private:
+  struct Result {
+    Backend backend = Backend::cpu;
+    std::string why;
+  };
+  std::future<Result> f_;
+  bool started_ = false;
+};
+
 /// The single-file path's settled options: everything checked before the input is read.
 struct Single {
   std::string input, output, name, out_ext;
@@ -109,7 +160,14 @@ struct Single {
   ItemOpOptions io;
   EncodeOptions enc;
   bool json = false, timing = false, quiet = false;
-  bool gpu_jpeg = false;  ///< nvJPEG for JPEG files (the GPU runs and --decoder is not cpu)
+  bool gpu_jpeg = false;  ///< nvJPEG for JPEG files (see settle_single)
+  std::unique_ptr<BackendProbe> probe;  ///< --backend auto: settled once the file is decoded
+
+  /// The backend as the probe has it now (no wait); the per-file operation follows it.
+  void settle_probe(std::ostream& err) {
+    probe->settle(cm, err, /*wait=*/false);
+    io.equalize = cm.opt;
+  }
 };
 
 Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::string& input,
@@ -145,12 +203,19 @@ Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::strin
     throw UsageError("unknown --decoder '" + decoder_arg + "' (valid: auto, gpu, cpu)");
   if (decoder_arg == "gpu" && !gpu::nvjpeg_built())
     throw UsageError("--decoder gpu: this histeq was built without nvJPEG (valid here: auto, cpu)");
-  settle_backend(s.cm, err);
+  // --backend auto: settled once the file is decoded (BackendProbe); --decoder gpu needs to know now.
+  s.probe = std::make_unique<BackendProbe>(s.cm.opt.backend == Backend::automatic &&
+                                           decoder_arg != "gpu");
+  if (!s.probe->started()) settle_backend(s.cm, err);
   warn_inexact(s.cm, err);
   if (decoder_arg == "gpu" && s.cm.opt.backend != Backend::cuda)
     throw Error("--decoder gpu needs the CUDA backend, but it runs on the CPU (--backend cpu or no usable GPU)");
-  s.gpu_jpeg = gpu::nvjpeg_built() && s.cm.opt.backend == Backend::cuda && decoder_arg != "cpu";
-  s.io.equalize = s.cm.opt;  // the backend as settled
+  // nvJPEG for JPEG files when asked (gpu) or when the GPU backend was asked for (--backend
+  // cuda, --decoder auto). With --backend auto one file is decoded and encoded by libjpeg-turbo:
+  // nvJPEG's handles alone take longer to create (about 0.3 s each) than any photo's decode.
+  s.gpu_jpeg = gpu::nvjpeg_built() && s.cm.opt.backend == Backend::cuda && decoder_arg != "cpu" &&
+               !s.probe->started();
+  s.io.equalize = s.cm.opt;  // the backend as settled (or not yet: settle_probe)
   return s;
 }
 
@@ -233,8 +298,8 @@ bool equalize_jpeg_on_device(const Single& s, const std::vector<std::uint8_t>& b
 
 /// Decodes, equalizes and encodes one 8-bit image; writes the output. t_start: before the
 /// input was read (the decode and total times include reading it).
-Equalized equalize_one(const Single& s, const std::vector<std::uint8_t>& bytes,
-                       Clock::time_point t_start, std::ostream& out) {
+Equalized equalize_one(Single& s, const std::vector<std::uint8_t>& bytes,
+                       Clock::time_point t_start, std::ostream& out, std::ostream& err) {
   const bool jpg_out = jpeg_ext(fs_extension_lower(s.out_ext));
   Equalized e;
   e.encoder = jpg_out ? "libjpeg-turbo" : "stb_image_write";
@@ -249,6 +314,7 @@ Equalized equalize_one(const Single& s, const std::vector<std::uint8_t>& bytes,
   }
   if (!done) {
     const double decode_ms = ms_since(t_start);
+    s.settle_probe(err);
     e.eq = equalize(e.in, s.cm.opt, &e.rep);
     const Clock::time_point t_enc = Clock::now();
     if (jpg_out && s.gpu_jpeg) {
@@ -330,17 +396,20 @@ void report_single(const Single& s, const Equalized& e, std::ostream& out, std::
 /// One input, one output file, plus '-' for standard input/output.
 int run_single(const cxxopts::ParseResult& r, bool clahe, const std::string& input,
                const std::string& output, std::ostream& out, std::ostream& err) {
-  const Single s = settle_single(r, clahe, input, output, err);
+  Single s = settle_single(r, clahe, input, output, err);
   const Clock::time_point t_start = Clock::now();
   const std::vector<std::uint8_t> bytes = input == "-" ? read_stdin() : read_image_file(input);
   // CLAHE, 16-bit inputs, --depth 16: the per-file operation (the same as in a batch)
+  s.settle_probe(err);
   if (needs_item_op(s.io, is_16bit_data(bytes.data(), bytes.size())) || pnm_ext(s.out_ext)) {
     ItemReport ir;
     emit(s, run_item(s.io, bytes.data(), bytes.size(), s.name, s.out_ext, ir), out);
     print_item_op_report(s, ir, ms_since(t_start), out, err);
+    s.probe->finish(err);
     return 0;
   }
-  report_single(s, equalize_one(s, bytes, t_start, out), out, err);
+  report_single(s, equalize_one(s, bytes, t_start, out, err), out, err);
+  s.probe->finish(err);
   // The output is committed by now: a report that cannot be written (a full or closed stdout)
   // is an error that says so, rather than one that reads as if nothing had been written.
   out.flush();

@@ -134,6 +134,7 @@ Json batch_summary_json(const BatchSummary& sum, int jobs) {
   s["summary"]["decoders"] = sum.decoders;
   s["summary"]["device_init_ms"] = ms3(sum.device_init_ms);
   s["summary"]["nvjpeg_init_ms"] = ms3(sum.nvjpeg_init_ms);
+  s["summary"]["first_file_ms"] = ms3(sum.first_file_ms);
   return s;
 }
 

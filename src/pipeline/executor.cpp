@@ -83,8 +83,11 @@ T* grow(DeviceBuffer<T>& b, std::size_t n) {
 }
 
 /// One device worker: a stream (the Equalizer's), buffers kept across items, events, and its
-/// nvJPEG codec (created on the first JPEG it takes; not thread-safe: only the worker's JPEG
-/// thread uses it). Declared after eq, so it is destroyed before the stream it queues on.
+/// nvJPEG codec. The codec is made by the initializing thread once the device's shared nvJPEG
+/// handles exist (jpeg_ready then turns true; nothing else writes `jpeg`); it is not
+/// thread-safe, and only the thread holding the worker uses it (its JPEG thread, or a CPU worker
+/// that borrowed the worker to equalize and encode an image it decoded). Declared after eq, so
+/// it is destroyed before the stream it queues on.
 struct DeviceWorker {
   int device = 0;
   std::string name;
@@ -93,8 +96,11 @@ struct DeviceWorker {
   PinnedBuffer h_in, h_out;
   Event e_start, e_up, e_hist, e_lut, e_apply, e_down;
   std::unique_ptr<gpu::JpegCodec> jpeg;
+  std::atomic<bool> jpeg_ready{false};
   std::thread jpeg_thread;  ///< takes JPEG jobs in batches (Impl::jpeg_loop)
   explicit DeviceWorker(int dev) : device(dev), name(gpu::device_name()) {}
+  /// The codec, when it is made (else nullptr).
+  gpu::JpegCodec* codec() { return jpeg_ready.load(std::memory_order_acquire) ? jpeg.get() : nullptr; }
 };
 
 struct Loaded {
@@ -174,9 +180,10 @@ struct Executor::Impl {
   std::condition_variable jcv;
   std::deque<JpegJob*> jqueue;
   bool jstop = false;
-  double nvjpeg_init_ms = 0;  // under jmu
+  double nvjpeg_init_ms = 0;  // under jmu: wall time of init_nvjpeg (handles of every GPU)
   int nvjpeg_ready = 0;       // device workers whose codec is up (under jmu)
-  bool nvjpeg_broken = false; // a batch failed for the device's or nvJPEG's sake (under jmu)
+  bool nvjpeg_broken = false; // the handles or a batch failed for the device's or nvJPEG's sake (under jmu)
+  std::string nvjpeg_why;     // why the handles failed (under jmu)
 
   /// Whether JPEG items may take the nvJPEG route at all.
   bool gpu_jpeg_wanted() const {
@@ -207,11 +214,6 @@ struct Executor::Impl {
       std::lock_guard<std::mutex> lock(dev_mu);
       workers = std::move(made);
       for (auto& w : workers) free_workers.push_back(w.get());
-      if (gpu_jpeg_wanted())
-        for (auto& w : workers) {
-          DeviceWorker* wp = w.get();
-          wp->jpeg_thread = std::thread([this, wp] { jpeg_loop(*wp); });
-        }
       device_init_ms = ms_since(t_created);
       dev_state = DevState::ready;
     } catch (const std::exception& e) {
@@ -220,6 +222,46 @@ struct Executor::Impl {
       dev_why = e.what();
     }
     dev_cv.notify_all();
+    // The device workers equalize from here on; the nvJPEG handles (about 0.3 s each) follow,
+    // while the CPU workers decode the first JPEGs themselves.
+    if (dev_state == DevState::ready && gpu_jpeg_wanted()) init_nvjpeg();
+  }
+
+  /// One set of nvJPEG handles per GPU (shared by its device workers), a codec per worker, then
+  /// the JPEG threads. A failure leaves JPEGs to the CPU decoder (--decoder auto) or fails them
+  /// with the cause (--decoder gpu).
+  void init_nvjpeg() {
+    const auto t0 = Clock::now();
+    std::map<int, std::shared_ptr<gpu::JpegHandles>> handles;
+    std::string why;
+    try {
+      for (auto& w : workers)
+        if (!handles.count(w->device)) handles[w->device] = gpu::make_jpeg_handles(w->device);
+      for (auto& w : workers) {
+        HISTEQ_CUDA_CHECK(cudaSetDevice(w->device));
+        gpu::JpegCodecOptions jo;
+        jo.max_pixels = opt.max_pixels;
+        w->jpeg = std::make_unique<gpu::JpegCodec>(w->eq.stream(), jo, handles[w->device]);
+        w->jpeg_ready.store(true, std::memory_order_release);
+      }
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    {
+      std::lock_guard<std::mutex> lock(jmu);
+      nvjpeg_init_ms = ms_since(t0);
+      if (!why.empty()) {
+        nvjpeg_broken = true;
+        nvjpeg_why = why;
+      }
+      nvjpeg_ready = why.empty() ? int(workers.size()) : 0;
+    }
+    jcv.notify_all();
+    if (!why.empty()) return;
+    for (auto& w : workers) {
+      DeviceWorker* wp = w.get();
+      wp->jpeg_thread = std::thread([this, wp] { jpeg_loop(*wp); });
+    }
   }
 
   /// A free device worker, or nullptr when the item should run on the CPU. Throws when the
@@ -272,16 +314,19 @@ struct Executor::Impl {
     if (dev_state == DevState::failed && must)
       throw Error("--decoder gpu: no usable CUDA device (" + dev_why + ")");
     if (dev_state != DevState::ready) return false;  // auto: CPU while the devices start
-    if (must) return true;
     const std::size_t threads = workers.size();
     lock.unlock();
-    // auto: the CPU workers take a JPEG themselves when the device queue is long: while the
-    // nvJPEG handles are being created (one batch waits for them), and when the device
-    // workers are behind (more than two batches per JPEG thread waiting).
-    std::lock_guard<std::mutex> jl(jmu);
+    std::unique_lock<std::mutex> jl(jmu);
+    if (must) {  // wait for the handles; their failure is the item's error
+      jcv.wait(jl, [&] { return nvjpeg_ready > 0 || nvjpeg_broken; });
+      if (nvjpeg_ready == 0) throw Error("--decoder gpu: nvJPEG could not start (" + nvjpeg_why + ")");
+      return true;
+    }
+    // auto: the CPU workers take a JPEG themselves while the nvJPEG handles are being created,
+    // and when the device workers are behind (more than two batches per JPEG thread waiting).
     const std::size_t batch = std::size_t(std::max(1, opt.jpeg_batch));
-    const std::size_t limit = nvjpeg_ready == 0 ? batch : 2 * batch * std::max<std::size_t>(threads, 1);
-    return !nvjpeg_broken && jqueue.size() < limit;
+    const std::size_t limit = 2 * batch * std::max<std::size_t>(threads, 1);
+    return nvjpeg_ready > 0 && !nvjpeg_broken && jqueue.size() < limit;
   }
   /// Hands a job to the JPEG threads and waits for it.
   void run_jpeg_job(JpegJob& job) {
@@ -327,17 +372,6 @@ struct Executor::Impl {
 
   void jpeg_batch_on(DeviceWorker& w, std::vector<JpegJob*>& batch) {
     HISTEQ_CUDA_CHECK(cudaSetDevice(w.device));
-    if (!w.jpeg) {
-      const auto t0 = Clock::now();
-      gpu::JpegCodecOptions jo;
-      jo.max_pixels = opt.max_pixels;
-      w.jpeg = std::make_unique<gpu::JpegCodec>(w.eq.stream(), jo);
-      w.jpeg->hardware_available();  // the hardware handle now, counted as start-up
-      const double ms = ms_since(t0);
-      std::lock_guard<std::mutex> lock(jmu);
-      nvjpeg_init_ms += ms;
-      ++nvjpeg_ready;
-    }
     std::vector<gpu::JpegInput> in;
     for (JpegJob* j : batch) in.push_back({j->it->bytes.data(), j->it->bytes.size(), j->it->rep.input});
     auto t = Clock::now();
@@ -483,8 +517,10 @@ struct Executor::Impl {
     return out;
   }
 
+  /// Equalizes on device worker w. download false: the output stays in w.d_out (the returned
+  /// Image then has the shape and metadata but no pixels).
   Image equalize_device(DeviceWorker& w, Image& in, Mode mode, bool apply,
-                        EqualizeReport& rep, ItemTimes& times) {
+                        EqualizeReport& rep, ItemTimes& times, bool download = true) {
     const auto t0 = Clock::now();
     HISTEQ_CUDA_CHECK(cudaSetDevice(w.device));
     rep.backend = "cuda";
@@ -501,7 +537,7 @@ struct Executor::Impl {
     std::uint8_t* d_planes =
         in.channels > 1 ? grow(w.d_planes, std::size_t(planes_n) * pixels) : nullptr;
     std::uint8_t* d_out = apply ? grow(w.d_out, std::max<std::size_t>(out_bytes, 1)) : nullptr;
-    std::uint8_t* h_out = apply ? w.h_out.reserve(std::max<std::size_t>(out_bytes, 1)) : nullptr;
+    std::uint8_t* h_out = apply && download ? w.h_out.reserve(std::max<std::size_t>(out_bytes, 1)) : nullptr;
     std::uint64_t* d_hist = w.eq.device_hist(planes_n);
     std::uint8_t* d_luts = w.eq.device_lut(planes_n);
     const std::uint8_t* planes = in.channels > 1 ? d_planes : d_in;
@@ -526,7 +562,7 @@ struct Executor::Impl {
       w.e_lut.record(s);
       w.eq.apply(d_in, pixels, in.channels, mode, d_luts, d_out);
       w.e_apply.record(s);
-      HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h_out, d_out, out_bytes, cudaMemcpyDeviceToHost, s));
+      if (download) HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h_out, d_out, out_bytes, cudaMemcpyDeviceToHost, s));
       w.e_down.record(s);
     }
     std::vector<std::uint64_t> h_hist(std::size_t(planes_n) * kBins);
@@ -545,7 +581,13 @@ struct Executor::Impl {
       rep.times.apply_ms = w.e_apply.since(w.e_lut);
       rep.times.download_ms = w.e_down.since(w.e_apply);
       const auto t_copy = Clock::now();
-      if (out_ch == in.channels) {  // reuse the decoded buffer for the output
+      if (!download) {
+        out.width = in.width;
+        out.height = in.height;
+        out.channels = out_ch;
+        out.exif = in.exif;
+        out.icc = in.icc;
+      } else if (out_ch == in.channels) {  // reuse the decoded buffer for the output
         std::memcpy(in.pixels.data(), h_out, out_bytes);
         out = std::move(in);
       } else {
@@ -616,8 +658,8 @@ struct Executor::Impl {
           return;
         }
       }
-      if (jpeg::is_jpeg(it.bytes.data(), it.bytes.size()) && route_jpeg_to_device() &&
-          process_jpeg_on_device(it))
+      if (jpeg::is_jpeg(it.bytes.data(), it.bytes.size()) && !cpu_decodes_faster(it) &&
+          route_jpeg_to_device() && process_jpeg_on_device(it))
         return;
       Image img;
       decode(it, img);
@@ -630,6 +672,8 @@ struct Executor::Impl {
       er.mode = mode;
       const std::uint64_t npix = img.pixel_count();
       Image out;
+      std::vector<std::uint8_t> encoded;  // filled on the device (nvJPEG) for a JPEG output
+      const std::string fmt = apply ? format_for(it) : std::string();
       DeviceWorker* w = opt.equalize.backend == Backend::cpu ? nullptr : acquire_device();
       if (w) {
         struct Release {
@@ -637,7 +681,21 @@ struct Executor::Impl {
           DeviceWorker* w;
           ~Release() { self->release_device(w); }
         } release{this, w};
-        out = equalize_device(*w, img, mode, apply, er, rep.times);
+        // A JPEG output is encoded where the equalized pixels already are (nvJPEG, about 50x
+        // libjpeg-turbo's speed), unless --decoder cpu asked for the CPU codecs.
+        const int out_ch = output_channels(mode, img.channels);
+        gpu::JpegCodec* codec = apply && is_jpeg_ext(fmt) && opt.jpeg != JpegRoute::cpu &&
+                                        (out_ch == 1 || out_ch == 3)
+                                    ? w->codec()
+                                    : nullptr;
+        out = equalize_device(*w, img, mode, apply, er, rep.times, /*download=*/codec == nullptr);
+        if (codec) {
+          const auto t = Clock::now();
+          encoded = codec->encode(w->d_out.get(), out.width, out.height, out.channels,
+                                  {opt.encode.quality, opt.encode.subsampling}, out.exif, out.icc);
+          rep.times.encode_ms = ms_since(t);
+          rep.encoder = "nvjpeg";
+        }
         rep.times.equalize_ms = er.times.histogram_ms + er.times.cdf_lut_ms + er.times.apply_ms;
         if (!kernels::find_kernel(er.kernel).exact) {
           for (const Histogram& h : er.histograms) {
@@ -656,8 +714,7 @@ struct Executor::Impl {
         er.luts.clear();  // not kept for a batch of equalized files (memory per report)
         er.histograms.clear();
         Image().pixels.swap(img.pixels);
-        const std::string fmt = format_for(it);
-        const std::vector<std::uint8_t> bytes = encode(out, rep, fmt);
+        const std::vector<std::uint8_t> bytes = encoded.empty() ? encode(out, rep, fmt) : std::move(encoded);
         er.times.encode_ms = rep.times.encode_ms;
         rep.output_bytes = bytes.size();
         const auto t0 = Clock::now();
@@ -677,11 +734,9 @@ struct Executor::Impl {
   bool process_jpeg_on_device(Loaded& it) {
     ItemReport& rep = it.rep;
     const std::string fmt = format_for(it);
-    std::string low = fmt;
-    for (char& ch : low) ch = char(std::tolower(static_cast<unsigned char>(ch)));
     JpegJob job;
     job.it = &it;
-    job.jpeg_out = low == ".jpg" || low == ".jpeg";
+    job.jpeg_out = is_jpeg_ext(fmt);
     run_jpeg_job(job);
     if (job.device_failed && opt.jpeg == JpegRoute::automatic && opt.equalize.backend == Backend::automatic) {
       rep.decoder.clear();
@@ -707,6 +762,25 @@ struct Executor::Impl {
     rep.times.write_ms = ms_since(t0);
     rep.ok = true;
     return true;
+  }
+
+  static bool is_jpeg_ext(std::string ext) {
+    for (char& ch : ext) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    return ext == ".jpg" || ext == ".jpeg";
+  }
+
+  /// --decoder auto: progressive JPEGs stay on the CPU workers (libjpeg-turbo). The GPU's
+  /// hardware decoder takes only baseline files; nvJPEG's hybrid route for the others runs its
+  /// Huffman stage on the one JPEG thread of a device worker, so a few large progressive photos
+  /// would hold up every baseline batch behind them, while the CPU workers decode them in
+  /// parallel (measured on the H200 machine: bench/results/h200/e2e).
+  bool cpu_decodes_faster(const Loaded& it) const {
+    if (opt.jpeg != JpegRoute::automatic || opt.equalize.backend == Backend::cuda) return false;
+    try {
+      return jpeg::read_info(it.bytes.data(), it.bytes.size(), it.rep.input).progressive;
+    } catch (const std::exception&) {
+      return true;  // the CPU decoder names what is wrong
+    }
   }
 
   std::vector<WorkItem> const* items = nullptr;
@@ -756,61 +830,82 @@ std::string Executor::cpu_fallback_reason() {
   return m.dev_state == Impl::DevState::failed ? m.dev_why : std::string();
 }
 
-// NOLINTNEXTLINE(readability-function-size): over 120 lines, to be split (issue 13)
-BatchSummary Executor::run(const std::vector<WorkItem>& items,
-                           const std::function<void(const ItemReport&)>& on_done) {
-  Impl& m = *impl_;
-  m.items = &items;
-  BatchSummary sum;
-  sum.max_inflight_bytes = m.opt.max_inflight_bytes;
-  const auto t_run = Clock::now();
-  if (m.opt.equalize.backend == Backend::cuda) {
-    const std::string why = cpu_fallback_reason();
-    if (!why.empty()) throw Error("--backend cuda: no usable CUDA device (" + why + ")");
-  }
+namespace {
 
+/// The reading order: within windows of `win` consecutive items, the largest files first (a big
+/// image started last would finish alone after the others: longest job first).
+std::vector<std::size_t> reading_order(const std::vector<WorkItem>& items, std::size_t win) {
+  std::vector<std::size_t> order(items.size());
+  std::vector<std::uintmax_t> size(items.size(), 0);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    order[i] = i;
+    std::error_code ec;
+    const std::uintmax_t n = std::filesystem::file_size(items[i].input, ec);
+    size[i] = ec ? 0 : n;
+  }
+  win = std::max<std::size_t>(1, win);
+  for (std::size_t b = 0; b < order.size(); b += win) {
+    const auto e = order.begin() + std::ptrdiff_t(std::min(order.size(), b + win));
+    std::stable_sort(order.begin() + std::ptrdiff_t(b), e,
+                     [&](std::size_t x, std::size_t y) { return size[x] > size[y]; });
+  }
+  return order;
+}
+
+/// The bytes an item may hold at its worst moment, from its header: decoded pixels + one plane
+/// (the histogram's luma) during equalize, then the output (in place of the decoded pixels when
+/// the channel counts match, else a second buffer) + the encoded bytes (at most about the raw
+/// size). The file's bytes are freed after decode. So: file + 2 x decoded + one plane.
+std::size_t item_cost(const std::vector<std::uint8_t>& bytes) {
+  int w = 0, h = 0, c = 0;
+  std::size_t cost = bytes.size();
+  if (image_info(bytes.data(), bytes.size(), &w, &h, &c)) {
+    const std::size_t px = std::size_t(std::max(w, 0)) * std::size_t(std::max(h, 0));
+    cost += px * std::size_t(std::max(c, 1)) * 2 + px;
+  }
+  return cost;
+}
+
+}  // namespace
+
+/// One run(): the reader thread, the worker pool and the in-order reports, and what they share
+/// (under mu). Items flow reader → queue → a worker → finished → the reporting thread.
+struct Executor::Run {
+  Impl& m;
+  const std::vector<WorkItem>& items;
+  BatchSummary sum;
+  Clock::time_point t_run = Clock::now();
   std::mutex mu;
   std::condition_variable cv_budget, cv_work, cv_done;
   std::size_t inflight_bytes = 0, inflight_items = 0;
   int busy = 0;
-  const std::size_t max_items = std::size_t(std::max(64, 4 * m.jobs));
+  std::size_t max_items = 0;
   std::deque<std::unique_ptr<Loaded>> queue;
   bool reader_done = false;
   std::map<std::size_t, std::unique_ptr<Loaded>> finished;
 
-  auto finish = [&](std::unique_ptr<Loaded> it) {
+  Run(Impl& impl, const std::vector<WorkItem>& it) : m(impl), items(it) {
+    max_items = std::size_t(std::max(64, 4 * m.jobs));
+    sum.max_inflight_bytes = m.opt.max_inflight_bytes;
+  }
+
+  void finish(std::unique_ptr<Loaded> it) {
     std::lock_guard<std::mutex> lock(mu);
     inflight_bytes -= it->cost;
     it->cost = 0;
+    if (it->rep.ok && it->rep.error.empty() && sum.first_file_ms == 0)
+      sum.first_file_ms = std::max(ms_since(t_run), 1e-3);
     const std::size_t idx = it->index;
     finished.emplace(idx, std::move(it));
     cv_budget.notify_all();
     cv_done.notify_all();
-  };
-
-  // The reading order: within windows of max_items / 2 consecutive items, the largest files
-  // first (a big image started last would finish alone after the others: longest job first).
-  // Reports stay in input order; a window no larger than half the report window cannot
-  // deadlock (at most the previous window's and this window's items wait for their report).
-  std::vector<std::size_t> order(items.size());
-  {
-    const std::size_t win = std::max<std::size_t>(1, max_items / 2);
-    std::vector<std::uintmax_t> size(items.size(), 0);
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      order[i] = i;
-      std::error_code ec;
-      const std::uintmax_t n = std::filesystem::file_size(items[i].input, ec);
-      size[i] = ec ? 0 : n;
-    }
-    for (std::size_t b = 0; b < order.size(); b += win) {
-      const auto e = order.begin() + std::ptrdiff_t(std::min(order.size(), b + win));
-      std::stable_sort(order.begin() + std::ptrdiff_t(b), e,
-                       [&](std::size_t x, std::size_t y) { return size[x] > size[y]; });
-    }
   }
 
-  std::thread reader([&] {
-    for (std::size_t i : order) {
+  /// Reads the files in reading_order, admitting each under the item and byte caps. A window no
+  /// larger than half the report window cannot deadlock (at most the previous window's and this
+  /// window's items wait for their report).
+  void reader_loop() {
+    for (std::size_t i : reading_order(items, max_items / 2)) {
       auto it = std::make_unique<Loaded>();
       it->index = i;
       it->rep.index = i;
@@ -832,16 +927,7 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
         finish(std::move(it));
         continue;
       }
-      int w = 0, h = 0, c = 0;
-      std::size_t cost = it->bytes.size();
-      if (image_info(it->bytes.data(), it->bytes.size(), &w, &h, &c)) {
-        // The worst moment: decoded pixels + one plane (the histogram's luma) during equalize,
-        // then the output (in place of the decoded pixels when the channel counts match, else
-        // a second buffer) + the encoded bytes (at most about the raw size). The file's bytes
-        // are freed after decode. So: file + 2 x decoded + one plane.
-        const std::size_t px = std::size_t(std::max(w, 0)) * std::size_t(std::max(h, 0));
-        cost += px * std::size_t(std::max(c, 1)) * 2 + px;
-      }
+      const std::size_t cost = item_cost(it->bytes);
       it->cost = cost;
       std::unique_lock<std::mutex> lock(mu);
       cv_budget.wait(lock, [&] {
@@ -855,64 +941,88 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
     std::lock_guard<std::mutex> lock(mu);
     reader_done = true;
     cv_work.notify_all();
-  });
+  }
 
+  void worker_loop() {
+    for (;;) {
+      std::unique_ptr<Loaded> it;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv_work.wait(lock, [&] { return !queue.empty() || reader_done; });
+        if (queue.empty()) return;
+        it = std::move(queue.front());
+        queue.pop_front();
+        sum.peak_busy_workers = std::max(sum.peak_busy_workers, ++busy);
+      }
+      m.process(*it);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        --busy;
+      }
+      finish(std::move(it));
+    }
+  }
+
+  /// Reports in input order, on the calling thread; the first exception of on_done is kept
+  /// (and rethrown by run() once every item is done).
+  std::exception_ptr report_loop(const std::function<void(const ItemReport&)>& on_done) {
+    std::exception_ptr callback_error;
+    for (std::size_t next = 0; next < items.size(); ++next) {
+      std::unique_ptr<Loaded> it;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv_done.wait(lock, [&] { return finished.count(next) > 0; });
+        it = std::move(finished[next]);
+        finished.erase(next);
+      }
+      ItemReport& rep = it->rep;
+      rep.ok = rep.error.empty() && rep.ok;
+      ++sum.files;
+      if (!rep.ok) ++sum.failures;
+      else sum.megapixels += double(rep.width) * double(rep.height) / 1e6;
+      if (rep.ok && !rep.decoder.empty()) ++sum.decoders[rep.decoder];
+      add(sum.summed, rep.times);
+      if (on_done && !callback_error) {
+        try {
+          on_done(rep);
+        } catch (...) {
+          callback_error = std::current_exception();
+        }
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        --inflight_items;
+      }
+      cv_budget.notify_all();
+    }
+    return callback_error;
+  }
+};
+
+BatchSummary Executor::run(const std::vector<WorkItem>& items,
+                           const std::function<void(const ItemReport&)>& on_done) {
+  Impl& m = *impl_;
+  m.items = &items;
+  Run r(m, items);
+  if (m.opt.equalize.backend == Backend::cuda) {
+    const std::string why = cpu_fallback_reason();
+    if (!why.empty()) throw Error("--backend cuda: no usable CUDA device (" + why + ")");
+  }
+  std::thread reader([&r] { r.reader_loop(); });
+  // `jobs` workers for the CPU stages, plus, when JPEGs may go to the device workers' JPEG
+  // threads, as many as those threads take in their batches: a worker that handed its JPEG
+  // over only waits (no CPU), and the others keep every core busy meanwhile.
+  int threads = m.jobs;
+  if (m.gpu_jpeg_wanted())
+    threads += std::max(1, m.opt.jpeg_batch) *
+               std::max<int>(1, m.opt.devices.empty() ? 2 : int(m.opt.devices.size()));
   std::vector<std::thread> pool;
-  for (int j = 0; j < m.jobs; ++j) {
-    pool.emplace_back([&] {
-      for (;;) {
-        std::unique_ptr<Loaded> it;
-        {
-          std::unique_lock<std::mutex> lock(mu);
-          cv_work.wait(lock, [&] { return !queue.empty() || reader_done; });
-          if (queue.empty()) return;
-          it = std::move(queue.front());
-          queue.pop_front();
-          sum.peak_busy_workers = std::max(sum.peak_busy_workers, ++busy);
-        }
-        m.process(*it);
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          --busy;
-        }
-        finish(std::move(it));
-      }
-    });
-  }
-
-  // Reports in input order, on this thread.
-  std::exception_ptr callback_error;
-  for (std::size_t next = 0; next < items.size(); ++next) {
-    std::unique_ptr<Loaded> it;
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      cv_done.wait(lock, [&] { return finished.count(next) > 0; });
-      it = std::move(finished[next]);
-      finished.erase(next);
-    }
-    ItemReport& rep = it->rep;
-    rep.ok = rep.error.empty() && rep.ok;
-    ++sum.files;
-    if (!rep.ok) ++sum.failures;
-    else sum.megapixels += double(rep.width) * double(rep.height) / 1e6;
-    if (rep.ok && !rep.decoder.empty()) ++sum.decoders[rep.decoder];
-    add(sum.summed, rep.times);
-    if (on_done && !callback_error) {
-      try {
-        on_done(rep);
-      } catch (...) {
-        callback_error = std::current_exception();
-      }
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      --inflight_items;
-    }
-    cv_budget.notify_all();
-  }
+  for (int j = 0; j < threads; ++j) pool.emplace_back([&r] { r.worker_loop(); });
+  const std::exception_ptr callback_error = r.report_loop(on_done);
   reader.join();
   for (auto& t : pool) t.join();
-  sum.wall_s = std::chrono::duration<double>(Clock::now() - t_run).count();
+  BatchSummary sum = std::move(r.sum);
+  sum.wall_s = std::chrono::duration<double>(Clock::now() - r.t_run).count();
   {
     std::lock_guard<std::mutex> lock(m.dev_mu);
     sum.device_init_ms = m.dev_state == Impl::DevState::ready ? m.device_init_ms : 0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "histeq/error.hpp"
 #include "histeq/planes.hpp"
@@ -24,8 +25,13 @@ namespace histeq::gpu {
 #ifndef HISTEQ_HAVE_NVJPEG
 
 bool nvjpeg_built() { return false; }
+struct JpegHandles {};
+std::shared_ptr<JpegHandles> make_jpeg_handles(int, bool) {
+  throw Error("this histeq was built without nvJPEG: GPU JPEG decoding is not available");
+}
+double jpeg_handles_create_ms(const JpegHandles&) { return 0; }
 struct JpegCodec::Impl {};
-JpegCodec::JpegCodec(StreamHandle, JpegCodecOptions) {
+JpegCodec::JpegCodec(StreamHandle, JpegCodecOptions, std::shared_ptr<JpegHandles>) {
   throw Error("this histeq was built without nvJPEG: GPU JPEG decoding is not available "
               "(use --decoder cpu, or rebuild with nvJPEG: see README)");
 }
@@ -97,10 +103,73 @@ enum class Route { hw, hybrid, cpu };
 
 }  // namespace
 
+namespace {
+/// nvjpegCreateEx with the most useful flags the backend accepts: strict bitstream checks
+/// (corrupt data is an error, not silently decoded) and chroma upsampling by interpolation
+/// (closer to libjpeg's fancy upsampling), then strict only, then none.
+nvjpegStatus_t create_handle(nvjpegBackend_t backend, nvjpegHandle_t* h, unsigned* flags_used) {
+  const unsigned tries[] = {NVJPEG_FLAGS_BITSTREAM_STRICT | NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION,
+                            NVJPEG_FLAGS_BITSTREAM_STRICT, NVJPEG_FLAGS_DEFAULT};
+  nvjpegStatus_t st = NVJPEG_STATUS_NOT_INITIALIZED;
+  for (unsigned f : tries) {
+    *h = nullptr;
+    st = nvjpegCreateEx(backend, nullptr, nullptr, f, h);
+    if (st == NVJPEG_STATUS_SUCCESS) {
+      *flags_used = f;
+      return st;
+    }
+    if (st == NVJPEG_STATUS_ARCH_MISMATCH) break;  // no such engine: no flag will help
+  }
+  *h = nullptr;
+  return st;
+}
+
+}  // namespace
+
+/// The library handles of one device (see make_jpeg_handles). nvJPEG handles may be used from
+/// several threads at once; the states, streams and encoder states made from them may not.
+struct JpegHandles {
+  int device = 0;
+  nvjpegHandle_t hw = nullptr, def = nullptr;
+  unsigned hw_flags = 0, def_flags = 0;
+  nvjpegStatus_t def_status = NVJPEG_STATUS_NOT_INITIALIZED;
+  double create_ms = 0;
+  ~JpegHandles() {
+    cudaSetDevice(device);
+    if (hw) nvjpegDestroy(hw);
+    if (def) nvjpegDestroy(def);
+  }
+};
+
+std::shared_ptr<JpegHandles> make_jpeg_handles(int device, bool use_hardware) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto h = std::make_shared<JpegHandles>();
+  h->device = device;
+  HISTEQ_CUDA_CHECK(cudaSetDevice(device));
+  // Each handle costs about 0.3 s on an H200 (mostly the library's own device set-up): the two
+  // are created at once, the hardware one on a thread of its own.
+  std::thread hw_thread;
+  if (use_hardware)
+    hw_thread = std::thread([&h, device] {
+      if (cudaSetDevice(device) != cudaSuccess) return;
+      if (create_handle(NVJPEG_BACKEND_HARDWARE, &h->hw, &h->hw_flags) != NVJPEG_STATUS_SUCCESS)
+        h->hw = nullptr;  // no JPEG engine on this GPU (NVJPEG_STATUS_ARCH_MISMATCH): hybrid only
+    });
+  h->def_status = create_handle(NVJPEG_BACKEND_DEFAULT, &h->def, &h->def_flags);
+  if (hw_thread.joinable()) hw_thread.join();
+  check(h->def_status, "nvjpegCreateEx (default backend)");
+  h->create_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return h;
+}
+
+double jpeg_handles_create_ms(const JpegHandles& h) { return h.create_ms; }
+
 struct JpegCodec::Impl {
   cudaStream_t stream = nullptr;
   JpegCodecOptions opt;
-  // Handles, created on first use. hw_tried: creation attempted (it fails without a JPEG engine).
+  // Handles: shared (made by make_jpeg_handles, owned there) or created on first use and owned
+  // here. hw_tried: creation attempted (it fails without a JPEG engine).
+  std::shared_ptr<JpegHandles> shared;
   nvjpegHandle_t hw = nullptr, def = nullptr;
   nvjpegJpegState_t hw_state = nullptr, def_state = nullptr;
   nvjpegJpegStream_t hw_stream = nullptr;
@@ -118,36 +187,23 @@ struct JpegCodec::Impl {
     if (hw_stream) nvjpegJpegStreamDestroy(hw_stream);
     if (hw_state) nvjpegJpegStateDestroy(hw_state);
     if (def_state) nvjpegJpegStateDestroy(def_state);
-    if (hw) nvjpegDestroy(hw);
-    if (def) nvjpegDestroy(def);
+    if (!shared) {
+      if (hw) nvjpegDestroy(hw);
+      if (def) nvjpegDestroy(def);
+    }
   }
 
-  /// nvjpegCreateEx with the most useful flags the backend accepts: strict bitstream checks
-  /// (corrupt data is an error, not silently decoded) and chroma upsampling by interpolation
-  /// (closer to libjpeg's fancy upsampling), then strict only, then none.
-  static nvjpegStatus_t create(nvjpegBackend_t backend, nvjpegHandle_t* h, unsigned* flags_used) {
-    const unsigned tries[] = {NVJPEG_FLAGS_BITSTREAM_STRICT | NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION,
-                              NVJPEG_FLAGS_BITSTREAM_STRICT, NVJPEG_FLAGS_DEFAULT};
-    nvjpegStatus_t st = NVJPEG_STATUS_NOT_INITIALIZED;
-    for (unsigned f : tries) {
-      *h = nullptr;
-      st = nvjpegCreateEx(backend, nullptr, nullptr, f, h);
-      if (st == NVJPEG_STATUS_SUCCESS) {
-        *flags_used = f;
-        return st;
-      }
-      if (st == NVJPEG_STATUS_ARCH_MISMATCH) break;  // no such engine: no flag will help
-    }
-    *h = nullptr;
-    return st;
-  }
   unsigned hw_flags = 0, def_flags = 0;
 
   bool ensure_hw() {
     if (hw_tried) return hw != nullptr;
     hw_tried = true;
     if (!opt.use_hardware) return false;
-    if (create(NVJPEG_BACKEND_HARDWARE, &hw, &hw_flags) != NVJPEG_STATUS_SUCCESS) {
+    if (shared) {
+      hw = shared->hw;
+      hw_flags = shared->hw_flags;
+      if (!hw) return false;
+    } else if (create_handle(NVJPEG_BACKEND_HARDWARE, &hw, &hw_flags) != NVJPEG_STATUS_SUCCESS) {
       hw = nullptr;  // no JPEG engine on this GPU (NVJPEG_STATUS_ARCH_MISMATCH): hybrid only
       return false;
     }
@@ -158,7 +214,12 @@ struct JpegCodec::Impl {
 
   void ensure_default() {
     if (def) return;
-    check(create(NVJPEG_BACKEND_DEFAULT, &def, &def_flags), "nvjpegCreateEx (default backend)");
+    if (shared) {
+      def = shared->def;
+      def_flags = shared->def_flags;
+    } else {
+      check(create_handle(NVJPEG_BACKEND_DEFAULT, &def, &def_flags), "nvjpegCreateEx (default backend)");
+    }
     check(nvjpegJpegStateCreate(def, &def_state), "nvjpegJpegStateCreate");
   }
 
@@ -241,9 +302,11 @@ struct JpegCodec::Impl {
   }
 };
 
-JpegCodec::JpegCodec(StreamHandle stream, JpegCodecOptions opt) : impl_(std::make_unique<Impl>()) {
+JpegCodec::JpegCodec(StreamHandle stream, JpegCodecOptions opt, std::shared_ptr<JpegHandles> handles)
+    : impl_(std::make_unique<Impl>()) {
   impl_->stream = reinterpret_cast<cudaStream_t>(stream);
   impl_->opt = opt;
+  impl_->shared = std::move(handles);
 }
 
 JpegCodec::~JpegCodec() = default;

@@ -172,7 +172,9 @@ Equalizer::Equalizer() { throw Error("fuzz build: no GPU equalizer"); }
 Equalizer::~Equalizer() = default;
 StreamHandle Equalizer::stream() const { return StreamHandle{}; }
 struct JpegCodec::Impl {};
-JpegCodec::JpegCodec(StreamHandle, JpegCodecOptions) { throw Error("fuzz build: no nvJPEG"); }
+JpegCodec::JpegCodec(StreamHandle, JpegCodecOptions, std::shared_ptr<JpegHandles>) {
+  throw Error("fuzz build: no nvJPEG");
+}
 JpegCodec::~JpegCodec() = default;
 Image JpegCodec::decode_to_host(const JpegInput&, std::string*) { throw Error("fuzz build: no nvJPEG"); }
 std::vector<std::uint8_t> JpegCodec::encode(const Image&, const jpeg::EncodeOptions&) {
