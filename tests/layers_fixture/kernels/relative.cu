@@ -1,3 +1,4 @@
-// Fixture: a relative path into src/io (line 3), found as the compiler would.
+// Fixture: a relative path, resolved as the compiler would.
 #include "bad.cuh"
+// violation at line 4: into src/io through ../
 #include "../src/io/codec.hpp"
