@@ -61,8 +61,8 @@ __global__ void apply_gray1_kernel(const std::uint8_t* __restrict__ in, std::siz
 
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  std::size_t head = (kVecBytes - (reinterpret_cast<std::uintptr_t>(in) & (kVecBytes - 1))) &
-                     (kVecBytes - 1);
+  std::size_t head =
+      (kVecBytes - (reinterpret_cast<std::uintptr_t>(in) & (kVecBytes - 1))) & (kVecBytes - 1);
   if (head > n) head = n;
   const std::size_t nvec = (n - head) / kVecBytes;
   const std::size_t tail = head + nvec * kVecBytes;
@@ -196,8 +196,7 @@ void launch_extract_planes(const std::uint8_t* d_in, std::size_t pixels, int cha
   if (pixels == 0) return;
   switch (channels) {
     case 1:
-      HISTEQ_CUDA_CHECK(
-          cudaMemcpyAsync(d_planes, d_in, pixels, cudaMemcpyDeviceToDevice, stream));
+      HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d_planes, d_in, pixels, cudaMemcpyDeviceToDevice, stream));
       return;
     case 2: launch_planes_c<2>(d_in, pixels, mode, d_planes, stream); break;
     case 3: launch_planes_c<3>(d_in, pixels, mode, d_planes, stream); break;
@@ -217,11 +216,11 @@ void launch_apply(const std::uint8_t* d_in, std::size_t pixels, int channels, Mo
           ((reinterpret_cast<std::uintptr_t>(d_out) - reinterpret_cast<std::uintptr_t>(d_in)) &
            (kVecBytes - 1)) == 0;
       if (same_offset) {
-        apply_gray1_kernel<true><<<grid, kApplyPolicy.block_size, 0, stream>>>(d_in, pixels,
-                                                                              d_luts, d_out);
+        apply_gray1_kernel<true>
+            <<<grid, kApplyPolicy.block_size, 0, stream>>>(d_in, pixels, d_luts, d_out);
       } else {
-        apply_gray1_kernel<false><<<grid, kApplyPolicy.block_size, 0, stream>>>(d_in, pixels,
-                                                                               d_luts, d_out);
+        apply_gray1_kernel<false>
+            <<<grid, kApplyPolicy.block_size, 0, stream>>>(d_in, pixels, d_luts, d_out);
       }
       break;
     }

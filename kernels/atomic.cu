@@ -30,8 +30,8 @@ LaunchShape atomic_shape(const HistogramLaunch& call) {
   std::size_t wanted = detail::ceil_div(call.n, std::size_t(block));
   const std::size_t cap = std::size_t(detail::sm_count()) * AtomicPolicy::kMaxBlocksPerSm;
   if (wanted > cap) wanted = cap;
-  return {detail::pick(call.type, atomic_kernel<std::uint8_t>, atomic_kernel<std::int32_t>),
-          block, detail::clamp_grid(wanted, call.n), 0};
+  return {detail::pick(call.type, atomic_kernel<std::uint8_t>, atomic_kernel<std::int32_t>), block,
+          detail::clamp_grid(wanted, call.n), 0};
 }
 
 void atomic_launch(const HistogramLaunch& call) {

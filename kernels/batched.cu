@@ -70,11 +70,15 @@ struct TableMap {
     int lo = 0, hi = count - 1;  // last image with first_block <= block (skips empty images)
     while (lo < hi) {
       const int mid = (lo + hi + 1) / 2;
-      if (first_block[mid] <= block) lo = mid; else hi = mid - 1;
+      if (first_block[mid] <= block)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     const std::size_t begin = std::size_t(block - first_block[lo]) * P::kChunkBytes;
-    return {in[lo], out[lo], begin, min(begin + P::kChunkBytes, n[lo]), unsigned(lo),
-            first_block[lo + 1] - first_block[lo]};
+    return {in[lo],       out[lo],
+            begin,        min(begin + P::kChunkBytes, n[lo]),
+            unsigned(lo), first_block[lo + 1] - first_block[lo]};
   }
 };
 
@@ -149,7 +153,8 @@ __device__ __forceinline__ bool count_chunk(const std::uint8_t* src, std::size_t
   if (!s_last) return false;
   __threadfence();
   const std::uint64_t count = __ldcg(&h[t]);
-  cdf::block_cdf_lut(count, [h](int v) { return std::uint64_t(__ldcg(&h[v])); }, f, lut, tmp);
+  cdf::block_cdf_lut(
+      count, [h](int v) { return std::uint64_t(__ldcg(&h[v])); }, f, lut, tmp);
   __syncthreads();  // every thread has read h[v0] before it is zeroed
   h[t] = 0;         // zeroed scratch: ready for the next call
   if (t == 0) *ticket = 0;
@@ -186,8 +191,8 @@ __device__ __forceinline__ void apply_chunk(const std::uint8_t* src, std::uint8_
 
 template <typename Map>
 __global__ void __launch_bounds__(P::kBlockSize)
-batch_histogram_lut_kernel(Map map, Formula f, unsigned long long* hist, unsigned* tickets,
-                           std::uint8_t* luts) {
+    batch_histogram_lut_kernel(Map map, Formula f, unsigned long long* hist, unsigned* tickets,
+                               std::uint8_t* luts) {
   __shared__ std::uint32_t s_cols[kColumnWords];
   __shared__ cdf::TempStorage tmp;
   __shared__ bool s_last;
@@ -200,7 +205,7 @@ batch_histogram_lut_kernel(Map map, Formula f, unsigned long long* hist, unsigne
 
 template <typename Map>
 __global__ void __launch_bounds__(P::kBlockSize)
-batch_apply_kernel(Map map, const std::uint8_t* luts) {
+    batch_apply_kernel(Map map, const std::uint8_t* luts) {
   __shared__ std::uint8_t s_lut[cdf::kLutBins];
   const Piece p = map.at(blockIdx.x);
   s_lut[threadIdx.x] = luts[std::size_t(p.image) * cdf::kLutBins + threadIdx.x];
@@ -235,9 +240,9 @@ struct PhaseOrder {
 /// before it — so the launch cannot deadlock whatever the grid size. The lag keeps an image's
 /// bytes in L2 between its two passes: the batch is read from DRAM about once.
 __global__ void __launch_bounds__(P::kBlockSize)
-batch_queued_kernel(UniformMap map, PhaseOrder order, Formula f, unsigned long long* hist,
-                    unsigned* tickets, std::uint8_t* luts, unsigned* ready, unsigned epoch,
-                    unsigned* work) {
+    batch_queued_kernel(UniformMap map, PhaseOrder order, Formula f, unsigned long long* hist,
+                        unsigned* tickets, std::uint8_t* luts, unsigned* ready, unsigned epoch,
+                        unsigned* work) {
   __shared__ std::uint32_t s_cols[kColumnWords];
   __shared__ cdf::TempStorage tmp;
   __shared__ std::uint8_t s_lut[cdf::kLutBins];
@@ -259,8 +264,8 @@ batch_queued_kernel(UniformMap map, PhaseOrder order, Formula f, unsigned long l
     std::uint8_t* lut = luts + std::size_t(image) * cdf::kLutBins;
     if (!apply) {
       if (count_chunk(p.in + p.begin, p.end - p.begin, s_cols,
-                      hist + std::size_t(image) * cdf::kLutBins, &tickets[image], per_image, f,
-                      lut, tmp, s_last) &&
+                      hist + std::size_t(image) * cdf::kLutBins, &tickets[image], per_image, f, lut,
+                      tmp, s_last) &&
           t == 0) {
         atomicExch(&ready[image], epoch);  // after count_chunk's fence: the LUT is visible
       }
@@ -305,8 +310,8 @@ void launch_pair(const Map& map, std::size_t blocks, Formula f, unsigned long lo
                  unsigned* tickets, std::uint8_t* luts, cudaStream_t stream) {
   if (blocks == 0) return;
   if (blocks > kMaxGrid) throw UsageError("equalize_batch: batch too large for one grid");
-  batch_histogram_lut_kernel<Map><<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, f, hist,
-                                                                                   tickets, luts);
+  batch_histogram_lut_kernel<Map>
+      <<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, f, hist, tickets, luts);
   HISTEQ_CUDA_CHECK_LAUNCH();
   batch_apply_kernel<Map><<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, luts);
   HISTEQ_CUDA_CHECK_LAUNCH();
@@ -338,13 +343,11 @@ Scratch split(void* d, std::size_t bytes, std::size_t count) {
 
 }  // namespace
 
-std::size_t batch_scratch_bytes(std::size_t count) {
-  return kFixedBytes + count * kPerImageBytes;
-}
+std::size_t batch_scratch_bytes(std::size_t count) { return kFixedBytes + count * kPerImageBytes; }
 
 void launch_equalize_batch(const BatchImage* images, std::size_t count, Formula f,
-                           std::uint8_t* d_luts, void* d_zeroed_scratch,
-                           std::size_t scratch_bytes, cudaStream_t stream) {
+                           std::uint8_t* d_luts, void* d_zeroed_scratch, std::size_t scratch_bytes,
+                           cudaStream_t stream) {
   if (count == 0) return;
   if (images == nullptr || d_luts == nullptr) throw UsageError("equalize_batch: null pointer");
   const Scratch s = split(d_zeroed_scratch, scratch_bytes, count);
@@ -368,11 +371,10 @@ void launch_equalize_batch(const BatchImage* images, std::size_t count, Formula 
   }
 }
 
-void launch_equalize_batch_uniform(const std::uint8_t* d_in, std::uint8_t* d_out,
-                                   std::size_t count, std::size_t n, Formula f,
-                                   std::uint8_t* d_luts, void* d_zeroed_scratch,
-                                   std::size_t scratch_bytes, unsigned epoch,
-                                   cudaStream_t stream) {
+void launch_equalize_batch_uniform(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t count,
+                                   std::size_t n, Formula f, std::uint8_t* d_luts,
+                                   void* d_zeroed_scratch, std::size_t scratch_bytes,
+                                   unsigned epoch, cudaStream_t stream) {
   if (count == 0 || n == 0) return;
   if (d_luts == nullptr) throw UsageError("equalize_batch: null pointer");
   if (epoch == 0) throw UsageError("equalize_batch: epoch 0 is the flags' initial value");
@@ -383,8 +385,8 @@ void launch_equalize_batch_uniform(const std::uint8_t* d_in, std::uint8_t* d_out
   }
   const Scratch s = split(d_zeroed_scratch, scratch_bytes, count);
   const UniformMap map{d_in, d_out, n, unsigned(per_image)};
-  const std::size_t resident = detail::resident_blocks(
-      reinterpret_cast<const void*>(batch_queued_kernel), P::kBlockSize, 0);
+  const std::size_t resident =
+      detail::resident_blocks(reinterpret_cast<const void*>(batch_queued_kernel), P::kBlockSize, 0);
   const std::size_t items = 2 * count * per_image;
   const std::size_t grid = std::max<std::size_t>(1, std::min(items, resident));
   // Lag: the apply of image i is queued after the histogram of image i + lag: at least the

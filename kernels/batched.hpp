@@ -13,8 +13,8 @@ namespace histeq::kernels {
 
 /// Tuning numbers of the batched kernels (one place; no literals in the kernels).
 struct BatchedPolicy {
-  static constexpr int kBlockSize = 256;        ///< threads per block; = 256 bins, one per thread
-  static constexpr int kVectorsPerThread = 8;   ///< 16-byte vectors per thread per item
+  static constexpr int kBlockSize = 256;       ///< threads per block; = 256 bins, one per thread
+  static constexpr int kVectorsPerThread = 8;  ///< 16-byte vectors per thread per item
   /// Bytes of one image a block covers (the unit of the block → image map).
   static constexpr std::size_t kChunkBytes = std::size_t(kBlockSize) * kVectorsPerThread * 16;
   /// Images whose descriptors travel in one launch's parameters (see BatchTable).
@@ -60,8 +60,8 @@ std::size_t batch_scratch_bytes(std::size_t count);
 /// no host synchronization; descriptors travel as kernel parameters, kTableImages per launch
 /// pair (so count > kTableImages takes ceil(count / kTableImages) × 2 launches).
 void launch_equalize_batch(const BatchImage* images, std::size_t count, Formula f,
-                           std::uint8_t* d_luts, void* d_zeroed_scratch,
-                           std::size_t scratch_bytes, cudaStream_t stream);
+                           std::uint8_t* d_luts, void* d_zeroed_scratch, std::size_t scratch_bytes,
+                           cudaStream_t stream);
 
 /// The same for `count` images of n bytes each, back to back: image i is d_in[i·n, (i+1)·n)
 /// → d_out[i·n, (i+1)·n), in ONE launch whatever count is: a queue of 16 KiB items claimed in
@@ -69,11 +69,10 @@ void launch_equalize_batch(const BatchImage* images, std::size_t count, Formula 
 /// wait for the image's ready flag (= epoch) that the last histogram item sets after writing the
 /// LUT. So the image is still in L2 when it is read the second time. `epoch`: a different
 /// non-zero value for every call that shares the scratch (the flags are never reset).
-void launch_equalize_batch_uniform(const std::uint8_t* d_in, std::uint8_t* d_out,
-                                   std::size_t count, std::size_t n, Formula f,
-                                   std::uint8_t* d_luts, void* d_zeroed_scratch,
-                                   std::size_t scratch_bytes, unsigned epoch,
-                                   cudaStream_t stream);
+void launch_equalize_batch_uniform(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t count,
+                                   std::size_t n, Formula f, std::uint8_t* d_luts,
+                                   void* d_zeroed_scratch, std::size_t scratch_bytes,
+                                   unsigned epoch, cudaStream_t stream);
 
 /// The same result as launch_equalize_batch_uniform in two launches over the whole batch (no
 /// queue, no flags, no epoch): launch 1 counts every 32 KiB chunk and each image's last block

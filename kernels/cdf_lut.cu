@@ -17,18 +17,19 @@ namespace {
 using cdf::kLutBins;
 
 __global__ void __launch_bounds__(kLutBins)
-cdf_lut_kernel(const std::uint64_t* __restrict__ d_hist, std::uint8_t* __restrict__ d_luts,
-               Formula f) {
+    cdf_lut_kernel(const std::uint64_t* __restrict__ d_hist, std::uint8_t* __restrict__ d_luts,
+                   Formula f) {
   __shared__ cdf::TempStorage tmp;
   const std::uint64_t* hist = d_hist + std::size_t(blockIdx.x) * kLutBins;
   std::uint8_t* lut = d_luts + std::size_t(blockIdx.x) * kLutBins;
-  cdf::block_cdf_lut(hist[threadIdx.x], [hist](int v) { return hist[v]; }, f, lut, tmp);
+  cdf::block_cdf_lut(
+      hist[threadIdx.x], [hist](int v) { return hist[v]; }, f, lut, tmp);
 }
 
 }  // namespace
 
-void launch_cdf_lut_planes(const std::uint64_t* d_hist, int planes, std::uint8_t* d_luts,
-                           Formula f, cudaStream_t stream) {
+void launch_cdf_lut_planes(const std::uint64_t* d_hist, int planes, std::uint8_t* d_luts, Formula f,
+                           cudaStream_t stream) {
   if (planes < 0) throw UsageError("cdf_lut: planes must be >= 0, got " + std::to_string(planes));
   if (planes == 0) return;
   cdf_lut_kernel<<<planes, kLutBins, 0, stream>>>(d_hist, d_luts, f);

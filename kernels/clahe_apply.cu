@@ -54,7 +54,8 @@ __global__ void __launch_bounds__(P::kApplyBlockSize)
   for (std::size_t k = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; k < items;
        k += std::size_t(gridDim.x) * blockDim.x) {
     const std::size_t i0 = k * kPer;
-    int y = int(unsigned(i0) / unsigned(a.width)), x = int(unsigned(i0) - unsigned(y) * unsigned(a.width));
+    int y = int(unsigned(i0) / unsigned(a.width)),
+        x = int(unsigned(i0) - unsigned(y) * unsigned(a.width));
     cf::Axis ya = cf::axis(y, a.inv_th, a.tiles_y);
     if constexpr (kVector) {
       uint4 q = reinterpret_cast<const uint4*>(in)[k];
@@ -79,7 +80,8 @@ __global__ void __launch_bounds__(P::kApplyBlockSize)
     const std::size_t tail0 = items * kPer;
     const std::size_t i = tail0 + std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i < n) {
-      const int y = int(unsigned(i) / unsigned(a.width)), x = int(unsigned(i) - unsigned(y) * unsigned(a.width));
+      const int y = int(unsigned(i) / unsigned(a.width)),
+                x = int(unsigned(i) - unsigned(y) * unsigned(a.width));
       out[i] = interpolate(luts, a, x, cf::axis(y, a.inv_th, a.tiles_y), int(in[i]));
     }
   }
@@ -87,8 +89,8 @@ __global__ void __launch_bounds__(P::kApplyBlockSize)
 
 template <typename T>
 void run_apply(const T* d_in, T* d_out, const cf::Geometry& g, const T* luts, cudaStream_t stream) {
-  const ApplyArgs a{g.width, g.height, g.tiles_x, g.tiles_y, cf::inv_size(g.tile_w),
-                    cf::inv_size(g.tile_h)};
+  const ApplyArgs a{
+      g.width, g.height, g.tiles_x, g.tiles_y, cf::inv_size(g.tile_w), cf::inv_size(g.tile_h)};
   const std::size_t n = std::size_t(g.width) * g.height;
   if (n >= (std::size_t(1) << 32)) throw UsageError("CLAHE apply: more than 2^32 - 1 samples");
   const bool vec = reinterpret_cast<std::uintptr_t>(d_in) % 16 == 0 &&
@@ -115,8 +117,9 @@ void clahe_apply(const void* d_in, void* d_out, const cf::Geometry& g, const voi
     throw UsageError("CLAHE apply: null device pointer");
   }
   if (g.hist_size == 256) {
-    if (clahe_apply_cell_u8(static_cast<const std::uint8_t*>(d_in), static_cast<std::uint8_t*>(d_out),
-                            g, static_cast<const std::uint8_t*>(d_luts), stream)) {
+    if (clahe_apply_cell_u8(static_cast<const std::uint8_t*>(d_in),
+                            static_cast<std::uint8_t*>(d_out), g,
+                            static_cast<const std::uint8_t*>(d_luts), stream)) {
       return;
     }
     run_apply(static_cast<const std::uint8_t*>(d_in), static_cast<std::uint8_t*>(d_out), g,

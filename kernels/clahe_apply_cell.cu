@@ -59,8 +59,8 @@ __device__ __forceinline__ float byte_float(unsigned packed, unsigned sel) {
 }
 
 __global__ void __launch_bounds__(ClahePolicy::kCellThreads)
-    apply_cell_kernel(const std::uint8_t* in, std::uint8_t* out, const std::uint8_t* __restrict__ luts,
-                      CellArgs a) {
+    apply_cell_kernel(const std::uint8_t* in, std::uint8_t* out,
+                      const std::uint8_t* __restrict__ luts, CellArgs a) {
   __shared__ unsigned s_lut[256];
   const int cx = int(blockIdx.x);
   const int cy = int(blockIdx.y) / a.chunks, chunk = int(blockIdx.y) % a.chunks;
@@ -110,7 +110,8 @@ __global__ void __launch_bounds__(ClahePolicy::kCellThreads)
       const float bot = __fadd_rn(__fmul_rn(byte_float(p, 0x7542), wa1[j]),
                                   __fmul_rn(byte_float(p, 0x7543), wa[j]));
       const float r = __fadd_rn(__fmul_rn(top, ya.a1), __fmul_rn(bot, ya.a));
-      const unsigned k = min(unsigned(__float_as_int(__fadd_rn(r, 8388608.0f)) - 0x4B000000u), 255u);
+      const unsigned k =
+          min(unsigned(__float_as_int(__fadd_rn(r, 8388608.0f)) - 0x4B000000u), 255u);
       o[j >> 2] |= k << (8 * (j & 3));
     }
     if (full) {
@@ -133,12 +134,15 @@ bool clahe_apply_cell_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const cf
                          const std::uint8_t* d_luts, cudaStream_t stream) {
   const ClaheTuning& tune = clahe_tuning();
   const std::size_t pixels = std::size_t(g.width) * std::size_t(g.height);
-  if (tune.apply_mode < 0 || (tune.apply_mode == 0 && pixels < ClahePolicy::kCellMinPixels)) return false;
+  if (tune.apply_mode < 0 || (tune.apply_mode == 0 && pixels < ClahePolicy::kCellMinPixels))
+    return false;
   if (g.hist_size != 256 || g.width % 16 != 0) return false;
-  if (reinterpret_cast<std::uintptr_t>(d_in) % 16 != 0 || reinterpret_cast<std::uintptr_t>(d_out) % 16 != 0) {
+  if (reinterpret_cast<std::uintptr_t>(d_in) % 16 != 0 ||
+      reinterpret_cast<std::uintptr_t>(d_out) % 16 != 0) {
     return false;
   }
-  const int slots = (g.tile_w + 15) / 16 + 2;  // a cell is at most tile_w + 1 wide, plus misalignment
+  const int slots =
+      (g.tile_w + 15) / 16 + 2;  // a cell is at most tile_w + 1 wide, plus misalignment
   if (slots > ClahePolicy::kCellThreads) return false;
   const int lanes = std::max(1, tune.cell_threads / slots);
   const int cells_x = g.tiles_x + 1, cells_y = g.tiles_y + 1;
@@ -153,8 +157,16 @@ bool clahe_apply_cell_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const cf
   rows = std::max(rows, std::min(lanes, g.tile_h + 2));
   const int chunks = (g.tile_h + 2 + rows - 1) / rows;
   if (static_cast<long long>(cells_y) * chunks > 65535) return false;
-  const CellArgs a{g.width, g.height, g.tiles_x, g.tiles_y, g.tile_w, g.tile_h,
-                   cf::inv_size(g.tile_w), cf::inv_size(g.tile_h), rows, chunks};
+  const CellArgs a{g.width,
+                   g.height,
+                   g.tiles_x,
+                   g.tiles_y,
+                   g.tile_w,
+                   g.tile_h,
+                   cf::inv_size(g.tile_w),
+                   cf::inv_size(g.tile_h),
+                   rows,
+                   chunks};
   const dim3 grid{unsigned(cells_x), unsigned(cells_y * chunks), 1u};
   const dim3 block{unsigned(slots), unsigned(lanes), 1u};
   apply_cell_kernel<<<grid, block, 0, stream>>>(d_in, d_out, d_luts, a);

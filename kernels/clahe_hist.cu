@@ -137,7 +137,8 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
     HISTEQ_CUDA_CHECK_LAUNCH();
     return;
   }
-  tile_hist_kernel<T, false><<<grid, P::kHistBlockSize, 0, stream>>>(d_in, a, b.hist, b.tickets, luts);
+  tile_hist_kernel<T, false>
+      <<<grid, P::kHistBlockSize, 0, stream>>>(d_in, a, b.hist, b.tickets, luts);
   HISTEQ_CUDA_CHECK_LAUNCH();
   clahe_detail::tile_lut_kernel<T, kBins><<<unsigned(g.tiles()), P::kLutBlockSize, 0, stream>>>(
       b.hist, g.clip, g.lut_scale, luts, tune.coalesced_lut16);
@@ -146,7 +147,8 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
 
 }  // namespace
 
-void clahe_luts(const void* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaStream_t stream) {
+void clahe_luts(const void* d_in, const cf::Geometry& g, const ClaheBuffers& b,
+                cudaStream_t stream) {
   if (g.width < 1 || g.height < 1 || g.tiles_x < 1 || g.tiles_y < 1) {
     throw UsageError("CLAHE: empty plane or grid");
   }

@@ -75,7 +75,8 @@ __device__ void block_tile_lut(std::uint32_t* hist, int clip, float lut_scale, T
   }
   auto count = [&](int i) {
     int h = int(__ldcg(hist + i));
-    if (clip > 0) h = (h > clip ? clip : h) + batch + (cf::gets_residual(i, residual, step) ? 1 : 0);
+    if (clip > 0)
+      h = (h > clip ? clip : h) + batch + (cf::gets_residual(i, residual, step) ? 1 : 0);
     return h;
   };
   int mine = 0;
@@ -99,7 +100,8 @@ __device__ __forceinline__ void warp_tile_lut_u8(std::uint32_t* hist, int clip, 
   const int lane = threadIdx.x & 31;
   const uint4* h4 = reinterpret_cast<const uint4*>(hist) + lane * 2;
   const uint4 qa = __ldcg(h4), qb = __ldcg(h4 + 1);
-  int h[8] = {int(qa.x), int(qa.y), int(qa.z), int(qa.w), int(qb.x), int(qb.y), int(qb.z), int(qb.w)};
+  int h[8] = {int(qa.x), int(qa.y), int(qa.z), int(qa.w),
+              int(qb.x), int(qb.y), int(qb.z), int(qb.w)};
   const int b0 = lane * 8;
   if (clip > 0) {
     int excess = 0;
@@ -110,7 +112,8 @@ __device__ __forceinline__ void warp_tile_lut_u8(std::uint32_t* hist, int clip, 
     const int step = cf::residual_step(256, residual);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      h[j] = (h[j] > clip ? clip : h[j]) + batch + (cf::gets_residual(b0 + j, residual, step) ? 1 : 0);
+      h[j] =
+          (h[j] > clip ? clip : h[j]) + batch + (cf::gets_residual(b0 + j, residual, step) ? 1 : 0);
     }
   }
   int mine = 0;
@@ -128,8 +131,10 @@ __device__ __forceinline__ void warp_tile_lut_u8(std::uint32_t* hist, int clip, 
   for (int j = 0; j < 8; ++j) {
     sum += h[j];
     const unsigned v = unsigned(cf::lut_value(sum, lut_scale, 255));
-    if (j < 4) lo |= v << (8 * j);
-    else hi |= v << (8 * (j - 4));
+    if (j < 4)
+      lo |= v << (8 * j);
+    else
+      hi |= v << (8 * (j - 4));
   }
   reinterpret_cast<uint2*>(lut)[lane] = make_uint2(lo, hi);
   uint4* w4 = reinterpret_cast<uint4*>(hist) + lane * 2;
@@ -146,7 +151,8 @@ template <typename T, int kBins>
 __device__ void block_tile_lut_coalesced(std::uint32_t* hist, int clip, float lut_scale, T* lut,
                                          int* s_tmp) {
   namespace cf = histeq::clahe_formula;
-  const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5), warps = int(blockDim.x >> 5);
+  const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5),
+            warps = int(blockDim.x >> 5);
   const int chunk = kBins / warps, c0 = warp * chunk, c1 = c0 + chunk;
   int batch = 0, residual = 0, step = 1;
   if (clip > 0) {
@@ -162,7 +168,8 @@ __device__ void block_tile_lut_coalesced(std::uint32_t* hist, int clip, float lu
   }
   auto count = [&](int i) {
     int h = int(__ldcg(hist + i));
-    if (clip > 0) h = (h > clip ? clip : h) + batch + (cf::gets_residual(i, residual, step) ? 1 : 0);
+    if (clip > 0)
+      h = (h > clip ? clip : h) + batch + (cf::gets_residual(i, residual, step) ? 1 : 0);
     return h;
   };
   int mine = 0;
@@ -187,8 +194,8 @@ __device__ void block_tile_lut_coalesced(std::uint32_t* hist, int clip, float lu
 /// One block per tile: blockIdx.x = tile index. `coalesced`: block_tile_lut_coalesced where it
 /// applies (many bins), else block_tile_lut.
 template <typename T, int kBins>
-__global__ void __launch_bounds__(1024) tile_lut_kernel(std::uint32_t* hist, int clip,
-                                                        float lut_scale, T* luts, bool coalesced) {
+__global__ void __launch_bounds__(1024)
+    tile_lut_kernel(std::uint32_t* hist, int clip, float lut_scale, T* luts, bool coalesced) {
   __shared__ int s_tmp[33];
   const std::size_t t = blockIdx.x;
   if (kBins >= 32 * 32 && kBins % blockDim.x == 0 && coalesced) {

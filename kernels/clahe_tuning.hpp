@@ -51,15 +51,18 @@ inline const ClaheTuning& clahe_tuning() {
       const char* v = std::getenv(name);
       return v != nullptr && std::strcmp(v, value) == 0;
     };
-    r.hist_min_bytes = std::size_t(num("HISTEQ_CLAHE_BAND_KB", 1, 1 << 20, long(r.hist_min_bytes >> 10))) << 10;
+    r.hist_min_bytes =
+        std::size_t(num("HISTEQ_CLAHE_BAND_KB", 1, 1 << 20, long(r.hist_min_bytes >> 10))) << 10;
     r.hist_blocks_per_sm = int(num("HISTEQ_CLAHE_HIST_BPS", 1, 64, r.hist_blocks_per_sm));
-    r.apply_pixels_per_block = int(num("HISTEQ_CLAHE_APPLY_KPX", 1, 1 << 16, r.apply_pixels_per_block >> 10)) << 10;
+    r.apply_pixels_per_block =
+        int(num("HISTEQ_CLAHE_APPLY_KPX", 1, 1 << 16, r.apply_pixels_per_block >> 10)) << 10;
     if (is("HISTEQ_CLAHE_LUT", "block")) r.warp_luts = false;
     if (is("HISTEQ_CLAHE_LUT", "warp")) r.warp_luts = true;
     if (is("HISTEQ_CLAHE_APPLY", "grid")) r.apply_mode = -1;
     if (is("HISTEQ_CLAHE_APPLY", "cell")) r.apply_mode = 1;
     if (is("HISTEQ_CLAHE_VISIT", "general")) r.fast_visit = false;
-    r.cell_threads = int(num("HISTEQ_CLAHE_CELL_THREADS", 32, ClahePolicy::kCellThreads, r.cell_threads));
+    r.cell_threads =
+        int(num("HISTEQ_CLAHE_CELL_THREADS", 32, ClahePolicy::kCellThreads, r.cell_threads));
     r.hist16_vectors = num("HISTEQ_HIST16_VIF", 1, 8, r.hist16_vectors) > 4 ? 8 : 4;
     if (is("HISTEQ_CLAHE_LUT16", "strided")) r.coalesced_lut16 = false;
     if (is("HISTEQ_HIST16", "cluster")) r.hist16_packed = false;

@@ -59,8 +59,8 @@ LaunchShape shape(const HistogramLaunch& c) {
   const void* k = c.type == SampleType::u8 ? kernel_for_block<std::uint8_t>(small, block)
                                            : kernel_for_block<std::int32_t>(small, block);
   const std::size_t per_block = std::size_t(block) * unroll * (c.type == SampleType::u8 ? 16 : 4);
-  const std::size_t wanted = std::min(detail::ceil_div(c.n, per_block),
-                                      detail::resident_blocks(k, block, 0));
+  const std::size_t wanted =
+      std::min(detail::ceil_div(c.n, per_block), detail::resident_blocks(k, block, 0));
   LaunchShape s;
   s.kernel = k;
   s.block_size = block;
@@ -82,8 +82,8 @@ void launch(const HistogramLaunch& c) {
   const void* in = c.d_in;
   void* state = c.d_scratch;
   void* args[] = {&in, &n, &bins, &hist, &state};
-  HISTEQ_CUDA_CHECK(cudaLaunchKernel(s.kernel, dim3(s.grid_size), dim3(s.block_size), args, 0,
-                                     c.stream));
+  HISTEQ_CUDA_CHECK(
+      cudaLaunchKernel(s.kernel, dim3(s.grid_size), dim3(s.block_size), args, 0, c.stream));
 }
 
 }  // namespace
@@ -92,6 +92,11 @@ extern const KernelEntry kColumns = {
     "columns",
     "lane-owned shared columns (bin x 32 + lane): no bank conflicts on any data; 16-byte loads, "
     "2 in flight; last block writes the result (one launch, no memset)",
-    true, unsupported, scratch, launch, shape, /*zeroed_scratch=*/true};
+    true,
+    unsupported,
+    scratch,
+    launch,
+    shape,
+    /*zeroed_scratch=*/true};
 
 }  // namespace histeq::kernels

@@ -19,8 +19,8 @@
 
 namespace histeq::kernels::columns {
 
-inline constexpr int kValues = 256;             // raw sample values counted per block
-inline constexpr int kColumns = 32;             // one column per lane
+inline constexpr int kValues = 256;  // raw sample values counted per block
+inline constexpr int kColumns = 32;  // one column per lane
 inline constexpr int kSmemWords = kValues * kColumns;
 
 /// Adds one sample value (0..255) to the calling lane's column.
@@ -41,22 +41,31 @@ __device__ __forceinline__ void count_i32(std::uint32_t* lane_col, int v, int bi
   if (static_cast<unsigned>(v) < static_cast<unsigned>(bins)) count_value(lane_col, unsigned(v));
 }
 
-template <typename T> struct Vec;
-template <> struct Vec<std::uint8_t> {
+template <typename T>
+struct Vec;
+template <>
+struct Vec<std::uint8_t> {
   using type = uint4;
   static constexpr int kPer = 16;
   __device__ __forceinline__ static void count(std::uint32_t* c, const uint4& r, int) {
-    count_word_u8(c, r.x); count_word_u8(c, r.y); count_word_u8(c, r.z); count_word_u8(c, r.w);
+    count_word_u8(c, r.x);
+    count_word_u8(c, r.y);
+    count_word_u8(c, r.z);
+    count_word_u8(c, r.w);
   }
   __device__ __forceinline__ static void count1(std::uint32_t* c, std::uint8_t v, int) {
     count_value(c, v);
   }
 };
-template <> struct Vec<std::int32_t> {
+template <>
+struct Vec<std::int32_t> {
   using type = int4;
   static constexpr int kPer = 4;
   __device__ __forceinline__ static void count(std::uint32_t* c, const int4& r, int bins) {
-    count_i32(c, r.x, bins); count_i32(c, r.y, bins); count_i32(c, r.z, bins); count_i32(c, r.w, bins);
+    count_i32(c, r.x, bins);
+    count_i32(c, r.y, bins);
+    count_i32(c, r.z, bins);
+    count_i32(c, r.w, bins);
   }
   __device__ __forceinline__ static void count1(std::uint32_t* c, std::int32_t v, int bins) {
     count_i32(c, v, bins);
@@ -83,7 +92,10 @@ struct Split {
 /// caching (inputs that fit in L2, so a second pass such as apply, or a repeat, hits L2).
 template <bool kStream, typename VT>
 __device__ __forceinline__ VT load_vec(const VT* p) {
-  if constexpr (kStream) return __ldcs(p); else return __ldg(p);
+  if constexpr (kStream)
+    return __ldcs(p);
+  else
+    return __ldg(p);
 }
 
 /// Zeroes the block's columns. Caller syncs.

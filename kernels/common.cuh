@@ -169,8 +169,8 @@ inline void check_call(const HistogramLaunch& call, const char* kernel) {
 
 /// d_hist[0, bins) = 0, async on the call's stream.
 inline void zero_histogram(const HistogramLaunch& call) {
-  HISTEQ_CUDA_CHECK(cudaMemsetAsync(call.d_hist, 0, std::size_t(call.bins) * sizeof(std::uint64_t),
-                                    call.stream));
+  HISTEQ_CUDA_CHECK(
+      cudaMemsetAsync(call.d_hist, 0, std::size_t(call.bins) * sizeof(std::uint64_t), call.stream));
 }
 
 inline unsigned long long* global_histogram(const HistogramLaunch& call) {

@@ -30,7 +30,7 @@ struct HistogramLaunch {
   std::uint64_t* d_hist = nullptr;  ///< [bins], overwritten
   void* d_scratch = nullptr;        ///< at least entry.scratch_bytes(n, bins, type) bytes
   cudaStream_t stream = nullptr;
-  int block_size = 0;               ///< 0: the kernel's tuned default
+  int block_size = 0;  ///< 0: the kernel's tuned default
 };
 
 /// The launch configuration a kernel would use for a call (for `kernels --details`, the

@@ -82,14 +82,14 @@ Config cooperative_config(const HistogramLaunch& c) {
   cfg.kernel = c.type == SampleType::u8
                    ? reinterpret_cast<const void*>(&cooperative_kernel<SampleType::u8>)
                    : reinterpret_cast<const void*>(&cooperative_kernel<SampleType::i32>);
-  cfg.block = lesson_detail::checked_block("cooperative", c.block_size,
-                                           perthread_default_block(c.bins));
+  cfg.block =
+      lesson_detail::checked_block("cooperative", c.block_size, perthread_default_block(c.bins));
   // The counters, or the 32 uint64 warp sums of the final reduction if that is more.
   cfg.smem = std::max<std::size_t>(std::size_t(c.bins) * std::size_t(cfg.block) * 4,
                                    32 * sizeof(unsigned long long));
   const int bps = lesson_detail::blocks_per_sm("cooperative", cfg.kernel, cfg.block, cfg.smem);
-  cfg.grid = cooperative_grid_size(lesson_detail::current_device_limits().sm_count, bps, c.n,
-                                   cfg.block);
+  cfg.grid =
+      cooperative_grid_size(lesson_detail::current_device_limits().sm_count, bps, c.n, cfg.block);
   return cfg;
 }
 
@@ -117,8 +117,8 @@ void cooperative_launch(const HistogramLaunch& c) {
   }
   const Config cfg = cooperative_config(c);
   if (c.n == 0) {
-    HISTEQ_CUDA_CHECK(cudaMemsetAsync(c.d_hist, 0, std::size_t(c.bins) * sizeof(std::uint64_t),
-                                      c.stream));
+    HISTEQ_CUDA_CHECK(
+        cudaMemsetAsync(c.d_hist, 0, std::size_t(c.bins) * sizeof(std::uint64_t), c.stream));
     return;
   }
   // uint32 partials: no block may count more than kLessonMaxBlockShare samples. Only a device

@@ -58,10 +58,11 @@ std::size_t counters_bytes(int bins) {
 std::size_t cub_temp_bytes(std::size_t n, int bins, SampleType type) {
   std::size_t bytes = 0;
   if (narrow_counters(n)) {
-    HISTEQ_CUDA_CHECK(cub_dispatch<unsigned>(nullptr, bytes, nullptr, n, bins, type, nullptr, nullptr));
+    HISTEQ_CUDA_CHECK(
+        cub_dispatch<unsigned>(nullptr, bytes, nullptr, n, bins, type, nullptr, nullptr));
   } else {
-    HISTEQ_CUDA_CHECK(cub_dispatch<unsigned long long>(nullptr, bytes, nullptr, n, bins, type,
-                                                       nullptr, nullptr));
+    HISTEQ_CUDA_CHECK(
+        cub_dispatch<unsigned long long>(nullptr, bytes, nullptr, n, bins, type, nullptr, nullptr));
   }
   return bytes;
 }
@@ -93,8 +94,8 @@ void cub_launch(const HistogramLaunch& call) {
   }
   auto* counts = static_cast<unsigned*>(call.d_scratch);
   void* temp = static_cast<char*>(call.d_scratch) + counters_bytes(call.bins);
-  HISTEQ_CUDA_CHECK(cub_dispatch(temp, bytes, call.d_in, call.n, call.bins, call.type, counts,
-                                 call.stream));
+  HISTEQ_CUDA_CHECK(
+      cub_dispatch(temp, bytes, call.d_in, call.n, call.bins, call.type, counts, call.stream));
   constexpr int kThreads = 256;
   widen_counts<<<int(detail::ceil_div(std::size_t(call.bins), kThreads)), kThreads, 0,
                  call.stream>>>(counts, call.bins, hist);

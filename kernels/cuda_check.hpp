@@ -9,7 +9,8 @@
 
 namespace histeq::detail {
 
-[[noreturn]] inline void throw_cuda(cudaError_t code, const char* call, const char* file, int line) {
+[[noreturn]] inline void throw_cuda(cudaError_t code, const char* call, const char* file,
+                                    int line) {
   std::string msg = std::string("CUDA error in ") + call + " at " + file + ":" +
                     std::to_string(line) + ": " + cudaGetErrorName(code) + ": " +
                     cudaGetErrorString(code);
@@ -21,12 +22,12 @@ namespace histeq::detail {
 
 }  // namespace histeq::detail
 
-#define HISTEQ_CUDA_CHECK(call)                                              \
-  do {                                                                       \
-    cudaError_t histeq_err_ = (call);                                        \
-    if (histeq_err_ != cudaSuccess) {                                        \
-      ::histeq::detail::throw_cuda(histeq_err_, #call, __FILE__, __LINE__);  \
-    }                                                                        \
+#define HISTEQ_CUDA_CHECK(call)                                             \
+  do {                                                                      \
+    cudaError_t histeq_err_ = (call);                                       \
+    if (histeq_err_ != cudaSuccess) {                                       \
+      ::histeq::detail::throw_cuda(histeq_err_, #call, __FILE__, __LINE__); \
+    }                                                                       \
   } while (0)
 
 /// After a kernel launch: reports launch-configuration errors at the launch site.

@@ -62,16 +62,15 @@ KernelDetails describe(const KernelEntry& e, SampleType type, int bins, std::siz
   // kernel's own launch sets it too; setting it here changes nothing else).
   if (dyn > std::size_t(attr.maxDynamicSharedSizeBytes)) {
     int optin = 0;
-    HISTEQ_CUDA_CHECK(
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    HISTEQ_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     if (dyn + attr.sharedSizeBytes > std::size_t(optin)) {
       d.supported = false;
       d.reason = std::to_string(s.smem_bytes) + " bytes of shared memory per block exceed the " +
                  std::to_string(optin) + " this device allows";
       return d;
     }
-    HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(dyn)));
+    HISTEQ_CUDA_CHECK(
+        cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(dyn)));
   }
   if (s.block_size > 0) {
     HISTEQ_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&d.blocks_per_sm, s.kernel,
@@ -98,7 +97,7 @@ std::string percent(double occ, bool known) {
 }  // namespace
 
 std::string format_details(const std::vector<KernelDetails>& rows) {
-  const std::vector<std::string> header = {"kernel", "block", "grid", "smem/block",
+  const std::vector<std::string> header = {"kernel", "block",     "grid",      "smem/block",
                                            "regs",   "blocks/SM", "occupancy", "note"};
   std::vector<std::vector<std::string>> cells;
   cells.push_back(header);

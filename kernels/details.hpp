@@ -21,7 +21,7 @@ struct KernelDetails {
   std::size_t smem_bytes = 0;  ///< shared memory per block, static + dynamic, bytes
   int regs_per_thread = 0;     ///< cudaFuncAttributes::numRegs of the compiled kernel
   int blocks_per_sm = 0;       ///< cudaOccupancyMaxActiveBlocksPerMultiprocessor
-  double occupancy = 0;        ///< theoretical: blocks_per_sm · block_size / max_threads_per_sm, 0..1
+  double occupancy = 0;  ///< theoretical: blocks_per_sm · block_size / max_threads_per_sm, 0..1
   int max_threads_per_sm = 0;  ///< cudaDevAttrMaxThreadsPerMultiProcessor (2048 on the H200)
 };
 

@@ -64,7 +64,9 @@ class DeviceBuffer {
 class Stream {
  public:
   Stream() { HISTEQ_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
-  ~Stream() { if (s_) cudaStreamDestroy(s_); }
+  ~Stream() {
+    if (s_) cudaStreamDestroy(s_);
+  }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
   cudaStream_t get() const noexcept { return s_; }
@@ -78,7 +80,9 @@ class Stream {
 class Event {
  public:
   Event() { HISTEQ_CUDA_CHECK(cudaEventCreate(&e_)); }
-  ~Event() { if (e_) cudaEventDestroy(e_); }
+  ~Event() {
+    if (e_) cudaEventDestroy(e_);
+  }
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   cudaEvent_t get() const noexcept { return e_; }

@@ -29,19 +29,21 @@ bool fused_equalize_supported(std::string* why) {
     return false;
   }
   if (!coop) {
-    if (why) *why = "the device cannot launch cooperative kernels (cudaDevAttrCooperativeLaunch = 0)";
+    if (why)
+      *why = "the device cannot launch cooperative kernels (cudaDevAttrCooperativeLaunch = 0)";
     return false;
   }
   return true;
 }
 
-void launch_fused_equalize(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t n,
-                           Formula f, std::uint64_t* d_hist, std::uint64_t* d_next_hist,
-                           std::uint8_t* d_lut, cudaStream_t stream) {
+void launch_fused_equalize(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t n, Formula f,
+                           std::uint64_t* d_hist, std::uint64_t* d_next_hist, std::uint8_t* d_lut,
+                           cudaStream_t stream) {
   if (d_hist == nullptr || (n > 0 && (d_in == nullptr || d_out == nullptr))) {
     throw UsageError("fused equalize: null device pointer");
   }
-  const auto a = reinterpret_cast<std::uintptr_t>(d_in), b = reinterpret_cast<std::uintptr_t>(d_out);
+  const auto a = reinterpret_cast<std::uintptr_t>(d_in),
+             b = reinterpret_cast<std::uintptr_t>(d_out);
   if (a % 16 != b % 16) {
     throw UsageError("fused equalize: input and output must have the same address modulo 16");
   }
@@ -51,15 +53,16 @@ void launch_fused_equalize(const std::uint8_t* d_in, std::uint8_t* d_out, std::s
   // Grid: no more blocks than the work needs, never more than are co-resident (a cooperative
   // launch with more fails).
   const std::size_t per_block = std::size_t(P::kBlockSize) * P::kVectorsInFlight * 16;
-  const std::size_t resident = detail::resident_blocks(reinterpret_cast<const void*>(kKernel),
-                                                       P::kBlockSize, 0);
-  const std::size_t grid = std::max<std::size_t>(1, std::min(detail::ceil_div(n, per_block), resident));
+  const std::size_t resident =
+      detail::resident_blocks(reinterpret_cast<const void*>(kKernel), P::kBlockSize, 0);
+  const std::size_t grid =
+      std::max<std::size_t>(1, std::min(detail::ceil_div(n, per_block), resident));
   auto* hist = reinterpret_cast<unsigned long long*>(d_hist);
   auto* next = reinterpret_cast<unsigned long long*>(d_next_hist);
   void* args[] = {&d_in, &d_out, &n, &f, &hist, &next, &d_lut};
   HISTEQ_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kKernel),
-                                                dim3(unsigned(grid)), dim3(P::kBlockSize), args,
-                                                0, stream));
+                                                dim3(unsigned(grid)), dim3(P::kBlockSize), args, 0,
+                                                stream));
 }
 
 }  // namespace histeq::kernels

@@ -32,7 +32,10 @@ __device__ __forceinline__ uint4 map_vec(const std::uint32_t* lut_lane, const ui
 
 template <bool kStream>
 __device__ __forceinline__ void store_vec(uint4* p, const uint4& v) {
-  if constexpr (kStream) __stcs(p, v); else *p = v;
+  if constexpr (kStream)
+    __stcs(p, v);
+  else
+    *p = v;
 }
 
 /// Builds the 256-entry LUT from a 256-bin global histogram, with kBlock ≥ 256 threads, and
@@ -97,7 +100,8 @@ template <int kBlock, int kUnroll, int kMinBlocks, bool kStream = false, int kSt
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
     equalize_kernel(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out,
                     std::size_t n, Formula f, unsigned long long* __restrict__ hist,
-                    unsigned long long* __restrict__ next_hist, std::uint8_t* __restrict__ lut_out) {
+                    unsigned long long* __restrict__ next_hist,
+                    std::uint8_t* __restrict__ lut_out) {
   namespace cg = cooperative_groups;
   using namespace columns;
   __shared__ __align__(16) std::uint32_t cols[kSmemWords];
@@ -133,7 +137,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) Vec<std::uint8_t>::count(lane_col, r[u], 256);
   }
-  for (; i < s.nvec; i += stride) Vec<std::uint8_t>::count(lane_col, load_vec<kStream>(vin + i), 256);
+  for (; i < s.nvec; i += stride)
+    Vec<std::uint8_t>::count(lane_col, load_vec<kStream>(vin + i), 256);
   __syncthreads();
   if (kStop == 1) {  // probe: keep the counts alive, skip the rest
     if (column_sum(cols, threadIdx.x & 255) == 0xFFFFFFFFu) hist[0] = 1;
@@ -155,7 +160,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   const std::uint32_t* lut_lane = cols + (threadIdx.x & 31);
 
   if (kStop == 4) return;
-  // Phase 3: apply; the kept tile first, then the rest re-read.
+    // Phase 3: apply; the kept tile first, then the rest re-read.
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const std::size_t j = gtid + u * stride;

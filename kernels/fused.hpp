@@ -23,8 +23,8 @@ bool fused_equalize_supported(std::string* why = nullptr);
 /// `in` and `out` may be the same buffer (in place) but must otherwise not overlap, and must
 /// have the same address modulo 16. Throws UsageError when they do not, Error (CudaError) when
 /// the launch fails.
-void launch_fused_equalize(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t n,
-                           Formula f, std::uint64_t* d_hist, std::uint64_t* d_next_hist,
-                           std::uint8_t* d_lut, cudaStream_t stream);
+void launch_fused_equalize(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t n, Formula f,
+                           std::uint64_t* d_hist, std::uint64_t* d_next_hist, std::uint8_t* d_lut,
+                           cudaStream_t stream);
 
 }  // namespace histeq::kernels

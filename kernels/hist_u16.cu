@@ -24,8 +24,8 @@
 #include "clahe_tuning.hpp"
 #include "common.cuh"
 #include "cuda_check.hpp"
-#include "histeq/lut16_formula.hpp"
 #include "histeq/error.hpp"
+#include "histeq/lut16_formula.hpp"
 #include "policy.hpp"
 
 namespace cg = cooperative_groups;
@@ -46,7 +46,9 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(P::kBlockSize)
   std::uint32_t* const owner1 = cluster.map_shared_rank(s_hist, 1);
   for (int i = threadIdx.x; i < kHalf; i += blockDim.x) s_hist[i] = 0;
   cluster.sync();  // both halves zero before anyone counts into them
-  auto count = [&](unsigned v) { atomicAdd(((v >> 15) ? owner1 : owner0) + (v & (kHalf - 1)), 1u); };
+  auto count = [&](unsigned v) {
+    atomicAdd(((v >> 15) ? owner1 : owner0) + (v & (kHalf - 1)), 1u);
+  };
   // 16-byte aligned body with a scalar head and tail.
   const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(in);
   const std::size_t head = std::min<std::size_t>(n, ((16 - addr % 16) % 16) / 2);
@@ -75,8 +77,8 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(P::kBlockSize)
 }
 
 /// One block of 1024 threads: v0, N, scan, LUT (equalize16.hpp's formula).
-__global__ void __launch_bounds__(1024) lut_u16_kernel(const unsigned long long* hist,
-                                                       std::uint16_t* lut) {
+__global__ void __launch_bounds__(1024)
+    lut_u16_kernel(const unsigned long long* hist, std::uint16_t* lut) {
   __shared__ unsigned long long s_part[1024];
   __shared__ int s_v0;
   constexpr int kPer = 65536 / 1024;
@@ -126,8 +128,10 @@ __global__ void apply_u16_kernel(const std::uint16_t* in, std::uint16_t* out, st
 
 void hist_u16(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist, cudaStream_t stream,
               std::uint32_t* d_scratch) {
-  if (d_hist == nullptr || (n > 0 && d_in == nullptr)) throw UsageError("hist_u16: null device pointer");
-  if (reinterpret_cast<std::uintptr_t>(d_in) % 2 != 0) throw UsageError("hist_u16: input not 2-byte aligned");
+  if (d_hist == nullptr || (n > 0 && d_in == nullptr))
+    throw UsageError("hist_u16: null device pointer");
+  if (reinterpret_cast<std::uintptr_t>(d_in) % 2 != 0)
+    throw UsageError("hist_u16: input not 2-byte aligned");
   if (n == 0) return;
   if (d_scratch != nullptr && clahe_tuning().hist16_packed) {
     hist_u16_packed(d_in, n, d_hist, d_scratch, stream);
@@ -142,7 +146,8 @@ void hist_u16(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist, c
   }
   // One block per SM, an even count (clusters of two), no more than the work needs.
   const std::size_t per_block = std::size_t(P::kBlockSize) * 8 * P::kMinVectorsPerThread;
-  std::size_t grid = std::min<std::size_t>(std::size_t(detail::sm_count()), detail::ceil_div(n, per_block));
+  std::size_t grid =
+      std::min<std::size_t>(std::size_t(detail::sm_count()), detail::ceil_div(n, per_block));
   grid = std::max<std::size_t>(2, (grid + 1) / 2 * 2);
   hist_u16_kernel<<<unsigned(grid), P::kBlockSize, smem, stream>>>(
       d_in, n, reinterpret_cast<unsigned long long*>(d_hist));
@@ -151,15 +156,18 @@ void hist_u16(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist, c
 
 void lut_u16(const std::uint64_t* d_hist, std::uint16_t* d_lut, cudaStream_t stream) {
   if (d_hist == nullptr || d_lut == nullptr) throw UsageError("lut_u16: null device pointer");
-  lut_u16_kernel<<<1, 1024, 0, stream>>>(reinterpret_cast<const unsigned long long*>(d_hist), d_lut);
+  lut_u16_kernel<<<1, 1024, 0, stream>>>(reinterpret_cast<const unsigned long long*>(d_hist),
+                                         d_lut);
   HISTEQ_CUDA_CHECK_LAUNCH();
 }
 
 void apply_u16(const std::uint16_t* d_in, std::uint16_t* d_out, std::size_t n,
                const std::uint16_t* d_lut, cudaStream_t stream) {
   if (n == 0) return;
-  if (d_in == nullptr || d_out == nullptr || d_lut == nullptr) throw UsageError("apply_u16: null device pointer");
-  const std::size_t grid = std::min<std::size_t>(detail::ceil_div(n, 256), std::size_t(detail::sm_count()) * 16);
+  if (d_in == nullptr || d_out == nullptr || d_lut == nullptr)
+    throw UsageError("apply_u16: null device pointer");
+  const std::size_t grid =
+      std::min<std::size_t>(detail::ceil_div(n, 256), std::size_t(detail::sm_count()) * 16);
   apply_u16_kernel<<<unsigned(grid), 256, 0, stream>>>(d_in, d_out, n, d_lut);
   HISTEQ_CUDA_CHECK_LAUNCH();
 }

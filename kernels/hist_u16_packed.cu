@@ -23,9 +23,9 @@
 
 #include <algorithm>
 
+#include "clahe_tuning.hpp"
 #include "common.cuh"
 #include "cuda_check.hpp"
-#include "clahe_tuning.hpp"
 #include "hist_u16.hpp"
 #include "policy.hpp"
 
@@ -34,7 +34,8 @@ namespace {
 using P = HistU16Policy;
 constexpr int kWords = 32768;
 
-__device__ __forceinline__ void count_packed(std::uint32_t* s, unsigned v, unsigned long long* hist) {
+__device__ __forceinline__ void count_packed(std::uint32_t* s, unsigned v,
+                                             unsigned long long* hist) {
   const unsigned word = v & 0x7FFFu;
   const bool high = (v & 0x8000u) != 0;
   const unsigned inc = high ? 0x10000u : 1u;
@@ -46,7 +47,8 @@ __device__ __forceinline__ void count_packed(std::uint32_t* s, unsigned v, unsig
   }
 }
 
-__device__ __forceinline__ void count_vector(std::uint32_t* s, const uint4& q, unsigned long long* hist) {
+__device__ __forceinline__ void count_vector(std::uint32_t* s, const uint4& q,
+                                             unsigned long long* hist) {
   const unsigned w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
@@ -58,7 +60,8 @@ __device__ __forceinline__ void count_vector(std::uint32_t* s, const uint4& q, u
 template <int kIn>
 __global__ void __launch_bounds__(P::kPackedBlockSize, 1)
     hist_u16_packed_kernel(const std::uint16_t* __restrict__ in, std::size_t n,
-                           unsigned long long* __restrict__ hist, std::uint32_t* __restrict__ partials) {
+                           unsigned long long* __restrict__ hist,
+                           std::uint32_t* __restrict__ partials) {
   extern __shared__ std::uint32_t s_words[];
   for (int i = threadIdx.x; i < kWords; i += blockDim.x) s_words[i] = 0;
   __syncthreads();
@@ -114,8 +117,8 @@ __global__ void __launch_bounds__(1024)
 
 int packed_grid(std::size_t n) {
   const std::size_t per_block = std::size_t(P::kPackedBlockSize) * 8 * P::kMinVectorsPerThread;
-  return int(std::max<std::size_t>(1, std::min<std::size_t>(std::size_t(detail::sm_count()),
-                                                             detail::ceil_div(n, per_block))));
+  return int(std::max<std::size_t>(
+      1, std::min<std::size_t>(std::size_t(detail::sm_count()), detail::ceil_div(n, per_block))));
 }
 
 }  // namespace
@@ -132,7 +135,8 @@ void hist_u16_packed(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_
   if (!attr) {
     for (const void* k : {reinterpret_cast<const void*>(hist_u16_packed_kernel<4>),
                           reinterpret_cast<const void*>(hist_u16_packed_kernel<8>)}) {
-      HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      HISTEQ_CUDA_CHECK(
+          cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     }
     attr = true;
   }

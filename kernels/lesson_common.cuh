@@ -51,8 +51,8 @@ __device__ __forceinline__ void count_i32(int v, unsigned bins, Sink& sink) {
 /// samples between two flushes (the final flush is the caller's). kFlushEvery must be ≥ 2 + the
 /// samples per vector (16 for u8).
 template <SampleType T, int kFlushEvery, typename Sink, typename Flush>
-__device__ __forceinline__ void visit_samples(const void* d_in, std::size_t n, int bins,
-                                              Sink& sink, Flush& flush) {
+__device__ __forceinline__ void visit_samples(const void* d_in, std::size_t n, int bins, Sink& sink,
+                                              Flush& flush) {
   const unsigned ubins = unsigned(bins);
   const std::size_t B = blockDim.x;
   const std::size_t gtid = std::size_t(blockIdx.x) * B + threadIdx.x;
@@ -115,8 +115,8 @@ __device__ __forceinline__ void visit_samples(const void* d_in, std::size_t n, i
     const auto* p = static_cast<const std::uint8_t*>(d_in);
     body(n, 1, [&](std::size_t i) {
       const std::uint8_t* s = p + 4 * i;
-      const unsigned w = unsigned(s[0]) | (unsigned(s[1]) << 8) | (unsigned(s[2]) << 16) |
-                         (unsigned(s[3]) << 24);
+      const unsigned w =
+          unsigned(s[0]) | (unsigned(s[1]) << 8) | (unsigned(s[2]) << 16) | (unsigned(s[3]) << 24);
       count_i32(int(w), ubins, sink);
     });
   }
@@ -257,8 +257,7 @@ inline int blocks_per_sm(const char* who, const void* kernel, int block, std::si
   if (dyn_smem > std::size_t(lim.smem_per_block_optin)) {
     throw UsageError(std::string("kernel '") + who + "' needs " + std::to_string(dyn_smem) +
                      " bytes of shared memory per block with " + std::to_string(block) +
-                     " threads; this device allows " +
-                     std::to_string(lim.smem_per_block_optin) +
+                     " threads; this device allows " + std::to_string(lim.smem_per_block_optin) +
                      " (use fewer bins, a smaller --block-size, or another kernel)");
   }
   // Dynamic shared memory a kernel may use without the opt-in attribute (48 KB, less its static
@@ -268,8 +267,8 @@ inline int blocks_per_sm(const char* who, const void* kernel, int block, std::si
   for (const Entry& k : cache) {
     if (k.device == lim.device && k.kernel == kernel && k.block == block && k.smem == dyn_smem) {
       if (dyn_smem > kNoOptinDynamic) {
-        HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(
-            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k.max_dynamic));
+        HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               k.max_dynamic));
       }
       return k.result;
     }

@@ -89,8 +89,8 @@ Config perthread_config(const HistogramLaunch& c) {
   cfg.kernel = c.type == SampleType::u8
                    ? reinterpret_cast<const void*>(&perthread_kernel<SampleType::u8>)
                    : reinterpret_cast<const void*>(&perthread_kernel<SampleType::i32>);
-  cfg.block = lesson_detail::checked_block("perthread", c.block_size,
-                                           perthread_default_block(c.bins));
+  cfg.block =
+      lesson_detail::checked_block("perthread", c.block_size, perthread_default_block(c.bins));
   cfg.smem = std::size_t(c.bins) * std::size_t(cfg.block) * 4;
   const int bps = lesson_detail::blocks_per_sm("perthread", cfg.kernel, cfg.block, cfg.smem);
   if (bps < 1) {
@@ -98,8 +98,7 @@ Config perthread_config(const HistogramLaunch& c) {
                      " threads with " + std::to_string(cfg.smem) +
                      " bytes of shared memory does not fit on an SM of this device");
   }
-  cfg.grid = lesson_grid_size(lesson_detail::current_device_limits().sm_count, bps, c.n,
-                              cfg.block);
+  cfg.grid = lesson_grid_size(lesson_detail::current_device_limits().sm_count, bps, c.n, cfg.block);
   return cfg;
 }
 
@@ -116,16 +115,16 @@ std::size_t perthread_scratch(std::size_t, int, SampleType) { return 0; }
 
 void perthread_launch(const HistogramLaunch& c) {
   const Config cfg = perthread_config(c);
-  HISTEQ_CUDA_CHECK(cudaMemsetAsync(c.d_hist, 0, std::size_t(c.bins) * sizeof(std::uint64_t),
-                                    c.stream));
+  HISTEQ_CUDA_CHECK(
+      cudaMemsetAsync(c.d_hist, 0, std::size_t(c.bins) * sizeof(std::uint64_t), c.stream));
   if (c.n == 0) return;
   auto* hist = reinterpret_cast<unsigned long long*>(c.d_hist);
   if (c.type == SampleType::u8) {
-    perthread_kernel<SampleType::u8><<<cfg.grid, cfg.block, cfg.smem, c.stream>>>(c.d_in, c.n,
-                                                                                 c.bins, hist);
+    perthread_kernel<SampleType::u8>
+        <<<cfg.grid, cfg.block, cfg.smem, c.stream>>>(c.d_in, c.n, c.bins, hist);
   } else {
-    perthread_kernel<SampleType::i32><<<cfg.grid, cfg.block, cfg.smem, c.stream>>>(c.d_in, c.n,
-                                                                                  c.bins, hist);
+    perthread_kernel<SampleType::i32>
+        <<<cfg.grid, cfg.block, cfg.smem, c.stream>>>(c.d_in, c.n, c.bins, hist);
   }
   HISTEQ_CUDA_CHECK_LAUNCH();
 }

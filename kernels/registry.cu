@@ -30,18 +30,8 @@ extern const KernelEntry kShortcounters;
 const std::vector<KernelEntry>& registry() {
   static const std::vector<KernelEntry> table = {
       // kRacy, kAtomic, ...
-      kRacy,
-      kAtomic,
-      kPrivatized,
-      kContiguous,
-      kCoarsened,
-      kAggregated,
-      kCub,
-      kColumns,
-      kPerthread,
-      kTworeduce,
-      kCooperative,
-      kShortcounters,
+      kRacy, kAtomic,  kPrivatized, kContiguous, kCoarsened,   kAggregated,
+      kCub,  kColumns, kPerthread,  kTworeduce,  kCooperative, kShortcounters,
   };
   return table;
 }
@@ -118,8 +108,8 @@ void run_histogram(const KernelEntry& e, const HistogramLaunch& c) {
                      std::to_string(c.bins));
   }
   if (const char* why = e.unsupported(c.type, c.bins)) {
-    throw UsageError(std::string("kernel '") + e.name + "' does not support " +
-                     to_string(c.type) + " with " + std::to_string(c.bins) + " bins: " + why);
+    throw UsageError(std::string("kernel '") + e.name + "' does not support " + to_string(c.type) +
+                     " with " + std::to_string(c.bins) + " bins: " + why);
   }
   if (e.scratch_bytes(c.n, c.bins, c.type) > 0 && c.d_scratch == nullptr) {
     throw UsageError(std::string("kernel '") + e.name + "' needs scratch memory");

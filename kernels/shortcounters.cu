@@ -6,10 +6,10 @@
 //      Scratch: none. Async on `stream`; no host sync.
 // Exact: yes. Supports: u8 and i32, bins 1..1760 (bins × (128 + 4) bytes ≤ 227 KB of shared
 //      memory). Tuning: block kShortcountersBlock (128) or call.block_size (32..1024; rows are
-//      padded to a multiple of 128 bytes); flush every kShortcountersFlushInterval (255) samples per thread; grid =
-//      lesson_grid_size(). Source: histogram64 in NVIDIA's cuda-samples (Podlozhnyuk, "Histogram
-//      calculation in CUDA", 2007: 8-bit per-thread counters, thread-position permutation); the
-//      int-array lesson's "short counters" variant.
+//      padded to a multiple of 128 bytes); flush every kShortcountersFlushInterval (255) samples
+//      per thread; grid = lesson_grid_size(). Source: histogram64 in NVIDIA's cuda-samples
+//      (Podlozhnyuk, "Histogram calculation in CUDA", 2007: 8-bit per-thread counters,
+//      thread-position permutation); the int-array lesson's "short counters" variant.
 //
 // Layout: counter of thread t for bin b is byte b · W + pos(t), W = B rounded up to 128, with
 // pos(t) = (t & ~127) | (t mod 32) · 4 | (t mod 128) / 32: the 32 threads of a warp own byte k of
@@ -116,8 +116,7 @@ Config shortcounters_config(const HistogramLaunch& c) {
                      " threads with " + std::to_string(cfg.smem) +
                      " bytes of shared memory does not fit on an SM of this device");
   }
-  cfg.grid = lesson_grid_size(lesson_detail::current_device_limits().sm_count, bps, c.n,
-                              cfg.block);
+  cfg.grid = lesson_grid_size(lesson_detail::current_device_limits().sm_count, bps, c.n, cfg.block);
   return cfg;
 }
 
@@ -134,16 +133,16 @@ std::size_t shortcounters_scratch(std::size_t, int, SampleType) { return 0; }
 
 void shortcounters_launch(const HistogramLaunch& c) {
   const Config cfg = shortcounters_config(c);
-  HISTEQ_CUDA_CHECK(cudaMemsetAsync(c.d_hist, 0, std::size_t(c.bins) * sizeof(std::uint64_t),
-                                    c.stream));
+  HISTEQ_CUDA_CHECK(
+      cudaMemsetAsync(c.d_hist, 0, std::size_t(c.bins) * sizeof(std::uint64_t), c.stream));
   if (c.n == 0) return;
   auto* hist = reinterpret_cast<unsigned long long*>(c.d_hist);
   if (c.type == SampleType::u8) {
-    shortcounters_kernel<SampleType::u8><<<cfg.grid, cfg.block, cfg.smem, c.stream>>>(
-        c.d_in, c.n, c.bins, hist);
+    shortcounters_kernel<SampleType::u8>
+        <<<cfg.grid, cfg.block, cfg.smem, c.stream>>>(c.d_in, c.n, c.bins, hist);
   } else {
-    shortcounters_kernel<SampleType::i32><<<cfg.grid, cfg.block, cfg.smem, c.stream>>>(
-        c.d_in, c.n, c.bins, hist);
+    shortcounters_kernel<SampleType::i32>
+        <<<cfg.grid, cfg.block, cfg.smem, c.stream>>>(c.d_in, c.n, c.bins, hist);
   }
   HISTEQ_CUDA_CHECK_LAUNCH();
 }

@@ -2,7 +2,8 @@
 // Each is one small launch, asynchronous on `stream`, with no host synchronization; each has a
 // CPU twin (histeq::make_lut, histeq::cpu::extract_planes, histeq::cpu::apply) that it equals
 // byte for byte, because both call the same HISTEQ_HD formulas (lut_formula.hpp, color.hpp).
-// Pipeline (DESIGN.md): upload → extract_planes → histogram (registry) → cdf_lut → apply → download.
+// Pipeline (DESIGN.md): upload → extract_planes → histogram (registry) → cdf_lut → apply →
+// download.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -15,8 +16,8 @@ namespace histeq::kernels {
 
 /// Tuning numbers of the stages (one place, as CUB's policy structs; no literals in kernels).
 struct StagePolicy {
-  int block_size;       ///< threads per block of the per-pixel kernels
-  int blocks_per_sm;    ///< grid = min(work / block_size, blocks_per_sm · SMs), grid-stride loops
+  int block_size;     ///< threads per block of the per-pixel kernels
+  int blocks_per_sm;  ///< grid = min(work / block_size, blocks_per_sm · SMs), grid-stride loops
 };
 inline constexpr StagePolicy kApplyPolicy{256, 8};
 inline constexpr StagePolicy kPlanesPolicy{256, 8};
@@ -30,8 +31,8 @@ void launch_cdf_lut(const std::uint64_t* d_hist256, std::uint8_t* d_lut, Formula
 
 /// The same for `planes` histograms at once: d_hist[p·256 + b] → d_luts[p·256 + v], p < planes
 /// (one block per plane). planes == 0 launches nothing.
-void launch_cdf_lut_planes(const std::uint64_t* d_hist, int planes, std::uint8_t* d_luts,
-                           Formula f, cudaStream_t stream);
+void launch_cdf_lut_planes(const std::uint64_t* d_hist, int planes, std::uint8_t* d_luts, Formula f,
+                           cudaStream_t stream);
 
 /// The planes a mode histograms (planes.hpp), as cpu::extract_planes:
 /// d_planes[p·pixels + i] = plane p of pixel i. 1 channel: a copy (the pipeline uses the input

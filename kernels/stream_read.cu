@@ -39,8 +39,8 @@ __global__ void stream_read_kernel(const uint4* __restrict__ in, std::size_t wor
 
 }  // namespace
 
-void launch_stream_read(const void* d_in, std::size_t bytes, unsigned* d_sink, int grid,
-                        int block, cudaStream_t stream) {
+void launch_stream_read(const void* d_in, std::size_t bytes, unsigned* d_sink, int grid, int block,
+                        cudaStream_t stream) {
   if (bytes == 0) return;
   if (block <= 0) block = 256;
   if (grid <= 0) {

@@ -13,7 +13,7 @@ namespace histeq::kernels {
 /// unsigned of device memory, written only if the XOR of everything read equals a fixed magic
 /// value (so the loads cannot be optimized away, yet nothing is written for the usual buffers).
 /// grid/block: launch shape (grid 0 → 8 blocks per SM of the current device). Async on `stream`.
-void launch_stream_read(const void* d_in, std::size_t bytes, unsigned* d_sink, int grid,
-                        int block, cudaStream_t stream);
+void launch_stream_read(const void* d_in, std::size_t bytes, unsigned* d_sink, int grid, int block,
+                        cudaStream_t stream);
 
 }  // namespace histeq::kernels

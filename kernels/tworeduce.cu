@@ -7,7 +7,8 @@
 //      Async on `stream` (two kernels in stream order); no host sync.
 // Exact: yes. Supports: u8 and i32, bins 1..1816 (bins × 32 threads × 4 B ≤ 227 KB of shared
 //      memory). Tuning: count block = perthread_default_block(bins) or call.block_size
-//      (32..1024); grid = lesson_grid_size(); reduce block kTworeduceReduceBlock, one block per bin.
+//      (32..1024); grid = lesson_grid_size(); reduce block kTworeduceReduceBlock, one block per
+//      bin.
 // Source: the int-array lesson (partial histograms reduced by a second kernel); the CUDA samples'
 //      histogram64 (NVIDIA cuda-samples: partial histograms, then mergeHistogram64Kernel).
 //
@@ -61,8 +62,8 @@ Config tworeduce_config(const HistogramLaunch& c) {
   cfg.kernel = c.type == SampleType::u8
                    ? reinterpret_cast<const void*>(&tworeduce_count<SampleType::u8>)
                    : reinterpret_cast<const void*>(&tworeduce_count<SampleType::i32>);
-  cfg.block = lesson_detail::checked_block("tworeduce", c.block_size,
-                                           perthread_default_block(c.bins));
+  cfg.block =
+      lesson_detail::checked_block("tworeduce", c.block_size, perthread_default_block(c.bins));
   cfg.smem = std::size_t(c.bins) * std::size_t(cfg.block) * 4;
   const int bps = lesson_detail::blocks_per_sm("tworeduce", cfg.kernel, cfg.block, cfg.smem);
   if (bps < 1) {
@@ -70,8 +71,7 @@ Config tworeduce_config(const HistogramLaunch& c) {
                      " threads with " + std::to_string(cfg.smem) +
                      " bytes of shared memory does not fit on an SM of this device");
   }
-  cfg.grid = lesson_grid_size(lesson_detail::current_device_limits().sm_count, bps, c.n,
-                              cfg.block);
+  cfg.grid = lesson_grid_size(lesson_detail::current_device_limits().sm_count, bps, c.n, cfg.block);
   return cfg;
 }
 
@@ -92,8 +92,8 @@ std::size_t tworeduce_scratch(std::size_t n, int bins, SampleType) {
 void tworeduce_launch(const HistogramLaunch& c) {
   const Config cfg = tworeduce_config(c);
   if (c.n == 0) {
-    HISTEQ_CUDA_CHECK(cudaMemsetAsync(c.d_hist, 0, std::size_t(c.bins) * sizeof(std::uint64_t),
-                                      c.stream));
+    HISTEQ_CUDA_CHECK(
+        cudaMemsetAsync(c.d_hist, 0, std::size_t(c.bins) * sizeof(std::uint64_t), c.stream));
     return;
   }
   if (cfg.grid > lesson_max_grid(c.n)) {  // cannot happen: lesson_grid_size ≤ lesson_max_grid
@@ -102,11 +102,11 @@ void tworeduce_launch(const HistogramLaunch& c) {
   }
   auto* partials = static_cast<std::uint32_t*>(c.d_scratch);
   if (c.type == SampleType::u8) {
-    tworeduce_count<SampleType::u8><<<cfg.grid, cfg.block, cfg.smem, c.stream>>>(c.d_in, c.n,
-                                                                                c.bins, partials);
+    tworeduce_count<SampleType::u8>
+        <<<cfg.grid, cfg.block, cfg.smem, c.stream>>>(c.d_in, c.n, c.bins, partials);
   } else {
-    tworeduce_count<SampleType::i32><<<cfg.grid, cfg.block, cfg.smem, c.stream>>>(
-        c.d_in, c.n, c.bins, partials);
+    tworeduce_count<SampleType::i32>
+        <<<cfg.grid, cfg.block, cfg.smem, c.stream>>>(c.d_in, c.n, c.bins, partials);
   }
   HISTEQ_CUDA_CHECK_LAUNCH();
   tworeduce_reduce<<<c.bins, kTworeduceReduceBlock, 0, c.stream>>>(partials, cfg.grid, c.bins,

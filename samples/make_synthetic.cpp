@@ -68,7 +68,7 @@ histeq::Image gradient(int size) {
   std::mt19937 rng(303);
   for (int y = 0; y < size; ++y)
     for (int x = 0; x < size; ++x) {
-      const double t = double(x + y) / double(2 * size - 2);          // 0..1 along the diagonal
+      const double t = double(x + y) / double(2 * size - 2);            // 0..1 along the diagonal
       const double wave = 6 * std::sin(x * 0.05) * std::cos(y * 0.04);  // soft texture
       const double v = 90 + 75 * t + wave + double(int(rng() % 5) - 2);
       img.pixels[std::size_t(y) * size + x] =

@@ -5,8 +5,8 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
-#include <cstddef>
 #include <cctype>
+#include <cstddef>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -79,8 +79,8 @@ inline Histogram run_kernel(const kernels::KernelEntry& e, const void* d_in, std
   call.block_size = block_size;
   kernels::run_histogram(e, call);
   Histogram h(static_cast<std::size_t>(bins));
-  HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h.data(), d_hist.get(), d_hist.bytes(),
-                                    cudaMemcpyDeviceToHost, stream.get()));
+  HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h.data(), d_hist.get(), d_hist.bytes(), cudaMemcpyDeviceToHost,
+                                    stream.get()));
   stream.sync();
   return h;
 }
@@ -102,7 +102,8 @@ inline std::string name_safe(std::string s) {
 }
 
 /// The parameter name of a kernel-parameterized test: the kernel's name.
-inline std::string kernel_param_name(const testing::TestParamInfo<const kernels::KernelEntry*>& info) {
+inline std::string kernel_param_name(
+    const testing::TestParamInfo<const kernels::KernelEntry*>& info) {
   return name_safe(info.param->name);
 }
 

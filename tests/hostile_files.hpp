@@ -29,13 +29,13 @@ namespace histeq::hostile {
 using Bytes = std::vector<std::uint8_t>;
 
 struct Case {
-  std::string name;    // file name, with the format's extension
-  std::string cls;     // the class
+  std::string name;  // file name, with the format's extension
+  std::string cls;   // the class
   Bytes bytes;
   std::string reason;  // substring the error must contain; "" = must decode
   int width = 0, height = 0, channels = 0;
-  Bytes pixels;        // expected pixels when reason is ""
-  bool jpeg = false;   // a JPEG class (needs the libjpeg-turbo decoder)
+  Bytes pixels;       // expected pixels when reason is ""
+  bool jpeg = false;  // a JPEG class (needs the libjpeg-turbo decoder)
   // Known to decode today although it must not: the JPEG decoder (src/io/jpeg_codec.cpp,
   // libjpeg-turbo) accepts a baseline JPEG whose SOF declares components that no scan covers
   // (libjpeg fills them from its zeroed coefficient buffer). The tests report it instead of
@@ -43,10 +43,22 @@ struct Case {
   bool known_gap = false;
 };
 
-inline void le16(Bytes& b, std::uint32_t v) { b.push_back(std::uint8_t(v)); b.push_back(std::uint8_t(v >> 8)); }
-inline void le32(Bytes& b, std::uint32_t v) { le16(b, v & 0xFFFF); le16(b, v >> 16); }
-inline void be16(Bytes& b, std::uint32_t v) { b.push_back(std::uint8_t(v >> 8)); b.push_back(std::uint8_t(v)); }
-inline void be32(Bytes& b, std::uint32_t v) { be16(b, v >> 16); be16(b, v & 0xFFFF); }
+inline void le16(Bytes& b, std::uint32_t v) {
+  b.push_back(std::uint8_t(v));
+  b.push_back(std::uint8_t(v >> 8));
+}
+inline void le32(Bytes& b, std::uint32_t v) {
+  le16(b, v & 0xFFFF);
+  le16(b, v >> 16);
+}
+inline void be16(Bytes& b, std::uint32_t v) {
+  b.push_back(std::uint8_t(v >> 8));
+  b.push_back(std::uint8_t(v));
+}
+inline void be32(Bytes& b, std::uint32_t v) {
+  be16(b, v >> 16);
+  be16(b, v & 0xFFFF);
+}
 inline void add(Bytes& b, const std::string& s) { b.insert(b.end(), s.begin(), s.end()); }
 
 // ---- PNM
@@ -58,7 +70,8 @@ inline Bytes pnm(const std::string& header, const Bytes& data) {
 }
 
 // ---- TGA: 18-byte header
-inline Bytes tga_header(int cmap_type, int type, int cmap_len, int cmap_bits, int w, int h, int bpp) {
+inline Bytes tga_header(int cmap_type, int type, int cmap_len, int cmap_bits, int w, int h,
+                        int bpp) {
   Bytes b{0, std::uint8_t(cmap_type), std::uint8_t(type)};
   le16(b, 0);
   le16(b, std::uint32_t(cmap_len));
@@ -86,7 +99,12 @@ inline Bytes bmp(int w, int h, int bpp, int pal, const Bytes& rows) {
   le16(b, 1);
   le16(b, std::uint32_t(bpp));
   for (int i = 0; i < 6; ++i) le32(b, 0);
-  for (int i = 0; i < pal; ++i) { b.push_back(std::uint8_t(10 * i)); b.push_back(std::uint8_t(20 * i)); b.push_back(std::uint8_t(30 * i + 1)); b.push_back(0); }
+  for (int i = 0; i < pal; ++i) {
+    b.push_back(std::uint8_t(10 * i));
+    b.push_back(std::uint8_t(20 * i));
+    b.push_back(std::uint8_t(30 * i + 1));
+    b.push_back(0);
+  }
   b.insert(b.end(), rows.begin(), rows.end());
   return b;
 }
@@ -100,9 +118,16 @@ inline Bytes gif_lzw(const std::vector<int>& indices, bool end_code) {
   auto put = [&](int code) {
     acc |= std::uint32_t(code) << nbits;
     nbits += 3;
-    while (nbits >= 8) { out.push_back(std::uint8_t(acc)); acc >>= 8; nbits -= 8; }
+    while (nbits >= 8) {
+      out.push_back(std::uint8_t(acc));
+      acc >>= 8;
+      nbits -= 8;
+    }
   };
-  for (int i : indices) { put(4); put(i); }
+  for (int i : indices) {
+    put(4);
+    put(i);
+  }
   if (end_code) put(5);
   if (nbits > 0) out.push_back(std::uint8_t(acc));
   return out;
@@ -116,7 +141,11 @@ inline Bytes gif(int sw, int sh, int fw, int fh, const Bytes& lzw, bool terminat
   b.push_back(std::uint8_t(0x80 | (table_bits - 1)));
   b.push_back(0);
   b.push_back(0);
-  for (int i = 0; i < (1 << table_bits); ++i) { b.push_back(std::uint8_t(60 * i)); b.push_back(std::uint8_t(60 * i + 1)); b.push_back(std::uint8_t(60 * i + 2)); }
+  for (int i = 0; i < (1 << table_bits); ++i) {
+    b.push_back(std::uint8_t(60 * i));
+    b.push_back(std::uint8_t(60 * i + 1));
+    b.push_back(std::uint8_t(60 * i + 2));
+  }
   b.push_back(0x2C);
   le16(b, 0);
   le16(b, 0);
@@ -152,7 +181,10 @@ inline void chunk(Bytes& png, const char* type, const Bytes& body) {
 }
 inline std::uint32_t adler(const Bytes& d) {
   std::uint32_t a = 1, b = 0;
-  for (std::uint8_t x : d) { a = (a + x) % 65521; b = (b + a) % 65521; }
+  for (std::uint8_t x : d) {
+    a = (a + x) % 65521;
+    b = (b + a) % 65521;
+  }
   return (b << 16) | a;
 }
 /// zlib stream of stored blocks (no compression).
@@ -172,18 +204,20 @@ inline Bytes zlib_stored(const Bytes& raw) {
 }
 inline Bytes zlib_compressed(const Bytes& raw) {
   int n = 0;
-  unsigned char* z = stbi_zlib_compress(const_cast<unsigned char*>(raw.data()), int(raw.size()), &n, 8);
+  unsigned char* z =
+      stbi_zlib_compress(const_cast<unsigned char*>(raw.data()), int(raw.size()), &n, 8);
   Bytes out(z, z + n);
   STBIW_FREE(z);
   return out;
 }
-inline Bytes png(int w, int h, int depth, int ctype, const Bytes* plte, const Bytes& idat, bool iend = true,
-                 int interlace = 0) {
+inline Bytes png(int w, int h, int depth, int ctype, const Bytes* plte, const Bytes& idat,
+                 bool iend = true, int interlace = 0) {
   Bytes p{0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   Bytes ihdr;
   be32(ihdr, std::uint32_t(w));
   be32(ihdr, std::uint32_t(h));
-  ihdr.insert(ihdr.end(), {std::uint8_t(depth), std::uint8_t(ctype), 0, 0, std::uint8_t(interlace)});
+  ihdr.insert(ihdr.end(),
+              {std::uint8_t(depth), std::uint8_t(ctype), 0, 0, std::uint8_t(interlace)});
   chunk(p, "IHDR", ihdr);
   if (plte) chunk(p, "PLTE", *plte);
   chunk(p, "IDAT", idat);
@@ -193,7 +227,8 @@ inline Bytes png(int w, int h, int depth, int ctype, const Bytes* plte, const By
 
 // ---- JPEG pieces: SOI, DQT, SOF0 (components, 8x8 or as given), DHT (one 1-bit code each for
 // DC class 0 and AC class 0), SOS over `scan` components, flat data, EOI.
-inline Bytes jpeg(int w, int h, int components, int scan_components, bool dht, int cut_at_percent = 100) {
+inline Bytes jpeg(int w, int h, int components, int scan_components, bool dht,
+                  int cut_at_percent = 100) {
   Bytes j{0xFF, 0xD8, 0xFF, 0xDB};
   be16(j, 67);
   j.push_back(0);
@@ -221,7 +256,8 @@ inline Bytes jpeg(int w, int h, int components, int scan_components, bool dht, i
     j.push_back(std::uint8_t(scan_components));
     for (int c = 0; c < scan_components; ++c) j.insert(j.end(), {std::uint8_t(c + 1), 0x00});
     j.insert(j.end(), {0, 63, 0});
-    const std::size_t blocks = std::size_t((w + 7) / 8) * std::size_t((h + 7) / 8) * std::size_t(scan_components);
+    const std::size_t blocks =
+        std::size_t((w + 7) / 8) * std::size_t((h + 7) / 8) * std::size_t(scan_components);
     const std::size_t bytes = (blocks * 2 + 7) / 8;  // 2 zero bits per block
     const std::size_t keep = bytes * std::size_t(cut_at_percent) / 100;
     for (std::size_t i = 0; i < keep; ++i) j.push_back(0x00);
@@ -247,22 +283,32 @@ inline std::vector<Case> cases() {
     c.name = std::move(name);
     c.cls = std::move(cls);
     c.bytes = std::move(b);
-    c.width = w; c.height = h; c.channels = ch; c.pixels = std::move(px);
+    c.width = w;
+    c.height = h;
+    c.channels = ch;
+    c.pixels = std::move(px);
     v.push_back(std::move(c));
   };
 
   // PNM
-  bad("pnm-p5-one-byte-short.pgm", "truncated PNM", pnm("P5 4 4 255\n", Bytes(15, 7)), "truncated PNM");
-  bad("pnm-p6-half.ppm", "truncated PNM", pnm("P6\n# c\n5 3\n255\n", Bytes(20, 9)), "truncated PNM");
-  bad("pnm-tiny-declares-16384.pgm", "tiny file, huge image", pnm("P5 16384 16384 255\n", Bytes(1, 0)), "truncated PNM");
+  bad("pnm-p5-one-byte-short.pgm", "truncated PNM", pnm("P5 4 4 255\n", Bytes(15, 7)),
+      "truncated PNM");
+  bad("pnm-p6-half.ppm", "truncated PNM", pnm("P6\n# c\n5 3\n255\n", Bytes(20, 9)),
+      "truncated PNM");
+  bad("pnm-tiny-declares-16384.pgm", "tiny file, huge image",
+      pnm("P5 16384 16384 255\n", Bytes(1, 0)), "truncated PNM");
   bad("pnm-maxval-0.pgm", "PNM maxval", pnm("P5 2 2 0\n", Bytes(4, 0)), "maximum value 0");
   bad("pnm-maxval-70000.pgm", "PNM maxval", pnm("P5 2 2 70000\n", Bytes(8, 0)), "over 65535");
-  bad("pnm-sample-over-maxval.pgm", "PNM maxval", pnm("P5 2 1 15\n", Bytes{3, 16}), "above the maximum value");
-  good("pnm-16bit-be.pgm", "16-bit PNM", pnm("P5 2 2 65535\n", Bytes{0, 0, 0xFF, 0xFF, 0x80, 0x00, 0x00, 0xFF}),
-       2, 2, 1, Bytes{0, 255, 128, 1});
-  good("pnm-maxval-15.pgm", "PNM maxval", pnm("P5 3 1 15\n", Bytes{0, 15, 7}), 3, 1, 1, Bytes{0, 255, 119});
-  good("pnm-16bit-rgb.ppm", "16-bit PNM", pnm("P6 1 1 1023\n", Bytes{0x03, 0xFF, 0x00, 0x00, 0x02, 0x00}),
-       1, 1, 3, Bytes{255, 0, 128});
+  bad("pnm-sample-over-maxval.pgm", "PNM maxval", pnm("P5 2 1 15\n", Bytes{3, 16}),
+      "above the maximum value");
+  good("pnm-16bit-be.pgm", "16-bit PNM",
+       pnm("P5 2 2 65535\n", Bytes{0, 0, 0xFF, 0xFF, 0x80, 0x00, 0x00, 0xFF}), 2, 2, 1,
+       Bytes{0, 255, 128, 1});
+  good("pnm-maxval-15.pgm", "PNM maxval", pnm("P5 3 1 15\n", Bytes{0, 15, 7}), 3, 1, 1,
+       Bytes{0, 255, 119});
+  good("pnm-16bit-rgb.ppm", "16-bit PNM",
+       pnm("P6 1 1 1023\n", Bytes{0x03, 0xFF, 0x00, 0x00, 0x02, 0x00}), 1, 1, 3,
+       Bytes{255, 0, 128});
 
   // TGA
   {
@@ -287,13 +333,14 @@ inline std::vector<Case> cases() {
     b.insert(b.end(), {0x83, 9});  // RLE run of 4 of index 9
     bad("tga-rle-cmap-index-past-map.tga", "palette index out of range", b, "colour-map index 9");
   }
-  bad("tga-tiny-declares-16384.tga", "tiny file, huge image", tga_header(0, 2, 0, 0, 16384, 16384, 24), "truncated TGA");
+  bad("tga-tiny-declares-16384.tga", "tiny file, huge image",
+      tga_header(0, 2, 0, 0, 16384, 16384, 24), "truncated TGA");
 
   // BMP (rows bottom-up, padded to 4 bytes)
   bad("bmp-8bit-2-entries-index-255.bmp", "palette index out of range",
       bmp(2, 2, 8, 2, Bytes{0, 1, 0, 0, 1, 255, 0, 0}), "palette index 255");
-  bad("bmp-1bit-1-entry.bmp", "palette index out of range",
-      bmp(8, 1, 1, 1, Bytes{0x01, 0, 0, 0}), "palette index 1");
+  bad("bmp-1bit-1-entry.bmp", "palette index out of range", bmp(8, 1, 1, 1, Bytes{0x01, 0, 0, 0}),
+      "palette index 1");
   bad("bmp-4bit-index-past.bmp", "palette index out of range",
       bmp(2, 1, 4, 3, Bytes{0x0E, 0, 0, 0}), "palette index 14");
   {
@@ -301,7 +348,8 @@ inline std::vector<Case> cases() {
     full.resize(full.size() / 2 + 27);
     bad("bmp-24bit-cut-in-half.bmp", "truncated BMP", full, "truncated BMP");
   }
-  bad("bmp-tiny-declares-16384.bmp", "tiny file, huge image", bmp(16384, 16384, 24, 0, {}), "truncated BMP");
+  bad("bmp-tiny-declares-16384.bmp", "tiny file, huge image", bmp(16384, 16384, 24, 0, {}),
+      "truncated BMP");
   {
     // top-down (negative height): the first stored row is the top row
     Bytes b = bmp(1, 2, 24, 0, Bytes{1, 2, 3, 0, 4, 5, 6, 0});
@@ -319,11 +367,15 @@ inline std::vector<Case> cases() {
   {
     Bytes lzw = gif_lzw(idx4, false);
     lzw.resize(1);  // 2 of 4 pixels
-    bad("gif-lzw-cut-with-trailer.gif", "truncated GIF LZW", gif(2, 2, 2, 2, lzw, true, true), "truncated GIF");
-    bad("gif-lzw-cut-no-trailer.gif", "truncated GIF LZW", gif(2, 2, 2, 2, lzw, false, false), "truncated GIF");
+    bad("gif-lzw-cut-with-trailer.gif", "truncated GIF LZW", gif(2, 2, 2, 2, lzw, true, true),
+        "truncated GIF");
+    bad("gif-lzw-cut-no-trailer.gif", "truncated GIF LZW", gif(2, 2, 2, 2, lzw, false, false),
+        "truncated GIF");
   }
-  bad("gif-lzw-end-code-early.gif", "truncated GIF LZW", gif(2, 2, 2, 2, gif_lzw({0, 1}, true), true, true), "end code comes after 2 of 4");
-  bad("gif-frame-0x0.gif", "GIF 0x0 frame", gif(2, 2, 0, 0, gif_lzw({}, true), true, true), "first frame is 0x0");
+  bad("gif-lzw-end-code-early.gif", "truncated GIF LZW",
+      gif(2, 2, 2, 2, gif_lzw({0, 1}, true), true, true), "end code comes after 2 of 4");
+  bad("gif-frame-0x0.gif", "GIF 0x0 frame", gif(2, 2, 0, 0, gif_lzw({}, true), true, true),
+      "first frame is 0x0");
   {
     Bytes b = gif(2, 2, 2, 2, {}, false, false);
     b.resize(6 + 7 + 12);  // header, screen, colour table: then the trailer
@@ -353,20 +405,23 @@ inline std::vector<Case> cases() {
     good("png-palette-ok.png", "PNG", png(2, 1, 8, 3, &plte, zlib_stored(Bytes{0, 1, 0})), 2, 1, 3,
          Bytes{0, 255, 0, 255, 0, 0});
   }
-  bad("png-no-iend.png", "PNG without IEND", png(2, 2, 8, 0, nullptr, zlib_stored(Bytes(6, 9)), false), "no IEND");
+  bad("png-no-iend.png", "PNG without IEND",
+      png(2, 2, 8, 0, nullptr, zlib_stored(Bytes(6, 9)), false), "no IEND");
   {
     Bytes z = zlib_stored(Bytes(6, 9));
     z.resize(z.size() - 6);  // cut inside the stored block, chunk CRC still right
     bad("png-idat-zlib-cut.png", "truncated PNG", png(2, 2, 8, 0, nullptr, z), "PNG");
   }
   bad("png-bomb-1x1-8mib.png", "PNG decompression bomb",
-      png(1, 1, 8, 0, nullptr, zlib_compressed(Bytes(std::size_t(8) << 20, 0))), "decompression bomb");
+      png(1, 1, 8, 0, nullptr, zlib_compressed(Bytes(std::size_t(8) << 20, 0))),
+      "decompression bomb");
   bad("png-tiny-declares-16384.png", "tiny file, huge image",
       png(16384, 16384, 8, 0, nullptr, zlib_stored(Bytes(100, 0))), "cannot hold");
 
   // JPEG (the libjpeg-turbo decoder reports these; stb 2.27 does not)
   bad("jpeg-no-scan.jpg", "JPEG without a scan", jpeg(8, 8, 1, 0, true), "");
-  bad("jpeg-component-never-scanned.jpg", "JPEG components never scanned", jpeg(8, 8, 3, 1, true), "");
+  bad("jpeg-component-never-scanned.jpg", "JPEG components never scanned", jpeg(8, 8, 3, 1, true),
+      "");
   v.back().known_gap = true;
   {
     Bytes b{0xFF};  // a fill byte before the SOI: not libjpeg's dispatch (FF D8 FF), was stb's
@@ -376,7 +431,8 @@ inline std::vector<Case> cases() {
   }
   bad("jpeg-undefined-huffman.jpg", "JPEG undefined Huffman table", jpeg(8, 8, 1, 1, false), "");
   bad("jpeg-cut-30-percent-eoi.jpg", "JPEG cut, EOI appended", jpeg(256, 256, 1, 1, true, 30), "");
-  bad("jpeg-tiny-declares-16384.jpg", "tiny file, huge image", jpeg(16384, 16384, 1, 1, true, 0), "");
+  bad("jpeg-tiny-declares-16384.jpg", "tiny file, huge image", jpeg(16384, 16384, 1, 1, true, 0),
+      "");
   return v;
 }
 

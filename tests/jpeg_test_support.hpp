@@ -29,8 +29,8 @@ inline Image pattern(int w, int h, int c, unsigned seed = 1) {
       for (int k = 0; k < c; ++k) {
         s = s * 1103515245u + 12345u;
         const int smooth = (x * 255 / std::max(1, w - 1) * (k + 1) + y * 3) & 255;
-        img.pixels[(std::size_t(y) * w + x) * c + k] =
-            std::uint8_t((smooth * 3 + int((s >> 16) & 63)) / 4 + (x < w / 3 && y < h / 2 ? 60 : 0));
+        img.pixels[(std::size_t(y) * w + x) * c + k] = std::uint8_t(
+            (smooth * 3 + int((s >> 16) & 63)) / 4 + (x < w / 3 && y < h / 2 ? 60 : 0));
       }
   return img;
 }
@@ -41,9 +41,9 @@ struct MakeOpts {
   bool progressive = false;
   bool arithmetic = false;
   int restart_rows = 0;
-  bool cmyk = false;           // input pixels are CMYK (4 channels), written as CMYK
-  bool adobe = true;           // write the Adobe APP14 marker (CMYK)
-  bool rgb_stored = false;     // 3 channels stored as RGB components (no YCbCr transform)
+  bool cmyk = false;        // input pixels are CMYK (4 channels), written as CMYK
+  bool adobe = true;        // write the Adobe APP14 marker (CMYK)
+  bool rgb_stored = false;  // 3 channels stored as RGB components (no YCbCr transform)
 };
 
 /// A JPEG made with libjpeg's own compressor (the test's independent way to get every kind of

@@ -9,8 +9,8 @@
 
 #include <cstdint>
 #include <iterator>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "batched.hpp"
@@ -74,7 +74,7 @@ TEST(BatchedTable, EveryImageEqualsItsOwnEqualization) {
     }
     gpu::Equalizer eq;
     for (int rep = 0; rep < 2; ++rep) {  // the second call needs the scratch zero again
-      if (rep == 1) {  // in place: restore the input of the last image
+      if (rep == 1) {                    // in place: restore the input of the last image
         HISTEQ_CUDA_CHECK(cudaMemcpy(const_cast<std::uint8_t*>(table.back().d_in),
                                      host.back().data(), host.back().size(),
                                      cudaMemcpyHostToDevice));
@@ -116,8 +116,8 @@ TEST(BatchedTable, MoreImagesThanOneLaunchTable) {
 
 TEST(BatchedUniform, BackToBackImagesEqualTheirOwnEqualization) {
   HISTEQ_REQUIRE_GPU();
-  for (std::size_t n : {std::size_t(1), std::size_t(257), BatchedPolicy::kChunkBytes + 3,
-                        std::size_t(1) << 20}) {
+  for (std::size_t n :
+       {std::size_t(1), std::size_t(257), BatchedPolicy::kChunkBytes + 3, std::size_t(1) << 20}) {
     const std::size_t count = n > 100000 ? 9 : 33;
     std::vector<std::uint8_t> all;
     std::vector<std::vector<std::uint8_t>> each;
@@ -130,8 +130,8 @@ TEST(BatchedUniform, BackToBackImagesEqualTheirOwnEqualization) {
     gpu::Equalizer eq;
     using Path = gpu::Equalizer::BatchPath;
     // Every path twice (the scratch is left reusable by each, whatever the path before it).
-    const Path paths[] = {Path::queued, Path::queued, Path::two_launch, Path::two_launch,
-                          Path::automatic, Path::queued};
+    const Path paths[] = {Path::queued,     Path::queued,    Path::two_launch,
+                          Path::two_launch, Path::automatic, Path::queued};
     for (int rep = 0; rep < int(std::size(paths)); ++rep) {
       SCOPED_TRACE("path " + std::to_string(int(paths[rep])));
       eq.equalize_batch(d_in.get(), d_out.get(), count, n, Formula::opencv, paths[rep]);
@@ -156,8 +156,8 @@ TEST(BatchedUniform, OneEqualizerAcrossCountsSizesAndModesInPlace) {
   gpu::Equalizer eq;
   // (count, n): growth of the scratch, then smaller calls that reuse the larger buffer, in
   // between a table call; the ready flags and queue counters must not leak between them.
-  const std::pair<std::size_t, std::size_t> calls[] = {{40, 1000}, {70, 50000}, {10, 300000},
-                                                       {3, 17}, {70, 50000}};
+  const std::pair<std::size_t, std::size_t> calls[] = {
+      {40, 1000}, {70, 50000}, {10, 300000}, {3, 17}, {70, 50000}};
   for (std::size_t c = 0; c < std::size(calls); ++c) {
     const auto [count, n] = calls[c];
     std::vector<std::uint8_t> all = samples(count * n, Distribution::blocky, 50 + c);

@@ -3,6 +3,7 @@
 // PASS everywhere (skipped without a GPU).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -14,7 +15,6 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -200,8 +200,10 @@ class JsonCheck {
     const std::size_t b = p_;
     if (p_ < s_.size() && s_[p_] == '-') ++p_;
     if (p_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[p_]))) return false;
-    if (s_[p_] == '0') ++p_;
-    else while (p_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[p_]))) ++p_;
+    if (s_[p_] == '0')
+      ++p_;
+    else
+      while (p_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[p_]))) ++p_;
     if (p_ < s_.size() && s_[p_] == '.') {
       ++p_;
       if (p_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[p_]))) return false;
@@ -309,8 +311,8 @@ TEST(BenchArgs, SizesWithSuffixes) {
   EXPECT_EQ(bench::parse_size("123"), std::size_t(123));
   EXPECT_EQ(bench::parse_size(" 2M "), std::size_t(2) << 20);
   EXPECT_EQ(bench::parse_size("0"), std::size_t(0));
-  for (const char* bad : {"", "M", "1.5M", "12X", "-1", "1MB", "1 M", "99999999999999999999",
-                          "17179869184G"}) {
+  for (const char* bad :
+       {"", "M", "1.5M", "12X", "-1", "1MB", "1 M", "99999999999999999999", "17179869184G"}) {
     EXPECT_THROW(bench::parse_size(bad), UsageError) << bad;
   }
 }
@@ -341,8 +343,8 @@ TEST(BenchArgs, Defaults) {
 }
 
 TEST(BenchArgs, LessonCommandLine) {
-  const Options o = parse_args({"--type", "i32", "--size", "16M", "--bins", "256", "--block",
-                                "256", "--reps", "10", "--dist", "hot"});
+  const Options o = parse_args({"--type", "i32", "--size", "16M", "--bins", "256", "--block", "256",
+                                "--reps", "10", "--dist", "hot"});
   EXPECT_EQ(o.types, std::vector<SampleType>{SampleType::i32});
   EXPECT_EQ(o.sizes, std::vector<std::size_t>{std::size_t(16) << 20});
   EXPECT_EQ(o.bins, std::vector<int>{256});
@@ -353,9 +355,10 @@ TEST(BenchArgs, LessonCommandLine) {
 }
 
 TEST(BenchArgs, ListsRepeatsAliasesAndAll) {
-  Options o = parse_args({"--bins", "16,64", "--bin", "256", "--bins", "64", "--sizes", "1K,2K",
-                          "--size", "3K", "--l2", "both", "--seed", "18446744073709551615",
-                          "--run-length", "7", "--warmup", "0", "--types", "all"});
+  Options o = parse_args(
+      {"--bins",       "16,64",  "--bin",    "256",  "--bins",  "64",     "--sizes",
+       "1K,2K",        "--size", "3K",       "--l2", "both",    "--seed", "18446744073709551615",
+       "--run-length", "7",      "--warmup", "0",    "--types", "all"});
   EXPECT_EQ(o.bins, (std::vector<int>{16, 64, 256}));
   EXPECT_EQ(o.sizes, (std::vector<std::size_t>{1024, 2048, 3072}));
   EXPECT_EQ(o.l2, (std::vector<bench::L2>{bench::L2::hot, bench::L2::cold}));
@@ -389,8 +392,8 @@ TEST(BenchArgs, ListsRepeatsAliasesAndAll) {
 }
 
 TEST(BenchArgs, ImagesTakeSeveralPaths) {
-  const Options o = parse_args({"--images", "a.png", "dir/", "b.jpg", "--reps", "3",
-                                "--image=c,d.png"});
+  const Options o =
+      parse_args({"--images", "a.png", "dir/", "b.jpg", "--reps", "3", "--image=c,d.png"});
   EXPECT_EQ(o.images, (std::vector<std::string>{"a.png", "dir/", "b.jpg", "c,d.png"}));
   EXPECT_EQ(o.reps, 3);
 }
@@ -475,8 +478,8 @@ TEST(Synthetic, HotPutsTheFractionInBinZero) {
 TEST(Synthetic, SequentialIsExactlyFlat) {
   for (SampleType t : {SampleType::u8, SampleType::i32}) {
     for (int bins : {1, 16, 64, 100, 256}) {
-      const auto h = count_bins(make(Distribution::sequential, t, bins, std::size_t(bins) * 1000),
-                                t, bins);
+      const auto h =
+          count_bins(make(Distribution::sequential, t, bins, std::size_t(bins) * 1000), t, bins);
       for (int b = 0; b < bins; ++b) ASSERT_EQ(h[b], 1000u) << to_string(t) << " " << bins;
     }
   }
@@ -497,8 +500,10 @@ TEST(Synthetic, BlockyRunsHaveTheAskedLength) {
       std::size_t changes = 0;
       for (std::size_t i = 1; i < n; ++i) {
         const bool same = std::memcmp(&d[i * sb], &d[(i - 1) * sb], sb) == 0;
-        if (i % run != 0) ASSERT_TRUE(same) << "run broken at " << i << " (run " << run << ")";
-        else changes += !same;
+        if (i % run != 0)
+          ASSERT_TRUE(same) << "run broken at " << i << " (run " << run << ")";
+        else
+          changes += !same;
       }
       // New runs draw a new bin: with 256 bins nearly every boundary changes value.
       EXPECT_GT(changes, (n / run) * 9 / 10) << run;
@@ -526,8 +531,8 @@ TEST(Synthetic, NaturalIsSmooth) {
   const double nat = mean_step(Distribution::natural), uni = mean_step(Distribution::uniform);
   EXPECT_LT(nat, 0.1 * uni) << "natural " << nat << " uniform " << uni;
   // ... yet not flat: it spans a good part of the range.
-  const auto h = count_bins(make(Distribution::natural, SampleType::u8, 256, n, 5),
-                            SampleType::u8, 256);
+  const auto h =
+      count_bins(make(Distribution::natural, SampleType::u8, 256, n, 5), SampleType::u8, 256);
   EXPECT_GT(256 - std::count(h.begin(), h.end(), 0u), 100);
 }
 
@@ -548,8 +553,8 @@ TEST(Synthetic, UniformReachesEveryBin) {
 }
 
 TEST(Synthetic, SeedDecidesTheData) {
-  for (Distribution d : {Distribution::uniform, Distribution::hot, Distribution::blocky,
-                         Distribution::natural}) {
+  for (Distribution d :
+       {Distribution::uniform, Distribution::hot, Distribution::blocky, Distribution::natural}) {
     const auto a = make(d, SampleType::u8, 256, 100000, 11);
     EXPECT_EQ(a, make(d, SampleType::u8, 256, 100000, 11)) << to_string(d);
     EXPECT_NE(a, make(d, SampleType::u8, 256, 100000, 12)) << to_string(d);
@@ -637,8 +642,9 @@ TEST(BenchDerived, SpeedupsAndShareOfReadBandwidth) {
   EXPECT_LT(cells[4].pct_read_bw, 0);     // CPU rows: no share of the GPU's bandwidth
   EXPECT_LT(cells[5].speedup_atomic, 0);
   // A block-size sweep compares with atomic at the same block, else atomic's default block.
-  std::vector<Cell> sweep = {timed("atomic", 100, "uniform", 0), timed("atomic", 50, "uniform", 256),
-                             timed("fast", 10, "uniform", 256), timed("fast", 10, "uniform", 512)};
+  std::vector<Cell> sweep = {timed("atomic", 100, "uniform", 0),
+                             timed("atomic", 50, "uniform", 256), timed("fast", 10, "uniform", 256),
+                             timed("fast", 10, "uniform", 512)};
   bench::compute_derived(sweep, -1);
   EXPECT_DOUBLE_EQ(sweep[2].speedup_atomic, 5.0);
   EXPECT_DOUBLE_EQ(sweep[3].speedup_atomic, 10.0);
@@ -685,10 +691,14 @@ TEST(BenchOutput, CsvHasAHeaderAndOneLinePerCell) {
   ASSERT_EQ(rows.size(), cells.size() + 1);
   const auto& head = rows[0];
   EXPECT_EQ(head[0], "kernel");
-  for (const char* col : {"type", "bins", "size", "dist", "block", "l2", "status", "median_us",
-                          "min_us", "gbps", "gelems", "speedup_vs_atomic", "speedup_vs_cub",
-                          "pct_of_read_bw", "lost", "launch_block", "launch_grid", "launch_smem",
-                          "device", "commit", "command", "timestamp"}) {
+  for (const char* col : {"type",           "bins",           "size",
+                          "dist",           "block",          "l2",
+                          "status",         "median_us",      "min_us",
+                          "gbps",           "gelems",         "speedup_vs_atomic",
+                          "speedup_vs_cub", "pct_of_read_bw", "lost",
+                          "launch_block",   "launch_grid",    "launch_smem",
+                          "device",         "commit",         "command",
+                          "timestamp"}) {
     EXPECT_NE(std::find(head.begin(), head.end(), col), head.end()) << col;
   }
   auto col = [&](const char* name) {
@@ -720,9 +730,9 @@ TEST(BenchOutput, JsonParsesWithOneRecordPerCell) {
   for (std::size_t i = 0; i < cells.size(); ++i) {
     EXPECT_EQ(j.cell_scalars[i]["kernel"], cells[i].kernel);
     EXPECT_EQ(j.cell_scalars[i]["status"], cells[i].status);
-    for (const char* k : {"type", "bins", "size", "dist", "block", "l2", "median_us", "min_us",
-                          "gbps", "gelems", "speedup_vs_atomic", "speedup_vs_cub",
-                          "pct_of_read_bw", "lost"}) {
+    for (const char* k :
+         {"type", "bins", "size", "dist", "block", "l2", "median_us", "min_us", "gbps", "gelems",
+          "speedup_vs_atomic", "speedup_vs_cub", "pct_of_read_bw", "lost"}) {
       EXPECT_EQ(j.cell_scalars[i].count(k), 1u) << k;
     }
   }
@@ -766,9 +776,9 @@ TEST(BenchOutput, TableIsAlignedWithOneLinePerCell) {
 
 TEST(BenchRun, CpuReferenceRowsAndFiles) {
   const std::string csv = temp_path("cpu.csv"), json = temp_path("cpu.json");
-  const BenchRun r = run_bench({"--kernels", "cpu", "--type", "u8,i32", "--bins", "64,4096", "--sizes",
-                           "64K,1000", "--dist", "uniform,hot", "--reps", "2", "--warmup", "0",
-                           "--csv", csv, "--json", json});
+  const BenchRun r = run_bench({"--kernels", "cpu", "--type", "u8,i32", "--bins", "64,4096",
+                                "--sizes", "64K,1000", "--dist", "uniform,hot", "--reps", "2",
+                                "--warmup", "0", "--csv", csv, "--json", json});
   EXPECT_EQ(r.status, 0) << r.err;
   const auto rows = parse_csv(slurp(csv));
   ASSERT_EQ(rows.size(), 1u + 2 * 2 * 2 * 2);
@@ -788,8 +798,8 @@ TEST(BenchRun, CpuReferenceRowsAndFiles) {
 TEST(BenchRun, WithoutGpuSaysOnceThatGpuKernelsWereSkipped) {
   std::string why;
   if (histeq::test::gpu_available(&why)) GTEST_SKIP() << "a GPU is present";
-  const BenchRun r = run_bench({"--bins", "256", "--sizes", "4K", "--dist", "uniform", "--type", "u8",
-                           "--reps", "1"});
+  const BenchRun r = run_bench(
+      {"--bins", "256", "--sizes", "4K", "--dist", "uniform", "--type", "u8", "--reps", "1"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(count_of(r.err, "GPU kernels skipped"), 1u) << r.err;
   EXPECT_NE(r.out.find("cpu"), std::string::npos);
@@ -799,7 +809,8 @@ TEST(BenchRun, WithoutGpuSaysOnceThatGpuKernelsWereSkipped) {
 }
 
 TEST(BenchRun, LessonCaseOnTheCpu) {
-  const BenchRun r = run_bench({"--case", "lesson", "--kernels", "cpu", "--reps", "1", "--warmup", "0"});
+  const BenchRun r =
+      run_bench({"--case", "lesson", "--kernels", "cpu", "--reps", "1", "--warmup", "0"});
   EXPECT_EQ(r.status, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("67.5M"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("PASS"), std::string::npos) << r.out;
@@ -815,8 +826,8 @@ TEST(BenchRun, ImagesFromAFolder) {
   }
   if (images == 0) GTEST_SKIP() << "no images under " << dir;
   const std::string csv = temp_path("img.csv");
-  const BenchRun r = run_bench({"--kernels", "cpu", "--bins", "256", "--reps", "1", "--images", dir,
-                           "--csv", csv});
+  const BenchRun r = run_bench(
+      {"--kernels", "cpu", "--bins", "256", "--reps", "1", "--images", dir, "--csv", csv});
   EXPECT_EQ(r.status, 0) << r.err;
   const auto rows = parse_csv(slurp(csv));
   EXPECT_GE(rows.size(), 1 + images);
@@ -833,7 +844,7 @@ TEST(BenchRun, ImagesFromAFolder) {
 TEST(BenchRun, PlotIsDrawnOrExplained) {
   const std::string png = temp_path("plot.png");
   const BenchRun r = run_bench({"--kernels", "cpu", "--bins", "256", "--type", "u8", "--sizes",
-                           "1K,64K", "--dist", "uniform,hot", "--reps", "1", "--plot", png});
+                                "1K,64K", "--dist", "uniform,hot", "--reps", "1", "--plot", png});
   EXPECT_EQ(r.status, 0) << r.err;
   if (fs::exists(png)) {
     const std::string head = slurp(png).substr(0, 8);
@@ -845,8 +856,9 @@ TEST(BenchRun, PlotIsDrawnOrExplained) {
 }
 
 TEST(BenchRun, UnwritableCsvIsARuntimeError) {
-  const BenchRun r = run_bench({"--kernels", "cpu", "--sizes", "1K", "--dist", "uniform", "--bins",
-                           "16", "--type", "u8", "--reps", "1", "--csv", "/nonexistent/dir/x.csv"});
+  const BenchRun r =
+      run_bench({"--kernels", "cpu", "--sizes", "1K", "--dist", "uniform", "--bins", "16", "--type",
+                 "u8", "--reps", "1", "--csv", "/nonexistent/dir/x.csv"});
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(count_of(r.err, "x.csv"), 1u) << r.err;
 }
@@ -854,9 +866,9 @@ TEST(BenchRun, UnwritableCsvIsARuntimeError) {
 TEST(BenchGpu, SmallSweepPassesEverywhere) {
   HISTEQ_REQUIRE_GPU();
   const std::string csv = temp_path("gpu.csv");
-  const BenchRun r = run_bench({"--kernels", "all,auto", "--type", "u8,i32", "--bins", "1,16,256,4096",
-                           "--sizes", "0,1,257,1000,1M", "--dist", "all", "--reps", "2",
-                           "--warmup", "1", "--l2", "both", "--csv", csv});
+  const BenchRun r = run_bench({"--kernels", "all,auto", "--type", "u8,i32", "--bins",
+                                "1,16,256,4096", "--sizes", "0,1,257,1000,1M", "--dist", "all",
+                                "--reps", "2", "--warmup", "1", "--l2", "both", "--csv", csv});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   const auto rows = parse_csv(slurp(csv));
   ASSERT_GT(rows.size(), 1u);
@@ -889,8 +901,9 @@ TEST(BenchGpu, SmallSweepPassesEverywhere) {
   fs::remove(csv);
 
   // The lessons' command line and the int-array lesson.
-  const BenchRun lesson_cl = run_bench({"--type", "i32", "--size", "16M", "--bins", "256", "--block",
-                                   "256", "--reps", "3", "--dist", "hot", "--timing", "enqueue"});
+  const BenchRun lesson_cl =
+      run_bench({"--type", "i32", "--size", "16M", "--bins", "256", "--block", "256", "--reps", "3",
+                 "--dist", "hot", "--timing", "enqueue"});
   EXPECT_EQ(lesson_cl.status, 0) << lesson_cl.out << lesson_cl.err;
   const BenchRun lesson = run_bench({"--case", "lesson", "--reps", "2", "--warmup", "1"});
   EXPECT_EQ(lesson.status, 0) << lesson.out << lesson.err;
@@ -913,12 +926,16 @@ class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
   }
   ~ScopedEnv() {
-    if (had_) ::setenv(name_.c_str(), old_.c_str(), 1);
-    else ::unsetenv(name_.c_str());
+    if (had_)
+      ::setenv(name_.c_str(), old_.c_str(), 1);
+    else
+      ::unsetenv(name_.c_str());
   }
 
  private:
@@ -956,7 +973,8 @@ TEST(BenchJson, NonUtf8TextIsReplacedAndStillParses) {
   EXPECT_EQ(j["cells"][0]["dist_bytes_hex"], "696d6167653a636166e92e706e67");
   EXPECT_FALSE(j["cells"][1].contains("dist_bytes_hex"));
   EXPECT_EQ(j["command_bytes_hex"],
-            "6869737465712062656e6368202d2d696d61676573206361" "66e92e706e67");
+            "6869737465712062656e6368202d2d696d61676573206361"
+            "66e92e706e67");
   EXPECT_TRUE(j["cells"][2]["median_us"].is_null());  // unset numbers are null
   for (std::size_t i = 0; i < cells.size(); ++i) {
     EXPECT_EQ(j["cells"][i]["kernel"], cells[i].kernel);
@@ -971,8 +989,8 @@ TEST(BenchJson, ImageWithALatin1NameGivesValidJson) {
   fs::copy_file(histeq::test::source_path("samples/coins.png"), img,
                 fs::copy_options::overwrite_existing);
   const std::string json = temp_path("latin1.json");
-  const BenchRun r = run_bench({"--kernels", "cpu", "--bins", "256", "--reps", "1", "--warmup",
-                                "0", "--images", img.string(), "--json", json});
+  const BenchRun r = run_bench({"--kernels", "cpu", "--bins", "256", "--reps", "1", "--warmup", "0",
+                                "--images", img.string(), "--json", json});
   EXPECT_EQ(r.status, 0) << r.err;
   nlohmann::json j;
   ASSERT_NO_THROW(j = nlohmann::json::parse(slurp(json))) << slurp(json);
@@ -1024,9 +1042,9 @@ TEST(BenchCommit, IsTheBuildsNotTheCurrentFoldersRepository) {
 TEST(BenchTiming, SaysCpuWhenNothingWasTimedOnAGpu) {
   const std::string csv = temp_path("timing.csv"), json = temp_path("timing.json");
   // --kernels cpu: only the CPU reference runs, with or without a GPU.
-  const BenchRun r = run_bench({"--kernels", "cpu", "--sizes", "1K", "--dist", "uniform,hot",
-                                "--bins", "16", "--type", "u8", "--reps", "1", "--timing", "gpu",
-                                "--csv", csv, "--json", json});
+  const BenchRun r =
+      run_bench({"--kernels", "cpu", "--sizes", "1K", "--dist", "uniform,hot", "--bins", "16",
+                 "--type", "u8", "--reps", "1", "--timing", "gpu", "--csv", csv, "--json", json});
   EXPECT_EQ(r.status, 0) << r.err;
   const auto rows = parse_csv(slurp(csv));
   ASSERT_EQ(rows.size(), 3u);
@@ -1043,9 +1061,9 @@ TEST(BenchTiming, SaysCpuWhenNothingWasTimedOnAGpu) {
 TEST(BenchTiming, SaysTheModeWhenAGpuTimedTheCells) {
   HISTEQ_REQUIRE_GPU();
   const std::string json = temp_path("timing-gpu.json");
-  const BenchRun r = run_bench({"--kernels", "atomic", "--sizes", "64K", "--dist", "uniform",
-                                "--bins", "256", "--type", "u8", "--reps", "2", "--timing",
-                                "enqueue", "--json", json});
+  const BenchRun r =
+      run_bench({"--kernels", "atomic", "--sizes", "64K", "--dist", "uniform", "--bins", "256",
+                 "--type", "u8", "--reps", "2", "--timing", "enqueue", "--json", json});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(slurp(json))["timing"], "enqueue");
   fs::remove(json);
@@ -1062,7 +1080,7 @@ TEST(BenchOutputs, UnwritablePathsAreRefusedBeforeTheSweep) {
   };
   for (const auto& [extra, needle] : bad) {
     std::vector<std::string> args = {"--kernels", "cpu", "--sizes", "1K", "--dist", "uniform",
-                                     "--bins", "16", "--type", "u8", "--reps", "1"};
+                                     "--bins",    "16",  "--type",  "u8", "--reps", "1"};
     args.insert(args.end(), extra.begin(), extra.end());
     const BenchRun r = run_bench(args);
     EXPECT_EQ(r.status, 1) << extra[1];
@@ -1073,8 +1091,8 @@ TEST(BenchOutputs, UnwritablePathsAreRefusedBeforeTheSweep) {
   }
   // A writable path in an existing folder is not created before the sweep has run.
   const std::string ok = (dir / "ok.csv").string();
-  const BenchRun r = run_bench({"--kernels", "cpu", "--sizes", "1K", "--dist", "uniform",
-                                "--bins", "16", "--type", "u8", "--reps", "1", "--csv", ok});
+  const BenchRun r = run_bench({"--kernels", "cpu", "--sizes", "1K", "--dist", "uniform", "--bins",
+                                "16", "--type", "u8", "--reps", "1", "--csv", ok});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(fs::exists(ok));
   fs::remove_all(dir);

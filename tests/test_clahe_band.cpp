@@ -20,7 +20,8 @@ std::vector<std::uint32_t> reference_tiles(const std::vector<T>& src, const cf::
   std::vector<std::uint32_t> h(std::size_t(g.tiles()) * g.hist_size, 0);
   for (int y = 0; y < g.padded_h; ++y)
     for (int x = 0; x < g.padded_w; ++x) {
-      const T v = src[std::size_t(cf::reflect101(y, g.height)) * g.width + cf::reflect101(x, g.width)];
+      const T v =
+          src[std::size_t(cf::reflect101(y, g.height)) * g.width + cf::reflect101(x, g.width)];
       const int t = (y / g.tile_h) * g.tiles_x + x / g.tile_w;
       h[std::size_t(t) * g.hist_size + v]++;
     }
@@ -31,7 +32,8 @@ template <class T>
 std::vector<std::uint32_t> kernel_tiles(const T* in, const cf::Geometry& g, int target_blocks,
                                         int min_rows, unsigned threads) {
   std::vector<std::uint32_t> h(std::size_t(g.tiles()) * g.hist_size, 0);
-  const auto split = kernels::clahe_detail::split_bands(g.tile_h, g.tiles_y, target_blocks, min_rows);
+  const auto split =
+      kernels::clahe_detail::split_bands(g.tile_h, g.tiles_y, target_blocks, min_rows);
   EXPECT_GE(split.bands * split.rows, g.tile_h);
   EXPECT_LT((split.bands - 1) * split.rows, g.tile_h);
   for (int b = 0; b < split.bands * g.tiles_y; ++b) {
@@ -74,12 +76,26 @@ void check(int w, int h, int tx, int ty, std::mt19937& rng) {
 
 TEST(ClaheBand, TileHistogramsEqualThePaddedImage) {
   std::mt19937 rng(8);
-  const int cases[][4] = {{1, 1, 8, 8},    {2, 3, 8, 8},     {7, 5, 8, 8},    {1, 37, 8, 8},
-                          {41, 1, 8, 8},   {64, 64, 8, 8},   {64, 63, 8, 8},  {63, 64, 8, 8},
-                          {100, 37, 3, 7}, {257, 129, 16, 4}, {130, 70, 64, 64}, {61, 59, 64, 64},
-                          {300, 200, 1, 1}, {17, 300, 5, 9},  {500, 40, 100, 3},
+  const int cases[][4] = {{1, 1, 8, 8},
+                          {2, 3, 8, 8},
+                          {7, 5, 8, 8},
+                          {1, 37, 8, 8},
+                          {41, 1, 8, 8},
+                          {64, 64, 8, 8},
+                          {64, 63, 8, 8},
+                          {63, 64, 8, 8},
+                          {100, 37, 3, 7},
+                          {257, 129, 16, 4},
+                          {130, 70, 64, 64},
+                          {61, 59, 64, 64},
+                          {300, 200, 1, 1},
+                          {17, 300, 5, 9},
+                          {500, 40, 100, 3},
                           // whole-vector fast path (width and tile width multiples of 16)
-                          {256, 96, 8, 3}, {1024, 64, 4, 4}, {512, 48, 2, 1}, {64, 64, 4, 4}};
+                          {256, 96, 8, 3},
+                          {1024, 64, 4, 4},
+                          {512, 48, 2, 1},
+                          {64, 64, 4, 4}};
   for (const auto& c : cases) {
     check<std::uint8_t>(c[0], c[1], c[2], c[3], rng);
     if (c[2] * c[3] <= 64) check<std::uint16_t>(c[0], c[1], c[2], c[3], rng);

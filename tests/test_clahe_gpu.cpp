@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "gpu_test_support.hpp"
 #include "bench/bench.hpp"
-#include "histeq/error.hpp"
+#include "gpu_test_support.hpp"
 #include "histeq/clahe.hpp"
 #include "histeq/clahe_gpu.hpp"
+#include "histeq/error.hpp"
 #include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
 #include "test_support.hpp"
@@ -63,8 +63,10 @@ std::vector<T> gpu_plane(gpu::Clahe& engine, const std::vector<T>& src, int w, i
   auto d_in = test::upload_typed(padded);
   DeviceBuffer<T> d_out(src.size() + offset);
   T* out = in_place ? d_in.get() + offset : d_out.get() + offset;
-  if constexpr (sizeof(T) == 1) engine.apply(d_in.get() + offset, out, w, h, o);
-  else engine.apply16(d_in.get() + offset, out, w, h, o);
+  if constexpr (sizeof(T) == 1)
+    engine.apply(d_in.get() + offset, out, w, h, o);
+  else
+    engine.apply16(d_in.get() + offset, out, w, h, o);
   engine.synchronize();
   return test::download(out, src.size());
 }
@@ -72,8 +74,10 @@ std::vector<T> gpu_plane(gpu::Clahe& engine, const std::vector<T>& src, int w, i
 template <class T>
 std::vector<T> cpu_plane(const std::vector<T>& src, int w, int h, const ClaheOptions& o) {
   std::vector<T> out(src.size());
-  if constexpr (sizeof(T) == 1) cpu::clahe_plane(src.data(), w, h, o, out.data());
-  else cpu::clahe_plane16(src.data(), w, h, o, out.data());
+  if constexpr (sizeof(T) == 1)
+    cpu::clahe_plane(src.data(), w, h, o, out.data());
+  else
+    cpu::clahe_plane16(src.data(), w, h, o, out.data());
   return out;
 }
 
@@ -82,11 +86,16 @@ struct Case {
   double clip;
 };
 const Case kCases[] = {
-    {1, 1, 8, 8, 2.0},       {1, 1, 1, 1, 0.0},      {2, 3, 8, 8, 2.0},      {7, 5, 8, 8, 2.0},
-    {1, 37, 8, 8, 2.0},      {41, 1, 8, 8, 3.0},     {64, 64, 8, 8, 2.0},    {64, 63, 8, 8, 2.0},
-    {63, 64, 8, 8, 2.0},     {100, 37, 3, 7, 1.0},   {257, 129, 16, 4, 4.0}, {128, 128, 64, 64, 2.0},
-    {130, 70, 64, 64, 2.0},  {61, 59, 64, 64, 0.0},  {300, 200, 1, 1, 2.0},  {301, 203, 2, 9, 0.01},
-    {96, 96, 8, 8, 1000.0},  {1024, 1024, 8, 8, 2.0}, {1023, 777, 8, 8, 2.0}, {2049, 1531, 13, 5, 3.0},
+    {1, 1, 8, 8, 2.0},       {1, 1, 1, 1, 0.0},
+    {2, 3, 8, 8, 2.0},       {7, 5, 8, 8, 2.0},
+    {1, 37, 8, 8, 2.0},      {41, 1, 8, 8, 3.0},
+    {64, 64, 8, 8, 2.0},     {64, 63, 8, 8, 2.0},
+    {63, 64, 8, 8, 2.0},     {100, 37, 3, 7, 1.0},
+    {257, 129, 16, 4, 4.0},  {128, 128, 64, 64, 2.0},
+    {130, 70, 64, 64, 2.0},  {61, 59, 64, 64, 0.0},
+    {300, 200, 1, 1, 2.0},   {301, 203, 2, 9, 0.01},
+    {96, 96, 8, 8, 1000.0},  {1024, 1024, 8, 8, 2.0},
+    {1023, 777, 8, 8, 2.0},  {2049, 1531, 13, 5, 3.0},
     {500, 300, 100, 3, 2.0},  // 100 tiles wide: the 8-bit global-counter path
     {4096, 64, 8, 8, 2.0},   {17, 4099, 8, 8, 2.0},
 };
@@ -103,7 +112,8 @@ TEST(ClaheGpu, EqualsCpuOnSizesAndGrids8) {
       const auto o = opts(c.clip, c.tx, c.ty);
       const auto want = cpu_plane(src, c.w, c.h, o);
       ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o), want)
-          << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " clip " << c.clip << " kind " << kind;
+          << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " clip " << c.clip << " kind "
+          << kind;
       ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o, 3), want) << "misaligned by 3";
       ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o, 16, true), want) << "in place";
     }
@@ -122,7 +132,8 @@ TEST(ClaheGpu, EqualsCpuOnSizesAndGrids16) {
       const auto o = opts(c.clip, c.tx, c.ty);
       const auto want = cpu_plane(src, c.w, c.h, o);
       ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o), want)
-          << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " clip " << c.clip << " kind " << kind;
+          << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " clip " << c.clip << " kind "
+          << kind;
       ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o, 1), want) << "misaligned by 1 sample";
     }
   }
@@ -151,7 +162,8 @@ TEST(ClaheGpu, RandomSizesAndGrids) {
   for (int i = 0; i < 40; ++i) {
     const int w = size(rng), h = size(rng);
     const auto o = opts(clip(rng) * 0.75, grid(rng), grid(rng));
-    const auto src = i % 2 ? smooth_plane<std::uint8_t>(rng, w, h, 255) : random_plane<std::uint8_t>(rng, w, h, 0, 255);
+    const auto src = i % 2 ? smooth_plane<std::uint8_t>(rng, w, h, 255)
+                           : random_plane<std::uint8_t>(rng, w, h, 0, 255);
     ASSERT_EQ(gpu_plane(engine, src, w, h, o), cpu_plane(src, w, h, o))
         << w << "x" << h << " grid " << o.tiles_x << "x" << o.tiles_y << " clip " << o.clip_limit;
   }
@@ -168,7 +180,8 @@ TEST(ClaheGpu, CellApplyRandomSizesAndGrids) {
   for (int i = 0; i < 40; ++i) {
     const int w = 16 * cols(rng), h = size(rng);
     const auto o = opts(clip(rng) * 0.75, grid(rng), grid(rng));
-    const auto src = i % 2 ? smooth_plane<std::uint8_t>(rng, w, h, 255) : random_plane<std::uint8_t>(rng, w, h, 0, 255);
+    const auto src = i % 2 ? smooth_plane<std::uint8_t>(rng, w, h, 255)
+                           : random_plane<std::uint8_t>(rng, w, h, 0, 255);
     const auto want = cpu_plane(src, w, h, o);
     ASSERT_EQ(gpu_plane(engine, src, w, h, o), want)
         << w << "x" << h << " grid " << o.tiles_x << "x" << o.tiles_y << " clip " << o.clip_limit;

@@ -5,10 +5,10 @@
 // input, and the outputs against the OpenCV goldens. A few parsing checks also run in-process
 // through histeq::cli::run. GPU-only assertions skip with the reason when no device is usable.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -33,8 +33,8 @@ namespace fs = std::filesystem;
 namespace {
 
 using histeq::test::lines_of;
-using histeq::test::sample;
 using histeq::test::Result;
+using histeq::test::sample;
 
 std::string quote(const std::string& s) {
   std::string q = "'";
@@ -82,8 +82,8 @@ class Cli : public ::testing::Test {
   // args: already shell-quoted where needed.
   Result run(const std::string& args) {
     const fs::path o = dir_ / "io" / "stdout", e = dir_ / "io" / "stderr";
-    const std::string cmd = quote(HISTEQ_CLI) + " " + args + " >" + quote(o.string()) + " 2>" +
-                            quote(e.string());
+    const std::string cmd =
+        quote(HISTEQ_CLI) + " " + args + " >" + quote(o.string()) + " 2>" + quote(e.string());
     const int raw = std::system(cmd.c_str());
     Result r;
     r.status = (raw != -1 && WIFEXITED(raw)) ? WEXITSTATUS(raw) : -1;
@@ -111,8 +111,9 @@ class Cli : public ::testing::Test {
     const Result r = run("equalize " + quote(input) + " -o " + quote(out("o.png").string()) +
                          " --backend cpu " + extra);
     EXPECT_EQ(r.status, status) << r;
-    EXPECT_NE(r.err.find(must_name), std::string::npos) << "stderr should name " << must_name
-                                                        << "\n" << r;
+    EXPECT_NE(r.err.find(must_name), std::string::npos)
+        << "stderr should name " << must_name << "\n"
+        << r;
     EXPECT_EQ(count_of(r.err, "histeq: "), 1u) << "one message, printed once\n" << r;
     EXPECT_TRUE(r.out.empty()) << r;
     EXPECT_TRUE(out_files().empty()) << "left behind: " << out_files().front();
@@ -247,8 +248,8 @@ std::vector<std::uint8_t> zero_width_png() {
     be32(f, crc32(td, 0));
   };
   std::vector<std::uint8_t> ihdr;
-  be32(ihdr, 0);   // width
-  be32(ihdr, 16);  // height
+  be32(ihdr, 0);                             // width
+  be32(ihdr, 16);                            // height
   ihdr.insert(ihdr.end(), {8, 0, 0, 0, 0});  // 8-bit gray, deflate, no filter, no interlace
   chunk("IHDR", ihdr);
   chunk("IDAT", {0x78, 0x9C, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01});  // zlib of nothing
@@ -272,8 +273,8 @@ TEST_F(Cli, OverThePixelLimit) {
 
 TEST_F(Cli, OutputFolderMissing) {
   const std::string o = (dir_ / "out" / "no" / "such" / "o.png").string();
-  const Result r = run("equalize " + quote(sample("camera.png")) + " -o " + quote(o) +
-                       " --backend cpu");
+  const Result r =
+      run("equalize " + quote(sample("camera.png")) + " -o " + quote(o) + " --backend cpu");
   EXPECT_EQ(r.status, 1) << r;
   EXPECT_NE(r.err.find(o), std::string::npos) << r;
   EXPECT_TRUE(out_files().empty());
@@ -334,10 +335,11 @@ TEST_F(Cli, EqualizeCpuMatchesOpenCvGolden) {
 TEST_F(Cli, OutputMayEqualInput) {
   const fs::path p = dir_ / "out" / "moon.png";
   fs::copy_file(sample("moon.png"), p);
-  const Result r = run("equalize " + quote(p.string()) + " -o " + quote(p.string()) +
-                       " --backend cpu");
+  const Result r =
+      run("equalize " + quote(p.string()) + " -o " + quote(p.string()) + " --backend cpu");
   ASSERT_EQ(r.status, 0) << r;
-  expect_same_pixels(p.string(), histeq::test::source_path("tests/data/golden-opencv-4.6/moon.png"));
+  expect_same_pixels(p.string(),
+                     histeq::test::source_path("tests/data/golden-opencv-4.6/moon.png"));
   EXPECT_EQ(out_files(), std::vector<std::string>{"moon.png"}) << "no temporaries left";
 }
 
@@ -393,7 +395,8 @@ TEST_F(Cli, HistogramCsvGray) {
 }
 
 TEST_F(Cli, HistogramCsvRgbHasThreeColumns) {
-  const Result r = run("histogram " + quote(sample("chelsea.png")) + " --backend cpu --csv --mode rgb");
+  const Result r =
+      run("histogram " + quote(sample("chelsea.png")) + " --backend cpu --csv --mode rgb");
   ASSERT_EQ(r.status, 0) << r;
   const auto ls = lines_of(r.out);
   ASSERT_EQ(ls.size(), 257u) << r;
@@ -445,8 +448,8 @@ TEST_F(Cli, BenchIsDispatched) {
 TEST_F(Cli, BackendAutoWithoutGpuSaysSoOnce) {
   std::string why;
   if (histeq::cuda_available(&why)) GTEST_SKIP() << "a CUDA device is usable; no fallback to check";
-  const Result r = run("equalize " + quote(sample("moon.png")) + " -o " +
-                       quote(out("m.png").string()));
+  const Result r =
+      run("equalize " + quote(sample("moon.png")) + " -o " + quote(out("m.png").string()));
   ASSERT_EQ(r.status, 0) << r;
   EXPECT_EQ(count_of(r.err, "CPU"), 1u) << r;
   EXPECT_EQ(count_of(r.err, "histeq: "), 1u) << r;
@@ -510,8 +513,8 @@ TEST_F(CliOptions, SingleFileJsonWithNonUtf8NameParses) {
   const fs::path in = dir_ / "caf\xE9.png";
   fs::copy_file(sample("coins.png"), in);
   const fs::path o = out("r\xE9sultat.png");
-  const Result r = run("equalize " + quote(in.string()) + " -o " + quote(o.string()) +
-                       " --backend cpu --json");
+  const Result r =
+      run("equalize " + quote(in.string()) + " -o " + quote(o.string()) + " --backend cpu --json");
   ASSERT_EQ(r.status, 0) << r;
   nlohmann::json j;
   ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << r;
@@ -554,11 +557,11 @@ TEST_F(CliOptions, OptionsThatWouldDoNothingAreRefused) {
        "--kernel columns", "--backend cpu"},
       {"histogram " + in + " --kernel columns", "--kernel columns", "--backend cpu"},
       // a batch: every output is PNG, so --quality cannot act; --kernel on the CPU neither
-      {"equalize " + in + " " + quote(sample("camera.png")) + " -o " +
-           quote(out("many").string()) + " --quality 50",
+      {"equalize " + in + " " + quote(sample("camera.png")) + " -o " + quote(out("many").string()) +
+           " --quality 50",
        "--quality", "JPEG"},
-      {"equalize " + in + " " + quote(sample("camera.png")) + " -o " +
-           quote(out("many").string()) + " --kernel atomic",
+      {"equalize " + in + " " + quote(sample("camera.png")) + " -o " + quote(out("many").string()) +
+           " --kernel atomic",
        "--kernel atomic", "--backend cpu"},
       {"kernels --type i32", "--type", "--details"},
       {"kernels --bins 64", "--bins", "--details"},
@@ -612,9 +615,9 @@ TEST_F(CliOptions, PixelLimitErrorNamesMaxPixels) {
   EXPECT_EQ(one.status, 1) << one;
   EXPECT_NE(one.err.find("over the limit of 100 pixels"), std::string::npos) << one;
   EXPECT_NE(one.err.find("--max-pixels"), std::string::npos) << one;
-  const Result batch = run("equalize " + quote(sample("coins.png")) + " " +
-                           quote(sample("camera.png")) + " -o " + quote(out("b").string()) +
-                           " --backend cpu --max-pixels 100 --json");
+  const Result batch =
+      run("equalize " + quote(sample("coins.png")) + " " + quote(sample("camera.png")) + " -o " +
+          quote(out("b").string()) + " --backend cpu --max-pixels 100 --json");
   EXPECT_EQ(batch.status, 1) << batch;
   EXPECT_EQ(count_of(batch.err, "--max-pixels"), 2u) << batch;
   const std::vector<std::string> lines = lines_of(batch.out);

@@ -26,8 +26,8 @@ namespace fs = std::filesystem;
 namespace {
 
 using histeq::test::lines_of;
-using histeq::test::sample;
 using histeq::test::Result;
+using histeq::test::sample;
 
 std::string quote(const std::string& s) {
   std::string q = "'";
@@ -65,8 +65,8 @@ class Batch : public ::testing::Test {
 
   Result run(const std::string& args, const std::string& stdin_file = "") {
     const fs::path o = dir_ / "io" / "stdout", e = dir_ / "io" / "stderr";
-    std::string cmd = quote(HISTEQ_CLI) + " " + args + " >" + quote(o.string()) + " 2>" +
-                      quote(e.string());
+    std::string cmd =
+        quote(HISTEQ_CLI) + " " + args + " >" + quote(o.string()) + " 2>" + quote(e.string());
     if (!stdin_file.empty()) cmd += " <" + quote(stdin_file);
     const int raw = std::system(cmd.c_str());
     Result r;
@@ -84,8 +84,8 @@ class Batch : public ::testing::Test {
   std::vector<std::uint8_t> single(const std::string& input, const std::string& ext,
                                    const std::string& extra = "") {
     const fs::path o = dir_ / "io" / ("single" + ext);
-    const Result r = run("equalize " + quote(input) + " -o " + quote(o.string()) +
-                         " --backend cpu " + extra);
+    const Result r =
+        run("equalize " + quote(input) + " -o " + quote(o.string()) + " --backend cpu " + extra);
     EXPECT_EQ(r.status, 0) << r;
     auto b = read_bytes(o);
     fs::remove(o);
@@ -116,8 +116,8 @@ TEST_F(Batch, FolderToFolderMatchesTheSingleFilePathByteForByte) {
 }
 
 TEST_F(Batch, RecursiveKeepsRelativePathsAndFormatChangesTheExtension) {
-  const Result r =
-      run("equalize " + q("in") + " -r -o " + q("out") + " --backend cpu --format jpg --quality 90");
+  const Result r = run("equalize " + q("in") + " -r -o " + q("out") +
+                       " --backend cpu --format jpg --quality 90");
   ASSERT_EQ(r.status, 0) << r;
   EXPECT_EQ(files_under("out"),
             (std::vector<std::string>{"chelsea.jpg", "moon.jpg", "sub/coins.jpg"}));
@@ -135,13 +135,20 @@ TEST_F(Batch, SeveralFileInputsGoToTheFolder) {
 }
 
 TEST_F(Batch, PngLevelChangesTheSizeNotThePixels) {
-  ASSERT_EQ(run("equalize " + q("in/chelsea.png") + " -o " + q("l0.png") + " --backend cpu --png-level 0").status, 0);
-  ASSERT_EQ(run("equalize " + q("in/chelsea.png") + " -o " + q("l9.png") + " --backend cpu --png-level 9").status, 0);
+  ASSERT_EQ(
+      run("equalize " + q("in/chelsea.png") + " -o " + q("l0.png") + " --backend cpu --png-level 0")
+          .status,
+      0);
+  ASSERT_EQ(
+      run("equalize " + q("in/chelsea.png") + " -o " + q("l9.png") + " --backend cpu --png-level 9")
+          .status,
+      0);
   EXPECT_GT(fs::file_size(p("l0.png")), fs::file_size(p("l9.png")));
   const histeq::Image a = histeq::load_image(p("l0.png").string());
   const histeq::Image b = histeq::load_image(p("l9.png").string());
   EXPECT_EQ(a.pixels, b.pixels);
-  EXPECT_EQ(run("equalize " + q("in/chelsea.png") + " -o " + q("x.png") + " --png-level 10").status, 2);
+  EXPECT_EQ(run("equalize " + q("in/chelsea.png") + " -o " + q("x.png") + " --png-level 10").status,
+            2);
 }
 
 TEST_F(Batch, StandardInputAndOutput) {
@@ -256,7 +263,8 @@ TEST_F(Batch, HistogramBatchJsonSumsToPixels) {
   ASSERT_EQ(lines.size(), 4u) << r;
   for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
     const nlohmann::json j = nlohmann::json::parse(lines[i]);
-    const std::uint64_t px = j.at("width").get<std::uint64_t>() * j.at("height").get<std::uint64_t>();
+    const std::uint64_t px =
+        j.at("width").get<std::uint64_t>() * j.at("height").get<std::uint64_t>();
     const auto hs = j.at("histograms").get<std::vector<std::vector<std::uint64_t>>>();
     ASSERT_EQ(hs.size(), std::size_t(j.at("channels").get<int>() >= 3 ? 3 : 1)) << lines[i];
     for (const auto& h : hs) {
@@ -308,7 +316,8 @@ TEST_F(Batch, OverwriteKeepsPermissionsRefusesReadOnlyFollowsSymlinks) {
 }
 
 TEST_F(Batch, TimingPrintsSummedStagesAndWall) {
-  const Result r = run("equalize " + q("in") + " -r -o " + q("out") + " --backend cpu --timing --max-inflight-mb 1");
+  const Result r = run("equalize " + q("in") + " -r -o " + q("out") +
+                       " --backend cpu --timing --max-inflight-mb 1");
   ASSERT_EQ(r.status, 0) << r;
   for (const char* stage : {"read", "decode", "equalize", "encode", "write", "wall"})
     EXPECT_NE(r.out.find(stage), std::string::npos) << stage << "\n" << r;
@@ -334,7 +343,8 @@ TEST_F(Batch, GpuBatchOnTwoWorkersOfOneDeviceMatchesTheCpu) {
     EXPECT_EQ(nlohmann::json::parse(lines[i]).at("backend").get<std::string>(), "cuda") << lines[i];
   for (const char* n : {"moon.png", "chelsea.png", "sub/coins.png"})
     EXPECT_EQ(read_bytes(p("gpu") / n), single(p("in").string() + "/" + n, ".png")) << n;
-  EXPECT_EQ(run("equalize " + q("in") + " -o " + q("gpu2") + " --backend cuda --devices 999").status, 1)
+  EXPECT_EQ(
+      run("equalize " + q("in") + " -o " + q("gpu2") + " --backend cuda --devices 999").status, 1)
       << "a device that does not exist";
 }
 

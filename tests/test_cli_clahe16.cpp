@@ -134,9 +134,9 @@ TEST_F(CliClahe16, GoldensThroughTheCliOnTheCpu) {
   for (const Golden& g : gs) {
     SCOPED_TRACE(g.file.filename().string());
     const std::string in = golden_input(g);
-    const Result r = run("clahe " + quote(in) + " -o " + q("out.png") + " --clip " + g.clip +
-                         " --tiles " + std::to_string(g.tx) + "x" + std::to_string(g.ty) +
-                         " --backend cpu");
+    const Result r =
+        run("clahe " + quote(in) + " -o " + q("out.png") + " --clip " + g.clip + " --tiles " +
+            std::to_string(g.tx) + "x" + std::to_string(g.ty) + " --backend cpu");
     ASSERT_EQ(r.status, 0) << r;
     if (g.sixteen) {
       ASSERT_TRUE(is_16bit_image(path("out.png")));
@@ -167,7 +167,10 @@ TEST_F(CliClahe16, GoldensThroughTheCliOnTheCpu) {
 TEST_F(CliClahe16, ClaheDefaultsAreClip2Tiles8x8AndStdinStdoutMatchesTheFile) {
   const std::string in = test::source_path("samples/moon.png");
   ASSERT_EQ(run("clahe " + quote(in) + " -o " + q("a.png") + " --backend cpu").status, 0);
-  ASSERT_EQ(run("clahe " + quote(in) + " -o " + q("b.png") + " --backend cpu --clip 2.0 --tiles 8x8").status, 0);
+  ASSERT_EQ(
+      run("clahe " + quote(in) + " -o " + q("b.png") + " --backend cpu --clip 2.0 --tiles 8x8")
+          .status,
+      0);
   const Result s = run("clahe - -o - --format png --backend cpu", in);
   ASSERT_EQ(s.status, 0) << s;
   {
@@ -207,10 +210,9 @@ TEST_F(CliClahe16, ClaheOptionErrorsNameTheOptionAndRange) {
   struct Case {
     const char* args;
     const char* want;
-  } cases[] = {{"--clip -1", "--clip"},      {"--tiles 0x8", "1..1024"},
-               {"--tiles 8", "--tiles"},     {"--tiles 8x", "--tiles"},
-               {"--tiles 2000x4", "1..1024"}, {"--tiles ax4", "--tiles"},
-               {"--depth 12", "--depth"},    {"--kernel racy", "--kernel"}};
+  } cases[] = {{"--clip -1", "--clip"},   {"--tiles 0x8", "1..1024"},    {"--tiles 8", "--tiles"},
+               {"--tiles 8x", "--tiles"}, {"--tiles 2000x4", "1..1024"}, {"--tiles ax4", "--tiles"},
+               {"--depth 12", "--depth"}, {"--kernel racy", "--kernel"}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.args);
     const Result r = run("clahe " + quote(in) + " -o " + q("x.png") + " --backend cpu " + c.args);
@@ -233,13 +235,17 @@ TEST_F(CliClahe16, HelpDocumentsClahe) {
 
 TEST_F(CliClahe16, A16BitGridTooLargeNamesTilesAndTheLimit) {
   save_image16(random16(40, 30, 1, 5), path("s.png"));
-  const Result r = run("clahe " + q("s.png") + " -o " + q("o.png") + " --backend cpu --tiles 128x64");
+  const Result r =
+      run("clahe " + q("s.png") + " -o " + q("o.png") + " --backend cpu --tiles 128x64");
   EXPECT_EQ(r.status, 2) << r;
   EXPECT_NE(r.err.find("--tiles 128x64"), std::string::npos) << r;
   EXPECT_NE(r.err.find("4096"), std::string::npos) << r;
   EXPECT_FALSE(fs::exists(path("o.png")));
   // The same grid at 8 bits is fine.
-  EXPECT_EQ(run("clahe " + q("s.png") + " -o " + q("o8.png") + " --backend cpu --tiles 128x64 --depth 8").status, 0);
+  EXPECT_EQ(
+      run("clahe " + q("s.png") + " -o " + q("o8.png") + " --backend cpu --tiles 128x64 --depth 8")
+          .status,
+      0);
 }
 
 // ---- 16 bits ----
@@ -264,7 +270,8 @@ TEST_F(CliClahe16, Equalize16ColourPerChannelAndPgmRoundTrip) {
   save_image16(rgb, path("rgb.png"));
   Result r = run("equalize " + q("rgb.png") + " -o " + q("rgb.ppm") + " --backend cpu");
   ASSERT_EQ(r.status, 0) << r;
-  EXPECT_TRUE(load_image16(path("rgb.ppm")).pixels == equalize16(rgb, Mode::rgb, Backend::cpu).pixels);
+  EXPECT_TRUE(load_image16(path("rgb.ppm")).pixels ==
+              equalize16(rgb, Mode::rgb, Backend::cpu).pixels);
   // luma needs 16-bit YCbCr: refused, naming the way out.
   r = run("equalize " + q("rgb.png") + " -o " + q("l.png") + " --backend cpu --mode luma");
   EXPECT_NE(r.status, 0) << r;
@@ -279,10 +286,14 @@ TEST_F(CliClahe16, Equalize16ColourPerChannelAndPgmRoundTrip) {
   o.tiles_y = 5;
   EXPECT_TRUE(load_image16(path("g-out.pgm")).pixels == cpu::clahe(gray, o).pixels);
   // PGM → PNG → PGM keeps the samples.
-  ASSERT_EQ(run("clahe " + q("g-out.pgm") + " -o " + q("g2.png") + " --backend cpu --clip 0 --tiles 1x1").status, 0);
+  ASSERT_EQ(
+      run("clahe " + q("g-out.pgm") + " -o " + q("g2.png") + " --backend cpu --clip 0 --tiles 1x1")
+          .status,
+      0);
   o.clip_limit = 0;
   o.tiles_x = o.tiles_y = 1;
-  EXPECT_TRUE(load_image16(path("g2.png")).pixels == cpu::clahe(load_image16(path("g-out.pgm")), o).pixels);
+  EXPECT_TRUE(load_image16(path("g2.png")).pixels ==
+              cpu::clahe(load_image16(path("g-out.pgm")), o).pixels);
 }
 
 TEST_F(CliClahe16, SixteenBitsToAn8BitFormatIsAnErrorSuggestingDepth8) {
@@ -290,8 +301,8 @@ TEST_F(CliClahe16, SixteenBitsToAn8BitFormatIsAnErrorSuggestingDepth8) {
   for (const char* ext : {"jpg", "bmp", "tga"}) {
     SCOPED_TRACE(ext);
     for (const char* cmd : {"equalize", "clahe"}) {
-      const Result r = run(std::string(cmd) + " " + q("band.png") + " -o " + q(std::string("o.") + ext) +
-                           " --backend cpu");
+      const Result r = run(std::string(cmd) + " " + q("band.png") + " -o " +
+                           q(std::string("o.") + ext) + " --backend cpu");
       EXPECT_EQ(r.status, 2) << r;
       EXPECT_NE(r.err.find("--depth 8"), std::string::npos) << r;
       EXPECT_NE(r.err.find(".png"), std::string::npos) << r;
@@ -308,7 +319,8 @@ TEST_F(CliClahe16, SixteenBitsToAn8BitFormatIsAnErrorSuggestingDepth8) {
 TEST_F(CliClahe16, Depth8NarrowsAndDepth16Widens) {
   const Image16 img = band16(128, 64, 1000, 30000, 5);
   save_image16(img, path("w.png"));
-  Result r = run("equalize " + q("w.png") + " -o " + q("n.jpg") + " --backend cpu --depth 8 --quality 100");
+  Result r = run("equalize " + q("w.png") + " -o " + q("n.jpg") +
+                 " --backend cpu --depth 8 --quality 100");
   ASSERT_EQ(r.status, 0) << r;
   r = run("equalize " + q("w.png") + " -o " + q("n.png") + " --backend cpu --depth 8");
   ASSERT_EQ(r.status, 0) << r;
@@ -323,7 +335,8 @@ TEST_F(CliClahe16, Depth8NarrowsAndDepth16Widens) {
   ASSERT_TRUE(is_16bit_image(path("wide.png")));
   EXPECT_TRUE(load_image16(path("wide.png")).pixels ==
               cpu::clahe(widen_to_16(load_image(moon)), ClaheOptions{}).pixels);
-  r = run("equalize " + quote(moon) + " -o " + q("wide-eq.png") + " --backend cpu --depth 16 --json");
+  r = run("equalize " + quote(moon) + " -o " + q("wide-eq.png") +
+          " --backend cpu --depth 16 --json");
   ASSERT_EQ(r.status, 0) << r;
   EXPECT_EQ(nlohmann::json::parse(r.out)["bit_depth"], 16);
   EXPECT_TRUE(load_image16(path("wide-eq.png")).pixels ==
@@ -401,13 +414,17 @@ TEST_F(CliClahe16, AFolderOfMixed8And16BitFiles) {
                                              : equalize16(a, Mode::gray, Backend::cpu).pixels));
   }
   // A batch to jpg: the 16-bit files fail alone (exit 1), the 8-bit ones are written.
-  const Result r = run("equalize " + q("in") + " -o " + q("out-jpg") + " --backend cpu --format jpg --quiet");
+  const Result r =
+      run("equalize " + q("in") + " -o " + q("out-jpg") + " --backend cpu --format jpg --quiet");
   EXPECT_EQ(r.status, 1) << r;
   EXPECT_NE(r.err.find("--depth 8"), std::string::npos) << r;
   EXPECT_TRUE(fs::exists(path("out-jpg/moon.jpg")));
   EXPECT_FALSE(fs::exists(path("out-jpg/a16.jpg")));
   // ... and with --depth 8 all of them.
-  EXPECT_EQ(run("equalize " + q("in") + " -o " + q("out-jpg8") + " --backend cpu --format jpg --depth 8 --quiet").status, 0);
+  EXPECT_EQ(run("equalize " + q("in") + " -o " + q("out-jpg8") +
+                " --backend cpu --format jpg --depth 8 --quiet")
+                .status,
+            0);
   EXPECT_TRUE(fs::exists(path("out-jpg8/a16.jpg")));
 }
 
@@ -447,13 +464,16 @@ TEST_F(CliClahe16, CudaEqualsCpu) {
   for (const char* cmd : {"clahe", "equalize"}) {
     SCOPED_TRACE(cmd);
     const std::string c = cmd;
-    const Result g = run(c + " " + q("in") + " -o " + q("bg-" + c) + " --backend cuda --devices 0,0");
+    const Result g =
+        run(c + " " + q("in") + " -o " + q("bg-" + c) + " --backend cuda --devices 0,0");
     ASSERT_EQ(g.status, 0) << g;
     ASSERT_EQ(run(c + " " + q("in") + " -o " + q("bc-" + c) + " --backend cpu").status, 0);
     EXPECT_TRUE(load_image16(path("bg-" + c + "/r16.png")).pixels ==
                 load_image16(path("bc-" + c + "/r16.png")).pixels);
     for (const char* f : {"moon.png", "chelsea.png"})
-      EXPECT_TRUE(load_image(path("bg-" + c + "/" + f)).pixels == load_image(path("bc-" + c + "/" + f)).pixels) << f;
+      EXPECT_TRUE(load_image(path("bg-" + c + "/" + f)).pixels ==
+                  load_image(path("bc-" + c + "/" + f)).pixels)
+          << f;
   }
   const Result h = run("histogram " + q("r16.png") + " --backend cuda --csv");
   ASSERT_EQ(h.status, 0) << h;
@@ -462,9 +482,9 @@ TEST_F(CliClahe16, CudaEqualsCpu) {
   for (const Golden& g : gs) {
     if (!g.sixteen) continue;
     SCOPED_TRACE(g.file.filename().string());
-    const Result r = run("clahe " + quote(golden_input(g)) + " -o " + q("g.png") + " --clip " +
-                         g.clip + " --tiles " + std::to_string(g.tx) + "x" + std::to_string(g.ty) +
-                         " --backend cuda");
+    const Result r =
+        run("clahe " + quote(golden_input(g)) + " -o " + q("g.png") + " --clip " + g.clip +
+            " --tiles " + std::to_string(g.tx) + "x" + std::to_string(g.ty) + " --backend cuda");
     ASSERT_EQ(r.status, 0) << r;
     EXPECT_TRUE(load_image16(path("g.png")).pixels == load_image16(g.file.string()).pixels);
   }

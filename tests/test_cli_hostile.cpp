@@ -6,8 +6,8 @@
 // bytes, the fuzz seed corpus (tests/fuzz/corpus/decode), and hand-built JPEGs (a CMYK
 // baseline and a progressive one, all blocks flat). The table in docs/reliability.md lists the
 // cases with this file's test names.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -100,12 +100,13 @@ Bytes flat_jpeg(int components, bool progressive, int adobe_transform = -1) {
     for (int c = 0; c < ncomp; ++c) j.insert(j.end(), {std::uint8_t(c + 1), 0x00});
     j.insert(j.end(), {std::uint8_t(ss), std::uint8_t(se), 0});
     // `bits` zero bits, padded with ones to whole bytes.
-    for (int left = bits; left > 0; left -= 8) j.push_back(left >= 8 ? 0x00 : std::uint8_t(0xFF >> left));
+    for (int left = bits; left > 0; left -= 8)
+      j.push_back(left >= 8 ? 0x00 : std::uint8_t(0xFF >> left));
   };
   if (!progressive) {
     scan(components, 0, 63, 2 * components);
   } else {
-    scan(components, 0, 0, components);  // DC first scan
+    scan(components, 0, 0, components);                      // DC first scan
     for (int c = 0; c < components; ++c) scan(1, 1, 63, 1);  // (single-component AC scans)
   }
   j.insert(j.end(), {0xFF, 0xD9});
@@ -138,7 +139,8 @@ class Hostile : public ::testing::Test {
   std::string out(const std::string& name) const { return (out_dir() / name).string(); }
   std::vector<std::string> outputs() const {
     std::vector<std::string> v;
-    for (const auto& e : fs::directory_iterator(out_dir())) v.push_back(e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(out_dir()))
+      v.push_back(e.path().filename().string());
     std::sort(v.begin(), v.end());
     return v;
   }
@@ -186,8 +188,10 @@ class Hostile : public ::testing::Test {
     args.insert(args.end(), extra.begin(), extra.end());
     const CliRun r = run(args, child);
     EXPECT_EQ(r.status, status) << r.err;
-    EXPECT_NE(r.err.find(names), std::string::npos) << "stderr does not name '" << names << "': " << r.err;
-    EXPECT_NE(r.err.find(cause), std::string::npos) << "stderr does not say '" << cause << "': " << r.err;
+    EXPECT_NE(r.err.find(names), std::string::npos)
+        << "stderr does not name '" << names << "': " << r.err;
+    EXPECT_NE(r.err.find(cause), std::string::npos)
+        << "stderr does not say '" << cause << "': " << r.err;
     EXPECT_EQ(outputs(), std::vector<std::string>{}) << r.err;
   }
   void expect_bad_input(const std::string& name, const Bytes& bytes, const std::string& cause) {
@@ -226,7 +230,8 @@ TEST_F(Hostile, WrongMagic) {
   expect_bad_input("magic.png", b, "unknown image type");
 }
 TEST_F(Hostile, HugeDimensions) {
-  expect_bad_input("huge.pgm", Bytes{'P', '5', '\n', '9', '9', '9', '9', '9', ' ', '9', '9', '9', '9', '9', '\n', '2', '5', '5', '\n', 0},
+  expect_bad_input("huge.pgm", Bytes{'P', '5', '\n', '9', '9',  '9', '9', '9', ' ',  '9',
+                                     '9', '9', '9',  '9', '\n', '2', '5', '5', '\n', 0},
                    "over the limit of 268435456 pixels");
 }
 TEST_F(Hostile, OverMaxPixelsOption) {
@@ -259,7 +264,10 @@ TEST_F(Hostile, BmpWithHugeHeader) {
 }
 TEST_F(Hostile, BmpWithHugeDataOffset) {
   Bytes b = encode_image(pattern(8, 8, 3), ".bmp");
-  b[10] = 0xFF; b[11] = 0xFF; b[12] = 0xFF; b[13] = 0x7F;  // pixel data "at" 2 GiB
+  b[10] = 0xFF;
+  b[11] = 0xFF;
+  b[12] = 0xFF;
+  b[13] = 0x7F;  // pixel data "at" 2 GiB
   expect_bad_input("off.bmp", b, "not a decodable image");
 }
 TEST_F(Hostile, TgaWithBadType) {
@@ -273,8 +281,10 @@ TEST_F(Hostile, AsciiPgmIsNotSupported) {
 }
 TEST_F(Hostile, JpegHuffmanTableOverflow) {
   // The fuzzer's finding in stb_image 2.27 (tests/fuzz/crashes/decode): refused before stb.
-  expect_bad_input("dht.jpg", read_bytes(test::source_path("tests/fuzz/crashes/decode/jpeg-dht-over-256-codes.jpg")),
-                   "Huffman table");
+  expect_bad_input(
+      "dht.jpg",
+      read_bytes(test::source_path("tests/fuzz/crashes/decode/jpeg-dht-over-256-codes.jpg")),
+      "Huffman table");
 }
 
 // ---- unusual but valid images (exit 0, one output file) ----
@@ -319,7 +329,8 @@ TEST_F(Hostile, GrayAlphaKeepsAlpha) {
   const Image img = load_image(out("o.png"));
   EXPECT_EQ(img.width, 7);
   ASSERT_EQ(img.channels, 2);
-  for (std::size_t i = 0; i < img.pixel_count(); ++i) EXPECT_EQ(img.pixels[2 * i + 1], src.pixels[2 * i + 1]);
+  for (std::size_t i = 0; i < img.pixel_count(); ++i)
+    EXPECT_EQ(img.pixels[2 * i + 1], src.pixels[2 * i + 1]);
 }
 TEST_F(Hostile, OneByOne) {
   write_bytes(in("1x1.png"), encode_image(pattern(1, 1, 3), ".png"));
@@ -336,7 +347,9 @@ TEST_F(Hostile, NByOne) {
 
 // ---- inputs that are not files ----
 
-TEST_F(Hostile, MissingInput) { expect_failure(in("nope.png"), out("o.png"), 1, in("nope.png"), "no such file"); }
+TEST_F(Hostile, MissingInput) {
+  expect_failure(in("nope.png"), out("o.png"), 1, in("nope.png"), "no such file");
+}
 TEST_F(Hostile, DirectoryAsInput) {
   fs::create_directory(in("dir.png"));
   expect_failure(in("dir.png"), out("o.png"), 1, in("dir.png"), "it is a directory");
@@ -388,11 +401,14 @@ TEST_F(Hostile, FullDiskSimulatedWithAFileSizeLimit) {
     p = std::uint8_t(x);
   }
   write_bytes(in("big.bmp"), encode_image(big, ".bmp"));
-  expect_failure(in("big.bmp"), out("o.png"), 1, out("o.png"), "File too large", {"--backend", "cpu"}, [] {
-    ::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit rl {65536, 65536};
-    ::setrlimit(RLIMIT_FSIZE, &rl);
-  });
+  expect_failure(in("big.bmp"), out("o.png"), 1, out("o.png"), "File too large",
+                 {"--backend", "cpu"}, [] {
+                   ::signal(SIGXFSZ, SIG_IGN);
+                   struct rlimit rl {
+                     65536, 65536
+                   };
+                   ::setrlimit(RLIMIT_FSIZE, &rl);
+                 });
 }
 
 // ---- interrupted runs ----
@@ -401,7 +417,8 @@ TEST_F(Hostile, SigtermDuringARunLeavesNoPartialOutputOrTempFile) {
   // Kills the tool as soon as its temp file appears (or at once, if it never shows): whatever
   // the timing, the folder holds either nothing or the complete output, never a temp file.
   Image big = pattern(2500, 2500, 3);
-  for (std::size_t i = 0; i < big.pixels.size(); ++i) big.pixels[i] = std::uint8_t((i * 2654435761u) >> 11);
+  for (std::size_t i = 0; i < big.pixels.size(); ++i)
+    big.pixels[i] = std::uint8_t((i * 2654435761u) >> 11);
   write_bytes(in("big.bmp"), encode_image(big, ".bmp"));
   std::fflush(nullptr);
   const pid_t pid = ::fork();
@@ -446,8 +463,12 @@ TEST_F(Hostile, TwoProcessesWritingIntoOneFolderAtOnce) {
   write_bytes(in("b.png"), encode_image(pattern(200, 300, 1), ".png"));
   std::vector<std::thread> ts;
   CliRun ra, rb;
-  ts.emplace_back([&] { ra = run({"equalize", in("a.png"), "-o", out("a.png"), "--backend", "cpu"}); });
-  ts.emplace_back([&] { rb = run({"equalize", in("b.png"), "-o", out("b.png"), "--backend", "cpu"}); });
+  ts.emplace_back([&] {
+    ra = run({"equalize", in("a.png"), "-o", out("a.png"), "--backend", "cpu"});
+  });
+  ts.emplace_back([&] {
+    rb = run({"equalize", in("b.png"), "-o", out("b.png"), "--backend", "cpu"});
+  });
   for (auto& t : ts) t.join();
   EXPECT_EQ(ra.status, 0) << ra.err;
   EXPECT_EQ(rb.status, 0) << rb.err;

@@ -4,8 +4,8 @@
 // Also: decoding does not depend on heap contents (MALLOC_PERTURB_ with two values gives
 // byte-identical outputs, every format); SIGXFSZ leaves no temporary file; an output name of
 // NAME_MAX bytes works; a report to a full stdout says that the image was written.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <limits.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -13,12 +13,12 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -66,13 +66,14 @@ class HostileDecode : public ::testing::Test {
   std::string out(const std::string& n) const { return (root_ / "out" / n).string(); }
   std::vector<std::string> outputs() const {
     std::vector<std::string> v;
-    for (const auto& e : fs::directory_iterator(root_ / "out")) v.push_back(e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(root_ / "out"))
+      v.push_back(e.path().filename().string());
     std::sort(v.begin(), v.end());
     return v;
   }
   /// Runs histeq; `child` runs in the child before exec; stdout to `stdout_path` (or /dev/null).
   CliResult run(const std::vector<std::string>& args, const std::function<void()>& child = {},
-          const std::string& stdout_path = "/dev/null") {
+                const std::string& stdout_path = "/dev/null") {
     const std::string err_path = (root_ / ("stderr-" + std::to_string(calls_++))).string();
     std::fflush(nullptr);
     const pid_t pid = ::fork();
@@ -150,10 +151,11 @@ TEST_F(HostileDecode, DecodedPixelsDoNotDependOnHeapContents) {
   // (glibc); two different bytes must give byte-identical outputs. gray equalization keeps
   // every decoded sample visible in the output.
   std::vector<std::pair<std::string, Bytes>> files;
-  for (const char* seed : {"c3.png", "palette2bit.png", "interlaced.png", "c3.bmp", "c1.bmp",
-                           "c3.tga", "c1.tga", "still.gif", "gray.pgm", "rgb.ppm", "c3-q95.jpg",
-                           "c1-q50.jpg"})
-    files.emplace_back(seed, read_bytes(test::source_path(std::string("tests/fuzz/corpus/decode/") + seed)));
+  for (const char* seed :
+       {"c3.png", "palette2bit.png", "interlaced.png", "c3.bmp", "c1.bmp", "c3.tga", "c1.tga",
+        "still.gif", "gray.pgm", "rgb.ppm", "c3-q95.jpg", "c1-q50.jpg"})
+    files.emplace_back(
+        seed, read_bytes(test::source_path(std::string("tests/fuzz/corpus/decode/") + seed)));
   for (const hostile::Case& c : hostile::cases())
     if (c.reason.empty() && !c.jpeg) files.emplace_back(c.name, c.bytes);
   for (const auto& [name, bytes] : files) {
@@ -163,8 +165,9 @@ TEST_F(HostileDecode, DecodedPixelsDoNotDependOnHeapContents) {
     Bytes outs[2];
     const char* perturb[2] = {"1", "254"};
     for (int k = 0; k < 2; ++k) {
-      const CliResult r = run({"equalize", in(name), "-o", out("o.png"), "--backend", "cpu", "--mode", "rgb"},
-                        [&] { ::setenv("MALLOC_PERTURB_", perturb[k], 1); });
+      const CliResult r =
+          run({"equalize", in(name), "-o", out("o.png"), "--backend", "cpu", "--mode", "rgb"},
+              [&] { ::setenv("MALLOC_PERTURB_", perturb[k], 1); });
       ASSERT_EQ(r.status, 0) << r.err;
       outs[k] = read_bytes(out("o.png"));
       fs::remove(out("o.png"));
@@ -183,11 +186,18 @@ TEST_F(HostileDecode, SigxfszLeavesNoTemporaryFile) {
   noise.channels = 3;
   noise.pixels.resize(noise.byte_count());
   std::uint32_t x = 99;
-  for (auto& p : noise.pixels) { x ^= x << 13; x ^= x >> 17; x ^= x << 5; p = std::uint8_t(x); }
+  for (auto& p : noise.pixels) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    p = std::uint8_t(x);
+  }
   write_bytes(in("n.bmp"), encode_image(noise, ".bmp"));
   const CliResult r = run({"equalize", in("n.bmp"), "-o", out("o.png"), "--backend", "cpu"}, [] {
     ::signal(SIGXFSZ, SIG_DFL);
-    struct rlimit rl {4096, 4096};
+    struct rlimit rl {
+      4096, 4096
+    };
     ::setrlimit(RLIMIT_FSIZE, &rl);
   });
   EXPECT_EQ(r.status, 128 + SIGXFSZ) << r.err;
@@ -216,8 +226,8 @@ TEST_F(HostileDecode, JsonToAFullStdoutSaysTheImageWasWritten) {
   img.channels = 1;
   img.pixels.assign(16, 3);
   write_bytes(in("i.png"), encode_image(img, ".png"));
-  const CliResult r = run({"equalize", in("i.png"), "-o", out("o.png"), "--backend", "cpu", "--json"}, {},
-                    "/dev/full");
+  const CliResult r = run(
+      {"equalize", in("i.png"), "-o", out("o.png"), "--backend", "cpu", "--json"}, {}, "/dev/full");
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("was written"), std::string::npos) << r.err;
   EXPECT_EQ(outputs(), std::vector<std::string>{"o.png"});

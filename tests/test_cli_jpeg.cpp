@@ -61,8 +61,8 @@ std::ostream& operator<<(std::ostream& o, const Result& r) {
 
 TEST_F(CliJpeg, RotatedPhotoComesOutUprightWithItsMetadata) {
   Image img = test::pattern(64, 32, 3);
-  img.exif = {'E', 'x', 'i', 'f', 0, 0, 'I', 'I', 42, 0, 8, 0, 0, 0, 1, 0,
-              0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0};  // IFD0: Orientation 6
+  img.exif = {'E',  'x', 'i', 'f', 0, 0, 'I', 'I', 42, 0, 8, 0, 0, 0, 1, 0, 0x12,
+              0x01, 3,   0,   1,   0, 0, 0,   6,   0,  0, 0, 0, 0, 0, 0};  // IFD0: Orientation 6
   img.icc.assign(700, 9);
   std::memcpy(&img.icc[16], "RGB ", 4);
   write("phone.jpg", jpeg::encode(img));
@@ -85,7 +85,8 @@ TEST_F(CliJpeg, RotatedPhotoComesOutUprightWithItsMetadata) {
 
 TEST_F(CliJpeg, GrayJpegStaysOneChannelAndSubsamplingOption) {
   write("g.jpg", jpeg::encode(test::pattern(40, 30, 1)));
-  Result r = run("equalize " + q(path("g.jpg")) + " -o " + q(path("g-eq.jpg")) + " --backend cpu --json");
+  Result r =
+      run("equalize " + q(path("g.jpg")) + " -o " + q(path("g-eq.jpg")) + " --backend cpu --json");
   ASSERT_EQ(r.status, 0) << r;
   EXPECT_NE(r.out.find("\"channels\":1,\"output_channels\":1"), std::string::npos) << r;
   Bytes o = read("g-eq.jpg");
@@ -96,17 +97,20 @@ TEST_F(CliJpeg, GrayJpegStaysOneChannelAndSubsamplingOption) {
   EXPECT_NE(r.out.find("decoder libjpeg-turbo"), std::string::npos) << r;
 
   write("c.jpg", jpeg::encode(test::pattern(48, 32, 3)));
-  r = run("equalize " + q(path("c.jpg")) + " -o " + q(path("c444.jpg")) + " --backend cpu --subsampling 444");
+  r = run("equalize " + q(path("c.jpg")) + " -o " + q(path("c444.jpg")) +
+          " --backend cpu --subsampling 444");
   ASSERT_EQ(r.status, 0) << r;
   o = read("c444.jpg");
   EXPECT_EQ(jpeg::read_info(o.data(), o.size(), "c").subsampling, "4:4:4");
-  r = run("equalize " + q(path("c.jpg")) + " -o " + q(path("x.jpg")) + " --backend cpu --subsampling 411");
+  r = run("equalize " + q(path("c.jpg")) + " -o " + q(path("x.jpg")) +
+          " --backend cpu --subsampling 411");
   EXPECT_EQ(r.status, 2) << r;
   EXPECT_NE(r.err.find("444, 422, 420"), std::string::npos) << r;
   r = run("equalize " + q(path("c.jpg")) + " -o " + q(path("x.jpg")) + " --decoder fast");
   EXPECT_EQ(r.status, 2) << r;
   // --decoder gpu on the CPU backend: a usage error without nvJPEG, a runtime error with it.
-  r = run("equalize " + q(path("c.jpg")) + " -o " + q(path("x.jpg")) + " --backend cpu --decoder gpu");
+  r = run("equalize " + q(path("c.jpg")) + " -o " + q(path("x.jpg")) +
+          " --backend cpu --decoder gpu");
   EXPECT_EQ(r.status, gpu::nvjpeg_built() ? 1 : 2) << r;
   EXPECT_NE(r.err.find("--decoder gpu"), std::string::npos) << r;
 }
@@ -114,7 +118,8 @@ TEST_F(CliJpeg, GrayJpegStaysOneChannelAndSubsamplingOption) {
 TEST_F(CliJpeg, GrayJpegEqualizedOnTheCpuEqualsEqualizingLibjpegsDecode) {
   const Bytes j = test::make_jpeg(test::pattern(97, 61, 1));
   write("in.jpg", j);
-  const Result r = run("equalize " + q(path("in.jpg")) + " -o " + q(path("eq.png")) + " --backend cpu");
+  const Result r =
+      run("equalize " + q(path("in.jpg")) + " -o " + q(path("eq.png")) + " --backend cpu");
   ASSERT_EQ(r.status, 0) << r;
   EqualizeOptions opt;
   opt.backend = Backend::cpu;
@@ -126,11 +131,12 @@ TEST_F(CliJpeg, GrayJpegEqualizedOnTheCpuEqualsEqualizingLibjpegsDecode) {
 
 TEST_F(CliJpeg, HubbleEqualsOpenCvsGoldenByteForByte) {
   // tests/data/golden-opencv-5.0/README.md: cv2.imread + equalizeHist of Y (luma mode).
-  const Result r = run("equalize " + q(test::source_path("samples/hubble_deep_field.jpg")) + " -o " +
-                       q(path("h.png")) + " --backend cpu");
+  const Result r = run("equalize " + q(test::source_path("samples/hubble_deep_field.jpg")) +
+                       " -o " + q(path("h.png")) + " --backend cpu");
   ASSERT_EQ(r.status, 0) << r;
   const Image got = load_image(path("h.png"));
-  const Image want = load_image(test::source_path("tests/data/golden-opencv-5.0/hubble_deep_field.png"));
+  const Image want =
+      load_image(test::source_path("tests/data/golden-opencv-5.0/hubble_deep_field.png"));
   ASSERT_EQ(got.width, want.width);
   ASSERT_EQ(got.channels, want.channels);
   int worst = 0;
@@ -144,12 +150,14 @@ TEST_F(CliJpeg, PngIccProfileIsKept) {
   img.icc.assign(900, 3);
   std::memcpy(&img.icc[16], "RGB ", 4);
   write("in.png", encode_image(img, ".png"));
-  const Result r = run("equalize " + q(path("in.png")) + " -o " + q(path("out.png")) + " --backend cpu");
+  const Result r =
+      run("equalize " + q(path("in.png")) + " -o " + q(path("out.png")) + " --backend cpu");
   ASSERT_EQ(r.status, 0) << r;
   const Bytes o = read("out.png");
   EXPECT_TRUE(png::read_iccp(o.data(), o.size()) == img.icc);
   // --mode gray: an RGB profile does not describe a gray image: dropped.
-  const Result g = run("equalize " + q(path("in.png")) + " -o " + q(path("gray.png")) + " --backend cpu --mode gray");
+  const Result g = run("equalize " + q(path("in.png")) + " -o " + q(path("gray.png")) +
+                       " --backend cpu --mode gray");
   ASSERT_EQ(g.status, 0) << g;
   const Bytes og = read("gray.png");
   EXPECT_TRUE(png::read_iccp(og.data(), og.size()).empty());

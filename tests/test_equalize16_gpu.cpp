@@ -20,11 +20,11 @@ std::vector<std::uint16_t> data(std::size_t n, int kind, std::uint32_t seed) {
   std::vector<std::uint16_t> v(n);
   for (auto& x : v) {
     switch (kind) {
-      case 0: x = std::uint16_t(rng()); break;                  // uniform over 65536
-      case 1: x = 40000; break;                                 // one hot bin
-      case 2: x = std::uint16_t(1000 + rng() % 200); break;      // clustered (one owner block)
-      case 3: x = std::uint16_t(rng() % 2 ? 32767 : 32768); break;  // both halves' edges
-      case 4: x = 5; break;                                      // one hot bin, low half
+      case 0: x = std::uint16_t(rng()); break;                       // uniform over 65536
+      case 1: x = 40000; break;                                      // one hot bin
+      case 2: x = std::uint16_t(1000 + rng() % 200); break;          // clustered (one owner block)
+      case 3: x = std::uint16_t(rng() % 2 ? 32767 : 32768); break;   // both halves' edges
+      case 4: x = 5; break;                                          // one hot bin, low half
       default: x = std::uint16_t(rng() % 2 ? 7 : 7 + 32768); break;  // both halves of one word
     }
   }
@@ -44,7 +44,8 @@ TEST(HistU16Gpu, ExactAgainstCpu) {
         eq.histogram(d.get() + offset, n, d_hist.get());
         eq.synchronize();
         const auto got = test::download(d_hist.get(), 65536);
-        ASSERT_EQ(got, cpu::histogram16(v.data() + offset, n)) << n << " kind " << kind << " offset " << offset;
+        ASSERT_EQ(got, cpu::histogram16(v.data() + offset, n))
+            << n << " kind " << kind << " offset " << offset;
       }
     }
   }
@@ -58,7 +59,8 @@ TEST(HistU16Gpu, EqualizeEqualsCpu) {
     img.height = 333;
     img.channels = 1;
     img.pixels = data(std::size_t(1001) * 333, kind, 11);
-    EXPECT_EQ(equalize16(img, Mode::gray, Backend::cuda).pixels, cpu::equalize16(img, Mode::gray).pixels)
+    EXPECT_EQ(equalize16(img, Mode::gray, Backend::cuda).pixels,
+              cpu::equalize16(img, Mode::gray).pixels)
         << "kind " << kind;
   }
   Image16 rgb;
@@ -66,7 +68,8 @@ TEST(HistU16Gpu, EqualizeEqualsCpu) {
   rgb.height = 48;
   rgb.channels = 3;
   rgb.pixels = data(64 * 48 * 3, 2, 5);
-  EXPECT_EQ(equalize16(rgb, Mode::rgb, Backend::cuda).pixels, cpu::equalize16(rgb, Mode::rgb).pixels);
+  EXPECT_EQ(equalize16(rgb, Mode::rgb, Backend::cuda).pixels,
+            cpu::equalize16(rgb, Mode::rgb).pixels);
 }
 
 }  // namespace

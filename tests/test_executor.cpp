@@ -10,12 +10,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -267,7 +267,8 @@ struct ConcurrencyProbe : Codec {
   std::condition_variable cv;
   int inside = 0, peak = 0;
   std::string name() const override { return "probe"; }
-  bool decode(const std::uint8_t*, std::size_t, const std::string&, std::uint64_t, Image*) override {
+  bool decode(const std::uint8_t*, std::size_t, const std::string&, std::uint64_t,
+              Image*) override {
     std::unique_lock<std::mutex> lock(mu);
     peak = std::max(peak, ++inside);
     cv.notify_all();
@@ -295,8 +296,8 @@ TEST_F(ExecutorTest, DefaultBudgetKeepsEveryWorkerBusyOnBigImages) {
     WorkItem w;
     w.input = (dir_ / ("big" + std::to_string(i) + ".png")).string();
     w.output = (dir_ / "out" / ("big" + std::to_string(i) + ".bmp")).string();  // quick to write
-    std::ofstream(w.input, std::ios::binary).write(reinterpret_cast<const char*>(png.data()),
-                                                  std::streamsize(png.size()));
+    std::ofstream(w.input, std::ios::binary)
+        .write(reinterpret_cast<const char*>(png.data()), std::streamsize(png.size()));
     its.push_back(w);
   }
   auto probe = std::make_shared<ConcurrencyProbe>(kJobs);
@@ -331,7 +332,8 @@ TEST_F(ExecutorTest, ManyItemsOfMixedSizesReportInInputOrder) {
     for (const auto& n : names_) {
       WorkItem w;
       w.input = test::source_path("samples/" + n);
-      w.output = (dir_ / "out" / (std::to_string(k) + "-" + fs::path(n).stem().string() + ".bmp")).string();
+      w.output = (dir_ / "out" / (std::to_string(k) + "-" + fs::path(n).stem().string() + ".bmp"))
+                     .string();
       its.push_back(w);
     }
   ExecutorOptions o;

@@ -34,7 +34,8 @@ std::vector<std::uint8_t> read_bytes(const fs::path& p) {
 }
 
 void write_bytes(const fs::path& p, const std::vector<std::uint8_t>& b) {
-  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+  std::ofstream(p, std::ios::binary)
+      .write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
 }
 
 class ExecutorJpeg : public ::testing::Test {
@@ -134,7 +135,8 @@ TEST_F(ExecutorJpeg, GpuRouteWritesTheSingleFileGpuBytes) {
       std::string why;
       gpu::JpegOnDevice ref;
       try {
-        ref = gpu::equalize_jpeg_on_device(eq, codec, {in.data(), in.size(), its[i].input}, eo, {95, jpeg::Subsampling::s420});
+        ref = gpu::equalize_jpeg_on_device(eq, codec, {in.data(), in.size(), its[i].input}, eo,
+                                           {95, jpeg::Subsampling::s420});
       } catch (const std::exception& e) {
         why = e.what();
       }
@@ -211,7 +213,8 @@ TEST_F(ExecutorJpeg, GpuMixedFolderAndAutoRouteGiveTheBytesOfTheRouteThatRan) {
     for (std::size_t i = 0; i < its.size(); ++i) {
       const ItemReport& r = reps[i];
       if (!r.ok) {  // only what the single-file paths refuse too (the CMYK test file)
-        EXPECT_NE(r.error.find(fs::path(its[i].input).filename().string()), std::string::npos) << r.error;
+        EXPECT_NE(r.error.find(fs::path(its[i].input).filename().string()), std::string::npos)
+            << r.error;
         continue;
       }
       const auto in = read_bytes(its[i].input);
@@ -219,17 +222,21 @@ TEST_F(ExecutorJpeg, GpuMixedFolderAndAutoRouteGiveTheBytesOfTheRouteThatRan) {
       const bool gpu_decoded = r.decoder.rfind("nvjpeg", 0) == 0;
       if (gpu_decoded) {  // the device route: as the single-file GPU path
         EXPECT_EQ(r.encoder, "nvjpeg") << its[i].input;
-        want = gpu::equalize_jpeg_on_device(eq, codec, {in.data(), in.size(), its[i].input}, gpu_opt,
-                                            {95, jpeg::Subsampling::s420}).bytes;
-      } else if (r.encoder == "nvjpeg") {  // a CPU decode (PNG, progressive, CMYK) equalized and encoded on the device
-        want = codec.encode(equalize(load_image(its[i].input), cpu_opt), {95, jpeg::Subsampling::s420});
+        want = gpu::equalize_jpeg_on_device(eq, codec, {in.data(), in.size(), its[i].input},
+                                            gpu_opt, {95, jpeg::Subsampling::s420})
+                   .bytes;
+      } else if (r.encoder == "nvjpeg") {  // a CPU decode (PNG, progressive, CMYK) equalized and
+                                           // encoded on the device
+        want = codec.encode(equalize(load_image(its[i].input), cpu_opt),
+                            {95, jpeg::Subsampling::s420});
       } else {  // a CPU decode: the same pixels whichever backend equalized them
-        EXPECT_TRUE(r.decoder == "libjpeg-turbo" || r.decoder == "libdeflate-png" || r.decoder == "stb")
+        EXPECT_TRUE(r.decoder == "libjpeg-turbo" || r.decoder == "libdeflate-png" ||
+                    r.decoder == "stb")
             << r.decoder;
         want = encode_image(equalize(load_image(its[i].input), cpu_opt), ".jpg", EncodeOptions{});
       }
-      EXPECT_EQ(read_bytes(its[i].output), want) << its[i].input << " decoder " << r.decoder
-                                                 << " encoder " << r.encoder;
+      EXPECT_EQ(read_bytes(its[i].output), want)
+          << its[i].input << " decoder " << r.decoder << " encoder " << r.encoder;
       if (fs::path(its[i].input).extension() == ".png")
         EXPECT_FALSE(gpu_decoded) << "a PNG input never takes the JPEG route";
       if (route == JpegRoute::automatic && its[i].input.find("progressive") != std::string::npos)

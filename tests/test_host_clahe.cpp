@@ -41,7 +41,8 @@ std::vector<T> reference_clahe(const std::vector<T>& src, int w, int h, double c
   }
   std::vector<T> ext(std::size_t(pw) * ph);
   for (int y = 0; y < ph; ++y)
-    for (int x = 0; x < pw; ++x) ext[std::size_t(y) * pw + x] = src[std::size_t(refl(y, h)) * w + refl(x, w)];
+    for (int x = 0; x < pw; ++x)
+      ext[std::size_t(y) * pw + x] = src[std::size_t(refl(y, h)) * w + refl(x, w)];
   const int tw = pw / tx_n, th = ph / ty_n, area = tw * th;
   const float scale = float(bins - 1) / float(area);
   int clip = 0;
@@ -91,7 +92,9 @@ std::vector<T> reference_clahe(const std::vector<T>& src, int w, int h, double c
       tx1 = std::max(tx1, 0);
       tx2 = std::min(tx2, tx_n - 1);
       const int v = src[std::size_t(y) * w + x];
-      auto L = [&](int ty, int tx) { return float(luts[(std::size_t(ty) * tx_n + tx) * bins + v]); };
+      auto L = [&](int ty, int tx) {
+        return float(luts[(std::size_t(ty) * tx_n + tx) * bins + v]);
+      };
       volatile float a = L(ty1, tx1) * xa1;  // volatile: one rounding per operation, as OpenCV's
       volatile float b = L(ty1, tx2) * xa;   // baseline x86-64 build does it
       volatile float top = a + b;
@@ -129,14 +132,17 @@ std::vector<T> natural_plane(std::mt19937& rng, int w, int h, int maxval) {
 }
 
 template <class T>
-std::vector<T> run_cpu(const std::vector<T>& src, int w, int h, double clip, int tx, int ty, int threads = 0) {
+std::vector<T> run_cpu(const std::vector<T>& src, int w, int h, double clip, int tx, int ty,
+                       int threads = 0) {
   ClaheOptions o;
   o.clip_limit = clip;
   o.tiles_x = tx;
   o.tiles_y = ty;
   std::vector<T> out(src.size());
-  if constexpr (sizeof(T) == 1) cpu::clahe_plane(src.data(), w, h, o, out.data(), threads);
-  else cpu::clahe_plane16(src.data(), w, h, o, out.data(), threads);
+  if constexpr (sizeof(T) == 1)
+    cpu::clahe_plane(src.data(), w, h, o, out.data(), threads);
+  else
+    cpu::clahe_plane16(src.data(), w, h, o, out.data(), threads);
   return out;
 }
 
@@ -148,25 +154,26 @@ struct Case {
 // Sizes smaller than the grid, 1x1, single rows/columns, sizes that only one side divides,
 // primes, grids up to 64x64, clip 0 / tiny / large.
 const Case kCases[] = {
-    {1, 1, 8, 8, 2.0},     {1, 1, 1, 1, 0.0},     {1, 1, 64, 64, 40.0}, {2, 3, 8, 8, 2.0},
-    {7, 5, 8, 8, 2.0},     {1, 37, 8, 8, 2.0},    {41, 1, 8, 8, 3.0},   {64, 64, 8, 8, 2.0},
-    {64, 63, 8, 8, 2.0},   {63, 64, 8, 8, 2.0},   {65, 65, 8, 8, 0.0},  {100, 37, 3, 7, 1.0},
+    {1, 1, 8, 8, 2.0},      {1, 1, 1, 1, 0.0},       {1, 1, 64, 64, 40.0},   {2, 3, 8, 8, 2.0},
+    {7, 5, 8, 8, 2.0},      {1, 37, 8, 8, 2.0},      {41, 1, 8, 8, 3.0},     {64, 64, 8, 8, 2.0},
+    {64, 63, 8, 8, 2.0},    {63, 64, 8, 8, 2.0},     {65, 65, 8, 8, 0.0},    {100, 37, 3, 7, 1.0},
     {257, 129, 16, 4, 4.0}, {128, 128, 64, 64, 2.0}, {130, 70, 64, 64, 2.0}, {61, 59, 64, 64, 0.0},
-    {300, 200, 1, 1, 2.0}, {301, 203, 2, 9, 0.01}, {96, 96, 8, 8, 1000.0}, {40, 30, 40, 30, 2.0},
-    {3, 200, 5, 5, 2.5},   {511, 17, 8, 2, 2.0},
+    {300, 200, 1, 1, 2.0},  {301, 203, 2, 9, 0.01},  {96, 96, 8, 8, 1000.0}, {40, 30, 40, 30, 2.0},
+    {3, 200, 5, 5, 2.5},    {511, 17, 8, 2, 2.0},
 };
 
 TEST(ClaheCpu, EqualsReferenceOnAdversarialSizesAndGrids8) {
   std::mt19937 rng(1234);
   for (const Case& c : kCases) {
     for (int kind = 0; kind < 3; ++kind) {
-      std::vector<std::uint8_t> src = kind == 0   ? random_plane<std::uint8_t>(rng, c.w, c.h, 0, 255)
-                                      : kind == 1 ? natural_plane<std::uint8_t>(rng, c.w, c.h, 255)
-                                                  : random_plane<std::uint8_t>(rng, c.w, c.h, 90, 97);
+      std::vector<std::uint8_t> src = kind == 0 ? random_plane<std::uint8_t>(rng, c.w, c.h, 0, 255)
+                                      : kind == 1
+                                          ? natural_plane<std::uint8_t>(rng, c.w, c.h, 255)
+                                          : random_plane<std::uint8_t>(rng, c.w, c.h, 90, 97);
       const auto want = reference_clahe(src, c.w, c.h, c.clip, c.tx, c.ty);
       const auto got = run_cpu(src, c.w, c.h, c.clip, c.tx, c.ty);
-      ASSERT_EQ(got, want) << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " clip " << c.clip
-                           << " kind " << kind;
+      ASSERT_EQ(got, want) << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " clip "
+                           << c.clip << " kind " << kind;
     }
   }
 }
@@ -174,15 +181,17 @@ TEST(ClaheCpu, EqualsReferenceOnAdversarialSizesAndGrids8) {
 TEST(ClaheCpu, EqualsReferenceOnAdversarialSizesAndGrids16) {
   std::mt19937 rng(99);
   for (const Case& c : kCases) {
-    if (std::size_t(c.tx) * c.ty > 256) continue;  // the reference's 65536-bin LUTs: keep memory small
+    if (std::size_t(c.tx) * c.ty > 256)
+      continue;  // the reference's 65536-bin LUTs: keep memory small
     for (int kind = 0; kind < 3; ++kind) {
-      std::vector<std::uint16_t> src = kind == 0   ? random_plane<std::uint16_t>(rng, c.w, c.h, 0, 65535)
-                                       : kind == 1 ? natural_plane<std::uint16_t>(rng, c.w, c.h, 4095)
-                                                   : random_plane<std::uint16_t>(rng, c.w, c.h, 1000, 1200);
+      std::vector<std::uint16_t> src =
+          kind == 0   ? random_plane<std::uint16_t>(rng, c.w, c.h, 0, 65535)
+          : kind == 1 ? natural_plane<std::uint16_t>(rng, c.w, c.h, 4095)
+                      : random_plane<std::uint16_t>(rng, c.w, c.h, 1000, 1200);
       const auto want = reference_clahe(src, c.w, c.h, c.clip, c.tx, c.ty);
       const auto got = run_cpu(src, c.w, c.h, c.clip, c.tx, c.ty);
-      ASSERT_EQ(got, want) << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " clip " << c.clip
-                           << " kind " << kind;
+      ASSERT_EQ(got, want) << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " clip "
+                           << c.clip << " kind " << kind;
     }
   }
 }
@@ -207,9 +216,11 @@ TEST(ClaheFormula, ResidualClosedFormEqualsOpenCvLoop) {
 
 TEST(ClaheCpu, ConstantImagesMatchReference) {
   for (int v : {0, 1, 128, 255}) {
-    for (const Case& c : {Case{17, 9, 8, 8, 2.0}, Case{64, 64, 8, 8, 0.0}, Case{5, 5, 64, 64, 40.0}}) {
+    for (const Case& c :
+         {Case{17, 9, 8, 8, 2.0}, Case{64, 64, 8, 8, 0.0}, Case{5, 5, 64, 64, 40.0}}) {
       std::vector<std::uint8_t> src(std::size_t(c.w) * c.h, std::uint8_t(v));
-      EXPECT_EQ(run_cpu(src, c.w, c.h, c.clip, c.tx, c.ty), reference_clahe(src, c.w, c.h, c.clip, c.tx, c.ty))
+      EXPECT_EQ(run_cpu(src, c.w, c.h, c.clip, c.tx, c.ty),
+                reference_clahe(src, c.w, c.h, c.clip, c.tx, c.ty))
           << "value " << v;
     }
   }
@@ -269,7 +280,8 @@ TEST(ClaheCpu, ColourModes) {
     std::vector<std::uint8_t> ch(img.pixel_count());
     for (std::size_t i = 0; i < ch.size(); ++i) ch[i] = img.pixels[i * 4 + std::size_t(k)];
     const auto want = k == 3 ? ch : run_cpu(ch, 50, 31, o.clip_limit, 8, 8);
-    for (std::size_t i = 0; i < ch.size(); ++i) ASSERT_EQ(rgb.pixels[i * 4 + std::size_t(k)], want[i]) << k;
+    for (std::size_t i = 0; i < ch.size(); ++i)
+      ASSERT_EQ(rgb.pixels[i * 4 + std::size_t(k)], want[i]) << k;
   }
   o.mode = Mode::gray;
   const Image gray = cpu::clahe(img, o);
@@ -277,7 +289,8 @@ TEST(ClaheCpu, ColourModes) {
   o.mode = Mode::luma;
   const Image luma = cpu::clahe(img, o);
   EXPECT_EQ(luma.channels, 4);
-  for (std::size_t i = 0; i < img.pixel_count(); ++i) ASSERT_EQ(luma.pixels[i * 4 + 3], img.pixels[i * 4 + 3]);
+  for (std::size_t i = 0; i < img.pixel_count(); ++i)
+    ASSERT_EQ(luma.pixels[i * 4 + 3], img.pixels[i * 4 + 3]);
 }
 
 // ---- OpenCV 4.6 goldens ----
@@ -430,9 +443,12 @@ TEST_F(Image16Io, BadFilesAreErrors) {
   png.resize(png.size() / 2);
   EXPECT_THROW(decode_image16(png.data(), png.size(), "half.png"), Error);
   const std::string junk = "not an image";
-  EXPECT_THROW(decode_image16(reinterpret_cast<const std::uint8_t*>(junk.data()), junk.size(), "j"), Error);
+  EXPECT_THROW(decode_image16(reinterpret_cast<const std::uint8_t*>(junk.data()), junk.size(), "j"),
+               Error);
   const std::string trunc = "P5 4 4 65535\n";
-  EXPECT_THROW(decode_image16(reinterpret_cast<const std::uint8_t*>(trunc.data()), trunc.size(), "t"), Error);
+  EXPECT_THROW(
+      decode_image16(reinterpret_cast<const std::uint8_t*>(trunc.data()), trunc.size(), "t"),
+      Error);
 }
 
 }  // namespace

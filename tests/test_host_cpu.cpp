@@ -216,7 +216,8 @@ TEST(CpuApply, ThreadCountDoesNotChangeTheResult) {
   const Image in = random_image(301, 257, 4, 99);
   for (Mode mode : {Mode::luma, Mode::rgb, Mode::gray}) {
     const Image one = cpu_equalize(in, mode, Formula::opencv, 1);
-    for (int t : {0, 2, 5, 64}) EXPECT_EQ(cpu_equalize(in, mode, Formula::opencv, t).pixels, one.pixels);
+    for (int t : {0, 2, 5, 64})
+      EXPECT_EQ(cpu_equalize(in, mode, Formula::opencv, t).pixels, one.pixels);
   }
 }
 
@@ -242,16 +243,16 @@ struct Golden {
   const char* name;
   bool color;
 };
-const Golden kGoldens[] = {{"page", false},     {"text", false},    {"coins", false},
-                           {"camera", false},   {"moon", false},    {"chelsea", true},
-                           {"coffee", true},    {"astronaut", true}};
+const Golden kGoldens[] = {{"page", false},   {"text", false},    {"coins", false},
+                           {"camera", false}, {"moon", false},    {"chelsea", true},
+                           {"coffee", true},  {"astronaut", true}};
 
 TEST(CpuGolden, GrayByteIdenticalToOpenCV) {
   for (const Golden& g : kGoldens) {
     if (g.color) continue;
     const Image in = load_image(test::source_path(std::string("samples/") + g.name + ".png"));
-    const Image want =
-        load_image(test::source_path(std::string("tests/data/golden-opencv-4.6/") + g.name + ".png"));
+    const Image want = load_image(
+        test::source_path(std::string("tests/data/golden-opencv-4.6/") + g.name + ".png"));
     ASSERT_EQ(in.channels, 1) << g.name;
     ASSERT_NE(in.pixels, want.pixels) << g.name << ": the golden equals its input";
     const Image got = cpu_equalize(in, Mode::gray);
@@ -271,8 +272,8 @@ TEST(CpuGolden, ColorLumaWithinOneOfOpenCV) {
   for (const Golden& g : kGoldens) {
     if (!g.color) continue;
     const Image in = load_image(test::source_path(std::string("samples/") + g.name + ".png"));
-    const Image want =
-        load_image(test::source_path(std::string("tests/data/golden-opencv-4.6/") + g.name + ".png"));
+    const Image want = load_image(
+        test::source_path(std::string("tests/data/golden-opencv-4.6/") + g.name + ".png"));
     ASSERT_GE(in.channels, 3) << g.name;
     ASSERT_NE(in.pixels, want.pixels) << g.name << ": the golden equals its input";
     const Image got = cpu_equalize(in, Mode::luma);
@@ -286,8 +287,8 @@ TEST(CpuGolden, ColorLumaWithinOneOfOpenCV) {
       off += d != 0;
     }
     overall = std::max(overall, worst);
-    std::printf("[ golden   ] %s: max |diff| %d, %zu of %zu channel values differ\n", g.name,
-                worst, off, got.pixels.size());
+    std::printf("[ golden   ] %s: max |diff| %d, %zu of %zu channel values differ\n", g.name, worst,
+                off, got.pixels.size());
     EXPECT_LE(worst, 1) << g.name;
   }
   RecordProperty("max_color_deviation", overall);

@@ -5,10 +5,10 @@
 // libjpeg-turbo decoder (see kJpegDecoderChecks).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <cstdio>
 #include <string>
 
 #include "histeq/error.hpp"
@@ -76,7 +76,8 @@ TEST(DecodeChecks, EveryValidFileCutShortIsRefused) {
     for (int k = 1; k < 8; ++k) sizes.push_back(c.bytes.size() * std::size_t(k) / 8);
     if (c.name.find(".p") != std::string::npos) sizes.push_back(c.bytes.size() - 1);
     for (std::size_t n : sizes) {
-      SCOPED_TRACE(c.name + " cut to " + std::to_string(n) + " of " + std::to_string(c.bytes.size()));
+      SCOPED_TRACE(c.name + " cut to " + std::to_string(n) + " of " +
+                   std::to_string(c.bytes.size()));
       EXPECT_THROW(decode_image(c.bytes.data(), n, "cut"), Error);
       ++cuts;
     }
@@ -125,7 +126,8 @@ TEST(DecodeChecks, PngBombIsRefusedWithoutInflatingIt) {
       decode_image(c.bytes.data(), c.bytes.size(), "bomb.png");
       FAIL() << "the bomb decoded";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("more than the 2 bytes the header needs"), std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("more than the 2 bytes the header needs"),
+                std::string::npos)
           << e.what();
     }
     return;

@@ -56,7 +56,8 @@ TEST(Equalize16Cpu, GrayImageFollowsTheFormula) {
   img.width = 301;
   img.height = 97;
   img.channels = 1;
-  for (int i = 0; i < 301 * 97; ++i) img.pixels.push_back(std::uint16_t(std::clamp(d(rng), 1000.0, 1200.0)));
+  for (int i = 0; i < 301 * 97; ++i)
+    img.pixels.push_back(std::uint16_t(std::clamp(d(rng), 1000.0, 1200.0)));
   const auto lut = reference_lut(img.pixels);
   const Image16 out = cpu::equalize16(img, Mode::gray);
   for (std::size_t i = 0; i < img.pixels.size(); ++i) ASSERT_EQ(out.pixels[i], lut[img.pixels[i]]);
@@ -86,9 +87,11 @@ TEST(Equalize16Cpu, ConstantIsIdentityAndColourIsPerChannel) {
     std::vector<std::uint16_t> ch;
     for (int i = 0; i < 1000; ++i) ch.push_back(rgba.pixels[std::size_t(i) * 4 + std::size_t(k)]);
     const auto lut = reference_lut(ch);
-    for (int i = 0; i < 1000; ++i) ASSERT_EQ(out.pixels[std::size_t(i) * 4 + std::size_t(k)], lut[ch[std::size_t(i)]]);
+    for (int i = 0; i < 1000; ++i)
+      ASSERT_EQ(out.pixels[std::size_t(i) * 4 + std::size_t(k)], lut[ch[std::size_t(i)]]);
   }
-  for (int i = 0; i < 1000; ++i) ASSERT_EQ(out.pixels[std::size_t(i) * 4 + 3], rgba.pixels[std::size_t(i) * 4 + 3]);
+  for (int i = 0; i < 1000; ++i)
+    ASSERT_EQ(out.pixels[std::size_t(i) * 4 + 3], rgba.pixels[std::size_t(i) * 4 + 3]);
   EXPECT_THROW(cpu::equalize16(rgba, Mode::luma), UsageError);
 }
 

@@ -167,7 +167,8 @@ TEST_F(Faults, TwoProcessesWritingDifferentOutputsInOneFolderBothSucceed) {
   }
   EXPECT_EQ(listing(), (std::vector<std::string>{"out0.png", "out1.png"}));
   for (int k = 0; k < 2; ++k)
-    EXPECT_EQ(load_image(path("out" + std::to_string(k) + ".png")).pixels, noise(700, 700, 3, 10 + k).pixels);
+    EXPECT_EQ(load_image(path("out" + std::to_string(k) + ".png")).pixels,
+              noise(700, 700, 3, 10 + k).pixels);
 }
 
 TEST_F(Faults, ManyThreadsSavingAtOnceBothSucceed) {
@@ -177,10 +178,10 @@ TEST_F(Faults, ManyThreadsSavingAtOnceBothSucceed) {
   for (int k = 0; k < 24; ++k)
     ts.emplace_back([&, k] {
       try {
-        save_image(noise(64, 64, 1 + k % 4, std::uint32_t(k)), path("t" + std::to_string(k) + ".tga"));
+        save_image(noise(64, 64, 1 + k % 4, std::uint32_t(k)),
+                   path("t" + std::to_string(k) + ".tga"));
         ok[std::size_t(k)] = 1;
-      } catch (...) {
-      }
+      } catch (...) {}
     });
   for (auto& t : ts) t.join();
   for (int k = 0; k < 24; ++k) EXPECT_EQ(ok[std::size_t(k)], 1) << k;
@@ -192,7 +193,9 @@ TEST_F(Faults, FileSizeLimitIsAnErrorNamingTheFileAndLeavesNothing) {
   const std::string out = path("out.png");
   const int status = in_child([&] {
     ::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit rl {100000, 100000};
+    struct rlimit rl {
+      100000, 100000
+    };
     if (::setrlimit(RLIMIT_FSIZE, &rl) != 0) return 4;
     try {
       save_image(noise(1200, 1200, 3, 1), out);

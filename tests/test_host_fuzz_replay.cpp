@@ -77,7 +77,8 @@ TEST(FuzzReplay, MinimizedFuzzCorpusIsRejectedOrSane) {
 
 TEST(FuzzReplay, DhtWithMoreThan256CodesIsRefusedBeforeStbSeesIt) {
   // Both fuzzer findings: the plain one, and the same behind 122 fill bytes before the SOI.
-  for (const char* name : {"jpeg-dht-over-256-codes.jpg", "jpeg-dht-over-256-after-fill-bytes.jpg"}) {
+  for (const char* name :
+       {"jpeg-dht-over-256-codes.jpg", "jpeg-dht-over-256-after-fill-bytes.jpg"}) {
     SCOPED_TRACE(name);
     const fs::path p = test::source_path(std::string("tests/fuzz/crashes/decode/") + name);
     ASSERT_TRUE(fs::exists(p));
@@ -112,7 +113,7 @@ TEST(FuzzReplay, TruncationsAndBitFlipsOfEverySeedNeverCrash) {
       auto m = b;
       m[next() % m.size()] = static_cast<std::uint8_t>(next());
       (fuzz::decode_equalize_one(m.data(), m.size()) == fuzz::Outcome::decoded ? decoded
-                                                                                : rejected)++;
+                                                                               : rejected)++;
     }
   }
   EXPECT_GT(rejected, 0);

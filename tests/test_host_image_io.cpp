@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -58,7 +58,8 @@ void expect_error(F&& f, std::initializer_list<std::string> parts) {
   } catch (const E& e) {
     const std::string msg = e.what();
     if (std::getenv("HISTEQ_TEST_VERBOSE")) std::printf("  message: %s\n", msg.c_str());
-    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+    for (const auto& p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
   } catch (const std::exception& e) {
     ADD_FAILURE() << "wrong exception type: " << e.what();
   }
@@ -283,12 +284,14 @@ TEST_F(ImageIo, MissingFile) {
 }
 
 TEST_F(ImageIo, Directory) {
-  expect_error<Error>([&] { load_image(dir_.string()); }, {"cannot read", dir_.string(), "directory"});
+  expect_error<Error>([&] { load_image(dir_.string()); },
+                      {"cannot read", dir_.string(), "directory"});
 }
 
 TEST_F(ImageIo, EmptyFile) {
   write_bytes(path("empty.png"), {});
-  expect_error<Error>([&] { load_image(path("empty.png")); }, {"cannot read", path("empty.png"), "empty"});
+  expect_error<Error>([&] { load_image(path("empty.png")); },
+                      {"cannot read", path("empty.png"), "empty"});
 }
 
 TEST_F(ImageIo, NotAnImage) {
@@ -315,7 +318,8 @@ TEST_F(ImageIo, CorruptPng) {
   // Garble the compressed data (after the IHDR chunk: 8 + 25 bytes).
   for (std::size_t i = 41; i < bytes.size() - 12; i += 3) bytes[i] ^= 0x5A;
   write_bytes(path("bad.png"), bytes);
-  expect_error<Error>([&] { load_image(path("bad.png")); }, {path("bad.png"), "not a decodable image"});
+  expect_error<Error>([&] { load_image(path("bad.png")); },
+                      {path("bad.png"), "not a decodable image"});
 }
 
 TEST_F(ImageIo, ZeroWidthOrHeight) {
@@ -323,9 +327,9 @@ TEST_F(ImageIo, ZeroWidthOrHeight) {
   for (auto wh : {std::pair<std::uint32_t, std::uint32_t>{0, 8}, {8, 0}}) {
     const std::string p = path("zero" + std::to_string(wh.first) + ".png");
     write_bytes(p, patch_ihdr(png, wh.first, wh.second));
-    expect_error<Error>([&] { load_image(p); },
-                        {p, "zero width or height", std::to_string(wh.first) + "x" +
-                                                        std::to_string(wh.second)});
+    expect_error<Error>(
+        [&] { load_image(p); },
+        {p, "zero width or height", std::to_string(wh.first) + "x" + std::to_string(wh.second)});
   }
 }
 

@@ -5,11 +5,11 @@
 // orientation 1..8 both ways; EXIF/ICC carried; gray written as one component; PNG iCCP.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -41,7 +41,8 @@ std::string djpeg_path() {
 /// djpeg's decode (PGM/PPM) of `jpg`, written to `dir`; empty Image when djpeg fails.
 Image djpeg_decode(const Bytes& jpg, const std::string& dir, const std::string& tag) {
   const std::string in = dir + "/" + tag + ".jpg", out = dir + "/" + tag + ".pnm";
-  std::ofstream(in, std::ios::binary).write(reinterpret_cast<const char*>(jpg.data()), std::streamsize(jpg.size()));
+  std::ofstream(in, std::ios::binary)
+      .write(reinterpret_cast<const char*>(jpg.data()), std::streamsize(jpg.size()));
   const std::string cmd = djpeg_path() + " -dct int -pnm -outfile '" + out + "' '" + in + "'";
   if (std::system(cmd.c_str()) != 0) return {};
   std::ifstream f(out, std::ios::binary);
@@ -70,7 +71,8 @@ class JpegVsDjpeg : public test::TempDirTest {
  protected:
   JpegVsDjpeg() : TempDirTest("histeq-jpeg") {}
   void expect_equal_to_djpeg(const Bytes& jpg, const std::string& tag) {
-    if (djpeg_path().empty()) GTEST_SKIP() << "djpeg not installed (apt-get install libjpeg-turbo-progs)";
+    if (djpeg_path().empty())
+      GTEST_SKIP() << "djpeg not installed (apt-get install libjpeg-turbo-progs)";
     const Image ref = djpeg_decode(jpg, dir_.string(), tag);
     ASSERT_GT(ref.width, 0) << tag << ": djpeg failed";
     const Image got = jpeg::decode(jpg.data(), jpg.size(), tag);
@@ -88,8 +90,10 @@ TEST_F(JpegVsDjpeg, GrayIsOneChannelAndEqual) {
 }
 
 TEST_F(JpegVsDjpeg, EverySubsampling) {
-  const struct { int h, v; const char* name; } cases[] = {
-      {1, 1, "4:4:4"}, {2, 1, "4:2:2"}, {2, 2, "4:2:0"}, {1, 2, "4:4:0"}, {4, 1, "4:1:1"}};
+  const struct {
+    int h, v;
+    const char* name;
+  } cases[] = {{1, 1, "4:4:4"}, {2, 1, "4:2:2"}, {2, 2, "4:2:0"}, {1, 2, "4:4:0"}, {4, 1, "4:1:1"}};
   for (const auto& cs : cases) {
     MakeOpts o;
     o.h_samp = cs.h;
@@ -324,8 +328,12 @@ TEST(JpegEncode, GrayIsOneComponentAndRoundTrips) {
 
 TEST(JpegEncode, SubsamplingAsAsked) {
   const Image rgb = pattern(48, 32, 3);
-  const struct { jpeg::Subsampling s; const char* name; } cases[] = {
-      {jpeg::Subsampling::s444, "4:4:4"}, {jpeg::Subsampling::s422, "4:2:2"}, {jpeg::Subsampling::s420, "4:2:0"}};
+  const struct {
+    jpeg::Subsampling s;
+    const char* name;
+  } cases[] = {{jpeg::Subsampling::s444, "4:4:4"},
+               {jpeg::Subsampling::s422, "4:2:2"},
+               {jpeg::Subsampling::s420, "4:2:0"}};
   for (const auto& cs : cases) {
     const Bytes j = jpeg::encode(rgb, {90, cs.s});
     EXPECT_EQ(jpeg::read_info(j.data(), j.size(), "x").subsampling, cs.name);
@@ -349,21 +357,42 @@ TEST(JpegEncode, QualityChangesSizeMonotonically) {
 Bytes make_exif(int orientation, bool little) {
   Bytes t = {'E', 'x', 'i', 'f', 0, 0};
   auto u16 = [&](unsigned v) {
-    if (little) { t.push_back(std::uint8_t(v)); t.push_back(std::uint8_t(v >> 8)); }
-    else { t.push_back(std::uint8_t(v >> 8)); t.push_back(std::uint8_t(v)); }
+    if (little) {
+      t.push_back(std::uint8_t(v));
+      t.push_back(std::uint8_t(v >> 8));
+    } else {
+      t.push_back(std::uint8_t(v >> 8));
+      t.push_back(std::uint8_t(v));
+    }
   };
   auto u32 = [&](std::uint32_t v) {
-    if (little) { u16(v & 0xFFFF); u16(v >> 16); } else { u16(v >> 16); u16(v & 0xFFFF); }
+    if (little) {
+      u16(v & 0xFFFF);
+      u16(v >> 16);
+    } else {
+      u16(v >> 16);
+      u16(v & 0xFFFF);
+    }
   };
   t.push_back(little ? 'I' : 'M');
   t.push_back(little ? 'I' : 'M');
   u16(42);
   u32(8);
-  u16(3);                                         // 3 entries
-  u16(0x010F); u16(2); u32(4); t.insert(t.end(), {'A', 'c', 'm', 0});  // Make "Acm"
-  u16(0x0112); u16(3); u32(1); u16(unsigned(orientation)); u16(0);   // Orientation
-  u16(0x011A); u16(5); u32(1); u32(0x40);          // XResolution (offset, not followed)
-  u32(0);                                         // next IFD
+  u16(3);  // 3 entries
+  u16(0x010F);
+  u16(2);
+  u32(4);
+  t.insert(t.end(), {'A', 'c', 'm', 0});  // Make "Acm"
+  u16(0x0112);
+  u16(3);
+  u32(1);
+  u16(unsigned(orientation));
+  u16(0);  // Orientation
+  u16(0x011A);
+  u16(5);
+  u32(1);
+  u32(0x40);  // XResolution (offset, not followed)
+  u32(0);     // next IFD
   return t;
 }
 
@@ -381,7 +410,8 @@ Bytes with_app1(const Bytes& jpg, const Bytes& payload) {
 double mean_block(const Image& img, int x0, int y0, int bw, int bh) {
   double s = 0;
   for (int y = y0; y < y0 + bh; ++y)
-    for (int x = x0; x < x0 + bw; ++x) s += img.pixels[(std::size_t(y) * img.width + x) * img.channels];
+    for (int x = x0; x < x0 + bw; ++x)
+      s += img.pixels[(std::size_t(y) * img.width + x) * img.channels];
   return s / (bw * bh);
 }
 
@@ -399,8 +429,17 @@ TEST(JpegOrientation, AllEightBothEndiansBothWays) {
   // Where the stored top-left corner shows, per the EXIF table (0th row / 0th column):
   // 1 top-left, 2 top-right, 3 bottom-right, 4 bottom-left, 5 top-left, 6 top-right,
   // 7 bottom-right, 8 bottom-left. 5..8 are 32x64 (portrait).
-  const struct { bool right, bottom; } corner[9] = {{}, {false, false}, {true, false}, {true, true},
-      {false, true}, {false, false}, {true, false}, {true, true}, {false, true}};
+  const struct {
+    bool right, bottom;
+  } corner[9] = {{},
+                 {false, false},
+                 {true, false},
+                 {true, true},
+                 {false, true},
+                 {false, false},
+                 {true, false},
+                 {true, true},
+                 {false, true}};
   for (bool little : {true, false}) {
     for (int o = 1; o <= 8; ++o) {
       const Bytes j = with_app1(plain, make_exif(o, little));
@@ -454,7 +493,10 @@ TEST(JpegOrientation, AbsentOrBogusTagChangesNothing) {
 Bytes fake_icc(const char* space, std::size_t size = 600) {
   Bytes p(size);
   for (std::size_t i = 0; i < size; ++i) p[i] = std::uint8_t(i * 7 + 3);
-  p[0] = std::uint8_t(size >> 24); p[1] = std::uint8_t(size >> 16); p[2] = std::uint8_t(size >> 8); p[3] = std::uint8_t(size);
+  p[0] = std::uint8_t(size >> 24);
+  p[1] = std::uint8_t(size >> 16);
+  p[2] = std::uint8_t(size >> 8);
+  p[3] = std::uint8_t(size);
   std::memcpy(&p[16], space, 4);
   return p;
 }
@@ -488,7 +530,8 @@ TEST(JpegIcc, InsertMetadataIntoAnEncodedJpeg) {
   const Image back = jpeg::decode(j.data(), j.size(), "meta.jpg", keep);
   EXPECT_TRUE(back.exif == exif);
   EXPECT_TRUE(back.icc == icc);
-  EXPECT_TRUE(back.pixels == jpeg::decode(jpeg::encode(rgb).data(), jpeg::encode(rgb).size(), "x").pixels);
+  EXPECT_TRUE(back.pixels ==
+              jpeg::decode(jpeg::encode(rgb).data(), jpeg::encode(rgb).size(), "x").pixels);
   // A gray output gets no RGB profile.
   Bytes g = jpeg::encode(pattern(8, 8, 1));
   const std::size_t before = g.size();

@@ -5,9 +5,9 @@
 // copies of it with patched headers, made here at run time.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdint>
 #include <cstring>
-#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -70,8 +70,10 @@ TEST(Limits, ExactLimitPassesOneBelowFailsForEveryFormat) {
     const std::string msg = error_of(b, name, pixels - 1);
     EXPECT_NE(msg.find(name), std::string::npos) << msg;
     EXPECT_NE(msg.find(std::to_string(img.width) + "x" + std::to_string(img.height)),
-              std::string::npos) << msg;
-    EXPECT_NE(msg.find("over the limit of " + std::to_string(pixels - 1)), std::string::npos) << msg;
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("over the limit of " + std::to_string(pixels - 1)), std::string::npos)
+        << msg;
   }
 }
 
@@ -85,9 +87,24 @@ TEST(Limits, HugeHeadersAreRefusedFromTheHeaderInEveryFormat) {
     const char* dims;
   };
   const Case cases[] = {
-      {"c3.bmp", "huge.bmp", [](Bytes& b) { le32(b, 18, 100000); le32(b, 22, 100000); }, "100000x100000"},
-      {"c1.tga", "huge.tga", [](Bytes& b) { le16(b, 12, 65535); le16(b, 14, 65535); }, "65535x65535"},
-      {"still.gif", "huge.gif", [](Bytes& b) { le16(b, 6, 65535); le16(b, 8, 65535); }, "65535x65535"},
+      {"c3.bmp", "huge.bmp",
+       [](Bytes& b) {
+         le32(b, 18, 100000);
+         le32(b, 22, 100000);
+       },
+       "100000x100000"},
+      {"c1.tga", "huge.tga",
+       [](Bytes& b) {
+         le16(b, 12, 65535);
+         le16(b, 14, 65535);
+       },
+       "65535x65535"},
+      {"still.gif", "huge.gif",
+       [](Bytes& b) {
+         le16(b, 6, 65535);
+         le16(b, 8, 65535);
+       },
+       "65535x65535"},
       {"c1-q50.jpg", "huge.jpg",
        [](Bytes& b) {
          for (std::size_t i = 0; i + 9 < b.size(); ++i)
@@ -167,7 +184,8 @@ TEST(Limits, PngChunkLongerThanTheFileIsRefusedBeforeAllocating) {
   png[at] = 0x7F;  // length 0x7F......: about 2 GiB
   const std::string msg = error_of(png, "long.png", kDefaultMaxPixels);
   EXPECT_NE(msg.find("long.png"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("declares more bytes than the file holds in chunk 'IDAT'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("declares more bytes than the file holds in chunk 'IDAT'"), std::string::npos)
+      << msg;
 }
 
 TEST(Limits, ZeroSizeHeadersAreRefusedInEveryFormat) {
@@ -180,7 +198,9 @@ TEST(Limits, ZeroSizeHeadersAreRefusedInEveryFormat) {
   const std::string pgm_s = "P5\n0 4\n255\n";
   const Bytes pgm(pgm_s.begin(), pgm_s.end());
   for (const auto& [b, name] : {std::pair<const Bytes&, const char*>{bmp, "zero.bmp"},
-                                {gif, "zero.gif"}, {tga, "zero.tga"}, {pgm, "zero.pgm"}}) {
+                                {gif, "zero.gif"},
+                                {tga, "zero.tga"},
+                                {pgm, "zero.pgm"}}) {
     const std::string msg = error_of(b, name, kDefaultMaxPixels);
     EXPECT_FALSE(msg.empty()) << name << " decoded";
     EXPECT_NE(msg.find(name), std::string::npos) << msg;
@@ -189,7 +209,8 @@ TEST(Limits, ZeroSizeHeadersAreRefusedInEveryFormat) {
 
 TEST(Limits, FilesLargerThanTheDecoderTakesAreRefusedBeforeReading) {
   // A sparse file of 2^31 bytes: refused from its size (fstat), nothing is read or allocated.
-  const fs::path p = fs::temp_directory_path() / ("histeq-big-" + std::to_string(::getpid()) + ".png");
+  const fs::path p =
+      fs::temp_directory_path() / ("histeq-big-" + std::to_string(::getpid()) + ".png");
   {
     std::ofstream f(p, std::ios::binary);
     f.write("\x89PNG", 4);

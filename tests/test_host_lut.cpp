@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -57,7 +57,11 @@ TEST(Types, NamesRoundTripAndBadValuesNameTheChoices) {
     EXPECT_EQ(parse_sample_type(to_string(t)), t);
   EXPECT_EQ(parse_sample_type("int32"), SampleType::i32);
   EXPECT_EQ(parse_backend("auto"), Backend::automatic);
-  struct Case { std::function<void()> f; const char* bad; const char* choice; };
+  struct Case {
+    std::function<void()> f;
+    const char* bad;
+    const char* choice;
+  };
   const Case cases[] = {
       {[] { parse_mode("hsv"); }, "'hsv'", "luma"},
       {[] { parse_formula("clahe"); }, "'clahe'", "exact"},
@@ -100,7 +104,8 @@ TEST(Lut, ConstantImageIsIdentity) {
     h[v] = 12345;
     for (Formula f : {Formula::opencv, Formula::exact}) {
       const Lut lut = make_lut(h.data(), f);
-      for (int x = 0; x < 256; ++x) ASSERT_EQ(lut[x], x) << "value " << v << " formula " << to_string(f);
+      for (int x = 0; x < 256; ++x)
+        ASSERT_EQ(lut[x], x) << "value " << v << " formula " << to_string(f);
     }
   }
   Hist empty{};
@@ -168,11 +173,11 @@ TEST(Lut, TiesAtHalfRoundToEvenInOpencvAndUpInExact) {
   // c = cdf − h[v0] gives a product of exactly k + .5.
   Hist h{};
   h[0] = 1;
-  h[1] = 1;   // c = 1  → 0.5
-  h[2] = 2;   // c = 3  → 1.5
-  h[3] = 2;   // c = 5  → 2.5
-  h[4] = 2;   // c = 7  → 3.5
-  h[5] = 503; // c = 510 → 255
+  h[1] = 1;    // c = 1  → 0.5
+  h[2] = 2;    // c = 3  → 1.5
+  h[3] = 2;    // c = 5  → 2.5
+  h[4] = 2;    // c = 7  → 3.5
+  h[5] = 503;  // c = 510 → 255
   const Lut cv = make_lut(h.data(), Formula::opencv), ex = make_lut(h.data(), Formula::exact);
   const int c[] = {0, 1, 3, 5, 7};
   int differ = 0;
@@ -199,7 +204,8 @@ TEST(Lut, Float32RoundingMovesAProductAcrossHalf) {
       const std::uint64_t mid = ((2 * k + 1) * d) / 510;  // c with c·255/d just below k + .5
       for (std::uint64_t c = mid; c <= mid + 1 && c < d; ++c) {
         if (c == 0 || (c * 510) % (2 * d) == d) continue;  // skip exact ties
-        if (static_cast<std::uint64_t>(std::lrintf(static_cast<float>(c) * s)) != exact_round(c, d)) {
+        if (static_cast<std::uint64_t>(std::lrintf(static_cast<float>(c) * s)) !=
+            exact_round(c, d)) {
           fc = c;
           fd = d;
           break;

@@ -11,18 +11,18 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
 
+#include "device_buffer.hpp"
 #include "histeq/error.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "histeq/nvjpeg_codec.hpp"
 #include "histeq/pipeline.hpp"
-#include "device_buffer.hpp"
 #include "jpeg_test_support.hpp"
 #include "test_support.hpp"
 
@@ -34,12 +34,11 @@ using test::make_jpeg;
 using test::MakeOpts;
 using test::pattern;
 
-#define HISTEQ_REQUIRE_NVJPEG()                                                    \
-  do {                                                                             \
-    if (!gpu::nvjpeg_built()) GTEST_SKIP() << "this build has no nvJPEG";          \
-    std::string why_;                                                              \
-    if (!::histeq::test::gpu_available(&why_))                                     \
-      GTEST_SKIP() << "no usable CUDA device: " << why_;                           \
+#define HISTEQ_REQUIRE_NVJPEG()                                                                   \
+  do {                                                                                            \
+    if (!gpu::nvjpeg_built()) GTEST_SKIP() << "this build has no nvJPEG";                         \
+    std::string why_;                                                                             \
+    if (!::histeq::test::gpu_available(&why_)) GTEST_SKIP() << "no usable CUDA device: " << why_; \
   } while (0)
 
 Image download(const gpu::DeviceImage& d) {
@@ -89,14 +88,16 @@ TEST(JpegGpu, SamplesAndEverySamplingWithinTheBound) {
   files.push_back(read_bytes(test::source_path("samples/hubble_deep_field.jpg")));
   tags.push_back("hubble_deep_field.jpg");
   const Image smooth = pattern(333, 217, 3);
-  for (jpeg::Subsampling s : {jpeg::Subsampling::s444, jpeg::Subsampling::s422, jpeg::Subsampling::s420}) {
+  for (jpeg::Subsampling s :
+       {jpeg::Subsampling::s444, jpeg::Subsampling::s422, jpeg::Subsampling::s420}) {
     files.push_back(jpeg::encode(smooth, {95, s}));
     tags.push_back(std::string("pattern-") + jpeg::to_string(s));
   }
   files.push_back(jpeg::encode(pattern(301, 199, 1)));
   tags.push_back("pattern-gray");
   std::vector<gpu::JpegInput> in;
-  for (std::size_t i = 0; i < files.size(); ++i) in.push_back({files[i].data(), files[i].size(), tags[i]});
+  for (std::size_t i = 0; i < files.size(); ++i)
+    in.push_back({files[i].data(), files[i].size(), tags[i]});
   const std::vector<gpu::DeviceImage> out = codec.decode(in);
   ASSERT_EQ(out.size(), in.size());
   const bool hw = codec.hardware_available();
@@ -104,8 +105,10 @@ TEST(JpegGpu, SamplesAndEverySamplingWithinTheBound) {
               codec.handle_flags().c_str());
   for (std::size_t i = 0; i < out.size(); ++i) {
     expect_close(out[i], files[i], tags[i]);
-    if (out[i].channels == 3) EXPECT_EQ(out[i].decoder, hw ? "nvjpeg-hw" : "nvjpeg-hybrid") << tags[i];
-    else EXPECT_EQ(out[i].decoder.rfind("nvjpeg-", 0), 0u) << tags[i] << ": " << out[i].decoder;
+    if (out[i].channels == 3)
+      EXPECT_EQ(out[i].decoder, hw ? "nvjpeg-hw" : "nvjpeg-hybrid") << tags[i];
+    else
+      EXPECT_EQ(out[i].decoder.rfind("nvjpeg-", 0), 0u) << tags[i] << ": " << out[i].decoder;
   }
 }
 
@@ -118,7 +121,8 @@ TEST(JpegGpu, MeasureAFolderOfPhotos) {
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     std::string ext = e.path().extension().string();
     for (char& ch : ext) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-    if (e.is_regular_file() && (ext == ".jpg" || ext == ".jpeg")) names.push_back(e.path().string());
+    if (e.is_regular_file() && (ext == ".jpg" || ext == ".jpeg"))
+      names.push_back(e.path().string());
   }
   std::sort(names.begin(), names.end());
   gpu::JpegCodec codec(nullptr);
@@ -139,7 +143,8 @@ TEST(JpegGpu, HybridRouteWhenTheHardwareDecoderIsOff) {
   MakeOpts p;
   p.progressive = true;
   const Bytes prog = make_jpeg(pattern(128, 96, 3), p);
-  const auto out = codec.decode({{base.data(), base.size(), "base"}, {prog.data(), prog.size(), "prog"}});
+  const auto out =
+      codec.decode({{base.data(), base.size(), "base"}, {prog.data(), prog.size(), "prog"}});
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].decoder, "nvjpeg-hybrid");
   EXPECT_EQ(out[1].decoder, "nvjpeg-hybrid");
@@ -152,7 +157,10 @@ TEST(JpegGpu, BatchWithUnsupportedImagesIsRoutedPerImage) {
   gpu::JpegCodec codec(nullptr);
   std::vector<Bytes> f;
   std::vector<std::string> tag;
-  auto add = [&](Bytes b, const char* t) { f.push_back(std::move(b)); tag.push_back(t); };
+  auto add = [&](Bytes b, const char* t) {
+    f.push_back(std::move(b));
+    tag.push_back(t);
+  };
   add(jpeg::encode(pattern(200, 120, 3)), "baseline-a");
   MakeOpts prog;
   prog.progressive = true;
@@ -170,12 +178,16 @@ TEST(JpegGpu, BatchWithUnsupportedImagesIsRoutedPerImage) {
   add(cut, "truncated");
   Bytes deep = jpeg::encode(pattern(16, 16, 1));
   for (std::size_t i = 2; i + 4 < deep.size(); ++i)
-    if (deep[i] == 0xFF && deep[i + 1] == 0xC0) { deep[i + 4] = 12; break; }
+    if (deep[i] == 0xFF && deep[i + 1] == 0xC0) {
+      deep[i + 4] = 12;
+      break;
+    }
   add(deep, "12-bit");
   add(jpeg::encode(pattern(210, 130, 3), {90, jpeg::Subsampling::s444}), "baseline-b");
 
   std::vector<gpu::JpegInput> in;
-  for (std::size_t i = 0; i < f.size(); ++i) in.push_back({f[i].data(), f[i].size(), tag[i] + ".jpg"});
+  for (std::size_t i = 0; i < f.size(); ++i)
+    in.push_back({f[i].data(), f[i].size(), tag[i] + ".jpg"});
   const auto out = codec.decode(in);
   ASSERT_EQ(out.size(), f.size());
   const std::string gpu_baseline = codec.hardware_available() ? "nvjpeg-hw" : "nvjpeg-hybrid";
@@ -191,7 +203,8 @@ TEST(JpegGpu, BatchWithUnsupportedImagesIsRoutedPerImage) {
       continue;
     }
     if (tag[i] == "baseline-a" || tag[i] == "baseline-b") EXPECT_EQ(out[i].decoder, gpu_baseline);
-    if (tag[i] == "baseline-gray") EXPECT_EQ(out[i].decoder.rfind("nvjpeg-", 0), 0u) << out[i].decoder;
+    if (tag[i] == "baseline-gray")
+      EXPECT_EQ(out[i].decoder.rfind("nvjpeg-", 0), 0u) << out[i].decoder;
     if (tag[i] == "progressive") EXPECT_EQ(out[i].decoder, "nvjpeg-hybrid");
     if (tag[i] == "cmyk" || tag[i] == "arithmetic") EXPECT_EQ(out[i].decoder, "libjpeg-turbo");
     expect_close(out[i], f[i], tag[i]);
@@ -205,8 +218,8 @@ TEST(JpegGpu, BatchWithUnsupportedImagesIsRoutedPerImage) {
 TEST(JpegGpu, RotatedPhotoGoesToTheCpuDecoderAndIsUpright) {
   HISTEQ_REQUIRE_NVJPEG();
   Image img = pattern(64, 32, 3);
-  img.exif = {'E', 'x', 'i', 'f', 0, 0, 'I', 'I', 42, 0, 8, 0, 0, 0, 1, 0,
-              0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0};  // IFD0: Orientation 6
+  img.exif = {'E',  'x', 'i', 'f', 0, 0, 'I', 'I', 42, 0, 8, 0, 0, 0, 1, 0, 0x12,
+              0x01, 3,   0,   1,   0, 0, 0,   6,   0,  0, 0, 0, 0, 0, 0};  // IFD0: Orientation 6
   const Bytes j = jpeg::encode(img);
   gpu::JpegCodec codec(nullptr);
   std::string decoder;
@@ -224,8 +237,12 @@ TEST(JpegGpu, EncodeRoundTrip) {
   rgb.icc.assign(600, 7);
   std::memcpy(&rgb.icc[16], "RGB ", 4);
   rgb.exif = {'E', 'x', 'i', 'f', 0, 0, 'M', 'M', 0, 42, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0};
-  const struct { jpeg::Subsampling s; const char* name; } cases[] = {
-      {jpeg::Subsampling::s444, "4:4:4"}, {jpeg::Subsampling::s422, "4:2:2"}, {jpeg::Subsampling::s420, "4:2:0"}};
+  const struct {
+    jpeg::Subsampling s;
+    const char* name;
+  } cases[] = {{jpeg::Subsampling::s444, "4:4:4"},
+               {jpeg::Subsampling::s422, "4:2:2"},
+               {jpeg::Subsampling::s420, "4:2:0"}};
   for (const auto& cs : cases) {
     const Bytes j = codec.encode(rgb, {95, cs.s});
     const jpeg::Info info = jpeg::read_info(j.data(), j.size(), "enc");
@@ -239,7 +256,8 @@ TEST(JpegGpu, EncodeRoundTrip) {
                 cs.name, d, j.size());
     // Same size of error as libjpeg's own encoder at q95 on this image (+ a margin of 50 %).
     const Bytes lj = jpeg::encode(rgb, {95, cs.s});
-    const int dl = max_diff(jpeg::decode(lj.data(), lj.size(), "lj"), Image{rgb.width, rgb.height, 3, rgb.pixels, {}, {}});
+    const int dl = max_diff(jpeg::decode(lj.data(), lj.size(), "lj"),
+                            Image{rgb.width, rgb.height, 3, rgb.pixels, {}, {}});
     EXPECT_LE(d, dl + dl / 2 + 2) << cs.name << " libjpeg: " << dl;
   }
   const Image gray = pattern(100, 60, 1);
@@ -269,8 +287,9 @@ TEST(JpegGpu, EqualizeOnDeviceEqualsTheHostPipelineOnTheSameDecode) {
       DeviceBuffer<std::uint8_t> d_out(want.byte_count());
       gpu::equalize_on_device(eq, dec[0], opt, d_out.get(), &got_rep);
       Image got = want;
-      ASSERT_EQ(cudaMemcpy(got.pixels.data(), d_out.get(), got.pixels.size(), cudaMemcpyDeviceToHost),
-                cudaSuccess);
+      ASSERT_EQ(
+          cudaMemcpy(got.pixels.data(), d_out.get(), got.pixels.size(), cudaMemcpyDeviceToHost),
+          cudaSuccess);
       EXPECT_TRUE(got.pixels == want.pixels) << "mode " << to_string(mode);
       EXPECT_EQ(got_rep.histograms, want_rep.histograms);
       EXPECT_EQ(got_rep.kernel, want_rep.kernel);

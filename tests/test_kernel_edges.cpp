@@ -25,11 +25,11 @@
 #include "contract.hpp"
 #include "cuda_check.hpp"
 #include "device_buffer.hpp"
+#include "gpu_test_support.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/types.hpp"
 #include "registry.hpp"
-#include "gpu_test_support.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -84,7 +84,8 @@ testing::AssertionResult matches(const KernelEntry& e, const Histogram& got, con
   std::ostringstream bad;
   int nbad = 0;
   for (std::size_t b = 0; b < ref.size(); ++b) {
-    const bool ok = e.exact ? got[b] == ref[b] : got[b] <= ref[b] && ((got[b] == 0) == (ref[b] == 0));
+    const bool ok =
+        e.exact ? got[b] == ref[b] : got[b] <= ref[b] && ((got[b] == 0) == (ref[b] == 0));
     if (!ok && nbad++ < 6) bad << " bin " << b << ": got " << got[b] << ", cpu " << ref[b] << ";";
   }
   const std::uint64_t sum = std::accumulate(got.begin(), got.end(), std::uint64_t(0));
@@ -108,16 +109,14 @@ std::vector<std::uint8_t> bytes_for(std::size_t n, std::uint32_t seed) {
   return v;
 }
 
-
-
 class KernelEdges : public testing::TestWithParam<const KernelEntry*> {};
-
 
 TEST_P(KernelEdges, EveryOffsetAndShortLengthU8) {
   HISTEQ_REQUIRE_GPU();
   const KernelEntry& e = *GetParam();
   const std::vector<std::uint8_t> host = bytes_for(4096, 1);
-  const DeviceBuffer<std::uint8_t> d = histeq::test::upload_bytes(host);  // cudaMalloc: 256-byte aligned
+  const DeviceBuffer<std::uint8_t> d =
+      histeq::test::upload_bytes(host);  // cudaMalloc: 256-byte aligned
   Runner runner;
   for (int bins : {256, 64, 7}) {
     if (e.unsupported(SampleType::u8, bins)) continue;
@@ -125,7 +124,8 @@ TEST_P(KernelEdges, EveryOffsetAndShortLengthU8) {
       for (std::size_t n = 1; n <= 80; ++n) {
         SCOPED_TRACE("bins " + std::to_string(bins) + ", offset " + std::to_string(offset) +
                      ", n " + std::to_string(n));
-        const Histogram ref = histeq::cpu::histogram(host.data() + offset, n, SampleType::u8, bins, 1);
+        const Histogram ref =
+            histeq::cpu::histogram(host.data() + offset, n, SampleType::u8, bins, 1);
         ASSERT_TRUE(matches(e, runner.run(e, d.get() + offset, n, SampleType::u8, bins), ref, n));
       }
   }
@@ -137,16 +137,18 @@ TEST_P(KernelEdges, I32ElementOffsets) {
   const int bins = 64;
   if (const char* why = e.unsupported(SampleType::i32, bins)) GTEST_SKIP() << why;
   std::vector<std::int32_t> vals(5000);
-  for (std::size_t i = 0; i < vals.size(); ++i) vals[i] = std::int32_t((i * 37 + i / 9) % 70) - 3;  // some out of range
+  for (std::size_t i = 0; i < vals.size(); ++i)
+    vals[i] = std::int32_t((i * 37 + i / 9) % 70) - 3;  // some out of range
   std::vector<std::uint8_t> host(vals.size() * 4);
   std::memcpy(host.data(), vals.data(), host.size());
   const DeviceBuffer<std::uint8_t> d = histeq::test::upload_bytes(host);
   Runner runner;
   for (std::size_t off = 1; off <= 3; ++off)
-    for (std::size_t n : {std::size_t(1), std::size_t(3), std::size_t(5), std::size_t(17), std::size_t(63),
-                          std::size_t(4093), vals.size() - off}) {
+    for (std::size_t n : {std::size_t(1), std::size_t(3), std::size_t(5), std::size_t(17),
+                          std::size_t(63), std::size_t(4093), vals.size() - off}) {
       SCOPED_TRACE("element offset " + std::to_string(off) + ", n " + std::to_string(n));
-      const Histogram ref = histeq::cpu::histogram(host.data() + 4 * off, n, SampleType::i32, bins, 1);
+      const Histogram ref =
+          histeq::cpu::histogram(host.data() + 4 * off, n, SampleType::i32, bins, 1);
       ASSERT_TRUE(matches(e, runner.run(e, d.get() + 4 * off, n, SampleType::i32, bins), ref, n));
     }
 }
@@ -170,8 +172,9 @@ TEST_P(KernelEdges, SizesAroundTheKernelsOwnTiles) {
     }
   }
   std::vector<std::size_t> sizes;
-  for (std::size_t base : {std::size_t(block), std::size_t(block) * 4, std::size_t(block) * 16,
-                           std::size_t(block) * 16 * 3, std::size_t(block) * 16 * std::size_t(std::max(grid, 1))})
+  for (std::size_t base :
+       {std::size_t(block), std::size_t(block) * 4, std::size_t(block) * 16,
+        std::size_t(block) * 16 * 3, std::size_t(block) * 16 * std::size_t(std::max(grid, 1))})
     for (long d : {-1L, 0L, 1L, 15L, 17L}) sizes.push_back(std::size_t(long(base) + d));
   const std::size_t most = *std::max_element(sizes.begin(), sizes.end());
   const std::vector<std::uint8_t> host = bytes_for(most + 16, 2);
@@ -197,13 +200,15 @@ TEST_P(KernelEdges, PitchedSubImageRowByRow) {
   const DeviceBuffer<std::uint8_t> d = histeq::test::upload_bytes(host);
   std::vector<std::uint8_t> sub;
   for (std::size_t y = y0; y < y0 + h; ++y)
-    sub.insert(sub.end(), host.begin() + long(y * pitch + x0), host.begin() + long(y * pitch + x0 + w));
+    sub.insert(sub.end(), host.begin() + long(y * pitch + x0),
+               host.begin() + long(y * pitch + x0 + w));
   const Histogram ref = histeq::cpu::histogram(sub.data(), sub.size(), SampleType::u8, 256, 1);
   Histogram sum(256, 0);
   Runner runner;
   for (std::size_t y = y0; y < y0 + h; ++y) {
     const Histogram row = runner.run(e, d.get() + y * pitch + x0, w, SampleType::u8, 256);
-    const Histogram row_ref = histeq::cpu::histogram(host.data() + y * pitch + x0, w, SampleType::u8, 256, 1);
+    const Histogram row_ref =
+        histeq::cpu::histogram(host.data() + y * pitch + x0, w, SampleType::u8, 256, 1);
     ASSERT_TRUE(matches(e, row, row_ref, w)) << "row " << y;
     for (int b = 0; b < 256; ++b) sum[std::size_t(b)] += row[std::size_t(b)];
   }

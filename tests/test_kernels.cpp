@@ -22,8 +22,8 @@
 #include <cstring>
 #include <map>
 #include <numeric>
-#include <random>
 #include <ostream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -32,13 +32,13 @@
 #include "contract.hpp"
 #include "cuda_check.hpp"
 #include "device_buffer.hpp"
+#include "gpu_test_support.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/synthetic.hpp"
 #include "histeq/types.hpp"
 #include "policy.hpp"
 #include "registry.hpp"
-#include "gpu_test_support.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -55,7 +55,6 @@ using histeq::test::run_kernel;
 
 const char* type_name(SampleType t) { return t == SampleType::u8 ? "u8" : "i32"; }
 
-
 // ---------------------------------------------------------------------------------------------
 // Running a kernel and checking its result.
 // ---------------------------------------------------------------------------------------------
@@ -70,8 +69,8 @@ testing::AssertionResult matches(const KernelEntry& e, const Histogram& got, con
   std::ostringstream bad;
   int nbad = 0;
   for (std::size_t b = 0; b < ref.size(); ++b) {
-    const bool ok = e.exact ? got[b] == ref[b]
-                            : got[b] <= ref[b] && ((got[b] == 0) == (ref[b] == 0));
+    const bool ok =
+        e.exact ? got[b] == ref[b] : got[b] <= ref[b] && ((got[b] == 0) == (ref[b] == 0));
     if (!ok && nbad++ < 6) bad << " bin " << b << ": got " << got[b] << ", cpu " << ref[b] << ";";
   }
   const std::uint64_t sum = std::accumulate(got.begin(), got.end(), std::uint64_t(0));
@@ -79,9 +78,8 @@ testing::AssertionResult matches(const KernelEntry& e, const Histogram& got, con
     return testing::AssertionFailure() << "sum " << sum << " > n = " << n;
   }
   if (nbad > 0) {
-    return testing::AssertionFailure()
-           << nbad << " of " << ref.size() << " bins wrong" << (e.exact ? "" : " (race bounds)")
-           << ":" << bad.str();
+    return testing::AssertionFailure() << nbad << " of " << ref.size() << " bins wrong"
+                                       << (e.exact ? "" : " (race bounds)") << ":" << bad.str();
   }
   return testing::AssertionSuccess();
 }
@@ -104,8 +102,8 @@ const std::vector<Distribution>& sweep_distributions() {
 
 const std::vector<std::size_t>& sweep_sizes() {
   // 65543 and 300007: multi-block grids of the columns kernel's small-input shape (≤ 512 KiB).
-  static const std::vector<std::size_t> s = {0,     1,       255,     256,      257,
-                                             65543, 300007,  1000003, 1u << 20, 1u << 24};
+  static const std::vector<std::size_t> s = {0,     1,      255,     256,      257,
+                                             65543, 300007, 1000003, 1u << 20, 1u << 24};
   return s;
 }
 
@@ -143,7 +141,10 @@ class InputCache {
     }
     return it->second;
   }
-  void clear() { inputs_.clear(); bins_ = 0; }
+  void clear() {
+    inputs_.clear();
+    bins_ = 0;
+  }
 
  private:
   SampleType type_ = SampleType::u8;
@@ -168,9 +169,8 @@ struct SweepCase {
 
 std::vector<SweepCase> sweep_cases() {
   const std::vector<std::pair<SampleType, int>> configs = {
-      {SampleType::u8, 16},   {SampleType::u8, 64},   {SampleType::u8, 256},
-      {SampleType::i32, 16},  {SampleType::i32, 64},  {SampleType::i32, 256},
-      {SampleType::i32, 4096}};
+      {SampleType::u8, 16},  {SampleType::u8, 64},   {SampleType::u8, 256},  {SampleType::i32, 16},
+      {SampleType::i32, 64}, {SampleType::i32, 256}, {SampleType::i32, 4096}};
   std::vector<SweepCase> cases;
   for (const auto& [type, bins] : configs) {  // (type, bins) outermost: the cache builds once
     for (const KernelEntry& e : histeq::kernels::registry()) cases.push_back({&e, type, bins});
@@ -183,10 +183,10 @@ void PrintTo(const SweepCase& c, std::ostream* os) {
 }
 
 std::string sweep_name(const testing::TestParamInfo<SweepCase>& info) {
-  return histeq::test::name_safe(std::string(info.param.entry->name) + "_" + type_name(info.param.type) + "_" +
-                  std::to_string(info.param.bins));
+  return histeq::test::name_safe(std::string(info.param.entry->name) + "_" +
+                                 type_name(info.param.type) + "_" +
+                                 std::to_string(info.param.bins));
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // The sweep.
@@ -219,7 +219,6 @@ INSTANTIATE_TEST_SUITE_P(Registry, KernelSweep, testing::ValuesIn(sweep_cases())
 
 class KernelProps : public testing::TestWithParam<const KernelEntry*> {};
 
-
 /// Input pointers at every offset 1..15 (u8: bytes; i32: elements, i.e. 4..60 bytes) with sizes
 /// around the 16-byte vector width, so scalar heads, vector bodies and tails all occur.
 TEST_P(KernelProps, MisalignedInput) {
@@ -241,12 +240,11 @@ TEST_P(KernelProps, MisalignedInput) {
       const DeviceBuffer<std::uint8_t> d = upload(host);
       const std::size_t sb = histeq::sample_bytes(type);
       for (std::size_t offset = 1; offset <= 15; ++offset) {
-        for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(3), std::size_t(15),
-                              std::size_t(16), std::size_t(17), std::size_t(33),
-                              std::size_t(4097), total - offset}) {
-          SCOPED_TRACE(std::string(type_name(type)) + " " + histeq::to_string(dist) +
-                       ", offset " + std::to_string(offset) + " samples, n = " +
-                       std::to_string(n));
+        for (std::size_t n :
+             {std::size_t(0), std::size_t(1), std::size_t(3), std::size_t(15), std::size_t(16),
+              std::size_t(17), std::size_t(33), std::size_t(4097), total - offset}) {
+          SCOPED_TRACE(std::string(type_name(type)) + " " + histeq::to_string(dist) + ", offset " +
+                       std::to_string(offset) + " samples, n = " + std::to_string(n));
           const std::uint8_t* h_in = host.data() + offset * sb;
           const Histogram ref = histeq::cpu::histogram(h_in, n, type, bins);
           const Histogram got = run_kernel(e, d.get() + offset * sb, n, type, bins);
@@ -288,8 +286,8 @@ TEST_P(KernelProps, I32OutOfRangeNotCounted) {
     std::vector<std::int32_t> v(n);
     std::mt19937 rng(99);
     std::uniform_int_distribution<std::int32_t> wide(-2 * bins, 2 * bins);
-    const std::int32_t special[] = {INT_MIN, INT_MIN + 1, -bins, -1, 0, bins - 1,
-                                    bins,    bins + 1,    INT_MAX - 1, INT_MAX};
+    const std::int32_t special[] = {INT_MIN,  INT_MIN + 1, -bins,    -1,          0,
+                                    bins - 1, bins,        bins + 1, INT_MAX - 1, INT_MAX};
     for (std::size_t i = 0; i < n; ++i) {
       v[i] = (i % 5 == 0) ? special[(i / 5) % (sizeof(special) / sizeof(special[0]))] : wide(rng);
     }
@@ -438,7 +436,12 @@ TEST_P(KernelProps, ZeroedScratchIsLeftZero) {
   HISTEQ_REQUIRE_GPU();
   const KernelEntry& e = *GetParam();
   if (!e.zeroed_scratch) GTEST_SKIP() << e.name << " does not use zeroed scratch";
-  struct Step { SampleType type; int bins; std::size_t n; histeq::Distribution dist; };
+  struct Step {
+    SampleType type;
+    int bins;
+    std::size_t n;
+    histeq::Distribution dist;
+  };
   const std::vector<Step> steps = {
       {SampleType::u8, 256, std::size_t(1) << 24, histeq::Distribution::uniform},
       {SampleType::u8, 256, 1, histeq::Distribution::uniform},
@@ -480,11 +483,12 @@ TEST_P(KernelProps, ZeroedScratchIsLeftZero) {
     HISTEQ_CUDA_CHECK(cudaMemcpyAsync(got.data(), d_hist.get(), got.size() * 8,
                                       cudaMemcpyDeviceToHost, stream.get()));
     std::vector<std::uint8_t> left(bytes);
-    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(left.data(), scratch.get(), bytes, cudaMemcpyDeviceToHost,
-                                      stream.get()));
+    HISTEQ_CUDA_CHECK(
+        cudaMemcpyAsync(left.data(), scratch.get(), bytes, cudaMemcpyDeviceToHost, stream.get()));
     stream.sync();
     EXPECT_EQ(got, histeq::cpu::histogram(host.data(), st.n, st.type, st.bins));
-    const auto nonzero = std::count_if(left.begin(), left.end(), [](std::uint8_t b) { return b != 0; });
+    const auto nonzero =
+        std::count_if(left.begin(), left.end(), [](std::uint8_t b) { return b != 0; });
     EXPECT_EQ(nonzero, 0) << "scratch bytes not zero after the call";
   }
 }
@@ -507,19 +511,17 @@ TEST_P(KernelProps, LaunchShapeIsLaunchable) {
     cudaFuncAttributes attr{};
     ASSERT_EQ(cudaFuncGetAttributes(&attr, s.kernel), cudaSuccess);
     EXPECT_LE(s.block_size, attr.maxThreadsPerBlock);
-    const std::size_t dynamic = s.smem_bytes >= attr.sharedSizeBytes
-                                    ? s.smem_bytes - attr.sharedSizeBytes
-                                    : 0;
+    const std::size_t dynamic =
+        s.smem_bytes >= attr.sharedSizeBytes ? s.smem_bytes - attr.sharedSizeBytes : 0;
     int per_sm = 0;
-    ASSERT_EQ(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, s.kernel, s.block_size,
-                                                            dynamic),
-              cudaSuccess);
+    ASSERT_EQ(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, s.kernel, s.block_size, dynamic),
+        cudaSuccess);
     EXPECT_GE(per_sm, 1);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, KernelProps,
-                         testing::ValuesIn(histeq::test::registry_entries()),
+INSTANTIATE_TEST_SUITE_P(Registry, KernelProps, testing::ValuesIn(histeq::test::registry_entries()),
                          histeq::test::kernel_param_name);
 
 // ---------------------------------------------------------------------------------------------
@@ -542,18 +544,18 @@ TEST(KernelRegistry, UnknownNameThrowsUsageErrorListingNames) {
 /// The auto rule (docs/kernels.md, "auto"; thresholds in policy.hpp): coarsened above 256 bins;
 /// privatized for few bins and samples (≤ 64 bins, ≤ 64K samples); columns for inputs of at most
 /// 512 KiB; coarsened for fewer bins (u8 < 256, i32 ≤ 64) below 12M (u8) / 4M (i32) samples;
-/// columns otherwise. The sizes listed sit on both sides of each threshold. Always an exact kernel that
-/// supports the call. No GPU needed.
+/// columns otherwise. The sizes listed sit on both sides of each threshold. Always an exact kernel
+/// that supports the call. No GPU needed.
 TEST(KernelRegistry, AutoChoosesBySizeAndBins) {
   using histeq::kernels::ColumnsPolicy;
   for (SampleType t : {SampleType::u8, SampleType::i32}) {
     for (int bins : {1, 16, 64, 65, 255, 256, 257, 1024, 4096}) {
-      for (std::size_t n : {std::size_t(0), std::size_t(1000), std::size_t(65536),
-                            std::size_t(65537), std::size_t(131072), std::size_t(131073),
-                            std::size_t(524288), std::size_t(524289), std::size_t(1) << 20,
-                            (std::size_t(4) << 20) - 1, std::size_t(4) << 20,
-                            std::size_t(8) << 20, (std::size_t(12) << 20) - 1,
-                            std::size_t(12) << 20, std::size_t(1) << 30}) {
+      for (std::size_t n :
+           {std::size_t(0), std::size_t(1000), std::size_t(65536), std::size_t(65537),
+            std::size_t(131072), std::size_t(131073), std::size_t(524288), std::size_t(524289),
+            std::size_t(1) << 20, (std::size_t(4) << 20) - 1, std::size_t(4) << 20,
+            std::size_t(8) << 20, (std::size_t(12) << 20) - 1, std::size_t(12) << 20,
+            std::size_t(1) << 30}) {
         HistogramLaunch call;
         call.n = n;
         call.type = t;
@@ -568,12 +570,15 @@ TEST(KernelRegistry, AutoChoosesBySizeAndBins) {
         const bool below_fold = n < (t == SampleType::u8 ? histeq::kernels::kAutoFoldMinSamplesU8
                                                          : histeq::kernels::kAutoFoldMinSamplesI32);
         const char* want = "columns";
-        if (bins > 256) want = "coarsened";
+        if (bins > 256)
+          want = "coarsened";
         else if (bins <= histeq::kernels::kAutoPrivatizedMaxBins &&
                  n <= histeq::kernels::kAutoPrivatizedMaxSamples)
           want = "privatized";
-        else if (bytes <= ColumnsPolicy::kSmallInputBytes) want = "columns";
-        else if (few && below_fold) want = "coarsened";
+        else if (bytes <= ColumnsPolicy::kSmallInputBytes)
+          want = "columns";
+        else if (few && below_fold)
+          want = "coarsened";
         EXPECT_STREQ(e.name, want);
       }
     }
@@ -583,16 +588,21 @@ TEST(KernelRegistry, AutoChoosesBySizeAndBins) {
 /// The same rule as fixed rows, written out by hand (not derived from the constants), so that a
 /// change of a threshold in policy.hpp shows up here as a deliberate edit.
 TEST(KernelRegistry, AutoChoiceFixedRows) {
-  struct Row { SampleType type; int bins; std::size_t n; const char* kernel; };
+  struct Row {
+    SampleType type;
+    int bins;
+    std::size_t n;
+    const char* kernel;
+  };
   const Row rows[] = {
-      {SampleType::u8, 256, 1000, "columns"},         {SampleType::u8, 64, 1000, "privatized"},
-      {SampleType::u8, 16, 65536, "privatized"},      {SampleType::u8, 16, 65537, "columns"},
-      {SampleType::u8, 64, 524288, "columns"},        {SampleType::u8, 64, 524289, "coarsened"},
-      {SampleType::u8, 255, 65536, "columns"},        {SampleType::u8, 255, 1 << 20, "coarsened"},
-      {SampleType::u8, 16, 12 << 20, "columns"},      {SampleType::u8, 256, 1 << 30, "columns"},
-      {SampleType::u8, 257, 1000, "coarsened"},       {SampleType::i32, 64, 65536, "privatized"},
-      {SampleType::i32, 64, 131072, "columns"},       {SampleType::i32, 64, 131073, "coarsened"},
-      {SampleType::i32, 65, 1 << 20, "columns"},      {SampleType::i32, 16, 4 << 20, "columns"},
+      {SampleType::u8, 256, 1000, "columns"},        {SampleType::u8, 64, 1000, "privatized"},
+      {SampleType::u8, 16, 65536, "privatized"},     {SampleType::u8, 16, 65537, "columns"},
+      {SampleType::u8, 64, 524288, "columns"},       {SampleType::u8, 64, 524289, "coarsened"},
+      {SampleType::u8, 255, 65536, "columns"},       {SampleType::u8, 255, 1 << 20, "coarsened"},
+      {SampleType::u8, 16, 12 << 20, "columns"},     {SampleType::u8, 256, 1 << 30, "columns"},
+      {SampleType::u8, 257, 1000, "coarsened"},      {SampleType::i32, 64, 65536, "privatized"},
+      {SampleType::i32, 64, 131072, "columns"},      {SampleType::i32, 64, 131073, "coarsened"},
+      {SampleType::i32, 65, 1 << 20, "columns"},     {SampleType::i32, 16, 4 << 20, "columns"},
       {SampleType::i32, 4096, 1 << 24, "coarsened"},
   };
   for (const Row& r : rows) {
@@ -614,18 +624,24 @@ TEST(KernelRegistry, ColumnsShapeSmallInputsGetSmallerBlocks) {
   using P = histeq::kernels::ColumnsPolicy;
   const KernelEntry& e = histeq::kernels::find_kernel("columns");
   ASSERT_NE(e.shape, nullptr);
-  struct Case { SampleType type; std::size_t n; int ask; int block; std::size_t grid; };
+  struct Case {
+    SampleType type;
+    std::size_t n;
+    int ask;
+    int block;
+    std::size_t grid;
+  };
   const std::size_t small_u8 = P::kSmallInputBytes, small_i32 = P::kSmallInputBytes / 4;
   const std::size_t per_small_u8 = std::size_t(P::kSmallBlockSize) * P::kSmallVectorsInFlight * 16;
   const std::size_t per_small_i32 = std::size_t(P::kSmallBlockSize) * P::kSmallVectorsInFlight * 4;
-  for (const Case& c : {
-           Case{SampleType::u8, 65536, 0, P::kSmallBlockSize, 65536 / per_small_u8},
-           Case{SampleType::u8, small_u8, 0, P::kSmallBlockSize, small_u8 / per_small_u8},
-           Case{SampleType::i32, small_i32, 0, P::kSmallBlockSize, small_i32 / per_small_i32},
-           Case{SampleType::u8, 65536, 256, 256, 0},
-           Case{SampleType::u8, small_u8 + 1, 0, P::kBlockSize, 0},
-           Case{SampleType::i32, small_i32 + 1, 0, P::kBlockSize, 0},
-           Case{SampleType::u8, std::size_t(1) << 24, 0, P::kBlockSize, 0}}) {
+  for (const Case& c :
+       {Case{SampleType::u8, 65536, 0, P::kSmallBlockSize, 65536 / per_small_u8},
+        Case{SampleType::u8, small_u8, 0, P::kSmallBlockSize, small_u8 / per_small_u8},
+        Case{SampleType::i32, small_i32, 0, P::kSmallBlockSize, small_i32 / per_small_i32},
+        Case{SampleType::u8, 65536, 256, 256, 0},
+        Case{SampleType::u8, small_u8 + 1, 0, P::kBlockSize, 0},
+        Case{SampleType::i32, small_i32 + 1, 0, P::kBlockSize, 0},
+        Case{SampleType::u8, std::size_t(1) << 24, 0, P::kBlockSize, 0}}) {
     HistogramLaunch call;
     call.n = c.n;
     call.type = c.type;
@@ -668,7 +684,10 @@ TEST(KernelRegistry, ClassicKernelsPresentWithSaneEntries) {
     ASSERT_NE(e.name, nullptr);
     const std::string n = e.name;
     EXPECT_FALSE(n.empty());
-    for (char c : n) EXPECT_TRUE(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_') << n;
+    for (char c : n)
+      EXPECT_TRUE(std::islower(static_cast<unsigned char>(c)) ||
+                  std::isdigit(static_cast<unsigned char>(c)) || c == '_')
+          << n;
     EXPECT_TRUE(e.summary != nullptr && std::strlen(e.summary) > 0) << n;
     EXPECT_TRUE(e.unsupported && e.scratch_bytes && e.launch && e.shape) << n;
     names.push_back(n);

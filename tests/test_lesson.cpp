@@ -18,11 +18,11 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench.hpp"
-#include "gpu_test_support.hpp"
+#include "bench/lesson.hpp"
 #include "cli/cli.hpp"
+#include "gpu_test_support.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
-#include "bench/lesson.hpp"
 #include "registry.hpp"
 #include "test_support.hpp"
 
@@ -74,9 +74,12 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
     for (std::size_t i = 0; i < line.size(); ++i) {
       const char c = line[i];
       if (quoted) {
-        if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') f.back() += '"', ++i;
-        else if (c == '"') quoted = false;
-        else f.back() += c;
+        if (c == '"' && i + 1 < line.size() && line[i + 1] == '"')
+          f.back() += '"', ++i;
+        else if (c == '"')
+          quoted = false;
+        else
+          f.back() += c;
       } else if (c == '"') {
         quoted = true;
       } else if (c == ',') {
@@ -142,7 +145,8 @@ class Json {
     return end && *end == '\0';
   }
   // depth 0: the document; a member of the top object named "rows" is the rows array.
-  bool value(int depth, const std::string& key, std::map<std::string, std::string>* into = nullptr) {
+  bool value(int depth, const std::string& key,
+             std::map<std::string, std::string>* into = nullptr) {
     ws();
     if (p_ >= s_.size()) return false;
     std::string text;
@@ -160,7 +164,10 @@ class Json {
         if (p_ >= s_.size() || s_[p_++] != ':') return false;
         if (!value(depth + 1, k, members)) return false;
         ws();
-        if (p_ < s_.size() && s_[p_] == ',') { ++p_; continue; }
+        if (p_ < s_.size() && s_[p_] == ',') {
+          ++p_;
+          continue;
+        }
         if (p_ < s_.size() && s_[p_] == '}') return ++p_, true;
         return false;
       }
@@ -172,7 +179,10 @@ class Json {
       for (;;) {
         if (!value(depth + 1, key + "[]")) return false;
         ws();
-        if (p_ < s_.size() && s_[p_] == ',') { ++p_; continue; }
+        if (p_ < s_.size() && s_[p_] == ',') {
+          ++p_;
+          continue;
+        }
         if (p_ < s_.size() && s_[p_] == ']') return ++p_, true;
         return false;
       }
@@ -211,9 +221,9 @@ TEST(ContiguousKernel, RegistryEntryIsExactSupportsAllAndSitsBeforeCoarsened) {
   // Teaching order: the contiguous partition is shown before the interleaved one.
   const auto& reg = kernels::registry();
   const auto pos = [&](const char* n) {
-    return std::find_if(reg.begin(), reg.end(), [&](const KernelEntry& k) {
-             return std::string(k.name) == n;
-           }) - reg.begin();
+    return std::find_if(reg.begin(), reg.end(),
+                        [&](const KernelEntry& k) { return std::string(k.name) == n; }) -
+           reg.begin();
   };
   EXPECT_LT(pos("contiguous"), pos("coarsened"));
   EXPECT_NE(std::string(e.summary).find("contiguous"), std::string::npos);
@@ -222,9 +232,9 @@ TEST(ContiguousKernel, RegistryEntryIsExactSupportsAllAndSitsBeforeCoarsened) {
 TEST(ContiguousKernel, AutoNeverChoosesIt) {
   for (SampleType t : {SampleType::u8, SampleType::i32}) {
     for (int bins : {1, 2, 16, 63, 64, 65, 255, 256, 257, 1024, kMaxBins}) {
-      for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(65536),
-                            std::size_t(524289), std::size_t(1) << 20, std::size_t(12) << 20,
-                            std::size_t(64) << 20, std::size_t(1) << 32}) {
+      for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(65536), std::size_t(524289),
+                            std::size_t(1) << 20, std::size_t(12) << 20, std::size_t(64) << 20,
+                            std::size_t(1) << 32}) {
         HistogramLaunch call;
         call.type = t;
         call.bins = bins;
@@ -288,9 +298,9 @@ TEST(ContiguousKernel, PartitionEdgesCountEverySampleOnce) {
 // ---------------------------------------------------------------------------------------------
 
 TEST(LessonArgs, ParsesEveryOption) {
-  const lesson::Options o = lesson::parse_args(
-      {"atomics", "--size", "16M", "--image", "x.png", "--plot", "p.png", "--csv", "a.csv",
-       "--json=a.json", "--reps", "7"});
+  const lesson::Options o =
+      lesson::parse_args({"atomics", "--size", "16M", "--image", "x.png", "--plot", "p.png",
+                          "--csv", "a.csv", "--json=a.json", "--reps", "7"});
   EXPECT_EQ(o.name, "atomics");
   EXPECT_EQ(o.size, std::size_t(16) << 20);
   EXPECT_EQ(o.image, "x.png");
@@ -310,16 +320,11 @@ TEST(LessonArgs, RejectsBadInputNamingTheProblem) {
     const char* says;
   };
   const std::vector<Bad> bad = {
-      {{"nope"}, "atomics, bins, subhist"},
-      {{"atomics", "--fast"}, "--fast"},
-      {{"atomics", "--size"}, "needs a value"},
-      {{"atomics", "--size", "12Q"}, "12Q"},
-      {{"atomics", "--size", "0"}, "--size"},
-      {{"atomics", "--reps", "0"}, "--reps"},
-      {{"atomics", "--reps", "x"}, "--reps"},
-      {{"atomics", "--plot", "p.jpg"}, "PNG"},
-      {{"bins", "--image", "x.png"}, "--image"},
-      {{"atomics", "bins"}, "one lesson"},
+      {{"nope"}, "atomics, bins, subhist"},      {{"atomics", "--fast"}, "--fast"},
+      {{"atomics", "--size"}, "needs a value"},  {{"atomics", "--size", "12Q"}, "12Q"},
+      {{"atomics", "--size", "0"}, "--size"},    {{"atomics", "--reps", "0"}, "--reps"},
+      {{"atomics", "--reps", "x"}, "--reps"},    {{"atomics", "--plot", "p.jpg"}, "PNG"},
+      {{"bins", "--image", "x.png"}, "--image"}, {{"atomics", "bins"}, "one lesson"},
       {{"--size", "1M"}, "need a lesson"},
   };
   for (const Bad& b : bad) {
@@ -354,7 +359,10 @@ TEST(LessonTable, StepsAreRegistryKernelsAndEachLessonHasAtomicAndTheCpu) {
     bool atomic = false, cpu = false;
     for (const lesson::Step& s : l.steps) {
       EXPECT_FALSE(s.change.empty());
-      if (s.kernel == bench::kCpuKernel) { cpu = true; continue; }
+      if (s.kernel == bench::kCpuKernel) {
+        cpu = true;
+        continue;
+      }
       atomic |= s.kernel == "atomic";
       const KernelEntry& e = kernels::find_kernel(s.kernel);  // throws if unknown
       EXPECT_EQ(e.unsupported(l.type, l.bins.back()), nullptr) << s.kernel;
@@ -434,7 +442,8 @@ TEST(LessonNarrate, SpeedUpsLostCountsAndCeilingFromTheCells) {
   ASSERT_EQ(rows.size(), cells.size());
 
   auto find = [&](const std::string& panel, const std::string& k) -> const lesson::Row& {
-    for (const auto& r : rows) if (r.panel == panel && r.kernel == k) return r;
+    for (const auto& r : rows)
+      if (r.panel == panel && r.kernel == k) return r;
     ADD_FAILURE() << panel << " " << k;
     return rows.front();
   };
@@ -495,8 +504,8 @@ TEST(LessonNarrate, SpeedUpsLostCountsAndCeilingFromTheCells) {
 
 TEST_F(LessonFiles, SmallRunWritesOneLinePerStepAndParsableCsvAndJson) {
   const std::string csv = path("bins.csv"), json = path("bins.json");
-  const CliRun r = cli({"lesson", "bins", "--size", "64K", "--reps", "2", "--csv", csv, "--json",
-                        json});
+  const CliRun r =
+      cli({"lesson", "bins", "--size", "64K", "--reps", "2", "--csv", csv, "--json", json});
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   std::string why;
   const bool gpu = test::gpu_available(&why);

@@ -24,12 +24,12 @@
 #include "cuda_check.hpp"
 #include "details.hpp"
 #include "device_buffer.hpp"
+#include "gpu_test_support.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/types.hpp"
 #include "lesson.hpp"
 #include "registry.hpp"
-#include "gpu_test_support.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -45,8 +45,8 @@ using histeq::kernels::LaunchShape;
 
 const std::vector<const KernelEntry*>& lesson_kernels() {
   static const std::vector<const KernelEntry*> v = {
-      &histeq::kernels::kPerthread, &histeq::kernels::kTworeduce,
-      &histeq::kernels::kCooperative, &histeq::kernels::kShortcounters};
+      &histeq::kernels::kPerthread, &histeq::kernels::kTworeduce, &histeq::kernels::kCooperative,
+      &histeq::kernels::kShortcounters};
   return v;
 }
 
@@ -76,9 +76,19 @@ LaunchShape shape_of(const KernelEntry& e, std::size_t n, SampleType type, int b
 // ---------------------------------------------------------------------------------------------
 
 const std::vector<std::size_t>& sample_counts() {
-  static const std::vector<std::size_t> v = {0,       1,        31,        63,       64,
-                                             65,      8191,     8192,      8193,     1u << 20,
-                                             1u << 24, 70778880, std::size_t(1) << 34,
+  static const std::vector<std::size_t> v = {0,
+                                             1,
+                                             31,
+                                             63,
+                                             64,
+                                             65,
+                                             8191,
+                                             8192,
+                                             8193,
+                                             1u << 20,
+                                             1u << 24,
+                                             70778880,
+                                             std::size_t(1) << 34,
                                              std::size_t(1) << 42};
   return v;
 }
@@ -98,7 +108,8 @@ TEST(CooperativeGridSize, NeverMoreThanResidentNorMoreThanTheWork) {
           EXPECT_LE(g, histeq::kernels::kLessonMaxGrid);
           EXPECT_LE(g, histeq::kernels::lesson_max_grid(n)) << "beyond scratch_bytes' bound";
           // Enough work: the whole device (up to the cap) takes part.
-          const std::size_t per_block = std::size_t(block) * histeq::kernels::kLessonSamplesPerThread;
+          const std::size_t per_block =
+              std::size_t(block) * histeq::kernels::kLessonSamplesPerThread;
           if (n >= std::size_t(sms) * bps * per_block) {
             EXPECT_EQ(g, std::min(sms * bps, histeq::kernels::kLessonMaxGrid));
           }
@@ -162,8 +173,7 @@ TEST(LessonSupport, BinLimitsFollowSharedMemory) {
   // shortcounters: bins × (128 bytes of counters + 4 bytes of block histogram).
   const int short_max = int(limit / (128 + 4));
   for (const KernelEntry* e : lesson_kernels()) {
-    const int max_bins =
-        std::string(e->name) == "shortcounters" ? short_max : per_thread_max;
+    const int max_bins = std::string(e->name) == "shortcounters" ? short_max : per_thread_max;
     for (SampleType type : {SampleType::u8, SampleType::i32}) {
       SCOPED_TRACE(std::string(e->name) + " " + histeq::to_string(type));
       for (int bins : {1, 16, 64, 256, max_bins}) {
@@ -261,8 +271,8 @@ TEST(Details, FormatAlignsColumns) {
   ASSERT_EQ(lines.size(), 5u) << table;
   EXPECT_EQ(table.back(), '\n');
   // The header names every column.
-  for (const char* col : {"kernel", "block", "grid", "smem/block", "regs", "blocks/SM",
-                          "occupancy", "note"}) {
+  for (const char* col :
+       {"kernel", "block", "grid", "smem/block", "regs", "blocks/SM", "occupancy", "note"}) {
     EXPECT_NE(lines[0].find(col), std::string::npos) << col;
   }
   // Right-aligned numbers: the end of the "occupancy" header is where every row's occupancy
@@ -330,10 +340,10 @@ TEST(LessonCase, Int32Array64BinsEveryBinExact) {
 /// reads. With 2^20 samples the block totals pass 2^8 and 2^16 many times over; with the large
 /// inputs every thread reads several times kShortcountersFlushInterval samples (checked from the
 /// launch shape), so an 8-bit counter that were not flushed in time would wrap.
-void expect_constant_counts_exact(const KernelEntry& e, SampleType type, int bins,
-                                  std::size_t n, bool check_many_per_thread) {
-  SCOPED_TRACE(std::string(e.name) + " " + histeq::to_string(type) + " " +
-               std::to_string(bins) + " bins, n " + std::to_string(n));
+void expect_constant_counts_exact(const KernelEntry& e, SampleType type, int bins, std::size_t n,
+                                  bool check_many_per_thread) {
+  SCOPED_TRACE(std::string(e.name) + " " + histeq::to_string(type) + " " + std::to_string(bins) +
+               " bins, n " + std::to_string(n));
   const int value = type == SampleType::u8 ? 200 : bins / 2 + 1;
   const int bin = type == SampleType::u8 ? (value * bins) / 256 : value;
   if (check_many_per_thread) {
@@ -376,8 +386,7 @@ TEST(CounterOverflow, MisalignedInt32Exact) {
   const std::size_t n = (std::size_t(1) << 22) + 1;
   std::vector<std::int32_t> host(n);
   for (std::size_t i = 0; i < n; ++i) host[i] = std::int32_t((i * 2654435761u) % 80) - 8;
-  const Histogram want =
-      histeq::cpu::histogram(host.data(), n, SampleType::i32, 64);
+  const Histogram want = histeq::cpu::histogram(host.data(), n, SampleType::i32, 64);
   const DeviceBuffer<std::uint8_t> d = upload(host, 1);
   for (const KernelEntry* e : lesson_kernels()) {
     SCOPED_TRACE(e->name);
@@ -456,8 +465,7 @@ TEST(Details, DescribeLessonKernelsOnTheDevice) {
       EXPECT_GE(d.smem_bytes, std::size_t(bins) * std::size_t(d.block_size));
       int dev = 0, smem_sm = 0;
       ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
-      ASSERT_EQ(cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
-                                       dev),
+      ASSERT_EQ(cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev),
                 cudaSuccess);
       EXPECT_LE(std::size_t(d.blocks_per_sm) * d.smem_bytes, std::size_t(smem_sm));
     }
@@ -604,8 +612,7 @@ TEST(LessonSequence, ConfigurationsDoNotLeakIntoEachOther) {
     want[std::size_t(200 * first.bins / 256)] = first.n;
     EXPECT_EQ(again, want);
     EXPECT_EQ(again, histeq::cpu::histogram(first_host.data(), first.n, first.type, first.bins));
-    EXPECT_TRUE(same_shape(shape_of(*e, first.n, first.type, first.bins, first.block),
-                           first_shape))
+    EXPECT_TRUE(same_shape(shape_of(*e, first.n, first.type, first.bins, first.block), first_shape))
         << "the launch shape of the first configuration changed after the sequence";
   }
   EXPECT_GE(ran, 3 * int(sequence.size()));

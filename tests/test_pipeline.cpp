@@ -342,9 +342,7 @@ TEST(PipelineBackend, CudaAvailableNeverThrowsAndExplains) {
   EXPECT_NO_THROW(cuda_available(nullptr));
 }
 
-TEST(PipelineBackend, CpuResolvesToCpu) {
-  EXPECT_EQ(resolve_backend(Backend::cpu), Backend::cpu);
-}
+TEST(PipelineBackend, CpuResolvesToCpu) { EXPECT_EQ(resolve_backend(Backend::cpu), Backend::cpu); }
 
 TEST(PipelineBackend, WithoutGpuCudaIsAnErrorAndAutoFallsBack) {
   std::string why;
@@ -406,8 +404,8 @@ TEST(PipelineGpu, EveryExactKernelGivesTheSameImage) {
     for (const kernels::KernelEntry& e : kernels::registry()) {
       if (!e.exact || e.unsupported(SampleType::u8, 256) != nullptr) continue;
       EqualizeReport rep;
-      const Image got = equalize(s.image, options(Backend::cuda, Mode::luma, Formula::opencv,
-                                                  e.name), &rep);
+      const Image got =
+          equalize(s.image, options(Backend::cuda, Mode::luma, Formula::opencv, e.name), &rep);
       EXPECT_EQ(rep.kernel, e.name);
       EXPECT_EQ(got.pixels, want.pixels) << s.file << " kernel " << e.name;
       ++tried;

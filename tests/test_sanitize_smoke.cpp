@@ -18,10 +18,10 @@
 #include "contract.hpp"
 #include "cuda_check.hpp"
 #include "device_buffer.hpp"
+#include "gpu_test_support.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/types.hpp"
 #include "registry.hpp"
-#include "gpu_test_support.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -32,9 +32,7 @@ using histeq::SampleType;
 using histeq::kernels::HistogramLaunch;
 using histeq::kernels::KernelEntry;
 
-
 class SanitizerSmoke : public testing::TestWithParam<const KernelEntry*> {};
-
 
 TEST_P(SanitizerSmoke, SmallCallsMatchCpu) {
   HISTEQ_REQUIRE_GPU();
@@ -43,7 +41,7 @@ TEST_P(SanitizerSmoke, SmallCallsMatchCpu) {
     SampleType type;
     int bins;
   };
-  const Case cases[] = {{SampleType::u8, 1},   {SampleType::u8, 7},    {SampleType::u8, 64},
+  const Case cases[] = {{SampleType::u8, 1},   {SampleType::u8, 7},   {SampleType::u8, 64},
                         {SampleType::u8, 256}, {SampleType::i32, 16}, {SampleType::i32, 4096}};
   const std::size_t kMax = 4099 + 3;
   int ran = 0;
@@ -59,7 +57,8 @@ TEST_P(SanitizerSmoke, SmallCallsMatchCpu) {
       if (c.type == SampleType::u8) {
         host[i] = std::uint8_t(i % 5 == 0 ? 200 : x);
       } else {
-        const std::int32_t v = std::int32_t(x % std::uint32_t(c.bins + 8)) - 4;  // some out of range
+        const std::int32_t v =
+            std::int32_t(x % std::uint32_t(c.bins + 8)) - 4;  // some out of range
         std::memcpy(&host[i * 4], &v, 4);
       }
     }
@@ -82,7 +81,8 @@ TEST_P(SanitizerSmoke, SmallCallsMatchCpu) {
         histeq::kernels::run_histogram(e, call);
         HISTEQ_CUDA_CHECK(cudaDeviceSynchronize());
         Histogram got(std::size_t(c.bins));
-        HISTEQ_CUDA_CHECK(cudaMemcpy(got.data(), d_hist.get(), d_hist.bytes(), cudaMemcpyDeviceToHost));
+        HISTEQ_CUDA_CHECK(
+            cudaMemcpy(got.data(), d_hist.get(), d_hist.bytes(), cudaMemcpyDeviceToHost));
         const Histogram ref = histeq::cpu::histogram(host.data() + off * sb, n, c.type, c.bins, 1);
         for (std::size_t b = 0; b < ref.size(); ++b) {
           if (e.exact) {
@@ -98,7 +98,8 @@ TEST_P(SanitizerSmoke, SmallCallsMatchCpu) {
   EXPECT_GT(ran, 0) << e.name << " supports none of the smoke cases";
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, SanitizerSmoke, testing::ValuesIn(histeq::test::registry_entries()),
+INSTANTIATE_TEST_SUITE_P(Registry, SanitizerSmoke,
+                         testing::ValuesIn(histeq::test::registry_entries()),
                          histeq::test::kernel_param_name);
 
 }  // namespace

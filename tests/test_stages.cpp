@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "device_buffer.hpp"
+#include "gpu_test_support.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
 #include "histeq/lut.hpp"
 #include "histeq/planes.hpp"
 #include "stages.hpp"
-#include "gpu_test_support.hpp"
 #include "test_support.hpp"
 
 namespace histeq {
@@ -45,8 +45,8 @@ std::vector<Lut> device_luts(const std::vector<Hist256>& hists, Formula f) {
   const auto bytes = download(d_lut.get(), d_lut.size());
   std::vector<Lut> out(hists.size());
   for (std::size_t p = 0; p < hists.size(); ++p) {
-    std::copy(bytes.begin() + std::ptrdiff_t(p * 256), bytes.begin() + std::ptrdiff_t(p * 256 + 256),
-              out[p].begin());
+    std::copy(bytes.begin() + std::ptrdiff_t(p * 256),
+              bytes.begin() + std::ptrdiff_t(p * 256 + 256), out[p].begin());
   }
   return out;
 }
@@ -78,8 +78,8 @@ std::vector<Hist256> random_histograms(std::uint64_t seed, int count) {
     const int shape = k % 4;
     for (int v = 0; v < 256; ++v) {
       switch (shape) {
-        case 0: h[v] = rng() % 1000; break;                              // dense, small
-        case 1: h[v] = (rng() % 8 == 0) ? rng() % 100000 : 0; break;     // sparse
+        case 0: h[v] = rng() % 1000; break;                                        // dense, small
+        case 1: h[v] = (rng() % 8 == 0) ? rng() % 100000 : 0; break;               // sparse
         case 2: h[v] = (rng() % 32 == 0) ? rng() % (1u << 24) : rng() % 3; break;  // spiky
         default: h[v] = (v >= 40 && v < 200) ? rng() % 50 + 1 : 0; break;  // v0 > 0, gap at top
       }
@@ -217,8 +217,8 @@ TEST(ExtractPlanes, MatchesCpuForEveryModeAndChannelCount) {
           cpu::extract_planes(img.data(), pixels, c, mode, want.data(), 2);
 
           DeviceBuffer<std::uint8_t> d_in(img.size() + 16), d_planes(plane_bytes + 16);
-          HISTEQ_CUDA_CHECK(cudaMemcpy(d_in.get() + off, img.data(), img.size(),
-                                       cudaMemcpyHostToDevice));
+          HISTEQ_CUDA_CHECK(
+              cudaMemcpy(d_in.get() + off, img.data(), img.size(), cudaMemcpyHostToDevice));
           const std::size_t out_off = (off * 5) % 16;  // a different misalignment
           kernels::launch_extract_planes(d_in.get() + off, pixels, c, mode,
                                          d_planes.get() + out_off, nullptr);
@@ -254,8 +254,8 @@ TEST(Apply, MatchesCpuForEveryModeAndChannelCount) {
             cpu::apply(img.data(), pixels, c, mode, luts, want.data(), 2);
 
             DeviceBuffer<std::uint8_t> d_in(img.size() + 16), d_out(out_bytes + 32);
-            HISTEQ_CUDA_CHECK(cudaMemcpy(d_in.get() + in_off, img.data(), img.size(),
-                                         cudaMemcpyHostToDevice));
+            HISTEQ_CUDA_CHECK(
+                cudaMemcpy(d_in.get() + in_off, img.data(), img.size(), cudaMemcpyHostToDevice));
             // Guard bytes around the output: apply must write exactly out_bytes.
             HISTEQ_CUDA_CHECK(cudaMemset(d_out.get(), 0xA5, d_out.size()));
             kernels::launch_apply(d_in.get() + in_off, pixels, c, mode, d_luts.get(),
@@ -264,10 +264,9 @@ TEST(Apply, MatchesCpuForEveryModeAndChannelCount) {
             const auto all = download(d_out.get(), d_out.size());
             const std::vector<std::uint8_t> got(all.begin() + std::ptrdiff_t(out_off),
                                                 all.begin() + std::ptrdiff_t(out_off + out_bytes));
-            const std::string what = "channels " + std::to_string(c) + " mode " +
-                                     to_string(mode) + " pixels " + std::to_string(pixels) +
-                                     " in_off " + std::to_string(in_off) + " out_off " +
-                                     std::to_string(out_off);
+            const std::string what = "channels " + std::to_string(c) + " mode " + to_string(mode) +
+                                     " pixels " + std::to_string(pixels) + " in_off " +
+                                     std::to_string(in_off) + " out_off " + std::to_string(out_off);
             ASSERT_EQ(want, got) << what;
             for (std::size_t i = 0; i < out_off; ++i) ASSERT_EQ(all[i], 0xA5) << what;
             for (std::size_t i = out_off + out_bytes; i < all.size(); ++i) {

@@ -1,5 +1,5 @@
-#include <sstream>
 #include "test_support.hpp"
+#include <sstream>
 
 #include <unistd.h>
 
@@ -48,9 +48,9 @@ std::vector<std::filesystem::path> files_in(const std::string& rel) {
 
 void TempDirTest::SetUp() {
   namespace fs = std::filesystem;
-  dir_ = fs::temp_directory_path() /
-         (prefix_ + std::to_string(::getpid()) + "-" +
-          ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  dir_ =
+      fs::temp_directory_path() / (prefix_ + std::to_string(::getpid()) + "-" +
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
   fs::remove_all(dir_);
   fs::create_directories(dir_);
 }

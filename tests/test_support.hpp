@@ -57,9 +57,8 @@ class TempDirTest : public ::testing::Test {
 }  // namespace histeq::test
 
 /// In a GPU test: skip with the reason when no device is usable.
-#define HISTEQ_REQUIRE_GPU()                                   \
-  do {                                                         \
-    std::string why_;                                          \
-    if (!::histeq::test::gpu_available(&why_))                 \
-      GTEST_SKIP() << "no usable CUDA device: " << why_;       \
+#define HISTEQ_REQUIRE_GPU()                                                                      \
+  do {                                                                                            \
+    std::string why_;                                                                             \
+    if (!::histeq::test::gpu_available(&why_)) GTEST_SKIP() << "no usable CUDA device: " << why_; \
   } while (0)

@@ -31,21 +31,23 @@ namespace histeq::clahe_formula {
 HISTEQ_HD int reflect101(int p, int len) {
   if (len == 1) return 0;
   while (p < 0 || p >= len) {
-    if (p < 0) p = -p;
-    else p = 2 * len - 2 - p;
+    if (p < 0)
+      p = -p;
+    else
+      p = 2 * len - 2 - p;
   }
   return p;
 }
 
 /// The tile grid of one call (all ints, all on the padded image).
 struct Geometry {
-  int width = 0, height = 0;        ///< the image
-  int tiles_x = 0, tiles_y = 0;     ///< the grid
-  int tile_w = 0, tile_h = 0;       ///< one tile of the (padded) image
-  int padded_w = 0, padded_h = 0;   ///< tiles_x · tile_w, tiles_y · tile_h (>= width, height)
-  int hist_size = 0;                ///< 256 or 65536
-  int clip = 0;                     ///< integer clip limit; 0 = no clipping
-  float lut_scale = 0.f;            ///< (hist_size − 1) / tile area, float32
+  int width = 0, height = 0;       ///< the image
+  int tiles_x = 0, tiles_y = 0;    ///< the grid
+  int tile_w = 0, tile_h = 0;      ///< one tile of the (padded) image
+  int padded_w = 0, padded_h = 0;  ///< tiles_x · tile_w, tiles_y · tile_h (>= width, height)
+  int hist_size = 0;               ///< 256 or 65536
+  int clip = 0;                    ///< integer clip limit; 0 = no clipping
+  float lut_scale = 0.f;           ///< (hist_size − 1) / tile area, float32
   bool padded() const { return padded_w != width || padded_h != height; }
   int tiles() const { return tiles_x * tiles_y; }
 };
@@ -143,11 +145,14 @@ HISTEQ_HD Axis axis(int p, float inv, int tiles) {
 }
 
 /// OpenCV's blend: (l11·xa1 + l12·xa)·ya1 + (l21·xa1 + l22·xa)·ya, left to right, each step
-/// rounded to float32 (l11: LUT of tile (ty1, tx1), l12: (ty1, tx2), l21: (ty2, tx1), l22: (ty2, tx2)).
+/// rounded to float32 (l11: LUT of tile (ty1, tx1), l12: (ty1, tx2), l21: (ty2, tx1), l22: (ty2,
+/// tx2)).
 HISTEQ_HD float blend(int l11, int l12, int l21, int l22, const Axis& x, const Axis& y) {
 #if defined(__CUDA_ARCH__)
-  const float top = __fadd_rn(__fmul_rn(__int2float_rn(l11), x.a1), __fmul_rn(__int2float_rn(l12), x.a));
-  const float bot = __fadd_rn(__fmul_rn(__int2float_rn(l21), x.a1), __fmul_rn(__int2float_rn(l22), x.a));
+  const float top =
+      __fadd_rn(__fmul_rn(__int2float_rn(l11), x.a1), __fmul_rn(__int2float_rn(l12), x.a));
+  const float bot =
+      __fadd_rn(__fmul_rn(__int2float_rn(l21), x.a1), __fmul_rn(__int2float_rn(l22), x.a));
   return __fadd_rn(__fmul_rn(top, y.a1), __fmul_rn(bot, y.a));
 #else
   const float top = static_cast<float>(l11) * x.a1 + static_cast<float>(l12) * x.a;

@@ -25,6 +25,7 @@ class CudaError : public Error {
  public:
   CudaError(const std::string& what, int code) : Error(what), code_(code) {}
   int code() const noexcept { return code_; }
+
  private:
   int code_;
 };

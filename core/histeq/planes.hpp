@@ -12,9 +12,7 @@ namespace histeq {
 inline int plane_count(Mode mode, int channels) {
   return (channels >= 3 && mode == Mode::rgb) ? 3 : 1;
 }
-inline int output_channels(Mode mode, int channels) {
-  return mode == Mode::gray ? 1 : channels;
-}
+inline int output_channels(Mode mode, int channels) { return mode == Mode::gray ? 1 : channels; }
 /// Default mode for an image: gray for one channel; luma for everything else, so that the alpha
 /// channel of gray+alpha and RGBA input is kept (luma of gray+alpha is its gray channel).
 inline Mode default_mode(int channels) { return channels == 1 ? Mode::gray : Mode::luma; }

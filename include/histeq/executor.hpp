@@ -77,10 +77,11 @@ struct ItemReport;
 
 struct ExecutorOptions {
   Task task = Task::equalize;
-  EqualizeOptions equalize;  ///< kernel, backend (auto: CPU until the devices are up), mode, formula
-  EncodeOptions encode;      ///< JPEG quality, PNG level
+  EqualizeOptions
+      equalize;          ///< kernel, backend (auto: CPU until the devices are up), mode, formula
+  EncodeOptions encode;  ///< JPEG quality, PNG level
   std::uint64_t max_pixels = kDefaultMaxPixels;
-  int jobs = 0;              ///< CPU worker threads; 0: std::thread::hardware_concurrency()
+  int jobs = 0;  ///< CPU worker threads; 0: std::thread::hardware_concurrency()
   /// Cap on the bytes of all items in flight (file bytes + decoded + output pixels + encoded,
   /// estimated from the header when an item is admitted). One item is always admitted when
   /// nothing else is in flight, so a single image larger than the cap still runs.
@@ -122,30 +123,30 @@ struct WorkItem {
 
 /// Milliseconds per stage of one item (host clocks; device stages by CUDA events).
 struct ItemTimes {
-  double read_ms = 0, decode_ms = 0, upload_ms = 0, equalize_ms = 0, download_ms = 0,
-         encode_ms = 0, write_ms = 0;
+  double read_ms = 0, decode_ms = 0, upload_ms = 0, equalize_ms = 0, download_ms = 0, encode_ms = 0,
+         write_ms = 0;
 };
 
 /// Everything about one item: what progress, --timing and --json read.
 struct ItemReport {
-  std::size_t index = 0;       ///< position in the input list
+  std::size_t index = 0;  ///< position in the input list
   std::string input, output;
   bool ok = false;
-  std::string error;           ///< the cause, naming the file, when !ok
+  std::string error;  ///< the cause, naming the file, when !ok
   int width = 0, height = 0, channels = 0, output_channels = 0;
   std::string decoder, encoder;  ///< codec names ("stb", ...)
   std::uint64_t output_bytes = 0;
-  int bit_depth = 8;           ///< bits per sample the image was processed at (8 or 16)
-  EqualizeReport equalize;     ///< backend, device, kernel, mode, histograms, luts, stage times
+  int bit_depth = 8;        ///< bits per sample the image was processed at (8 or 16)
+  EqualizeReport equalize;  ///< backend, device, kernel, mode, histograms, luts, stage times
   ItemTimes times;
 };
 
 /// The whole run.
 struct BatchSummary {
   std::size_t files = 0, failures = 0;
-  double megapixels = 0;       ///< of the items that succeeded
+  double megapixels = 0;  ///< of the items that succeeded
   double wall_s = 0;
-  ItemTimes summed;            ///< each stage summed over the items
+  ItemTimes summed;  ///< each stage summed over the items
   std::size_t peak_inflight_bytes = 0;
   std::size_t max_inflight_bytes = 0;  ///< the cap that applied
   /// Largest number of items in their CPU stages (decode .. write) at once: with enough

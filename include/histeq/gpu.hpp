@@ -80,8 +80,8 @@ class Equalizer {
   /// Histogram of n device samples into d_hist[0, bins) (uint64, overwritten) with the named
   /// kernel ("auto": kernels::choose_auto). Grows the scratch buffer as the kernel's
   /// scratch_bytes(n, bins, type) requires. Returns the name of the kernel that ran.
-  std::string histogram(const std::string& kernel, const void* d_in, std::size_t n,
-                        SampleType type, int bins, std::uint64_t* d_hist, int block_size = 0);
+  std::string histogram(const std::string& kernel, const void* d_in, std::size_t n, SampleType type,
+                        int bins, std::uint64_t* d_hist, int block_size = 0);
 
   /// CDF + LUT of `planes` 256-bin histograms: d_hist[p·256 + b] → d_luts[p·256 + v], each equal
   /// to histeq::make_lut(hist_p, formula).
@@ -99,10 +99,10 @@ class Equalizer {
 
   /// The whole chain for a gray image already in device memory: histogram (256 bins, u8) →
   /// CDF + LUT → apply, d_in[0,n) → d_out[0,n), not overlapping (the fused path also
-  /// takes d_in == d_out). Asynchronous. kernel "auto" with d_in and d_out at the same address modulo 16 runs the
-  /// fused single-launch equalizer (kernels/fused.hpp: one cooperative launch, the image read
-  /// once when it fits in the threads' registers) and returns "fused"; any other kernel name
-  /// runs histogram → cdf_lut → apply with that histogram kernel and returns its name.
+  /// takes d_in == d_out). Asynchronous. kernel "auto" with d_in and d_out at the same address
+  /// modulo 16 runs the fused single-launch equalizer (kernels/fused.hpp: one cooperative launch,
+  /// the image read once when it fits in the threads' registers) and returns "fused"; any other
+  /// kernel name runs histogram → cdf_lut → apply with that histogram kernel and returns its name.
   /// Afterwards device_lut() holds the LUT and last_equalize_histogram() the histogram, until
   /// the next call.
   std::string equalize_gray(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t n,

@@ -85,8 +85,7 @@ void write_file_atomic(const std::string& path, const std::uint8_t* data, std::s
 
 /// Width, height and channels from an image's header (stbi_info), without decoding; false when
 /// the bytes are not a recognized image. For sizing buffers only: decode_image does the checks.
-bool image_info(const std::uint8_t* data, std::size_t size, int* width, int* height,
-                int* channels);
+bool image_info(const std::uint8_t* data, std::size_t size, int* width, int* height, int* channels);
 
 /// Makes every catchable fatal signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXFSZ, SIGXCPU,
 /// SIGPIPE, SIGALRM, SIGUSR1/2, SIGVTALRM, SIGPROF, SIGPOLL, SIGSTKFLT, SIGPWR; and SIGSEGV,

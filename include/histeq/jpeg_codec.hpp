@@ -57,7 +57,7 @@ struct Info {
   bool progressive = false;
   bool arithmetic = false;
   bool lossless = false;
-  int orientation = 1;        ///< EXIF orientation 1..8 (1 when absent or invalid)
+  int orientation = 1;  ///< EXIF orientation 1..8 (1 when absent or invalid)
   /// True for 3-component files stored as RGB, not YCbCr (Adobe APP14 transform 0, or
   /// component ids 'R','G','B' without JFIF): decoders that assume YCbCr get their colours wrong.
   bool rgb_stored = false;
@@ -71,11 +71,11 @@ Info read_info(const std::uint8_t* data, std::size_t size, const std::string& na
 
 /// Chroma subsampling of a colour JPEG output (gray outputs are always one component, 4:0:0).
 enum class Subsampling : std::uint8_t { s444, s422, s420 };
-const char* to_string(Subsampling s);           ///< "444", "422", "420"
+const char* to_string(Subsampling s);               ///< "444", "422", "420"
 Subsampling parse_subsampling(std::string_view s);  ///< "444|422|420" (also "4:2:0"...); UsageError
 
 struct EncodeOptions {
-  int quality = 95;                       ///< 1..100, libjpeg's jpeg_set_quality scale
+  int quality = 95;  ///< 1..100, libjpeg's jpeg_set_quality scale
   Subsampling subsampling = Subsampling::s420;
 };
 

@@ -10,12 +10,12 @@
 //                    IDCT and colour conversion on the GPU): the other baseline and progressive
 //                    Huffman 8-bit 1- and 3-component files.
 //   "libjpeg-turbo"  the CPU decoder (jpeg::decode), then uploaded: everything nvJPEG does not
-//                    take or fails on (CMYK/YCCK, RGB-stored 3-component files, arithmetic coding, lossless, 12-bit: the CPU
-//                    decoder's clear error), files with an EXIF orientation other than 1 (the
-//                    CPU decoder rotates them), files whose data does not end with EOI
-//                    (truncated: the CPU decoder's strict check gives the error), and any image
-//                    nvJPEG returns an error for (NVJPEG_FLAGS_BITSTREAM_STRICT is set, so
-//                    corrupt data is an error there rather than silently decoded).
+//                    take or fails on (CMYK/YCCK, RGB-stored 3-component files, arithmetic coding,
+//                    lossless, 12-bit: the CPU decoder's clear error), files with an EXIF
+//                    orientation other than 1 (the CPU decoder rotates them), files whose data does
+//                    not end with EOI (truncated: the CPU decoder's strict check gives the error),
+//                    and any image nvJPEG returns an error for (NVJPEG_FLAGS_BITSTREAM_STRICT is
+//                    set, so corrupt data is an error there rather than silently decoded).
 // nvJPEG decodes may differ from libjpeg-turbo's by IDCT/upsampling rounding (libjpeg upsamples
 // chroma by "fancy" interpolation; nvJPEG is asked for NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION
 // and falls back to its default when a backend refuses it): see kMaxDiffFromLibjpeg.
@@ -58,19 +58,20 @@ struct JpegInput {
 /// One decoded image in device memory.
 struct DeviceImage {
   int width = 0, height = 0;
-  int channels = 0;                 ///< 1 (gray) or 3 (RGB), interleaved, rows of width*channels
-  std::uint8_t* pixels = nullptr;   ///< device memory owned by the JpegCodec; valid until its next decode()
-  std::vector<std::uint8_t> exif;   ///< as Image::exif (orientation 1 once applied)
-  std::vector<std::uint8_t> icc;    ///< as Image::icc
-  std::string decoder;              ///< "nvjpeg-hw", "nvjpeg-hybrid" or "libjpeg-turbo"
-  std::string error;                ///< non-empty: this image failed; the message names the file
+  int channels = 0;  ///< 1 (gray) or 3 (RGB), interleaved, rows of width*channels
+  std::uint8_t* pixels =
+      nullptr;  ///< device memory owned by the JpegCodec; valid until its next decode()
+  std::vector<std::uint8_t> exif;  ///< as Image::exif (orientation 1 once applied)
+  std::vector<std::uint8_t> icc;   ///< as Image::icc
+  std::string decoder;             ///< "nvjpeg-hw", "nvjpeg-hybrid" or "libjpeg-turbo"
+  std::string error;               ///< non-empty: this image failed; the message names the file
   std::size_t byte_count() const { return std::size_t(width) * height * channels; }
 };
 
 struct JpegCodecOptions {
   std::uint64_t max_pixels = std::uint64_t(1) << 28;  ///< as load_image's limit
-  bool use_hardware = true;   ///< false: no hardware decoder (tests of the hybrid route)
-  bool use_gpu = true;        ///< false: every image goes to libjpeg-turbo (then uploaded)
+  bool use_hardware = true;  ///< false: no hardware decoder (tests of the hybrid route)
+  bool use_gpu = true;       ///< false: every image goes to libjpeg-turbo (then uploaded)
 };
 
 /// nvJPEG's library handles of one device: the hardware-backend handle (absent on GPUs without
@@ -92,7 +93,8 @@ class JpegCodec {
   /// Throws Error when this build has no nvJPEG.
   /// `handles`: shared handles of the current device (make_jpeg_handles); null: this codec
   /// creates its own on first use.
-  JpegCodec(StreamHandle stream, JpegCodecOptions opt = {}, std::shared_ptr<JpegHandles> handles = nullptr);
+  JpegCodec(StreamHandle stream, JpegCodecOptions opt = {},
+            std::shared_ptr<JpegHandles> handles = nullptr);
   ~JpegCodec();
   JpegCodec(const JpegCodec&) = delete;
   JpegCodec& operator=(const JpegCodec&) = delete;
@@ -147,7 +149,7 @@ void equalize_on_device(Equalizer& eq, const DeviceImage& img, const EqualizeOpt
 struct JpegOnDevice {
   std::vector<std::uint8_t> bytes;  ///< the encoded output file
   int width = 0, height = 0, channels = 0, out_channels = 0;
-  std::string decoder;              ///< as DeviceImage::decoder
+  std::string decoder;                  ///< as DeviceImage::decoder
   double decode_ms = 0, encode_ms = 0;  ///< host wall time of each step
 };
 JpegOnDevice equalize_jpeg_on_device(Equalizer& eq, JpegCodec& codec, const JpegInput& in,

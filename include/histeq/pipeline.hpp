@@ -12,11 +12,11 @@
 namespace histeq {
 
 struct EqualizeOptions {
-  std::string kernel = "auto";        ///< histogram kernel by registry name, or "auto"
+  std::string kernel = "auto";  ///< histogram kernel by registry name, or "auto"
   Backend backend = Backend::automatic;
-  std::optional<Mode> mode;           ///< default: default_mode(channels)
+  std::optional<Mode> mode;  ///< default: default_mode(channels)
   Formula formula = Formula::opencv;
-  int block_size = 0;                 ///< 0: the kernel's tuned default
+  int block_size = 0;  ///< 0: the kernel's tuned default
 };
 
 /// Milliseconds per stage. Device stages are timed with CUDA events, host stages with
@@ -27,13 +27,13 @@ struct StageTimes {
 };
 
 struct EqualizeReport {
-  std::string backend;                 ///< "cuda" or "cpu"
-  std::string device;                  ///< GPU name, or "CPU (N threads)"
-  std::string kernel;                  ///< the kernel that ran ("auto" resolved; "cpu" on the CPU)
-  Mode mode = Mode::gray;              ///< the mode that ran
-  std::vector<Histogram> histograms;   ///< per plane, 256 bins, of the input
-  std::vector<Lut> luts;               ///< per plane
-  std::uint64_t racy_lost = 0;         ///< counts lost by a non-exact kernel (pixels − sum)
+  std::string backend;                ///< "cuda" or "cpu"
+  std::string device;                 ///< GPU name, or "CPU (N threads)"
+  std::string kernel;                 ///< the kernel that ran ("auto" resolved; "cpu" on the CPU)
+  Mode mode = Mode::gray;             ///< the mode that ran
+  std::vector<Histogram> histograms;  ///< per plane, 256 bins, of the input
+  std::vector<Lut> luts;              ///< per plane
+  std::uint64_t racy_lost = 0;        ///< counts lost by a non-exact kernel (pixels − sum)
   StageTimes times;
 };
 

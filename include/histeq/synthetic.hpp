@@ -28,11 +28,11 @@ const std::vector<Distribution>& all_distributions();
 struct SyntheticSpec {
   Distribution dist = Distribution::uniform;
   SampleType type = SampleType::u8;
-  int bins = 256;                 ///< 1..kMaxBins (u8: values still span 0..255)
-  std::size_t n = 0;              ///< number of samples
-  std::uint64_t seed = 1;         ///< same seed, same data
-  std::size_t run_length = 64;    ///< blocky: samples per run
-  double hot_fraction = 0.9;      ///< hot: share of samples in bin 0
+  int bins = 256;               ///< 1..kMaxBins (u8: values still span 0..255)
+  std::size_t n = 0;            ///< number of samples
+  std::uint64_t seed = 1;       ///< same seed, same data
+  std::size_t run_length = 64;  ///< blocky: samples per run
+  double hot_fraction = 0.9;    ///< hot: share of samples in bin 0
 };
 
 /// n samples as raw bytes (n * sample_bytes(type)); i32 samples are native-endian int32_t.

@@ -207,279 +207,303 @@ NB_MODULE(_histeq, m) {
     return std::string(histeq::to_string(histeq::resolve_backend(histeq::parse_backend(backend))));
   });
 
-  m.def("check_names", [](const std::optional<std::string>& mode, const std::string& formula,
-                          const std::string& kernel) {
-    parse_mode_opt(mode);
-    histeq::parse_formula(formula);
-    if (kernel != "auto") {
-      const auto& e = histeq::kernels::find_kernel(kernel);
-      if (const char* why = e.unsupported(histeq::SampleType::u8, kBins)) {
-        throw histeq::UsageError("kernel '" + kernel + "' cannot equalize 8-bit images: " + why);
-      }
-    }
-  }, "mode"_a.none(), "formula"_a, "kernel"_a);
+  m.def(
+      "check_names",
+      [](const std::optional<std::string>& mode, const std::string& formula,
+         const std::string& kernel) {
+        parse_mode_opt(mode);
+        histeq::parse_formula(formula);
+        if (kernel != "auto") {
+          const auto& e = histeq::kernels::find_kernel(kernel);
+          if (const char* why = e.unsupported(histeq::SampleType::u8, kBins)) {
+            throw histeq::UsageError("kernel '" + kernel +
+                                     "' cannot equalize 8-bit images: " + why);
+          }
+        }
+      },
+      "mode"_a.none(), "formula"_a, "kernel"_a);
 
-  m.def("pointer_device", [](std::uintptr_t ptr) {
-    cudaPointerAttributes a{};
-    HISTEQ_CUDA_CHECK(cudaPointerGetAttributes(&a, reinterpret_cast<const void*>(ptr)));
-    if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) {
-      throw histeq::UsageError("image: __cuda_array_interface__ data is not device memory");
-    }
-    return a.device;
-  }, "ptr"_a);
+  m.def(
+      "pointer_device",
+      [](std::uintptr_t ptr) {
+        cudaPointerAttributes a{};
+        HISTEQ_CUDA_CHECK(cudaPointerGetAttributes(&a, reinterpret_cast<const void*>(ptr)));
+        if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) {
+          throw histeq::UsageError("image: __cuda_array_interface__ data is not device memory");
+        }
+        return a.device;
+      },
+      "ptr"_a);
 
   // ---- host (NumPy) images ----
-  m.def("equalize_host",
-        [](HostU8 a, int height, int width, int channels, std::optional<std::string> mode,
-           std::string formula, std::string kernel, std::string backend) {
-          histeq::Image in = image_from(a, height, width, channels);
-          const histeq::EqualizeOptions o = options(mode, formula, kernel, backend);
-          histeq::EqualizeReport rep;
-          histeq::Image out;
-          {
-            nb::gil_scoped_release release;
-            out = histeq::equalize(in, o, &rep);
-          }
-          std::vector<std::size_t> shape{std::size_t(out.height), std::size_t(out.width)};
-          if (out.channels > 1) shape.push_back(std::size_t(out.channels));
-          return std::make_pair(to_numpy(std::move(out.pixels), shape),
-                                std::make_pair(rep.backend, rep.kernel));
-        },
-        "image"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "formula"_a,
-        "kernel"_a, "backend"_a);
+  m.def(
+      "equalize_host",
+      [](HostU8 a, int height, int width, int channels, std::optional<std::string> mode,
+         std::string formula, std::string kernel, std::string backend) {
+        histeq::Image in = image_from(a, height, width, channels);
+        const histeq::EqualizeOptions o = options(mode, formula, kernel, backend);
+        histeq::EqualizeReport rep;
+        histeq::Image out;
+        {
+          nb::gil_scoped_release release;
+          out = histeq::equalize(in, o, &rep);
+        }
+        std::vector<std::size_t> shape{std::size_t(out.height), std::size_t(out.width)};
+        if (out.channels > 1) shape.push_back(std::size_t(out.channels));
+        return std::make_pair(to_numpy(std::move(out.pixels), shape),
+                              std::make_pair(rep.backend, rep.kernel));
+      },
+      "image"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "formula"_a, "kernel"_a,
+      "backend"_a);
 
   // A gray batch (N, H, W) from the host on the GPU: one upload, the batched equalizer (one
   // launch), one download. Returns None when the batch should run image by image instead (CPU
   // backend, or no usable GPU with backend "auto").
-  m.def("equalize_host_batch",
-        [](HostU8 a, std::size_t count, std::size_t pixels, std::string formula,
-           std::string backend) -> std::optional<nb::ndarray<nb::numpy, std::uint8_t>> {
-          const histeq::Formula f = histeq::parse_formula(formula);
-          const histeq::Backend b = histeq::resolve_backend(histeq::parse_backend(backend));
-          if (b != histeq::Backend::cuda) return std::nullopt;
-          const std::size_t bytes = count * pixels;
-          if (a.size() != bytes) throw histeq::UsageError("image: size does not match its shape");
-          std::vector<std::uint8_t> out(bytes);
-          {
-            nb::gil_scoped_release release;
-            histeq::gpu::Equalizer eq;
-            histeq::DeviceBuffer<std::uint8_t> d(bytes);
-            if (bytes > 0) {
-              HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d.get(), a.data(), bytes, cudaMemcpyHostToDevice,
-                                                eq.stream()));
-              eq.equalize_batch(d.get(), d.get(), count, pixels, f);
-              HISTEQ_CUDA_CHECK(cudaMemcpyAsync(out.data(), d.get(), bytes,
-                                                cudaMemcpyDeviceToHost, eq.stream()));
-            }
-            eq.synchronize();
+  m.def(
+      "equalize_host_batch",
+      [](HostU8 a, std::size_t count, std::size_t pixels, std::string formula,
+         std::string backend) -> std::optional<nb::ndarray<nb::numpy, std::uint8_t>> {
+        const histeq::Formula f = histeq::parse_formula(formula);
+        const histeq::Backend b = histeq::resolve_backend(histeq::parse_backend(backend));
+        if (b != histeq::Backend::cuda) return std::nullopt;
+        const std::size_t bytes = count * pixels;
+        if (a.size() != bytes) throw histeq::UsageError("image: size does not match its shape");
+        std::vector<std::uint8_t> out(bytes);
+        {
+          nb::gil_scoped_release release;
+          histeq::gpu::Equalizer eq;
+          histeq::DeviceBuffer<std::uint8_t> d(bytes);
+          if (bytes > 0) {
+            HISTEQ_CUDA_CHECK(
+                cudaMemcpyAsync(d.get(), a.data(), bytes, cudaMemcpyHostToDevice, eq.stream()));
+            eq.equalize_batch(d.get(), d.get(), count, pixels, f);
+            HISTEQ_CUDA_CHECK(
+                cudaMemcpyAsync(out.data(), d.get(), bytes, cudaMemcpyDeviceToHost, eq.stream()));
           }
-          return to_numpy(std::move(out), {count, pixels});
-        },
-        "image"_a, "count"_a, "pixels"_a, "formula"_a, "backend"_a);
+          eq.synchronize();
+        }
+        return to_numpy(std::move(out), {count, pixels});
+      },
+      "image"_a, "count"_a, "pixels"_a, "formula"_a, "backend"_a);
 
-  m.def("histogram_host",
-        [](HostU8 a, int height, int width, int channels, std::optional<std::string> mode,
-           int bins, std::string kernel, std::string backend) {
-          histeq::Image in = image_from(a, height, width, channels);
-          const histeq::EqualizeOptions o = options(mode, "opencv", kernel, backend);
-          std::vector<histeq::Histogram> hs;
-          {
-            nb::gil_scoped_release release;
-            if (bins == kBins) {
-              hs = histeq::image_histograms(in, o);
+  m.def(
+      "histogram_host",
+      [](HostU8 a, int height, int width, int channels, std::optional<std::string> mode, int bins,
+         std::string kernel, std::string backend) {
+        histeq::Image in = image_from(a, height, width, channels);
+        const histeq::EqualizeOptions o = options(mode, "opencv", kernel, backend);
+        std::vector<histeq::Histogram> hs;
+        {
+          nb::gil_scoped_release release;
+          if (bins == kBins) {
+            hs = histeq::image_histograms(in, o);
+          } else {
+            if (channels != 1) {
+              throw histeq::UsageError(
+                  "bins: only 256 bins for images of more than one "
+                  "channel; got " +
+                  std::to_string(bins));
+            }
+            if (histeq::resolve_backend(o.backend) == histeq::Backend::cpu) {
+              if (kernel != "auto") histeq::kernels::find_kernel(kernel);
+              hs.push_back(histeq::cpu::histogram(in.pixels.data(), in.pixels.size(),
+                                                  histeq::SampleType::u8, bins));
             } else {
-              if (channels != 1) {
-                throw histeq::UsageError("bins: only 256 bins for images of more than one "
-                                         "channel; got " + std::to_string(bins));
+              histeq::gpu::Equalizer eq;
+              histeq::DeviceBuffer<std::uint8_t> d(in.pixels.size());
+              histeq::DeviceBuffer<std::uint64_t> h{std::size_t(bins)};
+              if (!in.pixels.empty()) {
+                HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d.get(), in.pixels.data(), in.pixels.size(),
+                                                  cudaMemcpyHostToDevice, eq.stream()));
               }
-              if (histeq::resolve_backend(o.backend) == histeq::Backend::cpu) {
-                if (kernel != "auto") histeq::kernels::find_kernel(kernel);
-                hs.push_back(histeq::cpu::histogram(in.pixels.data(), in.pixels.size(),
-                                                    histeq::SampleType::u8, bins));
-              } else {
-                histeq::gpu::Equalizer eq;
-                histeq::DeviceBuffer<std::uint8_t> d(in.pixels.size());
-                histeq::DeviceBuffer<std::uint64_t> h{std::size_t(bins)};
-                if (!in.pixels.empty()) {
-                  HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d.get(), in.pixels.data(), in.pixels.size(),
-                                                    cudaMemcpyHostToDevice, eq.stream()));
-                }
-                eq.histogram(kernel, d.get(), in.pixels.size(), histeq::SampleType::u8, bins,
-                             h.get());
-                histeq::Histogram out(static_cast<std::size_t>(bins));
-                HISTEQ_CUDA_CHECK(cudaMemcpyAsync(out.data(), h.get(), h.bytes(),
-                                                  cudaMemcpyDeviceToHost, eq.stream()));
-                eq.synchronize();
-                hs.push_back(std::move(out));
-              }
+              eq.histogram(kernel, d.get(), in.pixels.size(), histeq::SampleType::u8, bins,
+                           h.get());
+              histeq::Histogram out(static_cast<std::size_t>(bins));
+              HISTEQ_CUDA_CHECK(cudaMemcpyAsync(out.data(), h.get(), h.bytes(),
+                                                cudaMemcpyDeviceToHost, eq.stream()));
+              eq.synchronize();
+              hs.push_back(std::move(out));
             }
           }
-          std::vector<std::uint64_t> flat;
-          for (const auto& h : hs) flat.insert(flat.end(), h.begin(), h.end());
-          const std::size_t planes = hs.size();
-          return to_numpy(std::move(flat), {planes, std::size_t(bins)});
-        },
-        "image"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "bins"_a, "kernel"_a,
-        "backend"_a);
+        }
+        std::vector<std::uint64_t> flat;
+        for (const auto& h : hs) flat.insert(flat.end(), h.begin(), h.end());
+        const std::size_t planes = hs.size();
+        return to_numpy(std::move(flat), {planes, std::size_t(bins)});
+      },
+      "image"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "bins"_a, "kernel"_a,
+      "backend"_a);
 
   // ---- device images (pointers as integers; the caller keeps the arrays alive) ----
-  m.def("equalize_device",
-        [](int device, std::uintptr_t stream, std::uintptr_t in, std::uintptr_t out,
-           std::size_t count, std::size_t pixels, int channels, std::optional<std::string> mode,
-           std::string formula, std::string kernel, std::string batch_path) {
-          const histeq::Formula f = histeq::parse_formula(formula);
-          const histeq::Mode md = parse_mode_opt(mode).value_or(histeq::default_mode(channels));
-          using Path = histeq::gpu::Equalizer::BatchPath;
-          Path path = Path::automatic;
-          const bool table = batch_path == "table";
-          if (batch_path == "queued") {
-            path = Path::queued;
-          } else if (batch_path == "two_launch") {
-            path = Path::two_launch;
-          } else if (batch_path != "auto" && !table) {
-            throw histeq::UsageError("batch_path: unknown '" + batch_path +
-                                     "'; expected auto, queued, two_launch or table");
+  m.def(
+      "equalize_device",
+      [](int device, std::uintptr_t stream, std::uintptr_t in, std::uintptr_t out,
+         std::size_t count, std::size_t pixels, int channels, std::optional<std::string> mode,
+         std::string formula, std::string kernel, std::string batch_path) {
+        const histeq::Formula f = histeq::parse_formula(formula);
+        const histeq::Mode md = parse_mode_opt(mode).value_or(histeq::default_mode(channels));
+        using Path = histeq::gpu::Equalizer::BatchPath;
+        Path path = Path::automatic;
+        const bool table = batch_path == "table";
+        if (batch_path == "queued") {
+          path = Path::queued;
+        } else if (batch_path == "two_launch") {
+          path = Path::two_launch;
+        } else if (batch_path != "auto" && !table) {
+          throw histeq::UsageError("batch_path: unknown '" + batch_path +
+                                   "'; expected auto, queued, two_launch or table");
+        }
+        DeviceScope scope(device);
+        DeviceContext& c = begin(device, stream);
+        auto* src = reinterpret_cast<const std::uint8_t*>(in);
+        auto* dst = reinterpret_cast<std::uint8_t*>(out);
+        std::string ran;
+        if (channels == 1 && count > 1 && kernel == "auto" && table) {
+          // The list path on a uniform batch (one descriptor per image), for comparison.
+          std::vector<histeq::gpu::Equalizer::BatchImage> t(count);
+          for (std::size_t i = 0; i < count; ++i)
+            t[i] = {src + i * pixels, dst + i * pixels, pixels};
+          c.eq.equalize_batch(t.data(), t.size(), f);
+          ran = "batched";
+        } else if (channels == 1 && count > 1 && kernel == "auto") {
+          c.eq.equalize_batch(src, dst, count, pixels, f, path);
+          ran = "batched";
+        } else {
+          const std::size_t in_step = pixels * std::size_t(channels);
+          const std::size_t out_step = pixels * std::size_t(histeq::output_channels(md, channels));
+          for (std::size_t i = 0; i < count; ++i) {
+            ran = equalize_on_device(c, src + i * in_step, dst + i * out_step, pixels, channels, md,
+                                     f, kernel);
           }
-          DeviceScope scope(device);
-          DeviceContext& c = begin(device, stream);
-          auto* src = reinterpret_cast<const std::uint8_t*>(in);
-          auto* dst = reinterpret_cast<std::uint8_t*>(out);
-          std::string ran;
-          if (channels == 1 && count > 1 && kernel == "auto" && table) {
-            // The list path on a uniform batch (one descriptor per image), for comparison.
-            std::vector<histeq::gpu::Equalizer::BatchImage> t(count);
-            for (std::size_t i = 0; i < count; ++i) t[i] = {src + i * pixels, dst + i * pixels, pixels};
-            c.eq.equalize_batch(t.data(), t.size(), f);
-            ran = "batched";
-          } else if (channels == 1 && count > 1 && kernel == "auto") {
-            c.eq.equalize_batch(src, dst, count, pixels, f, path);
-            ran = "batched";
-          } else {
-            const std::size_t in_step = pixels * std::size_t(channels);
-            const std::size_t out_step = pixels * std::size_t(histeq::output_channels(md, channels));
-            for (std::size_t i = 0; i < count; ++i) {
-              ran = equalize_on_device(c, src + i * in_step, dst + i * out_step, pixels, channels,
-                                       md, f, kernel);
-            }
-          }
-          end(c, stream);
-          return ran;
-        },
-        "device"_a, "stream"_a, "input"_a, "output"_a, "count"_a, "pixels"_a, "channels"_a,
-        "mode"_a.none(), "formula"_a, "kernel"_a, "batch_path"_a = "auto");
+        }
+        end(c, stream);
+        return ran;
+      },
+      "device"_a, "stream"_a, "input"_a, "output"_a, "count"_a, "pixels"_a, "channels"_a,
+      "mode"_a.none(), "formula"_a, "kernel"_a, "batch_path"_a = "auto");
 
-  m.def("equalize_device_list",
-        [](int device, std::uintptr_t stream, std::vector<std::uintptr_t> ins,
-           std::vector<std::uintptr_t> outs, std::vector<std::size_t> pixels, std::string formula) {
-          const histeq::Formula f = histeq::parse_formula(formula);
-          if (ins.size() != outs.size() || ins.size() != pixels.size()) {
-            throw histeq::UsageError("images: inputs, outputs and sizes differ in length");
-          }
-          std::vector<histeq::gpu::Equalizer::BatchImage> table(ins.size());
-          for (std::size_t i = 0; i < ins.size(); ++i) {
-            table[i].d_in = reinterpret_cast<const std::uint8_t*>(ins[i]);
-            table[i].d_out = reinterpret_cast<std::uint8_t*>(outs[i]);
-            table[i].n = pixels[i];
-          }
-          DeviceScope scope(device);
-          DeviceContext& c = begin(device, stream);
-          c.eq.equalize_batch(table.data(), table.size(), f);
-          end(c, stream);
-        },
-        "device"_a, "stream"_a, "inputs"_a, "outputs"_a, "pixels"_a, "formula"_a);
+  m.def(
+      "equalize_device_list",
+      [](int device, std::uintptr_t stream, std::vector<std::uintptr_t> ins,
+         std::vector<std::uintptr_t> outs, std::vector<std::size_t> pixels, std::string formula) {
+        const histeq::Formula f = histeq::parse_formula(formula);
+        if (ins.size() != outs.size() || ins.size() != pixels.size()) {
+          throw histeq::UsageError("images: inputs, outputs and sizes differ in length");
+        }
+        std::vector<histeq::gpu::Equalizer::BatchImage> table(ins.size());
+        for (std::size_t i = 0; i < ins.size(); ++i) {
+          table[i].d_in = reinterpret_cast<const std::uint8_t*>(ins[i]);
+          table[i].d_out = reinterpret_cast<std::uint8_t*>(outs[i]);
+          table[i].n = pixels[i];
+        }
+        DeviceScope scope(device);
+        DeviceContext& c = begin(device, stream);
+        c.eq.equalize_batch(table.data(), table.size(), f);
+        end(c, stream);
+      },
+      "device"_a, "stream"_a, "inputs"_a, "outputs"_a, "pixels"_a, "formula"_a);
 
-  m.def("histogram_device",
-        [](int device, std::uintptr_t stream, std::uintptr_t in, std::size_t pixels, int channels,
-           std::optional<std::string> mode, int bins, std::string kernel, std::uintptr_t out) {
-          const histeq::Mode md = parse_mode_opt(mode).value_or(histeq::default_mode(channels));
-          if (channels != 1 && bins != kBins) {
-            throw histeq::UsageError("bins: only 256 bins for images of more than one channel; "
-                                     "got " + std::to_string(bins));
+  m.def(
+      "histogram_device",
+      [](int device, std::uintptr_t stream, std::uintptr_t in, std::size_t pixels, int channels,
+         std::optional<std::string> mode, int bins, std::string kernel, std::uintptr_t out) {
+        const histeq::Mode md = parse_mode_opt(mode).value_or(histeq::default_mode(channels));
+        if (channels != 1 && bins != kBins) {
+          throw histeq::UsageError(
+              "bins: only 256 bins for images of more than one channel; "
+              "got " +
+              std::to_string(bins));
+        }
+        if (channels < 1 || channels > 4) {
+          throw histeq::UsageError("image: " + std::to_string(channels) +
+                                   " channels; expected 1, 2, 3 or 4");
+        }
+        DeviceScope scope(device);
+        DeviceContext& c = begin(device, stream);
+        auto* src = reinterpret_cast<const std::uint8_t*>(in);
+        auto* dst = reinterpret_cast<std::uint64_t*>(out);
+        std::string ran;
+        if (channels == 1) {
+          ran = c.eq.histogram(kernel, src, pixels, histeq::SampleType::u8, bins, dst);
+        } else {
+          const int planes = histeq::plane_count(md, channels);
+          if (c.planes.size() < std::size_t(planes) * pixels) {
+            c.planes.reset();
+            c.planes = histeq::DeviceBuffer<std::uint8_t>(std::size_t(planes) * pixels);
           }
-          if (channels < 1 || channels > 4) {
-            throw histeq::UsageError("image: " + std::to_string(channels) +
-                                     " channels; expected 1, 2, 3 or 4");
+          c.eq.extract_planes(src, pixels, channels, md, c.planes.get());
+          for (int p = 0; p < planes; ++p) {
+            ran = c.eq.histogram(kernel, c.planes.get() + std::size_t(p) * pixels, pixels,
+                                 histeq::SampleType::u8, kBins, dst + std::size_t(p) * kBins);
           }
-          DeviceScope scope(device);
-          DeviceContext& c = begin(device, stream);
-          auto* src = reinterpret_cast<const std::uint8_t*>(in);
-          auto* dst = reinterpret_cast<std::uint64_t*>(out);
-          std::string ran;
-          if (channels == 1) {
-            ran = c.eq.histogram(kernel, src, pixels, histeq::SampleType::u8, bins, dst);
-          } else {
-            const int planes = histeq::plane_count(md, channels);
-            if (c.planes.size() < std::size_t(planes) * pixels) {
-              c.planes.reset();
-              c.planes = histeq::DeviceBuffer<std::uint8_t>(std::size_t(planes) * pixels);
-            }
-            c.eq.extract_planes(src, pixels, channels, md, c.planes.get());
-            for (int p = 0; p < planes; ++p) {
-              ran = c.eq.histogram(kernel, c.planes.get() + std::size_t(p) * pixels, pixels,
-                                   histeq::SampleType::u8, kBins, dst + std::size_t(p) * kBins);
-            }
-          }
-          end(c, stream);
-          return ran;
-        },
-        "device"_a, "stream"_a, "input"_a, "pixels"_a, "channels"_a, "mode"_a.none(), "bins"_a,
-        "kernel"_a, "output"_a);
+        }
+        end(c, stream);
+        return ran;
+      },
+      "device"_a, "stream"_a, "input"_a, "pixels"_a, "channels"_a, "mode"_a.none(), "bins"_a,
+      "kernel"_a, "output"_a);
 
   bind_files(m);
 
   // ---- one file (the single-file API) ----
-  m.def("equalize_file",
-        [](std::string input, std::string output, std::optional<std::string> mode,
-           std::string formula, std::string kernel, std::string backend, int quality,
-           std::uint64_t max_pixels) {
-          const histeq::EqualizeOptions o = options(mode, formula, kernel, backend);
-          histeq::check_output_path(output);
-          if (quality < 1 || quality > 100) {
-            throw histeq::UsageError("quality must be in 1..100, got " + std::to_string(quality));
-          }
-          histeq::EqualizeReport rep;
-          histeq::Image out;
-          int w = 0, h = 0, ch = 0;
-          {
-            nb::gil_scoped_release release;
-            const histeq::Image in = histeq::load_image(input, max_pixels);
-            w = in.width;
-            h = in.height;
-            ch = in.channels;
-            out = histeq::equalize(in, o, &rep);
-            histeq::save_image(out, output, quality);
-          }
-          nb::dict d;
-          d["input"] = input;
-          d["output"] = output;
-          d["width"] = w;
-          d["height"] = h;
-          d["channels"] = ch;
-          d["output_channels"] = out.channels;
-          d["mode"] = histeq::to_string(rep.mode);
-          d["backend"] = rep.backend;
-          d["kernel"] = rep.kernel;
-          d["device"] = rep.device;
-          return d;
-        },
-        "input"_a, "output"_a, "mode"_a.none(), "formula"_a, "kernel"_a, "backend"_a,
-        "quality"_a, "max_pixels"_a);
+  m.def(
+      "equalize_file",
+      [](std::string input, std::string output, std::optional<std::string> mode,
+         std::string formula, std::string kernel, std::string backend, int quality,
+         std::uint64_t max_pixels) {
+        const histeq::EqualizeOptions o = options(mode, formula, kernel, backend);
+        histeq::check_output_path(output);
+        if (quality < 1 || quality > 100) {
+          throw histeq::UsageError("quality must be in 1..100, got " + std::to_string(quality));
+        }
+        histeq::EqualizeReport rep;
+        histeq::Image out;
+        int w = 0, h = 0, ch = 0;
+        {
+          nb::gil_scoped_release release;
+          const histeq::Image in = histeq::load_image(input, max_pixels);
+          w = in.width;
+          h = in.height;
+          ch = in.channels;
+          out = histeq::equalize(in, o, &rep);
+          histeq::save_image(out, output, quality);
+        }
+        nb::dict d;
+        d["input"] = input;
+        d["output"] = output;
+        d["width"] = w;
+        d["height"] = h;
+        d["channels"] = ch;
+        d["output_channels"] = out.channels;
+        d["mode"] = histeq::to_string(rep.mode);
+        d["backend"] = rep.backend;
+        d["kernel"] = rep.kernel;
+        d["device"] = rep.device;
+        return d;
+      },
+      "input"_a, "output"_a, "mode"_a.none(), "formula"_a, "kernel"_a, "backend"_a, "quality"_a,
+      "max_pixels"_a);
 
-  m.def("load_image", [](std::string path) {
-    histeq::Image img;
-    {
-      nb::gil_scoped_release release;
-      img = histeq::load_image(path);
-    }
-    std::vector<std::size_t> shape{std::size_t(img.height), std::size_t(img.width)};
-    if (img.channels > 1) shape.push_back(std::size_t(img.channels));
-    return to_numpy(std::move(img.pixels), shape);
-  }, "path"_a);
+  m.def(
+      "load_image",
+      [](std::string path) {
+        histeq::Image img;
+        {
+          nb::gil_scoped_release release;
+          img = histeq::load_image(path);
+        }
+        std::vector<std::size_t> shape{std::size_t(img.height), std::size_t(img.width)};
+        if (img.channels > 1) shape.push_back(std::size_t(img.channels));
+        return to_numpy(std::move(img.pixels), shape);
+      },
+      "path"_a);
 
-  m.def("save_image", [](HostU8 a, int height, int width, int channels, std::string path,
-                         int quality) {
-    histeq::Image img = image_from(a, height, width, channels);
-    nb::gil_scoped_release release;
-    histeq::save_image(img, path, quality);
-  }, "image"_a, "height"_a, "width"_a, "channels"_a, "path"_a, "quality"_a);
+  m.def(
+      "save_image",
+      [](HostU8 a, int height, int width, int channels, std::string path, int quality) {
+        histeq::Image img = image_from(a, height, width, channels);
+        nb::gil_scoped_release release;
+        histeq::save_image(img, path, quality);
+      },
+      "image"_a, "height"_a, "width"_a, "channels"_a, "path"_a, "quality"_a);
 }

@@ -1,7 +1,7 @@
-// files.cpp — histeq._histeq.run_files: the many-files executor (include/histeq/executor.hpp) behind
-// histeq.equalize_files. Python plans the items (folders, output names, collisions: as the CLI's
-// batch does) and passes plain lists; this runs them with the GIL released and returns one dict
-// per item, in input order. A failed item is a report with ok=False and its error; only errors
+// files.cpp — histeq._histeq.run_files: the many-files executor (include/histeq/executor.hpp)
+// behind histeq.equalize_files. Python plans the items (folders, output names, collisions: as the
+// CLI's batch does) and passes plain lists; this runs them with the GIL released and returns one
+// dict per item, in input order. A failed item is a report with ok=False and its error; only errors
 // that concern the whole run (bad options) raise (UsageError → ValueError).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
@@ -113,7 +113,7 @@ void bind_files(nb::module_& m) {
         for (const auto& r : reports) out.append(report_dict(r));
         return nb::make_tuple(out, fallback);
       },
-      "items"_a, "mode"_a.none(), "formula"_a, "kernel"_a, "backend"_a, "quality"_a,
-      "png_level"_a, "subsampling"_a, "jobs"_a, "max_inflight_bytes"_a, "devices"_a,
-      "max_pixels"_a, "decoder"_a = "auto");
+      "items"_a, "mode"_a.none(), "formula"_a, "kernel"_a, "backend"_a, "quality"_a, "png_level"_a,
+      "subsampling"_a, "jobs"_a, "max_inflight_bytes"_a, "devices"_a, "max_pixels"_a,
+      "decoder"_a = "auto");
 }

@@ -48,8 +48,10 @@ std::string shell_quote(const std::string& s) {
   if (plain) return s;
   std::string r = "'";
   for (char c : s) {
-    if (c == '\'') r += "'\\''";
-    else r += c;
+    if (c == '\'')
+      r += "'\\''";
+    else
+      r += c;
   }
   return r + "'";
 }
@@ -72,8 +74,8 @@ long long parse_int(std::string_view opt, std::string_view text, long long lo, l
   const std::string t = trim(text);
   long long v = 0;
   const std::size_t digits_from = (!t.empty() && t[0] == '-') ? 1 : 0;
-  bool ok = t.size() > digits_from &&
-            t.find_first_not_of("0123456789", digits_from) == std::string::npos;
+  bool ok =
+      t.size() > digits_from && t.find_first_not_of("0123456789", digits_from) == std::string::npos;
   if (ok) {
     errno = 0;
     char* end = nullptr;
@@ -82,8 +84,7 @@ long long parse_int(std::string_view opt, std::string_view text, long long lo, l
   }
   if (!ok || v < lo || v > hi) {
     throw UsageError("bad value '" + std::string(text) + "' for --" + std::string(opt) +
-                     ": expected an integer in " + std::to_string(lo) + ".." +
-                     std::to_string(hi));
+                     ": expected an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
   }
   return v;
 }
@@ -116,17 +117,23 @@ std::size_t parse_size(std::string_view text) {
   bool ok = i > 0;
   if (ok && i < s.size()) {
     const std::string suffix = lower(s.substr(i));
-    if (suffix == "k") mult = std::uint64_t(1) << 10;
-    else if (suffix == "m") mult = std::uint64_t(1) << 20;
-    else if (suffix == "g") mult = std::uint64_t(1) << 30;
-    else ok = false;
+    if (suffix == "k")
+      mult = std::uint64_t(1) << 10;
+    else if (suffix == "m")
+      mult = std::uint64_t(1) << 20;
+    else if (suffix == "g")
+      mult = std::uint64_t(1) << 30;
+    else
+      ok = false;
   }
   std::uint64_t v = 0;
   if (ok) {
     for (std::size_t k = 0; k < i && ok; ++k) {
       const std::uint64_t d = std::uint64_t(s[k] - '0');
-      if (v > (std::numeric_limits<std::uint64_t>::max() - d) / 10) ok = false;
-      else v = v * 10 + d;
+      if (v > (std::numeric_limits<std::uint64_t>::max() - d) / 10)
+        ok = false;
+      else
+        v = v * 10 + d;
     }
   }
   if (ok && v > std::numeric_limits<std::size_t>::max() / mult) ok = false;
@@ -141,7 +148,10 @@ std::size_t parse_size(std::string_view text) {
 }
 
 std::string format_size(std::size_t n) {
-  const struct { std::size_t unit; const char* suffix; } units[] = {
+  const struct {
+    std::size_t unit;
+    const char* suffix;
+  } units[] = {
       {std::size_t(1) << 30, "G"}, {std::size_t(1) << 20, "M"}, {std::size_t(1) << 10, "K"}};
   for (const auto& u : units) {
     if (n >= u.unit) {
@@ -346,10 +356,14 @@ void parse_types(const cxxopts::ParseResult& r, Options& opt) {
   opt.types.clear();
   for (const auto& t : items(r, "types", "type")) {
     const std::string s = lower(t);
-    if (s == "u8") add_unique(opt.types, {SampleType::u8});
-    else if (s == "i32" || s == "int32") add_unique(opt.types, {SampleType::i32});
-    else if (s == "all") add_unique(opt.types, {SampleType::u8, SampleType::i32});
-    else throw UsageError("unknown type '" + t + "' in --type; valid: u8, i32 (int32), all");
+    if (s == "u8")
+      add_unique(opt.types, {SampleType::u8});
+    else if (s == "i32" || s == "int32")
+      add_unique(opt.types, {SampleType::i32});
+    else if (s == "all")
+      add_unique(opt.types, {SampleType::u8, SampleType::i32});
+    else
+      throw UsageError("unknown type '" + t + "' in --type; valid: u8, i32 (int32), all");
   }
 }
 
@@ -357,8 +371,10 @@ void parse_bins(const cxxopts::ParseResult& r, Options& opt) {
   if (!given(r, "bins", "bin")) return;
   opt.bins.clear();
   for (const auto& b : items(r, "bins", "bin")) {
-    if (is_all(b)) add_unique(opt.bins, {16, 64, 256, 1024, 4096});
-    else add_unique(opt.bins, {int(parse_int("bins", b, 1, kMaxBins))});
+    if (is_all(b))
+      add_unique(opt.bins, {16, 64, 256, 1024, 4096});
+    else
+      add_unique(opt.bins, {int(parse_int("bins", b, 1, kMaxBins))});
   }
 }
 
@@ -399,8 +415,10 @@ void parse_blocks(const cxxopts::ParseResult& r, Options& opt) {
   if (!given(r, "blocks", "block")) return;
   opt.blocks.clear();
   for (const auto& b : items(r, "blocks", "block")) {
-    if (is_all(b)) add_unique(opt.blocks, {0, 64, 128, 256, 512, 1024});
-    else add_unique(opt.blocks, {int(parse_int("block", b, 0, 1024))});
+    if (is_all(b))
+      add_unique(opt.blocks, {0, 64, 128, 256, 512, 1024});
+    else
+      add_unique(opt.blocks, {int(parse_int("block", b, 0, 1024))});
   }
 }
 
@@ -428,23 +446,30 @@ void parse_scalars(const cxxopts::ParseResult& r, Options& opt) {
   if (r.count("seed")) opt.seed = parse_seed(text("seed"));
   if (r.count("l2")) {
     const std::string s = lower(trim(text("l2")));
-    if (s == "hot") opt.l2 = {L2::hot};
-    else if (s == "cold") opt.l2 = {L2::cold};
-    else if (s == "both" || s == "all") opt.l2 = {L2::hot, L2::cold};
-    else throw UsageError("bad value '" + s + "' for --l2; valid: hot, cold, both");
+    if (s == "hot")
+      opt.l2 = {L2::hot};
+    else if (s == "cold")
+      opt.l2 = {L2::cold};
+    else if (s == "both" || s == "all")
+      opt.l2 = {L2::hot, L2::cold};
+    else
+      throw UsageError("bad value '" + s + "' for --l2; valid: hot, cold, both");
   }
   if (r.count("timing")) {
     const std::string s = lower(trim(text("timing")));
-    if (s == "gpu") opt.timing = Timing::gpu;
-    else if (s == "enqueue") opt.timing = Timing::enqueue;
-    else throw UsageError("bad value '" + s + "' for --timing; valid: gpu, enqueue");
+    if (s == "gpu")
+      opt.timing = Timing::gpu;
+    else if (s == "enqueue")
+      opt.timing = Timing::enqueue;
+    else
+      throw UsageError("bad value '" + s + "' for --timing; valid: gpu, enqueue");
   }
 }
 
 /// --csv, --json, --plot: file names (checked for writing before the sweep, in bench.cpp).
 void parse_outputs(const cxxopts::ParseResult& r, Options& opt) {
-  for (auto [name, field] : {std::pair{"csv", &opt.csv}, std::pair{"json", &opt.json},
-                             std::pair{"plot", &opt.plot}}) {
+  for (auto [name, field] :
+       {std::pair{"csv", &opt.csv}, std::pair{"json", &opt.json}, std::pair{"plot", &opt.plot}}) {
     if (!r.count(name)) continue;
     *field = r[name].as<std::string>();
     if (field->empty()) throw UsageError("--csv, --json and --plot need a file name");
@@ -497,8 +522,9 @@ void apply_case(const cxxopts::ParseResult& r, Options& opt) {
   if (c != "lesson") throw UsageError("unknown case '" + c + "' for --case; valid: lesson");
   if (given(r, "types", "type") || given(r, "bins", "bin") || given(r, "sizes", "size") ||
       opt.dists_given || !opt.images.empty()) {
-    throw UsageError("--case lesson fixes the data (i32, 64 bins, 36*192*10240 sequential "
-                     "values); drop --type, --bins, --sizes, --dist and --images");
+    throw UsageError(
+        "--case lesson fixes the data (i32, 64 bins, 36*192*10240 sequential "
+        "values); drop --type, --bins, --sizes, --dist and --images");
   }
   opt.lesson = true;
   opt.types = {SampleType::i32};

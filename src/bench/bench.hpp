@@ -32,7 +32,8 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
 
 /// The name of the CPU reference (histeq::cpu::histogram) on the kernel axis.
 inline constexpr const char* kCpuKernel = "cpu";
-/// The --kernels value for the default choice (kernels::choose_auto); its rows say which kernel ran.
+/// The --kernels value for the default choice (kernels::choose_auto); its rows say which kernel
+/// ran.
 inline constexpr const char* kAutoKernel = "auto";
 
 /// The int-array lesson's array: 36·192·10240 int32 values i, binned by i % 64.
@@ -52,23 +53,23 @@ const char* to_string(Timing t);
 
 /// Everything the command line selects. Defaults are the default sweep.
 struct Options {
-  std::vector<std::string> kernels;   ///< registry names and/or "cpu", in registry order
+  std::vector<std::string> kernels;  ///< registry names and/or "cpu", in registry order
   std::vector<SampleType> types{SampleType::u8, SampleType::i32};
   std::vector<int> bins{16, 64, 256};
   std::vector<std::size_t> sizes{std::size_t(1) << 20, std::size_t(16) << 20,
                                  std::size_t(64) << 20};
-  std::vector<Distribution> dists;    ///< default: all_distributions()
-  bool dists_given = false;           ///< --dist was on the command line
-  std::size_t run_length = 64;        ///< blocky run length
-  std::vector<int> blocks{0};         ///< block sizes; 0 = the kernel's tuned default
+  std::vector<Distribution> dists;  ///< default: all_distributions()
+  bool dists_given = false;         ///< --dist was on the command line
+  std::size_t run_length = 64;      ///< blocky run length
+  std::vector<int> blocks{0};       ///< block sizes; 0 = the kernel's tuned default
   int reps = 20;
   int warmup = 3;
   std::uint64_t seed = 1;
-  std::vector<std::string> images;    ///< files or folders (--images PATH...)
+  std::vector<std::string> images;  ///< files or folders (--images PATH...)
   std::vector<L2> l2{L2::hot};
-  Timing timing = Timing::gpu;        ///< --timing
-  std::string csv, json, plot;        ///< output files; "" = none
-  bool lesson = false;                ///< --case lesson
+  Timing timing = Timing::gpu;  ///< --timing
+  std::string csv, json, plot;  ///< output files; "" = none
+  bool lesson = false;          ///< --case lesson
   /// --equalize: time the whole 8-bit equalization (histogram → CDF → LUT → apply) of each u8
   /// case already in device memory, instead of the histogram alone: rows "equalize:fused" (one
   /// cooperative launch, gpu::Equalizer with kernel auto), "equalize:<kernel>" (three stages
@@ -84,7 +85,7 @@ struct Options {
   /// for the u8 rows.
   bool clahe = false;
   bool help = false;
-  std::string command_line;           ///< "histeq bench ARGS..." as given (for the records)
+  std::string command_line;  ///< "histeq bench ARGS..." as given (for the records)
 };
 
 /// Parses the arguments. Throws UsageError naming the option, the bad value and the valid
@@ -112,19 +113,19 @@ struct Cell {
   std::string kernel;
   SampleType type = SampleType::u8;
   int bins = 256;
-  std::size_t n = 0;          ///< samples
-  std::string dist;           ///< distribution name, or "image:<file name>"
-  int block = 0;              ///< requested block size (0 = default)
-  std::string l2 = "hot";     ///< "hot", "cold", or "-" (CPU rows)
-  std::string status;         ///< "PASS", "FAIL" or "SKIP"
-  std::string reason;         ///< why SKIP/FAIL; "" otherwise
+  std::size_t n = 0;                   ///< samples
+  std::string dist;                    ///< distribution name, or "image:<file name>"
+  int block = 0;                       ///< requested block size (0 = default)
+  std::string l2 = "hot";              ///< "hot", "cold", or "-" (CPU rows)
+  std::string status;                  ///< "PASS", "FAIL" or "SKIP"
+  std::string reason;                  ///< why SKIP/FAIL; "" otherwise
   double median_us = -1, min_us = -1;  ///< < 0: not timed
-  double gbps = -1;           ///< input bytes / median, 1e9 B/s
-  double gelems = -1;         ///< samples / median, 1e9 /s
-  double speedup_atomic = -1; ///< median(atomic) / median(this), same cell; < 0: none
-  double speedup_cub = -1;    ///< median(cub) / median(this), same cell; < 0: none
-  double pct_read_bw = -1;    ///< gbps / streaming read GB/s × 100; < 0: none
-  std::uint64_t lost = 0;     ///< non-exact kernels: counts lost to races (exact sum − sum)
+  double gbps = -1;                    ///< input bytes / median, 1e9 B/s
+  double gelems = -1;                  ///< samples / median, 1e9 /s
+  double speedup_atomic = -1;          ///< median(atomic) / median(this), same cell; < 0: none
+  double speedup_cub = -1;             ///< median(cub) / median(this), same cell; < 0: none
+  double pct_read_bw = -1;             ///< gbps / streaming read GB/s × 100; < 0: none
+  std::uint64_t lost = 0;  ///< non-exact kernels: counts lost to races (exact sum − sum)
   int launch_block = 0, launch_grid = 0;  ///< from entry.shape; 0 = unknown
   std::size_t launch_smem = 0;
   int reps = 0;
@@ -132,14 +133,15 @@ struct Cell {
 
 /// What describes the whole run (repeated in each CSV line, once in the JSON).
 struct RunInfo {
-  std::string device;          ///< GPU name, or "CPU (N threads)"
-  std::string commit;          ///< run_commit(): the commit histeq was built from
+  std::string device;  ///< GPU name, or "CPU (N threads)"
+  std::string commit;  ///< run_commit(): the commit histeq was built from
   std::string command_line;
-  std::string timestamp;       ///< ISO 8601, UTC
-  double read_bw_gbps = -1;    ///< streaming read kernel, same run; < 0 without a GPU
-  std::string timing = "gpu";  ///< to_string(Options::timing); "cpu" when no cell was timed on a GPU
-  double launch_floor_us = -1; ///< median µs of an empty kernel between two events, same run
-  std::string gpu_skipped;     ///< why the GPU kernels did not run; "" when they did
+  std::string timestamp;     ///< ISO 8601, UTC
+  double read_bw_gbps = -1;  ///< streaming read kernel, same run; < 0 without a GPU
+  std::string timing =
+      "gpu";  ///< to_string(Options::timing); "cpu" when no cell was timed on a GPU
+  double launch_floor_us = -1;  ///< median µs of an empty kernel between two events, same run
+  std::string gpu_skipped;      ///< why the GPU kernels did not run; "" when they did
 };
 
 /// The commit histeq was built from, embedded at build time (a header generated by

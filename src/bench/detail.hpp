@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "device_buffer.hpp"
 #include "bench/bench.hpp"
+#include "device_buffer.hpp"
 #include "histeq/types.hpp"
 
 namespace histeq::bench::internal {

@@ -3,6 +3,7 @@
 // cells into one narrated line per step.
 #include "bench/lesson.hpp"
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,7 +13,6 @@
 #include <functional>
 #include <ostream>
 #include <sstream>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -115,8 +115,9 @@ std::vector<Lesson> make_lessons() {
   {
     Lesson l;
     l.name = "subhist";
-    l.title = "64 bins without atomics: per-thread sub-histograms, two kernels, cooperative, "
-              "short counters";
+    l.title =
+        "64 bins without atomics: per-thread sub-histograms, two kernels, cooperative, "
+        "short counters";
     l.source = "the 64-bin int-array blog (36*192*10240 values i, bin i % 64)";
     l.type = SampleType::i32;
     l.bins = {bench::kLessonBins};
@@ -229,7 +230,8 @@ std::string join_facts(const std::vector<std::string>& parts) {
 
 std::string why_of(const Row& r, const Context& ctx) {
   if (r.status == "SKIP") return "skipped: " + r.note;
-  if (r.status == "FAIL" && r.kernel != "racy") return "its histogram differs from the CPU's: " + r.note;
+  if (r.status == "FAIL" && r.kernel != "racy")
+    return "its histogram differs from the CPU's: " + r.note;
   std::string ceiling = pct_ceiling(r, ctx.read_bw);
   const std::string k = r.kernel;
   if (k == bench::kCpuKernel) {
@@ -262,7 +264,8 @@ std::string why_of(const Row& r, const Context& ctx) {
     return join_facts({s, ceiling});
   }
   if (k == "contiguous") {
-    const std::size_t threads = std::size_t(std::max(r.grid, 1)) * std::size_t(std::max(r.block, 1));
+    const std::size_t threads =
+        std::size_t(std::max(r.grid, 1)) * std::size_t(std::max(r.block, 1));
     const std::size_t vectors = r.n * sample_bytes(r.type) / 16;
     const std::size_t k_vec = (vectors + threads - 1) / threads;
     return join_facts({std::to_string(r.grid) + "×" + std::to_string(r.block) +
@@ -315,8 +318,8 @@ std::string list_lessons() {
   std::ostringstream o;
   o << "Lessons (run one with 'histeq lesson NAME'; docs/lessons.md explains them):\n";
   for (const Lesson& l : lessons()) {
-    o << "  " << l.name << std::string(l.name.size() < 9 ? 9 - l.name.size() : 1, ' ')
-      << l.title << "\n           from " << l.source << "\n";
+    o << "  " << l.name << std::string(l.name.size() < 9 ? 9 - l.name.size() : 1, ' ') << l.title
+      << "\n           from " << l.source << "\n";
   }
   return o.str();
 }
@@ -546,12 +549,13 @@ void write_text(std::ostream& os, const Lesson& lesson, const bench::RunInfo& in
     std::snprintf(step, sizeof step, "%3d", r.step);
     std::string time = r.median_us > 0 ? fmt(r.median_us, r.median_us < 100 ? 1 : 0) + " us" : "-";
     os << step << " " << r.kernel << std::string(kw - r.kernel.size(), ' ') << "  " << r.change
-       << std::string(cw - r.change.size(), ' ') << "  " << std::string(time.size() < 9 ? 9 - time.size() : 0, ' ')
-       << time << "  " << std::string(7 - std::min<std::size_t>(7, times(r.speedup_prev).size()), ' ')
+       << std::string(cw - r.change.size(), ' ') << "  "
+       << std::string(time.size() < 9 ? 9 - time.size() : 0, ' ') << time << "  "
+       << std::string(7 - std::min<std::size_t>(7, times(r.speedup_prev).size()), ' ')
        << times(r.speedup_prev) << "  "
        << std::string(9 - std::min<std::size_t>(9, times(r.speedup_atomic).size()), ' ')
-       << times(r.speedup_atomic) << "  " << r.status << std::string(r.status.size() < 5 ? 5 - r.status.size() : 0, ' ')
-       << "  " << r.why << "\n";
+       << times(r.speedup_atomic) << "  " << r.status
+       << std::string(r.status.size() < 5 ? 5 - r.status.size() : 0, ' ') << "  " << r.why << "\n";
   }
   if (rows.empty()) os << "\n(no rows)\n";
 }
@@ -572,9 +576,9 @@ void write_csv(std::ostream& os, const Lesson& lesson, const bench::RunInfo& inf
        << ',' << r.step << ',' << csv_field(r.kernel) << ',' << csv_field(r.change) << ','
        << r.status << ',' << num(r.median_us, "") << ',' << num(r.speedup_prev, "") << ','
        << num(r.speedup_atomic, "") << ',' << num(r.gbps, "") << ',' << num(r.pct_read_bw, "")
-       << ',' << num(r.ceiling_speedup, "") << ',' << r.lost << ',' << num(r.occupancy, "")
-       << ',' << r.grid << ',' << r.block << ',' << csv_field(r.why) << ',' << csv_field(r.note)
-       << ',' << csv_field(info.device) << ',' << csv_field(info.commit) << ','
+       << ',' << num(r.ceiling_speedup, "") << ',' << r.lost << ',' << num(r.occupancy, "") << ','
+       << r.grid << ',' << r.block << ',' << csv_field(r.why) << ',' << csv_field(r.note) << ','
+       << csv_field(info.device) << ',' << csv_field(info.commit) << ','
        << num(info.read_bw_gbps, "") << ',' << csv_field(info.command_line) << '\n';
   }
 }
@@ -597,14 +601,27 @@ Json json_text_or_null(const std::string& s) {
 
 Json to_json(const Row& r) {
   return Json{
-      {"panel", r.panel}, {"case", r.case_label}, {"type", type_name(r.type)},
-      {"bins", r.bins}, {"size", r.n}, {"step", r.step}, {"kernel", r.kernel},
-      {"change", r.change}, {"status", r.status}, {"median_us", json_num(r.median_us)},
-      {"speedup_prev", json_num(r.speedup_prev)}, {"speedup_atomic", json_num(r.speedup_atomic)},
-      {"gbps", json_num(r.gbps)}, {"pct_of_read_bw", json_num(r.pct_read_bw)},
-      {"ceiling_speedup", json_num(r.ceiling_speedup)}, {"lost", r.lost},
-      {"occupancy", json_num(r.occupancy)}, {"grid", r.grid}, {"block", r.block},
-      {"why", r.why}, {"note", json_text_or_null(r.note)},
+      {"panel", r.panel},
+      {"case", r.case_label},
+      {"type", type_name(r.type)},
+      {"bins", r.bins},
+      {"size", r.n},
+      {"step", r.step},
+      {"kernel", r.kernel},
+      {"change", r.change},
+      {"status", r.status},
+      {"median_us", json_num(r.median_us)},
+      {"speedup_prev", json_num(r.speedup_prev)},
+      {"speedup_atomic", json_num(r.speedup_atomic)},
+      {"gbps", json_num(r.gbps)},
+      {"pct_of_read_bw", json_num(r.pct_read_bw)},
+      {"ceiling_speedup", json_num(r.ceiling_speedup)},
+      {"lost", r.lost},
+      {"occupancy", json_num(r.occupancy)},
+      {"grid", r.grid},
+      {"block", r.block},
+      {"why", r.why},
+      {"note", json_text_or_null(r.note)},
   };
 }
 
@@ -679,15 +696,15 @@ void make_plot(const Options& opt, const Lesson& lesson, const bench::RunInfo& i
     return;
   }
   err << "note: no plot made ("
-      << (!have_python ? "python3 not found"
-          : !have_mpl  ? "matplotlib not found for python3"
+      << (!have_python     ? "python3 not found"
+          : !have_mpl      ? "matplotlib not found for python3"
           : script.empty() ? "bench/lesson_plot.py not found"
                            : "bench/lesson_plot.py failed, its message is above")
       << "); to draw it: install matplotlib (apt-get install python3-matplotlib, or pip install "
          "matplotlib), then run\n  python3 bench/lesson_plot.py "
       << (opt.csv.empty() ? std::string("FILE.csv") : shell_quote(opt.csv)) << " -o "
-      << shell_quote(opt.plot) << (opt.csv.empty() ? "   (FILE.csv: rerun with --csv FILE.csv)" : "")
-      << '\n';
+      << shell_quote(opt.plot)
+      << (opt.csv.empty() ? "   (FILE.csv: rerun with --csv FILE.csv)" : "") << '\n';
 }
 
 int run(const Options& opt, std::ostream& out, std::ostream& err) {

@@ -41,9 +41,9 @@ struct Lesson {
   std::string source;  ///< where the experiment comes from
   SampleType type = SampleType::u8;
   std::vector<int> bins;
-  std::vector<std::size_t> sizes;        ///< default sizes (--size replaces them)
+  std::vector<std::size_t> sizes;  ///< default sizes (--size replaces them)
   std::vector<Distribution> dists;
-  bool photo = false;                    ///< also a real photo (--image, default a sample)
+  bool photo = false;  ///< also a real photo (--image, default a sample)
   std::vector<Step> steps;
 };
 
@@ -56,14 +56,14 @@ std::string list_lessons();
 
 /// What the command line selects.
 struct Options {
-  std::string name;            ///< "" = list the lessons
-  std::size_t size = 0;        ///< --size; 0 = the lesson's sizes
-  std::string image;           ///< --image FILE (atomics only); "" = the default photo
-  std::string plot, csv, json; ///< output files; "" = none
-  int reps = 10;               ///< timed repeats per step (bench --reps)
+  std::string name;             ///< "" = list the lessons
+  std::size_t size = 0;         ///< --size; 0 = the lesson's sizes
+  std::string image;            ///< --image FILE (atomics only); "" = the default photo
+  std::string plot, csv, json;  ///< output files; "" = none
+  int reps = 10;                ///< timed repeats per step (bench --reps)
   int warmup = 2;
   bool help = false;
-  std::string command_line;    ///< "histeq lesson ARGS..."
+  std::string command_line;  ///< "histeq lesson ARGS..."
 };
 
 /// Parses `histeq lesson` arguments (without "lesson"). Throws UsageError naming the bad option
@@ -78,24 +78,24 @@ bench::Options bench_options(const Lesson& lesson, const Options& opt, const std
 
 /// One narrated line: one step on one case.
 struct Row {
-  std::string panel;        ///< data distribution, or "photo:<file>"
-  std::string case_label;   ///< "u8, 256 bins, 64M"
+  std::string panel;       ///< data distribution, or "photo:<file>"
+  std::string case_label;  ///< "u8, 256 bins, 64M"
   SampleType type = SampleType::u8;
   int bins = 0;
   std::size_t n = 0;
-  int step = 0;             ///< 1-based position in the lesson
+  int step = 0;  ///< 1-based position in the lesson
   std::string kernel, change;
-  std::string status;       ///< PASS (equal to the CPU histogram), FAIL, SKIP
-  std::string note;         ///< why SKIP/FAIL
+  std::string status;  ///< PASS (equal to the CPU histogram), FAIL, SKIP
+  std::string note;    ///< why SKIP/FAIL
   double median_us = -1;
   double speedup_prev = -1;    ///< median of the previous timed step / this; < 0: none
   double speedup_atomic = -1;  ///< median of atomic (same case) / this; < 0: none
   double gbps = -1, pct_read_bw = -1;
-  double ceiling_speedup = -1; ///< the speed-up over atomic that the read ceiling would give
+  double ceiling_speedup = -1;  ///< the speed-up over atomic that the read ceiling would give
   std::uint64_t lost = 0;
-  double occupancy = -1;       ///< theoretical occupancy 0..1 of the counting kernel; < 0: unknown
+  double occupancy = -1;  ///< theoretical occupancy 0..1 of the counting kernel; < 0: unknown
   int grid = 0, block = 0;
-  std::string why;             ///< one sentence from this run's facts
+  std::string why;  ///< one sentence from this run's facts
 };
 
 /// The lesson's rows from a bench run of it: one per (case, step) in case order then step order,

@@ -1,6 +1,6 @@
 // bench/report.cpp — what `histeq bench` reports (bench/bench.hpp): the derived figures
-// (speed-ups, share of read bandwidth), the aligned table, the CSV, the JSON (nlohmann::ordered_json, one
-// serializer per report type), the output files and the plot.
+// (speed-ups, share of read bandwidth), the aligned table, the CSV, the JSON
+// (nlohmann::ordered_json, one serializer per report type), the output files and the plot.
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,8 +48,10 @@ std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string r = "\"";
   for (char c : s) {
-    if (c == '"') r += "\"\"";
-    else r += c;
+    if (c == '"')
+      r += "\"\"";
+    else
+      r += c;
   }
   return r + "\"";
 }
@@ -95,10 +97,9 @@ void write_table(std::ostream& os, const RunInfo& info, const std::vector<Cell>&
   if (!info.commit.empty()) os << "  (commit " << info.commit << ")";
   os << '\n';
 
-  const std::vector<std::string> head = {"kernel", "type",   "bins",    "size",   "dist",
-                                         "block",  "l2",     "status",  "med_us", "min_us",
-                                         "GB/s",   "Gelem/s", "x_atomic", "x_cub", "%read",
-                                         "lost",   "launch"};
+  const std::vector<std::string> head = {
+      "kernel", "type", "bins",    "size",     "dist",  "block", "l2",   "status", "med_us",
+      "min_us", "GB/s", "Gelem/s", "x_atomic", "x_cub", "%read", "lost", "launch"};
   std::vector<std::vector<std::string>> rows;
   rows.push_back(head);
   for (const Cell& c : cells) {
@@ -149,13 +150,13 @@ void write_csv(std::ostream& os, const RunInfo& info, const std::vector<Cell>& c
   os << kCsvHeader << '\n';
   for (const Cell& c : cells) {
     os << csv_field(c.kernel) << ',' << type_name(c.type) << ',' << c.bins << ',' << c.n << ','
-       << c.n * sample_bytes(c.type) << ',' << csv_field(c.dist) << ',' << c.block << ','
-       << c.l2 << ',' << c.status << ',' << num(c.median_us) << ',' << num(c.min_us) << ','
-       << num(c.gbps) << ',' << num(c.gelems) << ',' << num(c.speedup_atomic) << ','
-       << num(c.speedup_cub) << ',' << num(c.pct_read_bw) << ',' << c.lost << ','
-       << c.launch_block << ',' << c.launch_grid << ',' << c.launch_smem << ',' << c.reps << ','
-       << csv_field(c.reason) << ',' << csv_field(info.device) << ',' << csv_field(info.commit)
-       << ',' << csv_field(info.timestamp) << ',' << num(info.read_bw_gbps) << ','
+       << c.n * sample_bytes(c.type) << ',' << csv_field(c.dist) << ',' << c.block << ',' << c.l2
+       << ',' << c.status << ',' << num(c.median_us) << ',' << num(c.min_us) << ',' << num(c.gbps)
+       << ',' << num(c.gelems) << ',' << num(c.speedup_atomic) << ',' << num(c.speedup_cub) << ','
+       << num(c.pct_read_bw) << ',' << c.lost << ',' << c.launch_block << ',' << c.launch_grid
+       << ',' << c.launch_smem << ',' << c.reps << ',' << csv_field(c.reason) << ','
+       << csv_field(info.device) << ',' << csv_field(info.commit) << ','
+       << csv_field(info.timestamp) << ',' << num(info.read_bw_gbps) << ','
        << csv_field(info.command_line) << ',' << info.timing << '\n';
   }
 }
@@ -182,8 +183,7 @@ nlohmann::ordered_json to_json(const Cell& c) {
       {"speedup_vs_cub", json_num(c.speedup_cub)},
       {"pct_of_read_bw", json_num(c.pct_read_bw)},
       {"lost", c.lost},
-      {"launch",
-       {{"block", c.launch_block}, {"grid", c.launch_grid}, {"smem", c.launch_smem}}},
+      {"launch", {{"block", c.launch_block}, {"grid", c.launch_grid}, {"smem", c.launch_smem}}},
       {"reps", c.reps},
   };
   // an image case names its file: the exact bytes too when they are not UTF-8
@@ -289,8 +289,8 @@ void make_plot(const Options& opt, const RunInfo& info, const std::vector<Cell>&
   const bool have_python = std::system("command -v python3 >/dev/null 2>&1") == 0;
   bool ok = false;
   if (!script.empty() && have_python) {
-    const std::string cmd = "python3 " + shell_quote(script) + " " + shell_quote(csv) + " -o " +
-                            shell_quote(opt.plot);
+    const std::string cmd =
+        "python3 " + shell_quote(script) + " " + shell_quote(csv) + " -o " + shell_quote(opt.plot);
     ok = std::system(cmd.c_str()) == 0;
   }
   if (!tmp.empty()) fs::remove(tmp);
@@ -298,9 +298,10 @@ void make_plot(const Options& opt, const RunInfo& info, const std::vector<Cell>&
     err << "plot written to " << opt.plot << '\n';
     return;
   }
-  err << "note: no plot made (" << (!have_python ? "python3 not found"
-                                    : script.empty() ? "bench/plot.py not found"
-                                                     : "bench/plot.py failed")
+  err << "note: no plot made ("
+      << (!have_python     ? "python3 not found"
+          : script.empty() ? "bench/plot.py not found"
+                           : "bench/plot.py failed")
       << "); to draw it: write the CSV with --csv FILE.csv, install python3-matplotlib "
          "(apt-get install python3-matplotlib), then run\n"
          "  python3 bench/plot.py FILE.csv -o "

@@ -17,9 +17,9 @@
 #include "histeq/clahe.hpp"
 #include "histeq/clahe_gpu.hpp"
 #include "histeq/cpu.hpp"
-#include "histeq/gpu16.hpp"
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
+#include "histeq/gpu16.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/lut.hpp"
 #include "histeq/pipeline.hpp"
@@ -32,13 +32,11 @@ namespace histeq::bench {
 
 using namespace internal;
 
-std::string skip_reason(const char* unsupported, std::size_t needed_bytes,
-                        std::size_t free_bytes) {
+std::string skip_reason(const char* unsupported, std::size_t needed_bytes, std::size_t free_bytes) {
   if (unsupported) return std::string("unsupported: ") + unsupported;
   if (needed_bytes > free_bytes) {
     auto mib = [](std::size_t b) { return fmt(double(b) / double(1 << 20), 1); };
-    return "needs " + mib(needed_bytes) + " MiB of device memory, " + mib(free_bytes) +
-           " MiB free";
+    return "needs " + mib(needed_bytes) + " MiB of device memory, " + mib(free_bytes) + " MiB free";
   }
   return {};
 }
@@ -50,8 +48,8 @@ struct DataCase {
   SampleType type = SampleType::u8;
   int bins = 256;
   std::size_t n = 0;
-  std::string label;                  ///< distribution name or image:<file>
-  std::optional<Distribution> dist;   ///< synthetic
+  std::string label;                                 ///< distribution name or image:<file>
+  std::optional<Distribution> dist;                  ///< synthetic
   const std::vector<std::uint8_t>* plane = nullptr;  ///< image plane (u8)
 };
 
@@ -66,7 +64,7 @@ std::string iso_utc_now() {
 
 bool is_image_name(const fs::path& p) {
   static const std::set<std::string> exts = {".png", ".jpg", ".jpeg", ".bmp", ".tga", ".gif",
-                                             ".pgm", ".ppm", ".pnm", ".psd", ".hdr", ".pic"};
+                                             ".pgm", ".ppm", ".pnm",  ".psd", ".hdr", ".pic"};
   return exts.count(lower(p.extension().string())) > 0;
 }
 
@@ -147,9 +145,8 @@ class Sweep {
       run_clahe(dc, data);
       return;
     }
-    const bool want_cpu =
-        !gpu_ || std::find(opt_.kernels.begin(), opt_.kernels.end(), kCpuKernel) !=
-                     opt_.kernels.end();
+    const bool want_cpu = !gpu_ || std::find(opt_.kernels.begin(), opt_.kernels.end(),
+                                             kCpuKernel) != opt_.kernels.end();
     if (want_cpu) run_cpu(dc, data, ref, case_fail);
     if (gpu_) run_gpu(dc, data, ref, case_fail);
   }
@@ -186,7 +183,8 @@ class Sweep {
         const Lut l = make_lut(h.data(), Formula::opencv);
         cpu::apply(data, dc.n, 1, Mode::gray, &l, want.data());
         const auto t1 = std::chrono::steady_clock::now();
-        if (r >= opt_.warmup) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+        if (r >= opt_.warmup)
+          us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
       }
       std::vector<std::uint8_t> direct(dc.n);
       cpu::apply(data, dc.n, 1, Mode::gray, &lut, direct.data());
@@ -214,7 +212,8 @@ class Sweep {
       // Check once.
       std::string ran = eq.equalize_gray(d_in.get(), d_out.get(), dc.n, Formula::opencv, kernel);
       eq.synchronize();
-      if (dc.n) HISTEQ_CUDA_CHECK(cudaMemcpy(got.data(), d_out.get(), dc.n, cudaMemcpyDeviceToHost));
+      if (dc.n)
+        HISTEQ_CUDA_CHECK(cudaMemcpy(got.data(), d_out.get(), dc.n, cudaMemcpyDeviceToHost));
       std::string reason;
       if (got != want) {
         std::size_t i = 0;
@@ -223,10 +222,9 @@ class Sweep {
                  std::to_string(got[i]) + " vs " + std::to_string(want[i]);
       }
       for (L2 l : opt_.l2) {
-        const std::vector<double> us =
-            time_reps(s, opt_.warmup, opt_.reps, opt_.timing, l2_flush(l, *gpu_, s), [&] {
-              eq.equalize_gray(d_in.get(), d_out.get(), dc.n, Formula::opencv, kernel);
-            });
+        const std::vector<double> us = time_reps(
+            s, opt_.warmup, opt_.reps, opt_.timing, l2_flush(l, *gpu_, s),
+            [&] { eq.equalize_gray(d_in.get(), d_out.get(), dc.n, Formula::opencv, kernel); });
         Cell c = base(dc, "equalize:" + ran, 0, to_string(l));
         c.status = reason.empty() ? "PASS" : "FAIL";
         c.reason = reason;
@@ -255,7 +253,8 @@ class Sweep {
         const auto t0 = std::chrono::steady_clock::now();
         cpu::clahe_plane(data, w, h, o, want.data());
         const auto t1 = std::chrono::steady_clock::now();
-        if (r >= opt_.warmup) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+        if (r >= opt_.warmup)
+          us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
       }
       c.status = "PASS";
       set_times(c, us);
@@ -442,8 +441,8 @@ class Sweep {
       const kernels::KernelEntry* e = entries[k];
       const std::string& label = labels[k];
       const std::size_t scratch = e->scratch_bytes(dc.n, dc.bins, dc.type);
-      std::string skip = skip_reason(e->unsupported(dc.type, dc.bins), scratch,
-                                     free_device_bytes());
+      std::string skip =
+          skip_reason(e->unsupported(dc.type, dc.bins), scratch, free_device_bytes());
       if (!skip.empty() && e->unsupported(dc.type, dc.bins) == nullptr) skip = "scratch " + skip;
       DeviceBuffer<std::uint8_t> d_scratch;
       if (skip.empty()) {
@@ -458,8 +457,8 @@ class Sweep {
         add_all(dc, label, "SKIP", skip);
         continue;
       }
-      for (int block : opt_.blocks) run_kernel(dc, *e, block, d_in.get(), d_scratch.get(), ref,
-                                               case_fail, label);
+      for (int block : opt_.blocks)
+        run_kernel(dc, *e, block, d_in.get(), d_scratch.get(), ref, case_fail, label);
     }
   }
 

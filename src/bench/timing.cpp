@@ -81,9 +81,10 @@ namespace {
 /// µs of an empty kernel between two events (median): the launch floor of this machine.
 double measure_launch_floor(Gpu& g, Timing timing, std::ostream& err) {
   const cudaStream_t s = g.stream.get();
-  const double med = median_of(time_reps(s, 3, 31, timing, nullptr,
-                                         [&] { kernels::launch_empty(s); }, &err));
-  err << "launch floor: " << fmt(med, 2) << " us (an empty kernel between two events, median of 31)\n";
+  const double med = median_of(time_reps(
+      s, 3, 31, timing, nullptr, [&] { kernels::launch_empty(s); }, &err));
+  err << "launch floor: " << fmt(med, 2)
+      << " us (an empty kernel between two events, median of 31)\n";
   return med;
 }
 
@@ -100,9 +101,9 @@ double measure_read_bandwidth(Gpu& g, Timing timing, std::ostream& err) {
   HISTEQ_CUDA_CHECK(cudaMemsetAsync(buf.get(), 0x5A, bytes, g.stream.get()));
   const cudaStream_t s = g.stream.get();
   constexpr int kReps = 15;
-  const std::vector<double> us = time_reps(s, 3, kReps, timing, nullptr, [&] {
-    kernels::launch_stream_read(buf.get(), bytes, sink.get(), 0, 256, s);
-  }, &err);
+  const std::vector<double> us = time_reps(
+      s, 3, kReps, timing, nullptr,
+      [&] { kernels::launch_stream_read(buf.get(), bytes, sink.get(), 0, 256, s); }, &err);
   const double med = median_of(us);
   const double gbps = med > 0 ? double(bytes) / (med * 1e3) : -1;
   err << "read bandwidth: " << fmt(gbps, 1) << " GB/s (streaming 16-byte loads over "

@@ -48,7 +48,9 @@ std::vector<Planned> collect_inputs(const std::vector<std::string>& inputs, bool
         found.push_back({e.path().string(), e.path().lexically_relative(in)});
       };
       if (recursive) {
-        for (fs::recursive_directory_iterator it(in, fs::directory_options::skip_permission_denied, ec), end;
+        for (fs::recursive_directory_iterator
+                 it(in, fs::directory_options::skip_permission_denied, ec),
+             end;
              !ec && it != end; it.increment(ec))
           take(*it);
       } else {
@@ -106,7 +108,8 @@ ExecutorOptions executor_options(const cxxopts::ParseResult& r, const Common& cm
   const std::string dec = r["decoder"].as<std::string>();
   if (dec == "gpu") {
     if (!gpu::nvjpeg_built())
-      throw UsageError("--decoder gpu: this histeq was built without nvJPEG (valid here: auto, cpu)");
+      throw UsageError(
+          "--decoder gpu: this histeq was built without nvJPEG (valid here: auto, cpu)");
     if (cm.opt.backend == Backend::cpu)
       throw UsageError("--decoder gpu needs the CUDA backend (not --backend cpu)");
     eo.jpeg = JpegRoute::gpu;
@@ -124,9 +127,10 @@ std::string output_of(const Planned& p, const std::string& outdir, const std::st
   if (!format.empty()) {
     rel.replace_extension(format);
   } else if (!writable_ext(lower_ext(rel))) {
-    throw UsageError("cannot write '" + p.input + "' in its own format (" +
-                     (rel.extension().empty() ? std::string("no extension") : rel.extension().string()) +
-                     "; histeq writes png, jpg, bmp, tga): add --format png (or jpg, bmp, tga)");
+    throw UsageError(
+        "cannot write '" + p.input + "' in its own format (" +
+        (rel.extension().empty() ? std::string("no extension") : rel.extension().string()) +
+        "; histeq writes png, jpg, bmp, tga): add --format png (or jpg, bmp, tga)");
   }
   return (fs::path(outdir) / rel).lexically_normal().string();
 }
@@ -151,7 +155,10 @@ std::vector<WorkItem> plan_items(const cxxopts::ParseResult& r, Task task,
     }
     items.push_back(std::move(w));
   }
-  if (items.empty()) throw UsageError("no image files in the inputs (folders are searched for .png .jpg .jpeg .bmp .tga .gif .pnm .pgm .ppm; -r for subfolders)");
+  if (items.empty())
+    throw UsageError(
+        "no image files in the inputs (folders are searched for .png .jpg .jpeg .bmp .tga .gif "
+        ".pnm .pgm .ppm; -r for subfolders)");
   return items;
 }
 
@@ -161,9 +168,12 @@ void refuse_unused_encode_options(const cxxopts::ParseResult& r,
   std::string jpeg_out, png_out, other;
   for (const WorkItem& w : items) {
     const std::string e = lower_ext(fs::path(w.output));
-    if (jpeg_ext(e)) jpeg_out = e;
-    else if (e == ".png") png_out = e;
-    else other = e;
+    if (jpeg_ext(e))
+      jpeg_out = e;
+    else if (e == ".png")
+      png_out = e;
+    else
+      other = e;
   }
   if (jpeg_out.empty()) refuse_jpeg_options(r, png_out.empty() ? other : png_out);
   if (png_out.empty()) refuse_png_options(r, jpeg_out.empty() ? other : jpeg_out);
@@ -234,8 +244,8 @@ struct ItemPrinter {
 }  // namespace
 
 int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
-              const std::vector<std::string>& inputs, const std::string& outdir,
-              std::ostream& out, std::ostream& err, const PrintItem& print_item,
+              const std::vector<std::string>& inputs, const std::string& outdir, std::ostream& out,
+              std::ostream& err, const PrintItem& print_item,
               const ExecutorOptions::ItemOp& item_op) {
   const bool quiet = r.count("quiet") > 0;
   const bool json = r.count("json") > 0;
@@ -244,7 +254,8 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
   refuse_kernel_on_cpu(cm);
   const ExecutorOptions eo = executor_options(r, cm, task, item_op);
   std::string format;
-  if (task == Task::equalize && r.count("format")) format = parse_format(r["format"].as<std::string>());
+  if (task == Task::equalize && r.count("format"))
+    format = parse_format(r["format"].as<std::string>());
 
   // Plan every output before any work: formats, collisions, options that would do nothing.
   const std::vector<WorkItem> items = plan_items(r, task, inputs, outdir, format);
@@ -269,7 +280,8 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
     const std::string why = ex.cpu_fallback_reason();
     if (!why.empty()) err << "histeq: no usable CUDA device (" << why << "); ran on the CPU\n";
   }
-  if (r.count("timing")) print_batch_timing(json ? err : (task == Task::equalize ? out : err), sum, ex.jobs());
+  if (r.count("timing"))
+    print_batch_timing(json ? err : (task == Task::equalize ? out : err), sum, ex.jobs());
   if (json) out << dump_line(batch_summary_json(sum, ex.jobs())) << '\n';
   if (!quiet) {
     const double mps = sum.wall_s > 0 ? sum.megapixels / sum.wall_s : 0;

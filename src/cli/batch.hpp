@@ -22,8 +22,8 @@ using PrintItem = std::function<void(std::ostream&, const ItemReport&)>;
 /// Runs a batch for `equalize` (outdir given) or `histogram` (outdir empty). Returns 1 when any
 /// file failed (each failure printed once, on `err`), else 0.
 int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
-              const std::vector<std::string>& inputs, const std::string& outdir,
-              std::ostream& out, std::ostream& err, const PrintItem& print_item,
+              const std::vector<std::string>& inputs, const std::string& outdir, std::ostream& out,
+              std::ostream& err, const PrintItem& print_item,
               const ExecutorOptions::ItemOp& item_op = {});
 
 /// An error message of the library, with the option that sets the limit it names when it is

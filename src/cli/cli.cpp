@@ -42,25 +42,29 @@ int dispatch(const std::string& cmd, const std::vector<std::string>& rest, std::
 
 std::string usage() {
   return "histeq " HISTEQ_VERSION
-         " - histogram equalization and CLAHE of 8- and 16-bit images on the GPU (CUDA), with a CPU backend\n"
+         " - histogram equalization and CLAHE of 8- and 16-bit images on the GPU (CUDA), with a "
+         "CPU backend\n"
          "\n"
          "Usage:\n"
          "  histeq equalize INPUT -o OUTPUT [--kernel NAME] [--backend auto|cuda|cpu]\n"
          "                  [--mode luma|rgb|gray] [--formula opencv|exact] [--timing] [--json]\n"
          "                  [--quality Q] [--subsampling 444|422|420] [--decoder auto|gpu|cpu]\n"
          "                  [--png-level L] [--format png|jpg|bmp|tga] [--max-pixels N]\n"
-         "  histeq equalize INPUT... -o FOLDER [-r] [--format FMT] [--jobs N] [--max-inflight-mb MB]\n"
+         "  histeq equalize INPUT... -o FOLDER [-r] [--format FMT] [--jobs N] [--max-inflight-mb "
+         "MB]\n"
          "                  [--devices LIST] [--quiet] [--json] [--timing] [options above]\n"
          "  histeq equalize - -o - --format FMT      (standard input to standard output)\n"
          "  histeq clahe INPUT... -o OUTPUT [--clip C] [--tiles WxH] [options of equalize]\n"
-         "  histeq histogram INPUT... [-r] [--kernel NAME] [--backend ...] [--mode ...] [--csv] [--json]\n"
+         "  histeq histogram INPUT... [-r] [--kernel NAME] [--backend ...] [--mode ...] [--csv] "
+         "[--json]\n"
          "  (equalize, clahe, histogram: [--depth 8|16]; 16-bit PNG/PGM/PPM stay 16-bit)\n"
          "  histeq kernels [--details] [--type u8|i32] [--bins N] [--size N]\n"
          "  histeq bench [ARGS...]        (see 'histeq bench --help')\n"
          "  histeq lesson [NAME] [...]    guided experiments (see 'histeq lesson --help')\n"
          "  histeq --help | --version | COMMAND --help | help COMMAND\n"
          "\n"
-         "Exit status: 0 success, 1 runtime failure (bad input file, I/O, CUDA; in a batch: any file\n"
+         "Exit status: 0 success, 1 runtime failure (bad input file, I/O, CUDA; in a batch: any "
+         "file\n"
          "failed), 2 usage error.\n";
 }
 

@@ -45,7 +45,8 @@ bool pnm_number(const std::uint8_t* d, std::size_t n, std::size_t& pos, std::uin
   }
   if (pos >= n || !std::isdigit(d[pos])) return false;
   v = 0;
-  while (pos < n && std::isdigit(d[pos]) && v < (std::uint64_t(1) << 40)) v = v * 10 + (d[pos++] - '0');
+  while (pos < n && std::isdigit(d[pos]) && v < (std::uint64_t(1) << 40))
+    v = v * 10 + (d[pos++] - '0');
   return true;
 }
 
@@ -135,8 +136,8 @@ std::vector<Histogram> histograms16(const Image16& img, Mode mode, Backend backe
       continue;
     }
     Histogram h(kBins16);
-    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d_plane->get(), plane.data(), n * 2, cudaMemcpyHostToDevice,
-                                      eq->stream()));
+    HISTEQ_CUDA_CHECK(
+        cudaMemcpyAsync(d_plane->get(), plane.data(), n * 2, cudaMemcpyHostToDevice, eq->stream()));
     eq->histogram(d_plane->get(), n, d_hist->get());
     HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h.data(), d_hist->get(), kBins16 * sizeof(std::uint64_t),
                                       cudaMemcpyDeviceToHost, eq->stream()));
@@ -159,7 +160,8 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
                      " file cannot hold (8 bits per sample): write .png (or .pgm/.ppm), or add "
                      "--depth 8 to convert to 8 bits");
   if (apply && !work16 && (ext == ".pgm" || ext == ".ppm"))
-    throw UsageError("'" + name + "' is processed at 8 bits and histeq writes .pgm/.ppm at 16 "
+    throw UsageError("'" + name +
+                     "' is processed at 8 bits and histeq writes .pgm/.ppm at 16 "
                      "bits only: write .png, jpg, bmp or tga, or add --depth 16");
 
   if (opt.kind == ItemOpKind::clahe && work16) {

@@ -22,7 +22,7 @@ struct ItemOpOptions {
   ItemOpKind kind = ItemOpKind::equalize;
   EqualizeOptions equalize;  ///< backend, mode, kernel, formula (8-bit equalize/histogram)
   ClaheOptions clahe;        ///< clip and tiles (mode comes from equalize.mode)
-  int depth = 0;             ///< --depth: 0 keep the input's, 8 narrow 16-bit inputs, 16 widen 8-bit ones
+  int depth = 0;  ///< --depth: 0 keep the input's, 8 narrow 16-bit inputs, 16 widen 8-bit ones
   std::uint64_t max_pixels = kDefaultMaxPixels;
   EncodeOptions encode;
   /// CUDA devices the items of a batch are spread over, round robin (--devices; empty: every

@@ -23,42 +23,59 @@ namespace histeq::cli {
 namespace {
 
 std::string equalize_description(bool clahe) {
-  return clahe
-             ? "Contrast-limited adaptive histogram equalization (CLAHE), byte for byte "
-               "OpenCV 4.6's createCLAHE(clipLimit, tileGridSize).apply() on gray and 16-bit "
-               "images (colour: on Y of YCbCr, or per channel with --mode rgb). Same inputs, "
-               "outputs and batch options as 'histeq equalize'."
-             : "Equalizes the histogram of an 8- or 16-bit image (PNG, JPEG, BMP, TGA, GIF, "
-               "PNM in; PNG, JPEG, BMP, TGA out; 16-bit PNG/PGM/PPM stay 16-bit).";
+  return clahe ? "Contrast-limited adaptive histogram equalization (CLAHE), byte for byte "
+                 "OpenCV 4.6's createCLAHE(clipLimit, tileGridSize).apply() on gray and 16-bit "
+                 "images (colour: on Y of YCbCr, or per channel with --mode rgb). Same inputs, "
+                 "outputs and batch options as 'histeq equalize'."
+               : "Equalizes the histogram of an 8- or 16-bit image (PNG, JPEG, BMP, TGA, GIF, "
+                 "PNM in; PNG, JPEG, BMP, TGA out; 16-bit PNG/PGM/PPM stay 16-bit).";
 }
 
 void add_equalize_options(Command& c, bool clahe) {
   c.options.add_options()("input", "input images or folders ('-': standard input)",
                           cxxopts::value<std::vector<std::string>>());
-  c.add("o,output", "output image (one input; the format follows the extension .png .jpg .jpeg .bmp .tga; may equal INPUT; '-': standard output, needs --format), or the output folder (several inputs or a folder; created if missing)",
+  c.add("o,output",
+        "output image (one input; the format follows the extension .png .jpg .jpeg .bmp .tga; may "
+        "equal INPUT; '-': standard output, needs --format), or the output folder (several inputs "
+        "or a folder; created if missing)",
         cxxopts::value<std::string>(), "OUTPUT");
   add_kernel_backend(c);
   add_batch_options(c, true);
   add_depth(c);
   if (clahe) {
-    c.add("clip", "contrast limit, OpenCV's clipLimit: each tile's histogram is clipped at max(1, int(C * tile pixels / bins)) and the excess redistributed; 0: no clipping; >= 0",
+    c.add("clip",
+          "contrast limit, OpenCV's clipLimit: each tile's histogram is clipped at max(1, int(C * "
+          "tile pixels / bins)) and the excess redistributed; 0: no clipping; >= 0",
           cxxopts::value<double>()->default_value("2.0"), "C");
-    c.add("tiles", "tile grid, OpenCV's tileGridSize: W columns by H rows, each 1.." + std::to_string(kMaxClaheTiles),
+    c.add("tiles",
+          "tile grid, OpenCV's tileGridSize: W columns by H rows, each 1.." +
+              std::to_string(kMaxClaheTiles),
           cxxopts::value<std::string>()->default_value("8x8"), "WxH");
   } else {
-    c.add("f,formula", "CDF->LUT formula: opencv (cv::equalizeHist, float32) or exact (integer, round half up)",
+    c.add("f,formula",
+          "CDF->LUT formula: opencv (cv::equalizeHist, float32) or exact (integer, round half up)",
           cxxopts::value<std::string>()->default_value("opencv"), "NAME");
   }
   c.add("q,quality", "JPEG quality 1..100", cxxopts::value<int>()->default_value("95"), "Q");
-  c.add("decoder", "JPEG codec: auto (nvJPEG when the GPU backend runs and this build has it, else libjpeg-turbo), gpu (nvJPEG decode and encode; inputs it cannot take fall back to libjpeg-turbo), cpu (libjpeg-turbo)",
+  c.add("decoder",
+        "JPEG codec: auto (nvJPEG when the GPU backend runs and this build has it, else "
+        "libjpeg-turbo), gpu (nvJPEG decode and encode; inputs it cannot take fall back to "
+        "libjpeg-turbo), cpu (libjpeg-turbo)",
         cxxopts::value<std::string>()->default_value("auto"), "NAME");
-  c.add("subsampling", "JPEG chroma subsampling of a colour output: 444, 422 or 420 (gray JPEGs have one component)",
-        cxxopts::value<std::string>()->default_value("420"), "S");
-  c.add_flag("timing", "print a table of milliseconds per stage and the histogram's GB/s (a batch: per stage the sum over the files, and the wall time)");
-  c.add_flag("json", "print the report as one JSON object on stdout (the --timing table, if asked, goes to stderr); a batch: one object per file per line, then a summary object");
+  c.add(
+      "subsampling",
+      "JPEG chroma subsampling of a colour output: 444, 422 or 420 (gray JPEGs have one component)",
+      cxxopts::value<std::string>()->default_value("420"), "S");
+  c.add_flag("timing",
+             "print a table of milliseconds per stage and the histogram's GB/s (a batch: per stage "
+             "the sum over the files, and the wall time)");
+  c.add_flag("json",
+             "print the report as one JSON object on stdout (the --timing table, if asked, goes to "
+             "stderr); a batch: one object per file per line, then a summary object");
   c.add_flag("h,help", "print this help");
   c.options.parse_positional({"input"});
-  c.options.positional_help("INPUT... -o OUTPUT");}
+  c.options.positional_help("INPUT... -o OUTPUT");
+}
 
 /// True when the command line is a batch: several inputs, or a folder input / an existing folder
 /// as -o (unless -o has an image extension: then it is the one output file, and a folder there
@@ -76,7 +93,8 @@ bool is_batch(const std::string& cmd, const std::vector<std::string>& inputs,
     if (inputs.size() > 3) names += ", ...";
     throw UsageError("several inputs (" + names + ") but -o '" + output +
                      "' is an image file name; with several inputs -o names the output folder "
-                     "(see 'histeq " + cmd + " --help')");
+                     "(see 'histeq " +
+                     cmd + " --help')");
   }
   return inputs.size() > 1 || (!output.empty() && output.back() == '/') ||
          (!out_is_image_name && ((input != "-" && fs::is_directory(input, ec)) || out_is_dir));
@@ -160,7 +178,7 @@ struct Single {
   ItemOpOptions io;
   EncodeOptions enc;
   bool json = false, timing = false, quiet = false;
-  bool gpu_jpeg = false;  ///< nvJPEG for JPEG files (see settle_single)
+  bool gpu_jpeg = false;                ///< nvJPEG for JPEG files (see settle_single)
   std::unique_ptr<BackendProbe> probe;  ///< --backend auto: settled once the file is decoded
 
   /// The backend as the probe has it now (no wait); the per-file operation follows it.
@@ -203,13 +221,16 @@ Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::strin
     throw UsageError("unknown --decoder '" + decoder_arg + "' (valid: auto, gpu, cpu)");
   if (decoder_arg == "gpu" && !gpu::nvjpeg_built())
     throw UsageError("--decoder gpu: this histeq was built without nvJPEG (valid here: auto, cpu)");
-  // --backend auto: settled once the file is decoded (BackendProbe); --decoder gpu needs to know now.
+  // --backend auto: settled once the file is decoded (BackendProbe); --decoder gpu needs to know
+  // now.
   s.probe = std::make_unique<BackendProbe>(s.cm.opt.backend == Backend::automatic &&
                                            decoder_arg != "gpu");
   if (!s.probe->started()) settle_backend(s.cm, err);
   warn_inexact(s.cm, err);
   if (decoder_arg == "gpu" && s.cm.opt.backend != Backend::cuda)
-    throw Error("--decoder gpu needs the CUDA backend, but it runs on the CPU (--backend cpu or no usable GPU)");
+    throw Error(
+        "--decoder gpu needs the CUDA backend, but it runs on the CPU (--backend cpu or no usable "
+        "GPU)");
   // nvJPEG for JPEG files when asked (gpu) or when the GPU backend was asked for (--backend
   // cuda, --decoder auto). With --backend auto one file is decoded and encoded by libjpeg-turbo:
   // nvJPEG's handles alone take longer to create (about 0.3 s each) than any photo's decode.
@@ -254,8 +275,8 @@ void print_item_op_report(const Single& s, const ItemReport& rep, double total_m
          << (rep.output_channels == 1 ? " channel" : " channels") << ", " << rep.bit_depth
          << "-bit, ";
     if (clahe) rout << "clahe " << clahe_summary(s.io.clahe) << ", ";
-    rout << "mode " << to_string(er.mode) << ", kernel " << er.kernel << " on " << er.device
-         << ", " << num(total_ms, 1) << " ms\n";
+    rout << "mode " << to_string(er.mode) << ", kernel " << er.kernel << " on " << er.device << ", "
+         << num(total_ms, 1) << " ms\n";
   }
 }
 
@@ -281,9 +302,9 @@ bool equalize_jpeg_on_device(const Single& s, const std::vector<std::uint8_t>& b
     e.in = codec->decode_to_host({bytes.data(), bytes.size(), s.name}, &e.decoder);
     return false;
   }
-  const gpu::JpegOnDevice d = gpu::equalize_jpeg_on_device(
-      *geq, *codec, {bytes.data(), bytes.size(), s.name}, s.cm.opt,
-      {s.enc.quality, s.enc.subsampling}, &e.rep);
+  const gpu::JpegOnDevice d =
+      gpu::equalize_jpeg_on_device(*geq, *codec, {bytes.data(), bytes.size(), s.name}, s.cm.opt,
+                                   {s.enc.quality, s.enc.subsampling}, &e.rep);
   emit(s, d.bytes, out);
   e.in.width = e.eq.width = d.width;
   e.in.height = e.eq.height = d.height;
@@ -298,8 +319,8 @@ bool equalize_jpeg_on_device(const Single& s, const std::vector<std::uint8_t>& b
 
 /// Decodes, equalizes and encodes one 8-bit image; writes the output. t_start: before the
 /// input was read (the decode and total times include reading it).
-Equalized equalize_one(Single& s, const std::vector<std::uint8_t>& bytes,
-                       Clock::time_point t_start, std::ostream& out, std::ostream& err) {
+Equalized equalize_one(Single& s, const std::vector<std::uint8_t>& bytes, Clock::time_point t_start,
+                       std::ostream& out, std::ostream& err) {
   const bool jpg_out = jpeg_ext(fs_extension_lower(s.out_ext));
   Equalized e;
   e.encoder = jpg_out ? "libjpeg-turbo" : "stb_image_write";
@@ -388,7 +409,8 @@ void report_single(const Single& s, const Equalized& e, std::ostream& out, std::
          << (e.eq.channels == 1 ? " channel" : " channels") << ", mode " << to_string(e.rep.mode)
          << ", kernel " << e.rep.kernel << " on " << e.rep.device << ", " << num(t.total_ms, 1)
          << " ms";
-    if (e.decoder != "stb_image") rout << " (decoder " << e.decoder << ", encoder " << e.encoder << ")";
+    if (e.decoder != "stb_image")
+      rout << " (decoder " << e.decoder << ", encoder " << e.encoder << ")";
     rout << '\n';
   }
 }
@@ -414,7 +436,8 @@ int run_single(const cxxopts::ParseResult& r, bool clahe, const std::string& inp
   // is an error that says so, rather than one that reads as if nothing had been written.
   out.flush();
   if (!out)
-    throw Error("the image " + output + " was written, but the report could not be written to "
+    throw Error("the image " + output +
+                " was written, but the report could not be written to "
                 "standard output (full or closed)");
   return 0;
 }
@@ -431,10 +454,13 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
     out << c.options.help();
     return 0;
   }
-  if (!r.count("input")) throw UsageError(cmd + ": missing INPUT (usage: histeq " + cmd + " INPUT -o OUTPUT)");
-  if (!r.count("output")) throw UsageError(cmd + ": missing -o OUTPUT (usage: histeq " + cmd + " INPUT -o OUTPUT)");
+  if (!r.count("input"))
+    throw UsageError(cmd + ": missing INPUT (usage: histeq " + cmd + " INPUT -o OUTPUT)");
+  if (!r.count("output"))
+    throw UsageError(cmd + ": missing -o OUTPUT (usage: histeq " + cmd + " INPUT -o OUTPUT)");
   if (clahe && r["kernel"].as<std::string>() != "auto")
-    throw UsageError("--kernel: clahe computes its tile histograms with its own kernels (valid: auto)");
+    throw UsageError(
+        "--kernel: clahe computes its tile histograms with its own kernels (valid: auto)");
   if (clahe && r["decoder"].as<std::string>() == "gpu")
     throw UsageError("--decoder gpu: clahe decodes JPEG with libjpeg-turbo (valid: auto, cpu)");
   const std::vector<std::string> inputs = r["input"].as<std::vector<std::string>>();

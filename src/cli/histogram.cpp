@@ -22,9 +22,14 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
   add_kernel_backend(c);
   add_batch_options(c, false);
   add_depth(c);
-  c.add_flag("csv", "CSV: header 'bin,count' (three planes: 'bin,r,g,b'), then one line per bin; several files: a block per file with a first column 'file'");
-  c.add_flag("json", "several files: one JSON object per file per line (JSON Lines), then a summary object");
-  c.add_flag("timing", "several files: per stage the summed milliseconds and the wall time (stderr)");
+  c.add_flag("csv",
+             "CSV: header 'bin,count' (three planes: 'bin,r,g,b'), then one line per bin; several "
+             "files: a block per file with a first column 'file'");
+  c.add_flag(
+      "json",
+      "several files: one JSON object per file per line (JSON Lines), then a summary object");
+  c.add_flag("timing",
+             "several files: per stage the summed milliseconds and the wall time (stderr)");
   c.add_flag("h,help", "print this help");
   c.options.parse_positional({"input"});
   c.options.positional_help("INPUT...");
@@ -34,7 +39,8 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
     out << c.options.help();
     return 0;
   }
-  if (!r.count("input")) throw UsageError("histogram: missing INPUT (usage: histeq histogram INPUT)");
+  if (!r.count("input"))
+    throw UsageError("histogram: missing INPUT (usage: histeq histogram INPUT)");
   const std::vector<std::string> inputs = r["input"].as<std::vector<std::string>>();
   const std::string& input = inputs.front();
   Common cm = read_common(r);
@@ -46,21 +52,24 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
       if (input == "-" && inputs.size() == 1)
         throw UsageError("histogram --json reads files, not standard input");
       warn_inexact(cm, err);
-      return run_batch(r, cm, Task::histogram, inputs, "", out, err,
-                       [csv](std::ostream& o, const ItemReport& rep) {
-                         const auto& hs = rep.equalize.histograms;
-                         const char sep = csv ? ',' : ' ';
-                         if (csv) o << (hs.size() == 3 ? "file,bin,r,g,b" : "file,bin,count") << '\n';
-                         else o << "==> " << rep.input << " <==\n";
-                         const std::size_t bins = hs.empty() ? 256 : hs.front().size();
-                         for (std::size_t b = 0; b < bins; ++b) {
-                           if (csv) o << rep.input << ',';
-                           o << b;
-                           for (const Histogram& h : hs) o << sep << (b < h.size() ? h[b] : 0);
-                           o << '\n';
-                         }
-                       },
-                       make_item_op(io, r));
+      return run_batch(
+          r, cm, Task::histogram, inputs, "", out, err,
+          [csv](std::ostream& o, const ItemReport& rep) {
+            const auto& hs = rep.equalize.histograms;
+            const char sep = csv ? ',' : ' ';
+            if (csv)
+              o << (hs.size() == 3 ? "file,bin,r,g,b" : "file,bin,count") << '\n';
+            else
+              o << "==> " << rep.input << " <==\n";
+            const std::size_t bins = hs.empty() ? 256 : hs.front().size();
+            for (std::size_t b = 0; b < bins; ++b) {
+              if (csv) o << rep.input << ',';
+              o << b;
+              for (const Histogram& h : hs) o << sep << (b < h.size() ? h[b] : 0);
+              o << '\n';
+            }
+          },
+          make_item_op(io, r));
     }
   }
 
@@ -70,7 +79,7 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
   const std::vector<std::uint8_t> bytes = input == "-" ? read_stdin() : read_image_file(input);
   const std::string name = input == "-" ? "(standard input)" : input;
   std::vector<Histogram> hs;
-  io.equalize = cm.opt;  // the backend as settled
+  io.equalize = cm.opt;                                                // the backend as settled
   if (needs_item_op(io, is_16bit_data(bytes.data(), bytes.size()))) {  // 65536 bins
     ItemReport ir;
     run_item(io, bytes.data(), bytes.size(), name, "", ir);

@@ -21,7 +21,9 @@ int cmd_kernels(const std::vector<std::string>& args, std::ostream& out, std::os
   Command c("kernels",
             "Lists the histogram kernels of the registry: name, exact or not, and the idea in one "
             "line. --details adds each kernel's launch shape and occupancy on this GPU.");
-  c.add_flag("details", "per kernel: block size, grid, shared memory per block, registers per thread, resident blocks per SM, theoretical occupancy (needs a GPU)");
+  c.add_flag("details",
+             "per kernel: block size, grid, shared memory per block, registers per thread, "
+             "resident blocks per SM, theoretical occupancy (needs a GPU)");
   c.add("type", "sample type for --details: u8 or i32",
         cxxopts::value<std::string>()->default_value("u8"), "T");
   c.add("bins", "bins for --details (1..4096)", cxxopts::value<int>()->default_value("256"), "N");
@@ -55,7 +57,8 @@ int cmd_kernels(const std::vector<std::string>& args, std::ostream& out, std::os
   if (!r.count("details")) {
     std::size_t w = 4;
     for (const auto& e : reg) w = std::max(w, std::string(e.name).size());
-    out << std::left << std::setw(int(w)) << "name" << "  exact  summary\n";
+    out << std::left << std::setw(int(w)) << "name"
+        << "  exact  summary\n";
     for (const auto& e : reg) {
       out << std::left << std::setw(int(w)) << e.name << "  " << std::setw(5)
           << (e.exact ? "yes" : "no") << "  " << e.summary << '\n';

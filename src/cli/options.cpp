@@ -32,7 +32,6 @@ std::string num(double v, int prec) {
   return s.str();
 }
 
-
 namespace {
 
 // cxxopts quotes names with ‘…’; our messages use plain ASCII quotes.
@@ -141,7 +140,8 @@ cxxopts::ParseResult Command::parse(const std::vector<std::string>& args) {
     const auto a = msg.find('\''), b = msg.rfind('\'');
     const std::string value = (a != std::string::npos && b > a) ? msg.substr(a + 1, b - a - 1) : "";
     const std::string opt = option_of_value(args, value, options);
-    if (opt.empty()) throw UsageError(msg + " in 'histeq " + name + "' (see 'histeq " + name + " --help')");
+    if (opt.empty())
+      throw UsageError(msg + " in 'histeq " + name + "' (see 'histeq " + name + " --help')");
     const std::string takes = value_help(opt);
     throw UsageError(opt + " takes " + (takes.empty() ? std::string("a number") : takes) +
                      ", got '" + value + "' (see 'histeq " + name + " --help')");
@@ -151,22 +151,28 @@ cxxopts::ParseResult Command::parse(const std::vector<std::string>& args) {
   }
 }
 
-
 // ---- shared option groups ----
 
 void add_kernel_backend(Command& c) {
-  c.add("k,kernel", "histogram kernel: auto (the fastest exact one) or a name from 'histeq kernels'",
+  c.add("k,kernel",
+        "histogram kernel: auto (the fastest exact one) or a name from 'histeq kernels'",
         cxxopts::value<std::string>()->default_value("auto"), "NAME");
   c.add("b,backend", "where to run: auto (GPU if usable, else CPU), cuda, cpu",
         cxxopts::value<std::string>()->default_value("auto"), "NAME");
-  c.add("m,mode", "colour images: luma (Y of YCbCr, default), rgb (each channel), gray (one channel of equalized luma)",
+  c.add("m,mode",
+        "colour images: luma (Y of YCbCr, default), rgb (each channel), gray (one channel of "
+        "equalized luma)",
         cxxopts::value<std::string>(), "NAME");
-  c.add("max-pixels", "refuse images with more than N pixels (width x height), checked from the header",
+  c.add("max-pixels",
+        "refuse images with more than N pixels (width x height), checked from the header",
         cxxopts::value<std::uint64_t>()->default_value(std::to_string(kDefaultMaxPixels)), "N");
 }
 
 void add_depth(Command& c) {
-  c.add("depth", "bits per sample to work at and write: 8 (16-bit inputs converted, round(v/257)) or 16 (8-bit inputs widened, v*257, written as 16-bit PNG/PGM/PPM); default: the input's own (16-bit PNG/PGM/PPM stay 16-bit)",
+  c.add("depth",
+        "bits per sample to work at and write: 8 (16-bit inputs converted, round(v/257)) or 16 "
+        "(8-bit inputs widened, v*257, written as 16-bit PNG/PGM/PPM); default: the input's own "
+        "(16-bit PNG/PGM/PPM stay 16-bit)",
         cxxopts::value<int>(), "BITS");
 }
 
@@ -182,18 +188,19 @@ void parse_tiles(const std::string& s, ClaheOptions& o) {
   const auto x = s.find_first_of("xX");
   auto side = [&](const std::string& t, int& v) {
     if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos)
-      throw UsageError("--tiles takes WxH (columns x rows, each " + range + "), e.g. 8x8; got '" + s + "'");
+      throw UsageError("--tiles takes WxH (columns x rows, each " + range + "), e.g. 8x8; got '" +
+                       s + "'");
     const long n = std::stol(t);
     if (n < 1 || n > kMaxClaheTiles)
       throw UsageError("--tiles: each side must be in " + range + ", got '" + s + "'");
     v = int(n);
   };
   if (x == std::string::npos)
-    throw UsageError("--tiles takes WxH (columns x rows, each " + range + "), e.g. 8x8; got '" + s + "'");
+    throw UsageError("--tiles takes WxH (columns x rows, each " + range + "), e.g. 8x8; got '" + s +
+                     "'");
   side(s.substr(0, x), o.tiles_x);
   side(s.substr(x + 1), o.tiles_y);
 }
-
 
 Common read_common(const cxxopts::ParseResult& r) {
   Common c;
@@ -238,32 +245,39 @@ void report_lost(const Common& c, const EqualizeReport& rep, std::uint64_t total
                  std::ostream& err) {
   if (!c.entry || c.entry->exact) return;
   if (rep.backend != "cuda") {
-    err << "histeq: kernel '" << c.entry->name << "' runs only on the GPU; the CPU counted exactly\n";
+    err << "histeq: kernel '" << c.entry->name
+        << "' runs only on the GPU; the CPU counted exactly\n";
     return;
   }
   err << "histeq: kernel '" << c.entry->name << "' lost " << rep.racy_lost << " of " << total
       << " counts";
   if (total > 0) {
-    err << " (" << std::fixed << std::setprecision(2) << 100.0 * double(rep.racy_lost) / double(total)
-        << "%)";
+    err << " (" << std::fixed << std::setprecision(2)
+        << 100.0 * double(rep.racy_lost) / double(total) << "%)";
   }
   err << '\n';
 }
 
 // ---- batch options and file names ----
 
-
 void add_batch_options(Command& c, bool equalize) {
-  c.add_flag("r,recursive", "folder inputs: descend into subfolders (outputs keep the relative path)");
+  c.add_flag("r,recursive",
+             "folder inputs: descend into subfolders (outputs keep the relative path)");
   c.add("jobs", "CPU worker threads for a batch (0: the number of cores)",
         cxxopts::value<int>()->default_value("0"), "N");
-  c.add("max-inflight-mb", "cap on the megabytes of images in flight in a batch (default: max(256, 128 x jobs), at most a quarter of the memory)",
+  c.add("max-inflight-mb",
+        "cap on the megabytes of images in flight in a batch (default: max(256, 128 x jobs), at "
+        "most a quarter of the memory)",
         cxxopts::value<std::size_t>(), "MB");
-  c.add("devices", "CUDA device ordinals for a batch, one worker each (e.g. 0,1 or 0,0); default: all (two workers each when nvJPEG takes the JPEGs)",
+  c.add("devices",
+        "CUDA device ordinals for a batch, one worker each (e.g. 0,1 or 0,0); default: all (two "
+        "workers each when nvJPEG takes the JPEGs)",
         cxxopts::value<std::string>(), "LIST");
   c.add_flag("quiet", "no notes, no progress bar, no summary line on stderr (errors still)");
   if (equalize) {
-    c.add("format", "output format of every file: png, jpg, bmp, tga; pgm, ppm for 16-bit outputs (default: each input's own; required with -o -)",
+    c.add("format",
+          "output format of every file: png, jpg, bmp, tga; pgm, ppm for 16-bit outputs (default: "
+          "each input's own; required with -o -)",
           cxxopts::value<std::string>(), "FMT");
     c.add("png-level", "PNG deflate level 0..9 (libdeflate; 0: stored, 9: smallest)",
           cxxopts::value<int>()->default_value(std::to_string(kDefaultPngLevel)), "L");
@@ -277,7 +291,8 @@ std::string lower_ext(const fs::path& p) {
 }
 
 bool readable_ext(const std::string& e) {
-  static const char* k[] = {".png", ".jpg", ".jpeg", ".bmp", ".tga", ".gif", ".pnm", ".pgm", ".ppm"};
+  static const char* k[] = {".png", ".jpg", ".jpeg", ".bmp", ".tga",
+                            ".gif", ".pnm", ".pgm",  ".ppm"};
   for (const char* x : k)
     if (e == x) return true;
   return false;
@@ -293,7 +308,8 @@ std::string parse_format(const std::string& f) {
   if (e == "png" || e == "jpg" || e == "bmp" || e == "tga") return "." + e;
   if (e == "jpeg") return ".jpg";
   if (e == "pgm" || e == "ppm") return "." + e;  // 16-bit outputs only (cli/depth.cpp)
-  throw UsageError("unknown --format '" + f + "' (valid: png, jpg, bmp, tga; pgm, ppm for 16-bit outputs)");
+  throw UsageError("unknown --format '" + f +
+                   "' (valid: png, jpg, bmp, tga; pgm, ppm for 16-bit outputs)");
 }
 
 std::vector<int> parse_devices(const std::string& s) {
@@ -303,13 +319,13 @@ std::vector<int> parse_devices(const std::string& s) {
     char* end = nullptr;
     const long d = std::strtol(t.c_str(), &end, 10);
     if (t.empty() || *end != '\0' || d < 0 || d > 1024)
-      throw UsageError("--devices takes CUDA device ordinals separated by commas, e.g. 0,1; got '" + s + "'");
+      throw UsageError("--devices takes CUDA device ordinals separated by commas, e.g. 0,1; got '" +
+                       s + "'");
     v.push_back(int(d));
   }
   if (v.empty()) throw UsageError("--devices: empty list");
   return v;
 }
-
 
 bool jpeg_ext(const std::string& e) { return e == ".jpg" || e == ".jpeg"; }
 
@@ -335,7 +351,8 @@ void refuse_jpeg_options(const cxxopts::ParseResult& r, const std::string& ext) 
   if (jpeg_ext(fs_extension_lower(ext))) return;
   for (const char* o : {"quality", "subsampling"}) {
     if (r.count(o)) {
-      throw UsageError(std::string("--") + o + " applies to JPEG outputs only, and this output is " +
+      throw UsageError(std::string("--") + o +
+                       " applies to JPEG outputs only, and this output is " +
                        (ext.empty() ? std::string("not JPEG") : "'" + ext + "'") +
                        " (write .jpg, or use --format jpg, or leave --" + o + " out)");
     }
@@ -348,7 +365,6 @@ void refuse_png_options(const cxxopts::ParseResult& r, const std::string& ext) {
                    (ext.empty() ? std::string("not PNG") : "'" + ext + "'") +
                    " (write .png, or use --format png, or leave --png-level out)");
 }
-
 
 /// Standard input, whole.
 std::vector<std::uint8_t> read_stdin() {
@@ -367,12 +383,9 @@ std::vector<std::uint8_t> read_stdin() {
   return v;
 }
 
-
 bool stderr_is_tty(std::ostream& err) { return &err == &std::cerr && ::isatty(STDERR_FILENO); }
 
-
 // ---- the per-file operation (clahe, 16-bit) ----
-
 
 std::string fs_extension_lower(const std::string& path) {
   const std::size_t slash = path.find_last_of('/');
@@ -398,8 +411,9 @@ ItemOpOptions item_op_options(const cxxopts::ParseResult& r, const Common& cm, I
     if (!(io.clahe.clip_limit >= 0) || !std::isfinite(io.clahe.clip_limit)) {
       std::ostringstream v;
       v << io.clahe.clip_limit;
-      throw UsageError("--clip must be a finite number >= 0 (OpenCV's clipLimit; 0: no clipping), got " +
-                       v.str());
+      throw UsageError(
+          "--clip must be a finite number >= 0 (OpenCV's clipLimit; 0: no clipping), got " +
+          v.str());
     }
     parse_tiles(r["tiles"].as<std::string>(), io.clahe);
     validate(io.clahe);
@@ -417,7 +431,8 @@ ExecutorOptions::ItemOp make_item_op(ItemOpOptions io, const cxxopts::ParseResul
   if (r.count("devices")) io.devices = parse_devices(r["devices"].as<std::string>());
   return [io](const std::vector<std::uint8_t>& bytes, const std::string& ext, ItemReport& rep,
               std::vector<std::uint8_t>* encoded) {
-    if (!needs_item_op(io, is_16bit_data(bytes.data(), bytes.size())) && !pnm_ext(ext)) return false;
+    if (!needs_item_op(io, is_16bit_data(bytes.data(), bytes.size())) && !pnm_ext(ext))
+      return false;
     *encoded = run_item(io, bytes.data(), bytes.size(), rep.input, ext, rep);
     return true;
   };

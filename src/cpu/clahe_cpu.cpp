@@ -47,7 +47,9 @@ void validate(const ClaheOptions& opt, int bins) {
 namespace {
 /// The mode rules of planes.hpp for CLAHE, on either sample type.
 Mode effective_mode(int channels, Mode requested) {
-  return channels == 1 ? Mode::gray : (channels == 2 ? (requested == Mode::gray ? Mode::gray : Mode::luma) : requested);
+  return channels == 1
+             ? Mode::gray
+             : (channels == 2 ? (requested == Mode::gray ? Mode::gray : Mode::luma) : requested);
 }
 }  // namespace
 
@@ -175,7 +177,8 @@ void interpolate(const T* in, const cf::Geometry& g, const T* luts, T* out, int 
       const cf::Axis& xa = xs[std::size_t(x)];
       const int v = src[x];
       const std::size_t i1 = std::size_t(xa.t1) * kBins + v, i2 = std::size_t(xa.t2) * kBins + v;
-      dst[x] = static_cast<T>(cf::round_sat(cf::blend(lut1[i1], lut1[i2], lut2[i1], lut2[i2], xa, ya), kMax));
+      dst[x] = static_cast<T>(
+          cf::round_sat(cf::blend(lut1[i1], lut1[i2], lut2[i1], lut2[i2], xa, ya), kMax));
     }
   });
 }
@@ -187,7 +190,6 @@ void plane(const T* in, int width, int height, const ClaheOptions& opt, T* out, 
   const cf::Geometry g = luts_of<T>(in, width, height, opt, luts, nullptr, threads);
   interpolate(in, g, luts.data(), out, threads);
 }
-
 
 }  // namespace
 
@@ -306,7 +308,8 @@ Image16 clahe_image(const Image16& img, const ClaheOptions& opt_in, const PlaneF
   const int alpha = (c == 2 || c == 4) ? c - 1 : -1;
   if (alpha >= 0 && out.channels == c) {
     for (std::size_t i = 0; i < n; ++i)
-      out.pixels[i * std::size_t(c) + std::size_t(alpha)] = img.pixels[i * std::size_t(c) + std::size_t(alpha)];
+      out.pixels[i * std::size_t(c) + std::size_t(alpha)] =
+          img.pixels[i * std::size_t(c) + std::size_t(alpha)];
   }
   return out;
 }

@@ -36,7 +36,8 @@ namespace {
 int worker_count(std::size_t work, int threads, std::size_t min_per_thread) {
   std::size_t t = threads > 0 ? std::size_t(threads) : std::thread::hardware_concurrency();
   if (t == 0) t = 1;
-  const std::size_t by_work = std::max<std::size_t>(1, work / std::max<std::size_t>(1, min_per_thread));
+  const std::size_t by_work =
+      std::max<std::size_t>(1, work / std::max<std::size_t>(1, min_per_thread));
   return static_cast<int>(std::min(t, by_work));
 }
 
@@ -75,7 +76,7 @@ void parallel_slices(std::size_t n, int workers, Fn&& fn) {
     if (e) std::rethrow_exception(e);
 }
 
-constexpr int kSub = 4;                            // sub-histograms per thread
+constexpr int kSub = 4;                               // sub-histograms per thread
 constexpr std::size_t kFlush = std::size_t(1) << 30;  // samples per block: < 2^32 per counter
 
 /// Counts bytes [begin, end) by raw value into acc[256].
@@ -92,14 +93,22 @@ void count_u8(const std::uint8_t* p, std::size_t begin, std::size_t end, std::ui
       std::uint64_t a, b;
       std::memcpy(&a, p + i, 8);
       std::memcpy(&b, p + i + 8, 8);
-      ++h0[a & 0xff];          ++h1[(a >> 8) & 0xff];
-      ++h2[(a >> 16) & 0xff];  ++h3[(a >> 24) & 0xff];
-      ++h0[(a >> 32) & 0xff];  ++h1[(a >> 40) & 0xff];
-      ++h2[(a >> 48) & 0xff];  ++h3[a >> 56];
-      ++h0[b & 0xff];          ++h1[(b >> 8) & 0xff];
-      ++h2[(b >> 16) & 0xff];  ++h3[(b >> 24) & 0xff];
-      ++h0[(b >> 32) & 0xff];  ++h1[(b >> 40) & 0xff];
-      ++h2[(b >> 48) & 0xff];  ++h3[b >> 56];
+      ++h0[a & 0xff];
+      ++h1[(a >> 8) & 0xff];
+      ++h2[(a >> 16) & 0xff];
+      ++h3[(a >> 24) & 0xff];
+      ++h0[(a >> 32) & 0xff];
+      ++h1[(a >> 40) & 0xff];
+      ++h2[(a >> 48) & 0xff];
+      ++h3[a >> 56];
+      ++h0[b & 0xff];
+      ++h1[(b >> 8) & 0xff];
+      ++h2[(b >> 16) & 0xff];
+      ++h3[(b >> 24) & 0xff];
+      ++h0[(b >> 32) & 0xff];
+      ++h1[(b >> 40) & 0xff];
+      ++h2[(b >> 48) & 0xff];
+      ++h3[b >> 56];
     }
     for (; i < stop; ++i) ++h0[p[i]];
     for (int v = 0; v < 256; ++v) {
@@ -156,13 +165,14 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void map_bytes_vbmi(
     const __m512i x = _mm512_loadu_si512(in + i);
     const __m512i lo = _mm512_permutex2var_epi8(t0, x, t1);  // index bits 0..6
     const __m512i hi = _mm512_permutex2var_epi8(t2, x, t3);
-    const __mmask64 top = _mm512_movepi8_mask(x);            // index bit 7
+    const __mmask64 top = _mm512_movepi8_mask(x);  // index bit 7
     _mm512_storeu_si512(out + i, _mm512_mask_blend_epi8(top, lo, hi));
   }
   for (; i < e; ++i) out[i] = lut[in[i]];
 }
 bool cpu_has_vbmi() {
-  static const bool has = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+  static const bool has =
+      __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
   return has;
 }
 #endif
@@ -181,14 +191,11 @@ void map_bytes(const std::uint8_t* in, std::uint8_t* out, std::size_t b, std::si
   for (; i + 8 <= e; i += 8) {
     std::uint64_t w;
     std::memcpy(&w, in + i, 8);
-    const std::uint64_t r = std::uint64_t(lut[w & 0xff]) |
-                            std::uint64_t(lut[(w >> 8) & 0xff]) << 8 |
-                            std::uint64_t(lut[(w >> 16) & 0xff]) << 16 |
-                            std::uint64_t(lut[(w >> 24) & 0xff]) << 24 |
-                            std::uint64_t(lut[(w >> 32) & 0xff]) << 32 |
-                            std::uint64_t(lut[(w >> 40) & 0xff]) << 40 |
-                            std::uint64_t(lut[(w >> 48) & 0xff]) << 48 |
-                            std::uint64_t(lut[w >> 56]) << 56;
+    const std::uint64_t r =
+        std::uint64_t(lut[w & 0xff]) | std::uint64_t(lut[(w >> 8) & 0xff]) << 8 |
+        std::uint64_t(lut[(w >> 16) & 0xff]) << 16 | std::uint64_t(lut[(w >> 24) & 0xff]) << 24 |
+        std::uint64_t(lut[(w >> 32) & 0xff]) << 32 | std::uint64_t(lut[(w >> 40) & 0xff]) << 40 |
+        std::uint64_t(lut[(w >> 48) & 0xff]) << 48 | std::uint64_t(lut[w >> 56]) << 56;
     std::memcpy(out + i, &r, 8);
   }
   for (; i < e; ++i) out[i] = lut[in[i]];

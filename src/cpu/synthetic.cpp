@@ -110,26 +110,21 @@ struct BinPicker {
   int operator()(std::size_t i, std::uint64_t r) const {
     const auto bins = std::uint32_t(s.bins);
     switch (s.dist) {
-      case Distribution::uniform:
-        return int(below(r, bins));
+      case Distribution::uniform: return int(below(r, bins));
       case Distribution::hot:
         if (all_hot || std::uint32_t(r) < hot_threshold) return 0;
         return int(below(r, bins));
-      case Distribution::blocky:
-        return int(below(rand_at(s.seed, 0xB10C, i / s.run_length), bins));
-      case Distribution::natural:
-        return std::min(int(field->at(i, r) * double(bins)), s.bins - 1);
-      case Distribution::constant:
-        return s.bins / 2;
-      case Distribution::sequential:
-        return int(i % bins);
+      case Distribution::blocky: return int(below(rand_at(s.seed, 0xB10C, i / s.run_length), bins));
+      case Distribution::natural: return std::min(int(field->at(i, r) * double(bins)), s.bins - 1);
+      case Distribution::constant: return s.bins / 2;
+      case Distribution::sequential: return int(i % bins);
     }
     return 0;
   }
 };
 
-void fill_range(const SyntheticSpec& s, const BinPicker& pick, std::uint8_t* out,
-                std::size_t begin, std::size_t end) {
+void fill_range(const SyntheticSpec& s, const BinPicker& pick, std::uint8_t* out, std::size_t begin,
+                std::size_t end) {
   if (s.type == SampleType::i32) {
     for (std::size_t i = begin; i < end; ++i) {
       const std::uint64_t r = rand_at(s.seed, 0, i);
@@ -166,9 +161,9 @@ const char* to_string(Distribution d) {
 }
 
 const std::vector<Distribution>& all_distributions() {
-  static const std::vector<Distribution> all = {
-      Distribution::uniform,  Distribution::hot,      Distribution::blocky,
-      Distribution::natural,  Distribution::constant, Distribution::sequential};
+  static const std::vector<Distribution> all = {Distribution::uniform,  Distribution::hot,
+                                                Distribution::blocky,   Distribution::natural,
+                                                Distribution::constant, Distribution::sequential};
   return all;
 }
 

@@ -54,7 +54,7 @@ std::string bmp_problem(const std::uint8_t* d, std::size_t len) {
     bpp = le16(d + 28);
     compress = le32(d + 30);
   }
-  if (h < 0) h = -h;  // top-down
+  if (h < 0) h = -h;                // top-down
   if (w <= 0 || h <= 0) return "";  // the zero-size check names it
   if (std::uint64_t(w) > kMaxSide || std::uint64_t(h) > kMaxSide) return "";  // stb: "too large"
   if (compress == 1 || compress == 2 || compress >= 4) return "";  // stb refuses (RLE, JPEG, PNG)
@@ -88,19 +88,23 @@ std::string bmp_problem(const std::uint8_t* d, std::size_t len) {
   const std::uint64_t data = offset;  // stb skips from the palette's end to here
   const std::uint64_t need = data + stride * (std::uint64_t(h) - 1) + row;
   if (need > len)
-    return truncated("BMP", need, len,
-                     ("the pixel data of " + num(w) + "x" + num(h) + " at " + num(bpp) + " bits").c_str());
+    return truncated(
+        "BMP", need, len,
+        ("the pixel data of " + num(w) + "x" + num(h) + " at " + num(bpp) + " bits").c_str());
   if (bpp < 16) {  // every palette index, read from the file
     for (std::int64_t y = 0; y < h; ++y) {
       const std::uint8_t* r = d + data + stride * std::uint64_t(y);
       for (std::int64_t x = 0; x < w; ++x) {
         unsigned idx;
-        if (bpp == 8) idx = r[x];
-        else if (bpp == 4) idx = (r[x / 2] >> (x % 2 ? 0 : 4)) & 15;
-        else idx = (r[x / 8] >> (7 - x % 8)) & 1;
+        if (bpp == 8)
+          idx = r[x];
+        else if (bpp == 4)
+          idx = (r[x / 2] >> (x % 2 ? 0 : 4)) & 15;
+        else
+          idx = (r[x / 8] >> (7 - x % 8)) & 1;
         if (idx >= std::uint64_t(psize))
-          return "corrupt BMP: palette index " + num(idx) + " at pixel (" + num(x) + ", " +
-                 num(y) + " of the stored rows) is past the " + num(psize) + "-entry palette";
+          return "corrupt BMP: palette index " + num(idx) + " at pixel (" + num(x) + ", " + num(y) +
+                 " of the stored rows) is past the " + num(psize) + "-entry palette";
       }
     }
   }
@@ -125,14 +129,18 @@ std::string tga_problem(const std::uint8_t* d, std::size_t len) {
     *rgb16 = false;
     switch (bits) {
       case 8: return 1;
-      case 16: if (grey) return 2; [[fallthrough]];
+      case 16:
+        if (grey) return 2;
+        [[fallthrough]];
       case 15: *rgb16 = true; return 3;
-      case 24: case 32: return bits / 8;
+      case 24:
+      case 32: return bits / 8;
       default: return 0;
     }
   };
   bool rgb16 = false;
-  const unsigned comp = indexed ? comp_of(pal_bits, false, &rgb16) : comp_of(bpp, type == 3, &rgb16);
+  const unsigned comp =
+      indexed ? comp_of(pal_bits, false, &rgb16) : comp_of(bpp, type == 3, &rgb16);
   if (comp == 0) return "";  // stb refuses
   std::uint64_t pos = 18 + std::uint64_t(id_len);
   if (indexed) {
@@ -149,8 +157,8 @@ std::string tga_problem(const std::uint8_t* d, std::size_t len) {
     if (!indexed) return "";
     const unsigned idx = bpp == 8 ? p[0] : le16(p);
     if (idx >= pal_len)
-      return "corrupt TGA: colour-map index " + num(idx) + " at pixel " + num(i) +
-             " is past the " + num(pal_len) + "-entry colour map";
+      return "corrupt TGA: colour-map index " + num(idx) + " at pixel " + num(i) + " is past the " +
+             num(pal_len) + "-entry colour map";
     return "";
   };
   if (!rle) {
@@ -168,8 +176,8 @@ std::string tga_problem(const std::uint8_t* d, std::size_t len) {
   std::uint64_t done = 0;
   while (done < pixels) {
     if (pos >= len)
-      return "truncated TGA: the run-length data ends after " + num(done) + " of " +
-             num(pixels) + " pixels";
+      return "truncated TGA: the run-length data ends after " + num(done) + " of " + num(pixels) +
+             " pixels";
     const unsigned cmd = d[pos++];
     const std::uint64_t count = 1 + (cmd & 127);
     const std::uint64_t stored = (cmd & 0x80) ? 1 : count;
@@ -384,14 +392,17 @@ std::string png_problem(const std::uint8_t* d, std::size_t len, BoundedInflate i
   // Adam7 passes (or one pass of the whole image): the filtered scanlines the header needs.
   static const int xs[7] = {0, 4, 0, 2, 0, 1, 0}, ys[7] = {0, 0, 4, 0, 2, 0, 1},
                    xi[7] = {8, 8, 4, 4, 2, 2, 1}, yi[7] = {8, 8, 8, 4, 4, 2, 2};
-  struct Pass { std::uint64_t w, h, x0, y0, dx, dy; };
+  struct Pass {
+    std::uint64_t w, h, x0, y0, dx, dy;
+  };
   std::vector<Pass> passes;
   if (interlace == 1) {
     for (int p = 0; p < 7; ++p) {
       const std::uint64_t pw = w > std::uint64_t(xs[p]) ? (w - xs[p] + xi[p] - 1) / xi[p] : 0;
       const std::uint64_t ph = h > std::uint64_t(ys[p]) ? (h - ys[p] + yi[p] - 1) / yi[p] : 0;
-      if (pw && ph) passes.push_back({pw, ph, std::uint64_t(xs[p]), std::uint64_t(ys[p]),
-                                      std::uint64_t(xi[p]), std::uint64_t(yi[p])});
+      if (pw && ph)
+        passes.push_back({pw, ph, std::uint64_t(xs[p]), std::uint64_t(ys[p]), std::uint64_t(xi[p]),
+                          std::uint64_t(yi[p])});
     }
   } else {
     passes.push_back({w, h, 0, 0, 1, 1});
@@ -401,15 +412,17 @@ std::string png_problem(const std::uint8_t* d, std::size_t len, BoundedInflate i
   if (need >= std::uint64_t(INT_MAX)) return "";  // stb refuses ("too large")
   // Deflate cannot expand more than 1032:1: fewer compressed bytes cannot hold the image.
   if (need > std::uint64_t(idat.size()) * 1032 + 1024)
-    return "truncated PNG: " + num(idat.size()) + " bytes of compressed image data cannot hold the " +
-           num(need) + " bytes of a " + num(w) + "x" + num(h) + " image";
+    return "truncated PNG: " + num(idat.size()) +
+           " bytes of compressed image data cannot hold the " + num(need) + " bytes of a " +
+           num(w) + "x" + num(h) + " image";
   // Not value-initialized: only the pages the data really inflates to are touched (a file whose
   // data stops early costs what it holds, not what the header says); bytes [0, got) are read.
   std::unique_ptr<std::uint8_t[]> raw_buf(new std::uint8_t[need + 1]);
   std::uint8_t* const raw = raw_buf.get();
   const char* why = nullptr;
-  const int got = inflate(reinterpret_cast<char*>(raw),int(need + 1),
-                          reinterpret_cast<const char*>(idat.data()), int(idat.size()), !cgbi, &why);
+  const int got =
+      inflate(reinterpret_cast<char*>(raw), int(need + 1),
+              reinterpret_cast<const char*>(idat.data()), int(idat.size()), !cgbi, &why);
   if (got < 0) {
     if (why && std::strcmp(why, "output buffer limit") == 0)
       return "corrupt PNG: the image data inflates to more than the " + num(need) +
@@ -451,15 +464,16 @@ std::string png_problem(const std::uint8_t* d, std::size_t len, BoundedInflate i
       }
       for (std::uint64_t x = 0; x < p.w; ++x) {
         unsigned idx;
-        if (depth == 8) idx = cur[x];
+        if (depth == 8)
+          idx = cur[x];
         else {
           const std::uint64_t bit = x * depth;
           idx = (cur[bit / 8] >> (8 - depth - bit % 8)) & ((1u << depth) - 1);
         }
         if (idx >= plte_entries)
-          return "corrupt PNG: palette index " + num(idx) + " at pixel (" +
-                 num(p.x0 + x * p.dx) + ", " + num(p.y0 + r * p.dy) + ") is past the " +
-                 num(plte_entries) + "-entry palette (PLTE)";
+          return "corrupt PNG: palette index " + num(idx) + " at pixel (" + num(p.x0 + x * p.dx) +
+                 ", " + num(p.y0 + r * p.dy) + ") is past the " + num(plte_entries) +
+                 "-entry palette (PLTE)";
       }
       prev.swap(cur);
     }
@@ -502,13 +516,15 @@ std::string pnm_header(const std::uint8_t* d, std::size_t len, PnmHeader* out) {
       }
       break;
     }
-    if (pos >= len) return std::string("truncated PNM header: the file ends before the ") + names[f];
+    if (pos >= len)
+      return std::string("truncated PNM header: the file ends before the ") + names[f];
     if (d[pos] < '0' || d[pos] > '9')
       return std::string("corrupt PNM header: the ") + names[f] + " is not a decimal number";
     while (pos < len && d[pos] >= '0' && d[pos] <= '9') {
       v[f] = v[f] * 10 + unsigned(d[pos++] - '0');
       if (v[f] > std::uint64_t(INT_MAX))
-        return "corrupt PNM header: a number (width, height or maximum value) does not fit in 31 bits";
+        return "corrupt PNM header: a number (width, height or maximum value) does not fit in 31 "
+               "bits";
     }
   }
   if (pos >= len || !space(d[pos]))
@@ -544,8 +560,8 @@ std::string pnm_decode(const std::uint8_t* d, std::size_t len, const PnmHeader& 
   for (std::uint64_t i = 0; i < samples; ++i) {
     const std::uint32_t v = bps == 2 ? (std::uint32_t(s[2 * i]) << 8) | s[2 * i + 1] : s[i];
     if (v > m)
-      return "corrupt PNM: sample " + num(v) + " at index " + num(i) + " is above the maximum value " +
-             num(m);
+      return "corrupt PNM: sample " + num(v) + " at index " + num(i) +
+             " is above the maximum value " + num(m);
     out->pixels[std::size_t(i)] = m == 255 ? std::uint8_t(v) : std::uint8_t((v * 255 + m / 2) / m);
   }
   return "";

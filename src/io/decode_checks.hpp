@@ -20,9 +20,9 @@ namespace histeq::detail {
 /// Binary PNM (P5 gray, P6 RGB) header, as read by pnm_header.
 struct PnmHeader {
   std::uint64_t width = 0, height = 0;
-  int channels = 0;               // 1 (P5) or 3 (P6)
-  unsigned maxval = 0;            // 1..65535; > 255: two bytes per sample, big-endian
-  std::size_t data_offset = 0;    // first sample byte
+  int channels = 0;             // 1 (P5) or 3 (P6)
+  unsigned maxval = 0;          // 1..65535; > 255: two bytes per sample, big-endian
+  std::size_t data_offset = 0;  // first sample byte
 };
 
 /// True when the bytes start with "P5" or "P6".

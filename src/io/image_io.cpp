@@ -17,21 +17,21 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <atomic>
-#include <csignal>
 #include <memory>
 #include <mutex>
 
-#include "io/decode_checks.hpp"
 #include "histeq/error.hpp"
 #include "histeq/jpeg_codec.hpp"
+#include "io/decode_checks.hpp"
 
 #include <libdeflate.h>
 
@@ -43,18 +43,20 @@
 #pragma GCC diagnostic ignored "-Wunused-function"
 #pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
 #if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wstringop-overflow"  // false positives once stb is static (inlined)
+#pragma GCC diagnostic ignored \
+    "-Wstringop-overflow"  // false positives once stb is static (inlined)
 #endif
 #endif
 // Defense in depth: every buffer stb_image allocates starts zeroed (calloc; a realloc zeroes
 // what it adds), so that no decoder bug can hand back earlier heap contents as pixels
-// (test_cli_hostile_decode: DecodedPixelsDoNotDependOnHeapContents). stb's symbols stay private to this file
-// (STB_IMAGE_STATIC, STB_IMAGE_WRITE_STATIC): a program linking libhisteq_host.a may compile
-// its own copy of stb (CTest no_stb_symbols_exported).
+// (test_cli_hostile_decode: DecodedPixelsDoNotDependOnHeapContents). stb's symbols stay private to
+// this file (STB_IMAGE_STATIC, STB_IMAGE_WRITE_STATIC): a program linking libhisteq_host.a may
+// compile its own copy of stb (CTest no_stb_symbols_exported).
 namespace {
 void* histeq_stbi_realloc_zeroed(void* p, std::size_t old_size, std::size_t new_size) {
   void* q = std::realloc(p, new_size);
-  if (q && new_size > old_size) std::memset(static_cast<char*>(q) + old_size, 0, new_size - old_size);
+  if (q && new_size > old_size)
+    std::memset(static_cast<char*>(q) + old_size, 0, new_size - old_size);
   return q;
 }
 }  // namespace
@@ -117,7 +119,8 @@ extern "C" unsigned char* histeq_png_deflate(unsigned char* data, int data_len, 
   const std::size_t bound = libdeflate_zlib_compress_bound(cs.c[level], std::size_t(data_len));
   auto* out = static_cast<unsigned char*>(std::malloc(bound));
   if (!out) return nullptr;
-  const std::size_t n = libdeflate_zlib_compress(cs.c[level], data, std::size_t(data_len), out, bound);
+  const std::size_t n =
+      libdeflate_zlib_compress(cs.c[level], data, std::size_t(data_len), out, bound);
   if (n == 0 || n > std::size_t(INT_MAX)) {
     std::free(out);
     return nullptr;
@@ -145,11 +148,16 @@ enum class Format { png, jpg, bmp, tga };
 bool format_of(std::string ext, Format* out) {
   ext = lower(std::move(ext));
   if (!ext.empty() && ext[0] == '.') ext.erase(0, 1);
-  if (ext == "png") *out = Format::png;
-  else if (ext == "jpg" || ext == "jpeg") *out = Format::jpg;
-  else if (ext == "bmp") *out = Format::bmp;
-  else if (ext == "tga") *out = Format::tga;
-  else return false;
+  if (ext == "png")
+    *out = Format::png;
+  else if (ext == "jpg" || ext == "jpeg")
+    *out = Format::jpg;
+  else if (ext == "bmp")
+    *out = Format::bmp;
+  else if (ext == "tga")
+    *out = Format::tga;
+  else
+    return false;
   return true;
 }
 
@@ -182,7 +190,8 @@ std::vector<std::uint8_t> read_file(const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0)
     throw Error("cannot read " + quoted(path) + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw Error("cannot read " + quoted(path) + ": " + file_type_name(st.st_mode));
+  if (!S_ISREG(st.st_mode))
+    throw Error("cannot read " + quoted(path) + ": " + file_type_name(st.st_mode));
   if (st.st_size == 0) throw Error("cannot read " + quoted(path) + ": the file is empty");
   if (std::uint64_t(st.st_size) > std::uint64_t(INT_MAX))
     throw Error("cannot read " + quoted(path) + ": " + std::to_string(st.st_size) +
@@ -240,9 +249,9 @@ TempSlot g_temp_slots[kTempSlots];
 // Every fatal signal a process can catch whose default action ends it. The asynchronous ones
 // (and SIGXFSZ / SIGPIPE, raised by a write) are blocked around mkstemp and rename; the
 // synchronous faults are only caught where nobody else handles them (ASan, a debugger).
-constexpr int kCleanupSignals[] = {SIGINT,  SIGTERM, SIGHUP,    SIGQUIT,  SIGXFSZ, SIGXCPU,
-                                   SIGPIPE, SIGALRM, SIGUSR1,   SIGUSR2,  SIGVTALRM,
-                                   SIGPROF, SIGPOLL, SIGSTKFLT, SIGPWR};
+constexpr int kCleanupSignals[] = {SIGINT,    SIGTERM, SIGHUP,  SIGQUIT,   SIGXFSZ,
+                                   SIGXCPU,   SIGPIPE, SIGALRM, SIGUSR1,   SIGUSR2,
+                                   SIGVTALRM, SIGPROF, SIGPOLL, SIGSTKFLT, SIGPWR};
 constexpr int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS, SIGTRAP};
 std::atomic<SaveHook> g_save_hook{nullptr};
 
@@ -342,8 +351,13 @@ const char* jpeg_huffman_problem(const std::uint8_t* d, std::size_t len) {
   while (pos < len && d[pos] == 0xFF) ++pos;
   if (pos >= len || d[pos] != 0xD8) return nullptr;  // not a JPEG
   ++pos;
-  auto get8 = [&]() -> unsigned { return pos < len ? d[pos++] : (pos++, 0u); };  // 0 past the end, as stb
-  auto get16 = [&]() -> unsigned { const unsigned hi = get8(); return (hi << 8) | get8(); };
+  auto get8 = [&]() -> unsigned {
+    return pos < len ? d[pos++] : (pos++, 0u);
+  };  // 0 past the end, as stb
+  auto get16 = [&]() -> unsigned {
+    const unsigned hi = get8();
+    return (hi << 8) | get8();
+  };
   bool frame_seen = false;  // after SOF: no junk between segments, SOS allowed
   while (pos < len) {
     // A marker: 0xFF, fill 0xFFs, then the code (stbi__get_marker).
@@ -437,7 +451,8 @@ const char* pnm_header_problem(const std::uint8_t* d, std::size_t len) {
   for (int field = 0; field < 3; ++field) {  // width, height, maximum value
     skip_whitespace();
     if (!integer_fits())
-      return "corrupt PNM header: a number (width, height or maximum value) does not fit in 31 bits";
+      return "corrupt PNM header: a number (width, height or maximum value) does not fit in 31 "
+             "bits";
   }
   return nullptr;
 }
@@ -456,7 +471,8 @@ const char* png_chunk_problem(const std::uint8_t* d, std::size_t len, std::strin
   static const std::uint8_t kSig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   if (len < 8 || std::memcmp(d, kSig, 8) != 0) return nullptr;
   auto name_chunk = [&](std::size_t pos) {
-    chunk->assign(reinterpret_cast<const char*>(d + pos + 4), std::min<std::size_t>(4, len - pos - 4));
+    chunk->assign(reinterpret_cast<const char*>(d + pos + 4),
+                  std::min<std::size_t>(4, len - pos - 4));
     for (char& ch : *chunk)
       if (!std::isprint(static_cast<unsigned char>(ch))) ch = '?';
   };
@@ -547,8 +563,8 @@ Image decode_image(const std::uint8_t* data, std::size_t size, const std::string
                               why == "not GIF" || why == "not PSD" || why == "not PIC" ||
                               why == "bad file";
     throw Error(quoted(name) + " is not a decodable image: " +
-                (probe_reason ? std::string("corrupt or truncated ") + detail::format_name(data, size) +
-                                    " data"
+                (probe_reason ? std::string("corrupt or truncated ") +
+                                    detail::format_name(data, size) + " data"
                               : why));
   }
   if (dw != w || dh != h || dc < 1 || dc > 4)
@@ -600,8 +616,8 @@ void check_output_path(const std::string& path) {
   Format f;
   const std::string ext = fs::path(path).extension().string();
   if (!format_of(ext, &f))
-    throw UsageError("unknown output extension " + quoted(ext.empty() ? "(none)" : ext) +
-                     " for " + quoted(path) + " (valid: " + kValidExtensions + ")");
+    throw UsageError("unknown output extension " + quoted(ext.empty() ? "(none)" : ext) + " for " +
+                     quoted(path) + " (valid: " + kValidExtensions + ")");
 }
 
 std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext, int quality,
@@ -618,8 +634,7 @@ std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext,
   const jpeg::Subsampling subsampling = opt.subsampling;
   Format f;
   if (!format_of(ext, &f))
-    throw UsageError("unknown output format " + quoted(ext) + " (valid: " + kValidExtensions +
-                     ")");
+    throw UsageError("unknown output format " + quoted(ext) + " (valid: " + kValidExtensions + ")");
   if (img.width <= 0 || img.height <= 0 || img.channels < 1 || img.channels > 4)
     throw Error("cannot encode an image of " + std::to_string(img.width) + "x" +
                 std::to_string(img.height) + "x" + std::to_string(img.channels) +
@@ -635,7 +650,8 @@ std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext,
   if (opt.png_level < 0 || opt.png_level > 9)
     throw UsageError("PNG level " + std::to_string(opt.png_level) + " out of range (valid: 0..9)");
   std::vector<std::uint8_t> out;
-  out.reserve(f == Format::png || f == Format::jpg ? img.byte_count() / 2 : img.byte_count() + 1024);
+  out.reserve(f == Format::png || f == Format::jpg ? img.byte_count() / 2
+                                                   : img.byte_count() + 1024);
   const void* px = img.pixels.data();
   int ok = 0;
   switch (f) {
@@ -684,7 +700,6 @@ void save_image(const Image& img, const std::string& path, const EncodeOptions& 
   write_file_atomic(path, bytes.data(), bytes.size());
 }
 
-
 bool image_info(const std::uint8_t* data, std::size_t size, int* width, int* height,
                 int* channels) {
   if (size == 0 || size > std::size_t(INT_MAX)) return false;
@@ -731,8 +746,7 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
     throw Error("cannot write " + quoted(path) + ": folder " + quoted(dir.string()) +
                 " does not exist");
   if (!fs::is_directory(dst))
-    throw Error("cannot write " + quoted(path) + ": " + quoted(dir.string()) +
-                " is not a folder");
+    throw Error("cannot write " + quoted(path) + ": " + quoted(dir.string()) + " is not a folder");
   if (fs::is_directory(fs::status(target, ec)))
     throw Error("cannot write " + quoted(path) + ": it is a directory");
 
@@ -741,7 +755,8 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
   const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
   const std::string leaf = target.filename().string();
   const bool fits = leaf.size() + 15 <= std::size_t(name_max > 0 ? name_max : 255);
-  std::string tmpl = (dir / (fits ? "." + leaf + ".histeq-XXXXXX" : std::string(".histeq-XXXXXX"))).string();
+  std::string tmpl =
+      (dir / (fits ? "." + leaf + ".histeq-XXXXXX" : std::string(".histeq-XXXXXX"))).string();
   if (tmpl.size() >= kTempPathMax)
     throw Error("cannot write " + quoted(path) + ": the path is too long (" +
                 std::to_string(tmpl.size()) + " bytes)");
@@ -788,8 +803,10 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
                " bytes",
            errno);
     }
-    if (n == 0) fail("short write (" + std::to_string(done) + " of " +
-                     std::to_string(bytes.size()) + " bytes)", ENOSPC);
+    if (n == 0)
+      fail("short write (" + std::to_string(done) + " of " + std::to_string(bytes.size()) +
+               " bytes)",
+           ENOSPC);
     done += std::size_t(n);
     if (const SaveHook hook = g_save_hook.load()) hook(tmp.c_str(), done);
   }

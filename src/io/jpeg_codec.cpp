@@ -18,6 +18,8 @@
 
 // jpeglib.h needs size_t and FILE declared first.
 #include <jpeglib.h>
+// jerror.h after jpeglib.h (its codes depend on jpeglib's configuration): a block of its own,
+// so that clang-format's include sorting keeps the order.
 #include <jerror.h>
 #include <libdeflate.h>
 
@@ -35,9 +37,9 @@ constexpr int kMaxScans = 500;
 
 /// Error manager + state shared with the C-style callbacks. Trivially destructible.
 struct ErrorState {
-  jpeg_error_mgr mgr;          // first member: cinfo->err points here
+  jpeg_error_mgr mgr;  // first member: cinfo->err points here
   std::jmp_buf jump;
-  int fatal_code;              // the JERR_/JWRN_ code that stopped the decode (0: none)
+  int fatal_code;  // the JERR_/JWRN_ code that stopped the decode (0: none)
   char message[JMSG_LENGTH_MAX];
   int scan_limit_hit;
 };
@@ -87,7 +89,7 @@ struct DecodeState {
   ErrorState err;
   jpeg_progress_mgr progress;
   bool created;
-  JOCTET* icc;       // from jpeg_read_icc_profile (malloc), freed by the C++ side
+  JOCTET* icc;  // from jpeg_read_icc_profile (malloc), freed by the C++ side
   unsigned int icc_len;
 };
 
@@ -128,9 +130,9 @@ int run_decode(DecodeState* s, unsigned char* out, int out_channels) {
   const JDIMENSION w = c->output_width;
   const bool cmyk = c->out_color_space == JCS_CMYK;
   const bool inverted = c->saw_Adobe_marker;
-  JSAMPARRAY row = cmyk ? (*c->mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(c), JPOOL_IMAGE,
-                                                 w * 4, 1)
-                        : nullptr;
+  JSAMPARRAY row =
+      cmyk ? (*c->mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(c), JPOOL_IMAGE, w * 4, 1)
+           : nullptr;
   while (c->output_scanline < c->output_height) {
     unsigned char* dst = out + std::size_t(c->output_scanline) * w * unsigned(out_channels);
     if (!cmyk) {
@@ -155,29 +157,28 @@ int run_decode(DecodeState* s, unsigned char* out, int out_channels) {
 /// The reason an error code gives, in words a user can act on.
 std::string reason(const ErrorState& e, const jpeg_decompress_struct* c) {
   if (e.scan_limit_hit)
-    return "corrupt or hostile JPEG: " + std::string(e.message) + " (a real progressive file has about 10)";
+    return "corrupt or hostile JPEG: " + std::string(e.message) +
+           " (a real progressive file has about 10)";
   switch (e.fatal_code) {
     case JERR_BAD_PRECISION:
-      return std::to_string(c ? c->data_precision : 0) +
-             "-bit JPEG (data precision " + std::to_string(c ? c->data_precision : 0) +
+      return std::to_string(c ? c->data_precision : 0) + "-bit JPEG (data precision " +
+             std::to_string(c ? c->data_precision : 0) +
              ") is not supported: histeq reads 8-bit JPEGs";
     case JERR_SOF_UNSUPPORTED:
       return "unsupported JPEG process (" + std::string(e.message) +
              "; lossless and hierarchical JPEGs are not supported)";
-    case JERR_NO_SOI:
-      return "not a JPEG file (no start-of-image marker)";
+    case JERR_NO_SOI: return "not a JPEG file (no start-of-image marker)";
     case JWRN_JPEG_EOF:
-      return "truncated JPEG: the file ends before the image data does (" + std::string(e.message) + ")";
+      return "truncated JPEG: the file ends before the image data does (" + std::string(e.message) +
+             ")";
     case JWRN_HIT_MARKER:
     case JWRN_HUFF_BAD_CODE:
     case JWRN_ARITH_BAD_CODE:
     case JWRN_MUST_RESYNC:
     case JWRN_EXTRANEOUS_DATA:
     case JWRN_BOGUS_PROGRESSION:
-    case JWRN_NOT_SEQUENTIAL:
-      return "corrupt JPEG data (" + std::string(e.message) + ")";
-    default:
-      return "corrupt or unsupported JPEG (libjpeg: " + std::string(e.message) + ")";
+    case JWRN_NOT_SEQUENTIAL: return "corrupt JPEG data (" + std::string(e.message) + ")";
+    default: return "corrupt or unsupported JPEG (libjpeg: " + std::string(e.message) + ")";
   }
 }
 
@@ -202,11 +203,15 @@ std::size_t orientation_offset(const std::vector<std::uint8_t>& e, bool* little)
   if (!has_exif_prefix(e)) return 0;
   const std::uint8_t* t = e.data() + kExifPrefix;
   const std::size_t n = e.size() - kExifPrefix;
-  if (t[0] == 'I' && t[1] == 'I') *little = true;
-  else if (t[0] == 'M' && t[1] == 'M') *little = false;
-  else return 0;
+  if (t[0] == 'I' && t[1] == 'I')
+    *little = true;
+  else if (t[0] == 'M' && t[1] == 'M')
+    *little = false;
+  else
+    return 0;
   auto u16 = [&](std::size_t o) -> unsigned {
-    return *little ? unsigned(t[o]) | unsigned(t[o + 1]) << 8 : unsigned(t[o]) << 8 | unsigned(t[o + 1]);
+    return *little ? unsigned(t[o]) | unsigned(t[o + 1]) << 8
+                   : unsigned(t[o]) << 8 | unsigned(t[o + 1]);
   };
   auto u32 = [&](std::size_t o) -> std::uint32_t {
     return *little ? std::uint32_t(u16(o)) | std::uint32_t(u16(o + 2)) << 16
@@ -267,13 +272,34 @@ Image apply_orientation(const Image& img, int orientation) {
     for (int x = 0; x < out.width; ++x) {
       int sx = x, sy = y;  // the stored pixel shown at (x, y)
       switch (orientation) {
-        case 2: sx = w - 1 - x; sy = y; break;
-        case 3: sx = w - 1 - x; sy = h - 1 - y; break;
-        case 4: sx = x; sy = h - 1 - y; break;
-        case 5: sx = y; sy = x; break;
-        case 6: sx = y; sy = h - 1 - x; break;
-        case 7: sx = w - 1 - y; sy = h - 1 - x; break;
-        case 8: sx = w - 1 - y; sy = x; break;
+        case 2:
+          sx = w - 1 - x;
+          sy = y;
+          break;
+        case 3:
+          sx = w - 1 - x;
+          sy = h - 1 - y;
+          break;
+        case 4:
+          sx = x;
+          sy = h - 1 - y;
+          break;
+        case 5:
+          sx = y;
+          sy = x;
+          break;
+        case 6:
+          sx = y;
+          sy = h - 1 - x;
+          break;
+        case 7:
+          sx = w - 1 - y;
+          sy = h - 1 - x;
+          break;
+        case 8:
+          sx = w - 1 - y;
+          sy = x;
+          break;
       }
       std::memcpy(&out.pixels[(std::size_t(y) * out.width + x) * c],
                   &img.pixels[(std::size_t(sy) * w + sx) * c], std::size_t(c));
@@ -296,7 +322,8 @@ bool icc_fits(const std::vector<std::uint8_t>& icc, int channels) {
 Image decode(const std::uint8_t* data, std::size_t size, const std::string& name,
              const DecodeOptions& opt) {
   if (!is_jpeg(data, size))
-    throw Error(quoted(name) + " is not a decodable image: not a JPEG file (no start-of-image marker)");
+    throw Error(quoted(name) +
+                " is not a decodable image: not a JPEG file (no start-of-image marker)");
   auto check_dims = [&](std::uint64_t w, std::uint64_t h) {
     if (w == 0 || h == 0)
       throw Error(quoted(name) + " has zero width or height: " + std::to_string(w) + "x" +
@@ -351,8 +378,7 @@ Image decode(const std::uint8_t* data, std::size_t size, const std::string& name
 }
 
 Info read_info(const std::uint8_t* d, std::size_t n, const std::string& name) {
-  if (!is_jpeg(d, n))
-    throw Error(quoted(name) + " is not a JPEG file (no start-of-image marker)");
+  if (!is_jpeg(d, n)) throw Error(quoted(name) + " is not a JPEG file (no start-of-image marker)");
   Info info;
   std::vector<std::uint8_t> exif;
   int adobe_transform = -1;
@@ -361,8 +387,14 @@ Info read_info(const std::uint8_t* d, std::size_t n, const std::string& name) {
   while (pos + 4 <= n) {
     if (d[pos] != 0xFF) break;
     const std::uint8_t m = d[pos + 1];
-    if (m == 0xFF) { ++pos; continue; }
-    if (m == 0xD8 || m == 0x01 || (m >= 0xD0 && m <= 0xD7)) { pos += 2; continue; }
+    if (m == 0xFF) {
+      ++pos;
+      continue;
+    }
+    if (m == 0xD8 || m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {
+      pos += 2;
+      continue;
+    }
     if (m == 0xD9 || m == 0xDA) break;
     const std::size_t len = std::size_t(d[pos + 2]) << 8 | d[pos + 3];
     if (len < 2 || pos + 2 + len > n) break;
@@ -392,13 +424,20 @@ Info read_info(const std::uint8_t* d, std::size_t n, const std::string& name) {
           const std::uint8_t f = seg[6 + 3 * i + 1];
           if (f != 0x11) chroma_11 = false;
         }
-        if (!chroma_11 || info.components != 3) info.subsampling = "other";
-        else if (h0 == 1 && v0 == 1) info.subsampling = "4:4:4";
-        else if (h0 == 2 && v0 == 1) info.subsampling = "4:2:2";
-        else if (h0 == 2 && v0 == 2) info.subsampling = "4:2:0";
-        else if (h0 == 1 && v0 == 2) info.subsampling = "4:4:0";
-        else if (h0 == 4 && v0 == 1) info.subsampling = "4:1:1";
-        else info.subsampling = "other";
+        if (!chroma_11 || info.components != 3)
+          info.subsampling = "other";
+        else if (h0 == 1 && v0 == 1)
+          info.subsampling = "4:4:4";
+        else if (h0 == 2 && v0 == 1)
+          info.subsampling = "4:2:2";
+        else if (h0 == 2 && v0 == 2)
+          info.subsampling = "4:2:0";
+        else if (h0 == 1 && v0 == 2)
+          info.subsampling = "4:4:0";
+        else if (h0 == 4 && v0 == 1)
+          info.subsampling = "4:1:1";
+        else
+          info.subsampling = "other";
       } else {
         info.subsampling = "other";
       }
@@ -412,7 +451,9 @@ Info read_info(const std::uint8_t* d, std::size_t n, const std::string& name) {
     }
     pos += 2 + len;
   }
-  throw Error(quoted(name) + " is not a decodable image: truncated or corrupt JPEG header (no frame header found)");
+  throw Error(
+      quoted(name) +
+      " is not a decodable image: truncated or corrupt JPEG header (no frame header found)");
 }
 
 void insert_metadata(std::vector<std::uint8_t>& jpg, const std::vector<std::uint8_t>& exif,
@@ -433,8 +474,20 @@ void insert_metadata(std::vector<std::uint8_t>& jpg, const std::vector<std::uint
     const std::size_t n = (icc.size() + kChunk - 1) / kChunk;
     if (n <= 255) {
       for (std::size_t i = 0; i < n; ++i) {
-        std::uint8_t head[14] = {'I', 'C', 'C', '_', 'P', 'R', 'O', 'F', 'I', 'L', 'E', 0,
-                                 std::uint8_t(i + 1), std::uint8_t(n)};
+        std::uint8_t head[14] = {'I',
+                                 'C',
+                                 'C',
+                                 '_',
+                                 'P',
+                                 'R',
+                                 'O',
+                                 'F',
+                                 'I',
+                                 'L',
+                                 'E',
+                                 0,
+                                 std::uint8_t(i + 1),
+                                 std::uint8_t(n)};
         const std::size_t off = i * kChunk;
         add(0xE2, head, sizeof head, icc.data() + off, std::min(kChunk, icc.size() - off));
       }
@@ -472,7 +525,7 @@ struct EncodeState {
   jpeg_compress_struct cinfo;
   ErrorState err;
   bool created;
-  unsigned char* out;     // jpeg_mem_dest's malloc'd buffer
+  unsigned char* out;  // jpeg_mem_dest's malloc'd buffer
   unsigned long out_size;
 };
 
@@ -504,12 +557,12 @@ int run_encode(EncodeState* s, const unsigned char* px, int w, int h, int channe
   if (exif_len > 0) jpeg_write_marker(c, JPEG_APP0 + 1, exif, exif_len);
   if (icc_len > 0) jpeg_write_icc_profile(c, icc, icc_len);
   const int in_c = c->input_components;
-  JSAMPARRAY row = channels != in_c
-                       ? (*c->mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(c), JPOOL_IMAGE,
-                                                 JDIMENSION(w * in_c), 1)
-                       : nullptr;
+  JSAMPARRAY row = channels != in_c ? (*c->mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(c),
+                                                              JPOOL_IMAGE, JDIMENSION(w * in_c), 1)
+                                    : nullptr;
   while (c->next_scanline < c->image_height) {
-    const unsigned char* src = px + std::size_t(c->next_scanline) * std::size_t(w) * unsigned(channels);
+    const unsigned char* src =
+        px + std::size_t(c->next_scanline) * std::size_t(w) * unsigned(channels);
     JSAMPROW rp;
     if (row) {
       for (int x = 0; x < w; ++x)
@@ -536,7 +589,8 @@ struct EncodeGuard {
 
 std::vector<std::uint8_t> encode(const Image& img, const EncodeOptions& opt) {
   if (opt.quality < 1 || opt.quality > 100)
-    throw UsageError("JPEG quality " + std::to_string(opt.quality) + " out of range (valid: 1..100)");
+    throw UsageError("JPEG quality " + std::to_string(opt.quality) +
+                     " out of range (valid: 1..100)");
   if (img.width <= 0 || img.height <= 0 || img.channels < 1 || img.channels > 4)
     throw Error("cannot encode an image of " + std::to_string(img.width) + "x" +
                 std::to_string(img.height) + "x" + std::to_string(img.channels) +
@@ -548,8 +602,10 @@ std::vector<std::uint8_t> encode(const Image& img, const EncodeOptions& opt) {
     throw Error("cannot encode: the image holds " + std::to_string(img.pixels.size()) +
                 " bytes, its shape needs " + std::to_string(img.byte_count()));
   int hs = 2, vs = 2;
-  if (opt.subsampling == Subsampling::s444) hs = vs = 1;
-  else if (opt.subsampling == Subsampling::s422) vs = 1;
+  if (opt.subsampling == Subsampling::s444)
+    hs = vs = 1;
+  else if (opt.subsampling == Subsampling::s422)
+    vs = 1;
   const std::vector<std::uint8_t>* exif = img.exif.size() <= 65533 ? &img.exif : nullptr;
   const bool icc_ok = !img.icc.empty() && icc_fits(img.icc, img.channels);
   auto s = std::make_unique<EncodeState>();
@@ -557,8 +613,8 @@ std::vector<std::uint8_t> encode(const Image& img, const EncodeOptions& opt) {
   init_error(&s->err);
   s->cinfo.err = &s->err.mgr;
   EncodeGuard guard{s.get()};
-  if (run_encode(s.get(), img.pixels.data(), img.width, img.height, img.channels, opt.quality,
-                 hs, vs, exif ? exif->data() : nullptr, exif ? unsigned(exif->size()) : 0u,
+  if (run_encode(s.get(), img.pixels.data(), img.width, img.height, img.channels, opt.quality, hs,
+                 vs, exif ? exif->data() : nullptr, exif ? unsigned(exif->size()) : 0u,
                  icc_ok ? img.icc.data() : nullptr, icc_ok ? unsigned(img.icc.size()) : 0u) != 0)
     throw Error("libjpeg failed to encode a " + std::to_string(img.width) + "x" +
                 std::to_string(img.height) + " image: " + s->err.message);
@@ -577,7 +633,10 @@ std::uint32_t be32(const std::uint8_t* p) {
   return std::uint32_t(p[0]) << 24 | std::uint32_t(p[1]) << 16 | std::uint32_t(p[2]) << 8 | p[3];
 }
 void put_be32(std::uint8_t* p, std::uint32_t v) {
-  p[0] = std::uint8_t(v >> 24); p[1] = std::uint8_t(v >> 16); p[2] = std::uint8_t(v >> 8); p[3] = std::uint8_t(v);
+  p[0] = std::uint8_t(v >> 24);
+  p[1] = std::uint8_t(v >> 16);
+  p[2] = std::uint8_t(v >> 8);
+  p[3] = std::uint8_t(v);
 }
 
 // Most bytes an inflated ICC profile may have (real ones are 0.5 KB .. a few MB).
@@ -634,13 +693,13 @@ void insert_iccp(std::vector<std::uint8_t>& png, const std::vector<std::uint8_t>
   static const char kName[] = "ICC Profile";
   std::vector<std::uint8_t> chunk(8 + sizeof kName + 1);  // length, type, name, NUL, method
   std::memcpy(chunk.data() + 4, "iCCP", 4);
-  std::memcpy(chunk.data() + 8, kName, sizeof kName);      // includes the NUL
-  chunk[8 + sizeof kName] = 0;                             // compression method: zlib
+  std::memcpy(chunk.data() + 8, kName, sizeof kName);  // includes the NUL
+  chunk[8 + sizeof kName] = 0;                         // compression method: zlib
   const std::size_t bound = libdeflate_zlib_compress_bound(comp.get(), icc.size());
   const std::size_t head = chunk.size();
   chunk.resize(head + bound);
-  const std::size_t z = libdeflate_zlib_compress(comp.get(), icc.data(), icc.size(),
-                                                 chunk.data() + head, bound);
+  const std::size_t z =
+      libdeflate_zlib_compress(comp.get(), icc.data(), icc.size(), chunk.data() + head, bound);
   if (z == 0) throw Error("cannot add an ICC profile: compression failed");
   chunk.resize(head + z);
   put_be32(chunk.data(), std::uint32_t(chunk.size() - 8));

@@ -1,7 +1,7 @@
 // png16.cpp — 16-bit image files (image16.hpp): PNG through libspng (Debian libspng-dev; it
 // reads and writes 16-bit samples, which stb_image_write cannot), binary PGM/PPM by hand.
-#include <spng.h>
 #include <fcntl.h>
+#include <spng.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,7 +41,8 @@ std::vector<std::uint8_t> read_file(const std::string& path) {
   if (!S_ISREG(st.st_mode)) throw Error(quoted(path) + ": not a regular file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(quoted(path) + ": cannot open: " + std::strerror(errno));
-  std::vector<std::uint8_t> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::uint8_t> data((std::istreambuf_iterator<char>(f)),
+                                 std::istreambuf_iterator<char>());
   if (data.empty()) throw Error(quoted(path) + ": empty file");
   return data;
 }
@@ -61,7 +62,8 @@ struct SpngCtx {
   SpngCtx& operator=(const SpngCtx&) = delete;
 };
 
-void check_size(std::uint64_t w, std::uint64_t h, std::uint64_t max_pixels, const std::string& name) {
+void check_size(std::uint64_t w, std::uint64_t h, std::uint64_t max_pixels,
+                const std::string& name) {
   if (w == 0 || h == 0) throw Error(quoted(name) + ": zero size image");
   if (w > (1u << 24) || h > (1u << 24) || w * h > max_pixels) {
     throw Error(quoted(name) + ": " + std::to_string(w) + "x" + std::to_string(h) +
@@ -159,7 +161,8 @@ Image16 decode_pnm16(const std::uint8_t* d, std::size_t n, const std::string& na
   img.channels = channels;
   img.pixels.resize(samples);
   for (std::size_t i = 0; i < samples; ++i) {
-    std::uint32_t v = bps == 2 ? (std::uint32_t(d[pos + 2 * i]) << 8) | d[pos + 2 * i + 1] : d[pos + i];
+    std::uint32_t v =
+        bps == 2 ? (std::uint32_t(d[pos + 2 * i]) << 8) | d[pos + 2 * i + 1] : d[pos + i];
     if (v > maxval) v = std::uint32_t(maxval);
     if (maxval != 65535) v = std::uint32_t((std::uint64_t(v) * 65535 * 2 + maxval) / (2 * maxval));
     img.pixels[i] = static_cast<std::uint16_t>(v);
@@ -235,11 +238,13 @@ std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& 
   if (ext == ".pgm" || ext == ".ppm") {
     const int want = ext == ".pgm" ? 1 : 3;
     if (img.channels != want) {
-      throw UsageError("a 16-bit " + ext + " holds " + std::to_string(want) + " channel(s), the image has " +
-                       std::to_string(img.channels) + " (use .png)");
+      throw UsageError("a 16-bit " + ext + " holds " + std::to_string(want) +
+                       " channel(s), the image has " + std::to_string(img.channels) +
+                       " (use .png)");
     }
-    const std::string head = std::string(want == 1 ? "P5" : "P6") + "\n" + std::to_string(img.width) +
-                             " " + std::to_string(img.height) + "\n65535\n";
+    const std::string head = std::string(want == 1 ? "P5" : "P6") + "\n" +
+                             std::to_string(img.width) + " " + std::to_string(img.height) +
+                             "\n65535\n";
     std::vector<std::uint8_t> out(head.begin(), head.end());
     out.reserve(out.size() + img.pixels.size() * 2);
     for (std::uint16_t v : img.pixels) {
@@ -249,7 +254,8 @@ std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& 
     return out;
   }
   if (ext != ".png") {
-    throw UsageError("16-bit output format " + quoted(ext_in) + " is not supported; use .png, .pgm or .ppm");
+    throw UsageError("16-bit output format " + quoted(ext_in) +
+                     " is not supported; use .png, .pgm or .ppm");
   }
   SpngCtx c(SPNG_CTX_ENCODER);
   spng_set_option(c.ctx, SPNG_ENCODE_TO_BUFFER, 1);
@@ -257,8 +263,9 @@ std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& 
   ihdr.width = std::uint32_t(img.width);
   ihdr.height = std::uint32_t(img.height);
   ihdr.bit_depth = 16;
-  static const std::uint8_t kTypes[5] = {0, SPNG_COLOR_TYPE_GRAYSCALE, SPNG_COLOR_TYPE_GRAYSCALE_ALPHA,
-                                         SPNG_COLOR_TYPE_TRUECOLOR, SPNG_COLOR_TYPE_TRUECOLOR_ALPHA};
+  static const std::uint8_t kTypes[5] = {0, SPNG_COLOR_TYPE_GRAYSCALE,
+                                         SPNG_COLOR_TYPE_GRAYSCALE_ALPHA, SPNG_COLOR_TYPE_TRUECOLOR,
+                                         SPNG_COLOR_TYPE_TRUECOLOR_ALPHA};
   ihdr.color_type = kTypes[img.channels];
   int err = spng_set_ihdr(c.ctx, &ihdr);
   // SPNG_FMT_PNG takes the samples in the PNG's layout, host-endian (libspng swaps them).
@@ -269,7 +276,8 @@ std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& 
   std::size_t len = 0;
   void* buf = spng_get_png_buffer(c.ctx, &len, &err);
   if (!buf || err) throw Error(std::string("PNG encoding failed: ") + spng_strerror(err));
-  std::vector<std::uint8_t> out(static_cast<std::uint8_t*>(buf), static_cast<std::uint8_t*>(buf) + len);
+  std::vector<std::uint8_t> out(static_cast<std::uint8_t*>(buf),
+                                static_cast<std::uint8_t*>(buf) + len);
   std::free(buf);
   return out;
 }
@@ -284,7 +292,8 @@ Image16 widen_to_16(const Image& img) {
   o.height = img.height;
   o.channels = img.channels;
   o.pixels.resize(img.pixels.size());
-  for (std::size_t i = 0; i < img.pixels.size(); ++i) o.pixels[i] = static_cast<std::uint16_t>(img.pixels[i] * 257);
+  for (std::size_t i = 0; i < img.pixels.size(); ++i)
+    o.pixels[i] = static_cast<std::uint16_t>(img.pixels[i] * 257);
   return o;
 }
 

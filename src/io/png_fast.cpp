@@ -106,15 +106,14 @@ class FastPngCodec final : public Codec {
       ++src;
       std::uint8_t* row = img.pixels.data() + std::size_t(y) * stride;
       switch (filter) {
-        case 0:
-          std::memcpy(row, src, stride);
-          break;
+        case 0: std::memcpy(row, src, stride); break;
         case 1:
           for (std::size_t i = 0; i < stride; ++i)
             row[i] = std::uint8_t(src[i] + (i >= std::size_t(bpp) ? row[i - bpp] : 0));
           break;
         case 2:
-          for (std::size_t i = 0; i < stride; ++i) row[i] = std::uint8_t(src[i] + (prev ? prev[i] : 0));
+          for (std::size_t i = 0; i < stride; ++i)
+            row[i] = std::uint8_t(src[i] + (prev ? prev[i] : 0));
           break;
         case 3:
           for (std::size_t i = 0; i < stride; ++i) {
@@ -131,8 +130,7 @@ class FastPngCodec final : public Codec {
             row[i] = std::uint8_t(src[i] + paeth(a, b, c));
           }
           break;
-        default:
-          return false;  // stb reports the bad filter
+        default: return false;  // stb reports the bad filter
       }
       prev = row;
     }

@@ -39,8 +39,8 @@ struct Clahe::Impl {
                        std::to_string(height) + ")");
     }
     if (d_in == nullptr || d_out == nullptr) throw UsageError("CLAHE: null device pointer");
-    const auto g = clahe_formula::make_geometry(width, height, opt.tiles_x, opt.tiles_y,
-                                                opt.clip_limit, bins);
+    const auto g =
+        clahe_formula::make_geometry(width, height, opt.tiles_x, opt.tiles_y, opt.clip_limit, bins);
     const std::size_t entries = std::size_t(g.tiles()) * std::size_t(bins);
     ensure(hist, entries, true);
     ensure(tickets, std::size_t(g.tiles_y), true);
@@ -91,9 +91,12 @@ Img run_gpu(const Img& img, const ClaheOptions& opt) {
   cudaStream_t s = engine.stream();
   auto plane = [&](const T* in, T* out) {
     HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d_plane.get(), in, n * sizeof(T), cudaMemcpyHostToDevice, s));
-    if constexpr (sizeof(T) == 1) engine.apply(d_plane.get(), d_plane.get(), img.width, img.height, opt);
-    else engine.apply16(d_plane.get(), d_plane.get(), img.width, img.height, opt);
-    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(out, d_plane.get(), n * sizeof(T), cudaMemcpyDeviceToHost, s));
+    if constexpr (sizeof(T) == 1)
+      engine.apply(d_plane.get(), d_plane.get(), img.width, img.height, opt);
+    else
+      engine.apply16(d_plane.get(), d_plane.get(), img.width, img.height, opt);
+    HISTEQ_CUDA_CHECK(
+        cudaMemcpyAsync(out, d_plane.get(), n * sizeof(T), cudaMemcpyDeviceToHost, s));
     engine.synchronize();
   };
   return detail::clahe_image(img, opt, plane);
@@ -116,7 +119,8 @@ Img dispatch(const Img& img, const ClaheOptions& opt, Backend backend, std::stri
 Image clahe(const Image& img, const ClaheOptions& opt, Backend backend, std::string* device_used) {
   return dispatch<std::uint8_t>(img, opt, backend, device_used);
 }
-Image16 clahe(const Image16& img, const ClaheOptions& opt, Backend backend, std::string* device_used) {
+Image16 clahe(const Image16& img, const ClaheOptions& opt, Backend backend,
+              std::string* device_used) {
   return dispatch<std::uint16_t>(img, opt, backend, device_used);
 }
 

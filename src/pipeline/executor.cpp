@@ -16,13 +16,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <future>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -34,10 +34,10 @@
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
-#include "histeq/lut.hpp"
-#include "histeq/planes.hpp"
 #include "histeq/jpeg_codec.hpp"
+#include "histeq/lut.hpp"
 #include "histeq/nvjpeg_codec.hpp"
+#include "histeq/planes.hpp"
 #include "io/png_fast.hpp"
 #include "registry.hpp"
 
@@ -100,7 +100,9 @@ struct DeviceWorker {
   std::thread jpeg_thread;  ///< takes JPEG jobs in batches (Impl::jpeg_loop)
   explicit DeviceWorker(int dev) : device(dev), name(gpu::device_name()) {}
   /// The codec, when it is made (else nullptr).
-  gpu::JpegCodec* codec() { return jpeg_ready.load(std::memory_order_acquire) ? jpeg.get() : nullptr; }
+  gpu::JpegCodec* codec() {
+    return jpeg_ready.load(std::memory_order_acquire) ? jpeg.get() : nullptr;
+  }
 };
 
 struct Loaded {
@@ -113,11 +115,11 @@ struct Loaded {
 /// A JPEG item handed by a CPU worker to the device workers' JPEG threads.
 struct JpegJob {
   Loaded* it = nullptr;
-  bool jpeg_out = false;               ///< encode on the device (else download into `host`)
-  std::vector<std::uint8_t> encoded;   ///< the output file's bytes (jpeg_out)
-  Image host;                          ///< the equalized pixels (!jpeg_out)
+  bool jpeg_out = false;              ///< encode on the device (else download into `host`)
+  std::vector<std::uint8_t> encoded;  ///< the output file's bytes (jpeg_out)
+  Image host;                         ///< the equalized pixels (!jpeg_out)
   std::string error;
-  bool device_failed = false;          ///< the error is the device's or nvJPEG's, not the file's
+  bool device_failed = false;  ///< the error is the device's or nvJPEG's, not the file's
   std::promise<void> done;
 };
 
@@ -134,7 +136,8 @@ void add(ItemTimes& a, const ItemTimes& b) {
 }  // namespace
 
 std::size_t default_max_inflight_bytes(int jobs) {
-  std::size_t cap = std::max(kMinMaxInflightBytes, kInflightBytesPerJob * std::size_t(std::max(jobs, 1)));
+  std::size_t cap =
+      std::max(kMinMaxInflightBytes, kInflightBytesPerJob * std::size_t(std::max(jobs, 1)));
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
   if (pages > 0 && page > 0) {
     const std::size_t quarter = std::size_t(pages) / 4 * std::size_t(page);
@@ -182,8 +185,9 @@ struct Executor::Impl {
   bool jstop = false;
   double nvjpeg_init_ms = 0;  // under jmu: wall time of init_nvjpeg (handles of every GPU)
   int nvjpeg_ready = 0;       // device workers whose codec is up (under jmu)
-  bool nvjpeg_broken = false; // the handles or a batch failed for the device's or nvJPEG's sake (under jmu)
-  std::string nvjpeg_why;     // why the handles failed (under jmu)
+  bool nvjpeg_broken =
+      false;  // the handles or a batch failed for the device's or nvJPEG's sake (under jmu)
+  std::string nvjpeg_why;  // why the handles failed (under jmu)
 
   /// Whether JPEG items may take the nvJPEG route at all.
   bool gpu_jpeg_wanted() const {
@@ -200,7 +204,9 @@ struct Executor::Impl {
       HISTEQ_CUDA_CHECK(cudaGetDeviceCount(&count));
       std::vector<int> ords = opt.devices;
       if (ords.empty()) {
-        const int per = opt.workers_per_device > 0 ? opt.workers_per_device : gpu_jpeg_wanted() ? 2 : 1;
+        const int per = opt.workers_per_device > 0 ? opt.workers_per_device
+                        : gpu_jpeg_wanted()        ? 2
+                                                   : 1;
         for (int d = 0; d < count; ++d)
           for (int k = 0; k < per; ++k) ords.push_back(d);
       }
@@ -319,7 +325,8 @@ struct Executor::Impl {
     std::unique_lock<std::mutex> jl(jmu);
     if (must) {  // wait for the handles; their failure is the item's error
       jcv.wait(jl, [&] { return nvjpeg_ready > 0 || nvjpeg_broken; });
-      if (nvjpeg_ready == 0) throw Error("--decoder gpu: nvJPEG could not start (" + nvjpeg_why + ")");
+      if (nvjpeg_ready == 0)
+        throw Error("--decoder gpu: nvJPEG could not start (" + nvjpeg_why + ")");
       return true;
     }
     // auto: the CPU workers take a JPEG themselves while the nvJPEG handles are being created,
@@ -349,7 +356,8 @@ struct Executor::Impl {
         std::unique_lock<std::mutex> lock(jmu);
         jcv.wait(lock, [&] { return jstop || !jqueue.empty(); });
         if (jqueue.empty()) return;  // jstop
-        const std::size_t n = std::min<std::size_t>(jqueue.size(), std::size_t(std::max(1, opt.jpeg_batch)));
+        const std::size_t n =
+            std::min<std::size_t>(jqueue.size(), std::size_t(std::max(1, opt.jpeg_batch)));
         batch.assign(jqueue.begin(), jqueue.begin() + std::ptrdiff_t(n));
         jqueue.erase(jqueue.begin(), jqueue.begin() + std::ptrdiff_t(n));
       }
@@ -373,7 +381,8 @@ struct Executor::Impl {
   void jpeg_batch_on(DeviceWorker& w, std::vector<JpegJob*>& batch) {
     HISTEQ_CUDA_CHECK(cudaSetDevice(w.device));
     std::vector<gpu::JpegInput> in;
-    for (JpegJob* j : batch) in.push_back({j->it->bytes.data(), j->it->bytes.size(), j->it->rep.input});
+    for (JpegJob* j : batch)
+      in.push_back({j->it->bytes.data(), j->it->bytes.size(), j->it->rep.input});
     auto t = Clock::now();
     const std::vector<gpu::DeviceImage> dec = w.jpeg->decode(in);
     const double decode_ms = ms_since(t);
@@ -392,14 +401,16 @@ struct Executor::Impl {
       rep.channels = img.channels;
       rep.decoder = img.decoder;
       // the batch's decode time, shared by pixels
-      rep.times.decode_ms = batch_px > 0 ? decode_ms * (double(img.width) * img.height / batch_px) : 0;
+      rep.times.decode_ms =
+          batch_px > 0 ? decode_ms * (double(img.width) * img.height / batch_px) : 0;
       try {
         const Mode mode = opt.equalize.mode.value_or(default_mode(img.channels));
         const int out_ch = output_channels(mode, img.channels);
         const std::size_t px = std::size_t(img.width) * std::size_t(img.height);
         std::uint8_t* d_out = grow(w.d_out, std::max<std::size_t>(px * std::size_t(out_ch), 1));
         std::uint8_t* d_planes =
-            img.channels > 1 ? grow(w.d_planes, px * std::size_t(plane_count(mode, img.channels))) : nullptr;
+            img.channels > 1 ? grow(w.d_planes, px * std::size_t(plane_count(mode, img.channels)))
+                             : nullptr;
         EqualizeReport& er = rep.equalize;
         gpu::equalize_on_device(w.eq, img, opt.equalize, d_out, &er, d_planes);
         er.device = w.name;
@@ -407,8 +418,9 @@ struct Executor::Impl {
         rep.output_channels = out_ch;
         if (j.jpeg_out) {
           t = Clock::now();
-          j.encoded = w.jpeg->encode(d_out, img.width, img.height, out_ch,
-                                     {opt.encode.quality, opt.encode.subsampling}, img.exif, img.icc);
+          j.encoded =
+              w.jpeg->encode(d_out, img.width, img.height, out_ch,
+                             {opt.encode.quality, opt.encode.subsampling}, img.exif, img.icc);
           rep.times.encode_ms = ms_since(t);
           rep.encoder = "nvjpeg";
         } else {
@@ -492,7 +504,8 @@ struct Executor::Impl {
     Image out;
     if (apply) {
       t = Clock::now();
-      for (const Histogram& h : rep.histograms) rep.luts.push_back(make_lut(h.data(), opt.equalize.formula));
+      for (const Histogram& h : rep.histograms)
+        rep.luts.push_back(make_lut(h.data(), opt.equalize.formula));
       rep.times.cdf_lut_ms = ms_since(t);
       t = Clock::now();
       const int out_ch = output_channels(mode, in.channels);
@@ -500,7 +513,8 @@ struct Executor::Impl {
         // cpu::apply reads each pixel before writing it, so in == out is safe when the
         // channel counts match (each slice touches only its own pixels).
         planes_buf = std::vector<std::uint8_t>();
-        cpu::apply(in.pixels.data(), pixels, in.channels, mode, rep.luts.data(), in.pixels.data(), 1);
+        cpu::apply(in.pixels.data(), pixels, in.channels, mode, rep.luts.data(), in.pixels.data(),
+                   1);
         out = std::move(in);
       } else {
         out.width = in.width;
@@ -509,7 +523,8 @@ struct Executor::Impl {
         out.exif = in.exif;  // metadata travels as pipeline.cpp's equalize keeps it
         out.icc = in.icc;
         out.pixels.resize(pixels * std::size_t(out.channels));
-        cpu::apply(in.pixels.data(), pixels, in.channels, mode, rep.luts.data(), out.pixels.data(), 1);
+        cpu::apply(in.pixels.data(), pixels, in.channels, mode, rep.luts.data(), out.pixels.data(),
+                   1);
       }
       rep.times.apply_ms = ms_since(t);
     }
@@ -519,8 +534,8 @@ struct Executor::Impl {
 
   /// Equalizes on device worker w. download false: the output stays in w.d_out (the returned
   /// Image then has the shape and metadata but no pixels).
-  Image equalize_device(DeviceWorker& w, Image& in, Mode mode, bool apply,
-                        EqualizeReport& rep, ItemTimes& times, bool download = true) {
+  Image equalize_device(DeviceWorker& w, Image& in, Mode mode, bool apply, EqualizeReport& rep,
+                        ItemTimes& times, bool download = true) {
     const auto t0 = Clock::now();
     HISTEQ_CUDA_CHECK(cudaSetDevice(w.device));
     rep.backend = "cuda";
@@ -537,7 +552,8 @@ struct Executor::Impl {
     std::uint8_t* d_planes =
         in.channels > 1 ? grow(w.d_planes, std::size_t(planes_n) * pixels) : nullptr;
     std::uint8_t* d_out = apply ? grow(w.d_out, std::max<std::size_t>(out_bytes, 1)) : nullptr;
-    std::uint8_t* h_out = apply && download ? w.h_out.reserve(std::max<std::size_t>(out_bytes, 1)) : nullptr;
+    std::uint8_t* h_out =
+        apply && download ? w.h_out.reserve(std::max<std::size_t>(out_bytes, 1)) : nullptr;
     std::uint64_t* d_hist = w.eq.device_hist(planes_n);
     std::uint8_t* d_luts = w.eq.device_lut(planes_n);
     const std::uint8_t* planes = in.channels > 1 ? d_planes : d_in;
@@ -562,7 +578,8 @@ struct Executor::Impl {
       w.e_lut.record(s);
       w.eq.apply(d_in, pixels, in.channels, mode, d_luts, d_out);
       w.e_apply.record(s);
-      if (download) HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h_out, d_out, out_bytes, cudaMemcpyDeviceToHost, s));
+      if (download)
+        HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h_out, d_out, out_bytes, cudaMemcpyDeviceToHost, s));
       w.e_down.record(s);
     }
     std::vector<std::uint64_t> h_hist(std::size_t(planes_n) * kBins);
@@ -570,7 +587,8 @@ struct Executor::Impl {
                                       cudaMemcpyDeviceToHost, s));
     std::vector<std::uint8_t> h_lut(apply ? std::size_t(planes_n) * kBins : 0);
     if (apply)
-      HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h_lut.data(), d_luts, h_lut.size(), cudaMemcpyDeviceToHost, s));
+      HISTEQ_CUDA_CHECK(
+          cudaMemcpyAsync(h_lut.data(), d_luts, h_lut.size(), cudaMemcpyDeviceToHost, s));
     w.eq.synchronize();
 
     rep.times.upload_ms = w.e_up.since(w.e_start);
@@ -632,8 +650,11 @@ struct Executor::Impl {
       bytes = encode_image(img, ext, opt.encode);
       std::string low = ext;
       for (char& ch : low) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-      // encode_image's writers: libjpeg-turbo for JPEG, stb_image_write with libdeflate for PNG, stb for the rest
-      rep.encoder = low == ".jpg" || low == ".jpeg" ? "libjpeg-turbo" : low == ".png" ? "stb+libdeflate" : "stb";
+      // encode_image's writers: libjpeg-turbo for JPEG, stb_image_write with libdeflate for PNG,
+      // stb for the rest
+      rep.encoder = low == ".jpg" || low == ".jpeg" ? "libjpeg-turbo"
+                    : low == ".png"                 ? "stb+libdeflate"
+                                                    : "stb";
     }
     rep.times.encode_ms = ms_since(t0);
     return bytes;
@@ -684,10 +705,10 @@ struct Executor::Impl {
         // A JPEG output is encoded where the equalized pixels already are (nvJPEG, about 50x
         // libjpeg-turbo's speed), unless --decoder cpu asked for the CPU codecs.
         const int out_ch = output_channels(mode, img.channels);
-        gpu::JpegCodec* codec = apply && is_jpeg_ext(fmt) && opt.jpeg != JpegRoute::cpu &&
-                                        (out_ch == 1 || out_ch == 3)
-                                    ? w->codec()
-                                    : nullptr;
+        gpu::JpegCodec* codec =
+            apply && is_jpeg_ext(fmt) && opt.jpeg != JpegRoute::cpu && (out_ch == 1 || out_ch == 3)
+                ? w->codec()
+                : nullptr;
         out = equalize_device(*w, img, mode, apply, er, rep.times, /*download=*/codec == nullptr);
         if (codec) {
           const auto t = Clock::now();
@@ -714,7 +735,8 @@ struct Executor::Impl {
         er.luts.clear();  // not kept for a batch of equalized files (memory per report)
         er.histograms.clear();
         Image().pixels.swap(img.pixels);
-        const std::vector<std::uint8_t> bytes = encoded.empty() ? encode(out, rep, fmt) : std::move(encoded);
+        const std::vector<std::uint8_t> bytes =
+            encoded.empty() ? encode(out, rep, fmt) : std::move(encoded);
         er.times.encode_ms = rep.times.encode_ms;
         rep.output_bytes = bytes.size();
         const auto t0 = Clock::now();
@@ -738,7 +760,8 @@ struct Executor::Impl {
     job.it = &it;
     job.jpeg_out = is_jpeg_ext(fmt);
     run_jpeg_job(job);
-    if (job.device_failed && opt.jpeg == JpegRoute::automatic && opt.equalize.backend == Backend::automatic) {
+    if (job.device_failed && opt.jpeg == JpegRoute::automatic &&
+        opt.equalize.backend == Backend::automatic) {
       rep.decoder.clear();
       rep.encoder.clear();
       rep.equalize = EqualizeReport{};
@@ -807,7 +830,8 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   }
   if (m.opt.jpeg == JpegRoute::gpu) {
     if (!gpu::nvjpeg_built())
-      throw UsageError("--decoder gpu: this histeq was built without nvJPEG (valid here: auto, cpu)");
+      throw UsageError(
+          "--decoder gpu: this histeq was built without nvJPEG (valid here: auto, cpu)");
     if (m.opt.equalize.backend == Backend::cpu)
       throw UsageError("--decoder gpu needs the CUDA backend (not --backend cpu)");
   }
@@ -978,8 +1002,10 @@ struct Executor::Run {
       ItemReport& rep = it->rep;
       rep.ok = rep.error.empty() && rep.ok;
       ++sum.files;
-      if (!rep.ok) ++sum.failures;
-      else sum.megapixels += double(rep.width) * double(rep.height) / 1e6;
+      if (!rep.ok)
+        ++sum.failures;
+      else
+        sum.megapixels += double(rep.width) * double(rep.height) / 1e6;
       if (rep.ok && !rep.decoder.empty()) ++sum.decoders[rep.decoder];
       add(sum.summed, rep.times);
       if (on_done && !callback_error) {

@@ -62,7 +62,7 @@ const kernels::KernelEntry& lookup(const std::string& kernel, const kernels::His
 }  // namespace
 
 struct Equalizer::Impl {
-  std::optional<Stream> own;           // created unless the constructor got an external stream
+  std::optional<Stream> own;  // created unless the constructor got an external stream
   cudaStream_t external = nullptr;
   cudaStream_t s() const { return external ? external : own->get(); }
   // The batched equalizer's per-image histograms + tickets: zeroed when allocated, left zero.
@@ -139,8 +139,8 @@ void* Equalizer::batch_scratch(std::size_t count) {
   const std::size_t bytes = kernels::batch_scratch_bytes(count);
   if (impl_->batch_scratch.size() < bytes) {
     ensure(impl_->batch_scratch, bytes);
-    HISTEQ_CUDA_CHECK(cudaMemsetAsync(impl_->batch_scratch.get(), 0, impl_->batch_scratch.bytes(),
-                                      impl_->s()));
+    HISTEQ_CUDA_CHECK(
+        cudaMemsetAsync(impl_->batch_scratch.get(), 0, impl_->batch_scratch.bytes(), impl_->s()));
   }
   return impl_->batch_scratch.get();
 }
@@ -152,8 +152,7 @@ std::string Equalizer::resolve_kernel(const std::string& kernel, const void* d_i
 }
 
 std::string Equalizer::histogram(const std::string& kernel, const void* d_in, std::size_t n,
-                                 SampleType type, int bins, std::uint64_t* d_hist,
-                                 int block_size) {
+                                 SampleType type, int bins, std::uint64_t* d_hist, int block_size) {
   auto c = make_call(d_in, n, type, bins, d_hist, impl_->s(), block_size);
   const kernels::KernelEntry& e = lookup(kernel, c);
   const std::size_t scratch = e.scratch_bytes(n, bins, type);
@@ -185,19 +184,18 @@ void Equalizer::apply(const std::uint8_t* d_in, std::size_t pixels, int channels
 std::string Equalizer::equalize_gray(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t n,
                                      Formula formula, const std::string& kernel) {
   std::uint8_t* d_lut = device_lut(1);
-  const bool same_phase = reinterpret_cast<std::uintptr_t>(d_in) % 16 ==
-                          reinterpret_cast<std::uintptr_t>(d_out) % 16;
+  const bool same_phase =
+      reinterpret_cast<std::uintptr_t>(d_in) % 16 == reinterpret_cast<std::uintptr_t>(d_out) % 16;
   if (kernel == "auto" && same_phase && kernels::fused_equalize_supported()) {
     if (impl_->fused_hist.size() == 0) {
       impl_->fused_hist = DeviceBuffer<std::uint64_t>(2 * kBins);
-      HISTEQ_CUDA_CHECK(cudaMemsetAsync(impl_->fused_hist.get(), 0, impl_->fused_hist.bytes(),
-                                        impl_->s()));
+      HISTEQ_CUDA_CHECK(
+          cudaMemsetAsync(impl_->fused_hist.get(), 0, impl_->fused_hist.bytes(), impl_->s()));
     }
     std::uint64_t* cur = impl_->fused_hist.get() + impl_->fused_flip * kBins;
     std::uint64_t* next = impl_->fused_hist.get() + (1 - impl_->fused_flip) * kBins;
     impl_->fused_flip ^= 1;
-    kernels::launch_fused_equalize(d_in, d_out, n, formula, cur, next, d_lut,
-                                   impl_->s());
+    kernels::launch_fused_equalize(d_in, d_out, n, formula, cur, next, d_lut, impl_->s());
     impl_->last_hist = cur;
     return "fused";
   }

@@ -31,7 +31,8 @@ const std::uint16_t* Equalizer16::device_lut() const { return impl_->lut.get(); 
 
 void Equalizer16::histogram(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist) {
   if (d_hist == nullptr) throw UsageError("histogram16: null histogram pointer");
-  HISTEQ_CUDA_CHECK(cudaMemsetAsync(d_hist, 0, kBins16 * sizeof(std::uint64_t), impl_->stream.get()));
+  HISTEQ_CUDA_CHECK(
+      cudaMemsetAsync(d_hist, 0, kBins16 * sizeof(std::uint64_t), impl_->stream.get()));
   kernels::hist_u16(d_in, n, d_hist, impl_->stream.get(), impl_->scratch.get());
 }
 
@@ -67,9 +68,11 @@ Image16 equalize16(const Image16& img, Mode mode, Backend backend, std::string* 
   Image16 out = img;
   for (int k = 0; k < (c >= 3 ? 3 : 1); ++k) {
     for (std::size_t i = 0; i < n; ++i) plane[i] = img.pixels[i * std::size_t(c) + std::size_t(k)];
-    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d.get(), plane.data(), n * 2, cudaMemcpyHostToDevice, eq.stream()));
+    HISTEQ_CUDA_CHECK(
+        cudaMemcpyAsync(d.get(), plane.data(), n * 2, cudaMemcpyHostToDevice, eq.stream()));
     eq.equalize(d.get(), d.get(), n);
-    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(plane.data(), d.get(), n * 2, cudaMemcpyDeviceToHost, eq.stream()));
+    HISTEQ_CUDA_CHECK(
+        cudaMemcpyAsync(plane.data(), d.get(), n * 2, cudaMemcpyDeviceToHost, eq.stream()));
     eq.synchronize();
     for (std::size_t i = 0; i < n; ++i) out.pixels[i * std::size_t(c) + std::size_t(k)] = plane[i];
   }

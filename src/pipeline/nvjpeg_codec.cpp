@@ -32,8 +32,9 @@ std::shared_ptr<JpegHandles> make_jpeg_handles(int, bool) {
 double jpeg_handles_create_ms(const JpegHandles&) { return 0; }
 struct JpegCodec::Impl {};
 JpegCodec::JpegCodec(StreamHandle, JpegCodecOptions, std::shared_ptr<JpegHandles>) {
-  throw Error("this histeq was built without nvJPEG: GPU JPEG decoding is not available "
-              "(use --decoder cpu, or rebuild with nvJPEG: see README)");
+  throw Error(
+      "this histeq was built without nvJPEG: GPU JPEG decoding is not available "
+      "(use --decoder cpu, or rebuild with nvJPEG: see README)");
 }
 JpegCodec::~JpegCodec() = default;
 std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>&) { return {}; }
@@ -74,7 +75,8 @@ const char* status_name(nvjpegStatus_t s) {
     case NVJPEG_STATUS_EXECUTION_FAILED: return "NVJPEG_STATUS_EXECUTION_FAILED";
     case NVJPEG_STATUS_ARCH_MISMATCH: return "NVJPEG_STATUS_ARCH_MISMATCH";
     case NVJPEG_STATUS_INTERNAL_ERROR: return "NVJPEG_STATUS_INTERNAL_ERROR";
-    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED: return "NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED";
+    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED:
+      return "NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED";
     default: return "nvJPEG status (unknown)";
   }
 }
@@ -108,8 +110,9 @@ namespace {
 /// (corrupt data is an error, not silently decoded) and chroma upsampling by interpolation
 /// (closer to libjpeg's fancy upsampling), then strict only, then none.
 nvjpegStatus_t create_handle(nvjpegBackend_t backend, nvjpegHandle_t* h, unsigned* flags_used) {
-  const unsigned tries[] = {NVJPEG_FLAGS_BITSTREAM_STRICT | NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION,
-                            NVJPEG_FLAGS_BITSTREAM_STRICT, NVJPEG_FLAGS_DEFAULT};
+  const unsigned tries[] = {
+      NVJPEG_FLAGS_BITSTREAM_STRICT | NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION,
+      NVJPEG_FLAGS_BITSTREAM_STRICT, NVJPEG_FLAGS_DEFAULT};
   nvjpegStatus_t st = NVJPEG_STATUS_NOT_INITIALIZED;
   for (unsigned f : tries) {
     *h = nullptr;
@@ -158,7 +161,8 @@ std::shared_ptr<JpegHandles> make_jpeg_handles(int device, bool use_hardware) {
   h->def_status = create_handle(NVJPEG_BACKEND_DEFAULT, &h->def, &h->def_flags);
   if (hw_thread.joinable()) hw_thread.join();
   check(h->def_status, "nvjpegCreateEx (default backend)");
-  h->create_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  h->create_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return h;
 }
 
@@ -178,8 +182,8 @@ struct JpegCodec::Impl {
   nvjpegOutputFormat_t hw_format = NVJPEG_OUTPUT_FORMAT_MAX;
   nvjpegEncoderState_t enc_state = nullptr;
   nvjpegEncoderParams_t enc_params = nullptr;
-  DeviceBuffer<std::uint8_t> out;     // decoded images, one slot each, reused
-  DeviceBuffer<std::uint8_t> staging; // encode(Image): the uploaded pixels
+  DeviceBuffer<std::uint8_t> out;      // decoded images, one slot each, reused
+  DeviceBuffer<std::uint8_t> staging;  // encode(Image): the uploaded pixels
 
   ~Impl() {
     if (enc_params) nvjpegEncoderParamsDestroy(enc_params);
@@ -218,7 +222,8 @@ struct JpegCodec::Impl {
       def = shared->def;
       def_flags = shared->def_flags;
     } else {
-      check(create_handle(NVJPEG_BACKEND_DEFAULT, &def, &def_flags), "nvjpegCreateEx (default backend)");
+      check(create_handle(NVJPEG_BACKEND_DEFAULT, &def, &def_flags),
+            "nvjpegCreateEx (default backend)");
     }
     check(nvjpegJpegStateCreate(def, &def_state), "nvjpegJpegStateCreate");
   }
@@ -279,7 +284,8 @@ struct JpegCodec::Impl {
     dst.channel[0] = o.pixels;
     dst.pitch[0] = std::size_t(o.width) * o.channels;
     const nvjpegOutputFormat_t fmt = o.channels == 1 ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGBI;
-    return nvjpegDecode(def, def_state, in.data, in.size, fmt, &dst, stream) == NVJPEG_STATUS_SUCCESS;
+    return nvjpegDecode(def, def_state, in.data, in.size, fmt, &dst, stream) ==
+           NVJPEG_STATUS_SUCCESS;
   }
 
   /// CPU decode into `o` (metadata, shape, error); returns the host image (pixels to upload).
@@ -302,7 +308,8 @@ struct JpegCodec::Impl {
   }
 };
 
-JpegCodec::JpegCodec(StreamHandle stream, JpegCodecOptions opt, std::shared_ptr<JpegHandles> handles)
+JpegCodec::JpegCodec(StreamHandle stream, JpegCodecOptions opt,
+                     std::shared_ptr<JpegHandles> handles)
     : impl_(std::make_unique<Impl>()) {
   impl_->stream = reinterpret_cast<cudaStream_t>(stream);
   impl_->opt = opt;
@@ -321,8 +328,8 @@ std::string JpegCodec::handle_flags() const {
     if (f & NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION) s += "interpolated-upsampling ";
     return s.empty() ? "default" : s.substr(0, s.size() - 1);
   };
-  return "hardware: " + name(impl_->hw, impl_->hw_flags) + "; default backend: " +
-         name(impl_->def, impl_->def_flags);
+  return "hardware: " + name(impl_->hw, impl_->hw_flags) +
+         "; default backend: " + name(impl_->def, impl_->def_flags);
 }
 
 std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>& batch) {
@@ -336,7 +343,8 @@ std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>& batch) 
   for (std::size_t i = 0; i < n; ++i) {
     const JpegInput& in = batch[i];
     DeviceImage& o = res[i];
-    bool gpu_ok = m.opt.use_gpu && jpeg::is_jpeg(in.data, in.size) && ends_with_eoi(in.data, in.size);
+    bool gpu_ok =
+        m.opt.use_gpu && jpeg::is_jpeg(in.data, in.size) && ends_with_eoi(in.data, in.size);
     jpeg::Info info;
     if (gpu_ok) {
       try {
@@ -347,8 +355,7 @@ std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>& batch) 
     }
     gpu_ok = gpu_ok && info.precision == 8 && (info.components == 1 || info.components == 3) &&
              !info.arithmetic && !info.lossless && info.orientation == 1 && !info.rgb_stored &&
-             info.width > 0 &&
-             info.height > 0 &&
+             info.width > 0 && info.height > 0 &&
              std::uint64_t(info.width) * std::uint64_t(info.height) <= m.opt.max_pixels;
     if (!gpu_ok) {
       host[i] = m.cpu_decode(in, o);
@@ -357,7 +364,8 @@ std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>& batch) 
     o.width = info.width;
     o.height = info.height;
     o.channels = info.components == 1 ? 1 : 3;
-    route[i] = (m.ensure_hw() && !info.progressive && m.hw_supports(in)) ? Route::hw : Route::hybrid;
+    route[i] =
+        (m.ensure_hw() && !info.progressive && m.hw_supports(in)) ? Route::hw : Route::hybrid;
   }
 
   // 2. One device slot per image.
@@ -385,8 +393,10 @@ std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>& batch) 
       }
     const bool ok = m.hw_decode(ins, outs, gray ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGBI);
     for (std::size_t i : idx) {
-      if (ok) res[i].decoder = "nvjpeg-hw";
-      else route[i] = Route::hybrid;
+      if (ok)
+        res[i].decoder = "nvjpeg-hw";
+      else
+        route[i] = Route::hybrid;
     }
   }
   // 4. Hybrid, one at a time; a failure goes to the CPU decoder.
@@ -465,10 +475,12 @@ std::vector<std::uint8_t> JpegCodec::encode(const std::uint8_t* d_pixels, int wi
                                             const std::vector<std::uint8_t>& exif,
                                             const std::vector<std::uint8_t>& icc) {
   if (opt.quality < 1 || opt.quality > 100)
-    throw UsageError("JPEG quality " + std::to_string(opt.quality) + " out of range (valid: 1..100)");
+    throw UsageError("JPEG quality " + std::to_string(opt.quality) +
+                     " out of range (valid: 1..100)");
   if (width <= 0 || height <= 0 || (channels != 1 && channels != 3))
     throw Error("nvJPEG encode: need a 1- or 3-channel image with width, height > 0, got " +
-                std::to_string(width) + "x" + std::to_string(height) + "x" + std::to_string(channels));
+                std::to_string(width) + "x" + std::to_string(height) + "x" +
+                std::to_string(channels));
   Impl& m = *impl_;
   m.ensure_encoder();
   nvjpegChromaSubsampling_t css = NVJPEG_CSS_GRAY;
@@ -477,7 +489,8 @@ std::vector<std::uint8_t> JpegCodec::encode(const std::uint8_t* d_pixels, int wi
           : opt.subsampling == jpeg::Subsampling::s422 ? NVJPEG_CSS_422
                                                        : NVJPEG_CSS_420;
   }
-  check(nvjpegEncoderParamsSetQuality(m.enc_params, opt.quality, m.stream), "nvjpegEncoderParamsSetQuality");
+  check(nvjpegEncoderParamsSetQuality(m.enc_params, opt.quality, m.stream),
+        "nvjpegEncoderParamsSetQuality");
   check(nvjpegEncoderParamsSetSamplingFactors(m.enc_params, css, m.stream),
         "nvjpegEncoderParamsSetSamplingFactors");
   nvjpegImage_t src;
@@ -541,7 +554,8 @@ void equalize_on_device(Equalizer& eq, const DeviceImage& img, const EqualizeOpt
   rep.backend = "cuda";
   rep.device = device_name();
   const cudaStream_t s = reinterpret_cast<cudaStream_t>(eq.stream());
-  DeviceBuffer<std::uint8_t> d_planes_own(img.channels > 1 && !d_planes_in ? std::size_t(planes) * pixels : 0);
+  DeviceBuffer<std::uint8_t> d_planes_own(
+      img.channels > 1 && !d_planes_in ? std::size_t(planes) * pixels : 0);
   std::uint8_t* const d_planes = d_planes_in ? d_planes_in : d_planes_own.get();
   std::uint64_t* d_hist = eq.device_hist(planes);
   std::uint8_t* d_luts = eq.device_lut(planes);
@@ -550,7 +564,9 @@ void equalize_on_device(Equalizer& eq, const DeviceImage& img, const EqualizeOpt
   for (cudaEvent_t& e : ev) HISTEQ_CUDA_CHECK(cudaEventCreate(&e));
   struct Events {
     cudaEvent_t* e;
-    ~Events() { for (int i = 0; i < 4; ++i) cudaEventDestroy(e[i]); }
+    ~Events() {
+      for (int i = 0; i < 4; ++i) cudaEventDestroy(e[i]);
+    }
   } guard{ev};
   HISTEQ_CUDA_CHECK(cudaEventRecord(ev[0], s));
   if (img.channels > 1) eq.extract_planes(img.pixels, pixels, img.channels, mode, d_planes);
@@ -586,8 +602,8 @@ void equalize_on_device(Equalizer& eq, const DeviceImage& img, const EqualizeOpt
       rep.racy_lost += sum < pixels ? pixels - sum : 0;
     }
     Lut l;
-    std::copy(h_lut.begin() + std::ptrdiff_t(p) * kBins, h_lut.begin() + std::ptrdiff_t(p + 1) * kBins,
-              l.begin());
+    std::copy(h_lut.begin() + std::ptrdiff_t(p) * kBins,
+              h_lut.begin() + std::ptrdiff_t(p + 1) * kBins, l.begin());
     rep.luts.push_back(l);
   }
 }
@@ -615,7 +631,8 @@ JpegOnDevice equalize_jpeg_on_device(Equalizer& eq, JpegCodec& codec, const Jpeg
                                    std::size_t(r.out_channels));
   equalize_on_device(eq, img, opt, d_out.get(), report);
   t = Clock::now();
-  r.bytes = codec.encode(d_out.get(), img.width, img.height, r.out_channels, enc, img.exif, img.icc);
+  r.bytes =
+      codec.encode(d_out.get(), img.width, img.height, r.out_channels, enc, img.exif, img.icc);
   r.encode_ms = ms_since(t);
   return r;
 }

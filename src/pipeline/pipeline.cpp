@@ -56,8 +56,7 @@ void check_kernel_name(const std::string& kernel) {
   if (kernel == "auto") return;
   const kernels::KernelEntry& e = kernels::find_kernel(kernel);  // UsageError if unknown
   if (const char* why = e.unsupported(SampleType::u8, kBins)) {
-    throw UsageError("kernel '" + kernel + "' cannot equalize 8-bit images (u8, 256 bins): " +
-                     why);
+    throw UsageError("kernel '" + kernel + "' cannot equalize 8-bit images (u8, 256 bins): " + why);
   }
 }
 
@@ -101,9 +100,8 @@ Image run_cpu(const Run& r, bool apply_luts, EqualizeReport& rep) {
   }
   rep.histograms.clear();
   for (int p = 0; p < r.planes; ++p) {
-    rep.histograms.push_back(
-        cpu::histogram(planes + std::size_t(p) * r.pixels, r.pixels, SampleType::u8, kBins,
-                       threads));
+    rep.histograms.push_back(cpu::histogram(planes + std::size_t(p) * r.pixels, r.pixels,
+                                            SampleType::u8, kBins, threads));
   }
   rep.times.histogram_ms = ms_since(t0);
 
@@ -148,8 +146,8 @@ Image run_cuda(const Run& r, bool apply_luts, EqualizeReport& rep) {
   Event e_start, e_up, e_hist, e_lut, e_apply, e_down;
   e_start.record(s);
   if (in_bytes > 0) {
-    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d_in.get(), r.in.pixels.data(), in_bytes,
-                                      cudaMemcpyHostToDevice, s));
+    HISTEQ_CUDA_CHECK(
+        cudaMemcpyAsync(d_in.get(), r.in.pixels.data(), in_bytes, cudaMemcpyHostToDevice, s));
   }
   e_up.record(s);
 
@@ -158,8 +156,8 @@ Image run_cuda(const Run& r, bool apply_luts, EqualizeReport& rep) {
   }
   std::string ran;
   for (int p = 0; p < r.planes; ++p) {
-    ran = eq.histogram(r.opt.kernel, planes + std::size_t(p) * r.pixels, r.pixels,
-                       SampleType::u8, kBins, d_hist + std::size_t(p) * kBins, r.opt.block_size);
+    ran = eq.histogram(r.opt.kernel, planes + std::size_t(p) * r.pixels, r.pixels, SampleType::u8,
+                       kBins, d_hist + std::size_t(p) * kBins, r.opt.block_size);
   }
   e_hist.record(s);
   rep.kernel = ran.empty() ? r.opt.kernel : ran;
@@ -175,8 +173,8 @@ Image run_cuda(const Run& r, bool apply_luts, EqualizeReport& rep) {
     out.channels = r.out_channels;
     out.pixels.resize(out_bytes);
     if (out_bytes > 0) {
-      HISTEQ_CUDA_CHECK(cudaMemcpyAsync(out.pixels.data(), d_out.get(), out_bytes,
-                                        cudaMemcpyDeviceToHost, s));
+      HISTEQ_CUDA_CHECK(
+          cudaMemcpyAsync(out.pixels.data(), d_out.get(), out_bytes, cudaMemcpyDeviceToHost, s));
     }
     e_down.record(s);
   }
@@ -222,7 +220,11 @@ Image run(const Image& in, const EqualizeOptions& opt, bool apply_luts, Equalize
   check_kernel_name(opt.kernel);
   const Backend backend = resolve_backend(opt.backend);
   const Mode mode = opt.mode.value_or(default_mode(in.channels));
-  const Run r{in, opt, mode, plane_count(mode, in.channels), output_channels(mode, in.channels),
+  const Run r{in,
+              opt,
+              mode,
+              plane_count(mode, in.channels),
+              output_channels(mode, in.channels),
               in.pixel_count()};
 
   EqualizeReport local;

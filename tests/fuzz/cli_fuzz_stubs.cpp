@@ -37,9 +37,9 @@ namespace kernels {
 const std::vector<KernelEntry>& registry() {
   static const std::vector<KernelEntry> table = [] {
     std::vector<KernelEntry> t;
-    for (const char* n : {"racy", "atomic", "privatized", "contiguous", "coarsened",
-                          "aggregated", "cub", "columns", "perthread", "tworeduce", "cooperative",
-                          "shortcounters"}) {
+    for (const char* n :
+         {"racy", "atomic", "privatized", "contiguous", "coarsened", "aggregated", "cub", "columns",
+          "perthread", "tworeduce", "cooperative", "shortcounters"}) {
       KernelEntry e{};
       e.name = n;
       e.summary = "fuzz stub";
@@ -139,19 +139,26 @@ std::size_t parse_size(std::string_view text) {
   bool ok = !s.empty();
   while (ok && i < s.size() && s[i] >= '0' && s[i] <= '9') {
     const std::uint64_t d = std::uint64_t(s[i++] - '0');
-    if (v > (UINT64_MAX - d) / 10) ok = false;
-    else v = v * 10 + d;
+    if (v > (UINT64_MAX - d) / 10)
+      ok = false;
+    else
+      v = v * 10 + d;
   }
   ok = ok && i > 0;
   if (ok && i < s.size()) {
     const std::string_view suffix = s.substr(i);
-    if (suffix == "k" || suffix == "K") mult = std::uint64_t(1) << 10;
-    else if (suffix == "m" || suffix == "M") mult = std::uint64_t(1) << 20;
-    else if (suffix == "g" || suffix == "G") mult = std::uint64_t(1) << 30;
-    else ok = false;
+    if (suffix == "k" || suffix == "K")
+      mult = std::uint64_t(1) << 10;
+    else if (suffix == "m" || suffix == "M")
+      mult = std::uint64_t(1) << 20;
+    else if (suffix == "g" || suffix == "G")
+      mult = std::uint64_t(1) << 30;
+    else
+      ok = false;
   }
   if (ok && v > (SIZE_MAX >> 3) / mult) ok = false;
-  if (!ok) throw UsageError("bad size '" + std::string(text) + "' (fuzz stand-in of bench::parse_size)");
+  if (!ok)
+    throw UsageError("bad size '" + std::string(text) + "' (fuzz stand-in of bench::parse_size)");
   return std::size_t(v * mult);
 }
 }  // namespace bench
@@ -176,12 +183,15 @@ JpegCodec::JpegCodec(StreamHandle, JpegCodecOptions, std::shared_ptr<JpegHandles
   throw Error("fuzz build: no nvJPEG");
 }
 JpegCodec::~JpegCodec() = default;
-Image JpegCodec::decode_to_host(const JpegInput&, std::string*) { throw Error("fuzz build: no nvJPEG"); }
+Image JpegCodec::decode_to_host(const JpegInput&, std::string*) {
+  throw Error("fuzz build: no nvJPEG");
+}
 std::vector<std::uint8_t> JpegCodec::encode(const Image&, const jpeg::EncodeOptions&) {
   throw Error("fuzz build: no nvJPEG");
 }
-JpegOnDevice equalize_jpeg_on_device(Equalizer&, JpegCodec&, const JpegInput&, const EqualizeOptions&,
-                                     const jpeg::EncodeOptions&, EqualizeReport*) {
+JpegOnDevice equalize_jpeg_on_device(Equalizer&, JpegCodec&, const JpegInput&,
+                                     const EqualizeOptions&, const jpeg::EncodeOptions&,
+                                     EqualizeReport*) {
   throw Error("fuzz build: no nvJPEG");
 }
 bool nvjpeg_built() { return false; }

@@ -14,7 +14,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
-    const histeq::Image img = histeq::decode_image(data, size, "fuzz-input", std::uint64_t(1) << 14);
+    const histeq::Image img =
+        histeq::decode_image(data, size, "fuzz-input", std::uint64_t(1) << 14);
     if (img.width <= 0 || img.height <= 0 || img.channels < 1 || img.channels > 4 ||
         std::uint64_t(img.width) * std::uint64_t(img.height) > (std::uint64_t(1) << 14) ||
         img.pixels.size() != img.byte_count()) {

@@ -30,13 +30,13 @@ namespace histeq::fuzz {
 /// their header are caught allocating more than the limit allows (ASan's rss/malloc limits).
 inline constexpr std::uint64_t kFuzzMaxPixels = std::uint64_t(1) << 14;
 
-#define HISTEQ_FUZZ_CHECK(cond)                                                          \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
+#define HISTEQ_FUZZ_CHECK(cond)                                                           \
+  do {                                                                                    \
+    if (!(cond)) {                                                                        \
       std::fprintf(stderr, "histeq fuzz invariant broken: %s (%s:%d)\n", #cond, __FILE__, \
-                   __LINE__);                                                            \
-      std::abort();                                                                      \
-    }                                                                                    \
+                   __LINE__);                                                             \
+      std::abort();                                                                       \
+    }                                                                                     \
   } while (0)
 
 enum class Outcome { rejected, decoded };
@@ -50,14 +50,15 @@ inline Image cpu_equalize(const Image& in, Mode mode, Formula formula) {
   cpu::extract_planes(in.pixels.data(), pixels, in.channels, mode, plane_bytes.data(), 1);
   std::vector<Lut> luts(static_cast<std::size_t>(planes));
   for (int p = 0; p < planes; ++p) {
-    const Histogram h =
-        cpu::histogram(plane_bytes.data() + std::size_t(p) * pixels, pixels, SampleType::u8, 256, 1);
+    const Histogram h = cpu::histogram(plane_bytes.data() + std::size_t(p) * pixels, pixels,
+                                       SampleType::u8, 256, 1);
     HISTEQ_FUZZ_CHECK(h.size() == 256);
     std::uint64_t sum = 0;
     for (std::uint64_t c : h) sum += c;
     HISTEQ_FUZZ_CHECK(sum == pixels);
     luts[std::size_t(p)] = make_lut(h.data(), formula);
-    for (int v = 1; v < 256; ++v) HISTEQ_FUZZ_CHECK(luts[std::size_t(p)][v] >= luts[std::size_t(p)][v - 1]);
+    for (int v = 1; v < 256; ++v)
+      HISTEQ_FUZZ_CHECK(luts[std::size_t(p)][v] >= luts[std::size_t(p)][v - 1]);
   }
   Image out;
   out.width = in.width;

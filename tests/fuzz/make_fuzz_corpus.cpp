@@ -122,7 +122,8 @@ Bytes adam7_rows(int w, int h) {
     if (pw <= 0 || ph <= 0) continue;
     for (int y = 0; y < ph; ++y) {
       r.push_back(0);
-      for (int x = 0; x < pw; ++x) r.push_back(std::uint8_t((xs[p] + x * dx[p]) * 16 + (ys[p] + y * dy[p]) * 3));
+      for (int x = 0; x < pw; ++x)
+        r.push_back(std::uint8_t((xs[p] + x * dx[p]) * 16 + (ys[p] + y * dy[p]) * 3));
     }
   }
   return r;
@@ -176,8 +177,16 @@ Bytes gif(int w, int h, int frames) {
       const std::uint8_t gce[] = {0x21, 0xF9, 4, 0, 10, 0, 0, 0};
       g.insert(g.end(), gce, gce + sizeof gce);
     }
-    const std::uint8_t desc[] = {0x2C, 0, 0, 0, 0, std::uint8_t(w), std::uint8_t(w >> 8),
-                                 std::uint8_t(h), std::uint8_t(h >> 8), 0};
+    const std::uint8_t desc[] = {0x2C,
+                                 0,
+                                 0,
+                                 0,
+                                 0,
+                                 std::uint8_t(w),
+                                 std::uint8_t(w >> 8),
+                                 std::uint8_t(h),
+                                 std::uint8_t(h >> 8),
+                                 0};
     g.insert(g.end(), desc, desc + sizeof desc);
     Bytes idx;
     for (int i = 0; i < w * h; ++i) idx.push_back(std::uint8_t((i + f) % 4));
@@ -211,8 +220,10 @@ int main(int argc, char** argv) {
 
   write(dir, "gray16.png", png(4, 3, 16, 0, 0, rows(4, 3, 2, 1)));
   Bytes plte;
-  for (int i = 0; i < 4; ++i) plte.insert(plte.end(), {std::uint8_t(i * 60), std::uint8_t(255 - i * 60), 128});
-  write(dir, "palette2bit.png", png(5, 2, 2, 3, 0, rows(2, 2, 1, 0) /* 5 px x 2 bit = 2 bytes */, plte));
+  for (int i = 0; i < 4; ++i)
+    plte.insert(plte.end(), {std::uint8_t(i * 60), std::uint8_t(255 - i * 60), 128});
+  write(dir, "palette2bit.png",
+        png(5, 2, 2, 3, 0, rows(2, 2, 1, 0) /* 5 px x 2 bit = 2 bytes */, plte));
   write(dir, "interlaced.png", png(9, 9, 8, 0, 1, adam7_rows(9, 9)));
   write(dir, "rgba16.png", png(2, 2, 16, 6, 0, rows(2, 2, 8, 3)));
   write(dir, "gray1bit.png", png(10, 2, 1, 0, 0, rows(2, 2, 1, 5)));

@@ -56,9 +56,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    histeq::check_output_path(argv[2]);             // UsageError for an unknown extension
+    histeq::check_output_path(argv[2]);                    // UsageError for an unknown extension
     const histeq::Image in = histeq::load_image(argv[1]);  // Error: missing, corrupt, too big
-    histeq::EqualizeOptions opt;                    // backend automatic, kernel auto, luma
+    histeq::EqualizeOptions opt;                           // backend automatic, kernel auto, luma
     histeq::EqualizeReport report;
     const histeq::Image out = histeq::equalize(in, opt, &report);
     histeq::save_image(out, argv[2]);
@@ -67,8 +67,8 @@ int main(int argc, char** argv) {
 
     // The same library on data already in device memory: the gray (luma) plane.
     std::vector<std::uint8_t> gray(in.pixel_count());
-    histeq::cpu::extract_planes(in.pixels.data(), in.pixel_count(), in.channels,
-                                histeq::Mode::gray, gray.data());
+    histeq::cpu::extract_planes(in.pixels.data(), in.pixel_count(), in.channels, histeq::Mode::gray,
+                                gray.data());
     std::string why;
     if (!histeq::cuda_available(&why)) {
       std::printf("device memory: skipped, no usable GPU (%s)\n", why.c_str());
@@ -76,8 +76,8 @@ int main(int argc, char** argv) {
     }
     const std::vector<std::uint8_t> got = equalize_on_device(gray);
     // The CPU twin gives the same bytes: histogram -> LUT -> apply.
-    const histeq::Histogram h = histeq::cpu::histogram(gray.data(), gray.size(),
-                                                       histeq::SampleType::u8, 256);
+    const histeq::Histogram h =
+        histeq::cpu::histogram(gray.data(), gray.size(), histeq::SampleType::u8, 256);
     const histeq::Lut lut = histeq::make_lut(h.data(), histeq::Formula::opencv);
     std::vector<std::uint8_t> want(gray.size());
     histeq::cpu::apply(gray.data(), gray.size(), 1, histeq::Mode::gray, &lut, want.data());

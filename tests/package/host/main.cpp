@@ -22,10 +22,10 @@ int main(int argc, char** argv) {
     gray.height = in.height;
     gray.channels = 1;
     gray.pixels.resize(in.pixel_count());
-    histeq::cpu::extract_planes(in.pixels.data(), in.pixel_count(), in.channels,
-                                histeq::Mode::gray, gray.pixels.data());
-    const histeq::Histogram h = histeq::cpu::histogram(gray.pixels.data(), gray.pixels.size(),
-                                                       histeq::SampleType::u8, 256);
+    histeq::cpu::extract_planes(in.pixels.data(), in.pixel_count(), in.channels, histeq::Mode::gray,
+                                gray.pixels.data());
+    const histeq::Histogram h =
+        histeq::cpu::histogram(gray.pixels.data(), gray.pixels.size(), histeq::SampleType::u8, 256);
     const histeq::Lut lut = histeq::make_lut(h.data(), histeq::Formula::opencv);
     histeq::Image out = gray;
     histeq::cpu::apply(gray.pixels.data(), gray.pixel_count(), 1, histeq::Mode::gray, &lut,
