@@ -21,6 +21,8 @@
 
 #include "histeq/color.hpp"
 #include "histeq/cpu.hpp"
+
+#include <sched.h>
 #include "histeq/error.hpp"
 #include "histeq/planes.hpp"
 
@@ -31,10 +33,10 @@
 namespace histeq::cpu {
 namespace {
 
-/// Worker count for `work` items: at most `threads` (0 → hardware_concurrency), and no thread
+/// Worker count for `work` items: at most `threads` (0 → usable_cpus()), and no thread
 /// gets fewer than `min_per_thread` items.
 int worker_count(std::size_t work, int threads, std::size_t min_per_thread) {
-  std::size_t t = threads > 0 ? std::size_t(threads) : std::thread::hardware_concurrency();
+  std::size_t t = threads > 0 ? std::size_t(threads) : std::size_t(usable_cpus());
   if (t == 0) t = 1;
   const std::size_t by_work = std::max<std::size_t>(1, work / std::max<std::size_t>(1, min_per_thread));
   return static_cast<int>(std::min(t, by_work));
@@ -313,6 +315,17 @@ void apply(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode, 
         break;
     }
   });
+}
+
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? int(n) : 1;
 }
 
 }  // namespace histeq::cpu

@@ -175,6 +175,25 @@ struct Executor::Impl {
   Clock::time_point t_created = Clock::now();
   double device_init_ms = 0;
 
+  // ---- CPU slots: at most `jobs` items in their CPU stages at once ----
+  // run() starts more workers than `jobs` when JPEGs may go to the device workers: a worker
+  // whose JPEG is on the device only waits, and gives its slot to another meanwhile.
+  std::mutex slot_mu;
+  std::condition_variable slot_cv;
+  int slots_free = 0;
+  void take_slot() {
+    std::unique_lock<std::mutex> lock(slot_mu);
+    slot_cv.wait(lock, [&] { return slots_free > 0; });
+    --slots_free;
+  }
+  void give_slot() {
+    {
+      std::lock_guard<std::mutex> lock(slot_mu);
+      ++slots_free;
+    }
+    slot_cv.notify_one();
+  }
+
   // ---- JPEG on the device workers ----
   std::mutex jmu;
   std::condition_variable jcv;
@@ -737,7 +756,9 @@ struct Executor::Impl {
     JpegJob job;
     job.it = &it;
     job.jpeg_out = is_jpeg_ext(fmt);
+    give_slot();
     run_jpeg_job(job);
+    take_slot();
     if (job.device_failed && opt.jpeg == JpegRoute::automatic && opt.equalize.backend == Backend::automatic) {
       rep.decoder.clear();
       rep.encoder.clear();
@@ -795,8 +816,7 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.opt = std::move(opt);
   if (m.opt.jobs < 0) throw UsageError("--jobs must be at least 1");
-  const unsigned hw = std::thread::hardware_concurrency();
-  m.jobs = m.opt.jobs > 0 ? m.opt.jobs : int(hw > 0 ? hw : 1);
+  m.jobs = m.opt.jobs > 0 ? m.opt.jobs : cpu::usable_cpus();
   if (m.opt.fast_png_decoder) m.fast_png = make_fast_png_decoder();
   if (m.opt.max_inflight_bytes == 0) m.opt.max_inflight_bytes = default_max_inflight_bytes(m.jobs);
   if (m.opt.equalize.kernel != "auto") {
@@ -952,9 +972,14 @@ struct Executor::Run {
         if (queue.empty()) return;
         it = std::move(queue.front());
         queue.pop_front();
+      }
+      m.take_slot();
+      {
+        std::lock_guard<std::mutex> lock(mu);
         sum.peak_busy_workers = std::max(sum.peak_busy_workers, ++busy);
       }
       m.process(*it);
+      m.give_slot();
       {
         std::lock_guard<std::mutex> lock(mu);
         --busy;
@@ -1008,6 +1033,7 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
     const std::string why = cpu_fallback_reason();
     if (!why.empty()) throw Error("--backend cuda: no usable CUDA device (" + why + ")");
   }
+  m.slots_free = m.jobs;
   std::thread reader([&r] { r.reader_loop(); });
   // `jobs` workers for the CPU stages, plus, when JPEGs may go to the device workers' JPEG
   // threads, as many as those threads take in their batches: a worker that handed its JPEG
