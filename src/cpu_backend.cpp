@@ -271,9 +271,13 @@ void luma_plane(const std::uint8_t* in, std::uint8_t* y, std::size_t b, std::siz
   }
 }
 
-/// The three colour planes of pixels [b, e) (rgb mode), C = 3 or 4 channels.
+/// The three colour planes of pixels [b, e) (rgb mode), C = 3 or 4 channels. Inlined into
+/// rgb_planes_avx2 too (below), where it vectorizes.
 template <int C>
-void rgb_planes(const std::uint8_t* in, std::uint8_t* r, std::uint8_t* g, std::uint8_t* bl,
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+inline void rgb_planes(const std::uint8_t* in, std::uint8_t* r, std::uint8_t* g, std::uint8_t* bl,
                 std::size_t b, std::size_t e) {
   for (std::size_t i = b; i < e; ++i) {
     const std::uint8_t* px = in + i * C;
@@ -393,6 +397,14 @@ __attribute__((target("avx2"))) void luma_plane_avx2(const std::uint8_t* in, std
   }
 }
 
+/// rgb_planes (above), compiled for AVX2.
+template <int C>
+__attribute__((target("avx2"))) void rgb_planes_avx2(const std::uint8_t* in, std::uint8_t* r,
+                                                     std::uint8_t* g, std::uint8_t* bl,
+                                                     std::size_t b, std::size_t e) {
+  rgb_planes<C>(in, r, g, bl, b, e);
+}
+
 /// Gray mode: out[i] = lut[Y of pixel i] for [b, e).
 template <int C>
 __attribute__((target("avx2"))) void apply_gray_avx2(const std::uint8_t* in, std::uint8_t* out,
@@ -489,10 +501,13 @@ void extract_planes(const std::uint8_t* in, std::size_t pixels, int channels, Mo
       std::uint8_t* r = planes;
       std::uint8_t* g = planes + pixels;
       std::uint8_t* bl = planes + 2 * pixels;
-      if (channels == 3)
-        rgb_planes<3>(in, r, g, bl, b, e);
-      else
-        rgb_planes<4>(in, r, g, bl, b, e);
+#if HISTEQ_HAVE_AVX2_PATH
+      if (avx2) {
+        channels == 3 ? rgb_planes_avx2<3>(in, r, g, bl, b, e) : rgb_planes_avx2<4>(in, r, g, bl, b, e);
+        return;
+      }
+#endif
+      channels == 3 ? rgb_planes<3>(in, r, g, bl, b, e) : rgb_planes<4>(in, r, g, bl, b, e);
     } else {
 #if HISTEQ_HAVE_AVX2_PATH
       if (avx2) {
