@@ -215,9 +215,9 @@ void map_bytes(const std::uint8_t* in, std::uint8_t* out, std::size_t b, std::si
 ///  - Cr depends on R − Y only, Cb on B − Y only (color::chroma), so for d = −255..255 the Cr
 ///    and Cb of R − Y = d and B − Y = d are chroma(d, d, 0): the same (R − Y)·11682 and
 ///    (B − Y)·9241 products.
-///  - R's term depends on Cr only and B's on Cb only: r_term[d] = color::r_term(cr[d]),
-///    b_term[d] = color::b_term(cb[d]), indexed by R − Y and B − Y directly (Cr and Cb
-///    themselves are never needed).
+///  - R's term depends on Cr only and B's on Cb only: r_term[d] = color::r_term(Cr of d),
+///    b_term[d] = color::b_term(Cb of d), indexed by R − Y and B − Y directly (Cr and Cb
+///    themselves are never needed per pixel).
 ///  - G's term is descale14(g_cr(Cr) + g_cb(Cb)): rounded once from a sum of a Cr part and a Cb
 ///    part, so those two parts are tabulated (g_cr[d], g_cb[d]) and the sum is rounded per pixel.
 ///  - sat[v + kSatBias] = color::sat_u8(v) for every v that Y' + term can reach: Y' is 0..255
