@@ -220,22 +220,36 @@ class BackendProbe {
     if (!f_.valid()) return;
     if (!wait && f_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
       c.opt.backend = Backend::cpu;
+      late_err_ = &err;  // when the probe ends without a device, say so then (~BackendProbe)
       return;
     }
     const Result r = f_.get();
     c.opt.backend = r.backend;
-    if (r.backend == Backend::cpu)  // known by now: say why, as settle_backend does
-      err << "histeq: no usable CUDA device (" << (r.why.empty() ? "unknown reason" : r.why)
-          << "); running on the CPU\n";
+    if (r.backend == Backend::cpu) say_why(err, r.why, "running");
   }
+  ~BackendProbe() {
+    if (!late_err_ || !f_.valid()) return;
+    try {
+      const Result r = f_.get();
+      if (r.backend == Backend::cpu) say_why(*late_err_, r.why, "ran");
+    } catch (...) {  // a destructor: the message is not worth an exception
+    }
+  }
+  BackendProbe(const BackendProbe&) = delete;
+  BackendProbe& operator=(const BackendProbe&) = delete;
 
  private:
   struct Result {
     Backend backend = Backend::cpu;
     std::string why;
   };
+  static void say_why(std::ostream& err, const std::string& why, const char* verb) {
+    err << "histeq: no usable CUDA device (" << (why.empty() ? "unknown reason" : why) << "); " << verb
+        << " on the CPU\n";
+  }
   std::future<Result> f_;
   bool started_ = false;
+  std::ostream* late_err_ = nullptr;
 };
 
 void warn_inexact(const Common& c, std::ostream& err) {
