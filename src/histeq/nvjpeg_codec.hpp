@@ -74,12 +74,14 @@ struct JpegCodecOptions {
 };
 
 /// nvJPEG's library handles of one device: the hardware-backend handle (absent on GPUs without
-/// a JPEG engine) and the default-backend handle (hybrid decode, encode). Each costs about
-/// 0.3 s to create on an H200, so the device workers of one GPU share one set (nvJPEG handles
-/// may be used by several threads at once; states may not: each JpegCodec keeps its own).
+/// a JPEG engine; it decodes baseline files and, on such GPUs, carries the encoder too) and the
+/// default-backend handle (hybrid decode; the encoder where there is no JPEG engine), created on
+/// first need. Each costs about 0.3 s to create on an H200, so the device workers of one GPU
+/// share one set (nvJPEG handles may be used by several threads at once; states may not: each
+/// JpegCodec keeps its own).
 struct JpegHandles;
-/// Creates both handles for CUDA device `device` now, the two at once (the hardware one on a
-/// thread of its own; skipped when !use_hardware). Throws Error when the default backend cannot
+/// Creates the handles for CUDA device `device` that a run needs first: the hardware one (unless
+/// !use_hardware), else the default-backend one. Throws Error when the default backend cannot
 /// be created (or this build has no nvJPEG), CudaError when the device cannot be selected.
 std::shared_ptr<JpegHandles> make_jpeg_handles(int device, bool use_hardware = true);
 /// Host wall milliseconds make_jpeg_handles took (a start-up cost for reports).
