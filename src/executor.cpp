@@ -305,14 +305,10 @@ struct Executor::Impl {
     }
   }
 
-  // ---- progressive JPEGs: nvJPEG's hybrid decoder on a CPU worker's thread ----
-  /// Device objects for the hybrid route, borrowed by a CPU worker: nvJPEG's hybrid decoder runs
-  /// its Huffman stage on the calling thread, IDCT and colour on the GPU; equalize and encode
-  /// follow on the same stream. Only kHybridClients exist: measured on the H200 machine with one
-  /// per CPU worker (16 at once), a 4 MP progressive photo took 28 ms alone and up to 1,064 ms
-  /// beside the others (libjpeg-turbo: about 100 ms), so a few are kept busy and reused, and a
-  /// worker that finds none free decodes with libjpeg-turbo.
-  static constexpr int kHybridClients = 2;
+  // ---- progressive JPEGs: nvJPEG's hybrid decoder on the CPU worker's own thread ----
+  /// A CPU worker's own device objects for the hybrid route: nvJPEG's hybrid decoder runs its
+  /// Huffman stage on the calling thread (the part that costs), IDCT and colour on the GPU, so
+  /// every CPU worker can run one at once; equalize and encode follow on the same stream.
   struct JpegClient {
     int device = 0;
     gpu::Equalizer eq;
@@ -322,32 +318,29 @@ struct Executor::Impl {
   std::atomic<bool> hybrid_ready{false};
   std::map<int, std::shared_ptr<gpu::JpegHandles>> jpeg_handles;  // written before hybrid_ready
   std::mutex client_mu;
-  std::vector<std::unique_ptr<JpegClient>> clients;  // every client made (under client_mu)
-  std::vector<JpegClient*> free_clients;             // those not borrowed (under client_mu)
+  std::map<std::thread::id, std::unique_ptr<JpegClient>> clients;
 
   /// Frees the workers' JpegClients (each holds an image's worth of device memory), each on its
   /// device; run() does it when its workers are gone.
   void release_clients() {
     std::lock_guard<std::mutex> lock(client_mu);
-    for (auto& c : clients) {
+    for (auto& [id, c] : clients) {
       cudaSetDevice(c->device);
       c.reset();
     }
     clients.clear();
-    free_clients.clear();
   }
 
-  /// A free client (made on first need, at most kHybridClients per GPU), or nullptr.
-  JpegClient* borrow_client() {
-    std::lock_guard<std::mutex> lock(client_mu);
-    if (!free_clients.empty()) {
-      JpegClient* c = free_clients.back();
-      free_clients.pop_back();
-      return c;
+  JpegClient& client() {
+    const std::thread::id me = std::this_thread::get_id();
+    {
+      std::lock_guard<std::mutex> lock(client_mu);
+      auto at = clients.find(me);
+      if (at != clients.end()) return *at->second;
     }
-    if (clients.size() >= std::size_t(kHybridClients) * jpeg_handles.size()) return nullptr;
+    const int n = int(jpeg_handles.size());
     auto pick = jpeg_handles.begin();
-    std::advance(pick, std::ptrdiff_t(clients.size() % jpeg_handles.size()));
+    std::advance(pick, int(std::hash<std::thread::id>{}(me) % std::size_t(std::max(n, 1))));
     HISTEQ_CUDA_CHECK(cudaSetDevice(pick->first));
     auto c = std::make_unique<JpegClient>();
     c->device = pick->first;
@@ -355,28 +348,16 @@ struct Executor::Impl {
     jo.max_pixels = opt.max_pixels;
     jo.use_hardware = false;  // baseline files go to the device workers' batches
     c->codec = std::make_unique<gpu::JpegCodec>(c->eq.stream(), jo, pick->second);
-    clients.push_back(std::move(c));
-    return clients.back().get();
-  }
-  void return_client(JpegClient* c) {
     std::lock_guard<std::mutex> lock(client_mu);
-    free_clients.push_back(c);
+    return *(clients[me] = std::move(c));
   }
 
   /// A progressive JPEG through nvJPEG's hybrid decoder on this thread, equalized on the device,
   /// encoded by nvJPEG (JPEG output) or downloaded for the CPU encoders, then written. False
-  /// (nothing done) when no client is free, or when nvJPEG refused the file (the CPU decoder
-  /// then names what is wrong).
+  /// (nothing done) when nvJPEG refused the file: the CPU decoder then names what is wrong.
   bool process_jpeg_hybrid_here(Loaded& it) {
     ItemReport& rep = it.rep;
-    JpegClient* cp = borrow_client();
-    if (!cp) return false;
-    struct Return {
-      Impl* self;
-      JpegClient* c;
-      ~Return() { self->return_client(c); }
-    } give_back{this, cp};
-    JpegClient& c = *cp;
+    JpegClient& c = client();
     HISTEQ_CUDA_CHECK(cudaSetDevice(c.device));
     auto t = Clock::now();
     const std::vector<gpu::DeviceImage> dec = c.codec->decode({{it.bytes.data(), it.bytes.size(), rep.input}});
