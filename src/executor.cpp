@@ -151,7 +151,6 @@ struct Executor::Impl {
   ~Impl() {
     if (init_thread.joinable()) init_thread.join();
     if (nvjpeg_thread.joinable()) nvjpeg_thread.join();
-    release_clients();
     {
       std::lock_guard<std::mutex> lock(jmu);
       jstop = true;
@@ -294,129 +293,6 @@ struct Executor::Impl {
       DeviceWorker* wp = w.get();
       wp->jpeg_thread = std::thread([this, wp] { jpeg_loop(*wp); });
     }
-    // Then the default-backend handle (another 0.3 s): with it the CPU workers decode
-    // progressive JPEGs with nvJPEG's hybrid decoder themselves (JpegClient).
-    if (opt.jpeg != JpegRoute::automatic) return;
-    try {
-      for (auto& [dev, h] : handles) gpu::make_default_handle(*h);
-      jpeg_handles = handles;
-      hybrid_ready.store(true, std::memory_order_release);
-    } catch (const std::exception&) {  // the CPU decoder keeps the progressive files
-    }
-  }
-
-  // ---- progressive JPEGs: nvJPEG's hybrid decoder on the CPU worker's own thread ----
-  /// A CPU worker's own device objects for the hybrid route: nvJPEG's hybrid decoder runs its
-  /// Huffman stage on the calling thread (the part that costs), IDCT and colour on the GPU, so
-  /// every CPU worker can run one at once; equalize and encode follow on the same stream.
-  struct JpegClient {
-    int device = 0;
-    gpu::Equalizer eq;
-    std::unique_ptr<gpu::JpegCodec> codec;
-    DeviceBuffer<std::uint8_t> d_out, d_planes;
-  };
-  std::atomic<bool> hybrid_ready{false};
-  std::map<int, std::shared_ptr<gpu::JpegHandles>> jpeg_handles;  // written before hybrid_ready
-  std::mutex client_mu;
-  std::map<std::thread::id, std::unique_ptr<JpegClient>> clients;
-
-  /// Frees the workers' JpegClients (each holds an image's worth of device memory), each on its
-  /// device; run() does it when its workers are gone.
-  void release_clients() {
-    std::lock_guard<std::mutex> lock(client_mu);
-    for (auto& [id, c] : clients) {
-      cudaSetDevice(c->device);
-      c.reset();
-    }
-    clients.clear();
-  }
-
-  JpegClient& client() {
-    const std::thread::id me = std::this_thread::get_id();
-    {
-      std::lock_guard<std::mutex> lock(client_mu);
-      auto at = clients.find(me);
-      if (at != clients.end()) return *at->second;
-    }
-    const int n = int(jpeg_handles.size());
-    auto pick = jpeg_handles.begin();
-    std::advance(pick, int(std::hash<std::thread::id>{}(me) % std::size_t(std::max(n, 1))));
-    HISTEQ_CUDA_CHECK(cudaSetDevice(pick->first));
-    auto c = std::make_unique<JpegClient>();
-    c->device = pick->first;
-    gpu::JpegCodecOptions jo;
-    jo.max_pixels = opt.max_pixels;
-    jo.use_hardware = false;  // baseline files go to the device workers' batches
-    c->codec = std::make_unique<gpu::JpegCodec>(c->eq.stream(), jo, pick->second);
-    std::lock_guard<std::mutex> lock(client_mu);
-    return *(clients[me] = std::move(c));
-  }
-
-  /// A progressive JPEG through nvJPEG's hybrid decoder on this thread, equalized on the device,
-  /// encoded by nvJPEG (JPEG output) or downloaded for the CPU encoders, then written. False
-  /// (nothing done) when nvJPEG refused the file: the CPU decoder then names what is wrong.
-  bool process_jpeg_hybrid_here(Loaded& it) {
-    ItemReport& rep = it.rep;
-    JpegClient& c = client();
-    HISTEQ_CUDA_CHECK(cudaSetDevice(c.device));
-    auto t = Clock::now();
-    const std::vector<gpu::DeviceImage> dec = c.codec->decode({{it.bytes.data(), it.bytes.size(), rep.input}});
-    const gpu::DeviceImage& img = dec.at(0);
-    if (!img.error.empty()) return false;
-    rep.times.decode_ms = ms_since(t);
-    rep.width = img.width;
-    rep.height = img.height;
-    rep.channels = img.channels;
-    rep.decoder = img.decoder;
-    const bool apply = opt.task == Task::equalize;
-    const Mode mode = opt.equalize.mode.value_or(default_mode(img.channels));
-    const int out_ch = output_channels(mode, img.channels);
-    const std::size_t px = std::size_t(img.width) * std::size_t(img.height);
-    std::uint8_t* d_out = grow(c.d_out, std::max<std::size_t>(px * std::size_t(out_ch), 1));
-    std::uint8_t* d_planes =
-        img.channels > 1 ? grow(c.d_planes, px * std::size_t(plane_count(mode, img.channels))) : nullptr;
-    EqualizeReport& er = rep.equalize;
-    gpu::equalize_on_device(c.eq, img, opt.equalize, d_out, &er, d_planes);
-    rep.times.equalize_ms = er.times.histogram_ms + er.times.cdf_lut_ms + er.times.apply_ms;
-    er.times.decode_ms = rep.times.decode_ms;
-    er.luts.clear();
-    er.histograms.clear();
-    std::vector<std::uint8_t>().swap(it.bytes);
-    if (!apply) {
-      rep.ok = true;
-      return true;
-    }
-    rep.output_channels = out_ch;
-    const std::string fmt = format_for(it);
-    std::vector<std::uint8_t> encoded;
-    if (is_jpeg_ext(fmt)) {
-      t = Clock::now();
-      encoded = c.codec->encode(d_out, img.width, img.height, out_ch,
-                                {opt.encode.quality, opt.encode.subsampling}, img.exif, img.icc);
-      rep.times.encode_ms = ms_since(t);
-      rep.encoder = "nvjpeg";
-    } else {
-      t = Clock::now();
-      Image host;
-      host.width = img.width;
-      host.height = img.height;
-      host.channels = out_ch;
-      host.exif = img.exif;
-      host.icc = img.icc;
-      host.pixels.resize(px * std::size_t(out_ch));
-      HISTEQ_CUDA_CHECK(cudaMemcpyAsync(host.pixels.data(), d_out, host.pixels.size(),
-                                        cudaMemcpyDeviceToHost, reinterpret_cast<cudaStream_t>(c.eq.stream())));
-      c.eq.synchronize();
-      rep.times.download_ms = ms_since(t);
-      encoded = encode(host, rep, fmt);
-    }
-    er.times.encode_ms = rep.times.encode_ms;
-    rep.output_bytes = encoded.size();
-    t = Clock::now();
-    write_file_atomic(rep.output, encoded.data(), encoded.size());
-    rep.times.write_ms = ms_since(t);
-    rep.ok = true;
-    return true;
   }
 
   /// A free device worker, or nullptr when the item should run on the CPU. Throws when the
@@ -816,11 +692,7 @@ struct Executor::Impl {
       }
       if (jpeg::is_jpeg(it.bytes.data(), it.bytes.size())) {
         start_nvjpeg();
-        if (progressive_here(it)) {
-          if (hybrid_ready.load(std::memory_order_acquire) && process_jpeg_hybrid_here(it)) return;
-        } else if (route_jpeg_to_device() && process_jpeg_on_device(it)) {
-          return;
-        }
+        if (!progressive_here(it) && route_jpeg_to_device() && process_jpeg_on_device(it)) return;
       }
       Image img;
       decode(it, img);
@@ -932,11 +804,13 @@ struct Executor::Impl {
     return ext == ".jpg" || ext == ".jpeg";
   }
 
-  /// --decoder auto: progressive JPEGs stay on the CPU workers, which decode them with nvJPEG's
-  /// hybrid decoder once its handle is up (process_jpeg_hybrid_here), else with libjpeg-turbo.
-  /// The GPU's hardware decoder takes only baseline files, and the hybrid route on a device
-  /// worker's one JPEG thread would hold up every baseline batch behind a few large progressive
-  /// photos (measured on the H200 machine: bench/results/h200/e2e).
+  /// --decoder auto: progressive JPEGs stay on the CPU workers (libjpeg-turbo). The GPU's
+  /// hardware decoder takes only baseline files; nvJPEG's hybrid route for the others runs its
+  /// Huffman stage on the one JPEG thread of a device worker, so a few large progressive photos
+  /// would hold up every baseline batch behind them. Nor does the hybrid decoder scale on the
+  /// CPU workers' threads: measured on the H200 machine with one per worker (16 at once), a 4 MP
+  /// progressive photo took 28 ms alone and up to 1,064 ms beside the others (libjpeg-turbo:
+  /// about 100 ms), and with two at a time the folder ran no faster than with none.
   bool progressive_here(const Loaded& it) const {
     if (opt.jpeg != JpegRoute::automatic || opt.equalize.backend == Backend::cuda) return false;
     try {
@@ -1189,7 +1063,6 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
   const std::exception_ptr callback_error = r.report_loop(on_done);
   reader.join();
   for (auto& t : pool) t.join();
-  m.release_clients();
   BatchSummary sum = std::move(r.sum);
   sum.wall_s = std::chrono::duration<double>(Clock::now() - r.t_run).count();
   {

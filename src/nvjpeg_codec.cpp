@@ -31,9 +31,6 @@ std::shared_ptr<JpegHandles> make_jpeg_handles(int, bool) {
   throw Error("this histeq was built without nvJPEG: GPU JPEG decoding is not available");
 }
 double jpeg_handles_create_ms(const JpegHandles&) { return 0; }
-void make_default_handle(JpegHandles&) {
-  throw Error("this histeq was built without nvJPEG: GPU JPEG decoding is not available");
-}
 struct JpegCodec::Impl {};
 JpegCodec::JpegCodec(StreamHandle, JpegCodecOptions, std::shared_ptr<JpegHandles>) {
   throw Error("this histeq was built without nvJPEG: GPU JPEG decoding is not available "
@@ -180,11 +177,6 @@ std::shared_ptr<JpegHandles> make_jpeg_handles(int device, bool use_hardware) {
 }
 
 double jpeg_handles_create_ms(const JpegHandles& h) { return h.create_ms; }
-
-void make_default_handle(JpegHandles& h) {
-  unsigned flags = 0;
-  h.default_handle(&flags);
-}
 
 struct JpegCodec::Impl {
   cudaStream_t stream = nullptr;

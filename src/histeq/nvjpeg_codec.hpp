@@ -86,9 +86,6 @@ struct JpegHandles;
 std::shared_ptr<JpegHandles> make_jpeg_handles(int device, bool use_hardware = true);
 /// Host wall milliseconds make_jpeg_handles took (a start-up cost for reports).
 double jpeg_handles_create_ms(const JpegHandles& h);
-/// Creates h's default-backend handle now, if it is not made yet (the hybrid decoder needs it;
-/// JpegCodecs made with h otherwise create it on first need). Thread-safe. Throws Error.
-void make_default_handle(JpegHandles& h);
 
 class JpegCodec {
  public:
