@@ -362,6 +362,9 @@ std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>& batch) 
     jpeg::Info info;
     if (gpu_ok) {
       try {
+        // Also the structure checks (no scan, a component no scan covers, too few entropy-coded
+        // bytes for the declared size): a file failing them never reaches nvJPEG; the CPU
+        // decoder below refuses it with the reason.
         info = jpeg::read_info(in.data, in.size, in.name);
       } catch (const Error&) {
         gpu_ok = false;
