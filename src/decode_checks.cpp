@@ -565,6 +565,8 @@ bool jpeg_read_scan(const std::uint8_t* p, std::size_t n, JpegLayout* l, JpegSca
     }
     cur[i] = found;
     s->frame_index.push_back(found);
+    s->dc_table.push_back(p[2 + 2 * i] >> 4);
+    s->ac_table.push_back(p[2 + 2 * i] & 15);
   }
   s->ss = p[1 + 2 * ns];
   s->se = p[2 + 2 * ns];
@@ -703,8 +705,32 @@ std::string pnm_decode(const std::uint8_t* d, std::size_t len, const PnmHeader& 
   return "";
 }
 
+/// The tables a DHT segment defines (class 0 DC / 1 AC, id 0..3), into defined[class][id].
+void jpeg_read_dht(const std::uint8_t* p, std::size_t n, bool defined[2][4]) {
+  std::size_t q = 0;
+  while (q + 17 <= n) {
+    const unsigned tc = p[q] >> 4, th = p[q] & 15;
+    std::size_t count = 0;
+    for (int k = 1; k <= 16; ++k) count += p[q + std::size_t(k)];
+    if (tc <= 1 && th <= 3) defined[tc][th] = true;
+    q += 17 + count;
+  }
+}
+
+/// Whether scan s of a Huffman-coded frame reads a table not in defined[][]: DC tables in a
+/// sequential scan or a DC-first progressive scan, AC tables in any scan with Se > 0.
+bool jpeg_scan_needs_undefined_table(const JpegScan& s, const bool defined[2][4]) {
+  for (std::size_t i = 0; i < s.frame_index.size(); ++i) {
+    const bool dc = s.ss == 0 && s.ah == 0, ac = s.se > 0;
+    if (dc && (s.dc_table[i] > 3 || !defined[0][s.dc_table[i]])) return true;
+    if (ac && (s.ac_table[i] > 3 || !defined[1][s.ac_table[i]])) return true;
+  }
+  return false;
+}
+
 JpegLayout jpeg_layout(const std::uint8_t* d, std::size_t len) {
   JpegLayout l;
+  bool defined[2][4] = {};
   std::size_t pos = 2;  // after the SOI
   for (;;) {
     // next_marker: other bytes are skipped (libjpeg warns "extraneous bytes": fatal in
@@ -730,10 +756,14 @@ JpegLayout jpeg_layout(const std::uint8_t* d, std::size_t len) {
     pos += seg;
     if (jpeg_is_sof(m)) {
       jpeg_read_frame(p, n, m, &l);
+    } else if (m == 0xC4) {
+      jpeg_read_dht(p, n, defined);
     } else if (m == 0xDA) {
       JpegScan s;
       const bool ok = jpeg_read_scan(p, n, &l, &s);
       s.data_bytes = jpeg_skip_entropy_data(d, len, &pos);
+      const bool huffman = l.sof >= 0xC0 && l.sof <= 0xC3;
+      if (ok && huffman && jpeg_scan_needs_undefined_table(s, defined)) l.undefined_huffman_table = true;
       if (ok) l.scans.push_back(std::move(s));
     }
   }
@@ -791,6 +821,10 @@ std::string jpeg_size_problem(const JpegLayout& l, std::size_t file_size) {
            " bytes of entropy-coded data";
   }
   return "";
+}
+
+bool jpeg_undefined_huffman_table(const std::uint8_t* d, std::size_t len) {
+  return jpeg_layout(d, len).undefined_huffman_table;
 }
 
 std::string jpeg_structure_problem(const std::uint8_t* d, std::size_t len) {

@@ -64,6 +64,7 @@ struct JpegComponent {
 /// One scan (SOS) of a JPEG, its header read as libjpeg-turbo 2.1 reads it (jdmarker.c get_sos).
 struct JpegScan {
   std::vector<int> frame_index;  // per scan component, the frame component it names (0-based)
+  std::vector<int> dc_table, ac_table;  // per scan component, its Huffman table selectors Td, Ta
   int ss = 0, se = 0, ah = 0, al = 0;
   std::uint64_t data_bytes = 0;  // entropy-coded bytes after the header up to the next marker
                                  // (stuffed zeros and RSTn markers counted)
@@ -79,6 +80,11 @@ struct JpegLayout {
   std::vector<JpegScan> scans;  // well-formed scan headers only
   bool eoi = false;             // the walk ended at EOI (false: at the end of the bytes)
   std::string problem;          // the first header libjpeg-turbo refuses ("" when none)
+  /// A Huffman-coded scan uses a table that no DHT segment before it defined. libjpeg-turbo
+  /// then decodes with the standard tables of T.81 Annex K (as Motion-JPEG frames expect):
+  /// defined pixels. Other decoders may not (stb_image read uninitialized tables), so such a
+  /// file goes to libjpeg-turbo only.
+  bool undefined_huffman_table = false;
 };
 
 /// Walks a JPEG (the caller checked the SOI, FF D8) without decoding anything; O(len).
@@ -107,6 +113,9 @@ std::string jpeg_size_problem(const JpegLayout& l, std::size_t file_size);
 /// (lossless, hierarchical: it refuses them itself) and when no frame header was found (libjpeg
 /// names what is wrong); otherwise the layout's problem, jpeg_scan_problem, jpeg_size_problem.
 std::string jpeg_structure_problem(const std::uint8_t* d, std::size_t len);
+
+/// jpeg_layout(d, len).undefined_huffman_table.
+bool jpeg_undefined_huffman_table(const std::uint8_t* d, std::size_t len);
 
 /// True for a BMP whose header states a negative height (rows stored top-down; valid BMP).
 /// stb_image's info reports that height negative; its decoder handles it.

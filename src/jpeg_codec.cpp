@@ -365,6 +365,7 @@ Info read_info(const std::uint8_t* d, std::size_t n, const std::string& name) {
   if (!parse_info(d, n, &info))
     throw Error(quoted(name) + " is not a decodable image: truncated or corrupt JPEG header (no frame header found)");
   check_structure(d, n, name);
+  info.undefined_huffman_table = detail::jpeg_undefined_huffman_table(d, n);
   return info;
 }
 

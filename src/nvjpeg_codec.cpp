@@ -372,6 +372,7 @@ std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>& batch) 
     }
     gpu_ok = gpu_ok && info.precision == 8 && (info.components == 1 || info.components == 3) &&
              !info.arithmetic && !info.lossless && info.orientation == 1 && !info.rgb_stored &&
+             !info.undefined_huffman_table &&
              info.width > 0 &&
              info.height > 0 &&
              std::uint64_t(info.width) * std::uint64_t(info.height) <= m.opt.max_pixels;

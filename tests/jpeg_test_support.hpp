@@ -51,6 +51,24 @@ struct MakeOpts {
 
 /// A JPEG made with libjpeg's own compressor (the test's independent way to get every kind of
 /// file; libjpeg's default error handler is fine here: a failure ends the test binary).
+/// The same JPEG without its DHT segments (Huffman tables), as a Motion-JPEG frame is stored.
+inline Bytes without_huffman_tables(const Bytes& d) {
+  Bytes out(d.begin(), d.begin() + 2);
+  std::size_t i = 2;
+  while (i + 4 <= d.size()) {
+    const unsigned m = d[i + 1];
+    if (m == 0xDA) {
+      out.insert(out.end(), d.begin() + std::ptrdiff_t(i), d.end());
+      break;
+    }
+    const std::size_t len = (std::size_t(d[i + 2]) << 8) | d[i + 3];
+    if (m != 0xC4)
+      out.insert(out.end(), d.begin() + std::ptrdiff_t(i), d.begin() + std::ptrdiff_t(i + 2 + len));
+    i += 2 + len;
+  }
+  return out;
+}
+
 inline Bytes make_jpeg(const Image& img, const MakeOpts& o = {}) {
   jpeg_compress_struct c;
   jpeg_error_mgr err;

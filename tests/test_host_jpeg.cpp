@@ -160,6 +160,27 @@ Image cmyk_image(int w, int h) {
   return img;
 }
 
+TEST(JpegHuffman, ScansWithoutTheirTablesAreFlaggedAndUseTheStandardOnes) {
+  // A scan whose Huffman tables no DHT defined (Motion-JPEG frames): libjpeg-turbo decodes it
+  // with T.81 Annex K's standard tables, so a file written with those tables and then stripped
+  // of its DHT segments decodes to the same pixels; read_info flags it, and the nvJPEG route
+  // sends it to libjpeg-turbo (issue 12: stb_image read uninitialized tables there).
+  for (int channels : {1, 3}) {
+    SCOPED_TRACE(channels);
+    const Bytes with = make_jpeg(pattern(64, 48, channels, 7));  // libjpeg's standard tables
+    const Bytes without = test::without_huffman_tables(with);
+    ASSERT_LT(without.size(), with.size());
+    EXPECT_FALSE(jpeg::read_info(with.data(), with.size(), "with.jpg").undefined_huffman_table);
+    EXPECT_TRUE(jpeg::read_info(without.data(), without.size(), "without.jpg").undefined_huffman_table);
+    EXPECT_EQ(jpeg::decode(without.data(), without.size(), "without.jpg").pixels,
+              jpeg::decode(with.data(), with.size(), "with.jpg").pixels);
+  }
+  MakeOpts prog;
+  prog.progressive = true;
+  const Bytes p = test::without_huffman_tables(make_jpeg(pattern(64, 48, 3, 8), prog));
+  EXPECT_TRUE(jpeg::read_info(p.data(), p.size(), "p.jpg").undefined_huffman_table);
+}
+
 TEST(JpegCmyk, DecodesToRgbWithAndWithoutAdobeMarker) {
   const Image src = cmyk_image(32, 32);
   for (bool adobe : {true, false}) {

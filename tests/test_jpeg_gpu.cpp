@@ -202,6 +202,20 @@ TEST(JpegGpu, BatchWithUnsupportedImagesIsRoutedPerImage) {
   expect_close(again[1], f[0], "again-baseline");
 }
 
+TEST(JpegGpu, ScansWithoutTheirHuffmanTablesGoToLibjpegTurbo) {
+  // libjpeg-turbo decodes them with T.81's standard tables (defined pixels); nvJPEG is not asked.
+  HISTEQ_REQUIRE_NVJPEG();
+  gpu::JpegCodec codec(nullptr);
+  const Bytes with = make_jpeg(pattern(64, 48, 3));  // libjpeg's standard tables
+  const Bytes without = test::without_huffman_tables(with);
+  const auto out = codec.decode({{with.data(), with.size(), "with.jpg"}, {without.data(), without.size(), "without.jpg"}});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[0].error.empty()) << out[0].error;
+  EXPECT_EQ(out[0].decoder.rfind("nvjpeg-", 0), 0u) << out[0].decoder;
+  EXPECT_TRUE(out[1].error.empty()) << out[1].error;
+  EXPECT_EQ(out[1].decoder, "libjpeg-turbo");
+}
+
 TEST(JpegGpu, FilesFailingTheStructureChecksNeverReachNvjpeg) {
   // jpeg::read_info, the route's gate, refuses a JPEG whose structure cannot give every pixel;
   // the file goes to the CPU decoder, which refuses it with the reason (issue 12). Before, each

@@ -66,6 +66,9 @@ struct Info {
   bool rgb_stored = false;
   /// 4:4:4 / 4:2:2 / 4:2:0 / 4:4:0 / 4:1:1 ... or "gray" or "other", from the sampling factors.
   std::string subsampling;
+  /// A scan uses a Huffman table no DHT defined (libjpeg-turbo then uses T.81's standard tables;
+  /// the nvJPEG route sends such a file to libjpeg-turbo).
+  bool undefined_huffman_table = false;
 };
 
 /// Reads the markers up to the first SOF for the facts above, then walks every marker and scan

@@ -12,7 +12,8 @@
 //   "libjpeg-turbo"  the CPU decoder (jpeg::decode), then uploaded: everything nvJPEG does not
 //                    take or fails on (CMYK/YCCK, RGB-stored 3-component files, arithmetic coding, lossless, 12-bit: the CPU
 //                    decoder's clear error), files with an EXIF orientation other than 1 (the
-//                    CPU decoder rotates them), files whose data does not end with EOI
+//                    CPU decoder rotates them), files whose scans use a Huffman table no DHT
+//                    defined (libjpeg-turbo's standard tables), files whose data does not end with EOI
 //                    (truncated: the CPU decoder's strict check gives the error), and any image
 //                    nvJPEG returns an error for (NVJPEG_FLAGS_BITSTREAM_STRICT is set, so
 //                    corrupt data is an error there rather than silently decoded).
