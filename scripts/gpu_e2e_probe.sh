@@ -6,7 +6,7 @@
 # A measuring aid for bench/e2e/run.py (which gives the published figures), not a benchmark.
 # Usage (project root, GPU machine, .deps carried, photos in PHOTOS/jpg):
 #   HISTEQ_COMMIT=<sha> scripts/gpu_e2e_probe.sh OUTDIR [PHOTOS] [STEPS]
-#   STEPS: comma list of build,tests,batch,single,twocore (default all but tests)
+#   STEPS: comma list of build,tests,batch,single,twocore,png (default build,batch,single,twocore)
 set -u
 out=${1:?usage: scripts/gpu_e2e_probe.sh OUTDIR [PHOTOS] [STEPS]}
 photos=${2:-.e2e}
@@ -59,7 +59,6 @@ if has batch; then
   batch dec_gpu --decoder gpu
   batch dev1 --devices 0
   batch dev3 --devices 0,0,0
-  batch dev4 --devices 0,0,0,0
 fi
 if has single; then
   v="$photos/jpg/Volna.jpg"
@@ -76,4 +75,9 @@ if has twocore; then
   CUDA_VISIBLE_DEVICES= taskset -c 0,1 python3 bench/e2e/run.py --histeq "$B" --threads 2 --reps 2 \
     --no-torchvision "$photos/jpg" >"$out/twocore_jpg.txt" 2>&1
   grep -E "^\|" "$out/twocore_jpg.txt" | head -8
+fi
+if has png; then
+  bench/e2e/fetch.sh "$photos" >"$out/png_prep.txt" 2>&1
+  python3 bench/e2e/run.py --histeq "$B" --threads 16 --reps 3 "$photos/png" >"$out/e2e_png.txt" 2>&1
+  grep -E "^\|" "$out/e2e_png.txt" | head -16
 fi

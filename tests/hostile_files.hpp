@@ -36,11 +36,6 @@ struct Case {
   int width = 0, height = 0, channels = 0;
   Bytes pixels;       // expected pixels when reason is ""
   bool jpeg = false;  // a JPEG class (needs the libjpeg-turbo decoder)
-  // Known to decode today although it must not: the JPEG decoder (src/io/jpeg_codec.cpp,
-  // libjpeg-turbo) accepts a baseline JPEG whose SOF declares components that no scan covers
-  // (libjpeg fills them from its zeroed coefficient buffer). The tests report it instead of
-  // failing; clear the flag when jpeg_codec refuses it.
-  bool known_gap = false;
 };
 
 inline void le16(Bytes& b, std::uint32_t v) {
@@ -267,6 +262,45 @@ inline Bytes jpeg(int w, int h, int components, int scan_components, bool dht,
   return j;
 }
 
+// ---- JPEG with any scans: SOI, DQT, SOFn (components of 1x1 sampling, ids 1..n), the DHT of
+// jpeg() (one 1-bit code, symbol 0, for DC and AC table 0), then one SOS per scan over the
+// given components (0-based) with Ss, Se, Ah, Al, then EOI. Each scan's data is the least the
+// decoder reads: every block's DC difference is the 1-bit code of category 0, and in a
+// sequential scan an EOB follows (1 bit); a progressive AC scan codes EOB0 (1 bit) per block.
+// `data_percent` keeps that share of each scan's bytes (100: complete, the last byte padded
+// with 1 bits).
+struct JpegScanSpec {
+  std::vector<int> components;
+  int ss = 0, se = 63, ah = 0, al = 0;
+};
+inline Bytes jpeg_scans(int w, int h, int components, std::uint8_t sof,
+                        const std::vector<JpegScanSpec>& scans, int data_percent = 100) {
+  Bytes j = jpeg(w, h, components, 0, true);  // SOI DQT SOF0 DHT EOI: no scan
+  j.resize(j.size() - 2);                     // without the EOI
+  for (std::size_t i = 0; i + 1 < j.size(); ++i)
+    if (j[i] == 0xFF && j[i + 1] == 0xC0) {
+      j[i + 1] = sof;
+      break;
+    }
+  const bool progressive = sof == 0xC2;
+  const std::size_t per_component = std::size_t((w + 7) / 8) * std::size_t((h + 7) / 8);
+  for (const JpegScanSpec& sc : scans) {
+    j.insert(j.end(), {0xFF, 0xDA});
+    be16(j, std::uint32_t(6 + 2 * sc.components.size()));
+    j.push_back(std::uint8_t(sc.components.size()));
+    for (int c : sc.components) j.insert(j.end(), {std::uint8_t(c + 1), 0x00});
+    j.insert(j.end(),
+             {std::uint8_t(sc.ss), std::uint8_t(sc.se), std::uint8_t((sc.ah << 4) | sc.al)});
+    const std::size_t bits = per_component * sc.components.size() * (progressive ? 1 : 2);
+    const std::size_t bytes = (bits + 7) / 8;
+    const std::size_t keep = bytes * std::size_t(data_percent) / 100;
+    for (std::size_t i = 0; i < keep; ++i) j.push_back(0x00);
+    if (keep == bytes && keep > 0) j.back() |= std::uint8_t((1u << ((8 - bits % 8) % 8)) - 1);
+  }
+  j.insert(j.end(), {0xFF, 0xD9});
+  return j;
+}
+
 inline std::vector<Case> cases() {
   std::vector<Case> v;
   auto bad = [&](std::string name, std::string cls, Bytes b, std::string reason) {
@@ -418,11 +452,27 @@ inline std::vector<Case> cases() {
   bad("png-tiny-declares-16384.png", "tiny file, huge image",
       png(16384, 16384, 8, 0, nullptr, zlib_stored(Bytes(100, 0))), "cannot hold");
 
-  // JPEG (the libjpeg-turbo decoder reports these; stb 2.27 does not)
-  bad("jpeg-no-scan.jpg", "JPEG without a scan", jpeg(8, 8, 1, 0, true), "");
+  // JPEG (libjpeg-turbo and histeq's structure checks, decode_checks.cpp, report these; stb
+  // 2.27 does not). "SOS": libjpeg's "missing SOS marker" (CPU decode) and the structure
+  // check's "no scan (SOS marker)" (read_info, the nvJPEG route's gate).
+  bad("jpeg-no-scan.jpg", "JPEG without a scan", jpeg(8, 8, 1, 0, true), "SOS");
+  // Components no scan covers: libjpeg-turbo alone decodes each of these (exit 0, the missing
+  // component from its zeroed coefficients); the structure check refuses them.
   bad("jpeg-component-never-scanned.jpg", "JPEG components never scanned", jpeg(8, 8, 3, 1, true),
-      "");
-  v.back().known_gap = true;
+      "component 2 (id 2) is never covered by a scan");
+  bad("jpeg-scan-of-components-1-2-only.jpg", "JPEG components never scanned",
+      jpeg_scans(16, 8, 3, 0xC0, {{{0, 1}}}), "component 3 (id 3) is never covered by a scan");
+  {
+    // Progressive: DC-first of components 1 and 2, their AC scans; none of component 3.
+    const std::vector<JpegScanSpec> scans{{{0, 1}, 0, 0}, {{0}, 1, 63}, {{1}, 1, 63}};
+    bad("jpeg-progressive-component-never-scanned.jpg", "JPEG components never scanned",
+        jpeg_scans(16, 8, 3, 0xC2, scans), "component 3 (id 3) is never covered by a scan");
+    // The same with an AC scan of component 3 but no DC-first scan of it.
+    std::vector<JpegScanSpec> ac_only = scans;
+    ac_only.push_back({{2}, 1, 63});
+    bad("jpeg-progressive-component-ac-only.jpg", "JPEG components never scanned",
+        jpeg_scans(16, 8, 3, 0xC2, ac_only), "component 3 (id 3) is never covered by a scan");
+  }
   {
     Bytes b{0xFF};  // a fill byte before the SOI: not libjpeg's dispatch (FF D8 FF), was stb's
     const Bytes j = jpeg(8, 8, 1, 0, true);
@@ -432,7 +482,12 @@ inline std::vector<Case> cases() {
   bad("jpeg-undefined-huffman.jpg", "JPEG undefined Huffman table", jpeg(8, 8, 1, 1, false), "");
   bad("jpeg-cut-30-percent-eoi.jpg", "JPEG cut, EOI appended", jpeg(256, 256, 1, 1, true, 30), "");
   bad("jpeg-tiny-declares-16384.jpg", "tiny file, huge image", jpeg(16384, 16384, 1, 1, true, 0),
-      "");
+      "declares 16384x16384 in a file of 136 bytes");
+  // Progressive: libjpeg-turbo would allocate its whole-image coefficient buffer (512 MiB) and
+  // the pixels (256 MiB) before reading the data; the DC-first scan has none of its 524288 bytes.
+  bad("jpeg-progressive-tiny-declares-16384.jpg", "tiny file, huge image",
+      jpeg_scans(16384, 16384, 1, 0xC2, {{{0}, 0, 0}}, 0), "declares 16384x16384 in a file of");
+
   return v;
 }
 

@@ -1,26 +1,44 @@
 // test_host_decode_checks.cpp — issue 12's rule through decode_image: every file of the hostile
 // set (tests/hostile_files.hpp, made here byte by byte) is refused with an Error that names the
 // file and the defect, or, for the valid unusual files (top-down BMP, 16-bit PNM, maxval 15,
-// palette PNG, GIF), decodes to exactly the expected pixels. The JPEG classes wait for the
-// libjpeg-turbo decoder (see kJpegDecoderChecks).
+// palette PNG, GIF), decodes to exactly the expected pixels. The JPEGs that fail histeq's
+// structure checks are refused by jpeg::read_info too (the nvJPEG route's gate), and the tiny
+// files that declare huge images are refused in a child whose address space is limited to
+// 64 MiB more than it holds (no large allocation is even asked for).
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <new>
 #include <string>
 
 #include "histeq/error.hpp"
 #include "histeq/image_io.hpp"
+#include "histeq/jpeg_codec.hpp"
 #include "hostile_files.hpp"
 #include "test_support.hpp"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HISTEQ_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define HISTEQ_TEST_SANITIZED 1
+#endif
+#endif
 
 namespace histeq {
 namespace {
 
 // stb_image 2.27 decoded the hostile JPEGs from zero fill or uninitialized tables; the
-// libjpeg-turbo decoder (issue 17, src/io/jpeg_codec.cpp) refuses them (but see Case::known_gap).
+// libjpeg-turbo decoder (issue 17, src/io/jpeg_codec.cpp) refuses them, with histeq's structure
+// checks (decode_checks.cpp) before it.
 constexpr bool kJpegDecoderChecks = true;
 
 TEST(DecodeChecks, EveryHostileFileIsRefusedWithItsReasonOrDecodesExactly) {
@@ -28,10 +46,6 @@ TEST(DecodeChecks, EveryHostileFileIsRefusedWithItsReasonOrDecodesExactly) {
   for (const hostile::Case& c : hostile::cases()) {
     SCOPED_TRACE(c.name + " (" + c.cls + ")");
     if (c.jpeg && !kJpegDecoderChecks) continue;
-    if (c.known_gap) {
-      std::printf("known gap, not checked: %s (%s)\n", c.name.c_str(), c.cls.c_str());
-      continue;
-    }
     const std::string name = "in/" + c.name;
     if (c.jpeg || !c.reason.empty()) {
       try {
@@ -55,14 +69,86 @@ TEST(DecodeChecks, EveryHostileFileIsRefusedWithItsReasonOrDecodesExactly) {
   EXPECT_GE(checked, 30);
 }
 
-TEST(DecodeChecks, KnownGapStillDecodes) {
-  // Documents the one known gap (docs/reliability.md §6): when this fails, the JPEG decoder has
-  // learnt to refuse the file: clear Case::known_gap in hostile_files.hpp.
+TEST(DecodeChecks, JpegStructureFailuresAreRefusedByReadInfoToo) {
+  // jpeg::read_info is what the nvJPEG route (nvjpeg_codec.cpp) reads before it hands a file to
+  // nvJPEG; a throw sends the file to jpeg::decode, which refuses it. So every JPEG that fails
+  // the structure checks (no scan, a component no scan covers, too few entropy-coded bytes for
+  // the declared size) must make read_info throw, naming the file and the reason.
+  int n = 0;
   for (const hostile::Case& c : hostile::cases()) {
-    if (!c.known_gap) continue;
+    const bool structure = c.cls == "JPEG without a scan" ||
+                           c.cls == "JPEG components never scanned" ||
+                           (c.jpeg && c.cls == "tiny file, huge image");
+    if (!structure || !jpeg::is_jpeg(c.bytes.data(), c.bytes.size())) continue;
     SCOPED_TRACE(c.name);
-    EXPECT_NO_THROW(decode_image(c.bytes.data(), c.bytes.size(), c.name));
+    try {
+      const jpeg::Info info = jpeg::read_info(c.bytes.data(), c.bytes.size(), "in/" + c.name);
+      ADD_FAILURE() << "read_info passed a " << info.width << "x" << info.height << " file";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("'in/" + c.name + "'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.reason), std::string::npos) << e.what();
+    }
+    ++n;
   }
+  EXPECT_EQ(n, 7);
+}
+
+std::uint64_t address_space_bytes() {
+  std::ifstream f("/proc/self/statm");  // first field: the whole address space, in pages
+  std::uint64_t pages = 0;
+  f >> pages;
+  return pages * std::uint64_t(::sysconf(_SC_PAGESIZE));
+}
+
+TEST(DecodeChecks, TinyFilesDeclaringHugeImagesNeverAskForMuchMemory) {
+#ifdef HISTEQ_TEST_SANITIZED
+  GTEST_SKIP() << "a sanitizer reserves terabytes of address space: RLIMIT_AS cannot be used";
+#endif
+  // Each tiny file that declares 16384x16384 (256 MiB to 1 GiB of pixels; libjpeg's
+  // progressive coefficient buffer another 512 MiB) and the PNG bomb are decoded in a child
+  // whose address space may grow by 64 MiB only (RLIMIT_AS: any larger mmap or brk fails,
+  // whether its pages would be touched or not). The child first checks that a 256 MiB
+  // allocation fails there (the limit is real), then that decode_image throws histeq::Error
+  // with the case's reason, not std::bad_alloc.
+  int n = 0;
+  for (const hostile::Case& c : hostile::cases()) {
+    if (c.cls != "tiny file, huge image" && c.cls != "PNG decompression bomb") continue;
+    SCOPED_TRACE(c.name);
+    std::fflush(nullptr);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const rlim_t cap = rlim_t(address_space_bytes() + (std::uint64_t(64) << 20));
+      const struct rlimit rl { cap, cap };
+      if (::setrlimit(RLIMIT_AS, &rl) != 0) ::_exit(2);
+      try {
+        const std::size_t big = std::size_t(256) << 20;
+        std::unique_ptr<std::uint8_t[]> p(new std::uint8_t[big]);
+        volatile std::uint8_t* touch = p.get();
+        touch[big - 1] = 1;
+        ::_exit(3);  // the limit did not bite
+      } catch (const std::bad_alloc&) {}
+      try {
+        decode_image(c.bytes.data(), c.bytes.size(), c.name);
+        ::_exit(4);
+      } catch (const Error& e) {
+        ::_exit(std::string(e.what()).find(c.reason) != std::string::npos ? 0 : 5);
+      } catch (const std::bad_alloc&) {
+        ::_exit(6);
+      } catch (...) {
+        ::_exit(7);
+      }
+    }
+    int st = 0;
+    ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st)) << "child died of signal " << WTERMSIG(st);
+    EXPECT_EQ(WEXITSTATUS(st), 0)
+        << "2: setrlimit failed, 3: a 256 MiB allocation succeeded under the limit, 4: decoded, "
+           "5: refused for another reason, 6: std::bad_alloc (a large allocation was asked for), "
+           "7: another exception";
+    ++n;
+  }
+  EXPECT_EQ(n, 8);
 }
 
 TEST(DecodeChecks, EveryValidFileCutShortIsRefused) {

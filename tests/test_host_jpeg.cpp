@@ -164,6 +164,28 @@ Image cmyk_image(int w, int h) {
   return img;
 }
 
+TEST(JpegHuffman, ScansWithoutTheirTablesAreFlaggedAndUseTheStandardOnes) {
+  // A scan whose Huffman tables no DHT defined (Motion-JPEG frames): libjpeg-turbo decodes it
+  // with T.81 Annex K's standard tables, so a file written with those tables and then stripped
+  // of its DHT segments decodes to the same pixels; read_info flags it, and the nvJPEG route
+  // sends it to libjpeg-turbo (issue 12: stb_image read uninitialized tables there).
+  for (int channels : {1, 3}) {
+    SCOPED_TRACE(channels);
+    const Bytes with = make_jpeg(pattern(64, 48, channels, 7));  // libjpeg's standard tables
+    const Bytes without = test::without_huffman_tables(with);
+    ASSERT_LT(without.size(), with.size());
+    EXPECT_FALSE(jpeg::read_info(with.data(), with.size(), "with.jpg").undefined_huffman_table);
+    EXPECT_TRUE(
+        jpeg::read_info(without.data(), without.size(), "without.jpg").undefined_huffman_table);
+    EXPECT_EQ(jpeg::decode(without.data(), without.size(), "without.jpg").pixels,
+              jpeg::decode(with.data(), with.size(), "with.jpg").pixels);
+  }
+  MakeOpts prog;
+  prog.progressive = true;
+  const Bytes p = test::without_huffman_tables(make_jpeg(pattern(64, 48, 3, 8), prog));
+  EXPECT_TRUE(jpeg::read_info(p.data(), p.size(), "p.jpg").undefined_huffman_table);
+}
+
 TEST(JpegCmyk, DecodesToRgbWithAndWithoutAdobeMarker) {
   const Image src = cmyk_image(32, 32);
   for (bool adobe : {true, false}) {
@@ -304,6 +326,164 @@ TEST(JpegErrors, MutationsAndTruncationsNeverCrash) {
   }
   EXPECT_GT(decoded, 0);
   EXPECT_GT(refused, 0);
+}
+
+// ---- structure checks before decoding (decode_checks.cpp: jpeg_structure_problem) ----
+
+/// The reason jpeg::read_info gives (the nvJPEG route's gate), or "" when it passes.
+std::string read_info_error(const Bytes& j, const std::string& name) {
+  try {
+    jpeg::read_info(j.data(), j.size(), name);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// Both entry points refuse `j` naming the file and containing `reason`.
+void expect_refused_everywhere(const Bytes& j, const std::string& name, const std::string& reason) {
+  for (const std::string& e : {decode_error(j, name), read_info_error(j, name)}) {
+    EXPECT_NE(e.find("'" + name + "'"), std::string::npos) << e;
+    EXPECT_NE(e.find(reason), std::string::npos) << e;
+  }
+}
+
+TEST(JpegStructure, BaselineScanOfComponentsOneAndTwoOnlyIsRefused) {
+  // libjpeg's compressor, two sequential scans: Y and Cb interleaved, then Cr. The file decodes
+  // to the same pixels as the one-scan file; without its second scan, libjpeg-turbo alone
+  // still decodes it (Cr from zeroed coefficients: exit 0 before), histeq refuses it.
+  const Image img = pattern(64, 48, 3);
+  MakeOpts two;
+  two.scans = {test::scan({0, 1}, 0, 63), test::scan({2}, 0, 63)};
+  const Bytes j = make_jpeg(img, two);
+  ASSERT_EQ(test::jpeg_pieces(j).back().marker, 0xD9);
+  const Bytes one = make_jpeg(img);
+  EXPECT_EQ(jpeg::decode(j.data(), j.size(), "two.jpg").pixels,
+            jpeg::decode(one.data(), one.size(), "one.jpg").pixels);
+  EXPECT_TRUE(read_info_error(j, "two.jpg").empty());
+  const Bytes cut = test::without_scans(
+      j, [](const test::JpegPiece& p) { return p.scan_ids == std::vector<int>{3}; });
+  ASSERT_LT(cut.size(), j.size());
+  EXPECT_TRUE(test::libjpeg_decodes_cleanly(cut));
+  expect_refused_everywhere(cut, "cut.jpg", "component 3 (id 3) is never covered by a scan");
+}
+
+TEST(JpegStructure, ProgressiveWithoutAnyScanOfAComponentIsRefused) {
+  // A progressive script with separate DC-first scans, so one component's scans can go: the
+  // file without every scan of Cr (id 3) decodes cleanly in libjpeg-turbo alone; without only
+  // its DC-first scan libjpeg warns (AC before DC). histeq refuses both, before decoding.
+  MakeOpts o;
+  o.scans = {test::scan({0, 1}, 0, 0), test::scan({2}, 0, 0), test::scan({0}, 1, 63),
+             test::scan({1}, 1, 63), test::scan({2}, 1, 63)};
+  const Image img = pattern(40, 32, 3);
+  const Bytes j = make_jpeg(img, o);
+  ASSERT_TRUE(jpeg::read_info(j.data(), j.size(), "p.jpg").progressive);
+  EXPECT_EQ(jpeg::decode(j.data(), j.size(), "p.jpg").pixels.size(), img.pixels.size());
+  const Bytes no_cr = test::without_scans(j, [](const test::JpegPiece& p) {
+    return std::find(p.scan_ids.begin(), p.scan_ids.end(), 3) != p.scan_ids.end();
+  });
+  ASSERT_EQ(test::jpeg_pieces(no_cr).size() + 2, test::jpeg_pieces(j).size());
+  EXPECT_TRUE(test::libjpeg_decodes_cleanly(no_cr));
+  expect_refused_everywhere(no_cr, "no-cr.jpg", "component 3 (id 3) is never covered by a scan");
+  const Bytes ac_only = test::without_scans(
+      j, [](const test::JpegPiece& p) { return p.scan_ids == std::vector<int>{3} && p.ss == 0; });
+  EXPECT_FALSE(test::libjpeg_decodes_cleanly(ac_only));
+  expect_refused_everywhere(ac_only, "ac-only.jpg",
+                            "component 3 (id 3) is never covered by a scan");
+}
+
+TEST(JpegStructure, NoScanAtAllIsRefused) {
+  // Everything from the first SOS to the EOI removed, baseline and progressive: the CPU decoder
+  // refuses (libjpeg: "missing SOS marker") and so does read_info (the nvJPEG route's gate:
+  // before, it read only up to the SOF and passed such a file on).
+  MakeOpts prog;
+  prog.progressive = true;
+  for (const Bytes& j : {make_jpeg(pattern(32, 16, 3)), make_jpeg(pattern(32, 16, 1), prog)}) {
+    const Bytes none = test::without_scans(j, [](const test::JpegPiece&) { return true; });
+    ASSERT_EQ(find_marker(none, 0xDA), 0u);
+    EXPECT_NE(decode_error(none, "none.jpg").find("'none.jpg'"), std::string::npos);
+    EXPECT_NE(decode_error(none, "none.jpg").find("SOS"), std::string::npos)
+        << decode_error(none, "none.jpg");
+    const std::string e = read_info_error(none, "none.jpg");
+    EXPECT_NE(e.find("'none.jpg'"), std::string::npos) << e;
+    EXPECT_NE(e.find("no scan (SOS marker)"), std::string::npos) << e;
+  }
+}
+
+TEST(JpegStructure, SizeBoundIsExactForTheTightestHuffmanFile) {
+  // One gray level, progressive, optimal Huffman tables: the DC-first scan codes each of the
+  // 256x256 = 65536 blocks with a 1-bit code but the first (its code and magnitude bits), so it
+  // holds 8192 bytes (the bound: 8 blocks a byte) or one more; the file decodes. Cut to 8191
+  // bytes, that scan is refused as too short for the declared size.
+  Image flat;
+  flat.width = flat.height = 2048;
+  flat.channels = 1;
+  flat.pixels.assign(flat.byte_count(), 77);
+  MakeOpts o;
+  o.progressive = true;
+  o.optimize = true;
+  const Bytes j = make_jpeg(flat, o);
+  const std::vector<test::JpegPiece> pieces = test::jpeg_pieces(j);
+  const auto dc = std::find_if(pieces.begin(), pieces.end(), [](const test::JpegPiece& p) {
+    return p.marker == 0xDA && p.ss == 0;
+  });
+  ASSERT_NE(dc, pieces.end());
+  const std::size_t dc_bytes = dc->end - dc->data_begin;
+  EXPECT_GE(dc_bytes, 8192u);
+  EXPECT_LE(dc_bytes, 8193u);
+  const Image img = jpeg::decode(j.data(), j.size(), "flat.jpg");
+  EXPECT_EQ(img.pixels, flat.pixels);
+  Bytes short_dc = j;
+  short_dc.erase(short_dc.begin() + long(dc->data_begin),
+                 short_dc.begin() + long(dc->data_begin + dc_bytes - 8191));
+  expect_refused_everywhere(
+      short_dc, "short.jpg",
+      "declares 2048x2048 in a file of " + std::to_string(short_dc.size()) + " bytes");
+  EXPECT_NE(decode_error(short_dc, "short.jpg").find("at least 8192 bytes, and holds 8191"),
+            std::string::npos)
+      << decode_error(short_dc, "short.jpg");
+}
+
+TEST(JpegStructure, SizeBoundCountsSampledComponentsWithoutPadding) {
+  // Odd sizes and every sampling (the bound counts each component's own blocks, not the MCU's):
+  // baseline, progressive and optimal-table files of flat and textured images all decode.
+  int n = 0;
+  for (int hs : {1, 2, 4})
+    for (int vs : {1, 2})
+      for (int w : {1, 9, 17, 33})
+        for (bool prog : {false, true}) {
+          Image img = pattern(w, 13, 3);
+          if (w == 9) std::fill(img.pixels.begin(), img.pixels.end(), std::uint8_t(200));
+          MakeOpts o;
+          o.h_samp = hs;
+          o.v_samp = vs;
+          o.progressive = prog;
+          o.optimize = true;
+          const Bytes j = make_jpeg(img, o);
+          SCOPED_TRACE(std::to_string(hs) + "x" + std::to_string(vs) + " " + std::to_string(w) +
+                       (prog ? " progressive" : ""));
+          EXPECT_TRUE(decode_error(j, "ok.jpg").empty()) << decode_error(j, "ok.jpg");
+          EXPECT_TRUE(read_info_error(j, "ok.jpg").empty()) << read_info_error(j, "ok.jpg");
+          ++n;
+        }
+  EXPECT_EQ(n, 48);
+}
+
+TEST(JpegStructure, ArithmeticCodingHasNoByteBound) {
+  // T.81's arithmetic decoder reads zero bytes past the data, and libjpeg's encoder drops the
+  // trailing zeros: a flat 4096x4096 image is a file of well under a hundredth of its blocks / 8
+  // bytes, and valid. histeq bounds arithmetic files by the pixel limit only.
+  Image flat;
+  flat.width = flat.height = 4096;
+  flat.channels = 1;
+  flat.pixels.assign(flat.byte_count(), 140);
+  MakeOpts o;
+  o.arithmetic = true;
+  const Bytes j = make_jpeg(flat, o);
+  EXPECT_LT(j.size() * 8 * 100, std::size_t(512) * 512);  // 262144 blocks
+  const Image img = jpeg::decode(j.data(), j.size(), "a.jpg");
+  EXPECT_EQ(img.pixels, flat.pixels);
+  EXPECT_TRUE(read_info_error(j, "a.jpg").empty());
 }
 
 TEST(JpegErrors, NotAJpeg) {

@@ -215,6 +215,70 @@ TEST(JpegGpu, BatchWithUnsupportedImagesIsRoutedPerImage) {
   expect_close(again[1], f[0], "again-baseline");
 }
 
+TEST(JpegGpu, ScansWithoutTheirHuffmanTablesGoToLibjpegTurbo) {
+  // libjpeg-turbo decodes them with T.81's standard tables (defined pixels); nvJPEG is not asked.
+  HISTEQ_REQUIRE_NVJPEG();
+  gpu::JpegCodec codec(nullptr);
+  const Bytes with = make_jpeg(pattern(64, 48, 3));  // libjpeg's standard tables
+  const Bytes without = test::without_huffman_tables(with);
+  const auto out = codec.decode(
+      {{with.data(), with.size(), "with.jpg"}, {without.data(), without.size(), "without.jpg"}});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[0].error.empty()) << out[0].error;
+  EXPECT_EQ(out[0].decoder.rfind("nvjpeg-", 0), 0u) << out[0].decoder;
+  EXPECT_TRUE(out[1].error.empty()) << out[1].error;
+  EXPECT_EQ(out[1].decoder, "libjpeg-turbo");
+}
+
+TEST(JpegGpu, FilesFailingTheStructureChecksNeverReachNvjpeg) {
+  // jpeg::read_info, the route's gate, refuses a JPEG whose structure cannot give every pixel;
+  // the file goes to the CPU decoder, which refuses it with the reason (issue 12). Before, each
+  // of these passed read_info (it read only up to the SOF) and went to nvJPEG.
+  HISTEQ_REQUIRE_NVJPEG();
+  gpu::JpegCodec codec(nullptr);
+  MakeOpts two;
+  two.scans = {test::scan({0, 1}, 0, 63), test::scan({2}, 0, 63)};
+  MakeOpts prog;
+  prog.scans = {test::scan({0, 1}, 0, 0), test::scan({2}, 0, 0), test::scan({0}, 1, 63),
+                test::scan({1}, 1, 63), test::scan({2}, 1, 63)};
+  auto drop_cr = [](const test::JpegPiece& p) {
+    return std::find(p.scan_ids.begin(), p.scan_ids.end(), 3) != p.scan_ids.end();
+  };
+  Bytes tiny = jpeg::encode(pattern(16, 16, 1));  // its SOF made to say 16384x16384
+  for (std::size_t i = 2; i + 8 < tiny.size(); ++i)
+    if (tiny[i] == 0xFF && tiny[i + 1] == 0xC0) {
+      tiny[i + 5] = tiny[i + 7] = 0x40;
+      tiny[i + 6] = tiny[i + 8] = 0x00;
+      break;
+    }
+  const std::vector<std::pair<Bytes, std::string>> files{
+      {test::without_scans(make_jpeg(pattern(64, 48, 3), two), drop_cr),
+       "component 3 (id 3) is never covered by a scan"},
+      {test::without_scans(make_jpeg(pattern(64, 48, 3), prog), drop_cr),
+       "component 3 (id 3) is never covered by a scan"},
+      {test::without_scans(jpeg::encode(pattern(64, 48, 3)),
+                           [](const test::JpegPiece&) { return true; }),
+       "SOS"},
+      {tiny, "declares 16384x16384"},
+      {jpeg::encode(pattern(64, 48, 3)), ""}};
+  std::vector<gpu::JpegInput> in;
+  for (std::size_t i = 0; i < files.size(); ++i)
+    in.push_back({files[i].first.data(), files[i].first.size(), "s" + std::to_string(i) + ".jpg"});
+  const auto out = codec.decode(in);
+  ASSERT_EQ(out.size(), files.size());
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    SCOPED_TRACE(in[i].name);
+    if (files[i].second.empty()) {
+      EXPECT_TRUE(out[i].error.empty()) << out[i].error;
+      EXPECT_EQ(out[i].decoder.rfind("nvjpeg-", 0), 0u) << out[i].decoder;
+      continue;
+    }
+    EXPECT_EQ(out[i].decoder.find("nvjpeg"), std::string::npos) << out[i].decoder;
+    EXPECT_NE(out[i].error.find("'" + in[i].name + "'"), std::string::npos) << out[i].error;
+    EXPECT_NE(out[i].error.find(files[i].second), std::string::npos) << out[i].error;
+  }
+}
+
 TEST(JpegGpu, RotatedPhotoGoesToTheCpuDecoderAndIsUpright) {
   HISTEQ_REQUIRE_NVJPEG();
   Image img = pattern(64, 32, 3);

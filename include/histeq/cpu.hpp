@@ -1,5 +1,5 @@
 // histeq/cpu.hpp — the CPU backend: every stage of the pipeline on the host, byte for byte equal
-// to the device stages. Threads: 0 means std::thread::hardware_concurrency().
+// to the device stages. Threads: 0 means usable_cpus().
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -8,6 +8,11 @@
 #include "histeq/types.hpp"
 
 namespace histeq::cpu {
+
+/// The CPUs this process may run on: the size of its affinity mask (taskset, cgroup cpusets,
+/// container limits set that way), else std::thread::hardware_concurrency(), at least 1. Every
+/// "0: as many threads as cores" default in histeq means this number.
+int usable_cpus();
 
 /// Histogram of n samples (SampleType rules in types.hpp) into `bins` bins, 1..kMaxBins.
 /// Threaded; each thread counts into several interleaved sub-histograms (breaks the

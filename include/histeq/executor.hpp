@@ -81,7 +81,7 @@ struct ExecutorOptions {
       equalize;          ///< kernel, backend (auto: CPU until the devices are up), mode, formula
   EncodeOptions encode;  ///< JPEG quality, PNG level
   std::uint64_t max_pixels = kDefaultMaxPixels;
-  int jobs = 0;  ///< CPU worker threads; 0: std::thread::hardware_concurrency()
+  int jobs = 0;  ///< CPU worker threads; 0: cpu::usable_cpus() (the affinity mask's CPUs)
   /// Cap on the bytes of all items in flight (file bytes + decoded + output pixels + encoded,
   /// estimated from the header when an item is admitted). One item is always admitted when
   /// nothing else is in flight, so a single image larger than the cap still runs.

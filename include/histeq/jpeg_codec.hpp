@@ -41,11 +41,14 @@ struct DecodeOptions {
 /// Image::exif gets the APP1 "Exif\0\0" segment's payload (prefix included), Image::icc the ICC
 /// profile (APP2 ICC_PROFILE chunks joined), when present.
 /// Errors (histeq::Error, message naming `name` and the reason): not a JPEG, 12-bit or lossless
-/// JPEGs, zero or too many pixels (checked from the header before any pixel memory exists),
-/// a truncated file (libjpeg's "premature end" warning) and corrupt entropy-coded data (its
-/// "Corrupt JPEG data" warnings): every output pixel comes from the file, never from libjpeg's
-/// fill-in. libjpeg's errors never exit() or unwind through C++ frames (setjmp/longjmp confined
-/// to functions holding no C++ objects).
+/// JPEGs, zero or too many pixels (checked from the header before any pixel memory exists), a
+/// file whose structure cannot give every pixel (checked from the markers, before libjpeg
+/// allocates anything: no scan, a component that no scan covers — progressive: no DC-first
+/// scan of it —, a Huffman-coded scan with fewer entropy-coded bytes than its 8x8 blocks / 8;
+/// see decode_checks.hpp, jpeg_structure_problem), a truncated file (libjpeg's "premature end"
+/// warning) and corrupt entropy-coded data (its "Corrupt JPEG data" warnings): every output pixel
+/// comes from the file, never from libjpeg's fill-in. libjpeg's errors never exit() or unwind
+/// through C++ frames (setjmp/longjmp confined to functions holding no C++ objects).
 Image decode(const std::uint8_t* data, std::size_t size, const std::string& name,
              const DecodeOptions& opt = {});
 
@@ -63,10 +66,17 @@ struct Info {
   bool rgb_stored = false;
   /// 4:4:4 / 4:2:2 / 4:2:0 / 4:4:0 / 4:1:1 ... or "gray" or "other", from the sampling factors.
   std::string subsampling;
+  /// A scan uses a Huffman table no DHT defined (libjpeg-turbo then uses T.81's standard tables;
+  /// the nvJPEG route sends such a file to libjpeg-turbo).
+  bool undefined_huffman_table = false;
 };
 
-/// Reads the markers up to the first SOF (no libjpeg, no allocation of pixels). Throws Error
-/// naming `name` when the bytes are not a JPEG or the header is cut off.
+/// Reads the markers up to the first SOF for the facts above, then walks every marker and scan
+/// to EOI (no libjpeg, no allocation of pixels; O(size)). Throws Error naming `name` when the
+/// bytes are not a JPEG, the header is cut off, or the structure checks of decode() fail (no
+/// scan, a component no scan covers, too few entropy-coded bytes for the declared size): the
+/// nvJPEG route (nvjpeg_codec.cpp) reads this first, so such a file never reaches nvJPEG; it goes
+/// to decode(), which refuses it with the same reason.
 Info read_info(const std::uint8_t* data, std::size_t size, const std::string& name);
 
 /// Chroma subsampling of a colour JPEG output (gray outputs are always one component, 4:0:0).

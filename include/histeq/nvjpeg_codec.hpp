@@ -12,10 +12,12 @@
 //   "libjpeg-turbo"  the CPU decoder (jpeg::decode), then uploaded: everything nvJPEG does not
 //                    take or fails on (CMYK/YCCK, RGB-stored 3-component files, arithmetic coding,
 //                    lossless, 12-bit: the CPU decoder's clear error), files with an EXIF
-//                    orientation other than 1 (the CPU decoder rotates them), files whose data does
-//                    not end with EOI (truncated: the CPU decoder's strict check gives the error),
-//                    and any image nvJPEG returns an error for (NVJPEG_FLAGS_BITSTREAM_STRICT is
-//                    set, so corrupt data is an error there rather than silently decoded).
+//                    orientation other than 1 (the CPU decoder rotates them), files whose scans use
+//                    a Huffman table no DHT defined (libjpeg-turbo's standard tables), files whose
+//                    data does not end with EOI (truncated: the CPU decoder's strict check gives
+//                    the error), and any image nvJPEG returns an error for
+//                    (NVJPEG_FLAGS_BITSTREAM_STRICT is set, so corrupt data is an error there
+//                    rather than silently decoded).
 // nvJPEG decodes may differ from libjpeg-turbo's by IDCT/upsampling rounding (libjpeg upsamples
 // chroma by "fancy" interpolation; nvJPEG is asked for NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION
 // and falls back to its default when a backend refuses it): see kMaxDiffFromLibjpeg.
@@ -75,12 +77,14 @@ struct JpegCodecOptions {
 };
 
 /// nvJPEG's library handles of one device: the hardware-backend handle (absent on GPUs without
-/// a JPEG engine) and the default-backend handle (hybrid decode, encode). Each costs about
-/// 0.3 s to create on an H200, so the device workers of one GPU share one set (nvJPEG handles
-/// may be used by several threads at once; states may not: each JpegCodec keeps its own).
+/// a JPEG engine; it decodes baseline files and, on such GPUs, carries the encoder too) and the
+/// default-backend handle (hybrid decode; the encoder where there is no JPEG engine), created on
+/// first need. Each costs about 0.3 s to create on an H200, so the device workers of one GPU
+/// share one set (nvJPEG handles may be used by several threads at once; states may not: each
+/// JpegCodec keeps its own).
 struct JpegHandles;
-/// Creates both handles for CUDA device `device` now, the two at once (the hardware one on a
-/// thread of its own; skipped when !use_hardware). Throws Error when the default backend cannot
+/// Creates the handles for CUDA device `device` that a run needs first: the hardware one (unless
+/// !use_hardware), else the default-backend one. Throws Error when the default backend cannot
 /// be created (or this build has no nvJPEG), CudaError when the device cannot be selected.
 std::shared_ptr<JpegHandles> make_jpeg_handles(int device, bool use_hardware = true);
 /// Host wall milliseconds make_jpeg_handles took (a start-up cost for reports).

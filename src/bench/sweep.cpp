@@ -642,7 +642,7 @@ Measured measure(const Options& opt, std::ostream& err) {
       sweep.start_gpu(g.get());
     } else {
       info.gpu_skipped = "no usable CUDA device (" + why + ")";
-      const unsigned t = std::max(1u, std::thread::hardware_concurrency());
+      const unsigned t = unsigned(cpu::usable_cpus());
       info.device = "CPU (" + std::to_string(t) + " threads)";
       err << "note: GPU kernels skipped: " << info.gpu_skipped
           << "; running the CPU reference only\n";

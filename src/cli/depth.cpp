@@ -12,6 +12,7 @@
 
 #include "cuda_check.hpp"
 #include "device_buffer.hpp"
+#include "histeq/cpu.hpp"
 #include "histeq/equalize16.hpp"
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
@@ -52,8 +53,7 @@ bool pnm_number(const std::uint8_t* d, std::size_t n, std::size_t& pos, std::uin
 
 std::string device_label(const std::string& used) {
   if (used != "cpu") return used;
-  const unsigned hw = std::thread::hardware_concurrency();
-  return "CPU (" + std::to_string(hw > 0 ? hw : 1) + " threads)";
+  return "CPU (" + std::to_string(cpu::usable_cpus()) + " threads)";
 }
 
 /// The mode a 16-bit image runs in: the asked one, else gray (1-2 channels) or rgb (colour).

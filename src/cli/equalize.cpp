@@ -143,32 +143,36 @@ class BackendProbe {
     if (!f_.valid()) return;
     if (!wait && f_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
       c.opt.backend = Backend::cpu;
+      late_err_ = &err;  // when the probe ends without a device, say so then (~BackendProbe)
       return;
     }
     const Result r = f_.get();
     c.opt.backend = r.backend;
-    if (r.backend == Backend::cpu)  // known by now: say why, as settle_backend does
-      err << "histeq: no usable CUDA device (" << (r.why.empty() ? "unknown reason" : r.why)
-          << "); running on the CPU\n";
+    if (r.backend == Backend::cpu) say_why(err, r.why, "running");
   }
-  /// After the file is done: when the probe was never waited for, wait for it now (the future's
-  /// destructor would anyway) and say that no device was usable, so that an auto run on a
-  /// machine without a GPU says so once whichever way the race went.
-  void finish(std::ostream& err) {
-    if (!f_.valid()) return;
-    const Result r = f_.get();
-    if (r.backend == Backend::cpu)
-      err << "histeq: no usable CUDA device (" << (r.why.empty() ? "unknown reason" : r.why)
-          << "); ran on the CPU\n";
+  ~BackendProbe() {
+    if (!late_err_ || !f_.valid()) return;
+    try {
+      const Result r = f_.get();
+      if (r.backend == Backend::cpu) say_why(*late_err_, r.why, "ran");
+    } catch (...) {  // a destructor: the message is not worth an exception
+    }
   }
+  BackendProbe(const BackendProbe&) = delete;
+  BackendProbe& operator=(const BackendProbe&) = delete;
 
  private:
   struct Result {
     Backend backend = Backend::cpu;
     std::string why;
   };
+  static void say_why(std::ostream& err, const std::string& why, const char* verb) {
+    err << "histeq: no usable CUDA device (" << (why.empty() ? "unknown reason" : why) << "); "
+        << verb << " on the CPU\n";
+  }
   std::future<Result> f_;
   bool started_ = false;
+  std::ostream* late_err_ = nullptr;
 };
 
 /// The single-file path's settled options: everything checked before the input is read.
@@ -427,11 +431,9 @@ int run_single(const cxxopts::ParseResult& r, bool clahe, const std::string& inp
     ItemReport ir;
     emit(s, run_item(s.io, bytes.data(), bytes.size(), s.name, s.out_ext, ir), out);
     print_item_op_report(s, ir, ms_since(t_start), out, err);
-    s.probe->finish(err);
     return 0;
   }
   report_single(s, equalize_one(s, bytes, t_start, out, err), out, err);
-  s.probe->finish(err);
   // The output is committed by now: a report that cannot be written (a full or closed stdout)
   // is an error that says so, rather than one that reads as if nothing had been written.
   out.flush();

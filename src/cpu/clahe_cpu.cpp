@@ -13,6 +13,7 @@
 #include "histeq/clahe.hpp"
 #include "histeq/clahe_formula.hpp"
 #include "histeq/color.hpp"
+#include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/planes.hpp"
 
@@ -61,7 +62,7 @@ namespace cf = clahe_formula;
 /// contiguous chunks; rethrows the first exception after every thread joined.
 template <class Fn>
 void parallel_for(std::size_t n, int threads, Fn&& fn) {
-  std::size_t t = threads > 0 ? std::size_t(threads) : std::thread::hardware_concurrency();
+  std::size_t t = threads > 0 ? std::size_t(threads) : std::size_t(cpu::usable_cpus());
   t = std::max<std::size_t>(1, std::min(t, n));
   if (t <= 1) {
     for (std::size_t i = 0; i < n; ++i) fn(i);

@@ -11,6 +11,16 @@
 // the binning rule of types.hpp, so every bin count costs the same as 256.
 // Apply of a gray LUT uses AVX-512 VBMI byte permutes where the CPU has them (checked at run
 // time; the environment variable HISTEQ_CPU_NO_SIMD forces the portable 64-bit-word loop).
+// Colour images (3–4 channels): the per-pixel loops are templated on the channel count (constant
+// strides, no per-pixel branch on mode or alpha). Luma (extract_planes, gray mode) and luma mode's
+// colour round trip have two implementations with the same bytes as color::luma and
+// color::equalize_luma (tests/test_host_cpu_exact.cpp checks all 2^24 colours on both):
+//  - x86-64 with AVX2 (checked at run time): color.hpp's own functions in loops over blocks of
+//    pixels that GCC and Clang vectorize (8 pixels per 256-bit operation) — exact by
+//    construction, it is the same integer code;
+//  - elsewhere, or with HISTEQ_CPU_NO_SIMD: scalar loops over small tables of color.hpp's
+//    fixed-point terms (LumaTables), a few loads and adds per pixel instead of a dozen multiplies,
+//    roundings and saturations; each entry is the integer the formula computes.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +31,8 @@
 
 #include "histeq/color.hpp"
 #include "histeq/cpu.hpp"
+
+#include <sched.h>
 #include "histeq/error.hpp"
 #include "histeq/planes.hpp"
 
@@ -31,10 +43,10 @@
 namespace histeq::cpu {
 namespace {
 
-/// Worker count for `work` items: at most `threads` (0 → hardware_concurrency), and no thread
+/// Worker count for `work` items: at most `threads` (0 → usable_cpus()), and no thread
 /// gets fewer than `min_per_thread` items.
 int worker_count(std::size_t work, int threads, std::size_t min_per_thread) {
-  std::size_t t = threads > 0 ? std::size_t(threads) : std::thread::hardware_concurrency();
+  std::size_t t = threads > 0 ? std::size_t(threads) : std::size_t(usable_cpus());
   if (t == 0) t = 1;
   const std::size_t by_work =
       std::max<std::size_t>(1, work / std::max<std::size_t>(1, min_per_thread));
@@ -201,6 +213,254 @@ void map_bytes(const std::uint8_t* in, std::uint8_t* out, std::size_t b, std::si
   for (; i < e; ++i) out[i] = lut[in[i]];
 }
 
+// ---- colour images (3–4 channels) ----
+
+/// color.hpp's luma and luma-mode round trip as tables, built once from color.hpp's functions.
+/// Why each lookup is exact (all arithmetic in int, no overflow: |sums| < 2^23):
+///  - Y = descale14(luma_sum(r, g, b)) and luma_sum is linear, so
+///    y_r[r] + y_g[g] + y_b[b] with y_r[r] = luma_sum(r, 0, 0) + 2^13 (descale14's rounding),
+///    y_g[g] = luma_sum(0, g, 0), y_b[b] = luma_sum(0, 0, b) is the same integer as
+///    luma_sum(r, g, b) + 2^13, and Y is that >> 14.
+///  - Cr depends on R − Y only, Cb on B − Y only (color::chroma), so for d = −255..255 the Cr
+///    and Cb of R − Y = d and B − Y = d are chroma(d, d, 0): the same (R − Y)·11682 and
+///    (B − Y)·9241 products.
+///  - R's term depends on Cr only and B's on Cb only: r_term[d] = color::r_term(Cr of d),
+///    b_term[d] = color::b_term(Cb of d), indexed by R − Y and B − Y directly (Cr and Cb
+///    themselves are never needed per pixel).
+///  - G's term is descale14(g_cr(Cr) + g_cb(Cb)): rounded once from a sum of a Cr part and a Cb
+///    part, so those two parts are tabulated (g_cr[d], g_cb[d]) and the sum is rounded per pixel.
+///  - sat[v + kSatBias] = color::sat_u8(v) for every v that Y' + term can reach: Y' is 0..255
+///    and |term| <= 228 (r_term <= 180, g_term <= 136, b_term <= 227 in magnitude), so
+///    −228..483 fits in the 768 entries. kSatBias is added to r_term and b_term in the table,
+///    and to g_cb as kSatBias · 2^14, which adds exactly kSatBias after the >> 14 of descale14
+///    (a multiple of 2^14 passes through an arithmetic shift unchanged).
+/// Tables with index d are stored from d = −255 and used through pointers to their d = 0 entry.
+struct LumaTables {
+  static constexpr int kSatBias = 256;
+  std::int32_t y_r[256], y_g[256], y_b[256];
+  std::int16_t r_term[511], b_term[511];
+  std::int32_t g_cr[511], g_cb[511];
+  std::uint8_t sat[768];
+
+  LumaTables() {
+    for (int v = 0; v < 256; ++v) {
+      y_r[v] = color::luma_sum(v, 0, 0) + (1 << 13);
+      y_g[v] = color::luma_sum(0, v, 0);
+      y_b[v] = color::luma_sum(0, 0, v);
+    }
+    for (int d = -255; d <= 255; ++d) {
+      const int k = d + 255;
+      std::uint8_t cr, cb;
+      color::chroma(d, d, 0, cr, cb);
+      r_term[k] = static_cast<std::int16_t>(color::r_term(cr) + kSatBias);
+      b_term[k] = static_cast<std::int16_t>(color::b_term(cb) + kSatBias);
+      g_cr[k] = color::g_cr(cr);
+      g_cb[k] = color::g_cb(cb) + (kSatBias << 14);
+    }
+    for (int v = 0; v < 768; ++v) sat[v] = color::sat_u8(v - kSatBias);
+  }
+};
+const LumaTables& luma_tables() {
+  static const LumaTables tables;  // thread-safe initialisation (C++11 statics)
+  return tables;
+}
+
+/// Y of one pixel from the tables (equal to color::luma(r, g, b)).
+inline int table_luma(const LumaTables& t, int r, int g, int b) {
+  return (t.y_r[r] + t.y_g[g] + t.y_b[b]) >> 14;
+}
+
+/// planes[i] = Y of pixel i, for i in [b, e), C = 3 or 4 channels.
+template <int C>
+void luma_plane(const std::uint8_t* in, std::uint8_t* y, std::size_t b, std::size_t e) {
+  const LumaTables& t = luma_tables();
+  for (std::size_t i = b; i < e; ++i) {
+    const std::uint8_t* px = in + i * C;
+    y[i] = static_cast<std::uint8_t>(table_luma(t, px[0], px[1], px[2]));
+  }
+}
+
+/// The three colour planes of pixels [b, e) (rgb mode), C = 3 or 4 channels. Inlined into
+/// rgb_planes_avx2 too (below), where it vectorizes.
+template <int C>
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+inline void
+rgb_planes(const std::uint8_t* in, std::uint8_t* r, std::uint8_t* g, std::uint8_t* bl,
+           std::size_t b, std::size_t e) {
+  for (std::size_t i = b; i < e; ++i) {
+    const std::uint8_t* px = in + i * C;
+    r[i] = px[0];
+    g[i] = px[1];
+    bl[i] = px[2];
+  }
+}
+
+/// Gray mode of a colour image: out[i] = lut[Y of pixel i].
+template <int C>
+void apply_gray(const std::uint8_t* in, std::uint8_t* out, std::size_t b, std::size_t e,
+                const std::uint8_t* lut_in) {
+  const LumaTables& t = luma_tables();
+  std::uint8_t lut[256];
+  std::memcpy(lut, lut_in, 256);
+  for (std::size_t i = b; i < e; ++i) {
+    const std::uint8_t* px = in + i * C;
+    out[i] = lut[table_luma(t, px[0], px[1], px[2])];
+  }
+}
+
+/// Rgb mode: each colour channel through its own LUT, alpha copied. Each pixel is read whole
+/// before it is written, so in == out works.
+template <int C>
+void apply_rgb(const std::uint8_t* in, std::uint8_t* out, std::size_t b, std::size_t e,
+               const Lut* luts) {
+  std::uint8_t lut[3][256];
+  for (int p = 0; p < 3; ++p) std::memcpy(lut[p], luts[p].data(), 256);
+  for (std::size_t i = b; i < e; ++i) {
+    const std::uint8_t* px = in + i * C;
+    std::uint8_t* o = out + i * C;
+    const std::uint8_t r = px[0], g = px[1], bl = px[2];
+    if (C == 4) o[3] = px[3];
+    o[0] = lut[0][r];
+    o[1] = lut[1][g];
+    o[2] = lut[2][bl];
+  }
+}
+
+/// Luma mode: color::equalize_luma of every pixel through the tables (see LumaTables), alpha
+/// copied. Each pixel is read whole before it is written, so in == out works.
+template <int C>
+void apply_luma(const std::uint8_t* in, std::uint8_t* out, std::size_t b, std::size_t e,
+                const std::uint8_t* lut_in) {
+  const LumaTables& t = luma_tables();
+  std::uint8_t lut[256];
+  std::memcpy(lut, lut_in, 256);
+  const std::int16_t* r_term = t.r_term + 255;  // indexed by R − Y
+  const std::int16_t* b_term = t.b_term + 255;  // by B − Y
+  const std::int32_t* g_cr = t.g_cr + 255;
+  const std::int32_t* g_cb = t.g_cb + 255;
+  const std::uint8_t* sat = t.sat;
+  for (std::size_t i = b; i < e; ++i) {
+    const std::uint8_t* px = in + i * C;
+    std::uint8_t* o = out + i * C;
+    const int r = px[0], g = px[1], bl = px[2];
+    const int y = table_luma(t, r, g, bl);
+    const int dr = r - y, db = bl - y;
+    const int y2 = lut[y];
+    if (C == 4) o[3] = px[3];
+    o[0] = sat[y2 + r_term[dr]];
+    o[1] = sat[y2 + color::descale14(g_cr[dr] + g_cb[db])];
+    o[2] = sat[y2 + b_term[db]];
+  }
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define HISTEQ_HAVE_AVX2_PATH 1
+// The AVX2 build of the colour loops. Each loop is color.hpp's scalar code on one pixel; the
+// compiler vectorizes it because the target attribute of the entry points below allows AVX2 and
+// the generic loops (always_inline) are compiled inside them. Loops that vectorize read and write
+// whole blocks: the input pixels are first split into local planes, so the stores into `out` can
+// never change what is still to be read (in == out, the executor's in-place apply, is safe and
+// needs no run-time overlap check that would fall back to scalar code).
+#define HISTEQ_INLINE __attribute__((always_inline)) inline
+
+constexpr int kBlock = 512;  // pixels per block: 6 local planes of 512 bytes stay in L1
+
+/// The planes of pixels [0, n) of `in` (C channels) into r, g, b (, a) and their Y.
+template <int C>
+HISTEQ_INLINE void split_block(const std::uint8_t* in, int n, std::uint8_t* r, std::uint8_t* g,
+                               std::uint8_t* b, std::uint8_t* a, std::uint8_t* y) {
+  for (int i = 0; i < n; ++i) {
+    const std::uint8_t* px = in + std::size_t(i) * C;
+    r[i] = px[0];
+    g[i] = px[1];
+    b[i] = px[2];
+    if (C == 4) a[i] = px[3];
+    y[i] = color::luma(r[i], g[i], b[i]);
+  }
+}
+
+/// out[i] = lut[in[i]] for i in [0, n): 8 samples per 64-bit word (the one step that does not
+/// vectorize without byte gathers).
+HISTEQ_INLINE void lookup_block(const std::uint8_t* in, std::uint8_t* out, int n,
+                                const std::uint8_t* lut) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    std::uint64_t w, o = 0;
+    std::memcpy(&w, in + i, 8);
+    for (int k = 0; k < 8; ++k) o |= std::uint64_t(lut[(w >> (8 * k)) & 0xff]) << (8 * k);
+    std::memcpy(out + i, &o, 8);
+  }
+  for (; i < n; ++i) out[i] = lut[in[i]];
+}
+
+/// Y of pixels [b, e) into y[b, e) (extract_planes, luma and gray modes).
+template <int C>
+__attribute__((target("avx2"))) void luma_plane_avx2(const std::uint8_t* in, std::uint8_t* y,
+                                                     std::size_t b, std::size_t e) {
+  alignas(32) std::uint8_t r[kBlock], g[kBlock], bl[kBlock], a[kBlock], yb[kBlock];
+  for (std::size_t i = b; i < e; i += kBlock) {
+    const int n = static_cast<int>(std::min<std::size_t>(kBlock, e - i));
+    split_block<C>(in + i * C, n, r, g, bl, a, yb);
+    std::memcpy(y + i, yb, std::size_t(n));
+  }
+}
+
+/// rgb_planes (above), compiled for AVX2.
+template <int C>
+__attribute__((target("avx2"))) void rgb_planes_avx2(const std::uint8_t* in, std::uint8_t* r,
+                                                     std::uint8_t* g, std::uint8_t* bl,
+                                                     std::size_t b, std::size_t e) {
+  rgb_planes<C>(in, r, g, bl, b, e);
+}
+
+/// Gray mode: out[i] = lut[Y of pixel i] for [b, e).
+template <int C>
+__attribute__((target("avx2"))) void apply_gray_avx2(const std::uint8_t* in, std::uint8_t* out,
+                                                     std::size_t b, std::size_t e,
+                                                     const std::uint8_t* lut_in) {
+  std::uint8_t lut[256];
+  std::memcpy(lut, lut_in, 256);
+  alignas(32) std::uint8_t r[kBlock], g[kBlock], bl[kBlock], a[kBlock], y[kBlock];
+  for (std::size_t i = b; i < e; i += kBlock) {
+    const int n = static_cast<int>(std::min<std::size_t>(kBlock, e - i));
+    split_block<C>(in + i * C, n, r, g, bl, a, y);
+    lookup_block(y, out + i, n, lut);
+  }
+}
+
+/// Luma mode, per block: split into planes and Y; Y' = lut[Y]; then color::chroma of the
+/// original pixel and color::to_rgb with Y' (color::equalize_luma step by step), interleaved
+/// into out with alpha.
+template <int C>
+__attribute__((target("avx2"))) void apply_luma_avx2(const std::uint8_t* in, std::uint8_t* out,
+                                                     std::size_t b, std::size_t e,
+                                                     const std::uint8_t* lut_in) {
+  std::uint8_t lut[256];
+  std::memcpy(lut, lut_in, 256);
+  alignas(32) std::uint8_t r[kBlock], g[kBlock], bl[kBlock], a[kBlock], y[kBlock], y2[kBlock];
+  for (std::size_t i = b; i < e; i += kBlock) {
+    const int n = static_cast<int>(std::min<std::size_t>(kBlock, e - i));
+    split_block<C>(in + i * C, n, r, g, bl, a, y);
+    lookup_block(y, y2, n, lut);
+    std::uint8_t* o = out + i * C;
+    for (int k = 0; k < n; ++k) {
+      std::uint8_t cr, cb;
+      color::chroma(r[k], bl[k], y[k], cr, cb);
+      color::to_rgb(y2[k], cr, cb, o[k * C], o[k * C + 1], o[k * C + 2]);
+      if (C == 4) o[k * C + 3] = a[k];
+    }
+  }
+}
+
+bool use_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has && !std::getenv("HISTEQ_CPU_NO_SIMD");
+}
+#undef HISTEQ_INLINE
+#endif
+
 constexpr std::size_t kMinHistPerThread = std::size_t(1) << 16;
 constexpr std::size_t kMinPixelsPerThread = std::size_t(1) << 15;
 
@@ -238,7 +498,9 @@ void extract_planes(const std::uint8_t* in, std::size_t pixels, int channels, Mo
                     std::uint8_t* planes, int threads) {
   if (channels < 1 || channels > 4)
     throw Error("extract_planes: " + std::to_string(channels) + " channels (valid: 1..4)");
-  const std::size_t c = std::size_t(channels);
+#if HISTEQ_HAVE_AVX2_PATH
+  const bool avx2 = use_avx2();
+#endif
   const int workers = worker_count(pixels, threads, kMinPixelsPerThread);
   parallel_slices(pixels, workers, [&](int, std::size_t b, std::size_t e) {
     if (channels == 1) {
@@ -249,17 +511,22 @@ void extract_planes(const std::uint8_t* in, std::size_t pixels, int channels, Mo
       std::uint8_t* r = planes;
       std::uint8_t* g = planes + pixels;
       std::uint8_t* bl = planes + 2 * pixels;
-      for (std::size_t i = b; i < e; ++i) {
-        const std::uint8_t* px = in + i * c;
-        r[i] = px[0];
-        g[i] = px[1];
-        bl[i] = px[2];
+#if HISTEQ_HAVE_AVX2_PATH
+      if (avx2) {
+        channels == 3 ? rgb_planes_avx2<3>(in, r, g, bl, b, e)
+                      : rgb_planes_avx2<4>(in, r, g, bl, b, e);
+        return;
       }
+#endif
+      channels == 3 ? rgb_planes<3>(in, r, g, bl, b, e) : rgb_planes<4>(in, r, g, bl, b, e);
     } else {
-      for (std::size_t i = b; i < e; ++i) {
-        const std::uint8_t* px = in + i * c;
-        planes[i] = color::luma(px[0], px[1], px[2]);
+#if HISTEQ_HAVE_AVX2_PATH
+      if (avx2) {
+        channels == 3 ? luma_plane_avx2<3>(in, planes, b, e) : luma_plane_avx2<4>(in, planes, b, e);
+        return;
       }
+#endif
+      channels == 3 ? luma_plane<3>(in, planes, b, e) : luma_plane<4>(in, planes, b, e);
     }
   });
 }
@@ -268,6 +535,9 @@ void apply(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode, 
            std::uint8_t* out, int threads) {
   if (channels < 1 || channels > 4)
     throw Error("apply: " + std::to_string(channels) + " channels (valid: 1..4)");
+#if HISTEQ_HAVE_AVX2_PATH
+  const bool avx2 = use_avx2();
+#endif
   const std::size_t c = std::size_t(channels);
   const std::size_t oc = std::size_t(output_channels(mode, channels));
   const int workers = worker_count(pixels, threads, kMinPixelsPerThread);
@@ -286,40 +556,39 @@ void apply(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode, 
       }
       return;
     }
+    const bool four = c == 4;
+#if HISTEQ_HAVE_AVX2_PATH
+    if (avx2 && mode != Mode::rgb) {
+      if (mode == Mode::gray)
+        four ? apply_gray_avx2<4>(in, out, b, e, l0) : apply_gray_avx2<3>(in, out, b, e, l0);
+      else
+        four ? apply_luma_avx2<4>(in, out, b, e, l0) : apply_luma_avx2<3>(in, out, b, e, l0);
+      return;
+    }
+#endif
     switch (mode) {
       case Mode::gray:
-        for (std::size_t i = b; i < e; ++i) {
-          const std::uint8_t* px = in + i * c;
-          out[i] = l0[color::luma(px[0], px[1], px[2])];
-        }
+        four ? apply_gray<4>(in, out, b, e, l0) : apply_gray<3>(in, out, b, e, l0);
         break;
-      case Mode::rgb: {
-        const std::uint8_t* l1 = luts[1].data();
-        const std::uint8_t* l2 = luts[2].data();
-        for (std::size_t i = b; i < e; ++i) {
-          const std::uint8_t* px = in + i * c;
-          std::uint8_t* o = out + i * c;
-          o[0] = l0[px[0]];
-          o[1] = l1[px[1]];
-          o[2] = l2[px[2]];
-          if (c == 4) o[3] = px[3];
-        }
+      case Mode::rgb:
+        four ? apply_rgb<4>(in, out, b, e, luts) : apply_rgb<3>(in, out, b, e, luts);
         break;
-      }
       case Mode::luma:
-        for (std::size_t i = b; i < e; ++i) {
-          const std::uint8_t* px = in + i * c;
-          std::uint8_t* o = out + i * c;
-          std::uint8_t r = px[0], g = px[1], bl = px[2];
-          color::equalize_luma(r, g, bl, l0);
-          o[0] = r;
-          o[1] = g;
-          o[2] = bl;
-          if (c == 4) o[3] = px[3];
-        }
+        four ? apply_luma<4>(in, out, b, e, l0) : apply_luma<3>(in, out, b, e, l0);
         break;
     }
   });
+}
+
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? int(n) : 1;
 }
 
 }  // namespace histeq::cpu

@@ -1,5 +1,6 @@
 // equalize16.cpp — 16-bit histogram and equalization on the CPU (equalize16.hpp).
 #include "histeq/equalize16.hpp"
+#include "histeq/cpu.hpp"
 
 #include <algorithm>
 #include <string>
@@ -32,7 +33,7 @@ std::vector<std::uint16_t> make_lut16(const std::uint64_t* hist) {
 namespace cpu {
 
 Histogram histogram16(const std::uint16_t* in, std::size_t n, int threads) {
-  std::size_t t = threads > 0 ? std::size_t(threads) : std::thread::hardware_concurrency();
+  std::size_t t = threads > 0 ? std::size_t(threads) : std::size_t(cpu::usable_cpus());
   t = std::max<std::size_t>(1, std::min<std::size_t>(t, n / (1 << 16) + 1));
   std::vector<Histogram> parts(t, Histogram(kBins16, 0));
   auto work = [&](std::size_t w) {

@@ -338,135 +338,145 @@ std::uint8_t paeth(int a, int b, int c) {
   return std::uint8_t(c);
 }
 
-// NOLINTNEXTLINE(readability-function-size): over 120 lines, to be split (issue 13)
-std::string png_problem(const std::uint8_t* d, std::size_t len, BoundedInflate inflate) {
+/// What the chunk walk of a PNG found (as stb reads the chunks, up to IEND).
+struct PngChunks {
   std::uint64_t w = 0, h = 0;
   unsigned depth = 0, ctype = 0, interlace = 0;
   std::uint64_t plte_entries = 0;
   bool have_plte = false, have_ihdr = false, iend = false, cgbi = false;
-  std::vector<std::uint8_t> idat;
+  std::vector<std::uint8_t> idat;  // the IDAT chunks' data, joined
+  std::string last = "signature";  // the last chunk's type (for a missing IEND)
+};
+
+PngChunks png_chunks(const std::uint8_t* d, std::size_t len) {
+  PngChunks c;
   std::size_t pos = 8;
-  std::string last = "signature";
   while (pos + 8 <= len) {
     const std::uint64_t n = be32(d + pos);
     if (n + 12 > len - pos) break;  // png_chunk_problem refused it already
     const std::uint8_t* type = d + pos + 4;
     const std::uint8_t* body = d + pos + 8;
-    last.assign(reinterpret_cast<const char*>(type), 4);
+    c.last.assign(reinterpret_cast<const char*>(type), 4);
     if (!std::memcmp(type, "IHDR", 4) && n >= 13) {
-      w = be32(body);
-      h = be32(body + 4);
-      depth = body[8];
-      ctype = body[9];
-      interlace = body[12];
-      have_ihdr = true;
+      c.w = be32(body);
+      c.h = be32(body + 4);
+      c.depth = body[8];
+      c.ctype = body[9];
+      c.interlace = body[12];
+      c.have_ihdr = true;
     } else if (!std::memcmp(type, "CgBI", 4)) {
-      cgbi = true;
+      c.cgbi = true;
     } else if (!std::memcmp(type, "PLTE", 4)) {
-      have_plte = true;
-      plte_entries = n / 3;
+      c.have_plte = true;
+      c.plte_entries = n / 3;
     } else if (!std::memcmp(type, "IDAT", 4)) {
-      idat.insert(idat.end(), body, body + n);
+      c.idat.insert(c.idat.end(), body, body + n);
     } else if (!std::memcmp(type, "IEND", 4)) {
-      iend = true;
+      c.iend = true;
       break;
     }
     pos += 12 + n;
   }
-  if (!have_ihdr || w == 0 || h == 0 || w > kMaxSide || h > kMaxSide) return "";  // stb refuses
-  if (!iend) return "truncated PNG: no IEND chunk (the file ends after chunk '" + last + "')";
-  if (idat.empty()) return "corrupt PNG: no image data (IDAT chunk)";
-  unsigned channels;
+  return c;
+}
+
+/// Samples per pixel of a PNG colour type, 0 for a type stb refuses.
+unsigned png_channels(unsigned ctype) {
   switch (ctype) {
-    case 0: channels = 1; break;
-    case 2: channels = 3; break;
-    case 3: channels = 1; break;
-    case 4: channels = 2; break;
-    case 6: channels = 4; break;
-    default: return "";  // stb refuses
+    case 0: return 1;
+    case 2: return 3;
+    case 3: return 1;
+    case 4: return 2;
+    case 6: return 4;
+    default: return 0;
   }
-  if (depth != 1 && depth != 2 && depth != 4 && depth != 8 && depth != 16) return "";
-  if (ctype == 3 && depth > 8) return "";  // stb refuses ("bad ctype")
-  if (ctype == 3 && !have_plte) return "corrupt PNG: a palette image without a PLTE chunk";
-  const unsigned bits = depth * channels;
-  // Adam7 passes (or one pass of the whole image): the filtered scanlines the header needs.
+}
+
+/// One Adam7 pass (or the whole image): its size and where its pixels go.
+struct PngPass {
+  std::uint64_t w, h, x0, y0, dx, dy;
+};
+
+std::vector<PngPass> png_passes(std::uint64_t w, std::uint64_t h, unsigned interlace) {
+  if (interlace != 1) return {{w, h, 0, 0, 1, 1}};
   static const int xs[7] = {0, 4, 0, 2, 0, 1, 0}, ys[7] = {0, 0, 4, 0, 2, 0, 1},
                    xi[7] = {8, 8, 4, 4, 2, 2, 1}, yi[7] = {8, 8, 8, 4, 4, 2, 2};
-  struct Pass {
-    std::uint64_t w, h, x0, y0, dx, dy;
-  };
-  std::vector<Pass> passes;
-  if (interlace == 1) {
-    for (int p = 0; p < 7; ++p) {
-      const std::uint64_t pw = w > std::uint64_t(xs[p]) ? (w - xs[p] + xi[p] - 1) / xi[p] : 0;
-      const std::uint64_t ph = h > std::uint64_t(ys[p]) ? (h - ys[p] + yi[p] - 1) / yi[p] : 0;
-      if (pw && ph)
-        passes.push_back({pw, ph, std::uint64_t(xs[p]), std::uint64_t(ys[p]), std::uint64_t(xi[p]),
-                          std::uint64_t(yi[p])});
-    }
-  } else {
-    passes.push_back({w, h, 0, 0, 1, 1});
+  std::vector<PngPass> passes;
+  for (int p = 0; p < 7; ++p) {
+    const std::uint64_t pw = w > std::uint64_t(xs[p]) ? (w - xs[p] + xi[p] - 1) / xi[p] : 0;
+    const std::uint64_t ph = h > std::uint64_t(ys[p]) ? (h - ys[p] + yi[p] - 1) / yi[p] : 0;
+    if (pw && ph)
+      passes.push_back({pw, ph, std::uint64_t(xs[p]), std::uint64_t(ys[p]), std::uint64_t(xi[p]),
+                        std::uint64_t(yi[p])});
   }
-  std::uint64_t need = 0;
-  for (const Pass& p : passes) need += p.h * (1 + (p.w * bits + 7) / 8);
-  if (need >= std::uint64_t(INT_MAX)) return "";  // stb refuses ("too large")
-  // Deflate cannot expand more than 1032:1: fewer compressed bytes cannot hold the image.
-  if (need > std::uint64_t(idat.size()) * 1032 + 1024)
-    return "truncated PNG: " + num(idat.size()) +
-           " bytes of compressed image data cannot hold the " + num(need) + " bytes of a " +
-           num(w) + "x" + num(h) + " image";
-  // Not value-initialized: only the pages the data really inflates to are touched (a file whose
-  // data stops early costs what it holds, not what the header says); bytes [0, got) are read.
-  std::unique_ptr<std::uint8_t[]> raw_buf(new std::uint8_t[need + 1]);
-  std::uint8_t* const raw = raw_buf.get();
+  return passes;
+}
+
+/// Inflates the IDAT stream once into `raw` (need + 1 bytes), bounded by what the header needs
+/// (a decompression bomb stops at the bound), and checks that it gives exactly `need` bytes and,
+/// outside fuzz builds, its Adler-32. Returns "" or the reason.
+std::string png_inflate_problem(const PngChunks& c, std::uint64_t need, std::uint8_t* raw,
+                                BoundedInflate inflate) {
   const char* why = nullptr;
   const int got =
       inflate(reinterpret_cast<char*>(raw), int(need + 1),
-              reinterpret_cast<const char*>(idat.data()), int(idat.size()), !cgbi, &why);
+              reinterpret_cast<const char*>(c.idat.data()), int(c.idat.size()), !c.cgbi, &why);
+  std::string bomb = "corrupt PNG: the image data inflates to more than the " + num(need) +
+                     " bytes the header needs (refused before inflating it all: a "
+                     "decompression bomb)";
   if (got < 0) {
-    if (why && std::strcmp(why, "output buffer limit") == 0)
-      return "corrupt PNG: the image data inflates to more than the " + num(need) +
-             " bytes the header needs (refused before inflating it all: a decompression bomb)";
+    if (why && std::strcmp(why, "output buffer limit") == 0) return bomb;
     return std::string("corrupt PNG: the image data (zlib) does not inflate: ") +
            (why ? why : "error");
   }
-  if (std::uint64_t(got) > need)
-    return "corrupt PNG: the image data inflates to more than the " + num(need) +
-           " bytes the header needs (refused before inflating it all: a decompression bomb)";
+  if (std::uint64_t(got) > need) return bomb;
   if (std::uint64_t(got) < need)
     return "truncated PNG: the image data inflates to " + num(got) + " of the " + num(need) +
            " bytes the header needs";
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-  if (!cgbi && (idat.size() < 6 || adler32(raw, need) != be32(idat.data() + idat.size() - 4)))
+  if (!c.cgbi &&
+      (c.idat.size() < 6 || adler32(raw, need) != be32(c.idat.data() + c.idat.size() - 4)))
     return "corrupt PNG: the image data's Adler-32 checksum does not match (damaged or cut)";
 #endif
-  if (ctype != 3) return "";
-  // Palette indices: unfilter each pass row by row (filter unit 1 byte for palette images) and
-  // compare every index with the PLTE's entry count.
+  return "";
+}
+
+/// One filtered scanline `s` into `cur` (filter unit 1 byte, as for palette images), given the
+/// previous unfiltered line. False for an undefined filter type.
+bool png_unfilter_row(unsigned f, const std::uint8_t* s, const std::vector<std::uint8_t>& prev,
+                      std::vector<std::uint8_t>& cur) {
+  for (std::size_t i = 0; i < cur.size(); ++i) {
+    const int a = i ? cur[i - 1] : 0, b = prev[i], c = i ? prev[i - 1] : 0;
+    switch (f) {
+      case 0: cur[i] = s[i]; break;
+      case 1: cur[i] = std::uint8_t(s[i] + a); break;
+      case 2: cur[i] = std::uint8_t(s[i] + b); break;
+      case 3: cur[i] = std::uint8_t(s[i] + ((a + b) >> 1)); break;
+      case 4: cur[i] = std::uint8_t(s[i] + paeth(a, b, c)); break;
+      default: return false;
+    }
+  }
+  return true;
+}
+
+/// Palette indices: unfilters each pass row by row and compares every index with the PLTE's
+/// entry count. `raw` holds the inflated scanlines of every pass. Returns "" or the reason.
+std::string png_palette_problem(const std::uint8_t* raw, const std::vector<PngPass>& passes,
+                                unsigned depth, std::uint64_t plte_entries) {
   std::size_t at = 0;
-  for (const Pass& p : passes) {
-    const std::size_t rb = std::size_t((p.w * bits + 7) / 8);
+  for (const PngPass& p : passes) {
+    const std::size_t rb = std::size_t((p.w * depth + 7) / 8);
     std::vector<std::uint8_t> prev(rb, 0), cur(rb);
     for (std::uint64_t r = 0; r < p.h; ++r) {
       const unsigned f = raw[at++];
-      const std::uint8_t* s = raw + at;
+      if (!png_unfilter_row(f, raw + at, prev, cur))
+        return "corrupt PNG: filter type " + num(f) + " (0..4 are defined)";
       at += rb;
-      for (std::size_t i = 0; i < rb; ++i) {
-        const int a = i ? cur[i - 1] : 0, b = prev[i], c = i ? prev[i - 1] : 0;
-        switch (f) {
-          case 0: cur[i] = s[i]; break;
-          case 1: cur[i] = std::uint8_t(s[i] + a); break;
-          case 2: cur[i] = std::uint8_t(s[i] + b); break;
-          case 3: cur[i] = std::uint8_t(s[i] + ((a + b) >> 1)); break;
-          case 4: cur[i] = std::uint8_t(s[i] + paeth(a, b, c)); break;
-          default: return "corrupt PNG: filter type " + num(f) + " (0..4 are defined)";
-        }
-      }
       for (std::uint64_t x = 0; x < p.w; ++x) {
         unsigned idx;
-        if (depth == 8)
+        if (depth == 8) {
           idx = cur[x];
-        else {
+        } else {
           const std::uint64_t bit = x * depth;
           idx = (cur[bit / 8] >> (8 - depth - bit % 8)) & ((1u << depth) - 1);
         }
@@ -479,6 +489,151 @@ std::string png_problem(const std::uint8_t* d, std::size_t len, BoundedInflate i
     }
   }
   return "";
+}
+
+std::string png_problem(const std::uint8_t* d, std::size_t len, BoundedInflate inflate) {
+  const PngChunks c = png_chunks(d, len);
+  if (!c.have_ihdr || c.w == 0 || c.h == 0 || c.w > kMaxSide || c.h > kMaxSide)
+    return "";  // stb refuses
+  if (!c.iend) return "truncated PNG: no IEND chunk (the file ends after chunk '" + c.last + "')";
+  if (c.idat.empty()) return "corrupt PNG: no image data (IDAT chunk)";
+  const unsigned channels = png_channels(c.ctype);
+  if (channels == 0) return "";  // stb refuses
+  if (c.depth != 1 && c.depth != 2 && c.depth != 4 && c.depth != 8 && c.depth != 16) return "";
+  if (c.ctype == 3 && c.depth > 8) return "";  // stb refuses ("bad ctype")
+  if (c.ctype == 3 && !c.have_plte) return "corrupt PNG: a palette image without a PLTE chunk";
+  const unsigned bits = c.depth * channels;
+  // The filtered scanlines the header needs, over the Adam7 passes (or one pass).
+  const std::vector<PngPass> passes = png_passes(c.w, c.h, c.interlace);
+  std::uint64_t need = 0;
+  for (const PngPass& p : passes) need += p.h * (1 + (p.w * bits + 7) / 8);
+  if (need >= std::uint64_t(INT_MAX)) return "";  // stb refuses ("too large")
+  // Deflate cannot expand more than 1032:1: fewer compressed bytes cannot hold the image.
+  if (need > std::uint64_t(c.idat.size()) * 1032 + 1024)
+    return "truncated PNG: " + num(c.idat.size()) +
+           " bytes of compressed image data cannot hold the " + num(need) + " bytes of a " +
+           num(c.w) + "x" + num(c.h) + " image";
+  // Not value-initialized: only the pages the data really inflates to are touched (a file whose
+  // data stops early costs what it holds, not what the header says); bytes [0, got) are read.
+  std::unique_ptr<std::uint8_t[]> raw(new std::uint8_t[need + 1]);
+  if (std::string why = png_inflate_problem(c, need, raw.get(), inflate); !why.empty()) return why;
+  if (c.ctype != 3) return "";
+  return png_palette_problem(raw.get(), passes, c.depth, c.plte_entries);
+}
+
+// ---------------------------------------------------------------- JPEG
+// The walk mirrors libjpeg-turbo 2.1.5 (jdmarker.c): next_marker, get_sof, get_sos, and the
+// Huffman decoder's end of data (a marker that is neither FF00 nor RSTn).
+
+bool jpeg_is_sof(unsigned m) {
+  return m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
+}
+
+void jpeg_note(JpegLayout* l, const std::string& why) {
+  if (l->problem.empty()) l->problem = why;
+}
+
+void jpeg_read_frame(const std::uint8_t* p, std::size_t n, unsigned marker, JpegLayout* l) {
+  if (l->sof != 0) return jpeg_note(l, "corrupt JPEG: a second frame header (SOF)");
+  if (n < 6) return jpeg_note(l, "corrupt JPEG: the frame header (SOF) is cut short");
+  l->sof = marker;
+  l->height = (std::uint64_t(p[1]) << 8) | p[2];
+  l->width = (std::uint64_t(p[3]) << 8) | p[4];
+  const std::size_t nc = p[5];
+  if (n != 6 + 3 * nc)
+    jpeg_note(l, "corrupt JPEG: the frame header (SOF) is " + num(n + 2) + " bytes long, " +
+                     num(nc) + " components need " + num(8 + 3 * nc));
+  for (std::size_t i = 0; i < nc && 6 + 3 * i + 2 < n; ++i)
+    l->components.push_back({p[6 + 3 * i], p[7 + 3 * i] >> 4, p[7 + 3 * i] & 15});
+}
+
+/// A scan header (SOS payload). False when libjpeg-turbo refuses it (the reason is noted).
+bool jpeg_read_scan(const std::uint8_t* p, std::size_t n, JpegLayout* l, JpegScan* s) {
+  const std::string which = "scan " + num(l->scans.size() + 1);
+  if (l->sof == 0) {
+    jpeg_note(l, "corrupt JPEG: " + which + " (SOS) comes before the frame header (SOF)");
+    return false;
+  }
+  const std::size_t ns = n > 0 ? p[0] : 0;
+  if (ns < 1 || ns > 4 || n != 1 + 2 * ns + 3) {
+    jpeg_note(l, "corrupt JPEG: " + which + "'s header (SOS) has a bad length or component count");
+    return false;
+  }
+  // get_sos: the first of the frame's first four components with that id whose slot (indexed
+  // as libjpeg indexes cur_comp_info) is still free; a component twice in a scan is refused.
+  const std::size_t nc = std::min<std::size_t>(l->components.size(), 4);
+  int cur[4] = {-1, -1, -1, -1};
+  for (std::size_t i = 0; i < ns; ++i) {
+    const int cc = p[1 + 2 * i];
+    int found = -1;
+    for (std::size_t ci = 0; ci < nc && found < 0; ++ci)
+      if (l->components[ci].id == cc && cur[ci] < 0) found = int(ci);
+    for (std::size_t pi = 0; pi < i && found >= 0; ++pi)
+      if (cur[pi] == found) found = -1;
+    if (found < 0) {
+      jpeg_note(l, "corrupt JPEG: " + which + " names component id " + num(unsigned(cc)) +
+                       ", which is not a frame component it may name (unknown, repeated or out of "
+                       "the frame header's order)");
+      return false;
+    }
+    cur[i] = found;
+    s->frame_index.push_back(found);
+    s->dc_table.push_back(p[2 + 2 * i] >> 4);
+    s->ac_table.push_back(p[2 + 2 * i] & 15);
+  }
+  s->ss = p[1 + 2 * ns];
+  s->se = p[2 + 2 * ns];
+  s->ah = p[3 + 2 * ns] >> 4;
+  s->al = p[3 + 2 * ns] & 15;
+  return true;
+}
+
+/// From *pos (after a scan header) to the marker that ends the entropy-coded data; returns the
+/// bytes in between and leaves *pos at that marker's first 0xFF (or at len).
+std::uint64_t jpeg_skip_entropy_data(const std::uint8_t* d, std::size_t len, std::size_t* pos) {
+  const std::size_t start = *pos;
+  std::size_t p = start;
+  for (;;) {
+    const void* ff = p < len ? std::memchr(d + p, 0xFF, len - p) : nullptr;
+    if (!ff) {
+      p = len;
+      break;
+    }
+    p = std::size_t(static_cast<const std::uint8_t*>(ff) - d);
+    std::size_t q = p + 1;
+    while (q < len && d[q] == 0xFF) ++q;  // fill bytes
+    if (q >= len) {
+      p = len;
+      break;
+    }
+    if (d[q] == 0x00 || (d[q] >= 0xD0 && d[q] <= 0xD7)) {  // stuffed zero, restart marker
+      p = q + 1;
+      continue;
+    }
+    break;
+  }
+  *pos = p;
+  return p - start;
+}
+
+/// 8x8 blocks of frame component ci as a non-interleaved scan codes them (T.81 A.2.2, libjpeg's
+/// width_in_blocks x height_in_blocks). The caller checked the sampling factors (1..4).
+std::uint64_t jpeg_component_blocks(const JpegLayout& l, std::size_t ci) {
+  int hmax = 1, vmax = 1;
+  for (const JpegComponent& c : l.components) {
+    hmax = std::max(hmax, c.h);
+    vmax = std::max(vmax, c.v);
+  }
+  const JpegComponent& c = l.components[ci];
+  const std::uint64_t bw =
+      (l.width * std::uint64_t(c.h) + 8 * std::uint64_t(hmax) - 1) / (8 * std::uint64_t(hmax));
+  const std::uint64_t bh =
+      (l.height * std::uint64_t(c.v) + 8 * std::uint64_t(vmax) - 1) / (8 * std::uint64_t(vmax));
+  return bw * bh;
+}
+
+std::string jpeg_component_name(const JpegLayout& l, std::size_t ci) {
+  return "component " + num(ci + 1) + " (id " + num(unsigned(l.components[ci].id)) + ")";
 }
 
 bool is_png(const std::uint8_t* d, std::size_t len) {
@@ -565,6 +720,138 @@ std::string pnm_decode(const std::uint8_t* d, std::size_t len, const PnmHeader& 
     out->pixels[std::size_t(i)] = m == 255 ? std::uint8_t(v) : std::uint8_t((v * 255 + m / 2) / m);
   }
   return "";
+}
+
+/// The tables a DHT segment defines (class 0 DC / 1 AC, id 0..3), into defined[class][id].
+void jpeg_read_dht(const std::uint8_t* p, std::size_t n, bool defined[2][4]) {
+  std::size_t q = 0;
+  while (q + 17 <= n) {
+    const unsigned tc = p[q] >> 4, th = p[q] & 15;
+    std::size_t count = 0;
+    for (int k = 1; k <= 16; ++k) count += p[q + std::size_t(k)];
+    if (tc <= 1 && th <= 3) defined[tc][th] = true;
+    q += 17 + count;
+  }
+}
+
+/// Whether scan s of a Huffman-coded frame reads a table not in defined[][]: DC tables in a
+/// sequential scan or a DC-first progressive scan, AC tables in any scan with Se > 0.
+bool jpeg_scan_needs_undefined_table(const JpegScan& s, const bool defined[2][4]) {
+  for (std::size_t i = 0; i < s.frame_index.size(); ++i) {
+    const bool dc = s.ss == 0 && s.ah == 0, ac = s.se > 0;
+    if (dc && (s.dc_table[i] > 3 || !defined[0][s.dc_table[i]])) return true;
+    if (ac && (s.ac_table[i] > 3 || !defined[1][s.ac_table[i]])) return true;
+  }
+  return false;
+}
+
+JpegLayout jpeg_layout(const std::uint8_t* d, std::size_t len) {
+  JpegLayout l;
+  bool defined[2][4] = {};
+  std::size_t pos = 2;  // after the SOI
+  for (;;) {
+    // next_marker: other bytes are skipped (libjpeg warns "extraneous bytes": fatal in
+    // histeq), then fill bytes; FF 00 is no marker.
+    while (pos < len && d[pos] != 0xFF) ++pos;
+    while (pos < len && d[pos] == 0xFF) ++pos;
+    if (pos >= len) break;
+    const unsigned m = d[pos++];
+    if (m == 0x00 || m == 0x01 || (m >= 0xD0 && m <= 0xD7)) continue;  // no length
+    if (m == 0xD9) {
+      l.eoi = true;
+      break;
+    }
+    if (m == 0xD8) {
+      jpeg_note(&l, "corrupt JPEG: a second start-of-image marker (SOI)");
+      continue;
+    }
+    if (len - pos < 2) break;
+    const std::size_t seg = (std::size_t(d[pos]) << 8) | d[pos + 1];
+    if (seg < 2 || seg > len - pos) break;  // cut short: libjpeg hits the end of the data
+    const std::uint8_t* p = d + pos + 2;
+    const std::size_t n = seg - 2;
+    pos += seg;
+    if (jpeg_is_sof(m)) {
+      jpeg_read_frame(p, n, m, &l);
+    } else if (m == 0xC4) {
+      jpeg_read_dht(p, n, defined);
+    } else if (m == 0xDA) {
+      JpegScan s;
+      const bool ok = jpeg_read_scan(p, n, &l, &s);
+      s.data_bytes = jpeg_skip_entropy_data(d, len, &pos);
+      const bool huffman = l.sof >= 0xC0 && l.sof <= 0xC3;
+      if (ok && huffman && jpeg_scan_needs_undefined_table(s, defined))
+        l.undefined_huffman_table = true;
+      if (ok) l.scans.push_back(std::move(s));
+    }
+  }
+  return l;
+}
+
+std::string jpeg_scan_problem(const JpegLayout& l) {
+  for (std::size_t ci = 0; ci < l.components.size(); ++ci) {
+    const JpegComponent& c = l.components[ci];
+    if (c.h < 1 || c.h > 4 || c.v < 1 || c.v > 4)
+      return "corrupt JPEG: " + jpeg_component_name(l, ci) + " has sampling factors " +
+             num(unsigned(c.h)) + "x" + num(unsigned(c.v)) + " (each must be 1..4)";
+  }
+  if (l.scans.empty())
+    return l.eoi ? "corrupt JPEG: no scan (SOS marker) before the end of the image (EOI): no "
+                   "pixel data"
+                 : "truncated JPEG: the file ends before the first scan (SOS marker)";
+  const bool progressive = l.sof == 0xC2 || l.sof == 0xCA;
+  for (std::size_t ci = 0; ci < l.components.size(); ++ci) {
+    bool covered = false;
+    for (const JpegScan& s : l.scans) {
+      if (progressive && (s.ss != 0 || s.ah != 0)) continue;  // only a DC-first scan starts it
+      for (int fi : s.frame_index) covered = covered || std::size_t(fi) == ci;
+    }
+    if (covered) continue;
+    const std::string scans = num(l.scans.size()) + (l.scans.size() == 1 ? " scan" : " scans");
+    if (!l.eoi)
+      return "truncated JPEG: the file ends after " + scans + ", before " +
+             jpeg_component_name(l, ci) + " is covered by a scan";
+    return "corrupt JPEG: " + jpeg_component_name(l, ci) + " is never covered by a scan (" +
+           (progressive
+                ? (l.scans.size() == 1 ? std::string("the only scan") : "none of the " + scans) +
+                      " of this progressive file is a DC-first scan (Ss=0, Ah=0) of it"
+            : l.scans.size() == 1 ? std::string("the only scan does not code it")
+                                  : "none of the " + scans + " codes it") +
+           "), so its pixels would not come from the file";
+  }
+  return "";
+}
+
+std::string jpeg_size_problem(const JpegLayout& l, std::size_t file_size) {
+  if (l.sof != 0xC0 && l.sof != 0xC1 && l.sof != 0xC2) return "";  // Huffman-coded DCT only
+  for (const JpegComponent& c : l.components)
+    if (c.h < 1 || c.h > 4 || c.v < 1 || c.v > 4) return "";  // jpeg_scan_problem's
+  for (std::size_t k = 0; k < l.scans.size(); ++k) {
+    const JpegScan& s = l.scans[k];
+    if (s.ss != 0) continue;  // AC scans: an end-of-band run codes up to 32767 blocks
+    std::uint64_t blocks = 0;
+    for (int fi : s.frame_index) blocks += jpeg_component_blocks(l, std::size_t(fi));
+    if (blocks <= 8 * s.data_bytes) continue;
+    return "truncated or hostile JPEG: it declares " + num(l.width) + "x" + num(l.height) +
+           " in a file of " + num(file_size) + " bytes: scan " + num(k + 1) + " codes " +
+           num(blocks) + " blocks of 8x8 at 1 bit or more each (Huffman coding), at least " +
+           num((blocks + 7) / 8) + " bytes, and holds " + num(s.data_bytes) +
+           " bytes of entropy-coded data";
+  }
+  return "";
+}
+
+bool jpeg_undefined_huffman_table(const std::uint8_t* d, std::size_t len) {
+  return jpeg_layout(d, len).undefined_huffman_table;
+}
+
+std::string jpeg_structure_problem(const std::uint8_t* d, std::size_t len) {
+  const JpegLayout l = jpeg_layout(d, len);
+  // The processes libjpeg-turbo decodes: baseline, extended, progressive; Huffman, arithmetic.
+  if (l.sof != 0xC0 && l.sof != 0xC1 && l.sof != 0xC2 && l.sof != 0xC9 && l.sof != 0xCA) return "";
+  if (!l.problem.empty()) return l.problem;
+  if (std::string why = jpeg_scan_problem(l); !why.empty()) return why;
+  return jpeg_size_problem(l, len);
 }
 
 bool bmp_is_top_down(const std::uint8_t* d, std::size_t len) {

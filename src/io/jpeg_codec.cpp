@@ -24,6 +24,7 @@
 #include <libdeflate.h>
 
 #include "histeq/error.hpp"
+#include "io/decode_checks.hpp"
 
 namespace histeq::jpeg {
 namespace {
@@ -232,6 +233,13 @@ std::size_t orientation_offset(const std::vector<std::uint8_t>& e, bool* little)
   return 0;
 }
 
+/// The markers up to the first SOF into *out (read_info's facts); false when no SOF is found.
+bool parse_info(const std::uint8_t* d, std::size_t n, Info* out);
+
+/// detail::jpeg_structure_problem as an Error naming `name`: components no scan covers, no scan,
+/// entropy-coded data too short for the declared size (Huffman).
+void check_structure(const std::uint8_t* d, std::size_t n, const std::string& name);
+
 }  // namespace
 
 bool is_jpeg(const std::uint8_t* d, std::size_t n) {
@@ -334,16 +342,11 @@ Image decode(const std::uint8_t* data, std::size_t size, const std::string& name
                   std::to_string(opt.max_pixels) + " pixels");
   };
   // The frame header's size first, from our own marker walk: libjpeg refuses sides over 65500
-  // with its own message, and the limit's message names the size and the limit.
-  bool have_sof = false;
+  // with its own message, and the limit's message names the size and the limit. Without a
+  // frame header libjpeg's header read below names what is wrong.
   Info pre;
-  try {
-    pre = read_info(data, size, name);
-    have_sof = true;
-  } catch (const Error&) {
-    // libjpeg's header read below names what is wrong
-  }
-  if (have_sof && pre.height > 0) check_dims(std::uint64_t(pre.width), std::uint64_t(pre.height));
+  if (parse_info(data, size, &pre) && pre.height > 0)
+    check_dims(std::uint64_t(pre.width), std::uint64_t(pre.height));
   auto s = std::make_unique<DecodeState>();
   std::memset(static_cast<void*>(s.get()), 0, sizeof(DecodeState));
   init_error(&s->err);
@@ -353,6 +356,11 @@ Image decode(const std::uint8_t* data, std::size_t size, const std::string& name
     throw Error(quoted(name) + " is not a decodable image: " + reason(s->err, &s->cinfo));
   const std::uint64_t w = s->cinfo.image_width, h = s->cinfo.image_height;
   check_dims(w, h);
+  // The structure (decode_checks.hpp) after libjpeg's header read (its reasons for broken
+  // tables or a missing SOS come first) and before any large allocation (the pixels here,
+  // libjpeg's coefficient buffers in jpeg_start_decompress): every component covered by a
+  // scan, and enough entropy-coded data for the declared size.
+  check_structure(data, size, name);
   Image img;
   img.width = int(w);
   img.height = int(h);
@@ -380,6 +388,19 @@ Image decode(const std::uint8_t* data, std::size_t size, const std::string& name
 Info read_info(const std::uint8_t* d, std::size_t n, const std::string& name) {
   if (!is_jpeg(d, n)) throw Error(quoted(name) + " is not a JPEG file (no start-of-image marker)");
   Info info;
+  if (!parse_info(d, n, &info))
+    throw Error(
+        quoted(name) +
+        " is not a decodable image: truncated or corrupt JPEG header (no frame header found)");
+  check_structure(d, n, name);
+  info.undefined_huffman_table = detail::jpeg_undefined_huffman_table(d, n);
+  return info;
+}
+
+namespace {
+
+bool parse_info(const std::uint8_t* d, std::size_t n, Info* out) {
+  Info& info = *out;
   std::vector<std::uint8_t> exif;
   int adobe_transform = -1;
   bool jfif = false;
@@ -447,14 +468,19 @@ Info read_info(const std::uint8_t* d, std::size_t n, const std::string& name) {
       }
       const int o = exif_orientation(exif);
       info.orientation = o ? o : 1;
-      return info;
+      return true;
     }
     pos += 2 + len;
   }
-  throw Error(
-      quoted(name) +
-      " is not a decodable image: truncated or corrupt JPEG header (no frame header found)");
+  return false;
 }
+
+void check_structure(const std::uint8_t* d, std::size_t n, const std::string& name) {
+  const std::string why = detail::jpeg_structure_problem(d, n);
+  if (!why.empty()) throw Error(quoted(name) + " is not a decodable image: " + why);
+}
+
+}  // namespace
 
 void insert_metadata(std::vector<std::uint8_t>& jpg, const std::vector<std::uint8_t>& exif,
                      const std::vector<std::uint8_t>& icc, int channels) {

@@ -153,6 +153,7 @@ struct Executor::Impl {
 
   ~Impl() {
     if (init_thread.joinable()) init_thread.join();
+    if (nvjpeg_thread.joinable()) nvjpeg_thread.join();
     {
       std::lock_guard<std::mutex> lock(jmu);
       jstop = true;
@@ -177,6 +178,25 @@ struct Executor::Impl {
   std::thread init_thread;
   Clock::time_point t_created = Clock::now();
   double device_init_ms = 0;
+
+  // ---- CPU slots: at most `jobs` items in their CPU stages at once ----
+  // run() starts more workers than `jobs` when JPEGs may go to the device workers: a worker
+  // whose JPEG is on the device only waits, and gives its slot to another meanwhile.
+  std::mutex slot_mu;
+  std::condition_variable slot_cv;
+  int slots_free = 0;
+  void take_slot() {
+    std::unique_lock<std::mutex> lock(slot_mu);
+    slot_cv.wait(lock, [&] { return slots_free > 0; });
+    --slots_free;
+  }
+  void give_slot() {
+    {
+      std::lock_guard<std::mutex> lock(slot_mu);
+      ++slots_free;
+    }
+    slot_cv.notify_one();
+  }
 
   // ---- JPEG on the device workers ----
   std::mutex jmu;
@@ -228,9 +248,20 @@ struct Executor::Impl {
       dev_why = e.what();
     }
     dev_cv.notify_all();
-    // The device workers equalize from here on; the nvJPEG handles (about 0.3 s each) follow,
-    // while the CPU workers decode the first JPEGs themselves.
-    if (dev_state == DevState::ready && gpu_jpeg_wanted()) init_nvjpeg();
+  }
+
+  /// nvJPEG starts with the first JPEG item that finds the devices ready (a folder without
+  /// JPEGs never pays for its handles), on a thread of its own while the CPU workers decode the
+  /// first JPEGs themselves.
+  std::once_flag nvjpeg_once;
+  std::thread nvjpeg_thread;
+  void start_nvjpeg() {
+    if (!gpu_jpeg_wanted()) return;
+    {
+      std::lock_guard<std::mutex> lock(dev_mu);
+      if (dev_state != DevState::ready) return;  // the next JPEG item tries again
+    }
+    std::call_once(nvjpeg_once, [this] { nvjpeg_thread = std::thread([this] { init_nvjpeg(); }); });
   }
 
   /// One set of nvJPEG handles per GPU (shared by its device workers), a codec per worker, then
@@ -322,6 +353,7 @@ struct Executor::Impl {
     if (dev_state != DevState::ready) return false;  // auto: CPU while the devices start
     const std::size_t threads = workers.size();
     lock.unlock();
+    start_nvjpeg();
     std::unique_lock<std::mutex> jl(jmu);
     if (must) {  // wait for the handles; their failure is the item's error
       jcv.wait(jl, [&] { return nvjpeg_ready > 0 || nvjpeg_broken; });
@@ -679,9 +711,10 @@ struct Executor::Impl {
           return;
         }
       }
-      if (jpeg::is_jpeg(it.bytes.data(), it.bytes.size()) && !cpu_decodes_faster(it) &&
-          route_jpeg_to_device() && process_jpeg_on_device(it))
-        return;
+      if (jpeg::is_jpeg(it.bytes.data(), it.bytes.size())) {
+        start_nvjpeg();
+        if (!progressive_here(it) && route_jpeg_to_device() && process_jpeg_on_device(it)) return;
+      }
       Image img;
       decode(it, img);
       rep.width = img.width;
@@ -759,7 +792,9 @@ struct Executor::Impl {
     JpegJob job;
     job.it = &it;
     job.jpeg_out = is_jpeg_ext(fmt);
+    give_slot();
     run_jpeg_job(job);
+    take_slot();
     if (job.device_failed && opt.jpeg == JpegRoute::automatic &&
         opt.equalize.backend == Backend::automatic) {
       rep.decoder.clear();
@@ -795,9 +830,11 @@ struct Executor::Impl {
   /// --decoder auto: progressive JPEGs stay on the CPU workers (libjpeg-turbo). The GPU's
   /// hardware decoder takes only baseline files; nvJPEG's hybrid route for the others runs its
   /// Huffman stage on the one JPEG thread of a device worker, so a few large progressive photos
-  /// would hold up every baseline batch behind them, while the CPU workers decode them in
-  /// parallel (measured on the H200 machine: bench/results/h200/e2e).
-  bool cpu_decodes_faster(const Loaded& it) const {
+  /// would hold up every baseline batch behind them. Nor does the hybrid decoder scale on the
+  /// CPU workers' threads: measured on the H200 machine with one per worker (16 at once), a 4 MP
+  /// progressive photo took 28 ms alone and up to 1,064 ms beside the others (libjpeg-turbo:
+  /// about 100 ms), and with two at a time the folder ran no faster than with none.
+  bool progressive_here(const Loaded& it) const {
     if (opt.jpeg != JpegRoute::automatic || opt.equalize.backend == Backend::cuda) return false;
     try {
       return jpeg::read_info(it.bytes.data(), it.bytes.size(), it.rep.input).progressive;
@@ -818,8 +855,7 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.opt = std::move(opt);
   if (m.opt.jobs < 0) throw UsageError("--jobs must be at least 1");
-  const unsigned hw = std::thread::hardware_concurrency();
-  m.jobs = m.opt.jobs > 0 ? m.opt.jobs : int(hw > 0 ? hw : 1);
+  m.jobs = m.opt.jobs > 0 ? m.opt.jobs : cpu::usable_cpus();
   if (m.opt.fast_png_decoder) m.fast_png = make_fast_png_decoder();
   if (m.opt.max_inflight_bytes == 0) m.opt.max_inflight_bytes = default_max_inflight_bytes(m.jobs);
   if (m.opt.equalize.kernel != "auto") {
@@ -976,9 +1012,14 @@ struct Executor::Run {
         if (queue.empty()) return;
         it = std::move(queue.front());
         queue.pop_front();
+      }
+      m.take_slot();
+      {
+        std::lock_guard<std::mutex> lock(mu);
         sum.peak_busy_workers = std::max(sum.peak_busy_workers, ++busy);
       }
       m.process(*it);
+      m.give_slot();
       {
         std::lock_guard<std::mutex> lock(mu);
         --busy;
@@ -1034,6 +1075,7 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
     const std::string why = cpu_fallback_reason();
     if (!why.empty()) throw Error("--backend cuda: no usable CUDA device (" + why + ")");
   }
+  m.slots_free = m.jobs;
   std::thread reader([&r] { r.reader_loop(); });
   // `jobs` workers for the CPU stages, plus, when JPEGs may go to the device workers' JPEG
   // threads, as many as those threads take in their batches: a worker that handed its JPEG

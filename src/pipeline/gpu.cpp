@@ -6,7 +6,10 @@
 
 #include <type_traits>
 
+#include <map>
+#include <mutex>
 #include <optional>
+#include <string>
 
 #include "batched.hpp"
 #include "device_buffer.hpp"
@@ -222,9 +225,16 @@ std::uint8_t* Equalizer::device_lut(int planes) {
 std::string device_name() {
   int dev = 0;
   HISTEQ_CUDA_CHECK(cudaGetDevice(&dev));
+  // Cached per device: cudaGetDeviceProperties queries every attribute, and reports ask for the
+  // name once per image.
+  static std::mutex mu;
+  static std::map<int, std::string> names;
+  std::lock_guard<std::mutex> lock(mu);
+  auto at = names.find(dev);
+  if (at != names.end()) return at->second;
   cudaDeviceProp prop{};
   HISTEQ_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
-  return prop.name;
+  return names[dev] = prop.name;
 }
 
 }  // namespace histeq::gpu

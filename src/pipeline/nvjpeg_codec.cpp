@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "histeq/error.hpp"
@@ -133,15 +134,31 @@ nvjpegStatus_t create_handle(nvjpegBackend_t backend, nvjpegHandle_t* h, unsigne
 /// several threads at once; the states, streams and encoder states made from them may not.
 struct JpegHandles {
   int device = 0;
-  nvjpegHandle_t hw = nullptr, def = nullptr;
-  unsigned hw_flags = 0, def_flags = 0;
-  nvjpegStatus_t def_status = NVJPEG_STATUS_NOT_INITIALIZED;
+  nvjpegHandle_t hw = nullptr;  // set once by make_jpeg_handles
+  unsigned hw_flags = 0;
   double create_ms = 0;
+  /// The default-backend handle, created on first need (hybrid decode; encode on a GPU
+  /// without a JPEG engine): most runs never pay its 0.3 s.
+  nvjpegHandle_t default_handle(unsigned* flags) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!def_) {
+      HISTEQ_CUDA_CHECK(cudaSetDevice(device));
+      check(create_handle(NVJPEG_BACKEND_DEFAULT, &def_, &def_flags_),
+            "nvjpegCreateEx (default backend)");
+    }
+    *flags = def_flags_;
+    return def_;
+  }
   ~JpegHandles() {
     cudaSetDevice(device);
     if (hw) nvjpegDestroy(hw);
-    if (def) nvjpegDestroy(def);
+    if (def_) nvjpegDestroy(def_);
   }
+
+ private:
+  std::mutex mu_;
+  nvjpegHandle_t def_ = nullptr;
+  unsigned def_flags_ = 0;
 };
 
 std::shared_ptr<JpegHandles> make_jpeg_handles(int device, bool use_hardware) {
@@ -149,18 +166,16 @@ std::shared_ptr<JpegHandles> make_jpeg_handles(int device, bool use_hardware) {
   auto h = std::make_shared<JpegHandles>();
   h->device = device;
   HISTEQ_CUDA_CHECK(cudaSetDevice(device));
-  // Each handle costs about 0.3 s on an H200 (mostly the library's own device set-up): the two
-  // are created at once, the hardware one on a thread of its own.
-  std::thread hw_thread;
-  if (use_hardware)
-    hw_thread = std::thread([&h, device] {
-      if (cudaSetDevice(device) != cudaSuccess) return;
-      if (create_handle(NVJPEG_BACKEND_HARDWARE, &h->hw, &h->hw_flags) != NVJPEG_STATUS_SUCCESS)
-        h->hw = nullptr;  // no JPEG engine on this GPU (NVJPEG_STATUS_ARCH_MISMATCH): hybrid only
-    });
-  h->def_status = create_handle(NVJPEG_BACKEND_DEFAULT, &h->def, &h->def_flags);
-  if (hw_thread.joinable()) hw_thread.join();
-  check(h->def_status, "nvjpegCreateEx (default backend)");
+  // Each handle costs about 0.3 s on an H200 (mostly the library's own device set-up). The
+  // hardware handle decodes baseline files and also encodes (nvJPEG's encoder runs CUDA kernels
+  // on any handle), so it is the only one made up front where the GPU has a JPEG engine.
+  if (use_hardware &&
+      create_handle(NVJPEG_BACKEND_HARDWARE, &h->hw, &h->hw_flags) != NVJPEG_STATUS_SUCCESS)
+    h->hw = nullptr;  // no JPEG engine on this GPU (NVJPEG_STATUS_ARCH_MISMATCH): hybrid only
+  if (!h->hw) {
+    unsigned flags = 0;
+    h->default_handle(&flags);
+  }
   h->create_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return h;
@@ -219,8 +234,7 @@ struct JpegCodec::Impl {
   void ensure_default() {
     if (def) return;
     if (shared) {
-      def = shared->def;
-      def_flags = shared->def_flags;
+      def = shared->default_handle(&def_flags);
     } else {
       check(create_handle(NVJPEG_BACKEND_DEFAULT, &def, &def_flags),
             "nvjpegCreateEx (default backend)");
@@ -228,12 +242,21 @@ struct JpegCodec::Impl {
     check(nvjpegJpegStateCreate(def, &def_state), "nvjpegJpegStateCreate");
   }
 
+  /// The encoder's state on the hardware handle where there is one (one handle fewer to create:
+  /// the encoder is CUDA kernels whatever the backend), else on the default-backend handle.
   void ensure_encoder() {
-    ensure_default();
     if (enc_state) return;
-    check(nvjpegEncoderStateCreate(def, &enc_state, stream), "nvjpegEncoderStateCreate");
-    check(nvjpegEncoderParamsCreate(def, &enc_params, stream), "nvjpegEncoderParamsCreate");
+    if (ensure_hw() && nvjpegEncoderStateCreate(hw, &enc_state, stream) == NVJPEG_STATUS_SUCCESS) {
+      enc = hw;
+    } else {
+      enc_state = nullptr;
+      ensure_default();
+      enc = def;
+      check(nvjpegEncoderStateCreate(enc, &enc_state, stream), "nvjpegEncoderStateCreate");
+    }
+    check(nvjpegEncoderParamsCreate(enc, &enc_params, stream), "nvjpegEncoderParamsCreate");
   }
+  nvjpegHandle_t enc = nullptr;  // the handle enc_state was made with
 
   /// Whether the hardware decoder takes this file (parsed with the hardware handle).
   bool hw_supports(const JpegInput& in) {
@@ -348,6 +371,9 @@ std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>& batch) 
     jpeg::Info info;
     if (gpu_ok) {
       try {
+        // Also the structure checks (no scan, a component no scan covers, too few entropy-coded
+        // bytes for the declared size): a file failing them never reaches nvJPEG; the CPU
+        // decoder below refuses it with the reason.
         info = jpeg::read_info(in.data, in.size, in.name);
       } catch (const Error&) {
         gpu_ok = false;
@@ -355,7 +381,7 @@ std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>& batch) 
     }
     gpu_ok = gpu_ok && info.precision == 8 && (info.components == 1 || info.components == 3) &&
              !info.arithmetic && !info.lossless && info.orientation == 1 && !info.rgb_stored &&
-             info.width > 0 && info.height > 0 &&
+             !info.undefined_huffman_table && info.width > 0 && info.height > 0 &&
              std::uint64_t(info.width) * std::uint64_t(info.height) <= m.opt.max_pixels;
     if (!gpu_ok) {
       host[i] = m.cpu_decode(in, o);
@@ -498,19 +524,19 @@ std::vector<std::uint8_t> JpegCodec::encode(const std::uint8_t* d_pixels, int wi
   src.channel[0] = const_cast<unsigned char*>(d_pixels);
   src.pitch[0] = std::size_t(width) * channels;
   if (channels == 3) {
-    check(nvjpegEncodeImage(m.def, m.enc_state, m.enc_params, &src, NVJPEG_INPUT_RGBI, width,
+    check(nvjpegEncodeImage(m.enc, m.enc_state, m.enc_params, &src, NVJPEG_INPUT_RGBI, width,
                             height, m.stream),
           "nvjpegEncodeImage");
   } else {
-    check(nvjpegEncodeYUV(m.def, m.enc_state, m.enc_params, &src, NVJPEG_CSS_GRAY, width, height,
+    check(nvjpegEncodeYUV(m.enc, m.enc_state, m.enc_params, &src, NVJPEG_CSS_GRAY, width, height,
                           m.stream),
           "nvjpegEncodeYUV (gray)");
   }
   std::size_t len = 0;
-  check(nvjpegEncodeRetrieveBitstream(m.def, m.enc_state, nullptr, &len, m.stream),
+  check(nvjpegEncodeRetrieveBitstream(m.enc, m.enc_state, nullptr, &len, m.stream),
         "nvjpegEncodeRetrieveBitstream (size)");
   std::vector<std::uint8_t> out(len);
-  check(nvjpegEncodeRetrieveBitstream(m.def, m.enc_state, out.data(), &len, m.stream),
+  check(nvjpegEncodeRetrieveBitstream(m.enc, m.enc_state, out.data(), &len, m.stream),
         "nvjpegEncodeRetrieveBitstream");
   HISTEQ_CUDA_CHECK(cudaStreamSynchronize(m.stream));
   out.resize(len);

@@ -60,10 +60,7 @@ void check_kernel_name(const std::string& kernel) {
   }
 }
 
-int cpu_threads() {
-  const unsigned n = std::thread::hardware_concurrency();
-  return n > 0 ? int(n) : 1;
-}
+int cpu_threads() { return cpu::usable_cpus(); }
 
 std::uint64_t sum_of(const Histogram& h) {
   std::uint64_t s = 0;

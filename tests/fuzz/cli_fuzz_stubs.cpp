@@ -1,4 +1,4 @@
-// cli_fuzz_stubs.cpp — stand-ins for the CUDA library's functions that src/cli.cpp calls, so that
+// cli_fuzz_stubs.cpp — stand-ins for the CUDA library's functions that src/cli/ calls, so that
 // the command-line fuzzer builds with clang and no nvcc. Only the parsing and validation in
 // cli.cpp are under test: the registry is a table of the real kernel names (no launches),
 // there is never a device, and the work functions throw histeq::Error before any output could be
