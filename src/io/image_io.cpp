@@ -1,5 +1,6 @@
 // image_io.cpp — 8-bit image files in and out, with stb_image / stb_image_write (Debian
-// libstb-dev; the implementations are compiled here, once, from the system headers).
+// libstb-dev; the implementations are compiled here, once, from the system headers) and, for
+// writing PNG, histeq's own writer on libdeflate (write_png8: see "the PNG writer" below).
 //
 // Loading reads the whole file into memory first (so that a missing file, a directory or an
 // empty file gets its own message), checks the header's dimensions with stbi_info_from_memory
@@ -28,10 +29,16 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <new>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "histeq/error.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "io/decode_checks.hpp"
+#include "png_fast.hpp"
 
 #include <libdeflate.h>
 
@@ -85,49 +92,11 @@ void* histeq_stbi_realloc_zeroed(void* p, std::size_t old_size, std::size_t new_
 #include <stb_image.h>
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #define STBI_WRITE_NO_STDIO  // we write files ourselves
-// PNG's deflate by libdeflate (Debian libdeflate-dev) instead of stb's own: stb_image_write
-// calls this hook with the filtered rows; the level comes from the calling thread's encode.
-extern "C" unsigned char* histeq_png_deflate(unsigned char* data, int data_len, int* out_len,
-                                             int quality);
-#define STBIW_ZLIB_COMPRESS histeq_png_deflate
-#define STBIW_CRC32(buffer, len) libdeflate_crc32(0, (buffer), std::size_t(len))  // chunk CRCs
+// stb_image_write writes BMP and TGA only: PNG is written by histeq itself (write_png8 below).
 #include <stb_image_write.h>
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
-
-namespace {
-thread_local int t_png_level = histeq::kDefaultPngLevel;
-}  // namespace
-
-// The STBIW_ZLIB_COMPRESS hook: a zlib stream of data at the calling thread's PNG level, in a
-// buffer stb_image_write frees with STBIW_FREE (free). nullptr on failure (stb reports it).
-extern "C" unsigned char* histeq_png_deflate(unsigned char* data, int data_len, int* out_len,
-                                             int /*stb's quality, unused*/) {
-  // One compressor per thread and level (allocation is a few hundred KiB; kept for reuse).
-  struct Compressors {
-    libdeflate_compressor* c[10] = {};
-    ~Compressors() {
-      for (auto* p : c)
-        if (p) libdeflate_free_compressor(p);
-    }
-  };
-  thread_local Compressors cs;
-  const int level = std::clamp(t_png_level, 0, 9);
-  if (!cs.c[level]) cs.c[level] = libdeflate_alloc_compressor(level);
-  if (!cs.c[level] || data_len < 0) return nullptr;
-  const std::size_t bound = libdeflate_zlib_compress_bound(cs.c[level], std::size_t(data_len));
-  auto* out = static_cast<unsigned char*>(std::malloc(bound));
-  if (!out) return nullptr;
-  const std::size_t n =
-      libdeflate_zlib_compress(cs.c[level], data, std::size_t(data_len), out, bound);
-  if (n == 0 || n > std::size_t(INT_MAX)) {
-    std::free(out);
-    return nullptr;
-  }
-  *out_len = int(n);
-  return out;
-}
 
 namespace histeq {
 namespace fs = std::filesystem;
@@ -497,6 +466,188 @@ const char* png_chunk_problem(const std::uint8_t* d, std::size_t len, std::strin
   return nullptr;  // ends without IEND: stb reports what is missing
 }
 
+// ---------------------------------------------------------------- the PNG writer
+// histeq writes 8-bit PNG files itself rather than with stbi_write_png_to_func, because stb's
+// filter loop was about half of the encode: a 5120x2880 RGB photograph at --png-level 1 took
+// ~600 ms on one core, ~270 ms of it in libdeflate, and level 0 (deflate only stores) still
+// ~330 ms. stb filters a byte at a time (a call and three data-dependent branches per byte) and
+// copies the data three more times (line buffer to rows, zlib output to file, file to the
+// caller's vector). Here the Paeth filter runs a row at a time with no branch on the data, 16 bytes
+// per step with SSE2 (every x86-64 CPU has it), a scalar twin elsewhere and for the ends of rows;
+// the zlib stream is copied once, into the file. perf on the 2-core build machine, one 14.7 MP
+// RGB encode (bench_cpu_stages --png-level 1, docs/benchmarks.md): filter 60 -> 21 ms, copies
+// 19 -> 6 ms; libdeflate's time is unchanged. What is reused: libdeflate's zlib compressor (one
+// per thread and level, as stb's STBIW_ZLIB_COMPRESS hook used it), libdeflate_crc32 for the
+// chunk CRCs, png::insert_iccp for the ICC profile. stb_image_write still writes BMP and TGA.
+//
+// The file is byte for byte what stb_image_write 1.16 wrote with stbi_write_force_png_filter = 4
+// and that libdeflate hook (tests/test_host_png_write.cpp compares the two):
+//  - signature; IHDR (width, height, depth 8, colour type 0/4/2/6 for 1/2/3/4 channels,
+//    compression, filter and interlace 0); [iCCP, inserted after IHDR]; one IDAT holding the
+//    zlib stream of all filtered rows; IEND;
+//  - every row starts with filter type 4 (Paeth: the best of the five filters on photographs,
+//    at a fraction of the cost of trying all five per row, as stb does by default). On row 0,
+//    stb's "first row" mapping turns a forced Paeth into its type 6 (x - left), which is Paeth
+//    with a zero row above (paeth(a, 0, 0) = a); the first pixel of the other rows gets
+//    x - above, Paeth with zero neighbours on the left (paeth(0, b, 0) = b). So the bytes are
+//    the PNG spec's Paeth filter.
+
+/// libdeflate's compressor for `level` (0..9), one per thread and level, kept for reuse (its
+/// allocation is a few hundred KiB); nullptr when out of memory.
+libdeflate_compressor* png_compressor(int level) {
+  struct Compressors {
+    libdeflate_compressor* c[10] = {};
+    ~Compressors() {
+      for (auto* p : c)
+        if (p) libdeflate_free_compressor(p);
+    }
+  };
+  thread_local Compressors cs;
+  if (!cs.c[level]) cs.c[level] = libdeflate_alloc_compressor(level);
+  return cs.c[level];
+}
+
+/// The Paeth predictor of PNG (ISO/IEC 15948, 9.4) without branches: p = a + b - c, and the
+/// distances |p - a| = |b - c|, |p - b| = |a - c|, |p - c| = |a + b - 2c|; ties go to a, then b.
+inline int paeth_predict(int a, int b, int c) {
+  const int pa = std::abs(b - c), pb = std::abs(a - c), pc = std::abs(a + b - 2 * c);
+  const int bc = pb <= pc ? b : c;
+  return (pa <= pb && pa <= pc) ? a : bc;
+}
+
+/// Paeth-filtered bytes [from, n) of a row `cur` under the row `up` (from >= bpp).
+void paeth_row_scalar(const std::uint8_t* __restrict cur, const std::uint8_t* __restrict up,
+                      std::size_t bpp, std::size_t from, std::size_t n,
+                      std::uint8_t* __restrict out) {
+  for (std::size_t i = from; i < n; ++i)
+    out[i] = std::uint8_t(cur[i] - paeth_predict(cur[i - bpp], up[i], up[i - bpp]));
+}
+
+#if defined(__SSE2__)
+/// |v| of 16-bit lanes (SSE2 has no pabsw: max(v, -v); lanes here are within -510..510).
+inline __m128i abs_epi16(__m128i v) {
+  return _mm_max_epi16(v, _mm_sub_epi16(_mm_setzero_si128(), v));
+}
+
+/// paeth_predict on eight 16-bit lanes, with the same ties.
+inline __m128i paeth_predict_epi16(__m128i a, __m128i b, __m128i c) {
+  const __m128i bc = _mm_sub_epi16(b, c), ac = _mm_sub_epi16(a, c);
+  const __m128i pa = abs_epi16(bc), pb = abs_epi16(ac), pc = abs_epi16(_mm_add_epi16(bc, ac));
+  const __m128i take_c = _mm_cmpgt_epi16(pb, pc);  // pb > pc: c, else b
+  const __m128i b_or_c = _mm_or_si128(_mm_and_si128(take_c, c), _mm_andnot_si128(take_c, b));
+  const __m128i not_a = _mm_or_si128(_mm_cmpgt_epi16(pa, pb), _mm_cmpgt_epi16(pa, pc));
+  return _mm_or_si128(_mm_and_si128(not_a, b_or_c), _mm_andnot_si128(not_a, a));
+}
+
+/// paeth_row_scalar for 16 bytes at a time from `from`; returns where it stopped (the scalar
+/// twin does the rest of the row).
+std::size_t paeth_row_sse2(const std::uint8_t* cur, const std::uint8_t* up, std::size_t bpp,
+                           std::size_t from, std::size_t n, std::uint8_t* out) {
+  const __m128i zero = _mm_setzero_si128();
+  std::size_t i = from;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cur + i));
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cur + i - bpp));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(up + i));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(up + i - bpp));
+    const __m128i lo = paeth_predict_epi16(_mm_unpacklo_epi8(a, zero), _mm_unpacklo_epi8(b, zero),
+                                           _mm_unpacklo_epi8(c, zero));
+    const __m128i hi = paeth_predict_epi16(_mm_unpackhi_epi8(a, zero), _mm_unpackhi_epi8(b, zero),
+                                           _mm_unpackhi_epi8(c, zero));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm_sub_epi8(x, _mm_packus_epi16(lo, hi)));
+  }
+  return i;
+}
+#endif
+
+/// One row (n = width x bpp bytes) Paeth-filtered into out[0, n); up == nullptr for row 0.
+void paeth_filter_row(const std::uint8_t* __restrict cur, const std::uint8_t* __restrict up,
+                      std::size_t bpp, std::size_t n, std::uint8_t* __restrict out) {
+  if (!up) {  // row 0: the row above is zero, Paeth is x - left
+    for (std::size_t i = 0; i < bpp; ++i) out[i] = cur[i];
+    for (std::size_t i = bpp; i < n; ++i) out[i] = std::uint8_t(cur[i] - cur[i - bpp]);
+    return;
+  }
+  for (std::size_t i = 0; i < bpp; ++i) out[i] = std::uint8_t(cur[i] - up[i]);  // x - above
+  std::size_t i = bpp;
+#if defined(__SSE2__)
+  i = paeth_row_sse2(cur, up, bpp, i, n, out);
+#endif
+  paeth_row_scalar(cur, up, bpp, i, n, out);
+}
+
+void put_be32(std::uint8_t* p, std::uint32_t v) {
+  p[0] = std::uint8_t(v >> 24);
+  p[1] = std::uint8_t(v >> 16);
+  p[2] = std::uint8_t(v >> 8);
+  p[3] = std::uint8_t(v);
+}
+
+/// Appends a chunk's length and type; the caller appends its data, then append_crc.
+void append_chunk_head(std::vector<std::uint8_t>& out, std::uint32_t len, const char* type) {
+  std::uint8_t head[8];
+  put_be32(head, len);
+  std::memcpy(head + 4, type, 4);
+  out.insert(out.end(), head, head + 8);
+}
+
+/// Appends the CRC-32 of the last chunk (its type and `len` bytes of data).
+void append_crc(std::vector<std::uint8_t>& out, std::size_t len) {
+  std::uint8_t crc[4];
+  put_be32(crc, std::uint32_t(libdeflate_crc32(0, out.data() + out.size() - len - 4, len + 4)));
+  out.insert(out.end(), crc, crc + 4);
+}
+
+/// The PNG file of an 8-bit image of 1..4 channels (checked by encode_image) at zlib `level`
+/// 0..9, with its ICC profile when it fits the channels (see above). Throws Error when memory or
+/// libdeflate fails.
+std::vector<std::uint8_t> write_png8(const Image& img, int level) {
+  const std::size_t w = std::size_t(img.width), h = std::size_t(img.height);
+  const std::size_t bpp = std::size_t(img.channels), stride = w * bpp, row = stride + 1;
+  const std::size_t raw_size = row * h;
+  auto fail = [&](const char* why) {
+    return Error("cannot encode a " + std::to_string(w) + "x" + std::to_string(h) + "x" +
+                 std::to_string(bpp) + " .png image: " + why);
+  };
+  // Not value-initialized: every byte is written below.
+  std::unique_ptr<std::uint8_t[]> filtered(new (std::nothrow) std::uint8_t[raw_size]);
+  if (!filtered) throw fail("out of memory");
+  const std::uint8_t* px = img.pixels.data();
+  for (std::size_t y = 0; y < h; ++y) {
+    std::uint8_t* dst = filtered.get() + y * row;
+    dst[0] = 4;  // Paeth
+    paeth_filter_row(px + y * stride, y ? px + (y - 1) * stride : nullptr, bpp, stride, dst + 1);
+  }
+  libdeflate_compressor* comp = png_compressor(level);
+  if (!comp) throw fail("out of memory (libdeflate compressor)");
+  const std::size_t bound = libdeflate_zlib_compress_bound(comp, raw_size);
+  std::unique_ptr<std::uint8_t[]> z(new (std::nothrow) std::uint8_t[bound]);
+  if (!z) throw fail("out of memory");
+  const std::size_t zlen = libdeflate_zlib_compress(comp, filtered.get(), raw_size, z.get(), bound);
+  filtered.reset();
+  if (zlen == 0 || zlen > std::size_t(INT_MAX) - 64) throw fail("libdeflate could not compress it");
+
+  static const std::uint8_t kSig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  static const std::uint8_t kColourType[5] = {0, 0, 4, 2, 6};  // by channels, as stb writes
+  std::vector<std::uint8_t> out(kSig, kSig + 8);
+  append_chunk_head(out, 13, "IHDR");
+  std::uint8_t ihdr[13] = {0, 0, 0, 0, 0, 0, 0, 0, 8, kColourType[bpp], 0, 0, 0};
+  put_be32(ihdr, std::uint32_t(w));
+  put_be32(ihdr + 4, std::uint32_t(h));
+  out.insert(out.end(), ihdr, ihdr + 13);
+  append_crc(out, 13);
+  // The ICC profile right after IHDR (while the file is still 33 bytes: nothing to move).
+  if (jpeg::icc_fits(img.icc, img.channels)) png::insert_iccp(out, img.icc);
+  out.reserve(out.size() + 12 + zlen + 12);
+  append_chunk_head(out, std::uint32_t(zlen), "IDAT");
+  out.insert(out.end(), z.get(), z.get() + zlen);
+  append_crc(out, zlen);
+  append_chunk_head(out, 0, "IEND");
+  append_crc(out, 0);
+  return out;
+}
+
 }  // namespace
 
 Image decode_image(const std::uint8_t* data, std::size_t size, const std::string& name,
@@ -548,6 +699,20 @@ Image decode_image(const std::uint8_t* data, std::size_t size, const std::string
   if (h < 0 && h > -STBI_MAX_DIMENSIONS - 1 && detail::bmp_is_top_down(data, size))
     h = -h;  // a top-down BMP: stb's info gives the stored (negative) height, its decoder flips
   check_dims(std::uint64_t(std::max(w, 0)), std::uint64_t(std::max(h, 0)));
+  // The common PNG (8-bit gray, gray+alpha, RGB, RGBA; not interlaced; no tRNS, no PLTE): the
+  // batch executor's decoder (png_fast.cpp: libdeflate's inflate, several times faster than
+  // stb's; the same pixels). Every check above has passed; it declines every other PNG and every
+  // one that the checks below would refuse (zlib data that does not inflate to exactly the
+  // image, trailing data, a bad Adler-32, more data than the header needs), which then goes on
+  // to them and to stb_image as before.
+  if (size >= 8 && std::memcmp(data, kPngSig, 8) == 0) {
+    static const std::shared_ptr<Codec> fast_png = make_fast_png_decoder();  // stateless
+    Image img;
+    if (fast_png->decode(data, size, name, max_pixels, &img)) {
+      img.icc = png::read_iccp(data, size);  // as below
+      return img;
+    }
+  }
   // The file's own structure (BMP, TGA, GIF, PNG): data long enough for every pixel, palette
   // indices within the palette, complete LZW/zlib data, no decompression bomb.
   if (std::string why = detail::structure_problem(data, size, bounded_inflate); !why.empty())
@@ -649,35 +814,21 @@ std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext,
     throw UsageError("JPEG quality " + std::to_string(quality) + " out of range (valid: 1..100)");
   if (opt.png_level < 0 || opt.png_level > 9)
     throw UsageError("PNG level " + std::to_string(opt.png_level) + " out of range (valid: 0..9)");
+  // PNG: histeq's own writer (write_png8, above); JPEG: libjpeg-turbo (jpeg_codec.hpp), 4:2:0
+  // colour, 1-component gray; BMP and TGA: stb_image_write.
+  if (f == Format::png) return write_png8(img, opt.png_level);
+  if (f == Format::jpg) return jpeg::encode(img, {quality, subsampling});
   std::vector<std::uint8_t> out;
-  out.reserve(f == Format::png || f == Format::jpg ? img.byte_count() / 2
-                                                   : img.byte_count() + 1024);
+  out.reserve(img.byte_count() + 1024);
   const void* px = img.pixels.data();
-  int ok = 0;
-  switch (f) {
-    case Format::png:
-      // One fixed filter for every row (Paeth: the best of stb's five on photographs at a
-      // fraction of the cost of trying all five per row); set once, read by every thread.
-      static std::once_flag filter_once;
-      std::call_once(filter_once, [] { stbi_write_force_png_filter = 4; });
-      t_png_level = opt.png_level;
-      ok = stbi_write_png_to_func(append_bytes, &out, img.width, img.height, img.channels, px,
-                                  img.width * img.channels);
-      break;
-    case Format::jpg:  // libjpeg-turbo (jpeg_codec.hpp): 4:2:0 colour, 1-component gray
-      return jpeg::encode(img, {quality, subsampling});
-    case Format::bmp:
-      ok = stbi_write_bmp_to_func(append_bytes, &out, img.width, img.height, img.channels, px);
-      break;
-    case Format::tga:
-      ok = stbi_write_tga_to_func(append_bytes, &out, img.width, img.height, img.channels, px);
-      break;
-  }
+  const int ok =
+      f == Format::bmp
+          ? stbi_write_bmp_to_func(append_bytes, &out, img.width, img.height, img.channels, px)
+          : stbi_write_tga_to_func(append_bytes, &out, img.width, img.height, img.channels, px);
   if (!ok || out.empty())
     throw Error("stb_image_write failed to encode a " + std::to_string(img.width) + "x" +
                 std::to_string(img.height) + "x" + std::to_string(img.channels) + " " + ext +
                 " image");
-  if (f == Format::png && jpeg::icc_fits(img.icc, img.channels)) png::insert_iccp(out, img.icc);
   return out;
 }
 

@@ -1,5 +1,6 @@
 // png_fast.cpp — a fast decoder for the common PNG: 8-bit gray, gray+alpha, RGB or RGBA, not
-// interlaced, without tRNS or PLTE, as a histeq::Codec for the executor. The zlib stream is
+// interlaced, without tRNS or PLTE, as a histeq::Codec for the executor (and decode_image, after
+// its header checks). The zlib stream is
 // inflated by libdeflate (several times faster than stb_image's inflate), then the rows are
 // unfiltered (PNG spec, ISO/IEC 15948, section 9). The pixels are exactly the file's samples,
 // which is what stb_image returns for these files. Anything else — other types or depths,
@@ -11,6 +12,8 @@
 #include <libdeflate.h>
 
 #include <cstring>
+#include <memory>
+#include <new>
 #include <vector>
 
 namespace histeq {
@@ -79,7 +82,12 @@ class FastPngCodec final : public Codec {
 
     const std::size_t stride = std::size_t(w) * std::size_t(channels);
     const std::size_t raw_size = (stride + 1) * std::size_t(h);
-    std::vector<std::uint8_t> raw(raw_size);
+    // Deflate expands at most 1032:1: less data cannot hold the image (decode_image refuses it
+    // as truncated). Checked before allocating, so that a tiny file declaring a huge image costs
+    // nothing; the buffer is not value-initialized (only the pages inflated into are touched).
+    if (raw_size > std::uint64_t(idat.size()) * 1032 + 1024) return false;
+    std::unique_ptr<std::uint8_t[]> raw(new (std::nothrow) std::uint8_t[raw_size]);
+    if (!raw) return false;
     thread_local struct Decompressor {
       libdeflate_decompressor* p = libdeflate_alloc_decompressor();
       ~Decompressor() {
@@ -88,9 +96,11 @@ class FastPngCodec final : public Codec {
     } dec;
     if (!dec.p) return false;
     std::size_t in_used = 0, got = 0;
-    if (libdeflate_zlib_decompress_ex(dec.p, idat.data(), idat.size(), raw.data(), raw.size(),
+    // The zlib stream must fill the image exactly and end where the image data ends (data after
+    // it: decode_image's Adler-32 check, on the last four bytes, refuses the file).
+    if (libdeflate_zlib_decompress_ex(dec.p, idat.data(), idat.size(), raw.get(), raw_size,
                                       &in_used, &got) != LIBDEFLATE_SUCCESS ||
-        got != raw_size)
+        got != raw_size || in_used != idat.size())
       return false;
 
     Image img;
@@ -101,7 +111,7 @@ class FastPngCodec final : public Codec {
     const int bpp = channels;
     std::uint8_t* prev = nullptr;
     for (std::uint32_t y = 0; y < h; ++y) {
-      const std::uint8_t* src = raw.data() + std::size_t(y) * (stride + 1);
+      const std::uint8_t* src = raw.get() + std::size_t(y) * (stride + 1);
       const int filter = src[0];
       ++src;
       std::uint8_t* row = img.pixels.data() + std::size_t(y) * stride;
