@@ -20,7 +20,7 @@
 
 #include "histeq/error.hpp"
 #include "histeq/image_io.hpp"
-#include "png_fast.hpp"
+#include "io/png_fast.hpp"
 
 #if defined(__GNUC__)
 #pragma GCC diagnostic push
