@@ -682,11 +682,11 @@ struct Executor::Impl {
       bytes = encode_image(img, ext, opt.encode);
       std::string low = ext;
       for (char& ch : low) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-      // encode_image's writers: libjpeg-turbo for JPEG, stb_image_write with libdeflate for PNG,
-      // stb for the rest
-      rep.encoder = low == ".jpg" || low == ".jpeg" ? "libjpeg-turbo"
-                    : low == ".png"                 ? "stb+libdeflate"
-                                                    : "stb";
+      // encode_image's writers: libjpeg-turbo for JPEG, histeq's PNG writer (Paeth rows,
+      // libdeflate's zlib) for PNG, stb_image_write for the rest
+      rep.encoder = is_jpeg_ext(low) ? "libjpeg-turbo"
+                    : low == ".png"  ? "histeq-png+libdeflate"
+                                     : "stb";
     }
     rep.times.encode_ms = ms_since(t0);
     return bytes;
