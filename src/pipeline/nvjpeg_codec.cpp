@@ -32,39 +32,6 @@ std::shared_ptr<JpegHandles> make_jpeg_handles(int, bool) {
 }
 double jpeg_handles_create_ms(const JpegHandles&) { return 0; }
 struct JpegCodec::Impl {};
-namespace {
-
-// The EXIF segment and the (possibly multi-part) ICC profile of a JPEG, read from its markers
-// before the first scan, into `out` (an nvJPEG-decoded image: jpeg::decode, which does this for
-// CPU-decoded ones, is not run for it). An incomplete ICC profile is dropped.
-void copy_metadata(const JpegInput& in, DeviceImage& out) {
-  std::vector<std::uint8_t> icc_parts[256];
-  int icc_count = 0;
-  std::size_t pos = 2;
-  while (pos + 4 <= in.size && in.data[pos] == 0xFF) {
-    const std::uint8_t mk = in.data[pos + 1];
-    if (mk == 0xDA || mk == 0xD9) break;
-    const std::size_t len = std::size_t(in.data[pos + 2]) << 8 | in.data[pos + 3];
-    if (len < 2 || pos + 2 + len > in.size) break;
-    const std::uint8_t* seg = in.data + pos + 4;
-    const std::size_t sl = len - 2;
-    if (mk == 0xE1 && sl >= 6 && std::memcmp(seg, "Exif\0\0", 6) == 0 && out.exif.empty())
-      out.exif.assign(seg, seg + sl);
-    if (mk == 0xE2 && sl > 14 && std::memcmp(seg, "ICC_PROFILE\0", 12) == 0 && seg[12] >= 1) {
-      icc_count = seg[13];
-      icc_parts[seg[12]].assign(seg + 14, seg + sl);
-    }
-    pos += 2 + len;
-  }
-  bool complete = icc_count > 0;
-  for (int k = 1; k <= icc_count; ++k) complete = complete && !icc_parts[k].empty();
-  if (complete)
-    for (int k = 1; k <= icc_count; ++k)
-      out.icc.insert(out.icc.end(), icc_parts[k].begin(), icc_parts[k].end());
-}
-
-}  // namespace
-
 JpegCodec::JpegCodec(StreamHandle, JpegCodecOptions, std::shared_ptr<JpegHandles>) {
   throw Error(
       "this histeq was built without nvJPEG: GPU JPEG decoding is not available "
@@ -363,6 +330,39 @@ struct JpegCodec::Impl {
     }
   }
 };
+
+namespace {
+
+// The EXIF segment and the (possibly multi-part) ICC profile of a JPEG, read from its markers
+// before the first scan, into `out` (an nvJPEG-decoded image: jpeg::decode, which does this for
+// CPU-decoded ones, is not run for it). An incomplete ICC profile is dropped.
+void copy_metadata(const JpegInput& in, DeviceImage& out) {
+  std::vector<std::uint8_t> icc_parts[256];
+  int icc_count = 0;
+  std::size_t pos = 2;
+  while (pos + 4 <= in.size && in.data[pos] == 0xFF) {
+    const std::uint8_t mk = in.data[pos + 1];
+    if (mk == 0xDA || mk == 0xD9) break;
+    const std::size_t len = std::size_t(in.data[pos + 2]) << 8 | in.data[pos + 3];
+    if (len < 2 || pos + 2 + len > in.size) break;
+    const std::uint8_t* seg = in.data + pos + 4;
+    const std::size_t sl = len - 2;
+    if (mk == 0xE1 && sl >= 6 && std::memcmp(seg, "Exif\0\0", 6) == 0 && out.exif.empty())
+      out.exif.assign(seg, seg + sl);
+    if (mk == 0xE2 && sl > 14 && std::memcmp(seg, "ICC_PROFILE\0", 12) == 0 && seg[12] >= 1) {
+      icc_count = seg[13];
+      icc_parts[seg[12]].assign(seg + 14, seg + sl);
+    }
+    pos += 2 + len;
+  }
+  bool complete = icc_count > 0;
+  for (int k = 1; k <= icc_count; ++k) complete = complete && !icc_parts[k].empty();
+  if (complete)
+    for (int k = 1; k <= icc_count; ++k)
+      out.icc.insert(out.icc.end(), icc_parts[k].begin(), icc_parts[k].end());
+}
+
+}  // namespace
 
 JpegCodec::JpegCodec(StreamHandle stream, JpegCodecOptions opt,
                      std::shared_ptr<JpegHandles> handles)
