@@ -36,7 +36,9 @@ bool is_16bit_image(const std::string& path);
 /// 65535, v·257 for 255) into 16-bit samples. PNG: gray → 1 channel, gray+alpha → 2, RGB and
 /// palette without transparency → 3, with alpha or tRNS → 4.
 /// Throws Error naming the file and the cause (missing, not a PNG/PNM, truncated, corrupt,
-/// zero size, more than max_pixels pixels).
+/// zero size, more than max_pixels pixels). PNM is checked as load_image checks it, with the
+/// same reasons: maxval 1..65535, data length, and every sample at most maxval (a sample above
+/// it is refused, not clamped).
 Image16 load_image16(const std::string& path, std::uint64_t max_pixels = std::uint64_t(1) << 28);
 Image16 decode_image16(const std::uint8_t* data, std::size_t size, const std::string& name,
                        std::uint64_t max_pixels = std::uint64_t(1) << 28);
