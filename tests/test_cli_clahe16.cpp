@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -26,6 +27,7 @@
 #include "histeq/gpu16.hpp"
 #include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
+#include "histeq/jpeg_codec.hpp"
 #include "histeq/pipeline.hpp"
 #include "test_support.hpp"
 
@@ -294,6 +296,66 @@ TEST_F(CliClahe16, Equalize16ColourPerChannelAndPgmRoundTrip) {
   o.tiles_x = o.tiles_y = 1;
   EXPECT_TRUE(load_image16(path("g2.png")).pixels ==
               cpu::clahe(load_image16(path("g-out.pgm")), o).pixels);
+}
+
+TEST_F(CliClahe16, SixteenBitPngOutputKeepsTheIccProfile) {
+  // README: "the ICC profile of a PNG input (iCCP) into a PNG output". The 16-bit path (libspng)
+  // dropped it: equalize, clahe, a batch and --depth 16 from an 8-bit PNG wrote no iCCP.
+  std::vector<std::uint8_t> icc(800);
+  for (std::size_t i = 0; i < icc.size(); ++i) icc[i] = std::uint8_t(i * 3 % 17);
+  std::memcpy(icc.data() + 16, "RGB ", 4);
+  std::vector<std::uint8_t> in = encode_image16(random16(40, 30, 3, 11), ".png");
+  png::insert_iccp(in, icc);  // the input's chunk, independent of the writer under test
+  {
+    std::ofstream f(path("icc16.png"), std::ios::binary);
+    f.write(reinterpret_cast<const char*>(in.data()), std::streamsize(in.size()));
+  }
+  auto profile_of = [&](const std::string& name) {
+    const std::string b = slurp(path(name));
+    return png::read_iccp(reinterpret_cast<const std::uint8_t*>(b.data()), b.size());
+  };
+  for (const char* cmd : {"equalize", "clahe"}) {
+    SCOPED_TRACE(cmd);
+    const std::string out = std::string(cmd) + ".png";
+    const Result r =
+        run(std::string(cmd) + " " + q("icc16.png") + " -o " + q(out) + " --backend cpu");
+    ASSERT_EQ(r.status, 0) << r;
+    ASSERT_TRUE(is_16bit_image(path(out)));
+    EXPECT_EQ(profile_of(out), icc);
+    EXPECT_EQ(load_image16(path(out)).icc, icc);
+  }
+  fs::create_directories(path("in"));
+  fs::copy_file(path("icc16.png"), path("in/icc16.png"));
+  const Result b = run("equalize " + q("in") + " -o " + q("out") + " --backend cpu --quiet");
+  ASSERT_EQ(b.status, 0) << b;
+  EXPECT_EQ(profile_of("out/icc16.png"), icc);
+  // --depth 16 from an 8-bit PNG with a profile; --depth 8 from the 16-bit one.
+  Image img8;
+  img8.width = 8;
+  img8.height = 8;
+  img8.channels = 3;
+  for (int i = 0; i < 192; ++i) img8.pixels.push_back(std::uint8_t(i));
+  img8.icc = icc;
+  save_image(img8, path("icc8.png"));
+  Result r = run("equalize " + q("icc8.png") + " -o " + q("w.png") + " --backend cpu --depth 16");
+  ASSERT_EQ(r.status, 0) << r;
+  ASSERT_TRUE(is_16bit_image(path("w.png")));
+  EXPECT_EQ(profile_of("w.png"), icc);
+  r = run("equalize " + q("icc16.png") + " -o " + q("n.png") + " --backend cpu --depth 8");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(profile_of("n.png"), icc);
+  // A 16-bit output the profile no longer describes (gray from colour cannot happen at 16 bits;
+  // a GRAY profile on a colour image): dropped, as the 8-bit writer drops it.
+  std::memcpy(icc.data() + 16, "GRAY", 4);
+  std::vector<std::uint8_t> g = encode_image16(random16(10, 10, 3, 12), ".png");
+  png::insert_iccp(g, icc);
+  {
+    std::ofstream f(path("gray-icc16.png"), std::ios::binary);
+    f.write(reinterpret_cast<const char*>(g.data()), std::streamsize(g.size()));
+  }
+  r = run("equalize " + q("gray-icc16.png") + " -o " + q("d.png") + " --backend cpu");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(profile_of("d.png").empty());
 }
 
 TEST_F(CliClahe16, SixteenBitsToAn8BitFormatIsAnErrorSuggestingDepth8) {

@@ -222,6 +222,7 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
     er.device = device_label(used);
     if (apply) {
       rep.output_channels = out.channels;
+      out.icc = img.icc;  // as below: the encoder drops a profile that no longer fits
       Image16().pixels.swap(img.pixels);
       t0 = Clock::now();
       encoded = encode_image16(out, ext);

@@ -17,6 +17,7 @@
 
 #include "histeq/error.hpp"
 #include "histeq/image16.hpp"
+#include "histeq/jpeg_codec.hpp"
 #include "io/decode_checks.hpp"
 
 namespace histeq {
@@ -94,6 +95,7 @@ Image16 decode_png16(const std::uint8_t* data, std::size_t size, const std::stri
   img.height = static_cast<int>(ihdr.height);
   img.channels = (gray ? 1 : 3) + (alpha ? 1 : 0);
   const std::size_t n = img.pixel_count();
+  img.icc = png::read_iccp(data, size);  // as decode_image reads it for 8-bit PNGs
   if (ihdr.bit_depth == 16 && !has_trns) {
     // The file's own layout (SPNG_FMT_PNG: host-endian 16-bit samples, channels as stored).
     img.pixels.resize(n * std::size_t(img.channels));
@@ -253,6 +255,16 @@ std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& 
                                          SPNG_COLOR_TYPE_TRUECOLOR_ALPHA};
   ihdr.color_type = kTypes[img.channels];
   int err = spng_set_ihdr(c.ctx, &ihdr);
+  // The ICC profile when it fits the channels, as the 8-bit writer does (libspng deflates it
+  // into an iCCP chunk before the image data).
+  spng_iccp iccp{};
+  if (!err && !img.icc.empty() && jpeg::icc_fits(img.icc, img.channels)) {
+    static const char kName[] = "ICC Profile";  // the 8-bit writer's name (png::insert_iccp)
+    std::memcpy(iccp.profile_name, kName, sizeof kName);
+    iccp.profile_len = img.icc.size();
+    iccp.profile = const_cast<char*>(reinterpret_cast<const char*>(img.icc.data()));
+    err = spng_set_iccp(c.ctx, &iccp);
+  }
   // SPNG_FMT_PNG takes the samples in the PNG's layout, host-endian (libspng swaps them).
   if (!err)
     err = spng_encode_image(c.ctx, img.pixels.data(), img.pixels.size() * 2, SPNG_FMT_PNG,
@@ -276,6 +288,7 @@ Image16 widen_to_16(const Image& img) {
   o.width = img.width;
   o.height = img.height;
   o.channels = img.channels;
+  o.icc = img.icc;
   o.pixels.resize(img.pixels.size());
   for (std::size_t i = 0; i < img.pixels.size(); ++i)
     o.pixels[i] = static_cast<std::uint16_t>(img.pixels[i] * 257);
@@ -287,6 +300,7 @@ Image narrow_to_8(const Image16& img) {
   o.width = img.width;
   o.height = img.height;
   o.channels = img.channels;
+  o.icc = img.icc;
   o.pixels.resize(img.pixels.size());
   for (std::size_t i = 0; i < img.pixels.size(); ++i)
     o.pixels[i] = static_cast<std::uint8_t>((std::uint32_t(img.pixels[i]) * 2 + 257) / 514);
