@@ -152,7 +152,7 @@ TEST_F(ImageIo, LosslessRoundTripsPngBmpTga) {
     for (int c = 1; c <= 4; ++c) {
       const std::string e = ext;
       const bool bmp = e == ".bmp";
-      if (bmp && (c == 1 || c == 2)) continue;  // stb's BMP writer stores gray as RGB: below
+      if (bmp && (c == 1 || c == 2)) continue;  // BMP stores gray as RGB (RGBA): below
       const Image img = test_image(67, 41, c, std::uint64_t(c));
       const std::string p = path("rt" + std::to_string(c) + ext);
       save_image(img, p);
@@ -173,6 +173,21 @@ TEST_F(ImageIo, BmpStoresGrayAsEqualRgb) {
   ASSERT_GE(back.channels, 3);
   for (std::size_t i = 0; i < img.pixel_count(); ++i)
     for (int k = 0; k < 3; ++k) ASSERT_EQ(back.pixels[i * back.channels + k], img.pixels[i]);
+}
+
+TEST_F(ImageIo, BmpKeepsTheAlphaOfGrayAlphaAsBgra) {
+  // stb_image_write stores 2 channels as 24-bit gray, alpha dropped, while RGBA is 32-bit BGRA:
+  // gray+alpha is expanded to RGBA, so the BMP holds the alpha (and gray in R, G and B).
+  const Image img = test_image(13, 7, 2);
+  save_image(img, path("ga.bmp"));
+  const Image back = load_image(path("ga.bmp"));
+  ASSERT_EQ(back.width, img.width);
+  ASSERT_EQ(back.height, img.height);
+  ASSERT_EQ(back.channels, 4);
+  for (std::size_t i = 0; i < img.pixel_count(); ++i) {
+    for (int k = 0; k < 3; ++k) ASSERT_EQ(back.pixels[i * 4 + k], img.pixels[i * 2]) << i;
+    ASSERT_EQ(back.pixels[i * 4 + 3], img.pixels[i * 2 + 1]) << i;
+  }
 }
 
 TEST_F(ImageIo, JpegRoundTripIsClose) {

@@ -58,8 +58,9 @@ void check_output_path(const std::string& path);
 /// a failure leaves nothing behind). The temporary file is ".NAME.histeq-XXXXXX", or
 /// ".histeq-XXXXXX" when that would pass the folder's NAME_MAX, so every output name the
 /// filesystem takes works. quality: JPEG quality 1..100; subsampling: JPEG chroma.
-/// JPEG is written by libjpeg-turbo (jpeg::encode: EXIF and ICC kept, gray as 1 component),
-/// PNG with the image's ICC profile as an iCCP chunk when it fits the channels.
+/// JPEG is written by libjpeg-turbo (jpeg::encode: EXIF and ICC kept, gray as 1 component, alpha
+/// dropped), PNG with the image's ICC profile as an iCCP chunk when it fits the channels, BMP
+/// as 24-bit BGR or, with alpha (RGBA, gray+alpha), 32-bit BGRA.
 /// Throws Error naming the file and the cause (folder missing or not writable, disk full).
 void save_image(const Image& img, const std::string& path, int quality = 95,
                 jpeg::Subsampling subsampling = jpeg::Subsampling::s420);
