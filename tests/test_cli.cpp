@@ -364,6 +364,77 @@ TEST_F(Cli, JsonIsOneObjectWithTheDocumentedKeys) {
   EXPECT_NE(r.err.find("histogram"), std::string::npos) << "--timing table goes to stderr\n" << r;
 }
 
+/// A w x h image of c channels with every value of a ramp (alpha, when present, a second ramp).
+histeq::Image ramp_image(int w, int h, int c) {
+  histeq::Image img;
+  img.width = w;
+  img.height = h;
+  img.channels = c;
+  img.pixels.resize(img.byte_count());
+  for (std::size_t i = 0; i < img.pixels.size(); ++i)
+    img.pixels[i] = std::uint8_t((i * 37 + i / std::size_t(c) * 11) % 251);
+  return img;
+}
+
+TEST_F(Cli, OutputChannelsAreThoseOfTheFileWritten) {
+  // --json's output_channels (and the text line's count) said 4 for RGBA written as JPEG, 2 for
+  // gray+alpha as JPEG, although JPEG drops alpha; and a gray+alpha BMP lost its alpha (24-bit)
+  // while RGBA kept it (32-bit). Now the count is the file's, and gray+alpha BMP is 32-bit BGRA.
+  histeq::save_image(ramp_image(24, 16, 4), (dir_ / "rgba.png").string());
+  histeq::save_image(ramp_image(24, 16, 2), (dir_ / "ga.png").string());
+  histeq::save_image(ramp_image(24, 16, 1), (dir_ / "g.png").string());
+  const struct {
+    const char* in;
+    const char* out;
+    const char* extra;
+    int channels;
+  } cases[] = {
+      {"rgba.png", "a.jpg", "", 3},
+      {"ga.png", "b.jpg", "", 1},
+      {"ga.png", "c.bmp", "", 4},
+      {"rgba.png", "d.bmp", "", 4},
+      {"g.png", "e.bmp", "", 3},
+      {"ga.png", "f.tga", "", 2},
+      {"rgba.png", "g.png", "", 4},
+      {"rgba.png", "h.png", "--mode gray", 1},
+      {"rgba.png", "i.jpg", "--mode rgb", 3},
+  };
+  for (const auto& c : cases) {
+    for (const char* cmd : {"equalize", "clahe"}) {  // the 8-bit path and the per-file operation
+      SCOPED_TRACE(std::string(cmd) + " " + c.in + " -> " + c.out + " " + c.extra);
+      const fs::path o = out(c.out);
+      const Result r = run(std::string(cmd) + " " + quote((dir_ / c.in).string()) + " -o " +
+                           quote(o.string()) + " --backend cpu --json " + c.extra);
+      ASSERT_EQ(r.status, 0) << r;
+      const nlohmann::json j = nlohmann::json::parse(r.out);
+      const histeq::Image back = histeq::load_image(o.string());
+      EXPECT_EQ(back.channels, c.channels);
+      EXPECT_EQ(j["output_channels"], c.channels) << r;
+      const Result t = run(std::string(cmd) + " " + quote((dir_ / c.in).string()) + " -o " +
+                           quote(o.string()) + " --backend cpu " + c.extra);
+      ASSERT_EQ(t.status, 0) << t;
+      EXPECT_NE(t.out.find(", " + std::to_string(c.channels) + " channel"), std::string::npos) << t;
+      fs::remove(o);
+    }
+  }
+  // The BMP of gray+alpha holds the equalized gray in R, G and B and the alpha unchanged.
+  const Result r = run("equalize " + quote((dir_ / "ga.png").string()) + " -o " +
+                       quote(out("ga.bmp").string()) + " --backend cpu");
+  ASSERT_EQ(r.status, 0) << r;
+  ASSERT_EQ(run("equalize " + quote((dir_ / "ga.png").string()) + " -o " +
+                quote(out("ga-eq.png").string()) + " --backend cpu")
+                .status,
+            0);
+  const histeq::Image bmp = histeq::load_image(out("ga.bmp").string());
+  const histeq::Image png = histeq::load_image(out("ga-eq.png").string());
+  ASSERT_EQ(bmp.channels, 4);
+  ASSERT_EQ(png.channels, 2);
+  for (std::size_t i = 0; i < png.pixel_count(); ++i) {
+    for (int k = 0; k < 3; ++k) ASSERT_EQ(bmp.pixels[i * 4 + k], png.pixels[i * 2]) << i;
+    ASSERT_EQ(bmp.pixels[i * 4 + 3], png.pixels[i * 2 + 1]) << i;
+  }
+}
+
 TEST_F(Cli, TimingTableHasEveryStage) {
   const Result r = run("equalize " + quote(sample("chelsea.png")) + " -o " +
                        quote(out("c.png").string()) + " --backend cpu --timing");

@@ -190,6 +190,24 @@ TEST_F(ImageIo, BmpKeepsTheAlphaOfGrayAlphaAsBgra) {
   }
 }
 
+TEST_F(ImageIo, EncodedChannelsAreWhatTheFileHolds) {
+  // The reports' output_channels: what a decoder reads back from each writer's file.
+  for (int c = 1; c <= 4; ++c) {
+    const Image img = test_image(9, 5, c);
+    for (const char* ext : {".png", ".jpg", ".JPEG", ".bmp", ".tga"}) {
+      SCOPED_TRACE(std::string(ext) + ", " + std::to_string(c) + " channels");
+      const std::vector<std::uint8_t> b = encode_image(img, ext);
+      EXPECT_EQ(decode_image(b.data(), b.size(), "mem").channels, encoded_channels(c, ext));
+    }
+  }
+  EXPECT_EQ(encoded_channels(4, ".jpg"), 3);  // JPEG: alpha dropped
+  EXPECT_EQ(encoded_channels(2, "jpeg"), 1);
+  EXPECT_EQ(encoded_channels(1, ".bmp"), 3);  // 24-bit BGR, gray in three equal channels
+  EXPECT_EQ(encoded_channels(2, ".BMP"), 4);  // 32-bit BGRA
+  EXPECT_EQ(encoded_channels(2, ".tga"), 2);
+  EXPECT_EQ(encoded_channels(3, ".ppm"), 3);  // 16-bit outputs as they are
+}
+
 TEST_F(ImageIo, JpegRoundTripIsClose) {
   for (int c : {1, 3}) {
     const Image img = test_image(64, 48, c);

@@ -17,6 +17,7 @@
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
 #include "histeq/gpu16.hpp"
+#include "histeq/image_io.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "histeq/planes.hpp"
 
@@ -221,7 +222,7 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
     er.backend = used == "cpu" ? "cpu" : "cuda";
     er.device = device_label(used);
     if (apply) {
-      rep.output_channels = out.channels;
+      rep.output_channels = encoded_channels(out.channels, ext);  // JPEG, BMP: see there
       out.icc = img.icc;  // as below: the encoder drops a profile that no longer fits
       Image16().pixels.swap(img.pixels);
       t0 = Clock::now();
@@ -262,7 +263,7 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
     }
     rep.times.equalize_ms = ms_since(t0);
     if (apply) {
-      rep.output_channels = out.channels;
+      rep.output_channels = encoded_channels(out.channels, ext);  // JPEG, BMP: see there
       out.icc = img.icc;
       out.exif = img.exif;
       Image().pixels.swap(img.pixels);

@@ -785,6 +785,15 @@ void check_output_path(const std::string& path) {
                      quoted(path) + " (valid: " + kValidExtensions + ")");
 }
 
+int encoded_channels(int channels, const std::string& ext) {
+  Format f;
+  if (!format_of(ext, &f)) return channels;  // PGM/PPM (16 bits) and others: as they are
+  const bool alpha = channels == 2 || channels == 4;
+  if (f == Format::jpg) return channels <= 2 ? 1 : 3;  // no alpha in JPEG
+  if (f == Format::bmp) return alpha ? 4 : 3;          // 24-bit BGR or 32-bit BGRA
+  return channels;
+}
+
 std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext, int quality,
                                        jpeg::Subsampling subsampling) {
   EncodeOptions opt;
