@@ -669,13 +669,42 @@ TEST_F(CliOptions, ParseErrorsNameTheOptionAndTheRange) {
       {"equalize " + in + " --png-level 12", "--png-level", "0..9"},
       {"equalize " + in + " --depth x", "--depth", "8 or 16"},
       {"clahe " + in + " --clip abc", "--clip", ">= 0"},
+      // Numbers with anything after them, hexadecimal or with a suffix (cxxopts took "0x10" as
+      // 16 for the whole-number options, and a stream read "2abc" as 2 for --clip).
+      {"equalize " + in + " --max-pixels 1M", "--max-pixels", "1..18446744073709551615"},
+      {"equalize " + in + " --max-pixels 100k", "--max-pixels", "1..18446744073709551615"},
+      {"equalize " + in + " --max-pixels 0x100000", "--max-pixels", "1..18446744073709551615"},
+      {"equalize " + in + " --max-pixels 1e6", "--max-pixels", "1..18446744073709551615"},
+      {"equalize " + in + " --max-pixels ' 100000'", "--max-pixels", "1..18446744073709551615"},
+      {"equalize " + in + " --max-inflight-mb 0x10", "--max-inflight-mb", ">= 1"},
+      {"equalize " + in + " --max-inflight-mb 64M", "--max-inflight-mb", ">= 1"},
+      {"equalize " + in + " --max-inflight-mb 64.5", "--max-inflight-mb", ">= 1"},
+      {"equalize " + in + " --jobs 0x2", "--jobs", ">= 0"},
+      {"equalize " + in + " --jobs -1", "--jobs", ">= 0"},
+      {"equalize " + in + " -q 0x5f", "--quality", "1..100"},
+      {"equalize " + in + " --png-level 0x1", "--png-level", "0..9"},
+      {"equalize " + in + " --depth 0x10", "--depth", "8 or 16"},
+      {"clahe " + in + " --clip 0x10", "--clip", ">= 0"},
+      {"clahe " + in + " --clip 2,5", "--clip", ">= 0"},
+      {"clahe " + in + " --clip 2abc", "--clip", ">= 0"},
+      {"kernels --details --bins 0x40", "--bins", "1..4096"},
   };
   for (const Case& c : cases) {
-    const Result r = run(c.args + " --backend cpu");
+    const bool kernels = c.args.rfind("kernels", 0) == 0;  // no --backend there
+    const Result r = run(c.args + (kernels ? "" : " --backend cpu"));
     EXPECT_EQ(r.status, 2) << c.args << "\n" << r;
     EXPECT_NE(r.err.find(c.names), std::string::npos) << c.args << "\n" << r;
     EXPECT_NE(r.err.find(c.range), std::string::npos) << c.args << "\n" << r;
     EXPECT_EQ(r.err.find("failed to parse"), std::string::npos) << c.args << "\n" << r;
+    EXPECT_TRUE(out_files().empty()) << c.args;
+  }
+  // --devices: decimal ordinals only (strtol also took " 1" and "+1").
+  for (const char* d : {"' 0'", "+0", "0x0", "0,", "0,,1", "1a"}) {
+    const Result r =
+        run("equalize " + quote(sample("coins.png")) + " " + quote(sample("camera.png")) + " -o " +
+            quote(out("many").string()) + " --backend cpu --devices " + d);
+    EXPECT_EQ(r.status, 2) << d << "\n" << r;
+    EXPECT_NE(r.err.find("--devices takes CUDA device ordinals"), std::string::npos) << d << r;
   }
 }
 

@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -212,15 +213,43 @@ TEST_F(CliClahe16, ClaheOptionErrorsNameTheOptionAndRange) {
   struct Case {
     const char* args;
     const char* want;
-  } cases[] = {{"--clip -1", "--clip"},   {"--tiles 0x8", "1..1024"},    {"--tiles 8", "--tiles"},
-               {"--tiles 8x", "--tiles"}, {"--tiles 2000x4", "1..1024"}, {"--tiles ax4", "--tiles"},
-               {"--depth 12", "--depth"}, {"--kernel racy", "--kernel"}};
+  } cases[] = {{"--clip -1", "--clip"},
+               {"--tiles 0x8", "1..1024"},
+               {"--tiles 8", "--tiles"},
+               {"--tiles 8x", "--tiles"},
+               {"--tiles 2000x4", "1..1024"},
+               {"--tiles ax4", "--tiles"},
+               {"--depth 12", "--depth"},
+               {"--kernel racy", "--kernel"},
+               // junk after the number: read as 0 (clipping off) or 2 before, silently
+               {"--clip 0x10", "--clip takes a finite number >= 0, got '0x10'"},
+               {"--clip 2,5", "--clip takes a finite number >= 0, got '2,5'"},
+               {"--clip 2abc", "--clip takes a finite number >= 0, got '2abc'"},
+               {"--clip=1e", "--clip takes a finite number >= 0"},
+               {"--clip 2.5.1", "--clip takes a finite number >= 0"},
+               {"--clip inf", "--clip takes a finite number >= 0"},
+               {"--clip nan", "--clip takes a finite number >= 0"},
+               {"--clip ''", "--clip takes a finite number >= 0"},
+               {"--tiles 8x8x", "--tiles takes WxH"},
+               {"--tiles 8x8,", "--tiles takes WxH"},
+               {"--tiles ' 8x8'", "--tiles takes WxH"},
+               {"--tiles +8x8", "--tiles takes WxH"}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.args);
     const Result r = run("clahe " + quote(in) + " -o " + q("x.png") + " --backend cpu " + c.args);
     EXPECT_EQ(r.status, 2) << r;
     EXPECT_NE(r.err.find(c.want), std::string::npos) << r;
     EXPECT_FALSE(fs::exists(path("x.png")));
+    fs::remove(path("x.png"));  // each case on its own
+  }
+  // Decimal numbers in full are taken as they are written.
+  for (const auto& [arg, clip] : std::vector<std::pair<std::string, double>>{
+           {"2.5", 2.5}, {".5", 0.5}, {"3.", 3.0}, {"1e1", 10.0}, {"+4", 4.0}, {"0", 0.0}}) {
+    SCOPED_TRACE(arg);
+    const Result r =
+        run("clahe " + quote(in) + " -o " + q("x.png") + " --backend cpu --json --clip " + arg);
+    ASSERT_EQ(r.status, 0) << r;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["clip_limit"].get<double>(), clip) << r;
   }
 }
 
