@@ -335,6 +335,14 @@ inline std::vector<Case> cases() {
   bad("pnm-maxval-70000.pgm", "PNM maxval", pnm("P5 2 2 70000\n", Bytes(8, 0)), "over 65535");
   bad("pnm-sample-over-maxval.pgm", "PNM maxval", pnm("P5 2 1 15\n", Bytes{3, 16}),
       "above the maximum value");
+  // 16-bit samples (maxval > 255): the command line decodes these at 16 bits (load_image16),
+  // which clamped 65535 to the maxval instead of refusing it as the 8-bit path does.
+  bad("pnm-16bit-sample-over-maxval.pgm", "PNM maxval",
+      pnm("P5\n3 1\n1000\n", Bytes{0x00, 0x00, 0x01, 0x00, 0xFF, 0xFF}),
+      "sample 65535 at index 2 is above the maximum value 1000");
+  bad("pnm-16bit-rgb-sample-over-maxval.ppm", "PNM maxval",
+      pnm("P6 1 1 1023\n", Bytes{0x03, 0xFF, 0x04, 0x00, 0x00, 0x00}),
+      "sample 1024 at index 1 is above the maximum value 1023");
   good("pnm-16bit-be.pgm", "16-bit PNM",
        pnm("P5 2 2 65535\n", Bytes{0, 0, 0xFF, 0xFF, 0x80, 0x00, 0x00, 0xFF}), 2, 2, 1,
        Bytes{0, 255, 128, 1});

@@ -364,6 +364,77 @@ TEST_F(Cli, JsonIsOneObjectWithTheDocumentedKeys) {
   EXPECT_NE(r.err.find("histogram"), std::string::npos) << "--timing table goes to stderr\n" << r;
 }
 
+/// A w x h image of c channels with every value of a ramp (alpha, when present, a second ramp).
+histeq::Image ramp_image(int w, int h, int c) {
+  histeq::Image img;
+  img.width = w;
+  img.height = h;
+  img.channels = c;
+  img.pixels.resize(img.byte_count());
+  for (std::size_t i = 0; i < img.pixels.size(); ++i)
+    img.pixels[i] = std::uint8_t((i * 37 + i / std::size_t(c) * 11) % 251);
+  return img;
+}
+
+TEST_F(Cli, OutputChannelsAreThoseOfTheFileWritten) {
+  // --json's output_channels (and the text line's count) said 4 for RGBA written as JPEG, 2 for
+  // gray+alpha as JPEG, although JPEG drops alpha; and a gray+alpha BMP lost its alpha (24-bit)
+  // while RGBA kept it (32-bit). Now the count is the file's, and gray+alpha BMP is 32-bit BGRA.
+  histeq::save_image(ramp_image(24, 16, 4), (dir_ / "rgba.png").string());
+  histeq::save_image(ramp_image(24, 16, 2), (dir_ / "ga.png").string());
+  histeq::save_image(ramp_image(24, 16, 1), (dir_ / "g.png").string());
+  const struct {
+    const char* in;
+    const char* out;
+    const char* extra;
+    int channels;
+  } cases[] = {
+      {"rgba.png", "a.jpg", "", 3},
+      {"ga.png", "b.jpg", "", 1},
+      {"ga.png", "c.bmp", "", 4},
+      {"rgba.png", "d.bmp", "", 4},
+      {"g.png", "e.bmp", "", 3},
+      {"ga.png", "f.tga", "", 2},
+      {"rgba.png", "g.png", "", 4},
+      {"rgba.png", "h.png", "--mode gray", 1},
+      {"rgba.png", "i.jpg", "--mode rgb", 3},
+  };
+  for (const auto& c : cases) {
+    for (const char* cmd : {"equalize", "clahe"}) {  // the 8-bit path and the per-file operation
+      SCOPED_TRACE(std::string(cmd) + " " + c.in + " -> " + c.out + " " + c.extra);
+      const fs::path o = out(c.out);
+      const Result r = run(std::string(cmd) + " " + quote((dir_ / c.in).string()) + " -o " +
+                           quote(o.string()) + " --backend cpu --json " + c.extra);
+      ASSERT_EQ(r.status, 0) << r;
+      const nlohmann::json j = nlohmann::json::parse(r.out);
+      const histeq::Image back = histeq::load_image(o.string());
+      EXPECT_EQ(back.channels, c.channels);
+      EXPECT_EQ(j["output_channels"], c.channels) << r;
+      const Result t = run(std::string(cmd) + " " + quote((dir_ / c.in).string()) + " -o " +
+                           quote(o.string()) + " --backend cpu " + c.extra);
+      ASSERT_EQ(t.status, 0) << t;
+      EXPECT_NE(t.out.find(", " + std::to_string(c.channels) + " channel"), std::string::npos) << t;
+      fs::remove(o);
+    }
+  }
+  // The BMP of gray+alpha holds the equalized gray in R, G and B and the alpha unchanged.
+  const Result r = run("equalize " + quote((dir_ / "ga.png").string()) + " -o " +
+                       quote(out("ga.bmp").string()) + " --backend cpu");
+  ASSERT_EQ(r.status, 0) << r;
+  ASSERT_EQ(run("equalize " + quote((dir_ / "ga.png").string()) + " -o " +
+                quote(out("ga-eq.png").string()) + " --backend cpu")
+                .status,
+            0);
+  const histeq::Image bmp = histeq::load_image(out("ga.bmp").string());
+  const histeq::Image png = histeq::load_image(out("ga-eq.png").string());
+  ASSERT_EQ(bmp.channels, 4);
+  ASSERT_EQ(png.channels, 2);
+  for (std::size_t i = 0; i < png.pixel_count(); ++i) {
+    for (int k = 0; k < 3; ++k) ASSERT_EQ(bmp.pixels[i * 4 + k], png.pixels[i * 2]) << i;
+    ASSERT_EQ(bmp.pixels[i * 4 + 3], png.pixels[i * 2 + 1]) << i;
+  }
+}
+
 TEST_F(Cli, TimingTableHasEveryStage) {
   const Result r = run("equalize " + quote(sample("chelsea.png")) + " -o " +
                        quote(out("c.png").string()) + " --backend cpu --timing");
@@ -598,13 +669,42 @@ TEST_F(CliOptions, ParseErrorsNameTheOptionAndTheRange) {
       {"equalize " + in + " --png-level 12", "--png-level", "0..9"},
       {"equalize " + in + " --depth x", "--depth", "8 or 16"},
       {"clahe " + in + " --clip abc", "--clip", ">= 0"},
+      // Numbers with anything after them, hexadecimal or with a suffix (cxxopts took "0x10" as
+      // 16 for the whole-number options, and a stream read "2abc" as 2 for --clip).
+      {"equalize " + in + " --max-pixels 1M", "--max-pixels", "1..18446744073709551615"},
+      {"equalize " + in + " --max-pixels 100k", "--max-pixels", "1..18446744073709551615"},
+      {"equalize " + in + " --max-pixels 0x100000", "--max-pixels", "1..18446744073709551615"},
+      {"equalize " + in + " --max-pixels 1e6", "--max-pixels", "1..18446744073709551615"},
+      {"equalize " + in + " --max-pixels ' 100000'", "--max-pixels", "1..18446744073709551615"},
+      {"equalize " + in + " --max-inflight-mb 0x10", "--max-inflight-mb", ">= 1"},
+      {"equalize " + in + " --max-inflight-mb 64M", "--max-inflight-mb", ">= 1"},
+      {"equalize " + in + " --max-inflight-mb 64.5", "--max-inflight-mb", ">= 1"},
+      {"equalize " + in + " --jobs 0x2", "--jobs", ">= 0"},
+      {"equalize " + in + " --jobs -1", "--jobs", ">= 0"},
+      {"equalize " + in + " -q 0x5f", "--quality", "1..100"},
+      {"equalize " + in + " --png-level 0x1", "--png-level", "0..9"},
+      {"equalize " + in + " --depth 0x10", "--depth", "8 or 16"},
+      {"clahe " + in + " --clip 0x10", "--clip", ">= 0"},
+      {"clahe " + in + " --clip 2,5", "--clip", ">= 0"},
+      {"clahe " + in + " --clip 2abc", "--clip", ">= 0"},
+      {"kernels --details --bins 0x40", "--bins", "1..4096"},
   };
   for (const Case& c : cases) {
-    const Result r = run(c.args + " --backend cpu");
+    const bool kernels = c.args.rfind("kernels", 0) == 0;  // no --backend there
+    const Result r = run(c.args + (kernels ? "" : " --backend cpu"));
     EXPECT_EQ(r.status, 2) << c.args << "\n" << r;
     EXPECT_NE(r.err.find(c.names), std::string::npos) << c.args << "\n" << r;
     EXPECT_NE(r.err.find(c.range), std::string::npos) << c.args << "\n" << r;
     EXPECT_EQ(r.err.find("failed to parse"), std::string::npos) << c.args << "\n" << r;
+    EXPECT_TRUE(out_files().empty()) << c.args;
+  }
+  // --devices: decimal ordinals only (strtol also took " 1" and "+1").
+  for (const char* d : {"' 0'", "+0", "0x0", "0,", "0,,1", "1a"}) {
+    const Result r =
+        run("equalize " + quote(sample("coins.png")) + " " + quote(sample("camera.png")) + " -o " +
+            quote(out("many").string()) + " --backend cpu --devices " + d);
+    EXPECT_EQ(r.status, 2) << d << "\n" << r;
+    EXPECT_NE(r.err.find("--devices takes CUDA device ordinals"), std::string::npos) << d << r;
   }
 }
 

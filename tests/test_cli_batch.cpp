@@ -256,6 +256,44 @@ TEST_F(Batch, JsonLinesParseWithASummaryAndNonUtf8Names) {
   EXPECT_TRUE(fs::exists(p("out") / bad));
 }
 
+TEST_F(Batch, OutputChannelsInTheJsonAreThoseOfTheFileWritten) {
+  // The executor's item report said 4 for RGBA written as JPEG and 2 for gray+alpha (JPEG drops
+  // alpha); the same for the per-file operation (clahe). A gray+alpha BMP is 32-bit BGRA.
+  fs::create_directories(p("alpha"));
+  for (int c : {1, 2, 4}) {
+    histeq::Image img;
+    img.width = 20;
+    img.height = 12;
+    img.channels = c;
+    for (std::size_t i = 0; i < img.byte_count(); ++i)
+      img.pixels.push_back(std::uint8_t(i * 29 % 253));
+    histeq::save_image(img, p("alpha/c" + std::to_string(c) + ".png").string());
+  }
+  const struct {
+    const char* format;
+    int c1, c2, c4;  // expected output_channels for 1, 2 and 4 input channels
+  } cases[] = {{"jpg", 1, 1, 3}, {"bmp", 3, 4, 4}, {"png", 1, 2, 4}, {"tga", 1, 2, 4}};
+  for (const auto& c : cases) {
+    for (const char* cmd : {"equalize", "clahe"}) {
+      SCOPED_TRACE(std::string(cmd) + " --format " + c.format);
+      const std::string outdir = std::string("o-") + cmd + "-" + c.format;
+      const Result r = run(std::string(cmd) + " " + q("alpha") + " -o " + q(outdir) +
+                           " --backend cpu --json --jobs 2 --format " + c.format);
+      ASSERT_EQ(r.status, 0) << r;
+      const auto lines = lines_of(r.out);
+      ASSERT_EQ(lines.size(), 4u) << r;
+      for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
+        const nlohmann::json j = nlohmann::json::parse(lines[i]);
+        const int in_c = j.at("channels").get<int>();
+        const int want = in_c == 1 ? c.c1 : in_c == 2 ? c.c2 : c.c4;
+        EXPECT_EQ(j.at("output_channels").get<int>(), want) << lines[i];
+        const std::string written = j.at("output").get<std::string>();
+        EXPECT_EQ(histeq::load_image(written).channels, want) << written;
+      }
+    }
+  }
+}
+
 TEST_F(Batch, HistogramBatchJsonSumsToPixels) {
   const Result r = run("histogram " + q("in") + " -r --backend cpu --json --mode rgb");
   ASSERT_EQ(r.status, 0) << r;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -17,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -26,6 +28,7 @@
 #include "histeq/gpu16.hpp"
 #include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
+#include "histeq/jpeg_codec.hpp"
 #include "histeq/pipeline.hpp"
 #include "test_support.hpp"
 
@@ -210,15 +213,43 @@ TEST_F(CliClahe16, ClaheOptionErrorsNameTheOptionAndRange) {
   struct Case {
     const char* args;
     const char* want;
-  } cases[] = {{"--clip -1", "--clip"},   {"--tiles 0x8", "1..1024"},    {"--tiles 8", "--tiles"},
-               {"--tiles 8x", "--tiles"}, {"--tiles 2000x4", "1..1024"}, {"--tiles ax4", "--tiles"},
-               {"--depth 12", "--depth"}, {"--kernel racy", "--kernel"}};
+  } cases[] = {{"--clip -1", "--clip"},
+               {"--tiles 0x8", "1..1024"},
+               {"--tiles 8", "--tiles"},
+               {"--tiles 8x", "--tiles"},
+               {"--tiles 2000x4", "1..1024"},
+               {"--tiles ax4", "--tiles"},
+               {"--depth 12", "--depth"},
+               {"--kernel racy", "--kernel"},
+               // junk after the number: read as 0 (clipping off) or 2 before, silently
+               {"--clip 0x10", "--clip takes a finite number >= 0, got '0x10'"},
+               {"--clip 2,5", "--clip takes a finite number >= 0, got '2,5'"},
+               {"--clip 2abc", "--clip takes a finite number >= 0, got '2abc'"},
+               {"--clip=1e", "--clip takes a finite number >= 0"},
+               {"--clip 2.5.1", "--clip takes a finite number >= 0"},
+               {"--clip inf", "--clip takes a finite number >= 0"},
+               {"--clip nan", "--clip takes a finite number >= 0"},
+               {"--clip ''", "--clip takes a finite number >= 0"},
+               {"--tiles 8x8x", "--tiles takes WxH"},
+               {"--tiles 8x8,", "--tiles takes WxH"},
+               {"--tiles ' 8x8'", "--tiles takes WxH"},
+               {"--tiles +8x8", "--tiles takes WxH"}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.args);
     const Result r = run("clahe " + quote(in) + " -o " + q("x.png") + " --backend cpu " + c.args);
     EXPECT_EQ(r.status, 2) << r;
     EXPECT_NE(r.err.find(c.want), std::string::npos) << r;
     EXPECT_FALSE(fs::exists(path("x.png")));
+    fs::remove(path("x.png"));  // each case on its own
+  }
+  // Decimal numbers in full are taken as they are written.
+  for (const auto& [arg, clip] : std::vector<std::pair<std::string, double>>{
+           {"2.5", 2.5}, {".5", 0.5}, {"3.", 3.0}, {"1e1", 10.0}, {"+4", 4.0}, {"0", 0.0}}) {
+    SCOPED_TRACE(arg);
+    const Result r =
+        run("clahe " + quote(in) + " -o " + q("x.png") + " --backend cpu --json --clip " + arg);
+    ASSERT_EQ(r.status, 0) << r;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["clip_limit"].get<double>(), clip) << r;
   }
 }
 
@@ -294,6 +325,66 @@ TEST_F(CliClahe16, Equalize16ColourPerChannelAndPgmRoundTrip) {
   o.tiles_x = o.tiles_y = 1;
   EXPECT_TRUE(load_image16(path("g2.png")).pixels ==
               cpu::clahe(load_image16(path("g-out.pgm")), o).pixels);
+}
+
+TEST_F(CliClahe16, SixteenBitPngOutputKeepsTheIccProfile) {
+  // README: "the ICC profile of a PNG input (iCCP) into a PNG output". The 16-bit path (libspng)
+  // dropped it: equalize, clahe, a batch and --depth 16 from an 8-bit PNG wrote no iCCP.
+  std::vector<std::uint8_t> icc(800);
+  for (std::size_t i = 0; i < icc.size(); ++i) icc[i] = std::uint8_t(i * 3 % 17);
+  std::memcpy(icc.data() + 16, "RGB ", 4);
+  std::vector<std::uint8_t> in = encode_image16(random16(40, 30, 3, 11), ".png");
+  png::insert_iccp(in, icc);  // the input's chunk, independent of the writer under test
+  {
+    std::ofstream f(path("icc16.png"), std::ios::binary);
+    f.write(reinterpret_cast<const char*>(in.data()), std::streamsize(in.size()));
+  }
+  auto profile_of = [&](const std::string& name) {
+    const std::string b = slurp(path(name));
+    return png::read_iccp(reinterpret_cast<const std::uint8_t*>(b.data()), b.size());
+  };
+  for (const char* cmd : {"equalize", "clahe"}) {
+    SCOPED_TRACE(cmd);
+    const std::string out = std::string(cmd) + ".png";
+    const Result r =
+        run(std::string(cmd) + " " + q("icc16.png") + " -o " + q(out) + " --backend cpu");
+    ASSERT_EQ(r.status, 0) << r;
+    ASSERT_TRUE(is_16bit_image(path(out)));
+    EXPECT_EQ(profile_of(out), icc);
+    EXPECT_EQ(load_image16(path(out)).icc, icc);
+  }
+  fs::create_directories(path("in"));
+  fs::copy_file(path("icc16.png"), path("in/icc16.png"));
+  const Result b = run("equalize " + q("in") + " -o " + q("out") + " --backend cpu --quiet");
+  ASSERT_EQ(b.status, 0) << b;
+  EXPECT_EQ(profile_of("out/icc16.png"), icc);
+  // --depth 16 from an 8-bit PNG with a profile; --depth 8 from the 16-bit one.
+  Image img8;
+  img8.width = 8;
+  img8.height = 8;
+  img8.channels = 3;
+  for (int i = 0; i < 192; ++i) img8.pixels.push_back(std::uint8_t(i));
+  img8.icc = icc;
+  save_image(img8, path("icc8.png"));
+  Result r = run("equalize " + q("icc8.png") + " -o " + q("w.png") + " --backend cpu --depth 16");
+  ASSERT_EQ(r.status, 0) << r;
+  ASSERT_TRUE(is_16bit_image(path("w.png")));
+  EXPECT_EQ(profile_of("w.png"), icc);
+  r = run("equalize " + q("icc16.png") + " -o " + q("n.png") + " --backend cpu --depth 8");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(profile_of("n.png"), icc);
+  // A 16-bit output the profile no longer describes (gray from colour cannot happen at 16 bits;
+  // a GRAY profile on a colour image): dropped, as the 8-bit writer drops it.
+  std::memcpy(icc.data() + 16, "GRAY", 4);
+  std::vector<std::uint8_t> g = encode_image16(random16(10, 10, 3, 12), ".png");
+  png::insert_iccp(g, icc);
+  {
+    std::ofstream f(path("gray-icc16.png"), std::ios::binary);
+    f.write(reinterpret_cast<const char*>(g.data()), std::streamsize(g.size()));
+  }
+  r = run("equalize " + q("gray-icc16.png") + " -o " + q("d.png") + " --backend cpu");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(profile_of("d.png").empty());
 }
 
 TEST_F(CliClahe16, SixteenBitsToAn8BitFormatIsAnErrorSuggestingDepth8) {

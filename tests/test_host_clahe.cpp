@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <regex>
@@ -17,6 +18,7 @@
 #include "histeq/error.hpp"
 #include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
+#include "histeq/jpeg_codec.hpp"
 #include "test_support.hpp"
 
 namespace histeq {
@@ -390,6 +392,53 @@ TEST_F(Image16Io, PngRoundTripEveryChannelCount) {
     EXPECT_EQ(back.channels, c);
     EXPECT_TRUE(back.pixels == img.pixels) << c << " channels";
   }
+}
+
+/// A fake ICC profile of `size` bytes whose colour space (bytes 16..19) is `space`.
+std::vector<std::uint8_t> fake_icc16(const char* space, std::size_t size = 700) {
+  std::vector<std::uint8_t> icc(size);
+  for (std::size_t i = 0; i < size; ++i) icc[i] = std::uint8_t(i * 5 % 11);
+  std::memcpy(icc.data() + 16, space, 4);
+  return icc;
+}
+
+TEST_F(Image16Io, PngIccProfileRoundTripsWhenItFitsTheChannels) {
+  // The 16-bit PNG writer (libspng) wrote no iCCP and the reader did not keep one, so a 16-bit
+  // PNG lost its profile where the 8-bit paths keep it. Same rule as the 8-bit writer: a GRAY
+  // profile for 1-2 channels, an RGB one for 3-4; another is dropped.
+  for (int c = 1; c <= 4; ++c) {
+    SCOPED_TRACE(std::to_string(c) + " channels");
+    Image16 img = random_image16(9, 7, c, std::uint32_t(40 + c));
+    img.icc = fake_icc16(c <= 2 ? "GRAY" : "RGB ");
+    const std::vector<std::uint8_t> png = encode_image16(img, ".png");
+    EXPECT_EQ(png::read_iccp(png.data(), png.size()), img.icc);  // the chunk, read independently
+    const Image16 back = decode_image16(png.data(), png.size(), "icc.png");
+    EXPECT_EQ(back.icc, img.icc);
+    EXPECT_TRUE(back.pixels == img.pixels);
+    img.icc = fake_icc16(c <= 2 ? "RGB " : "GRAY");  // does not describe these channels
+    const std::vector<std::uint8_t> other = encode_image16(img, ".png");
+    EXPECT_TRUE(png::read_iccp(other.data(), other.size()).empty());
+    EXPECT_TRUE(decode_image16(other.data(), other.size(), "other.png").icc.empty());
+  }
+  // A profile larger than one deflate block, and PGM/PPM (no place for one) still encode.
+  Image16 big = random_image16(4, 4, 3, 7);
+  big.icc = fake_icc16("RGB ", 70000);
+  const std::vector<std::uint8_t> png = encode_image16(big, ".png");
+  EXPECT_EQ(decode_image16(png.data(), png.size(), "big.png").icc, big.icc);
+  save_image16(big, path("big.ppm"));
+  EXPECT_TRUE(load_image16(path("big.ppm")).pixels == big.pixels);
+  // An 8-bit PNG read at 16 bits keeps its profile, and --depth's conversions carry it.
+  Image img8;
+  img8.width = 4;
+  img8.height = 2;
+  img8.channels = 3;
+  img8.pixels.assign(24, 77);
+  img8.icc = fake_icc16("RGB ");
+  const std::vector<std::uint8_t> p8 = encode_image(img8, ".png");
+  const Image16 w = decode_image16(p8.data(), p8.size(), "p8.png");
+  EXPECT_EQ(w.icc, img8.icc);
+  EXPECT_EQ(widen_to_16(img8).icc, img8.icc);
+  EXPECT_EQ(narrow_to_8(w).icc, img8.icc);
 }
 
 TEST_F(Image16Io, PnmRoundTripAndMaxvalScaling) {

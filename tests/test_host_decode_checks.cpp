@@ -19,6 +19,7 @@
 #include <string>
 
 #include "histeq/error.hpp"
+#include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "hostile_files.hpp"
@@ -40,6 +41,11 @@ namespace {
 // libjpeg-turbo decoder (issue 17, src/io/jpeg_codec.cpp) refuses them, with histeq's structure
 // checks (decode_checks.cpp) before it.
 constexpr bool kJpegDecoderChecks = true;
+
+bool is_pnm_name(const std::string& name) {
+  const std::string ext = name.size() > 4 ? name.substr(name.size() - 4) : "";
+  return ext == ".pgm" || ext == ".ppm";
+}
 
 TEST(DecodeChecks, EveryHostileFileIsRefusedWithItsReasonOrDecodesExactly) {
   int checked = 0;
@@ -67,6 +73,45 @@ TEST(DecodeChecks, EveryHostileFileIsRefusedWithItsReasonOrDecodesExactly) {
     ++checked;
   }
   EXPECT_GE(checked, 30);
+}
+
+TEST(DecodeChecks, SixteenBitPnmDecoderRefusesWhatTheEightBitOneRefuses) {
+  // decode_image16 (the command line's path for PGM/PPM with maxval > 255, and --depth 8's) must
+  // refuse every hostile PNM with the reason decode_image gives: it clamped a sample above maxval
+  // to maxval, and named neither maxval 0 nor the short data as decode_image does. The valid ones
+  // decode to the same shape, each sample round(v * 65535 / maxval).
+  int checked = 0;
+  for (const hostile::Case& c : hostile::cases()) {
+    if (!is_pnm_name(c.name)) continue;
+    SCOPED_TRACE(c.name + " (" + c.cls + ")");
+    const std::string name = "in/" + c.name;
+    if (!c.reason.empty()) {
+      try {
+        const Image16 img = decode_image16(c.bytes.data(), c.bytes.size(), name);
+        ADD_FAILURE() << "decoded to " << img.width << "x" << img.height << "x" << img.channels
+                      << " instead of failing with '" << c.reason << "'";
+      } catch (const Error& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("'" + name + "'"), std::string::npos) << msg;
+        EXPECT_NE(msg.find(c.reason), std::string::npos) << msg;
+      }
+    } else {
+      const Image16 img = decode_image16(c.bytes.data(), c.bytes.size(), name);
+      EXPECT_EQ(img.width, c.width);
+      EXPECT_EQ(img.height, c.height);
+      EXPECT_EQ(img.channels, c.channels);
+      EXPECT_EQ(narrow_to_8(img).pixels, c.pixels);
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 10);
+  // A 16-bit sample above maxval, the QA case: P5 3x1, maxval 1000, samples 0, 256, 65535.
+  const hostile::Bytes over = hostile::pnm("P5\n3 1\n1000\n", {0, 0, 1, 0, 0xFF, 0xFF});
+  EXPECT_THROW(decode_image16(over.data(), over.size(), "m.pgm"), Error);
+  // At maxval itself it decodes: 1000 -> 65535, 256 -> round(256 * 65535 / 1000) = 16777.
+  const hostile::Bytes at = hostile::pnm("P5\n3 1\n1000\n", {0, 0, 1, 0, 0x03, 0xE8});
+  EXPECT_EQ(decode_image16(at.data(), at.size(), "m.pgm").pixels,
+            (std::vector<std::uint16_t>{0, 16777, 65535}));
 }
 
 TEST(DecodeChecks, JpegStructureFailuresAreRefusedByReadInfoToo) {

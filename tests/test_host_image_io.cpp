@@ -152,7 +152,7 @@ TEST_F(ImageIo, LosslessRoundTripsPngBmpTga) {
     for (int c = 1; c <= 4; ++c) {
       const std::string e = ext;
       const bool bmp = e == ".bmp";
-      if (bmp && (c == 1 || c == 2)) continue;  // stb's BMP writer stores gray as RGB: below
+      if (bmp && (c == 1 || c == 2)) continue;  // BMP stores gray as RGB (RGBA): below
       const Image img = test_image(67, 41, c, std::uint64_t(c));
       const std::string p = path("rt" + std::to_string(c) + ext);
       save_image(img, p);
@@ -173,6 +173,39 @@ TEST_F(ImageIo, BmpStoresGrayAsEqualRgb) {
   ASSERT_GE(back.channels, 3);
   for (std::size_t i = 0; i < img.pixel_count(); ++i)
     for (int k = 0; k < 3; ++k) ASSERT_EQ(back.pixels[i * back.channels + k], img.pixels[i]);
+}
+
+TEST_F(ImageIo, BmpKeepsTheAlphaOfGrayAlphaAsBgra) {
+  // stb_image_write stores 2 channels as 24-bit gray, alpha dropped, while RGBA is 32-bit BGRA:
+  // gray+alpha is expanded to RGBA, so the BMP holds the alpha (and gray in R, G and B).
+  const Image img = test_image(13, 7, 2);
+  save_image(img, path("ga.bmp"));
+  const Image back = load_image(path("ga.bmp"));
+  ASSERT_EQ(back.width, img.width);
+  ASSERT_EQ(back.height, img.height);
+  ASSERT_EQ(back.channels, 4);
+  for (std::size_t i = 0; i < img.pixel_count(); ++i) {
+    for (int k = 0; k < 3; ++k) ASSERT_EQ(back.pixels[i * 4 + k], img.pixels[i * 2]) << i;
+    ASSERT_EQ(back.pixels[i * 4 + 3], img.pixels[i * 2 + 1]) << i;
+  }
+}
+
+TEST_F(ImageIo, EncodedChannelsAreWhatTheFileHolds) {
+  // The reports' output_channels: what a decoder reads back from each writer's file.
+  for (int c = 1; c <= 4; ++c) {
+    const Image img = test_image(9, 5, c);
+    for (const char* ext : {".png", ".jpg", ".JPEG", ".bmp", ".tga"}) {
+      SCOPED_TRACE(std::string(ext) + ", " + std::to_string(c) + " channels");
+      const std::vector<std::uint8_t> b = encode_image(img, ext);
+      EXPECT_EQ(decode_image(b.data(), b.size(), "mem").channels, encoded_channels(c, ext));
+    }
+  }
+  EXPECT_EQ(encoded_channels(4, ".jpg"), 3);  // JPEG: alpha dropped
+  EXPECT_EQ(encoded_channels(2, "jpeg"), 1);
+  EXPECT_EQ(encoded_channels(1, ".bmp"), 3);  // 24-bit BGR, gray in three equal channels
+  EXPECT_EQ(encoded_channels(2, ".BMP"), 4);  // 32-bit BGRA
+  EXPECT_EQ(encoded_channels(2, ".tga"), 2);
+  EXPECT_EQ(encoded_channels(3, ".ppm"), 3);  // 16-bit outputs as they are
 }
 
 TEST_F(ImageIo, JpegRoundTripIsClose) {

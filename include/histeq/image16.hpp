@@ -20,6 +20,10 @@ struct Image16 {
   int height = 0;
   int channels = 0;
   std::vector<std::uint16_t> pixels;
+  /// The ICC profile of a PNG input (iCCP, inflated), as Image::icc; empty when none. Written
+  /// into a PNG output when its colour space fits the channels (jpeg::icc_fits: GRAY for 1-2,
+  /// RGB for 3-4); PGM/PPM cannot hold one.
+  std::vector<std::uint8_t> icc;
 
   std::size_t pixel_count() const { return std::size_t(width) * std::size_t(height); }
   std::size_t sample_count() const { return pixel_count() * std::size_t(channels); }
@@ -34,22 +38,27 @@ bool is_16bit_image(const std::string& path);
 /// v·257) or a binary PGM/PPM (P5/P6; maxval 1..65535, samples big-endian when maxval > 255,
 /// scaled to 0..65535 as round(v·65535/maxval) when maxval is neither 255 nor 65535 — exact for
 /// 65535, v·257 for 255) into 16-bit samples. PNG: gray → 1 channel, gray+alpha → 2, RGB and
-/// palette without transparency → 3, with alpha or tRNS → 4.
+/// palette without transparency → 3, with alpha or tRNS → 4; a PNG's iCCP profile goes into
+/// Image16::icc (png::read_iccp, as decode_image keeps it; a bad profile is dropped).
 /// Throws Error naming the file and the cause (missing, not a PNG/PNM, truncated, corrupt,
-/// zero size, more than max_pixels pixels).
+/// zero size, more than max_pixels pixels). PNM is checked as load_image checks it, with the
+/// same reasons: maxval 1..65535, data length, and every sample at most maxval (a sample above
+/// it is refused, not clamped).
 Image16 load_image16(const std::string& path, std::uint64_t max_pixels = std::uint64_t(1) << 28);
 Image16 decode_image16(const std::uint8_t* data, std::size_t size, const std::string& name,
                        std::uint64_t max_pixels = std::uint64_t(1) << 28);
 
 /// Writes a 16-bit PNG (.png, libspng; gray, gray+alpha, RGB, RGBA by channel count) or a binary
 /// 16-bit PGM/PPM (.pgm 1 channel, .ppm 3 channels; maxval 65535, big-endian), by extension
-/// (case-insensitive), through a temporary file renamed over `path` when complete.
+/// (case-insensitive), through a temporary file renamed over `path` when complete. A PNG gets
+/// the image's ICC profile as an iCCP chunk when it fits the channels (as the 8-bit writer).
 /// Throws UsageError for another extension or a channel count the format cannot hold, Error
 /// for I/O failures.
 void save_image16(const Image16& img, const std::string& path);
 std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& ext);
 
-/// 8 ↔ 16 bits: v·257 up, round(v / 257) down (v·255/65535 rounded half up).
+/// 8 ↔ 16 bits: v·257 up, round(v / 257) down (v·255/65535 rounded half up); the ICC profile
+/// goes with the pixels.
 Image16 widen_to_16(const Image& img);
 Image narrow_to_8(const Image16& img);
 

@@ -58,8 +58,9 @@ void check_output_path(const std::string& path);
 /// a failure leaves nothing behind). The temporary file is ".NAME.histeq-XXXXXX", or
 /// ".histeq-XXXXXX" when that would pass the folder's NAME_MAX, so every output name the
 /// filesystem takes works. quality: JPEG quality 1..100; subsampling: JPEG chroma.
-/// JPEG is written by libjpeg-turbo (jpeg::encode: EXIF and ICC kept, gray as 1 component),
-/// PNG with the image's ICC profile as an iCCP chunk when it fits the channels.
+/// JPEG is written by libjpeg-turbo (jpeg::encode: EXIF and ICC kept, gray as 1 component, alpha
+/// dropped), PNG with the image's ICC profile as an iCCP chunk when it fits the channels, BMP
+/// as 24-bit BGR or, with alpha (RGBA, gray+alpha), 32-bit BGRA; see encoded_channels.
 /// Throws Error naming the file and the cause (folder missing or not writable, disk full).
 void save_image(const Image& img, const std::string& path, int quality = 95,
                 jpeg::Subsampling subsampling = jpeg::Subsampling::s420);
@@ -76,6 +77,14 @@ std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext,
                                        jpeg::Subsampling subsampling = jpeg::Subsampling::s420);
 std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext,
                                        const EncodeOptions& opt);
+
+/// The channels of the file that encode_image (or, for .pgm/.ppm, encode_image16) writes for an
+/// image of `channels` (1..4) in the format of `ext` (".png", "jpg", any case): what a decoder
+/// reads back, and what the reports call output_channels. JPEG holds no alpha: 1 for gray and
+/// gray+alpha, 3 for RGB and RGBA. BMP is 24-bit BGR (3, a gray image in three equal channels)
+/// or, with alpha, 32-bit BGRA (4: gray+alpha expanded to RGBA). PNG, TGA, PGM, PPM and
+/// unknown extensions: `channels`.
+int encoded_channels(int channels, const std::string& ext);
 
 /// Writes `size` bytes to `path` as save_image does: through a temporary file in the target's
 /// folder renamed over it when complete. Overwriting keeps the target's permission bits; a

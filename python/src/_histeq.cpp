@@ -16,6 +16,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -474,7 +475,9 @@ NB_MODULE(_histeq, m) {
         d["width"] = w;
         d["height"] = h;
         d["channels"] = ch;
-        d["output_channels"] = out.channels;
+        // the file's channels (a JPEG drops alpha, a BMP is BGR or BGRA), as the executor reports
+        d["output_channels"] = histeq::encoded_channels(
+            out.channels, std::filesystem::path(output).extension().string());
         d["mode"] = histeq::to_string(rep.mode);
         d["backend"] = rep.backend;
         d["kernel"] = rep.kernel;

@@ -17,6 +17,7 @@
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
 #include "histeq/gpu16.hpp"
+#include "histeq/image_io.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "histeq/planes.hpp"
 
@@ -82,6 +83,31 @@ void next_device(const ItemOpOptions& opt) {
     dev = n > 0 ? int(k % unsigned(n)) : 0;
   }
   HISTEQ_CUDA_CHECK(cudaSetDevice(dev));
+}
+
+/// Before decoding: an output that cannot hold the result (16 bits in JPEG/BMP/TGA, 8 bits in
+/// PGM/PPM), and a CLAHE grid too large for 65536-entry LUTs, are usage errors naming the file.
+void check_item_output(const ItemOpOptions& opt, const std::string& name, const std::string& ext,
+                       bool apply, bool work16) {
+  if (apply && work16 && !holds_16bit(ext))
+    throw UsageError("'" + name + "' is processed at 16 bits, which a " + ext.substr(1) +
+                     " file cannot hold (8 bits per sample): write .png (or .pgm/.ppm), or add "
+                     "--depth 8 to convert to 8 bits");
+  if (apply && !work16 && (ext == ".pgm" || ext == ".ppm"))
+    throw UsageError("'" + name +
+                     "' is processed at 8 bits and histeq writes .pgm/.ppm at 16 "
+                     "bits only: write .png, jpg, bmp or tga, or add --depth 16");
+
+  if (opt.kind == ItemOpKind::clahe && work16) {
+    try {
+      validate(opt.clahe, kBins16);
+    } catch (const UsageError& e) {
+      throw UsageError("--tiles " + std::to_string(opt.clahe.tiles_x) + "x" +
+                       std::to_string(opt.clahe.tiles_y) + " is too large for '" + name +
+                       "' at 16 bits: at most " + std::to_string(kMaxClaheLutEntries / kBins16) +
+                       " tiles of 65536-entry LUTs (e.g. 64x64), or --depth 8 (" + e.what() + ")");
+    }
+  }
 }
 
 }  // namespace
@@ -154,26 +180,7 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
   const bool work16 = opt.depth == 16 || (in16 && opt.depth != 8);
   const bool apply = opt.kind != ItemOpKind::histogram;
   const std::string ext = apply ? lower(out_ext) : std::string();
-  // Refuse an output that cannot hold the result before decoding.
-  if (apply && work16 && !holds_16bit(ext))
-    throw UsageError("'" + name + "' is processed at 16 bits, which a " + ext.substr(1) +
-                     " file cannot hold (8 bits per sample): write .png (or .pgm/.ppm), or add "
-                     "--depth 8 to convert to 8 bits");
-  if (apply && !work16 && (ext == ".pgm" || ext == ".ppm"))
-    throw UsageError("'" + name +
-                     "' is processed at 8 bits and histeq writes .pgm/.ppm at 16 "
-                     "bits only: write .png, jpg, bmp or tga, or add --depth 16");
-
-  if (opt.kind == ItemOpKind::clahe && work16) {
-    try {
-      validate(opt.clahe, kBins16);
-    } catch (const UsageError& e) {
-      throw UsageError("--tiles " + std::to_string(opt.clahe.tiles_x) + "x" +
-                       std::to_string(opt.clahe.tiles_y) + " is too large for '" + name +
-                       "' at 16 bits: at most " + std::to_string(kMaxClaheLutEntries / kBins16) +
-                       " tiles of 65536-entry LUTs (e.g. 64x64), or --depth 8 (" + e.what() + ")");
-    }
-  }
+  check_item_output(opt, name, ext, apply, work16);
   EqualizeReport& er = rep.equalize;
   rep.bit_depth = work16 ? 16 : 8;
   next_device(opt);
@@ -215,7 +222,8 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
     er.backend = used == "cpu" ? "cpu" : "cuda";
     er.device = device_label(used);
     if (apply) {
-      rep.output_channels = out.channels;
+      rep.output_channels = encoded_channels(out.channels, ext);  // JPEG, BMP: see there
+      out.icc = img.icc;  // as below: the encoder drops a profile that no longer fits
       Image16().pixels.swap(img.pixels);
       t0 = Clock::now();
       encoded = encode_image16(out, ext);
@@ -255,7 +263,7 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
     }
     rep.times.equalize_ms = ms_since(t0);
     if (apply) {
-      rep.output_channels = out.channels;
+      rep.output_channels = encoded_channels(out.channels, ext);  // JPEG, BMP: see there
       out.icc = img.icc;
       out.exif = img.exif;
       Image().pixels.swap(img.pixels);

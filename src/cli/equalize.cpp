@@ -390,6 +390,8 @@ void report_single(const Single& s, const Equalized& e, std::ostream& out, std::
   const double hist_bytes = double(e.in.pixel_count()) * planes;
   const double gbps = t.histogram_ms > 0 ? hist_bytes / (t.histogram_ms * 1e6) : NAN;
   std::ostream& rout = s.output == "-" ? err : out;  // stdout holds the image
+  // The channels of the file written (a JPEG drops alpha, a BMP is BGR or BGRA), not of the image
+  const int out_channels = encoded_channels(e.eq.channels, s.out_ext);
   if (s.timing) {
     print_single_timing((s.json || s.output == "-") ? err : out, t, e.rep.backend != "cuda",
                         hist_bytes, gbps);
@@ -401,7 +403,7 @@ void report_single(const Single& s, const Equalized& e, std::ostream& out, std::
     f.width = e.in.width;
     f.height = e.in.height;
     f.channels = e.in.channels;
-    f.output_channels = e.eq.channels;
+    f.output_channels = out_channels;
     f.formula = s.cm.opt.formula;
     f.decoder = e.decoder;
     f.encoder = e.encoder;
@@ -409,8 +411,8 @@ void report_single(const Single& s, const Equalized& e, std::ostream& out, std::
     f.histogram_gbps = gbps;
     rout << dump_line(equalize_json(f, e.rep)) << '\n';
   } else if (!s.quiet || s.output != "-") {
-    rout << s.output << ": " << e.eq.width << "x" << e.eq.height << ", " << e.eq.channels
-         << (e.eq.channels == 1 ? " channel" : " channels") << ", mode " << to_string(e.rep.mode)
+    rout << s.output << ": " << e.eq.width << "x" << e.eq.height << ", " << out_channels
+         << (out_channels == 1 ? " channel" : " channels") << ", mode " << to_string(e.rep.mode)
          << ", kernel " << e.rep.kernel << " on " << e.rep.device << ", " << num(t.total_ms, 1)
          << " ms";
     if (e.decoder != "stb_image")

@@ -43,7 +43,8 @@ std::string ascii_quotes(std::string s) {
 }
 
 /// What each numeric option takes, for the parse error of a value cxxopts cannot read
-/// ("Argument '-1' failed to parse" names neither the option nor the range).
+/// ("Argument '-1' failed to parse" names neither the option nor the range) and of one it reads
+/// only in part (check_numeric_values).
 const std::map<std::string, std::string>& value_ranges() {
   static const std::map<std::string, std::string> m = {
       {"--max-pixels", "a whole number of pixels in 1..18446744073709551615"},
@@ -83,6 +84,52 @@ std::string option_of_value(const std::vector<std::string>& args, const std::str
     return opt;
   }
   return "";
+}
+
+/// The whole text is a decimal whole number (digits only). cxxopts also takes hexadecimal
+/// ("0x10") and a sign for integer options.
+bool whole_number_text(const std::string& v) {
+  return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+}
+
+/// The whole text is a decimal number: [+-] digits [. digits] [e [+-] digits] (or .digits).
+/// cxxopts reads a floating option with a stream, which stops at the first byte it cannot use
+/// and keeps what came before: "2abc" and "2,5" were 2, "0x10" was 0.
+bool decimal_number_text(const std::string& v) {
+  std::size_t i = 0;
+  auto digits = [&] {
+    const std::size_t from = i;
+    while (i < v.size() && v[i] >= '0' && v[i] <= '9') ++i;
+    return i - from;
+  };
+  if (i < v.size() && (v[i] == '+' || v[i] == '-')) ++i;
+  std::size_t mantissa = digits();
+  if (i < v.size() && v[i] == '.') {
+    ++i;
+    mantissa += digits();
+  }
+  if (mantissa == 0) return false;
+  if (i < v.size() && (v[i] == 'e' || v[i] == 'E')) {
+    ++i;
+    if (i < v.size() && (v[i] == '+' || v[i] == '-')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == v.size();
+}
+
+/// Every numeric option given (value_ranges) must be all of its text: a value with junk after
+/// the number, a hexadecimal one, a suffix, is a usage error naming the option and its range.
+void check_numeric_values(const cxxopts::ParseResult& r, const std::string& command) {
+  for (const cxxopts::KeyValue& kv : r.arguments()) {
+    const std::string opt = "--" + kv.key();
+    const auto it = value_ranges().find(opt);
+    if (it == value_ranges().end()) continue;
+    const std::string& v = kv.value();
+    const bool ok = opt == "--clip" ? decimal_number_text(v) : whole_number_text(v);
+    if (!ok)
+      throw UsageError(opt + " takes " + it->second + ", got '" + v + "' (see 'histeq " + command +
+                       " --help')");
+  }
 }
 
 }  // namespace
@@ -125,6 +172,7 @@ cxxopts::ParseResult Command::parse(const std::vector<std::string>& args) {
       throw UsageError("unexpected argument '" + r.unmatched().front() + "' for 'histeq " + name +
                        "' (see 'histeq " + name + " --help')");
     }
+    check_numeric_values(r, name);
     return r;
   } catch (const cxxopts::exceptions::no_such_option& e) {
     // cxxopts says "Option 'x' does not exist"; name it as the user typed it.
@@ -313,14 +361,18 @@ std::string parse_format(const std::string& f) {
 }
 
 std::vector<int> parse_devices(const std::string& s) {
+  auto bad = [&] {
+    return UsageError("--devices takes CUDA device ordinals separated by commas, e.g. 0,1; got '" +
+                      s + "'");
+  };
+  if (!s.empty() && s.back() == ',') throw bad();  // getline would end the list without an item
   std::vector<int> v;
   std::stringstream ss(s);
   for (std::string t; std::getline(ss, t, ',');) {
-    char* end = nullptr;
-    const long d = std::strtol(t.c_str(), &end, 10);
-    if (t.empty() || *end != '\0' || d < 0 || d > 1024)
-      throw UsageError("--devices takes CUDA device ordinals separated by commas, e.g. 0,1; got '" +
-                       s + "'");
+    // decimal digits only: strtol alone also took " 1" and "+1"
+    if (t.empty() || t.size() > 4 || !whole_number_text(t)) throw bad();
+    const long d = std::strtol(t.c_str(), nullptr, 10);
+    if (d > 1024) throw bad();
     v.push_back(int(d));
   }
   if (v.empty()) throw UsageError("--devices: empty list");

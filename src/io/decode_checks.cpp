@@ -695,31 +695,66 @@ std::string pnm_header(const std::uint8_t* d, std::size_t len, PnmHeader* out) {
   return "";
 }
 
-std::string pnm_decode(const std::uint8_t* d, std::size_t len, const PnmHeader& h, Image* out) {
+namespace {
+
+/// Before any allocation: the sides stb's limit allows, and the file holds every sample.
+std::string pnm_size_problem(std::size_t len, const PnmHeader& h) {
   if (h.width > kMaxSide || h.height > kMaxSide)
     return "PNM too large: " + num(h.width) + "x" + num(h.height) + " (at most " + num(kMaxSide) +
            " per side)";
   const std::uint64_t bps = h.maxval > 255 ? 2 : 1;
-  const std::uint64_t samples = h.width * h.height * std::uint64_t(h.channels);
-  const std::uint64_t need = h.data_offset + samples * bps;
+  const std::uint64_t need = h.data_offset + h.width * h.height * std::uint64_t(h.channels) * bps;
   if (need > len)
     return "truncated PNM: " + num(h.width) + "x" + num(h.height) + "x" + num(h.channels) +
            " samples of " + num(bps) + " byte(s) need " + num(need) + " bytes, the file holds " +
            num(len);
-  out->width = int(h.width);
-  out->height = int(h.height);
-  out->channels = h.channels;
-  out->pixels.resize(std::size_t(samples));
+  return "";
+}
+
+/// Reads every sample after the header (1 byte, or 2 big-endian when maxval > 255) into `out`
+/// through scale(v), refusing the first one above maxval: both decoders (8-bit and 16-bit)
+/// refuse the same files with the same reason. pnm_size_problem must have passed.
+template <typename T, typename Scale>
+std::string pnm_read_samples(const std::uint8_t* d, const PnmHeader& h, std::vector<T>& out,
+                             Scale scale) {
+  const bool two = h.maxval > 255;
+  const std::uint64_t samples = h.width * h.height * std::uint64_t(h.channels);
+  out.resize(std::size_t(samples));
   const std::uint8_t* s = d + h.data_offset;
   const std::uint32_t m = h.maxval;
   for (std::uint64_t i = 0; i < samples; ++i) {
-    const std::uint32_t v = bps == 2 ? (std::uint32_t(s[2 * i]) << 8) | s[2 * i + 1] : s[i];
+    const std::uint32_t v = two ? (std::uint32_t(s[2 * i]) << 8) | s[2 * i + 1] : s[i];
     if (v > m)
       return "corrupt PNM: sample " + num(v) + " at index " + num(i) +
              " is above the maximum value " + num(m);
-    out->pixels[std::size_t(i)] = m == 255 ? std::uint8_t(v) : std::uint8_t((v * 255 + m / 2) / m);
+    out[std::size_t(i)] = scale(v);
   }
   return "";
+}
+
+}  // namespace
+
+std::string pnm_decode(const std::uint8_t* d, std::size_t len, const PnmHeader& h, Image* out) {
+  if (std::string why = pnm_size_problem(len, h); !why.empty()) return why;
+  out->width = int(h.width);
+  out->height = int(h.height);
+  out->channels = h.channels;
+  const std::uint32_t m = h.maxval;
+  return pnm_read_samples(d, h, out->pixels, [m](std::uint32_t v) {
+    return m == 255 ? std::uint8_t(v) : std::uint8_t((v * 255 + m / 2) / m);
+  });
+}
+
+std::string pnm_decode16(const std::uint8_t* d, std::size_t len, const PnmHeader& h, Image16* out) {
+  if (std::string why = pnm_size_problem(len, h); !why.empty()) return why;
+  out->width = int(h.width);
+  out->height = int(h.height);
+  out->channels = h.channels;
+  const std::uint64_t m = h.maxval;
+  return pnm_read_samples(d, h, out->pixels, [m](std::uint32_t v) {
+    return m == 65535 ? std::uint16_t(v)
+                      : std::uint16_t((std::uint64_t(v) * 65535 * 2 + m) / (2 * m));
+  });
 }
 
 /// The tables a DHT segment defines (class 0 DC / 1 AC, id 0..3), into defined[class][id].

@@ -1,5 +1,6 @@
 // decode_checks.hpp — checks of an image file's own structure before stb_image decodes it, and
-// the binary PNM decoder (internal to histeq_host; used by image_io.cpp).
+// the binary PNM decoder (internal to histeq_host; used by image_io.cpp, and by png16.cpp for
+// the 16-bit PGM/PPM path).
 //
 // The rule (docs/reliability.md §3b): every pixel of a decoded image comes from the file, or
 // decoding fails with a reason. stb_image 2.27 reads past the end of its input as zeros and
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "histeq/image16.hpp"
 #include "histeq/types.hpp"
 
 namespace histeq::detail {
@@ -41,6 +43,11 @@ std::string pnm_header(const std::uint8_t* d, std::size_t len, PnmHeader* out);
 /// width*height*channels*(1 or 2) bytes; a sample above maxval is refused.
 /// Returns "" or the reason.
 std::string pnm_decode(const std::uint8_t* d, std::size_t len, const PnmHeader& h, Image* out);
+
+/// The same samples at 16 bits (load_image16's PNM path): maxval 65535 as they are, any other
+/// maxval m: v -> round(v * 65535 / m) (255: v * 257). The same checks and reasons as
+/// pnm_decode: the length before allocating, and a sample above maxval is refused (not clamped).
+std::string pnm_decode16(const std::uint8_t* d, std::size_t len, const PnmHeader& h, Image16* out);
 
 /// stb's zlib decoder with a bounded output (stbi_zlib_decode_buffer or its no-header variant):
 /// returns the bytes written, or -1 (corrupt data or more than `cap` bytes: see *why).

@@ -785,6 +785,15 @@ void check_output_path(const std::string& path) {
                      quoted(path) + " (valid: " + kValidExtensions + ")");
 }
 
+int encoded_channels(int channels, const std::string& ext) {
+  Format f;
+  if (!format_of(ext, &f)) return channels;  // PGM/PPM (16 bits) and others: as they are
+  const bool alpha = channels == 2 || channels == 4;
+  if (f == Format::jpg) return channels <= 2 ? 1 : 3;  // no alpha in JPEG
+  if (f == Format::bmp) return alpha ? 4 : 3;          // 24-bit BGR or 32-bit BGRA
+  return channels;
+}
+
 std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext, int quality,
                                        jpeg::Subsampling subsampling) {
   EncodeOptions opt;
@@ -821,10 +830,24 @@ std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext,
   std::vector<std::uint8_t> out;
   out.reserve(img.byte_count() + 1024);
   const void* px = img.pixels.data();
-  const int ok =
-      f == Format::bmp
-          ? stbi_write_bmp_to_func(append_bytes, &out, img.width, img.height, img.channels, px)
-          : stbi_write_tga_to_func(append_bytes, &out, img.width, img.height, img.channels, px);
+  int comp = img.channels;
+  // BMP has no gray+alpha layout, and stb_image_write writes 2 channels as 24-bit gray, alpha
+  // dropped: expanded to RGBA (gray in R, G and B), so it is written as 32-bit BGRA as RGBA is.
+  std::vector<std::uint8_t> rgba;
+  if (f == Format::bmp && img.channels == 2) {
+    const std::size_t n = img.pixel_count();
+    rgba.resize(n * 4);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint8_t g = img.pixels[2 * i], a = img.pixels[2 * i + 1];
+      rgba[4 * i] = rgba[4 * i + 1] = rgba[4 * i + 2] = g;
+      rgba[4 * i + 3] = a;
+    }
+    px = rgba.data();
+    comp = 4;
+  }
+  const int ok = f == Format::bmp
+                     ? stbi_write_bmp_to_func(append_bytes, &out, img.width, img.height, comp, px)
+                     : stbi_write_tga_to_func(append_bytes, &out, img.width, img.height, comp, px);
   if (!ok || out.empty())
     throw Error("stb_image_write failed to encode a " + std::to_string(img.width) + "x" +
                 std::to_string(img.height) + "x" + std::to_string(img.channels) + " " + ext +

@@ -17,6 +17,8 @@
 
 #include "histeq/error.hpp"
 #include "histeq/image16.hpp"
+#include "histeq/jpeg_codec.hpp"
+#include "io/decode_checks.hpp"
 
 namespace histeq {
 namespace {
@@ -93,6 +95,7 @@ Image16 decode_png16(const std::uint8_t* data, std::size_t size, const std::stri
   img.height = static_cast<int>(ihdr.height);
   img.channels = (gray ? 1 : 3) + (alpha ? 1 : 0);
   const std::size_t n = img.pixel_count();
+  img.icc = png::read_iccp(data, size);  // as decode_image reads it for 8-bit PNGs
   if (ihdr.bit_depth == 16 && !has_trns) {
     // The file's own layout (SPNG_FMT_PNG: host-endian 16-bit samples, channels as stored).
     img.pixels.resize(n * std::size_t(img.channels));
@@ -140,33 +143,18 @@ bool pnm_number(const std::uint8_t* d, std::size_t n, std::size_t& pos, std::uin
   return true;
 }
 
+/// Binary PGM/PPM at 16 bits: the header and samples read by the 8-bit decoder's own functions
+/// (decode_checks.cpp), so that both refuse the same files (maxval 0 or over 65535, data
+/// shorter than the header promises, a sample above maxval) with the same reasons.
 Image16 decode_pnm16(const std::uint8_t* d, std::size_t n, const std::string& name,
                      std::uint64_t max_pixels) {
-  const int channels = d[1] == '5' ? 1 : 3;
-  std::size_t pos = 2;
-  std::uint64_t w = 0, h = 0, maxval = 0;
-  if (!pnm_number(d, n, pos, w) || !pnm_number(d, n, pos, h) || !pnm_number(d, n, pos, maxval) ||
-      pos >= n || !std::isspace(d[pos])) {
-    throw Error(quoted(name) + ": corrupt PNM header");
-  }
-  ++pos;
-  if (maxval < 1 || maxval > 65535) throw Error(quoted(name) + ": PNM maxval outside 1..65535");
-  check_size(w, h, max_pixels, name);
-  const std::size_t bps = maxval > 255 ? 2 : 1;
-  const std::size_t samples = std::size_t(w) * std::size_t(h) * std::size_t(channels);
-  if (n - pos < samples * bps) throw Error(quoted(name) + ": truncated PNM");
+  detail::PnmHeader h;
+  if (std::string why = detail::pnm_header(d, n, &h); !why.empty())
+    throw Error(quoted(name) + " is not a decodable image: " + why);
+  check_size(h.width, h.height, max_pixels, name);
   Image16 img;
-  img.width = int(w);
-  img.height = int(h);
-  img.channels = channels;
-  img.pixels.resize(samples);
-  for (std::size_t i = 0; i < samples; ++i) {
-    std::uint32_t v =
-        bps == 2 ? (std::uint32_t(d[pos + 2 * i]) << 8) | d[pos + 2 * i + 1] : d[pos + i];
-    if (v > maxval) v = std::uint32_t(maxval);
-    if (maxval != 65535) v = std::uint32_t((std::uint64_t(v) * 65535 * 2 + maxval) / (2 * maxval));
-    img.pixels[i] = static_cast<std::uint16_t>(v);
-  }
+  if (std::string why = detail::pnm_decode16(d, n, h, &img); !why.empty())
+    throw Error(quoted(name) + " is not a decodable image: " + why);
   return img;
 }
 
@@ -216,8 +204,7 @@ Image16 decode_image16(const std::uint8_t* data, std::size_t size, const std::st
                        std::uint64_t max_pixels) {
   if (data == nullptr || size == 0) throw Error(quoted(name) + ": empty file");
   if (is_png(data, size)) return decode_png16(data, size, name, max_pixels);
-  if (size >= 3 && data[0] == 'P' && (data[1] == '5' || data[1] == '6'))
-    return decode_pnm16(data, size, name, max_pixels);
+  if (detail::is_binary_pnm(data, size)) return decode_pnm16(data, size, name, max_pixels);
   throw Error(quoted(name) + ": not a 16-bit capable image (PNG or binary PGM/PPM expected)");
 }
 
@@ -268,6 +255,16 @@ std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& 
                                          SPNG_COLOR_TYPE_TRUECOLOR_ALPHA};
   ihdr.color_type = kTypes[img.channels];
   int err = spng_set_ihdr(c.ctx, &ihdr);
+  // The ICC profile when it fits the channels, as the 8-bit writer does (libspng deflates it
+  // into an iCCP chunk before the image data).
+  spng_iccp iccp{};
+  if (!err && !img.icc.empty() && jpeg::icc_fits(img.icc, img.channels)) {
+    static const char kName[] = "ICC Profile";  // the 8-bit writer's name (png::insert_iccp)
+    std::memcpy(iccp.profile_name, kName, sizeof kName);
+    iccp.profile_len = img.icc.size();
+    iccp.profile = const_cast<char*>(reinterpret_cast<const char*>(img.icc.data()));
+    err = spng_set_iccp(c.ctx, &iccp);
+  }
   // SPNG_FMT_PNG takes the samples in the PNG's layout, host-endian (libspng swaps them).
   if (!err)
     err = spng_encode_image(c.ctx, img.pixels.data(), img.pixels.size() * 2, SPNG_FMT_PNG,
@@ -291,6 +288,7 @@ Image16 widen_to_16(const Image& img) {
   o.width = img.width;
   o.height = img.height;
   o.channels = img.channels;
+  o.icc = img.icc;
   o.pixels.resize(img.pixels.size());
   for (std::size_t i = 0; i < img.pixels.size(); ++i)
     o.pixels[i] = static_cast<std::uint16_t>(img.pixels[i] * 257);
@@ -302,6 +300,7 @@ Image narrow_to_8(const Image16& img) {
   o.width = img.width;
   o.height = img.height;
   o.channels = img.channels;
+  o.icc = img.icc;
   o.pixels.resize(img.pixels.size());
   for (std::size_t i = 0; i < img.pixels.size(); ++i)
     o.pixels[i] = static_cast<std::uint8_t>((std::uint32_t(img.pixels[i]) * 2 + 257) / 514);

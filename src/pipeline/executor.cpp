@@ -762,7 +762,8 @@ struct Executor::Impl {
         out = equalize_cpu(img, mode, apply, er);
         rep.times.equalize_ms = er.times.total_ms;
       }
-      rep.output_channels = apply ? out.channels : 0;
+      // the file's channels: a JPEG drops alpha, a BMP is BGR or BGRA (encoded_channels)
+      rep.output_channels = apply ? encoded_channels(out.channels, fmt) : 0;
       er.times.decode_ms = rep.times.decode_ms;
       if (apply) {
         er.luts.clear();  // not kept for a batch of equalized files (memory per report)
@@ -806,6 +807,7 @@ struct Executor::Impl {
     std::vector<std::uint8_t>().swap(it.bytes);
     if (!job.error.empty()) throw Error(job.error);
     rep.equalize.times.decode_ms = rep.times.decode_ms;
+    rep.output_channels = encoded_channels(rep.output_channels, fmt);  // the file's, as above
     if (job.jpeg_out) {
       job.host = Image();
     } else {
