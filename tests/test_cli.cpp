@@ -322,6 +322,29 @@ void expect_same_pixels(const std::string& a, const std::string& b) {
   EXPECT_TRUE(x.pixels == y.pixels) << a << " differs from " << b;
 }
 
+// An existing output that is not a regular file is written as cp writes it: a FIFO (standing in
+// for /dev/null and other devices, which a test should not touch) gets the image through the
+// pipe and stays a FIFO; `-o FIFO --format png` as `-o /dev/null --format png` would be used.
+TEST_F(Cli, OutputFifoIsWrittenNotReplaced) {
+  const std::string in = quote(sample("coins.png"));
+  ASSERT_EQ(
+      run("equalize " + in + " -o " + quote(out("ref.png").string()) + " --backend cpu").status, 0);
+  const std::vector<std::uint8_t> ref = read_bytes(out("ref.png"));
+  for (const char* name : {"f.png", "sink"}) {
+    SCOPED_TRACE(name);
+    const fs::path f = dir_ / name;
+    ASSERT_EQ(::mkfifo(f.c_str(), 0644), 0);
+    histeq::test::FifoReader reader(f);
+    const Result r = run("equalize " + in + " -o " + quote(f.string()) + " --backend cpu" +
+                         (std::string(name) == "sink" ? " --format png" : ""));
+    const std::vector<std::uint8_t> got = reader.finish();
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_TRUE(fs::is_fifo(f)) << "replaced by a regular file";
+    EXPECT_EQ(got, ref);
+  }
+  EXPECT_EQ(out_files(), std::vector<std::string>{"ref.png"}) << "no temporary file";
+}
+
 TEST_F(Cli, EqualizeCpuMatchesOpenCvGolden) {
   const Result r = run("equalize " + quote(sample("camera.png")) + " -o " +
                        quote(out("camera.png").string()) + " --backend cpu");

@@ -203,6 +203,20 @@ TEST_F(Batch, InputFormatWeCannotWriteAsksForFormat) {
   EXPECT_TRUE(fs::exists(p("out/g.png")));
 }
 
+// An existing output in the output folder that is a FIFO is written into, not replaced (the
+// batch writes as one file does: image_io's write_file_atomic).
+TEST_F(Batch, AFifoInTheOutputFolderIsWrittenNotReplaced) {
+  fs::create_directories(p("fo"));
+  ASSERT_EQ(::mkfifo(p("fo/moon.png").c_str(), 0644), 0);
+  histeq::test::FifoReader reader(p("fo/moon.png"));
+  const Result r = run("equalize " + q("in") + " -o " + q("fo") + " --backend cpu");
+  const std::vector<std::uint8_t> got = reader.finish();
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(fs::is_fifo(p("fo/moon.png")));
+  EXPECT_EQ(got, single(p("in/moon.png").string(), ".png"));
+  EXPECT_EQ(read_bytes(p("fo/chelsea.png")), single(p("in/chelsea.png").string(), ".png"));
+}
+
 TEST_F(Batch, CorruptFileInTheMiddleFailsAloneAndLeavesNothing) {
   fs::create_directories(p("mix"));
   fs::copy_file(sample("moon.png"), p("mix/a.png"));

@@ -80,7 +80,10 @@ std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext,
 /// Writes `size` bytes to `path` as save_image does: through a temporary file in the target's
 /// folder renamed over it when complete. Overwriting keeps the target's permission bits; a
 /// target without write permission is refused (as cp does, also for root: no write bit at all);
-/// a symlink target writes the file it points to and stays a link. Throws Error naming the file.
+/// a symlink target writes the file it points to and stays a link. An existing target that is
+/// not a regular file — a FIFO, a character or block device (/dev/null) — is opened and written
+/// directly, as cp does (no temporary file: a rename would replace it; a FIFO waits for its
+/// reader); a directory or a socket is refused. Throws Error naming the file.
 void write_file_atomic(const std::string& path, const std::uint8_t* data, std::size_t size);
 
 /// Width, height and channels from an image's header (stbi_info), without decoding; false when

@@ -6,7 +6,8 @@
 // empty file gets its own message), checks the header's dimensions with stbi_info_from_memory
 // before any pixel memory is allocated, then decodes. Saving encodes to memory, writes a
 // temporary file in the target's folder, fsyncs it and renames it over the target, so the
-// target is either the complete new image or untouched (and may be the input file itself).
+// target is either the complete new image or untouched (and may be the input file itself); an
+// existing target that is not a regular file (FIFO, device) is written directly, as cp does.
 #include "histeq/image_io.hpp"
 
 #include <fcntl.h>
@@ -857,37 +858,83 @@ bool image_info(const std::uint8_t* data, std::size_t size, int* width, int* hei
   return stbi_info_from_memory(data, int(size), width, height, channels) != 0;
 }
 
-void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std::size_t size) {
-  // A symlink is followed to the file it names (the link stays a link); a dangling one names
-  // the file to create.
-  const std::string path = [&] {
-    std::error_code ec;
-    fs::path p(path_in);
-    for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
-      const fs::path t = fs::read_symlink(p, ec);
-      if (ec) break;
-      p = t.is_absolute() ? t : (p.has_parent_path() ? p.parent_path() / t : t);
+namespace {
+
+/// A symlink is followed to the file it names (the link stays a link); a dangling one names
+/// the file to create.
+std::string resolve_symlinks(const std::string& path_in) {
+  std::error_code ec;
+  fs::path p(path_in);
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
+    const fs::path t = fs::read_symlink(p, ec);
+    if (ec) break;
+    p = t.is_absolute() ? t : (p.has_parent_path() ? p.parent_path() / t : t);
+  }
+  return p.string();
+}
+
+/// Writes all of [data, data + size) to fd in chunks of at most 4 MiB (a pipe takes less at a
+/// time: the rest is written on the next round); `tmp`, when given, is the temporary file the
+/// test hook sees after each chunk. Returns 0, or the errno of the failure with `what` set.
+int write_all(int fd, const std::uint8_t* data, std::size_t size, const char* tmp,
+              std::string& what) {
+  constexpr std::size_t kChunk = std::size_t(4) << 20;
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::write(fd, data + done, std::min(kChunk, size - done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      what =
+          "write failed after " + std::to_string(done) + " of " + std::to_string(size) + " bytes";
+      return err;
     }
-    return p.string();
-  }();
+    if (n == 0) {
+      what = "short write (" + std::to_string(done) + " of " + std::to_string(size) + " bytes)";
+      return ENOSPC;
+    }
+    done += std::size_t(n);
+    if (tmp != nullptr)
+      if (const SaveHook hook = g_save_hook.load()) hook(tmp, done);
+  }
+  return 0;
+}
+
+/// An existing target that is not a regular file (a FIFO, a character or block device) is
+/// written directly, as cp does: opened for writing (a FIFO waits for its reader), no temporary
+/// file, no rename, its mode and owner untouched. A socket cannot be opened: refused.
+void write_in_place(const std::string& path, const std::string& path_in, mode_t type,
+                    const std::uint8_t* data, std::size_t size) {
+  if (S_ISSOCK(type)) throw Error("cannot write " + quoted(path_in) + ": " + file_type_name(type));
+  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw Error("cannot write " + quoted(path_in) + ": " + std::strerror(errno));
+  std::string what;
+  const int err = write_all(fd, data, size, nullptr, what);
+  const int closed = ::close(fd) == 0 ? 0 : errno;
+  if (err != 0)
+    throw Error("cannot write " + quoted(path_in) + ": " + what + ": " + std::strerror(err));
+  if (closed != 0)
+    throw Error("cannot write " + quoted(path_in) + ": close failed: " + std::strerror(closed));
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std::size_t size) {
+  const std::string path = resolve_symlinks(path_in);
   // An existing target: its permission bits are kept; without write permission it is refused.
+  // One that is not a regular file (FIFO, device) is written in place (write_in_place).
   mode_t keep_mode = default_file_mode();
   {
     struct stat st {};
-    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    if (::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
       keep_mode = st.st_mode & 07777;
       const bool no_write_bit = (st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0;
       if (no_write_bit || ::access(path.c_str(), W_OK) != 0)
         throw Error("cannot write " + quoted(path_in) + ": the file is read-only (" +
                     std::strerror(EACCES) + ")");
+      if (!S_ISREG(st.st_mode)) return write_in_place(path, path_in, st.st_mode, data, size);
     }
   }
-  struct Span {
-    const std::uint8_t* p;
-    std::size_t n;
-    std::size_t size() const { return n; }
-    const std::uint8_t* data() const { return p; }
-  } bytes{data, size};
 
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -943,24 +990,8 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
     }
     throw Error("cannot write " + quoted(path) + ": " + what + ": " + std::strerror(err));
   };
-  // Written in chunks of at most 4 MiB; the test hook runs after each one.
-  constexpr std::size_t kChunk = std::size_t(4) << 20;
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, std::min(kChunk, bytes.size() - done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("write failed after " + std::to_string(done) + " of " + std::to_string(bytes.size()) +
-               " bytes",
-           errno);
-    }
-    if (n == 0)
-      fail("short write (" + std::to_string(done) + " of " + std::to_string(bytes.size()) +
-               " bytes)",
-           ENOSPC);
-    done += std::size_t(n);
-    if (const SaveHook hook = g_save_hook.load()) hook(tmp.c_str(), done);
-  }
+  std::string what;
+  if (const int err = write_all(fd, data, size, tmp.c_str(), what)) fail(what, err);
   if (::fchmod(fd, keep_mode) != 0) fail("chmod failed", errno);
   if (::fsync(fd) != 0) fail("fsync failed", errno);
   const int closed = ::close(fd);

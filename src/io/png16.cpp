@@ -17,6 +17,7 @@
 
 #include "histeq/error.hpp"
 #include "histeq/image16.hpp"
+#include "histeq/image_io.hpp"
 
 namespace histeq {
 namespace {
@@ -170,34 +171,6 @@ Image16 decode_pnm16(const std::uint8_t* d, std::size_t n, const std::string& na
   return img;
 }
 
-void write_atomically(const std::vector<std::uint8_t>& bytes, const std::string& path) {
-  const std::string tmp = path + ".histeq-tmp-" + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(quoted(path) + ": cannot write: " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t k = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      const int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(quoted(path) + ": cannot write: " + std::strerror(e));
-    }
-    done += std::size_t(k);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    throw Error(quoted(path) + ": cannot write: " + std::strerror(e));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    throw Error(quoted(path) + ": cannot write: " + std::strerror(e));
-  }
-}
-
 }  // namespace
 
 bool is_16bit_image(const std::string& path) {
@@ -283,7 +256,8 @@ std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& 
 }
 
 void save_image16(const Image16& img, const std::string& path) {
-  write_atomically(encode_image16(img, lower_ext(path)), path);
+  const std::vector<std::uint8_t> bytes = encode_image16(img, lower_ext(path));
+  write_file_atomic(path, bytes.data(), bytes.size());  // as every output: image_io.hpp
 }
 
 Image16 widen_to_16(const Image& img) {
