@@ -195,8 +195,11 @@ TEST(CliInProcess, ThrowsUsageErrorWithoutPrinting) {
 TEST_F(Cli, MissingFile) { expect_fails((dir_ / "nope.png").string(), "", 1, "nope.png"); }
 
 TEST_F(Cli, Directory) {
+  // A folder into one image file name is a usage error (a folder input is a batch, whose -o
+  // names the output folder), whatever the folder is called.
   fs::create_directory(dir_ / "adir.png");
-  expect_fails((dir_ / "adir.png").string(), "", 1, "adir.png");
+  expect_fails((dir_ / "adir.png").string(), "", 2,
+               "'" + (dir_ / "adir.png").string() + "' is a folder");
 }
 
 TEST_F(Cli, EmptyFile) {

@@ -203,6 +203,27 @@ TEST_F(Batch, InputFormatWeCannotWriteAsksForFormat) {
   EXPECT_TRUE(fs::exists(p("out/g.png")));
 }
 
+// A folder into an image file name is the usage error that several inputs into one get (exit 2,
+// before any work), not "cannot read: it is a directory"; an existing folder of that name is
+// still an output folder.
+TEST_F(Batch, FolderInputIntoAnImageFileNameIsAUsageError) {
+  for (const char* cmd : {"equalize", "clahe"}) {
+    SCOPED_TRACE(cmd);
+    const Result r =
+        run(std::string(cmd) + " " + q("in") + " -o " + q("out.png") + " --backend cpu");
+    EXPECT_EQ(r.status, 2) << r;
+    EXPECT_NE(r.err.find("-o '" + p("out.png").string() + "' is an image file name"),
+              std::string::npos)
+        << r;
+    EXPECT_NE(r.err.find("names the output folder"), std::string::npos) << r;
+    EXPECT_FALSE(fs::exists(p("out.png")));
+  }
+  fs::create_directories(p("folder.png"));
+  const Result r = run("equalize " + q("in") + " -o " + q("folder.png") + " --backend cpu");
+  EXPECT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(fs::exists(p("folder.png/moon.png")));
+}
+
 // An existing output in the output folder that is a FIFO is written into, not replaced (the
 // batch writes as one file does: image_io's write_file_atomic).
 TEST_F(Batch, AFifoInTheOutputFolderIsWrittenNotReplaced) {

@@ -78,8 +78,8 @@ void add_equalize_options(Command& c, bool clahe) {
 }
 
 /// True when the command line is a batch: several inputs, or a folder input / an existing folder
-/// as -o (unless -o has an image extension: then it is the one output file, and a folder there
-/// is an error as before), or -o ending in '/'. Refuses several inputs into one image name.
+/// as -o, or -o ending in '/'. Refuses several inputs, or a folder, into one image file name (-o
+/// with an image extension that is not an existing folder): a usage error, before any work.
 bool is_batch(const std::string& cmd, const std::vector<std::string>& inputs,
               const std::string& output) {
   std::error_code ec;
@@ -96,8 +96,14 @@ bool is_batch(const std::string& cmd, const std::vector<std::string>& inputs,
                      "(see 'histeq " +
                      cmd + " --help')");
   }
-  return inputs.size() > 1 || (!output.empty() && output.back() == '/') ||
-         (!out_is_image_name && ((input != "-" && fs::is_directory(input, ec)) || out_is_dir));
+  const bool in_is_dir = input != "-" && fs::is_directory(input, ec);
+  if (in_is_dir && out_is_image_name && !out_is_dir)
+    throw UsageError("'" + input + "' is a folder but -o '" + output +
+                     "' is an image file name; with a folder input -o names the output folder "
+                     "(see 'histeq " +
+                     cmd + " --help')");
+  return inputs.size() > 1 || (!output.empty() && output.back() == '/') || in_is_dir ||
+         (!out_is_image_name && out_is_dir);
 }
 
 int run_equalize_batch(const cxxopts::ParseResult& r, bool clahe,
