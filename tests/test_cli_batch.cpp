@@ -224,6 +224,27 @@ TEST_F(Batch, FolderInputIntoAnImageFileNameIsAUsageError) {
   EXPECT_TRUE(fs::exists(p("folder.png/moon.png")));
 }
 
+// -r with the output folder inside the input folder: the walk does not enter it (compared by
+// canonical path, so another spelling of it is skipped too), so a second run re-processes
+// nothing of the first run's outputs. The same for clahe.
+TEST_F(Batch, RecursiveWalkSkipsAnOutputFolderInsideTheInput) {
+  for (const char* cmd : {"equalize", "clahe"}) {
+    SCOPED_TRACE(cmd);
+    const std::string outdir = std::string("out-") + cmd;
+    for (int run_no = 0; run_no < 2; ++run_no) {
+      const std::string o = run_no == 0 ? q("in/" + outdir) : q("in/sub/../" + outdir + "/");
+      const Result r =
+          run(std::string(cmd) + " " + q("in") + " -r -o " + o + " --backend cpu --json");
+      ASSERT_EQ(r.status, 0) << r;
+      EXPECT_EQ(lines_of(r.out).size(), 4u) << "3 files and the summary, run " << run_no << "\n"
+                                            << r;
+    }
+    EXPECT_EQ(files_under("in/" + outdir),
+              (std::vector<std::string>{"chelsea.png", "moon.png", "sub/coins.png"}));
+    fs::remove_all(p("in/" + outdir));  // the next command's walk starts from the same inputs
+  }
+}
+
 // An existing output in the output folder that is a FIFO is written into, not replaced (the
 // batch writes as one file does: image_io's write_file_atomic).
 TEST_F(Batch, AFifoInTheOutputFolderIsWrittenNotReplaced) {

@@ -35,8 +35,20 @@ struct Planned {
 };
 
 /// The files of the inputs: a file as itself (its name), a folder's image files by their
-/// extension (sorted; recursive with -r) with the path under the folder.
-std::vector<Planned> collect_inputs(const std::vector<std::string>& inputs, bool recursive) {
+/// extension (sorted; recursive with -r) with the path under the folder. The walk of -r does not
+/// enter the output folder `outdir` (empty: none) when it lies inside an input folder, compared
+/// by canonical path: a second run of `equalize d -r -o d/out` must not take the first run's
+/// outputs as inputs (and write d/out/out/...).
+std::vector<Planned> collect_inputs(const std::vector<std::string>& inputs, bool recursive,
+                                    const std::string& outdir) {
+  std::error_code oec;
+  const fs::path out_canon = outdir.empty() ? fs::path() : fs::weakly_canonical(outdir, oec);
+  auto is_output_folder = [&](const fs::directory_entry& e) {
+    std::error_code ec2;
+    if (out_canon.empty() || oec || !e.is_directory(ec2)) return false;
+    const fs::path c = fs::canonical(e.path(), ec2);
+    return !ec2 && c == out_canon;
+  };
   std::vector<Planned> v;
   for (const std::string& in : inputs) {
     std::error_code ec;
@@ -51,8 +63,13 @@ std::vector<Planned> collect_inputs(const std::vector<std::string>& inputs, bool
         for (fs::recursive_directory_iterator
                  it(in, fs::directory_options::skip_permission_denied, ec),
              end;
-             !ec && it != end; it.increment(ec))
+             !ec && it != end; it.increment(ec)) {
+          if (is_output_folder(*it)) {
+            it.disable_recursion_pending();
+            continue;
+          }
           take(*it);
+        }
       } else {
         for (fs::directory_iterator it(in, ec), end; !ec && it != end; it.increment(ec)) take(*it);
       }
@@ -139,7 +156,7 @@ std::string output_of(const Planned& p, const std::string& outdir, const std::st
 std::vector<WorkItem> plan_items(const cxxopts::ParseResult& r, Task task,
                                  const std::vector<std::string>& inputs, const std::string& outdir,
                                  const std::string& format) {
-  const std::vector<Planned> planned = collect_inputs(inputs, r.count("recursive") > 0);
+  const std::vector<Planned> planned = collect_inputs(inputs, r.count("recursive") > 0, outdir);
   std::vector<WorkItem> items;
   std::map<std::string, std::string> seen;  // output → input
   for (const Planned& p : planned) {
