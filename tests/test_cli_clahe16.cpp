@@ -428,6 +428,35 @@ TEST_F(CliClahe16, AFolderOfMixed8And16BitFiles) {
   EXPECT_TRUE(fs::exists(path("out-jpg8/a16.jpg")));
 }
 
+// Every per-file failure of the 16-bit path names its file, once, and the other files go on
+// (exit 1): a colour image under --format pgm, a 16-bit colour image under --mode luma (refused
+// per file: an 8-bit colour file in the same batch takes luma).
+TEST_F(CliClahe16, BatchErrorsOfThe16BitPathNameTheFile) {
+  save_image16(band16(60, 40, 1000, 1200, 1), path("g16.pgm"));
+  save_image16(random16(50, 30, 3, 2), path("c16.ppm"));
+  save_image16(random16(50, 30, 3, 3), path("c16.png"));
+  fs::copy_file(test::source_path("samples/chelsea.png"), path("c.png"));
+
+  Result r = run("equalize " + q("g16.pgm") + " " + q("c16.ppm") + " -o " + q("outp") +
+                 " --format pgm --backend cpu");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("error: '" + path("c16.ppm") + "'"), std::string::npos) << r;
+  EXPECT_EQ(test::lines_of(r.err).size(), 2u) << "the error once, then the summary\n" << r;
+  EXPECT_TRUE(is_16bit_image(path("outp/g16.pgm")));
+  EXPECT_FALSE(fs::exists(path("outp/c16.pgm")));
+
+  r = run("equalize " + q("c16.png") + " " + q("c.png") + " -o " + q("outl") +
+          " --mode luma --backend cpu --json");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("error: '" + path("c16.png") + "'"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("--mode rgb"), std::string::npos) << r;
+  const auto first = nlohmann::json::parse(test::lines_of(r.out).at(0));
+  EXPECT_FALSE(first["ok"].get<bool>());
+  EXPECT_NE(first["error"].get<std::string>().find(path("c16.png")), std::string::npos) << r;
+  EXPECT_TRUE(fs::exists(path("outl/c.png")));
+  EXPECT_FALSE(fs::exists(path("outl/c16.png")));
+}
+
 // ---- GPU: the CLI on --backend cuda equals --backend cpu (skips without a device) ----
 
 TEST_F(CliClahe16, CudaEqualsCpu) {

@@ -62,10 +62,13 @@ Mode mode16(const std::optional<Mode>& asked, int channels) {
   return asked.value_or(Mode::rgb);
 }
 
-void check_mode16(Mode m, int channels) {
+/// name: the file the message names (in a batch the other files go on), or empty.
+void check_mode16(Mode m, int channels, const std::string& name = std::string()) {
   if (channels >= 3 && m != Mode::rgb)
-    throw UsageError(std::string("16-bit colour images are processed per channel: --mode ") +
-                     to_string(m) + " needs 16-bit YCbCr; use --mode rgb, or --depth 8");
+    throw UsageError((name.empty() ? std::string("16-bit colour images are")
+                                   : "'" + name + "' is a 16-bit colour image,") +
+                     " processed per channel: --mode " + to_string(m) +
+                     " needs 16-bit YCbCr; use --mode rgb, or --depth 8");
 }
 
 /// In a batch on the GPU: the calling thread's current device becomes the next of the list.
@@ -194,7 +197,7 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
     rep.height = img.height;
     rep.channels = img.channels;
     const Mode m = mode16(opt.equalize.mode, img.channels);
-    check_mode16(m, img.channels);
+    check_mode16(m, img.channels, name);
     er.mode = m;
     std::string used;
     t0 = Clock::now();

@@ -926,6 +926,17 @@ std::size_t item_cost(const std::vector<std::uint8_t>& bytes) {
   return cost;
 }
 
+/// A failed item's error names its file: the decoders and writers say 'input' or 'output'
+/// themselves; a cause that names neither (an encoder that cannot hold the image's channels,
+/// the caller's item_op) gets the input's path in front, as the others read.
+void name_the_file(ItemReport& rep) {
+  if (rep.error.empty()) return;
+  const auto names = [&](const std::string& path) {
+    return !path.empty() && rep.error.find("'" + path + "'") != std::string::npos;
+  };
+  if (!names(rep.input) && !names(rep.output)) rep.error = "'" + rep.input + "': " + rep.error;
+}
+
 }  // namespace
 
 /// One run(): the reader thread, the worker pool and the in-order reports, and what they share
@@ -950,6 +961,7 @@ struct Executor::Run {
   }
 
   void finish(std::unique_ptr<Loaded> it) {
+    name_the_file(it->rep);
     std::lock_guard<std::mutex> lock(mu);
     inflight_bytes -= it->cost;
     it->cost = 0;
