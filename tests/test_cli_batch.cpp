@@ -190,14 +190,20 @@ TEST_F(Batch, CollisionsAreUsageErrorsBeforeAnyWork) {
 }
 
 TEST_F(Batch, InputFormatWeCannotWriteAsksForFormat) {
-  // A binary PGM (P5): read, but not written by histeq.
-  std::vector<std::uint8_t> pgm = {'P', '5', '\n', '4', ' ', '2', '\n', '2', '5', '5', '\n'};
-  for (int i = 0; i < 8; ++i) pgm.push_back(std::uint8_t(i * 30));
-  write_bytes(p("in/g.pgm"), pgm);
+  // A GIF: read, but not written by histeq (the plan looks at the name only: no work is done).
+  write_bytes(p("in/still.gif"), {'G', 'I', 'F', '8', '9', 'a'});
   Result r = run("equalize " + q("in") + " -o " + q("out") + " --backend cpu");
   EXPECT_EQ(r.status, 2) << r;
   EXPECT_NE(r.err.find("--format"), std::string::npos) << r;
   EXPECT_FALSE(fs::exists(p("out")));
+  fs::remove(p("in/still.gif"));
+  // A binary PGM (P5) keeps its format, as it does for one file; --format changes it.
+  std::vector<std::uint8_t> pgm = {'P', '5', '\n', '4', ' ', '2', '\n', '2', '5', '5', '\n'};
+  for (int i = 0; i < 8; ++i) pgm.push_back(std::uint8_t(i * 30));
+  write_bytes(p("in/g.pgm"), pgm);
+  r = run("equalize " + q("in") + " -o " + q("out") + " --backend cpu");
+  EXPECT_EQ(r.status, 0) << r;
+  EXPECT_EQ(read_bytes(p("out/g.pgm")), single(p("in/g.pgm").string(), ".pgm"));
   r = run("equalize " + q("in") + " -o " + q("out") + " --backend cpu --format png");
   EXPECT_EQ(r.status, 0) << r;
   EXPECT_TRUE(fs::exists(p("out/g.png")));

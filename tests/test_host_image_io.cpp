@@ -444,6 +444,35 @@ TEST_F(ImageIo, AnExistingFifoIsWrittenInPlaceNotReplaced) {
   EXPECT_TRUE(fs::is_fifo(p));
 }
 
+// ---- binary PGM/PPM out ----
+
+// 8-bit PGM/PPM are written as histeq reads them (maxval 255): .pgm for gray, .ppm for colour,
+// .pnm either; a colour image as .pgm, gray as .ppm or alpha in any of them is a UsageError that
+// names the extension that fits.
+TEST_F(ImageIo, EightBitPgmPpmPnmRoundTrip) {
+  const Image g = test_image(31, 17, 1), c = test_image(31, 17, 3);
+  const struct {
+    const Image& img;
+    const char* ext;
+    const char* magic;
+  } cases[] = {{g, ".pgm", "P5"}, {c, ".ppm", "P6"}, {g, ".pnm", "P5"}, {c, ".PNM", "P6"}};
+  for (const auto& k : cases) {
+    SCOPED_TRACE(k.ext);
+    const std::vector<std::uint8_t> b = encode_image(k.img, k.ext);
+    const std::string head = std::string(k.magic) + "\n31 17\n255\n";
+    ASSERT_GE(b.size(), head.size());
+    EXPECT_EQ(std::string(b.begin(), b.begin() + std::ptrdiff_t(head.size())), head);
+    const Image back = decode_image(b.data(), b.size(), "mem", kDefaultMaxPixels);
+    EXPECT_EQ(back.channels, k.img.channels);
+    EXPECT_EQ(back.pixels, k.img.pixels);
+  }
+  save_image(c, path("c.ppm"));
+  EXPECT_EQ(load_image(path("c.ppm")).pixels, c.pixels);
+  expect_error<UsageError>([&] { encode_image(c, ".pgm"); }, {".pgm", "colour", ".ppm", ".pnm"});
+  expect_error<UsageError>([&] { encode_image(g, ".ppm"); }, {".ppm", "gray", ".pgm"});
+  expect_error<UsageError>([&] { encode_image(test_image(4, 4, 4), ".pnm"); }, {"alpha", ".png"});
+}
+
 TEST_F(ImageIo, ShortWriteLeavesNothingAndKeepsTheOldFile) {
   // A file-size limit makes write() fail part way (EFBIG), as a full disk would (ENOSPC).
   const std::string p = path("full.png");

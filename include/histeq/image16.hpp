@@ -42,8 +42,8 @@ Image16 decode_image16(const std::uint8_t* data, std::size_t size, const std::st
                        std::uint64_t max_pixels = std::uint64_t(1) << 28);
 
 /// Writes a 16-bit PNG (.png, libspng; gray, gray+alpha, RGB, RGBA by channel count) or a binary
-/// 16-bit PGM/PPM (.pgm 1 channel, .ppm 3 channels; maxval 65535, big-endian), by extension
-/// (case-insensitive), as every output is written: write_file_atomic (image_io.hpp;
+/// 16-bit PGM/PPM (.pgm 1 channel, .ppm 3 channels, .pnm either; maxval 65535, big-endian), by
+/// extension (case-insensitive), as every output is written: write_file_atomic (image_io.hpp;
 /// permissions kept, symlinks followed, a FIFO or device written in place).
 /// Throws UsageError for another extension or a channel count the format cannot hold, Error
 /// for I/O failures.

@@ -49,7 +49,7 @@ struct EncodeOptions {
   jpeg::Subsampling subsampling = jpeg::Subsampling::s420;  ///< JPEG chroma (gray: 4:0:0)
 };
 
-/// Output formats by extension: .png .jpg/.jpeg .bmp .tga (case-insensitive).
+/// Output formats by extension: .png .jpg/.jpeg .bmp .tga .pgm .ppm .pnm (case-insensitive).
 /// Throws UsageError for any other extension, naming the valid ones.
 void check_output_path(const std::string& path);
 
@@ -71,7 +71,10 @@ void save_image(const Image& img, const std::string& path, const EncodeOptions& 
 
 /// Encodes to memory (format by extension as save_image); used by save_image and the fuzzer.
 /// PNG: stb_image_write's writer with a fixed Paeth filter and libdeflate's zlib at
-/// opt.png_level. Throws UsageError for an unknown extension or an option out of range.
+/// opt.png_level. .pgm/.ppm/.pnm: a binary PGM (P5, gray) or PPM (P6, colour) of maxval 255;
+/// .pgm takes 1 channel, .ppm 3, .pnm either. Throws UsageError for an unknown extension, an
+/// option out of range, or a channel count the PGM/PPM extension cannot hold (the message names
+/// the one that fits; alpha: .png).
 std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext, int quality = 95,
                                        jpeg::Subsampling subsampling = jpeg::Subsampling::s420);
 std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext,

@@ -147,7 +147,8 @@ std::string output_of(const Planned& p, const std::string& outdir, const std::st
     throw UsageError(
         "cannot write '" + p.input + "' in its own format (" +
         (rel.extension().empty() ? std::string("no extension") : rel.extension().string()) +
-        "; histeq writes png, jpg, bmp, tga): add --format png (or jpg, bmp, tga)");
+        "; histeq writes png, jpg, bmp, tga, pgm, ppm, pnm): add --format png (or jpg, bmp, tga, "
+        "pnm)");
   }
   return (fs::path(outdir) / rel).lexically_normal().string();
 }

@@ -71,6 +71,14 @@ void check_mode16(Mode m, int channels, const std::string& name = std::string())
                      " needs 16-bit YCbCr; use --mode rgb, or --depth 8");
 }
 
+/// The writer encode_image uses for an extension (lower case), named as the executor names it.
+const char* encoder_name8(const std::string& ext) {
+  if (ext == ".jpg" || ext == ".jpeg") return "libjpeg-turbo";
+  if (ext == ".png") return "histeq-png+libdeflate";
+  if (ext == ".pgm" || ext == ".ppm" || ext == ".pnm") return "pnm";
+  return "stb";
+}
+
 /// In a batch on the GPU: the calling thread's current device becomes the next of the list.
 void next_device(const ItemOpOptions& opt) {
   if (!opt.spread_over_devices || resolve_backend(opt.equalize.backend) != Backend::cuda) return;
@@ -107,7 +115,7 @@ bool needs_item_op(const ItemOpOptions& opt, bool input_is_16bit) {
 
 bool holds_16bit(const std::string& ext) {
   const std::string e = lower(ext);
-  return e == ".png" || e == ".pgm" || e == ".ppm";
+  return e == ".png" || e == ".pgm" || e == ".ppm" || e == ".pnm";
 }
 
 std::vector<Histogram> histograms16(const Image16& img, Mode mode, Backend backend,
@@ -159,13 +167,10 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
   const std::string ext = apply ? lower(out_ext) : std::string();
   // Refuse an output that cannot hold the result before decoding.
   if (apply && work16 && !holds_16bit(ext))
-    throw UsageError("'" + name + "' is processed at 16 bits, which a " + ext.substr(1) +
-                     " file cannot hold (8 bits per sample): write .png (or .pgm/.ppm), or add "
-                     "--depth 8 to convert to 8 bits");
-  if (apply && !work16 && (ext == ".pgm" || ext == ".ppm"))
-    throw UsageError("'" + name +
-                     "' is processed at 8 bits and histeq writes .pgm/.ppm at 16 "
-                     "bits only: write .png, jpg, bmp or tga, or add --depth 16");
+    throw UsageError(
+        "'" + name + "' is processed at 16 bits, which a " + ext.substr(1) +
+        " file cannot hold (8 bits per sample): write .png (or .pgm/.ppm/.pnm), or add "
+        "--depth 8 to convert to 8 bits");
 
   if (opt.kind == ItemOpKind::clahe && work16) {
     try {
@@ -222,7 +227,7 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
       Image16().pixels.swap(img.pixels);
       t0 = Clock::now();
       encoded = encode_image16(out, ext);
-      rep.encoder = ext == ".png" ? "libspng" : "pnm";
+      rep.encoder = ext == ".png" ? "libspng" : "pnm";  // PGM/PPM (io/pnm_write.hpp)
       rep.times.encode_ms = ms_since(t0);
     }
   } else {
@@ -264,7 +269,7 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
       Image().pixels.swap(img.pixels);
       t0 = Clock::now();
       encoded = encode_image(out, ext, opt.encode);
-      rep.encoder = (ext == ".jpg" || ext == ".jpeg") ? "libjpeg-turbo" : "stb";
+      rep.encoder = encoder_name8(ext);
       rep.times.encode_ms = ms_since(t0);
     }
   }

@@ -35,9 +35,9 @@ void add_equalize_options(Command& c, bool clahe) {
   c.options.add_options()("input", "input images or folders ('-': standard input)",
                           cxxopts::value<std::vector<std::string>>());
   c.add("o,output",
-        "output image (one input; the format follows the extension .png .jpg .jpeg .bmp .tga; may "
-        "equal INPUT; '-': standard output, needs --format), or the output folder (several inputs "
-        "or a folder; created if missing)",
+        "output image (one input; the format follows the extension .png .jpg .jpeg .bmp .tga .pgm "
+        ".ppm .pnm; may equal INPUT; '-': standard output, needs --format), or the output folder "
+        "(several inputs or a folder; created if missing)",
         cxxopts::value<std::string>(), "OUTPUT");
   add_kernel_backend(c);
   add_batch_options(c, true);
@@ -211,8 +211,7 @@ Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::strin
     throw UsageError("-o - (standard output) needs --format png|jpg|bmp|tga");
   } else {
     s.out_ext = fs::path(output).extension().string();
-    // before any work: an unknown extension is a usage error (.pgm/.ppm: 16-bit outputs)
-    if (!pnm_ext(s.out_ext)) check_output_path(output);
+    check_output_path(output);  // before any work: an unknown extension is a usage error
   }
   s.cm = read_common(r);
   if (!clahe) s.cm.opt.formula = parse_formula(r["formula"].as<std::string>());
@@ -333,7 +332,7 @@ Equalized equalize_one(Single& s, const std::vector<std::uint8_t>& bytes, Clock:
                        std::ostream& out, std::ostream& err) {
   const bool jpg_out = jpeg_ext(fs_extension_lower(s.out_ext));
   Equalized e;
-  e.encoder = jpg_out ? "libjpeg-turbo" : "stb_image_write";
+  e.encoder = jpg_out ? "libjpeg-turbo" : (pnm_ext(s.out_ext) ? "pnm" : "stb_image_write");
   const bool is_jpeg = jpeg::is_jpeg(bytes.data(), bytes.size());
   if (is_jpeg) e.decoder = "libjpeg-turbo";
   std::unique_ptr<gpu::JpegCodec> codec;
@@ -433,7 +432,7 @@ int run_single(const cxxopts::ParseResult& r, bool clahe, const std::string& inp
   const std::vector<std::uint8_t> bytes = input == "-" ? read_stdin() : read_image_file(input);
   // CLAHE, 16-bit inputs, --depth 16: the per-file operation (the same as in a batch)
   s.settle_probe(err);
-  if (needs_item_op(s.io, is_16bit_data(bytes.data(), bytes.size())) || pnm_ext(s.out_ext)) {
+  if (needs_item_op(s.io, is_16bit_data(bytes.data(), bytes.size()))) {
     ItemReport ir;
     emit(s, run_item(s.io, bytes.data(), bytes.size(), s.name, s.out_ext, ir), out);
     print_item_op_report(s, ir, ms_since(t_start), out, err);

@@ -276,8 +276,8 @@ void add_batch_options(Command& c, bool equalize) {
   c.add_flag("quiet", "no notes, no progress bar, no summary line on stderr (errors still)");
   if (equalize) {
     c.add("format",
-          "output format of every file: png, jpg, bmp, tga; pgm, ppm for 16-bit outputs (default: "
-          "each input's own; required with -o -)",
+          "output format of every file: png, jpg, bmp, tga, pgm (gray), ppm (colour), pnm (PGM for "
+          "gray, PPM for colour) (default: each input's own; required with -o -)",
           cxxopts::value<std::string>(), "FMT");
     c.add("png-level", "PNG deflate level 0..9 (libdeflate; 0: stored, 9: smallest)",
           cxxopts::value<int>()->default_value(std::to_string(kDefaultPngLevel)), "L");
@@ -298,7 +298,8 @@ bool readable_ext(const std::string& e) {
   return false;
 }
 bool writable_ext(const std::string& e) {
-  return e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".bmp" || e == ".tga";
+  return e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".bmp" || e == ".tga" || e == ".pgm" ||
+         e == ".ppm" || e == ".pnm";
 }
 
 std::string parse_format(const std::string& f) {
@@ -307,9 +308,8 @@ std::string parse_format(const std::string& f) {
   if (!e.empty() && e[0] == '.') e.erase(0, 1);
   if (e == "png" || e == "jpg" || e == "bmp" || e == "tga") return "." + e;
   if (e == "jpeg") return ".jpg";
-  if (e == "pgm" || e == "ppm") return "." + e;  // 16-bit outputs only (cli/depth.cpp)
-  throw UsageError("unknown --format '" + f +
-                   "' (valid: png, jpg, bmp, tga; pgm, ppm for 16-bit outputs)");
+  if (e == "pgm" || e == "ppm" || e == "pnm") return "." + e;  // 8 or 16 bits (io/pnm_write.hpp)
+  throw UsageError("unknown --format '" + f + "' (valid: png, jpg, bmp, tga, pgm, ppm, pnm)");
 }
 
 std::vector<int> parse_devices(const std::string& s) {
@@ -328,6 +328,11 @@ std::vector<int> parse_devices(const std::string& s) {
 }
 
 bool jpeg_ext(const std::string& e) { return e == ".jpg" || e == ".jpeg"; }
+
+bool pnm_ext(std::string e) {
+  for (char& ch : e) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return e == ".pgm" || e == ".ppm" || e == ".pnm";
+}
 
 int read_png_level(const cxxopts::ParseResult& r) {
   const int level = r["png-level"].as<int>();
@@ -421,18 +426,12 @@ ItemOpOptions item_op_options(const cxxopts::ParseResult& r, const Common& cm, I
   return io;
 }
 
-bool pnm_ext(std::string e) {
-  for (char& ch : e) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-  return e == ".pgm" || e == ".ppm";
-}
-
 ExecutorOptions::ItemOp make_item_op(ItemOpOptions io, const cxxopts::ParseResult& r) {
   io.spread_over_devices = true;
   if (r.count("devices")) io.devices = parse_devices(r["devices"].as<std::string>());
   return [io](const std::vector<std::uint8_t>& bytes, const std::string& ext, ItemReport& rep,
               std::vector<std::uint8_t>* encoded) {
-    if (!needs_item_op(io, is_16bit_data(bytes.data(), bytes.size())) && !pnm_ext(ext))
-      return false;
+    if (!needs_item_op(io, is_16bit_data(bytes.data(), bytes.size()))) return false;
     *encoded = run_item(io, bytes.data(), bytes.size(), rep.input, ext, rep);
     return true;
   };

@@ -108,8 +108,9 @@ std::string parse_format(const std::string& f);
 std::vector<int> parse_devices(const std::string& s);
 /// The extension of a path, lower case, with its dot ("" when none).
 std::string fs_extension_lower(const std::string& path);
-bool pnm_ext(std::string e);
 bool jpeg_ext(const std::string& e);
+/// .pgm, .ppm, .pnm (any case): binary PGM/PPM outputs, 8 or 16 bits.
+bool pnm_ext(std::string e);
 
 /// Standard input, whole.
 std::vector<std::uint8_t> read_stdin();

@@ -1,6 +1,7 @@
 // image_io.cpp — 8-bit image files in and out, with stb_image / stb_image_write (Debian
 // libstb-dev; the implementations are compiled here, once, from the system headers) and, for
-// writing PNG, histeq's own writer on libdeflate (write_png8: see "the PNG writer" below).
+// writing PNG, histeq's own writer on libdeflate (write_png8: see "the PNG writer" below), and
+// for binary PGM/PPM its own few lines (write_pnm8).
 //
 // Loading reads the whole file into memory first (so that a missing file, a directory or an
 // empty file gets its own message), checks the header's dimensions with stbi_info_from_memory
@@ -39,6 +40,7 @@
 #include "histeq/error.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "io/decode_checks.hpp"
+#include "io/pnm_write.hpp"
 #include "png_fast.hpp"
 
 #include <libdeflate.h>
@@ -112,7 +114,7 @@ std::string lower(std::string s) {
   return s;
 }
 
-enum class Format { png, jpg, bmp, tga };
+enum class Format { png, jpg, bmp, tga, pnm };
 
 /// Format of an extension (".png" or "png", any case); false when not one we write.
 bool format_of(std::string ext, Format* out) {
@@ -126,12 +128,14 @@ bool format_of(std::string ext, Format* out) {
     *out = Format::bmp;
   else if (ext == "tga")
     *out = Format::tga;
+  else if (ext == "pgm" || ext == "ppm" || ext == "pnm")
+    *out = Format::pnm;
   else
     return false;
   return true;
 }
 
-constexpr const char* kValidExtensions = ".png, .jpg, .jpeg, .bmp, .tga";
+constexpr const char* kValidExtensions = ".png, .jpg, .jpeg, .bmp, .tga, .pgm, .ppm, .pnm";
 
 const char* file_type_name(mode_t m) {
   if (S_ISDIR(m)) return "it is a directory";
@@ -776,6 +780,24 @@ void install_signal_cleanup() {
   }
 }
 
+namespace {
+
+/// A binary PGM (P5) or PPM (P6) of maxval 255: the header, then the samples as they are.
+std::vector<std::uint8_t> write_pnm8(const Image& img, const std::string& ext_in) {
+  std::string ext = lower(ext_in);
+  if (!ext.empty() && ext[0] != '.') ext = "." + ext;
+  const char kind = detail::pnm_kind(ext, img.channels, 8);
+  const std::string head = std::string("P") + kind + "\n" + std::to_string(img.width) + " " +
+                           std::to_string(img.height) + "\n255\n";
+  std::vector<std::uint8_t> out;
+  out.reserve(head.size() + img.pixels.size());
+  out.insert(out.end(), head.begin(), head.end());
+  out.insert(out.end(), img.pixels.begin(), img.pixels.end());
+  return out;
+}
+
+}  // namespace
+
 void set_save_hook_for_testing(SaveHook hook) { g_save_hook.store(hook); }
 
 void check_output_path(const std::string& path) {
@@ -816,9 +838,10 @@ std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext,
   if (opt.png_level < 0 || opt.png_level > 9)
     throw UsageError("PNG level " + std::to_string(opt.png_level) + " out of range (valid: 0..9)");
   // PNG: histeq's own writer (write_png8, above); JPEG: libjpeg-turbo (jpeg_codec.hpp), 4:2:0
-  // colour, 1-component gray; BMP and TGA: stb_image_write.
+  // colour, 1-component gray; PGM/PPM: write_pnm8; BMP and TGA: stb_image_write.
   if (f == Format::png) return write_png8(img, opt.png_level);
   if (f == Format::jpg) return jpeg::encode(img, {quality, subsampling});
+  if (f == Format::pnm) return write_pnm8(img, ext);
   std::vector<std::uint8_t> out;
   out.reserve(img.byte_count() + 1024);
   const void* px = img.pixels.data();

@@ -18,6 +18,7 @@
 #include "histeq/error.hpp"
 #include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
+#include "io/pnm_write.hpp"
 
 namespace histeq {
 namespace {
@@ -208,16 +209,10 @@ std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& 
       img.pixels.size() != img.sample_count()) {
     throw Error("cannot encode an empty or inconsistent 16-bit image");
   }
-  if (ext == ".pgm" || ext == ".ppm") {
-    const int want = ext == ".pgm" ? 1 : 3;
-    if (img.channels != want) {
-      throw UsageError("a 16-bit " + ext + " holds " + std::to_string(want) +
-                       " channel(s), the image has " + std::to_string(img.channels) +
-                       " (use .png)");
-    }
-    const std::string head = std::string(want == 1 ? "P5" : "P6") + "\n" +
-                             std::to_string(img.width) + " " + std::to_string(img.height) +
-                             "\n65535\n";
+  if (detail::is_pnm_ext(ext)) {
+    const char kind = detail::pnm_kind(ext, img.channels, 16);
+    const std::string head = std::string("P") + kind + "\n" + std::to_string(img.width) + " " +
+                             std::to_string(img.height) + "\n65535\n";
     std::vector<std::uint8_t> out(head.begin(), head.end());
     out.reserve(out.size() + img.pixels.size() * 2);
     for (std::uint16_t v : img.pixels) {
@@ -228,7 +223,7 @@ std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& 
   }
   if (ext != ".png") {
     throw UsageError("16-bit output format " + quoted(ext_in) +
-                     " is not supported; use .png, .pgm or .ppm");
+                     " is not supported; use .png, .pgm, .ppm or .pnm");
   }
   SpngCtx c(SPNG_CTX_ENCODER);
   spng_set_option(c.ctx, SPNG_ENCODE_TO_BUFFER, 1);

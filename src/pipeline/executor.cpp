@@ -684,9 +684,10 @@ struct Executor::Impl {
       for (char& ch : low) ch = char(std::tolower(static_cast<unsigned char>(ch)));
       // encode_image's writers: libjpeg-turbo for JPEG, histeq's PNG writer (Paeth rows,
       // libdeflate's zlib) for PNG, stb_image_write for the rest
-      rep.encoder = is_jpeg_ext(low) ? "libjpeg-turbo"
-                    : low == ".png"  ? "histeq-png+libdeflate"
-                                     : "stb";
+      rep.encoder = is_jpeg_ext(low)                                    ? "libjpeg-turbo"
+                    : low == ".png"                                     ? "histeq-png+libdeflate"
+                    : (low == ".pgm" || low == ".ppm" || low == ".pnm") ? "pnm"
+                                                                        : "stb";
     }
     rep.times.encode_ms = ms_since(t0);
     return bytes;
