@@ -251,6 +251,20 @@ TEST_F(Batch, RecursiveWalkSkipsAnOutputFolderInsideTheInput) {
   }
 }
 
+// The summary and --timing count in the singular for one file, one worker.
+TEST_F(Batch, OneFileIsOneFileNotOneFiles) {
+  fs::create_directories(p("one"));
+  fs::copy_file(sample("coins.png"), p("one/coins.png"));
+  const Result r =
+      run("equalize " + q("one") + " -o " + q("out") + " --backend cpu --jobs 1 --timing");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_NE(r.err.find("histeq: 1 file, "), std::string::npos) << r;
+  EXPECT_NE(r.err.find(", 0 failures"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("(over 1 file, 1 worker)"), std::string::npos) << r;
+  EXPECT_EQ(r.out.find("1 threads"), std::string::npos) << r;
+  EXPECT_EQ(r.err.find("1 files"), std::string::npos) << r;
+}
+
 // An existing output in the output folder that is a FIFO is written into, not replaced (the
 // batch writes as one file does: image_io's write_file_atomic).
 TEST_F(Batch, AFifoInTheOutputFolderIsWrittenNotReplaced) {

@@ -84,6 +84,11 @@ std::vector<Planned> collect_inputs(const std::vector<std::string>& inputs, bool
   return v;
 }
 
+/// "1 file", "2 files".
+std::string plural(std::size_t n, const char* noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 struct Progress {
   bool on = false;
   std::size_t total = 0, done = 0;
@@ -211,7 +216,8 @@ void make_output_folders(const std::vector<WorkItem>& items) {
 /// --timing of a batch: per stage the summed milliseconds, the wall time, start-up, decoders.
 void print_batch_timing(std::ostream& tout, const BatchSummary& sum, int jobs) {
   const ItemTimes& t = sum.summed;
-  tout << "stage       summed ms  (over " << sum.files << " files, " << jobs << " workers)\n";
+  tout << "stage       summed ms  (over " << plural(sum.files, "file") << ", "
+       << plural(std::size_t(jobs), "worker") << ")\n";
   const std::pair<const char*, double> rows[] = {
       {"read", t.read_ms},         {"decode", t.decode_ms},     {"upload", t.upload_ms},
       {"equalize", t.equalize_ms}, {"download", t.download_ms}, {"encode", t.encode_ms},
@@ -303,9 +309,9 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
   if (json) out << dump_line(batch_summary_json(sum, ex.jobs())) << '\n';
   if (!quiet) {
     const double mps = sum.wall_s > 0 ? sum.megapixels / sum.wall_s : 0;
-    err << "histeq: " << sum.files << " files, " << num(sum.megapixels, 1) << " MP in "
-        << num(sum.wall_s, 2) << " s, " << num(mps, 1) << " MP/s, " << sum.failures
-        << (sum.failures == 1 ? " failure" : " failures") << '\n';
+    err << "histeq: " << plural(sum.files, "file") << ", " << num(sum.megapixels, 1) << " MP in "
+        << num(sum.wall_s, 2) << " s, " << num(mps, 1) << " MP/s, "
+        << plural(sum.failures, "failure") << '\n';
   }
   return sum.failures > 0 ? 1 : 0;
 }

@@ -53,7 +53,8 @@ bool pnm_number(const std::uint8_t* d, std::size_t n, std::size_t& pos, std::uin
 
 std::string device_label(const std::string& used) {
   if (used != "cpu") return used;
-  return "CPU (" + std::to_string(cpu::usable_cpus()) + " threads)";
+  const int n = cpu::usable_cpus();
+  return "CPU (" + std::to_string(n) + (n == 1 ? " thread)" : " threads)");
 }
 
 /// The mode a 16-bit image runs in: the asked one, else gray (1-2 channels) or rgb (colour).

@@ -517,7 +517,7 @@ struct Executor::Impl {
   Image equalize_cpu(Image& in, Mode mode, bool apply, EqualizeReport& rep) {
     const auto t0 = Clock::now();
     rep.backend = "cpu";
-    rep.device = "CPU (" + std::to_string(jobs) + " threads)";
+    rep.device = "CPU (" + std::to_string(jobs) + (jobs == 1 ? " thread)" : " threads)");
     rep.kernel = "cpu";
     const std::size_t pixels = in.pixel_count();
     const int planes_n = plane_count(mode, in.channels);
