@@ -265,6 +265,29 @@ TEST_F(Batch, OneFileIsOneFileNotOneFiles) {
   EXPECT_EQ(r.err.find("1 files"), std::string::npos) << r;
 }
 
+// A clahe batch says it is CLAHE, with its clip limit and tiles, in each text line and JSON line
+// (as the single-file clahe report does); an equalize batch's JSON says "equalize".
+TEST_F(Batch, ClaheBatchReportNamesClaheClipAndTiles) {
+  Result r = run("clahe " + q("in") + " -o " + q("out") + " --backend cpu --clip 3 --tiles 4x2");
+  ASSERT_EQ(r.status, 0) << r;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r;
+  for (const std::string& l : lines)
+    EXPECT_NE(l.find(", clahe clip 3, tiles 4x2, "), std::string::npos) << l;
+  r = run("clahe " + q("in") + " -o " + q("out") + " --backend cpu --clip 3 --tiles 4x2 --json");
+  ASSERT_EQ(r.status, 0) << r;
+  const auto j = nlohmann::json::parse(lines_of(r.out).at(0));
+  EXPECT_EQ(j.at("operation"), "clahe");
+  EXPECT_EQ(j.at("clip_limit"), 3.0);
+  EXPECT_EQ(j.at("tiles_x"), 4);
+  EXPECT_EQ(j.at("tiles_y"), 2);
+  r = run("equalize " + q("in") + " -o " + q("out-eq") + " --backend cpu --json");
+  ASSERT_EQ(r.status, 0) << r;
+  const auto e = nlohmann::json::parse(lines_of(r.out).at(0));
+  EXPECT_EQ(e.at("operation"), "equalize");
+  EXPECT_FALSE(e.contains("clip_limit"));
+}
+
 // An existing output in the output folder that is a FIFO is written into, not replaced (the
 // batch writes as one file does: image_io's write_file_atomic).
 TEST_F(Batch, AFifoInTheOutputFolderIsWrittenNotReplaced) {

@@ -241,6 +241,7 @@ void print_batch_timing(std::ostream& tout, const BatchSummary& sum, int jobs) {
 struct ItemPrinter {
   bool json = false;
   bool with_output = false;
+  const ClaheOptions* clahe = nullptr;  ///< a clahe batch: its JSON lines say so
   const PrintItem& print_item;
   std::ostream& out;
   std::ostream& err;
@@ -256,7 +257,7 @@ struct ItemPrinter {
     }
     if (json) {
       prog.clear(err);
-      out << dump_line(batch_item_json(rep, with_output, error)) << '\n';
+      out << dump_line(batch_item_json(rep, with_output, error, clahe)) << '\n';
     } else if (rep.ok && print_item) {
       prog.clear(err);
       print_item(out, rep);
@@ -270,7 +271,7 @@ struct ItemPrinter {
 int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
               const std::vector<std::string>& inputs, const std::string& outdir, std::ostream& out,
               std::ostream& err, const PrintItem& print_item,
-              const ExecutorOptions::ItemOp& item_op) {
+              const ExecutorOptions::ItemOp& item_op, const ClaheOptions* clahe) {
   const bool quiet = r.count("quiet") > 0;
   const bool json = r.count("json") > 0;
   for (const std::string& in : inputs)
@@ -298,7 +299,7 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
   prog.on = !quiet && stderr_is_tty(err);
   prog.total = items.size();
   const BatchSummary sum =
-      ex.run(items, ItemPrinter{json, task == Task::equalize, print_item, out, err, prog});
+      ex.run(items, ItemPrinter{json, task == Task::equalize, clahe, print_item, out, err, prog});
   prog.clear(err);
   if (cm.opt.backend == Backend::automatic && !quiet) {
     const std::string why = ex.cpu_fallback_reason();

@@ -115,16 +115,19 @@ int run_equalize_batch(const cxxopts::ParseResult& r, bool clahe,
   read_quality(r);
   const ItemOpOptions io = item_op_options(r, cm, clahe ? ItemOpKind::clahe : ItemOpKind::equalize);
   warn_inexact(cm, err);
+  // clahe: each line says so, with its clip limit and tiles, as the single-file report does
+  const std::string op = clahe ? ", clahe " + clahe_summary(io.clahe) : std::string();
   return run_batch(
       r, cm, Task::equalize, inputs, output, out, err,
-      [](std::ostream& o, const ItemReport& rep) {
+      [op](std::ostream& o, const ItemReport& rep) {
         o << rep.output << ": " << rep.width << "x" << rep.height << ", " << rep.output_channels
           << (rep.output_channels == 1 ? " channel" : " channels")
-          << (rep.bit_depth == 16 ? ", 16-bit" : "") << ", mode " << to_string(rep.equalize.mode)
-          << ", kernel " << rep.equalize.kernel << " on " << rep.equalize.device << " (decoder "
-          << rep.decoder << ", encoder " << rep.encoder << ")\n";
+          << (rep.bit_depth == 16 ? ", 16-bit" : "") << op << ", mode "
+          << to_string(rep.equalize.mode) << ", kernel " << rep.equalize.kernel << " on "
+          << rep.equalize.device << " (decoder " << rep.decoder << ", encoder " << rep.encoder
+          << ")\n";
       },
-      make_item_op(io, r));
+      make_item_op(io, r), clahe ? &io.clahe : nullptr);
 }
 
 /// --backend auto on one file: CUDA's start-up (0.2-0.35 s for the context on the H200 machine,
