@@ -229,8 +229,14 @@ TEST_F(CliClahe16, HelpDocumentsClahe) {
     EXPECT_NE(r.out.find("--clip"), std::string::npos) << r;
     EXPECT_NE(r.out.find("--tiles"), std::string::npos) << r;
     EXPECT_NE(r.out.find("--depth"), std::string::npos) << r;
+    // What clahe refuses it does not offer: --kernel takes auto only, --decoder auto or cpu.
+    EXPECT_EQ(r.out.find("histeq kernels"), std::string::npos) << r;
+    EXPECT_EQ(r.out.find("gpu (nvJPEG"), std::string::npos) << r;
+    EXPECT_NE(r.out.find("auto only"), std::string::npos) << r;
+    EXPECT_NE(r.out.find("auto or cpu"), std::string::npos) << r;
   }
   EXPECT_NE(run("--help").out.find("histeq clahe"), std::string::npos);
+  EXPECT_NE(run("equalize --help").out.find("histeq kernels"), std::string::npos);
 }
 
 TEST_F(CliClahe16, A16BitGridTooLargeNamesTilesAndTheLimit) {

@@ -39,7 +39,9 @@ void add_equalize_options(Command& c, bool clahe) {
         ".ppm .pnm; may equal INPUT; '-': standard output, needs --format), or the output folder "
         "(several inputs or a folder; created if missing)",
         cxxopts::value<std::string>(), "OUTPUT");
-  add_kernel_backend(c);
+  add_kernel_backend(c, clahe ? "histogram kernel: auto only (the tile histograms have their own "
+                                "kernels)"
+                              : "");
   add_batch_options(c, true);
   add_depth(c);
   if (clahe) {
@@ -58,9 +60,11 @@ void add_equalize_options(Command& c, bool clahe) {
   }
   c.add("q,quality", "JPEG quality 1..100", cxxopts::value<int>()->default_value("95"), "Q");
   c.add("decoder",
-        "JPEG codec: auto (nvJPEG when the GPU backend runs and this build has it, else "
-        "libjpeg-turbo), gpu (nvJPEG decode and encode; inputs it cannot take fall back to "
-        "libjpeg-turbo), cpu (libjpeg-turbo)",
+        clahe ? "JPEG codec: auto or cpu, both libjpeg-turbo (clahe decodes and encodes JPEG on "
+                "the CPU)"
+              : "JPEG codec: auto (nvJPEG when the GPU backend runs and this build has it, else "
+                "libjpeg-turbo), gpu (nvJPEG decode and encode; inputs it cannot take fall back "
+                "to libjpeg-turbo), cpu (libjpeg-turbo)",
         cxxopts::value<std::string>()->default_value("auto"), "NAME");
   c.add(
       "subsampling",

@@ -153,9 +153,12 @@ cxxopts::ParseResult Command::parse(const std::vector<std::string>& args) {
 
 // ---- shared option groups ----
 
-void add_kernel_backend(Command& c) {
+void add_kernel_backend(Command& c, const std::string& kernel_help) {
   c.add("k,kernel",
-        "histogram kernel: auto (the fastest exact one) or a name from 'histeq kernels'",
+        kernel_help.empty()
+            ? std::string("histogram kernel: auto (the fastest exact one) or a name from 'histeq "
+                          "kernels'")
+            : kernel_help,
         cxxopts::value<std::string>()->default_value("auto"), "NAME");
   c.add("b,backend", "where to run: auto (GPU if usable, else CPU), cuda, cpu",
         cxxopts::value<std::string>()->default_value("auto"), "NAME");

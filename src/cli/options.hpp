@@ -61,7 +61,9 @@ struct Command {
 
 // ---- shared option groups ----
 
-void add_kernel_backend(Command& c);
+/// --kernel, --backend, --mode, --max-pixels; kernel_help replaces --kernel's help (clahe takes
+/// auto only).
+void add_kernel_backend(Command& c, const std::string& kernel_help = std::string());
 void add_depth(Command& c);
 /// --depth: 0 (not given), 8 or 16 (UsageError for others).
 int read_depth(const cxxopts::ParseResult& r);
