@@ -108,6 +108,22 @@ std::string Command::valid() const {
   return s;
 }
 
+std::string Command::missing_value(const std::string& cxxopts_message) const {
+  // "Option 'o' is missing an argument": name it both ways (-o/--output) and what it takes.
+  const auto a = cxxopts_message.find('\''), b = cxxopts_message.rfind('\'');
+  const std::string opt =
+      (a != std::string::npos && b > a) ? cxxopts_message.substr(a + 1, b - a - 1) : "";
+  for (const auto& g : options.groups()) {
+    for (const auto& o : options.group_help(g).options) {
+      if (opt.empty() || o.l.empty() || (o.s != opt && o.l.front() != opt)) continue;
+      const std::string names = (o.s.empty() ? "" : "-" + o.s + "/") + "--" + o.l.front();
+      return names + " needs a value" + (o.arg_help.empty() ? "" : " (" + o.arg_help + ")") +
+             " in 'histeq " + name + "' (see 'histeq " + name + " --help')";
+    }
+  }
+  return cxxopts_message + " in 'histeq " + name + "' (see 'histeq " + name + " --help')";
+}
+
 std::string Command::value_help(const std::string& option) const {
   const auto& m = value_ranges();
   const auto it = m.find(option);
@@ -134,6 +150,10 @@ cxxopts::ParseResult Command::parse(const std::vector<std::string>& args) {
     if (!opt.empty() && opt[0] != '-') opt = (opt.size() == 1 ? "-" : "--") + opt;
     throw UsageError("unknown option '" + opt + "' for 'histeq " + name +
                      "'; valid options: " + valid());
+  } catch (const cxxopts::exceptions::missing_argument& e) {
+    throw UsageError(missing_value(ascii_quotes(e.what())));
+  } catch (const cxxopts::exceptions::option_requires_argument& e) {
+    throw UsageError(missing_value(ascii_quotes(e.what())));
   } catch (const cxxopts::exceptions::incorrect_argument_type& e) {
     // "Argument 'X' failed to parse": name the option that had X, and what it takes.
     const std::string msg = ascii_quotes(e.what());

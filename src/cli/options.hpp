@@ -57,6 +57,8 @@ struct Command {
  private:
   void add_name(const std::string& spec);
   std::string value_help(const std::string& option) const;
+  /// The message for an option given without its value (cxxopts' missing_argument).
+  std::string missing_value(const std::string& cxxopts_message) const;
 };
 
 // ---- shared option groups ----
