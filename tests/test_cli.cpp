@@ -162,6 +162,9 @@ TEST_F(Cli, UsageErrorsExitTwoAndNameTheChoices) {
       {"equalize " + in + o + " --quality many", "many", "--help"},
       {"equalize " + o, "missing INPUT", "usage"},
       {"equalize " + in, "missing -o", "usage"},
+      {"equalize " + in + " -o", "-o/--output needs a value", "OUTPUT"},
+      {"equalize " + in + " --output", "-o/--output needs a value", "OUTPUT"},
+      {"clahe " + in + o + " --tiles", "--tiles needs a value", "WxH"},
       {"equalize " + in + " extra" + o, "'extra'", "--help"},
       {"histogram", "missing INPUT", "usage"},
       {"histogram " + in + " --mode sepia", "'sepia'", "luma"},
@@ -195,8 +198,11 @@ TEST(CliInProcess, ThrowsUsageErrorWithoutPrinting) {
 TEST_F(Cli, MissingFile) { expect_fails((dir_ / "nope.png").string(), "", 1, "nope.png"); }
 
 TEST_F(Cli, Directory) {
+  // A folder into one image file name is a usage error (a folder input is a batch, whose -o
+  // names the output folder), whatever the folder is called.
   fs::create_directory(dir_ / "adir.png");
-  expect_fails((dir_ / "adir.png").string(), "", 1, "adir.png");
+  expect_fails((dir_ / "adir.png").string(), "", 2,
+               "'" + (dir_ / "adir.png").string() + "' is a folder");
 }
 
 TEST_F(Cli, EmptyFile) {
@@ -320,6 +326,29 @@ void expect_same_pixels(const std::string& a, const std::string& b) {
   ASSERT_EQ(x.height, y.height);
   ASSERT_EQ(x.channels, y.channels);
   EXPECT_TRUE(x.pixels == y.pixels) << a << " differs from " << b;
+}
+
+// An existing output that is not a regular file is written as cp writes it: a FIFO (standing in
+// for /dev/null and other devices, which a test should not touch) gets the image through the
+// pipe and stays a FIFO; `-o FIFO --format png` as `-o /dev/null --format png` would be used.
+TEST_F(Cli, OutputFifoIsWrittenNotReplaced) {
+  const std::string in = quote(sample("coins.png"));
+  ASSERT_EQ(
+      run("equalize " + in + " -o " + quote(out("ref.png").string()) + " --backend cpu").status, 0);
+  const std::vector<std::uint8_t> ref = read_bytes(out("ref.png"));
+  for (const char* name : {"f.png", "sink"}) {
+    SCOPED_TRACE(name);
+    const fs::path f = dir_ / name;
+    ASSERT_EQ(::mkfifo(f.c_str(), 0644), 0);
+    histeq::test::FifoReader reader(f);
+    const Result r = run("equalize " + in + " -o " + quote(f.string()) + " --backend cpu" +
+                         (std::string(name) == "sink" ? " --format png" : ""));
+    const std::vector<std::uint8_t> got = reader.finish();
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_TRUE(fs::is_fifo(f)) << "replaced by a regular file";
+    EXPECT_EQ(got, ref);
+  }
+  EXPECT_EQ(out_files(), std::vector<std::string>{"ref.png"}) << "no temporary file";
 }
 
 TEST_F(Cli, EqualizeCpuMatchesOpenCvGolden) {

@@ -190,17 +190,116 @@ TEST_F(Batch, CollisionsAreUsageErrorsBeforeAnyWork) {
 }
 
 TEST_F(Batch, InputFormatWeCannotWriteAsksForFormat) {
-  // A binary PGM (P5): read, but not written by histeq.
-  std::vector<std::uint8_t> pgm = {'P', '5', '\n', '4', ' ', '2', '\n', '2', '5', '5', '\n'};
-  for (int i = 0; i < 8; ++i) pgm.push_back(std::uint8_t(i * 30));
-  write_bytes(p("in/g.pgm"), pgm);
+  // A GIF: read, but not written by histeq (the plan looks at the name only: no work is done).
+  write_bytes(p("in/still.gif"), {'G', 'I', 'F', '8', '9', 'a'});
   Result r = run("equalize " + q("in") + " -o " + q("out") + " --backend cpu");
   EXPECT_EQ(r.status, 2) << r;
   EXPECT_NE(r.err.find("--format"), std::string::npos) << r;
   EXPECT_FALSE(fs::exists(p("out")));
+  fs::remove(p("in/still.gif"));
+  // A binary PGM (P5) keeps its format, as it does for one file; --format changes it.
+  std::vector<std::uint8_t> pgm = {'P', '5', '\n', '4', ' ', '2', '\n', '2', '5', '5', '\n'};
+  for (int i = 0; i < 8; ++i) pgm.push_back(std::uint8_t(i * 30));
+  write_bytes(p("in/g.pgm"), pgm);
+  r = run("equalize " + q("in") + " -o " + q("out") + " --backend cpu");
+  EXPECT_EQ(r.status, 0) << r;
+  EXPECT_EQ(read_bytes(p("out/g.pgm")), single(p("in/g.pgm").string(), ".pgm"));
   r = run("equalize " + q("in") + " -o " + q("out") + " --backend cpu --format png");
   EXPECT_EQ(r.status, 0) << r;
   EXPECT_TRUE(fs::exists(p("out/g.png")));
+}
+
+// A folder into an image file name is the usage error that several inputs into one get (exit 2,
+// before any work), not "cannot read: it is a directory"; an existing folder of that name is
+// still an output folder.
+TEST_F(Batch, FolderInputIntoAnImageFileNameIsAUsageError) {
+  for (const char* cmd : {"equalize", "clahe"}) {
+    SCOPED_TRACE(cmd);
+    const Result r =
+        run(std::string(cmd) + " " + q("in") + " -o " + q("out.png") + " --backend cpu");
+    EXPECT_EQ(r.status, 2) << r;
+    EXPECT_NE(r.err.find("-o '" + p("out.png").string() + "' is an image file name"),
+              std::string::npos)
+        << r;
+    EXPECT_NE(r.err.find("names the output folder"), std::string::npos) << r;
+    EXPECT_FALSE(fs::exists(p("out.png")));
+  }
+  fs::create_directories(p("folder.png"));
+  const Result r = run("equalize " + q("in") + " -o " + q("folder.png") + " --backend cpu");
+  EXPECT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(fs::exists(p("folder.png/moon.png")));
+}
+
+// -r with the output folder inside the input folder: the walk does not enter it (compared by
+// canonical path, so another spelling of it is skipped too), so a second run re-processes
+// nothing of the first run's outputs. The same for clahe.
+TEST_F(Batch, RecursiveWalkSkipsAnOutputFolderInsideTheInput) {
+  for (const char* cmd : {"equalize", "clahe"}) {
+    SCOPED_TRACE(cmd);
+    const std::string outdir = std::string("out-") + cmd;
+    for (int run_no = 0; run_no < 2; ++run_no) {
+      const std::string o = run_no == 0 ? q("in/" + outdir) : q("in/sub/../" + outdir + "/");
+      const Result r =
+          run(std::string(cmd) + " " + q("in") + " -r -o " + o + " --backend cpu --json");
+      ASSERT_EQ(r.status, 0) << r;
+      EXPECT_EQ(lines_of(r.out).size(), 4u) << "3 files and the summary, run " << run_no << "\n"
+                                            << r;
+    }
+    EXPECT_EQ(files_under("in/" + outdir),
+              (std::vector<std::string>{"chelsea.png", "moon.png", "sub/coins.png"}));
+    fs::remove_all(p("in/" + outdir));  // the next command's walk starts from the same inputs
+  }
+}
+
+// The summary and --timing count in the singular for one file, one worker.
+TEST_F(Batch, OneFileIsOneFileNotOneFiles) {
+  fs::create_directories(p("one"));
+  fs::copy_file(sample("coins.png"), p("one/coins.png"));
+  const Result r =
+      run("equalize " + q("one") + " -o " + q("out") + " --backend cpu --jobs 1 --timing");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_NE(r.err.find("histeq: 1 file, "), std::string::npos) << r;
+  EXPECT_NE(r.err.find(", 0 failures"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("(over 1 file, 1 worker)"), std::string::npos) << r;
+  EXPECT_EQ(r.out.find("1 threads"), std::string::npos) << r;
+  EXPECT_EQ(r.err.find("1 files"), std::string::npos) << r;
+}
+
+// A clahe batch says it is CLAHE, with its clip limit and tiles, in each text line and JSON line
+// (as the single-file clahe report does); an equalize batch's JSON says "equalize".
+TEST_F(Batch, ClaheBatchReportNamesClaheClipAndTiles) {
+  Result r = run("clahe " + q("in") + " -o " + q("out") + " --backend cpu --clip 3 --tiles 4x2");
+  ASSERT_EQ(r.status, 0) << r;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r;
+  for (const std::string& l : lines)
+    EXPECT_NE(l.find(", clahe clip 3, tiles 4x2, "), std::string::npos) << l;
+  r = run("clahe " + q("in") + " -o " + q("out") + " --backend cpu --clip 3 --tiles 4x2 --json");
+  ASSERT_EQ(r.status, 0) << r;
+  const auto j = nlohmann::json::parse(lines_of(r.out).at(0));
+  EXPECT_EQ(j.at("operation"), "clahe");
+  EXPECT_EQ(j.at("clip_limit"), 3.0);
+  EXPECT_EQ(j.at("tiles_x"), 4);
+  EXPECT_EQ(j.at("tiles_y"), 2);
+  r = run("equalize " + q("in") + " -o " + q("out-eq") + " --backend cpu --json");
+  ASSERT_EQ(r.status, 0) << r;
+  const auto e = nlohmann::json::parse(lines_of(r.out).at(0));
+  EXPECT_EQ(e.at("operation"), "equalize");
+  EXPECT_FALSE(e.contains("clip_limit"));
+}
+
+// An existing output in the output folder that is a FIFO is written into, not replaced (the
+// batch writes as one file does: image_io's write_file_atomic).
+TEST_F(Batch, AFifoInTheOutputFolderIsWrittenNotReplaced) {
+  fs::create_directories(p("fo"));
+  ASSERT_EQ(::mkfifo(p("fo/moon.png").c_str(), 0644), 0);
+  histeq::test::FifoReader reader(p("fo/moon.png"));
+  const Result r = run("equalize " + q("in") + " -o " + q("fo") + " --backend cpu");
+  const std::vector<std::uint8_t> got = reader.finish();
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(fs::is_fifo(p("fo/moon.png")));
+  EXPECT_EQ(got, single(p("in/moon.png").string(), ".png"));
+  EXPECT_EQ(read_bytes(p("fo/chelsea.png")), single(p("in/chelsea.png").string(), ".png"));
 }
 
 TEST_F(Batch, CorruptFileInTheMiddleFailsAloneAndLeavesNothing) {

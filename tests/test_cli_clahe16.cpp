@@ -260,8 +260,14 @@ TEST_F(CliClahe16, HelpDocumentsClahe) {
     EXPECT_NE(r.out.find("--clip"), std::string::npos) << r;
     EXPECT_NE(r.out.find("--tiles"), std::string::npos) << r;
     EXPECT_NE(r.out.find("--depth"), std::string::npos) << r;
+    // What clahe refuses it does not offer: --kernel takes auto only, --decoder auto or cpu.
+    EXPECT_EQ(r.out.find("histeq kernels"), std::string::npos) << r;
+    EXPECT_EQ(r.out.find("gpu (nvJPEG"), std::string::npos) << r;
+    EXPECT_NE(r.out.find("auto only"), std::string::npos) << r;
+    EXPECT_NE(r.out.find("auto or cpu"), std::string::npos) << r;
   }
   EXPECT_NE(run("--help").out.find("histeq clahe"), std::string::npos);
+  EXPECT_NE(run("equalize --help").out.find("histeq kernels"), std::string::npos);
 }
 
 TEST_F(CliClahe16, A16BitGridTooLargeNamesTilesAndTheLimit) {
@@ -400,11 +406,44 @@ TEST_F(CliClahe16, SixteenBitsToAn8BitFormatIsAnErrorSuggestingDepth8) {
       EXPECT_FALSE(fs::exists(path(std::string("o.") + ext)));
     }
   }
-  // 8-bit output as .pgm is refused too (histeq writes PGM at 16 bits only).
-  const Result r = run("equalize " + quote(test::source_path("samples/moon.png")) + " -o " +
-                       q("m.pgm") + " --backend cpu --depth 8");
-  EXPECT_NE(r.status, 0) << r;
-  EXPECT_NE(r.err.find("--depth 16"), std::string::npos) << r;
+}
+
+// 8-bit results are written as 8-bit PGM/PPM (maxval 255), as histeq reads them: .pgm gray,
+// .ppm colour, .pnm either; the pixels are those of the PNG output. A colour result as .pgm (or
+// gray as .ppm) is a usage error naming the extension that fits.
+TEST_F(CliClahe16, EightBitResultsAsPgmPpmPnm) {
+  const std::string moon = quote(test::source_path("samples/moon.png"));
+  const std::string chelsea = quote(test::source_path("samples/chelsea.png"));
+  save_image16(band16(40, 30, 1000, 1200, 1), path("band.png"));
+  struct Case {
+    std::string args, out, png;
+    int channels;
+  } cases[] = {{"equalize " + moon, "m.pgm", "m.png", 1},
+               {"equalize " + chelsea, "c.ppm", "c.png", 3},
+               {"clahe " + chelsea, "c.pnm", "cc.png", 3},
+               {"equalize " + q("band.png") + " --depth 8", "b.pgm", "b.png", 1}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    Result r = run(c.args + " -o " + q(c.out) + " --backend cpu");
+    ASSERT_EQ(r.status, 0) << r;
+    r = run(c.args + " -o " + q(c.png) + " --backend cpu");
+    ASSERT_EQ(r.status, 0) << r;
+    const std::string bytes = slurp(path(c.out));
+    EXPECT_EQ(bytes.substr(0, 2), c.channels == 1 ? "P5" : "P6");
+    const Image got = load_image(path(c.out));
+    EXPECT_EQ(got.channels, c.channels);
+    EXPECT_TRUE(got.pixels == load_image(path(c.png)).pixels);
+  }
+  Result r = run("equalize " + chelsea + " -o " + q("x.pgm") + " --backend cpu");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find(".ppm"), std::string::npos) << r;
+  EXPECT_NE(r.err.find(".pnm"), std::string::npos) << r;
+  EXPECT_FALSE(fs::exists(path("x.pgm")));
+  r = run("equalize " + chelsea + " -o " + q("x.pgm") + " --backend cpu --mode gray");
+  EXPECT_EQ(r.status, 0) << r;
+  r = run("equalize " + moon + " -o " + q("x.ppm") + " --backend cpu");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find(".pgm"), std::string::npos) << r;
 }
 
 TEST_F(CliClahe16, Depth8NarrowsAndDepth16Widens) {
@@ -517,6 +556,72 @@ TEST_F(CliClahe16, AFolderOfMixed8And16BitFiles) {
                 .status,
             0);
   EXPECT_TRUE(fs::exists(path("out-jpg8/a16.jpg")));
+}
+
+// In a batch a PGM/PPM input keeps its format, 8- or 16-bit, as one file does: g16.pgm is
+// written as a 16-bit PGM and g8.pgm as an 8-bit one, byte for byte what the single-file
+// command writes, without --format.
+TEST_F(CliClahe16, BatchKeepsPgmPpmInputsInTheirFormat) {
+  fs::create_directories(path("in"));
+  save_image16(band16(60, 40, 1000, 1200, 1), path("in/g16.pgm"));
+  save_image16(random16(50, 30, 3, 2), path("in/c16.ppm"));
+  ASSERT_EQ(run("equalize " + quote(test::source_path("samples/coins.png")) + " -o " +
+                q("in/g8.pgm") + " --backend cpu")
+                .status,
+            0);
+  fs::copy_file(test::source_path("samples/moon.png"), path("in/moon.png"));
+  const Result r = run("equalize " + q("in") + " -o " + q("out") + " --backend cpu --quiet");
+  ASSERT_EQ(r.status, 0) << r;
+  for (const char* f : {"g16.pgm", "c16.ppm", "g8.pgm", "moon.png"}) {
+    SCOPED_TRACE(f);
+    const std::string ext = fs::path(f).extension().string();
+    const Result s = run("equalize " + q(std::string("in/") + f) + " -o " + q("single" + ext) +
+                         " --backend cpu");
+    ASSERT_EQ(s.status, 0) << s;
+    EXPECT_EQ(slurp(path(std::string("out/") + f)), slurp(path("single" + ext)));
+  }
+  EXPECT_TRUE(is_16bit_image(path("out/g16.pgm")));
+  EXPECT_FALSE(is_16bit_image(path("out/g8.pgm")));
+}
+
+// Every per-file failure of the 16-bit path names its file, once, and the other files go on
+// (exit 1): a colour image under --format pgm (the message names .ppm), a 16-bit colour image
+// under --mode luma (refused per file: an 8-bit colour file in the same batch takes luma).
+// --format pnm writes each as PGM (gray) or PPM (colour).
+TEST_F(CliClahe16, BatchErrorsOfThe16BitPathNameTheFile) {
+  save_image16(band16(60, 40, 1000, 1200, 1), path("g16.pgm"));
+  save_image16(random16(50, 30, 3, 2), path("c16.ppm"));
+  save_image16(random16(50, 30, 3, 3), path("c16.png"));
+  fs::copy_file(test::source_path("samples/chelsea.png"), path("c.png"));
+
+  Result r = run("equalize " + q("g16.pgm") + " " + q("c16.ppm") + " -o " + q("outp") +
+                 " --format pgm --backend cpu");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("error: '" + path("c16.ppm") + "'"), std::string::npos) << r;
+  EXPECT_NE(r.err.find(".ppm"), std::string::npos) << r;
+  EXPECT_EQ(test::lines_of(r.err).size(), 2u) << "the error once, then the summary\n" << r;
+  EXPECT_TRUE(is_16bit_image(path("outp/g16.pgm")));
+  EXPECT_FALSE(fs::exists(path("outp/c16.pgm")));
+
+  r = run("equalize " + q("c16.png") + " " + q("c.png") + " -o " + q("outl") +
+          " --mode luma --backend cpu --json");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("error: '" + path("c16.png") + "'"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("--mode rgb"), std::string::npos) << r;
+  const auto first = nlohmann::json::parse(test::lines_of(r.out).at(0));
+  EXPECT_FALSE(first["ok"].get<bool>());
+  EXPECT_NE(first["error"].get<std::string>().find(path("c16.png")), std::string::npos) << r;
+  EXPECT_TRUE(fs::exists(path("outl/c.png")));
+  EXPECT_FALSE(fs::exists(path("outl/c16.png")));
+
+  r = run("equalize " + q("g16.pgm") + " " + q("c16.ppm") + " " + q("c.png") + " -o " + q("outn") +
+          " --format pnm --backend cpu --quiet");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(slurp(path("outn/g16.pnm")).substr(0, 2), "P5");
+  EXPECT_EQ(slurp(path("outn/c16.pnm")).substr(0, 2), "P6");
+  EXPECT_EQ(slurp(path("outn/c.pnm")).substr(0, 2), "P6");
+  EXPECT_TRUE(load_image16(path("outn/c16.pnm")).pixels ==
+              equalize16(load_image16(path("c16.ppm")), Mode::rgb, Backend::cpu).pixels);
 }
 
 // ---- GPU: the CLI on --backend cuda equals --backend cpu (skips without a device) ----

@@ -351,8 +351,9 @@ TEST_F(Hostile, MissingInput) {
   expect_failure(in("nope.png"), out("o.png"), 1, in("nope.png"), "no such file");
 }
 TEST_F(Hostile, DirectoryAsInput) {
+  // A folder input is a batch, so an image file name as -o is a usage error (before any work).
   fs::create_directory(in("dir.png"));
-  expect_failure(in("dir.png"), out("o.png"), 1, in("dir.png"), "it is a directory");
+  expect_failure(in("dir.png"), out("o.png"), 2, in("dir.png"), "is an image file name");
 }
 TEST_F(Hostile, FifoAsInputDoesNotHang) {
   ASSERT_EQ(::mkfifo(in("fifo.png").c_str(), 0600), 0);

@@ -123,6 +123,31 @@ TEST_F(ExecutorTest, FailuresAreIsolatedAndNameTheFile) {
     if (i != 2) EXPECT_EQ(read_bytes(its[i].output), reference(its[i])) << its[i].input;
 }
 
+// A failure whose cause does not name the file (here the caller's item_op; in the CLI an
+// encoder refusing the image's channels) is reported with the input's path in front, so every
+// failed item names its file; causes that name it already are left as they are.
+TEST_F(ExecutorTest, AFailureThatDoesNotNameTheFileGetsItsPath) {
+  ExecutorOptions o;
+  o.equalize.backend = Backend::cpu;
+  o.item_op = [](const std::vector<std::uint8_t>&, const std::string&, ItemReport& rep,
+                 std::vector<std::uint8_t>*) -> bool {
+    if (rep.input.find("moon") != std::string::npos) throw UsageError("no name in this cause");
+    return false;
+  };
+  Executor ex(o);
+  auto its = items("n");
+  its[1].input = (dir_ / "missing.png").string();
+  std::vector<ItemReport> reps;
+  ex.run(its, [&](const ItemReport& r) { reps.push_back(r); });
+  ASSERT_EQ(reps.size(), its.size());
+  ASSERT_FALSE(reps[0].ok);
+  EXPECT_EQ(reps[0].error, "'" + its[0].input + "': no name in this cause");
+  ASSERT_FALSE(reps[1].ok);
+  EXPECT_EQ(reps[1].error, "cannot read '" + its[1].input + "': no such file")
+      << "already named: left as it is";
+  for (std::size_t i = 2; i < reps.size(); ++i) EXPECT_TRUE(reps[i].ok) << reps[i].error;
+}
+
 // A codec through the hook: counts its encodes and writes stb's PNG with a marker in front.
 struct MarkingCodec : Codec {
   std::atomic<int> encodes{0};

@@ -3,6 +3,7 @@
 // Crafted files (truncated, patched PNG headers) are made here at run time from encoded bytes.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "histeq/error.hpp"
+#include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
 #include "test_support.hpp"
 
@@ -435,6 +437,73 @@ TEST_F(ImageIo, OutputFolderNotWritable) {
     expect_error<Error>([&] { save_image(test_image(4, 4, 1), "/proc/self/histeq-out.png"); },
                         {"/proc/self/histeq-out.png", "cannot create"});
   }
+}
+
+// ---- outputs that are not regular files ----
+
+// An existing output that is not a regular file (a FIFO here; a character device such as
+// /dev/null takes the same path) is opened and written as cp writes it: no temporary file
+// renamed over it, so the FIFO's reader gets the image and the FIFO stays a FIFO. The same for
+// the 16-bit writer and through a symlink; a FIFO without write permission is refused.
+TEST_F(ImageIo, AnExistingFifoIsWrittenInPlaceNotReplaced) {
+  const std::string p = path("sink.png");
+  ASSERT_EQ(::mkfifo(p.c_str(), 0644), 0);
+  const Image img = test_image(300, 200, 3);  // more than a pipe holds at once
+  {
+    test::FifoReader reader(p);
+    save_image(img, p);
+    EXPECT_EQ(reader.finish(), encode_image(img, ".png"));
+  }
+  EXPECT_TRUE(fs::is_fifo(p)) << "replaced by a regular file";
+  EXPECT_EQ(listing(), std::vector<std::string>{"sink.png"}) << "temp file left behind";
+
+  Image16 img16;
+  img16.width = 70;
+  img16.height = 50;
+  img16.channels = 1;
+  img16.pixels.resize(img16.sample_count());
+  for (std::size_t i = 0; i < img16.pixels.size(); ++i) img16.pixels[i] = std::uint16_t(i * 37);
+  ASSERT_EQ(::symlink("sink.png", path("link.png").c_str()), 0);
+  {
+    test::FifoReader reader(p);
+    save_image16(img16, path("link.png"));
+    EXPECT_EQ(reader.finish(), encode_image16(img16, ".png"));
+  }
+  EXPECT_TRUE(fs::is_fifo(p));
+  EXPECT_TRUE(fs::is_symlink(path("link.png")));
+
+  ASSERT_EQ(::chmod(p.c_str(), 0444), 0);
+  expect_error<Error>([&] { save_image(img, p); }, {p, "read-only"});
+  EXPECT_TRUE(fs::is_fifo(p));
+}
+
+// ---- binary PGM/PPM out ----
+
+// 8-bit PGM/PPM are written as histeq reads them (maxval 255): .pgm for gray, .ppm for colour,
+// .pnm either; a colour image as .pgm, gray as .ppm or alpha in any of them is a UsageError that
+// names the extension that fits.
+TEST_F(ImageIo, EightBitPgmPpmPnmRoundTrip) {
+  const Image g = test_image(31, 17, 1), c = test_image(31, 17, 3);
+  const struct {
+    const Image& img;
+    const char* ext;
+    const char* magic;
+  } cases[] = {{g, ".pgm", "P5"}, {c, ".ppm", "P6"}, {g, ".pnm", "P5"}, {c, ".PNM", "P6"}};
+  for (const auto& k : cases) {
+    SCOPED_TRACE(k.ext);
+    const std::vector<std::uint8_t> b = encode_image(k.img, k.ext);
+    const std::string head = std::string(k.magic) + "\n31 17\n255\n";
+    ASSERT_GE(b.size(), head.size());
+    EXPECT_EQ(std::string(b.begin(), b.begin() + std::ptrdiff_t(head.size())), head);
+    const Image back = decode_image(b.data(), b.size(), "mem", kDefaultMaxPixels);
+    EXPECT_EQ(back.channels, k.img.channels);
+    EXPECT_EQ(back.pixels, k.img.pixels);
+  }
+  save_image(c, path("c.ppm"));
+  EXPECT_EQ(load_image(path("c.ppm")).pixels, c.pixels);
+  expect_error<UsageError>([&] { encode_image(c, ".pgm"); }, {".pgm", "colour", ".ppm", ".pnm"});
+  expect_error<UsageError>([&] { encode_image(g, ".ppm"); }, {".ppm", "gray", ".pgm"});
+  expect_error<UsageError>([&] { encode_image(test_image(4, 4, 4), ".pnm"); }, {"alpha", ".png"});
 }
 
 TEST_F(ImageIo, ShortWriteLeavesNothingAndKeepsTheOldFile) {

@@ -1,9 +1,11 @@
 #include "test_support.hpp"
 #include <sstream>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #ifndef HISTEQ_HOST_ONLY
@@ -19,6 +21,37 @@ bool gpu_available(std::string* why) {
 #else
   return histeq::cuda_available(why);
 #endif
+}
+
+FifoReader::FifoReader(const std::filesystem::path& fifo)
+    : fd_(::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)) {
+  thread_ = std::thread([this] {
+    std::uint8_t buf[1 << 16];
+    for (;;) {
+      const bool last = stop_.load();  // the writer was done before this read
+      const ssize_t n = fd_ >= 0 ? ::read(fd_, buf, sizeof buf) : -1;
+      if (n > 0) {
+        data_.insert(data_.end(), buf, buf + n);
+        continue;
+      }
+      if (last) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+}
+
+FifoReader::~FifoReader() {
+  if (thread_.joinable()) {
+    stop_ = true;
+    thread_.join();
+  }
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::vector<std::uint8_t> FifoReader::finish() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  return data_;
 }
 
 std::string source_path(const std::string& rel) {

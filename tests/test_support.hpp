@@ -2,9 +2,12 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace histeq::test {
@@ -35,6 +38,25 @@ std::string shared_dir();
 /// The regular files directly under a folder of the source tree (dot files left out), sorted;
 /// empty when the folder does not exist.
 std::vector<std::filesystem::path> files_in(const std::string& rel);
+
+/// The reading end of a FIFO, drained on a thread of its own, so that a writer (this process or a
+/// spawned one) never waits on a full pipe. Opened without blocking: a test whose writer never
+/// opens the FIFO (it replaced it, say) gets no bytes instead of hanging.
+class FifoReader {
+ public:
+  explicit FifoReader(const std::filesystem::path& fifo);
+  ~FifoReader();
+  FifoReader(const FifoReader&) = delete;
+  FifoReader& operator=(const FifoReader&) = delete;
+  /// Call once the writer is done: reads what is left and returns every byte that came.
+  std::vector<std::uint8_t> finish();
+
+ private:
+  int fd_ = -1;
+  std::atomic<bool> stop_{false};
+  std::vector<std::uint8_t> data_;
+  std::thread thread_;
+};
 
 /// A fixture with a fresh, empty temporary folder per test (named after the prefix, the process
 /// and the test), removed afterwards.

@@ -49,9 +49,10 @@ Image16 decode_image16(const std::uint8_t* data, std::size_t size, const std::st
                        std::uint64_t max_pixels = std::uint64_t(1) << 28);
 
 /// Writes a 16-bit PNG (.png, libspng; gray, gray+alpha, RGB, RGBA by channel count) or a binary
-/// 16-bit PGM/PPM (.pgm 1 channel, .ppm 3 channels; maxval 65535, big-endian), by extension
-/// (case-insensitive), through a temporary file renamed over `path` when complete. A PNG gets
-/// the image's ICC profile as an iCCP chunk when it fits the channels (as the 8-bit writer).
+/// 16-bit PGM/PPM (.pgm 1 channel, .ppm 3 channels, .pnm either; maxval 65535, big-endian), by
+/// extension (case-insensitive), as every output is written: write_file_atomic (image_io.hpp;
+/// permissions kept, symlinks followed, a FIFO or device written in place). A PNG gets the
+/// image's ICC profile as an iCCP chunk when it fits the channels (as the 8-bit writer).
 /// Throws UsageError for another extension or a channel count the format cannot hold, Error
 /// for I/O failures.
 void save_image16(const Image16& img, const std::string& path);

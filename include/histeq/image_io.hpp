@@ -49,7 +49,7 @@ struct EncodeOptions {
   jpeg::Subsampling subsampling = jpeg::Subsampling::s420;  ///< JPEG chroma (gray: 4:0:0)
 };
 
-/// Output formats by extension: .png .jpg/.jpeg .bmp .tga (case-insensitive).
+/// Output formats by extension: .png .jpg/.jpeg .bmp .tga .pgm .ppm .pnm (case-insensitive).
 /// Throws UsageError for any other extension, naming the valid ones.
 void check_output_path(const std::string& path);
 
@@ -72,7 +72,10 @@ void save_image(const Image& img, const std::string& path, const EncodeOptions& 
 
 /// Encodes to memory (format by extension as save_image); used by save_image and the fuzzer.
 /// PNG: stb_image_write's writer with a fixed Paeth filter and libdeflate's zlib at
-/// opt.png_level. Throws UsageError for an unknown extension or an option out of range.
+/// opt.png_level. .pgm/.ppm/.pnm: a binary PGM (P5, gray) or PPM (P6, colour) of maxval 255;
+/// .pgm takes 1 channel, .ppm 3, .pnm either. Throws UsageError for an unknown extension, an
+/// option out of range, or a channel count the PGM/PPM extension cannot hold (the message names
+/// the one that fits; alpha: .png).
 std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext, int quality = 95,
                                        jpeg::Subsampling subsampling = jpeg::Subsampling::s420);
 std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext,
@@ -89,7 +92,10 @@ int encoded_channels(int channels, const std::string& ext);
 /// Writes `size` bytes to `path` as save_image does: through a temporary file in the target's
 /// folder renamed over it when complete. Overwriting keeps the target's permission bits; a
 /// target without write permission is refused (as cp does, also for root: no write bit at all);
-/// a symlink target writes the file it points to and stays a link. Throws Error naming the file.
+/// a symlink target writes the file it points to and stays a link. An existing target that is
+/// not a regular file — a FIFO, a character or block device (/dev/null) — is opened and written
+/// directly, as cp does (no temporary file: a rename would replace it; a FIFO waits for its
+/// reader); a directory or a socket is refused. Throws Error naming the file.
 void write_file_atomic(const std::string& path, const std::uint8_t* data, std::size_t size);
 
 /// Width, height and channels from an image's header (stbi_info), without decoding; false when

@@ -35,8 +35,20 @@ struct Planned {
 };
 
 /// The files of the inputs: a file as itself (its name), a folder's image files by their
-/// extension (sorted; recursive with -r) with the path under the folder.
-std::vector<Planned> collect_inputs(const std::vector<std::string>& inputs, bool recursive) {
+/// extension (sorted; recursive with -r) with the path under the folder. The walk of -r does not
+/// enter the output folder `outdir` (empty: none) when it lies inside an input folder, compared
+/// by canonical path: a second run of `equalize d -r -o d/out` must not take the first run's
+/// outputs as inputs (and write d/out/out/...).
+std::vector<Planned> collect_inputs(const std::vector<std::string>& inputs, bool recursive,
+                                    const std::string& outdir) {
+  std::error_code oec;
+  const fs::path out_canon = outdir.empty() ? fs::path() : fs::weakly_canonical(outdir, oec);
+  auto is_output_folder = [&](const fs::directory_entry& e) {
+    std::error_code ec2;
+    if (out_canon.empty() || oec || !e.is_directory(ec2)) return false;
+    const fs::path c = fs::canonical(e.path(), ec2);
+    return !ec2 && c == out_canon;
+  };
   std::vector<Planned> v;
   for (const std::string& in : inputs) {
     std::error_code ec;
@@ -51,8 +63,13 @@ std::vector<Planned> collect_inputs(const std::vector<std::string>& inputs, bool
         for (fs::recursive_directory_iterator
                  it(in, fs::directory_options::skip_permission_denied, ec),
              end;
-             !ec && it != end; it.increment(ec))
+             !ec && it != end; it.increment(ec)) {
+          if (is_output_folder(*it)) {
+            it.disable_recursion_pending();
+            continue;
+          }
           take(*it);
+        }
       } else {
         for (fs::directory_iterator it(in, ec), end; !ec && it != end; it.increment(ec)) take(*it);
       }
@@ -65,6 +82,11 @@ std::vector<Planned> collect_inputs(const std::vector<std::string>& inputs, bool
     }
   }
   return v;
+}
+
+/// "1 file", "2 files".
+std::string plural(std::size_t n, const char* noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
 struct Progress {
@@ -130,7 +152,8 @@ std::string output_of(const Planned& p, const std::string& outdir, const std::st
     throw UsageError(
         "cannot write '" + p.input + "' in its own format (" +
         (rel.extension().empty() ? std::string("no extension") : rel.extension().string()) +
-        "; histeq writes png, jpg, bmp, tga): add --format png (or jpg, bmp, tga)");
+        "; histeq writes png, jpg, bmp, tga, pgm, ppm, pnm): add --format png (or jpg, bmp, tga, "
+        "pnm)");
   }
   return (fs::path(outdir) / rel).lexically_normal().string();
 }
@@ -139,7 +162,7 @@ std::string output_of(const Planned& p, const std::string& outdir, const std::st
 std::vector<WorkItem> plan_items(const cxxopts::ParseResult& r, Task task,
                                  const std::vector<std::string>& inputs, const std::string& outdir,
                                  const std::string& format) {
-  const std::vector<Planned> planned = collect_inputs(inputs, r.count("recursive") > 0);
+  const std::vector<Planned> planned = collect_inputs(inputs, r.count("recursive") > 0, outdir);
   std::vector<WorkItem> items;
   std::map<std::string, std::string> seen;  // output → input
   for (const Planned& p : planned) {
@@ -193,7 +216,8 @@ void make_output_folders(const std::vector<WorkItem>& items) {
 /// --timing of a batch: per stage the summed milliseconds, the wall time, start-up, decoders.
 void print_batch_timing(std::ostream& tout, const BatchSummary& sum, int jobs) {
   const ItemTimes& t = sum.summed;
-  tout << "stage       summed ms  (over " << sum.files << " files, " << jobs << " workers)\n";
+  tout << "stage       summed ms  (over " << plural(sum.files, "file") << ", "
+       << plural(std::size_t(jobs), "worker") << ")\n";
   const std::pair<const char*, double> rows[] = {
       {"read", t.read_ms},         {"decode", t.decode_ms},     {"upload", t.upload_ms},
       {"equalize", t.equalize_ms}, {"download", t.download_ms}, {"encode", t.encode_ms},
@@ -217,6 +241,7 @@ void print_batch_timing(std::ostream& tout, const BatchSummary& sum, int jobs) {
 struct ItemPrinter {
   bool json = false;
   bool with_output = false;
+  const ClaheOptions* clahe = nullptr;  ///< a clahe batch: its JSON lines say so
   const PrintItem& print_item;
   std::ostream& out;
   std::ostream& err;
@@ -232,7 +257,7 @@ struct ItemPrinter {
     }
     if (json) {
       prog.clear(err);
-      out << dump_line(batch_item_json(rep, with_output, error)) << '\n';
+      out << dump_line(batch_item_json(rep, with_output, error, clahe)) << '\n';
     } else if (rep.ok && print_item) {
       prog.clear(err);
       print_item(out, rep);
@@ -246,7 +271,7 @@ struct ItemPrinter {
 int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
               const std::vector<std::string>& inputs, const std::string& outdir, std::ostream& out,
               std::ostream& err, const PrintItem& print_item,
-              const ExecutorOptions::ItemOp& item_op) {
+              const ExecutorOptions::ItemOp& item_op, const ClaheOptions* clahe) {
   const bool quiet = r.count("quiet") > 0;
   const bool json = r.count("json") > 0;
   for (const std::string& in : inputs)
@@ -274,7 +299,7 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
   prog.on = !quiet && stderr_is_tty(err);
   prog.total = items.size();
   const BatchSummary sum =
-      ex.run(items, ItemPrinter{json, task == Task::equalize, print_item, out, err, prog});
+      ex.run(items, ItemPrinter{json, task == Task::equalize, clahe, print_item, out, err, prog});
   prog.clear(err);
   if (cm.opt.backend == Backend::automatic && !quiet) {
     const std::string why = ex.cpu_fallback_reason();
@@ -285,9 +310,9 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
   if (json) out << dump_line(batch_summary_json(sum, ex.jobs())) << '\n';
   if (!quiet) {
     const double mps = sum.wall_s > 0 ? sum.megapixels / sum.wall_s : 0;
-    err << "histeq: " << sum.files << " files, " << num(sum.megapixels, 1) << " MP in "
-        << num(sum.wall_s, 2) << " s, " << num(mps, 1) << " MP/s, " << sum.failures
-        << (sum.failures == 1 ? " failure" : " failures") << '\n';
+    err << "histeq: " << plural(sum.files, "file") << ", " << num(sum.megapixels, 1) << " MP in "
+        << num(sum.wall_s, 2) << " s, " << num(mps, 1) << " MP/s, "
+        << plural(sum.failures, "failure") << '\n';
   }
   return sum.failures > 0 ? 1 : 0;
 }

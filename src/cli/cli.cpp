@@ -49,7 +49,8 @@ std::string usage() {
          "  histeq equalize INPUT -o OUTPUT [--kernel NAME] [--backend auto|cuda|cpu]\n"
          "                  [--mode luma|rgb|gray] [--formula opencv|exact] [--timing] [--json]\n"
          "                  [--quality Q] [--subsampling 444|422|420] [--decoder auto|gpu|cpu]\n"
-         "                  [--png-level L] [--format png|jpg|bmp|tga] [--max-pixels N]\n"
+         "                  [--png-level L] [--format png|jpg|bmp|tga|pgm|ppm|pnm] [--max-pixels "
+         "N]\n"
          "  histeq equalize INPUT... -o FOLDER [-r] [--format FMT] [--jobs N] [--max-inflight-mb "
          "MB]\n"
          "                  [--devices LIST] [--quiet] [--json] [--timing] [options above]\n"
@@ -89,7 +90,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   if (cmd == "--version" || cmd == "-V" || cmd == "version") {
     out << "histeq " HISTEQ_VERSION "\n"
         << "codecs: JPEG libjpeg-turbo (CPU)" << (gpu::nvjpeg_built() ? ", nvJPEG (GPU)" : "")
-        << "; PNG, BMP, TGA, GIF, PNM stb_image; 16-bit PNG libspng, 16-bit PGM/PPM\n";
+        << "; PNG, BMP, TGA, GIF, PNM stb_image; 16-bit PNG libspng; PGM/PPM (8 and 16 bits) "
+           "histeq\n";
     return 0;
   }
   try {

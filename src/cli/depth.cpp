@@ -54,7 +54,8 @@ bool pnm_number(const std::uint8_t* d, std::size_t n, std::size_t& pos, std::uin
 
 std::string device_label(const std::string& used) {
   if (used != "cpu") return used;
-  return "CPU (" + std::to_string(cpu::usable_cpus()) + " threads)";
+  const int n = cpu::usable_cpus();
+  return "CPU (" + std::to_string(n) + (n == 1 ? " thread)" : " threads)");
 }
 
 /// The mode a 16-bit image runs in: the asked one, else gray (1-2 channels) or rgb (colour).
@@ -63,10 +64,21 @@ Mode mode16(const std::optional<Mode>& asked, int channels) {
   return asked.value_or(Mode::rgb);
 }
 
-void check_mode16(Mode m, int channels) {
+/// name: the file the message names (in a batch the other files go on), or empty.
+void check_mode16(Mode m, int channels, const std::string& name = std::string()) {
   if (channels >= 3 && m != Mode::rgb)
-    throw UsageError(std::string("16-bit colour images are processed per channel: --mode ") +
-                     to_string(m) + " needs 16-bit YCbCr; use --mode rgb, or --depth 8");
+    throw UsageError((name.empty() ? std::string("16-bit colour images are")
+                                   : "'" + name + "' is a 16-bit colour image,") +
+                     " processed per channel: --mode " + to_string(m) +
+                     " needs 16-bit YCbCr; use --mode rgb, or --depth 8");
+}
+
+/// The writer encode_image uses for an extension (lower case), named as the executor names it.
+const char* encoder_name8(const std::string& ext) {
+  if (ext == ".jpg" || ext == ".jpeg") return "libjpeg-turbo";
+  if (ext == ".png") return "histeq-png+libdeflate";
+  if (ext == ".pgm" || ext == ".ppm" || ext == ".pnm") return "pnm";
+  return "stb";
 }
 
 /// In a batch on the GPU: the calling thread's current device becomes the next of the list.
@@ -90,13 +102,10 @@ void next_device(const ItemOpOptions& opt) {
 void check_item_output(const ItemOpOptions& opt, const std::string& name, const std::string& ext,
                        bool apply, bool work16) {
   if (apply && work16 && !holds_16bit(ext))
-    throw UsageError("'" + name + "' is processed at 16 bits, which a " + ext.substr(1) +
-                     " file cannot hold (8 bits per sample): write .png (or .pgm/.ppm), or add "
-                     "--depth 8 to convert to 8 bits");
-  if (apply && !work16 && (ext == ".pgm" || ext == ".ppm"))
-    throw UsageError("'" + name +
-                     "' is processed at 8 bits and histeq writes .pgm/.ppm at 16 "
-                     "bits only: write .png, jpg, bmp or tga, or add --depth 16");
+    throw UsageError(
+        "'" + name + "' is processed at 16 bits, which a " + ext.substr(1) +
+        " file cannot hold (8 bits per sample): write .png (or .pgm/.ppm/.pnm), or add "
+        "--depth 8 to convert to 8 bits");
 
   if (opt.kind == ItemOpKind::clahe && work16) {
     try {
@@ -130,7 +139,7 @@ bool needs_item_op(const ItemOpOptions& opt, bool input_is_16bit) {
 
 bool holds_16bit(const std::string& ext) {
   const std::string e = lower(ext);
-  return e == ".png" || e == ".pgm" || e == ".ppm";
+  return e == ".png" || e == ".pgm" || e == ".ppm" || e == ".pnm";
 }
 
 std::vector<Histogram> histograms16(const Image16& img, Mode mode, Backend backend,
@@ -201,7 +210,7 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
     rep.height = img.height;
     rep.channels = img.channels;
     const Mode m = mode16(opt.equalize.mode, img.channels);
-    check_mode16(m, img.channels);
+    check_mode16(m, img.channels, name);
     er.mode = m;
     std::string used;
     t0 = Clock::now();
@@ -227,7 +236,7 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
       Image16().pixels.swap(img.pixels);
       t0 = Clock::now();
       encoded = encode_image16(out, ext);
-      rep.encoder = ext == ".png" ? "libspng" : "pnm";
+      rep.encoder = ext == ".png" ? "libspng" : "pnm";  // PGM/PPM (io/pnm_write.hpp)
       rep.times.encode_ms = ms_since(t0);
     }
   } else {
@@ -269,7 +278,7 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
       Image().pixels.swap(img.pixels);
       t0 = Clock::now();
       encoded = encode_image(out, ext, opt.encode);
-      rep.encoder = (ext == ".jpg" || ext == ".jpeg") ? "libjpeg-turbo" : "stb";
+      rep.encoder = encoder_name8(ext);
       rep.times.encode_ms = ms_since(t0);
     }
   }

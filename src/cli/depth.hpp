@@ -54,8 +54,9 @@ std::vector<Histogram> histograms16(const Image16& img, Mode mode, Backend backe
 /// Fills rep: width, height, channels, output_channels, bit_depth, decoder, encoder,
 /// equalize.{backend, device, kernel, mode, histograms (histogram only)}, times.{decode,
 /// equalize, encode}. Throws UsageError for a 16-bit output in a format that cannot hold it
-/// (jpg, bmp, tga: use .png/.pgm/.ppm or --depth 8), an 8-bit output as .pgm/.ppm, a mode that
-/// 16-bit colour cannot take; Error for a bad file.
+/// (jpg, bmp, tga: use .png/.pgm/.ppm/.pnm or --depth 8), channels the PGM/PPM extension cannot
+/// hold (io/pnm_write.hpp), a mode that 16-bit colour cannot take (naming `name`); Error for a
+/// bad file.
 std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t* data,
                                    std::size_t size, const std::string& name,
                                    const std::string& out_ext, ItemReport& rep);

@@ -35,11 +35,13 @@ void add_equalize_options(Command& c, bool clahe) {
   c.options.add_options()("input", "input images or folders ('-': standard input)",
                           cxxopts::value<std::vector<std::string>>());
   c.add("o,output",
-        "output image (one input; the format follows the extension .png .jpg .jpeg .bmp .tga; may "
-        "equal INPUT; '-': standard output, needs --format), or the output folder (several inputs "
-        "or a folder; created if missing)",
+        "output image (one input; the format follows the extension .png .jpg .jpeg .bmp .tga .pgm "
+        ".ppm .pnm; may equal INPUT; '-': standard output, needs --format), or the output folder "
+        "(several inputs or a folder; created if missing)",
         cxxopts::value<std::string>(), "OUTPUT");
-  add_kernel_backend(c);
+  add_kernel_backend(c, clahe ? "histogram kernel: auto only (the tile histograms have their own "
+                                "kernels)"
+                              : "");
   add_batch_options(c, true);
   add_depth(c);
   if (clahe) {
@@ -58,9 +60,11 @@ void add_equalize_options(Command& c, bool clahe) {
   }
   c.add("q,quality", "JPEG quality 1..100", cxxopts::value<int>()->default_value("95"), "Q");
   c.add("decoder",
-        "JPEG codec: auto (nvJPEG when the GPU backend runs and this build has it, else "
-        "libjpeg-turbo), gpu (nvJPEG decode and encode; inputs it cannot take fall back to "
-        "libjpeg-turbo), cpu (libjpeg-turbo)",
+        clahe ? "JPEG codec: auto or cpu, both libjpeg-turbo (clahe decodes and encodes JPEG on "
+                "the CPU)"
+              : "JPEG codec: auto (nvJPEG when the GPU backend runs and this build has it, else "
+                "libjpeg-turbo), gpu (nvJPEG decode and encode; inputs it cannot take fall back "
+                "to libjpeg-turbo), cpu (libjpeg-turbo)",
         cxxopts::value<std::string>()->default_value("auto"), "NAME");
   c.add(
       "subsampling",
@@ -78,8 +82,8 @@ void add_equalize_options(Command& c, bool clahe) {
 }
 
 /// True when the command line is a batch: several inputs, or a folder input / an existing folder
-/// as -o (unless -o has an image extension: then it is the one output file, and a folder there
-/// is an error as before), or -o ending in '/'. Refuses several inputs into one image name.
+/// as -o, or -o ending in '/'. Refuses several inputs, or a folder, into one image file name (-o
+/// with an image extension that is not an existing folder): a usage error, before any work.
 bool is_batch(const std::string& cmd, const std::vector<std::string>& inputs,
               const std::string& output) {
   std::error_code ec;
@@ -96,8 +100,14 @@ bool is_batch(const std::string& cmd, const std::vector<std::string>& inputs,
                      "(see 'histeq " +
                      cmd + " --help')");
   }
-  return inputs.size() > 1 || (!output.empty() && output.back() == '/') ||
-         (!out_is_image_name && ((input != "-" && fs::is_directory(input, ec)) || out_is_dir));
+  const bool in_is_dir = input != "-" && fs::is_directory(input, ec);
+  if (in_is_dir && out_is_image_name && !out_is_dir)
+    throw UsageError("'" + input + "' is a folder but -o '" + output +
+                     "' is an image file name; with a folder input -o names the output folder "
+                     "(see 'histeq " +
+                     cmd + " --help')");
+  return inputs.size() > 1 || (!output.empty() && output.back() == '/') || in_is_dir ||
+         (!out_is_image_name && out_is_dir);
 }
 
 int run_equalize_batch(const cxxopts::ParseResult& r, bool clahe,
@@ -109,16 +119,19 @@ int run_equalize_batch(const cxxopts::ParseResult& r, bool clahe,
   read_quality(r);
   const ItemOpOptions io = item_op_options(r, cm, clahe ? ItemOpKind::clahe : ItemOpKind::equalize);
   warn_inexact(cm, err);
+  // clahe: each line says so, with its clip limit and tiles, as the single-file report does
+  const std::string op = clahe ? ", clahe " + clahe_summary(io.clahe) : std::string();
   return run_batch(
       r, cm, Task::equalize, inputs, output, out, err,
-      [](std::ostream& o, const ItemReport& rep) {
+      [op](std::ostream& o, const ItemReport& rep) {
         o << rep.output << ": " << rep.width << "x" << rep.height << ", " << rep.output_channels
           << (rep.output_channels == 1 ? " channel" : " channels")
-          << (rep.bit_depth == 16 ? ", 16-bit" : "") << ", mode " << to_string(rep.equalize.mode)
-          << ", kernel " << rep.equalize.kernel << " on " << rep.equalize.device << " (decoder "
-          << rep.decoder << ", encoder " << rep.encoder << ")\n";
+          << (rep.bit_depth == 16 ? ", 16-bit" : "") << op << ", mode "
+          << to_string(rep.equalize.mode) << ", kernel " << rep.equalize.kernel << " on "
+          << rep.equalize.device << " (decoder " << rep.decoder << ", encoder " << rep.encoder
+          << ")\n";
       },
-      make_item_op(io, r));
+      make_item_op(io, r), clahe ? &io.clahe : nullptr);
 }
 
 /// --backend auto on one file: CUDA's start-up (0.2-0.35 s for the context on the H200 machine,
@@ -205,8 +218,7 @@ Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::strin
     throw UsageError("-o - (standard output) needs --format png|jpg|bmp|tga");
   } else {
     s.out_ext = fs::path(output).extension().string();
-    // before any work: an unknown extension is a usage error (.pgm/.ppm: 16-bit outputs)
-    if (!pnm_ext(s.out_ext)) check_output_path(output);
+    check_output_path(output);  // before any work: an unknown extension is a usage error
   }
   s.cm = read_common(r);
   if (!clahe) s.cm.opt.formula = parse_formula(r["formula"].as<std::string>());
@@ -327,7 +339,7 @@ Equalized equalize_one(Single& s, const std::vector<std::uint8_t>& bytes, Clock:
                        std::ostream& out, std::ostream& err) {
   const bool jpg_out = jpeg_ext(fs_extension_lower(s.out_ext));
   Equalized e;
-  e.encoder = jpg_out ? "libjpeg-turbo" : "stb_image_write";
+  e.encoder = jpg_out ? "libjpeg-turbo" : (pnm_ext(s.out_ext) ? "pnm" : "stb_image_write");
   const bool is_jpeg = jpeg::is_jpeg(bytes.data(), bytes.size());
   if (is_jpeg) e.decoder = "libjpeg-turbo";
   std::unique_ptr<gpu::JpegCodec> codec;
@@ -429,7 +441,7 @@ int run_single(const cxxopts::ParseResult& r, bool clahe, const std::string& inp
   const std::vector<std::uint8_t> bytes = input == "-" ? read_stdin() : read_image_file(input);
   // CLAHE, 16-bit inputs, --depth 16: the per-file operation (the same as in a batch)
   s.settle_probe(err);
-  if (needs_item_op(s.io, is_16bit_data(bytes.data(), bytes.size())) || pnm_ext(s.out_ext)) {
+  if (needs_item_op(s.io, is_16bit_data(bytes.data(), bytes.size()))) {
     ItemReport ir;
     emit(s, run_item(s.io, bytes.data(), bytes.size(), s.name, s.out_ext, ir), out);
     print_item_op_report(s, ir, ms_since(t_start), out, err);

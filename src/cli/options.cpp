@@ -155,6 +155,22 @@ std::string Command::valid() const {
   return s;
 }
 
+std::string Command::missing_value(const std::string& cxxopts_message) const {
+  // "Option 'o' is missing an argument": name it both ways (-o/--output) and what it takes.
+  const auto a = cxxopts_message.find('\''), b = cxxopts_message.rfind('\'');
+  const std::string opt =
+      (a != std::string::npos && b > a) ? cxxopts_message.substr(a + 1, b - a - 1) : "";
+  for (const auto& g : options.groups()) {
+    for (const auto& o : options.group_help(g).options) {
+      if (opt.empty() || o.l.empty() || (o.s != opt && o.l.front() != opt)) continue;
+      const std::string names = (o.s.empty() ? "" : "-" + o.s + "/") + "--" + o.l.front();
+      return names + " needs a value" + (o.arg_help.empty() ? "" : " (" + o.arg_help + ")") +
+             " in 'histeq " + name + "' (see 'histeq " + name + " --help')";
+    }
+  }
+  return cxxopts_message + " in 'histeq " + name + "' (see 'histeq " + name + " --help')";
+}
+
 std::string Command::value_help(const std::string& option) const {
   const auto& m = value_ranges();
   const auto it = m.find(option);
@@ -182,6 +198,10 @@ cxxopts::ParseResult Command::parse(const std::vector<std::string>& args) {
     if (!opt.empty() && opt[0] != '-') opt = (opt.size() == 1 ? "-" : "--") + opt;
     throw UsageError("unknown option '" + opt + "' for 'histeq " + name +
                      "'; valid options: " + valid());
+  } catch (const cxxopts::exceptions::missing_argument& e) {
+    throw UsageError(missing_value(ascii_quotes(e.what())));
+  } catch (const cxxopts::exceptions::option_requires_argument& e) {
+    throw UsageError(missing_value(ascii_quotes(e.what())));
   } catch (const cxxopts::exceptions::incorrect_argument_type& e) {
     // "Argument 'X' failed to parse": name the option that had X, and what it takes.
     const std::string msg = ascii_quotes(e.what());
@@ -201,9 +221,12 @@ cxxopts::ParseResult Command::parse(const std::vector<std::string>& args) {
 
 // ---- shared option groups ----
 
-void add_kernel_backend(Command& c) {
+void add_kernel_backend(Command& c, const std::string& kernel_help) {
   c.add("k,kernel",
-        "histogram kernel: auto (the fastest exact one) or a name from 'histeq kernels'",
+        kernel_help.empty()
+            ? std::string("histogram kernel: auto (the fastest exact one) or a name from 'histeq "
+                          "kernels'")
+            : kernel_help,
         cxxopts::value<std::string>()->default_value("auto"), "NAME");
   c.add("b,backend", "where to run: auto (GPU if usable, else CPU), cuda, cpu",
         cxxopts::value<std::string>()->default_value("auto"), "NAME");
@@ -324,8 +347,8 @@ void add_batch_options(Command& c, bool equalize) {
   c.add_flag("quiet", "no notes, no progress bar, no summary line on stderr (errors still)");
   if (equalize) {
     c.add("format",
-          "output format of every file: png, jpg, bmp, tga; pgm, ppm for 16-bit outputs (default: "
-          "each input's own; required with -o -)",
+          "output format of every file: png, jpg, bmp, tga, pgm (gray), ppm (colour), pnm (PGM for "
+          "gray, PPM for colour) (default: each input's own; required with -o -)",
           cxxopts::value<std::string>(), "FMT");
     c.add("png-level", "PNG deflate level 0..9 (libdeflate; 0: stored, 9: smallest)",
           cxxopts::value<int>()->default_value(std::to_string(kDefaultPngLevel)), "L");
@@ -346,7 +369,8 @@ bool readable_ext(const std::string& e) {
   return false;
 }
 bool writable_ext(const std::string& e) {
-  return e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".bmp" || e == ".tga";
+  return e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".bmp" || e == ".tga" || e == ".pgm" ||
+         e == ".ppm" || e == ".pnm";
 }
 
 std::string parse_format(const std::string& f) {
@@ -355,9 +379,8 @@ std::string parse_format(const std::string& f) {
   if (!e.empty() && e[0] == '.') e.erase(0, 1);
   if (e == "png" || e == "jpg" || e == "bmp" || e == "tga") return "." + e;
   if (e == "jpeg") return ".jpg";
-  if (e == "pgm" || e == "ppm") return "." + e;  // 16-bit outputs only (cli/depth.cpp)
-  throw UsageError("unknown --format '" + f +
-                   "' (valid: png, jpg, bmp, tga; pgm, ppm for 16-bit outputs)");
+  if (e == "pgm" || e == "ppm" || e == "pnm") return "." + e;  // 8 or 16 bits (io/pnm_write.hpp)
+  throw UsageError("unknown --format '" + f + "' (valid: png, jpg, bmp, tga, pgm, ppm, pnm)");
 }
 
 std::vector<int> parse_devices(const std::string& s) {
@@ -380,6 +403,11 @@ std::vector<int> parse_devices(const std::string& s) {
 }
 
 bool jpeg_ext(const std::string& e) { return e == ".jpg" || e == ".jpeg"; }
+
+bool pnm_ext(std::string e) {
+  for (char& ch : e) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return e == ".pgm" || e == ".ppm" || e == ".pnm";
+}
 
 int read_png_level(const cxxopts::ParseResult& r) {
   const int level = r["png-level"].as<int>();
@@ -473,18 +501,12 @@ ItemOpOptions item_op_options(const cxxopts::ParseResult& r, const Common& cm, I
   return io;
 }
 
-bool pnm_ext(std::string e) {
-  for (char& ch : e) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-  return e == ".pgm" || e == ".ppm";
-}
-
 ExecutorOptions::ItemOp make_item_op(ItemOpOptions io, const cxxopts::ParseResult& r) {
   io.spread_over_devices = true;
   if (r.count("devices")) io.devices = parse_devices(r["devices"].as<std::string>());
   return [io](const std::vector<std::uint8_t>& bytes, const std::string& ext, ItemReport& rep,
               std::vector<std::uint8_t>* encoded) {
-    if (!needs_item_op(io, is_16bit_data(bytes.data(), bytes.size())) && !pnm_ext(ext))
-      return false;
+    if (!needs_item_op(io, is_16bit_data(bytes.data(), bytes.size()))) return false;
     *encoded = run_item(io, bytes.data(), bytes.size(), rep.input, ext, rep);
     return true;
   };

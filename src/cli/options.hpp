@@ -57,11 +57,15 @@ struct Command {
  private:
   void add_name(const std::string& spec);
   std::string value_help(const std::string& option) const;
+  /// The message for an option given without its value (cxxopts' missing_argument).
+  std::string missing_value(const std::string& cxxopts_message) const;
 };
 
 // ---- shared option groups ----
 
-void add_kernel_backend(Command& c);
+/// --kernel, --backend, --mode, --max-pixels; kernel_help replaces --kernel's help (clahe takes
+/// auto only).
+void add_kernel_backend(Command& c, const std::string& kernel_help = std::string());
 void add_depth(Command& c);
 /// --depth: 0 (not given), 8 or 16 (UsageError for others).
 int read_depth(const cxxopts::ParseResult& r);
@@ -108,8 +112,9 @@ std::string parse_format(const std::string& f);
 std::vector<int> parse_devices(const std::string& s);
 /// The extension of a path, lower case, with its dot ("" when none).
 std::string fs_extension_lower(const std::string& path);
-bool pnm_ext(std::string e);
 bool jpeg_ext(const std::string& e);
+/// .pgm, .ppm, .pnm (any case): binary PGM/PPM outputs, 8 or 16 bits.
+bool pnm_ext(std::string e);
 
 /// Standard input, whole.
 std::vector<std::uint8_t> read_stdin();

@@ -90,7 +90,8 @@ Json item_op_json(const ItemOpOptions& io, const std::string& input, const std::
   return j;
 }
 
-Json batch_item_json(const ItemReport& rep, bool with_output, const std::string& error) {
+Json batch_item_json(const ItemReport& rep, bool with_output, const std::string& error,
+                     const ClaheOptions* clahe) {
   Json j;
   put_path(j, "input", rep.input);
   if (with_output) put_path(j, "output", rep.output);
@@ -104,6 +105,12 @@ Json batch_item_json(const ItemReport& rep, bool with_output, const std::string&
   j["channels"] = rep.channels;
   if (with_output) j["output_channels"] = rep.output_channels;
   j["bit_depth"] = rep.bit_depth;
+  if (with_output) j["operation"] = clahe ? "clahe" : "equalize";
+  if (clahe) {
+    j["clip_limit"] = clahe->clip_limit;
+    j["tiles_x"] = clahe->tiles_x;
+    j["tiles_y"] = clahe->tiles_y;
+  }
   j["mode"] = to_string(rep.equalize.mode);
   j["kernel"] = rep.equalize.kernel;
   j["backend"] = rep.equalize.backend;

@@ -42,8 +42,11 @@ Json equalize_json(const EqualizeFacts& f, const EqualizeReport& rep);
 Json item_op_json(const ItemOpOptions& io, const std::string& input, const std::string& output,
                   const ItemReport& rep, double total_ms);
 
-/// with_output: equalize/clahe (the item has an output file); false for histogram.
-Json batch_item_json(const ItemReport& rep, bool with_output, const std::string& error);
+/// with_output: equalize/clahe (the item has an output file; "operation" says which, and
+/// clahe, when given, adds clip_limit, tiles_x, tiles_y as item_op_json does); false for
+/// histogram.
+Json batch_item_json(const ItemReport& rep, bool with_output, const std::string& error,
+                     const ClaheOptions* clahe = nullptr);
 
 Json batch_summary_json(const BatchSummary& sum, int jobs);
 

@@ -1,12 +1,14 @@
 // image_io.cpp — 8-bit image files in and out, with stb_image / stb_image_write (Debian
 // libstb-dev; the implementations are compiled here, once, from the system headers) and, for
-// writing PNG, histeq's own writer on libdeflate (write_png8: see "the PNG writer" below).
+// writing PNG, histeq's own writer on libdeflate (write_png8: see "the PNG writer" below), and
+// for binary PGM/PPM its own few lines (write_pnm8).
 //
 // Loading reads the whole file into memory first (so that a missing file, a directory or an
 // empty file gets its own message), checks the header's dimensions with stbi_info_from_memory
 // before any pixel memory is allocated, then decodes. Saving encodes to memory, writes a
 // temporary file in the target's folder, fsyncs it and renames it over the target, so the
-// target is either the complete new image or untouched (and may be the input file itself).
+// target is either the complete new image or untouched (and may be the input file itself); an
+// existing target that is not a regular file (FIFO, device) is written directly, as cp does.
 #include "histeq/image_io.hpp"
 
 #include <fcntl.h>
@@ -38,6 +40,7 @@
 #include "histeq/error.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "io/decode_checks.hpp"
+#include "io/pnm_write.hpp"
 #include "png_fast.hpp"
 
 #include <libdeflate.h>
@@ -111,7 +114,7 @@ std::string lower(std::string s) {
   return s;
 }
 
-enum class Format { png, jpg, bmp, tga };
+enum class Format { png, jpg, bmp, tga, pnm };
 
 /// Format of an extension (".png" or "png", any case); false when not one we write.
 bool format_of(std::string ext, Format* out) {
@@ -125,12 +128,14 @@ bool format_of(std::string ext, Format* out) {
     *out = Format::bmp;
   else if (ext == "tga")
     *out = Format::tga;
+  else if (ext == "pgm" || ext == "ppm" || ext == "pnm")
+    *out = Format::pnm;
   else
     return false;
   return true;
 }
 
-constexpr const char* kValidExtensions = ".png, .jpg, .jpeg, .bmp, .tga";
+constexpr const char* kValidExtensions = ".png, .jpg, .jpeg, .bmp, .tga, .pgm, .ppm, .pnm";
 
 const char* file_type_name(mode_t m) {
   if (S_ISDIR(m)) return "it is a directory";
@@ -775,6 +780,24 @@ void install_signal_cleanup() {
   }
 }
 
+namespace {
+
+/// A binary PGM (P5) or PPM (P6) of maxval 255: the header, then the samples as they are.
+std::vector<std::uint8_t> write_pnm8(const Image& img, const std::string& ext_in) {
+  std::string ext = lower(ext_in);
+  if (!ext.empty() && ext[0] != '.') ext = "." + ext;
+  const char kind = detail::pnm_kind(ext, img.channels, 8);
+  const std::string head = std::string("P") + kind + "\n" + std::to_string(img.width) + " " +
+                           std::to_string(img.height) + "\n255\n";
+  std::vector<std::uint8_t> out;
+  out.reserve(head.size() + img.pixels.size());
+  out.insert(out.end(), head.begin(), head.end());
+  out.insert(out.end(), img.pixels.begin(), img.pixels.end());
+  return out;
+}
+
+}  // namespace
+
 void set_save_hook_for_testing(SaveHook hook) { g_save_hook.store(hook); }
 
 void check_output_path(const std::string& path) {
@@ -787,7 +810,7 @@ void check_output_path(const std::string& path) {
 
 int encoded_channels(int channels, const std::string& ext) {
   Format f;
-  if (!format_of(ext, &f)) return channels;  // PGM/PPM (16 bits) and others: as they are
+  if (!format_of(ext, &f)) return channels;  // extensions histeq does not write: as they are
   const bool alpha = channels == 2 || channels == 4;
   if (f == Format::jpg) return channels <= 2 ? 1 : 3;  // no alpha in JPEG
   if (f == Format::bmp) return alpha ? 4 : 3;          // 24-bit BGR or 32-bit BGRA
@@ -824,9 +847,10 @@ std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext,
   if (opt.png_level < 0 || opt.png_level > 9)
     throw UsageError("PNG level " + std::to_string(opt.png_level) + " out of range (valid: 0..9)");
   // PNG: histeq's own writer (write_png8, above); JPEG: libjpeg-turbo (jpeg_codec.hpp), 4:2:0
-  // colour, 1-component gray; BMP and TGA: stb_image_write.
+  // colour, 1-component gray; PGM/PPM: write_pnm8; BMP and TGA: stb_image_write.
   if (f == Format::png) return write_png8(img, opt.png_level);
   if (f == Format::jpg) return jpeg::encode(img, {quality, subsampling});
+  if (f == Format::pnm) return write_pnm8(img, ext);
   std::vector<std::uint8_t> out;
   out.reserve(img.byte_count() + 1024);
   const void* px = img.pixels.data();
@@ -880,37 +904,83 @@ bool image_info(const std::uint8_t* data, std::size_t size, int* width, int* hei
   return stbi_info_from_memory(data, int(size), width, height, channels) != 0;
 }
 
-void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std::size_t size) {
-  // A symlink is followed to the file it names (the link stays a link); a dangling one names
-  // the file to create.
-  const std::string path = [&] {
-    std::error_code ec;
-    fs::path p(path_in);
-    for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
-      const fs::path t = fs::read_symlink(p, ec);
-      if (ec) break;
-      p = t.is_absolute() ? t : (p.has_parent_path() ? p.parent_path() / t : t);
+namespace {
+
+/// A symlink is followed to the file it names (the link stays a link); a dangling one names
+/// the file to create.
+std::string resolve_symlinks(const std::string& path_in) {
+  std::error_code ec;
+  fs::path p(path_in);
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
+    const fs::path t = fs::read_symlink(p, ec);
+    if (ec) break;
+    p = t.is_absolute() ? t : (p.has_parent_path() ? p.parent_path() / t : t);
+  }
+  return p.string();
+}
+
+/// Writes all of [data, data + size) to fd in chunks of at most 4 MiB (a pipe takes less at a
+/// time: the rest is written on the next round); `tmp`, when given, is the temporary file the
+/// test hook sees after each chunk. Returns 0, or the errno of the failure with `what` set.
+int write_all(int fd, const std::uint8_t* data, std::size_t size, const char* tmp,
+              std::string& what) {
+  constexpr std::size_t kChunk = std::size_t(4) << 20;
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::write(fd, data + done, std::min(kChunk, size - done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      what =
+          "write failed after " + std::to_string(done) + " of " + std::to_string(size) + " bytes";
+      return err;
     }
-    return p.string();
-  }();
+    if (n == 0) {
+      what = "short write (" + std::to_string(done) + " of " + std::to_string(size) + " bytes)";
+      return ENOSPC;
+    }
+    done += std::size_t(n);
+    if (tmp != nullptr)
+      if (const SaveHook hook = g_save_hook.load()) hook(tmp, done);
+  }
+  return 0;
+}
+
+/// An existing target that is not a regular file (a FIFO, a character or block device) is
+/// written directly, as cp does: opened for writing (a FIFO waits for its reader), no temporary
+/// file, no rename, its mode and owner untouched. A socket cannot be opened: refused.
+void write_in_place(const std::string& path, const std::string& path_in, mode_t type,
+                    const std::uint8_t* data, std::size_t size) {
+  if (S_ISSOCK(type)) throw Error("cannot write " + quoted(path_in) + ": " + file_type_name(type));
+  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw Error("cannot write " + quoted(path_in) + ": " + std::strerror(errno));
+  std::string what;
+  const int err = write_all(fd, data, size, nullptr, what);
+  const int closed = ::close(fd) == 0 ? 0 : errno;
+  if (err != 0)
+    throw Error("cannot write " + quoted(path_in) + ": " + what + ": " + std::strerror(err));
+  if (closed != 0)
+    throw Error("cannot write " + quoted(path_in) + ": close failed: " + std::strerror(closed));
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std::size_t size) {
+  const std::string path = resolve_symlinks(path_in);
   // An existing target: its permission bits are kept; without write permission it is refused.
+  // One that is not a regular file (FIFO, device) is written in place (write_in_place).
   mode_t keep_mode = default_file_mode();
   {
     struct stat st {};
-    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    if (::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
       keep_mode = st.st_mode & 07777;
       const bool no_write_bit = (st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0;
       if (no_write_bit || ::access(path.c_str(), W_OK) != 0)
         throw Error("cannot write " + quoted(path_in) + ": the file is read-only (" +
                     std::strerror(EACCES) + ")");
+      if (!S_ISREG(st.st_mode)) return write_in_place(path, path_in, st.st_mode, data, size);
     }
   }
-  struct Span {
-    const std::uint8_t* p;
-    std::size_t n;
-    std::size_t size() const { return n; }
-    const std::uint8_t* data() const { return p; }
-  } bytes{data, size};
 
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -966,24 +1036,8 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
     }
     throw Error("cannot write " + quoted(path) + ": " + what + ": " + std::strerror(err));
   };
-  // Written in chunks of at most 4 MiB; the test hook runs after each one.
-  constexpr std::size_t kChunk = std::size_t(4) << 20;
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, std::min(kChunk, bytes.size() - done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("write failed after " + std::to_string(done) + " of " + std::to_string(bytes.size()) +
-               " bytes",
-           errno);
-    }
-    if (n == 0)
-      fail("short write (" + std::to_string(done) + " of " + std::to_string(bytes.size()) +
-               " bytes)",
-           ENOSPC);
-    done += std::size_t(n);
-    if (const SaveHook hook = g_save_hook.load()) hook(tmp.c_str(), done);
-  }
+  std::string what;
+  if (const int err = write_all(fd, data, size, tmp.c_str(), what)) fail(what, err);
   if (::fchmod(fd, keep_mode) != 0) fail("chmod failed", errno);
   if (::fsync(fd) != 0) fail("fsync failed", errno);
   const int closed = ::close(fd);

@@ -17,8 +17,10 @@
 
 #include "histeq/error.hpp"
 #include "histeq/image16.hpp"
+#include "histeq/image_io.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "io/decode_checks.hpp"
+#include "io/pnm_write.hpp"
 
 namespace histeq {
 namespace {
@@ -158,34 +160,6 @@ Image16 decode_pnm16(const std::uint8_t* d, std::size_t n, const std::string& na
   return img;
 }
 
-void write_atomically(const std::vector<std::uint8_t>& bytes, const std::string& path) {
-  const std::string tmp = path + ".histeq-tmp-" + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(quoted(path) + ": cannot write: " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t k = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      const int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(quoted(path) + ": cannot write: " + std::strerror(e));
-    }
-    done += std::size_t(k);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    throw Error(quoted(path) + ": cannot write: " + std::strerror(e));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    throw Error(quoted(path) + ": cannot write: " + std::strerror(e));
-  }
-}
-
 }  // namespace
 
 bool is_16bit_image(const std::string& path) {
@@ -222,16 +196,10 @@ std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& 
       img.pixels.size() != img.sample_count()) {
     throw Error("cannot encode an empty or inconsistent 16-bit image");
   }
-  if (ext == ".pgm" || ext == ".ppm") {
-    const int want = ext == ".pgm" ? 1 : 3;
-    if (img.channels != want) {
-      throw UsageError("a 16-bit " + ext + " holds " + std::to_string(want) +
-                       " channel(s), the image has " + std::to_string(img.channels) +
-                       " (use .png)");
-    }
-    const std::string head = std::string(want == 1 ? "P5" : "P6") + "\n" +
-                             std::to_string(img.width) + " " + std::to_string(img.height) +
-                             "\n65535\n";
+  if (detail::is_pnm_ext(ext)) {
+    const char kind = detail::pnm_kind(ext, img.channels, 16);
+    const std::string head = std::string("P") + kind + "\n" + std::to_string(img.width) + " " +
+                             std::to_string(img.height) + "\n65535\n";
     std::vector<std::uint8_t> out(head.begin(), head.end());
     out.reserve(out.size() + img.pixels.size() * 2);
     for (std::uint16_t v : img.pixels) {
@@ -242,7 +210,7 @@ std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& 
   }
   if (ext != ".png") {
     throw UsageError("16-bit output format " + quoted(ext_in) +
-                     " is not supported; use .png, .pgm or .ppm");
+                     " is not supported; use .png, .pgm, .ppm or .pnm");
   }
   SpngCtx c(SPNG_CTX_ENCODER);
   spng_set_option(c.ctx, SPNG_ENCODE_TO_BUFFER, 1);
@@ -280,7 +248,8 @@ std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& 
 }
 
 void save_image16(const Image16& img, const std::string& path) {
-  write_atomically(encode_image16(img, lower_ext(path)), path);
+  const std::vector<std::uint8_t> bytes = encode_image16(img, lower_ext(path));
+  write_file_atomic(path, bytes.data(), bytes.size());  // as every output: image_io.hpp
 }
 
 Image16 widen_to_16(const Image& img) {

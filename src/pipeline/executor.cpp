@@ -517,7 +517,7 @@ struct Executor::Impl {
   Image equalize_cpu(Image& in, Mode mode, bool apply, EqualizeReport& rep) {
     const auto t0 = Clock::now();
     rep.backend = "cpu";
-    rep.device = "CPU (" + std::to_string(jobs) + " threads)";
+    rep.device = "CPU (" + std::to_string(jobs) + (jobs == 1 ? " thread)" : " threads)");
     rep.kernel = "cpu";
     const std::size_t pixels = in.pixel_count();
     const int planes_n = plane_count(mode, in.channels);
@@ -684,9 +684,10 @@ struct Executor::Impl {
       for (char& ch : low) ch = char(std::tolower(static_cast<unsigned char>(ch)));
       // encode_image's writers: libjpeg-turbo for JPEG, histeq's PNG writer (Paeth rows,
       // libdeflate's zlib) for PNG, stb_image_write for the rest
-      rep.encoder = is_jpeg_ext(low) ? "libjpeg-turbo"
-                    : low == ".png"  ? "histeq-png+libdeflate"
-                                     : "stb";
+      rep.encoder = is_jpeg_ext(low)                                    ? "libjpeg-turbo"
+                    : low == ".png"                                     ? "histeq-png+libdeflate"
+                    : (low == ".pgm" || low == ".ppm" || low == ".pnm") ? "pnm"
+                                                                        : "stb";
     }
     rep.times.encode_ms = ms_since(t0);
     return bytes;
@@ -928,6 +929,17 @@ std::size_t item_cost(const std::vector<std::uint8_t>& bytes) {
   return cost;
 }
 
+/// A failed item's error names its file: the decoders and writers say 'input' or 'output'
+/// themselves; a cause that names neither (an encoder that cannot hold the image's channels,
+/// the caller's item_op) gets the input's path in front, as the others read.
+void name_the_file(ItemReport& rep) {
+  if (rep.error.empty()) return;
+  const auto names = [&](const std::string& path) {
+    return !path.empty() && rep.error.find("'" + path + "'") != std::string::npos;
+  };
+  if (!names(rep.input) && !names(rep.output)) rep.error = "'" + rep.input + "': " + rep.error;
+}
+
 }  // namespace
 
 /// One run(): the reader thread, the worker pool and the in-order reports, and what they share
@@ -952,6 +964,7 @@ struct Executor::Run {
   }
 
   void finish(std::unique_ptr<Loaded> it) {
+    name_the_file(it->rep);
     std::lock_guard<std::mutex> lock(mu);
     inflight_bytes -= it->cost;
     it->cost = 0;

@@ -82,7 +82,7 @@ Image run_cpu(const Run& r, bool apply_luts, EqualizeReport& rep) {
   const auto t_total = Clock::now();
   const int threads = cpu_threads();
   rep.backend = "cpu";
-  rep.device = "CPU (" + std::to_string(threads) + " threads)";
+  rep.device = "CPU (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
   rep.kernel = "cpu";
 
   // Histogram (with plane extraction for 2–4 channels).
