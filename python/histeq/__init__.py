@@ -51,7 +51,7 @@ FORMULAS = ("opencv", "exact")
 #: ``backend`` values: ``auto`` (GPU when usable, else CPU), ``cuda``, ``cpu``.
 BACKENDS = ("auto", "cuda", "cpu")
 
-_WRITABLE = (".png", ".jpg", ".jpeg", ".bmp", ".tga")
+_WRITABLE = (".png", ".jpg", ".jpeg", ".bmp", ".tga", ".pgm", ".ppm", ".pnm")
 
 
 # ------------------------------------------------------------------------------------------
@@ -538,16 +538,19 @@ def load_image(path: Union[str, os.PathLike]) -> _np.ndarray:
 
 
 def save_image(image: _np.ndarray, path: Union[str, os.PathLike], quality: int = 95) -> None:
-    """Writes ``image`` (``uint8`` ``(H, W)`` / ``(H, W, C)``) as .png/.jpg/.jpeg/.bmp/.tga (by
-    the extension) through a temporary file renamed over ``path``. ValueError for another
-    extension or quality outside 1..100; RuntimeError for I/O failures."""
+    """Writes ``image`` (``uint8`` ``(H, W)`` / ``(H, W, C)``) as .png/.jpg/.jpeg/.bmp/.tga or a
+    binary .pgm (gray) / .ppm (colour) / .pnm (either), by the extension, through a temporary
+    file renamed over ``path``. ValueError for another extension, quality outside 1..100, or an
+    image the format cannot hold (colour as .pgm, gray as .ppm, alpha in PGM/PPM: the message
+    names the extension that fits); RuntimeError for I/O failures."""
     a, _ = _host_array(image, "image")
     _, h, w, c, _ = _split_shape(a.shape, False, "image")
     _histeq.save_image(_np.ascontiguousarray(a), h, w, c, os.fspath(path), int(quality))
 
 
 _READABLE = (".png", ".jpg", ".jpeg", ".bmp", ".tga", ".gif", ".pnm", ".pgm", ".ppm")
-_FORMATS = {"png": ".png", "jpg": ".jpg", "jpeg": ".jpg", "bmp": ".bmp", "tga": ".tga"}
+_FORMATS = {"png": ".png", "jpg": ".jpg", "jpeg": ".jpg", "bmp": ".bmp", "tga": ".tga",
+            "pgm": ".pgm", "ppm": ".ppm", "pnm": ".pnm"}
 
 
 def _collect_inputs(inputs: List[str], recursive: bool) -> List[tuple]:
@@ -609,7 +612,8 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
         inputs: files and folders (a list; a single path is a TypeError).
         output_dir: created (with subfolders) if missing.
         mode, formula, kernel, backend: as :func:`equalize`.
-        format: ``"png"``, ``"jpg"``, ``"bmp"``, ``"tga"`` (``--format``).
+        format: ``"png"``, ``"jpg"``, ``"bmp"``, ``"tga"``, ``"pgm"``, ``"ppm"``, ``"pnm"``
+            (``--format``).
         recursive: descend into subfolders of folder inputs (``-r``).
         jobs: CPU worker threads (``--jobs``; 0: the number of cores).
         max_inflight_mb: cap on the megabytes of images in flight (``--max-inflight-mb``;
@@ -662,7 +666,8 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
     if format is not None:
         key = str(format).lower().lstrip(".")
         if key not in _FORMATS:
-            raise ValueError(f"format: unknown format {format!r}; expected png, jpg, bmp or tga")
+            raise ValueError(f"format: unknown format {format!r}; expected png, jpg, bmp, tga, "
+                             f"pgm, ppm or pnm")
         fmt = _FORMATS[key]
     subsampling = str(subsampling)
     if subsampling not in ("444", "422", "420", "4:4:4", "4:2:2", "4:2:0"):
@@ -678,7 +683,8 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
             e = fmt
         elif e.lower() not in _WRITABLE:
             raise ValueError(f"format: cannot write {inp!r} in its own format "
-                             f"({e or 'no extension'}; histeq writes png, jpg, bmp, tga): pass "
+                             f"({e or 'no extension'}; histeq writes png, jpg, bmp, tga, pgm, ppm, "
+                             f"pnm): pass "
                              f"format='png' (or jpg, bmp, tga)")
         out = os.path.normpath(os.path.join(out_dir, stem + suffix + e))
         if out in seen:

@@ -40,6 +40,31 @@ def test_suffix_format_and_mode(tmp_path):
                                   histeq.equalize(img, mode="gray"))
 
 
+def test_pgm_ppm_pnm_outputs_as_the_cli_writes_them(tmp_path):
+    gray, rgb = rng_image((7, 9), seed=5), rng_image((6, 8, 3), seed=6)
+    histeq.save_image(gray, tmp_path / "g.pgm")
+    histeq.save_image(rgb, tmp_path / "c.ppm")
+    np.testing.assert_array_equal(histeq.load_image(tmp_path / "g.pgm"), gray)
+    np.testing.assert_array_equal(histeq.load_image(tmp_path / "c.ppm"), rgb)
+    # PGM/PPM inputs keep their format; format="pnm" writes PGM for gray, PPM for colour.
+    reports = histeq.equalize_files([tmp_path / "g.pgm", tmp_path / "c.ppm"], tmp_path / "out",
+                                    backend="cpu")
+    assert [os.path.basename(r["output"]) for r in reports] == ["g.pgm", "c.ppm"]
+    [g, c] = histeq.equalize_files([tmp_path / "g.pgm", tmp_path / "c.ppm"], tmp_path / "pnm",
+                                   format="pnm", backend="cpu")
+    assert open(g["output"], "rb").read(2) == b"P5" and open(c["output"], "rb").read(2) == b"P6"
+    np.testing.assert_array_equal(histeq.load_image(c["output"]),
+                                  histeq.equalize(rgb, backend="cpu"))
+    cli = _find_cli()  # the CLI's batch writes the same bytes (when a binary is at hand)
+    if cli:
+        subprocess.run([cli, "equalize", str(tmp_path / "g.pgm"), str(tmp_path / "c.ppm"), "-o",
+                        str(tmp_path / "cli"), "--backend", "cpu", "--quiet"], check=True)
+        for name in ("g.pgm", "c.ppm"):
+            assert (tmp_path / "cli" / name).read_bytes() == (tmp_path / "out" / name).read_bytes()
+    with pytest.raises(ValueError, match="ppm"):
+        histeq.save_image(rgb, tmp_path / "colour.pgm")
+
+
 def test_jpeg_input_keeps_its_extension(tmp_path):
     jpgs = list(NATURAL_DIR.glob("*.jpg")) + list((REPO / "samples").glob("*.jpg"))
     [r] = histeq.equalize_files(jpgs[:1], tmp_path, backend="cpu")
@@ -82,11 +107,18 @@ def test_folders_recursive_as_cli(tmp_path):
     assert all(r["ok"] for r in deep)
 
 
-def _cli():
+def _find_cli():
     for c in (os.environ.get("HISTEQ_CLI"), REPO / "build" / "histeq", shutil.which("histeq")):
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return str(c)
-    pytest.skip("no histeq command-line binary (build it, or set HISTEQ_CLI)")
+    return None
+
+
+def _cli():
+    cli = _find_cli()
+    if cli is None:
+        pytest.skip("no histeq command-line binary (build it, or set HISTEQ_CLI)")
+    return cli
 
 
 @pytest.mark.parametrize("backend", ["cpu", "auto"])
