@@ -555,6 +555,21 @@ TEST_F(Cli, BackendAutoWithoutGpuSaysSoOnce) {
   EXPECT_EQ(count_of(r.err, "histeq: "), 1u) << r;
 }
 
+TEST_F(Cli, QuietSilencesTheNotesOfOneFile) {
+  // Without a GPU the note "no usable CUDA device" is what --quiet must hold back (with one, the
+  // run has no note to print): either way stderr holds nothing, and the report still prints.
+  for (const std::string cmd : {"equalize", "clahe"}) {
+    const Result r = run(cmd + " " + quote(sample("moon.png")) + " -o " +
+                         quote(out(cmd + ".png").string()) + " --quiet");
+    ASSERT_EQ(r.status, 0) << r;
+    EXPECT_EQ(r.err, "") << cmd << "\n" << r;
+    EXPECT_NE(r.out.find(cmd + ".png"), std::string::npos) << r;
+  }
+  const Result h = run("histogram " + quote(sample("moon.png")) + " --quiet");
+  ASSERT_EQ(h.status, 0) << h;
+  EXPECT_EQ(h.err, "") << h;
+}
+
 TEST_F(Cli, BackendCudaWithoutGpuIsAnError) {
   std::string why;
   if (histeq::cuda_available(&why)) GTEST_SKIP() << "a CUDA device is usable";
@@ -663,6 +678,13 @@ TEST_F(CliOptions, OptionsThatWouldDoNothingAreRefused) {
       {"equalize " + in + " " + quote(sample("camera.png")) + " -o " + quote(out("many").string()) +
            " --kernel atomic",
        "--kernel atomic", "--backend cpu"},
+      // batch-only options on one input file
+      {"equalize " + in + " -o " + quote(out("a.png").string()) + " --jobs 4", "--jobs", "batch"},
+      {"clahe " + in + " -o " + quote(out("a.png").string()) + " --devices 0", "--devices",
+       "batch"},
+      {"equalize " + in + " -o " + quote(out("a.png").string()) + " --max-inflight-mb 64",
+       "--max-inflight-mb", "batch"},
+      {"histogram " + in + " --jobs 2", "--jobs", "batch"},
       {"kernels --type i32", "--type", "--details"},
       {"kernels --bins 64", "--bins", "--details"},
       {"kernels --size 1M", "--size", "--details"},

@@ -28,7 +28,7 @@ std::string equalize_description(bool clahe) {
                  "images (colour: on Y of YCbCr, or per channel with --mode rgb). Same inputs, "
                  "outputs and batch options as 'histeq equalize'."
                : "Equalizes the histogram of an 8- or 16-bit image (PNG, JPEG, BMP, TGA, GIF, "
-                 "PNM in; PNG, JPEG, BMP, TGA out; 16-bit PNG/PGM/PPM stay 16-bit).";
+                 "PNM in; PNG, JPEG, BMP, TGA, PGM/PPM/PNM out; 16-bit PNG/PGM/PPM stay 16-bit).";
 }
 
 void add_equalize_options(Command& c, bool clahe) {
@@ -43,7 +43,7 @@ void add_equalize_options(Command& c, bool clahe) {
                                 "kernels)"
                               : "");
   add_batch_options(c, true);
-  add_depth(c);
+  add_depth(c, /*writes=*/true);
   if (clahe) {
     c.add("clip",
           "contrast limit, OpenCV's clipLimit: each tile's histogram is clipped at max(1, int(C * "
@@ -71,8 +71,10 @@ void add_equalize_options(Command& c, bool clahe) {
       "JPEG chroma subsampling of a colour output: 444, 422 or 420 (gray JPEGs have one component)",
       cxxopts::value<std::string>()->default_value("420"), "S");
   c.add_flag("timing",
-             "print a table of milliseconds per stage and the histogram's GB/s (a batch: per stage "
-             "the sum over the files, and the wall time)");
+             clahe ? "print a table of milliseconds per stage (a batch: per stage the sum over the "
+                     "files, and the wall time)"
+                   : "print a table of milliseconds per stage and the histogram's GB/s (a batch: "
+                     "per stage the sum over the files, and the wall time)");
   c.add_flag("json",
              "print the report as one JSON object on stdout (the --timing table, if asked, goes to "
              "stderr); a batch: one object per file per line, then a summary object");
@@ -200,7 +202,7 @@ struct Single {
 
   /// The backend as the probe has it now (no wait); the per-file operation follows it.
   void settle_probe(std::ostream& err) {
-    probe->settle(cm, err, /*wait=*/false);
+    probe->settle(cm, quiet ? discarded_stream() : err, /*wait=*/false);
     io.equalize = cm.opt;
   }
 };
@@ -228,6 +230,7 @@ Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::strin
   refuse_jpeg_options(r, s.out_ext);
   refuse_png_options(r, s.out_ext);
   refuse_kernel_on_cpu(s.cm);
+  refuse_batch_only_options(r);
   s.json = r.count("json") > 0;
   s.timing = r.count("timing") > 0;
   s.quiet = r.count("quiet") > 0;
@@ -241,7 +244,7 @@ Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::strin
   // now.
   s.probe = std::make_unique<BackendProbe>(s.cm.opt.backend == Backend::automatic &&
                                            decoder_arg != "gpu");
-  if (!s.probe->started()) settle_backend(s.cm, err);
+  if (!s.probe->started()) settle_backend(s.cm, s.quiet ? discarded_stream() : err);
   warn_inexact(s.cm, err);
   if (decoder_arg == "gpu" && s.cm.opt.backend != Backend::cuda)
     throw Error(

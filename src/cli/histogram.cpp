@@ -21,7 +21,7 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
                           cxxopts::value<std::vector<std::string>>());
   add_kernel_backend(c);
   add_batch_options(c, false);
-  add_depth(c);
+  add_depth(c, /*writes=*/false);
   c.add_flag("csv",
              "CSV: header 'bin,count' (three planes: 'bin,r,g,b'), then one line per bin; several "
              "files: a block per file with a first column 'file'");
@@ -74,7 +74,8 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
   }
 
   refuse_kernel_on_cpu(cm);
-  settle_backend(cm, err);
+  refuse_batch_only_options(r);
+  settle_backend(cm, r.count("quiet") ? discarded_stream() : err);
   warn_inexact(cm, err);
   const std::vector<std::uint8_t> bytes = input == "-" ? read_stdin() : read_image_file(input);
   const std::string name = input == "-" ? "(standard input)" : input;

@@ -239,11 +239,14 @@ void add_kernel_backend(Command& c, const std::string& kernel_help) {
         cxxopts::value<std::uint64_t>()->default_value(std::to_string(kDefaultMaxPixels)), "N");
 }
 
-void add_depth(Command& c) {
+void add_depth(Command& c, bool writes) {
   c.add("depth",
-        "bits per sample to work at and write: 8 (16-bit inputs converted, round(v/257)) or 16 "
-        "(8-bit inputs widened, v*257, written as 16-bit PNG/PGM/PPM); default: the input's own "
-        "(16-bit PNG/PGM/PPM stay 16-bit)",
+        writes ? "bits per sample to work at and write: 8 (16-bit inputs converted, round(v/257)) "
+                 "or 16 (8-bit inputs widened, v*257, written as 16-bit PNG/PGM/PPM); default: "
+                 "the input's own (16-bit PNG/PGM/PPM stay 16-bit)"
+               : "bits per sample to count at: 8 (16-bit inputs converted, round(v/257): 256 "
+                 "bins) or 16 (8-bit inputs widened, v*257: 65536 bins); default: the input's own "
+                 "(16-bit PNG/PGM/PPM: 65536 bins)",
         cxxopts::value<int>(), "BITS");
 }
 
@@ -444,6 +447,21 @@ void refuse_png_options(const cxxopts::ParseResult& r, const std::string& ext) {
   throw UsageError("--png-level applies to PNG outputs only, and this output is " +
                    (ext.empty() ? std::string("not PNG") : "'" + ext + "'") +
                    " (write .png, or use --format png, or leave --png-level out)");
+}
+
+void refuse_batch_only_options(const cxxopts::ParseResult& r) {
+  for (const char* opt : {"jobs", "max-inflight-mb", "devices"}) {
+    if (r.count(opt) == 0) continue;
+    throw UsageError(std::string("--") + opt +
+                     " applies to a batch (several inputs or a folder), and this run has one "
+                     "input file (leave --" +
+                     opt + " out)");
+  }
+}
+
+std::ostream& discarded_stream() {
+  static std::ostream discard(nullptr);  // no buffer: badbit set, every write is dropped
+  return discard;
 }
 
 /// Standard input, whole.

@@ -66,7 +66,8 @@ struct Command {
 /// --kernel, --backend, --mode, --max-pixels; kernel_help replaces --kernel's help (clahe takes
 /// auto only).
 void add_kernel_backend(Command& c, const std::string& kernel_help = std::string());
-void add_depth(Command& c);
+/// --depth 8|16; writes: the command writes images (equalize, clahe), else it counts (histogram).
+void add_depth(Command& c, bool writes);
 /// --depth: 0 (not given), 8 or 16 (UsageError for others).
 int read_depth(const cxxopts::ParseResult& r);
 /// --tiles WxH: W columns by H rows, each 1..kMaxClaheTiles.
@@ -103,6 +104,11 @@ int read_quality(const cxxopts::ParseResult& r);
 void refuse_jpeg_options(const cxxopts::ParseResult& r, const std::string& ext);
 /// Refuses --png-level given for an output that is not PNG.
 void refuse_png_options(const cxxopts::ParseResult& r, const std::string& ext);
+/// Refuses the options that only a batch uses (--jobs, --max-inflight-mb, --devices) on a run
+/// of one input file, where they would do nothing.
+void refuse_batch_only_options(const cxxopts::ParseResult& r);
+/// A stream that discards what is written to it (the notes under --quiet).
+std::ostream& discarded_stream();
 
 std::string lower_ext(const fs::path& p);
 bool readable_ext(const std::string& e);
