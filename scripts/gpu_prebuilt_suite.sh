@@ -74,6 +74,20 @@ export LD_LIBRARY_PATH="$here/$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 for p in djpeg cjpeg; do
   command -v "$p" >/dev/null 2>&1 || cp "$bundle/bin/$p" /usr/local/bin/ 2>/dev/null || true
 done
+# The CTest entries that run scripts call the build machine's cmake by its path: give it there.
+cm=$(sed -n 's/^CMAKE_COMMAND:INTERNAL=//p' "$here/$build/CMakeCache.txt")
+if [ -n "$cm" ] && [ ! -x "$cm" ] && command -v cmake >/dev/null 2>&1; then
+  mkdir -p "$(dirname "$cm")" && ln -sfn "$(command -v cmake)" "$cm"
+fi
+# The installed package (package_consumer) links the libraries the build machine found, by
+# absolute path (e.g. /usr/lib/x86_64-linux-gnu/libdeflate.so): where one is missing, link it
+# to the bundle's runtime copy.
+sed -n 's/^[A-Z_]*_LIBRARY:FILEPATH=//p' "$here/$build/CMakeCache.txt" | while read -r lib; do
+  [ -e "$lib" ] || [ "${lib#/}" = "$lib" ] && continue
+  for have in "$here/$bundle/lib/$(basename "$lib")".*; do
+    [ -e "$have" ] && mkdir -p "$(dirname "$lib")" && ln -sfn "$have" "$lib" && break
+  done
+done
 echo "unpacked in $((SECONDS - t0)) s" >"$out/steps.txt"
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 summary="$out/gpu_test_summary.txt"
