@@ -34,6 +34,11 @@ struct Image16 {
 /// the file cannot be read.
 bool is_16bit_image(const std::string& path);
 
+/// The same for a file held in memory: a PNG with IHDR bit depth 16, or a binary PGM/PPM whose
+/// header parses with maxval 256..65535 (a header the decoders refuse gives false, so that the
+/// 8-bit decoder names its defect). Reads only the header.
+bool is_16bit_data(const std::uint8_t* data, std::size_t size);
+
 /// Decodes a PNG (any bit depth and colour type; libspng, 8-bit or palette files widened as
 /// v·257) or a binary PGM/PPM (P5/P6; maxval 1..65535, samples big-endian when maxval > 255,
 /// scaled to 0..65535 as round(v·65535/maxval) when maxval is neither 255 nor 65535 — exact for

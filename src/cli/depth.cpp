@@ -35,23 +35,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-// PNM header number (skipping whitespace and comments).
-bool pnm_number(const std::uint8_t* d, std::size_t n, std::size_t& pos, std::uint64_t& v) {
-  for (;;) {
-    while (pos < n && std::isspace(d[pos])) ++pos;
-    if (pos < n && d[pos] == '#') {
-      while (pos < n && d[pos] != '\n') ++pos;
-      continue;
-    }
-    break;
-  }
-  if (pos >= n || !std::isdigit(d[pos])) return false;
-  v = 0;
-  while (pos < n && std::isdigit(d[pos]) && v < (std::uint64_t(1) << 40))
-    v = v * 10 + (d[pos++] - '0');
-  return true;
-}
-
 std::string device_label(const std::string& used) {
   if (used != "cpu") return used;
   const int n = cpu::usable_cpus();
@@ -120,18 +103,6 @@ void check_item_output(const ItemOpOptions& opt, const std::string& name, const 
 }
 
 }  // namespace
-
-bool is_16bit_data(const std::uint8_t* d, std::size_t n) {
-  static const std::uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  if (n >= 25 && std::equal(sig, sig + 8, d)) return d[24] == 16;  // IHDR bit depth
-  if (n >= 2 && d[0] == 'P' && (d[1] == '5' || d[1] == '6')) {
-    std::size_t pos = 2;
-    std::uint64_t w, h, m;
-    return pnm_number(d, n, pos, w) && pnm_number(d, n, pos, h) && pnm_number(d, n, pos, m) &&
-           m > 255 && m <= 65535;  // others: the 8-bit decoder names the defect
-  }
-  return false;
-}
 
 bool needs_item_op(const ItemOpOptions& opt, bool input_is_16bit) {
   return opt.kind == ItemOpKind::clahe || input_is_16bit || opt.depth == 16;

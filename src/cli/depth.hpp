@@ -31,10 +31,6 @@ struct ItemOpOptions {
   bool spread_over_devices = false;  ///< true in a batch
 };
 
-/// True when the bytes are a 16-bit PNG (IHDR bit depth 16) or a binary PGM/PPM (P5/P6) with
-/// maxval 256..65535: files that load_image would cut to 8 bits. Reads only the header.
-bool is_16bit_data(const std::uint8_t* data, std::size_t size);
-
 /// True when the operation must go through run_item: CLAHE always, 16-bit inputs always (with
 /// --depth 8 they are narrowed by narrow_to_8, round(v/257), not stb_image's v>>8), 8-bit
 /// inputs with --depth 16. False: the plain 8-bit path gives the same result.

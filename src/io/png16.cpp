@@ -126,25 +126,6 @@ Image16 decode_png16(const std::uint8_t* data, std::size_t size, const std::stri
   return img;
 }
 
-/// Skips whitespace and # comments, then reads a decimal number.
-bool pnm_number(const std::uint8_t* d, std::size_t n, std::size_t& pos, std::uint64_t& v) {
-  for (;;) {
-    while (pos < n && std::isspace(d[pos])) ++pos;
-    if (pos < n && d[pos] == '#') {
-      while (pos < n && d[pos] != '\n') ++pos;
-      continue;
-    }
-    break;
-  }
-  if (pos >= n || !std::isdigit(d[pos])) return false;
-  v = 0;
-  while (pos < n && std::isdigit(d[pos])) {
-    v = v * 10 + (d[pos++] - '0');
-    if (v > (1u << 30)) return false;
-  }
-  return true;
-}
-
 /// Binary PGM/PPM at 16 bits: the header and samples read by the 8-bit decoder's own functions
 /// (decode_checks.cpp), so that both refuse the same files (maxval 0 or over 65535, data
 /// shorter than the header promises, a sample above maxval) with the same reasons.
@@ -162,16 +143,16 @@ Image16 decode_pnm16(const std::uint8_t* d, std::size_t n, const std::string& na
 
 }  // namespace
 
+bool is_16bit_data(const std::uint8_t* data, std::size_t size) {
+  if (is_png(data, size)) return size >= 25 && data[24] == 16;  // IHDR bit depth
+  detail::PnmHeader h;
+  return detail::is_binary_pnm(data, size) && detail::pnm_header(data, size, &h).empty() &&
+         h.maxval > 255;
+}
+
 bool is_16bit_image(const std::string& path) {
   const std::vector<std::uint8_t> d = read_file(path);
-  if (is_png(d.data(), d.size())) return d.size() >= 25 && d[24] == 16;  // IHDR bit depth
-  if (d.size() >= 2 && d[0] == 'P' && (d[1] == '5' || d[1] == '6')) {
-    std::size_t pos = 2;
-    std::uint64_t w, h, m;
-    return pnm_number(d.data(), d.size(), pos, w) && pnm_number(d.data(), d.size(), pos, h) &&
-           pnm_number(d.data(), d.size(), pos, m) && m > 255;
-  }
-  return false;
+  return is_16bit_data(d.data(), d.size());
 }
 
 Image16 decode_image16(const std::uint8_t* data, std::size_t size, const std::string& name,
