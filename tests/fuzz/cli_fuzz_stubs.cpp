@@ -112,7 +112,6 @@ BatchSummary Executor::run(const std::vector<WorkItem>&,
 // clahe and 16-bit items (src/cli/depth.cpp call the CUDA library): never run by the fuzzer;
 // the options cli.cpp parses before them are what it explores.
 namespace cli {
-bool is_16bit_data(const std::uint8_t*, std::size_t) { return false; }
 bool needs_item_op(const ItemOpOptions&, bool) { return true; }
 std::vector<std::uint8_t> run_item(const ItemOpOptions&, const std::uint8_t*, std::size_t,
                                    const std::string&, const std::string&, ItemReport&) {
