@@ -18,7 +18,22 @@ struct ClaheBuffers {
   std::uint32_t* hist = nullptr;
   std::uint32_t* tickets = nullptr;
   void* luts = nullptr;
+  /// 16-bit, optional: clahe_partial_words(g) uint32 of any contents (the packed tile
+  /// histograms' per-block partials; the path is taken only when this is given and
+  /// clahe_partial_words(g) > 0), and clahe_pair_lut_words(g) uint32 for the LUT pairs of
+  /// clahe_apply's 16-bit path (written when given).
+  std::uint32_t* partials = nullptr;
+  std::uint32_t* pair_luts = nullptr;
 };
+
+/// uint32 words of ClaheBuffers::partials the 16-bit packed tile histograms need; 0 where that
+/// path does not apply (8-bit, tiles of fewer than ClahePolicy::kPacked16MinTileArea samples).
+std::size_t clahe_partial_words(const clahe_formula::Geometry& g);
+
+/// uint32 words of ClaheBuffers::pair_luts (16-bit): per tile row, per interpolation cell
+/// column cx in [0, tiles_x], per value v, the LUT values of the cell's two tiles
+/// (max(cx − 1, 0) in the low half, min(cx, tiles_x − 1) in the high half).
+std::size_t clahe_pair_lut_words(const clahe_formula::Geometry& g);
 
 /// Tile histograms (reflect-101 padding included) and the per-tile clipped LUTs of a plane
 /// d_in[0, width·height) (rows contiguous, any alignment), 8-bit (hist_size 256) or 16-bit
@@ -29,9 +44,18 @@ void clahe_luts(const void* d_in, const clahe_formula::Geometry& g, const ClaheB
                 cudaStream_t stream);
 
 /// The interpolated output d_out[0, width·height) from the LUTs (may equal d_in; must not
-/// otherwise overlap it). 16-byte vectors when d_in and d_out are 16-byte aligned.
+/// otherwise overlap it). 16-byte vectors when d_in and d_out are 16-byte aligned. 16-bit with
+/// d_pair_luts (ClaheBuffers::pair_luts after clahe_luts): two 4-byte gathers per sample
+/// instead of four 2-byte ones.
 void clahe_apply(const void* d_in, void* d_out, const clahe_formula::Geometry& g,
-                 const void* d_luts, cudaStream_t stream);
+                 const void* d_luts, cudaStream_t stream, const void* d_pair_luts = nullptr);
+
+/// The 8-bit strip path of clahe_apply (clahe_apply_strip.cu); false, with nothing launched,
+/// when it does not apply (width % 16 != 0, unaligned pointers, tiles narrower than
+/// ClahePolicy::kStripMinTileWidth, a small plane, switched off).
+bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out,
+                          const clahe_formula::Geometry& g, const std::uint8_t* d_luts,
+                          cudaStream_t stream);
 
 /// The 8-bit cell path of clahe_apply (clahe_apply_cell.cu); false, with nothing launched, when
 /// it does not apply (width % 16 != 0, unaligned pointers, very wide tiles, switched off).

@@ -9,8 +9,9 @@
 //      8 u16 samples) when both pointers are 16-byte aligned, else one sample. Row and column
 //      come from one division per vector, then advance incrementally; the LUTs (tiles·256 bytes
 //      for 8-bit: 16 KiB for 8×8) stay in L1/L2 and are read with __ldg.
-// 8-bit planes of at least ClahePolicy::kCellMinPixels pixels whose width is a multiple of 16
-// (16-byte aligned) go to the faster per-cell kernel instead (clahe_apply_cell.cu).
+// 8-bit planes whose width is a multiple of 16 (16-byte aligned) go to the faster strip kernel
+// (clahe_apply_strip.cu: tiles at least ClahePolicy::kStripMinTileWidth wide, from
+// kStripMinPixels pixels) or the per-cell kernel (clahe_apply_cell.cu, from kCellMinPixels).
 // Source: OpenCV 4.6 modules/imgproc/src/clahe.cpp.
 #include <cuda_runtime.h>
 
@@ -45,6 +46,48 @@ __device__ __forceinline__ T interpolate(const T* __restrict__ luts, const Apply
   return static_cast<T>(cf::round_sat(r, kBins - 1));
 }
 
+/// The x side of interpolate_pair carried along a run of columns without conversions:
+/// float(x) is exact and grows by 1, tf = x · inv − 0.5 as axis computes it, and floor(tf)
+/// (t1, ft1 its float) steps by at most one per column (inv = 1 / tile <= 1).
+struct XCursor {
+  float xf, ft1, next, inv;
+  int t1;
+  __device__ __forceinline__ void start(int x) {
+    xf = __int2float_rn(x);
+    t1 = __float2int_rd(__fsub_rn(__fmul_rn(xf, inv), 0.5f));
+    ft1 = __int2float_rn(t1);
+    next = __fadd_rn(ft1, 1.0f);
+  }
+};
+
+/// interpolate() at the cursor's column without conversions (the rewrites of pair_sample):
+/// biased LUT floats 0x4B000000 | l, l·x as fma(2^23 + l, x, −2^23·x), cvRound(r) as the low
+/// bits of r + 2^23 (0 <= r < maxval + 0.5: no saturation). Rows l1 (tile row t1) and l2 (t2).
+template <typename T>
+__device__ __forceinline__ unsigned lut_sample(const T* __restrict__ l1, const T* __restrict__ l2,
+                                               int tiles_x, XCursor& c, float ya, float ya1,
+                                               unsigned v) {
+  constexpr unsigned kBins = sizeof(T) == 1 ? 256u : 65536u;
+  const float tf = __fsub_rn(__fmul_rn(c.xf, c.inv), 0.5f);
+  if (tf >= c.next) {
+    ++c.t1;
+    c.ft1 = c.next;
+    c.next = __fadd_rn(c.next, 1.0f);
+  }
+  const float xa = __fsub_rn(tf, c.ft1), xa1 = __fsub_rn(1.0f, xa);
+  const float cxa = __fmul_rn(xa, -8388608.0f), cxa1 = __fmul_rn(xa1, -8388608.0f);
+  const int t1 = c.t1 < 0 ? 0 : c.t1, t2 = c.t1 + 1 > tiles_x - 1 ? tiles_x - 1 : c.t1 + 1;
+  const std::size_t i1 = std::size_t(t1) * kBins + v, i2 = std::size_t(t2) * kBins + v;
+  const auto biased = [](unsigned l) { return __int_as_float(int(0x4B000000u | l)); };
+  const float l11 = biased(__ldg(l1 + i1)), l12 = biased(__ldg(l1 + i2)),
+              l21 = biased(__ldg(l2 + i1)), l22 = biased(__ldg(l2 + i2));
+  const float top = __fadd_rn(__fmaf_rn(l11, xa1, cxa1), __fmaf_rn(l12, xa, cxa));
+  const float bot = __fadd_rn(__fmaf_rn(l21, xa1, cxa1), __fmaf_rn(l22, xa, cxa));
+  const float r = __fadd_rn(__fmul_rn(top, ya1), __fmul_rn(bot, ya));
+  c.xf = __fadd_rn(c.xf, 1.0f);
+  return __float_as_uint(__fadd_rn(r, 8388608.0f)) & (kBins - 1u);
+}
+
 template <typename T, bool kVector>
 __global__ void __launch_bounds__(P::kApplyBlockSize)
     apply_kernel(const T* in, T* out, const T* __restrict__ luts, ApplyArgs a) {
@@ -58,16 +101,26 @@ __global__ void __launch_bounds__(P::kApplyBlockSize)
         x = int(unsigned(i0) - unsigned(y) * unsigned(a.width));
     cf::Axis ya = cf::axis(y, a.inv_th, a.tiles_y);
     if constexpr (kVector) {
+      constexpr int kBins = sizeof(T) == 1 ? 256 : 65536;
+      const std::size_t row = std::size_t(a.tiles_x) * kBins;
       uint4 q = reinterpret_cast<const uint4*>(in)[k];
       T* vals = reinterpret_cast<T*>(&q);
+      XCursor c;
+      c.inv = a.inv_tw;
+      c.start(x);
+      const T* l1 = luts + std::size_t(ya.t1) * row;
+      const T* l2 = luts + std::size_t(ya.t2) * row;
 #pragma unroll
       for (int j = 0; j < kPer; ++j) {
-        if (x == a.width) {
+        if (x == a.width) {  // the vector continues on the next row
           x = 0;
           ++y;
           ya = cf::axis(y, a.inv_th, a.tiles_y);
+          l1 = luts + std::size_t(ya.t1) * row;
+          l2 = luts + std::size_t(ya.t2) * row;
+          c.start(0);
         }
-        vals[j] = interpolate(luts, a, x, ya, int(vals[j]));
+        vals[j] = static_cast<T>(lut_sample(l1, l2, a.tiles_x, c, ya.a, ya.a1, unsigned(vals[j])));
         ++x;
       }
       reinterpret_cast<uint4*>(out)[k] = q;
@@ -87,8 +140,111 @@ __global__ void __launch_bounds__(P::kApplyBlockSize)
   }
 }
 
+/// 16-bit from the LUT pairs (clahe_pair_lut_words): sample v of column x in interpolation cell
+/// cx reads pair[ty1 row][cx][v] and pair[ty2 row][cx][v], each the two tiles' LUT values of
+/// that cell (low: tile t1, high: tile t2), so two 4-byte gathers replace four 2-byte ones and
+/// each touches one 32-byte sector instead of two. The cell is t1 + 1 between the tiles and
+/// 0 / tiles_x at the left / right edges (t1 == t2 there: either cell holds that tile twice).
+/// Same arithmetic as interpolate().
+__device__ __forceinline__ std::uint16_t interpolate_pair(const std::uint32_t* __restrict__ p1,
+                                                          const std::uint32_t* __restrict__ p2,
+                                                          const ApplyArgs& a, int x,
+                                                          const cf::Axis& ya, int v) {
+  const cf::Axis xa = cf::axis(x, a.inv_tw, a.tiles_x);
+  const int cx = xa.t1 != xa.t2 ? xa.t1 + 1 : (xa.t1 == 0 ? 0 : a.tiles_x);
+  const std::size_t i = std::size_t(cx) * 65536 + std::size_t(v);
+  const std::uint32_t w1 = __ldg(p1 + i), w2 = __ldg(p2 + i);
+  const float r =
+      cf::blend(int(w1 & 0xFFFFu), int(w1 >> 16), int(w2 & 0xFFFFu), int(w2 >> 16), xa, ya);
+  return static_cast<std::uint16_t>(cf::round_sat(r, 65535));
+}
+
+/// One sample v at the cursor's column: LUT pair words of rows ty1 (p1) and ty2 (p2) at cell
+/// t1 + 1 (t1 in [−1, tiles_x − 1], so the cell needs no clamp); OpenCV's blend with the exact
+/// rewrites of clahe_apply_strip.cu: l·x as fma(2^23 + l, x, −2^23·x) (2^23 + l exact for l <
+/// 2^23) and cvRound(r) as the low 16 bits of r + 2^23 (0 <= r < 65535.5: no saturation).
+__device__ __forceinline__ unsigned pair_sample(const std::uint32_t* __restrict__ p1,
+                                                const std::uint32_t* __restrict__ p2, XCursor& c,
+                                                float ya, float ya1, unsigned v) {
+  const float tf = __fsub_rn(__fmul_rn(c.xf, c.inv), 0.5f);
+  if (tf >= c.next) {
+    ++c.t1;
+    c.ft1 = c.next;
+    c.next = __fadd_rn(c.next, 1.0f);
+  }
+  const float xa = __fsub_rn(tf, c.ft1), xa1 = __fsub_rn(1.0f, xa);
+  const float cxa = __fmul_rn(xa, -8388608.0f), cxa1 = __fmul_rn(xa1, -8388608.0f);
+  const std::size_t i = std::size_t(c.t1 + 1) * 65536 + v;
+  const unsigned w1 = __ldg(p1 + i), w2 = __ldg(p2 + i);
+  const float l11 = __int_as_float(int(__byte_perm(w1, 0x4B000000u, 0x7610))),
+              l12 = __int_as_float(int(__byte_perm(w1, 0x4B000000u, 0x7632))),
+              l21 = __int_as_float(int(__byte_perm(w2, 0x4B000000u, 0x7610))),
+              l22 = __int_as_float(int(__byte_perm(w2, 0x4B000000u, 0x7632)));
+  const float top = __fadd_rn(__fmaf_rn(l11, xa1, cxa1), __fmaf_rn(l12, xa, cxa));
+  const float bot = __fadd_rn(__fmaf_rn(l21, xa1, cxa1), __fmaf_rn(l22, xa, cxa));
+  const float r = __fadd_rn(__fmul_rn(top, ya1), __fmul_rn(bot, ya));
+  c.xf = __fadd_rn(c.xf, 1.0f);
+  return __float_as_uint(__fadd_rn(r, 8388608.0f)) & 0xFFFFu;
+}
+
+template <bool kVector>
+__global__ void __launch_bounds__(P::kApplyBlockSize)
+    apply_pair16_kernel(const std::uint16_t* in, std::uint16_t* out,
+                        const std::uint32_t* __restrict__ pairs, ApplyArgs a) {
+  constexpr int kPer = kVector ? 8 : 1;
+  const std::size_t n = std::size_t(a.width) * std::size_t(a.height);
+  const std::size_t items = kVector ? n / kPer : n;
+  const std::size_t row_words = std::size_t(a.tiles_x + 1) * 65536;
+  for (std::size_t k = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; k < items;
+       k += std::size_t(gridDim.x) * blockDim.x) {
+    const std::size_t i0 = k * kPer;
+    int y = int(unsigned(i0) / unsigned(a.width)),
+        x = int(unsigned(i0) - unsigned(y) * unsigned(a.width));
+    cf::Axis ya = cf::axis(y, a.inv_th, a.tiles_y);
+    if constexpr (kVector) {
+      uint4 q = reinterpret_cast<const uint4*>(in)[k];
+      unsigned w[4] = {q.x, q.y, q.z, q.w};
+      XCursor c;
+      c.inv = a.inv_tw;
+      c.start(x);
+      const std::uint32_t* p1 = pairs + std::size_t(ya.t1) * row_words;
+      const std::uint32_t* p2 = pairs + std::size_t(ya.t2) * row_words;
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) {
+        if (x == a.width) {  // the vector continues on the next row
+          x = 0;
+          ++y;
+          ya = cf::axis(y, a.inv_th, a.tiles_y);
+          p1 = pairs + std::size_t(ya.t1) * row_words;
+          p2 = pairs + std::size_t(ya.t2) * row_words;
+          c.start(0);
+        }
+        const unsigned v = (w[j >> 1] >> (16 * (j & 1))) & 0xFFFFu;
+        const unsigned o = pair_sample(p1, p2, c, ya.a, ya.a1, v);
+        w[j >> 1] = (j & 1) ? ((w[j >> 1] & 0xFFFFu) | (o << 16)) : ((w[j >> 1] & 0xFFFF0000u) | o);
+        ++x;
+      }
+      reinterpret_cast<uint4*>(out)[k] = make_uint4(w[0], w[1], w[2], w[3]);
+    } else {
+      out[i0] = interpolate_pair(pairs + std::size_t(ya.t1) * row_words,
+                                 pairs + std::size_t(ya.t2) * row_words, a, x, ya, int(in[i0]));
+    }
+  }
+  if constexpr (kVector) {
+    const std::size_t i = items * kPer + std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) {
+      const int y = int(unsigned(i) / unsigned(a.width)),
+                x = int(unsigned(i) - unsigned(y) * unsigned(a.width));
+      const cf::Axis ya = cf::axis(y, a.inv_th, a.tiles_y);
+      out[i] = interpolate_pair(pairs + std::size_t(ya.t1) * row_words,
+                                pairs + std::size_t(ya.t2) * row_words, a, x, ya, int(in[i]));
+    }
+  }
+}
+
 template <typename T>
-void run_apply(const T* d_in, T* d_out, const cf::Geometry& g, const T* luts, cudaStream_t stream) {
+void run_apply(const T* d_in, T* d_out, const cf::Geometry& g, const T* luts, cudaStream_t stream,
+               const std::uint32_t* pairs = nullptr) {
   const ApplyArgs a{
       g.width, g.height, g.tiles_x, g.tiles_y, cf::inv_size(g.tile_w), cf::inv_size(g.tile_h)};
   const std::size_t n = std::size_t(g.width) * g.height;
@@ -100,6 +256,17 @@ void run_apply(const T* d_in, T* d_out, const cf::Geometry& g, const T* luts, cu
   const std::size_t cap = std::size_t(P::kApplyBlocksPerSm) * detail::sm_count();
   const unsigned grid = unsigned(std::max<std::size_t>(
       1, std::min(cap, detail::ceil_div(work, std::size_t(P::kApplyBlockSize)))));
+  if constexpr (sizeof(T) == 2) {
+    if (pairs != nullptr) {
+      if (vec) {
+        apply_pair16_kernel<true><<<grid, P::kApplyBlockSize, 0, stream>>>(d_in, d_out, pairs, a);
+      } else {
+        apply_pair16_kernel<false><<<grid, P::kApplyBlockSize, 0, stream>>>(d_in, d_out, pairs, a);
+      }
+      HISTEQ_CUDA_CHECK_LAUNCH();
+      return;
+    }
+  }
   if (vec) {
     apply_kernel<T, true><<<grid, P::kApplyBlockSize, 0, stream>>>(d_in, d_out, luts, a);
   } else {
@@ -111,12 +278,17 @@ void run_apply(const T* d_in, T* d_out, const cf::Geometry& g, const T* luts, cu
 }  // namespace
 
 void clahe_apply(const void* d_in, void* d_out, const cf::Geometry& g, const void* d_luts,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, const void* d_pair_luts) {
   if (g.width < 1 || g.height < 1) throw UsageError("CLAHE apply: empty plane");
   if (d_in == nullptr || d_out == nullptr || d_luts == nullptr) {
     throw UsageError("CLAHE apply: null device pointer");
   }
   if (g.hist_size == 256) {
+    if (clahe_apply_strip_u8(static_cast<const std::uint8_t*>(d_in),
+                             static_cast<std::uint8_t*>(d_out), g,
+                             static_cast<const std::uint8_t*>(d_luts), stream)) {
+      return;
+    }
     if (clahe_apply_cell_u8(static_cast<const std::uint8_t*>(d_in),
                             static_cast<std::uint8_t*>(d_out), g,
                             static_cast<const std::uint8_t*>(d_luts), stream)) {
@@ -126,7 +298,8 @@ void clahe_apply(const void* d_in, void* d_out, const cf::Geometry& g, const voi
               static_cast<const std::uint8_t*>(d_luts), stream);
   } else if (g.hist_size == 65536) {
     run_apply(static_cast<const std::uint16_t*>(d_in), static_cast<std::uint16_t*>(d_out), g,
-              static_cast<const std::uint16_t*>(d_luts), stream);
+              static_cast<const std::uint16_t*>(d_luts), stream,
+              static_cast<const std::uint32_t*>(d_pair_luts));
   } else {
     throw UsageError("CLAHE apply: hist_size must be 256 or 65536");
   }

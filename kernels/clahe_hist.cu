@@ -111,6 +111,117 @@ __global__ void __launch_bounds__(P::kHistBlockSize)
   }
 }
 
+/// Packed 16-bit tile histograms: block b counts the padded rows [yp0, yp1) (part b % parts of
+/// tile b / parts) over the tile's padded columns into 32768 shared words (word i: bin i in the
+/// low half, bin i + 32768 in the high half, as hist_u16_packed.cu, with the same spill rule:
+/// the add that takes a half to 0x8000 takes 0x8000 back and adds 32768 to the tile's global
+/// counter of that bin, hist, which is zero on entry), then writes the words to its partial
+/// row. Warps take rows; the lanes of a warp read the row's image columns with 16-byte loads
+/// (scalar head and tail) and its reflect-101 right padding from reflected indices; padded rows
+/// below the image are the reflected image rows.
+__device__ __forceinline__ void count16(std::uint32_t* s, unsigned v, std::uint32_t* spill) {
+  const bool high = (v & 0x8000u) != 0;
+  const unsigned inc = high ? 0x10000u : 1u;
+  const unsigned old = atomicAdd(s + (v & 0x7FFFu), inc);
+  const unsigned half = high ? (old >> 16) : (old & 0xFFFFu);
+  if (half == 0x7FFFu) {
+    atomicSub(s + (v & 0x7FFFu), inc << 15);
+    atomicAdd(spill + v, 32768u);
+  }
+}
+
+__global__ void __launch_bounds__(P::kPacked16Threads, 1)
+    tile_hist16_packed_kernel(const std::uint16_t* __restrict__ in, cf::Geometry g, int parts,
+                              int rows_per_part, std::uint32_t* hist,
+                              std::uint32_t* __restrict__ partials) {
+  extern __shared__ std::uint32_t s_words[];
+  for (int i = int(threadIdx.x); i < 32768; i += int(blockDim.x)) s_words[i] = 0;
+  __syncthreads();
+  const int t = int(blockIdx.x) / parts, part = int(blockIdx.x) % parts;
+  const int ty = t / g.tiles_x, tx = t % g.tiles_x;
+  const int yp0 = ty * g.tile_h + part * rows_per_part;
+  const int yp1 = min(yp0 + rows_per_part, (ty + 1) * g.tile_h);
+  const int xp0 = tx * g.tile_w, xp1 = xp0 + g.tile_w;
+  const int c1 = min(xp1, g.width);  // image columns [xp0, c1), padding [max(xp0, width), xp1)
+  std::uint32_t* spill = hist + std::size_t(t) * 65536;
+  const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
+  const int warps = int(blockDim.x >> 5);
+  for (int yp = yp0 + warp; yp < yp1; yp += warps) {
+    const int y = yp < g.height ? yp : cf::reflect101(yp, g.height);
+    const std::uint16_t* row = in + std::size_t(y) * std::size_t(g.width);
+    if (xp0 < c1) {
+      const std::uint16_t* base = row + xp0;
+      const int total = c1 - xp0;
+      const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(base);
+      const int head = min(total, int(((16 - addr % 16) % 16) / 2));
+      if (lane < head) count16(s_words, base[lane], spill);
+      const int vecs = (total - head) / 8;
+      const uint4* v4 = reinterpret_cast<const uint4*>(base + head);
+      int k = lane;
+      for (; k + 32 < vecs; k += 64) {
+        const uint4 qa = __ldg(v4 + k), qb = __ldg(v4 + k + 32);
+        const unsigned w[8] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          count16(s_words, w[j] & 0xFFFFu, spill);
+          count16(s_words, w[j] >> 16, spill);
+        }
+      }
+      for (; k < vecs; k += 32) {
+        const uint4 q = __ldg(v4 + k);
+        const unsigned w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          count16(s_words, w[j] & 0xFFFFu, spill);
+          count16(s_words, w[j] >> 16, spill);
+        }
+      }
+      for (int i = head + vecs * 8 + lane; i < total; i += 32) count16(s_words, base[i], spill);
+    }
+    for (int xp = max(xp0, g.width) + lane; xp < xp1; xp += 32) {
+      count16(s_words, row[cf::reflect101(xp, g.width)], spill);
+    }
+  }
+  __syncthreads();
+  std::uint32_t* mine = partials + std::size_t(blockIdx.x) * 32768;
+  for (int i = int(threadIdx.x) * 4; i < 32768; i += int(blockDim.x) * 4) {
+    *reinterpret_cast<uint4*>(mine + i) = *reinterpret_cast<const uint4*>(s_words + i);
+  }
+}
+
+/// The 16-bit LUT pairs (clahe_pair_lut_words) from the finished per-tile LUTs: word
+/// (ty, cx, v) = lut[ty][max(cx − 1, 0)][v] | lut[ty][min(cx, tiles_x − 1)][v] << 16. Each
+/// thread reads four values of both tiles (8-byte loads) and writes four words (16 bytes).
+__global__ void __launch_bounds__(256)
+    pair_luts16_kernel(const std::uint16_t* __restrict__ luts, int tiles_x, int tiles_y,
+                       std::uint32_t* __restrict__ pairs) {
+  const std::size_t quads = std::size_t(tiles_y) * std::size_t(tiles_x + 1) * 16384;
+  for (std::size_t k = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; k < quads;
+       k += std::size_t(gridDim.x) * blockDim.x) {
+    const std::size_t cell = k / 16384, v = (k % 16384) * 4;
+    const int ty = int(cell / std::size_t(tiles_x + 1)), cx = int(cell % std::size_t(tiles_x + 1));
+    const int t1 = ty * tiles_x + max(cx - 1, 0), t2 = ty * tiles_x + min(cx, tiles_x - 1);
+    const uint2 a = __ldg(reinterpret_cast<const uint2*>(luts + std::size_t(t1) * 65536 + v));
+    const uint2 b = __ldg(reinterpret_cast<const uint2*>(luts + std::size_t(t2) * 65536 + v));
+    reinterpret_cast<uint4*>(pairs)[k] =
+        make_uint4(__byte_perm(a.x, b.x, 0x5410), __byte_perm(a.x, b.x, 0x7632),
+                   __byte_perm(a.y, b.y, 0x5410), __byte_perm(a.y, b.y, 0x7632));
+  }
+}
+
+/// Parts per tile of the packed 16-bit path (0: the path does not apply).
+int packed16_parts(const cf::Geometry& g) {
+  if (g.hist_size != 65536) return 0;
+  const int mode = clahe_tuning().packed16;
+  const std::size_t area = std::size_t(g.tile_w) * std::size_t(g.tile_h);
+  if (mode == 0 || area < (mode == 1 ? 8192 : P::kPacked16MinTileArea)) return 0;
+  const int tiles = g.tiles();
+  int parts = std::max(1, detail::sm_count() / tiles);
+  parts = std::min(parts, std::max(1, g.tile_h / 32));  // at least 32 rows per part
+  if (std::size_t(tiles) * std::size_t(parts) * 32768 * 4 > P::kPacked16MaxPartialBytes) return 0;
+  return parts;
+}
+
 template <typename T>
 void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaStream_t stream) {
   constexpr int kBins = sizeof(T) == 1 ? 256 : 65536;
@@ -137,15 +248,57 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
     HISTEQ_CUDA_CHECK_LAUNCH();
     return;
   }
-  tile_hist_kernel<T, false>
-      <<<grid, P::kHistBlockSize, 0, stream>>>(d_in, a, b.hist, b.tickets, luts);
+  const int parts = b.partials != nullptr ? packed16_parts(g) : 0;
+  if constexpr (sizeof(T) == 2) {
+    if (parts > 0) {
+      const int rows = (g.tile_h + parts - 1) / parts;
+      const std::size_t smem = 32768 * sizeof(std::uint32_t);
+      static bool attr = false;  // once per process (same device assumed)
+      if (!attr) {
+        HISTEQ_CUDA_CHECK(
+            cudaFuncSetAttribute(reinterpret_cast<const void*>(tile_hist16_packed_kernel),
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        attr = true;
+      }
+      tile_hist16_packed_kernel<<<unsigned(g.tiles() * parts), P::kPacked16Threads, smem, stream>>>(
+          d_in, g, parts, rows, b.hist, b.partials);
+      HISTEQ_CUDA_CHECK_LAUNCH();
+    }
+  }
+  if (parts == 0) {
+    tile_hist_kernel<T, false>
+        <<<grid, P::kHistBlockSize, 0, stream>>>(d_in, a, b.hist, b.tickets, luts);
+    HISTEQ_CUDA_CHECK_LAUNCH();
+  }
+  const clahe_detail::LutSources src{parts > 0 ? b.partials : nullptr, parts};
+  if (sizeof(T) == 2 && tune.coalesced_lut16 && tune.lut16_pairs) {
+    clahe_detail::tile_lut_pair_kernel<T><<<unsigned(2 * g.tiles()), P::kLutBlockSize, 0, stream>>>(
+        b.hist, g.clip, g.lut_scale, luts, src);
+  } else {
+    clahe_detail::tile_lut_kernel<T, kBins><<<unsigned(g.tiles()), P::kLutBlockSize, 0, stream>>>(
+        b.hist, g.clip, g.lut_scale, luts, tune.coalesced_lut16, src);
+  }
   HISTEQ_CUDA_CHECK_LAUNCH();
-  clahe_detail::tile_lut_kernel<T, kBins><<<unsigned(g.tiles()), P::kLutBlockSize, 0, stream>>>(
-      b.hist, g.clip, g.lut_scale, luts, tune.coalesced_lut16);
-  HISTEQ_CUDA_CHECK_LAUNCH();
+  if constexpr (sizeof(T) == 2) {
+    if (b.pair_luts != nullptr) {
+      const std::size_t quads = clahe_pair_lut_words(g) / 4;
+      const unsigned blocks = unsigned(
+          std::min<std::size_t>(detail::ceil_div(quads, 256), std::size_t(detail::sm_count()) * 8));
+      pair_luts16_kernel<<<blocks, 256, 0, stream>>>(luts, g.tiles_x, g.tiles_y, b.pair_luts);
+      HISTEQ_CUDA_CHECK_LAUNCH();
+    }
+  }
 }
 
 }  // namespace
+
+std::size_t clahe_partial_words(const cf::Geometry& g) {
+  return std::size_t(g.tiles()) * std::size_t(packed16_parts(g)) * 32768;
+}
+
+std::size_t clahe_pair_lut_words(const cf::Geometry& g) {
+  return g.hist_size == 65536 ? std::size_t(g.tiles_y) * std::size_t(g.tiles_x + 1) * 65536 : 0;
+}
 
 void clahe_luts(const void* d_in, const cf::Geometry& g, const ClaheBuffers& b,
                 cudaStream_t stream) {

@@ -3,19 +3,36 @@
 // one benchmark run on the GPU machine can measure every variant (read once per process):
 //   HISTEQ_CLAHE_LUT=warp|block     8-bit LUTs: one warp per tile (default) or the whole block per
 //                                   tile, tile after tile
-//   HISTEQ_CLAHE_APPLY=cell|grid    8-bit apply: per-cell blocks with the 2×2 LUTs packed in
-//                                   shared memory, or the flat grid-stride kernel (default: by
-//                                   size, ClahePolicy::kCellMinPixels)
+//   HISTEQ_CLAHE_APPLY=strip|cell|grid  8-bit apply: row strips (clahe_apply_strip.cu), per-cell
+//                                   blocks with the 2×2 LUTs packed in shared memory, or the
+//                                   flat grid-stride kernel, wherever each applies (default: by
+//                                   size and shape, ClahePolicy::kStrip* / kCellMinPixels)
+//   HISTEQ_CLAHE_STRIP_ROWS=N       8-bit strip apply: rows per block (default: by size)
+//   HISTEQ_CLAHE_STRIP_OCC=5        8-bit strip apply: registers capped for 5 blocks per SM
 //   HISTEQ_CLAHE_VISIT=general      tile histograms without visit_band's whole-vector fast path
 //   HISTEQ_CLAHE_CELL_THREADS=N     8-bit cell apply: about N threads per block (<= kCellThreads)
 //   HISTEQ_HIST16_VIF=4|8           packed 16-bit histogram: 16-byte loads in flight per thread
 //   HISTEQ_CLAHE_BAND_KB=N          fewest input KiB one tile-histogram block counts
 //   HISTEQ_CLAHE_HIST_BPS=N         tile-histogram blocks aimed at per SM
 //   HISTEQ_CLAHE_APPLY_KPX=N        8-bit cell apply: at least about N Ki pixels per block
-//   HISTEQ_CLAHE_LUT16=coalesced|strided  16-bit LUT kernel: warps own contiguous chunks walked
-//                                   32 bins at a time (default) or threads own 64-bin runs
+//   HISTEQ_CLAHE_LUT16=coalesced|single|strided  16-bit LUT kernel: warps own contiguous chunks
+//                                   walked 32 bins at a time by a cluster of two blocks per tile
+//                                   (default) or one block per tile (single), or threads own
+//                                   64-bin runs (strided)
 //   HISTEQ_HIST16=packed|cluster    65536-bin histogram: packed 16-bit shared counters with
 //                                   per-block partials (default) or the two-block cluster
+//   HISTEQ_CLAHE_HIST16=packed|atomic  16-bit tile histograms: packed shared counters per tile
+//                                   (default where the tiles are large enough; `packed`: from
+//                                   8192 samples per tile) or global atomics
+//   HISTEQ_CLAHE_PAIRS16=0|1        16-bit apply: LUT pairs of neighbouring tiles, two 4-byte
+//                                   gathers per sample, or four 2-byte gathers (default: pairs
+//                                   from ClahePolicy::kPairs16MinSamplesPerEntry samples per
+//                                   pair entry)
+//   HISTEQ_HIST16_PAIRS=0|1         packed: two blocks of a cluster add their counters before
+//                                   writing them (default 1)
+//   HISTEQ_HIST16_BATCH=0|1         packed: a vector's 8 shared adds issued before their results
+//                                   are tested, or one at a time (default 0: the batch measured
+//                                   slower)
 #pragma once
 #include <cstddef>
 #include <cstdlib>
@@ -32,10 +49,17 @@ struct ClaheTuning {
   int apply_pixels_per_block = ClahePolicy::kCellPixelsPerBlock;
   bool hist16_packed = HistU16Policy::kPacked;
   bool coalesced_lut16 = ClahePolicy::kCoalescedLut16;
+  bool lut16_pairs = true;  ///< 16-bit LUT step: two blocks (a cluster) per tile
   bool fast_visit = true;
-  int apply_mode = 0;  ///< 0: by size (ClahePolicy::kCellMinPixels), 1: cell, -1: grid
+  int apply_mode = 0;    ///< 0: by size and shape, 2: strip, 1: cell, -1: grid
+  int strip_rows = 0;    ///< 0: by size
+  int strip_blocks = 0;  ///< 5: the strip kernel built for 5 blocks per SM
   int cell_threads = ClahePolicy::kCellThreads;
   int hist16_vectors = HistU16Policy::kPackedVectorsInFlight;
+  bool hist16_pairs = HistU16Policy::kPackedPairs;
+  int packed16 = -1;  ///< 16-bit CLAHE tile histograms: -1 packed by tile area, 0 atomic, 1 packed
+  int pair_luts16 = -1;  ///< 16-bit CLAHE apply from LUT pairs: -1 by size, 0 off, 1 on
+  bool hist16_batch = HistU16Policy::kPackedBatch;
 };
 
 inline const ClaheTuning& clahe_tuning() {
@@ -60,13 +84,22 @@ inline const ClaheTuning& clahe_tuning() {
     if (is("HISTEQ_CLAHE_LUT", "warp")) r.warp_luts = true;
     if (is("HISTEQ_CLAHE_APPLY", "grid")) r.apply_mode = -1;
     if (is("HISTEQ_CLAHE_APPLY", "cell")) r.apply_mode = 1;
+    if (is("HISTEQ_CLAHE_APPLY", "strip")) r.apply_mode = 2;
+    r.strip_rows = int(num("HISTEQ_CLAHE_STRIP_ROWS", 0, 4096, 0));
+    r.strip_blocks = int(num("HISTEQ_CLAHE_STRIP_OCC", 0, 8, 0));
     if (is("HISTEQ_CLAHE_VISIT", "general")) r.fast_visit = false;
     r.cell_threads =
         int(num("HISTEQ_CLAHE_CELL_THREADS", 32, ClahePolicy::kCellThreads, r.cell_threads));
     r.hist16_vectors = num("HISTEQ_HIST16_VIF", 1, 8, r.hist16_vectors) > 4 ? 8 : 4;
     if (is("HISTEQ_CLAHE_LUT16", "strided")) r.coalesced_lut16 = false;
+    if (is("HISTEQ_CLAHE_LUT16", "single")) r.lut16_pairs = false;
     if (is("HISTEQ_HIST16", "cluster")) r.hist16_packed = false;
     if (is("HISTEQ_HIST16", "packed")) r.hist16_packed = true;
+    if (is("HISTEQ_CLAHE_HIST16", "atomic")) r.packed16 = 0;
+    if (is("HISTEQ_CLAHE_HIST16", "packed")) r.packed16 = 1;
+    r.pair_luts16 = int(num("HISTEQ_CLAHE_PAIRS16", 0, 1, -1));
+    r.hist16_pairs = num("HISTEQ_HIST16_PAIRS", 0, 1, r.hist16_pairs ? 1 : 0) == 1;
+    r.hist16_batch = num("HISTEQ_HIST16_BATCH", 0, 1, r.hist16_batch ? 1 : 0) == 1;
     return r;
   }();
   return t;

@@ -127,16 +127,19 @@ __global__ void apply_u16_kernel(const std::uint16_t* in, std::uint16_t* out, st
 }  // namespace
 
 void hist_u16(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist, cudaStream_t stream,
-              std::uint32_t* d_scratch) {
+              std::uint32_t* d_scratch, bool assign) {
   if (d_hist == nullptr || (n > 0 && d_in == nullptr))
     throw UsageError("hist_u16: null device pointer");
   if (reinterpret_cast<std::uintptr_t>(d_in) % 2 != 0)
     throw UsageError("hist_u16: input not 2-byte aligned");
-  if (n == 0) return;
-  if (d_scratch != nullptr && clahe_tuning().hist16_packed) {
-    hist_u16_packed(d_in, n, d_hist, d_scratch, stream);
+  if (n > 0 && d_scratch != nullptr && clahe_tuning().hist16_packed) {
+    hist_u16_packed(d_in, n, d_hist, d_scratch, stream, assign);
     return;
   }
+  if (assign) {
+    HISTEQ_CUDA_CHECK(cudaMemsetAsync(d_hist, 0, 65536 * sizeof(std::uint64_t), stream));
+  }
+  if (n == 0) return;
   const std::size_t smem = kHalf * sizeof(std::uint32_t);
   static bool attr = false;  // set once per process (same device assumed, as the registry does)
   if (!attr) {

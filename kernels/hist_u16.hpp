@@ -8,18 +8,20 @@
 namespace histeq::kernels {
 
 /// Histogram of d_in[0,n) u16 (any 2-byte alignment) ADDED into d_hist[0,65536) uint64 (the
-/// caller zeroes it). Async on `stream`. Exact.
-/// With d_scratch (hist_u16_scratch_words() uint32, any contents) and the packed variant chosen
-/// (HistU16Policy::kPacked, HISTEQ_HIST16), hist_u16_packed.cu runs instead of the cluster kernel.
+/// caller zeroes it), or written over it when `assign`. Async on `stream`. Exact.
+/// With d_scratch (hist_u16_scratch_words() uint32, ZERO before its first use and left zero
+/// where it must be) and the packed variant chosen (HistU16Policy::kPacked, HISTEQ_HIST16),
+/// hist_u16_packed.cu runs instead of the cluster kernel.
 void hist_u16(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist, cudaStream_t stream,
-              std::uint32_t* d_scratch = nullptr);
+              std::uint32_t* d_scratch = nullptr, bool assign = false);
 
-/// uint32 words of scratch hist_u16's packed variant needs (128 KiB per SM).
+/// uint32 words of scratch hist_u16's packed variant needs: 128 KiB per SM of partials and a
+/// 65536-entry uint64 spill.
 std::size_t hist_u16_scratch_words();
 
 /// The packed variant itself (hist_u16_packed.cu): n > 0, d_in 2-byte aligned.
 void hist_u16_packed(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist,
-                     std::uint32_t* d_partials, cudaStream_t stream);
+                     std::uint32_t* d_scratch, cudaStream_t stream, bool assign = false);
 
 /// The 16-bit equalization LUT (equalize16.hpp) of a 65536-bin histogram, one block.
 void lut_u16(const std::uint64_t* d_hist, std::uint16_t* d_lut, cudaStream_t stream);

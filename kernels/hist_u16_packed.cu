@@ -1,24 +1,37 @@
 // hist_u16_packed — the 65536-bin histogram of 16-bit samples with ONE block per SM holding all
 // 65536 counters: 16-bit counters packed two to a 32-bit shared word (128 KiB), then the
 // per-block partial histograms summed by a second kernel.
-// In:  d_in[0,n) u16, 2-byte aligned. Out: d_hist[0,65536) uint64, counts ADDED (the caller
-//      zeroes). Scratch: d_partials, hist_u16_scratch_words() uint32. Async; no host sync.
+// In:  d_in[0,n) u16, 2-byte aligned. Out: d_hist[0,65536) uint64, counts ADDED, or written
+//      when `assign` (then d_hist needs no zeroing). Scratch: d_scratch,
+//      hist_u16_scratch_words() uint32: per-block partials (any contents) and a 65536-entry
+//      uint64 spill (ZERO on first use, left zero). Async; no host sync.
 // Exact: yes. Word i holds bin i (low half) and bin i + 32768 (high half), so neighbouring
 //      values (smooth images) fall in neighbouring banks. A 16-bit half is kept below 2^15 + 2^15:
 //      the one atomicAdd whose returned half is 0x7FFF (the add that takes it to 0x8000)
-//      subtracts 0x8000 from that half at once and adds 32768 to the global bin. Between those
-//      two instructions of one thread the half would need 32768 more increments to carry into
-//      the neighbour, i.e. 32768 serialized shared atomics on one address while one warp waits
-//      for one dependent instruction: the detection fires exactly once per crossing, and the
-//      counts are exact.
+//      subtracts 0x8000 from that half and adds 32768 to the bin's spill. Between those two
+//      operations of one thread lie at most the other 7 adds of its batch (one 16-byte vector);
+//      (kPackedBatch; none otherwise): the half would need 32768 more increments of that one
+//      bin in that window to carry into its neighbour, i.e. 32768 serialized shared atomics on
+//      one address while one warp issues fewer than 16 instructions: the detection fires
+//      exactly once per crossing, and
+//      the counts are exact. At the end every half is below 0x8000, so two blocks' words add
+//      without a carry between halves.
 // Why it is fast: the input is read once with 16-byte loads, kPackedVectorsInFlight per thread
-//      in flight (the loads, not the atomics, set the pace); each sample costs one shared
-//      atomic with no remote (DSMEM) traffic, and the counters of a block never leave the SM
-//      until the end: 128 KiB of partials per block (16.5 MiB for 132 SMs, L2-resident), summed
-//      column-wise by 32 warps per 32 words (coalesced).
-// Tuning: HistU16Policy::kPacked* (policy.hpp; HISTEQ_HIST16, HISTEQ_HIST16_VIF in
-//      clahe_tuning.hpp). Measured: docs/kernels.md, "hist_u16". Source: privatization, PMPP
-//      4th ed. ch. 9; the sub-word counters with a spill to a wider level are this file's.
+//      in flight; each sample costs one shared atomic with no remote (DSMEM) traffic (ncu, H200,
+//      64M uniform samples: 15 instructions per sample at 2.7 IPC, DRAM at 60 % of its peak;
+//      the shared atomics' bank conflicts set the pace: issuing a vector's 8 adds before testing
+//      any result, kPackedBatch, measured slower). The
+//      counters of a block never leave the SM until the end; with kPackedPairs the two blocks of
+//      a cluster (sm_90 distributed shared memory) add their words before writing them, so
+//      64 KiB of partials per SM (8.3 MiB for 132 SMs, L2-resident) are written and summed
+//      column-wise by the second kernel (32 warps × 32 words per block, coalesced), which also
+//      adds and clears the spill and writes (or adds to) the histogram: no memset launch.
+// Tuning: HistU16Policy::kPacked* (policy.hpp; HISTEQ_HIST16, HISTEQ_HIST16_VIF,
+//      HISTEQ_HIST16_PAIRS, HISTEQ_HIST16_BATCH in clahe_tuning.hpp). Measured: docs/kernels.md,
+//      "hist_u16". Source: privatization, PMPP 4th ed. ch. 9; distributed shared memory, the
+//      CUDA Programming Guide (thread block clusters); the sub-word counters with a spill to a
+//      wider level are this file's.
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -31,45 +44,68 @@
 
 namespace histeq::kernels {
 namespace {
+namespace cg = cooperative_groups;
 using P = HistU16Policy;
 constexpr int kWords = 32768;
+constexpr int kBins = 65536;
 
-__device__ __forceinline__ void count_packed(std::uint32_t* s, unsigned v,
-                                             unsigned long long* hist) {
-  const unsigned word = v & 0x7FFFu;
+/// One sample's shared add: the word and the increment of its half.
+__device__ __forceinline__ unsigned packed_inc(unsigned v) { return v & 0x8000u ? 0x10000u : 1u; }
+
+/// The spill of the add that returned `old` for sample v (see the header).
+__device__ __forceinline__ void spill_if_crossed(std::uint32_t* s, unsigned v, unsigned old,
+                                                 unsigned long long* spill) {
   const bool high = (v & 0x8000u) != 0;
-  const unsigned inc = high ? 0x10000u : 1u;
-  const unsigned old = atomicAdd(s + word, inc);
   const unsigned half = high ? (old >> 16) : (old & 0xFFFFu);
   if (half == 0x7FFFu) {
-    atomicSub(s + word, inc << 15);
-    atomicAdd(hist + v, 32768ull);
+    atomicSub(s + (v & 0x7FFFu), packed_inc(v) << 15);
+    atomicAdd(spill + v, 32768ull);
   }
 }
 
+__device__ __forceinline__ void count_packed(std::uint32_t* s, unsigned v,
+                                             unsigned long long* spill) {
+  spill_if_crossed(s, v, atomicAdd(s + (v & 0x7FFFu), packed_inc(v)), spill);
+}
+
+/// The 8 samples of one vector. kBatch: all 8 adds issued, then their results tested; else one
+/// add and its test at a time (the earlier kernel, kept for measurement).
+template <bool kBatch>
 __device__ __forceinline__ void count_vector(std::uint32_t* s, const uint4& q,
-                                             unsigned long long* hist) {
+                                             unsigned long long* spill) {
   const unsigned w[4] = {q.x, q.y, q.z, q.w};
+  if constexpr (kBatch) {
+    unsigned old[8];
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    count_packed(s, w[j] & 0xFFFFu, hist);
-    count_packed(s, w[j] >> 16, hist);
+    for (int j = 0; j < 8; ++j) {
+      const unsigned v = j & 1 ? w[j >> 1] >> 16 : w[j >> 1] & 0xFFFFu;
+      old[j] = atomicAdd(s + (v & 0x7FFFu), packed_inc(v));
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const unsigned v = j & 1 ? w[j >> 1] >> 16 : w[j >> 1] & 0xFFFFu;
+      spill_if_crossed(s, v, old[j], spill);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      count_packed(s, w[j] & 0xFFFFu, spill);
+      count_packed(s, w[j] >> 16, spill);
+    }
   }
 }
 
-template <int kIn>
-__global__ void __launch_bounds__(P::kPackedBlockSize, 1)
-    hist_u16_packed_kernel(const std::uint16_t* __restrict__ in, std::size_t n,
-                           unsigned long long* __restrict__ hist,
-                           std::uint32_t* __restrict__ partials) {
-  extern __shared__ std::uint32_t s_words[];
+/// Counts this block's share of d_in into s_words (zeroed here). Ends synchronized.
+template <int kIn, bool kBatch>
+__device__ __forceinline__ void count_block(const std::uint16_t* __restrict__ in, std::size_t n,
+                                            std::uint32_t* s_words, unsigned long long* spill) {
   for (int i = threadIdx.x; i < kWords; i += blockDim.x) s_words[i] = 0;
   __syncthreads();
   const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(in);
   const std::size_t head = std::min<std::size_t>(n, ((16 - addr % 16) % 16) / 2);
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t threads = std::size_t(gridDim.x) * blockDim.x;
-  if (tid < head) count_packed(s_words, in[tid], hist);
+  if (tid < head) count_packed(s_words, in[tid], spill);
   const std::size_t vecs = (n - head) / 8;
   const uint4* v4 = reinterpret_cast<const uint4*>(in + head);
   std::size_t k = tid;
@@ -78,24 +114,59 @@ __global__ void __launch_bounds__(P::kPackedBlockSize, 1)
 #pragma unroll
     for (int i = 0; i < kIn; ++i) q[i] = __ldg(v4 + k + i * threads);
 #pragma unroll
-    for (int i = 0; i < kIn; ++i) count_vector(s_words, q[i], hist);
+    for (int i = 0; i < kIn; ++i) count_vector<kBatch>(s_words, q[i], spill);
   }
-  for (; k < vecs; k += threads) count_vector(s_words, __ldg(v4 + k), hist);
+  for (; k < vecs; k += threads) count_vector<kBatch>(s_words, __ldg(v4 + k), spill);
   const std::size_t tail = head + vecs * 8 + tid;
-  if (tail < n) count_packed(s_words, in[tail], hist);
+  if (tail < n) count_packed(s_words, in[tail], spill);
   __syncthreads();
+}
+
+template <int kIn, bool kBatch>
+__global__ void __launch_bounds__(P::kPackedBlockSize, 1)
+    hist_u16_packed_kernel(const std::uint16_t* __restrict__ in, std::size_t n,
+                           unsigned long long* __restrict__ spill,
+                           std::uint32_t* __restrict__ partials) {
+  extern __shared__ std::uint32_t s_words[];
+  count_block<kIn, kBatch>(in, n, s_words, spill);
   std::uint32_t* mine = partials + std::size_t(blockIdx.x) * kWords;
   for (int i = threadIdx.x; i < kWords; i += blockDim.x) mine[i] = s_words[i];
 }
 
-/// blockDim (32, 32): lane = word of a group of 32, warp = a stride over the partials.
+/// The same with clusters of two: block r of a cluster adds words [r·16384, (r+1)·16384) of
+/// both blocks' counters (its own and its partner's, through DSMEM) into partial row
+/// blockIdx.x / 2. Halves are below 0x8000 at the end, so the packed sum has no carry.
+template <int kIn, bool kBatch>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(P::kPackedBlockSize, 1)
+    hist_u16_pair_kernel(const std::uint16_t* __restrict__ in, std::size_t n,
+                         unsigned long long* __restrict__ spill,
+                         std::uint32_t* __restrict__ partials) {
+  extern __shared__ std::uint32_t s_words[];
+  count_block<kIn, kBatch>(in, n, s_words, spill);
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();  // both blocks' counts complete
+  const unsigned rank = cluster.block_rank();
+  const std::uint32_t* other = cluster.map_shared_rank(s_words, rank ^ 1u);
+  std::uint32_t* row = partials + std::size_t(blockIdx.x / 2) * kWords;
+  const int w0 = int(rank) * (kWords / 2), w1 = w0 + kWords / 2;
+  for (int i = w0 + int(threadIdx.x) * 4; i < w1; i += int(blockDim.x) * 4) {
+    const uint4 a = *reinterpret_cast<const uint4*>(s_words + i);
+    const uint4 b = *reinterpret_cast<const uint4*>(other + i);
+    *reinterpret_cast<uint4*>(row + i) = make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+  }
+  cluster.sync();  // the partner has read this block's counters before it exits
+}
+
+/// blockDim (32, 32): lane = word of a group of 32, warp = a stride over the partial rows.
+/// hist[bin] (+)= the rows' halves + spill[bin]; spill[bin] = 0.
 __global__ void __launch_bounds__(1024)
-    hist_u16_sum_kernel(const std::uint32_t* __restrict__ partials, int blocks,
-                        unsigned long long* __restrict__ hist) {
+    hist_u16_sum_kernel(const std::uint32_t* __restrict__ partials, int rows,
+                        unsigned long long* __restrict__ spill,
+                        unsigned long long* __restrict__ hist, bool assign) {
   __shared__ unsigned s_lo[32][33], s_hi[32][33];
   const int word = int(blockIdx.x) * 32 + int(threadIdx.x);
   unsigned lo = 0, hi = 0;
-  for (int b = int(threadIdx.y); b < blocks; b += 32) {
+  for (int b = int(threadIdx.y); b < rows; b += 32) {
     const unsigned w = __ldcg(partials + std::size_t(b) * kWords + word);
     lo += w & 0xFFFFu;
     hi += w >> 16;
@@ -104,46 +175,102 @@ __global__ void __launch_bounds__(1024)
   s_hi[threadIdx.y][threadIdx.x] = hi;
   __syncthreads();
   if (threadIdx.y == 0) {
-    unsigned long long tl = 0, th = 0;
+    unsigned long long tl = __ldcg(spill + word), th = __ldcg(spill + word + kWords);
     for (int r = 0; r < 32; ++r) {
       tl += s_lo[r][threadIdx.x];
       th += s_hi[r][threadIdx.x];
     }
-    // Sole writer of these bins in this launch (the overflow atomics came before, in order).
-    hist[word] += tl;
-    hist[word + kWords] += th;
+    spill[word] = 0;
+    spill[word + kWords] = 0;
+    // Sole writer of these bins in this launch.
+    hist[word] = assign ? tl : hist[word] + tl;
+    hist[word + kWords] = assign ? th : hist[word + kWords] + th;
   }
 }
 
-int packed_grid(std::size_t n) {
+/// Blocks: one per SM (pairs: two per cluster, as many clusters as can be resident at once, so
+/// that no cluster waits for a second wave), no more than the work needs.
+int packed_grid(std::size_t n, int max_blocks, bool pairs) {
   const std::size_t per_block = std::size_t(P::kPackedBlockSize) * 8 * P::kMinVectorsPerThread;
-  return int(std::max<std::size_t>(
-      1, std::min<std::size_t>(std::size_t(detail::sm_count()), detail::ceil_div(n, per_block))));
+  int grid = int(std::max<std::size_t>(
+      1, std::min<std::size_t>(std::size_t(max_blocks), detail::ceil_div(n, per_block))));
+  if (pairs) grid = std::max(2, grid / 2 * 2);
+  return grid;
+}
+
+/// Most blocks of a pair kernel resident at once: 2 × cudaOccupancyMaxActiveClusters.
+template <typename K>
+int resident_pair_blocks(K kernel, std::size_t smem) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(detail::sm_count()), 1, 1);
+  cfg.blockDim = dim3(unsigned(P::kPackedBlockSize), 1, 1);
+  cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 2;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, reinterpret_cast<const void*>(kernel), &cfg) !=
+          cudaSuccess ||
+      clusters < 1) {
+    cudaGetLastError();
+    return 0;  // cannot tell: the caller runs without pairs
+  }
+  return std::min(2 * clusters, detail::sm_count() / 2 * 2);
+}
+
+template <typename K>
+void allow_shared(K kernel, std::size_t smem) {
+  HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
 }
 
 }  // namespace
 
-std::size_t hist_u16_scratch_words() { return std::size_t(detail::sm_count()) * kWords; }
+std::size_t hist_u16_scratch_words() {
+  return std::size_t(detail::sm_count()) * kWords + 2 * std::size_t(kBins);
+}
 
 void hist_u16_packed(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist,
-                     std::uint32_t* d_partials, cudaStream_t stream) {
-  const int grid = packed_grid(n);
+                     std::uint32_t* d_scratch, cudaStream_t stream, bool assign) {
+  const ClaheTuning& tune = clahe_tuning();
   const std::size_t smem = kWords * sizeof(std::uint32_t);
-  const bool eight = clahe_tuning().hist16_vectors == 8;
-  const auto kernel = eight ? hist_u16_packed_kernel<8> : hist_u16_packed_kernel<4>;
   static bool attr = false;  // once per process (same device assumed, as hist_u16)
+  static int pair_blocks = 0;
   if (!attr) {
-    for (const void* k : {reinterpret_cast<const void*>(hist_u16_packed_kernel<4>),
-                          reinterpret_cast<const void*>(hist_u16_packed_kernel<8>)}) {
-      HISTEQ_CUDA_CHECK(
-          cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    }
+    allow_shared(hist_u16_packed_kernel<4, true>, smem);
+    allow_shared(hist_u16_packed_kernel<8, true>, smem);
+    allow_shared(hist_u16_packed_kernel<4, false>, smem);
+    allow_shared(hist_u16_pair_kernel<4, true>, smem);
+    allow_shared(hist_u16_pair_kernel<8, true>, smem);
+    allow_shared(hist_u16_pair_kernel<4, false>, smem);
+    pair_blocks = resident_pair_blocks(hist_u16_pair_kernel<4, true>, smem);
     attr = true;
   }
+  const bool pairs = tune.hist16_pairs && pair_blocks >= 2;
+  const int grid = packed_grid(n, pairs ? pair_blocks : detail::sm_count(), pairs);
+  const bool eight = tune.hist16_vectors == 8, batch = tune.hist16_batch;
+  auto* spill =
+      reinterpret_cast<unsigned long long*>(d_scratch + std::size_t(detail::sm_count()) * kWords);
   auto* hist = reinterpret_cast<unsigned long long*>(d_hist);
-  kernel<<<unsigned(grid), P::kPackedBlockSize, smem, stream>>>(d_in, n, hist, d_partials);
+  if (pairs) {
+    const auto kernel = !batch  ? hist_u16_pair_kernel<4, false>
+                        : eight ? hist_u16_pair_kernel<8, true>
+                                : hist_u16_pair_kernel<4, true>;
+    kernel<<<unsigned(grid), P::kPackedBlockSize, smem, stream>>>(d_in, n, spill, d_scratch);
+  } else {
+    const auto kernel = !batch  ? hist_u16_packed_kernel<4, false>
+                        : eight ? hist_u16_packed_kernel<8, true>
+                                : hist_u16_packed_kernel<4, true>;
+    kernel<<<unsigned(grid), P::kPackedBlockSize, smem, stream>>>(d_in, n, spill, d_scratch);
+  }
   HISTEQ_CUDA_CHECK_LAUNCH();
-  hist_u16_sum_kernel<<<kWords / 32, dim3(32, 32), 0, stream>>>(d_partials, grid, hist);
+  const int rows = pairs ? grid / 2 : grid;
+  hist_u16_sum_kernel<<<kWords / 32, dim3(32, 32), 0, stream>>>(d_scratch, rows, spill, hist,
+                                                                assign);
   HISTEQ_CUDA_CHECK_LAUNCH();
 }
 

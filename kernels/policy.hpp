@@ -132,6 +132,19 @@ struct ClahePolicy {
   /// Most shared memory the privatized (8-bit) histogram may take: tiles_x · 256 · 4 bytes.
   /// Wider grids count with global atomics and build the LUTs in a second launch.
   static constexpr std::size_t kHistMaxSharedBytes = std::size_t(96) << 10;
+  /// 16-bit tile histograms in packed 16-bit shared counters (clahe_hist.cu,
+  /// tile_hist16_packed_kernel): one block of kPacked16Threads per (tile, part of its rows),
+  /// 128 KiB of shared memory, for tiles of at least kPacked16MinTileArea samples (below it the
+  /// fixed 128 KiB to clear and write per block outweighs the counting: 1M, 8x8 tiles of 16 Ki
+  /// samples, measured 185 µs against 112 with global atomics) and at most
+  /// kPacked16MaxPartialBytes of partials; else global atomics into the tile counters.
+  static constexpr int kPacked16Threads = 1024;
+  static constexpr std::size_t kPacked16MinTileArea = 32768;
+  /// 16-bit apply from LUT pairs (clahe_apply.cu) when the plane has at least this many samples
+  /// per pair entry (tiles_y · (tiles_x + 1) · 65536 of them, 18.9 MB for 8x8, written by the
+  /// LUT step whatever the plane's size: 16M 544 → 440 µs uniform, 1M 175 → 185 µs).
+  static constexpr std::size_t kPairs16MinSamplesPerEntry = 2;
+  static constexpr std::size_t kPacked16MaxPartialBytes = std::size_t(256) << 20;
   /// LUT kernel (one block per tile; 65536 bins: 64 per thread).
   static constexpr int kLutBlockSize = 1024;
   /// Apply: threads per block and blocks per SM of the grid-stride loop.
@@ -150,6 +163,21 @@ struct ClahePolicy {
   static constexpr int kCellPixelsPerBlock = 16 << 10;
   static constexpr int kCellBlocksPerSm = 10;
   static constexpr int kCellThreads = 256;
+  /// 8-bit apply by row strips (clahe_apply_strip.cu), tried first (16M 44.6 → 32.4 µs, 64M
+  /// 145 → 105 µs against the cell kernel; at 1M 15.1 against the flat kernel's 13.8, hence
+  /// kStripMinPixels; 16 rows per block best of 5/16/32 at 16M): width a multiple of 16,
+  /// both planes 16-byte aligned, tiles at least kStripMinTileWidth wide (so a 16-column slot
+  /// crosses at most one cell edge), at least kStripMinPixels pixels. kStripThreads threads
+  /// side by side per block (16 columns each); rows per block max(kStripMinRows, rows for
+  /// kStripWaves waves of kStripBlocksPerSm blocks per SM); the LUT words of the cells a block
+  /// spans at most kStripMaxSharedBytes (else fewer threads, else the cell kernel).
+  static constexpr int kStripThreads = 128;
+  static constexpr int kStripMinTileWidth = 32;
+  static constexpr std::size_t kStripMinPixels = std::size_t(4) << 20;
+  static constexpr int kStripMinRows = 16;
+  static constexpr int kStripWaves = 2;
+  static constexpr int kStripBlocksPerSm = 6;
+  static constexpr std::size_t kStripMaxSharedBytes = std::size_t(32) << 10;
   /// 16-bit LUT kernel: coalesced walk (clahe_lut.cuh, block_tile_lut_coalesced).
   static constexpr bool kCoalescedLut16 = true;
 };
@@ -171,6 +199,11 @@ struct HistU16Policy {
   static constexpr bool kPacked = true;
   static constexpr int kPackedBlockSize = 1024;
   static constexpr int kPackedVectorsInFlight = 4;
+  /// Packed: clusters of two add their counters through DSMEM before writing (half the
+  /// partials: 64M 75.9 → 74.6 µs). Issuing a vector's 8 shared adds before testing their
+  /// results (kPackedBatch) measured slower (64M 72.5 → 78.7 µs, H200): off.
+  static constexpr bool kPackedPairs = true;
+  static constexpr bool kPackedBatch = false;
 };
 inline constexpr HistU16Policy kHistU16Policy{};
 

@@ -139,6 +139,33 @@ TEST(ClaheGpu, EqualsCpuOnSizesAndGrids16) {
   }
 }
 
+// 16-bit tiles of 8192 samples and more are counted in packed 16-bit shared counters
+// (clahe_hist.cu, tile_hist16_packed_kernel), with a spill to the tile's global counter each
+// time a half reaches 0x8000: planes whose blocks see more than 32768 samples of one value
+// (a 1x1 grid of 2048x1024 is cut into 32 parts of 64K samples), in the low half, the high half
+// and both halves of one word, beside a plain random plane. (The CTest entry
+// test_clahe_gpu_16bit_atomic runs this file with the global-atomic path and four-gather apply.)
+TEST(ClaheGpu, Packed16SpillsExactly) {
+  HISTEQ_REQUIRE_GPU();
+  std::mt19937 rng(1616);
+  gpu::Clahe engine;
+  const int w = 2048, h = 1024;
+  const std::size_t n = std::size_t(w) * h;
+  std::vector<std::vector<std::uint16_t>> planes;
+  planes.emplace_back(n, std::uint16_t(1000));
+  planes.emplace_back(n, std::uint16_t(40000));
+  std::vector<std::uint16_t> both(n);
+  for (std::size_t i = 0; i < n; ++i) both[i] = (i % 3) ? std::uint16_t(7) : std::uint16_t(32775);
+  planes.push_back(both);
+  planes.push_back(random_plane<std::uint16_t>(rng, w, h, 0, 65535));
+  for (std::size_t k = 0; k < planes.size(); ++k) {
+    for (const auto& o : {opts(0.0, 1, 1), opts(2.0, 1, 1), opts(2.0, 2, 1), opts(4.0, 3, 2)}) {
+      ASSERT_EQ(gpu_plane(engine, planes[k], w, h, o), cpu_plane(planes[k], w, h, o))
+          << "plane " << k << " grid " << o.tiles_x << "x" << o.tiles_y << " clip " << o.clip_limit;
+    }
+  }
+}
+
 TEST(ClaheGpu, LutsEqualCpu) {
   HISTEQ_REQUIRE_GPU();
   std::mt19937 rng(3);
@@ -186,6 +213,39 @@ TEST(ClaheGpu, CellApplyRandomSizesAndGrids) {
     ASSERT_EQ(gpu_plane(engine, src, w, h, o), want)
         << w << "x" << h << " grid " << o.tiles_x << "x" << o.tiles_y << " clip " << o.clip_limit;
     ASSERT_EQ(gpu_plane(engine, src, w, h, o, 16, true), want) << "in place";
+  }
+}
+
+// Large planes with widths that are multiples of 16: the strip apply (clahe_apply_strip.cu)
+// takes those of 4M pixels and more by default, and all of them in the CTest entry
+// test_clahe_gpu_apply_strip (HISTEQ_CLAHE_APPLY=strip; test_clahe_gpu_apply_cell forces the
+// cell kernel): cell edges on and off the 16-column slots (a slot that crosses into the next
+// cell), padded grids, tiles 32 and 64 pixels wide (blocks narrowed so that their cells' LUT
+// words fit), strips shorter than a block's rows, in place and out of place.
+TEST(ClaheGpu, StripApplyLargePlanes) {
+  HISTEQ_REQUIRE_GPU();
+  struct Big {
+    int w, h, tx, ty;
+  };
+  const Big cases[] = {{1024, 1024, 8, 8},  {1936, 1031, 7, 5},   {2048, 1024, 64, 3},
+                       {4096, 512, 64, 2},  {1024, 2048, 3, 64},  {1296, 1296, 1, 1},
+                       {3072, 400, 12, 13}, {1040, 1100, 16, 16}, {2560, 1664, 8, 8},
+                       {2576, 1700, 5, 9}};
+  std::mt19937 rng(4242);
+  gpu::Clahe engine;
+  int k = 0;
+  for (const Big& c : cases) {
+    for (double clip : {0.0, 2.0, 40.0}) {
+      const auto o = opts(clip, c.tx, c.ty);
+      const auto src = (k++ % 2) ? smooth_plane<std::uint8_t>(rng, c.w, c.h, 255)
+                                 : random_plane<std::uint8_t>(rng, c.w, c.h, 0, 255);
+      const auto want = cpu_plane(src, c.w, c.h, o);
+      ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o), want)
+          << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " clip " << clip;
+      ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o, 16, true), want)
+          << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " clip " << clip
+          << " in place";
+    }
   }
 }
 

@@ -17,7 +17,12 @@ struct Equalizer16::Impl {
   Stream stream;
   DeviceBuffer<std::uint64_t> hist{std::size_t(kBins16)};
   DeviceBuffer<std::uint16_t> lut{std::size_t(kBins16)};
-  DeviceBuffer<std::uint32_t> scratch{kernels::hist_u16_scratch_words()};  // packed partials
+  // Packed partials and spill; the spill must be zero before the first call (and is left so).
+  DeviceBuffer<std::uint32_t> scratch{kernels::hist_u16_scratch_words()};
+  Impl() {
+    HISTEQ_CUDA_CHECK(
+        cudaMemsetAsync(scratch.get(), 0, scratch.size() * sizeof(std::uint32_t), stream.get()));
+  }
 };
 
 Equalizer16::Equalizer16() : impl_(std::make_unique<Impl>()) {}
@@ -31,9 +36,7 @@ const std::uint16_t* Equalizer16::device_lut() const { return impl_->lut.get(); 
 
 void Equalizer16::histogram(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist) {
   if (d_hist == nullptr) throw UsageError("histogram16: null histogram pointer");
-  HISTEQ_CUDA_CHECK(
-      cudaMemsetAsync(d_hist, 0, kBins16 * sizeof(std::uint64_t), impl_->stream.get()));
-  kernels::hist_u16(d_in, n, d_hist, impl_->stream.get(), impl_->scratch.get());
+  kernels::hist_u16(d_in, n, d_hist, impl_->stream.get(), impl_->scratch.get(), /*assign=*/true);
 }
 
 void Equalizer16::equalize(const std::uint16_t* d_in, std::uint16_t* d_out, std::size_t n) {

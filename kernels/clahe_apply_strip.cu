@@ -1,0 +1,309 @@
+// clahe_apply_strip — 8-bit CLAHE interpolation by row strips: the default apply for planes
+// whose width is a multiple of 16 and whose tiles are at least kStripMinTileWidth wide.
+// In:  d_in[0, width·height) u8 (rows contiguous), width % 16 == 0, d_in and d_out 16-byte
+//      aligned; luts[t·256 + v] from clahe_luts. Out: d_out (may equal d_in). Async; no scratch.
+// Exact: yes — the arithmetic of clahe_apply_cell.cu (clahe_formula::axis for the weights,
+//      OpenCV's blend order with _rn intrinsics, the exact byte→float and round_sat rewrites),
+//      so equal byte for byte to the CPU twin and OpenCV 4.6.
+// Why it is fast (against the per-cell kernel, which measured 21.2 M warp instructions for a
+//      16M plane where its pixel loop needs about 13 M: a third went to per-block set-up and
+//      to lanes left idle by cells narrower than a block's slots, ncu on the H200):
+//      - a block is T threads side by side along one cell row: thread i owns the 16 columns
+//        [x0 + 16·i, x0 + 16·i + 16) for every row of the block's strip, so a warp reads and
+//        writes 512 contiguous bytes per row (16-byte vectors) and every lane has work except
+//        at the right edge of the image;
+//      - all rows of a strip lie in one cell row, so the strip needs only the LUTs of that row
+//        of cells, for the columns the block spans: one word per (cell, value) packing the four
+//        tiles' LUT bytes (as the cell kernel), built once per block from 4-byte loads and held
+//        in shared memory; per pixel one shared load;
+//      - the x weights of a thread's 16 columns and the cell of each are computed once, then
+//        every row costs only its y weights; two rows in flight per thread (two 16-byte loads
+//        before any arithmetic);
+//      - a 16-column slot crosses at most one cell edge (tiles >= kStripMinTileWidth): warps
+//        with no crossing lane run the loop with one LUT base per thread; a warp with one runs
+//        the same loop with a per-pixel base.
+// Tuning: ClahePolicy::kStrip* (policy.hpp; HISTEQ_CLAHE_APPLY=strip|cell|grid and
+//      HISTEQ_CLAHE_STRIP_ROWS in clahe_tuning.hpp).
+// Source: OpenCV 4.6 modules/imgproc/src/clahe.cpp (CLAHE_Interpolation_Body).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "clahe.hpp"
+#include "clahe_tuning.hpp"
+#include "common.cuh"
+#include "cuda_check.hpp"
+
+namespace histeq::kernels {
+namespace {
+namespace cf = histeq::clahe_formula;
+using P = ClahePolicy;
+
+struct StripArgs {
+  int width, height, tiles_x, tiles_y, tile_w, tile_h;
+  float inv_tw, inv_th;
+  int rows;    ///< rows per block (a strip)
+  int chunks;  ///< strips per cell row (blockIdx.y = cy · chunks + chunk)
+};
+
+/// floor(p · inv − 0.5) as clahe_formula::axis computes it (before clamping).
+__device__ __forceinline__ int raw_t1(int p, float inv) {
+  return __float2int_rd(__fsub_rn(__fmul_rn(__int2float_rn(p), inv), 0.5f));
+}
+
+/// The interpolation cell of position p: raw_t1 + 1, clamped to [0, tiles].
+__device__ __forceinline__ int cell_of(int p, float inv, int tiles) {
+  const int c = raw_t1(p, inv) + 1;
+  return c < 0 ? 0 : (c > tiles ? tiles : c);
+}
+
+/// First position p in [0, len] with cell_of(p) >= c (see clahe_apply_cell.cu).
+__device__ __forceinline__ int cell_begin(int c, int tile, float inv, int len) {
+  if (c <= 0) return 0;
+  int p = int((static_cast<long long>(2 * c - 1) * tile) / 2);
+  p = p < 0 ? 0 : (p > len ? len : p);
+  while (p > 0 && raw_t1(p - 1, inv) >= c - 1) --p;
+  while (p < len && raw_t1(p, inv) < c - 1) ++p;
+  return p;
+}
+
+/// The float 2^23 + b of LUT byte `sel` of the packed word p (bits 0x4B0000bb).
+__device__ __forceinline__ float biased(unsigned p, unsigned sel) {
+  return __int_as_float(int(__byte_perm(p, 0x4B000000u, sel)));
+}
+
+/// The x weights of one column: a, a1 = 1 − a (clahe_formula::axis) and −2^23·a, −2^23·a1.
+struct XWeights {
+  float a[16], a1[16], ca[16], ca1[16];
+};
+
+/// Output byte k (0..255) of one pixel, in the low byte of the returned float's bits.
+/// OpenCV's blend (l11·xa1 + l12·xa)·ya1 + (l21·xa1 + l22·xa)·ya, each step rounded to float32,
+/// rewritten exactly:
+///  - l·x as fma(2^23 + l, x, −2^23·x): the exact value of the fma is l·x (2^23·x is exact in
+///    float32, a power-of-two scaling), rounded once, as the product l·x is; so one byte permute
+///    and one fma per LUT byte, no conversion and no separate multiply;
+///  - cvRound(r) as r + 2^23 (round half to even), whose bits are 0x4B0000kk: 0 <= r and r <
+///    255 · (1 + 2^-24)^6 < 255.5 (the weights of each blend sum to at most 1 + 2^-24), so the
+///    saturation to 255 never acts and k is the low byte.
+__device__ __forceinline__ float blend_packed(unsigned p, float xa, float xa1, float cxa,
+                                              float cxa1, float ya, float ya1) {
+  const float top =
+      __fadd_rn(__fmaf_rn(biased(p, 0x7540), xa1, cxa1), __fmaf_rn(biased(p, 0x7541), xa, cxa));
+  const float bot =
+      __fadd_rn(__fmaf_rn(biased(p, 0x7542), xa1, cxa1), __fmaf_rn(biased(p, 0x7543), xa, cxa));
+  const float r = __fadd_rn(__fmul_rn(top, ya1), __fmul_rn(bot, ya));
+  return __fadd_rn(r, 8388608.0f);
+}
+
+/// clahe_formula::axis(y).a and .a1 (the row's cell fixes the tiles), one conversion.
+__device__ __forceinline__ void y_weights(int y, float inv, float& ya, float& ya1) {
+  const float tf = __fsub_rn(__fmul_rn(__int2float_rn(y), inv), 0.5f);
+  ya = __fsub_rn(tf, floorf(tf));
+  ya1 = __fsub_rn(1.0f, ya);
+}
+
+/// 16 pixels of one row. `sel`: byte permute selectors placing the cell's index in byte 1 of
+/// the LUT index (v + 256·cell from one PRMT); kSplit: pixels j >= split use sel_b (the next
+/// cell), the others sel_a.
+template <bool kSplit>
+__device__ __forceinline__ uint4 map16(const uint4 q, const unsigned* s_lut, unsigned cell_a,
+                                       unsigned cell_b, int split, const XWeights& x, float ya,
+                                       float ya1) {
+  const unsigned w[4] = {q.x, q.y, q.z, q.w};
+  float f[16];
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const unsigned cell = kSplit && j >= split ? cell_b : cell_a;
+    // byte 0: sample j & 3 of word j >> 2; byte 1: the cell (< 256); bytes 2, 3: zero.
+    const unsigned idx = __byte_perm(w[j >> 2], cell, 0x5540u | unsigned(j & 3));
+    f[j] = blend_packed(s_lut[idx], x.a[j], x.a1[j], x.ca[j], x.ca1[j], ya, ya1);
+  }
+  uint4 r;
+  unsigned* o = &r.x;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const unsigned lo =
+        __byte_perm(__float_as_uint(f[4 * k]), __float_as_uint(f[4 * k + 1]), 0x0040u);
+    const unsigned hi =
+        __byte_perm(__float_as_uint(f[4 * k + 2]), __float_as_uint(f[4 * k + 3]), 0x0040u);
+    o[k] = __byte_perm(lo, hi, 0x5410u);
+  }
+  return r;
+}
+
+template <bool kSplit>
+__device__ __forceinline__ void strip_rows(const std::uint8_t* in, std::uint8_t* out,
+                                           const StripArgs& a, int xs, int y0, int y1,
+                                           const unsigned* s_lut, unsigned cell_a, int split,
+                                           const XWeights& x) {
+  const std::size_t pitch = std::size_t(a.width);
+  int y = y0;
+  for (; y + 1 < y1; y += 2) {
+    const std::size_t o0 = std::size_t(y) * pitch + std::size_t(xs), o1 = o0 + pitch;
+    const uint4 q0 = *reinterpret_cast<const uint4*>(in + o0);
+    const uint4 q1 = *reinterpret_cast<const uint4*>(in + o1);
+    float ya0, ya0_1, ya1, ya1_1;
+    y_weights(y, a.inv_th, ya0, ya0_1);
+    y_weights(y + 1, a.inv_th, ya1, ya1_1);
+    const uint4 r0 = map16<kSplit>(q0, s_lut, cell_a, cell_a + 1, split, x, ya0, ya0_1);
+    const uint4 r1 = map16<kSplit>(q1, s_lut, cell_a, cell_a + 1, split, x, ya1, ya1_1);
+    *reinterpret_cast<uint4*>(out + o0) = r0;
+    *reinterpret_cast<uint4*>(out + o1) = r1;
+  }
+  if (y < y1) {
+    const std::size_t o0 = std::size_t(y) * pitch + std::size_t(xs);
+    const uint4 q0 = *reinterpret_cast<const uint4*>(in + o0);
+    float ya0, ya0_1;
+    y_weights(y, a.inv_th, ya0, ya0_1);
+    *reinterpret_cast<uint4*>(out + o0) =
+        map16<kSplit>(q0, s_lut, cell_a, cell_a + 1, split, x, ya0, ya0_1);
+  }
+}
+
+template <int kMinBlocks>
+__global__ void __launch_bounds__(P::kStripThreads, kMinBlocks)
+    apply_strip_kernel(const std::uint8_t* in, std::uint8_t* out,
+                       const std::uint8_t* __restrict__ luts, StripArgs a) {
+  extern __shared__ unsigned s_lut[];  // [cells of this block][256]
+  const int cy = int(blockIdx.y) / a.chunks, chunk = int(blockIdx.y) % a.chunks;
+  const int cy0 = cell_begin(cy, a.tile_h, a.inv_th, a.height);
+  const int cy1 = cy == a.tiles_y ? a.height : cell_begin(cy + 1, a.tile_h, a.inv_th, a.height);
+  const int y0 = cy0 + chunk * a.rows;
+  const int y1 = min(cy1, y0 + a.rows);
+  if (y0 >= y1) return;  // the whole block
+  const int bx0 = int(blockIdx.x) * int(blockDim.x) * 16;
+  const int bx1 = min(a.width, bx0 + int(blockDim.x) * 16);
+  const int c_lo = cell_of(bx0, a.inv_tw, a.tiles_x);
+  const int c_hi = cell_of(bx1 - 1, a.inv_tw, a.tiles_x);
+  {
+    // Pack the four LUT bytes of every (cell, value) of this block: 4 values per work item,
+    // from one 4-byte load per tile.
+    const int ty1 = max(cy - 1, 0), ty2 = min(cy, a.tiles_y - 1);
+    const int items = (c_hi - c_lo + 1) * 64;
+    for (int it = int(threadIdx.x); it < items; it += int(blockDim.x)) {
+      const int c = c_lo + it / 64, v4 = (it % 64) * 4;
+      const int tx1 = max(c - 1, 0), tx2 = min(c, a.tiles_x - 1);
+      const auto word = [&](int ty, int tx) {
+        return __ldg(reinterpret_cast<const unsigned*>(
+            luts + (std::size_t(ty) * a.tiles_x + tx) * 256 + v4));
+      };
+      const unsigned l11 = word(ty1, tx1), l12 = word(ty1, tx2), l21 = word(ty2, tx1),
+                     l22 = word(ty2, tx2);
+      // Transpose 4×4 bytes: word k holds value v4 + k of the four tiles.
+      const unsigned lo_a = __byte_perm(l11, l12, 0x5140), lo_b = __byte_perm(l21, l22, 0x5140);
+      const unsigned hi_a = __byte_perm(l11, l12, 0x7362), hi_b = __byte_perm(l21, l22, 0x7362);
+      uint4 r;
+      r.x = __byte_perm(lo_a, lo_b, 0x5410);
+      r.y = __byte_perm(lo_a, lo_b, 0x7632);
+      r.z = __byte_perm(hi_a, hi_b, 0x5410);
+      r.w = __byte_perm(hi_a, hi_b, 0x7632);
+      *reinterpret_cast<uint4*>(s_lut + (c - c_lo) * 256 + v4) = r;
+    }
+  }
+  __syncthreads();
+  const int xs = bx0 + 16 * int(threadIdx.x);
+  if (xs >= a.width) return;
+  // The x weights of the thread's 16 columns as clahe_formula::axis computes them, with one
+  // conversion per column: float(xs + j) is exact, and floor(tf) as a float is the float of
+  // axis's __float2int_rd(tf). The cell of column x is floor(tf) + 1 (tf >= -0.5 and
+  // x < width <= padded_w keep it in [0, tiles_x] without clamping), so the slot crosses into
+  // the next cell where floor(tf) changes.
+  XWeights x;
+  const float xs_f = __int2float_rn(xs);
+  float fl0 = 0.f;
+  int split = 16;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const float tf = __fsub_rn(__fmul_rn(__fadd_rn(xs_f, float(j)), a.inv_tw), 0.5f);
+    const float fl = floorf(tf);
+    x.a[j] = __fsub_rn(tf, fl);
+    x.a1[j] = __fsub_rn(1.0f, x.a[j]);
+    x.ca[j] = __fmul_rn(x.a[j], -8388608.0f);
+    x.ca1[j] = __fmul_rn(x.a1[j], -8388608.0f);
+    if (j == 0)
+      fl0 = fl;
+    else if (split == 16 && fl != fl0)
+      split = j;
+  }
+  const unsigned cell_a = unsigned(__float2int_rz(fl0) + 1 - c_lo);
+  if (__any_sync(__activemask(), split < 16)) {
+    strip_rows<true>(in, out, a, xs, y0, y1, s_lut, cell_a, split, x);
+  } else {
+    strip_rows<false>(in, out, a, xs, y0, y1, s_lut, cell_a, split, x);
+  }
+}
+
+/// Host twin of cell_of (the same float32 operations: host code is built without FMA).
+int host_cell_of(int p, float inv, int tiles) {
+  const int c = int(std::floor(float(p) * inv - 0.5f)) + 1;
+  return c < 0 ? 0 : (c > tiles ? tiles : c);
+}
+
+}  // namespace
+
+/// The strip path of clahe_apply for 8-bit planes; false (nothing launched) when it does not
+/// apply: width not a multiple of 16, a pointer not 16-byte aligned, tiles narrower than
+/// kStripMinTileWidth, a block's LUTs over kStripMaxSharedBytes, or a grid too tall.
+bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const cf::Geometry& g,
+                          const std::uint8_t* d_luts, cudaStream_t stream) {
+  const ClaheTuning& tune = clahe_tuning();
+  if (tune.apply_mode != 0 && tune.apply_mode != 2) return false;
+  if (g.hist_size != 256 || g.width % 16 != 0 || g.tile_w < P::kStripMinTileWidth) return false;
+  if (reinterpret_cast<std::uintptr_t>(d_in) % 16 != 0 ||
+      reinterpret_cast<std::uintptr_t>(d_out) % 16 != 0) {
+    return false;
+  }
+  const std::size_t pixels = std::size_t(g.width) * std::size_t(g.height);
+  if (tune.apply_mode == 0 && pixels < P::kStripMinPixels) return false;
+  const int slots = g.width / 16;
+  const float inv_tw = cf::inv_size(g.tile_w);
+  // Threads per block: kStripThreads (fewer for narrow images), halved while the LUT words of
+  // the cells a block spans exceed kStripMaxSharedBytes. One cell of margin: the host's cell
+  // boundaries could differ from the device's by one position.
+  int threads = std::min(P::kStripThreads, ((slots + 31) / 32) * 32);
+  int blocks_x = 0;
+  std::size_t smem = 0;
+  for (;;) {
+    blocks_x = (slots + threads - 1) / threads;
+    int cells = 1;
+    for (int b = 0; b < blocks_x; ++b) {
+      const int x0 = b * threads * 16, x1 = std::min(g.width, x0 + threads * 16);
+      cells = std::max(
+          cells, host_cell_of(x1 - 1, inv_tw, g.tiles_x) - host_cell_of(x0, inv_tw, g.tiles_x) + 2);
+    }
+    smem = std::size_t(std::min(cells, g.tiles_x + 1)) * 256 * sizeof(unsigned);
+    if (smem <= P::kStripMaxSharedBytes || threads <= 32) break;
+    threads /= 2;
+  }
+  if (smem > P::kStripMaxSharedBytes) return false;
+  // Rows per block: enough blocks for about kStripWaves full waves of kStripBlocksPerSm per SM,
+  // never fewer than kStripMinRows rows (the set-up is paid once per block).
+  const std::size_t thread_rows = std::size_t(slots) * std::size_t(g.height);
+  const std::size_t want_threads = std::size_t(P::kStripWaves) * P::kStripBlocksPerSm *
+                                   std::size_t(threads) * std::size_t(detail::sm_count());
+  int rows = tune.strip_rows > 0
+                 ? tune.strip_rows
+                 : int(std::max<std::size_t>(P::kStripMinRows, thread_rows / want_threads));
+  rows = std::min(rows, g.tile_h + 2);
+  const int chunks = (g.tile_h + 2 + rows - 1) / rows;
+  if (static_cast<long long>(g.tiles_y + 1) * chunks > 65535) return false;
+  const StripArgs a{g.width,  g.height, g.tiles_x, g.tiles_y,
+                    g.tile_w, g.tile_h, inv_tw,    cf::inv_size(g.tile_h),
+                    rows,     chunks};
+  const dim3 grid{unsigned(blocks_x), unsigned((g.tiles_y + 1) * chunks), 1u};
+  // 120 registers (4 blocks of 128 per SM) by default; HISTEQ_CLAHE_STRIP_OCC=5 caps them at
+  // 96 (5 blocks, a few spills in the set-up) for measurement.
+  const auto kernel = tune.strip_blocks == 5 ? apply_strip_kernel<5> : apply_strip_kernel<1>;
+  if (smem > 48 * 1024) {
+    HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  }
+  kernel<<<grid, unsigned(threads), smem, stream>>>(d_in, d_out, d_luts, a);
+  HISTEQ_CUDA_CHECK_LAUNCH();
+  return true;
+}
+
+}  // namespace histeq::kernels
