@@ -20,6 +20,8 @@
 #include "batched.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "cdf_lut.cuh"
@@ -163,7 +165,9 @@ __device__ __forceinline__ bool count_chunk(const std::uint8_t* src, std::size_t
   return true;
 }
 
-/// dst[0,len) = s_lut[src[0,len)], 16-byte loads and stores when both are aligned.
+/// dst[0,len) = s_lut[src[0,len)], 16-byte loads and stores when both are aligned (kStream:
+/// the stores with the evict-first hint, __stcs).
+template <bool kStream = false>
 __device__ __forceinline__ void apply_chunk(const std::uint8_t* src, std::uint8_t* dst,
                                             std::size_t len, const std::uint8_t* s_lut) {
   const unsigned t = threadIdx.x;
@@ -181,7 +185,10 @@ __device__ __forceinline__ void apply_chunk(const std::uint8_t* src, std::uint8_
         x.y = map_word(s_lut, x.y);
         x.z = map_word(s_lut, x.z);
         x.w = map_word(s_lut, x.w);
-        vout[j] = x;
+        if constexpr (kStream)
+          __stcs(vout + j, x);
+        else
+          vout[j] = x;
       }
     }
     scalar_from = vectors * 16;
@@ -203,14 +210,25 @@ __global__ void __launch_bounds__(P::kBlockSize)
               tmp, s_last);
 }
 
-template <typename Map>
+/// kReverse: block b takes chunk gridDim.x − 1 − b, and stores stream (BatchedPolicy::
+/// kReverseStreamingApply).
+template <typename Map, bool kReverse>
 __global__ void __launch_bounds__(P::kBlockSize)
     batch_apply_kernel(Map map, const std::uint8_t* luts) {
   __shared__ std::uint8_t s_lut[cdf::kLutBins];
-  const Piece p = map.at(blockIdx.x);
+  const Piece p = map.at(kReverse ? gridDim.x - 1 - blockIdx.x : blockIdx.x);
   s_lut[threadIdx.x] = luts[std::size_t(p.image) * cdf::kLutBins + threadIdx.x];
   __syncthreads();
-  apply_chunk(p.in + p.begin, p.out + p.begin, p.end - p.begin, s_lut);
+  apply_chunk<kReverse>(p.in + p.begin, p.out + p.begin, p.end - p.begin, s_lut);
+}
+
+bool reverse_streaming_apply() {
+  static const bool on = [] {
+    const char* v = std::getenv("HISTEQ_BATCH_APPLY");
+    if (v != nullptr && std::strcmp(v, "forward") == 0) return false;
+    return P::kReverseStreamingApply;
+  }();
+  return on;
 }
 
 /// The order of a uniform batch's work in the queued kernel: phases of blocks_per_image items,
@@ -313,7 +331,11 @@ void launch_pair(const Map& map, std::size_t blocks, Formula f, unsigned long lo
   batch_histogram_lut_kernel<Map>
       <<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, f, hist, tickets, luts);
   HISTEQ_CUDA_CHECK_LAUNCH();
-  batch_apply_kernel<Map><<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, luts);
+  if (reverse_streaming_apply()) {
+    batch_apply_kernel<Map, true><<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, luts);
+  } else {
+    batch_apply_kernel<Map, false><<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, luts);
+  }
   HISTEQ_CUDA_CHECK_LAUNCH();
 }
 
