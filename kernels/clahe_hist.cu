@@ -22,6 +22,7 @@
 //    tile (16-bit: a coalesced walk of the 65536 bins, block_tile_lut_coalesced).
 // Source: OpenCV 4.6 modules/imgproc/src/clahe.cpp (semantics); privatization and the
 // last-block ticket as in PMPP 4th ed. ch. 9 and CUDA's threadFenceReduction sample.
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -109,6 +110,48 @@ __global__ void __launch_bounds__(P::kHistBlockSize)
       if (threadIdx.x == 0) tickets[ty] = 0;
     }
   }
+}
+
+/// 8-bit, small planes: a thread-block cluster of kClusterBands blocks per tile row. Rank r
+/// counts band r of the row's padded rows into its own shared tiles_x × 256 counters; after one
+/// cluster barrier, warp w of rank r builds the LUT of tile r + kClusterBands·(w + k·warps)
+/// from the sum of that tile's counters over the cluster's shared memories (DSMEM: each lane
+/// reads its 8 bins of every rank with two 16-byte loads). No global counters, fences or
+/// tickets: at 1M the latency chain of merging through L2 atomics, fencing, taking the ticket and
+/// reading the counters back was most of the 7.1 µs histogram launch (ncu, H200).
+template <int kRanks>
+__global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(P::kHistBlockSize)
+    tile_hist_cluster_kernel(const std::uint8_t* __restrict__ in, cf::Geometry g,
+                             std::uint8_t* luts, bool fast_visit) {
+  extern __shared__ std::uint32_t s_hist[];
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const unsigned rank = cluster.block_rank();
+  const int ty = int(blockIdx.x) / kRanks;
+  const int rows = (g.tile_h + kRanks - 1) / kRanks;
+  const int yp0 = ty * g.tile_h + int(rank) * rows;
+  const int yp1 = min(yp0 + rows, (ty + 1) * g.tile_h);
+  for (int i = threadIdx.x; i < g.tiles_x * 256; i += blockDim.x) s_hist[i] = 0;
+  __syncthreads();
+  Counter<std::uint8_t, true> count{s_hist, 256};
+  if (yp0 < yp1)
+    clahe_detail::visit_band(in, g, yp0, yp1, threadIdx.x, blockDim.x, count, fast_visit);
+  cluster.sync();  // every rank's counts complete and visible through DSMEM
+  const int lane = int(threadIdx.x & 31), warps = int(blockDim.x >> 5);
+  for (int tx = int(rank) + kRanks * int(threadIdx.x >> 5); tx < g.tiles_x; tx += kRanks * warps) {
+    int h[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+    for (unsigned r = 0; r < unsigned(kRanks); ++r) {
+      const uint4* p =
+          reinterpret_cast<const uint4*>(cluster.map_shared_rank(s_hist, r) + tx * 256) + lane * 2;
+      const uint4 qa = p[0], qb = p[1];
+      h[0] += int(qa.x), h[1] += int(qa.y), h[2] += int(qa.z), h[3] += int(qa.w);
+      h[4] += int(qb.x), h[5] += int(qb.y), h[6] += int(qb.z), h[7] += int(qb.w);
+    }
+    clahe_detail::warp_lut_u8(h, g.clip, g.lut_scale,
+                              luts + (std::size_t(ty) * g.tiles_x + tx) * 256);
+  }
+  cluster.sync();  // no block leaves while another still reads its counters
 }
 
 /// Packed 16-bit tile histograms: block b counts the padded rows [yp0, yp1) (part b % parts of
@@ -237,6 +280,23 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
   HistArgs a{g, bands, rows, tune.warp_luts, tune.fast_visit};
   const dim3 grid(unsigned(std::size_t(bands) * g.tiles_y));
   T* luts = static_cast<T*>(b.luts);
+  if constexpr (sizeof(T) == 1) {
+    constexpr int kRanks = P::kClusterBands;
+    if (privatized && tune.cluster_luts &&
+        std::size_t(g.padded_w) * std::size_t(g.padded_h) <= P::kClusterMaxPixels &&
+        g.tile_h >= kRanks) {
+      const auto kernel = tile_hist_cluster_kernel<kRanks>;
+      if (shared_bytes > 48 * 1024) {
+        HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               int(shared_bytes)));
+      }
+      kernel<<<unsigned(g.tiles_y * kRanks), P::kHistBlockSize, shared_bytes, stream>>>(
+          d_in, g, static_cast<std::uint8_t*>(b.luts), tune.fast_visit);
+      HISTEQ_CUDA_CHECK_LAUNCH();
+      return;
+    }
+  }
   if (privatized) {
     const auto kernel = tile_hist_kernel<T, true>;
     if (shared_bytes > 48 * 1024) {

@@ -124,18 +124,14 @@ __device__ void block_tile_lut(std::uint32_t* hist, int clip, float lut_scale, T
   for (int i = b0; i < b1; ++i) hist[i] = 0;
 }
 
-/// One WARP builds one 8-bit tile's LUT (256 bins, 8 per lane: two 16-byte loads from L2), with
-/// warp shuffles only — no __syncthreads, so the warps of a block build several tiles at once.
-/// Same arithmetic as block_tile_lut (clip, residual, inclusive sums, lut_value); hist and lut
-/// 16-byte aligned. hist set back to zero.
-__device__ __forceinline__ void warp_tile_lut_u8(std::uint32_t* hist, int clip, float lut_scale,
-                                                 std::uint8_t* lut) {
+/// One WARP builds one 8-bit tile's LUT from counts already in registers (lane l holds bins
+/// [8l, 8l + 8) in h), with warp shuffles only — no __syncthreads, so the warps of a block build
+/// several tiles at once. Same arithmetic as block_tile_lut (clip, residual, inclusive sums,
+/// lut_value); lut 8-byte aligned.
+__device__ __forceinline__ void warp_lut_u8(int (&h)[8], int clip, float lut_scale,
+                                            std::uint8_t* lut) {
   namespace cf = histeq::clahe_formula;
   const int lane = threadIdx.x & 31;
-  const uint4* h4 = reinterpret_cast<const uint4*>(hist) + lane * 2;
-  const uint4 qa = __ldcg(h4), qb = __ldcg(h4 + 1);
-  int h[8] = {int(qa.x), int(qa.y), int(qa.z), int(qa.w),
-              int(qb.x), int(qb.y), int(qb.z), int(qb.w)};
   const int b0 = lane * 8;
   if (clip > 0) {
     int excess = 0;
@@ -171,6 +167,18 @@ __device__ __forceinline__ void warp_tile_lut_u8(std::uint32_t* hist, int clip, 
       hi |= v << (8 * (j - 4));
   }
   reinterpret_cast<uint2*>(lut)[lane] = make_uint2(lo, hi);
+}
+
+/// warp_lut_u8 from a tile's counters in L2 (two 16-byte loads per lane; hist 16-byte aligned),
+/// set back to zero.
+__device__ __forceinline__ void warp_tile_lut_u8(std::uint32_t* hist, int clip, float lut_scale,
+                                                 std::uint8_t* lut) {
+  const int lane = threadIdx.x & 31;
+  const uint4* h4 = reinterpret_cast<const uint4*>(hist) + lane * 2;
+  const uint4 qa = __ldcg(h4), qb = __ldcg(h4 + 1);
+  int h[8] = {int(qa.x), int(qa.y), int(qa.z), int(qa.w),
+              int(qb.x), int(qb.y), int(qb.z), int(qb.w)};
+  warp_lut_u8(h, clip, lut_scale, lut);
   uint4* w4 = reinterpret_cast<uint4*>(hist) + lane * 2;
   w4[0] = make_uint4(0, 0, 0, 0);
   w4[1] = make_uint4(0, 0, 0, 0);

@@ -1,8 +1,10 @@
 // clahe_tuning.hpp — the run-time shape of the CLAHE and 16-bit histogram kernels: the defaults of
 // ClahePolicy / HistU16Policy (policy.hpp), each overridable by an environment variable so that
 // one benchmark run on the GPU machine can measure every variant (read once per process):
-//   HISTEQ_CLAHE_LUT=warp|block     8-bit LUTs: one warp per tile (default) or the whole block per
-//                                   tile, tile after tile
+//   HISTEQ_CLAHE_LUT=warp|block|nocluster  8-bit LUTs: one warp per tile (default) or the whole
+//                                   block per tile, tile after tile; small planes take a cluster
+//                                   of blocks per tile row (tile_hist_cluster_kernel) unless
+//                                   `nocluster`
 //   HISTEQ_CLAHE_APPLY=strip|cell|grid  8-bit apply: row strips (clahe_apply_strip.cu), per-cell
 //                                   blocks with the 2×2 LUTs packed in shared memory, or the
 //                                   flat grid-stride kernel, wherever each applies (default: by
@@ -46,6 +48,7 @@ struct ClaheTuning {
   std::size_t hist_min_bytes = ClahePolicy::kHistMinBytesPerBlock;
   int hist_blocks_per_sm = ClahePolicy::kHistBlocksPerSm;
   bool warp_luts = ClahePolicy::kWarpLuts;
+  bool cluster_luts = true;  ///< 8-bit small planes: tile_hist_cluster_kernel
   int apply_pixels_per_block = ClahePolicy::kCellPixelsPerBlock;
   bool hist16_packed = HistU16Policy::kPacked;
   bool coalesced_lut16 = ClahePolicy::kCoalescedLut16;
@@ -82,6 +85,7 @@ inline const ClaheTuning& clahe_tuning() {
         int(num("HISTEQ_CLAHE_APPLY_KPX", 1, 1 << 16, r.apply_pixels_per_block >> 10)) << 10;
     if (is("HISTEQ_CLAHE_LUT", "block")) r.warp_luts = false;
     if (is("HISTEQ_CLAHE_LUT", "warp")) r.warp_luts = true;
+    if (is("HISTEQ_CLAHE_LUT", "nocluster")) r.cluster_luts = false;
     if (is("HISTEQ_CLAHE_APPLY", "grid")) r.apply_mode = -1;
     if (is("HISTEQ_CLAHE_APPLY", "cell")) r.apply_mode = 1;
     if (is("HISTEQ_CLAHE_APPLY", "strip")) r.apply_mode = 2;

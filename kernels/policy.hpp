@@ -129,6 +129,11 @@ struct ClahePolicy {
   static constexpr int kHistBlockSize = 512;
   static constexpr int kHistBlocksPerSm = 4;
   static constexpr std::size_t kHistMinBytesPerBlock = std::size_t(16) << 10;
+  /// 8-bit planes of at most kClusterMaxPixels (padded): the tile histograms and LUTs by a
+  /// cluster of kClusterBands blocks per tile row summing their shared counters through DSMEM
+  /// (tile_hist_cluster_kernel), instead of global counters, a fence and a ticket.
+  static constexpr int kClusterBands = 8;
+  static constexpr std::size_t kClusterMaxPixels = std::size_t(2) << 20;
   /// Most shared memory the privatized (8-bit) histogram may take: tiles_x · 256 · 4 bytes.
   /// Wider grids count with global atomics and build the LUTs in a second launch.
   static constexpr std::size_t kHistMaxSharedBytes = std::size_t(96) << 10;
