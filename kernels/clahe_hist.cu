@@ -313,13 +313,12 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
     if (parts > 0) {
       const int rows = (g.tile_h + parts - 1) / parts;
       const std::size_t smem = 32768 * sizeof(std::uint32_t);
-      static bool attr = false;  // once per process (same device assumed)
-      if (!attr) {
+      detail::per_device_once(reinterpret_cast<const void*>(tile_hist16_packed_kernel), [&] {
         HISTEQ_CUDA_CHECK(
             cudaFuncSetAttribute(reinterpret_cast<const void*>(tile_hist16_packed_kernel),
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        attr = true;
-      }
+        return 0;
+      });
       tile_hist16_packed_kernel<<<unsigned(g.tiles() * parts), P::kPacked16Threads, smem, stream>>>(
           d_in, g, parts, rows, b.hist, b.partials);
       HISTEQ_CUDA_CHECK_LAUNCH();

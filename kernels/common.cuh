@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "contract.hpp"
 #include "cuda_check.hpp"
@@ -208,6 +209,25 @@ inline std::size_t resident_blocks(const void* kernel, int block, std::size_t dy
   std::lock_guard<std::mutex> lock(mutex);
   memo.emplace(key, blocks);
   return blocks;
+}
+
+/// f() computed once per (current device, tag) and remembered (thread-safe): for per-device
+/// settings such as cudaFuncSetAttribute's shared-memory limit, which a launch on another GPU
+/// of the same process does not inherit, and per-device queries.
+template <typename F>
+int per_device_once(const void* tag, F f) {
+  int dev = 0;
+  HISTEQ_CUDA_CHECK(cudaGetDevice(&dev));
+  using Key = std::pair<int, const void*>;
+  static std::mutex mutex;
+  static std::map<Key, int> memo;
+  std::lock_guard<std::mutex> lock(mutex);  // held across f: a second thread waits, not repeats
+  const Key key{dev, tag};
+  auto it = memo.find(key);
+  if (it != memo.end()) return it->second;
+  const int v = f();
+  memo.emplace(key, v);
+  return v;
 }
 
 /// `wanted` blocks, raised so that no block counts more than kMaxSamplesPerBlock of n samples

@@ -141,12 +141,11 @@ void hist_u16(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist, c
   }
   if (n == 0) return;
   const std::size_t smem = kHalf * sizeof(std::uint32_t);
-  static bool attr = false;  // set once per process (same device assumed, as the registry does)
-  if (!attr) {
+  detail::per_device_once(reinterpret_cast<const void*>(hist_u16_kernel), [&] {
     HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(hist_u16_kernel),
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    attr = true;
-  }
+    return 0;
+  });
   // One block per SM, an even count (clusters of two), no more than the work needs.
   const std::size_t per_block = std::size_t(P::kBlockSize) * 8 * P::kMinVectorsPerThread;
   std::size_t grid =

@@ -238,18 +238,19 @@ void hist_u16_packed(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_
                      std::uint32_t* d_scratch, cudaStream_t stream, bool assign) {
   const ClaheTuning& tune = clahe_tuning();
   const std::size_t smem = kWords * sizeof(std::uint32_t);
-  static bool attr = false;  // once per process (same device assumed, as hist_u16)
-  static int pair_blocks = 0;
-  if (!attr) {
-    allow_shared(hist_u16_packed_kernel<4, true>, smem);
-    allow_shared(hist_u16_packed_kernel<8, true>, smem);
-    allow_shared(hist_u16_packed_kernel<4, false>, smem);
-    allow_shared(hist_u16_pair_kernel<4, true>, smem);
-    allow_shared(hist_u16_pair_kernel<8, true>, smem);
-    allow_shared(hist_u16_pair_kernel<4, false>, smem);
-    pair_blocks = resident_pair_blocks(hist_u16_pair_kernel<4, true>, smem);
-    attr = true;
-  }
+  // Per device (a launch on another GPU of the process does not inherit the limit).
+  const int pair_blocks =
+      detail::per_device_once(reinterpret_cast<const void*>(hist_u16_pair_kernel<4, false>), [&] {
+        allow_shared(hist_u16_packed_kernel<4, true>, smem);
+        allow_shared(hist_u16_packed_kernel<8, true>, smem);
+        allow_shared(hist_u16_packed_kernel<4, false>, smem);
+        allow_shared(hist_u16_packed_kernel<8, false>, smem);
+        allow_shared(hist_u16_pair_kernel<4, true>, smem);
+        allow_shared(hist_u16_pair_kernel<8, true>, smem);
+        allow_shared(hist_u16_pair_kernel<4, false>, smem);
+        allow_shared(hist_u16_pair_kernel<8, false>, smem);
+        return resident_pair_blocks(hist_u16_pair_kernel<4, true>, smem);
+      });
   const bool pairs = tune.hist16_pairs && pair_blocks >= 2;
   const int grid = packed_grid(n, pairs ? pair_blocks : detail::sm_count(), pairs);
   const bool eight = tune.hist16_vectors == 8, batch = tune.hist16_batch;
@@ -257,14 +258,14 @@ void hist_u16_packed(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_
       reinterpret_cast<unsigned long long*>(d_scratch + std::size_t(detail::sm_count()) * kWords);
   auto* hist = reinterpret_cast<unsigned long long*>(d_hist);
   if (pairs) {
-    const auto kernel = !batch  ? hist_u16_pair_kernel<4, false>
-                        : eight ? hist_u16_pair_kernel<8, true>
-                                : hist_u16_pair_kernel<4, true>;
+    const auto kernel =
+        eight ? (batch ? hist_u16_pair_kernel<8, true> : hist_u16_pair_kernel<8, false>)
+              : (batch ? hist_u16_pair_kernel<4, true> : hist_u16_pair_kernel<4, false>);
     kernel<<<unsigned(grid), P::kPackedBlockSize, smem, stream>>>(d_in, n, spill, d_scratch);
   } else {
-    const auto kernel = !batch  ? hist_u16_packed_kernel<4, false>
-                        : eight ? hist_u16_packed_kernel<8, true>
-                                : hist_u16_packed_kernel<4, true>;
+    const auto kernel =
+        eight ? (batch ? hist_u16_packed_kernel<8, true> : hist_u16_packed_kernel<8, false>)
+              : (batch ? hist_u16_packed_kernel<4, true> : hist_u16_packed_kernel<4, false>);
     kernel<<<unsigned(grid), P::kPackedBlockSize, smem, stream>>>(d_in, n, spill, d_scratch);
   }
   HISTEQ_CUDA_CHECK_LAUNCH();
