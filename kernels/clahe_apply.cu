@@ -52,13 +52,38 @@ __device__ __forceinline__ T interpolate(const T* __restrict__ luts, const Apply
 struct XCursor {
   float xf, ft1, next, inv;
   int t1;
+  float xa, xa1, cxa, cxa1;  ///< the current column's weights a, 1 − a, −2^23·a, −2^23·(1 − a)
   __device__ __forceinline__ void start(int x) {
     xf = __int2float_rn(x);
     t1 = __float2int_rd(__fsub_rn(__fmul_rn(xf, inv), 0.5f));
     ft1 = __int2float_rn(t1);
     next = __fadd_rn(ft1, 1.0f);
   }
+  /// The weights of column xf (t1 steps when floor(tf) does), then xf moves to the next column.
+  __device__ __forceinline__ void step() {
+    const float tf = __fsub_rn(__fmul_rn(xf, inv), 0.5f);
+    if (tf >= next) {
+      ++t1;
+      ft1 = next;
+      next = __fadd_rn(next, 1.0f);
+    }
+    xa = __fsub_rn(tf, ft1);
+    xa1 = __fsub_rn(1.0f, xa);
+    cxa = __fmul_rn(xa, -8388608.0f);
+    cxa1 = __fmul_rn(xa1, -8388608.0f);
+    xf = __fadd_rn(xf, 1.0f);
+  }
 };
+
+/// OpenCV's blend of the biased LUT floats l = 2^23 + value at the cursor's weights, as the
+/// bits of r + 2^23 (see lut_sample).
+__device__ __forceinline__ unsigned blend_biased(float l11, float l12, float l21, float l22,
+                                                 const XCursor& c, float ya, float ya1) {
+  const float top = __fadd_rn(__fmaf_rn(l11, c.xa1, c.cxa1), __fmaf_rn(l12, c.xa, c.cxa));
+  const float bot = __fadd_rn(__fmaf_rn(l21, c.xa1, c.cxa1), __fmaf_rn(l22, c.xa, c.cxa));
+  const float r = __fadd_rn(__fmul_rn(top, ya1), __fmul_rn(bot, ya));
+  return __float_as_uint(__fadd_rn(r, 8388608.0f));
+}
 
 /// interpolate() at the cursor's column without conversions (the rewrites of pair_sample):
 /// biased LUT floats 0x4B000000 | l, l·x as fma(2^23 + l, x, −2^23·x), cvRound(r) as the low
@@ -68,76 +93,13 @@ __device__ __forceinline__ unsigned lut_sample(const T* __restrict__ l1, const T
                                                int tiles_x, XCursor& c, float ya, float ya1,
                                                unsigned v) {
   constexpr unsigned kBins = sizeof(T) == 1 ? 256u : 65536u;
-  const float tf = __fsub_rn(__fmul_rn(c.xf, c.inv), 0.5f);
-  if (tf >= c.next) {
-    ++c.t1;
-    c.ft1 = c.next;
-    c.next = __fadd_rn(c.next, 1.0f);
-  }
-  const float xa = __fsub_rn(tf, c.ft1), xa1 = __fsub_rn(1.0f, xa);
-  const float cxa = __fmul_rn(xa, -8388608.0f), cxa1 = __fmul_rn(xa1, -8388608.0f);
+  c.step();
   const int t1 = c.t1 < 0 ? 0 : c.t1, t2 = c.t1 + 1 > tiles_x - 1 ? tiles_x - 1 : c.t1 + 1;
   const std::size_t i1 = std::size_t(t1) * kBins + v, i2 = std::size_t(t2) * kBins + v;
   const auto biased = [](unsigned l) { return __int_as_float(int(0x4B000000u | l)); };
   const float l11 = biased(__ldg(l1 + i1)), l12 = biased(__ldg(l1 + i2)),
               l21 = biased(__ldg(l2 + i1)), l22 = biased(__ldg(l2 + i2));
-  const float top = __fadd_rn(__fmaf_rn(l11, xa1, cxa1), __fmaf_rn(l12, xa, cxa));
-  const float bot = __fadd_rn(__fmaf_rn(l21, xa1, cxa1), __fmaf_rn(l22, xa, cxa));
-  const float r = __fadd_rn(__fmul_rn(top, ya1), __fmul_rn(bot, ya));
-  c.xf = __fadd_rn(c.xf, 1.0f);
-  return __float_as_uint(__fadd_rn(r, 8388608.0f)) & (kBins - 1u);
-}
-
-template <typename T, bool kVector>
-__global__ void __launch_bounds__(P::kApplyBlockSize)
-    apply_kernel(const T* in, T* out, const T* __restrict__ luts, ApplyArgs a) {
-  constexpr int kPer = kVector ? 16 / int(sizeof(T)) : 1;
-  const std::size_t n = std::size_t(a.width) * std::size_t(a.height);
-  const std::size_t items = kVector ? n / kPer : n;
-  for (std::size_t k = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; k < items;
-       k += std::size_t(gridDim.x) * blockDim.x) {
-    const std::size_t i0 = k * kPer;
-    int y = int(unsigned(i0) / unsigned(a.width)),
-        x = int(unsigned(i0) - unsigned(y) * unsigned(a.width));
-    cf::Axis ya = cf::axis(y, a.inv_th, a.tiles_y);
-    if constexpr (kVector) {
-      constexpr int kBins = sizeof(T) == 1 ? 256 : 65536;
-      const std::size_t row = std::size_t(a.tiles_x) * kBins;
-      uint4 q = reinterpret_cast<const uint4*>(in)[k];
-      T* vals = reinterpret_cast<T*>(&q);
-      XCursor c;
-      c.inv = a.inv_tw;
-      c.start(x);
-      const T* l1 = luts + std::size_t(ya.t1) * row;
-      const T* l2 = luts + std::size_t(ya.t2) * row;
-#pragma unroll
-      for (int j = 0; j < kPer; ++j) {
-        if (x == a.width) {  // the vector continues on the next row
-          x = 0;
-          ++y;
-          ya = cf::axis(y, a.inv_th, a.tiles_y);
-          l1 = luts + std::size_t(ya.t1) * row;
-          l2 = luts + std::size_t(ya.t2) * row;
-          c.start(0);
-        }
-        vals[j] = static_cast<T>(lut_sample(l1, l2, a.tiles_x, c, ya.a, ya.a1, unsigned(vals[j])));
-        ++x;
-      }
-      reinterpret_cast<uint4*>(out)[k] = q;
-    } else {
-      out[i0] = interpolate(luts, a, x, ya, int(in[i0]));
-    }
-  }
-  // The vector path's tail (n % kPer samples), by the first threads.
-  if constexpr (kVector) {
-    const std::size_t tail0 = items * kPer;
-    const std::size_t i = tail0 + std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i < n) {
-      const int y = int(unsigned(i) / unsigned(a.width)),
-                x = int(unsigned(i) - unsigned(y) * unsigned(a.width));
-      out[i] = interpolate(luts, a, x, cf::axis(y, a.inv_th, a.tiles_y), int(in[i]));
-    }
-  }
+  return blend_biased(l11, l12, l21, l22, c, ya, ya1) & (kBins - 1u);
 }
 
 /// 16-bit from the LUT pairs (clahe_pair_lut_words): sample v of column x in interpolation cell
@@ -166,35 +128,59 @@ __device__ __forceinline__ std::uint16_t interpolate_pair(const std::uint32_t* _
 __device__ __forceinline__ unsigned pair_sample(const std::uint32_t* __restrict__ p1,
                                                 const std::uint32_t* __restrict__ p2, XCursor& c,
                                                 float ya, float ya1, unsigned v) {
-  const float tf = __fsub_rn(__fmul_rn(c.xf, c.inv), 0.5f);
-  if (tf >= c.next) {
-    ++c.t1;
-    c.ft1 = c.next;
-    c.next = __fadd_rn(c.next, 1.0f);
-  }
-  const float xa = __fsub_rn(tf, c.ft1), xa1 = __fsub_rn(1.0f, xa);
-  const float cxa = __fmul_rn(xa, -8388608.0f), cxa1 = __fmul_rn(xa1, -8388608.0f);
+  c.step();
   const std::size_t i = std::size_t(c.t1 + 1) * 65536 + v;
   const unsigned w1 = __ldg(p1 + i), w2 = __ldg(p2 + i);
   const float l11 = __int_as_float(int(__byte_perm(w1, 0x4B000000u, 0x7610))),
               l12 = __int_as_float(int(__byte_perm(w1, 0x4B000000u, 0x7632))),
               l21 = __int_as_float(int(__byte_perm(w2, 0x4B000000u, 0x7610))),
               l22 = __int_as_float(int(__byte_perm(w2, 0x4B000000u, 0x7632)));
-  const float top = __fadd_rn(__fmaf_rn(l11, xa1, cxa1), __fmaf_rn(l12, xa, cxa));
-  const float bot = __fadd_rn(__fmaf_rn(l21, xa1, cxa1), __fmaf_rn(l22, xa, cxa));
-  const float r = __fadd_rn(__fmul_rn(top, ya1), __fmul_rn(bot, ya));
-  c.xf = __fadd_rn(c.xf, 1.0f);
-  return __float_as_uint(__fadd_rn(r, 8388608.0f)) & 0xFFFFu;
+  return blend_biased(l11, l12, l21, l22, c, ya, ya1) & 0xFFFFu;
 }
 
-template <bool kVector>
+/// Where the flat apply reads its LUT values: the per-tile LUTs (LutRows: four gathers per
+/// sample) or, 16-bit, the LUT pairs (PairRows: two). row_of(t): tile row t's values; fast():
+/// one sample at an XCursor (the vector path, no conversions); slow(): one sample from
+/// clahe_formula directly (scalar path and tails). Both give the same value.
+template <typename T>
+struct LutRows {
+  static constexpr std::size_t kBins = sizeof(T) == 1 ? 256 : 65536;
+  const T* luts;
+  int tiles_x;
+  __device__ const T* row_of(int t) const { return luts + std::size_t(t) * tiles_x * kBins; }
+  __device__ unsigned fast(const T* l1, const T* l2, XCursor& c, float ya, float ya1,
+                           unsigned v) const {
+    return lut_sample(l1, l2, tiles_x, c, ya, ya1, v);
+  }
+  __device__ T slow(const ApplyArgs& a, int x, const cf::Axis& ya, int v) const {
+    return interpolate(luts, a, x, ya, v);
+  }
+};
+
+struct PairRows {
+  const std::uint32_t* pairs;
+  int tiles_x;
+  __device__ const std::uint32_t* row_of(int t) const {
+    return pairs + std::size_t(t) * std::size_t(tiles_x + 1) * 65536;
+  }
+  __device__ unsigned fast(const std::uint32_t* p1, const std::uint32_t* p2, XCursor& c, float ya,
+                           float ya1, unsigned v) const {
+    return pair_sample(p1, p2, c, ya, ya1, v);
+  }
+  __device__ std::uint16_t slow(const ApplyArgs& a, int x, const cf::Axis& ya, int v) const {
+    return interpolate_pair(row_of(ya.t1), row_of(ya.t2), a, x, ya, v);
+  }
+};
+
+/// Grid-stride flat apply: each thread takes one 16-byte vector (16 u8 or 8 u16 samples) when
+/// both pointers are 16-byte aligned (kVector), else one sample; the vector's samples walk the
+/// columns with an XCursor, continuing on the next row where a vector crosses one.
+template <typename T, bool kVector, typename Rows>
 __global__ void __launch_bounds__(P::kApplyBlockSize)
-    apply_pair16_kernel(const std::uint16_t* in, std::uint16_t* out,
-                        const std::uint32_t* __restrict__ pairs, ApplyArgs a) {
-  constexpr int kPer = kVector ? 8 : 1;
+    apply_kernel(const T* in, T* out, Rows rows, ApplyArgs a) {
+  constexpr int kPer = kVector ? 16 / int(sizeof(T)) : 1;
   const std::size_t n = std::size_t(a.width) * std::size_t(a.height);
   const std::size_t items = kVector ? n / kPer : n;
-  const std::size_t row_words = std::size_t(a.tiles_x + 1) * 65536;
   for (std::size_t k = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; k < items;
        k += std::size_t(gridDim.x) * blockDim.x) {
     const std::size_t i0 = k * kPer;
@@ -203,43 +189,49 @@ __global__ void __launch_bounds__(P::kApplyBlockSize)
     cf::Axis ya = cf::axis(y, a.inv_th, a.tiles_y);
     if constexpr (kVector) {
       uint4 q = reinterpret_cast<const uint4*>(in)[k];
-      unsigned w[4] = {q.x, q.y, q.z, q.w};
+      T* vals = reinterpret_cast<T*>(&q);
       XCursor c;
       c.inv = a.inv_tw;
       c.start(x);
-      const std::uint32_t* p1 = pairs + std::size_t(ya.t1) * row_words;
-      const std::uint32_t* p2 = pairs + std::size_t(ya.t2) * row_words;
+      auto r1 = rows.row_of(ya.t1), r2 = rows.row_of(ya.t2);
 #pragma unroll
       for (int j = 0; j < kPer; ++j) {
         if (x == a.width) {  // the vector continues on the next row
           x = 0;
           ++y;
           ya = cf::axis(y, a.inv_th, a.tiles_y);
-          p1 = pairs + std::size_t(ya.t1) * row_words;
-          p2 = pairs + std::size_t(ya.t2) * row_words;
+          r1 = rows.row_of(ya.t1);
+          r2 = rows.row_of(ya.t2);
           c.start(0);
         }
-        const unsigned v = (w[j >> 1] >> (16 * (j & 1))) & 0xFFFFu;
-        const unsigned o = pair_sample(p1, p2, c, ya.a, ya.a1, v);
-        w[j >> 1] = (j & 1) ? ((w[j >> 1] & 0xFFFFu) | (o << 16)) : ((w[j >> 1] & 0xFFFF0000u) | o);
+        vals[j] = static_cast<T>(rows.fast(r1, r2, c, ya.a, ya.a1, unsigned(vals[j])));
         ++x;
       }
-      reinterpret_cast<uint4*>(out)[k] = make_uint4(w[0], w[1], w[2], w[3]);
+      reinterpret_cast<uint4*>(out)[k] = q;
     } else {
-      out[i0] = interpolate_pair(pairs + std::size_t(ya.t1) * row_words,
-                                 pairs + std::size_t(ya.t2) * row_words, a, x, ya, int(in[i0]));
+      out[i0] = rows.slow(a, x, ya, int(in[i0]));
     }
   }
+  // The vector path's tail (n % kPer samples), by the first threads.
   if constexpr (kVector) {
     const std::size_t i = items * kPer + std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i < n) {
       const int y = int(unsigned(i) / unsigned(a.width)),
                 x = int(unsigned(i) - unsigned(y) * unsigned(a.width));
-      const cf::Axis ya = cf::axis(y, a.inv_th, a.tiles_y);
-      out[i] = interpolate_pair(pairs + std::size_t(ya.t1) * row_words,
-                                pairs + std::size_t(ya.t2) * row_words, a, x, ya, int(in[i]));
+      out[i] = rows.slow(a, x, cf::axis(y, a.inv_th, a.tiles_y), int(in[i]));
     }
   }
+}
+
+template <typename T, typename Rows>
+void launch_apply(bool vec, unsigned grid, const T* d_in, T* d_out, const Rows& rows,
+                  const ApplyArgs& a, cudaStream_t stream) {
+  if (vec) {
+    apply_kernel<T, true, Rows><<<grid, P::kApplyBlockSize, 0, stream>>>(d_in, d_out, rows, a);
+  } else {
+    apply_kernel<T, false, Rows><<<grid, P::kApplyBlockSize, 0, stream>>>(d_in, d_out, rows, a);
+  }
+  HISTEQ_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
@@ -258,21 +250,11 @@ void run_apply(const T* d_in, T* d_out, const cf::Geometry& g, const T* luts, cu
       1, std::min(cap, detail::ceil_div(work, std::size_t(P::kApplyBlockSize)))));
   if constexpr (sizeof(T) == 2) {
     if (pairs != nullptr) {
-      if (vec) {
-        apply_pair16_kernel<true><<<grid, P::kApplyBlockSize, 0, stream>>>(d_in, d_out, pairs, a);
-      } else {
-        apply_pair16_kernel<false><<<grid, P::kApplyBlockSize, 0, stream>>>(d_in, d_out, pairs, a);
-      }
-      HISTEQ_CUDA_CHECK_LAUNCH();
+      launch_apply(vec, grid, d_in, d_out, PairRows{pairs, g.tiles_x}, a, stream);
       return;
     }
   }
-  if (vec) {
-    apply_kernel<T, true><<<grid, P::kApplyBlockSize, 0, stream>>>(d_in, d_out, luts, a);
-  } else {
-    apply_kernel<T, false><<<grid, P::kApplyBlockSize, 0, stream>>>(d_in, d_out, luts, a);
-  }
-  HISTEQ_CUDA_CHECK_LAUNCH();
+  launch_apply(vec, grid, d_in, d_out, LutRows<T>{luts, g.tiles_x}, a, stream);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "clahe.hpp"
+#include "clahe_cells.cuh"
 #include "clahe_tuning.hpp"
 #include "common.cuh"
 #include "cuda_check.hpp"
@@ -29,6 +30,7 @@
 namespace histeq::kernels {
 namespace {
 namespace cf = histeq::clahe_formula;
+using clahe_detail::cell_start;
 
 struct CellArgs {
   int width, height, tiles_x, tiles_y, tile_w, tile_h;
@@ -36,23 +38,6 @@ struct CellArgs {
   int rows;    ///< rows per block
   int chunks;  ///< blocks per cell row (blockIdx.y = cy · chunks + chunk)
 };
-
-/// floor(p · inv − 0.5) as clahe_formula::axis computes it (before clamping).
-__device__ __forceinline__ int raw_t1(int p, float inv) {
-  return __float2int_rd(__fsub_rn(__fmul_rn(__int2float_rn(p), inv), 0.5f));
-}
-
-/// First position p in [0, len] whose raw_t1 is >= c − 1: the start of cell c (cell c holds the
-/// positions whose raw_t1 is c − 1; cell 0 starts at 0). raw_t1 is non-decreasing in p, so a
-/// walk from the real-valued boundary (c − 0.5) · tile finds it in a step or two.
-__device__ __forceinline__ int cell_start(int c, int tile, float inv, int len) {
-  if (c <= 0) return 0;
-  int p = int((static_cast<long long>(2 * c - 1) * tile) / 2);
-  p = p < 0 ? 0 : (p > len ? len : p);
-  while (p > 0 && raw_t1(p - 1, inv) >= c - 1) --p;
-  while (p < len && raw_t1(p, inv) < c - 1) ++p;
-  return p;
-}
 
 __device__ __forceinline__ float byte_float(unsigned packed, unsigned sel) {
   return __fsub_rn(__int_as_float(int(__byte_perm(packed, 0x4B000000u, sel))), 8388608.0f);

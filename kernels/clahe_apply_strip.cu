@@ -32,6 +32,7 @@
 #include <cstdint>
 
 #include "clahe.hpp"
+#include "clahe_cells.cuh"
 #include "clahe_tuning.hpp"
 #include "common.cuh"
 #include "cuda_check.hpp"
@@ -39,6 +40,8 @@
 namespace histeq::kernels {
 namespace {
 namespace cf = histeq::clahe_formula;
+using clahe_detail::cell_of;
+using clahe_detail::cell_start;
 using P = ClahePolicy;
 
 struct StripArgs {
@@ -47,27 +50,6 @@ struct StripArgs {
   int rows;    ///< rows per block (a strip)
   int chunks;  ///< strips per cell row (blockIdx.y = cy · chunks + chunk)
 };
-
-/// floor(p · inv − 0.5) as clahe_formula::axis computes it (before clamping).
-__device__ __forceinline__ int raw_t1(int p, float inv) {
-  return __float2int_rd(__fsub_rn(__fmul_rn(__int2float_rn(p), inv), 0.5f));
-}
-
-/// The interpolation cell of position p: raw_t1 + 1, clamped to [0, tiles].
-__device__ __forceinline__ int cell_of(int p, float inv, int tiles) {
-  const int c = raw_t1(p, inv) + 1;
-  return c < 0 ? 0 : (c > tiles ? tiles : c);
-}
-
-/// First position p in [0, len] with cell_of(p) >= c (see clahe_apply_cell.cu).
-__device__ __forceinline__ int cell_begin(int c, int tile, float inv, int len) {
-  if (c <= 0) return 0;
-  int p = int((static_cast<long long>(2 * c - 1) * tile) / 2);
-  p = p < 0 ? 0 : (p > len ? len : p);
-  while (p > 0 && raw_t1(p - 1, inv) >= c - 1) --p;
-  while (p < len && raw_t1(p, inv) < c - 1) ++p;
-  return p;
-}
 
 /// The float 2^23 + b of LUT byte `sel` of the packed word p (bits 0x4B0000bb).
 __device__ __forceinline__ float biased(unsigned p, unsigned sel) {
@@ -169,8 +151,8 @@ __global__ void __launch_bounds__(P::kStripThreads, kMinBlocks)
                        const std::uint8_t* __restrict__ luts, StripArgs a) {
   extern __shared__ unsigned s_lut[];  // [cells of this block][256]
   const int cy = int(blockIdx.y) / a.chunks, chunk = int(blockIdx.y) % a.chunks;
-  const int cy0 = cell_begin(cy, a.tile_h, a.inv_th, a.height);
-  const int cy1 = cy == a.tiles_y ? a.height : cell_begin(cy + 1, a.tile_h, a.inv_th, a.height);
+  const int cy0 = cell_start(cy, a.tile_h, a.inv_th, a.height);
+  const int cy1 = cy == a.tiles_y ? a.height : cell_start(cy + 1, a.tile_h, a.inv_th, a.height);
   const int y0 = cy0 + chunk * a.rows;
   const int y1 = min(cy1, y0 + a.rows);
   if (y0 >= y1) return;  // the whole block
