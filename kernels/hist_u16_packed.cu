@@ -6,22 +6,21 @@
 //      hist_u16_scratch_words() uint32: per-block partials (any contents) and a 65536-entry
 //      uint64 spill (ZERO on first use, left zero). Async; no host sync.
 // Exact: yes. Word i holds bin i (low half) and bin i + 32768 (high half), so neighbouring
-//      values (smooth images) fall in neighbouring banks. A 16-bit half is kept below 2^15 + 2^15:
+//      values (smooth images) fall in neighbouring banks. A 16-bit half is kept below 0x8000:
 //      the one atomicAdd whose returned half is 0x7FFF (the add that takes it to 0x8000)
 //      subtracts 0x8000 from that half and adds 32768 to the bin's spill. Between those two
-//      operations of one thread lie at most the other 7 adds of its batch (one 16-byte vector);
-//      (kPackedBatch; none otherwise): the half would need 32768 more increments of that one
-//      bin in that window to carry into its neighbour, i.e. 32768 serialized shared atomics on
-//      one address while one warp issues fewer than 16 instructions: the detection fires
-//      exactly once per crossing, and
-//      the counts are exact. At the end every half is below 0x8000, so two blocks' words add
-//      without a carry between halves.
+//      operations of one thread lie at most the other 7 adds of its vector with kPackedBatch
+//      (none otherwise): the half would need 32768 more increments of that one bin in that
+//      window to carry into its neighbour, i.e. 32768 serialized shared atomics on one address
+//      while one warp issues fewer than 16 instructions: the detection fires exactly once per
+//      crossing, and the counts are exact. At the end every half is below 0x8000, so two
+//      blocks' words add without a carry between halves.
 // Why it is fast: the input is read once with 16-byte loads, kPackedVectorsInFlight per thread
 //      in flight; each sample costs one shared atomic with no remote (DSMEM) traffic (ncu, H200,
 //      64M uniform samples: 15 instructions per sample at 2.7 IPC, DRAM at 60 % of its peak;
 //      the shared atomics' bank conflicts set the pace: issuing a vector's 8 adds before testing
-//      any result, kPackedBatch, measured slower). The
-//      counters of a block never leave the SM until the end; with kPackedPairs the two blocks of
+//      any result, kPackedBatch, measured slower). The counters of a block never leave the SM
+//      until the end; with kPackedPairs the two blocks of
 //      a cluster (sm_90 distributed shared memory) add their words before writing them, so
 //      64 KiB of partials per SM (8.3 MiB for 132 SMs, L2-resident) are written and summed
 //      column-wise by the second kernel (32 warps × 32 words per block, coalesced), which also
