@@ -145,11 +145,11 @@ struct ClahePolicy {
   /// kPacked16MaxPartialBytes of partials; else global atomics into the tile counters.
   static constexpr int kPacked16Threads = 1024;
   static constexpr std::size_t kPacked16MinTileArea = 32768;
+  static constexpr std::size_t kPacked16MaxPartialBytes = std::size_t(256) << 20;
   /// 16-bit apply from LUT pairs (clahe_apply.cu) when the plane has at least this many samples
   /// per pair entry (tiles_y · (tiles_x + 1) · 65536 of them, 18.9 MB for 8x8, written by the
   /// LUT step whatever the plane's size: 16M 544 → 440 µs uniform, 1M 175 → 185 µs).
   static constexpr std::size_t kPairs16MinSamplesPerEntry = 2;
-  static constexpr std::size_t kPacked16MaxPartialBytes = std::size_t(256) << 20;
   /// LUT kernel (one block per tile; 65536 bins: 64 per thread).
   static constexpr int kLutBlockSize = 1024;
   /// Apply: threads per block and blocks per SM of the grid-stride loop.
