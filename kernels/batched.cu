@@ -29,6 +29,7 @@
 #include "common.cuh"
 #include "cuda_check.hpp"
 #include "histeq/error.hpp"
+#include "pdl.cuh"
 
 namespace histeq::kernels {
 namespace {
@@ -203,6 +204,7 @@ __global__ void __launch_bounds__(P::kBlockSize)
   __shared__ std::uint32_t s_cols[kColumnWords];
   __shared__ cdf::TempStorage tmp;
   __shared__ bool s_last;
+  pdl::allow_dependents();  // the apply may be scheduled meanwhile
   zero_columns(s_cols);
   const Piece p = map.at(blockIdx.x);
   count_chunk(p.in + p.begin, p.end - p.begin, s_cols, hist + std::size_t(p.image) * cdf::kLutBins,
@@ -216,6 +218,7 @@ template <typename Map, bool kReverse>
 __global__ void __launch_bounds__(P::kBlockSize)
     batch_apply_kernel(Map map, const std::uint8_t* luts) {
   __shared__ std::uint8_t s_lut[cdf::kLutBins];
+  pdl::wait();  // the LUTs, and the images, of the launches before
   const Piece p = map.at(kReverse ? gridDim.x - 1 - blockIdx.x : blockIdx.x);
   s_lut[threadIdx.x] = luts[std::size_t(p.image) * cdf::kLutBins + threadIdx.x];
   __syncthreads();
@@ -331,12 +334,11 @@ void launch_pair(const Map& map, std::size_t blocks, Formula f, unsigned long lo
   batch_histogram_lut_kernel<Map>
       <<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, f, hist, tickets, luts);
   HISTEQ_CUDA_CHECK_LAUNCH();
-  if (reverse_streaming_apply()) {
-    batch_apply_kernel<Map, true><<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, luts);
-  } else {
-    batch_apply_kernel<Map, false><<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, luts);
-  }
-  HISTEQ_CUDA_CHECK_LAUNCH();
+  pdl::launch(
+      pdl::kBatchApply,
+      reverse_streaming_apply() ? batch_apply_kernel<Map, true> : batch_apply_kernel<Map, false>,
+      dim3(unsigned(blocks)), dim3(P::kBlockSize), 0, stream, map,
+      static_cast<const std::uint8_t*>(luts));
 }
 
 /// The zeroed scratch, laid out by its capacity C (not by the call's count, so that calls of

@@ -22,6 +22,7 @@
 #include "common.cuh"
 #include "cuda_check.hpp"
 #include "histeq/error.hpp"
+#include "pdl.cuh"
 #include "policy.hpp"
 
 namespace histeq::kernels {
@@ -181,6 +182,7 @@ __global__ void __launch_bounds__(P::kApplyBlockSize)
   constexpr int kPer = kVector ? 16 / int(sizeof(T)) : 1;
   const std::size_t n = std::size_t(a.width) * std::size_t(a.height);
   const std::size_t items = kVector ? n / kPer : n;
+  pdl::wait();  // the LUTs, and the input and output, of the launches before
   for (std::size_t k = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; k < items;
        k += std::size_t(gridDim.x) * blockDim.x) {
     const std::size_t i0 = k * kPer;
@@ -225,13 +227,9 @@ __global__ void __launch_bounds__(P::kApplyBlockSize)
 
 template <typename T, typename Rows>
 void launch_apply(bool vec, unsigned grid, const T* d_in, T* d_out, const Rows& rows,
-                  const ApplyArgs& a, cudaStream_t stream) {
-  if (vec) {
-    apply_kernel<T, true, Rows><<<grid, P::kApplyBlockSize, 0, stream>>>(d_in, d_out, rows, a);
-  } else {
-    apply_kernel<T, false, Rows><<<grid, P::kApplyBlockSize, 0, stream>>>(d_in, d_out, rows, a);
-  }
-  HISTEQ_CUDA_CHECK_LAUNCH();
+                  const ApplyArgs& a, cudaStream_t stream, pdl::Edge edge) {
+  pdl::launch(edge, vec ? apply_kernel<T, true, Rows> : apply_kernel<T, false, Rows>, dim3(grid),
+              dim3(P::kApplyBlockSize), 0, stream, d_in, d_out, rows, a);
 }
 
 template <typename T>
@@ -250,11 +248,13 @@ void run_apply(const T* d_in, T* d_out, const cf::Geometry& g, const T* luts, cu
       1, std::min(cap, detail::ceil_div(work, std::size_t(P::kApplyBlockSize)))));
   if constexpr (sizeof(T) == 2) {
     if (pairs != nullptr) {
-      launch_apply(vec, grid, d_in, d_out, PairRows{pairs, g.tiles_x}, a, stream);
+      launch_apply(vec, grid, d_in, d_out, PairRows{pairs, g.tiles_x}, a, stream,
+                   pdl::kPairApply16);
       return;
     }
   }
-  launch_apply(vec, grid, d_in, d_out, LutRows<T>{luts, g.tiles_x}, a, stream);
+  launch_apply(vec, grid, d_in, d_out, LutRows<T>{luts, g.tiles_x}, a, stream,
+               sizeof(T) == 1 ? pdl::kFlatApply8 : pdl::kFlatApply16);
 }
 
 }  // namespace

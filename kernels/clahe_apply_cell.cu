@@ -26,6 +26,7 @@
 #include "clahe_tuning.hpp"
 #include "common.cuh"
 #include "cuda_check.hpp"
+#include "pdl.cuh"
 
 namespace histeq::kernels {
 namespace {
@@ -56,6 +57,7 @@ __global__ void __launch_bounds__(ClahePolicy::kCellThreads)
   const int y0 = cy0 + chunk * a.rows;
   const int y1 = min(cy1, y0 + a.rows);
   if (x0 >= x1 || y0 >= y1) return;  // the whole block
+  pdl::wait();                       // the LUTs, and the input and output, of the launches before
   {
     const int tx1 = max(cx - 1, 0), tx2 = min(cx, a.tiles_x - 1);
     const int ty1 = max(cy - 1, 0), ty2 = min(cy, a.tiles_y - 1);
@@ -154,8 +156,7 @@ bool clahe_apply_cell_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const cf
                    chunks};
   const dim3 grid{unsigned(cells_x), unsigned(cells_y * chunks), 1u};
   const dim3 block{unsigned(slots), unsigned(lanes), 1u};
-  apply_cell_kernel<<<grid, block, 0, stream>>>(d_in, d_out, d_luts, a);
-  HISTEQ_CUDA_CHECK_LAUNCH();
+  pdl::launch(pdl::kStripApply8, apply_cell_kernel, grid, block, 0, stream, d_in, d_out, d_luts, a);
   return true;
 }
 

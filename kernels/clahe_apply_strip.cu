@@ -36,6 +36,7 @@
 #include "clahe_tuning.hpp"
 #include "common.cuh"
 #include "cuda_check.hpp"
+#include "pdl.cuh"
 
 namespace histeq::kernels {
 namespace {
@@ -160,6 +161,7 @@ __global__ void __launch_bounds__(P::kStripThreads, kMinBlocks)
   const int bx1 = min(a.width, bx0 + int(blockDim.x) * 16);
   const int c_lo = cell_of(bx0, a.inv_tw, a.tiles_x);
   const int c_hi = cell_of(bx1 - 1, a.inv_tw, a.tiles_x);
+  pdl::wait();  // the LUTs, and the input and output, of the launches before
   {
     // Pack the four LUT bytes of every (cell, value) of this block: 4 values per work item,
     // from one 4-byte load per tile.
@@ -283,8 +285,8 @@ bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const c
     HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   }
-  kernel<<<grid, unsigned(threads), smem, stream>>>(d_in, d_out, d_luts, a);
-  HISTEQ_CUDA_CHECK_LAUNCH();
+  pdl::launch(pdl::kStripApply8, kernel, grid, dim3(unsigned(threads)), smem, stream, d_in, d_out,
+              d_luts, a);
   return true;
 }
 

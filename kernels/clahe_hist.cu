@@ -35,6 +35,7 @@
 #include "common.cuh"
 #include "cuda_check.hpp"
 #include "histeq/error.hpp"
+#include "pdl.cuh"
 #include "policy.hpp"
 
 namespace histeq::kernels {
@@ -79,6 +80,7 @@ __global__ void __launch_bounds__(P::kHistBlockSize)
   }
   Counter<T, kShared> count{kShared ? s_hist : row_hist, kBins};
   clahe_detail::visit_band(in, g, yp0, yp1, threadIdx.x, blockDim.x, count, a.fast_visit);
+  pdl::allow_dependents();  // counted: the next launch (LUTs or apply) may be scheduled
   if constexpr (kShared) {
     __syncthreads();
     for (int i = threadIdx.x; i < g.tiles_x * kBins; i += blockDim.x) {
@@ -136,7 +138,8 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(P::kHistBlockSi
   Counter<std::uint8_t, true> count{s_hist, 256};
   if (yp0 < yp1)
     clahe_detail::visit_band(in, g, yp0, yp1, threadIdx.x, blockDim.x, count, fast_visit);
-  cluster.sync();  // every rank's counts complete and visible through DSMEM
+  pdl::allow_dependents();  // counted: the apply may be scheduled
+  cluster.sync();           // every rank's counts complete and visible through DSMEM
   const int lane = int(threadIdx.x & 31), warps = int(blockDim.x >> 5);
   for (int tx = int(rank) + kRanks * int(threadIdx.x >> 5); tx < g.tiles_x; tx += kRanks * warps) {
     int h[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -225,6 +228,7 @@ __global__ void __launch_bounds__(P::kPacked16Threads, 1)
       count16(s_words, row[cf::reflect101(xp, g.width)], spill);
     }
   }
+  pdl::allow_dependents();  // counted: the LUT step may be scheduled
   __syncthreads();
   std::uint32_t* mine = partials + std::size_t(blockIdx.x) * 32768;
   for (int i = int(threadIdx.x) * 4; i < 32768; i += int(blockDim.x) * 4) {
@@ -238,6 +242,8 @@ __global__ void __launch_bounds__(P::kPacked16Threads, 1)
 __global__ void __launch_bounds__(256)
     pair_luts16_kernel(const std::uint16_t* __restrict__ luts, int tiles_x, int tiles_y,
                        std::uint32_t* __restrict__ pairs) {
+  pdl::wait();  // the LUT step's luts
+  pdl::allow_dependents();
   const std::size_t quads = std::size_t(tiles_y) * std::size_t(tiles_x + 1) * 16384;
   for (std::size_t k = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; k < quads;
        k += std::size_t(gridDim.x) * blockDim.x) {
@@ -331,20 +337,20 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
   }
   const clahe_detail::LutSources src{parts > 0 ? b.partials : nullptr, parts};
   if (sizeof(T) == 2 && tune.coalesced_lut16 && tune.lut16_pairs) {
-    clahe_detail::tile_lut_pair_kernel<T><<<unsigned(2 * g.tiles()), P::kLutBlockSize, 0, stream>>>(
-        b.hist, g.clip, g.lut_scale, luts, src);
+    pdl::launch(pdl::kLutStep, clahe_detail::tile_lut_pair_kernel<T>, dim3(unsigned(2 * g.tiles())),
+                dim3(P::kLutBlockSize), 0, stream, b.hist, g.clip, g.lut_scale, luts, src);
   } else {
-    clahe_detail::tile_lut_kernel<T, kBins><<<unsigned(g.tiles()), P::kLutBlockSize, 0, stream>>>(
-        b.hist, g.clip, g.lut_scale, luts, tune.coalesced_lut16, src);
+    pdl::launch(pdl::kLutStep, clahe_detail::tile_lut_kernel<T, kBins>, dim3(unsigned(g.tiles())),
+                dim3(P::kLutBlockSize), 0, stream, b.hist, g.clip, g.lut_scale, luts,
+                tune.coalesced_lut16, src);
   }
-  HISTEQ_CUDA_CHECK_LAUNCH();
   if constexpr (sizeof(T) == 2) {
     if (b.pair_luts != nullptr) {
       const std::size_t quads = clahe_pair_lut_words(g) / 4;
       const unsigned blocks = unsigned(
           std::min<std::size_t>(detail::ceil_div(quads, 256), std::size_t(detail::sm_count()) * 8));
-      pair_luts16_kernel<<<blocks, 256, 0, stream>>>(luts, g.tiles_x, g.tiles_y, b.pair_luts);
-      HISTEQ_CUDA_CHECK_LAUNCH();
+      pdl::launch(pdl::kPairLuts, pair_luts16_kernel, dim3(blocks), dim3(256), 0, stream,
+                  static_cast<const std::uint16_t*>(luts), g.tiles_x, g.tiles_y, b.pair_luts);
     }
   }
 }

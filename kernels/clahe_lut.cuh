@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "histeq/clahe_formula.hpp"
+#include "pdl.cuh"
 
 namespace histeq::kernels::clahe_detail {
 
@@ -302,6 +303,8 @@ __global__ void __launch_bounds__(1024)
     tile_lut_kernel(std::uint32_t* hist, int clip, float lut_scale, T* luts, bool coalesced,
                     LutSources sources) {
   __shared__ int s_tmp[33];
+  pdl::wait();  // the tile histograms
+  pdl::allow_dependents();
   const std::size_t t = blockIdx.x;
   const TileSources src(sources, t);
   if (kBins >= 32 * 32 * 8 && kBins % (blockDim.x * 8) == 0 && coalesced) {
@@ -318,6 +321,8 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1024)
     tile_lut_pair_kernel(std::uint32_t* hist, int clip, float lut_scale, T* luts,
                          LutSources sources) {
   __shared__ int s_tmp[33];
+  pdl::wait();  // the tile histograms
+  pdl::allow_dependents();
   const std::size_t t = blockIdx.x / 2;
   const TileSources src(sources, t);
   block_tile_lut_coalesced<T, 65536, 2>(hist + t * 65536, clip, lut_scale, luts + t * 65536, s_tmp,

@@ -35,6 +35,8 @@
 //   HISTEQ_HIST16_BATCH=0|1         packed: a vector's 8 shared adds issued before their results
 //                                   are tested, or one at a time (default 0: the batch measured
 //                                   slower)
+//   HISTEQ_PDL=MASK                 programmatic dependent launch per launch site (pdl.cuh's
+//                                   Edge values summed; 0: none; default kDefaultEdges)
 #pragma once
 #include <cstddef>
 #include <cstdlib>

@@ -26,6 +26,7 @@
 #include "cuda_check.hpp"
 #include "histeq/error.hpp"
 #include "histeq/lut16_formula.hpp"
+#include "pdl.cuh"
 #include "policy.hpp"
 
 namespace cg = cooperative_groups;
@@ -81,6 +82,8 @@ __global__ void __launch_bounds__(1024)
     lut_u16_kernel(const unsigned long long* hist, std::uint16_t* lut) {
   __shared__ unsigned long long s_part[1024];
   __shared__ int s_v0;
+  pdl::wait();  // the histogram
+  pdl::allow_dependents();
   constexpr int kPer = 65536 / 1024;
   const int b0 = threadIdx.x * kPer;
   unsigned long long mine = 0;
@@ -118,6 +121,7 @@ __global__ void __launch_bounds__(1024)
 
 __global__ void apply_u16_kernel(const std::uint16_t* in, std::uint16_t* out, std::size_t n,
                                  const std::uint16_t* __restrict__ lut) {
+  pdl::wait();  // the LUT, and the input and output, of the launches before
   for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x) {
     out[i] = __ldg(lut + in[i]);
@@ -158,9 +162,8 @@ void hist_u16(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist, c
 
 void lut_u16(const std::uint64_t* d_hist, std::uint16_t* d_lut, cudaStream_t stream) {
   if (d_hist == nullptr || d_lut == nullptr) throw UsageError("lut_u16: null device pointer");
-  lut_u16_kernel<<<1, 1024, 0, stream>>>(reinterpret_cast<const unsigned long long*>(d_hist),
-                                         d_lut);
-  HISTEQ_CUDA_CHECK_LAUNCH();
+  pdl::launch(pdl::kEqualize16, lut_u16_kernel, dim3(1), dim3(1024), 0, stream,
+              reinterpret_cast<const unsigned long long*>(d_hist), d_lut);
 }
 
 void apply_u16(const std::uint16_t* d_in, std::uint16_t* d_out, std::size_t n,
@@ -170,8 +173,8 @@ void apply_u16(const std::uint16_t* d_in, std::uint16_t* d_out, std::size_t n,
     throw UsageError("apply_u16: null device pointer");
   const std::size_t grid =
       std::min<std::size_t>(detail::ceil_div(n, 256), std::size_t(detail::sm_count()) * 16);
-  apply_u16_kernel<<<unsigned(grid), 256, 0, stream>>>(d_in, d_out, n, d_lut);
-  HISTEQ_CUDA_CHECK_LAUNCH();
+  pdl::launch(pdl::kEqualize16, apply_u16_kernel, dim3(unsigned(grid)), dim3(256), 0, stream, d_in,
+              d_out, n, d_lut);
 }
 
 }  // namespace histeq::kernels

@@ -216,6 +216,40 @@ TEST(ClaheGpu, CellApplyRandomSizesAndGrids) {
   }
 }
 
+// 8-bit planes of at most 2M padded pixels (the cluster histograms, tile_hist_cluster_kernel,
+// then the apply), width a multiple of 16: one engine alternates geometries, grids up to 64 tile
+// rows and 250 tile rows of 8 pixels, padded and unpadded, in place and out of place.
+// test_clahe_gpu_plain_launch runs the whole binary without programmatic dependent launch,
+// test_clahe_gpu_all_pdl with it on every launch site (HISTEQ_PDL).
+TEST(ClaheGpu, SmallPlanesAcrossGeometries) {
+  HISTEQ_REQUIRE_GPU();
+  struct Small {
+    int w, h, tx, ty;
+    double clip;
+  };
+  const Small cases[] = {
+      {1024, 1024, 8, 8, 2.0},   {512, 512, 64, 64, 2.0},   {1024, 1024, 2, 2, 2.0},
+      {1216, 1300, 64, 64, 1.5}, {256, 64, 8, 8, 2.0},      {1920, 1080, 8, 8, 2.0},
+      {1024, 1016, 8, 127, 3.0}, {2048, 1000, 16, 3, 0.0},  {16, 2000, 1, 250, 2.0},
+      {1024, 1003, 8, 8, 2.0},   {1280, 1300, 64, 60, 4.0}, {32, 32, 1, 1, 2.0}};
+  std::mt19937 rng(4242);
+  gpu::Clahe engine;
+  for (int round = 0; round < 2; ++round) {
+    for (const Small& c : cases) {
+      const auto o = opts(c.clip, c.tx, c.ty);
+      for (int kind = 0; kind < 2; ++kind) {
+        const auto src = kind == 0 ? smooth_plane<std::uint8_t>(rng, c.w, c.h, 255)
+                                   : random_plane<std::uint8_t>(rng, c.w, c.h, 0, 255);
+        const auto want = cpu_plane(src, c.w, c.h, o);
+        ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o), want)
+            << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " kind " << kind;
+        ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o, 16, true), want)
+            << "in place " << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty;
+      }
+    }
+  }
+}
+
 // Large planes with widths that are multiples of 16: the strip apply (clahe_apply_strip.cu)
 // takes those of 4M pixels and more by default, and all of them in the CTest entry
 // test_clahe_gpu_apply_strip (HISTEQ_CLAHE_APPLY=strip; test_clahe_gpu_apply_cell forces the

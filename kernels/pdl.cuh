@@ -1,0 +1,130 @@
+// pdl.cuh — programmatic dependent launch (compute capability 9.0 and later) for the kernels of a
+// multi-launch chain (CLAHE: tile histograms -> LUTs -> apply; 16-bit: count -> sum; the batched
+// equalizer: histograms -> apply).
+//
+// A launch through pdl::launch may begin while the kernel before it in the stream is still
+// running: its blocks are scheduled on SMs that the previous grid has left idle, do their set-up
+// (geometry, weights), and block in pdl::wait() until the previous grid has completed and its
+// memory is visible. That hides the launch latency and the ramp of the dependent grid behind the
+// tail of the previous one (the last wave of a histogram kernel rarely fills every SM).
+// The producing kernel calls pdl::allow_dependents() early; without it the dependent is launched
+// only when every block of the producer has exited.
+//
+// The contract of a kernel launched with pdl::launch: it calls pdl::wait() before its first
+// access to global memory that any earlier work of the stream may write or read (its inputs, its
+// outputs — in-place calls — and scratch). Set-up that reads only kernel parameters may come
+// before. wait() is transitive: the previous grid completed after its own wait() returned.
+//
+// Source: CUDA C++ Programming Guide, "Programmatic Dependent Launch and Synchronization";
+// PTX ISA, `griddepcontrol`.
+//
+// Each launch site is an Edge; HISTEQ_PDL=MASK (decimal, a sum of Edge values; 0: none) picks
+// the edges that use it, for measurement; unset: kDefaultEdges, the ones measured faster.
+// Where it measured slower: a dependent's blocks placed early are spread over the SMs the
+// producer leaves idle, not evenly, and an SM that never drains keeps the producer's
+// shared-memory carve-out (a smaller L1 for a gather-bound apply).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "cuda_check.hpp"
+
+namespace histeq::kernels::pdl {
+
+/// The dependent launch sites (the kernel launched after its producer).
+enum Edge : unsigned {
+  kLutStep = 1,        ///< CLAHE per-tile LUTs after global-counter tile histograms
+  kPairLuts = 2,       ///< 16-bit CLAHE LUT pairs after the LUT step
+  kFlatApply8 = 4,     ///< 8-bit CLAHE flat apply (small planes) after the fused histograms
+  kStripApply8 = 8,    ///< 8-bit CLAHE strip / cell apply after the fused histograms
+  kHist16Sum = 16,     ///< hist_u16 sum of the packed partials after the counting kernel
+  kBatchApply = 32,    ///< batched equalizer: apply after the histograms and LUTs
+  kEqualize16 = 64,    ///< 16-bit equalization: LUT after the histogram, apply after the LUT
+  kFlatApply16 = 128,  ///< 16-bit CLAHE apply from per-tile LUTs after the LUT step
+  kPairApply16 = 256,  ///< 16-bit CLAHE apply from LUT pairs after the pairs kernel
+};
+/// The edges measured faster (H200, `histeq bench --clahe`, docs/kernels.md "Eighth session").
+/// Off: kPairApply16 (after the packed tile histograms, 128 KiB of shared memory per block, the
+/// chain of programmatic launches never lets an SM drain, and the gather-bound pair apply then
+/// runs with the small L1 of that carve-out: 16M natural 166 µs against 138), kFlatApply8 and
+/// kHist16Sum (one-wave dependents whose blocks, placed early, pile onto the SMs the producer
+/// left first: 1M 8-bit 14.4 against 13.4 µs; hist16 64M 66.2 against 64.6 µs),
+/// kBatchApply and kEqualize16 (not measured yet).
+inline constexpr unsigned kDefaultEdges = kLutStep | kPairLuts | kStripApply8 | kFlatApply16;
+
+/// The edges that launch programmatically (HISTEQ_PDL, read once).
+inline unsigned edges() {
+  static const unsigned mask = [] {
+    const char* v = std::getenv("HISTEQ_PDL");
+    if (v == nullptr || *v == 0) return kDefaultEdges;
+    return unsigned(std::strtoul(v, nullptr, 10));
+  }();
+  return mask;
+}
+
+/// Blocks until every grid this one depends on programmatically has completed and its memory
+/// operations are visible; returns at once in a grid launched without the attribute.
+__device__ __forceinline__ void wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/// Lets the next grid of the stream (launched with pdl::launch) be scheduled once every block of
+/// this grid has called this or exited. It does not make this grid's writes visible: the
+/// dependent's wait() does that.
+__device__ __forceinline__ void allow_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
+/// Whether `kernel` may be launched with the attribute on the current device: compute capability
+/// 9.0 or later, the kernel's code compiled for 9.0 or later (so that its wait() is there, not
+/// compiled out: a build for an older architecture JIT-compiled on a newer GPU has ptxVersion
+/// below 90). Memoized per (device, kernel).
+inline bool allowed(const void* kernel) {
+  int dev = 0;
+  HISTEQ_CUDA_CHECK(cudaGetDevice(&dev));
+  static std::mutex mutex;
+  static std::map<std::pair<int, const void*>, bool> memo;
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::pair<int, const void*> key{dev, kernel};
+  auto it = memo.find(key);
+  if (it != memo.end()) return it->second;
+  int major = 0;
+  HISTEQ_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  cudaFuncAttributes attr{};
+  HISTEQ_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+  const bool ok = major >= 9 && attr.ptxVersion >= 90;
+  memo.emplace(key, ok);
+  return ok;
+}
+
+/// kernel<<<grid, block, smem, stream>>>(args...) with programmatic stream serialization where
+/// `edge` is one of edges() and allowed(kernel) (else a plain launch with the same
+/// configuration). Compile-time cluster dimensions (__cluster_dims__) are kept. Checks the
+/// launch.
+template <typename... Params, typename... Args>
+void launch(Edge edge, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
+            cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs =
+      (edges() & edge) != 0 && allowed(reinterpret_cast<const void*>(kernel)) ? 1 : 0;
+  HISTEQ_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
+}  // namespace histeq::kernels::pdl
