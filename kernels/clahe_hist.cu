@@ -138,8 +138,10 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(P::kHistBlockSi
   Counter<std::uint8_t, true> count{s_hist, 256};
   if (yp0 < yp1)
     clahe_detail::visit_band(in, g, yp0, yp1, threadIdx.x, blockDim.x, count, fast_visit);
-  pdl::allow_dependents();  // counted: the apply may be scheduled
-  cluster.sync();           // every rank's counts complete and visible through DSMEM
+  // No pdl::allow_dependents(): the apply (one vector per thread, one wave) is launched as
+  // these blocks exit, so its blocks spread evenly (placed during the counting they piled onto
+  // the SMs this 64-block grid leaves idle: 1M 14.4 against 13.4 µs, H200).
+  cluster.sync();  // every rank's counts complete and visible through DSMEM
   const int lane = int(threadIdx.x & 31), warps = int(blockDim.x >> 5);
   for (int tx = int(rank) + kRanks * int(threadIdx.x >> 5); tx < g.tiles_x; tx += kRanks * warps) {
     int h[8] = {0, 0, 0, 0, 0, 0, 0, 0};

@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(P::kPackedBlockSize, 1)
                            std::uint32_t* __restrict__ partials) {
   extern __shared__ std::uint32_t s_words[];
   count_block<kIn, kBatch>(in, n, s_words, spill);
-  pdl::allow_dependents();  // counted: the sum kernel may be scheduled
+  // No pdl::allow_dependents(): the sum kernel (one wave) is launched as these blocks exit.
   std::uint32_t* mine = partials + std::size_t(blockIdx.x) * kWords;
   for (int i = threadIdx.x; i < kWords; i += blockDim.x) mine[i] = s_words[i];
 }
@@ -144,7 +144,7 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(P::kPackedBlockSize,
                          std::uint32_t* __restrict__ partials) {
   extern __shared__ std::uint32_t s_words[];
   count_block<kIn, kBatch>(in, n, s_words, spill);
-  pdl::allow_dependents();  // counted: the sum kernel may be scheduled
+  // No pdl::allow_dependents(): the sum kernel (one wave) is launched as these blocks exit.
   cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();  // both blocks' counts complete
   const unsigned rank = cluster.block_rank();

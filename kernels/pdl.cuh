@@ -7,8 +7,8 @@
 // (geometry, weights), and block in pdl::wait() until the previous grid has completed and its
 // memory is visible. That hides the launch latency and the ramp of the dependent grid behind the
 // tail of the previous one (the last wave of a histogram kernel rarely fills every SM).
-// The producing kernel calls pdl::allow_dependents() early; without it the dependent is launched
-// only when every block of the producer has exited.
+// The producing kernel calls pdl::allow_dependents() once its main loop is done, or not at all:
+// then the dependent is launched as the producer's blocks exit (still without the launch gap).
 //
 // The contract of a kernel launched with pdl::launch: it calls pdl::wait() before its first
 // access to global memory that any earlier work of the stream may write or read (its inputs, its
@@ -48,14 +48,17 @@ enum Edge : unsigned {
   kFlatApply16 = 128,  ///< 16-bit CLAHE apply from per-tile LUTs after the LUT step
   kPairApply16 = 256,  ///< 16-bit CLAHE apply from LUT pairs after the pairs kernel
 };
-/// The edges measured faster (H200, `histeq bench --clahe`, docs/kernels.md "Eighth session").
-/// Off: kPairApply16 (after the packed tile histograms, 128 KiB of shared memory per block, the
-/// chain of programmatic launches never lets an SM drain, and the gather-bound pair apply then
-/// runs with the small L1 of that carve-out: 16M natural 166 µs against 138), kFlatApply8 and
-/// kHist16Sum (one-wave dependents whose blocks, placed early, pile onto the SMs the producer
-/// left first: 1M 8-bit 14.4 against 13.4 µs; hist16 64M 66.2 against 64.6 µs),
-/// kBatchApply and kEqualize16 (not measured yet).
-inline constexpr unsigned kDefaultEdges = kLutStep | kPairLuts | kStripApply8 | kFlatApply16;
+/// The edges measured faster (H200, `histeq bench --clahe` and bench/python, docs/kernels.md
+/// "Eighth session"): all but two. Off: kPairApply16 — after the packed tile histograms (128 KiB
+/// of shared memory per block) the chain of programmatic launches never lets an SM drain, and
+/// the gather-bound pair apply then runs with the small L1 of that carve-out (16M natural 166 µs
+/// against 138); kEqualize16, not measured. Where the dependent is one wave of fixed work per
+/// block (the 8-bit flat apply, the hist_u16 sum), its producer does not call
+/// allow_dependents(): placed during the producer's run, those blocks piled onto the SMs it had
+/// left first (1M 8-bit 14.4 against 13.4 µs); launched as the producer's blocks exit, they
+/// spread evenly and still skip the launch gap (12.4–12.6 µs).
+inline constexpr unsigned kDefaultEdges =
+    kLutStep | kPairLuts | kFlatApply8 | kStripApply8 | kHist16Sum | kBatchApply | kFlatApply16;
 
 /// The edges that launch programmatically (HISTEQ_PDL, read once).
 inline unsigned edges() {
@@ -122,8 +125,7 @@ void launch(Edge edge, void (*kernel)(Params...), dim3 grid, dim3 block, std::si
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs =
-      (edges() & edge) != 0 && allowed(reinterpret_cast<const void*>(kernel)) ? 1 : 0;
+  cfg.numAttrs = (edges() & edge) != 0 && allowed(reinterpret_cast<const void*>(kernel)) ? 1 : 0;
   HISTEQ_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
 }
 
