@@ -38,6 +38,8 @@ cmake --build "$build" -j"$(nproc)" --target _histeq histeq >"$out/py_build.log"
   grep -E "error|Error" "$out/py_build.log" | head -40; exit 1; }
 # .deps/py last: the machine's own packages (torch, cupy, numpy) win over anything carried.
 export PYTHONPATH="$PWD/python:$PWD/$build/python${PYTHONPATH:+:$PYTHONPATH}:$deps"
+# The CLI just built, for test_files.py (else it would take a build/histeq of another build).
+export HISTEQ_CLI="${HISTEQ_CLI:-$PWD/$build/histeq}"
 "$py" -c "import histeq; print('histeq', histeq.__version__, 'cuda:', histeq.cuda_available(), histeq._cuda_state[1])" \
   | tee "$out/py_import.txt"
 # shellcheck disable=SC2086
