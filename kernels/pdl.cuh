@@ -27,11 +27,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
-#include <cstring>
-#include <map>
-#include <mutex>
 #include <utility>
 
+#include "common.cuh"
 #include "cuda_check.hpp"
 
 namespace histeq::kernels::pdl {
@@ -87,26 +85,22 @@ __device__ __forceinline__ void allow_dependents() {
 #endif
 }
 
-/// Whether `kernel` may be launched with the attribute on the current device: compute capability
-/// 9.0 or later, the kernel's code compiled for 9.0 or later (so that its wait() is there, not
+/// Whether launches on the current device may use the attribute: compute capability 9.0 or
+/// later, and the kernels' code compiled for 9.0 or later (so that their wait() is there, not
 /// compiled out: a build for an older architecture JIT-compiled on a newer GPU has ptxVersion
-/// below 90). Memoized per (device, kernel).
+/// below 90). The library's kernels are compiled for one set of architectures, so `kernel`,
+/// the first launched here on a device, decides for all of them (detail::per_device_once).
 inline bool allowed(const void* kernel) {
-  int dev = 0;
-  HISTEQ_CUDA_CHECK(cudaGetDevice(&dev));
-  static std::mutex mutex;
-  static std::map<std::pair<int, const void*>, bool> memo;
-  std::lock_guard<std::mutex> lock(mutex);
-  const std::pair<int, const void*> key{dev, kernel};
-  auto it = memo.find(key);
-  if (it != memo.end()) return it->second;
-  int major = 0;
-  HISTEQ_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  cudaFuncAttributes attr{};
-  HISTEQ_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
-  const bool ok = major >= 9 && attr.ptxVersion >= 90;
-  memo.emplace(key, ok);
-  return ok;
+  static const char tag = 0;
+  return detail::per_device_once(&tag, [kernel] {
+           int dev = 0, major = 0;
+           HISTEQ_CUDA_CHECK(cudaGetDevice(&dev));
+           HISTEQ_CUDA_CHECK(
+               cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+           cudaFuncAttributes attr{};
+           HISTEQ_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+           return major >= 9 && attr.ptxVersion >= 90 ? 1 : 0;
+         }) == 1;
 }
 
 /// kernel<<<grid, block, smem, stream>>>(args...) with programmatic stream serialization where
