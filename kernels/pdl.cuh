@@ -120,7 +120,10 @@ void launch(Edge edge, void (*kernel)(Params...), dim3 grid, dim3 block, std::si
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = (edges() & edge) != 0 && allowed(reinterpret_cast<const void*>(kernel)) ? 1 : 0;
-  HISTEQ_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+  // Checked as the <<<>>> launches are (HISTEQ_CUDA_CHECK_LAUNCH): cudaGetLastError returns this
+  // launch's error, or one left pending before it, and clears it.
+  (void)cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  HISTEQ_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace histeq::kernels::pdl
