@@ -73,11 +73,13 @@ Image stb_decode(const Bytes& png) {
   return img;
 }
 
-/// A PNG written by stb_image_write with `filter` on every row (0..4), or its per-row choice (-1).
-Bytes stb_png(int w, int h, int c, int filter, std::uint32_t seed) {
+/// A PNG written by stb_image_write with `filter` on every row (0..4), or its per-row choice (-1);
+/// smooth samples, or uniformly random ones (every Paeth tie and wrap-around).
+Bytes stb_png(int w, int h, int c, int filter, std::uint32_t seed, bool noise = false) {
   std::mt19937 rng(seed);
   Bytes px(std::size_t(w) * h * c);
-  for (std::size_t i = 0; i < px.size(); ++i) px[i] = std::uint8_t(i % 7 * 30 + rng() % 9);
+  for (std::size_t i = 0; i < px.size(); ++i)
+    px[i] = noise ? std::uint8_t(rng()) : std::uint8_t(i % 7 * 30 + rng() % 9);
   stbi_write_force_png_filter = filter;
   Bytes out;
   stbi_write_png_to_func(
@@ -114,6 +116,19 @@ TEST(PngFast, SamePixelsAsStbForEveryChannelCountAndFilter) {
         expect_same_as_stb(stb_png(s.first, s.second, c, filter, seed++),
                            std::to_string(s.first) + "x" + std::to_string(s.second) + "x" +
                                std::to_string(c) + " filter " + std::to_string(filter),
+                           true);
+}
+
+TEST(PngFast, SamePixelsAsStbOnNoiseForEveryFilter) {
+  // The SSE2 unfilter (3- and 4-byte pixels) and the scalar one (1 and 2) on random samples:
+  // rows of every length modulo the pixel size, first rows and columns included.
+  std::uint32_t seed = 100;
+  for (int c = 1; c <= 4; ++c)
+    for (int filter = 0; filter <= 4; ++filter)
+      for (const auto& s : {std::pair<int, int>{1, 3}, {2, 5}, {5, 4}, {64, 3}, {257, 11}})
+        expect_same_as_stb(stb_png(s.first, s.second, c, filter, seed++, true),
+                           "noise " + std::to_string(s.first) + "x" + std::to_string(s.second) +
+                               "x" + std::to_string(c) + " filter " + std::to_string(filter),
                            true);
 }
 
