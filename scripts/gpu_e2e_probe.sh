@@ -6,7 +6,10 @@
 # A measuring aid for bench/e2e/run.py (which gives the published figures), not a benchmark.
 # Usage (project root, GPU machine, .deps carried, photos in PHOTOS/jpg):
 #   HISTEQ_COMMIT=<sha> scripts/gpu_e2e_probe.sh OUTDIR [PHOTOS] [STEPS]
-#   STEPS: comma list of build,tests,batch,single,twocore,png (default build,batch,single,twocore)
+#   STEPS: comma list of build,prebuilt,tests,nvjpeg,batch,single,twocore,png (default
+#   build,batch,single,twocore). prebuilt: the build carried in .gpu-bundle
+#   (scripts/gpu_prebuilt_suite.sh --pack) instead of building here. nvjpeg: bench/probes/
+#   nvjpeg_probe.cpp (nvJPEG's own start-up, decode and encode rates on these photos).
 set -u
 out=${1:?usage: scripts/gpu_e2e_probe.sh OUTDIR [PHOTOS] [STEPS]}
 photos=${2:-.e2e}
@@ -26,6 +29,10 @@ if has build; then
   cmake --build build -j16 --target $target >"$out/build.txt" 2>&1 || { tail -40 "$out/build.txt"; exit 1; }
   echo "built in $(elapsed "$t_start" "$(date +%s.%N)") s"
 fi
+if has prebuilt; then
+  scripts/gpu_prebuilt_suite.sh --unpack "$out/unpack" || exit 1
+  export LD_LIBRARY_PATH="$PWD/.gpu-bundle/lib:$LD_LIBRARY_PATH"
+fi
 if has tests; then  # the GPU tests of the executor and the JPEG paths
   for t in test_executor test_executor_jpeg_gpu test_jpeg_gpu test_cli_batch test_cli_jpeg test_cli; do
     (cd build && timeout 120 ./tests/$t --gtest_brief=1 >"$out/$t.txt" 2>&1; echo "$t rc=$?") | tee -a "$out/tests.txt"
@@ -33,6 +40,12 @@ if has tests; then  # the GPU tests of the executor and the JPEG paths
   done
 fi
 "$B" --version | tee "$out/version.txt"
+if has nvjpeg; then
+  cu=/usr/local/cuda
+  g++ -O2 -std=c++17 bench/probes/nvjpeg_probe.cpp -I$cu/include -L$cu/lib64 -lnvjpeg -lcudart \
+    -lpthread -o /tmp/nvjpeg_probe && timeout 120 /tmp/nvjpeg_probe "$photos/jpg" 7 >"$out/nvjpeg_probe.txt" 2>&1
+  echo "nvjpeg_probe rc=$?"; cat "$out/nvjpeg_probe.txt" | grep -v "^  "
+fi
 which nsys ncu 2>&1; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 cat "$photos"/jpg/* >/dev/null
 rep=/tmp/probe_j133
@@ -78,6 +91,10 @@ if has twocore; then
 fi
 if has png; then
   bench/e2e/fetch.sh "$photos" >"$out/png_prep.txt" 2>&1
-  python3 bench/e2e/run.py --histeq "$B" --threads 16 --reps 3 "$photos/png" >"$out/e2e_png.txt" 2>&1
+  python3 bench/e2e/run.py --histeq "$B" --threads 16 --reps ${PNG_REPS:-3} ${E2E_ARGS:-} "$photos/png" \
+    >"$out/e2e_png.txt" 2>&1
   grep -E "^\|" "$out/e2e_png.txt" | head -16
+  rm -rf /tmp/probe_out
+  "$B" equalize "$photos/png" -o /tmp/probe_out --json --quiet >"$out/png.jsonl" 2>"$out/png.err"
+  echo "png batch rc=$?"; tail -1 "$out/png.jsonl" | cut -c1-900
 fi

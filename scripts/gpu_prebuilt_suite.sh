@@ -15,6 +15,9 @@
 #       then runs every CTest entry, 16 at a time, with their GoogleTest output; writes
 #       OUTDIR/gpu_test_summary.txt (one line per binary: its PASSED/FAILED/SKIPPED counts) and
 #       OUTDIR/ctest.log. Exit 0 when every entry passed.
+#   scripts/gpu_prebuilt_suite.sh --unpack OUTDIR       on the GPU machine: unpacks as above and
+#       stops before the tests (for benchmarks and probes of the same build; then
+#       export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:$LD_LIBRARY_PATH).
 # The binaries need a glibc and libstdc++ at least as new as the build machine's (Debian 12);
 # the CUDA runtime is linked statically, nvJPEG is found through the build's RPATH (.deps).
 set -uo pipefail
@@ -44,7 +47,9 @@ if [ "${1:-}" = "--pack" ]; then
   exit 0
 fi
 
-out=${1:?usage: scripts/gpu_prebuilt_suite.sh --pack [BUILD_DIR] | OUTDIR}
+unpack_only=0
+if [ "${1:-}" = "--unpack" ]; then unpack_only=1; shift; fi
+out=${1:?usage: scripts/gpu_prebuilt_suite.sh --pack [BUILD_DIR] | [--unpack] OUTDIR}
 mkdir -p "$out"
 [ -f "$bundle/build.tar.xz" ] || { echo "no $bundle: run --pack on the build machine" >&2; exit 1; }
 src=$(cat "$bundle/source_dir")
@@ -89,6 +94,7 @@ sed -n 's/^[A-Z_]*_LIBRARY:FILEPATH=//p' "$here/$build/CMakeCache.txt" | while r
   done
 done
 echo "unpacked in $((SECONDS - t0)) s" >"$out/steps.txt"
+[ "$unpack_only" = 1 ] && exit 0
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 summary="$out/gpu_test_summary.txt"
 echo "# whole CTest suite at commit $commit on ${gpu:-no GPU} (scripts/gpu_prebuilt_suite.sh: built on the build machine, every entry run here, 16 at a time)" >"$summary"

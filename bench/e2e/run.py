@@ -220,6 +220,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=1, help="K symlinks per photo (longer runs)")
     ap.add_argument("--tv-batch", type=int, default=32, help="torchvision: files per decode/encode call")
     ap.add_argument("--no-torchvision", action="store_true", help="skip the torchvision peer")
+    ap.add_argument("--no-single", action="store_true",
+                    help="skip OpenCV with 1 thread (quicker probes; published tables keep it)")
     ap.add_argument("--rss", help="N,M: peak RSS of histeq on N and M inputs instead of the timing")
     ap.add_argument("--histeq-args", nargs=argparse.REMAINDER, default=[],
                     help="the rest goes to histeq (e.g. --backend cpu --png-level 2)")
@@ -269,7 +271,8 @@ def main():
             return run_opencv(cv2, files, out, args.threads)
 
         rows.append(("histeq " + " ".join(["equalize DIR -o OUT"] + args.histeq_args), best_of(args.reps, h)))
-        rows.append(("OpenCV, 1 thread", best_of(args.reps, c1)))
+        if not args.no_single:
+            rows.append(("OpenCV, 1 thread", best_of(args.reps, c1)))
         rows.append((f"OpenCV, {args.threads} threads", best_of(args.reps, cn)))
         tv_note = ""
         if not args.no_torchvision:
