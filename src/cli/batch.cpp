@@ -2,12 +2,14 @@
 // executor's options from the command line, the plan of every output before any work, the
 // per-file lines and the summary.
 #include "cli/batch.hpp"
+#include "cli/cli.hpp"
 
 #include <malloc.h>
 
 #include <algorithm>
 #include <iomanip>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <sstream>
 #include <utility>
@@ -294,7 +296,8 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
   // 18 % of a PNG batch's time in the kernel before this).
   ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  Executor ex(eo);
+  const auto ex_owner = std::make_shared<Executor>(eo);
+  Executor& ex = *ex_owner;
   Progress prog;
   prog.on = !quiet && stderr_is_tty(err);
   prog.total = items.size();
@@ -314,6 +317,7 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
         << num(sum.wall_s, 2) << " s, " << num(mps, 1) << " MP/s, "
         << plural(sum.failures, "failure") << '\n';
   }
+  keep_until_exit(ex_owner);  // its devices, nvJPEG states and buffers go with the process
   return sum.failures > 0 ? 1 : 0;
 }
 

@@ -40,6 +40,19 @@ int dispatch(const std::string& cmd, const std::vector<std::string>& rest, std::
 
 }  // namespace
 
+namespace {
+bool g_exit_without_teardown = false;
+}
+
+void set_exit_without_teardown(bool on) { g_exit_without_teardown = on; }
+
+void keep_until_exit(std::shared_ptr<void> object) {
+  if (!g_exit_without_teardown || !object) return;  // destroyed here, by the last owner
+  // Never destroyed: a leaked holder, so that no static destructor reaches it either.
+  static auto* kept = new std::vector<std::shared_ptr<void>>();
+  kept->push_back(std::move(object));
+}
+
 std::string usage() {
   return "histeq " HISTEQ_VERSION
          " - histogram equalization and CLAHE of 8- and 16-bit images on the GPU (CUDA), with a "

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/batch.hpp"
+#include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/report.hpp"
@@ -333,6 +334,7 @@ bool equalize_jpeg_on_device(const Single& s, const std::vector<std::uint8_t>& b
   e.encoder = "nvjpeg";
   e.rep.times.decode_ms = d.decode_ms;
   e.rep.times.encode_ms = d.encode_ms;
+  keep_until_exit(std::shared_ptr<gpu::Equalizer>(std::move(geq)));
   return true;
 }
 
@@ -368,6 +370,7 @@ Equalized equalize_one(Single& s, const std::vector<std::uint8_t>& bytes, Clock:
     e.rep.times.decode_ms = decode_ms;
   }
   e.rep.times.total_ms = ms_since(t_start);  // wall time from decode start to encode end
+  keep_until_exit(std::shared_ptr<gpu::JpegCodec>(std::move(codec)));
   return e;
 }
 
