@@ -64,6 +64,13 @@ find_library(LIBDEFLATE_LIBRARY NAMES deflate)
 if(NOT LIBDEFLATE_INCLUDE_DIR OR NOT LIBDEFLATE_LIBRARY)
   message(FATAL_ERROR "libdeflate not found: apt-get install libdeflate-dev")
 endif()
+# PNG output at the default level: ISA-L's igzip (Debian libisal-dev), a DEFLATE compressor that
+# can end a strip with a sync flush, so strips of one image compress on several threads.
+find_path(ISAL_INCLUDE_DIR isa-l/igzip_lib.h)
+find_library(ISAL_LIBRARY NAMES isal)
+if(NOT ISAL_INCLUDE_DIR OR NOT ISAL_LIBRARY)
+  message(FATAL_ERROR "ISA-L (isa-l/igzip_lib.h, libisal.so) not found: apt-get install libisal-dev")
+endif()
 
 # nvJPEG (optional): CUDA::nvjpeg from the toolkit (NVIDIA's libnvjpeg-dev-13-0), else nvjpeg.h
 # and libnvjpeg.so[.13] under HISTEQ_NVJPEG_ROOT (e.g. PyPI nvidia-nvjpeg's nvidia/cu13 folder,

@@ -8,7 +8,7 @@
 #       .gpu-bundle/ (ignored by git): the build tree without object files and ../shared, each a
 #       solid xz archive (the test binaries share their kernels' fatbins, so ~175 MB pack to
 #       ~12 MB), plus Debian's runtime libraries the GPU machine lacks (libjpeg62-turbo,
-#       libdeflate0, libspng0) and djpeg from libjpeg-turbo-progs. Carry .gpu-bundle.
+#       libdeflate0, libspng0, libisal2) and djpeg from libjpeg-turbo-progs. Carry .gpu-bundle.
 #   scripts/gpu_prebuilt_suite.sh OUTDIR                on the GPU machine (project root):
 #       unpacks the bundle where the build machine had it (the test binaries hold the source
 #       folder's absolute path, so that path is made a link to this checkout when it differs),
@@ -37,7 +37,7 @@ if [ "${1:-}" = "--pack" ]; then
     --exclude="$build/ci-venv" "$build" | xz -9 -T2 >"$bundle/build.tar.xz"
   [ -d ../shared ] && tar -C .. -cf - shared | xz -9 -T2 >"$bundle/shared.tar.xz"
   tmp=$(mktemp -d)
-  (cd "$tmp" && apt-get download libjpeg62-turbo libdeflate0 libspng0 libjpeg-turbo-progs \
+  (cd "$tmp" && apt-get download libjpeg62-turbo libdeflate0 libspng0 libisal2 libjpeg-turbo-progs \
      >/dev/null 2>&1)
   for f in "$tmp"/*.deb; do dpkg -x "$f" "$tmp/x"; done
   cp -L "$tmp"/x/usr/lib/x86_64-linux-gnu/*.so.[0-9]* "$bundle/lib/"

@@ -4,11 +4,15 @@
 // compressor at the same level and STBIW_CRC32 on libdeflate_crc32, then png::insert_iccp. The
 // reference is compiled here from the same system header (this test's own static copy of stb).
 // Every file must be byte for byte the reference's, for many shapes (1x1, 1xN, Nx1, odd widths),
-// 1-4 channels, levels 0-9, with and without an ICC profile, and decode back to the pixels.
+// 1-4 channels, levels 0 and 2-9, with and without an ICC profile, and decode back to the
+// pixels. Level 1 (the default) compresses with ISA-L in strips (png_deflate.cpp): there every
+// chunk but IDAT is the reference's, and IDAT's zlib stream inflates to the reference's filtered
+// rows. png::zlib_strips itself: any strip size joins into one valid stream of the rows.
 #include <gtest/gtest.h>
 #include <libdeflate.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
@@ -17,8 +21,11 @@
 #include <string>
 #include <vector>
 
+#include <thread>
+
 #include "histeq/image_io.hpp"
 #include "histeq/jpeg_codec.hpp"
+#include "io/png_deflate.hpp"
 
 namespace {
 int g_ref_level = 1;  // the reference hook's level (set before each reference encode)
@@ -122,8 +129,47 @@ std::string describe(const Image& img, int level, const char* what) {
          (img.icc.empty() ? "" : " with ICC");
 }
 
-/// Encodes with histeq and the reference; expects the same bytes and the pixels (and profile)
-/// back from decode_image.
+std::uint32_t be32(const std::uint8_t* p) {
+  return std::uint32_t(p[0]) << 24 | std::uint32_t(p[1]) << 16 | std::uint32_t(p[2]) << 8 | p[3];
+}
+
+/// A PNG's chunks but IDAT (each: type, data, CRC as written) and the concatenated IDAT data.
+struct PngParts {
+  std::vector<std::vector<std::uint8_t>> others;
+  std::vector<std::uint8_t> zlib;
+};
+PngParts split_png(const std::vector<std::uint8_t>& png) {
+  PngParts p;
+  std::size_t pos = 8;
+  while (pos + 12 <= png.size()) {
+    const std::size_t n = be32(png.data() + pos);
+    const std::uint8_t* type = png.data() + pos + 4;
+    EXPECT_EQ(libdeflate_crc32(0, type, n + 4), be32(type + 4 + n)) << "chunk CRC";
+    if (std::memcmp(type, "IDAT", 4) == 0)
+      p.zlib.insert(p.zlib.end(), type + 4, type + 4 + n);
+    else
+      p.others.emplace_back(type, type + 8 + n);
+    pos += 12 + n;
+  }
+  EXPECT_EQ(pos, png.size());
+  return p;
+}
+
+/// The zlib stream inflated (its Adler-32 checked by libdeflate), `size` bytes expected.
+std::vector<std::uint8_t> inflate_zlib(const std::vector<std::uint8_t>& z, std::size_t size) {
+  std::vector<std::uint8_t> out(size);
+  libdeflate_decompressor* d = libdeflate_alloc_decompressor();
+  std::size_t got = 0;
+  const libdeflate_result r =
+      libdeflate_zlib_decompress(d, z.data(), z.size(), out.data(), size, &got);
+  libdeflate_free_decompressor(d);
+  EXPECT_EQ(r, LIBDEFLATE_SUCCESS);
+  EXPECT_EQ(got, size);
+  return out;
+}
+
+/// Encodes with histeq and the reference; expects the same bytes (level 1: the same chunks and
+/// the same filtered rows in IDAT's stream) and the pixels (and profile) back from decode_image.
 void expect_same_png(const Image& img, int level, const char* what) {
   SCOPED_TRACE(describe(img, level, what));
   EncodeOptions opt;
@@ -131,10 +177,19 @@ void expect_same_png(const Image& img, int level, const char* what) {
   const std::vector<std::uint8_t> ours = encode_image(img, ".png", opt);
   const std::vector<std::uint8_t> ref = reference_png(img, level);
   ASSERT_FALSE(ref.empty());
-  ASSERT_EQ(ours.size(), ref.size());
-  const auto diff = std::mismatch(ours.begin(), ours.end(), ref.begin());
-  ASSERT_TRUE(diff.first == ours.end())
-      << "first different byte at offset " << (diff.first - ours.begin());
+  if (level == png::kStripPngLevel) {
+    const PngParts a = split_png(ours), b = split_png(ref);
+    ASSERT_TRUE(a.others == b.others) << "a chunk other than IDAT differs";
+    const std::size_t raw =
+        (img.byte_count() / std::size_t(img.height) + 1) * std::size_t(img.height);
+    ASSERT_TRUE(inflate_zlib(a.zlib, raw) == inflate_zlib(b.zlib, raw))
+        << "IDAT's stream holds other filtered rows than the reference's";
+  } else {
+    ASSERT_EQ(ours.size(), ref.size());
+    const auto diff = std::mismatch(ours.begin(), ours.end(), ref.begin());
+    ASSERT_TRUE(diff.first == ours.end())
+        << "first different byte at offset " << (diff.first - ours.begin());
+  }
   const Image back = decode_image(ours.data(), ours.size(), "written.png");
   ASSERT_EQ(back.width, img.width);
   ASSERT_EQ(back.height, img.height);
@@ -193,6 +248,46 @@ TEST(PngWrite, SameBytesAsStbForALargerImage) {
       expect_same_png(make_image(1531, 67, c, Content::gradient, seed++), level, "large gradient");
       if (HasFatalFailure()) return;
     }
+}
+
+TEST(PngWrite, DefaultLevelInSeveralStripsOfOneImage) {
+  // 2400x1000 RGBA and 1500x1000 RGB: 9.6 and 4.5 MB of rows, 3 and 2 strips of 4 MiB.
+  std::uint32_t seed = 400;
+  for (const auto& s : {std::array<int, 3>{2400, 1000, 4}, {1500, 1000, 3}})
+    for (Content content : {Content::random, Content::gradient}) {
+      expect_same_png(make_image(s[0], s[1], s[2], content, seed++), 1, "strips");
+      if (HasFatalFailure()) return;
+    }
+}
+
+TEST(PngDeflate, StripsOfAnySizeJoinIntoOneStreamOfTheRows) {
+  // Rows of random bytes with runs (matches reaching into the previous strip's history), strips
+  // of one row, of fewer bytes than the 32 KiB window (the dictionary spans several strips), and
+  // larger; the same bytes from every thread that writes them at once.
+  std::mt19937 rng(7);
+  for (const std::size_t row : {std::size_t(1), std::size_t(7), std::size_t(3001)}) {
+    const std::size_t rows = 40000 / row + 3;
+    std::vector<std::uint8_t> data(rows * row);
+    for (std::size_t i = 0; i < data.size(); ++i)
+      data[i] = i % 97 < 60 ? std::uint8_t(i / 97 % 5) : std::uint8_t(rng());
+    const png::FillRows fill = [&](std::size_t y0, std::size_t y1, std::uint8_t* dst) {
+      std::memcpy(dst, data.data() + y0 * row, (y1 - y0) * row);
+    };
+    for (const std::size_t strip :
+         {std::size_t(1), std::size_t(5000), std::size_t(70000), png::kStripBytes}) {
+      SCOPED_TRACE("row " + std::to_string(row) + " strip " + std::to_string(strip));
+      const std::vector<std::uint8_t> z = png::zlib_strips(rows, row, fill, strip);
+      ASSERT_GE(z.size(), 6u);
+      EXPECT_EQ(z[0], 0x78);
+      EXPECT_EQ((z[0] << 8 | z[1]) % 31, 0);
+      EXPECT_TRUE(inflate_zlib(z, data.size()) == data);
+      std::vector<std::vector<std::uint8_t>> again(4);
+      std::vector<std::thread> th;
+      for (auto& a : again) th.emplace_back([&] { a = png::zlib_strips(rows, row, fill, strip); });
+      for (auto& t : th) t.join();
+      for (const auto& a : again) EXPECT_TRUE(a == z) << "other bytes on another run";
+    }
+  }
 }
 
 TEST(PngWrite, FileLayoutIsSignatureIhdrIdatIend) {

@@ -40,6 +40,7 @@
 #include "histeq/error.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "io/decode_checks.hpp"
+#include "io/png_deflate.hpp"
 #include "io/pnm_write.hpp"
 #include "png_fast.hpp"
 
@@ -615,23 +616,29 @@ std::vector<std::uint8_t> write_png8(const Image& img, int level) {
     return Error("cannot encode a " + std::to_string(w) + "x" + std::to_string(h) + "x" +
                  std::to_string(bpp) + " .png image: " + why);
   };
-  // Not value-initialized: every byte is written below.
-  std::unique_ptr<std::uint8_t[]> filtered(new (std::nothrow) std::uint8_t[raw_size]);
-  if (!filtered) throw fail("out of memory");
   const std::uint8_t* px = img.pixels.data();
-  for (std::size_t y = 0; y < h; ++y) {
-    std::uint8_t* dst = filtered.get() + y * row;
-    dst[0] = 4;  // Paeth
-    paeth_filter_row(px + y * stride, y ? px + (y - 1) * stride : nullptr, bpp, stride, dst + 1);
+  const auto fill = [&](std::size_t y0, std::size_t y1, std::uint8_t* dst) {
+    for (std::size_t y = y0; y < y1; ++y, dst += row) {
+      dst[0] = 4;  // Paeth
+      paeth_filter_row(px + y * stride, y ? px + (y - 1) * stride : nullptr, bpp, stride, dst + 1);
+    }
+  };
+  std::vector<std::uint8_t> zlib;
+  if (level == png::kStripPngLevel) {
+    zlib = png::zlib_strips(h, row, fill);  // ISA-L, strips on several threads
+  } else {
+    // Not value-initialized: every byte is written below.
+    std::unique_ptr<std::uint8_t[]> filtered(new (std::nothrow) std::uint8_t[raw_size]);
+    if (!filtered) throw fail("out of memory");
+    fill(0, h, filtered.get());
+    libdeflate_compressor* comp = png_compressor(level);
+    if (!comp) throw fail("out of memory (libdeflate compressor)");
+    zlib.resize(libdeflate_zlib_compress_bound(comp, raw_size));
+    zlib.resize(libdeflate_zlib_compress(comp, filtered.get(), raw_size, zlib.data(), zlib.size()));
+    if (zlib.empty()) throw fail("libdeflate could not compress it");
   }
-  libdeflate_compressor* comp = png_compressor(level);
-  if (!comp) throw fail("out of memory (libdeflate compressor)");
-  const std::size_t bound = libdeflate_zlib_compress_bound(comp, raw_size);
-  std::unique_ptr<std::uint8_t[]> z(new (std::nothrow) std::uint8_t[bound]);
-  if (!z) throw fail("out of memory");
-  const std::size_t zlen = libdeflate_zlib_compress(comp, filtered.get(), raw_size, z.get(), bound);
-  filtered.reset();
-  if (zlen == 0 || zlen > std::size_t(INT_MAX) - 64) throw fail("libdeflate could not compress it");
+  const std::size_t zlen = zlib.size();
+  if (zlen > std::size_t(INT_MAX) - 64) throw fail("the compressed image is over 2 GiB");
 
   static const std::uint8_t kSig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   static const std::uint8_t kColourType[5] = {0, 0, 4, 2, 6};  // by channels, as stb writes
@@ -646,7 +653,7 @@ std::vector<std::uint8_t> write_png8(const Image& img, int level) {
   if (jpeg::icc_fits(img.icc, img.channels)) png::insert_iccp(out, img.icc);
   out.reserve(out.size() + 12 + zlen + 12);
   append_chunk_head(out, std::uint32_t(zlen), "IDAT");
-  out.insert(out.end(), z.get(), z.get() + zlen);
+  out.insert(out.end(), zlib.begin(), zlib.end());
   append_crc(out, zlen);
   append_chunk_head(out, 0, "IEND");
   append_crc(out, 0);
