@@ -61,6 +61,11 @@ inline constexpr std::size_t kInflightBytesPerJob = std::size_t(128) << 20;  // 
 /// The default cap for `jobs` workers (formula above).
 std::size_t default_max_inflight_bytes(int jobs);
 
+/// Device workers per GPU that decode JPEG batches with nvJPEG, each on its own thread (the
+/// hardware decoder is one engine per GPU: two threads keep it busy while the other prepares,
+/// equalizes and encodes its batch).
+inline constexpr int kJpegThreadsPerDevice = 2;
+
 /// Who decodes and encodes JPEG items (the CLI's --decoder).
 ///   automatic: nvJPEG on the device workers once the devices are up (when this build has
 ///              nvJPEG and the backend is not cpu); the JPEGs that arrive earlier, and every
@@ -90,9 +95,11 @@ struct ExecutorOptions {
   /// CUDA device ordinals, one device worker each (repeats allowed: {0, 0} is two workers on
   /// GPU 0). Empty: every visible device, workers_per_device times. Ignored by the CPU backend.
   std::vector<int> devices;
-  /// Device workers per visible device when `devices` is empty. 0: 2 when JPEG items may take
-  /// the nvJPEG route (each worker decodes on its own thread: nvJPEG's hybrid decoder, which
-  /// takes progressive files, runs its Huffman stage on the calling thread), else 1.
+  /// Device workers per visible device when `devices` is empty. 0: 4 when JPEG items may take
+  /// the nvJPEG route, else 1. On the nvJPEG route the first kJpegThreadsPerDevice workers of
+  /// each device decode JPEG batches, each on a thread of its own; the others equalize and
+  /// encode (nvJPEG) what the CPU workers decoded, so that those need not wait for a worker
+  /// busy with a batch, nor encode on the CPU.
   int workers_per_device = 0;
   /// Tried in order before the built-in codecs (see Codec).
   std::vector<std::shared_ptr<Codec>> codecs;

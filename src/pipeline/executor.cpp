@@ -97,7 +97,8 @@ struct DeviceWorker {
   Event e_start, e_up, e_hist, e_lut, e_apply, e_down;
   std::unique_ptr<gpu::JpegCodec> jpeg;
   std::atomic<bool> jpeg_ready{false};
-  std::thread jpeg_thread;  ///< takes JPEG jobs in batches (Impl::jpeg_loop)
+  std::thread jpeg_thread;    ///< takes JPEG jobs in batches (Impl::jpeg_loop)
+  bool decodes_jpeg = false;  ///< gets a jpeg_thread once nvJPEG is up (set before any use)
   explicit DeviceWorker(int dev) : device(dev), name(gpu::device_name()) {}
   /// The codec, when it is made (else nullptr).
   gpu::JpegCodec* codec() {
@@ -205,6 +206,7 @@ struct Executor::Impl {
   bool jstop = false;
   double nvjpeg_init_ms = 0;  // under jmu: wall time of init_nvjpeg (handles of every GPU)
   int nvjpeg_ready = 0;       // device workers whose codec is up (under jmu)
+  int jpeg_threads = 0;       // device workers decoding JPEG batches (under jmu)
   bool nvjpeg_broken =
       false;  // the handles or a batch failed for the device's or nvJPEG's sake (under jmu)
   std::string nvjpeg_why;  // why the handles failed (under jmu)
@@ -225,17 +227,19 @@ struct Executor::Impl {
       std::vector<int> ords = opt.devices;
       if (ords.empty()) {
         const int per = opt.workers_per_device > 0 ? opt.workers_per_device
-                        : gpu_jpeg_wanted()        ? 2
+                        : gpu_jpeg_wanted()        ? 2 * kJpegThreadsPerDevice
                                                    : 1;
         for (int d = 0; d < count; ++d)
           for (int k = 0; k < per; ++k) ords.push_back(d);
       }
+      std::map<int, int> decoding;  // JPEG-decoding workers per device so far
       for (int d : ords) {
         if (d < 0 || d >= count)
           throw Error("--devices: no CUDA device " + std::to_string(d) + " (" +
                       std::to_string(count) + " visible)");
         HISTEQ_CUDA_CHECK(cudaSetDevice(d));
         made.push_back(std::make_unique<DeviceWorker>(d));
+        made.back()->decodes_jpeg = gpu_jpeg_wanted() && decoding[d]++ < kJpegThreadsPerDevice;
       }
       std::lock_guard<std::mutex> lock(dev_mu);
       workers = std::move(made);
@@ -296,9 +300,23 @@ struct Executor::Impl {
     jcv.notify_all();
     if (!why.empty()) return;
     for (auto& w : workers) {
+      if (!w->decodes_jpeg) continue;  // equalizes and encodes what the CPU workers decoded
       DeviceWorker* wp = w.get();
       wp->jpeg_thread = std::thread([this, wp] { jpeg_loop(*wp); });
+      std::lock_guard<std::mutex> lock(jmu);
+      ++jpeg_threads;
     }
+  }
+
+  /// The JPEG threads the devices will have (as init_nvjpeg starts them; before the devices are
+  /// counted, one GPU is assumed when `devices` is empty).
+  int jpeg_threads_planned() const {
+    if (opt.devices.empty()) return kJpegThreadsPerDevice;
+    std::map<int, int> per;
+    for (int d : opt.devices) ++per[d];
+    int n = 0;
+    for (const auto& kv : per) n += std::min(kv.second, kJpegThreadsPerDevice);
+    return n;
   }
 
   /// A free device worker, or nullptr when the item should run on the CPU. Throws when the
@@ -317,8 +335,11 @@ struct Executor::Impl {
           break;
         case DevState::ready:
           if (!free_workers.empty()) {
-            DeviceWorker* w = free_workers.back();
-            free_workers.pop_back();
+            // A worker without a JPEG thread first: a JPEG thread would wait for its own.
+            auto at = std::find_if(free_workers.rbegin(), free_workers.rend(),
+                                   [](const DeviceWorker* w) { return !w->decodes_jpeg; });
+            DeviceWorker* w = at != free_workers.rend() ? *at : free_workers.back();
+            free_workers.erase(std::find(free_workers.begin(), free_workers.end(), w));
             return w;
           }
           // auto: every device worker is busy: equalize on this CPU thread rather than wait
@@ -351,7 +372,6 @@ struct Executor::Impl {
     if (dev_state == DevState::failed && must)
       throw Error("--decoder gpu: no usable CUDA device (" + dev_why + ")");
     if (dev_state != DevState::ready) return false;  // auto: CPU while the devices start
-    const std::size_t threads = workers.size();
     lock.unlock();
     start_nvjpeg();
     std::unique_lock<std::mutex> jl(jmu);
@@ -364,7 +384,7 @@ struct Executor::Impl {
     // auto: the CPU workers take a JPEG themselves while the nvJPEG handles are being created,
     // and when the device workers are behind (more than two batches per JPEG thread waiting).
     const std::size_t batch = std::size_t(std::max(1, opt.jpeg_batch));
-    const std::size_t limit = 2 * batch * std::max<std::size_t>(threads, 1);
+    const std::size_t limit = 2 * batch * std::size_t(std::max(jpeg_threads, 1));
     return nvjpeg_ready > 0 && !nvjpeg_broken && jqueue.size() < limit;
   }
   /// Hands a job to the JPEG threads and waits for it.
@@ -959,7 +979,10 @@ struct Executor::Run {
   std::map<std::size_t, std::unique_ptr<Loaded>> finished;
 
   Run(Impl& impl, const std::vector<WorkItem>& it) : m(impl), items(it) {
-    max_items = std::size_t(std::max(64, 4 * m.jobs));
+    // Reports wait here until their turn (input order): a few hundred bytes each once their
+    // image is written. The reading-order window is half of this: a folder of up to 128 files
+    // (16 workers) starts its largest files first, instead of each window of 32 ending on one.
+    max_items = std::size_t(std::max(256, 16 * m.jobs));
     sum.max_inflight_bytes = m.opt.max_inflight_bytes;
   }
 
@@ -1096,9 +1119,7 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
   // threads, as many as those threads take in their batches: a worker that handed its JPEG
   // over only waits (no CPU), and the others keep every core busy meanwhile.
   int threads = m.jobs;
-  if (m.gpu_jpeg_wanted())
-    threads += std::max(1, m.opt.jpeg_batch) *
-               std::max<int>(1, m.opt.devices.empty() ? 2 : int(m.opt.devices.size()));
+  if (m.gpu_jpeg_wanted()) threads += std::max(1, m.opt.jpeg_batch) * m.jpeg_threads_planned();
   std::vector<std::thread> pool;
   for (int j = 0; j < threads; ++j) pool.emplace_back([&r] { r.worker_loop(); });
   const std::exception_ptr callback_error = r.report_loop(on_done);
