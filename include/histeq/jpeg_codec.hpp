@@ -79,6 +79,11 @@ struct Info {
 /// to decode(), which refuses it with the same reason.
 Info read_info(const std::uint8_t* data, std::size_t size, const std::string& name);
 
+/// The facts of Info from the markers before the first scan only (O(header), no structure
+/// checks): false when the bytes are not a JPEG or hold no frame header there. For routing a file
+/// before it is decoded (the executor); read_info is what checks it.
+bool read_header(const std::uint8_t* data, std::size_t size, Info* info);
+
 /// Chroma subsampling of a colour JPEG output (gray outputs are always one component, 4:0:0).
 enum class Subsampling : std::uint8_t { s444, s422, s420 };
 const char* to_string(Subsampling s);               ///< "444", "422", "420"

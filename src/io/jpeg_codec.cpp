@@ -385,6 +385,11 @@ Image decode(const std::uint8_t* data, std::size_t size, const std::string& name
   return img;
 }
 
+bool read_header(const std::uint8_t* d, std::size_t n, Info* info) {
+  *info = Info{};
+  return is_jpeg(d, n) && parse_info(d, n, info);
+}
+
 Info read_info(const std::uint8_t* d, std::size_t n, const std::string& name) {
   if (!is_jpeg(d, n)) throw Error(quoted(name) + " is not a JPEG file (no start-of-image marker)");
   Info info;

@@ -110,6 +110,9 @@ struct Loaded {
   std::size_t index = 0;
   std::vector<std::uint8_t> bytes;
   std::size_t cost = 0;
+  /// A JPEG that nvJPEG's route would decode on the device (baseline, 8-bit, 1 or 3
+  /// components, upright), from its header; set by the reader when that route is in play.
+  bool for_device = false;
   ItemReport rep;
 };
 
@@ -198,6 +201,21 @@ struct Executor::Impl {
     }
     slot_cv.notify_one();
   }
+  /// A worker's hold on a CPU slot: taken where an item's CPU work begins, given back while it
+  /// only waits (its JPEG on a device worker) and when the item is done.
+  struct Slot {
+    Impl& m;
+    bool held = false;
+    void take() {
+      if (!held) m.take_slot();
+      held = true;
+    }
+    void give() {
+      if (held) m.give_slot();
+      held = false;
+    }
+    ~Slot() { give(); }
+  };
 
   // ---- JPEG on the device workers ----
   std::mutex jmu;
@@ -383,10 +401,30 @@ struct Executor::Impl {
     }
     // auto: the CPU workers take a JPEG themselves while the nvJPEG handles are being created,
     // and when the device workers are behind (more than two batches per JPEG thread waiting).
-    const std::size_t batch = std::size_t(std::max(1, opt.jpeg_batch));
-    const std::size_t limit = 2 * batch * std::size_t(std::max(jpeg_threads, 1));
+    jl.unlock();
+    return device_has_room();
+  }
+  /// --decoder auto: whether JPEGs for the device may wait for it (the route can take them now or
+  /// once it is up), so that the CPU workers take the other items first.
+  bool device_route_open() {
+    if (!gpu_jpeg_wanted() || opt.jpeg != JpegRoute::automatic ||
+        opt.equalize.backend == Backend::cuda)
+      return false;
+    {
+      std::lock_guard<std::mutex> lock(dev_mu);
+      if (dev_state == DevState::failed || dev_state == DevState::none) return false;
+    }
+    std::lock_guard<std::mutex> lock(jmu);
+    return !nvjpeg_broken;
+  }
+  /// Whether the JPEG threads take another job now (as route_jpeg_to_device decides).
+  bool device_has_room() {
+    std::lock_guard<std::mutex> lock(jmu);
+    const std::size_t limit =
+        2 * std::size_t(std::max(1, opt.jpeg_batch)) * std::size_t(std::max(jpeg_threads, 1));
     return nvjpeg_ready > 0 && !nvjpeg_broken && jqueue.size() < limit;
   }
+
   /// Hands a job to the JPEG threads and waits for it.
   void run_jpeg_job(JpegJob& job) {
     std::future<void> f = job.done.get_future();
@@ -714,10 +752,11 @@ struct Executor::Impl {
   }
 
   /// Every stage after read for one item; errors land in the report.
-  void process(Loaded& it) {
+  void process(Loaded& it, Slot& slot) {
     ItemReport& rep = it.rep;
     try {
-      if (opt.item_op) {  // the caller's operation (CLAHE, 16 bits) when it takes the item
+      if (opt.item_op) {
+        slot.take();  // the caller's operation (CLAHE, 16 bits) when it takes the item
         const bool apply = opt.task == Task::equalize;
         std::vector<std::uint8_t> encoded;
         if (opt.item_op(it.bytes, apply ? format_for(it) : std::string(), rep, &encoded)) {
@@ -734,8 +773,10 @@ struct Executor::Impl {
       }
       if (jpeg::is_jpeg(it.bytes.data(), it.bytes.size())) {
         start_nvjpeg();
-        if (!progressive_here(it) && route_jpeg_to_device() && process_jpeg_on_device(it)) return;
+        if (!progressive_here(it) && route_jpeg_to_device() && process_jpeg_on_device(it, slot))
+          return;
       }
+      slot.take();
       Image img;
       decode(it, img);
       rep.width = img.width;
@@ -808,15 +849,14 @@ struct Executor::Impl {
   /// A JPEG item through the device workers' JPEG threads, then (non-JPEG output) the CPU
   /// encode, then the write. False (nothing done) when the device or nvJPEG failed and the
   /// item may take the CPU route (--decoder auto, backend auto); errors of the file throw.
-  bool process_jpeg_on_device(Loaded& it) {
+  bool process_jpeg_on_device(Loaded& it, Slot& slot) {
     ItemReport& rep = it.rep;
     const std::string fmt = format_for(it);
     JpegJob job;
     job.it = &it;
     job.jpeg_out = is_jpeg_ext(fmt);
-    give_slot();
+    slot.give();  // only waiting: another worker uses the CPU meanwhile
     run_jpeg_job(job);
-    take_slot();
     if (job.device_failed && opt.jpeg == JpegRoute::automatic &&
         opt.equalize.backend == Backend::automatic) {
       rep.decoder.clear();
@@ -832,6 +872,7 @@ struct Executor::Impl {
     if (job.jpeg_out) {
       job.host = Image();
     } else {
+      slot.take();
       std::vector<std::uint8_t> enc = encode(job.host, rep, fmt);
       job.host = Image();
       job.encoded.swap(enc);
@@ -859,11 +900,18 @@ struct Executor::Impl {
   /// about 100 ms), and with two at a time the folder ran no faster than with none.
   bool progressive_here(const Loaded& it) const {
     if (opt.jpeg != JpegRoute::automatic || opt.equalize.backend == Backend::cuda) return false;
-    try {
-      return jpeg::read_info(it.bytes.data(), it.bytes.size(), it.rep.input).progressive;
-    } catch (const std::exception&) {
-      return true;  // the CPU decoder names what is wrong
-    }
+    jpeg::Info h;
+    // No frame header before the first scan: the CPU decoder names what is wrong.
+    return !jpeg::read_header(it.bytes.data(), it.bytes.size(), &h) || h.progressive;
+  }
+
+  /// From the header: a JPEG that nvJPEG's route decodes on the device (the conditions of
+  /// JpegCodec::decode's routing that the header tells, progressive excluded as above).
+  static bool device_candidate(const std::vector<std::uint8_t>& bytes) {
+    jpeg::Info h;
+    return jpeg::read_header(bytes.data(), bytes.size(), &h) && !h.progressive &&
+           h.precision == 8 && (h.components == 1 || h.components == 3) && !h.arithmetic &&
+           !h.lossless && h.orientation == 1 && !h.rgb_stored;
   }
 
   std::vector<WorkItem> const* items = nullptr;
@@ -1027,6 +1075,7 @@ struct Executor::Run {
       }
       const std::size_t cost = item_cost(it->bytes);
       it->cost = cost;
+      it->for_device = m.gpu_jpeg_wanted() && m.device_candidate(it->bytes);
       std::unique_lock<std::mutex> lock(mu);
       cv_budget.wait(lock, [&] {
         return inflight_bytes == 0 || inflight_bytes + cost <= m.opt.max_inflight_bytes;
@@ -1041,6 +1090,26 @@ struct Executor::Run {
     cv_work.notify_all();
   }
 
+  /// The next item for a worker (under mu, queue not empty). While the nvJPEG route is open
+  /// (--decoder auto), the JPEGs for the device wait for it: a worker takes one when the JPEG
+  /// threads have room, else the first item that only the CPU workers can do (progressive JPEGs,
+  /// other formats), and the oldest item when there is none. So the CPU spends the device's
+  /// start-up (0.5-0.9 s on the H200 machine) on the work that is its own anyway.
+  std::unique_ptr<Loaded> take_next() {
+    auto pick = queue.begin();
+    const bool has_device_items =
+        std::any_of(queue.begin(), queue.end(), [](const auto& q) { return q->for_device; });
+    if (has_device_items && m.device_route_open()) {
+      const bool room = m.device_has_room();
+      const auto at = std::find_if(queue.begin(), queue.end(),
+                                   [&](const auto& q) { return q->for_device == room; });
+      if (at != queue.end()) pick = at;
+    }
+    std::unique_ptr<Loaded> it = std::move(*pick);
+    queue.erase(pick);
+    return it;
+  }
+
   void worker_loop() {
     for (;;) {
       std::unique_ptr<Loaded> it;
@@ -1048,16 +1117,18 @@ struct Executor::Run {
         std::unique_lock<std::mutex> lock(mu);
         cv_work.wait(lock, [&] { return !queue.empty() || reader_done; });
         if (queue.empty()) return;
-        it = std::move(queue.front());
-        queue.pop_front();
+        it = take_next();
       }
-      m.take_slot();
+      // A JPEG the device takes now is handed over without a CPU slot (the JPEG threads must not
+      // wait for a CPU worker to finish a long decode); any CPU work takes one (Impl::process).
+      Impl::Slot slot{m};
+      if (!(it->for_device && m.device_has_room())) slot.take();
       {
         std::lock_guard<std::mutex> lock(mu);
         sum.peak_busy_workers = std::max(sum.peak_busy_workers, ++busy);
       }
-      m.process(*it);
-      m.give_slot();
+      m.process(*it, slot);
+      slot.give();
       {
         std::lock_guard<std::mutex> lock(mu);
         --busy;
@@ -1119,7 +1190,9 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
   // threads, as many as those threads take in their batches: a worker that handed its JPEG
   // over only waits (no CPU), and the others keep every core busy meanwhile.
   int threads = m.jobs;
-  if (m.gpu_jpeg_wanted()) threads += std::max(1, m.opt.jpeg_batch) * m.jpeg_threads_planned();
+  // Workers whose JPEG waits on a device hold no CPU slot: two batches per JPEG thread of them,
+  // so that each JPEG thread finds its next batch waiting.
+  if (m.gpu_jpeg_wanted()) threads += 2 * std::max(1, m.opt.jpeg_batch) * m.jpeg_threads_planned();
   std::vector<std::thread> pool;
   for (int j = 0; j < threads; ++j) pool.emplace_back([&r] { r.worker_loop(); });
   const std::exception_ptr callback_error = r.report_loop(on_done);
