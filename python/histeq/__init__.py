@@ -620,7 +620,8 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
             None: the CLI's default, max(256, 128 x jobs) MB, at most a quarter of the RAM).
         devices: CUDA device ordinals, one device worker each (``--devices``; repeats allowed;
             default every visible device).
-        quality: JPEG quality 1..100. png_level: PNG deflate level 0..9 (default the CLI's).
+        quality: JPEG quality 1..100. png_level: PNG deflate level 0..9 (default the CLI's,
+            1: ISA-L's igzip on several threads; 2..9: libdeflate, 9 smallest).
         subsampling: JPEG chroma subsampling of colour outputs: ``"444"``, ``"422"``, ``"420"``.
         decoder: JPEG route as the CLI's ``--decoder``: ``"auto"`` (nvJPEG on the device workers
             when the build has it and a GPU runs, libjpeg-turbo on the CPU workers meanwhile),

@@ -353,7 +353,9 @@ void add_batch_options(Command& c, bool equalize) {
           "output format of every file: png, jpg, bmp, tga, pgm (gray), ppm (colour), pnm (PGM for "
           "gray, PPM for colour) (default: each input's own; required with -o -)",
           cxxopts::value<std::string>(), "FMT");
-    c.add("png-level", "PNG deflate level 0..9 (libdeflate; 0: stored, 9: smallest)",
+    c.add("png-level",
+          "PNG deflate level 0..9 (1: ISA-L igzip on several threads; 0: stored; 2..9: libdeflate, "
+          "9 smallest)",
           cxxopts::value<int>()->default_value(std::to_string(kDefaultPngLevel)), "L");
   }
 }
