@@ -7,7 +7,10 @@
 # A step that could run past BUDGET seconds (default 540) from the start is skipped, so the
 # whole call ends inside the device tool's 600 s.
 # Usage (project root, on the GPU machine, .deps carried; photos in PHOTOS/jpg):
-#   HISTEQ_COMMIT=<sha> [BUDGET=540] scripts/gpu_all.sh OUTDIR [PHOTOS]
+#   HISTEQ_COMMIT=<sha> [BUDGET=540] [PREBUILT=1] [STEPS=...] scripts/gpu_all.sh OUTDIR [PHOTOS]
+# PREBUILT=1: the build carried in .gpu-bundle (scripts/gpu_prebuilt_suite.sh --pack) and its
+# suite runner instead of building here. STEPS: comma list of suite,e2e_png,e2e_jpg,clahe,
+# lessons,python (default all). JPEG_REPEAT (default 8): names per photo in the JPEG folder.
 set -u
 out=${1:?usage: scripts/gpu_all.sh OUTDIR [PHOTOS]}
 photos=${2:-.e2e}
@@ -27,14 +30,26 @@ step() {  # step NAME SECONDS COMMAND...: runs COMMAND with a limit, output to O
   echo "$name rc=$? $((SECONDS - t0)) s" | tee -a "$out/steps.txt"
 }
 B=build/histeq
-step suite 300 scripts/gpu_suite.sh "$out/suite"
+steps=${STEPS:-suite,e2e_png,e2e_jpg,clahe,lessons,python}
+has() { case ",$steps," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+if [ "${PREBUILT:-0}" = 1 ]; then
+  export LD_LIBRARY_PATH="$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64:$LD_LIBRARY_PATH"
+  if has suite; then
+    step suite 300 scripts/gpu_prebuilt_suite.sh "$out/suite"
+  else
+    scripts/gpu_prebuilt_suite.sh --unpack "$out/suite" >/dev/null
+  fi
+else
+  has suite && step suite 300 scripts/gpu_suite.sh "$out/suite"
+fi
 [ -x "$B" ] || { echo "no $B: build failed"; exit 1; }
 step version 10 "$B" --version
-step png_prep 40 bench/e2e/fetch.sh "$photos"
-step e2e_png 90 python3 bench/e2e/run.py --histeq "$B" --threads 16 --reps 3 "$photos/png"
-step e2e_jpg 150 python3 bench/e2e/run.py --histeq "$B" --threads 16 --reps 3 --repeat 7 "$photos/jpg"
-step clahe 60 "$B" bench --clahe --sizes 1M,16M,64M --dist natural,uniform \
+has e2e_png && step png_prep 40 bench/e2e/fetch.sh "$photos"
+has e2e_png && step e2e_png 90 python3 bench/e2e/run.py --histeq "$B" --threads 16 --reps 3 "$photos/png"
+has e2e_jpg && step e2e_jpg 180 python3 bench/e2e/run.py --histeq "$B" --threads 16 --reps 3 \
+  --repeat "${JPEG_REPEAT:-8}" "$photos/jpg"
+has clahe && step clahe 60 "$B" bench --clahe --sizes 1M,16M,64M --dist natural,uniform \
   --csv "$out/clahe.csv" --json "$out/clahe.json"
-step lessons 60 bench/run_lessons.sh "$out/lessons"
-step python 90 scripts/gpu_python.sh "$out/py" build
+has lessons && step lessons 60 bench/run_lessons.sh "$out/lessons"
+has python && step python 90 scripts/gpu_python.sh "$out/py" build
 cat "$out/steps.txt"
