@@ -763,6 +763,7 @@ struct Executor::Impl {
           std::vector<std::uint8_t>().swap(it.bytes);
           if (apply) {
             rep.output_bytes = encoded.size();
+            slot.give();  // the write waits on the disk (fsync), not on the CPU
             const auto t0 = Clock::now();
             write_file_atomic(rep.output, encoded.data(), encoded.size());
             rep.times.write_ms = ms_since(t0);
@@ -835,6 +836,7 @@ struct Executor::Impl {
             encoded.empty() ? encode(out, rep, fmt) : std::move(encoded);
         er.times.encode_ms = rep.times.encode_ms;
         rep.output_bytes = bytes.size();
+        slot.give();  // the write waits on the disk (fsync), not on the CPU
         const auto t0 = Clock::now();
         write_file_atomic(rep.output, bytes.data(), bytes.size());
         rep.times.write_ms = ms_since(t0);
@@ -879,6 +881,7 @@ struct Executor::Impl {
     }
     rep.equalize.times.encode_ms = rep.times.encode_ms;
     rep.output_bytes = job.encoded.size();
+    slot.give();  // the write waits on the disk (fsync), not on the CPU
     const auto t0 = Clock::now();
     write_file_atomic(rep.output, job.encoded.data(), job.encoded.size());
     rep.times.write_ms = ms_since(t0);
@@ -1189,9 +1192,10 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
   // `jobs` workers for the CPU stages, plus, when JPEGs may go to the device workers' JPEG
   // threads, as many as those threads take in their batches: a worker that handed its JPEG
   // over only waits (no CPU), and the others keep every core busy meanwhile.
-  int threads = m.jobs;
-  // Workers whose JPEG waits on a device hold no CPU slot: two batches per JPEG thread of them,
-  // so that each JPEG thread finds its next batch waiting.
+  // An eighth more than `jobs`: a worker writing its file (fsync) holds no CPU slot, and another
+  // takes it meanwhile. Workers whose JPEG waits on a device hold none either: two batches per
+  // JPEG thread of them, so that each JPEG thread finds its next batch waiting.
+  int threads = m.jobs + (m.jobs + 7) / 8;
   if (m.gpu_jpeg_wanted()) threads += 2 * std::max(1, m.opt.jpeg_batch) * m.jpeg_threads_planned();
   std::vector<std::thread> pool;
   for (int j = 0; j < threads; ++j) pool.emplace_back([&r] { r.worker_loop(); });
