@@ -95,11 +95,13 @@ struct ExecutorOptions {
   /// CUDA device ordinals, one device worker each (repeats allowed: {0, 0} is two workers on
   /// GPU 0). Empty: every visible device, workers_per_device times. Ignored by the CPU backend.
   std::vector<int> devices;
-  /// Device workers per visible device when `devices` is empty. 0: 4 when JPEG items may take
-  /// the nvJPEG route, else 1. On the nvJPEG route the first kJpegThreadsPerDevice workers of
-  /// each device decode JPEG batches, each on a thread of its own; the others equalize and
-  /// encode (nvJPEG) what the CPU workers decoded, so that those need not wait for a worker
-  /// busy with a batch, nor encode on the CPU.
+  /// Device workers per visible device when `devices` is empty. 0: kJpegThreadsPerDevice when
+  /// JPEG items may take the nvJPEG route, else 1; and when nvJPEG starts (the first JPEG item),
+  /// kJpegThreadsPerDevice more per GPU. On the nvJPEG route the first kJpegThreadsPerDevice
+  /// workers of each device decode JPEG batches, each on a thread of its own; the others
+  /// equalize and encode (nvJPEG) what the CPU workers decoded, so that those need not wait for
+  /// a worker busy with a batch, nor encode on the CPU. A folder without JPEGs never makes them
+  /// (each holds pinned and device buffers, whose making and freeing cost wall time).
   int workers_per_device = 0;
   /// Tried in order before the built-in codecs (see Codec).
   std::vector<std::shared_ptr<Codec>> codecs;

@@ -245,7 +245,7 @@ struct Executor::Impl {
       std::vector<int> ords = opt.devices;
       if (ords.empty()) {
         const int per = opt.workers_per_device > 0 ? opt.workers_per_device
-                        : gpu_jpeg_wanted()        ? 2 * kJpegThreadsPerDevice
+                        : gpu_jpeg_wanted()        ? kJpegThreadsPerDevice
                                                    : 1;
         for (int d = 0; d < count; ++d)
           for (int k = 0; k < per; ++k) ords.push_back(d);
@@ -293,9 +293,25 @@ struct Executor::Impl {
     const auto t0 = Clock::now();
     std::map<int, std::shared_ptr<gpu::JpegHandles>> handles;
     std::string why;
+    std::vector<std::unique_ptr<DeviceWorker>> extra;  // the encode workers, made now
     try {
       for (auto& w : workers)
         if (!handles.count(w->device)) handles[w->device] = gpu::make_jpeg_handles(w->device);
+      if (opt.devices.empty() && opt.workers_per_device == 0) {
+        // Only a run with JPEGs pays for these (each holds pinned and device buffers).
+        for (const auto& kv : handles) {
+          HISTEQ_CUDA_CHECK(cudaSetDevice(kv.first));
+          for (int k = 0; k < kJpegThreadsPerDevice; ++k)
+            extra.push_back(std::make_unique<DeviceWorker>(kv.first));
+        }
+      }
+      for (auto& w : extra) {
+        HISTEQ_CUDA_CHECK(cudaSetDevice(w->device));
+        gpu::JpegCodecOptions jo;
+        jo.max_pixels = opt.max_pixels;
+        w->jpeg = std::make_unique<gpu::JpegCodec>(w->eq.stream(), jo, handles[w->device]);
+        w->jpeg_ready.store(true, std::memory_order_release);
+      }
       for (auto& w : workers) {
         HISTEQ_CUDA_CHECK(cudaSetDevice(w->device));
         gpu::JpegCodecOptions jo;
@@ -317,6 +333,14 @@ struct Executor::Impl {
     }
     jcv.notify_all();
     if (!why.empty()) return;
+    {  // the encode workers join the others (nothing but this thread walks `workers` meanwhile)
+      std::lock_guard<std::mutex> lock(dev_mu);
+      for (auto& w : extra) {
+        free_workers.push_back(w.get());
+        workers.push_back(std::move(w));
+      }
+    }
+    dev_cv.notify_all();
     for (auto& w : workers) {
       if (!w->decodes_jpeg) continue;  // equalizes and encodes what the CPU workers decoded
       DeviceWorker* wp = w.get();
