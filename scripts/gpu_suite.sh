@@ -5,6 +5,9 @@
 # output into tests.log), then ctest (which adds package_consumer).
 # Usage (project root):  scripts/gpu_suite.sh OUTDIR [BUILD_DIR]
 #   HISTEQ_COMMIT=<sha> names the commit in the summary where the tree has no .git.
+# .deps (carried) must hold what the GPU machine lacks, from this machine:
+#   ../shared/tools/gpu-deps.sh libturbojpeg0-dev libjpeg62-turbo-dev libjpeg62-turbo \
+#     libdeflate-dev libdeflate0 libspng-dev libspng0 libisal-dev libisal2 nlohmann-json3-dev
 set -uo pipefail
 out=${1:?usage: scripts/gpu_suite.sh OUTDIR [BUILD_DIR]}
 build=${2:-build}
