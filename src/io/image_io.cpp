@@ -42,6 +42,7 @@
 #include "io/decode_checks.hpp"
 #include "io/png_deflate.hpp"
 #include "io/pnm_write.hpp"
+#include "io/signals.hpp"
 #include "png_fast.hpp"
 
 #include <libdeflate.h>
@@ -232,6 +233,15 @@ std::atomic<SaveHook> g_save_hook{nullptr};
 
 extern "C" void histeq_cleanup_handler(int sig) {
   const int saved_errno = errno;
+  // A thread between its mkstemp and the slot's publication (state 1) has these signals blocked,
+  // so in a process of several threads the handler may run on another one meanwhile: it waits
+  // (a bounded spin: a few instructions are left to that thread) until no slot is being filled.
+  for (long spin = 0; spin < 1000000; ++spin) {
+    bool filling = false;
+    for (const TempSlot& s : g_temp_slots)
+      filling = filling || s.state.load(std::memory_order_acquire) == 1;
+    if (!filling) break;
+  }
   for (TempSlot& s : g_temp_slots)
     if (s.state.load(std::memory_order_acquire) == 2) ::unlink(s.path);
   ::signal(sig, SIG_DFL);  // then die of the same signal, as if we had never caught it
@@ -239,13 +249,18 @@ extern "C" void histeq_cleanup_handler(int sig) {
   errno = saved_errno;
 }
 
+sigset_t cleanup_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : kCleanupSignals) sigaddset(&set, sig);
+  return set;
+}
+
 /// Blocks the cleanup signals in this thread for its lifetime (restores the old mask).
 class BlockCleanupSignals {
  public:
   BlockCleanupSignals() {
-    sigset_t set;
-    sigemptyset(&set);
-    for (int sig : kCleanupSignals) sigaddset(&set, sig);
+    const sigset_t set = cleanup_signal_set();
     pthread_sigmask(SIG_BLOCK, &set, &old_);
   }
   ~BlockCleanupSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
@@ -255,6 +270,15 @@ class BlockCleanupSignals {
  private:
   sigset_t old_;
 };
+
+}  // namespace
+
+void block_cleanup_signals() {
+  const sigset_t set = cleanup_signal_set();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+namespace {
 
 /// Claims a free slot (-1 when all are busy: the file is then still removed on every error
 /// path, just not by a signal handler).

@@ -26,6 +26,7 @@
 
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
+#include "io/signals.hpp"
 
 namespace histeq::png {
 namespace {
@@ -81,7 +82,11 @@ class Helpers {
 
  private:
   explicit Helpers(int n) : threads_(n) {
-    for (int i = 0; i < n; ++i) std::thread([this] { loop(); }).detach();
+    for (int i = 0; i < n; ++i)
+      std::thread([this] {
+        block_cleanup_signals();  // a SIGTERM must reach a thread that writes files
+        loop();
+      }).detach();
   }
   void loop() {
     for (;;) {

@@ -305,20 +305,15 @@ struct Executor::Impl {
             extra.push_back(std::make_unique<DeviceWorker>(kv.first));
         }
       }
-      for (auto& w : extra) {
-        HISTEQ_CUDA_CHECK(cudaSetDevice(w->device));
+      const auto make_codec = [&](DeviceWorker& w) {
+        HISTEQ_CUDA_CHECK(cudaSetDevice(w.device));
         gpu::JpegCodecOptions jo;
         jo.max_pixels = opt.max_pixels;
-        w->jpeg = std::make_unique<gpu::JpegCodec>(w->eq.stream(), jo, handles[w->device]);
-        w->jpeg_ready.store(true, std::memory_order_release);
-      }
-      for (auto& w : workers) {
-        HISTEQ_CUDA_CHECK(cudaSetDevice(w->device));
-        gpu::JpegCodecOptions jo;
-        jo.max_pixels = opt.max_pixels;
-        w->jpeg = std::make_unique<gpu::JpegCodec>(w->eq.stream(), jo, handles[w->device]);
-        w->jpeg_ready.store(true, std::memory_order_release);
-      }
+        w.jpeg = std::make_unique<gpu::JpegCodec>(w.eq.stream(), jo, handles[w.device]);
+        w.jpeg_ready.store(true, std::memory_order_release);
+      };
+      for (auto& w : extra) make_codec(*w);
+      for (auto& w : workers) make_codec(*w);
     } catch (const std::exception& e) {
       why = e.what();
     }
