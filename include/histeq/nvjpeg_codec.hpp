@@ -44,6 +44,12 @@ namespace histeq::gpu {
 /// True when this build has nvJPEG (HISTEQ_HAVE_NVJPEG).
 bool nvjpeg_built();
 
+/// Whether JpegCodec::decode hands a file with these header facts to nvJPEG (8-bit, 1 or 3
+/// components, Huffman-coded, not lossless, EXIF orientation 1, YCbCr, every Huffman table
+/// defined, at most max_pixels); the others go to libjpeg-turbo. The executor asks it of
+/// jpeg::read_header's facts to know which files the device may take.
+bool nvjpeg_takes(const jpeg::Info& info, std::uint64_t max_pixels);
+
 /// Largest per-sample difference between nvJPEG's and libjpeg-turbo's decode of the same file
 /// that the GPU tests accept. Placeholder until measured on the H200 over samples/ and the
 /// photos folder (the tests print the measured maximum): IDCT rounding is +-1..2; chroma

@@ -927,13 +927,12 @@ struct Executor::Impl {
     return !jpeg::read_header(it.bytes.data(), it.bytes.size(), &h) || h.progressive;
   }
 
-  /// From the header: a JPEG that nvJPEG's route decodes on the device (the conditions of
-  /// JpegCodec::decode's routing that the header tells, progressive excluded as above).
-  static bool device_candidate(const std::vector<std::uint8_t>& bytes) {
+  /// From the header: a JPEG that nvJPEG's route decodes on the device (JpegCodec::decode's
+  /// routing, progressive files excluded as above).
+  bool device_candidate(const std::vector<std::uint8_t>& bytes) const {
     jpeg::Info h;
     return jpeg::read_header(bytes.data(), bytes.size(), &h) && !h.progressive &&
-           h.precision == 8 && (h.components == 1 || h.components == 3) && !h.arithmetic &&
-           !h.lossless && h.orientation == 1 && !h.rgb_stored;
+           gpu::nvjpeg_takes(h, opt.max_pixels);
   }
 
   std::vector<WorkItem> const* items = nullptr;

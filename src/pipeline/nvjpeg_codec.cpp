@@ -23,6 +23,13 @@
 
 namespace histeq::gpu {
 
+bool nvjpeg_takes(const jpeg::Info& info, std::uint64_t max_pixels) {
+  return info.precision == 8 && (info.components == 1 || info.components == 3) &&
+         !info.arithmetic && !info.lossless && info.orientation == 1 && !info.rgb_stored &&
+         !info.undefined_huffman_table && info.width > 0 && info.height > 0 &&
+         std::uint64_t(info.width) * std::uint64_t(info.height) <= max_pixels;
+}
+
 #ifndef HISTEQ_HAVE_NVJPEG
 
 bool nvjpeg_built() { return false; }
@@ -412,10 +419,7 @@ std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>& batch) 
         gpu_ok = false;
       }
     }
-    gpu_ok = gpu_ok && info.precision == 8 && (info.components == 1 || info.components == 3) &&
-             !info.arithmetic && !info.lossless && info.orientation == 1 && !info.rgb_stored &&
-             !info.undefined_huffman_table && info.width > 0 && info.height > 0 &&
-             std::uint64_t(info.width) * std::uint64_t(info.height) <= m.opt.max_pixels;
+    gpu_ok = gpu_ok && nvjpeg_takes(info, m.opt.max_pixels);
     if (!gpu_ok) {
       host[i] = m.cpu_decode(in, o);
       continue;
