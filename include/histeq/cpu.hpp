@@ -20,6 +20,11 @@ int usable_cpus();
 /// Throws UsageError for bins outside 1..kMaxBins.
 Histogram histogram(const void* in, std::size_t n, SampleType type, int bins, int threads = 0);
 
+/// Histogram (256 bins, by value) of a `width` x `height` block of u8 samples whose rows are
+/// `stride` bytes apart (a plane with padding, e.g. a JPEG's stored Y), on the calling thread.
+Histogram histogram_rows(const std::uint8_t* p, std::size_t width, std::size_t height,
+                         std::size_t stride);
+
 /// planes[p * pixels + i] = plane p of pixel i (planes.hpp says which planes a mode has).
 /// `planes` holds plane_count(mode, channels) * pixels bytes.
 void extract_planes(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode,

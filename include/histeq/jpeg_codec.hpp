@@ -10,6 +10,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -109,6 +110,58 @@ std::vector<std::uint8_t> encode(const Image& img, const EncodeOptions& opt = {}
 /// EXIF over 65533 bytes are left out. Throws Error when `jpg` does not start with SOI.
 void insert_metadata(std::vector<std::uint8_t>& jpg, const std::vector<std::uint8_t>& exif,
                      const std::vector<std::uint8_t>& icc, int channels);
+
+// ---- the stored planes: luma mode without colour conversion ----
+
+/// One component of a JPEG as stored: after entropy decoding and the IDCT, before upsampling and
+/// colour conversion (libjpeg's raw-data interface). `width` x `height` samples are the image's
+/// (ceil(image width * h / max h) by ceil(image height * v / max v)); the buffer is `stride` bytes
+/// by `rows` rows, whole 8x8 blocks of its sampling, and its samples right of `width` and below
+/// `height` repeat the last column and row (as libjpeg's encoder pads an image).
+struct Plane {
+  int width = 0, height = 0;
+  std::size_t stride = 0;
+  int rows = 0;
+  int h = 1, v = 1;  ///< sampling factors of the file (1..4)
+  std::unique_ptr<std::uint8_t[]> data;
+  std::uint8_t* row(int y) { return data.get() + std::size_t(y) * stride; }
+  const std::uint8_t* row(int y) const { return data.get() + std::size_t(y) * stride; }
+};
+
+/// A colour (YCbCr) JPEG's three planes: Y (plane 0), Cb, Cr at their stored sampling, with the
+/// file's EXIF (APP1) and ICC profile (APP2) as decode() keeps them.
+struct Planes {
+  int width = 0, height = 0;  ///< the image's size (as stored: no EXIF orientation is applied)
+  Plane plane[3];
+  std::vector<std::uint8_t> exif, icc;
+};
+
+/// True when a file with these header facts can go through decode_planes and encode_planes to a
+/// JPEG with `out`'s subsampling: 8 bits, 3 components coded as YCbCr (not stored as RGB) with
+/// 4:4:4, 4:2:2 or 4:2:0 sampling, an output subsampling that needs no chroma upsampling (4:4:4
+/// goes to any, 4:2:2 to 4:2:2 and 4:2:0, 4:2:0 to 4:2:0), and no EXIF rotation to apply
+/// (orientation 1, or Orientation::keep). Everything else takes decode() and encode().
+bool planes_route(const Info& info, const EncodeOptions& out, Orientation orientation);
+
+/// Decodes a colour JPEG into its stored planes (no upsampling, no colour conversion: the Y
+/// samples are the ones libjpeg's colour conversion starts from). The same checks, limits and
+/// errors as decode(); also throws Error when the file does not fit planes_route (callers ask it
+/// first).
+Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::string& name,
+                     const DecodeOptions& opt = {});
+
+/// `src` averaged by fx x fy (1 or 2 each) into `dst` (allocated here, sampling factors 1x1,
+/// padded as decode_planes pads): jcsample.c's rule, (a + b + {0,1}) >> 1 along a row or a
+/// column and (a + b + c + d + {1,2}) >> 2 for 2x2, the bias alternating with the output column;
+/// samples past src's width and height repeat its last. Throws Error for other factors.
+void average_down(const Plane& src, int fx, int fy, Plane* dst);
+
+/// Encodes planes as a baseline JPEG (ISLOW DCT, standard Huffman tables, quality as encode()),
+/// Y at `opt.subsampling`'s luma factors and Cb, Cr at one: chroma planes at the output's
+/// sampling are written as they are, finer ones are averaged down first (average_down). EXIF and
+/// ICC as encode() writes them.
+/// Throws UsageError (quality out of 1..100) or Error (planes that need upsampling).
+std::vector<std::uint8_t> encode_planes(const Planes& planes, const EncodeOptions& opt = {});
 
 // ---- EXIF orientation ----
 

@@ -17,6 +17,7 @@
 #include "histeq/error.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/jpeg_codec.hpp"
+#include "histeq/jpeg_planes.hpp"
 #include "histeq/nvjpeg_codec.hpp"
 #include "histeq/planes.hpp"
 
@@ -349,6 +350,26 @@ Equalized equalize_one(Single& s, const std::vector<std::uint8_t>& bytes, Clock:
   if (is_jpeg) e.decoder = "libjpeg-turbo";
   std::unique_ptr<gpu::JpegCodec> codec;
   bool done = false;  // equalized and written on the device path
+  const jpeg::EncodeOptions enc{s.enc.quality, s.enc.subsampling};
+  if (is_jpeg && jpg_out && !s.gpu_jpeg && jpeg_planes_backend(s.cm.opt.backend) &&
+      jpeg_planes_route(bytes.data(), bytes.size(), s.cm.opt, enc)) {
+    // luma mode in the file's own YCbCr planes, as the executor does (jpeg_planes.hpp)
+    const double read_ms = ms_since(t_start);
+    s.settle_probe(err);
+    int w = 0, h = 0;
+    emit(s,
+         equalize_jpeg_planes(bytes.data(), bytes.size(), s.name, s.cm.opt, enc, s.cm.max_pixels,
+                              &e.rep, &w, &h),
+         out);
+    e.rep.device = "CPU (1 thread)";
+    e.in.width = e.eq.width = w;
+    e.in.height = e.eq.height = h;
+    e.in.channels = e.eq.channels = 3;
+    e.decoder = e.encoder = "libjpeg-turbo-ycbcr";
+    e.rep.times.decode_ms += read_ms;
+    e.rep.times.total_ms = ms_since(t_start);
+    return e;
+  }
   if (s.gpu_jpeg && is_jpeg) {
     done = equalize_jpeg_on_device(s, bytes, jpg_out, codec, e, out);
   } else {

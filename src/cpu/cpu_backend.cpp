@@ -91,42 +91,53 @@ void parallel_slices(std::size_t n, int workers, Fn&& fn) {
 constexpr int kSub = 4;                               // sub-histograms per thread
 constexpr std::size_t kFlush = std::size_t(1) << 30;  // samples per block: < 2^32 per counter
 
-/// Counts bytes [begin, end) by raw value into acc[256].
-void count_u8(const std::uint8_t* p, std::size_t begin, std::size_t end, std::uint64_t* acc) {
-  std::vector<std::uint32_t> sub(kSub * 256);
-  std::uint32_t* h0 = sub.data();
+/// Adds bytes [begin, end) of p to four interleaved sub-histograms h[0..4*256).
+inline void count_into(const std::uint8_t* p, std::size_t begin, std::size_t end,
+                       std::uint32_t* h) {
+  std::uint32_t* h0 = h;
   std::uint32_t* h1 = h0 + 256;
   std::uint32_t* h2 = h1 + 256;
   std::uint32_t* h3 = h2 + 256;
+  std::size_t i = begin;
+  for (; i + 16 <= end; i += 16) {
+    std::uint64_t a, b;
+    std::memcpy(&a, p + i, 8);
+    std::memcpy(&b, p + i + 8, 8);
+    ++h0[a & 0xff];
+    ++h1[(a >> 8) & 0xff];
+    ++h2[(a >> 16) & 0xff];
+    ++h3[(a >> 24) & 0xff];
+    ++h0[(a >> 32) & 0xff];
+    ++h1[(a >> 40) & 0xff];
+    ++h2[(a >> 48) & 0xff];
+    ++h3[a >> 56];
+    ++h0[b & 0xff];
+    ++h1[(b >> 8) & 0xff];
+    ++h2[(b >> 16) & 0xff];
+    ++h3[(b >> 24) & 0xff];
+    ++h0[(b >> 32) & 0xff];
+    ++h1[(b >> 40) & 0xff];
+    ++h2[(b >> 48) & 0xff];
+    ++h3[b >> 56];
+  }
+  for (; i < end; ++i) ++h0[p[i]];
+}
+
+/// acc[v] += the four sub-histograms' counts of v, which are then cleared.
+inline void flush_into(std::uint32_t* h, std::uint64_t* acc) {
+  for (int v = 0; v < 256; ++v) {
+    acc[v] += std::uint64_t(h[v]) + h[256 + v] + h[512 + v] + h[768 + v];
+    h[v] = h[256 + v] = h[512 + v] = h[768 + v] = 0;
+  }
+}
+
+/// Counts bytes [begin, end) by raw value into acc[256].
+void count_u8(const std::uint8_t* p, std::size_t begin, std::size_t end, std::uint64_t* acc) {
+  std::vector<std::uint32_t> sub(kSub * 256);
   while (begin < end) {
     const std::size_t stop = std::min(end, begin + kFlush);
-    std::size_t i = begin;
-    for (; i + 16 <= stop; i += 16) {
-      std::uint64_t a, b;
-      std::memcpy(&a, p + i, 8);
-      std::memcpy(&b, p + i + 8, 8);
-      ++h0[a & 0xff];
-      ++h1[(a >> 8) & 0xff];
-      ++h2[(a >> 16) & 0xff];
-      ++h3[(a >> 24) & 0xff];
-      ++h0[(a >> 32) & 0xff];
-      ++h1[(a >> 40) & 0xff];
-      ++h2[(a >> 48) & 0xff];
-      ++h3[a >> 56];
-      ++h0[b & 0xff];
-      ++h1[(b >> 8) & 0xff];
-      ++h2[(b >> 16) & 0xff];
-      ++h3[(b >> 24) & 0xff];
-      ++h0[(b >> 32) & 0xff];
-      ++h1[(b >> 40) & 0xff];
-      ++h2[(b >> 48) & 0xff];
-      ++h3[b >> 56];
-    }
-    for (; i < stop; ++i) ++h0[p[i]];
-    for (int v = 0; v < 256; ++v) {
-      acc[v] += std::uint64_t(h0[v]) + h1[v] + h2[v] + h3[v];
-      h0[v] = h1[v] = h2[v] = h3[v] = 0;
-    }
+    count_into(p, begin, stop, sub.data());
+    flush_into(sub.data(), acc);
     begin = stop;
   }
 }
@@ -492,6 +503,23 @@ Histogram histogram(const void* in, std::size_t n, SampleType type, int bins, in
       for (std::size_t v = 0; v < width; ++v) out[v] += partial[std::size_t(w) * width + v];
   }
   return out;
+}
+
+Histogram histogram_rows(const std::uint8_t* p, std::size_t width, std::size_t height,
+                         std::size_t stride) {
+  std::vector<std::uint64_t> acc(256, 0);
+  std::vector<std::uint32_t> sub(kSub * 256, 0);
+  std::size_t pending = 0;  // samples in the 32-bit sub-histograms since their last flush
+  for (std::size_t y = 0; y < height; ++y) {
+    if (pending + width > kFlush) {
+      flush_into(sub.data(), acc.data());
+      pending = 0;
+    }
+    count_into(p + y * stride, 0, width, sub.data());
+    pending += width;
+  }
+  flush_into(sub.data(), acc.data());
+  return Histogram(acc.begin(), acc.end());
 }
 
 void extract_planes(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode,

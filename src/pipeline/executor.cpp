@@ -35,6 +35,7 @@
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
 #include "histeq/jpeg_codec.hpp"
+#include "histeq/jpeg_planes.hpp"
 #include "histeq/lut.hpp"
 #include "histeq/nvjpeg_codec.hpp"
 #include "histeq/planes.hpp"
@@ -154,6 +155,9 @@ struct Executor::Impl {
   ExecutorOptions opt;
   int jobs = 1;
   std::shared_ptr<Codec> fast_png;
+  /// Colour JPEG -> JPEG in luma mode through the stored planes (jpeg_planes.hpp): set once,
+  /// from the options and the machine, so that every item of the run takes the same route.
+  bool planes = false;
 
   ~Impl() {
     if (init_thread.joinable()) init_thread.join();
@@ -791,6 +795,7 @@ struct Executor::Impl {
           return;
         }
       }
+      if (planes && process_jpeg_planes(it, slot)) return;
       if (jpeg::is_jpeg(it.bytes.data(), it.bytes.size())) {
         start_nvjpeg();
         if (!progressive_here(it) && route_jpeg_to_device() && process_jpeg_on_device(it, slot))
@@ -865,6 +870,40 @@ struct Executor::Impl {
       rep.ok = false;
       rep.error = e.what();
     }
+  }
+
+  /// A colour JPEG to a JPEG in luma mode, on this CPU worker, in the file's YCbCr planes
+  /// (equalize_jpeg_planes). False (nothing done) when the item is not one.
+  bool process_jpeg_planes(Loaded& it, Slot& slot) {
+    if (opt.task != Task::equalize || !jpeg::is_jpeg(it.bytes.data(), it.bytes.size()))
+      return false;
+    const std::string fmt = format_for(it);
+    const jpeg::EncodeOptions enc{opt.encode.quality, opt.encode.subsampling};
+    if (!is_jpeg_ext(fmt) ||
+        !jpeg_planes_route(it.bytes.data(), it.bytes.size(), opt.equalize, enc))
+      return false;
+    ItemReport& rep = it.rep;
+    slot.take();
+    EqualizeReport& er = rep.equalize;
+    const std::vector<std::uint8_t> bytes =
+        equalize_jpeg_planes(it.bytes.data(), it.bytes.size(), rep.input, opt.equalize, enc,
+                             opt.max_pixels, &er, &rep.width, &rep.height);
+    std::vector<std::uint8_t>().swap(it.bytes);
+    er.device = "CPU (" + std::to_string(jobs) + (jobs == 1 ? " thread)" : " threads)");
+    rep.channels = rep.output_channels = 3;
+    rep.decoder = rep.encoder = "libjpeg-turbo-ycbcr";
+    rep.times.decode_ms = er.times.decode_ms;
+    rep.times.equalize_ms = er.times.histogram_ms + er.times.cdf_lut_ms + er.times.apply_ms;
+    rep.times.encode_ms = er.times.encode_ms;
+    er.luts.clear();  // not kept for a batch of equalized files (memory per report)
+    er.histograms.clear();
+    rep.output_bytes = bytes.size();
+    slot.give();  // the write waits on the disk (fsync), not on the CPU
+    const auto t0 = Clock::now();
+    write_file_atomic(rep.output, bytes.data(), bytes.size());
+    rep.times.write_ms = ms_since(t0);
+    rep.ok = true;
+    return true;
   }
 
   /// A JPEG item through the device workers' JPEG threads, then (non-JPEG output) the CPU
@@ -949,6 +988,8 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   if (m.opt.jobs < 0) throw UsageError("--jobs must be at least 1");
   m.jobs = m.opt.jobs > 0 ? m.opt.jobs : cpu::usable_cpus();
   if (m.opt.fast_png_decoder) m.fast_png = make_fast_png_decoder();
+  m.planes = m.opt.task == Task::equalize && m.opt.codecs.empty() && m.opt.jpeg != JpegRoute::gpu &&
+             jpeg_planes_backend(m.opt.equalize.backend);
   if (m.opt.max_inflight_bytes == 0) m.opt.max_inflight_bytes = default_max_inflight_bytes(m.jobs);
   if (m.opt.equalize.kernel != "auto") {
     const kernels::KernelEntry& e = kernels::find_kernel(m.opt.equalize.kernel);

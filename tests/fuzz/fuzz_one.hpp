@@ -20,6 +20,7 @@
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/image_io.hpp"
+#include "histeq/jpeg_codec.hpp"
 #include "histeq/lut.hpp"
 #include "histeq/planes.hpp"
 #include "histeq/types.hpp"
@@ -75,9 +76,50 @@ inline Image cpu_equalize(const Image& in, Mode mode, Formula formula) {
   return out;
 }
 
+/// A JPEG the stored-planes route takes (jpeg_planes.hpp) through jpeg::decode_planes (the same
+/// pixel limit) and, when it decodes, jpeg::encode_planes: a rejection is a histeq::Error naming
+/// the input; decoded planes have the sizes their sampling gives and whole-block buffers.
+inline void planes_one(const std::uint8_t* data, std::size_t size, std::uint64_t max_pixels) {
+  jpeg::Info info;
+  const jpeg::EncodeOptions enc{90, jpeg::Subsampling::s420};
+  if (!jpeg::read_header(data, size, &info) ||
+      !jpeg::planes_route(info, enc, jpeg::Orientation::keep))
+    return;
+  jpeg::DecodeOptions opt;
+  opt.max_pixels = max_pixels;
+  opt.orientation = jpeg::Orientation::keep;
+  jpeg::Planes p;
+  try {
+    p = jpeg::decode_planes(data, size, "fuzz-input", opt);
+  } catch (const Error& e) {
+    HISTEQ_FUZZ_CHECK(std::string(e.what()).find("fuzz-input") != std::string::npos);
+    return;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "decode_planes threw a non-histeq exception: %s\n", e.what());
+    std::abort();
+  }
+  HISTEQ_FUZZ_CHECK(p.width > 0 && p.height > 0 &&
+                    std::uint64_t(p.width) * std::uint64_t(p.height) <= max_pixels);
+  for (const jpeg::Plane& pl : p.plane) {
+    HISTEQ_FUZZ_CHECK(pl.data && pl.width >= 1 && pl.height >= 1);
+    HISTEQ_FUZZ_CHECK(pl.width == (p.width * pl.h + p.plane[0].h - 1) / p.plane[0].h);
+    HISTEQ_FUZZ_CHECK(pl.height == (p.height * pl.v + p.plane[0].v - 1) / p.plane[0].v);
+    HISTEQ_FUZZ_CHECK(pl.stride % 8 == 0 && pl.stride >= std::size_t(pl.width));
+    HISTEQ_FUZZ_CHECK(pl.rows % 8 == 0 && pl.rows >= pl.height);
+  }
+  try {
+    HISTEQ_FUZZ_CHECK(!jpeg::encode_planes(p, enc).empty());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "encode_planes of decoded %dx%d planes threw: %s\n", p.width, p.height,
+                 e.what());
+    std::abort();
+  }
+}
+
 /// One fuzz input through the whole host path. Returns whether it decoded; aborts on a bug.
 inline Outcome decode_equalize_one(const std::uint8_t* data, std::size_t size,
                                    std::uint64_t max_pixels = kFuzzMaxPixels) {
+  planes_one(data, size, max_pixels);
   Image img;
   try {
     img = decode_image(data, size, "fuzz-input", max_pixels);

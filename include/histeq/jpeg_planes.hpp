@@ -1,0 +1,52 @@
+// histeq/jpeg_planes.hpp — luma mode of a colour JPEG written as a JPEG, on the CPU, in the
+// file's own YCbCr planes (jpeg::decode_planes, jpeg::encode_planes).
+//
+// Luma mode equalizes Y and keeps the chroma. For pixels decoded to RGB (equalize()), Y, Cb and
+// Cr are recomputed from the RGB samples with OpenCV's YCrCb conversion and the result goes back
+// to RGB, the encoder then converts it to YCbCr again and averages the chroma down. A JPEG
+// already holds Y, Cb and Cr: this route equalizes the stored Y samples, keeps Cb and Cr as
+// stored (only averaged down when the output asks for coarser chroma than the file has) and
+// encodes the planes. It skips libjpeg's upsampling and both colour conversions, and the chroma
+// is never resampled up and down again.
+//
+// The result is not equal to the RGB route's: Y recomputed from rounded, clamped RGB differs
+// from the stored Y by about one level at some pixels, so the histograms and LUTs differ a
+// little (docs/cli.md gives the measured difference on photographs). Gray JPEGs are one plane
+// either way and take the ordinary route (equal to cv::equalizeHist on OpenCV's decode).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "histeq/jpeg_codec.hpp"
+#include "histeq/pipeline.hpp"
+
+namespace histeq {
+
+/// Whether colour JPEG -> JPEG luma equalization takes the stored planes with this --backend:
+/// always with Backend::cpu, never with Backend::cuda, and with Backend::automatic when this
+/// machine has no NVIDIA driver (no /proc/driver/nvidia/version, /dev/nvidiactl or WSL's
+/// /dev/dxg: auto can then only run on the CPU). Decided from the machine, never from how far
+/// CUDA's start-up has come, so that every file of a run, and the single-file path, take the
+/// same route (and write the same bytes).
+bool jpeg_planes_backend(Backend requested);
+
+/// True when equalize_jpeg_planes can take these bytes: a JPEG that jpeg::planes_route takes to
+/// `enc` (EXIF rotation applied as decode() applies it: files that need one go the RGB route),
+/// and luma mode (opt.mode unset or Mode::luma). The caller decides the rest: the CPU backend and
+/// a JPEG output.
+bool jpeg_planes_route(const std::uint8_t* data, std::size_t size, const EqualizeOptions& opt,
+                       const jpeg::EncodeOptions& enc);
+
+/// The equalized JPEG of a file jpeg_planes_route takes. Fills *report like equalize() on the
+/// CPU (backend "cpu", kernel "cpu", mode luma, the Y plane's histogram and LUT, the stage times
+/// with decode and encode) and *width, *height. One thread. Errors as jpeg::decode (naming
+/// `name`), make_lut and jpeg::encode.
+std::vector<std::uint8_t> equalize_jpeg_planes(const std::uint8_t* data, std::size_t size,
+                                               const std::string& name, const EqualizeOptions& opt,
+                                               const jpeg::EncodeOptions& enc,
+                                               std::uint64_t max_pixels, EqualizeReport* report,
+                                               int* width, int* height);
+
+}  // namespace histeq

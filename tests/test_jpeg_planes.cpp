@@ -1,0 +1,398 @@
+// test_jpeg_planes.cpp — a colour JPEG's stored planes (jpeg::decode_planes, encode_planes,
+// planes_route) and luma mode in them (equalize_jpeg_planes; the executor and the single-file
+// CLI on the CPU backend). CPU only. The references are libjpeg's own: its decode to YCbCr
+// without fancy upsampling (replicated chroma samples are the stored ones), and the histogram,
+// LUT and round trip computed here from those samples.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+
+#include "histeq/error.hpp"
+#include "histeq/executor.hpp"
+#include "histeq/image_io.hpp"
+#include "histeq/jpeg_codec.hpp"
+#include "histeq/jpeg_planes.hpp"
+#include "histeq/lut.hpp"
+#include "jpeg_test_support.hpp"
+#include "test_support.hpp"
+
+namespace histeq {
+namespace {
+namespace fs = std::filesystem;
+using test::Bytes;
+using test::make_jpeg;
+using test::MakeOpts;
+using test::pattern;
+
+/// libjpeg's decode to YCbCr, chroma replicated (no fancy upsampling): 3 bytes per pixel.
+Image ycbcr_reference(const Bytes& j) {
+  jpeg_decompress_struct c;
+  jpeg_error_mgr err;
+  c.err = jpeg_std_error(&err);
+  jpeg_create_decompress(&c);
+  jpeg_mem_src(&c, j.data(), static_cast<unsigned long>(j.size()));
+  jpeg_read_header(&c, TRUE);
+  c.out_color_space = JCS_YCbCr;
+  c.do_fancy_upsampling = FALSE;
+  jpeg_start_decompress(&c);
+  Image img;
+  img.width = int(c.output_width);
+  img.height = int(c.output_height);
+  img.channels = 3;
+  img.pixels.resize(img.byte_count());
+  while (c.output_scanline < c.output_height) {
+    JSAMPROW row = img.pixels.data() + std::size_t(c.output_scanline) * img.width * 3;
+    jpeg_read_scanlines(&c, &row, 1);
+  }
+  jpeg_finish_decompress(&c);
+  jpeg_destroy_decompress(&c);
+  return img;
+}
+
+struct Sampling {
+  int h, v;
+  const char* name;
+};
+const Sampling kSamplings[] = {{1, 1, "4:4:4"}, {2, 1, "4:2:2"}, {2, 2, "4:2:0"}};
+const int kSizes[][2] = {{1, 1}, {7, 5}, {16, 16}, {17, 9}, {33, 31}, {64, 8}, {129, 67}};
+
+TEST(JpegPlanes, DecodeGivesTheStoredSamplesAndPadsWithTheEdge) {
+  for (const Sampling& smp : kSamplings) {
+    for (const auto& sz : kSizes) {
+      for (bool progressive : {false, true}) {
+        MakeOpts o;
+        o.h_samp = smp.h;
+        o.v_samp = smp.v;
+        o.progressive = progressive;
+        const Bytes j = make_jpeg(pattern(sz[0], sz[1], 3, unsigned(sz[0] * 7 + sz[1])), o);
+        const std::string tag = std::string(smp.name) + " " + std::to_string(sz[0]) + "x" +
+                                std::to_string(sz[1]) + (progressive ? " progressive" : "");
+        const jpeg::Planes p = jpeg::decode_planes(j.data(), j.size(), "t.jpg");
+        const Image ref = ycbcr_reference(j);
+        ASSERT_EQ(p.width, sz[0]) << tag;
+        ASSERT_EQ(p.height, sz[1]) << tag;
+        const int fx[3] = {1, smp.h, smp.h}, fy[3] = {1, smp.v, smp.v};
+        for (int k = 0; k < 3; ++k) {
+          const jpeg::Plane& pl = p.plane[k];
+          ASSERT_EQ(pl.width, (sz[0] + fx[k] - 1) / fx[k]) << tag << " plane " << k;
+          ASSERT_EQ(pl.height, (sz[1] + fy[k] - 1) / fy[k]) << tag << " plane " << k;
+          ASSERT_GE(pl.stride, std::size_t(pl.width)) << tag;
+          ASSERT_GE(pl.rows, pl.height) << tag;
+          EXPECT_EQ(pl.stride % 8, 0u) << tag;
+          EXPECT_EQ(pl.rows % 8, 0) << tag;
+          long bad = 0;
+          for (int y = 0; y < sz[1]; ++y)
+            for (int x = 0; x < sz[0]; ++x)
+              bad += pl.row(y / fy[k])[x / fx[k]] !=
+                     ref.pixels[(std::size_t(y) * sz[0] + std::size_t(x)) * 3 + std::size_t(k)];
+          EXPECT_EQ(bad, 0) << tag << " plane " << k << ": samples unlike libjpeg's";
+          for (int y = 0; y < pl.rows; ++y)
+            for (std::size_t x = 0; x < pl.stride; ++x) {
+              const int sy = std::min(y, pl.height - 1);
+              const std::size_t sx = std::min(x, std::size_t(pl.width - 1));
+              if (pl.row(y)[x] != pl.row(sy)[sx]) {
+                ADD_FAILURE() << tag << " plane " << k << ": padding at " << x << "," << y
+                              << " does not repeat the edge";
+                y = pl.rows;
+                break;
+              }
+            }
+        }
+      }
+    }
+  }
+}
+
+TEST(JpegPlanes, RouteTakesOnlyWhatNeedsNoUpsamplingNorRotation) {
+  const Image img = pattern(40, 24, 3);
+  auto info_of = [](const Bytes& j) {
+    jpeg::Info i;
+    EXPECT_TRUE(jpeg::read_header(j.data(), j.size(), &i));
+    return i;
+  };
+  const jpeg::EncodeOptions to444{95, jpeg::Subsampling::s444}, to422{95, jpeg::Subsampling::s422},
+      to420{95, jpeg::Subsampling::s420};
+  const auto apply = jpeg::Orientation::apply;
+  for (const Sampling& smp : kSamplings) {
+    MakeOpts o;
+    o.h_samp = smp.h;
+    o.v_samp = smp.v;
+    const jpeg::Info i = info_of(make_jpeg(img, o));
+    EXPECT_EQ(jpeg::planes_route(i, to420, apply), true) << smp.name;
+    EXPECT_EQ(jpeg::planes_route(i, to422, apply), smp.v == 1) << smp.name;
+    EXPECT_EQ(jpeg::planes_route(i, to444, apply), smp.h == 1) << smp.name;
+  }
+  EXPECT_FALSE(jpeg::planes_route(info_of(make_jpeg(pattern(40, 24, 1))), to420, apply));
+  MakeOpts rgb;
+  rgb.rgb_stored = true;
+  EXPECT_FALSE(jpeg::planes_route(info_of(make_jpeg(img, rgb)), to420, apply));
+  MakeOpts h1v2;  // 4:4:0 is none of the three
+  h1v2.h_samp = 1;
+  h1v2.v_samp = 2;
+  EXPECT_FALSE(jpeg::planes_route(info_of(make_jpeg(img, h1v2)), to420, apply));
+  jpeg::Info rotated = info_of(make_jpeg(img));
+  rotated.orientation = 6;
+  EXPECT_FALSE(jpeg::planes_route(rotated, to420, apply));
+  EXPECT_TRUE(jpeg::planes_route(rotated, to420, jpeg::Orientation::keep));
+  // the bytes-level route: luma mode only
+  const Bytes j = make_jpeg(img);
+  EqualizeOptions eo;
+  EXPECT_TRUE(jpeg_planes_route(j.data(), j.size(), eo, to420));
+  eo.mode = Mode::rgb;
+  EXPECT_FALSE(jpeg_planes_route(j.data(), j.size(), eo, to420));
+  eo.mode = Mode::luma;
+  EXPECT_TRUE(jpeg_planes_route(j.data(), j.size(), eo, to420));
+  EXPECT_TRUE(jpeg_planes_backend(Backend::cpu));
+  EXPECT_FALSE(jpeg_planes_backend(Backend::cuda));
+}
+
+/// The chroma a 4:4:4 plane averages down to, written out from jcsample.c's rule: a reference
+/// independent of encode_planes' vector loop (wide planes take it, narrow ones its scalar tail).
+std::uint8_t averaged(const jpeg::Plane& c, int x, int y, int fx, int fy) {
+  const auto at = [&](int xx, int yy) {
+    return int(c.row(std::min(yy, c.height - 1))[std::min(xx, c.width - 1)]);
+  };
+  if (fx == 2 && fy == 2)
+    return std::uint8_t((at(2 * x, 2 * y) + at(2 * x + 1, 2 * y) + at(2 * x, 2 * y + 1) +
+                         at(2 * x + 1, 2 * y + 1) + 1 + (x & 1)) >>
+                        2);
+  if (fx == 2) return std::uint8_t((at(2 * x, y) + at(2 * x + 1, y) + (x & 1)) >> 1);
+  return std::uint8_t((at(x, 2 * y) + at(x, 2 * y + 1) + (x & 1)) >> 1);
+}
+
+TEST(JpegPlanes, AverageDownIsJcsamplesRuleOnEverySizeAndFactor) {
+  // Widths around the 16- and 32-sample steps of the vector loop and its scalar tail.
+  for (int w : {1, 2, 3, 15, 16, 17, 31, 32, 33, 47, 64, 65, 100}) {
+    for (int h : {1, 2, 3, 9}) {
+      jpeg::Plane src;
+      src.width = w;
+      src.height = h;
+      src.stride = (std::size_t(w) + 7) / 8 * 8;
+      src.rows = (h + 7) / 8 * 8;
+      src.data.reset(new std::uint8_t[src.stride * std::size_t(src.rows)]);
+      unsigned s = unsigned(w * 31 + h);
+      for (std::size_t i = 0; i < src.stride * std::size_t(src.rows); ++i) {
+        s = s * 1103515245u + 12345u;
+        src.data[i] = std::uint8_t(s >> 23);
+      }
+      for (const auto& f :
+           {std::array<int, 2>{2, 2}, std::array<int, 2>{2, 1}, std::array<int, 2>{1, 2}}) {
+        jpeg::Plane dst;
+        jpeg::average_down(src, f[0], f[1], &dst);
+        ASSERT_EQ(dst.width, (w + f[0] - 1) / f[0]);
+        ASSERT_EQ(dst.height, (h + f[1] - 1) / f[1]);
+        long bad = 0;
+        for (int y = 0; y < dst.height; ++y)
+          for (int x = 0; x < dst.width; ++x)
+            bad += dst.row(y)[x] != averaged(src, x, y, f[0], f[1]);
+        EXPECT_EQ(bad, 0) << w << "x" << h << " by " << f[0] << "x" << f[1];
+      }
+    }
+  }
+  jpeg::Plane src, dst;
+  EXPECT_THROW(jpeg::average_down(src, 2, 2, &dst), Error);
+}
+
+TEST(JpegPlanes, EncodeKeepsOrAveragesTheChromaAndWritesTheAskedSampling) {
+  // Quality 100: the round trip's only loss is the DCT's rounding (a level or two).
+  const struct {
+    Sampling in;
+    jpeg::Subsampling out;
+    const char* out_name;
+    int fx, fy;  // chroma averaging
+  } cases[] = {{{1, 1, "4:4:4"}, jpeg::Subsampling::s444, "4:4:4", 1, 1},
+               {{1, 1, "4:4:4"}, jpeg::Subsampling::s422, "4:2:2", 2, 1},
+               {{1, 1, "4:4:4"}, jpeg::Subsampling::s420, "4:2:0", 2, 2},
+               {{2, 1, "4:2:2"}, jpeg::Subsampling::s422, "4:2:2", 1, 1},
+               {{2, 1, "4:2:2"}, jpeg::Subsampling::s420, "4:2:0", 1, 2},
+               {{2, 2, "4:2:0"}, jpeg::Subsampling::s420, "4:2:0", 1, 1}};
+  for (const auto& cs : cases) {
+    for (const auto& sz :
+         {std::array<int, 2>{1, 1}, std::array<int, 2>{35, 19}, std::array<int, 2>{131, 70}}) {
+      MakeOpts o;
+      o.h_samp = cs.in.h;
+      o.v_samp = cs.in.v;
+      const Bytes j = make_jpeg(pattern(sz[0], sz[1], 3, 5), o);
+      const jpeg::Planes in = jpeg::decode_planes(j.data(), j.size(), "in.jpg");
+      const Bytes out = jpeg::encode_planes(in, {100, cs.out});
+      const std::string tag = std::string(cs.in.name) + " -> " + cs.out_name + " " +
+                              std::to_string(sz[0]) + "x" + std::to_string(sz[1]);
+      jpeg::Info info;
+      ASSERT_TRUE(jpeg::read_header(out.data(), out.size(), &info)) << tag;
+      EXPECT_EQ(info.subsampling, cs.out_name) << tag;
+      EXPECT_EQ(info.width, sz[0]) << tag;
+      EXPECT_EQ(info.height, sz[1]) << tag;
+      const jpeg::Planes back = jpeg::decode_planes(out.data(), out.size(), "out.jpg");
+      int worst = 0;
+      for (int k = 0; k < 3; ++k) {
+        const jpeg::Plane& b = back.plane[k];
+        const int fx = k == 0 ? 1 : cs.fx, fy = k == 0 ? 1 : cs.fy;
+        for (int y = 0; y < b.height; ++y)
+          for (int x = 0; x < b.width; ++x) {
+            const int want =
+                fx == 1 && fy == 1 ? in.plane[k].row(y)[x] : averaged(in.plane[k], x, y, fx, fy);
+            worst = std::max(worst, std::abs(int(b.row(y)[x]) - want));
+          }
+      }
+      EXPECT_LE(worst, 2) << tag;
+    }
+  }
+  // Upsampling is refused, with the reason.
+  MakeOpts o420;
+  const Bytes j = make_jpeg(pattern(32, 32, 3), o420);
+  const jpeg::Planes p = jpeg::decode_planes(j.data(), j.size(), "in.jpg");
+  EXPECT_THROW(jpeg::encode_planes(p, {95, jpeg::Subsampling::s444}), Error);
+  EXPECT_THROW(jpeg::encode_planes(p, {0, jpeg::Subsampling::s420}), UsageError);
+}
+
+TEST(JpegPlanes, MetadataTravelsAndBrokenFilesAreRefusedByName) {
+  Image img = pattern(48, 32, 3);
+  Bytes j = make_jpeg(img);
+  // EXIF (orientation 1) and an RGB ICC profile, as jpeg::insert_metadata writes them
+  std::vector<std::uint8_t> exif = {'E',  'x',  'i', 'f', 0, 0, 'I', 'I', 42, 0, 8, 0, 0, 0, 1, 0,
+                                    0x12, 0x01, 3,   0,   1, 0, 0,   0,   1,  0, 0, 0, 0, 0, 0, 0};
+  std::vector<std::uint8_t> icc(200, 7);
+  std::memcpy(icc.data() + 16, "RGB ", 4);
+  jpeg::insert_metadata(j, exif, icc, 3);
+  const jpeg::Planes p = jpeg::decode_planes(j.data(), j.size(), "meta.jpg");
+  EXPECT_EQ(p.exif, exif);
+  EXPECT_EQ(p.icc, icc);
+  const Bytes out = jpeg::encode_planes(p, {95, jpeg::Subsampling::s420});
+  const Image back = jpeg::decode(out.data(), out.size(), "out.jpg");
+  EXPECT_EQ(back.exif, exif);
+  EXPECT_EQ(back.icc, icc);
+
+  const Bytes cut(j.begin(), j.begin() + std::ptrdiff_t(j.size() * 2 / 3));
+  try {
+    jpeg::decode_planes(cut.data(), cut.size(), "cut.jpg");
+    ADD_FAILURE() << "a truncated file decoded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cut.jpg"), std::string::npos) << e.what();
+  }
+  jpeg::DecodeOptions small;
+  small.max_pixels = 48 * 32 - 1;
+  EXPECT_THROW(jpeg::decode_planes(j.data(), j.size(), "big.jpg", small), Error);
+  const Bytes gray = make_jpeg(pattern(8, 8, 1));
+  EXPECT_THROW(jpeg::decode_planes(gray.data(), gray.size(), "gray.jpg"), Error);
+}
+
+TEST(JpegPlanes, EqualizesTheStoredYWithTheFormulasLut) {
+  for (const Sampling& smp : kSamplings) {
+    for (Formula f : {Formula::opencv, Formula::exact}) {
+      MakeOpts o;
+      o.h_samp = smp.h;
+      o.v_samp = smp.v;
+      const Bytes j = make_jpeg(pattern(97, 61, 3, 11), o);
+      const jpeg::Planes in = jpeg::decode_planes(j.data(), j.size(), "in.jpg");
+      Histogram want(256, 0);
+      for (int y = 0; y < in.plane[0].height; ++y)
+        for (int x = 0; x < in.plane[0].width; ++x) ++want[in.plane[0].row(y)[x]];
+      EqualizeOptions eo;
+      eo.formula = f;
+      EqualizeReport rep;
+      int w = 0, h = 0;
+      const jpeg::EncodeOptions enc{100, jpeg::Subsampling::s420};
+      const Bytes out = equalize_jpeg_planes(j.data(), j.size(), "in.jpg", eo, enc,
+                                             kDefaultMaxPixels, &rep, &w, &h);
+      EXPECT_EQ(w, 97);
+      EXPECT_EQ(h, 61);
+      EXPECT_EQ(rep.backend, "cpu");
+      EXPECT_EQ(rep.mode, Mode::luma);
+      ASSERT_EQ(rep.histograms.size(), 1u);
+      EXPECT_EQ(rep.histograms[0], want) << smp.name;
+      ASSERT_EQ(rep.luts.size(), 1u);
+      const Lut lut = make_lut(want.data(), f);
+      EXPECT_EQ(rep.luts[0], lut);
+      const jpeg::Planes back = jpeg::decode_planes(out.data(), out.size(), "out.jpg");
+      int worst = 0;
+      for (int y = 0; y < 61; ++y)
+        for (int x = 0; x < 97; ++x)
+          worst = std::max(
+              worst, std::abs(int(back.plane[0].row(y)[x]) - int(lut[in.plane[0].row(y)[x]])));
+      EXPECT_LE(worst, 2) << smp.name;
+    }
+  }
+}
+
+Bytes read_all(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(f), {});
+}
+
+int run(const std::string& cmd) {
+  const int rc = std::system((cmd + " >/dev/null 2>&1").c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+class JpegPlanesFiles : public test::TempDirTest {
+ protected:
+  JpegPlanesFiles() : TempDirTest("histeq-planes") {}
+};
+
+TEST_F(JpegPlanesFiles, CliAndExecutorWriteTheSameBytesOnTheCpuBackend) {
+  const fs::path dir = dir_;
+  fs::create_directories(dir / "in");
+  const char* names[] = {"a444.jpg", "b420.jpg", "c422.jpg", "gray.jpg"};
+  const int hv[][2] = {{1, 1}, {2, 2}, {2, 1}, {0, 0}};
+  for (int i = 0; i < 4; ++i) {
+    MakeOpts o;
+    o.h_samp = std::max(1, hv[i][0]);
+    o.v_samp = std::max(1, hv[i][1]);
+    const Bytes j = make_jpeg(pattern(203, 117, hv[i][0] ? 3 : 1, unsigned(i + 3)), o);
+    std::ofstream(dir / "in" / names[i], std::ios::binary)
+        .write(reinterpret_cast<const char*>(j.data()), std::streamsize(j.size()));
+  }
+  const std::string cli = HISTEQ_CLI;
+  ASSERT_EQ(run(cli + " equalize " + (dir / "in").string() + " -o " + (dir / "batch").string() +
+                " --backend cpu"),
+            0);
+  for (const char* n : names) {
+    const fs::path one = dir / (std::string("one_") + n);
+    ASSERT_EQ(run(cli + " equalize " + (dir / "in" / n).string() + " -o " + one.string() +
+                  " --backend cpu"),
+              0)
+        << n;
+    EXPECT_EQ(read_all(one), read_all(dir / "batch" / n)) << n;
+  }
+  // the planes route names itself; the gray file takes the decoded-pixel route
+  ExecutorOptions eo;
+  eo.equalize.backend = Backend::cpu;
+  eo.jobs = 2;
+  Executor ex(eo);
+  std::vector<WorkItem> items;
+  for (const char* n : names)
+    items.push_back({(dir / "in" / n).string(), (dir / "exec" / n).string(), ""});
+  fs::create_directories(dir / "exec");
+  std::map<std::string, std::string> decoder;
+  ex.run(items, [&](const ItemReport& r) {
+    EXPECT_TRUE(r.ok) << r.input << ": " << r.error;
+    decoder[fs::path(r.input).filename().string()] = r.decoder;
+  });
+  EXPECT_EQ(decoder["a444.jpg"], "libjpeg-turbo-ycbcr");
+  EXPECT_EQ(decoder["b420.jpg"], "libjpeg-turbo-ycbcr");
+  EXPECT_EQ(decoder["gray.jpg"], "libjpeg-turbo");
+  for (const char* n : names)
+    EXPECT_EQ(read_all(dir / "exec" / n), read_all(dir / "batch" / n)) << n;
+  // --mode rgb, a PNG output: the decoded-pixel route (its output equals the library's)
+  ASSERT_EQ(run(cli + " equalize " + (dir / "in" / "b420.jpg").string() + " -o " +
+                (dir / "rgb.jpg").string() + " --backend cpu --mode rgb"),
+            0);
+  const Bytes in = read_all(dir / "in" / "b420.jpg");
+  EqualizeOptions rgb;
+  rgb.backend = Backend::cpu;
+  rgb.mode = Mode::rgb;
+  const Image want =
+      equalize(decode_image(in.data(), in.size(), "b420.jpg", kDefaultMaxPixels), rgb);
+  EXPECT_EQ(read_all(dir / "rgb.jpg"), jpeg::encode(want, {95, jpeg::Subsampling::s420}));
+}
+
+}  // namespace
+}  // namespace histeq
