@@ -374,3 +374,38 @@ TEST_F(ExecutorTest, ManyItemsOfMixedSizesReportInInputOrder) {
   EXPECT_EQ(next, its.size());
   EXPECT_EQ(s.failures, 0u);
 }
+
+namespace histeq {
+namespace {
+
+TEST_F(ExecutorTest, AutoStartsTheDevicesOnlyForAListThatNamesAJpeg) {
+  HISTEQ_REQUIRE_GPU();
+  ExecutorOptions o;
+  o.jobs = 2;
+  Executor ex(o);  // --backend auto
+  // PNGs only: no CUDA start-up, every image on the CPU, the same bytes as the CPU path.
+  const auto pngs = items("png");
+  const BatchSummary s = ex.run(pngs, [&](const ItemReport& r) {
+    EXPECT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.equalize.backend, "cpu") << r.input;
+  });
+  EXPECT_EQ(s.device_init_ms, 0.0);
+  for (const WorkItem& w : pngs) EXPECT_EQ(read_bytes(w.output), reference(w)) << w.input;
+  // A list naming a JPEG starts them; once up they take PNGs too (the same bytes again).
+  fs::create_directories(dir_ / "jpg");
+  std::vector<WorkItem> with_jpeg = {{test::source_path("samples/hubble_deep_field.jpg"),
+                                      (dir_ / "jpg" / "hubble.jpg").string(), ""}};
+  ex.run(with_jpeg, [&](const ItemReport& r) { EXPECT_TRUE(r.ok) << r.error; });
+  EXPECT_EQ(ex.cpu_fallback_reason(), "");  // waits for the start-up: it found the GPU
+  const auto again = items("png2");
+  std::size_t on_gpu = 0;
+  ex.run(again, [&](const ItemReport& r) {
+    EXPECT_TRUE(r.ok) << r.error;
+    on_gpu += r.equalize.backend == "cuda";
+  });
+  EXPECT_GT(on_gpu, 0u);
+  for (const WorkItem& w : again) EXPECT_EQ(read_bytes(w.output), reference(w)) << w.input;
+}
+
+}  // namespace
+}  // namespace histeq
