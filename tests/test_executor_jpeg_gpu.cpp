@@ -18,6 +18,7 @@
 #include "histeq/executor.hpp"
 #include "histeq/gpu.hpp"
 #include "histeq/image_io.hpp"
+#include "histeq/jpeg_planes.hpp"
 #include "histeq/nvjpeg_codec.hpp"
 #include "histeq/pipeline.hpp"
 #include "jpeg_test_support.hpp"
@@ -234,6 +235,12 @@ TEST_F(ExecutorJpeg, GpuMixedFolderAndAutoRouteGiveTheBytesOfTheRouteThatRan) {
                                            // encoded on the device
         want = codec.encode(equalize(load_image(its[i].input), cpu_opt),
                             {95, jpeg::Subsampling::s420});
+      } else if (r.decoder == "libjpeg-turbo-ycbcr") {  // on the CPU in the YCbCr planes
+        EXPECT_EQ(route, JpegRoute::automatic) << "--backend cuda equalizes on the GPU";
+        EXPECT_EQ(r.encoder, r.decoder);
+        want = equalize_jpeg_planes(in.data(), in.size(), its[i].input, cpu_opt,
+                                    {95, jpeg::Subsampling::s420}, kDefaultMaxPixels, nullptr,
+                                    nullptr, nullptr);
       } else {  // a CPU decode: the same pixels whichever backend equalized them
         EXPECT_TRUE(r.decoder == "libjpeg-turbo" || r.decoder == "libdeflate-png" ||
                     r.decoder == "stb")

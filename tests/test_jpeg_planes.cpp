@@ -151,6 +151,7 @@ TEST(JpegPlanes, RouteTakesOnlyWhatNeedsNoUpsamplingNorRotation) {
   eo.mode = Mode::luma;
   EXPECT_TRUE(jpeg_planes_route(j.data(), j.size(), eo, to420));
   EXPECT_TRUE(jpeg_planes_backend(Backend::cpu));
+  EXPECT_TRUE(jpeg_planes_backend(Backend::automatic));
   EXPECT_FALSE(jpeg_planes_backend(Backend::cuda));
 }
 

@@ -24,12 +24,11 @@
 
 namespace histeq {
 
-/// Whether colour JPEG -> JPEG luma equalization takes the stored planes with this --backend:
-/// always with Backend::cpu, never with Backend::cuda, and with Backend::automatic when this
-/// machine has no NVIDIA driver (no /proc/driver/nvidia/version, /dev/nvidiactl or WSL's
-/// /dev/dxg: auto can then only run on the CPU). Decided from the machine, never from how far
-/// CUDA's start-up has come, so that every file of a run, and the single-file path, take the
-/// same route (and write the same bytes).
+/// Whether colour JPEG -> JPEG luma equalization may take the stored planes with this --backend:
+/// with Backend::cpu and Backend::automatic (where a file decoded on the CPU stays there: its
+/// equalization is a few ms and its encode libjpeg-turbo's), never with Backend::cuda (which
+/// asks for the GPU's equalization). In a batch with automatic, a JPEG that nvJPEG's route takes
+/// still goes there: the report's decoder names the route each file took, as for the codecs.
 bool jpeg_planes_backend(Backend requested);
 
 /// True when equalize_jpeg_planes can take these bytes: a JPEG that jpeg::planes_route takes to

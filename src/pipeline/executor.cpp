@@ -19,6 +19,7 @@
 #include <cctype>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -266,10 +267,29 @@ struct Executor::Impl {
     return false;
   }
 
+  /// A file pipeline waits on its devices from several threads while libjpeg-turbo and the PNG
+  /// codecs need every core: a waiting thread sleeps until the device is done
+  /// (cudaDeviceScheduleBlockingSync) instead of spinning on a core, CUDA's default. Set before
+  /// the contexts exist; where one already does (another library in the process made it), its
+  /// flags stay. HISTEQ_SPIN_SYNC=1 keeps the default, for measurement.
+  static void prefer_blocking_sync() {
+    if (std::getenv("HISTEQ_SPIN_SYNC")) return;
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    for (int d = 0; d < count; ++d)
+      if (cudaSetDevice(d) == cudaSuccess) cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
+    cudaGetLastError();  // a context made elsewhere keeps its flags: not an error here
+    if (count > 0) cudaSetDevice(0);
+  }
+
   void init_devices() {
     std::vector<std::unique_ptr<DeviceWorker>> made;
     std::string why;
     try {
+      prefer_blocking_sync();
       if (!cuda_available(&why)) throw Error(why);
       int count = 0;
       HISTEQ_CUDA_CHECK(cudaGetDeviceCount(&count));
@@ -822,12 +842,14 @@ struct Executor::Impl {
           return;
         }
       }
-      if (planes && process_jpeg_planes(it, slot)) return;
       if (jpeg::is_jpeg(it.bytes.data(), it.bytes.size())) {
         start_nvjpeg();
         if (!progressive_here(it) && route_jpeg_to_device() && process_jpeg_on_device(it, slot))
           return;
       }
+      // A JPEG the device's JPEG threads do not take (progressive, or none free): on this CPU
+      // worker in its YCbCr planes, when the route allows.
+      if (planes && process_jpeg_planes(it, slot)) return;
       slot.take();
       Image img;
       decode(it, img);
@@ -1033,9 +1055,10 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   }
   if (m.opt.jpeg_batch < 1) throw UsageError("the JPEG batch must be at least 1");
   if (m.opt.workers_per_device < 0) throw UsageError("workers per device must be at least 0");
-  // --backend auto on 8-bit equalize or histogram work with the default kernel and devices: the
-  // devices start in run(), and only for a list that names a JPEG (see Impl::start_devices).
-  m.devices_deferred = m.opt.equalize.backend == Backend::automatic && !m.opt.item_op &&
+  // --backend auto with the default kernel and devices: the devices start in run(), and only for
+  // a list that names a JPEG (names_a_jpeg). An item_op (CLAHE, 16 bits) brings its own device
+  // engines: it never uses these.
+  m.devices_deferred = m.opt.equalize.backend == Backend::automatic &&
                        m.opt.equalize.kernel == "auto" && m.opt.devices.empty() &&
                        m.opt.jpeg != JpegRoute::gpu;
   if (m.opt.equalize.backend != Backend::cpu && !m.devices_deferred) m.start_devices();

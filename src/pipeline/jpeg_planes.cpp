@@ -3,8 +3,6 @@
 
 #include <chrono>
 
-#include <unistd.h>
-
 #include "histeq/cpu.hpp"
 #include "histeq/lut.hpp"
 
@@ -16,13 +14,7 @@ double ms_since(Clock::time_point t0) {
 }
 }  // namespace
 
-bool jpeg_planes_backend(Backend requested) {
-  if (requested != Backend::automatic) return requested == Backend::cpu;
-  static const bool driver = ::access("/proc/driver/nvidia/version", F_OK) == 0 ||
-                             ::access("/dev/nvidiactl", F_OK) == 0 ||
-                             ::access("/dev/dxg", F_OK) == 0;
-  return !driver;
-}
+bool jpeg_planes_backend(Backend requested) { return requested != Backend::cuda; }
 
 bool jpeg_planes_route(const std::uint8_t* data, std::size_t size, const EqualizeOptions& opt,
                        const jpeg::EncodeOptions& enc) {
