@@ -35,6 +35,19 @@ namespace {
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
+/// Refuses zero sizes and images over `max_pixels`, naming the file, the size and the limit
+/// (before any pixel memory exists).
+void check_size(const std::string& name, std::uint64_t w, std::uint64_t h,
+                std::uint64_t max_pixels) {
+  if (w == 0 || h == 0)
+    throw Error(quoted(name) + " has zero width or height: " + std::to_string(w) + "x" +
+                std::to_string(h));
+  if (w * h > max_pixels)
+    throw Error(quoted(name) + " is " + std::to_string(w) + "x" + std::to_string(h) + " = " +
+                std::to_string(w * h) + " pixels, over the limit of " + std::to_string(max_pixels) +
+                " pixels");
+}
+
 // Most scans a decode may read: a progressive file has about 10; a crafted one with thousands
 // of tiny scans makes libjpeg spend quadratic time (libjpeg-turbo's TJPARAM_SCANLIMIT, 3.0, has
 // the same default of 500).
@@ -187,11 +200,24 @@ std::string reason(const ErrorState& e, const jpeg_decompress_struct* c) {
   }
 }
 
-struct DecodeGuard {
-  DecodeState* s;
-  ~DecodeGuard() {
+/// A libjpeg decompressor with histeq's error manager, destroyed with this object; header()
+/// runs phase 1 (run_read_header) and names the file in its error.
+struct Decompressor {
+  std::unique_ptr<DecodeState> s = std::make_unique<DecodeState>();
+  Decompressor() {
+    std::memset(static_cast<void*>(s.get()), 0, sizeof(DecodeState));
+    init_error(&s->err);
+    s->cinfo.err = &s->err.mgr;
+  }
+  ~Decompressor() {
     if (s->created) jpeg_destroy_decompress(&s->cinfo);
     std::free(s->icc);
+  }
+  Decompressor(const Decompressor&) = delete;
+  Decompressor& operator=(const Decompressor&) = delete;
+  void header(const std::uint8_t* data, std::size_t size, const std::string& name) {
+    if (run_read_header(s.get(), data, static_cast<unsigned long>(size)) != 0)
+      throw Error(quoted(name) + " is not a decodable image: " + reason(s->err, &s->cinfo));
   }
 };
 
@@ -337,13 +363,7 @@ Image decode(const std::uint8_t* data, std::size_t size, const std::string& name
     throw Error(quoted(name) +
                 " is not a decodable image: not a JPEG file (no start-of-image marker)");
   auto check_dims = [&](std::uint64_t w, std::uint64_t h) {
-    if (w == 0 || h == 0)
-      throw Error(quoted(name) + " has zero width or height: " + std::to_string(w) + "x" +
-                  std::to_string(h));
-    if (w * h > opt.max_pixels)
-      throw Error(quoted(name) + " is " + std::to_string(w) + "x" + std::to_string(h) + " = " +
-                  std::to_string(w * h) + " pixels, over the limit of " +
-                  std::to_string(opt.max_pixels) + " pixels");
+    check_size(name, w, h, opt.max_pixels);
   };
   // The frame header's size first, from our own marker walk: libjpeg refuses sides over 65500
   // with its own message, and the limit's message names the size and the limit. Without a
@@ -351,13 +371,9 @@ Image decode(const std::uint8_t* data, std::size_t size, const std::string& name
   Info pre;
   if (parse_info(data, size, &pre) && pre.height > 0)
     check_dims(std::uint64_t(pre.width), std::uint64_t(pre.height));
-  auto s = std::make_unique<DecodeState>();
-  std::memset(static_cast<void*>(s.get()), 0, sizeof(DecodeState));
-  init_error(&s->err);
-  s->cinfo.err = &s->err.mgr;
-  DecodeGuard guard{s.get()};
-  if (run_read_header(s.get(), data, static_cast<unsigned long>(size)) != 0)
-    throw Error(quoted(name) + " is not a decodable image: " + reason(s->err, &s->cinfo));
+  Decompressor d;
+  d.header(data, size, name);
+  DecodeState* s = d.s.get();
   const std::uint64_t w = s->cinfo.image_width, h = s->cinfo.image_height;
   check_dims(w, h);
   // The structure (decode_checks.hpp) after libjpeg's header read (its reasons for broken
@@ -377,7 +393,7 @@ Image decode(const std::uint8_t* data, std::size_t size, const std::string& name
   }
   if (s->icc && s->icc_len > 0 && img.channels != 4 && s->cinfo.out_color_space != JCS_CMYK)
     img.icc.assign(s->icc, s->icc + s->icc_len);
-  if (run_decode(s.get(), img.pixels.data(), img.channels) != 0)
+  if (run_decode(s, img.pixels.data(), img.channels) != 0)
     throw Error(quoted(name) + " is not a decodable image: " + reason(s->err, &s->cinfo));
   if (opt.orientation == Orientation::apply) {
     const int o = exif_orientation(img.exif);
@@ -564,6 +580,32 @@ struct EncodeState {
   unsigned long out_size;
 };
 
+/// The compressor's parameters, jpeg_start_compress and the metadata markers, for run_encode
+/// and run_encode_raw: 1 component (gray) or 3 (`in` RGB, or YCbCr planes when `raw`) with Y at
+/// h_samp x v_samp and chroma at 1x1; quality by jpeg_set_quality; ISLOW DCT; EXIF files carry
+/// APP1 instead of the JFIF APP0. C-style (called between setjmp and a possible longjmp).
+void start_compress(j_compress_ptr c, int w, int h, int components, J_COLOR_SPACE in, bool raw,
+                    int quality, int h_samp, int v_samp, const unsigned char* exif,
+                    unsigned exif_len, const unsigned char* icc, unsigned icc_len) {
+  c->image_width = JDIMENSION(w);
+  c->image_height = JDIMENSION(h);
+  c->input_components = components;
+  c->in_color_space = in;
+  jpeg_set_defaults(c);
+  jpeg_set_quality(c, quality, TRUE);
+  c->dct_method = JDCT_ISLOW;
+  c->raw_data_in = raw ? TRUE : FALSE;
+  if (components == 3) {
+    c->comp_info[0].h_samp_factor = h_samp;
+    c->comp_info[0].v_samp_factor = v_samp;
+    for (int i = 1; i < 3; ++i) c->comp_info[i].h_samp_factor = c->comp_info[i].v_samp_factor = 1;
+  }
+  if (exif_len > 0) c->write_JFIF_header = FALSE;
+  jpeg_start_compress(c, TRUE);
+  if (exif_len > 0) jpeg_write_marker(c, JPEG_APP0 + 1, exif, exif_len);
+  if (icc_len > 0) jpeg_write_icc_profile(c, icc, icc_len);
+}
+
 /// Compresses `rows` rows; `px` points at the image (width * channels bytes per row). For 2 and
 /// 4 channels each row is packed into a libjpeg-pool row without its alpha first.
 int run_encode(EncodeState* s, const unsigned char* px, int w, int h, int channels, int quality,
@@ -574,23 +616,9 @@ int run_encode(EncodeState* s, const unsigned char* px, int w, int h, int channe
   s->created = true;
   j_compress_ptr c = &s->cinfo;
   jpeg_mem_dest(c, &s->out, &s->out_size);
-  c->image_width = JDIMENSION(w);
-  c->image_height = JDIMENSION(h);
   const bool gray = channels <= 2;
-  c->input_components = gray ? 1 : 3;
-  c->in_color_space = gray ? JCS_GRAYSCALE : JCS_RGB;
-  jpeg_set_defaults(c);
-  jpeg_set_quality(c, quality, TRUE);
-  c->dct_method = JDCT_ISLOW;
-  if (!gray) {
-    c->comp_info[0].h_samp_factor = h_samp;
-    c->comp_info[0].v_samp_factor = v_samp;
-    for (int i = 1; i < 3; ++i) c->comp_info[i].h_samp_factor = c->comp_info[i].v_samp_factor = 1;
-  }
-  if (exif_len > 0) c->write_JFIF_header = FALSE;  // EXIF files carry APP1 instead of APP0
-  jpeg_start_compress(c, TRUE);
-  if (exif_len > 0) jpeg_write_marker(c, JPEG_APP0 + 1, exif, exif_len);
-  if (icc_len > 0) jpeg_write_icc_profile(c, icc, icc_len);
+  start_compress(c, w, h, gray ? 1 : 3, gray ? JCS_GRAYSCALE : JCS_RGB, false, quality, h_samp,
+                 v_samp, exif, exif_len, icc, icc_len);
   const int in_c = c->input_components;
   JSAMPARRAY row = channels != in_c ? (*c->mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(c),
                                                               JPOOL_IMAGE, JDIMENSION(w * in_c), 1)
@@ -612,11 +640,23 @@ int run_encode(EncodeState* s, const unsigned char* px, int w, int h, int channe
   return 0;
 }
 
-struct EncodeGuard {
-  EncodeState* s;
-  ~EncodeGuard() {
+/// A libjpeg compressor state with histeq's error manager, destroyed with this object (and the
+/// jpeg_mem_dest buffer freed); bytes() copies out what was encoded.
+struct Compressor {
+  std::unique_ptr<EncodeState> s = std::make_unique<EncodeState>();
+  Compressor() {
+    std::memset(static_cast<void*>(s.get()), 0, sizeof(EncodeState));
+    init_error(&s->err);
+    s->cinfo.err = &s->err.mgr;
+  }
+  ~Compressor() {
     if (s->created) jpeg_destroy_compress(&s->cinfo);
     std::free(s->out);
+  }
+  Compressor(const Compressor&) = delete;
+  Compressor& operator=(const Compressor&) = delete;
+  std::vector<std::uint8_t> bytes() const {
+    return std::vector<std::uint8_t>(s->out, s->out + s->out_size);
   }
 };
 
@@ -643,17 +683,14 @@ std::vector<std::uint8_t> encode(const Image& img, const EncodeOptions& opt) {
     vs = 1;
   const std::vector<std::uint8_t>* exif = img.exif.size() <= 65533 ? &img.exif : nullptr;
   const bool icc_ok = !img.icc.empty() && icc_fits(img.icc, img.channels);
-  auto s = std::make_unique<EncodeState>();
-  std::memset(static_cast<void*>(s.get()), 0, sizeof(EncodeState));
-  init_error(&s->err);
-  s->cinfo.err = &s->err.mgr;
-  EncodeGuard guard{s.get()};
-  if (run_encode(s.get(), img.pixels.data(), img.width, img.height, img.channels, opt.quality, hs,
-                 vs, exif ? exif->data() : nullptr, exif ? unsigned(exif->size()) : 0u,
+  Compressor e;
+  EncodeState* s = e.s.get();
+  if (run_encode(s, img.pixels.data(), img.width, img.height, img.channels, opt.quality, hs, vs,
+                 exif ? exif->data() : nullptr, exif ? unsigned(exif->size()) : 0u,
                  icc_ok ? img.icc.data() : nullptr, icc_ok ? unsigned(img.icc.size()) : 0u) != 0)
     throw Error("libjpeg failed to encode a " + std::to_string(img.width) + "x" +
                 std::to_string(img.height) + " image: " + s->err.message);
-  return std::vector<std::uint8_t>(s->out, s->out + s->out_size);
+  return e.bytes();
 }
 
 // ---- the stored planes ----
@@ -728,21 +765,7 @@ int run_encode_raw(EncodeState* s, const Plane* const* pl, int w, int h, int qua
   s->created = true;
   j_compress_ptr c = &s->cinfo;
   jpeg_mem_dest(c, &s->out, &s->out_size);
-  c->image_width = JDIMENSION(w);
-  c->image_height = JDIMENSION(h);
-  c->input_components = 3;
-  c->in_color_space = JCS_YCbCr;
-  jpeg_set_defaults(c);
-  jpeg_set_quality(c, quality, TRUE);
-  c->dct_method = JDCT_ISLOW;
-  c->raw_data_in = TRUE;
-  c->comp_info[0].h_samp_factor = hs;
-  c->comp_info[0].v_samp_factor = vs;
-  for (int i = 1; i < 3; ++i) c->comp_info[i].h_samp_factor = c->comp_info[i].v_samp_factor = 1;
-  if (exif_len > 0) c->write_JFIF_header = FALSE;
-  jpeg_start_compress(c, TRUE);
-  if (exif_len > 0) jpeg_write_marker(c, JPEG_APP0 + 1, exif, exif_len);
-  if (icc_len > 0) jpeg_write_icc_profile(c, icc, icc_len);
+  start_compress(c, w, h, 3, JCS_YCbCr, true, quality, hs, vs, exif, exif_len, icc, icc_len);
   const int lines = vs * DCTSIZE;
   JSAMPROW rows[3][2 * DCTSIZE];
   JSAMPARRAY arrays[3] = {rows[0], rows[1], rows[2]};
@@ -863,20 +886,10 @@ Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::stri
   if (!is_jpeg(data, size) || !parse_info(data, size, &pre) || !stored_ycbcr(pre, &ih, &iv))
     throw Error(quoted(name) + ": not a colour JPEG with 4:4:4, 4:2:2 or 4:2:0 YCbCr planes");
   const std::uint64_t w0 = std::uint64_t(pre.width), h0 = std::uint64_t(pre.height);
-  if (w0 == 0 || h0 == 0)
-    throw Error(quoted(name) + " has zero width or height: " + std::to_string(w0) + "x" +
-                std::to_string(h0));
-  if (w0 * h0 > opt.max_pixels)
-    throw Error(quoted(name) + " is " + std::to_string(w0) + "x" + std::to_string(h0) + " = " +
-                std::to_string(w0 * h0) + " pixels, over the limit of " +
-                std::to_string(opt.max_pixels) + " pixels");
-  auto s = std::make_unique<DecodeState>();
-  std::memset(static_cast<void*>(s.get()), 0, sizeof(DecodeState));
-  init_error(&s->err);
-  s->cinfo.err = &s->err.mgr;
-  DecodeGuard guard{s.get()};
-  if (run_read_header(s.get(), data, static_cast<unsigned long>(size)) != 0)
-    throw Error(quoted(name) + " is not a decodable image: " + reason(s->err, &s->cinfo));
+  check_size(name, w0, h0, opt.max_pixels);
+  Decompressor d;
+  d.header(data, size, name);
+  DecodeState* s = d.s.get();
   j_decompress_ptr c = &s->cinfo;
   if (c->jpeg_color_space != JCS_YCbCr || c->num_components != 3 ||
       c->image_width != JDIMENSION(w0) || c->image_height != JDIMENSION(h0))
@@ -904,7 +917,7 @@ Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::stri
       p.exif.assign(m->data, m->data + m->data_length);
   }
   if (s->icc && s->icc_len > 0) p.icc.assign(s->icc, s->icc + s->icc_len);
-  if (run_decode_raw(s.get(), p.plane) != 0)
+  if (run_decode_raw(s, p.plane) != 0)
     throw Error(quoted(name) + " is not a decodable image: " + reason(s->err, &s->cinfo));
   for (Plane& pl : p.plane) pad_plane(&pl);
   return p;
@@ -940,17 +953,14 @@ std::vector<std::uint8_t> encode_planes(const Planes& p, const EncodeOptions& op
   }
   const std::vector<std::uint8_t>* exif = p.exif.size() <= 65533 ? &p.exif : nullptr;
   const bool icc_ok = !p.icc.empty() && icc_fits(p.icc, 3);
-  auto s = std::make_unique<EncodeState>();
-  std::memset(static_cast<void*>(s.get()), 0, sizeof(EncodeState));
-  init_error(&s->err);
-  s->cinfo.err = &s->err.mgr;
-  EncodeGuard guard{s.get()};
-  if (run_encode_raw(s.get(), pl, p.width, p.height, opt.quality, oh, ov,
-                     exif ? exif->data() : nullptr, exif ? unsigned(exif->size()) : 0u,
-                     icc_ok ? p.icc.data() : nullptr, icc_ok ? unsigned(p.icc.size()) : 0u) != 0)
+  Compressor e;
+  EncodeState* s = e.s.get();
+  if (run_encode_raw(s, pl, p.width, p.height, opt.quality, oh, ov, exif ? exif->data() : nullptr,
+                     exif ? unsigned(exif->size()) : 0u, icc_ok ? p.icc.data() : nullptr,
+                     icc_ok ? unsigned(p.icc.size()) : 0u) != 0)
     throw Error("libjpeg failed to encode " + std::to_string(p.width) + "x" +
                 std::to_string(p.height) + " planes: " + s->err.message);
-  return std::vector<std::uint8_t>(s->out, s->out + s->out_size);
+  return e.bytes();
 }
 
 }  // namespace histeq::jpeg

@@ -841,11 +841,7 @@ struct Executor::Impl {
         if (opt.item_op(it.bytes, apply ? format_for(it) : std::string(), rep, &encoded)) {
           std::vector<std::uint8_t>().swap(it.bytes);
           if (apply) {
-            rep.output_bytes = encoded.size();
-            slot.give();  // the write waits on the disk (fsync), not on the CPU
-            const auto t0 = Clock::now();
-            write_file_atomic(rep.output, encoded.data(), encoded.size());
-            rep.times.write_ms = ms_since(t0);
+            write_output(rep, slot, encoded);
           }
           rep.ok = true;
           return;
@@ -917,17 +913,23 @@ struct Executor::Impl {
         const std::vector<std::uint8_t> bytes =
             encoded.empty() ? encode(out, rep, fmt) : std::move(encoded);
         er.times.encode_ms = rep.times.encode_ms;
-        rep.output_bytes = bytes.size();
-        slot.give();  // the write waits on the disk (fsync), not on the CPU
-        const auto t0 = Clock::now();
-        write_file_atomic(rep.output, bytes.data(), bytes.size());
-        rep.times.write_ms = ms_since(t0);
+        write_output(rep, slot, bytes);
       }
       rep.ok = true;
     } catch (const std::exception& e) {
       rep.ok = false;
       rep.error = e.what();
     }
+  }
+
+  /// Writes an item's output (atomically: write_file_atomic) and times it. The write waits on
+  /// the disk (fsync), not on the CPU: the worker's CPU slot goes to another worker first.
+  static void write_output(ItemReport& rep, Slot& slot, const std::vector<std::uint8_t>& bytes) {
+    rep.output_bytes = bytes.size();
+    slot.give();
+    const auto t0 = Clock::now();
+    write_file_atomic(rep.output, bytes.data(), bytes.size());
+    rep.times.write_ms = ms_since(t0);
   }
 
   /// A colour JPEG to a JPEG in luma mode, on this CPU worker, in the file's YCbCr planes
@@ -955,11 +957,7 @@ struct Executor::Impl {
     rep.times.encode_ms = er.times.encode_ms;
     er.luts.clear();  // not kept for a batch of equalized files (memory per report)
     er.histograms.clear();
-    rep.output_bytes = bytes.size();
-    slot.give();  // the write waits on the disk (fsync), not on the CPU
-    const auto t0 = Clock::now();
-    write_file_atomic(rep.output, bytes.data(), bytes.size());
-    rep.times.write_ms = ms_since(t0);
+    write_output(rep, slot, bytes);
     rep.ok = true;
     return true;
   }
@@ -996,11 +994,7 @@ struct Executor::Impl {
       job.encoded.swap(enc);
     }
     rep.equalize.times.encode_ms = rep.times.encode_ms;
-    rep.output_bytes = job.encoded.size();
-    slot.give();  // the write waits on the disk (fsync), not on the CPU
-    const auto t0 = Clock::now();
-    write_file_atomic(rep.output, job.encoded.data(), job.encoded.size());
-    rep.times.write_ms = ms_since(t0);
+    write_output(rep, slot, job.encoded);
     rep.ok = true;
     return true;
   }
