@@ -1,4 +1,5 @@
-// jpeg_planes.cpp — luma mode in a JPEG's own YCbCr planes (histeq/jpeg_planes.hpp).
+// jpeg_planes.cpp — luma mode in a JPEG's own YCbCr planes (histeq/jpeg_planes.hpp), on the CPU
+// (the cpu room: the codec through its public header, histogram and LUT from the CPU backend).
 #include "histeq/jpeg_planes.hpp"
 
 #include <chrono>
