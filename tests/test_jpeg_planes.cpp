@@ -150,6 +150,8 @@ TEST(JpegPlanes, RouteTakesOnlyWhatNeedsNoUpsamplingNorRotation) {
   EXPECT_FALSE(jpeg_planes_route(j.data(), j.size(), eo, to420));
   eo.mode = Mode::luma;
   EXPECT_TRUE(jpeg_planes_route(j.data(), j.size(), eo, to420));
+  eo.kernel = "columns";  // a kernel named: the GPU was asked for
+  EXPECT_FALSE(jpeg_planes_route(j.data(), j.size(), eo, to420));
   EXPECT_TRUE(jpeg_planes_backend(Backend::cpu));
   EXPECT_TRUE(jpeg_planes_backend(Backend::automatic));
   EXPECT_FALSE(jpeg_planes_backend(Backend::cuda));
@@ -166,7 +168,7 @@ std::uint8_t averaged(const jpeg::Plane& c, int x, int y, int fx, int fy) {
                          at(2 * x + 1, 2 * y + 1) + 1 + (x & 1)) >>
                         2);
   if (fx == 2) return std::uint8_t((at(2 * x, y) + at(2 * x + 1, y) + (x & 1)) >> 1);
-  return std::uint8_t((at(x, 2 * y) + at(x, 2 * y + 1) + (x & 1)) >> 1);
+  return std::uint8_t((at(x, 2 * y) + at(x, 2 * y + 1) + 1) >> 1);  // int_downsample
 }
 
 TEST(JpegPlanes, AverageDownIsJcsamplesRuleOnEverySizeAndFactor) {
@@ -301,8 +303,9 @@ TEST(JpegPlanes, EqualizesTheStoredYWithTheFormulasLut) {
       EqualizeReport rep;
       int w = 0, h = 0;
       const jpeg::EncodeOptions enc{100, jpeg::Subsampling::s420};
-      const Bytes out = equalize_jpeg_planes(j.data(), j.size(), "in.jpg", eo, enc,
-                                             kDefaultMaxPixels, &rep, &w, &h);
+      Bytes out;
+      ASSERT_TRUE(equalize_jpeg_planes(j.data(), j.size(), "in.jpg", eo, enc, kDefaultMaxPixels,
+                                       &out, &rep, &w, &h));
       EXPECT_EQ(w, 97);
       EXPECT_EQ(h, 61);
       EXPECT_EQ(rep.backend, "cpu");
@@ -321,6 +324,63 @@ TEST(JpegPlanes, EqualizesTheStoredYWithTheFormulasLut) {
       EXPECT_LE(worst, 2) << smp.name;
     }
   }
+}
+
+/// The JPEG's marker segments with `seg` inserted right after the frame header (SOF0), and its
+/// JFIF APP0 dropped when `drop_jfif` (libjpeg trusts JFIF over an Adobe marker).
+Bytes with_segment_after_sof(const Bytes& j, const Bytes& seg, bool drop_jfif) {
+  Bytes out(j.begin(), j.begin() + 2);
+  std::size_t pos = 2;
+  while (pos + 4 <= j.size()) {
+    const std::uint8_t m = j[pos + 1];
+    if (m == 0xDA) {
+      out.insert(out.end(), j.begin() + std::ptrdiff_t(pos), j.end());
+      break;
+    }
+    const std::size_t len = std::size_t(j[pos + 2]) << 8 | j[pos + 3];
+    if (!(drop_jfif && m == 0xE0))
+      out.insert(out.end(), j.begin() + std::ptrdiff_t(pos),
+                 j.begin() + std::ptrdiff_t(pos + 2 + len));
+    if (m == 0xC0) out.insert(out.end(), seg.begin(), seg.end());
+    pos += 2 + len;
+  }
+  return out;
+}
+
+/// An APP1 EXIF segment (little-endian TIFF) whose IFD0 holds only Orientation = o.
+Bytes exif_segment(int o) {
+  const Bytes payload = {'E', 'x',  'i',  'f', 0,
+                         0,   'I',  'I',  42,  0,
+                         8,   0,    0,    0,   1,
+                         0,   0x12, 0x01, 3,   0,
+                         1,   0,    0,    0,   std::uint8_t(o),
+                         0,   0,    0,    0,   0,
+                         0,   0};
+  Bytes seg = {0xFF, 0xE1, 0, std::uint8_t(payload.size() + 2)};
+  seg.insert(seg.end(), payload.begin(), payload.end());
+  return seg;
+}
+
+TEST(JpegPlanes, MarkersAfterTheFrameHeaderTakeTheFileOffTheRoute) {
+  const Bytes base = make_jpeg(pattern(40, 24, 3, 9));
+  // An Adobe APP14 with transform 0 after the SOF (no JFIF): libjpeg reads RGB components.
+  const Bytes adobe = {0xFF, 0xEE, 0, 14, 'A', 'd', 'o', 'b', 'e', 0, 100, 0, 0, 0, 0, 0};
+  const Bytes rgb = with_segment_after_sof(base, adobe, true);
+  // EXIF orientation 6 (rotate 90 clockwise) after the SOF: the pixels must be rotated.
+  const Bytes rotated = with_segment_after_sof(base, exif_segment(6), false);
+  const jpeg::EncodeOptions enc{95, jpeg::Subsampling::s420};
+  EqualizeOptions eo;
+  for (const Bytes* j : {&rgb, &rotated}) {
+    EXPECT_TRUE(jpeg_planes_route(j->data(), j->size(), eo, enc)) << "the header walk sees none";
+    EXPECT_EQ(jpeg::decode_planes(j->data(), j->size(), "x.jpg").width, 0);
+    Bytes out;
+    EXPECT_FALSE(equalize_jpeg_planes(j->data(), j->size(), "x.jpg", eo, enc, kDefaultMaxPixels,
+                                      &out, nullptr, nullptr, nullptr));
+    EXPECT_TRUE(out.empty());
+  }
+  jpeg::DecodeOptions keep;
+  keep.orientation = jpeg::Orientation::keep;
+  EXPECT_EQ(jpeg::decode_planes(rotated.data(), rotated.size(), "x.jpg", keep).width, 40);
 }
 
 Bytes read_all(const fs::path& p) {
@@ -382,6 +442,29 @@ TEST_F(JpegPlanesFiles, CliAndExecutorWriteTheSameBytesOnTheCpuBackend) {
   EXPECT_EQ(decoder["gray.jpg"], "libjpeg-turbo");
   for (const char* n : names)
     EXPECT_EQ(read_all(dir / "exec" / n), read_all(dir / "batch" / n)) << n;
+  // Files that markers after the frame header take off the route: the decoded-pixel route, in
+  // the batch and alone (upright, for the EXIF rotation).
+  fs::create_directories(dir / "off");
+  const Bytes base = make_jpeg(pattern(40, 24, 3, 9));
+  const Bytes adobe = {0xFF, 0xEE, 0, 14, 'A', 'd', 'o', 'b', 'e', 0, 100, 0, 0, 0, 0, 0};
+  const std::pair<const char*, Bytes> off[] = {
+      {"rgb.jpg", with_segment_after_sof(base, adobe, true)},
+      {"rot.jpg", with_segment_after_sof(base, exif_segment(6), false)}};
+  for (const auto& [n, b] : off)
+    std::ofstream(dir / "off" / n, std::ios::binary)
+        .write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+  ASSERT_EQ(run(cli + " equalize " + (dir / "off").string() + " -o " + (dir / "off_out").string() +
+                " --backend cpu"),
+            0);
+  for (const auto& [n, b] : off) {
+    EqualizeOptions cpu;
+    cpu.backend = Backend::cpu;
+    const Image want = equalize(decode_image(b.data(), b.size(), n, kDefaultMaxPixels), cpu);
+    const Bytes got = read_all(dir / "off_out" / n);
+    EXPECT_EQ(got, jpeg::encode(want, {95, jpeg::Subsampling::s420})) << n;
+    const Image back = decode_image(got.data(), got.size(), n, kDefaultMaxPixels);
+    EXPECT_EQ(back.width, std::string(n) == "rot.jpg" ? 24 : 40) << n;
+  }
   // --mode rgb, a PNG output: the decoded-pixel route (its output equals the library's)
   ASSERT_EQ(run(cli + " equalize " + (dir / "in" / "b420.jpg").string() + " -o " +
                 (dir / "rgb.jpg").string() + " --backend cpu --mode rgb"),

@@ -145,15 +145,20 @@ bool planes_route(const Info& info, const EncodeOptions& out, Orientation orient
 
 /// Decodes a colour JPEG into its stored planes (no upsampling, no colour conversion: the Y
 /// samples are the ones libjpeg's colour conversion starts from). The same checks, limits and
-/// errors as decode(); also throws Error when the file does not fit planes_route (callers ask it
-/// first).
+/// errors as decode(); throws Error when the frame header does not fit planes_route (callers ask
+/// it first). Returns planes of width 0 (nothing decoded) when a marker planes_route cannot see,
+/// one after the frame header, takes the file off the route: libjpeg then reads it as RGB (an
+/// Adobe APP14 transform), or its EXIF orientation is 2..8 and opt.orientation is apply. The
+/// caller then decodes the file to pixels (decode()).
 Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::string& name,
                      const DecodeOptions& opt = {});
 
 /// `src` averaged by fx x fy (1 or 2 each) into `dst` (allocated here, sampling factors 1x1,
-/// padded as decode_planes pads): jcsample.c's rule, (a + b + {0,1}) >> 1 along a row or a
-/// column and (a + b + c + d + {1,2}) >> 2 for 2x2, the bias alternating with the output column;
-/// samples past src's width and height repeat its last. Throws Error for other factors.
+/// padded as decode_planes pads), as libjpeg's jcsample.c averages: along a row
+/// (a + b + {0,1}) >> 1 and 2x2 (a + b + c + d + {1,2}) >> 2, the bias alternating with the
+/// output column (h2v1_downsample, h2v2_downsample), and down a column (a + b + 1) >> 1
+/// (int_downsample's rounding); samples past src's width and height repeat its last. Throws
+/// Error for other factors.
 void average_down(const Plane& src, int fx, int fy, Plane* dst);
 
 /// Encodes planes as a baseline JPEG (ISLOW DCT, standard Huffman tables, quality as encode()),

@@ -11,8 +11,9 @@
 //
 // The result is not equal to the RGB route's: Y recomputed from rounded, clamped RGB differs
 // from the stored Y by about one level at some pixels, so the histograms and LUTs differ a
-// little (docs/cli.md gives the measured difference on photographs). Gray JPEGs are one plane
-// either way and take the ordinary route (equal to cv::equalizeHist on OpenCV's decode).
+// little (README "JPEG notes" and docs/benchmarks.md give the difference measured on photographs).
+// Gray JPEGs are one plane either way and take the ordinary route (equal to cv::equalizeHist on
+// OpenCV's decode).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -33,19 +34,21 @@ bool jpeg_planes_backend(Backend requested);
 
 /// True when equalize_jpeg_planes can take these bytes: a JPEG that jpeg::planes_route takes to
 /// `enc` (EXIF rotation applied as decode() applies it: files that need one go the RGB route),
-/// and luma mode (opt.mode unset or Mode::luma). The caller decides the rest: the CPU backend and
-/// a JPEG output.
+/// luma mode (opt.mode unset or Mode::luma) and the default kernel (opt.kernel "auto": a kernel
+/// named on the command line asks for the GPU). The caller decides the rest: the backend
+/// (jpeg_planes_backend) and a JPEG output.
 bool jpeg_planes_route(const std::uint8_t* data, std::size_t size, const EqualizeOptions& opt,
                        const jpeg::EncodeOptions& enc);
 
-/// The equalized JPEG of a file jpeg_planes_route takes. Fills *report like equalize() on the
-/// CPU (backend "cpu", kernel "cpu", mode luma, the Y plane's histogram and LUT, the stage times
-/// with decode and encode) and *width, *height. One thread. Errors as jpeg::decode (naming
-/// `name`), make_lut and jpeg::encode.
-std::vector<std::uint8_t> equalize_jpeg_planes(const std::uint8_t* data, std::size_t size,
-                                               const std::string& name, const EqualizeOptions& opt,
-                                               const jpeg::EncodeOptions& enc,
-                                               std::uint64_t max_pixels, EqualizeReport* report,
-                                               int* width, int* height);
+/// The equalized JPEG of a file jpeg_planes_route takes, into *encoded. Fills *report like
+/// equalize() on the CPU (backend "cpu", kernel "cpu", mode luma, the Y plane's histogram and
+/// LUT, the stage times with decode and encode) and *width, *height. One thread. Returns false,
+/// with nothing filled, when a marker after the frame header takes the file off the route
+/// (jpeg::decode_planes): the caller decodes it to pixels as usual. Errors as jpeg::decode
+/// (naming `name`), make_lut and jpeg::encode.
+bool equalize_jpeg_planes(const std::uint8_t* data, std::size_t size, const std::string& name,
+                          const EqualizeOptions& opt, const jpeg::EncodeOptions& enc,
+                          std::uint64_t max_pixels, std::vector<std::uint8_t>* encoded,
+                          EqualizeReport* report, int* width, int* height);
 
 }  // namespace histeq

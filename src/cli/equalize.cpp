@@ -351,16 +351,16 @@ Equalized equalize_one(Single& s, const std::vector<std::uint8_t>& bytes, Clock:
   std::unique_ptr<gpu::JpegCodec> codec;
   bool done = false;  // equalized and written on the device path
   const jpeg::EncodeOptions enc{s.enc.quality, s.enc.subsampling};
+  std::vector<std::uint8_t> planes_out;
+  int w = 0, h = 0;
   if (is_jpeg && jpg_out && !s.gpu_jpeg && jpeg_planes_backend(s.cm.opt.backend) &&
-      jpeg_planes_route(bytes.data(), bytes.size(), s.cm.opt, enc)) {
+      jpeg_planes_route(bytes.data(), bytes.size(), s.cm.opt, enc) &&
+      equalize_jpeg_planes(bytes.data(), bytes.size(), s.name, s.cm.opt, enc, s.cm.max_pixels,
+                           &planes_out, &e.rep, &w, &h)) {
     // luma mode in the file's own YCbCr planes, as the executor does (jpeg_planes.hpp)
-    const double read_ms = ms_since(t_start);
+    const double read_ms = ms_since(t_start) - e.rep.times.total_ms;
     s.settle_probe(err);
-    int w = 0, h = 0;
-    emit(s,
-         equalize_jpeg_planes(bytes.data(), bytes.size(), s.name, s.cm.opt, enc, s.cm.max_pixels,
-                              &e.rep, &w, &h),
-         out);
+    emit(s, planes_out, out);
     e.rep.device = "CPU (1 thread)";
     e.in.width = e.eq.width = w;
     e.in.height = e.eq.height = h;

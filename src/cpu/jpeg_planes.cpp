@@ -19,17 +19,22 @@ bool jpeg_planes_backend(Backend requested) { return requested != Backend::cuda;
 
 bool jpeg_planes_route(const std::uint8_t* data, std::size_t size, const EqualizeOptions& opt,
                        const jpeg::EncodeOptions& enc) {
-  if (opt.mode && *opt.mode != Mode::luma) return false;
+  if ((opt.mode && *opt.mode != Mode::luma) || opt.kernel != "auto") return false;
   jpeg::Info info;
   return jpeg::read_header(data, size, &info) &&
          jpeg::planes_route(info, enc, jpeg::Orientation::apply);
 }
 
-std::vector<std::uint8_t> equalize_jpeg_planes(const std::uint8_t* data, std::size_t size,
-                                               const std::string& name, const EqualizeOptions& opt,
-                                               const jpeg::EncodeOptions& enc,
-                                               std::uint64_t max_pixels, EqualizeReport* report,
-                                               int* width, int* height) {
+bool equalize_jpeg_planes(const std::uint8_t* data, std::size_t size, const std::string& name,
+                          const EqualizeOptions& opt, const jpeg::EncodeOptions& enc,
+                          std::uint64_t max_pixels, std::vector<std::uint8_t>* encoded,
+                          EqualizeReport* report, int* width, int* height) {
+  const auto t_total = Clock::now();
+  jpeg::DecodeOptions dec;
+  dec.max_pixels = max_pixels;
+  dec.orientation = jpeg::Orientation::apply;  // a rotation to apply: off the route (below)
+  jpeg::Planes p = jpeg::decode_planes(data, size, name, dec);
+  if (p.width == 0) return false;
   EqualizeReport local;
   EqualizeReport& rep = report ? *report : local;
   rep = EqualizeReport{};
@@ -37,16 +42,10 @@ std::vector<std::uint8_t> equalize_jpeg_planes(const std::uint8_t* data, std::si
   rep.device = "CPU (1 thread)";
   rep.kernel = "cpu";
   rep.mode = Mode::luma;
-  const auto t_total = Clock::now();
-  auto t = Clock::now();
-  jpeg::DecodeOptions dec;
-  dec.max_pixels = max_pixels;
-  dec.orientation = jpeg::Orientation::keep;  // the route takes no file with a rotation to apply
-  jpeg::Planes p = jpeg::decode_planes(data, size, name, dec);
-  rep.times.decode_ms = ms_since(t);
+  rep.times.decode_ms = ms_since(t_total);
   jpeg::Plane& y = p.plane[0];
 
-  t = Clock::now();
+  auto t = Clock::now();
   rep.histograms.push_back(
       cpu::histogram_rows(y.data.get(), std::size_t(y.width), std::size_t(y.height), y.stride));
   rep.times.histogram_ms = ms_since(t);
@@ -61,12 +60,12 @@ std::vector<std::uint8_t> equalize_jpeg_planes(const std::uint8_t* data, std::si
   rep.times.apply_ms = ms_since(t);
 
   t = Clock::now();
-  std::vector<std::uint8_t> out = jpeg::encode_planes(p, enc);
+  *encoded = jpeg::encode_planes(p, enc);
   rep.times.encode_ms = ms_since(t);
   rep.times.total_ms = ms_since(t_total);
   if (width) *width = p.width;
   if (height) *height = p.height;
-  return out;
+  return true;
 }
 
 }  // namespace histeq

@@ -794,7 +794,7 @@ void downsample_row(const std::uint8_t* a, const std::uint8_t* b, std::uint8_t* 
       o[x] = fy == 2 ? std::uint8_t((a[2 * x] + a[x1] + b[2 * x] + b[x1] + 1 + (x & 1)) >> 2)
                      : std::uint8_t((a[2 * x] + a[x1] + (x & 1)) >> 1);  // biases 1, 2 / 0, 1
     } else {
-      o[x] = std::uint8_t((a[x] + b[x] + (x & 1)) >> 1);
+      o[x] = std::uint8_t((a[x] + b[x] + 1) >> 1);  // int_downsample: no alternating bias
     }
   }
 }
@@ -823,33 +823,30 @@ void average_down(const Plane& src, int fx, int fy, Plane* dst) {
     const std::uint8_t* b = src.row(std::min(fy * y + fy - 1, src.height - 1));
     std::uint8_t* o = dst->row(y);
     for (int x = 0; x < full; x += 16) {
-      __m128i r0, r1;  // output samples x..x+7 and x+8..x+15 as 16-bit lanes
-      if (fx == 2) {
-        const __m128i a0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 2 * x));
-        const __m128i a1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 2 * x + 16));
-        r0 = _mm_add_epi16(_mm_and_si128(a0, lo8), _mm_srli_epi16(a0, 8));  // pair sums
-        r1 = _mm_add_epi16(_mm_and_si128(a1, lo8), _mm_srli_epi16(a1, 8));
-        if (fy == 2) {
-          const __m128i b0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 * x));
-          const __m128i b1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 * x + 16));
-          r0 = _mm_add_epi16(r0, _mm_add_epi16(_mm_and_si128(b0, lo8), _mm_srli_epi16(b0, 8)));
-          r1 = _mm_add_epi16(r1, _mm_add_epi16(_mm_and_si128(b1, lo8), _mm_srli_epi16(b1, 8)));
-          r0 = _mm_srli_epi16(_mm_add_epi16(r0, bias_h2v2), 2);
-          r1 = _mm_srli_epi16(_mm_add_epi16(r1, bias_h2v2), 2);
-        } else {
-          r0 = _mm_srli_epi16(_mm_add_epi16(r0, bias_01), 1);
-          r1 = _mm_srli_epi16(_mm_add_epi16(r1, bias_01), 1);
-        }
+      __m128i* out = reinterpret_cast<__m128i*>(o + x);
+      if (fx == 1) {  // a column of two: (a + b + 1) >> 1 per byte
+        _mm_storeu_si128(out,
+                         _mm_avg_epu8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + x)),
+                                      _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + x))));
+        continue;
+      }
+      // output samples x..x+7 and x+8..x+15 as 16-bit lanes: sums of horizontal pairs
+      const __m128i a0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 2 * x));
+      const __m128i a1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 2 * x + 16));
+      __m128i r0 = _mm_add_epi16(_mm_and_si128(a0, lo8), _mm_srli_epi16(a0, 8));
+      __m128i r1 = _mm_add_epi16(_mm_and_si128(a1, lo8), _mm_srli_epi16(a1, 8));
+      if (fy == 2) {
+        const __m128i b0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 * x));
+        const __m128i b1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 * x + 16));
+        r0 = _mm_add_epi16(r0, _mm_add_epi16(_mm_and_si128(b0, lo8), _mm_srli_epi16(b0, 8)));
+        r1 = _mm_add_epi16(r1, _mm_add_epi16(_mm_and_si128(b1, lo8), _mm_srli_epi16(b1, 8)));
+        r0 = _mm_srli_epi16(_mm_add_epi16(r0, bias_h2v2), 2);
+        r1 = _mm_srli_epi16(_mm_add_epi16(r1, bias_h2v2), 2);
       } else {
-        const __m128i av = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + x));
-        const __m128i bv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + x));
-        const __m128i z = _mm_setzero_si128();
-        r0 = _mm_add_epi16(_mm_unpacklo_epi8(av, z), _mm_unpacklo_epi8(bv, z));
-        r1 = _mm_add_epi16(_mm_unpackhi_epi8(av, z), _mm_unpackhi_epi8(bv, z));
         r0 = _mm_srli_epi16(_mm_add_epi16(r0, bias_01), 1);
         r1 = _mm_srli_epi16(_mm_add_epi16(r1, bias_01), 1);
       }
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + x), _mm_packus_epi16(r0, r1));
+      _mm_storeu_si128(out, _mm_packus_epi16(r0, r1));
     }
     downsample_row(a, b, o, full, w, fx, fy, last_x);
   }
@@ -891,13 +888,24 @@ Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::stri
   d.header(data, size, name);
   DecodeState* s = d.s.get();
   j_decompress_ptr c = &s->cinfo;
+  // libjpeg reads every marker up to the first scan: one after the frame header (an Adobe APP14
+  // transform, a JFIF or EXIF segment) can make it RGB, or carry a rotation to apply. Such a
+  // file is not for this route: the caller decodes it to pixels.
   if (c->jpeg_color_space != JCS_YCbCr || c->num_components != 3 ||
-      c->image_width != JDIMENSION(w0) || c->image_height != JDIMENSION(h0))
-    throw Error(quoted(name) + ": libjpeg does not read it as YCbCr planes");
+      c->image_width != JDIMENSION(w0) || c->image_height != JDIMENSION(h0) ||
+      c->comp_info[1].h_samp_factor != 1 || c->comp_info[1].v_samp_factor != 1 ||
+      c->comp_info[2].h_samp_factor != 1 || c->comp_info[2].v_samp_factor != 1)
+    return Planes{};
+  Planes p;
+  for (jpeg_saved_marker_ptr m = c->marker_list; m; m = m->next) {
+    if (m->marker == JPEG_APP0 + 1 && m->data_length >= kExifPrefix &&
+        std::memcmp(m->data, "Exif\0\0", kExifPrefix) == 0 && p.exif.empty())
+      p.exif.assign(m->data, m->data + m->data_length);
+  }
+  if (opt.orientation == Orientation::apply && exif_orientation(p.exif) >= 2) return Planes{};
   check_structure(data, size, name);
   c->raw_data_out = TRUE;
   c->out_color_space = JCS_YCbCr;
-  Planes p;
   p.width = int(w0);
   p.height = int(h0);
   // Whole MCUs of the image in every plane: libjpeg writes whole blocks of each component.
@@ -910,11 +918,6 @@ Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::stri
                    mcus_x * std::size_t(ci.h_samp_factor) * DCTSIZE,
                    int(mcus_y * std::size_t(ci.v_samp_factor) * DCTSIZE), ci.h_samp_factor,
                    ci.v_samp_factor);
-  }
-  for (jpeg_saved_marker_ptr m = c->marker_list; m; m = m->next) {
-    if (m->marker == JPEG_APP0 + 1 && m->data_length >= kExifPrefix &&
-        std::memcmp(m->data, "Exif\0\0", kExifPrefix) == 0 && p.exif.empty())
-      p.exif.assign(m->data, m->data + m->data_length);
   }
   if (s->icc && s->icc_len > 0) p.icc.assign(s->icc, s->icc + s->icc_len);
   if (run_decode_raw(s, p.plane) != 0)

@@ -945,9 +945,10 @@ struct Executor::Impl {
     ItemReport& rep = it.rep;
     slot.take();
     EqualizeReport& er = rep.equalize;
-    const std::vector<std::uint8_t> bytes =
-        equalize_jpeg_planes(it.bytes.data(), it.bytes.size(), rep.input, opt.equalize, enc,
-                             opt.max_pixels, &er, &rep.width, &rep.height);
+    std::vector<std::uint8_t> bytes;
+    if (!equalize_jpeg_planes(it.bytes.data(), it.bytes.size(), rep.input, opt.equalize, enc,
+                              opt.max_pixels, &bytes, &er, &rep.width, &rep.height))
+      return false;  // a marker after the frame header took it off the route
     std::vector<std::uint8_t>().swap(it.bytes);
     er.device = "CPU (" + std::to_string(jobs) + (jobs == 1 ? " thread)" : " threads)");
     rep.channels = rep.output_channels = 3;
