@@ -156,8 +156,8 @@ struct Executor::Impl {
   ExecutorOptions opt;
   int jobs = 1;
   std::shared_ptr<Codec> fast_png;
-  /// Colour JPEG -> JPEG in luma mode through the stored planes (jpeg_planes.hpp): set once,
-  /// from the options and the machine, so that every item of the run takes the same route.
+  /// Colour JPEG -> JPEG in luma mode through the stored planes (jpeg_planes.hpp) for the JPEGs
+  /// the CPU workers decode: set once, from the options (backend, --decoder, codecs).
   bool planes = false;
 
   ~Impl() {
@@ -273,7 +273,8 @@ struct Executor::Impl {
   /// codecs need every core: a waiting thread sleeps until the device is done
   /// (cudaDeviceScheduleBlockingSync) instead of spinning on a core, CUDA's default. Set before
   /// the contexts exist; where one already does (another library in the process made it), its
-  /// flags stay. HISTEQ_SPIN_SYNC=1 keeps the default, for measurement.
+  /// flags stay. HISTEQ_SPIN_SYNC=1 keeps the default, for measurement (H200, 144 photos: the
+  /// same wall time either way).
   static void prefer_blocking_sync() {
     if (std::getenv("HISTEQ_SPIN_SYNC")) return;
     int count = 0;
@@ -495,9 +496,9 @@ struct Executor::Impl {
     const std::size_t limit =
         2 * std::size_t(std::max(1, opt.jpeg_batch)) * std::size_t(std::max(jpeg_threads, 1));
     // The end of a run (auto): the last items stay on the CPU workers. A JPEG handed over now
-    // waits behind up to `limit` others for the device, while the CPU workers would run out of
-    // work and wait for it: the run would end on the device's queue (H200, 144 photos: the
-    // defaults 7-12 % slower than --backend cpu before this).
+    // would wait behind up to `limit` others for the device while the CPU workers ran out of
+    // work: the run must not end on the device's queue. (H200, 144 photos: no measurable
+    // change; the defaults stayed 13-18 % slower than --backend cpu, see docs/benchmarks.md.)
     const bool endgame = opt.jpeg == JpegRoute::automatic &&
                          opt.equalize.backend == Backend::automatic &&
                          untaken.load() <= limit + std::size_t(jobs);
