@@ -361,7 +361,6 @@ Equalized equalize_one(Single& s, const std::vector<std::uint8_t>& bytes, Clock:
     const double read_ms = ms_since(t_start) - e.rep.times.total_ms;
     s.settle_probe(err);
     emit(s, planes_out, out);
-    e.rep.device = "CPU (1 thread)";
     e.in.width = e.eq.width = w;
     e.in.height = e.eq.height = h;
     e.in.channels = e.eq.channels = 3;

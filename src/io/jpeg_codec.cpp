@@ -225,6 +225,16 @@ struct Decompressor {
 
 constexpr std::size_t kExifPrefix = 6;  // "Exif\0\0"
 
+/// The payload of the first APP1 "Exif\0\0" segment libjpeg saved (jpeg_save_markers in
+/// run_read_header), prefix included; empty when there is none.
+std::vector<std::uint8_t> saved_exif(j_decompress_ptr c) {
+  for (jpeg_saved_marker_ptr m = c->marker_list; m; m = m->next)
+    if (m->marker == JPEG_APP0 + 1 && m->data_length >= kExifPrefix &&
+        std::memcmp(m->data, "Exif\0\0", kExifPrefix) == 0)
+      return std::vector<std::uint8_t>(m->data, m->data + m->data_length);
+  return {};
+}
+
 bool has_exif_prefix(const std::vector<std::uint8_t>& e) {
   return e.size() >= kExifPrefix + 8 && std::memcmp(e.data(), "Exif\0\0", kExifPrefix) == 0;
 }
@@ -386,11 +396,7 @@ Image decode(const std::uint8_t* data, std::size_t size, const std::string& name
   img.height = int(h);
   img.channels = s->cinfo.out_color_space == JCS_GRAYSCALE ? 1 : 3;
   img.pixels.assign(img.byte_count(), 0);  // zeroed: nothing of an earlier image can show
-  for (jpeg_saved_marker_ptr m = s->cinfo.marker_list; m; m = m->next) {
-    if (m->marker == JPEG_APP0 + 1 && m->data_length >= kExifPrefix &&
-        std::memcmp(m->data, "Exif\0\0", kExifPrefix) == 0 && img.exif.empty())
-      img.exif.assign(m->data, m->data + m->data_length);
-  }
+  img.exif = saved_exif(&s->cinfo);
   if (s->icc && s->icc_len > 0 && img.channels != 4 && s->cinfo.out_color_space != JCS_CMYK)
     img.icc.assign(s->icc, s->icc + s->icc_len);
   if (run_decode(s, img.pixels.data(), img.channels) != 0)
@@ -897,11 +903,7 @@ Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::stri
       c->comp_info[2].h_samp_factor != 1 || c->comp_info[2].v_samp_factor != 1)
     return Planes{};
   Planes p;
-  for (jpeg_saved_marker_ptr m = c->marker_list; m; m = m->next) {
-    if (m->marker == JPEG_APP0 + 1 && m->data_length >= kExifPrefix &&
-        std::memcmp(m->data, "Exif\0\0", kExifPrefix) == 0 && p.exif.empty())
-      p.exif.assign(m->data, m->data + m->data_length);
-  }
+  p.exif = saved_exif(c);
   if (opt.orientation == Orientation::apply && exif_orientation(p.exif) >= 2) return Planes{};
   check_structure(data, size, name);
   c->raw_data_out = TRUE;

@@ -936,8 +936,7 @@ struct Executor::Impl {
   /// A colour JPEG to a JPEG in luma mode, on this CPU worker, in the file's YCbCr planes
   /// (equalize_jpeg_planes). False (nothing done) when the item is not one.
   bool process_jpeg_planes(Loaded& it, Slot& slot) {
-    if (opt.task != Task::equalize || !jpeg::is_jpeg(it.bytes.data(), it.bytes.size()))
-      return false;
+    if (!jpeg::is_jpeg(it.bytes.data(), it.bytes.size())) return false;  // (planes: equalize)
     const std::string fmt = format_for(it);
     const jpeg::EncodeOptions enc{opt.encode.quality, opt.encode.subsampling};
     if (!is_jpeg_ext(fmt) ||
