@@ -1,29 +1,32 @@
 // clahe_apply_strip — 8-bit CLAHE interpolation by row strips: the default apply for planes
 // whose width is a multiple of 16 and whose tiles are at least kStripMinTileWidth wide.
-// In:  d_in[0, width·height) u8 (rows contiguous), width % 16 == 0, d_in and d_out 16-byte
-//      aligned; luts[t·256 + v] from clahe_luts. Out: d_out (may equal d_in). Async; no scratch.
+// In:  d_in[0, width·height) u8 (rows contiguous), width % kCols == 0, d_in and d_out aligned
+//      to kCols bytes (kCols = 16 or 8 columns per thread, ClahePolicy::kStripCols); luts[t·256
+//      + v] from clahe_luts. Out: d_out (may equal d_in). Async; no scratch.
 // Exact: yes — the arithmetic of clahe_apply_cell.cu (clahe_formula::axis for the weights,
 //      OpenCV's blend order with _rn intrinsics, the exact byte→float and round_sat rewrites),
 //      so equal byte for byte to the CPU twin and OpenCV 4.6.
 // Why it is fast (against the per-cell kernel, which measured 21.2 M warp instructions for a
 //      16M plane where its pixel loop needs about 13 M: a third went to per-block set-up and
 //      to lanes left idle by cells narrower than a block's slots, ncu on the H200):
-//      - a block is T threads side by side along one cell row: thread i owns the 16 columns
-//        [x0 + 16·i, x0 + 16·i + 16) for every row of the block's strip, so a warp reads and
-//        writes 512 contiguous bytes per row (16-byte vectors) and every lane has work except
-//        at the right edge of the image;
-//      - all rows of a strip lie in one cell row, so the strip needs only the LUTs of that row
-//        of cells, for the columns the block spans: one word per (cell, value) packing the four
-//        tiles' LUT bytes (as the cell kernel), built once per block from 4-byte loads and held
-//        in shared memory; per pixel one shared load;
-//      - the x weights of a thread's 16 columns and the cell of each are computed once, then
-//        every row costs only its y weights; two rows in flight per thread (two 16-byte loads
-//        before any arithmetic);
-//      - a 16-column slot crosses at most one cell edge (tiles >= kStripMinTileWidth): warps
-//        with no crossing lane run the loop with one LUT base per thread; a warp with one runs
-//        the same loop with a per-pixel base.
-// Tuning: ClahePolicy::kStrip* (policy.hpp; HISTEQ_CLAHE_APPLY=strip|cell|grid and
-//      HISTEQ_CLAHE_STRIP_ROWS in clahe_tuning.hpp).
+//      - a block is T threads side by side: thread i owns the kCols columns
+//        [x0 + kCols·i, +kCols) for every row of the block's range, so a warp reads and writes
+//        32·kCols contiguous bytes per row and every lane has work except at the right edge;
+//      - the rows are cut into ranges of equal height (±1 row), one per block row of the grid,
+//        as many as make the grid one full wave of the blocks that fit at once (the kernel's
+//        occupancy): every SM maps the same number of pixels and none waits on a tail (the
+//        former grid of fixed 16-row strips per cell row left the SMs idle 20 % of the time,
+//        ncu, H200, 16M);
+//      - per cell row a range meets, the block packs only the LUT words of the cells it spans,
+//        one word per (cell, value) holding the four tiles' LUT bytes, from 4-byte loads, in
+//        shared memory; per pixel one shared load;
+//      - the x weights of a thread's columns and the cell of each are computed once, then
+//        every row costs only its y weights; two rows in flight per thread;
+//      - a slot crosses at most one cell edge (tiles >= kStripMinTileWidth): warps with no
+//        crossing lane run the loop with one LUT base per thread; a warp with one runs the
+//        same loop with a per-pixel base.
+// Tuning: ClahePolicy::kStrip* (policy.hpp; HISTEQ_CLAHE_APPLY=strip|cell|grid,
+//      HISTEQ_CLAHE_STRIP_ROWS, _WAVES and _COLS in clahe_tuning.hpp).
 // Source: OpenCV 4.6 modules/imgproc/src/clahe.cpp (CLAHE_Interpolation_Body).
 #include <cuda_runtime.h>
 
@@ -48,8 +51,7 @@ using P = ClahePolicy;
 struct StripArgs {
   int width, height, tiles_x, tiles_y, tile_w, tile_h;
   float inv_tw, inv_th;
-  int rows;    ///< rows per block (a strip)
-  int chunks;  ///< strips per cell row (blockIdx.y = cy · chunks + chunk)
+  int strips;  ///< row ranges (gridDim.y): range r is rows [r·height/strips, (r+1)·height/strips)
 };
 
 /// The float 2^23 + b of LUT byte `sel` of the packed word p (bits 0x4B0000bb).
@@ -57,9 +59,33 @@ __device__ __forceinline__ float biased(unsigned p, unsigned sel) {
   return __int_as_float(int(__byte_perm(p, 0x4B000000u, sel)));
 }
 
-/// The x weights of one column: a, a1 = 1 − a (clahe_formula::axis) and −2^23·a, −2^23·a1.
+/// The x weights of a thread's kCols columns: a, a1 = 1 − a (clahe_formula::axis) and
+/// −2^23·a, −2^23·a1.
+template <int kCols>
 struct XWeights {
-  float a[16], a1[16], ca[16], ca1[16];
+  float a[kCols], a1[kCols], ca[kCols], ca1[kCols];
+};
+
+/// kCols bytes of one row as 32-bit words: one 16-byte (kCols 16) or 8-byte (kCols 8) access.
+template <int kCols>
+struct Row {
+  unsigned w[kCols / 4];
+  __device__ __forceinline__ void load(const std::uint8_t* p) {
+    if constexpr (kCols == 16) {
+      const uint4 q = *reinterpret_cast<const uint4*>(p);
+      w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
+    } else {
+      const uint2 q = *reinterpret_cast<const uint2*>(p);
+      w[0] = q.x, w[1] = q.y;
+    }
+  }
+  __device__ __forceinline__ void store(std::uint8_t* p) const {
+    if constexpr (kCols == 16) {
+      *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+    } else {
+      *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
+    }
+  }
 };
 
 /// Output byte k (0..255) of one pixel, in the low byte of the returned float's bits.
@@ -88,119 +114,92 @@ __device__ __forceinline__ void y_weights(int y, float inv, float& ya, float& ya
   ya1 = __fsub_rn(1.0f, ya);
 }
 
-/// 16 pixels of one row. `sel`: byte permute selectors placing the cell's index in byte 1 of
-/// the LUT index (v + 256·cell from one PRMT); kSplit: pixels j >= split use sel_b (the next
-/// cell), the others sel_a.
-template <bool kSplit>
-__device__ __forceinline__ uint4 map16(const uint4 q, const unsigned* s_lut, unsigned cell_a,
-                                       unsigned cell_b, int split, const XWeights& x, float ya,
-                                       float ya1) {
-  const unsigned w[4] = {q.x, q.y, q.z, q.w};
-  float f[16];
+/// kCols pixels of one row. LUT index v + 256·cell from one PRMT (the cell in byte 1); kSplit:
+/// pixels j >= split use cell_a + 1 (the next cell), the others cell_a.
+template <int kCols, bool kSplit>
+__device__ __forceinline__ Row<kCols> map_row(const Row<kCols>& q, const unsigned* s_lut,
+                                              unsigned cell_a, int split,
+                                              const XWeights<kCols>& x, float ya, float ya1) {
+  float f[kCols];
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const unsigned cell = kSplit && j >= split ? cell_b : cell_a;
+  for (int j = 0; j < kCols; ++j) {
+    const unsigned cell = kSplit && j >= split ? cell_a + 1 : cell_a;
     // byte 0: sample j & 3 of word j >> 2; byte 1: the cell (< 256); bytes 2, 3: zero.
-    const unsigned idx = __byte_perm(w[j >> 2], cell, 0x5540u | unsigned(j & 3));
+    const unsigned idx = __byte_perm(q.w[j >> 2], cell, 0x5540u | unsigned(j & 3));
     f[j] = blend_packed(s_lut[idx], x.a[j], x.a1[j], x.ca[j], x.ca1[j], ya, ya1);
   }
-  uint4 r;
-  unsigned* o = &r.x;
+  Row<kCols> r;
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
+  for (int k = 0; k < kCols / 4; ++k) {
     const unsigned lo =
         __byte_perm(__float_as_uint(f[4 * k]), __float_as_uint(f[4 * k + 1]), 0x0040u);
     const unsigned hi =
         __byte_perm(__float_as_uint(f[4 * k + 2]), __float_as_uint(f[4 * k + 3]), 0x0040u);
-    o[k] = __byte_perm(lo, hi, 0x5410u);
+    r.w[k] = __byte_perm(lo, hi, 0x5410u);
   }
   return r;
 }
 
-template <bool kSplit>
+/// Rows [y0, y1) of one cell row, the thread's kCols columns from xs: two rows in flight.
+template <int kCols, bool kSplit>
 __device__ __forceinline__ void strip_rows(const std::uint8_t* in, std::uint8_t* out,
                                            const StripArgs& a, int xs, int y0, int y1,
                                            const unsigned* s_lut, unsigned cell_a, int split,
-                                           const XWeights& x) {
+                                           const XWeights<kCols>& x) {
   const std::size_t pitch = std::size_t(a.width);
   int y = y0;
   for (; y + 1 < y1; y += 2) {
     const std::size_t o0 = std::size_t(y) * pitch + std::size_t(xs), o1 = o0 + pitch;
-    const uint4 q0 = *reinterpret_cast<const uint4*>(in + o0);
-    const uint4 q1 = *reinterpret_cast<const uint4*>(in + o1);
+    Row<kCols> q0, q1;
+    q0.load(in + o0);
+    q1.load(in + o1);
     float ya0, ya0_1, ya1, ya1_1;
     y_weights(y, a.inv_th, ya0, ya0_1);
     y_weights(y + 1, a.inv_th, ya1, ya1_1);
-    const uint4 r0 = map16<kSplit>(q0, s_lut, cell_a, cell_a + 1, split, x, ya0, ya0_1);
-    const uint4 r1 = map16<kSplit>(q1, s_lut, cell_a, cell_a + 1, split, x, ya1, ya1_1);
-    *reinterpret_cast<uint4*>(out + o0) = r0;
-    *reinterpret_cast<uint4*>(out + o1) = r1;
+    const Row<kCols> r0 = map_row<kCols, kSplit>(q0, s_lut, cell_a, split, x, ya0, ya0_1);
+    const Row<kCols> r1 = map_row<kCols, kSplit>(q1, s_lut, cell_a, split, x, ya1, ya1_1);
+    r0.store(out + o0);
+    r1.store(out + o1);
   }
   if (y < y1) {
     const std::size_t o0 = std::size_t(y) * pitch + std::size_t(xs);
-    const uint4 q0 = *reinterpret_cast<const uint4*>(in + o0);
+    Row<kCols> q0;
+    q0.load(in + o0);
     float ya0, ya0_1;
     y_weights(y, a.inv_th, ya0, ya0_1);
-    *reinterpret_cast<uint4*>(out + o0) =
-        map16<kSplit>(q0, s_lut, cell_a, cell_a + 1, split, x, ya0, ya0_1);
+    map_row<kCols, kSplit>(q0, s_lut, cell_a, split, x, ya0, ya0_1).store(out + o0);
   }
 }
 
-template <int kMinBlocks>
+/// Block (bx, r): the columns [bx·T·kCols, +T·kCols) of the rows of range r (StripArgs::strips
+/// ranges of equal height ±1, one per block row of the grid, sized so that the grid is one full
+/// wave: every SM gets the same number of rows, none waits on a tail). A range may cross
+/// cell-row edges: the LUT words are packed again for each cell row it meets.
+template <int kCols, int kMinBlocks>
 __global__ void __launch_bounds__(P::kStripThreads, kMinBlocks)
     apply_strip_kernel(const std::uint8_t* in, std::uint8_t* out,
                        const std::uint8_t* __restrict__ luts, StripArgs a) {
   extern __shared__ unsigned s_lut[];  // [cells of this block][256]
-  const int cy = int(blockIdx.y) / a.chunks, chunk = int(blockIdx.y) % a.chunks;
-  const int cy0 = cell_start(cy, a.tile_h, a.inv_th, a.height);
-  const int cy1 = cy == a.tiles_y ? a.height : cell_start(cy + 1, a.tile_h, a.inv_th, a.height);
-  const int y0 = cy0 + chunk * a.rows;
-  const int y1 = min(cy1, y0 + a.rows);
-  if (y0 >= y1) return;  // the whole block
-  const int bx0 = int(blockIdx.x) * int(blockDim.x) * 16;
-  const int bx1 = min(a.width, bx0 + int(blockDim.x) * 16);
+  const long long h = a.height;
+  const int y_begin = int(h * blockIdx.y / a.strips);
+  const int y_end = int(h * (blockIdx.y + 1) / a.strips);
+  if (y_begin >= y_end) return;  // the whole block
+  const int bx0 = int(blockIdx.x) * int(blockDim.x) * kCols;
+  const int bx1 = min(a.width, bx0 + int(blockDim.x) * kCols);
   const int c_lo = cell_of(bx0, a.inv_tw, a.tiles_x);
   const int c_hi = cell_of(bx1 - 1, a.inv_tw, a.tiles_x);
-  pdl::wait();  // the LUTs, and the input and output, of the launches before
-  {
-    // Pack the four LUT bytes of every (cell, value) of this block: 4 values per work item,
-    // from one 4-byte load per tile.
-    const int ty1 = max(cy - 1, 0), ty2 = min(cy, a.tiles_y - 1);
-    const int items = (c_hi - c_lo + 1) * 64;
-    for (int it = int(threadIdx.x); it < items; it += int(blockDim.x)) {
-      const int c = c_lo + it / 64, v4 = (it % 64) * 4;
-      const int tx1 = max(c - 1, 0), tx2 = min(c, a.tiles_x - 1);
-      const auto word = [&](int ty, int tx) {
-        return __ldg(reinterpret_cast<const unsigned*>(
-            luts + (std::size_t(ty) * a.tiles_x + tx) * 256 + v4));
-      };
-      const unsigned l11 = word(ty1, tx1), l12 = word(ty1, tx2), l21 = word(ty2, tx1),
-                     l22 = word(ty2, tx2);
-      // Transpose 4×4 bytes: word k holds value v4 + k of the four tiles.
-      const unsigned lo_a = __byte_perm(l11, l12, 0x5140), lo_b = __byte_perm(l21, l22, 0x5140);
-      const unsigned hi_a = __byte_perm(l11, l12, 0x7362), hi_b = __byte_perm(l21, l22, 0x7362);
-      uint4 r;
-      r.x = __byte_perm(lo_a, lo_b, 0x5410);
-      r.y = __byte_perm(lo_a, lo_b, 0x7632);
-      r.z = __byte_perm(hi_a, hi_b, 0x5410);
-      r.w = __byte_perm(hi_a, hi_b, 0x7632);
-      *reinterpret_cast<uint4*>(s_lut + (c - c_lo) * 256 + v4) = r;
-    }
-  }
-  __syncthreads();
-  const int xs = bx0 + 16 * int(threadIdx.x);
-  if (xs >= a.width) return;
-  // The x weights of the thread's 16 columns as clahe_formula::axis computes them, with one
+  const int xs = bx0 + kCols * int(threadIdx.x);
+  // The x weights of the thread's columns as clahe_formula::axis computes them, with one
   // conversion per column: float(xs + j) is exact, and floor(tf) as a float is the float of
   // axis's __float2int_rd(tf). The cell of column x is floor(tf) + 1 (tf >= -0.5 and
   // x < width <= padded_w keep it in [0, tiles_x] without clamping), so the slot crosses into
-  // the next cell where floor(tf) changes.
-  XWeights x;
+  // the next cell where floor(tf) changes (at most once: cells are wider than kCols).
+  XWeights<kCols> x;
   const float xs_f = __int2float_rn(xs);
   float fl0 = 0.f;
-  int split = 16;
+  int split = kCols;
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {
+  for (int j = 0; j < kCols; ++j) {
     const float tf = __fsub_rn(__fmul_rn(__fadd_rn(xs_f, float(j)), a.inv_tw), 0.5f);
     const float fl = floorf(tf);
     x.a[j] = __fsub_rn(tf, fl);
@@ -209,14 +208,53 @@ __global__ void __launch_bounds__(P::kStripThreads, kMinBlocks)
     x.ca1[j] = __fmul_rn(x.a1[j], -8388608.0f);
     if (j == 0)
       fl0 = fl;
-    else if (split == 16 && fl != fl0)
+    else if (split == kCols && fl != fl0)
       split = j;
   }
   const unsigned cell_a = unsigned(__float2int_rz(fl0) + 1 - c_lo);
-  if (__any_sync(__activemask(), split < 16)) {
-    strip_rows<true>(in, out, a, xs, y0, y1, s_lut, cell_a, split, x);
-  } else {
-    strip_rows<false>(in, out, a, xs, y0, y1, s_lut, cell_a, split, x);
+  const bool active = xs < a.width;
+  // Warps with no lane crossing a cell edge take the loop with one LUT base per thread.
+  const bool any_split = __any_sync(0xFFFFFFFFu, active && split < kCols);
+  pdl::wait();  // the LUTs, and the input and output, of the launches before
+  for (int y0 = y_begin; y0 < y_end;) {
+    const int cy = cell_of(y0, a.inv_th, a.tiles_y);
+    const int y1 =
+        cy == a.tiles_y ? y_end : min(y_end, cell_start(cy + 1, a.tile_h, a.inv_th, a.height));
+    if (y0 != y_begin) __syncthreads();  // every thread is done with the last cell row's words
+    {
+      // Pack the four LUT bytes of every (cell, value) of this block for cell row cy: 4 values
+      // per work item, from one 4-byte load per tile.
+      const int ty1 = max(cy - 1, 0), ty2 = min(cy, a.tiles_y - 1);
+      const int items = (c_hi - c_lo + 1) * 64;
+      for (int it = int(threadIdx.x); it < items; it += int(blockDim.x)) {
+        const int c = c_lo + it / 64, v4 = (it % 64) * 4;
+        const int tx1 = max(c - 1, 0), tx2 = min(c, a.tiles_x - 1);
+        const auto word = [&](int ty, int tx) {
+          return __ldg(reinterpret_cast<const unsigned*>(
+              luts + (std::size_t(ty) * a.tiles_x + tx) * 256 + v4));
+        };
+        const unsigned l11 = word(ty1, tx1), l12 = word(ty1, tx2), l21 = word(ty2, tx1),
+                       l22 = word(ty2, tx2);
+        // Transpose 4×4 bytes: word k holds value v4 + k of the four tiles.
+        const unsigned lo_a = __byte_perm(l11, l12, 0x5140), lo_b = __byte_perm(l21, l22, 0x5140);
+        const unsigned hi_a = __byte_perm(l11, l12, 0x7362), hi_b = __byte_perm(l21, l22, 0x7362);
+        uint4 r;
+        r.x = __byte_perm(lo_a, lo_b, 0x5410);
+        r.y = __byte_perm(lo_a, lo_b, 0x7632);
+        r.z = __byte_perm(hi_a, hi_b, 0x5410);
+        r.w = __byte_perm(hi_a, hi_b, 0x7632);
+        *reinterpret_cast<uint4*>(s_lut + (c - c_lo) * 256 + v4) = r;
+      }
+    }
+    __syncthreads();
+    if (active) {
+      if (any_split) {
+        strip_rows<kCols, true>(in, out, a, xs, y0, y1, s_lut, cell_a, split, x);
+      } else {
+        strip_rows<kCols, false>(in, out, a, xs, y0, y1, s_lut, cell_a, split, x);
+      }
+    }
+    y0 = y1;
   }
 }
 
@@ -229,20 +267,21 @@ int host_cell_of(int p, float inv, int tiles) {
 }  // namespace
 
 /// The strip path of clahe_apply for 8-bit planes; false (nothing launched) when it does not
-/// apply: width not a multiple of 16, a pointer not 16-byte aligned, tiles narrower than
-/// kStripMinTileWidth, a block's LUTs over kStripMaxSharedBytes, or a grid too tall.
+/// apply: width not a multiple of the columns per thread, a pointer not aligned to them, tiles
+/// narrower than kStripMinTileWidth, or a block's LUTs over kStripMaxSharedBytes.
 bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const cf::Geometry& g,
                           const std::uint8_t* d_luts, cudaStream_t stream) {
   const ClaheTuning& tune = clahe_tuning();
   if (tune.apply_mode != 0 && tune.apply_mode != 2) return false;
-  if (g.hist_size != 256 || g.width % 16 != 0 || g.tile_w < P::kStripMinTileWidth) return false;
-  if (reinterpret_cast<std::uintptr_t>(d_in) % 16 != 0 ||
-      reinterpret_cast<std::uintptr_t>(d_out) % 16 != 0) {
+  const int cols = tune.strip_cols;
+  if (g.hist_size != 256 || g.width % cols != 0 || g.tile_w < P::kStripMinTileWidth) return false;
+  if (reinterpret_cast<std::uintptr_t>(d_in) % (cols == 16 ? 16 : 8) != 0 ||
+      reinterpret_cast<std::uintptr_t>(d_out) % (cols == 16 ? 16 : 8) != 0) {
     return false;
   }
   const std::size_t pixels = std::size_t(g.width) * std::size_t(g.height);
   if (tune.apply_mode == 0 && pixels < P::kStripMinPixels) return false;
-  const int slots = g.width / 16;
+  const int slots = g.width / cols;
   const float inv_tw = cf::inv_size(g.tile_w);
   // Threads per block: kStripThreads (fewer for narrow images), halved while the LUT words of
   // the cells a block spans exceed kStripMaxSharedBytes. One cell of margin: the host's cell
@@ -254,7 +293,7 @@ bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const c
     blocks_x = (slots + threads - 1) / threads;
     int cells = 1;
     for (int b = 0; b < blocks_x; ++b) {
-      const int x0 = b * threads * 16, x1 = std::min(g.width, x0 + threads * 16);
+      const int x0 = b * threads * cols, x1 = std::min(g.width, x0 + threads * cols);
       cells = std::max(
           cells, host_cell_of(x1 - 1, inv_tw, g.tiles_x) - host_cell_of(x0, inv_tw, g.tiles_x) + 2);
     }
@@ -263,28 +302,30 @@ bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const c
     threads /= 2;
   }
   if (smem > P::kStripMaxSharedBytes) return false;
-  // Rows per block: enough blocks for about kStripWaves full waves of kStripBlocksPerSm per SM,
-  // never fewer than kStripMinRows rows (the set-up is paid once per block).
-  const std::size_t thread_rows = std::size_t(slots) * std::size_t(g.height);
-  const std::size_t want_threads = std::size_t(P::kStripWaves) * P::kStripBlocksPerSm *
-                                   std::size_t(threads) * std::size_t(detail::sm_count());
-  int rows = tune.strip_rows > 0
-                 ? tune.strip_rows
-                 : int(std::max<std::size_t>(P::kStripMinRows, thread_rows / want_threads));
-  rows = std::min(rows, g.tile_h + 2);
-  const int chunks = (g.tile_h + 2 + rows - 1) / rows;
-  if (static_cast<long long>(g.tiles_y + 1) * chunks > 65535) return false;
-  const StripArgs a{g.width,  g.height, g.tiles_x, g.tiles_y,
-                    g.tile_w, g.tile_h, inv_tw,    cf::inv_size(g.tile_h),
-                    rows,     chunks};
-  const dim3 grid{unsigned(blocks_x), unsigned((g.tiles_y + 1) * chunks), 1u};
-  // 120 registers (4 blocks of 128 per SM) by default; HISTEQ_CLAHE_STRIP_OCC=5 caps them at
-  // 96 (5 blocks, a few spills in the set-up) for measurement.
-  const auto kernel = tune.strip_blocks == 5 ? apply_strip_kernel<5> : apply_strip_kernel<1>;
+  // Registers: at most 128 for 16 columns (4 blocks of 128 threads per SM), 80 for 8 (6
+  // blocks); HISTEQ_CLAHE_STRIP_OCC=5 (16 columns) or 8 (8 columns) caps them for that many
+  // blocks, for measurement.
+  const auto kernel = cols == 8 ? (tune.strip_blocks == 8 ? apply_strip_kernel<8, 8>
+                                                          : apply_strip_kernel<8, 6>)
+                      : tune.strip_blocks == 5 ? apply_strip_kernel<16, 5>
+                                               : apply_strip_kernel<16, 4>;
   if (smem > 48 * 1024) {
     HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   }
+  // Row ranges: as many as make the grid kStripWaves full waves of the blocks that fit on the
+  // device at once (its occupancy, not a guess), each at least kStripMinRows rows where the
+  // image is tall enough, at most the image's rows.
+  const std::size_t resident =
+      detail::resident_blocks(reinterpret_cast<const void*>(kernel), threads, smem);
+  const int waves = tune.strip_waves > 0 ? tune.strip_waves : P::kStripWaves;
+  std::size_t strips = std::max<std::size_t>(1, std::size_t(waves) * resident / blocks_x);
+  if (tune.strip_rows > 0) strips = (std::size_t(g.height) + tune.strip_rows - 1) / tune.strip_rows;
+  strips = std::min<std::size_t>(strips, std::max(1, g.height / P::kStripMinRows));
+  strips = std::min<std::size_t>(strips, 65535);
+  const StripArgs a{g.width,  g.height, g.tiles_x, g.tiles_y,           g.tile_w,
+                    g.tile_h, inv_tw,   cf::inv_size(g.tile_h), int(strips)};
+  const dim3 grid{unsigned(blocks_x), unsigned(strips), 1u};
   pdl::launch(pdl::kStripApply8, kernel, grid, dim3(unsigned(threads)), smem, stream, d_in, d_out,
               d_luts, a);
   return true;

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "histeq/clahe_formula.hpp"
 #include "histeq/hd.hpp"
@@ -30,6 +31,40 @@ HISTEQ_HD uint4 load_vector(const uint4* p) {
 #else
   return *p;
 #endif
+}
+
+/// Whether Count also takes a sample as one index tx·256 + v (8-bit counters: count.index(i)),
+/// so that the fast path forms it with one byte permute from the loaded word.
+template <typename Count, typename = void>
+struct HasIndex {
+  static constexpr bool value = false;
+};
+template <typename Count>
+struct HasIndex<Count, decltype(std::declval<const Count&>().index(0u))> {
+  static constexpr bool value = true;
+};
+
+/// The 16 samples of vector q, all of tile column tx: count(tx, v) each, or for 8-bit samples
+/// and a Count with index() on the device, count.index(v | tx << 8) with the index made by one
+/// PRMT per sample (byte k of the word, then tx's low byte, then zero bytes: tx < 256 here).
+template <typename T, typename Count>
+HISTEQ_HD void count_vector(const uint4& q, int tx, Count& count) {
+  constexpr int kPer = 16 / int(sizeof(T));
+#if defined(__CUDA_ARCH__)
+  if constexpr (sizeof(T) == 1 && HasIndex<Count>::value) {
+    const unsigned w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+      count.index(__byte_perm(w[j >> 2], unsigned(tx), 0x5540u | unsigned(j & 3)));
+    return;
+  }
+#endif
+  T vals[kPer];
+  std::memcpy(vals, &q, sizeof(q));
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int j = 0; j < kPer; ++j) count(tx, int(vals[j]));
 }
 
 /// Calls count(tx, v) for every sample of the band that thread tid of `threads` owns.
@@ -68,14 +103,31 @@ HISTEQ_HD void visit_band(const T* in, const histeq::clahe_formula::Geometry& g,
     const unsigned vecs = (total - h) / kPer;
     unsigned vecs_done = 0;
     const uint4* vin = reinterpret_cast<const uint4*>(base + h);
-    if (fast && h == 0 && w % kPer == 0 && g.tile_w % kPer == 0) {
+    if (fast && h == 0 && w % kPer == 0 && g.tile_w % kPer == 0 &&
+        std::uint64_t(w) * std::uint64_t(g.tile_w) <= (std::uint64_t(1) << 32)) {
       // Rows and tiles are whole vectors: one tile column per vector, no per-sample checks.
       // kInFlight vectors loaded before any is counted (the same vectors, counted in the same
       // order, as one at a time): one 16-byte load in flight per thread left the kernel
       // latency-bound (ncu, H200: 19 cycles per issued instruction, a third of them waiting
-      // on memory).
+      // on memory). No division per vector: the column of vector v, (v·kPer) mod w, is
+      // carried from vector to vector (a thread's vectors are `threads` apart: the column
+      // advances by `step` and wraps at most once), and its tile is col / tile_w as
+      // umulhi(col, ceil(2^32 / tile_w)), exact for col · tile_w < 2^32 (col < w and
+      // w · tile_w <= 2^32: the error col·e / 2^32, e < tile_w, stays below 1 / tile_w).
+      // The general division had cost about 40 instructions per vector (SASS, sm_90).
       constexpr unsigned kInFlight = 4;
+      const unsigned uw = unsigned(w);
+      const unsigned step = (threads * unsigned(kPer)) % uw;
+      const unsigned magic = unsigned(0xFFFFFFFFu / unsigned(g.tile_w)) + 1u;
+      const auto tile_of = [magic](unsigned c) {
+        return int((std::uint64_t(c) * magic) >> 32);
+      };
+      const auto advance = [step, uw](unsigned c) {
+        c += step;
+        return c >= uw ? c - uw : c;
+      };
       unsigned v = tid;
+      unsigned col = (tid * unsigned(kPer)) % uw;
       for (; v + (kInFlight - 1) * threads < vecs; v += kInFlight * threads) {
         uint4 qs[kInFlight];
 #if defined(__CUDA_ARCH__)
@@ -86,24 +138,13 @@ HISTEQ_HD void visit_band(const T* in, const histeq::clahe_formula::Geometry& g,
 #pragma unroll
 #endif
         for (unsigned i = 0; i < kInFlight; ++i) {
-          T vals[kPer];
-          std::memcpy(vals, &qs[i], sizeof(qs[i]));
-          const int tx = int(((v + i * threads) * unsigned(kPer)) % unsigned(w)) / g.tile_w;
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-          for (int j = 0; j < kPer; ++j) count(tx, int(vals[j]));
+          count_vector<T>(qs[i], tile_of(col), count);
+          col = advance(col);
         }
       }
       for (; v < vecs; v += threads) {
-        const uint4 q = load_vector<T>(vin + v);
-        T vals[kPer];
-        std::memcpy(vals, &q, sizeof(q));
-        const int tx = int((v * unsigned(kPer)) % unsigned(w)) / g.tile_w;
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-        for (int j = 0; j < kPer; ++j) count(tx, int(vals[j]));
+        count_vector<T>(load_vector<T>(vin + v), tile_of(col), count);
+        col = advance(col);
       }
       vecs_done = vecs;
     }
@@ -136,12 +177,14 @@ HISTEQ_HD void visit_band(const T* in, const histeq::clahe_formula::Geometry& g,
 }
 
 /// The band split of clahe_hist.cu: blocks per tile row and padded rows per block, from the
-/// number of blocks wanted and the fewest rows a block should get.
+/// number of blocks wanted (at most that many where min_rows allows: the kernel asks for the
+/// blocks that fit on the device at once, so that no partial second wave runs alone) and the
+/// fewest rows a block should get.
 struct Bands {
   int bands, rows;
 };
 inline Bands split_bands(int tile_h, int tiles_y, int target_blocks, int min_rows) {
-  int bands = (target_blocks + tiles_y - 1) / tiles_y;
+  int bands = target_blocks / tiles_y;
   if (bands < 1) bands = 1;
   int rows = (tile_h + bands - 1) / bands;
   if (rows < min_rows) rows = min_rows;

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "clahe.hpp"
 #include "clahe_band.cuh"
@@ -59,10 +60,15 @@ struct Counter {
   __device__ __forceinline__ void operator()(int tx, int v) const {
     atomicAdd(base + std::size_t(tx) * bins + v, 1u);
   }
+  /// 8-bit shared counters: sample index tx·256 + v (clahe_band.cuh's count_vector).
+  template <typename U = T, typename = std::enable_if_t<sizeof(U) == 1 && kShared>>
+  __device__ __forceinline__ void index(unsigned i) const {
+    atomicAdd(base + i, 1u);
+  }
 };
 
 template <typename T, bool kShared>
-__global__ void __launch_bounds__(P::kHistBlockSize)
+__global__ void __launch_bounds__(P::kHistBlockSize, 4)
     tile_hist_kernel(const T* __restrict__ in, HistArgs a, std::uint32_t* hist,
                      std::uint32_t* tickets, T* luts) {
   extern __shared__ std::uint32_t s_hist[];
@@ -282,8 +288,22 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
   const std::size_t row_bytes = std::size_t(g.padded_w) * sizeof(T);
   const ClaheTuning& tune = clahe_tuning();
   const int min_rows = int(std::max<std::size_t>(1, tune.hist_min_bytes / row_bytes));
+  // One full wave: the blocks of the launched kernel that fit on the device at once (its
+  // occupancy: 3 blocks of 512 per SM on sm_90 at 40 registers), or HISTEQ_CLAHE_HIST_BPS per
+  // SM. The former fixed 4 per SM left 116 of 512 blocks of a 16M plane to a second wave that
+  // ran alone on a quarter of the warps (ncu, H200: SMs active 67 % of the kernel's time).
+  const void* counted = privatized ? reinterpret_cast<const void*>(tile_hist_kernel<T, true>)
+                                   : reinterpret_cast<const void*>(tile_hist_kernel<T, false>);
+  if (privatized && shared_bytes > 48 * 1024) {
+    HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(counted, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           int(shared_bytes)));
+  }
+  const std::size_t target =
+      tune.hist_blocks_per_sm > 0
+          ? std::size_t(tune.hist_blocks_per_sm) * std::size_t(detail::sm_count())
+          : detail::resident_blocks(counted, P::kHistBlockSize, privatized ? shared_bytes : 0);
   const clahe_detail::Bands split = clahe_detail::split_bands(
-      g.tile_h, g.tiles_y, tune.hist_blocks_per_sm * detail::sm_count(), min_rows);
+      g.tile_h, g.tiles_y, int(std::min<std::size_t>(target, 1u << 30)), min_rows);
   const int bands = split.bands, rows = split.rows;
   HistArgs a{g, bands, rows, tune.warp_luts, tune.fast_visit};
   const dim3 grid(unsigned(std::size_t(bands) * g.tiles_y));
@@ -307,11 +327,6 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
   }
   if (privatized) {
     const auto kernel = tile_hist_kernel<T, true>;
-    if (shared_bytes > 48 * 1024) {
-      HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             int(shared_bytes)));
-    }
     kernel<<<grid, P::kHistBlockSize, shared_bytes, stream>>>(d_in, a, b.hist, b.tickets, luts);
     HISTEQ_CUDA_CHECK_LAUNCH();
     return;

@@ -9,13 +9,16 @@
 //                                   blocks with the 2×2 LUTs packed in shared memory, or the
 //                                   flat grid-stride kernel, wherever each applies (default: by
 //                                   size and shape, ClahePolicy::kStrip* / kCellMinPixels)
-//   HISTEQ_CLAHE_STRIP_ROWS=N       8-bit strip apply: rows per block (default: by size)
+//   HISTEQ_CLAHE_STRIP_ROWS=N       8-bit strip apply: rows per block (default: by occupancy)
+//   HISTEQ_CLAHE_STRIP_WAVES=N      8-bit strip apply: full waves of blocks (default kStripWaves)
+//   HISTEQ_CLAHE_STRIP_COLS=8|16    8-bit strip apply: columns per thread (default kStripCols)
 //   HISTEQ_CLAHE_STRIP_OCC=5        8-bit strip apply: registers capped for 5 blocks per SM
 //   HISTEQ_CLAHE_VISIT=general      tile histograms without visit_band's whole-vector fast path
 //   HISTEQ_CLAHE_CELL_THREADS=N     8-bit cell apply: about N threads per block (<= kCellThreads)
 //   HISTEQ_HIST16_VIF=4|8           packed 16-bit histogram: 16-byte loads in flight per thread
 //   HISTEQ_CLAHE_BAND_KB=N          fewest input KiB one tile-histogram block counts
-//   HISTEQ_CLAHE_HIST_BPS=N         tile-histogram blocks aimed at per SM
+//   HISTEQ_CLAHE_HIST_BPS=N         tile-histogram blocks aimed at per SM (default: as many as
+//                                   fit, the kernel's occupancy)
 //   HISTEQ_CLAHE_APPLY_KPX=N        8-bit cell apply: at least about N Ki pixels per block
 //   HISTEQ_CLAHE_LUT16=coalesced|single|strided  16-bit LUT kernel: warps own contiguous chunks
 //                                   walked 32 bins at a time by a cluster of two blocks per tile
@@ -48,7 +51,7 @@ namespace histeq::kernels {
 
 struct ClaheTuning {
   std::size_t hist_min_bytes = ClahePolicy::kHistMinBytesPerBlock;
-  int hist_blocks_per_sm = ClahePolicy::kHistBlocksPerSm;
+  int hist_blocks_per_sm = 0;  ///< 0: the kernel's occupancy
   bool warp_luts = ClahePolicy::kWarpLuts;
   bool cluster_luts = true;  ///< 8-bit small planes: tile_hist_cluster_kernel
   int apply_pixels_per_block = ClahePolicy::kCellPixelsPerBlock;
@@ -59,6 +62,8 @@ struct ClaheTuning {
   int apply_mode = 0;    ///< 0: by size and shape, 2: strip, 1: cell, -1: grid
   int strip_rows = 0;    ///< 0: by size
   int strip_blocks = 0;  ///< 5: the strip kernel built for 5 blocks per SM
+  int strip_waves = 0;   ///< 0: ClahePolicy::kStripWaves
+  int strip_cols = ClahePolicy::kStripCols;
   int cell_threads = ClahePolicy::kCellThreads;
   int hist16_vectors = HistU16Policy::kPackedVectorsInFlight;
   bool hist16_pairs = HistU16Policy::kPackedPairs;
@@ -82,7 +87,7 @@ inline const ClaheTuning& clahe_tuning() {
     };
     r.hist_min_bytes =
         std::size_t(num("HISTEQ_CLAHE_BAND_KB", 1, 1 << 20, long(r.hist_min_bytes >> 10))) << 10;
-    r.hist_blocks_per_sm = int(num("HISTEQ_CLAHE_HIST_BPS", 1, 64, r.hist_blocks_per_sm));
+    r.hist_blocks_per_sm = int(num("HISTEQ_CLAHE_HIST_BPS", 0, 64, r.hist_blocks_per_sm));
     r.apply_pixels_per_block =
         int(num("HISTEQ_CLAHE_APPLY_KPX", 1, 1 << 16, r.apply_pixels_per_block >> 10)) << 10;
     if (is("HISTEQ_CLAHE_LUT", "block")) r.warp_luts = false;
@@ -93,6 +98,8 @@ inline const ClaheTuning& clahe_tuning() {
     if (is("HISTEQ_CLAHE_APPLY", "strip")) r.apply_mode = 2;
     r.strip_rows = int(num("HISTEQ_CLAHE_STRIP_ROWS", 0, 4096, 0));
     r.strip_blocks = int(num("HISTEQ_CLAHE_STRIP_OCC", 0, 8, 0));
+    r.strip_waves = int(num("HISTEQ_CLAHE_STRIP_WAVES", 0, 64, 0));
+    r.strip_cols = num("HISTEQ_CLAHE_STRIP_COLS", 8, 16, r.strip_cols) <= 8 ? 8 : 16;
     if (is("HISTEQ_CLAHE_VISIT", "general")) r.fast_visit = false;
     r.cell_threads =
         int(num("HISTEQ_CLAHE_CELL_THREADS", 32, ClahePolicy::kCellThreads, r.cell_threads));

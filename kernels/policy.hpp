@@ -122,12 +122,12 @@ namespace histeq::kernels {
 /// H200 with `histeq bench --clahe` and the HISTEQ_CLAHE_* variables of clahe_tuning.hpp
 /// (docs/kernels.md, "CLAHE": figures and commits).
 struct ClahePolicy {
-  /// Tile-histogram kernel: threads per block, resident blocks aimed at per SM, and the fewest
-  /// input bytes one block counts (a band of rows of one tile row: below this the zeroing and
-  /// merging of its tiles_x × 256 shared counters costs more than the counting). 16 KiB: at 1M
-  /// 15.7 µs against 17.5 with 32 KiB (more blocks), the same at 16M and 64M.
+  /// Tile-histogram kernel: threads per block, and the fewest input bytes one block counts (a
+  /// band of rows of one tile row: below this the zeroing and merging of its tiles_x × 256
+  /// shared counters costs more than the counting). 16 KiB: at 1M 15.7 µs against 17.5 with
+  /// 32 KiB (more blocks), the same at 16M and 64M. The grid is one wave of the blocks that fit
+  /// (clahe_hist.cu, run_luts).
   static constexpr int kHistBlockSize = 512;
-  static constexpr int kHistBlocksPerSm = 4;
   static constexpr std::size_t kHistMinBytesPerBlock = std::size_t(16) << 10;
   /// 8-bit planes of at most kClusterMaxPixels (padded): the tile histograms and LUTs by a
   /// cluster of kClusterBands blocks per tile row summing their shared counters through DSMEM
@@ -170,18 +170,19 @@ struct ClahePolicy {
   static constexpr int kCellThreads = 256;
   /// 8-bit apply by row strips (clahe_apply_strip.cu), tried first (16M 44.6 → 32.4 µs, 64M
   /// 145 → 105 µs against the cell kernel; at 1M 15.1 against the flat kernel's 13.8, hence
-  /// kStripMinPixels; 16 rows per block best of 5/16/32 at 16M): width a multiple of 16,
-  /// both planes 16-byte aligned, tiles at least kStripMinTileWidth wide (so a 16-column slot
-  /// crosses at most one cell edge), at least kStripMinPixels pixels. kStripThreads threads
-  /// side by side per block (16 columns each); rows per block max(kStripMinRows, rows for
-  /// kStripWaves waves of kStripBlocksPerSm blocks per SM); the LUT words of the cells a block
-  /// spans at most kStripMaxSharedBytes (else fewer threads, else the cell kernel).
+  /// kStripMinPixels): width a multiple of kStripCols, both planes aligned to its access, tiles
+  /// at least kStripMinTileWidth wide (so a slot of columns crosses at most one cell edge), at
+  /// least kStripMinPixels pixels. kStripThreads threads side by side per block (kStripCols
+  /// columns each); the rows split into ranges of equal height (±1) so that the grid is
+  /// kStripWaves full waves of the blocks that fit at once, ranges of at least kStripMinRows
+  /// rows; the LUT words of the cells a block spans at most kStripMaxSharedBytes (else fewer
+  /// threads, else the cell kernel).
   static constexpr int kStripThreads = 128;
+  static constexpr int kStripCols = 16;
   static constexpr int kStripMinTileWidth = 32;
   static constexpr std::size_t kStripMinPixels = std::size_t(4) << 20;
-  static constexpr int kStripMinRows = 16;
-  static constexpr int kStripWaves = 2;
-  static constexpr int kStripBlocksPerSm = 6;
+  static constexpr int kStripMinRows = 8;
+  static constexpr int kStripWaves = 1;
   static constexpr std::size_t kStripMaxSharedBytes = std::size_t(32) << 10;
   /// 16-bit LUT kernel: coalesced walk (clahe_lut.cuh, block_tile_lut_coalesced).
   static constexpr bool kCoalescedLut16 = true;
