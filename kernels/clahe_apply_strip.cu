@@ -52,6 +52,8 @@ struct StripArgs {
   int width, height, tiles_x, tiles_y, tile_w, tile_h;
   float inv_tw, inv_th;
   int strips;  ///< row ranges (gridDim.y): range r is rows [r·height/strips, (r+1)·height/strips)
+  bool up;     ///< each range from its last row to its first (see apply_strip_kernel)
+  bool stream;  ///< evict-first loads and stores (each byte is read and written once here)
 };
 
 /// The float 2^23 + b of LUT byte `sel` of the packed word p (bits 0x4B0000bb).
@@ -70,20 +72,32 @@ struct XWeights {
 template <int kCols>
 struct Row {
   unsigned w[kCols / 4];
-  __device__ __forceinline__ void load(const std::uint8_t* p) {
+  __device__ __forceinline__ void load(const std::uint8_t* p, bool stream) {
     if constexpr (kCols == 16) {
-      const uint4 q = *reinterpret_cast<const uint4*>(p);
+      const auto* v = reinterpret_cast<const uint4*>(p);
+      const uint4 q = stream ? __ldcs(v) : *v;
       w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
     } else {
-      const uint2 q = *reinterpret_cast<const uint2*>(p);
+      const auto* v = reinterpret_cast<const uint2*>(p);
+      const uint2 q = stream ? __ldcs(v) : *v;
       w[0] = q.x, w[1] = q.y;
     }
   }
-  __device__ __forceinline__ void store(std::uint8_t* p) const {
+  __device__ __forceinline__ void store(std::uint8_t* p, bool stream) const {
     if constexpr (kCols == 16) {
-      *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+      auto* v = reinterpret_cast<uint4*>(p);
+      const uint4 q = make_uint4(w[0], w[1], w[2], w[3]);
+      if (stream)
+        __stcs(v, q);
+      else
+        *v = q;
     } else {
-      *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
+      auto* v = reinterpret_cast<uint2*>(p);
+      const uint2 q = make_uint2(w[0], w[1]);
+      if (stream)
+        __stcs(v, q);
+      else
+        *v = q;
     }
   }
 };
@@ -118,8 +132,8 @@ __device__ __forceinline__ void y_weights(int y, float inv, float& ya, float& ya
 /// pixels j >= split use cell_a + 1 (the next cell), the others cell_a.
 template <int kCols, bool kSplit>
 __device__ __forceinline__ Row<kCols> map_row(const Row<kCols>& q, const unsigned* s_lut,
-                                              unsigned cell_a, int split,
-                                              const XWeights<kCols>& x, float ya, float ya1) {
+                                              unsigned cell_a, int split, const XWeights<kCols>& x,
+                                              float ya, float ya1) {
   float f[kCols];
 #pragma unroll
   for (int j = 0; j < kCols; ++j) {
@@ -140,34 +154,37 @@ __device__ __forceinline__ Row<kCols> map_row(const Row<kCols>& q, const unsigne
   return r;
 }
 
-/// Rows [y0, y1) of one cell row, the thread's kCols columns from xs: two rows in flight.
+/// Rows [y0, y1) of one cell row, the thread's kCols columns from xs: two rows in flight, pairs
+/// from the top, or from the bottom when a.up.
 template <int kCols, bool kSplit>
 __device__ __forceinline__ void strip_rows(const std::uint8_t* in, std::uint8_t* out,
                                            const StripArgs& a, int xs, int y0, int y1,
                                            const unsigned* s_lut, unsigned cell_a, int split,
                                            const XWeights<kCols>& x) {
   const std::size_t pitch = std::size_t(a.width);
-  int y = y0;
-  for (; y + 1 < y1; y += 2) {
+  const int n = y1 - y0;
+  for (int k = 0; k + 1 < n; k += 2) {
+    const int y = a.up ? y1 - 2 - k : y0 + k;
     const std::size_t o0 = std::size_t(y) * pitch + std::size_t(xs), o1 = o0 + pitch;
     Row<kCols> q0, q1;
-    q0.load(in + o0);
-    q1.load(in + o1);
+    q0.load(in + o0, a.stream);
+    q1.load(in + o1, a.stream);
     float ya0, ya0_1, ya1, ya1_1;
     y_weights(y, a.inv_th, ya0, ya0_1);
     y_weights(y + 1, a.inv_th, ya1, ya1_1);
     const Row<kCols> r0 = map_row<kCols, kSplit>(q0, s_lut, cell_a, split, x, ya0, ya0_1);
     const Row<kCols> r1 = map_row<kCols, kSplit>(q1, s_lut, cell_a, split, x, ya1, ya1_1);
-    r0.store(out + o0);
-    r1.store(out + o1);
+    r0.store(out + o0, a.stream);
+    r1.store(out + o1, a.stream);
   }
-  if (y < y1) {
+  if (n & 1) {
+    const int y = a.up ? y0 : y1 - 1;
     const std::size_t o0 = std::size_t(y) * pitch + std::size_t(xs);
     Row<kCols> q0;
-    q0.load(in + o0);
+    q0.load(in + o0, a.stream);
     float ya0, ya0_1;
     y_weights(y, a.inv_th, ya0, ya0_1);
-    map_row<kCols, kSplit>(q0, s_lut, cell_a, split, x, ya0, ya0_1).store(out + o0);
+    map_row<kCols, kSplit>(q0, s_lut, cell_a, split, x, ya0, ya0_1).store(out + o0, a.stream);
   }
 }
 
@@ -216,11 +233,22 @@ __global__ void __launch_bounds__(P::kStripThreads, kMinBlocks)
   // Warps with no lane crossing a cell edge take the loop with one LUT base per thread.
   const bool any_split = __any_sync(0xFFFFFFFFu, active && split < kCols);
   pdl::wait();  // the LUTs, and the input and output, of the launches before
-  for (int y0 = y_begin; y0 < y_end;) {
-    const int cy = cell_of(y0, a.inv_th, a.tiles_y);
-    const int y1 =
-        cy == a.tiles_y ? y_end : min(y_end, cell_start(cy + 1, a.tile_h, a.inv_th, a.height));
-    if (y0 != y_begin) __syncthreads();  // every thread is done with the last cell row's words
+  // The range's rows by cell row, downwards, or upwards when a.up: the tile histograms read
+  // each band of rows from its top, so the rows read last (still in L2 where the image is larger
+  // than L2) are the bottoms of the bands, and an upward range starts with them.
+  for (int lo = y_begin, hi = y_end; lo < hi;) {
+    int cy = 0, y0 = 0, y1 = 0;
+    if (a.up) {
+      cy = cell_of(hi - 1, a.inv_th, a.tiles_y);
+      y0 = max(lo, cell_start(cy, a.tile_h, a.inv_th, a.height));
+      y1 = hi;
+      hi = y0;
+    } else {
+      cy = cell_of(lo, a.inv_th, a.tiles_y);
+      y0 = lo;
+      y1 = cy == a.tiles_y ? hi : min(hi, cell_start(cy + 1, a.tile_h, a.inv_th, a.height));
+      lo = y1;
+    }
     {
       // Pack the four LUT bytes of every (cell, value) of this block for cell row cy: 4 values
       // per work item, from one 4-byte load per tile.
@@ -254,7 +282,7 @@ __global__ void __launch_bounds__(P::kStripThreads, kMinBlocks)
         strip_rows<kCols, false>(in, out, a, xs, y0, y1, s_lut, cell_a, split, x);
       }
     }
-    y0 = y1;
+    __syncthreads();  // every thread is done with this cell row's words before the next packing
   }
 }
 
@@ -305,10 +333,10 @@ bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const c
   // Registers: at most 128 for 16 columns (4 blocks of 128 threads per SM), 80 for 8 (6
   // blocks); HISTEQ_CLAHE_STRIP_OCC=5 (16 columns) or 8 (8 columns) caps them for that many
   // blocks, for measurement.
-  const auto kernel = cols == 8 ? (tune.strip_blocks == 8 ? apply_strip_kernel<8, 8>
-                                                          : apply_strip_kernel<8, 6>)
-                      : tune.strip_blocks == 5 ? apply_strip_kernel<16, 5>
-                                               : apply_strip_kernel<16, 4>;
+  const auto kernel =
+      cols == 8 ? (tune.strip_blocks == 8 ? apply_strip_kernel<8, 8> : apply_strip_kernel<8, 6>)
+      : tune.strip_blocks == 5 ? apply_strip_kernel<16, 5>
+                               : apply_strip_kernel<16, 4>;
   if (smem > 48 * 1024) {
     HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
@@ -323,8 +351,9 @@ bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const c
   if (tune.strip_rows > 0) strips = (std::size_t(g.height) + tune.strip_rows - 1) / tune.strip_rows;
   strips = std::min<std::size_t>(strips, std::max(1, g.height / P::kStripMinRows));
   strips = std::min<std::size_t>(strips, 65535);
-  const StripArgs a{g.width,  g.height, g.tiles_x, g.tiles_y,           g.tile_w,
-                    g.tile_h, inv_tw,   cf::inv_size(g.tile_h), int(strips)};
+  const StripArgs a{g.width,     g.height,      g.tiles_x,        g.tiles_y,
+                    g.tile_w,    g.tile_h,      inv_tw,           cf::inv_size(g.tile_h),
+                    int(strips), tune.strip_up, tune.strip_stream};
   const dim3 grid{unsigned(blocks_x), unsigned(strips), 1u};
   pdl::launch(pdl::kStripApply8, kernel, grid, dim3(unsigned(threads)), smem, stream, d_in, d_out,
               d_luts, a);

@@ -119,9 +119,7 @@ HISTEQ_HD void visit_band(const T* in, const histeq::clahe_formula::Geometry& g,
       const unsigned uw = unsigned(w);
       const unsigned step = (threads * unsigned(kPer)) % uw;
       const unsigned magic = unsigned(0xFFFFFFFFu / unsigned(g.tile_w)) + 1u;
-      const auto tile_of = [magic](unsigned c) {
-        return int((std::uint64_t(c) * magic) >> 32);
-      };
+      const auto tile_of = [magic](unsigned c) { return int((std::uint64_t(c) * magic) >> 32); };
       const auto advance = [step, uw](unsigned c) {
         c += step;
         return c >= uw ? c - uw : c;

@@ -183,6 +183,10 @@ struct ClahePolicy {
   static constexpr std::size_t kStripMinPixels = std::size_t(4) << 20;
   static constexpr int kStripMinRows = 8;
   static constexpr int kStripWaves = 1;
+  /// Each row range from the bottom up (the rows the histograms read last first), evict-first
+  /// loads and stores.
+  static constexpr bool kStripUp = false;
+  static constexpr bool kStripStream = false;
   static constexpr std::size_t kStripMaxSharedBytes = std::size_t(32) << 10;
   /// 16-bit LUT kernel: coalesced walk (clahe_lut.cuh, block_tile_lut_coalesced).
   static constexpr bool kCoalescedLut16 = true;
