@@ -15,6 +15,8 @@
 //   HISTEQ_CLAHE_STRIP_UP=0|1       8-bit strip apply: each row range from the bottom up
 //   HISTEQ_CLAHE_STRIP_CS=0|1       8-bit strip apply: evict-first loads and stores
 //   HISTEQ_CLAHE_STRIP_OCC=5        8-bit strip apply: registers capped for 5 blocks per SM
+//   HISTEQ_CLAHE_MERGE=cluster|atomic  8-bit tile histograms of large planes: clusters of blocks
+//                                   sum their counters through DSMEM before the global atomics
 //   HISTEQ_CLAHE_VISIT=general      tile histograms without visit_band's whole-vector fast path
 //   HISTEQ_CLAHE_CELL_THREADS=N     8-bit cell apply: about N threads per block (<= kCellThreads)
 //   HISTEQ_HIST16_VIF=4|8           packed 16-bit histogram: 16-byte loads in flight per thread
@@ -56,6 +58,7 @@ struct ClaheTuning {
   int hist_blocks_per_sm = 0;  ///< 0: the kernel's occupancy
   bool warp_luts = ClahePolicy::kWarpLuts;
   bool cluster_luts = true;  ///< 8-bit small planes: tile_hist_cluster_kernel
+  bool cluster_merge = ClahePolicy::kMergeCluster;  ///< 8-bit: tile_hist_merge_kernel
   int apply_pixels_per_block = ClahePolicy::kCellPixelsPerBlock;
   bool hist16_packed = HistU16Policy::kPacked;
   bool coalesced_lut16 = ClahePolicy::kCoalescedLut16;
@@ -97,6 +100,8 @@ inline const ClaheTuning& clahe_tuning() {
     if (is("HISTEQ_CLAHE_LUT", "block")) r.warp_luts = false;
     if (is("HISTEQ_CLAHE_LUT", "warp")) r.warp_luts = true;
     if (is("HISTEQ_CLAHE_LUT", "nocluster")) r.cluster_luts = false;
+    if (is("HISTEQ_CLAHE_MERGE", "cluster")) r.cluster_merge = true;
+    if (is("HISTEQ_CLAHE_MERGE", "atomic")) r.cluster_merge = false;
     if (is("HISTEQ_CLAHE_APPLY", "grid")) r.apply_mode = -1;
     if (is("HISTEQ_CLAHE_APPLY", "cell")) r.apply_mode = 1;
     if (is("HISTEQ_CLAHE_APPLY", "strip")) r.apply_mode = 2;

@@ -133,6 +133,11 @@ struct ClahePolicy {
   /// cluster of kClusterBands blocks per tile row summing their shared counters through DSMEM
   /// (tile_hist_cluster_kernel), instead of global counters, a fence and a ticket.
   static constexpr int kClusterBands = 8;
+  /// 8-bit planes above that: clusters of kMergeRanks consecutive bands sum their shared
+  /// counters through DSMEM before the global atomics (tile_hist_merge_kernel; kMergeCluster,
+  /// HISTEQ_CLAHE_MERGE=cluster|atomic).
+  static constexpr int kMergeRanks = 8;
+  static constexpr bool kMergeCluster = false;
   static constexpr std::size_t kClusterMaxPixels = std::size_t(2) << 20;
   /// Most shared memory the privatized (8-bit) histogram may take: tiles_x · 256 · 4 bytes.
   /// Wider grids count with global atomics and build the LUTs in a second launch.
