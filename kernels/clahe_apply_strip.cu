@@ -52,8 +52,8 @@ struct StripArgs {
   int width, height, tiles_x, tiles_y, tile_w, tile_h;
   float inv_tw, inv_th;
   int strips;  ///< row ranges (gridDim.y): range r is rows [r·height/strips, (r+1)·height/strips)
-  bool up;     ///< each range from its last row to its first (see apply_strip_kernel)
-  bool stream;  ///< evict-first loads and stores (each byte is read and written once here)
+  bool stream;    ///< evict-first loads and stores (each byte is read and written once here)
+  bool prefetch;  ///< one row in flight ahead of the row being mapped, instead of row pairs
 };
 
 /// The float 2^23 + b of LUT byte `sel` of the packed word p (bits 0x4B0000bb).
@@ -154,8 +154,8 @@ __device__ __forceinline__ Row<kCols> map_row(const Row<kCols>& q, const unsigne
   return r;
 }
 
-/// Rows [y0, y1) of one cell row, the thread's kCols columns from xs: two rows in flight, pairs
-/// from the top, or from the bottom when a.up.
+/// Rows [y0, y1) of one cell row, the thread's kCols columns from xs: two rows loaded, then
+/// mapped, or (a.prefetch) one row mapped while the next row's load is in flight.
 template <int kCols, bool kSplit>
 __device__ __forceinline__ void strip_rows(const std::uint8_t* in, std::uint8_t* out,
                                            const StripArgs& a, int xs, int y0, int y1,
@@ -163,8 +163,22 @@ __device__ __forceinline__ void strip_rows(const std::uint8_t* in, std::uint8_t*
                                            const XWeights<kCols>& x) {
   const std::size_t pitch = std::size_t(a.width);
   const int n = y1 - y0;
+  if (a.prefetch) {
+    Row<kCols> cur;
+    cur.load(in + std::size_t(y0) * pitch + std::size_t(xs), a.stream);
+    for (int y = y0; y < y1; ++y) {
+      Row<kCols> next;
+      if (y + 1 < y1) next.load(in + std::size_t(y + 1) * pitch + std::size_t(xs), a.stream);
+      float ya, ya1;
+      y_weights(y, a.inv_th, ya, ya1);
+      map_row<kCols, kSplit>(cur, s_lut, cell_a, split, x, ya, ya1)
+          .store(out + std::size_t(y) * pitch + std::size_t(xs), a.stream);
+      cur = next;
+    }
+    return;
+  }
   for (int k = 0; k + 1 < n; k += 2) {
-    const int y = a.up ? y1 - 2 - k : y0 + k;
+    const int y = y0 + k;
     const std::size_t o0 = std::size_t(y) * pitch + std::size_t(xs), o1 = o0 + pitch;
     Row<kCols> q0, q1;
     q0.load(in + o0, a.stream);
@@ -178,7 +192,7 @@ __device__ __forceinline__ void strip_rows(const std::uint8_t* in, std::uint8_t*
     r1.store(out + o1, a.stream);
   }
   if (n & 1) {
-    const int y = a.up ? y0 : y1 - 1;
+    const int y = y1 - 1;
     const std::size_t o0 = std::size_t(y) * pitch + std::size_t(xs);
     Row<kCols> q0;
     q0.load(in + o0, a.stream);
@@ -233,22 +247,11 @@ __global__ void __launch_bounds__(P::kStripThreads, kMinBlocks)
   // Warps with no lane crossing a cell edge take the loop with one LUT base per thread.
   const bool any_split = __any_sync(0xFFFFFFFFu, active && split < kCols);
   pdl::wait();  // the LUTs, and the input and output, of the launches before
-  // The range's rows by cell row, downwards, or upwards when a.up: the tile histograms read
-  // each band of rows from its top, so the rows read last (still in L2 where the image is larger
-  // than L2) are the bottoms of the bands, and an upward range starts with them.
-  for (int lo = y_begin, hi = y_end; lo < hi;) {
-    int cy = 0, y0 = 0, y1 = 0;
-    if (a.up) {
-      cy = cell_of(hi - 1, a.inv_th, a.tiles_y);
-      y0 = max(lo, cell_start(cy, a.tile_h, a.inv_th, a.height));
-      y1 = hi;
-      hi = y0;
-    } else {
-      cy = cell_of(lo, a.inv_th, a.tiles_y);
-      y0 = lo;
-      y1 = cy == a.tiles_y ? hi : min(hi, cell_start(cy + 1, a.tile_h, a.inv_th, a.height));
-      lo = y1;
-    }
+  // The range's rows by cell row.
+  for (int y0 = y_begin; y0 < y_end;) {
+    const int cy = cell_of(y0, a.inv_th, a.tiles_y);
+    const int y1 =
+        cy == a.tiles_y ? y_end : min(y_end, cell_start(cy + 1, a.tile_h, a.inv_th, a.height));
     {
       // Pack the four LUT bytes of every (cell, value) of this block for cell row cy: 4 values
       // per work item, from one 4-byte load per tile.
@@ -283,6 +286,7 @@ __global__ void __launch_bounds__(P::kStripThreads, kMinBlocks)
       }
     }
     __syncthreads();  // every thread is done with this cell row's words before the next packing
+    y0 = y1;
   }
 }
 
@@ -351,9 +355,11 @@ bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const c
   if (tune.strip_rows > 0) strips = (std::size_t(g.height) + tune.strip_rows - 1) / tune.strip_rows;
   strips = std::min<std::size_t>(strips, std::max(1, g.height / P::kStripMinRows));
   strips = std::min<std::size_t>(strips, 65535);
-  const StripArgs a{g.width,     g.height,      g.tiles_x,        g.tiles_y,
-                    g.tile_w,    g.tile_h,      inv_tw,           cf::inv_size(g.tile_h),
-                    int(strips), tune.strip_up, tune.strip_stream};
+  StripArgs a{};
+  a.width = g.width, a.height = g.height, a.tiles_x = g.tiles_x, a.tiles_y = g.tiles_y;
+  a.tile_w = g.tile_w, a.tile_h = g.tile_h, a.inv_tw = inv_tw, a.inv_th = cf::inv_size(g.tile_h);
+  a.strips = int(strips), a.stream = tune.strip_stream;
+  a.prefetch = tune.strip_prefetch;
   const dim3 grid{unsigned(blocks_x), unsigned(strips), 1u};
   pdl::launch(pdl::kStripApply8, kernel, grid, dim3(unsigned(threads)), smem, stream, d_in, d_out,
               d_luts, a);

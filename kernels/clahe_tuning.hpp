@@ -12,11 +12,10 @@
 //   HISTEQ_CLAHE_STRIP_ROWS=N       8-bit strip apply: rows per block (default: by occupancy)
 //   HISTEQ_CLAHE_STRIP_WAVES=N      8-bit strip apply: full waves of blocks (default kStripWaves)
 //   HISTEQ_CLAHE_STRIP_COLS=8|16    8-bit strip apply: columns per thread (default kStripCols)
-//   HISTEQ_CLAHE_STRIP_UP=0|1       8-bit strip apply: each row range from the bottom up
 //   HISTEQ_CLAHE_STRIP_CS=0|1       8-bit strip apply: evict-first loads and stores
+//   HISTEQ_CLAHE_STRIP_PF=0|1       8-bit strip apply: the next row's load in flight while a row
+//                                   is mapped, or two rows loaded then mapped
 //   HISTEQ_CLAHE_STRIP_OCC=5        8-bit strip apply: registers capped for 5 blocks per SM
-//   HISTEQ_CLAHE_MERGE=cluster|atomic  8-bit tile histograms of large planes: clusters of blocks
-//                                   sum their counters through DSMEM before the global atomics
 //   HISTEQ_CLAHE_VISIT=general      tile histograms without visit_band's whole-vector fast path
 //   HISTEQ_CLAHE_CELL_THREADS=N     8-bit cell apply: about N threads per block (<= kCellThreads)
 //   HISTEQ_HIST16_VIF=4|8           packed 16-bit histogram: 16-byte loads in flight per thread
@@ -58,7 +57,6 @@ struct ClaheTuning {
   int hist_blocks_per_sm = 0;  ///< 0: the kernel's occupancy
   bool warp_luts = ClahePolicy::kWarpLuts;
   bool cluster_luts = true;  ///< 8-bit small planes: tile_hist_cluster_kernel
-  bool cluster_merge = ClahePolicy::kMergeCluster;  ///< 8-bit: tile_hist_merge_kernel
   int apply_pixels_per_block = ClahePolicy::kCellPixelsPerBlock;
   bool hist16_packed = HistU16Policy::kPacked;
   bool coalesced_lut16 = ClahePolicy::kCoalescedLut16;
@@ -69,8 +67,8 @@ struct ClaheTuning {
   int strip_blocks = 0;  ///< 5: the strip kernel built for 5 blocks per SM
   int strip_waves = 0;   ///< 0: ClahePolicy::kStripWaves
   int strip_cols = ClahePolicy::kStripCols;
-  bool strip_up = ClahePolicy::kStripUp;
   bool strip_stream = ClahePolicy::kStripStream;
+  bool strip_prefetch = ClahePolicy::kStripPrefetch;
   int cell_threads = ClahePolicy::kCellThreads;
   int hist16_vectors = HistU16Policy::kPackedVectorsInFlight;
   bool hist16_pairs = HistU16Policy::kPackedPairs;
@@ -100,15 +98,13 @@ inline const ClaheTuning& clahe_tuning() {
     if (is("HISTEQ_CLAHE_LUT", "block")) r.warp_luts = false;
     if (is("HISTEQ_CLAHE_LUT", "warp")) r.warp_luts = true;
     if (is("HISTEQ_CLAHE_LUT", "nocluster")) r.cluster_luts = false;
-    if (is("HISTEQ_CLAHE_MERGE", "cluster")) r.cluster_merge = true;
-    if (is("HISTEQ_CLAHE_MERGE", "atomic")) r.cluster_merge = false;
     if (is("HISTEQ_CLAHE_APPLY", "grid")) r.apply_mode = -1;
     if (is("HISTEQ_CLAHE_APPLY", "cell")) r.apply_mode = 1;
     if (is("HISTEQ_CLAHE_APPLY", "strip")) r.apply_mode = 2;
     r.strip_rows = int(num("HISTEQ_CLAHE_STRIP_ROWS", 0, 4096, 0));
     r.strip_blocks = int(num("HISTEQ_CLAHE_STRIP_OCC", 0, 8, 0));
     r.strip_waves = int(num("HISTEQ_CLAHE_STRIP_WAVES", 0, 64, 0));
-    r.strip_up = num("HISTEQ_CLAHE_STRIP_UP", 0, 1, r.strip_up ? 1 : 0) == 1;
+    r.strip_prefetch = num("HISTEQ_CLAHE_STRIP_PF", 0, 1, r.strip_prefetch ? 1 : 0) == 1;
     r.strip_stream = num("HISTEQ_CLAHE_STRIP_CS", 0, 1, r.strip_stream ? 1 : 0) == 1;
     r.strip_cols = num("HISTEQ_CLAHE_STRIP_COLS", 8, 16, r.strip_cols) <= 8 ? 8 : 16;
     if (is("HISTEQ_CLAHE_VISIT", "general")) r.fast_visit = false;

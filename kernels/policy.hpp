@@ -133,11 +133,6 @@ struct ClahePolicy {
   /// cluster of kClusterBands blocks per tile row summing their shared counters through DSMEM
   /// (tile_hist_cluster_kernel), instead of global counters, a fence and a ticket.
   static constexpr int kClusterBands = 8;
-  /// 8-bit planes above that: clusters of kMergeRanks consecutive bands sum their shared
-  /// counters through DSMEM before the global atomics (tile_hist_merge_kernel; kMergeCluster,
-  /// HISTEQ_CLAHE_MERGE=cluster|atomic).
-  static constexpr int kMergeRanks = 8;
-  static constexpr bool kMergeCluster = false;
   static constexpr std::size_t kClusterMaxPixels = std::size_t(2) << 20;
   /// Most shared memory the privatized (8-bit) histogram may take: tiles_x · 256 · 4 bytes.
   /// Wider grids count with global atomics and build the LUTs in a second launch.
@@ -188,10 +183,10 @@ struct ClahePolicy {
   static constexpr std::size_t kStripMinPixels = std::size_t(4) << 20;
   static constexpr int kStripMinRows = 8;
   static constexpr int kStripWaves = 1;
-  /// Each row range from the bottom up (the rows the histograms read last first), evict-first
-  /// loads and stores.
-  static constexpr bool kStripUp = false;
-  static constexpr bool kStripStream = false;
+  /// Evict-first loads and stores (64M uniform 103 → 99.5 µs, the rest unchanged); the next
+  /// row's load in flight while a row is mapped instead of two rows loaded, then mapped.
+  static constexpr bool kStripStream = true;
+  static constexpr bool kStripPrefetch = false;
   static constexpr std::size_t kStripMaxSharedBytes = std::size_t(32) << 10;
   /// 16-bit LUT kernel: coalesced walk (clahe_lut.cuh, block_tile_lut_coalesced).
   static constexpr bool kCoalescedLut16 = true;
