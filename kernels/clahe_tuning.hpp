@@ -13,8 +13,6 @@
 //   HISTEQ_CLAHE_STRIP_WAVES=N      8-bit strip apply: full waves of blocks (default kStripWaves)
 //   HISTEQ_CLAHE_STRIP_COLS=8|16    8-bit strip apply: columns per thread (default kStripCols)
 //   HISTEQ_CLAHE_STRIP_CS=0|1       8-bit strip apply: evict-first loads and stores
-//   HISTEQ_CLAHE_STRIP_PF=0|1       8-bit strip apply: the next row's load in flight while a row
-//                                   is mapped, or two rows loaded then mapped
 //   HISTEQ_CLAHE_STRIP_OCC=5        8-bit strip apply: registers capped for 5 blocks per SM
 //   HISTEQ_CLAHE_VISIT=general      tile histograms without visit_band's whole-vector fast path
 //   HISTEQ_CLAHE_CELL_THREADS=N     8-bit cell apply: about N threads per block (<= kCellThreads)
@@ -68,7 +66,6 @@ struct ClaheTuning {
   int strip_waves = 0;   ///< 0: ClahePolicy::kStripWaves
   int strip_cols = ClahePolicy::kStripCols;
   bool strip_stream = ClahePolicy::kStripStream;
-  bool strip_prefetch = ClahePolicy::kStripPrefetch;
   int cell_threads = ClahePolicy::kCellThreads;
   int hist16_vectors = HistU16Policy::kPackedVectorsInFlight;
   bool hist16_pairs = HistU16Policy::kPackedPairs;
@@ -104,7 +101,6 @@ inline const ClaheTuning& clahe_tuning() {
     r.strip_rows = int(num("HISTEQ_CLAHE_STRIP_ROWS", 0, 4096, 0));
     r.strip_blocks = int(num("HISTEQ_CLAHE_STRIP_OCC", 0, 8, 0));
     r.strip_waves = int(num("HISTEQ_CLAHE_STRIP_WAVES", 0, 64, 0));
-    r.strip_prefetch = num("HISTEQ_CLAHE_STRIP_PF", 0, 1, r.strip_prefetch ? 1 : 0) == 1;
     r.strip_stream = num("HISTEQ_CLAHE_STRIP_CS", 0, 1, r.strip_stream ? 1 : 0) == 1;
     r.strip_cols = num("HISTEQ_CLAHE_STRIP_COLS", 8, 16, r.strip_cols) <= 8 ? 8 : 16;
     if (is("HISTEQ_CLAHE_VISIT", "general")) r.fast_visit = false;
