@@ -33,6 +33,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "clahe.hpp"
 #include "clahe_cells.cuh"
@@ -67,37 +69,26 @@ struct XWeights {
   float a[kCols], a1[kCols], ca[kCols], ca1[kCols];
 };
 
-/// kCols bytes of one row as 32-bit words: one 16-byte (kCols 16) or 8-byte (kCols 8) access.
+/// kCols bytes of one row as 32-bit words: one 16-byte (kCols 16) or 8-byte (kCols 8) access,
+/// evict-first when `stream`.
 template <int kCols>
 struct Row {
+  using Vec = std::conditional_t<kCols == 16, uint4, uint2>;
+  static_assert(sizeof(Vec) == kCols, "one vector per row slot");
   unsigned w[kCols / 4];
   __device__ __forceinline__ void load(const std::uint8_t* p, bool stream) {
-    if constexpr (kCols == 16) {
-      const auto* v = reinterpret_cast<const uint4*>(p);
-      const uint4 q = stream ? __ldcs(v) : *v;
-      w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
-    } else {
-      const auto* v = reinterpret_cast<const uint2*>(p);
-      const uint2 q = stream ? __ldcs(v) : *v;
-      w[0] = q.x, w[1] = q.y;
-    }
+    const auto* v = reinterpret_cast<const Vec*>(p);
+    const Vec q = stream ? __ldcs(v) : *v;
+    std::memcpy(w, &q, sizeof(q));
   }
   __device__ __forceinline__ void store(std::uint8_t* p, bool stream) const {
-    if constexpr (kCols == 16) {
-      auto* v = reinterpret_cast<uint4*>(p);
-      const uint4 q = make_uint4(w[0], w[1], w[2], w[3]);
-      if (stream)
-        __stcs(v, q);
-      else
-        *v = q;
-    } else {
-      auto* v = reinterpret_cast<uint2*>(p);
-      const uint2 q = make_uint2(w[0], w[1]);
-      if (stream)
-        __stcs(v, q);
-      else
-        *v = q;
-    }
+    auto* v = reinterpret_cast<Vec*>(p);
+    Vec q;
+    std::memcpy(&q, w, sizeof(q));
+    if (stream)
+      __stcs(v, q);
+    else
+      *v = q;
   }
 };
 
@@ -162,9 +153,8 @@ __device__ __forceinline__ void strip_rows(const std::uint8_t* in, std::uint8_t*
                                            const unsigned* s_lut, unsigned cell_a, int split,
                                            const XWeights<kCols>& x) {
   const std::size_t pitch = std::size_t(a.width);
-  const int n = y1 - y0;
-  for (int k = 0; k + 1 < n; k += 2) {
-    const int y = y0 + k;
+  int y = y0;
+  for (; y + 1 < y1; y += 2) {
     const std::size_t o0 = std::size_t(y) * pitch + std::size_t(xs), o1 = o0 + pitch;
     Row<kCols> q0, q1;
     q0.load(in + o0, a.stream);
@@ -177,8 +167,7 @@ __device__ __forceinline__ void strip_rows(const std::uint8_t* in, std::uint8_t*
     r0.store(out + o0, a.stream);
     r1.store(out + o1, a.stream);
   }
-  if (n & 1) {
-    const int y = y1 - 1;
+  if (y < y1) {
     const std::size_t o0 = std::size_t(y) * pitch + std::size_t(xs);
     Row<kCols> q0;
     q0.load(in + o0, a.stream);
@@ -293,8 +282,8 @@ bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const c
   if (tune.apply_mode != 0 && tune.apply_mode != 2) return false;
   const int cols = tune.strip_cols;
   if (g.hist_size != 256 || g.width % cols != 0 || g.tile_w < P::kStripMinTileWidth) return false;
-  if (reinterpret_cast<std::uintptr_t>(d_in) % (cols == 16 ? 16 : 8) != 0 ||
-      reinterpret_cast<std::uintptr_t>(d_out) % (cols == 16 ? 16 : 8) != 0) {
+  if (reinterpret_cast<std::uintptr_t>(d_in) % cols != 0 ||
+      reinterpret_cast<std::uintptr_t>(d_out) % cols != 0) {
     return false;
   }
   const std::size_t pixels = std::size_t(g.width) * std::size_t(g.height);
@@ -341,10 +330,9 @@ bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const c
   if (tune.strip_rows > 0) strips = (std::size_t(g.height) + tune.strip_rows - 1) / tune.strip_rows;
   strips = std::min<std::size_t>(strips, std::max(1, g.height / P::kStripMinRows));
   strips = std::min<std::size_t>(strips, 65535);
-  StripArgs a{};
-  a.width = g.width, a.height = g.height, a.tiles_x = g.tiles_x, a.tiles_y = g.tiles_y;
-  a.tile_w = g.tile_w, a.tile_h = g.tile_h, a.inv_tw = inv_tw, a.inv_th = cf::inv_size(g.tile_h);
-  a.strips = int(strips), a.stream = tune.strip_stream;
+  const StripArgs a{g.width,     g.height,         g.tiles_x, g.tiles_y,
+                    g.tile_w,    g.tile_h,         inv_tw,    cf::inv_size(g.tile_h),
+                    int(strips), tune.strip_stream};
   const dim3 grid{unsigned(blocks_x), unsigned(strips), 1u};
   pdl::launch(pdl::kStripApply8, kernel, grid, dim3(unsigned(threads)), smem, stream, d_in, d_out,
               d_luts, a);

@@ -294,9 +294,9 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
   const ClaheTuning& tune = clahe_tuning();
   const int min_rows = int(std::max<std::size_t>(1, tune.hist_min_bytes / row_bytes));
   // One full wave: the blocks of the launched kernel that fit on the device at once (its
-  // occupancy: 3 blocks of 512 per SM on sm_90 at 40 registers), or HISTEQ_CLAHE_HIST_BPS per
-  // SM. The former fixed 4 per SM left 116 of 512 blocks of a 16M plane to a second wave that
-  // ran alone on a quarter of the warps (ncu, H200: SMs active 67 % of the kernel's time).
+  // occupancy: 4 blocks of 512 per SM on sm_90 at 32 registers), or HISTEQ_CLAHE_HIST_BPS per
+  // SM. The former fixed 4 per SM, when only 3 fitted (40 registers), left 116 of 512 blocks of
+  // a 16M plane to a second wave that ran alone on a quarter of the warps (ncu, H200).
   const void* counted = privatized ? reinterpret_cast<const void*>(tile_hist_kernel<T, true>)
                                    : reinterpret_cast<const void*>(tile_hist_kernel<T, false>);
   if (privatized && shared_bytes > 48 * 1024) {
