@@ -19,6 +19,8 @@
 //      apply follows image i + lag's histogram, so image i is re-read from L2, not DRAM).
 #include "batched.hpp"
 
+#include <cooperative_groups.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -313,6 +315,141 @@ __global__ void __launch_bounds__(P::kBlockSize)
   }
 }
 
+/// The warp that builds an image's LUT from its histogram s_hist[256] (lane l scans bins 8l ..
+/// 8l + 7, then the 32 lane totals are scanned with shuffles): s_cdf = the inclusive CDF,
+/// returns (in every lane) v0, the first non-empty bin (kLutBins when empty); total = cdf(255).
+__device__ __forceinline__ int warp_cdf(const std::uint32_t* s_hist, std::uint32_t* s_cdf,
+                                        std::uint32_t& total) {
+  constexpr unsigned kFull = 0xFFFFFFFFu;
+  constexpr int kPerLane = cdf::kLutBins / 32;
+  const unsigned lane = threadIdx.x & 31u;
+  std::uint32_t c[kPerLane];
+  std::uint32_t run = 0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    run += s_hist[lane * kPerLane + i];
+    c[i] = run;
+  }
+  std::uint32_t incl = run;
+#pragma unroll
+  for (unsigned o = 1; o < 32; o <<= 1) {
+    const std::uint32_t y = __shfl_up_sync(kFull, incl, o);
+    if (lane >= o) incl += y;
+  }
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) s_cdf[lane * kPerLane + i] = incl - run + c[i];
+  total = __shfl_sync(kFull, incl, 31);
+  const unsigned nonzero = __ballot_sync(kFull, run != 0);
+  if (nonzero == 0) return cdf::kLutBins;
+  const int first_lane = __ffs(int(nonzero)) - 1;
+  // The first lane with counts finds its first non-empty bin (c[] is its running sum).
+  int v0 = kPerLane;
+#pragma unroll
+  for (int i = kPerLane - 1; i >= 0; --i) {
+    if (c[i] != 0) v0 = i;
+  }
+  return first_lane * kPerLane + __shfl_sync(kFull, v0, first_lane);
+}
+
+/// The cluster path: cluster c (blocks c·k .. c·k + k − 1, k = the cluster's size) equalizes
+/// image c of n bytes (n % 16 == 0, 16-byte aligned). Block r of the cluster holds vectors
+/// [r·per, (r+1)·per) of the image, per = ceil(n/16 / k) ≤ kClusterThreads · kClusterVectors, in
+/// registers: loaded once (evict-first: nothing reads them again), counted into the block's
+/// lane-column histogram, folded to 256 counts; cluster barrier; each block sums the k blocks'
+/// counts through distributed shared memory (Hopper thread-block clusters, CUDA C++ Programming
+/// Guide "Distributed Shared Memory"), one warp scans them into the LUT (the same lut_value as
+/// every path), and every thread maps the vectors it holds and stores them (evict-first). The
+/// image is read from DRAM once; there is no second pass, no global atomic and no scratch.
+__global__ void __launch_bounds__(P::kClusterThreads, 1)
+    batch_cluster_kernel(const std::uint8_t* in, std::uint8_t* out, std::size_t n, Formula f,
+                         std::uint8_t* luts) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  constexpr int T = P::kClusterThreads, V = P::kClusterVectors;
+  __shared__ std::uint32_t s_cols[kColumnWords];
+  __shared__ std::uint32_t s_part[cdf::kLutBins];  // this block's counts, read by the cluster
+  __shared__ std::uint32_t s_hist[cdf::kLutBins];  // the image's counts
+  __shared__ std::uint32_t s_cdf[cdf::kLutBins];
+  __shared__ std::uint8_t s_lut[cdf::kLutBins];
+  __shared__ int s_v0;
+  __shared__ std::uint32_t s_total;
+  const cg::cluster_group cluster = cg::this_cluster();
+  const unsigned t = threadIdx.x;
+  const unsigned k = cluster.num_blocks(), rank = cluster.block_rank();
+  const std::size_t image = blockIdx.x / k;
+  const std::size_t vectors = n / 16, per = (vectors + k - 1) / k;
+  const std::size_t first = min(vectors, per * rank);
+  const unsigned len = unsigned(min(vectors, first + per) - first);
+  const uint4* vin = reinterpret_cast<const uint4*>(in + image * n) + first;
+  uint4* vout = reinterpret_cast<uint4*>(out + image * n) + first;
+
+  uint4 x[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const unsigned i = unsigned(j) * T + t;
+    if (i < len) x[j] = __ldcs(vin + i);
+  }
+  for (unsigned w = t; w < kColumnWords; w += T) s_cols[w] = 0;
+  __syncthreads();
+  std::uint32_t* col = s_cols + (t & 31u);
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    if (unsigned(j) * T + t < len) {
+      columns::count_word_u8(col, x[j].x);
+      columns::count_word_u8(col, x[j].y);
+      columns::count_word_u8(col, x[j].z);
+      columns::count_word_u8(col, x[j].w);
+    }
+  }
+  __syncthreads();
+  if (t < cdf::kLutBins) {  // value t's 32 columns, from the thread's own lane: no conflicts
+    const std::uint32_t* row = s_cols + t * columns::kColumns;
+    std::uint32_t sum = 0;
+#pragma unroll
+    for (unsigned c = 0; c < columns::kColumns; ++c) sum += row[(c + t) & 31u];
+    s_part[t] = sum;
+  }
+  cluster.sync();  // every block's s_part is written (and every block of the cluster runs)
+  if (t < cdf::kLutBins) {
+    std::uint32_t h = 0;
+    for (unsigned r = 0; r < k; ++r) h += cluster.map_shared_rank(s_part, r)[t];
+    s_hist[t] = h;
+  }
+  cluster.barrier_arrive();  // done with the other blocks' s_part; waited for before exit
+  __syncthreads();
+  if (t < 32) {
+    std::uint32_t total = 0;
+    const int v0 = warp_cdf(s_hist, s_cdf, total);
+    if (t == 0) {
+      s_v0 = v0;
+      s_total = total;
+    }
+  }
+  __syncthreads();
+  if (t < cdf::kLutBins) {
+    const int v0 = s_v0;
+    const std::uint8_t e =
+        cdf::lut_value(int(t), s_cdf[t], v0, v0 < cdf::kLutBins ? s_hist[v0] : 0, s_total, f);
+    s_lut[t] = e;
+    if (rank == 0) luts[image * cdf::kLutBins + t] = e;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const unsigned i = unsigned(j) * T + t;
+    if (i < len) {
+      uint4 y;
+      y.x = map_word(s_lut, x[j].x);
+      y.y = map_word(s_lut, x[j].y);
+      y.z = map_word(s_lut, x[j].z);
+      y.w = map_word(s_lut, x[j].w);
+      __stcs(vout + i, y);
+    }
+  }
+  cluster.barrier_wait();  // no block leaves while another may still read its s_part
+#endif
+}
+
 std::size_t blocks_for(std::size_t n) { return (n + P::kChunkBytes - 1) / P::kChunkBytes; }
 
 void check_overlap(const std::uint8_t* in, const std::uint8_t* out, std::size_t n,
@@ -441,7 +578,89 @@ void launch_equalize_batch_uniform_pair(const std::uint8_t* d_in, std::uint8_t* 
   launch_pair(map, count * per_image, f, s.hist, s.tickets, d_luts, stream);
 }
 
-BatchPath choose_batch_path(std::size_t count, std::size_t n) {
+namespace {
+
+/// Whether clusters of k batch_cluster_kernel blocks fit the current device (memoized per device
+/// and k): compute capability 9.0 or later and cudaOccupancyMaxActiveClusters > 0.
+bool cluster_fits(int k) {
+  static const char tags[P::kMaxClusterBlocks + 1] = {};
+  return detail::per_device_once(&tags[k], [k] {
+           int dev = 0, major = 0;
+           HISTEQ_CUDA_CHECK(cudaGetDevice(&dev));
+           HISTEQ_CUDA_CHECK(
+               cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+           if (major < 9) return 0;
+           if (k > 8) {
+             HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(
+                 batch_cluster_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+           }
+           cudaLaunchConfig_t cfg{};
+           cfg.gridDim = dim3(unsigned(k));
+           cfg.blockDim = dim3(P::kClusterThreads);
+           cudaLaunchAttribute a{};
+           a.id = cudaLaunchAttributeClusterDimension;
+           a.val.clusterDim.x = unsigned(k);
+           a.val.clusterDim.y = 1;
+           a.val.clusterDim.z = 1;
+           cfg.attrs = &a;
+           cfg.numAttrs = 1;
+           int clusters = 0;
+           if (cudaOccupancyMaxActiveClusters(&clusters, batch_cluster_kernel, &cfg) !=
+               cudaSuccess) {
+             (void)cudaGetLastError();  // an unsupported size is an answer, not an error
+             return 0;
+           }
+           return clusters > 0 ? 1 : 0;
+         }) != 0;
+}
+
+}  // namespace
+
+int cluster_batch_blocks(const std::uint8_t* d_in, const std::uint8_t* d_out, std::size_t count,
+                         std::size_t n) {
+  const auto aligned = [](const void* p) {
+    return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
+  };
+  if (count == 0 || n % 16 != 0 || n < P::kClusterMinBytes || !aligned(d_in) || !aligned(d_out)) {
+    return 0;
+  }
+  for (int k = 1; k <= P::kMaxClusterBlocks; k *= 2) {
+    if (n <= std::size_t(k) * P::kClusterBlockBytes) {
+      if (count > kMaxGrid / std::size_t(k) || !cluster_fits(k)) return 0;
+      return k;
+    }
+  }
+  return 0;
+}
+
+void launch_equalize_batch_uniform_cluster(const std::uint8_t* d_in, std::uint8_t* d_out,
+                                           std::size_t count, std::size_t n, Formula f,
+                                           std::uint8_t* d_luts, cudaStream_t stream) {
+  if (count == 0 || n == 0) return;
+  if (d_luts == nullptr) throw UsageError("equalize_batch: null pointer");
+  check_overlap(d_in, d_out, count * n, "equalize_batch");
+  const int k = cluster_batch_blocks(d_in, d_out, count, n);
+  if (k == 0) {
+    throw UsageError("equalize_batch: the cluster path cannot serve " + std::to_string(count) +
+                     " images of " + std::to_string(n) + " bytes here (cluster_batch_blocks)");
+  }
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(unsigned(count * std::size_t(k)));
+  cfg.blockDim = dim3(P::kClusterThreads);
+  cfg.stream = stream;
+  cudaLaunchAttribute a{};
+  a.id = cudaLaunchAttributeClusterDimension;
+  a.val.clusterDim.x = unsigned(k);
+  a.val.clusterDim.y = 1;
+  a.val.clusterDim.z = 1;
+  cfg.attrs = &a;
+  cfg.numAttrs = 1;
+  HISTEQ_CUDA_CHECK(cudaLaunchKernelEx(&cfg, batch_cluster_kernel, d_in, d_out, n, f, d_luts));
+}
+
+BatchPath choose_batch_path(const std::uint8_t* d_in, const std::uint8_t* d_out, std::size_t count,
+                            std::size_t n) {
+  if (cluster_batch_blocks(d_in, d_out, count, n) > 0) return BatchPath::cluster;
   return count * n >= P::kQueuedMinBytes ? BatchPath::queued : BatchPath::two_launch;
 }
 

@@ -36,13 +36,29 @@ struct BatchedPolicy {
   /// not push the inputs still to be read out of L2. HISTEQ_BATCH_APPLY=forward restores the
   /// plain order and stores, for measurement.
   static constexpr bool kReverseStreamingApply = true;
+  /// Cluster path (launch_equalize_batch_uniform_cluster): threads per block, and 16-byte
+  /// vectors each thread holds in registers from the count to the apply. One block holds
+  /// kClusterBlockBytes of its image; __launch_bounds__(1024, 1) caps it at 64 registers.
+  static constexpr int kClusterThreads = 1024;
+  static constexpr int kClusterVectors = 8;
+  static constexpr std::size_t kClusterBlockBytes =
+      std::size_t(kClusterThreads) * kClusterVectors * 16;  // 128 KiB
+  /// Largest cluster: 16 blocks (non-portable; 8 is the portable limit), so images up to 2 MiB
+  /// (1920 x 1080 is 1.98 MiB).
+  static constexpr int kMaxClusterBlocks = 16;
+  /// Smallest image the cluster path takes: below it a 1024-thread block with one image holds
+  /// mostly idle registers, and the two-launch path's 256-thread blocks share SMs better.
+  static constexpr std::size_t kClusterMinBytes = std::size_t(64) << 10;
 };
 
 /// How a uniform batch (count images of n bytes back to back) runs.
 enum class BatchPath : std::uint8_t {
-  automatic,  ///< queued from BatchedPolicy::kQueuedMinBytes up, else two_launch
-  queued,     ///< one launch: the work queue with spin waits (launch_equalize_batch_uniform)
-  two_launch  ///< histogram + LUT launch, then apply launch (launch_equalize_batch_uniform_pair)
+  automatic,   ///< cluster where cluster_batch_blocks allows it; else queued from
+               ///< BatchedPolicy::kQueuedMinBytes up, else two_launch
+  queued,      ///< one launch: the work queue with spin waits (launch_equalize_batch_uniform)
+  two_launch,  ///< histogram + LUT launch, then apply launch (launch_equalize_batch_uniform_pair)
+  cluster      ///< one launch, one thread-block cluster per image, the image held in registers
+               ///< (launch_equalize_batch_uniform_cluster); two_launch where it cannot serve
 };
 
 /// One gray image of a batch: d_in[0,n) → d_out[0,n), device memory, any alignment; d_out may
@@ -88,7 +104,27 @@ void launch_equalize_batch_uniform_pair(const std::uint8_t* d_in, std::uint8_t* 
                                         std::uint8_t* d_luts, void* d_zeroed_scratch,
                                         std::size_t scratch_bytes, cudaStream_t stream);
 
-/// The path BatchPath::automatic takes for count images of n bytes.
-BatchPath choose_batch_path(std::size_t count, std::size_t n);
+/// Blocks per cluster the cluster path would give each of count images of n bytes at d_in →
+/// d_out on the current device: the fewest of 1, 2, 4, 8, 16 whose blocks hold the image
+/// (BatchedPolicy::kClusterBlockBytes each), or 0 where the path cannot serve the batch: a
+/// device without clusters (compute capability < 9.0) or without room for such a cluster, n
+/// not a multiple of 16, a pointer not 16-byte aligned, n below kClusterMinBytes or above
+/// kMaxClusterBlocks · kClusterBlockBytes.
+int cluster_batch_blocks(const std::uint8_t* d_in, const std::uint8_t* d_out, std::size_t count,
+                         std::size_t n);
+
+/// The same result as launch_equalize_batch_uniform in ONE launch of count clusters of
+/// k = cluster_batch_blocks(...) blocks, cluster i for image i: each block loads its part of the
+/// image into registers (16-byte evict-first loads) and counts it in shared memory; the cluster
+/// merges its blocks' histograms through distributed shared memory; every block builds the LUT
+/// and maps the part it holds, storing with evict-first hints. The batch is read from DRAM once
+/// and written once; no scratch, no flags. Requires k > 0 (UsageError otherwise).
+void launch_equalize_batch_uniform_cluster(const std::uint8_t* d_in, std::uint8_t* d_out,
+                                           std::size_t count, std::size_t n, Formula f,
+                                           std::uint8_t* d_luts, cudaStream_t stream);
+
+/// The path BatchPath::automatic takes for count images of n bytes at d_in → d_out.
+BatchPath choose_batch_path(const std::uint8_t* d_in, const std::uint8_t* d_out, std::size_t count,
+                            std::size_t n);
 
 }  // namespace histeq::kernels

@@ -20,6 +20,18 @@ struct TempStorage {
   std::uint64_t total;
 };
 
+/// lut[v] of bin v from the histogram's inclusive CDF: cdf_v = cdf(v), v0 = the first non-empty
+/// bin (kLutBins for an empty histogram), h_v0 = hist[v0] (any value when v0 == kLutBins),
+/// total = cdf(255). Empty or constant histograms map to the identity (OpenCV copies a constant
+/// image); bins up to v0 map to 0; the rest take lut_formula.hpp's entry.
+__device__ __forceinline__ std::uint8_t lut_value(int v, std::uint64_t cdf_v, int v0,
+                                                  std::uint64_t h_v0, std::uint64_t total,
+                                                  Formula f) {
+  if (v0 == kLutBins || h_v0 == total) return static_cast<std::uint8_t>(v);
+  if (v <= v0) return 0;
+  return formula::lut_entry(f, cdf_v, h_v0, total, formula::opencv_scale(total, h_v0));
+}
+
 /// Every thread of a 256-thread block calls it with h = hist[threadIdx.x] and gets
 /// lut[threadIdx.x] written (= make_lut(hist, f)[threadIdx.x]). hist_at(v) reads bin v of the
 /// same histogram (the caller's memory).
@@ -33,22 +45,8 @@ __device__ __forceinline__ void block_cdf_lut(std::uint64_t h, HistAt hist_at, F
   // v0 = first bin with h > 0 = count of bins with cdf == 0 (also a barrier for tmp.total).
   const int v0 = __syncthreads_count(cdf == 0);
   const std::uint64_t total = tmp.total;
-
-  if (v0 == kLutBins) {  // empty histogram: identity
-    lut[v] = static_cast<std::uint8_t>(v);
-    return;
-  }
-  const std::uint64_t h_v0 = hist_at(v0);
-  if (h_v0 == total) {  // constant image: identity (OpenCV copies it)
-    lut[v] = static_cast<std::uint8_t>(v);
-    return;
-  }
-  if (v <= v0) {  // bins below v0 never occur; v0 itself maps to 0
-    lut[v] = 0;
-    return;
-  }
-  const float scale = formula::opencv_scale(total, h_v0);
-  lut[v] = formula::lut_entry(f, cdf, h_v0, total, scale);
+  const std::uint64_t h_v0 = v0 < kLutBins ? hist_at(v0) : 0;
+  lut[v] = lut_value(v, cdf, v0, h_v0, total, f);
 }
 
 }  // namespace histeq::kernels::cdf

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <iterator>
 #include <string>
@@ -130,8 +131,8 @@ TEST(BatchedUniform, BackToBackImagesEqualTheirOwnEqualization) {
     gpu::Equalizer eq;
     using Path = gpu::Equalizer::BatchPath;
     // Every path twice (the scratch is left reusable by each, whatever the path before it).
-    const Path paths[] = {Path::queued,     Path::queued,    Path::two_launch,
-                          Path::two_launch, Path::automatic, Path::queued};
+    const Path paths[] = {Path::queued,    Path::queued,  Path::two_launch, Path::two_launch,
+                          Path::automatic, Path::cluster, Path::queued,     Path::cluster};
     for (int rep = 0; rep < int(std::size(paths)); ++rep) {
       SCOPED_TRACE("path " + std::to_string(int(paths[rep])));
       eq.equalize_batch(d_in.get(), d_out.get(), count, n, Formula::opencv, paths[rep]);
@@ -180,6 +181,92 @@ TEST(BatchedUniform, OneEqualizerAcrossCountsSizesAndModesInPlace) {
       ASSERT_EQ(gi, reference(in, Formula::opencv)) << "call " << c << " image " << i;
     }
     EXPECT_EQ(test::download(o1.get(), one.size()), reference(one, Formula::exact)) << c;
+  }
+}
+
+// The cluster path's rules that need no device: sizes it refuses, misaligned pointers.
+TEST(BatchedCluster, RefusesWhatItCannotServe) {
+  alignas(16) static std::uint8_t host[64];
+  const std::size_t lo = BatchedPolicy::kClusterMinBytes;
+  const std::size_t hi =
+      std::size_t(BatchedPolicy::kMaxClusterBlocks) * BatchedPolicy::kClusterBlockBytes;
+  EXPECT_EQ(kernels::cluster_batch_blocks(host, host, 4, lo - 16), 0) << "below the minimum";
+  EXPECT_EQ(kernels::cluster_batch_blocks(host, host, 4, hi + 16), 0) << "above 16 blocks";
+  EXPECT_EQ(kernels::cluster_batch_blocks(host, host, 4, lo + 8), 0) << "n % 16 != 0";
+  EXPECT_EQ(kernels::cluster_batch_blocks(host + 1, host, 4, lo), 0) << "input misaligned";
+  EXPECT_EQ(kernels::cluster_batch_blocks(host, host + 4, 4, lo), 0) << "output misaligned";
+  EXPECT_EQ(kernels::cluster_batch_blocks(host, host, 0, lo), 0) << "no images";
+}
+
+// One cluster per image, 1 to 16 blocks: every image equals its own equalization, whatever the
+// data (constant, one value plus one outlier, every distribution), in place or not; the LUTs are
+// left in device_lut. On a device without clusters the path runs two_launch (same bytes).
+TEST(BatchedCluster, EveryClusterSizeEqualsTheReference) {
+  HISTEQ_REQUIRE_GPU();
+  const std::size_t block = BatchedPolicy::kClusterBlockBytes;
+  // (n, the cluster size expected on a device with clusters)
+  const std::pair<std::size_t, int> cases[] = {{BatchedPolicy::kClusterMinBytes, 1},
+                                               {block, 1},
+                                               {block + 16, 2},
+                                               {300000, 4},
+                                               {std::size_t(1) << 20, 8},
+                                               {1920 * 1080, 16},
+                                               {16 * block, 16}};
+  int major = 0;
+  HISTEQ_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  gpu::Equalizer eq;
+  const auto& dists = all_distributions();
+  for (const auto& [n, k] : cases) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    const std::size_t count = 5;
+    std::vector<std::vector<std::uint8_t>> each;
+    std::vector<std::uint8_t> all;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (i == 0) {
+        each.emplace_back(n, std::uint8_t(77));  // constant: the identity
+      } else if (i == 1) {
+        each.emplace_back(n, std::uint8_t(3));  // one value and one outlier in the last vector
+        each.back()[n - 1] = 250;
+      } else {
+        each.push_back(samples(n, dists[(i + n) % dists.size()], n + i));
+      }
+      all.insert(all.end(), each.back().begin(), each.back().end());
+    }
+    auto d_in = test::upload_bytes(all);
+    DeviceBuffer<std::uint8_t> d_out(all.size());
+    const int got_k = kernels::cluster_batch_blocks(d_in.get(), d_out.get(), count, n);
+    if (major >= 9) EXPECT_EQ(got_k, k);
+    for (const bool in_place : {false, true}) {
+      std::uint8_t* out = in_place ? d_in.get() : d_out.get();
+      eq.equalize_batch(d_in.get(), out, count, n, Formula::opencv,
+                        gpu::Equalizer::BatchPath::cluster);
+      eq.synchronize();
+      const auto got = test::download(out, all.size());
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::vector<std::uint8_t> gi(got.begin() + std::ptrdiff_t(i * n),
+                                           got.begin() + std::ptrdiff_t((i + 1) * n));
+        ASSERT_EQ(gi, reference(each[i], Formula::opencv))
+            << "image " << i << " in place " << in_place;
+      }
+      const auto luts = test::download(eq.device_lut(int(count)), count * 256);
+      const Histogram h = cpu::histogram(each[2].data(), n, SampleType::u8, 256, 1);
+      const Lut want = make_lut(h.data(), Formula::opencv);
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), luts.begin() + 2 * 256));
+    }
+  }
+  // The exact formula through the same path.
+  const std::size_t n = std::size_t(1) << 20;
+  std::vector<std::uint8_t> all = samples(3 * n, Distribution::natural, 99);
+  auto d = test::upload_bytes(all);
+  eq.equalize_batch(d.get(), d.get(), 3, n, Formula::exact, gpu::Equalizer::BatchPath::cluster);
+  eq.synchronize();
+  const auto got = test::download(d.get(), all.size());
+  for (std::size_t i = 0; i < 3; ++i) {
+    const std::vector<std::uint8_t> in(all.begin() + std::ptrdiff_t(i * n),
+                                       all.begin() + std::ptrdiff_t((i + 1) * n));
+    const std::vector<std::uint8_t> gi(got.begin() + std::ptrdiff_t(i * n),
+                                       got.begin() + std::ptrdiff_t((i + 1) * n));
+    EXPECT_EQ(gi, reference(in, Formula::exact)) << "image " << i;
   }
 }
 

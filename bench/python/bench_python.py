@@ -14,7 +14,9 @@ skimage.exposure.equalize_hist; OpenCV cv2.equalizeHist on the host (perf_counte
 thread count). Data: a natural-like image (smooth gradient + noise), the same for every peer.
 Diagnostic rows beside them (histeq_variants): the host time of one histeq call (queueing only),
 the compiled call alone on a preallocated output, and each batched path of a gray batch
-("histeq batch path queued / two_launch / table"): one GPU run says which path wins.
+("histeq batch path queued / two_launch / cluster / table"): one GPU run says which path wins;
+and histeq's call timed with the L2 emptied before each call (time_cuda_flushed), beside the
+repeated-input figure.
 Prints a Markdown table with the command, commit (env HISTEQ_COMMIT when set, else git) and
 device; --csv writes the rows.
 """
@@ -67,6 +69,29 @@ def time_cuda(torch, fn, reps: int, warmup: int) -> float:
     return statistics.median(times)
 
 
+def time_cuda_flushed(torch, fn, reps: int, warmup: int, mib: int = 256) -> float:
+    """time_cuda with the L2 cache emptied of the input before each call: a `mib` MiB buffer
+    is written (not timed) and the device synchronized before the start event, so the call
+    reads its input from DRAM, as a batch that was not just written or read would be. The
+    repeated-input rows of time_cuda may find part of a batch still in the 60 MB L2 from the
+    call before."""
+    flush = torch.empty(mib << 20, dtype=torch.uint8, device="cuda")
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    times = []
+    for i in range(warmup + reps):
+        flush.fill_(i & 0xFF)
+        torch.cuda.synchronize()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        if i >= warmup:
+            times.append(start.elapsed_time(end) * 1000.0)
+    del flush
+    return statistics.median(times)
+
+
 def time_issue(torch, fn, reps: int, warmup: int) -> float:
     """Median host microseconds to make the call (queue the work), the GPU synchronized between
     calls but not timed: when this is near time_cuda's number, the call is host-bound."""
@@ -96,7 +121,7 @@ def histeq_variants(torch, histeq, x, batched: bool):
              lambda: core.equalize_device(dev, stream, x.data_ptr(), out.data_ptr(), n, pixels, 1,
                                           None, "opencv", "auto", "auto"))]
     if batched:
-        for path in ("queued", "two_launch", "table"):
+        for path in ("queued", "two_launch", "cluster", "table"):
             def fn(path=path):
                 prev = histeq._set_batch_path(path)
                 try:
@@ -215,6 +240,9 @@ def main() -> int:
                          time_issue(torch, lambda: histeq.equalize(x), args.reps, args.warmup)))
             for vname, fn in histeq_variants(torch, histeq, x, batch_list is not None):
                 rows.append((case, vname, time_cuda(torch, fn, args.reps, args.warmup)))
+            rows.append((case, "histeq (torch), L2 emptied before each call",
+                         time_cuda_flushed(torch, lambda: histeq.equalize(x), args.reps,
+                                           args.warmup)))
         if batch_list is not None and "histeq (list of tensors)" not in skip:
             rows.append((case, "histeq (list of tensors)",
                          time_cuda(torch, lambda: histeq.equalize(batch_list), args.reps,
@@ -255,7 +283,7 @@ def main() -> int:
     print(f"histeq == CPU backend at 1M: {same}")
     if args.batch:
         ref = histeq.equalize(xb)
-        for path in ("queued", "two_launch", "table"):
+        for path in ("queued", "two_launch", "cluster", "table"):
             prev = histeq._set_batch_path(path)
             ok = bool(torch.equal(histeq.equalize(xb), ref))
             histeq._set_batch_path(prev)

@@ -62,12 +62,14 @@ class Equalizer {
   /// call. Throws UsageError for null or overlapping pointers.
   void equalize_batch(const BatchImage* images, std::size_t count, Formula formula);
   /// The same for `count` images of n bytes each, back to back (image i at d_in + i·n → d_out +
-  /// i·n), in ONE launch whatever count is (a queue that applies each image a few images after
-  /// its histogram, while it is still in L2: launch_equalize_batch_uniform).
-  /// `path` picks how (kernels/batched.hpp's BatchPath): automatic (the policy: the queue for
-  /// large batches, else two launches), queued (the one-launch queue), two_launch (histogram +
-  /// LUT launch, then apply launch). Every path gives the same bytes.
-  enum class BatchPath : std::uint8_t { automatic, queued, two_launch };
+  /// i·n). `path` picks how (kernels/batched.hpp's BatchPath): automatic (the policy: cluster
+  /// where it can serve the batch, else the queue for large batches, else two launches), queued
+  /// (one launch: a queue that applies each image a few images after its histogram, while it is
+  /// still in L2), two_launch (histogram + LUT launch, then apply launch), cluster (one launch:
+  /// one thread-block cluster per image holding it in registers, images of 64 KiB to 2 MiB whose
+  /// size is a multiple of 16 on compute capability 9.0+; elsewhere it runs two_launch). Every
+  /// path gives the same bytes.
+  enum class BatchPath : std::uint8_t { automatic, queued, two_launch, cluster };
   void equalize_batch(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t count,
                       std::size_t n, Formula formula, BatchPath path = BatchPath::automatic);
 

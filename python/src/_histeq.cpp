@@ -350,9 +350,11 @@ NB_MODULE(_histeq, m) {
           path = Path::queued;
         } else if (batch_path == "two_launch") {
           path = Path::two_launch;
+        } else if (batch_path == "cluster") {
+          path = Path::cluster;
         } else if (batch_path != "auto" && !table) {
           throw histeq::UsageError("batch_path: unknown '" + batch_path +
-                                   "'; expected auto, queued, two_launch or table");
+                                   "'; expected auto, queued, two_launch, cluster or table");
         }
         DeviceScope scope(device);
         DeviceContext& c = begin(device, stream);

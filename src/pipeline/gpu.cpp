@@ -121,12 +121,22 @@ void Equalizer::equalize_batch(const std::uint8_t* d_in, std::uint8_t* d_out, st
                                std::size_t n, Formula formula, BatchPath path) {
   if (count == 0 || n == 0) return;
   std::uint8_t* d_luts = device_lut(int(count));
-  void* scratch = batch_scratch(count);
   if (path == BatchPath::automatic) {
-    path = kernels::choose_batch_path(count, n) == kernels::BatchPath::queued
-               ? BatchPath::queued
-               : BatchPath::two_launch;
+    switch (kernels::choose_batch_path(d_in, d_out, count, n)) {
+      case kernels::BatchPath::cluster: path = BatchPath::cluster; break;
+      case kernels::BatchPath::queued: path = BatchPath::queued; break;
+      default: path = BatchPath::two_launch;
+    }
   }
+  if (path == BatchPath::cluster) {
+    if (kernels::cluster_batch_blocks(d_in, d_out, count, n) > 0) {
+      kernels::launch_equalize_batch_uniform_cluster(d_in, d_out, count, n, formula, d_luts,
+                                                     impl_->s());
+      return;
+    }
+    path = BatchPath::two_launch;  // documented: cluster runs two_launch where it cannot serve
+  }
+  void* scratch = batch_scratch(count);
   if (path == BatchPath::two_launch) {
     kernels::launch_equalize_batch_uniform_pair(d_in, d_out, count, n, formula, d_luts, scratch,
                                                 impl_->batch_scratch.bytes(), impl_->s());

@@ -40,7 +40,7 @@ def test_torch_batch_paths_interleaved_on_one_stream(torch_cuda, batch_path):
     xs = [torch.from_numpy(b).cuda() for b in batches]
     outs = []
     for i, x in enumerate(xs * 2):
-        batch_path(("queued", "two_launch", "table", "auto")[i % 4])
+        batch_path(("queued", "two_launch", "table", "auto", "cluster")[i % 5])
         outs.append(histeq.equalize(x))
     for i, o in enumerate(outs):
         b = batches[i % len(batches)]
@@ -134,8 +134,9 @@ def test_torch_two_streams_share_the_buffers_safely(torch_cuda):
         np.testing.assert_array_equal(o.cpu().numpy(), ref(img))
 
 
-@pytest.mark.parametrize("path", ["auto", "queued", "two_launch", "table"])
-@pytest.mark.parametrize("n,h,w", [(64, 1024, 1024), (7, 100, 333), (3, 1, 1)])
+@pytest.mark.parametrize("path", ["auto", "queued", "two_launch", "cluster", "table"])
+@pytest.mark.parametrize("n,h,w", [(64, 1024, 1024), (7, 100, 333), (3, 1, 1), (6, 1080, 1920),
+                                   (5, 256, 256)])
 def test_torch_batch_equals_one_by_one(torch_cuda, n, h, w, path, batch_path):
     torch = torch_cuda
     batch_path(path)
