@@ -360,12 +360,13 @@ __device__ __forceinline__ int warp_cdf(const std::uint32_t* s_hist, std::uint32
 /// Guide "Distributed Shared Memory"), one warp scans them into the LUT (the same lut_value as
 /// every path), and every thread maps the vectors it holds and stores them (evict-first). The
 /// image is read from DRAM once; there is no second pass, no global atomic and no scratch.
-__global__ void __launch_bounds__(P::kClusterThreads, 1)
+template <int T>
+__global__ void __launch_bounds__(T, 1024 / T)
     batch_cluster_kernel(const std::uint8_t* in, std::uint8_t* out, std::size_t n, Formula f,
                          std::uint8_t* luts) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
-  constexpr int T = P::kClusterThreads, V = P::kClusterVectors;
+  constexpr int V = P::kClusterVectors;
   __shared__ std::uint32_t s_cols[kColumnWords];
   __shared__ std::uint32_t s_part[cdf::kLutBins];  // this block's counts, read by the cluster
   __shared__ std::uint32_t s_hist[cdf::kLutBins];  // the image's counts
@@ -580,11 +581,29 @@ void launch_equalize_batch_uniform_pair(const std::uint8_t* d_in, std::uint8_t* 
 
 namespace {
 
+/// Threads per block of the cluster path: P::kClusterThreads, or 512 (two blocks per SM, each
+/// holding half as much) with HISTEQ_BATCH_CLUSTER_THREADS=512, for measurement.
+int cluster_threads() {
+  static const int t = [] {
+    const char* v = std::getenv("HISTEQ_BATCH_CLUSTER_THREADS");
+    return v != nullptr && std::strcmp(v, "512") == 0 ? 512 : P::kClusterThreads;
+  }();
+  return t;
+}
+using ClusterKernel = void (*)(const std::uint8_t*, std::uint8_t*, std::size_t, Formula,
+                               std::uint8_t*);
+ClusterKernel cluster_kernel() {
+  return cluster_threads() == 512 ? batch_cluster_kernel<512> : batch_cluster_kernel<1024>;
+}
+std::size_t cluster_block_bytes() {
+  return std::size_t(cluster_threads()) * P::kClusterVectors * 16;
+}
+
 /// Whether clusters of k batch_cluster_kernel blocks fit the current device (memoized per device
 /// and k): compute capability 9.0 or later and cudaOccupancyMaxActiveClusters > 0.
 bool cluster_fits(int k) {
-  static const char tags[P::kMaxClusterBlocks + 1] = {};
-  return detail::per_device_once(&tags[k], [k] {
+  static const char tags[2][P::kMaxClusterBlocks + 1] = {};
+  return detail::per_device_once(&tags[cluster_threads() == 512 ? 1 : 0][k], [k] {
            int dev = 0, major = 0;
            HISTEQ_CUDA_CHECK(cudaGetDevice(&dev));
            HISTEQ_CUDA_CHECK(
@@ -592,11 +611,11 @@ bool cluster_fits(int k) {
            if (major < 9) return 0;
            if (k > 8) {
              HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(
-                 batch_cluster_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+                 cluster_kernel(), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
            }
            cudaLaunchConfig_t cfg{};
            cfg.gridDim = dim3(unsigned(k));
-           cfg.blockDim = dim3(P::kClusterThreads);
+           cfg.blockDim = dim3(unsigned(cluster_threads()));
            cudaLaunchAttribute a{};
            a.id = cudaLaunchAttributeClusterDimension;
            a.val.clusterDim.x = unsigned(k);
@@ -605,7 +624,7 @@ bool cluster_fits(int k) {
            cfg.attrs = &a;
            cfg.numAttrs = 1;
            int clusters = 0;
-           if (cudaOccupancyMaxActiveClusters(&clusters, batch_cluster_kernel, &cfg) !=
+           if (cudaOccupancyMaxActiveClusters(&clusters, cluster_kernel(), &cfg) !=
                cudaSuccess) {
              (void)cudaGetLastError();  // an unsupported size is an answer, not an error
              return 0;
@@ -625,7 +644,7 @@ int cluster_batch_blocks(const std::uint8_t* d_in, const std::uint8_t* d_out, st
     return 0;
   }
   for (int k = 1; k <= P::kMaxClusterBlocks; k *= 2) {
-    if (n <= std::size_t(k) * P::kClusterBlockBytes) {
+    if (n <= std::size_t(k) * cluster_block_bytes()) {
       if (count > kMaxGrid / std::size_t(k) || !cluster_fits(k)) return 0;
       return k;
     }
@@ -646,7 +665,7 @@ void launch_equalize_batch_uniform_cluster(const std::uint8_t* d_in, std::uint8_
   }
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(unsigned(count * std::size_t(k)));
-  cfg.blockDim = dim3(P::kClusterThreads);
+  cfg.blockDim = dim3(unsigned(cluster_threads()));
   cfg.stream = stream;
   cudaLaunchAttribute a{};
   a.id = cudaLaunchAttributeClusterDimension;
@@ -655,7 +674,7 @@ void launch_equalize_batch_uniform_cluster(const std::uint8_t* d_in, std::uint8_
   a.val.clusterDim.z = 1;
   cfg.attrs = &a;
   cfg.numAttrs = 1;
-  HISTEQ_CUDA_CHECK(cudaLaunchKernelEx(&cfg, batch_cluster_kernel, d_in, d_out, n, f, d_luts));
+  HISTEQ_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cluster_kernel(), d_in, d_out, n, f, d_luts));
 }
 
 BatchPath choose_batch_path(const std::uint8_t* d_in, const std::uint8_t* d_out, std::size_t count,

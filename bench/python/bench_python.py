@@ -13,7 +13,8 @@ take); kornia.enhance.equalize (float (1,1,H,W) in [0,1], converted before timin
 skimage.exposure.equalize_hist; OpenCV cv2.equalizeHist on the host (perf_counter, its own
 thread count). Data: a natural-like image (smooth gradient + noise), the same for every peer.
 Diagnostic rows beside them (histeq_variants): the host time of one histeq call (queueing only),
-the compiled call alone on a preallocated output, and each batched path of a gray batch
+the compiled call alone on a preallocated output, torch's clone of the same tensor (a copy: the
+floor of any call that reads every byte and writes a new tensor), and each batched path of a gray batch
 ("histeq batch path queued / two_launch / cluster / table"): one GPU run says which path wins;
 and histeq's call timed with the L2 emptied before each call (time_cuda_flushed), beside the
 repeated-input figure.
@@ -235,6 +236,11 @@ def main() -> int:
                 notes.append(f"{name} at {case}: {type(e).__name__}: {e}")
                 continue
             rows.append((case, name, us))
+        if "torch clone" not in skip:
+            # The floor of any call that reads every byte and writes a new tensor: torch's own
+            # copy, timed the same way (Python, allocation, one launch, 2 x the bytes moved).
+            rows.append((case, "torch clone (copy: read + write, no compute)",
+                         time_cuda(torch, lambda: x.clone(), args.reps, args.warmup)))
         if "histeq (torch)" not in skip:
             rows.append((case, "histeq (torch): host us per call (issue only)",
                          time_issue(torch, lambda: histeq.equalize(x), args.reps, args.warmup)))
