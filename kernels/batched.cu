@@ -581,29 +581,30 @@ void launch_equalize_batch_uniform_pair(const std::uint8_t* d_in, std::uint8_t* 
 
 namespace {
 
-/// Threads per block of the cluster path: P::kClusterThreads, or 512 (two blocks per SM, each
-/// holding half as much) with HISTEQ_BATCH_CLUSTER_THREADS=512, for measurement.
-int cluster_threads() {
+/// HISTEQ_BATCH_CLUSTER_THREADS=512|1024 forces the cluster path's block size, for measurement
+/// (0: the policy of cluster_batch_threads).
+int forced_cluster_threads() {
   static const int t = [] {
     const char* v = std::getenv("HISTEQ_BATCH_CLUSTER_THREADS");
-    return v != nullptr && std::strcmp(v, "512") == 0 ? 512 : P::kClusterThreads;
+    if (v != nullptr && std::strcmp(v, "512") == 0) return 512;
+    if (v != nullptr && std::strcmp(v, "1024") == 0) return 1024;
+    return 0;
   }();
   return t;
 }
 using ClusterKernel = void (*)(const std::uint8_t*, std::uint8_t*, std::size_t, Formula,
                                std::uint8_t*);
-ClusterKernel cluster_kernel() {
-  return cluster_threads() == 512 ? batch_cluster_kernel<512> : batch_cluster_kernel<1024>;
-}
-std::size_t cluster_block_bytes() {
-  return std::size_t(cluster_threads()) * P::kClusterVectors * 16;
+ClusterKernel cluster_kernel(int threads) {
+  return threads == P::kClusterThreadsSmall ? batch_cluster_kernel<P::kClusterThreadsSmall>
+                                            : batch_cluster_kernel<P::kClusterThreads>;
 }
 
-/// Whether clusters of k batch_cluster_kernel blocks fit the current device (memoized per device
-/// and k): compute capability 9.0 or later and cudaOccupancyMaxActiveClusters > 0.
-bool cluster_fits(int k) {
+/// Whether clusters of k batch_cluster_kernel blocks of `threads` threads fit the current device
+/// (memoized per device, size and k): compute capability 9.0 or later and
+/// cudaOccupancyMaxActiveClusters > 0.
+bool cluster_fits(int threads, int k) {
   static const char tags[2][P::kMaxClusterBlocks + 1] = {};
-  return detail::per_device_once(&tags[cluster_threads() == 512 ? 1 : 0][k], [k] {
+  return detail::per_device_once(&tags[threads == P::kClusterThreads ? 1 : 0][k], [threads, k] {
            int dev = 0, major = 0;
            HISTEQ_CUDA_CHECK(cudaGetDevice(&dev));
            HISTEQ_CUDA_CHECK(
@@ -611,11 +612,11 @@ bool cluster_fits(int k) {
            if (major < 9) return 0;
            if (k > 8) {
              HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(
-                 cluster_kernel(), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+                 cluster_kernel(threads), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
            }
            cudaLaunchConfig_t cfg{};
            cfg.gridDim = dim3(unsigned(k));
-           cfg.blockDim = dim3(unsigned(cluster_threads()));
+           cfg.blockDim = dim3(unsigned(threads));
            cudaLaunchAttribute a{};
            a.id = cudaLaunchAttributeClusterDimension;
            a.val.clusterDim.x = unsigned(k);
@@ -624,7 +625,7 @@ bool cluster_fits(int k) {
            cfg.attrs = &a;
            cfg.numAttrs = 1;
            int clusters = 0;
-           if (cudaOccupancyMaxActiveClusters(&clusters, cluster_kernel(), &cfg) !=
+           if (cudaOccupancyMaxActiveClusters(&clusters, cluster_kernel(threads), &cfg) !=
                cudaSuccess) {
              (void)cudaGetLastError();  // an unsupported size is an answer, not an error
              return 0;
@@ -635,6 +636,13 @@ bool cluster_fits(int k) {
 
 }  // namespace
 
+int cluster_batch_threads(std::size_t n) {
+  if (forced_cluster_threads() != 0) return forced_cluster_threads();
+  const std::size_t small_holds =
+      std::size_t(P::kMaxClusterBlocks) * P::kClusterThreadsSmall * P::kClusterVectors * 16;
+  return n <= small_holds ? P::kClusterThreadsSmall : P::kClusterThreads;
+}
+
 int cluster_batch_blocks(const std::uint8_t* d_in, const std::uint8_t* d_out, std::size_t count,
                          std::size_t n) {
   const auto aligned = [](const void* p) {
@@ -643,9 +651,11 @@ int cluster_batch_blocks(const std::uint8_t* d_in, const std::uint8_t* d_out, st
   if (count == 0 || n % 16 != 0 || n < P::kClusterMinBytes || !aligned(d_in) || !aligned(d_out)) {
     return 0;
   }
+  const int threads = cluster_batch_threads(n);
+  const std::size_t block_bytes = std::size_t(threads) * P::kClusterVectors * 16;
   for (int k = 1; k <= P::kMaxClusterBlocks; k *= 2) {
-    if (n <= std::size_t(k) * cluster_block_bytes()) {
-      if (count > kMaxGrid / std::size_t(k) || !cluster_fits(k)) return 0;
+    if (n <= std::size_t(k) * block_bytes) {
+      if (count > kMaxGrid / std::size_t(k) || !cluster_fits(threads, k)) return 0;
       return k;
     }
   }
@@ -665,7 +675,8 @@ void launch_equalize_batch_uniform_cluster(const std::uint8_t* d_in, std::uint8_
   }
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(unsigned(count * std::size_t(k)));
-  cfg.blockDim = dim3(unsigned(cluster_threads()));
+  const int threads = cluster_batch_threads(n);
+  cfg.blockDim = dim3(unsigned(threads));
   cfg.stream = stream;
   cudaLaunchAttribute a{};
   a.id = cudaLaunchAttributeClusterDimension;
@@ -674,7 +685,7 @@ void launch_equalize_batch_uniform_cluster(const std::uint8_t* d_in, std::uint8_
   a.val.clusterDim.z = 1;
   cfg.attrs = &a;
   cfg.numAttrs = 1;
-  HISTEQ_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cluster_kernel(), d_in, d_out, n, f, d_luts));
+  HISTEQ_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cluster_kernel(threads), d_in, d_out, n, f, d_luts));
 }
 
 BatchPath choose_batch_path(const std::uint8_t* d_in, const std::uint8_t* d_out, std::size_t count,

@@ -37,10 +37,14 @@ struct BatchedPolicy {
   /// plain order and stores, for measurement.
   static constexpr bool kReverseStreamingApply = true;
   /// Cluster path (launch_equalize_batch_uniform_cluster): threads per block, and 16-byte
-  /// vectors each thread holds in registers from the count to the apply. One block holds
-  /// kClusterBlockBytes of its image; __launch_bounds__(1024, 1) caps it at 64 registers.
+  /// vectors each thread holds in registers from the count to the apply (64 registers: two
+  /// 512-thread blocks or one 1024-thread block per SM). Blocks of kClusterThreadsSmall (64 KiB
+  /// each) while 16 of them hold the image: measured 4-5 % faster than kClusterThreads (128 KiB)
+  /// on 64 x 1M (H200, ncu: 78-80 against 82-84 us); larger images take kClusterThreads.
   static constexpr int kClusterThreads = 1024;
+  static constexpr int kClusterThreadsSmall = 512;
   static constexpr int kClusterVectors = 8;
+  /// Bytes one block of kClusterThreads holds.
   static constexpr std::size_t kClusterBlockBytes =
       std::size_t(kClusterThreads) * kClusterVectors * 16;  // 128 KiB
   /// Largest cluster: 16 blocks (non-portable; 8 is the portable limit), so images up to 2 MiB
@@ -104,9 +108,15 @@ void launch_equalize_batch_uniform_pair(const std::uint8_t* d_in, std::uint8_t* 
                                         std::uint8_t* d_luts, void* d_zeroed_scratch,
                                         std::size_t scratch_bytes, cudaStream_t stream);
 
+/// Threads per block the cluster path uses for images of n bytes: kClusterThreadsSmall up to
+/// 16 such blocks' worth (1 MiB), else kClusterThreads (HISTEQ_BATCH_CLUSTER_THREADS=512|1024
+/// forces one, for measurement).
+int cluster_batch_threads(std::size_t n);
+
 /// Blocks per cluster the cluster path would give each of count images of n bytes at d_in →
 /// d_out on the current device: the fewest of 1, 2, 4, 8, 16 whose blocks hold the image
-/// (BatchedPolicy::kClusterBlockBytes each), or 0 where the path cannot serve the batch: a
+/// (cluster_batch_threads(n) · kClusterVectors · 16 bytes each), or 0 where the path cannot
+/// serve the batch: a
 /// device without clusters (compute capability < 9.0) or without room for such a cluster, n
 /// not a multiple of 16, a pointer not 16-byte aligned, n below kClusterMinBytes or above
 /// kMaxClusterBlocks · kClusterBlockBytes.

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <iterator>
 #include <string>
 #include <utility>
@@ -196,27 +197,39 @@ TEST(BatchedCluster, RefusesWhatItCannotServe) {
   EXPECT_EQ(kernels::cluster_batch_blocks(host + 1, host, 4, lo), 0) << "input misaligned";
   EXPECT_EQ(kernels::cluster_batch_blocks(host, host + 4, 4, lo), 0) << "output misaligned";
   EXPECT_EQ(kernels::cluster_batch_blocks(host, host, 0, lo), 0) << "no images";
+  // The block size: the small blocks while 16 of them hold the image, then the large ones.
+  const std::size_t small16 = std::size_t(BatchedPolicy::kMaxClusterBlocks) *
+                              BatchedPolicy::kClusterThreadsSmall * BatchedPolicy::kClusterVectors *
+                              16;
+  if (std::getenv("HISTEQ_BATCH_CLUSTER_THREADS") == nullptr) {
+    EXPECT_EQ(kernels::cluster_batch_threads(lo), BatchedPolicy::kClusterThreadsSmall);
+    EXPECT_EQ(kernels::cluster_batch_threads(small16), BatchedPolicy::kClusterThreadsSmall);
+    EXPECT_EQ(kernels::cluster_batch_threads(small16 + 16), BatchedPolicy::kClusterThreads);
+  }
 }
 
-// One cluster per image, 1 to 16 blocks: every image equals its own equalization, whatever the
-// data (constant, one value plus one outlier, every distribution), in place or not; the LUTs are
-// left in device_lut. On a device without clusters the path runs two_launch (same bytes).
+// One cluster per image, 1 to 16 blocks of either block size: every image equals its own
+// equalization, whatever the data (constant, one value plus one outlier, every distribution), in
+// place or not; the LUTs are left in device_lut. On a device without clusters the path runs
+// two_launch (same bytes).
 TEST(BatchedCluster, EveryClusterSizeEqualsTheReference) {
   HISTEQ_REQUIRE_GPU();
   const std::size_t block = BatchedPolicy::kClusterBlockBytes;
-  // (n, the cluster size expected on a device with clusters)
-  const std::pair<std::size_t, int> cases[] = {{BatchedPolicy::kClusterMinBytes, 1},
-                                               {block, 1},
-                                               {block + 16, 2},
-                                               {300000, 4},
-                                               {std::size_t(1) << 20, 8},
-                                               {1920 * 1080, 16},
-                                               {16 * block, 16}};
+  // Sizes that take each cluster size of each block size, and the edges between them.
+  const std::size_t cases[] = {BatchedPolicy::kClusterMinBytes,
+                               block / 2 + 16,
+                               block,
+                               block + 16,
+                               300000,
+                               std::size_t(1) << 20,
+                               (std::size_t(1) << 20) + 16,
+                               1920 * 1080,
+                               16 * block};
   int major = 0;
   HISTEQ_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
   gpu::Equalizer eq;
   const auto& dists = all_distributions();
-  for (const auto& [n, k] : cases) {
+  for (const std::size_t n : cases) {
     SCOPED_TRACE("n " + std::to_string(n));
     const std::size_t count = 5;
     std::vector<std::vector<std::uint8_t>> each;
@@ -234,6 +247,11 @@ TEST(BatchedCluster, EveryClusterSizeEqualsTheReference) {
     }
     auto d_in = test::upload_bytes(all);
     DeviceBuffer<std::uint8_t> d_out(all.size());
+    // Expected: the fewest blocks (a power of two) of the policy's size that hold the image.
+    const std::size_t holds =
+        std::size_t(kernels::cluster_batch_threads(n)) * BatchedPolicy::kClusterVectors * 16;
+    int k = 1;
+    while (std::size_t(k) * holds < n) k *= 2;
     const int got_k = kernels::cluster_batch_blocks(d_in.get(), d_out.get(), count, n);
     if (major >= 9) EXPECT_EQ(got_k, k);
     for (const bool in_place : {false, true}) {
