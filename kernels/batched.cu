@@ -599,6 +599,26 @@ ClusterKernel cluster_kernel(int threads) {
                                             : batch_cluster_kernel<P::kClusterThreads>;
 }
 
+/// The launch configuration of `clusters` clusters of k blocks of `threads` threads (the
+/// attribute lives beside the configuration that points at it).
+struct ClusterLaunch {
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr{};
+  ClusterLaunch(int threads, int k, std::size_t clusters, cudaStream_t stream) {
+    cfg.gridDim = dim3(unsigned(clusters * std::size_t(k)));
+    cfg.blockDim = dim3(unsigned(threads));
+    cfg.stream = stream;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = unsigned(k);
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+
 /// Whether clusters of k batch_cluster_kernel blocks of `threads` threads fit the current device
 /// (memoized per device, size and k): compute capability 9.0 or later and
 /// cudaOccupancyMaxActiveClusters > 0.
@@ -614,18 +634,9 @@ bool cluster_fits(int threads, int k) {
              HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(
                  cluster_kernel(threads), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
            }
-           cudaLaunchConfig_t cfg{};
-           cfg.gridDim = dim3(unsigned(k));
-           cfg.blockDim = dim3(unsigned(threads));
-           cudaLaunchAttribute a{};
-           a.id = cudaLaunchAttributeClusterDimension;
-           a.val.clusterDim.x = unsigned(k);
-           a.val.clusterDim.y = 1;
-           a.val.clusterDim.z = 1;
-           cfg.attrs = &a;
-           cfg.numAttrs = 1;
+           ClusterLaunch l(threads, k, 1, nullptr);
            int clusters = 0;
-           if (cudaOccupancyMaxActiveClusters(&clusters, cluster_kernel(threads), &cfg) !=
+           if (cudaOccupancyMaxActiveClusters(&clusters, cluster_kernel(threads), &l.cfg) !=
                cudaSuccess) {
              (void)cudaGetLastError();  // an unsupported size is an answer, not an error
              return 0;
@@ -673,19 +684,9 @@ void launch_equalize_batch_uniform_cluster(const std::uint8_t* d_in, std::uint8_
     throw UsageError("equalize_batch: the cluster path cannot serve " + std::to_string(count) +
                      " images of " + std::to_string(n) + " bytes here (cluster_batch_blocks)");
   }
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(unsigned(count * std::size_t(k)));
   const int threads = cluster_batch_threads(n);
-  cfg.blockDim = dim3(unsigned(threads));
-  cfg.stream = stream;
-  cudaLaunchAttribute a{};
-  a.id = cudaLaunchAttributeClusterDimension;
-  a.val.clusterDim.x = unsigned(k);
-  a.val.clusterDim.y = 1;
-  a.val.clusterDim.z = 1;
-  cfg.attrs = &a;
-  cfg.numAttrs = 1;
-  HISTEQ_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cluster_kernel(threads), d_in, d_out, n, f, d_luts));
+  ClusterLaunch l(threads, k, count, stream);
+  HISTEQ_CUDA_CHECK(cudaLaunchKernelEx(&l.cfg, cluster_kernel(threads), d_in, d_out, n, f, d_luts));
 }
 
 BatchPath choose_batch_path(const std::uint8_t* d_in, const std::uint8_t* d_out, std::size_t count,

@@ -55,12 +55,16 @@ def natural(torch, h: int, w: int, seed: int):
     return (base + noise).clamp(0, 255).to(torch.uint8)
 
 
-def time_cuda(torch, fn, reps: int, warmup: int) -> float:
-    """Median microseconds of fn() between two events on the current stream."""
+def time_cuda(torch, fn, reps: int, warmup: int, before=None) -> float:
+    """Median microseconds of fn() between two events on the current stream. before(i), when
+    given, runs before each call, untimed, followed by a device synchronize."""
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     times = []
     for i in range(warmup + reps):
+        if before is not None:
+            before(i)
+            torch.cuda.synchronize()
         start.record()
         fn()
         end.record()
@@ -77,20 +81,9 @@ def time_cuda_flushed(torch, fn, reps: int, warmup: int, mib: int = 256) -> floa
     repeated-input rows of time_cuda may find part of a batch still in the 60 MB L2 from the
     call before."""
     flush = torch.empty(mib << 20, dtype=torch.uint8, device="cuda")
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    times = []
-    for i in range(warmup + reps):
-        flush.fill_(i & 0xFF)
-        torch.cuda.synchronize()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        if i >= warmup:
-            times.append(start.elapsed_time(end) * 1000.0)
+    us = time_cuda(torch, fn, reps, warmup, before=lambda i: flush.fill_(i & 0xFF))
     del flush
-    return statistics.median(times)
+    return us
 
 
 def time_issue(torch, fn, reps: int, warmup: int) -> float:

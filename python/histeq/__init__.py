@@ -425,8 +425,10 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
         formula: ``"opencv"`` (default, cv::equalizeHist's float32 rounding) or ``"exact"``.
         kernel: histogram kernel by name (:func:`kernels`), or ``"auto"``. With ``"auto"`` gray
             batches and lists on the GPU run the batched path: an ``(N, H, W)`` batch in one
-            launch (large batches) or two (docs/batched.md), a list in two per 64 images (a
-            list's results are views of one allocation).
+            launch (one thread-block cluster per image for images of 64 KiB to 2 MiB whose size
+            is a multiple of 16 on compute capability 9.0+; a work queue from 1 GiB) or two
+            (docs/batched.md), a list in two per 64 images (a list's results are views of one
+            allocation).
         backend: ``"auto"``, ``"cuda"`` or ``"cpu"`` (host arrays; CUDA arrays always run on
             their device).
         batch: whether a 3-D array is a batch ``(N, H, W)``; ``None`` guesses (see module doc).
