@@ -1,13 +1,16 @@
-"""histeq — histogram equalization of 8-bit images on the GPU (CUDA), from Python.
+"""histeq — histogram equalization and CLAHE of 8- and 16-bit images on the GPU, from Python.
 
 The same library as the ``histeq`` command-line tool, byte for byte: every result equals what
-``histeq equalize`` writes for the same pixels (``cv::equalizeHist`` of OpenCV 4.x with the
-default ``formula="opencv"``; Gonzalez & Woods, *Digital Image Processing*, §3.3).
+``histeq equalize`` / ``histeq clahe`` write for the same pixels (``cv::equalizeHist`` of
+OpenCV 4.x with the default ``formula="opencv"``; Gonzalez & Woods, *Digital Image Processing*,
+§3.3; :func:`clahe` equals OpenCV 4.6's CLAHE).
 
 Arrays
 ------
-* NumPy ``uint8`` arrays: the work runs on the GPU when one is usable, else on the CPU backend;
-  the result is a new NumPy array. CPU PyTorch tensors work the same way and give a CPU tensor.
+* NumPy ``uint8`` / ``uint16`` arrays: the work runs on the GPU when one is usable, else on the
+  CPU backend; the result is a new NumPy array. CPU PyTorch tensors work the same way and give a
+  CPU tensor. 16-bit images stay 16 bits (65536-bin histograms; equalization is OpenCV's
+  formula over 65536 levels); colour 16-bit images are processed per channel (``mode="rgb"``).
 * CUDA arrays — PyTorch tensors, CuPy arrays, any object with ``__cuda_array_interface__`` or a
   CUDA ``__dlpack__`` (the last two give a CuPy array back): read in place (no copy); the result
   is allocated by the same library on the same device; the work is queued on the caller's
@@ -40,7 +43,7 @@ import numpy as _np
 
 __version__: str = _histeq.__version__
 
-__all__ = ["equalize", "histogram", "kernels", "equalize_files", "cuda_available",
+__all__ = ["equalize", "histogram", "clahe", "kernels", "equalize_files", "cuda_available",
            "load_image", "save_image", "MODES", "FORMULAS", "BACKENDS", "__version__"]
 
 #: ``mode`` values: ``luma`` (Y of YCbCr, BT.601 full range; chroma kept), ``rgb`` (each
@@ -132,23 +135,29 @@ def _out_channels(mode: Optional[str], channels: int) -> int:
 # ------------------------------------------------------------------------------------------
 
 class _Dev:
-    """A CUDA array seen as (library, pointer, shape, device, stream)."""
+    """A CUDA array seen as (library, pointer, shape, device, stream, sample type)."""
 
-    __slots__ = ("lib", "obj", "ptr", "shape", "device", "stream")
+    __slots__ = ("lib", "obj", "ptr", "shape", "device", "stream", "dtype")
 
-    def __init__(self, lib, obj, ptr, shape, device, stream):
+    def __init__(self, lib, obj, ptr, shape, device, stream, dtype="uint8"):
         self.lib, self.obj, self.ptr, self.shape = lib, obj, ptr, tuple(shape)
-        self.device, self.stream = device, stream
+        self.device, self.stream, self.dtype = device, stream, dtype
 
     def empty(self, shape, dtype="uint8"):
-        """A new array of the same library on the same device."""
+        """A new array of the same library on the same device (dtype uint8, uint16 or uint64)."""
         if self.lib == "torch":
             import torch
-            tdt = torch.uint8 if dtype == "uint8" else torch.int64  # torch: no full uint64
+            tdt = {"uint8": torch.uint8, "uint16": getattr(torch, "uint16", None)}.get(
+                dtype, torch.int64)  # torch: no full uint64
             return torch.empty(shape, dtype=tdt, device=self.obj.device)
         import cupy
         with cupy.cuda.Device(self.device):
-            return cupy.empty(shape, dtype=_np.uint8 if dtype == "uint8" else _np.uint64)
+            return cupy.empty(shape, dtype={"uint8": _np.uint8, "uint16": _np.uint16}.get(
+                dtype, _np.uint64))
+
+    def data_ptr(self, arr) -> int:
+        """The device address of an array this _Dev's library made (empty())."""
+        return arr.data_ptr() if self.lib == "torch" else arr.data.ptr
 
 
 _torch_types: set = set()
@@ -188,10 +197,10 @@ def _contiguous_strides(shape, itemsize=1):
     return tuple(reversed(strides))
 
 
-def _check_c_contiguous(shape, strides, argname):
+def _check_c_contiguous(shape, strides, argname, itemsize=1):
     if strides is None:
         return
-    want = _contiguous_strides(shape)
+    want = _contiguous_strides(shape, itemsize)
     if any(n > 1 and st != w for n, st, w in zip(shape, strides, want)):
         raise ValueError(f"{argname}: strides {tuple(strides)} (bytes) of shape {tuple(shape)} are "
                          f"not C-contiguous; pass a contiguous copy (.contiguous() / "
@@ -207,35 +216,47 @@ def _as_device(x, argname: str) -> Optional[_Dev]:
             raise ValueError(f"{argname}: a tensor on {x.device} cannot be reached; expected a "
                              f"CPU or CUDA tensor")
         torch = _sys.modules["torch"]
-        if x.dtype != torch.uint8:
-            raise TypeError(f"{argname}: dtype {x.dtype}; expected torch.uint8")
+        if x.dtype == torch.uint8:
+            dtype, item = "uint8", 1
+        elif x.dtype == getattr(torch, "uint16", None):
+            dtype, item = "uint16", 2
+        else:
+            raise TypeError(f"{argname}: dtype {x.dtype}; expected torch.uint8 or torch.uint16")
         if not x.is_contiguous():
-            _check_c_contiguous(tuple(x.shape), tuple(x.stride()), argname)
+            _check_c_contiguous(tuple(x.shape), tuple(s * item for s in x.stride()), argname,
+                                item)
         dev = x.get_device()  # an int: no torch.device object
-        return _Dev("torch", x, x.data_ptr(), tuple(x.shape), dev, _torch_stream(torch, dev))
+        return _Dev("torch", x, x.data_ptr(), tuple(x.shape), dev, _torch_stream(torch, dev),
+                    dtype)
     if _is_cupy(x):
-        if x.dtype != _np.uint8:
-            raise TypeError(f"{argname}: dtype {x.dtype}; expected uint8")
+        if x.dtype not in (_np.uint8, _np.uint16):
+            raise TypeError(f"{argname}: dtype {x.dtype}; expected uint8 or uint16")
         if not x.flags.c_contiguous:
-            _check_c_contiguous(x.shape, x.strides, argname)
+            _check_c_contiguous(x.shape, x.strides, argname, x.dtype.itemsize)
         import cupy
         with x.device:
             stream = cupy.cuda.get_current_stream().ptr
-        return _Dev("cupy", x, x.data.ptr, x.shape, x.device.id, stream)
+        return _Dev("cupy", x, x.data.ptr, x.shape, x.device.id, stream, str(x.dtype))
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is not None:
-        if cai.get("typestr") not in ("|u1", "<u1", ">u1"):
-            raise TypeError(f"{argname}: typestr {cai.get('typestr')!r}; expected '|u1' (uint8)")
+        typestr = cai.get("typestr")
+        if typestr in ("|u1", "<u1", ">u1"):
+            dtype, item = "uint8", 1
+        elif typestr in ("<u2", "=u2") or (typestr == "|u2" and _sys.byteorder == "little"):
+            dtype, item = "uint16", 2
+        else:
+            raise TypeError(f"{argname}: typestr {typestr!r}; expected '|u1' (uint8) or '<u2' "
+                            f"(uint16)")
         if cai.get("mask") is not None:
             raise ValueError(f"{argname}: masked CUDA arrays are not supported")
-        _check_c_contiguous(cai["shape"], cai.get("strides"), argname)
+        _check_c_contiguous(cai["shape"], cai.get("strides"), argname, item)
         if not cuda_available():
             raise ValueError(f"{argname}: a CUDA array, but this build cannot use the GPU "
                              f"({_cuda_state[1]})")
         ptr = int(cai["data"][0])
         stream = cai.get("stream") or 0
         stream = 0 if stream == 1 else int(stream)  # 1: the legacy default stream
-        return _Dev("cai", x, ptr, cai["shape"], _histeq.pointer_device(ptr), stream)
+        return _Dev("cai", x, ptr, cai["shape"], _histeq.pointer_device(ptr), stream, dtype)
     if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__") and \
             not isinstance(x, _np.ndarray):
         dev_type, _ = x.__dlpack_device__()
@@ -266,7 +287,7 @@ def _result_like(d: _Dev, shape, dtype: str = "uint8"):
         except ImportError:
             raise TypeError(f"image: cannot allocate a result for {type(d.obj).__name__}; "
                             f"install CuPy or pass a torch or CuPy array") from None
-        d = _Dev("cupy", d.obj, d.ptr, d.shape, d.device, d.stream)
+        d = _Dev("cupy", d.obj, d.ptr, d.shape, d.device, d.stream, d.dtype)
     return d.empty(shape, dtype)
 
 
@@ -275,20 +296,46 @@ def _result_like(d: _Dev, shape, dtype: str = "uint8"):
 # ------------------------------------------------------------------------------------------
 
 def _host_array(x, argname: str):
-    """(numpy array, wrap) for a host image; wrap turns a NumPy result back into x's kind."""
+    """(numpy array, wrap) for a host image (uint8 or uint16); wrap turns a NumPy result back
+    into x's kind."""
     if _is_torch(x):
         import torch
-        if x.dtype != torch.uint8:
-            raise TypeError(f"{argname}: dtype {x.dtype}; expected torch.uint8")
+        if x.dtype not in (torch.uint8, getattr(torch, "uint16", None)):
+            raise TypeError(f"{argname}: dtype {x.dtype}; expected torch.uint8 or torch.uint16")
         return _np.ascontiguousarray(x.numpy()), torch.from_numpy
     if not isinstance(x, _np.ndarray):
         raise TypeError(f"{argname}: expected a NumPy array, a PyTorch tensor, a CuPy array, a "
                         f"CUDA array (__cuda_array_interface__ / DLPack) or a list of them; got "
                         f"{type(x).__name__}")
-    if x.dtype != _np.uint8:
-        raise TypeError(f"{argname}: dtype {x.dtype}; expected uint8 (convert with "
+    if x.dtype not in (_np.uint8, _np.uint16):
+        raise TypeError(f"{argname}: dtype {x.dtype}; expected uint8 or uint16 (convert with "
                         f".astype(numpy.uint8) after scaling to 0..255)")
+    if x.dtype.byteorder == ">" or (x.dtype.byteorder == "=" and _sys.byteorder == "big"):
+        x = x.astype(_np.uint16)  # native little-endian samples
     return _np.ascontiguousarray(x), (lambda a: a)
+
+
+def _host_dtype(x) -> str:
+    """"uint16" for a NumPy array or CPU tensor of 16-bit samples, else "" (not an error here:
+    _host_array names a wrong type)."""
+    dt = str(getattr(x, "dtype", ""))
+    return "uint16" if dt in ("uint16", "torch.uint16", ">u2", "<u2") else ""
+
+
+def _via_host(d: _Dev, fn):
+    """Runs fn(numpy array) on a copy of the CUDA array d on the host and returns its NumPy
+    result as a new array of d's library on d's device. The copies synchronize the caller's
+    stream: the path of the calls the device engines take only for gray planes (colour CLAHE and
+    16-bit colour on CUDA arrays)."""
+    if d.lib == "torch":
+        res = fn(_np.ascontiguousarray(d.obj.cpu().numpy()))
+        torch = _sys.modules["torch"]
+        return torch.from_numpy(res).to(d.obj.device)
+    import cupy
+    host = cupy.asnumpy(d.obj if d.lib == "cupy" else cupy.asarray(d.obj))
+    res = fn(_np.ascontiguousarray(host))
+    with cupy.cuda.Device(d.device):
+        return cupy.asarray(res)
 
 
 def _equalize_host(a: _np.ndarray, batch, mode, formula, kernel, backend):
@@ -382,6 +429,61 @@ def _equalize_torch_list(images, formula):
     return [o.view(t.shape) for o, t in zip(flat.split(sizes), images)]
 
 
+# ------------------------------------------------------------------------------------------
+# 16-bit images
+# ------------------------------------------------------------------------------------------
+
+def _check16(formula: str, kernel: str) -> None:
+    """16-bit images have one LUT formula and one histogram kernel (hist_u16)."""
+    if formula != "opencv":
+        raise ValueError(f"formula: 16-bit images take OpenCV's formula over 65536 levels only "
+                         f"(formula='opencv'); got {formula!r}")
+    if kernel != "auto":
+        raise ValueError(f"kernel: the registry's kernels count 8-bit samples; 16-bit images "
+                         f"take kernel='auto' (65536-bin hist_u16); got {kernel!r}")
+
+
+def _ptr(arr) -> int:
+    """The device address of a torch tensor or CuPy array."""
+    return arr.data_ptr() if hasattr(arr, "data_ptr") else arr.data.ptr
+
+
+def _per_image_host(a: _np.ndarray, batch, fn, empty_channels):
+    """fn(image, h, w, c) on each image of a host array (one image or a batch), the results
+    shaped as the input's images when they hold as many samples, stacked for a batch.
+    empty_channels(c): the channels of an empty image's result."""
+    n, h, w, c, is_batch = _split_shape(a.shape, batch, "image")
+    outs = []
+    for i in range(n):
+        img = _np.ascontiguousarray(a[i] if is_batch else a)
+        if h * w == 0:
+            out = _np.empty(img.shape if empty_channels(c) == c else (h, w), a.dtype)
+        else:
+            out = fn(img, h, w, c)
+            if out.size == img.size:
+                out = out.reshape(img.shape)
+        outs.append(out)
+    if is_batch:
+        return _np.stack(outs) if outs else _np.empty(a.shape, a.dtype)
+    return outs[0]
+
+
+def _equalize16_host(a: _np.ndarray, batch, mode, backend):
+    return _per_image_host(
+        a, batch, lambda img, h, w, c: _histeq.equalize_host16(img, h, w, c, mode, backend)[0],
+        lambda c: c)
+
+
+def _equalize16_device(d: _Dev, batch, mode):
+    n, h, w, c, is_batch = _split_shape(d.shape, batch, "image")
+    if c != 1:  # gray+alpha and colour: the whole-image path on the host
+        return _via_host(d, lambda a: _equalize16_host(a, batch, mode, "auto"))
+    out = _result_like(d, d.shape, "uint16")
+    if n * h * w > 0:
+        _histeq.equalize16_device(d.device, d.stream, d.ptr, _ptr(out), n, h * w)
+    return out
+
+
 def _equalize_list(images, mode, formula, kernel, backend):
     if images and kernel == "auto" and backend != "cpu" and _is_torch(images[0]) and \
             cuda_available():
@@ -398,6 +500,9 @@ def _equalize_list(images, mode, formula, kernel, backend):
         raise ValueError("image: a list of CUDA arrays must come from one library and one device")
     if backend == "cpu":
         raise ValueError("backend: 'cpu' cannot take CUDA arrays; copy them to the host first")
+    if any(d.dtype != "uint8" for d in devs):
+        return [equalize(x, mode=mode, formula=formula, kernel=kernel, backend=backend,
+                         batch=False) for x in images]
     shapes = [_split_shape(d.shape, False, f"image[{i}]") for i, d in enumerate(devs)]
     if kernel != "auto" or any(s[3] != 1 for s in shapes):
         return [_equalize_device(d, False, mode, formula, kernel) for d in devs]
@@ -450,10 +555,16 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
     if d is not None:
         if backend == "cpu":
             raise ValueError("backend: 'cpu' cannot take a CUDA array; copy it to the host first")
+        if d.dtype == "uint16":
+            _check16(formula, kernel)
+            return _equalize16_device(d, batch, mode)
         return _equalize_device(d, batch, mode, formula, kernel)
     if backend == "cuda":
         _require_cuda("backend='cuda'")
     a, wrap = _host_array(image, "image")
+    if a.dtype == _np.uint16:
+        _check16(formula, kernel)
+        return wrap(_equalize16_host(a, batch, mode, backend))
     return wrap(_equalize_host(a, batch, mode, formula, kernel, backend))
 
 
@@ -461,38 +572,45 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
 # histogram
 # ------------------------------------------------------------------------------------------
 
-def histogram(image, bins: int = 256, kernel: str = "auto", *, mode: Optional[str] = None,
-              backend: str = "auto", batch: Optional[bool] = None):
+def histogram(image, bins: Optional[int] = None, kernel: str = "auto", *,
+              mode: Optional[str] = None, backend: str = "auto", batch: Optional[bool] = None):
     """The histogram(s) of the planes ``equalize`` would equalize, as ``histeq histogram``.
 
     Args:
-        image: as :func:`equalize` (one image, a batch or a list).
-        bins: number of bins, 1..4096; sample v goes to bin ``v * bins // 256``. Colour images
-            take 256 only.
+        image: as :func:`equalize` (one image, a batch or a list), ``uint8`` or ``uint16``.
+        bins: ``uint8``: number of bins, 1..4096 (default 256); sample v goes to bin
+            ``v * bins // 256``; colour images take 256 only. ``uint16``: 65536 (the default and
+            the only value; one bin per level).
         kernel: histogram kernel by name (:func:`kernels`) or ``"auto"``.
         mode: for colour images: ``"luma"``/``"gray"`` (one plane, Y) or ``"rgb"`` (R, G, B).
         backend: as :func:`equalize`.
         batch: as :func:`equalize`.
 
     Returns:
-        Counts of one image: shape ``(bins,)`` for one plane, ``(3, bins)`` for ``mode="rgb"``;
+        Counts of one image: shape ``(bins,)`` for one plane, ``(3, bins)`` for ``mode="rgb"``
+        (16-bit colour images: always R, G, B; gray and gray+alpha: the gray channel);
         a batch adds a leading ``N``; a list gives a list. NumPy ``uint64`` for host input; on
         a CUDA array the same library's array on the same device (``torch.int64`` — torch has
         no full uint64 —, ``cupy.uint64``), queued on the current stream.
 
     Raises:
-        as :func:`equalize`; ValueError for ``bins`` outside 1..4096 or not 256 on colour.
+        as :func:`equalize`; ValueError for ``bins`` outside 1..4096 or not 256 on colour, or
+        not 65536 on ``uint16``.
     """
     _check_options(mode, "opencv", kernel, backend)
-    if isinstance(bins, bool) or not isinstance(bins, (int, _np.integer)):
+    if bins is not None and (isinstance(bins, bool) or not isinstance(bins, (int, _np.integer))):
         raise TypeError(f"bins: expected an int, got {type(bins).__name__}")
-    bins = int(bins)
-    if not 1 <= bins <= 4096:
-        raise ValueError(f"bins: must be in 1..4096, got {bins}")
+    if bins is not None and not 1 <= int(bins) <= 4096 and int(bins) != 65536:
+        raise ValueError(f"bins: must be in 1..4096 (8-bit) or 65536 (16-bit), got {bins}")
     if isinstance(image, (list, tuple)):
         return [histogram(x, bins, kernel, mode=mode, backend=backend, batch=False)
                 for x in image]
     d = _as_device_checked(image, "image")
+    if (d.dtype if d is not None else _host_dtype(image)) == "uint16":
+        return _histogram16(image, d, bins, kernel, mode, backend, batch)
+    bins = 256 if bins is None else int(bins)
+    if bins > 4096:
+        raise ValueError(f"bins: 8-bit images take 1..4096 bins, got {bins}")
     if d is not None:
         if backend == "cpu":
             raise ValueError("backend: 'cpu' cannot take a CUDA array; copy it to the host first")
@@ -524,6 +642,129 @@ def histogram(image, bins: int = 256, kernel: str = "auto", *, mode: Optional[st
     return wrap(out)
 
 
+def _histogram16(image, d: Optional[_Dev], bins, kernel, mode, backend, batch):
+    """histogram() of a uint16 image: 65536 bins per plane (hist_u16 on the GPU)."""
+    if bins is not None and int(bins) != 65536:
+        raise ValueError(f"bins: 16-bit images take 65536 bins (one per level), got {bins}")
+    _check16("opencv", kernel)
+
+    def host(a, backend):
+        def one(img, h, w, c):
+            hs = _histeq.histogram_host16(img, h, w, c, mode, backend)
+            return hs[0] if hs.shape[0] == 1 else hs
+        n, h, w, c, is_batch = _split_shape(a.shape, batch, "image")
+        res = [one(_np.ascontiguousarray(a[i] if is_batch else a), h, w, c) for i in range(n)]
+        if not res:
+            return _np.zeros((0, 65536), _np.uint64)
+        return _np.stack(res) if is_batch else res[0]
+
+    if d is not None:
+        if backend == "cpu":
+            raise ValueError("backend: 'cpu' cannot take a CUDA array; copy it to the host first")
+        n, h, w, c, is_batch = _split_shape(d.shape, batch, "image")
+        if c != 1:  # gray+alpha and colour: their planes on the host
+            torch_out = d.lib == "torch"
+            return _via_host(d, lambda a: host(a, "auto").astype(
+                _np.int64 if torch_out else _np.uint64))
+        out = _result_like(d, (n, 65536), "uint64")
+        if n * h * w > 0:
+            _histeq.histogram16_device(d.device, d.stream, d.ptr, n, h * w, _ptr(out))
+        else:
+            out.fill(0)
+        return out if is_batch else out[0]
+    if backend == "cuda":
+        _require_cuda("backend='cuda'")
+    a, wrap = _host_array(image, "image")
+    return wrap(host(a, backend))
+
+
+# ------------------------------------------------------------------------------------------
+# clahe
+# ------------------------------------------------------------------------------------------
+
+def _clahe_args(clip, tiles):
+    if isinstance(clip, bool) or not isinstance(clip, (int, float, _np.integer, _np.floating)):
+        raise TypeError(f"clip: expected a number, got {type(clip).__name__}")
+    clip = float(clip)
+    if clip != clip or clip in (float("inf"), float("-inf")):
+        raise ValueError(f"clip: must be finite, got {clip}")
+    if isinstance(tiles, (int, _np.integer)) and not isinstance(tiles, bool):
+        tiles = (int(tiles), int(tiles))
+    if not isinstance(tiles, (tuple, list)) or len(tiles) != 2 or \
+            any(isinstance(t, bool) or not isinstance(t, (int, _np.integer)) for t in tiles):
+        raise TypeError(f"tiles: expected (columns, rows) as two ints, got {tiles!r}")
+    tx, ty = int(tiles[0]), int(tiles[1])
+    if not (1 <= tx <= 1024 and 1 <= ty <= 1024):
+        raise ValueError(f"tiles: each count must be in 1..1024, got ({tx}, {ty})")
+    return clip, tx, ty
+
+
+def _clahe_host(a: _np.ndarray, batch, mode, clip, tx, ty, backend):
+    fn = _histeq.clahe_host16 if a.dtype == _np.uint16 else _histeq.clahe_host
+    return _per_image_host(
+        a, batch, lambda img, h, w, c: fn(img, h, w, c, mode, clip, tx, ty, backend)[0],
+        lambda c: c if a.dtype == _np.uint16 else _out_channels(mode, c))
+
+
+def clahe(image, *, clip: float = 2.0, tiles=(8, 8), mode: Optional[str] = None,
+          backend: str = "auto", batch: Optional[bool] = None):
+    """Contrast-limited adaptive histogram equalization, as ``histeq clahe`` and OpenCV's
+    ``cv2.createCLAHE(clipLimit=clip, tileGridSize=tiles).apply(img)`` (byte-identical to
+    OpenCV 4.6 on gray ``uint8`` and ``uint16`` images; Zuiderveld, "Contrast Limited Adaptive
+    Histogram Equalization", Graphics Gems IV, 1994).
+
+    Args:
+        image: ``uint8`` or ``uint16``, as :func:`equalize` (one image, a batch, a list).
+            Gray CUDA arrays (``(H, W)``, ``(H, W, 1)``, ``(N, H, W)``) run on their device on
+            the caller's current stream without synchronizing; colour CUDA arrays take a copy
+            through the host (synchronizing), then come back as the same library's array.
+        clip: OpenCV's clipLimit: the per-bin limit is ``max(1, int(clip * tile_area / bins))``;
+            ``0`` (or less) disables clipping. Default 2.0 (OpenCV's own default is 40).
+        tiles: OpenCV's tileGridSize ``(columns, rows)``, each 1..1024 (an int n means
+            ``(n, n)``). Default ``(8, 8)``. Sizes the grid does not divide are padded as
+            OpenCV pads them (BORDER_REFLECT_101) for the tile histograms.
+        mode: colour ``uint8`` images: ``"luma"`` (default: CLAHE on Y of YCbCr, chroma and
+            alpha kept; within ±1 of OpenCV's YCrCb round trip), ``"rgb"`` (each channel),
+            ``"gray"`` (one output channel). ``uint16`` colour images: ``"rgb"`` only.
+        backend: ``"auto"``, ``"cuda"`` or ``"cpu"`` for host arrays (equal bytes).
+        batch: as :func:`equalize`.
+
+    Returns:
+        The result, same shape and dtype (``mode="gray"`` on colour gives ``(H, W)``), the same
+        kind of array (a list for a list).
+
+    Raises:
+        TypeError: ``image`` not an array of ``uint8``/``uint16``; ``clip`` not a number;
+            ``tiles`` not two ints.
+        ValueError: bad shape, ``tiles`` outside 1..1024, a grid whose LUTs would exceed 2^28
+            entries (16-bit: at most 4096 tiles), unknown ``mode``/``backend``, ``mode`` other
+            than ``"rgb"`` on 16-bit colour, a CUDA array with ``backend="cpu"``.
+        RuntimeError: a CUDA failure.
+    """
+    _check_choice("mode", mode, MODES, allow_none=True)
+    _check_choice("backend", backend, BACKENDS)
+    clip, tx, ty = _clahe_args(clip, tiles)
+    if isinstance(image, (list, tuple)):
+        return [clahe(x, clip=clip, tiles=(tx, ty), mode=mode, backend=backend, batch=False)
+                for x in image]
+    d = _as_device_checked(image, "image")
+    if d is not None:
+        if backend == "cpu":
+            raise ValueError("backend: 'cpu' cannot take a CUDA array; copy it to the host first")
+        n, h, w, c, is_batch = _split_shape(d.shape, batch, "image")
+        if c != 1:
+            return _via_host(d, lambda a: _clahe_host(a, batch, mode, clip, tx, ty, "auto"))
+        out = _result_like(d, d.shape, d.dtype)
+        if n * h * w > 0:
+            _histeq.clahe_device(d.device, d.stream, d.ptr, _ptr(out), n, h, w,
+                                 d.dtype == "uint16", clip, tx, ty)
+        return out
+    if backend == "cuda":
+        _require_cuda("backend='cuda'")
+    a, wrap = _host_array(image, "image")
+    return wrap(_clahe_host(a, batch, mode, clip, tx, ty, backend))
+
+
 # ------------------------------------------------------------------------------------------
 # kernels, files
 # ------------------------------------------------------------------------------------------
@@ -535,20 +776,38 @@ def kernels() -> List[Dict[str, Any]]:
     return [{"name": n, "exact": e, "summary": s} for n, e, s in _histeq.kernels()]
 
 
-def load_image(path: Union[str, os.PathLike]) -> _np.ndarray:
-    """Decodes PNG/JPEG/BMP/TGA/GIF/PNM into a ``uint8`` array ``(H, W)`` or ``(H, W, C)``.
-    Raises RuntimeError naming the file and the cause."""
-    return _histeq.load_image(os.fspath(path))
+def load_image(path: Union[str, os.PathLike], depth: Optional[int] = 8) -> _np.ndarray:
+    """Decodes PNG/JPEG/BMP/TGA/GIF/PNM into an array ``(H, W)`` or ``(H, W, C)``.
+
+    depth: ``8`` (default, as ``cv2.imread``'s default): ``uint8``, 16-bit files reduced to 8
+    bits; ``16``: ``uint16`` (PNG and PGM/PPM only; 8-bit samples widened as ``v * 257``);
+    ``None``: the file's own depth (``uint16`` for a 16-bit PNG or a PGM/PPM with maxval > 255,
+    as ``histeq`` keeps them). Raises RuntimeError naming the file and the cause, ValueError for
+    another depth."""
+    if depth not in (8, 16, None):
+        raise ValueError(f"depth: 8, 16 or None, got {depth!r}")
+    p = os.fspath(path)
+    if depth == 16 or (depth is None and _histeq.is_16bit_image(p)):
+        return _histeq.load_image16(p)
+    return _histeq.load_image(p)
 
 
 def save_image(image: _np.ndarray, path: Union[str, os.PathLike], quality: int = 95) -> None:
-    """Writes ``image`` (``uint8`` ``(H, W)`` / ``(H, W, C)``) as .png/.jpg/.jpeg/.bmp/.tga or a
-    binary .pgm (gray) / .ppm (colour) / .pnm (either), by the extension, through a temporary
-    file renamed over ``path``. ValueError for another extension, quality outside 1..100, or an
+    """Writes ``image`` (``uint8`` or ``uint16``, ``(H, W)`` / ``(H, W, C)``) as
+    .png/.jpg/.jpeg/.bmp/.tga or a binary .pgm (gray) / .ppm (colour) / .pnm (either), by the
+    extension, through a temporary file renamed over ``path``; ``uint16`` images as 16-bit
+    .png/.pgm/.ppm/.pnm only. ValueError for another extension, quality outside 1..100, or an
     image the format cannot hold (colour as .pgm, gray as .ppm, alpha in PGM/PPM: the message
     names the extension that fits); RuntimeError for I/O failures."""
     a, _ = _host_array(image, "image")
     _, h, w, c, _ = _split_shape(a.shape, False, "image")
+    if a.dtype == _np.uint16:
+        ext = os.path.splitext(os.fspath(path))[1].lower()
+        if ext not in (".png", ".pgm", ".ppm", ".pnm"):
+            raise ValueError(f"path: 16-bit images are written as .png, .pgm, .ppm or .pnm; got "
+                             f"{ext or 'no extension'!r} (convert to uint8 for other formats)")
+        _histeq.save_image16(a, h, w, c, os.fspath(path))
+        return
     _histeq.save_image(_np.ascontiguousarray(a), h, w, c, os.fspath(path), int(quality))
 
 

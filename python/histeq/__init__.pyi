@@ -15,7 +15,7 @@ Formula = Literal["opencv", "exact"]
 Backend = Literal["auto", "cuda", "cpu"]
 PathLike = Union[str, os.PathLike]
 
-#: A NumPy uint8 array, a PyTorch tensor, a CuPy array or any CUDA array
+#: A NumPy uint8 or uint16 array, a PyTorch tensor, a CuPy array or any CUDA array
 #: (__cuda_array_interface__ / DLPack); the result is of the same kind.
 A = TypeVar("A")
 
@@ -27,17 +27,26 @@ def equalize(image: A, *, mode: Optional[Mode] = ..., formula: Formula = ...,
              kernel: str = ..., backend: Backend = ..., batch: Optional[bool] = ...) -> A: ...
 
 @overload
-def histogram(image: List[Any], bins: int = ..., kernel: str = ..., *,
+def histogram(image: List[Any], bins: Optional[int] = ..., kernel: str = ..., *,
               mode: Optional[Mode] = ..., backend: Backend = ...,
               batch: Optional[bool] = ...) -> List[Any]: ...
 @overload
-def histogram(image: Any, bins: int = ..., kernel: str = ..., *, mode: Optional[Mode] = ...,
-              backend: Backend = ..., batch: Optional[bool] = ...) -> Any: ...
+def histogram(image: Any, bins: Optional[int] = ..., kernel: str = ..., *,
+              mode: Optional[Mode] = ..., backend: Backend = ...,
+              batch: Optional[bool] = ...) -> Any: ...
+
+@overload
+def clahe(image: List[A], *, clip: float = ..., tiles: Union[int, Tuple[int, int]] = ...,
+          mode: Optional[Mode] = ..., backend: Backend = ...,
+          batch: Optional[bool] = ...) -> List[A]: ...
+@overload
+def clahe(image: A, *, clip: float = ..., tiles: Union[int, Tuple[int, int]] = ...,
+          mode: Optional[Mode] = ..., backend: Backend = ..., batch: Optional[bool] = ...) -> A: ...
 
 def kernels() -> List[Dict[str, Any]]: ...
 def cuda_available() -> bool: ...
-def load_image(path: PathLike) -> npt.NDArray[np.uint8]: ...
-def save_image(image: npt.NDArray[np.uint8], path: PathLike, quality: int = ...) -> None: ...
+def load_image(path: PathLike, depth: Optional[Literal[8, 16]] = ...) -> npt.NDArray[Any]: ...
+def save_image(image: npt.NDArray[Any], path: PathLike, quality: int = ...) -> None: ...
 def equalize_files(inputs: Iterable[PathLike], output_dir: PathLike, *,
                    mode: Optional[Mode] = ..., formula: Formula = ..., kernel: str = ...,
                    backend: Backend = ..., format: Optional[str] = ..., recursive: bool = ...,

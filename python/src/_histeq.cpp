@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "binding_common.hpp"
 #include "device_buffer.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
@@ -36,18 +37,21 @@
 namespace nb = nanobind;
 using namespace nb::literals;
 
-void bind_files(nb::module_& m);  // files.cpp: run_files (the many-files executor)
+void bind_files(nb::module_& m);    // files.cpp: run_files (the many-files executor)
+void bind_clahe16(nb::module_& m);  // clahe16.cpp: CLAHE and the 16-bit calls
 
 namespace {
+
+using histeq::python::caller_stream;
+using histeq::python::DeviceScope;
+using histeq::python::HostU8;
+using histeq::python::image_from;
+using histeq::python::parse_mode_opt;
+using histeq::python::to_numpy;
 
 constexpr int kBins = 256;
 
 using HostU8 = nb::ndarray<const std::uint8_t, nb::c_contig, nb::device::cpu>;
-
-std::optional<histeq::Mode> parse_mode_opt(const std::optional<std::string>& m) {
-  if (!m) return std::nullopt;
-  return histeq::parse_mode(*m);
-}
 
 /// Everything one CUDA device needs across calls: an Equalizer that runs on the caller's
 /// stream, a plane buffer for colour images, and the event that orders a call after the
@@ -66,25 +70,6 @@ struct DeviceContext {
   }
 };
 
-/// Sets the current device for the duration of a call and puts the previous one back.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    HISTEQ_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device) HISTEQ_CUDA_CHECK(cudaSetDevice(device));
-    changed_ = previous_ != device;
-  }
-  ~DeviceScope() {
-    if (changed_) cudaSetDevice(previous_);
-  }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = 0;
-  bool changed_ = false;
-};
-
 std::map<int, std::unique_ptr<DeviceContext>>& contexts() {
   static auto* m = new std::map<int, std::unique_ptr<DeviceContext>>();  // never destroyed:
   return *m;  // CUDA may already be torn down at interpreter exit
@@ -92,12 +77,6 @@ std::map<int, std::unique_ptr<DeviceContext>>& contexts() {
 
 /// The device's context, switched to `stream`; work on this stream is ordered after the previous
 /// call's work on another stream (cudaStreamWaitEvent: no host synchronization).
-/// The caller's stream handle as the runtime takes it: 0 (the legacy default stream, e.g. torch's
-/// and CuPy's default streams) becomes cudaStreamLegacy, since a null handle would send the
-/// Equalizer back to its own stream, unordered with the caller's work.
-cudaStream_t caller_stream(std::uintptr_t stream) {
-  return stream == 0 ? cudaStreamLegacy : reinterpret_cast<cudaStream_t>(stream);
-}
 
 DeviceContext& begin(int device, std::uintptr_t stream) {
   auto& m = contexts();
@@ -142,25 +121,6 @@ std::string equalize_on_device(DeviceContext& c, const std::uint8_t* in, std::ui
   c.eq.cdf_lut(hist, planes, formula, lut);
   c.eq.apply(in, pixels, channels, mode, lut, out);
   return ran;
-}
-
-histeq::Image image_from(const HostU8& a, int height, int width, int channels) {
-  histeq::Image img;
-  img.height = height;
-  img.width = width;
-  img.channels = channels;
-  const std::size_t bytes = std::size_t(height) * std::size_t(width) * std::size_t(channels);
-  if (a.size() != bytes) throw histeq::UsageError("image: size does not match its shape");
-  img.pixels.assign(a.data(), a.data() + bytes);
-  return img;
-}
-
-/// A NumPy array that owns `v` (moved, no copy).
-template <typename T>
-nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, std::vector<std::size_t> shape) {
-  auto* owner = new std::vector<T>(std::move(v));
-  nb::capsule cap(owner, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
-  return nb::ndarray<nb::numpy, T>(owner->data(), shape.size(), shape.data(), cap);
 }
 
 histeq::EqualizeOptions options(const std::optional<std::string>& mode, const std::string& formula,
@@ -447,6 +407,7 @@ NB_MODULE(_histeq, m) {
       "kernel"_a, "output"_a);
 
   bind_files(m);
+  bind_clahe16(m);
 
   // ---- one file (the single-file API) ----
   m.def(

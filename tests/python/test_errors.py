@@ -15,7 +15,8 @@ IMG = rng_image((8, 8), seed=1)
     ("moon.png", TypeError, "image"),
     (None, TypeError, "image"),
     (np.zeros((4, 4), np.float32), TypeError, "dtype"),
-    (np.zeros((4, 4), np.uint16), TypeError, "dtype"),
+    (np.zeros((4, 4), np.int16), TypeError, "dtype"),   # uint16 is served; int16 is not
+    (np.zeros((4, 4), np.uint32), TypeError, "dtype"),
     (np.zeros((4,), np.uint8), ValueError, "shape"),
     (np.zeros((2, 3, 4, 5, 6), np.uint8), ValueError, "shape"),
     (np.zeros((2, 4, 4, 7), np.uint8), ValueError, "channels"),
@@ -23,6 +24,8 @@ IMG = rng_image((8, 8), seed=1)
 def test_bad_images(bad, exc, word):
     with pytest.raises(exc, match=word):
         histeq.equalize(bad)
+    with pytest.raises(exc, match=word):
+        histeq.clahe(bad)
 
 
 @pytest.mark.parametrize("kw,exc,word", [

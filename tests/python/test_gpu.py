@@ -307,3 +307,80 @@ def test_numpy_histograms_on_the_gpu(cuda):
     for bins in (7, 256, 4096):
         np.testing.assert_array_equal(histeq.histogram(img, bins=bins, backend="cuda"),
                                       histeq.histogram(img, bins=bins, backend="cpu"))
+
+
+# ---------------------------------------------------------------------------- CLAHE and 16-bit
+
+def u16(shape, seed, low=0, high=65536):
+    return np.random.default_rng(seed).integers(low, high, size=shape).astype(np.uint16)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16"])
+@pytest.mark.parametrize("shape", [(1, 1), (300, 257), (3, 130, 170), (64, 48, 1)])
+def test_torch_clahe_equals_cpu(torch_cuda, dtype, shape):
+    """Gray CUDA tensors on the device's gpu::Clahe, on a side stream the caller chose: the same
+    bytes as the CPU backend, in a tensor of the same dtype on the same device."""
+    torch = torch_cuda
+    if dtype == "uint16" and not hasattr(torch, "uint16"):
+        pytest.skip("this torch has no uint16")
+    img = rng_image(shape, seed=3, high=200) if dtype == "uint8" else u16(shape, 3, 900, 1300)
+    is_batch = len(shape) == 3 and shape[2] > 4
+    x = torch.from_numpy(img).cuda()
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        y = histeq.clahe(x, clip=3.0, tiles=(5, 3), batch=is_batch)
+    s.synchronize()
+    assert y.device == x.device and y.dtype == x.dtype and y.shape == x.shape
+    want = histeq.clahe(img, clip=3.0, tiles=(5, 3), backend="cpu", batch=is_batch)
+    np.testing.assert_array_equal(y.cpu().numpy(), want)
+
+
+def test_torch_clahe_colour_goes_through_the_host(torch_cuda):
+    torch = torch_cuda
+    img = rng_image((40, 50, 3), seed=4)
+    y = histeq.clahe(torch.from_numpy(img).cuda(), mode="rgb")
+    assert y.is_cuda and y.shape == (40, 50, 3)
+    np.testing.assert_array_equal(y.cpu().numpy(), histeq.clahe(img, mode="rgb", backend="cpu"))
+
+
+@pytest.mark.parametrize("shape", [(300, 257), (4, 100, 90), (1, 1)])
+def test_torch_uint16_equalize_and_histogram(torch_cuda, shape):
+    torch = torch_cuda
+    if not hasattr(torch, "uint16"):
+        pytest.skip("this torch has no uint16")
+    img = u16(shape, 5, 1000, 1200)
+    is_batch = len(shape) == 3
+    x = torch.from_numpy(img).cuda()
+    y = histeq.equalize(x, batch=is_batch)
+    assert y.dtype == torch.uint16 and y.is_cuda
+    np.testing.assert_array_equal(y.cpu().numpy(),
+                                  histeq.equalize(img, backend="cpu", batch=is_batch))
+    h = histeq.histogram(x, batch=is_batch)
+    assert h.dtype == torch.int64 and h.shape[-1] == 65536
+    np.testing.assert_array_equal(h.cpu().numpy().astype(np.uint64),
+                                  histeq.histogram(img, backend="cpu", batch=is_batch))
+
+
+def test_numpy_16bit_and_clahe_on_the_gpu(cuda):
+    img16 = u16((120, 130), 6, 0, 5000)
+    np.testing.assert_array_equal(histeq.equalize(img16, backend="cuda"),
+                                  histeq.equalize(img16, backend="cpu"))
+    np.testing.assert_array_equal(histeq.histogram(img16, backend="cuda"),
+                                  histeq.histogram(img16, backend="cpu"))
+    for img in (img16, rng_image((120, 130, 3), seed=7)):
+        np.testing.assert_array_equal(histeq.clahe(img, backend="cuda"),
+                                      histeq.clahe(img, backend="cpu"))
+
+
+def test_cupy_uint16_and_clahe(cupy_cuda):
+    cupy = cupy_cuda
+    img16 = u16((77, 91), 8, 100, 400)
+    y = histeq.equalize(cupy.asarray(img16))
+    assert isinstance(y, cupy.ndarray) and y.dtype == np.uint16
+    np.testing.assert_array_equal(cupy.asnumpy(y), histeq.equalize(img16, backend="cpu"))
+    img8 = rng_image((77, 91), seed=9)
+    np.testing.assert_array_equal(cupy.asnumpy(histeq.clahe(cupy.asarray(img8))),
+                                  histeq.clahe(img8, backend="cpu"))
+    h = histeq.histogram(cupy.asarray(img16))
+    assert h.dtype == np.uint64
+    np.testing.assert_array_equal(cupy.asnumpy(h), histeq.histogram(img16, backend="cpu"))

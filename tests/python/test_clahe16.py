@@ -1,0 +1,237 @@
+"""histeq.clahe and 16-bit images from Python (host arrays: CPU in CI, the GPU where usable):
+OpenCV 4.6's CLAHE goldens (../shared/golden/opencv-4.6-clahe), batches and lists equal to one by
+one, the 16-bit equalization against an independent NumPy model of its formula, 16-bit file round
+trips, the command line's bytes for the same input, and every argument error. The CUDA-array
+cases are in test_gpu.py."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import histeq
+from conftest import NATURAL_DIR, REPO, rng_image
+from test_files import _cli
+
+CLAHE_DIR = next((d for d in (REPO.parent / "shared" / "golden" / "opencv-4.6-clahe",
+                              Path("/work/shared/golden/opencv-4.6-clahe"))
+                  if d.is_dir()), None)
+
+
+def clahe_goldens():
+    """(id, input path, golden path, clip, (tiles_x, tiles_y)) for every CLAHE golden:
+    NAME__clipC_tWxH.png is OpenCV 4.6's CLAHE of NAME.png (natural/ or beside the goldens)."""
+    if CLAHE_DIR is None:
+        return []
+    out = []
+    for g in sorted(CLAHE_DIR.glob("*__clip*_t*x*.png")):
+        name, params = g.stem.split("__")
+        clip_s, tiles_s = params[len("clip"):].split("_t")
+        tx, ty = (int(v) for v in tiles_s.split("x"))
+        src = next((p for p in (NATURAL_DIR / f"{name}.png", CLAHE_DIR / f"{name}.png")
+                    if p.exists()), None)
+        if src is not None:
+            out.append((g.stem, src, g, float(clip_s), (tx, ty)))
+    return out
+
+
+GOLDENS = clahe_goldens()
+
+
+@pytest.mark.skipif(not GOLDENS, reason="no CLAHE goldens (../shared/golden/opencv-4.6-clahe)")
+@pytest.mark.parametrize("case", GOLDENS, ids=[c[0] for c in GOLDENS])
+@pytest.mark.parametrize("backend", ["cpu", "auto"])
+def test_clahe_equals_opencv_goldens(case, backend):
+    _, src, golden, clip, tiles = case
+    img = histeq.load_image(src, depth=None)
+    want = histeq.load_image(golden, depth=None)
+    got = histeq.clahe(img, clip=clip, tiles=tiles, backend=backend)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    diff = np.abs(got.astype(np.int64) - want.astype(np.int64)).max()
+    if img.ndim == 2:
+        assert diff == 0  # gray and 16-bit: byte-identical
+    else:
+        assert diff <= 1  # colour: OpenCV's YCrCb round trip
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_clahe_batch_and_list_equal_one_by_one(dtype):
+    rng = np.random.default_rng(3)
+    high = 256 if dtype == np.uint8 else 65536
+    batch = rng.integers(0, high, size=(4, 37, 53), dtype=np.int64).astype(dtype)
+    batch[1] //= 3
+    batch[2] = 7  # constant
+    one = [histeq.clahe(b, clip=3.0, tiles=(3, 5)) for b in batch]
+    np.testing.assert_array_equal(histeq.clahe(batch, clip=3.0, tiles=(3, 5)), np.stack(one))
+    for got, want in zip(histeq.clahe(list(batch), clip=3.0, tiles=(3, 5)), one):
+        np.testing.assert_array_equal(got, want)
+    assert histeq.clahe(batch[2])[0, 0] == histeq.clahe(batch[2]).max()  # constant stays flat
+
+
+def test_clahe_shapes_and_modes():
+    rgb = rng_image((30, 40, 3), seed=5, high=120)
+    assert histeq.clahe(rgb).shape == (30, 40, 3)
+    assert histeq.clahe(rgb, mode="gray").shape == (30, 40)
+    assert histeq.clahe(rgb, mode="rgb").shape == (30, 40, 3)
+    g1 = rng_image((30, 40, 1), seed=6)
+    np.testing.assert_array_equal(histeq.clahe(g1)[..., 0], histeq.clahe(g1[..., 0]))
+    assert histeq.clahe(np.zeros((0, 5), np.uint8)).shape == (0, 5)
+    one = np.full((1, 1), 9, np.uint8)
+    assert histeq.clahe(one, tiles=(8, 8)).shape == (1, 1)  # smaller than the grid
+    # the grid's extremes and a grid of one tile
+    img = rng_image((64, 64), seed=7)
+    assert histeq.clahe(img, tiles=64).shape == (64, 64)
+    assert histeq.clahe(img, tiles=(1, 1), clip=0).shape == (64, 64)
+    # clip 0 = no clipping: differs from a tight clip on this image
+    assert not np.array_equal(histeq.clahe(img, clip=0), histeq.clahe(img, clip=1.0))
+
+
+def test_clahe_matches_the_cli(tmp_path):
+    cli = _cli()
+    for i, img in enumerate([rng_image((45, 61), seed=11, high=140),
+                             rng_image((33, 40, 3), seed=12),
+                             (np.random.default_rng(13).integers(1000, 1200, (40, 52))
+                              ).astype(np.uint16)]):
+        src, dst = tmp_path / f"in{i}.png", tmp_path / f"out{i}.png"
+        histeq.save_image(img, src)
+        subprocess.run([cli, "clahe", str(src), "-o", str(dst), "--clip", "3", "--tiles", "4x3",
+                        "--backend", "cpu", "--quiet"], check=True)
+        want = histeq.load_image(dst, depth=None)
+        np.testing.assert_array_equal(histeq.clahe(img, clip=3, tiles=(4, 3), backend="cpu"),
+                                      want)
+
+
+def test_clahe_argument_errors():
+    img = rng_image((20, 20))
+    with pytest.raises(TypeError, match="clip"):
+        histeq.clahe(img, clip="2")
+    with pytest.raises(ValueError, match="clip"):
+        histeq.clahe(img, clip=float("inf"))
+    with pytest.raises(TypeError, match="tiles"):
+        histeq.clahe(img, tiles=(8,))
+    with pytest.raises(TypeError, match="tiles"):
+        histeq.clahe(img, tiles=(8.0, 8))
+    with pytest.raises(ValueError, match="tiles"):
+        histeq.clahe(img, tiles=(0, 8))
+    with pytest.raises(ValueError, match="tiles"):
+        histeq.clahe(img, tiles=(8, 2000))
+    with pytest.raises(ValueError, match="tiles|LUT|4096|2\\^28"):
+        histeq.clahe(img.astype(np.uint16), tiles=(100, 100))  # 10000 tiles x 65536 bins
+    with pytest.raises(ValueError, match="mode"):
+        histeq.clahe(img, mode="hsv")
+    with pytest.raises(ValueError, match="mode"):
+        histeq.clahe(np.zeros((8, 8, 3), np.uint16), mode="luma")
+    with pytest.raises(TypeError, match="dtype"):
+        histeq.clahe(img.astype(np.float32))
+    with pytest.raises(ValueError, match="backend"):
+        histeq.clahe(img, backend="gpu")
+
+
+# ---------------------------------------------------------------------------------- 16-bit
+
+def equalize16_model(img: np.ndarray) -> np.ndarray:
+    """equalize16.hpp's formula, written independently: float32 scale 65535 / (N - h[v0]),
+    round half to even of float32((cdf - h[v0])) * scale; empty/constant: identity."""
+    h = np.bincount(img.ravel(), minlength=65536).astype(np.uint64)
+    cdf = np.cumsum(h)
+    nz = np.flatnonzero(h)
+    total = img.size
+    if nz.size == 0 or h[nz[0]] == total:
+        return img.copy()
+    v0 = nz[0]
+    scale = np.float32(65535) / np.float32(total - int(h[v0]))
+    lut = np.rint((cdf.astype(np.int64) - int(h[v0])).astype(np.float32) * scale)
+    lut = np.clip(lut, 0, 65535).astype(np.uint16)
+    lut[:v0 + 1] = 0
+    return lut[img]
+
+
+@pytest.mark.parametrize("backend", ["cpu", "auto"])
+def test_equalize16_equals_the_formula(backend):
+    rng = np.random.default_rng(21)
+    narrow = rng.integers(1000, 1201, (60, 70)).astype(np.uint16)  # the issue's 1000..1200 case
+    got = histeq.equalize(narrow, backend=backend)
+    assert got.dtype == np.uint16
+    np.testing.assert_array_equal(got, equalize16_model(narrow))
+    assert len(np.unique(got)) == len(np.unique(narrow))  # 16 bits kept: no levels merged
+    wide = rng.integers(0, 65536, (33, 45)).astype(np.uint16)
+    np.testing.assert_array_equal(histeq.equalize(wide, backend=backend), equalize16_model(wide))
+    flat = np.full((5, 6), 4242, np.uint16)
+    np.testing.assert_array_equal(histeq.equalize(flat, backend=backend), flat)
+
+
+def test_equalize16_colour_batches_and_histogram():
+    rng = np.random.default_rng(22)
+    rgb = rng.integers(0, 4000, (20, 30, 3)).astype(np.uint16)
+    got = histeq.equalize(rgb)
+    for ch in range(3):  # per channel (no 16-bit YCbCr)
+        np.testing.assert_array_equal(got[..., ch], equalize16_model(rgb[..., ch]))
+    ga = rng.integers(0, 65536, (10, 12, 2)).astype(np.uint16)
+    out = histeq.equalize(ga)
+    np.testing.assert_array_equal(out[..., 0], equalize16_model(ga[..., 0]))
+    np.testing.assert_array_equal(out[..., 1], ga[..., 1])  # alpha kept
+    batch = rng.integers(0, 65536, (3, 16, 18)).astype(np.uint16)
+    np.testing.assert_array_equal(histeq.equalize(batch),
+                                  np.stack([equalize16_model(b) for b in batch]))
+    h = histeq.histogram(batch[0])
+    assert h.shape == (65536,) and h.dtype == np.uint64
+    np.testing.assert_array_equal(h, np.bincount(batch[0].ravel(), minlength=65536))
+    hb = histeq.histogram(batch)
+    assert hb.shape == (3, 65536) and int(hb.sum()) == batch.size
+    hr = histeq.histogram(rgb)
+    assert hr.shape == (3, 65536)
+    np.testing.assert_array_equal(hr[2], np.bincount(rgb[..., 2].ravel(), minlength=65536))
+
+
+def test_16bit_errors():
+    img = np.zeros((8, 8), np.uint16)
+    with pytest.raises(ValueError, match="formula"):
+        histeq.equalize(img, formula="exact")
+    with pytest.raises(ValueError, match="kernel"):
+        histeq.equalize(img, kernel="atomic")
+    with pytest.raises(ValueError, match="bins"):
+        histeq.histogram(img, bins=256)
+    with pytest.raises(ValueError, match="bins"):
+        histeq.histogram(np.zeros((8, 8), np.uint8), bins=65536)
+    with pytest.raises(ValueError, match="mode"):
+        histeq.equalize(np.zeros((4, 4, 3), np.uint16), mode="gray")
+    with pytest.raises(TypeError, match="dtype"):
+        histeq.equalize(np.zeros((4, 4), np.int16))
+
+
+def test_16bit_files_round_trip(tmp_path):
+    rng = np.random.default_rng(23)
+    for shape, ext in [((21, 34), ".png"), ((9, 7, 3), ".png"), ((11, 13, 4), ".png"),
+                       ((12, 15), ".pgm"), ((6, 5, 3), ".ppm")]:
+        img = rng.integers(0, 65536, shape).astype(np.uint16)
+        path = tmp_path / f"x{len(shape)}{shape[-1]}{ext}"
+        histeq.save_image(img, path)
+        back = histeq.load_image(path, depth=None)
+        assert back.dtype == np.uint16
+        np.testing.assert_array_equal(back, img)
+        np.testing.assert_array_equal(histeq.load_image(path, depth=16), img)
+        assert histeq.load_image(path).dtype == np.uint8  # the default: 8 bits, as cv2.imread
+    eight = rng_image((5, 6), seed=1)
+    histeq.save_image(eight, tmp_path / "e.png")
+    np.testing.assert_array_equal(histeq.load_image(tmp_path / "e.png", depth=16),
+                                  eight.astype(np.uint16) * 257)
+    assert histeq.load_image(tmp_path / "e.png", depth=None).dtype == np.uint8
+    with pytest.raises(ValueError, match="16-bit"):
+        histeq.save_image(np.zeros((4, 4), np.uint16), tmp_path / "x.jpg")
+    with pytest.raises(ValueError, match="depth"):
+        histeq.load_image(tmp_path / "e.png", depth=12)
+
+
+def test_equalize16_file_matches_the_cli(tmp_path):
+    cli = _cli()
+    img = (np.random.default_rng(24).integers(1000, 1200, (40, 52))).astype(np.uint16)
+    src, dst = tmp_path / "in.png", tmp_path / "out.png"
+    histeq.save_image(img, src)
+    subprocess.run([cli, "equalize", str(src), "-o", str(dst), "--backend", "cpu", "--quiet"],
+                   check=True)
+    np.testing.assert_array_equal(histeq.equalize(img, backend="cpu"),
+                                  histeq.load_image(dst, depth=None))
+    assert os.path.getsize(dst) > 0
