@@ -295,6 +295,32 @@ TEST(ClaheCpu, ColourModes) {
     ASSERT_EQ(luma.pixels[i * 4 + 3], img.pixels[i * 4 + 3]);
 }
 
+// A 16-bit gray+alpha image keeps its alpha, whatever mode is asked (as equalize16 does): the
+// gray channel is the plane CLAHE, alpha is copied.
+TEST(ClaheCpu, SixteenBitGrayAlphaKeepsAlpha) {
+  std::mt19937 rng(78);
+  Image16 img;
+  img.width = 37;
+  img.height = 23;
+  img.channels = 2;
+  img.pixels = random_plane<std::uint16_t>(rng, 37 * 2, 23, 0, 65535);
+  std::vector<std::uint16_t> gray(img.pixel_count()), want(gray.size());
+  for (std::size_t i = 0; i < gray.size(); ++i) gray[i] = img.pixels[i * 2];
+  ClaheOptions o;
+  o.tiles_x = 3;
+  o.tiles_y = 5;
+  cpu::clahe_plane16(gray.data(), 37, 23, o, want.data());
+  for (const Mode m : {Mode::gray, Mode::luma, Mode::rgb}) {
+    o.mode = m;
+    const Image16 out = cpu::clahe(img, o);
+    ASSERT_EQ(out.channels, 2) << to_string(m);
+    for (std::size_t i = 0; i < gray.size(); ++i) {
+      ASSERT_EQ(out.pixels[i * 2], want[i]) << i;
+      ASSERT_EQ(out.pixels[i * 2 + 1], img.pixels[i * 2 + 1]) << i;
+    }
+  }
+}
+
 // ---- OpenCV 4.6 goldens ----
 
 struct Golden {

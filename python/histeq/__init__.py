@@ -307,11 +307,11 @@ def _host_array(x, argname: str):
         raise TypeError(f"{argname}: expected a NumPy array, a PyTorch tensor, a CuPy array, a "
                         f"CUDA array (__cuda_array_interface__ / DLPack) or a list of them; got "
                         f"{type(x).__name__}")
-    if x.dtype not in (_np.uint8, _np.uint16):
-        raise TypeError(f"{argname}: dtype {x.dtype}; expected uint8 or uint16 (convert with "
-                        f".astype(numpy.uint8) after scaling to 0..255)")
-    if x.dtype.byteorder == ">" or (x.dtype.byteorder == "=" and _sys.byteorder == "big"):
-        x = x.astype(_np.uint16)  # native little-endian samples
+    if x.dtype.kind != "u" or x.dtype.itemsize not in (1, 2):
+        raise TypeError(f"{argname}: dtype {x.dtype}; expected uint8 or uint16 (scale other "
+                        f"types to 0..255 or 0..65535 and convert with .astype)")
+    if x.dtype.itemsize == 2 and not x.dtype.isnative:
+        x = x.astype(_np.uint16)  # samples in this machine's byte order
     return _np.ascontiguousarray(x), (lambda a: a)
 
 
@@ -515,10 +515,14 @@ def _equalize_list(images, mode, formula, kernel, backend):
 
 def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kernel: str = "auto",
              backend: str = "auto", batch: Optional[bool] = None):
-    """Equalizes the histogram of 8-bit images, as ``histeq equalize`` (and ``cv::equalizeHist``).
+    """Equalizes the histogram of 8- or 16-bit images, as ``histeq equalize`` (and
+    ``cv::equalizeHist``; 16-bit: its formula over 65536 levels, include/histeq/equalize16.hpp).
 
     Args:
-        image: ``uint8``, channels last, C-contiguous: ``(H, W)``, ``(H, W, C)`` with C in 1..4,
+        image: ``uint8`` or ``uint16`` (16-bit: ``formula="opencv"`` and ``kernel="auto"`` only;
+            colour per channel, ``mode="rgb"``; gray+alpha keeps alpha), channels last
+            (host arrays of other layouts are copied), CUDA arrays C-contiguous: ``(H, W)``,
+            ``(H, W, C)`` with C in 1..4,
             a batch ``(N, H, W)`` / ``(N, H, W, C)``, or a list of such images (sizes may
             differ). NumPy array or CPU tensor (GPU when usable, else CPU; result on the host),
             or a CUDA array (PyTorch, CuPy, ``__cuda_array_interface__``, DLPack): read in
@@ -638,6 +642,9 @@ def histogram(image, bins: Optional[int] = None, kernel: str = "auto", *,
         img = _np.ascontiguousarray(a[i] if is_batch else a)
         hs = _histeq.histogram_host(img, h, w, c, mode, bins, kernel, backend)
         res.append(hs[0] if hs.shape[0] == 1 else hs)
+    if not res:  # an empty batch
+        planes = 3 if (c >= 3 and mode == "rgb") else 1
+        return wrap(_np.zeros((0, bins) if planes == 1 else (0, planes, bins), _np.uint64))
     out = _np.stack(res) if is_batch else res[0]
     return wrap(out)
 
@@ -784,9 +791,9 @@ def load_image(path: Union[str, os.PathLike], depth: Optional[int] = 8) -> _np.n
     ``None``: the file's own depth (``uint16`` for a 16-bit PNG or a PGM/PPM with maxval > 255,
     as ``histeq`` keeps them). Raises RuntimeError naming the file and the cause, ValueError for
     another depth."""
-    if depth not in (8, 16, None):
+    if depth not in (8, 16, None) or isinstance(depth, bool):
         raise ValueError(f"depth: 8, 16 or None, got {depth!r}")
-    p = os.fspath(path)
+    p = os.fsdecode(path)
     if depth == 16 or (depth is None and _histeq.is_16bit_image(p)):
         return _histeq.load_image16(p)
     return _histeq.load_image(p)
@@ -799,16 +806,21 @@ def save_image(image: _np.ndarray, path: Union[str, os.PathLike], quality: int =
     .png/.pgm/.ppm/.pnm only. ValueError for another extension, quality outside 1..100, or an
     image the format cannot hold (colour as .pgm, gray as .ppm, alpha in PGM/PPM: the message
     names the extension that fits); RuntimeError for I/O failures."""
+    if isinstance(quality, bool) or not isinstance(quality, (int, _np.integer)):
+        raise TypeError(f"quality: expected an int, got {type(quality).__name__}")
+    if not 1 <= int(quality) <= 100:
+        raise ValueError(f"quality: must be in 1..100, got {quality}")
+    path = os.fsdecode(path)
     a, _ = _host_array(image, "image")
     _, h, w, c, _ = _split_shape(a.shape, False, "image")
     if a.dtype == _np.uint16:
-        ext = os.path.splitext(os.fspath(path))[1].lower()
+        ext = os.path.splitext(path)[1].lower()
         if ext not in (".png", ".pgm", ".ppm", ".pnm"):
             raise ValueError(f"path: 16-bit images are written as .png, .pgm, .ppm or .pnm; got "
                              f"{ext or 'no extension'!r} (convert to uint8 for other formats)")
-        _histeq.save_image16(a, h, w, c, os.fspath(path))
+        _histeq.save_image16(a, h, w, c, path)
         return
-    _histeq.save_image(_np.ascontiguousarray(a), h, w, c, os.fspath(path), int(quality))
+    _histeq.save_image(_np.ascontiguousarray(a), h, w, c, path, int(quality))
 
 
 _READABLE = (".png", ".jpg", ".jpeg", ".bmp", ".tga", ".gif", ".pnm", ".pgm", ".ppm")
@@ -863,7 +875,10 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
     """Equalizes image files into ``output_dir`` with the many-files executor — the engine of
     ``histeq equalize INPUT... -o FOLDER`` (src/histeq/executor.hpp): files are read, decoded,
     equalized (on the GPU with backend auto/cuda), encoded and written overlapping across files,
-    and every output is byte-identical to the CLI's for the same inputs and options.
+    and every output is byte-identical to the CLI's for the same inputs and options — except
+    16-bit PNG/PGM inputs, which this executor reads at 8 bits (stb_image's ``v >> 8``) and
+    writes as 8-bit files, where the CLI keeps 16 bits: for those, ``load_image(path,
+    depth=None)``, ``equalize`` and ``save_image`` keep 16 bits (a known gap).
 
     Outputs, as the CLI: a file input writes ``output_dir/<name>``; a folder input writes its
     image files (.png .jpg .jpeg .bmp .tga .gif .pnm .pgm .ppm; subfolders with ``recursive``,

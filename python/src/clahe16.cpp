@@ -88,6 +88,22 @@ std::vector<std::size_t> image_shape(int height, int width, int channels) {
   return s;
 }
 
+/// fn(image, &device_used) with the GIL released, its result as (NumPy array, device_used).
+template <typename Img, typename Fn>
+auto whole_image(const Img& in, Fn fn) {
+  std::string used;
+  Img out;
+  {
+    nb::gil_scoped_release release;
+    out = fn(in, &used);
+  }
+  using T = typename decltype(out.pixels)::value_type;
+  return std::make_pair(
+      histeq::python::to_numpy<T>(std::move(out.pixels),
+                                  image_shape(out.height, out.width, out.channels)),
+      used);
+}
+
 /// What one CUDA device needs for the 16-bit and CLAHE calls: the engines (made on first use)
 /// and the two events that order their streams after, and before, the caller's stream.
 struct Engines {
@@ -179,15 +195,9 @@ void bind_clahe16(nb::module_& m) {
         histeq::ClaheOptions o = clahe_options(clip, tiles_x, tiles_y);
         o.mode = histeq::python::parse_mode_opt(mode).value_or(histeq::default_mode(channels));
         const histeq::Backend b = histeq::parse_backend(backend);
-        std::string used;
-        histeq::Image out;
-        {
-          nb::gil_scoped_release release;
-          out = histeq::clahe(in, o, b, &used);
-        }
-        return std::make_pair(
-            to_numpy(std::move(out.pixels), image_shape(out.height, out.width, out.channels)),
-            used);
+        return whole_image(in, [&](const histeq::Image& im, std::string* u) {
+          return histeq::clahe(im, o, b, u);
+        });
       },
       "image"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "clip"_a, "tiles_x"_a,
       "tiles_y"_a, "backend"_a);
@@ -200,15 +210,9 @@ void bind_clahe16(nb::module_& m) {
         histeq::ClaheOptions o = clahe_options(clip, tiles_x, tiles_y);
         o.mode = mode16(mode, channels);
         const histeq::Backend b = histeq::parse_backend(backend);
-        std::string used;
-        histeq::Image16 out;
-        {
-          nb::gil_scoped_release release;
-          out = histeq::clahe(in, o, b, &used);
-        }
-        return std::make_pair(
-            to_numpy(std::move(out.pixels), image_shape(out.height, out.width, out.channels)),
-            used);
+        return whole_image(in, [&](const histeq::Image16& im, std::string* u) {
+          return histeq::clahe(im, o, b, u);
+        });
       },
       "image"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "clip"_a, "tiles_x"_a,
       "tiles_y"_a, "backend"_a);
@@ -220,15 +224,9 @@ void bind_clahe16(nb::module_& m) {
         histeq::Image16 in = image16_from(a, height, width, channels);
         const histeq::Mode md = mode16(mode, channels);
         const histeq::Backend b = histeq::parse_backend(backend);
-        std::string used;
-        histeq::Image16 out;
-        {
-          nb::gil_scoped_release release;
-          out = histeq::equalize16(in, md, b, &used);
-        }
-        return std::make_pair(
-            to_numpy(std::move(out.pixels), image_shape(out.height, out.width, out.channels)),
-            used);
+        return whole_image(in, [&](const histeq::Image16& im, std::string* u) {
+          return histeq::equalize16(im, md, b, u);
+        });
       },
       "image"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "backend"_a);
 

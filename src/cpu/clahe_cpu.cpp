@@ -296,7 +296,9 @@ Image16 clahe_image(const Image16& img, const ClaheOptions& opt_in, const PlaneF
   Image16 out;
   out.width = img.width;
   out.height = img.height;
-  out.channels = output_channels(mode, c);
+  // Gray and gray+alpha keep their channels (as equalize16 does): the gray channel is the plane,
+  // alpha is copied. A 16-bit image has no YCbCr, so no mode narrows it to one channel.
+  out.channels = c < 3 ? c : output_channels(mode, c);
   out.pixels.resize(out.sample_count());
   const int planes = c >= 3 ? 3 : 1;
   std::vector<std::uint16_t> src(n), dst(n);

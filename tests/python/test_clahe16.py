@@ -235,3 +235,38 @@ def test_equalize16_file_matches_the_cli(tmp_path):
     np.testing.assert_array_equal(histeq.equalize(img, backend="cpu"),
                                   histeq.load_image(dst, depth=None))
     assert os.path.getsize(dst) > 0
+
+
+def test_review_fixes():
+    """Found by trying the API as a new user: big-endian 16-bit arrays, 16-bit gray+alpha CLAHE
+    keeping alpha, an empty 8-bit batch's histogram, save_image's quality and bytes paths."""
+    rng = np.random.default_rng(31)
+    g = rng.integers(0, 65536, (40, 50)).astype(np.uint16)
+    np.testing.assert_array_equal(histeq.clahe(g.astype(">u2")), histeq.clahe(g))
+    np.testing.assert_array_equal(histeq.equalize(g.astype(">u2")), histeq.equalize(g))
+    ga = np.stack([g, g[::-1]], -1)
+    for mode in (None, "gray", "rgb"):
+        out = histeq.clahe(ga, mode=mode)
+        assert out.shape == ga.shape
+        np.testing.assert_array_equal(out[..., 0], histeq.clahe(g))
+        np.testing.assert_array_equal(out[..., 1], ga[..., 1])
+    assert histeq.histogram(np.zeros((0, 5, 5), np.uint8)).shape == (0, 256)
+    img = rng_image((6, 7))
+    for q in (0, 101):
+        with pytest.raises(ValueError, match="quality"):
+            histeq.save_image(img, "/tmp/never-written.png", quality=q)
+    with pytest.raises(TypeError, match="quality"):
+        histeq.save_image(img, "/tmp/never-written.png", quality="50")
+    with pytest.raises(TypeError, match="dtype"):
+        histeq.equalize(np.zeros((4, 4), np.uint32))
+
+
+def test_bytes_paths(tmp_path):
+    img = rng_image((6, 7))
+    p = os.fsencode(tmp_path / "b.png")
+    histeq.save_image(img, p)
+    np.testing.assert_array_equal(histeq.load_image(p), img)
+    g = np.arange(42, dtype=np.uint16).reshape(6, 7) * 1000
+    p16 = os.fsencode(tmp_path / "b16.png")
+    histeq.save_image(g, p16)
+    np.testing.assert_array_equal(histeq.load_image(p16, depth=None), g)

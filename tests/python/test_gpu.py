@@ -384,3 +384,19 @@ def test_cupy_uint16_and_clahe(cupy_cuda):
     h = histeq.histogram(cupy.asarray(img16))
     assert h.dtype == np.uint64
     np.testing.assert_array_equal(cupy.asnumpy(h), histeq.histogram(img16, backend="cpu"))
+
+
+def test_torch_uint16_colour_goes_through_the_host(torch_cuda):
+    torch = torch_cuda
+    if not hasattr(torch, "uint16"):
+        pytest.skip("this torch has no uint16")
+    img = u16((30, 40, 3), 10, 0, 3000)
+    x = torch.from_numpy(img).cuda()
+    for fn in (histeq.equalize, histeq.clahe):
+        y = fn(x)
+        assert y.is_cuda and y.dtype == torch.uint16 and y.shape == x.shape
+        np.testing.assert_array_equal(y.cpu().numpy(), fn(img, backend="cpu"))
+    h = histeq.histogram(x)
+    assert h.is_cuda and h.dtype == torch.int64 and h.shape == (3, 65536)
+    np.testing.assert_array_equal(h.cpu().numpy().astype(np.uint64),
+                                  histeq.histogram(img, backend="cpu"))
