@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "histeq/equalize16.hpp"
 #include "histeq/gpu.hpp"
@@ -48,4 +49,11 @@ namespace histeq {
 /// cpu::equalize16 on the chosen backend (automatic: the GPU when usable); equal byte for byte.
 Image16 equalize16(const Image16& img, Mode mode = Mode::rgb, Backend backend = Backend::automatic,
                    std::string* device_used = nullptr);
+/// The 65536-bin histograms of a 16-bit image's planes: gray (and gray+alpha) one, colour
+/// images three (R, G, B; mode rgb; another mode on colour throws UsageError: no 16-bit YCbCr).
+/// On the chosen backend (gpu::Equalizer16::histogram or cpu::histogram16; equal counts).
+/// Throws Error for an empty image. `device_used` (optional) receives "cpu" or the GPU's name.
+std::vector<Histogram> histograms16(const Image16& img, Mode mode,
+                                    Backend backend = Backend::automatic,
+                                    std::string* device_used = nullptr);
 }  // namespace histeq

@@ -51,8 +51,6 @@ using histeq::python::to_numpy;
 
 constexpr int kBins = 256;
 
-using HostU8 = nb::ndarray<const std::uint8_t, nb::c_contig, nb::device::cpu>;
-
 /// Everything one CUDA device needs across calls: an Equalizer that runs on the caller's
 /// stream, a plane buffer for colour images, and the event that orders a call after the
 /// previous call on another stream (the buffers are shared).

@@ -56,16 +56,21 @@ inline cudaStream_t caller_stream(std::uintptr_t stream) {
   return stream == 0 ? cudaStreamLegacy : reinterpret_cast<cudaStream_t>(stream);
 }
 
-/// An 8-bit Image holding a copy of the host array's samples (shape checked against its size).
-inline Image image_from(const HostU8& a, int height, int width, int channels) {
-  Image img;
+/// An Image (uint8 samples) or Image16 (uint16) holding a copy of the host array's samples
+/// (shape checked against its size).
+template <typename Img, typename Array>
+Img image_of(const Array& a, int height, int width, int channels) {
+  Img img;
   img.height = height;
   img.width = width;
   img.channels = channels;
-  const std::size_t bytes = std::size_t(height) * std::size_t(width) * std::size_t(channels);
-  if (a.size() != bytes) throw UsageError("image: size does not match its shape");
-  img.pixels.assign(a.data(), a.data() + bytes);
+  const std::size_t n = std::size_t(height) * std::size_t(width) * std::size_t(channels);
+  if (a.size() != n) throw UsageError("image: size does not match its shape");
+  img.pixels.assign(a.data(), a.data() + n);
   return img;
+}
+inline Image image_from(const HostU8& a, int height, int width, int channels) {
+  return image_of<Image>(a, height, width, channels);
 }
 
 /// A NumPy array that owns `v` (moved, no copy).

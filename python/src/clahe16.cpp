@@ -30,10 +30,8 @@
 
 #include "binding_common.hpp"
 #include "cuda_check.hpp"
-#include "device_buffer.hpp"
 #include "histeq/clahe.hpp"
 #include "histeq/clahe_gpu.hpp"
-#include "histeq/equalize16.hpp"
 #include "histeq/error.hpp"
 #include "histeq/gpu16.hpp"
 #include "histeq/image16.hpp"
@@ -51,14 +49,7 @@ using histeq::python::HostU8;
 constexpr std::size_t kBins16 = 65536;
 
 histeq::Image16 image16_from(const HostU16& a, int height, int width, int channels) {
-  histeq::Image16 img;
-  img.height = height;
-  img.width = width;
-  img.channels = channels;
-  const std::size_t n = std::size_t(height) * std::size_t(width) * std::size_t(channels);
-  if (a.size() != n) throw histeq::UsageError("image: size does not match its shape");
-  img.pixels.assign(a.data(), a.data() + n);
-  return img;
+  return histeq::python::image_of<histeq::Image16>(a, height, width, channels);
 }
 
 /// The mode a 16-bit image runs in (as the command line's): gray for 1-2 channels, rgb for
@@ -145,42 +136,6 @@ void on_engine_stream(Engines& e, std::uintptr_t caller, cudaStream_t engine, Wo
   HISTEQ_CUDA_CHECK(cudaStreamWaitEvent(s, e.engine_done, 0));
 }
 
-/// The 65536-bin histograms of a 16-bit image's planes (1 for gray, 3 for colour rgb) on the
-/// resolved backend: flat, plane p at [p·65536, (p+1)·65536).
-std::vector<std::uint64_t> histograms16(const histeq::Image16& img, histeq::Mode mode,
-                                        histeq::Backend backend) {
-  const std::size_t n = img.pixel_count();
-  const int planes = img.channels >= 3 && mode == histeq::Mode::rgb ? 3 : 1;
-  std::vector<std::uint64_t> out(std::size_t(planes) * kBins16);
-  std::vector<std::uint16_t> plane(n);
-  const bool gpu = histeq::resolve_backend(backend) == histeq::Backend::cuda;
-  std::unique_ptr<histeq::gpu::Equalizer16> eq;
-  std::optional<histeq::DeviceBuffer<std::uint16_t>> d_plane;
-  std::optional<histeq::DeviceBuffer<std::uint64_t>> d_hist;
-  if (gpu && n > 0) {
-    eq = std::make_unique<histeq::gpu::Equalizer16>();
-    d_plane.emplace(n);
-    d_hist.emplace(kBins16);
-  }
-  for (int p = 0; p < planes; ++p) {
-    for (std::size_t i = 0; i < n; ++i) plane[i] = img.pixels[i * std::size_t(img.channels) + p];
-    std::uint64_t* dst = out.data() + std::size_t(p) * kBins16;
-    if (n == 0) continue;
-    if (gpu) {
-      HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d_plane->get(), plane.data(), n * 2, cudaMemcpyHostToDevice,
-                                        eq->stream()));
-      eq->histogram(d_plane->get(), n, d_hist->get());
-      HISTEQ_CUDA_CHECK(
-          cudaMemcpyAsync(dst, d_hist->get(), kBins16 * 8, cudaMemcpyDeviceToHost, eq->stream()));
-      eq->synchronize();
-    } else {
-      const histeq::Histogram h = histeq::cpu::histogram16(plane.data(), n);
-      std::copy(h.begin(), h.end(), dst);
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 void bind_clahe16(nb::module_& m) {
@@ -240,7 +195,8 @@ void bind_clahe16(nb::module_& m) {
         std::vector<std::uint64_t> flat;
         {
           nb::gil_scoped_release release;
-          flat = histograms16(in, md, b);
+          for (const histeq::Histogram& h : histeq::histograms16(in, md, b))
+            flat.insert(flat.end(), h.begin(), h.end());
         }
         const std::size_t planes = flat.size() / kBins16;
         return to_numpy(std::move(flat), {planes, kBins16});

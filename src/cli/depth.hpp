@@ -39,12 +39,6 @@ bool needs_item_op(const ItemOpOptions& opt, bool input_is_16bit);
 /// True when a file of this extension (".png", ".pgm", ...) can hold 16-bit samples.
 bool holds_16bit(const std::string& ext);
 
-/// The 65536-bin histograms of a 16-bit image's planes: gray (and gray+alpha) one, colour
-/// images three (R, G, B; mode rgb, the default; luma/gray throw UsageError: no 16-bit YCbCr).
-/// On the chosen backend (gpu::Equalizer16::histogram or cpu::histogram16; equal counts).
-std::vector<Histogram> histograms16(const Image16& img, Mode mode, Backend backend,
-                                    std::string* device_used = nullptr);
-
 /// Decodes `data` (the file `name`), runs the operation at the bit depth chosen by opt.depth and
 /// the input, and returns the encoded output in the format of `out_ext` (empty for histogram).
 /// Fills rep: width, height, channels, output_channels, bit_depth, decoder, encoder,

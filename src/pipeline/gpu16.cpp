@@ -3,11 +3,14 @@
 
 #include <cuda_runtime_api.h>
 
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "cuda_check.hpp"
 #include "device_buffer.hpp"
 #include "hist_u16.hpp"
+#include "histeq/equalize16.hpp"
 #include "histeq/error.hpp"
 #include "histeq/pipeline.hpp"
 
@@ -80,6 +83,48 @@ Image16 equalize16(const Image16& img, Mode mode, Backend backend, std::string* 
     for (std::size_t i = 0; i < n; ++i) out.pixels[i * std::size_t(c) + std::size_t(k)] = plane[i];
   }
   return out;
+}
+
+std::vector<Histogram> histograms16(const Image16& img, Mode mode, Backend backend,
+                                    std::string* device_used) {
+  if (img.width < 1 || img.height < 1 || img.channels < 1 || img.channels > 4 ||
+      img.pixels.size() != img.sample_count())
+    throw Error("histogram: empty or inconsistent 16-bit image");
+  const int c = img.channels;
+  if (c >= 3 && mode != Mode::rgb) {
+    throw UsageError(std::string("16-bit colour images are counted per channel: mode '") +
+                     to_string(mode) + "' needs 16-bit YCbCr; use mode rgb (or 8 bits)");
+  }
+  const int planes = c >= 3 ? 3 : 1;
+  const std::size_t n = img.pixel_count();
+  std::vector<std::uint16_t> plane(n);
+  std::vector<Histogram> hs;
+  const bool gpu = resolve_backend(backend) == Backend::cuda;
+  if (device_used) *device_used = gpu ? gpu::device_name() : "cpu";
+  std::unique_ptr<gpu::Equalizer16> eq;
+  std::unique_ptr<DeviceBuffer<std::uint16_t>> d_plane;
+  std::unique_ptr<DeviceBuffer<std::uint64_t>> d_hist;
+  if (gpu) {
+    eq = std::make_unique<gpu::Equalizer16>();
+    d_plane = std::make_unique<DeviceBuffer<std::uint16_t>>(n);
+    d_hist = std::make_unique<DeviceBuffer<std::uint64_t>>(std::size_t(kBins16));
+  }
+  for (int k = 0; k < planes; ++k) {
+    for (std::size_t i = 0; i < n; ++i) plane[i] = img.pixels[i * std::size_t(c) + std::size_t(k)];
+    if (!gpu) {
+      hs.push_back(cpu::histogram16(plane.data(), n));
+      continue;
+    }
+    Histogram h(kBins16);
+    HISTEQ_CUDA_CHECK(
+        cudaMemcpyAsync(d_plane->get(), plane.data(), n * 2, cudaMemcpyHostToDevice, eq->stream()));
+    eq->histogram(d_plane->get(), n, d_hist->get());
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h.data(), d_hist->get(), kBins16 * sizeof(std::uint64_t),
+                                      cudaMemcpyDeviceToHost, eq->stream()));
+    eq->synchronize();
+    hs.push_back(std::move(h));
+  }
+  return hs;
 }
 
 }  // namespace histeq
