@@ -170,15 +170,13 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(P::kHistBlockSi
   cluster.sync();  // no block leaves while another still reads its counters
 }
 
-/// Packed 16-bit tile histograms: block b counts the padded rows [yp0, yp1) (part b % parts of
-/// tile b / parts) over the tile's padded columns into 32768 shared words (word i: bin i in the
-/// low half, bin i + 32768 in the high half, as hist_u16_packed.cu, with the same spill rule:
-/// the add that takes a half to 0x8000 takes 0x8000 back and adds 32768 to the tile's global
-/// counter of that bin, hist, which is zero on entry), then writes the words to its partial
-/// row. Warps take rows; the lanes of a warp read the row's image columns with 16-byte loads
-/// (scalar head and tail) and its reflect-101 right padding from reflected indices; padded rows
-/// below the image are the reflected image rows.
-__device__ __forceinline__ void count16(std::uint32_t* s, unsigned v, std::uint32_t* spill) {
+/// One 16-bit sample v into packed words s (word i: bin i in the low half, bin i + 32768 in the
+/// high half, as hist_u16_packed.cu, with the same spill rule: the add that takes a half to
+/// 0x8000 takes 0x8000 back and adds 32768 to the tile's global counter of that bin, spill,
+/// which is zero on entry). A spill also sets *spilled (shared) and fences, so that a block of
+/// the same cluster sees the global add after the next cluster barrier.
+__device__ __forceinline__ void count16(std::uint32_t* s, unsigned v, std::uint32_t* spill,
+                                        int* spilled) {
   const bool high = (v & 0x8000u) != 0;
   const unsigned inc = high ? 0x10000u : 1u;
   const unsigned old = atomicAdd(s + (v & 0x7FFFu), inc);
@@ -186,23 +184,61 @@ __device__ __forceinline__ void count16(std::uint32_t* s, unsigned v, std::uint3
   if (half == 0x7FFFu) {
     atomicSub(s + (v & 0x7FFFu), inc << 15);
     atomicAdd(spill + v, 32768u);
+    *spilled = 1;
+    __threadfence();
   }
 }
 
-__global__ void __launch_bounds__(P::kPacked16Threads, 1)
-    tile_hist16_packed_kernel(const std::uint16_t* __restrict__ in, cf::Geometry g, int parts,
-                              int rows_per_part, std::uint32_t* hist,
-                              std::uint32_t* __restrict__ partials) {
-  extern __shared__ std::uint32_t s_words[];
-  for (int i = int(threadIdx.x); i < 32768; i += int(blockDim.x)) s_words[i] = 0;
-  __syncthreads();
-  const int t = int(blockIdx.x) / parts, part = int(blockIdx.x) % parts;
-  const int ty = t / g.tiles_x, tx = t % g.tiles_x;
-  const int yp0 = ty * g.tile_h + part * rows_per_part;
-  const int yp1 = min(yp0 + rows_per_part, (ty + 1) * g.tile_h);
+/// Counts the padded rows [yp0, yp1) of tile column tx into the packed words s (count16).
+/// Where the tile lies inside the image, its columns start 16-byte aligned and the width is a
+/// multiple of 8 (kVector), the block's threads walk the rows' 16-byte vectors in one flat loop
+/// with four loads in flight each. Otherwise warps take rows; the lanes of a warp read the row's
+/// image columns with 16-byte loads (scalar head and tail) and its reflect-101 right padding
+/// from reflected indices; padded rows below the image are the reflected image rows.
+__device__ __forceinline__ void count_rows16(const std::uint16_t* __restrict__ in,
+                                             const cf::Geometry& g, int tx, int yp0, int yp1,
+                                             std::uint32_t* s_words, std::uint32_t* spill,
+                                             int* spilled) {
   const int xp0 = tx * g.tile_w, xp1 = xp0 + g.tile_w;
   const int c1 = min(xp1, g.width);  // image columns [xp0, c1), padding [max(xp0, width), xp1)
-  std::uint32_t* spill = hist + std::size_t(t) * 65536;
+  const std::uintptr_t first =
+      reinterpret_cast<std::uintptr_t>(in + std::size_t(max(yp0, 0)) * g.width + xp0);
+  if (xp1 <= g.width && yp1 <= g.height && g.width % 8 == 0 && g.tile_w % 8 == 0 &&
+      first % 16 == 0) {
+    const int per_row = g.tile_w / 8, stride = g.width / 8;
+    const unsigned total = unsigned(yp1 - yp0) * unsigned(per_row);
+    const uint4* base = reinterpret_cast<const uint4*>(first);
+    const unsigned step = blockDim.x;
+    auto at = [&](unsigned k) {
+      const unsigned r = k / unsigned(per_row);
+      return base + std::size_t(r) * stride + (k - r * unsigned(per_row));
+    };
+    unsigned k = threadIdx.x;
+    for (; k + 3 * step < total; k += 4 * step) {
+      uint4 q[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) q[j] = __ldg(at(k + j * step));
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const unsigned w[4] = {q[j].x, q[j].y, q[j].z, q[j].w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          count16(s_words, w[e] & 0xFFFFu, spill, spilled);
+          count16(s_words, w[e] >> 16, spill, spilled);
+        }
+      }
+    }
+    for (; k < total; k += step) {
+      const uint4 q = __ldg(at(k));
+      const unsigned w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        count16(s_words, w[e] & 0xFFFFu, spill, spilled);
+        count16(s_words, w[e] >> 16, spill, spilled);
+      }
+    }
+    return;
+  }
   const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
   const int warps = int(blockDim.x >> 5);
   for (int yp = yp0 + warp; yp < yp1; yp += warps) {
@@ -213,7 +249,7 @@ __global__ void __launch_bounds__(P::kPacked16Threads, 1)
       const int total = c1 - xp0;
       const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(base);
       const int head = min(total, int(((16 - addr % 16) % 16) / 2));
-      if (lane < head) count16(s_words, base[lane], spill);
+      if (lane < head) count16(s_words, base[lane], spill, spilled);
       const int vecs = (total - head) / 8;
       const uint4* v4 = reinterpret_cast<const uint4*>(base + head);
       int k = lane;
@@ -222,8 +258,8 @@ __global__ void __launch_bounds__(P::kPacked16Threads, 1)
         const unsigned w[8] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          count16(s_words, w[j] & 0xFFFFu, spill);
-          count16(s_words, w[j] >> 16, spill);
+          count16(s_words, w[j] & 0xFFFFu, spill, spilled);
+          count16(s_words, w[j] >> 16, spill, spilled);
         }
       }
       for (; k < vecs; k += 32) {
@@ -231,21 +267,210 @@ __global__ void __launch_bounds__(P::kPacked16Threads, 1)
         const unsigned w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          count16(s_words, w[j] & 0xFFFFu, spill);
-          count16(s_words, w[j] >> 16, spill);
+          count16(s_words, w[j] & 0xFFFFu, spill, spilled);
+          count16(s_words, w[j] >> 16, spill, spilled);
         }
       }
-      for (int i = head + vecs * 8 + lane; i < total; i += 32) count16(s_words, base[i], spill);
+      for (int i = head + vecs * 8 + lane; i < total; i += 32)
+        count16(s_words, base[i], spill, spilled);
     }
     for (int xp = max(xp0, g.width) + lane; xp < xp1; xp += 32) {
-      count16(s_words, row[cf::reflect101(xp, g.width)], spill);
+      count16(s_words, row[cf::reflect101(xp, g.width)], spill, spilled);
     }
   }
+}
+
+/// Packed 16-bit tile histograms: block b counts the padded rows [yp0, yp1) (part b % parts of
+/// tile b / parts) over the tile's padded columns into 32768 shared words (count_rows16), then
+/// writes the words to its partial row.
+__global__ void __launch_bounds__(P::kPacked16Threads, 1)
+    tile_hist16_packed_kernel(const std::uint16_t* __restrict__ in, cf::Geometry g, int parts,
+                              int rows_per_part, std::uint32_t* hist,
+                              std::uint32_t* __restrict__ partials) {
+  extern __shared__ std::uint32_t s_words[];
+  __shared__ int s_spilled;
+  for (int i = int(threadIdx.x); i < 32768; i += int(blockDim.x)) s_words[i] = 0;
+  __syncthreads();
+  const int t = int(blockIdx.x) / parts, part = int(blockIdx.x) % parts;
+  const int ty = t / g.tiles_x, tx = t % g.tiles_x;
+  const int yp0 = ty * g.tile_h + part * rows_per_part;
+  const int yp1 = min(yp0 + rows_per_part, (ty + 1) * g.tile_h);
+  count_rows16(in, g, tx, yp0, yp1, s_words, hist + std::size_t(t) * 65536, &s_spilled);
   pdl::allow_dependents();  // counted: the LUT step may be scheduled
   __syncthreads();
   std::uint32_t* mine = partials + std::size_t(blockIdx.x) * 32768;
   for (int i = int(threadIdx.x) * 4; i < 32768; i += int(blockDim.x) * 4) {
     *reinterpret_cast<uint4*>(mine + i) = *reinterpret_cast<const uint4*>(s_words + i);
+  }
+}
+
+/// 16-bit CLAHE tile histograms AND LUTs in one launch: a thread-block cluster of kRanks blocks
+/// per tile (blockIdx.x / kRanks), each counting 1 / kRanks of the tile's padded rows into its
+/// own packed shared words (count_rows16), so the input is read once. After a cluster barrier
+/// rank r owns the bins [r·B, (r+1)·B), B = 65536 / kRanks (all in one half of the words):
+/// it sums that half of those words over the cluster's shared memories (DSMEM, 16-byte loads),
+/// adds the global spill counters if any block spilled (and clears them), and after a second
+/// barrier keeps the B uint32 counts in its own shared memory. Then block_tile_lut_coalesced's
+/// arithmetic on them, with the clipped excess and the ranks' clipped totals exchanged through
+/// DSMEM: the clip, the redistribution, the cumulative sum and the LUT of its B bins, written
+/// as the tile's LUT and, where `pairs` is given, into both LUT-pair words that hold the tile
+/// (clahe_pair_lut_words). Replaces the packed histograms, their 16.8 MB of partials, the LUT
+/// step's two passes over them from L2 and the pairs kernel (four launches at 16M).
+template <int kRanks>
+__global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(P::kPacked16Threads, 1)
+    tile_clahe16_cluster_kernel(const std::uint16_t* __restrict__ in, cf::Geometry g,
+                                std::uint32_t* hist, std::uint16_t* luts, std::uint16_t* pairs) {
+  static_assert(kRanks >= 2 && kRanks <= 8 && (kRanks & (kRanks - 1)) == 0, "2, 4 or 8 ranks");
+  constexpr int kOwned = 65536 / kRanks;                     // bins of one rank
+  constexpr int kVecs = kOwned / (4 * P::kPacked16Threads);  // 16-byte words per thread
+  extern __shared__ std::uint32_t s_words[];
+  __shared__ int s_tmp[33];
+  __shared__ int s_share[3];  // [0] a spill happened, [1] clipped excess, [2] clipped total
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const unsigned rank = cluster.block_rank();
+  {
+    uint4* w4 = reinterpret_cast<uint4*>(s_words);
+    for (int i = int(threadIdx.x); i < 8192; i += int(blockDim.x)) w4[i] = make_uint4(0, 0, 0, 0);
+  }
+  if (threadIdx.x == 0) s_share[0] = 0;
+  __syncthreads();
+  const int t = int(blockIdx.x) / kRanks;
+  const int ty = t / g.tiles_x, tx = t % g.tiles_x;
+  const int rows = (g.tile_h + kRanks - 1) / kRanks;
+  const int yp0 = ty * g.tile_h + int(rank) * rows;
+  const int yp1 = min(yp0 + rows, (ty + 1) * g.tile_h);
+  std::uint32_t* spill = hist + std::size_t(t) * 65536;
+  if (yp0 < yp1) count_rows16(in, g, tx, yp0, yp1, s_words, spill, &s_share[0]);
+  cluster.sync();  // every rank's counts complete and visible (spills fenced)
+
+  // Sum this rank's half of its words over the cluster.
+  const int b0 = int(rank) * kOwned;  // first owned bin
+  const int j0 = b0 & 0x7FFF;         // its word
+  const unsigned shift = unsigned(b0 >> 15) * 16u;
+  bool spilled = false;
+#pragma unroll
+  for (int r = 0; r < kRanks; ++r) spilled |= *cluster.map_shared_rank(&s_share[0], r) != 0;
+  // Two ranks: the halves of two words sum below 0x10000 (each is below 0x8000), so the sums
+  // are kept two per register (16 registers, not 32: 1024 threads have 64 each).
+  constexpr int kRegs = kRanks == 2 ? 2 * kVecs : 4 * kVecs;
+  unsigned c[kRegs];
+#pragma unroll
+  for (int k = 0; k < kRegs; ++k) c[k] = 0;
+  const std::uint32_t* own = s_words + j0;
+  if constexpr (kRanks == 2) {
+    const std::uint32_t* other = cluster.map_shared_rank(s_words, rank ^ 1u) + j0;
+    const unsigned sel = shift != 0 ? 0x7632u : 0x5410u;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int i = 4 * (int(threadIdx.x) + k * P::kPacked16Threads);
+      const uint4 qa = *reinterpret_cast<const uint4*>(own + i);
+      const uint4 qb = *reinterpret_cast<const uint4*>(other + i);
+      c[2 * k] = __byte_perm(qa.x + qb.x, qa.y + qb.y, sel);
+      c[2 * k + 1] = __byte_perm(qa.z + qb.z, qa.w + qb.w, sel);
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < kRanks; ++r) {
+      const std::uint32_t* src =
+          r == int(rank) ? own : cluster.map_shared_rank(s_words, unsigned(r)) + j0;
+#pragma unroll
+      for (int k = 0; k < kVecs; ++k) {
+        const uint4 q =
+            *reinterpret_cast<const uint4*>(src + 4 * (int(threadIdx.x) + k * P::kPacked16Threads));
+        c[4 * k + 0] += (q.x >> shift) & 0xFFFFu;
+        c[4 * k + 1] += (q.y >> shift) & 0xFFFFu;
+        c[4 * k + 2] += (q.z >> shift) & 0xFFFFu;
+        c[4 * k + 3] += (q.w >> shift) & 0xFFFFu;
+      }
+    }
+  }
+  cluster.sync();  // every rank has read the words it needs: each may now reuse its own
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    const int i = 4 * (int(threadIdx.x) + k * P::kPacked16Threads);  // owned index
+    uint4 q;
+    if constexpr (kRanks == 2) {
+      q = make_uint4(c[2 * k] & 0xFFFFu, c[2 * k] >> 16, c[2 * k + 1] & 0xFFFFu,
+                     c[2 * k + 1] >> 16);
+    } else {
+      q = make_uint4(c[4 * k], c[4 * k + 1], c[4 * k + 2], c[4 * k + 3]);
+    }
+    if (spilled) {
+      uint4* sp = reinterpret_cast<uint4*>(spill + b0 + i);
+      const uint4 e = __ldcg(sp);
+      q.x += e.x, q.y += e.y, q.z += e.z, q.w += e.w;
+      *sp = make_uint4(0, 0, 0, 0);  // the counters are left zero
+    }
+    *reinterpret_cast<uint4*>(s_words + i) = q;
+  }
+  __syncthreads();
+
+  // The LUT of the owned bins (block_tile_lut_coalesced's arithmetic, from shared memory).
+  const int clip = g.clip;
+  const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
+  const int warps = int(blockDim.x >> 5);
+  const int chunk = kOwned / warps;  // owned bins of one warp, walked 32 at a time
+  const int o0 = warp * chunk, o1 = o0 + chunk;
+  int excess = 0, kept = 0;
+  for (int o = o0 + lane; o < o1; o += 32) {
+    const int h = int(s_words[o]);
+    if (clip > 0) {
+      excess += h > clip ? h - clip : 0;
+      kept += h > clip ? clip : h;
+    } else {
+      kept += h;
+    }
+  }
+  int batch = 0, residual = 0, step = 1;
+  if (clip > 0) {
+    const int mine_excess = clahe_detail::block_sum(excess, s_tmp);
+    if (threadIdx.x == 0) s_share[1] = mine_excess;
+    cluster.sync();
+    int clipped = 0;
+#pragma unroll
+    for (int r = 0; r < kRanks; ++r) clipped += *cluster.map_shared_rank(&s_share[1], r);
+    batch = clipped / 65536;
+    residual = clipped - batch * 65536;
+    step = cf::residual_step(65536, residual);
+  }
+  const clahe_detail::ResidualTest gets(residual, step);
+  int mine = kept;
+  if (clip > 0) {
+    mine += batch * (chunk / 32);
+    for (int o = o0 + lane; o < o1; o += 32) mine += gets(b0 + o) ? 1 : 0;
+  }
+  const int warp_total = int(__reduce_add_sync(0xffffffffu, unsigned(mine)));
+  int before = clahe_detail::block_exclusive_scan(lane == 0 ? warp_total : 0, s_tmp);
+  const int block_total = clahe_detail::block_sum(lane == 0 ? warp_total : 0, s_tmp);
+  if (threadIdx.x == 0) s_share[2] = block_total;
+  cluster.sync();
+  for (int r = 0; r < int(rank); ++r) before += *cluster.map_shared_rank(&s_share[2], r);
+  cluster.sync();  // no block leaves, or rewrites s_share, while another still reads it
+  int carry = __shfl_sync(0xffffffffu, before, 0);
+  std::uint16_t* lut = luts + std::size_t(t) * 65536;
+  std::uint16_t* row_pairs =
+      pairs != nullptr ? pairs + 2 * std::size_t(ty) * std::size_t(g.tiles_x + 1) * 65536 : nullptr;
+  for (int o = o0 + lane; o < o1; o += 32) {
+    const int i = b0 + o;
+    int inc = int(s_words[o]);
+    if (clip > 0) inc = (inc > clip ? clip : inc) + batch + (gets(i) ? 1 : 0);
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int n = __shfl_up_sync(0xffffffffu, inc, d);
+      if (lane >= d) inc += n;
+    }
+    const auto v = static_cast<std::uint16_t>(cf::lut_value(carry + inc, g.lut_scale, 65535));
+    lut[i] = v;
+    if (row_pairs != nullptr) {
+      // Tile tx is the low half of cell tx + 1 (and of cell 0 when tx == 0) and the high half
+      // of cell tx (and of cell tiles_x when tx is the last).
+      row_pairs[2 * (std::size_t(tx + 1) * 65536 + i)] = v;
+      row_pairs[2 * (std::size_t(tx) * 65536 + i) + 1] = v;
+      if (tx == 0) row_pairs[2 * std::size_t(i)] = v;
+      if (tx == g.tiles_x - 1) row_pairs[2 * (std::size_t(g.tiles_x) * 65536 + i) + 1] = v;
+    }
+    carry += __shfl_sync(0xffffffffu, inc, 31);
   }
 }
 
@@ -269,6 +494,78 @@ __global__ void __launch_bounds__(256)
         make_uint4(__byte_perm(a.x, b.x, 0x5410), __byte_perm(a.x, b.x, 0x7632),
                    __byte_perm(a.y, b.y, 0x5410), __byte_perm(a.y, b.y, 0x7632));
   }
+}
+
+template <int kRanks>
+void set_fused16_smem() {
+  const auto kernel = reinterpret_cast<const void*>(tile_clahe16_cluster_kernel<kRanks>);
+  detail::per_device_once(kernel, [kernel] {
+    HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           32768 * int(sizeof(std::uint32_t))));
+    return 0;
+  });
+}
+
+/// Whether clusters of kRanks tile_clahe16_cluster_kernel blocks fit the current device
+/// (compute capability 9.0 or later, cudaOccupancyMaxActiveClusters > 0; memoized per device).
+template <int kRanks>
+bool fused16_fits() {
+  static const char tag = 0;
+  return detail::per_device_once(&tag, [] {
+           int dev = 0, major = 0;
+           HISTEQ_CUDA_CHECK(cudaGetDevice(&dev));
+           HISTEQ_CUDA_CHECK(
+               cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+           if (major < 9) return 0;
+           set_fused16_smem<kRanks>();
+           cudaLaunchConfig_t cfg{};
+           cfg.gridDim = dim3(kRanks);
+           cfg.blockDim = dim3(P::kPacked16Threads);
+           cfg.dynamicSmemBytes = 32768 * sizeof(std::uint32_t);
+           int clusters = 0;
+           if (cudaOccupancyMaxActiveClusters(
+                   &clusters, reinterpret_cast<const void*>(tile_clahe16_cluster_kernel<kRanks>),
+                   &cfg) != cudaSuccess) {
+             (void)cudaGetLastError();  // an unsupported shape is an answer, not an error
+             return 0;
+           }
+           return clusters > 0 ? 1 : 0;
+         }) != 0;
+}
+
+/// Blocks per tile of the fused 16-bit path (tile_clahe16_cluster_kernel): the power of two in
+/// [2, 8] nearest below SMs / tiles, so that the clusters fill the GPU; 0 where the path does
+/// not apply (8-bit, switched off, tiles smaller than ClahePolicy::kFused16MinTileArea unless
+/// forced, clusters that do not fit the device).
+int fused16_ranks(const cf::Geometry& g) {
+  if (g.hist_size != 65536) return 0;
+  const int mode = clahe_tuning().fused16;
+  const std::size_t area = std::size_t(g.tile_w) * std::size_t(g.tile_h);
+  if (mode == 0 || (mode < 0 && area < P::kFused16MinTileArea)) return 0;
+  const int per = detail::sm_count() / std::max(1, g.tiles());
+  const int ranks = per >= 8 ? 8 : (per >= 4 ? 4 : 2);
+  const bool fits =
+      ranks == 8 ? fused16_fits<8>() : (ranks == 4 ? fused16_fits<4>() : fused16_fits<2>());
+  return fits ? ranks : 0;
+}
+
+void launch_fused16(int ranks, const std::uint16_t* d_in, const cf::Geometry& g,
+                    const ClaheBuffers& b, cudaStream_t stream) {
+  const std::size_t smem = 32768 * sizeof(std::uint32_t);
+  const dim3 grid(unsigned(g.tiles() * ranks)), block(P::kPacked16Threads);
+  auto* luts = static_cast<std::uint16_t*>(b.luts);
+  auto* pairs = reinterpret_cast<std::uint16_t*>(b.pair_luts);
+  if (ranks == 8) {
+    set_fused16_smem<8>();
+    tile_clahe16_cluster_kernel<8><<<grid, block, smem, stream>>>(d_in, g, b.hist, luts, pairs);
+  } else if (ranks == 4) {
+    set_fused16_smem<4>();
+    tile_clahe16_cluster_kernel<4><<<grid, block, smem, stream>>>(d_in, g, b.hist, luts, pairs);
+  } else {
+    set_fused16_smem<2>();
+    tile_clahe16_cluster_kernel<2><<<grid, block, smem, stream>>>(d_in, g, b.hist, luts, pairs);
+  }
+  HISTEQ_CUDA_CHECK_LAUNCH();
 }
 
 /// Parts per tile of the packed 16-bit path (0: the path does not apply).
@@ -336,6 +633,12 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
     HISTEQ_CUDA_CHECK_LAUNCH();
     return;
   }
+  if constexpr (sizeof(T) == 2) {
+    if (const int ranks = fused16_ranks(g); ranks > 0) {
+      launch_fused16(ranks, d_in, g, b, stream);
+      return;
+    }
+  }
   const int parts = b.partials != nullptr ? packed16_parts(g) : 0;
   if constexpr (sizeof(T) == 2) {
     if (parts > 0) {
@@ -380,6 +683,7 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
 }  // namespace
 
 std::size_t clahe_partial_words(const cf::Geometry& g) {
+  if (fused16_ranks(g) > 0) return 0;
   return std::size_t(g.tiles()) * std::size_t(packed16_parts(g)) * 32768;
 }
 

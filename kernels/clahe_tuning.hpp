@@ -30,6 +30,10 @@
 //   HISTEQ_CLAHE_HIST16=packed|atomic  16-bit tile histograms: packed shared counters per tile
 //                                   (default where the tiles are large enough; `packed`: from
 //                                   8192 samples per tile) or global atomics
+//   HISTEQ_CLAHE_FUSED16=0|1        16-bit tile histograms and LUTs in one launch, a cluster of
+//                                   2-8 blocks per tile (tile_clahe16_cluster_kernel; default:
+//                                   from ClahePolicy::kFused16MinTileArea samples per tile, `1`
+//                                   for every tile size, `0` never)
 //   HISTEQ_CLAHE_PAIRS16=0|1        16-bit apply: LUT pairs of neighbouring tiles, two 4-byte
 //                                   gathers per sample, or four 2-byte gathers (default: pairs
 //                                   from ClahePolicy::kPairs16MinSamplesPerEntry samples per
@@ -70,6 +74,7 @@ struct ClaheTuning {
   int hist16_vectors = HistU16Policy::kPackedVectorsInFlight;
   bool hist16_pairs = HistU16Policy::kPackedPairs;
   int packed16 = -1;  ///< 16-bit CLAHE tile histograms: -1 packed by tile area, 0 atomic, 1 packed
+  int fused16 = -1;   ///< 16-bit CLAHE histograms + LUTs by tile clusters: -1 by tile area, 0, 1
   int pair_luts16 = -1;  ///< 16-bit CLAHE apply from LUT pairs: -1 by size, 0 off, 1 on
   bool hist16_batch = HistU16Policy::kPackedBatch;
 };
@@ -114,6 +119,7 @@ inline const ClaheTuning& clahe_tuning() {
     if (is("HISTEQ_CLAHE_HIST16", "atomic")) r.packed16 = 0;
     if (is("HISTEQ_CLAHE_HIST16", "packed")) r.packed16 = 1;
     r.pair_luts16 = int(num("HISTEQ_CLAHE_PAIRS16", 0, 1, -1));
+    r.fused16 = int(num("HISTEQ_CLAHE_FUSED16", 0, 1, -1));
     r.hist16_pairs = num("HISTEQ_HIST16_PAIRS", 0, 1, r.hist16_pairs ? 1 : 0) == 1;
     r.hist16_batch = num("HISTEQ_HIST16_BATCH", 0, 1, r.hist16_batch ? 1 : 0) == 1;
     return r;

@@ -146,6 +146,10 @@ struct ClahePolicy {
   static constexpr int kPacked16Threads = 1024;
   static constexpr std::size_t kPacked16MinTileArea = 32768;
   static constexpr std::size_t kPacked16MaxPartialBytes = std::size_t(256) << 20;
+  /// 16-bit tile histograms and LUTs in one launch by a cluster of blocks per tile
+  /// (tile_clahe16_cluster_kernel), for tiles of at least this many samples; before it, the
+  /// packed or atomic histograms, the LUT step and the pairs kernel.
+  static constexpr std::size_t kFused16MinTileArea = 4096;
   /// 16-bit apply from LUT pairs (clahe_apply.cu) when the plane has at least this many samples
   /// per pair entry (tiles_y · (tiles_x + 1) · 65536 of them, 18.9 MB for 8x8, written by the
   /// LUT step whatever the plane's size: 16M 544 → 440 µs uniform, 1M 175 → 185 µs).

@@ -166,6 +166,48 @@ TEST(ClaheGpu, Packed16SpillsExactly) {
   }
 }
 
+// 16-bit tiles of at least 4096 samples are counted and turned into LUTs in one launch, by a
+// cluster of 2, 4 or 8 blocks per tile (clahe_hist.cu, tile_clahe16_cluster_kernel: fewer
+// blocks per tile the more tiles there are): grids that take each cluster size on a GPU of
+// 100+ SMs, padded and unpadded, the vector walk (aligned, tiles inside the image) and the
+// row walk (misaligned, edge tiles of a padded plane), clip 0, 2 and 40, random and smooth
+// content, a constant plane whose blocks spill, in place, and the LUTs themselves. (The CTest
+// entry test_clahe_gpu_16bit_unfused runs this file with the path off.)
+TEST(ClaheGpu, Fused16ClusterShapesEqualCpu) {
+  HISTEQ_REQUIRE_GPU();
+  std::mt19937 rng(16016);
+  gpu::Clahe engine;
+  const Case cases[] = {
+      {2048, 2048, 8, 8, 2.0},   // 64 tiles of 64 Ki samples: clusters of 2
+      {2401, 2399, 6, 6, 2.0},   // 36 tiles, padded, LUT pairs: clusters of 2
+      {2000, 2000, 5, 5, 0.0},   // 25 tiles, LUT pairs: clusters of 4
+      {1000, 1003, 3, 3, 40.0},  // 9 tiles, padded: clusters of 8
+      {1560, 520, 6, 2, 2.0},    // width a multiple of 8, tile width (260) not
+  };
+  for (const Case& c : cases) {
+    const auto o = opts(c.clip, c.tx, c.ty);
+    for (int kind = 0; kind < 3; ++kind) {
+      const auto src = kind == 0   ? random_plane<std::uint16_t>(rng, c.w, c.h, 0, 65535)
+                       : kind == 1 ? smooth_plane<std::uint16_t>(rng, c.w, c.h, 65535)
+                                   : std::vector<std::uint16_t>(std::size_t(c.w) * c.h, 51234);
+      const auto want = cpu_plane(src, c.w, c.h, o);
+      ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o), want)
+          << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " kind " << kind;
+      ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o, 3), want) << "misaligned, kind " << kind;
+      ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o, 8, true), want) << "in place, kind " << kind;
+    }
+  }
+  const int w = 1024, h = 768;
+  const auto src = smooth_plane<std::uint16_t>(rng, w, h, 65535);
+  const auto o = opts(2.0, 4, 4);
+  auto d_in = test::upload_typed(src);
+  const void* d_luts = engine.luts(d_in.get(), w, h, o, true);
+  engine.synchronize();
+  std::vector<std::uint16_t> want(16 * 65536);
+  cpu::clahe_luts16(src.data(), w, h, o, want.data());
+  EXPECT_EQ(test::download(static_cast<const std::uint16_t*>(d_luts), want.size()), want);
+}
+
 TEST(ClaheGpu, LutsEqualCpu) {
   HISTEQ_REQUIRE_GPU();
   std::mt19937 rng(3);
