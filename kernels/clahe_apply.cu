@@ -19,6 +19,8 @@
 #include <cstdint>
 
 #include "clahe.hpp"
+#include "clahe_cells.cuh"
+#include "clahe_tuning.hpp"
 #include "common.cuh"
 #include "cuda_check.hpp"
 #include "histeq/error.hpp"
@@ -225,6 +227,52 @@ __global__ void __launch_bounds__(P::kApplyBlockSize)
   }
 }
 
+/// 16-bit apply from the LUT pairs by interpolation-cell columns: block (cx, r) maps the
+/// 8-sample vectors whose first column lies in cell column cx (columns [x0, x1) of cx, from
+/// clahe_cells.cuh) for the rows of range r (rows [r·height/ranges, (r+1)·height/ranges)).
+/// Every sample of a block's rows then reads the pair words of one or two cell columns only
+/// (a vector that reaches into the next cell reads that one for its last samples), so the
+/// L1 of an SM holds the part of those tables its samples touch, where the flat grid-stride
+/// kernel spreads a block's vectors over every cell of half a row. Width a multiple of 8, both
+/// planes 16-byte aligned. Same arithmetic as pair_sample.
+__global__ void __launch_bounds__(P::kCells16Threads)
+    apply_cells16_kernel(const std::uint16_t* in, std::uint16_t* out, PairRows rows, ApplyArgs a,
+                         int ranges) {
+  const int cx = int(blockIdx.x) % (a.tiles_x + 1), r = int(blockIdx.x) / (a.tiles_x + 1);
+  const int tile_w = int(__float2int_rn(__fdiv_rn(1.0f, a.inv_tw)));
+  const int x0 = clahe_detail::cell_start(cx, tile_w, a.inv_tw, a.width);
+  const int x1 =
+      cx == a.tiles_x ? a.width : clahe_detail::cell_start(cx + 1, tile_w, a.inv_tw, a.width);
+  const int v0 = (x0 + 7) / 8, v1 = (x1 + 7) / 8;  // vectors whose first column is in [x0, x1)
+  const int y0 = int(std::int64_t(r) * a.height / ranges),
+            y1 = int(std::int64_t(r + 1) * a.height / ranges);
+  pdl::wait();  // the LUT pairs, and the input and output, of the launches before
+  const int per_row = v1 - v0;
+  if (per_row <= 0) return;
+  const unsigned total = unsigned(y1 - y0) * unsigned(per_row);
+  const int stride = a.width / 8;
+  for (unsigned k = threadIdx.x; k < total; k += blockDim.x) {
+    const int dy = int(k / unsigned(per_row));
+    const int y = y0 + dy, v = v0 + int(k - unsigned(dy) * unsigned(per_row));
+    const std::size_t at = std::size_t(y) * std::size_t(stride) + std::size_t(v);
+    uint4 q = __ldcs(reinterpret_cast<const uint4*>(in) + at);
+    const cf::Axis ya = cf::axis(y, a.inv_th, a.tiles_y);
+    const std::uint32_t* p1 = rows.row_of(ya.t1);
+    const std::uint32_t* p2 = rows.row_of(ya.t2);
+    XCursor c;
+    c.inv = a.inv_tw;
+    c.start(8 * v);
+    unsigned w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const unsigned lo = pair_sample(p1, p2, c, ya.a, ya.a1, w[j] & 0xFFFFu);
+      const unsigned hi = pair_sample(p1, p2, c, ya.a, ya.a1, w[j] >> 16);
+      w[j] = lo | hi << 16;
+    }
+    __stcs(reinterpret_cast<uint4*>(out) + at, make_uint4(w[0], w[1], w[2], w[3]));
+  }
+}
+
 template <typename T, typename Rows>
 void launch_apply(bool vec, unsigned grid, const T* d_in, T* d_out, const Rows& rows,
                   const ApplyArgs& a, cudaStream_t stream, pdl::Edge edge) {
@@ -247,6 +295,28 @@ void run_apply(const T* d_in, T* d_out, const cf::Geometry& g, const T* luts, cu
   const unsigned grid = unsigned(std::max<std::size_t>(
       1, std::min(cap, detail::ceil_div(work, std::size_t(P::kApplyBlockSize)))));
   if constexpr (sizeof(T) == 2) {
+    const ClaheTuning& tune = clahe_tuning();
+    if (pairs != nullptr && vec && g.width % 8 == 0 && tune.cells16 != 0) {
+      const auto kernel = apply_cells16_kernel;
+      detail::per_device_once(reinterpret_cast<const void*>(kernel), [&] {
+        HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                               cudaFuncAttributePreferredSharedMemoryCarveout, 0));
+        return 0;
+      });
+      const std::size_t target =
+          tune.cells16_blocks_per_sm > 0
+              ? std::size_t(tune.cells16_blocks_per_sm) * std::size_t(detail::sm_count())
+              : detail::resident_blocks(reinterpret_cast<const void*>(kernel), P::kCells16Threads,
+                                        0);
+      const int columns = g.tiles_x + 1;
+      const int ranges = int(std::max<std::size_t>(
+          1, std::min<std::size_t>(std::size_t(g.height),
+                                   detail::ceil_div(target, std::size_t(columns)))));
+      pdl::launch(pdl::kPairApply16, kernel, dim3(unsigned(columns * ranges)),
+                  dim3(P::kCells16Threads), 0, stream, d_in, d_out, PairRows{pairs, g.tiles_x}, a,
+                  ranges);
+      return;
+    }
     if (pairs != nullptr) {
       launch_apply(vec, grid, d_in, d_out, PairRows{pairs, g.tiles_x}, a, stream,
                    pdl::kPairApply16);

@@ -407,19 +407,26 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(P::kPacked16Thr
   __syncthreads();
 
   // The LUT of the owned bins (block_tile_lut_coalesced's arithmetic, from shared memory).
+  // Warp w owns a contiguous chunk of them, walked 128 at a time: lane l takes the four bins
+  // 4l..4l+3 of each step (one 16-byte shared load), sums them in order and joins one warp
+  // scan, so the scan's shuffles are paid once per four bins.
   const int clip = g.clip;
   const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
   const int warps = int(blockDim.x >> 5);
-  const int chunk = kOwned / warps;  // owned bins of one warp, walked 32 at a time
+  const int chunk = kOwned / warps;  // owned bins of one warp (a multiple of 128)
   const int o0 = warp * chunk, o1 = o0 + chunk;
   int excess = 0, kept = 0;
-  for (int o = o0 + lane; o < o1; o += 32) {
-    const int h = int(s_words[o]);
-    if (clip > 0) {
-      excess += h > clip ? h - clip : 0;
-      kept += h > clip ? clip : h;
-    } else {
-      kept += h;
+  for (int o = o0 + 4 * lane; o < o1; o += 128) {
+    const uint4 q = *reinterpret_cast<const uint4*>(s_words + o);
+    const int h[4] = {int(q.x), int(q.y), int(q.z), int(q.w)};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (clip > 0) {
+        excess += h[j] > clip ? h[j] - clip : 0;
+        kept += h[j] > clip ? clip : h[j];
+      } else {
+        kept += h[j];
+      }
     }
   }
   int batch = 0, residual = 0, step = 1;
@@ -438,7 +445,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(P::kPacked16Thr
   int mine = kept;
   if (clip > 0) {
     mine += batch * (chunk / 32);
-    for (int o = o0 + lane; o < o1; o += 32) mine += gets(b0 + o) ? 1 : 0;
+    for (int o = o0 + 4 * lane; o < o1; o += 128) mine += __popc(gets.group4(unsigned(b0 + o)));
   }
   const int warp_total = int(__reduce_add_sync(0xffffffffu, unsigned(mine)));
   int before = clahe_detail::block_exclusive_scan(lane == 0 ? warp_total : 0, s_tmp);
@@ -449,26 +456,55 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(P::kPacked16Thr
   cluster.sync();  // no block leaves, or rewrites s_share, while another still reads it
   int carry = __shfl_sync(0xffffffffu, before, 0);
   std::uint16_t* lut = luts + std::size_t(t) * 65536;
-  std::uint16_t* row_pairs =
-      pairs != nullptr ? pairs + 2 * std::size_t(ty) * std::size_t(g.tiles_x + 1) * 65536 : nullptr;
-  for (int o = o0 + lane; o < o1; o += 32) {
+  std::uint32_t* row_pairs = pairs != nullptr
+                                 ? reinterpret_cast<std::uint32_t*>(pairs) +
+                                       std::size_t(ty) * std::size_t(g.tiles_x + 1) * 65536
+                                 : nullptr;
+  // Pair stores by bin = lane within each 32 of the step (4-byte words side by side, as a
+  // warp's 2-byte stores into 32 consecutive words cover 4 sectors, not 16): lane l takes the
+  // values of bin 32j + l from lane 8j + l / 4, element l % 4.
+  const unsigned pick = (lane & 1) != 0 ? 0x3232u : 0x1010u;  // high or low 16 bits
+  for (int o = o0 + 4 * lane; o < o1; o += 128) {
     const int i = b0 + o;
-    int inc = int(s_words[o]);
-    if (clip > 0) inc = (inc > clip ? clip : inc) + batch + (gets(i) ? 1 : 0);
+    const uint4 q = *reinterpret_cast<const uint4*>(s_words + o);
+    int c[4] = {int(q.x), int(q.y), int(q.z), int(q.w)};
+    if (clip > 0) {
+      const unsigned extra = gets.group4(unsigned(i));
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        c[j] = (c[j] > clip ? clip : c[j]) + batch + int((extra >> j) & 1u);
+    }
+    c[1] += c[0];
+    c[2] += c[1];
+    c[3] += c[2];
+    int inc = c[3];
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
       const int n = __shfl_up_sync(0xffffffffu, inc, d);
       if (lane >= d) inc += n;
     }
-    const auto v = static_cast<std::uint16_t>(cf::lut_value(carry + inc, g.lut_scale, 65535));
-    lut[i] = v;
+    const int base = carry + inc - c[3];
+    unsigned v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = unsigned(cf::lut_value(base + c[j], g.lut_scale, 65535));
+    const unsigned lo = v[0] | v[1] << 16, hi = v[2] | v[3] << 16;
+    *reinterpret_cast<uint2*>(lut + i) = make_uint2(lo, hi);
     if (row_pairs != nullptr) {
-      // Tile tx is the low half of cell tx + 1 (and of cell 0 when tx == 0) and the high half
-      // of cell tx (and of cell tiles_x when tx is the last).
-      row_pairs[2 * (std::size_t(tx + 1) * 65536 + i)] = v;
-      row_pairs[2 * (std::size_t(tx) * 65536 + i) + 1] = v;
-      if (tx == 0) row_pairs[2 * std::size_t(i)] = v;
-      if (tx == g.tiles_x - 1) row_pairs[2 * (std::size_t(g.tiles_x) * 65536 + i) + 1] = v;
+      std::uint16_t* p16 = reinterpret_cast<std::uint16_t*>(row_pairs);
+      const int first = i - 4 * lane;  // the step's first bin
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int src = 8 * j + (lane >> 2);
+        const unsigned a = __shfl_sync(0xffffffffu, lo, src), b = __shfl_sync(0xffffffffu, hi, src);
+        const std::uint16_t x = std::uint16_t(__byte_perm((lane & 2) != 0 ? b : a, 0, pick));
+        const std::size_t k = std::size_t(first + 32 * j + lane);
+        // Tile tx is the low half of cell tx + 1 (and of cell 0 when tx == 0) and the high half
+        // of cell tx (and of cell tiles_x when tx is the last).
+        p16[2 * (std::size_t(tx + 1) * 65536 + k)] = x;
+        p16[2 * (std::size_t(tx) * 65536 + k) + 1] = x;
+        if (tx == 0) p16[2 * k] = x;
+        if (tx == g.tiles_x - 1) p16[2 * (std::size_t(g.tiles_x) * 65536 + k) + 1] = x;
+      }
     }
     carry += __shfl_sync(0xffffffffu, inc, 31);
   }

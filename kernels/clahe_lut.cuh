@@ -200,6 +200,19 @@ struct ResidualTest {
     const unsigned q = __umulhi(unsigned(i), magic);
     return unsigned(i) == q * unsigned(step) && int(q) < residual;
   }
+  /// The four tests of bins i..i+3 (i < 65533) as bits 0..3. From step 4 on at most one of
+  /// them is a multiple of step: k = ceil(i / step), bin k·step if k < residual.
+  __device__ __forceinline__ unsigned group4(unsigned i) const {
+    if (residual <= 0) return 0u;
+    if (step < 4) {
+      return ((*this)(int(i)) ? 1u : 0u) | ((*this)(int(i + 1)) ? 2u : 0u) |
+             ((*this)(int(i + 2)) ? 4u : 0u) | ((*this)(int(i + 3)) ? 8u : 0u);
+    }
+    const unsigned q = __umulhi(i, magic);
+    const unsigned k = q + (q * unsigned(step) != i ? 1u : 0u);
+    const unsigned d = k * unsigned(step) - i;
+    return d < 4u && int(k) < residual ? 1u << d : 0u;
+  }
 };
 
 /// block_tile_lut for many bins (16-bit), by kRanks blocks (a thread-block cluster of kRanks,

@@ -154,6 +154,9 @@ struct ClahePolicy {
   /// per pair entry (tiles_y · (tiles_x + 1) · 65536 of them, 18.9 MB for 8x8, written by the
   /// LUT step whatever the plane's size: 16M 544 → 440 µs uniform, 1M 175 → 185 µs).
   static constexpr std::size_t kPairs16MinSamplesPerEntry = 2;
+  /// 16-bit apply from LUT pairs by interpolation-cell columns (clahe_apply.cu,
+  /// apply_cells16_kernel): threads per block; the grid is one wave of the blocks that fit.
+  static constexpr int kCells16Threads = 512;
   /// LUT kernel (one block per tile; 65536 bins: 64 per thread).
   static constexpr int kLutBlockSize = 1024;
   /// Apply: threads per block and blocks per SM of the grid-stride loop.

@@ -171,8 +171,11 @@ TEST(ClaheGpu, Packed16SpillsExactly) {
 // blocks per tile the more tiles there are): grids that take each cluster size on a GPU of
 // 100+ SMs, padded and unpadded, the vector walk (aligned, tiles inside the image) and the
 // row walk (misaligned, edge tiles of a padded plane), clip 0, 2 and 40, random and smooth
-// content, a constant plane whose blocks spill, in place, and the LUTs themselves. (The CTest
-// entry test_clahe_gpu_16bit_unfused runs this file with the path off.)
+// content, a constant plane whose blocks spill, in place, and the LUTs themselves. Planes
+// large enough for LUT pairs with widths that are multiples of 8 are applied by cell columns
+// (clahe_apply.cu, apply_cells16_kernel), the others by the flat kernel. (The CTest entry
+// test_clahe_gpu_16bit_unfused runs this file with the one-launch path and the cell-column
+// apply off.)
 TEST(ClaheGpu, Fused16ClusterShapesEqualCpu) {
   HISTEQ_REQUIRE_GPU();
   std::mt19937 rng(16016);
@@ -183,6 +186,7 @@ TEST(ClaheGpu, Fused16ClusterShapesEqualCpu) {
       {2000, 2000, 5, 5, 0.0},   // 25 tiles, LUT pairs: clusters of 4
       {1000, 1003, 3, 3, 40.0},  // 9 tiles, padded: clusters of 8
       {1560, 520, 6, 2, 2.0},    // width a multiple of 8, tile width (260) not
+      {2400, 2000, 7, 4, 2.0},   // LUT pairs applied by cell columns, cell edges inside vectors
   };
   for (const Case& c : cases) {
     const auto o = opts(c.clip, c.tx, c.ty);
