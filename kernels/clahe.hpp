@@ -12,8 +12,9 @@
 namespace histeq::kernels {
 
 /// Device buffers of one CLAHE call. hist: geometry.tiles() · hist_size uint32 counters, ALL
-/// ZERO on entry and left all zero (the LUT step clears what it read); tickets: tiles_y uint32,
-/// zero on entry and left zero; luts: tiles() · hist_size entries of the sample type.
+/// ZERO on entry and left all zero (the LUT step clears what it read); tickets:
+/// clahe_ticket_words(g) uint32, zero on entry and left zero; luts: tiles() · hist_size entries
+/// of the sample type.
 struct ClaheBuffers {
   std::uint32_t* hist = nullptr;
   std::uint32_t* tickets = nullptr;
@@ -29,6 +30,10 @@ struct ClaheBuffers {
 /// uint32 words of ClaheBuffers::partials the 16-bit packed tile histograms need; 0 where that
 /// path does not apply (8-bit, tiles of fewer than ClahePolicy::kPacked16MinTileArea samples).
 std::size_t clahe_partial_words(const clahe_formula::Geometry& g);
+
+/// uint32 words of ClaheBuffers::tickets: one per tile row (8-bit), one per (tile row, cell
+/// column, cluster rank) for the 16-bit one-launch path.
+std::size_t clahe_ticket_words(const clahe_formula::Geometry& g);
 
 /// uint32 words of ClaheBuffers::pair_luts (16-bit): per tile row, per interpolation cell
 /// column cx in [0, tiles_x], per value v, the LUT values of the cell's two tiles

@@ -319,13 +319,13 @@ __global__ void __launch_bounds__(P::kPacked16Threads, 1)
 template <int kRanks>
 __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(P::kPacked16Threads, 1)
     tile_clahe16_cluster_kernel(const std::uint16_t* __restrict__ in, cf::Geometry g,
-                                std::uint32_t* hist, std::uint16_t* luts, std::uint16_t* pairs) {
+                                std::uint32_t* hist, std::uint32_t* tickets, std::uint16_t* luts,
+                                std::uint32_t* pairs) {
   static_assert(kRanks >= 2 && kRanks <= 8 && (kRanks & (kRanks - 1)) == 0, "2, 4 or 8 ranks");
-  constexpr int kOwned = 65536 / kRanks;                     // bins of one rank
-  constexpr int kVecs = kOwned / (4 * P::kPacked16Threads);  // 16-byte words per thread
+  constexpr int kOwned = 65536 / kRanks;  // bins of one rank
   extern __shared__ std::uint32_t s_words[];
   __shared__ int s_tmp[33];
-  __shared__ int s_share[3];  // [0] a spill happened, [1] clipped excess, [2] clipped total
+  __shared__ int s_share[4];  // [0] a spill happened, [1] clipped excess, [2..3] segment totals
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   const unsigned rank = cluster.block_rank();
@@ -343,37 +343,44 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(P::kPacked16Thr
   std::uint32_t* spill = hist + std::size_t(t) * 65536;
   if (yp0 < yp1) count_rows16(in, g, tx, yp0, yp1, s_words, spill, &s_share[0]);
   cluster.sync();  // every rank's counts complete and visible (spills fenced)
-
-  // Sum this rank's half of its words over the cluster.
-  const int b0 = int(rank) * kOwned;  // first owned bin
-  const int j0 = b0 & 0x7FFF;         // its word
-  const unsigned shift = unsigned(b0 >> 15) * 16u;
   bool spilled = false;
 #pragma unroll
   for (int r = 0; r < kRanks; ++r) spilled |= *cluster.map_shared_rank(&s_share[0], r) != 0;
-  // Two ranks: the halves of two words sum below 0x10000 (each is below 0x8000), so the sums
-  // are kept two per register (16 registers, not 32: 1024 threads have 64 each).
-  constexpr int kRegs = kRanks == 2 ? 2 * kVecs : 4 * kVecs;
-  unsigned c[kRegs];
-#pragma unroll
-  for (int k = 0; k < kRegs; ++k) c[k] = 0;
-  const std::uint32_t* own = s_words + j0;
+
+  // The rank's bins: kSegs segments of kSeg bins, segment q starting at bin seg_bin(q), and
+  // where their counts are in shared memory (count4). Two ranks: rank r owns the words
+  // [r·16384, (r+1)·16384), so both halves of each: bins [r·16384, +16384) (segment 0, low
+  // halves) and [32768 + r·16384, +16384) (segment 1, high halves); it adds the partner's
+  // words of that range to its own in place (64 KiB through DSMEM; two halves below 0x8000 sum
+  // below 0x10000, so no carry) and the partner reads only the other range. More ranks: rank r
+  // owns the bins [r·B, (r+1)·B), B = 65536 / kRanks, all in one half of the words
+  // [(r·B) & 0x7FFF, +B): it sums that half over the cluster into registers (16-byte DSMEM
+  // loads) and, after a second barrier, keeps the B uint32 counts in its own shared memory.
+  constexpr int kSegs = kRanks == 2 ? 2 : 1;
+  constexpr int kSeg = kOwned / kSegs;  // bins of one segment
+  const auto seg_bin = [&](int q) {
+    return kRanks == 2 ? q * 32768 + int(rank) * 16384 : int(rank) * kOwned;
+  };
   if constexpr (kRanks == 2) {
-    const std::uint32_t* other = cluster.map_shared_rank(s_words, rank ^ 1u) + j0;
-    const unsigned sel = shift != 0 ? 0x7632u : 0x5410u;
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k) {
-      const int i = 4 * (int(threadIdx.x) + k * P::kPacked16Threads);
-      const uint4 qa = *reinterpret_cast<const uint4*>(own + i);
-      const uint4 qb = *reinterpret_cast<const uint4*>(other + i);
-      c[2 * k] = __byte_perm(qa.x + qb.x, qa.y + qb.y, sel);
-      c[2 * k + 1] = __byte_perm(qa.z + qb.z, qa.w + qb.w, sel);
+    const int j0 = int(rank) * 16384;
+    const std::uint32_t* other = cluster.map_shared_rank(s_words, rank ^ 1u);
+    for (int j = j0 + 4 * int(threadIdx.x); j < j0 + 16384; j += 4 * int(blockDim.x)) {
+      uint4 q = *reinterpret_cast<const uint4*>(s_words + j);
+      const uint4 e = *reinterpret_cast<const uint4*>(other + j);
+      q.x += e.x, q.y += e.y, q.z += e.z, q.w += e.w;
+      *reinterpret_cast<uint4*>(s_words + j) = q;
     }
   } else {
+    constexpr int kVecs = kOwned / (4 * P::kPacked16Threads);  // 16-byte words per thread
+    const int j0 = seg_bin(0) & 0x7FFF;
+    const unsigned shift = unsigned(seg_bin(0) >> 15) * 16u;
+    unsigned c[4 * kVecs];
+#pragma unroll
+    for (int k = 0; k < 4 * kVecs; ++k) c[k] = 0;
 #pragma unroll
     for (int r = 0; r < kRanks; ++r) {
       const std::uint32_t* src =
-          r == int(rank) ? own : cluster.map_shared_rank(s_words, unsigned(r)) + j0;
+          (r == int(rank) ? s_words : cluster.map_shared_rank(s_words, unsigned(r))) + j0;
 #pragma unroll
       for (int k = 0; k < kVecs; ++k) {
         const uint4 q =
@@ -384,40 +391,49 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(P::kPacked16Thr
         c[4 * k + 3] += (q.w >> shift) & 0xFFFFu;
       }
     }
-  }
-  cluster.sync();  // every rank has read the words it needs: each may now reuse its own
+    cluster.sync();  // every rank has read the words it needs: each may now reuse its own
 #pragma unroll
-  for (int k = 0; k < kVecs; ++k) {
-    const int i = 4 * (int(threadIdx.x) + k * P::kPacked16Threads);  // owned index
-    uint4 q;
-    if constexpr (kRanks == 2) {
-      q = make_uint4(c[2 * k] & 0xFFFFu, c[2 * k] >> 16, c[2 * k + 1] & 0xFFFFu,
-                     c[2 * k + 1] >> 16);
-    } else {
-      q = make_uint4(c[4 * k], c[4 * k + 1], c[4 * k + 2], c[4 * k + 3]);
+    for (int k = 0; k < kVecs; ++k) {
+      const int o = 4 * (int(threadIdx.x) + k * P::kPacked16Threads);
+      *reinterpret_cast<uint4*>(s_words + o) =
+          make_uint4(c[4 * k], c[4 * k + 1], c[4 * k + 2], c[4 * k + 3]);
     }
-    if (spilled) {
-      uint4* sp = reinterpret_cast<uint4*>(spill + b0 + i);
-      const uint4 e = __ldcg(sp);
-      q.x += e.x, q.y += e.y, q.z += e.z, q.w += e.w;
-      *sp = make_uint4(0, 0, 0, 0);  // the counters are left zero
-    }
-    *reinterpret_cast<uint4*>(s_words + i) = q;
   }
   __syncthreads();
+  // The counts of bins o..o+3 of segment q (o a multiple of 4), with the tile's global spill
+  // counters where a block spilled (cleared when `clear`: the last read of them).
+  const auto count4 = [&](int q, int o, bool clear) {
+    uint4 h;
+    if constexpr (kRanks == 2) {
+      const uint4 w = *reinterpret_cast<const uint4*>(s_words + int(rank) * 16384 + o);
+      const unsigned sh = 16u * unsigned(q);
+      h = make_uint4((w.x >> sh) & 0xFFFFu, (w.y >> sh) & 0xFFFFu, (w.z >> sh) & 0xFFFFu,
+                     (w.w >> sh) & 0xFFFFu);
+    } else {
+      h = *reinterpret_cast<const uint4*>(s_words + o);
+    }
+    if (spilled) {
+      uint4* sp = reinterpret_cast<uint4*>(spill + seg_bin(q) + o);
+      const uint4 e = __ldcg(sp);
+      h.x += e.x, h.y += e.y, h.z += e.z, h.w += e.w;
+      if (clear) *sp = make_uint4(0, 0, 0, 0);
+    }
+    return h;
+  };
 
   // The LUT of the owned bins (block_tile_lut_coalesced's arithmetic, from shared memory).
-  // Warp w owns a contiguous chunk of them, walked 128 at a time: lane l takes the four bins
-  // 4l..4l+3 of each step (one 16-byte shared load), sums them in order and joins one warp
-  // scan, so the scan's shuffles are paid once per four bins.
+  // Warp w owns a contiguous chunk of one segment, walked 128 bins at a time: lane l takes the
+  // four bins 4l..4l+3 of each step (one 16-byte shared load), sums them in order and joins one
+  // warp scan, so the scan's shuffles are paid once per four bins.
   const int clip = g.clip;
   const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
-  const int warps = int(blockDim.x >> 5);
-  const int chunk = kOwned / warps;  // owned bins of one warp (a multiple of 128)
-  const int o0 = warp * chunk, o1 = o0 + chunk;
+  constexpr int kWarps = P::kPacked16Threads / 32;
+  constexpr int kChunk = kOwned / kWarps;  // bins of one warp (a multiple of 128)
+  const int seg = warp / (kWarps / kSegs);
+  const int o0 = (warp % (kWarps / kSegs)) * kChunk, o1 = o0 + kChunk;
   int excess = 0, kept = 0;
   for (int o = o0 + 4 * lane; o < o1; o += 128) {
-    const uint4 q = *reinterpret_cast<const uint4*>(s_words + o);
+    const uint4 q = count4(seg, o, false);
     const int h[4] = {int(q.x), int(q.y), int(q.z), int(q.w)};
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -444,29 +460,33 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(P::kPacked16Thr
   const clahe_detail::ResidualTest gets(residual, step);
   int mine = kept;
   if (clip > 0) {
-    mine += batch * (chunk / 32);
-    for (int o = o0 + 4 * lane; o < o1; o += 128) mine += __popc(gets.group4(unsigned(b0 + o)));
+    mine += batch * (kChunk / 32);
+    for (int o = o0 + 4 * lane; o < o1; o += 128)
+      mine += __popc(gets.group4(unsigned(seg_bin(seg) + o)));
   }
+  // Clipped sums before each warp: the block's scan of the warps' totals (segment 0's warps
+  // first), made global with the totals of every rank's segments before this one (DSMEM).
   const int warp_total = int(__reduce_add_sync(0xffffffffu, unsigned(mine)));
   int before = clahe_detail::block_exclusive_scan(lane == 0 ? warp_total : 0, s_tmp);
+  const int seg0_total = clahe_detail::block_sum(lane == 0 && seg == 0 ? warp_total : 0, s_tmp);
   const int block_total = clahe_detail::block_sum(lane == 0 ? warp_total : 0, s_tmp);
-  if (threadIdx.x == 0) s_share[2] = block_total;
+  if (threadIdx.x == 0) {
+    s_share[2] = seg0_total;
+    s_share[3] = block_total - seg0_total;
+  }
   cluster.sync();
-  for (int r = 0; r < int(rank); ++r) before += *cluster.map_shared_rank(&s_share[2], r);
+  if (seg == 1) before -= seg0_total;  // the scan's offset within segment 1
+  for (int r = 0; r < kRanks; ++r) {
+    const int* other = cluster.map_shared_rank(&s_share[2], unsigned(r));
+    if (r < int(rank)) before += other[seg];  // the same segment of lower ranks
+    if (seg == 1) before += other[0];         // every rank's segment 0
+  }
   cluster.sync();  // no block leaves, or rewrites s_share, while another still reads it
   int carry = __shfl_sync(0xffffffffu, before, 0);
   std::uint16_t* lut = luts + std::size_t(t) * 65536;
-  std::uint32_t* row_pairs = pairs != nullptr
-                                 ? reinterpret_cast<std::uint32_t*>(pairs) +
-                                       std::size_t(ty) * std::size_t(g.tiles_x + 1) * 65536
-                                 : nullptr;
-  // Pair stores by bin = lane within each 32 of the step (4-byte words side by side, as a
-  // warp's 2-byte stores into 32 consecutive words cover 4 sectors, not 16): lane l takes the
-  // values of bin 32j + l from lane 8j + l / 4, element l % 4.
-  const unsigned pick = (lane & 1) != 0 ? 0x3232u : 0x1010u;  // high or low 16 bits
   for (int o = o0 + 4 * lane; o < o1; o += 128) {
-    const int i = b0 + o;
-    const uint4 q = *reinterpret_cast<const uint4*>(s_words + o);
+    const int i = seg_bin(seg) + o;
+    const uint4 q = count4(seg, o, true);
     int c[4] = {int(q.x), int(q.y), int(q.z), int(q.w)};
     if (clip > 0) {
       const unsigned extra = gets.group4(unsigned(i));
@@ -487,26 +507,50 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(P::kPacked16Thr
     unsigned v[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) v[j] = unsigned(cf::lut_value(base + c[j], g.lut_scale, 65535));
-    const unsigned lo = v[0] | v[1] << 16, hi = v[2] | v[3] << 16;
-    *reinterpret_cast<uint2*>(lut + i) = make_uint2(lo, hi);
-    if (row_pairs != nullptr) {
-      std::uint16_t* p16 = reinterpret_cast<std::uint16_t*>(row_pairs);
-      const int first = i - 4 * lane;  // the step's first bin
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int src = 8 * j + (lane >> 2);
-        const unsigned a = __shfl_sync(0xffffffffu, lo, src), b = __shfl_sync(0xffffffffu, hi, src);
-        const std::uint16_t x = std::uint16_t(__byte_perm((lane & 2) != 0 ? b : a, 0, pick));
-        const std::size_t k = std::size_t(first + 32 * j + lane);
-        // Tile tx is the low half of cell tx + 1 (and of cell 0 when tx == 0) and the high half
-        // of cell tx (and of cell tiles_x when tx is the last).
-        p16[2 * (std::size_t(tx + 1) * 65536 + k)] = x;
-        p16[2 * (std::size_t(tx) * 65536 + k) + 1] = x;
-        if (tx == 0) p16[2 * k] = x;
-        if (tx == g.tiles_x - 1) p16[2 * (std::size_t(g.tiles_x) * 65536 + k) + 1] = x;
-      }
-    }
+    *reinterpret_cast<uint2*>(lut + i) = make_uint2(v[0] | v[1] << 16, v[2] | v[3] << 16);
     carry += __shfl_sync(0xffffffffu, inc, 31);
+  }
+  if (pairs == nullptr) return;
+
+  // The LUT pairs of the cells this tile is in, whole 4-byte words at a time (a tile's 2-byte
+  // halves of them alone would make every sector a partial write: 13 µs of the 16M call on
+  // the H200). Cell tx + 1 pairs this tile (low half) with tile tx + 1, cell tx pairs tile
+  // tx − 1 with it (high half); for each, per rank, the second of the two tiles' blocks to
+  // finish its LUT bins takes the cell's ticket and writes the words of those bins from both
+  // LUTs (threadFenceReduction's last-block pattern: no block waits for another). The edge
+  // cells 0 and tiles_x hold one tile twice and are written by that tile alone.
+  __shared__ int s_cells[2];
+  __syncthreads();  // every LUT store of the block issued
+  if (threadIdx.x == 0) {
+    __threadfence();  // ... and visible before either ticket is taken
+    std::uint32_t* row_tickets = tickets + std::size_t(ty) * std::size_t(g.tiles_x + 1) * kRanks;
+    auto second = [&](int cell) {
+      std::uint32_t* tk = row_tickets + std::size_t(cell) * kRanks + rank;
+      if (atomicAdd(tk, 1u) != 1u) return -1;
+      *tk = 0;          // left zero for the next call
+      __threadfence();  // the partner's LUT bins are read after its ticket
+      return cell;
+    };
+    s_cells[0] = tx == 0 ? 0 : second(tx);
+    s_cells[1] = tx == g.tiles_x - 1 ? g.tiles_x : second(tx + 1);
+  }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int cell = s_cells[k];
+    if (cell < 0) continue;
+    const std::size_t row = std::size_t(ty) * g.tiles_x;
+    const std::uint16_t* lo = luts + (row + std::size_t(max(cell - 1, 0))) * 65536;
+    const std::uint16_t* hi = luts + (row + std::size_t(min(cell, g.tiles_x - 1))) * 65536;
+    uint4* dst = reinterpret_cast<uint4*>(
+        pairs + (std::size_t(ty) * std::size_t(g.tiles_x + 1) + std::size_t(cell)) * 65536);
+    for (int o = 4 * int(threadIdx.x); o < kOwned; o += 4 * int(blockDim.x)) {
+      const int i = seg_bin(o / kSeg) + o % kSeg;
+      const uint2 l = __ldcg(reinterpret_cast<const uint2*>(lo + i));
+      const uint2 h = __ldcg(reinterpret_cast<const uint2*>(hi + i));
+      dst[i / 4] = make_uint4(__byte_perm(l.x, h.x, 0x5410), __byte_perm(l.x, h.x, 0x7632),
+                              __byte_perm(l.y, h.y, 0x5410), __byte_perm(l.y, h.y, 0x7632));
+    }
   }
 }
 
@@ -590,16 +634,19 @@ void launch_fused16(int ranks, const std::uint16_t* d_in, const cf::Geometry& g,
   const std::size_t smem = 32768 * sizeof(std::uint32_t);
   const dim3 grid(unsigned(g.tiles() * ranks)), block(P::kPacked16Threads);
   auto* luts = static_cast<std::uint16_t*>(b.luts);
-  auto* pairs = reinterpret_cast<std::uint16_t*>(b.pair_luts);
+  std::uint32_t* pairs = b.pair_luts;
   if (ranks == 8) {
     set_fused16_smem<8>();
-    tile_clahe16_cluster_kernel<8><<<grid, block, smem, stream>>>(d_in, g, b.hist, luts, pairs);
+    tile_clahe16_cluster_kernel<8>
+        <<<grid, block, smem, stream>>>(d_in, g, b.hist, b.tickets, luts, pairs);
   } else if (ranks == 4) {
     set_fused16_smem<4>();
-    tile_clahe16_cluster_kernel<4><<<grid, block, smem, stream>>>(d_in, g, b.hist, luts, pairs);
+    tile_clahe16_cluster_kernel<4>
+        <<<grid, block, smem, stream>>>(d_in, g, b.hist, b.tickets, luts, pairs);
   } else {
     set_fused16_smem<2>();
-    tile_clahe16_cluster_kernel<2><<<grid, block, smem, stream>>>(d_in, g, b.hist, luts, pairs);
+    tile_clahe16_cluster_kernel<2>
+        <<<grid, block, smem, stream>>>(d_in, g, b.hist, b.tickets, luts, pairs);
   }
   HISTEQ_CUDA_CHECK_LAUNCH();
 }
@@ -721,6 +768,12 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
 std::size_t clahe_partial_words(const cf::Geometry& g) {
   if (fused16_ranks(g) > 0) return 0;
   return std::size_t(g.tiles()) * std::size_t(packed16_parts(g)) * 32768;
+}
+
+std::size_t clahe_ticket_words(const cf::Geometry& g) {
+  const std::size_t fused =
+      g.hist_size == 65536 ? std::size_t(g.tiles_y) * std::size_t(g.tiles_x + 1) * 8 : 0;
+  return std::max(std::size_t(g.tiles_y), fused);
 }
 
 std::size_t clahe_pair_lut_words(const cf::Geometry& g) {

@@ -47,7 +47,7 @@ struct Clahe::Impl {
         clahe_formula::make_geometry(width, height, opt.tiles_x, opt.tiles_y, opt.clip_limit, bins);
     const std::size_t entries = std::size_t(g.tiles()) * std::size_t(bins);
     ensure(hist, entries, true);
-    ensure(tickets, std::size_t(g.tiles_y), true);
+    ensure(tickets, kernels::clahe_ticket_words(g), true);
     ensure(luts, entries * (bins == 256 ? 1 : 2), false);
     kernels::ClaheBuffers b{hist.get(), tickets.get(), luts.get()};
     const kernels::ClaheTuning& tune = kernels::clahe_tuning();
