@@ -333,11 +333,6 @@ void run_apply(const T* d_in, T* d_out, const cf::Geometry& g, const T* luts, cu
     if (pairs != nullptr && vec && g.width % 8 == 0 && tune.cells16 != 0 &&
         max_vectors <= std::size_t(P::kCells16MaxVectors)) {
       const auto kernel = apply_cells16_kernel;
-      detail::per_device_once(reinterpret_cast<const void*>(kernel), [&] {
-        HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                               cudaFuncAttributePreferredSharedMemoryCarveout, 0));
-        return 0;
-      });
       const std::size_t target =
           tune.cells16_blocks_per_sm > 0
               ? std::size_t(tune.cells16_blocks_per_sm) * std::size_t(detail::sm_count())
