@@ -233,73 +233,66 @@ __global__ void __launch_bounds__(P::kApplyBlockSize)
 /// Every sample of a block's rows then reads the pair words of one or two cell columns only
 /// (a vector that reaches into the next cell reads that one for its last samples), so the
 /// L1 of an SM holds the part of those tables its samples touch, where the flat grid-stride
-/// kernel spreads a block's vectors over every cell of half a row. The x weights of the
-/// block's columns (XCursor's a, 1 − a, −2^23·a, −2^23·(1 − a)) are computed once into shared
-/// memory, laid out [column in vector][vector] so that a warp's 16-byte loads are
-/// conflict-free; per sample they cost one shared load instead of a dozen float operations.
-/// Width a multiple of 8, both planes 16-byte aligned, at most kCells16MaxVectors vectors per
-/// block row. Same arithmetic as pair_sample.
+/// kernel spreads a block's vectors over every cell of half a row. Width a multiple of 8, both
+/// planes 16-byte aligned. Same arithmetic as pair_sample.
+template <bool kPrefetch>
 __global__ void __launch_bounds__(P::kCells16Threads)
     apply_cells16_kernel(const std::uint16_t* in, std::uint16_t* out, PairRows rows, ApplyArgs a,
                          int tile_w, int ranges) {
-  extern __shared__ float4 s_x[];
   const int cx = int(blockIdx.x) % (a.tiles_x + 1), r = int(blockIdx.x) / (a.tiles_x + 1);
   const int x0 = clahe_detail::cell_start(cx, tile_w, a.inv_tw, a.width);
   const int x1 =
       cx == a.tiles_x ? a.width : clahe_detail::cell_start(cx + 1, tile_w, a.inv_tw, a.width);
   const int v0 = (x0 + 7) / 8, v1 = (x1 + 7) / 8;  // vectors whose first column is in [x0, x1)
-  const int per_row = v1 - v0;
-  const int y0 = int(std::int64_t(r) * a.height / ranges);
-  const int y1 = int(std::int64_t(r + 1) * a.height / ranges);
-  if (per_row <= 0 || y0 >= y1) {
-    pdl::wait();
-    return;
-  }
-  for (int k = int(threadIdx.x); k < 8 * per_row; k += int(blockDim.x)) {
-    const int j = k / per_row;
-    XCursor c;
-    c.inv = a.inv_tw;
-    c.start(8 * (v0 + k - j * per_row) + j);
-    c.step();
-    s_x[k] = make_float4(c.xa, c.xa1, c.cxa, c.cxa1);
-  }
-  __syncthreads();
+  const int y0 = int(std::int64_t(r) * a.height / ranges),
+            y1 = int(std::int64_t(r + 1) * a.height / ranges);
   pdl::wait();  // the LUT pairs, and the input and output, of the launches before
+  const int per_row = v1 - v0;
+  if (per_row <= 0) return;
   const unsigned total = unsigned(y1 - y0) * unsigned(per_row);
   const int stride = a.width / 8;
-  const std::size_t cell_words = std::size_t(cx) * 65536;  // pair words of cells before cx
-  for (unsigned k = threadIdx.x; k < total; k += blockDim.x) {
+  // Vector k of the block: its row and index, and where it is in the plane.
+  const auto place = [&](unsigned k, int& y, int& v) {
     const int dy = int(k / unsigned(per_row));
-    const int vi = int(k - unsigned(dy) * unsigned(per_row));
-    const int y = y0 + dy, v = v0 + vi;
-    const std::size_t at = std::size_t(y) * std::size_t(stride) + std::size_t(v);
-    const uint4 q = __ldcs(reinterpret_cast<const uint4*>(in) + at);
-    const cf::Axis ya = cf::axis(y, a.inv_th, a.tiles_y);
-    const std::uint32_t* p1 = rows.row_of(ya.t1) + cell_words;
-    const std::uint32_t* p2 = rows.row_of(ya.t2) + cell_words;
-    const unsigned w[4] = {q.x, q.y, q.z, q.w};
-    unsigned o[4];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const unsigned s = (w[j / 2] >> (16 * (j % 2))) & 0xFFFFu;
-      // Columns past x1 belong to cell cx + 1.
-      const unsigned i = s + (8 * v + j >= x1 ? 65536u : 0u);
-      const float4 f = s_x[j * per_row + vi];
-      const unsigned w1 = __ldg(p1 + i), w2 = __ldg(p2 + i);
-      const float l11 = __int_as_float(int(__byte_perm(w1, 0x4B000000u, 0x7610))),
-                  l12 = __int_as_float(int(__byte_perm(w1, 0x4B000000u, 0x7632))),
-                  l21 = __int_as_float(int(__byte_perm(w2, 0x4B000000u, 0x7610))),
-                  l22 = __int_as_float(int(__byte_perm(w2, 0x4B000000u, 0x7632)));
-      const float top = __fadd_rn(__fmaf_rn(l11, f.y, f.w), __fmaf_rn(l12, f.x, f.z));
-      const float bot = __fadd_rn(__fmaf_rn(l21, f.y, f.w), __fmaf_rn(l22, f.x, f.z));
-      const float res = __fadd_rn(__fmul_rn(top, ya.a1), __fmul_rn(bot, ya.a));
-      const unsigned val = __float_as_uint(__fadd_rn(res, 8388608.0f)) & 0xFFFFu;
-      if (j % 2 == 0)
-        o[j / 2] = val;
-      else
-        o[j / 2] |= val << 16;
+    y = y0 + dy;
+    v = v0 + int(k - unsigned(dy) * unsigned(per_row));
+    return std::size_t(y) * std::size_t(stride) + std::size_t(v);
+  };
+  const uint4* in4 = reinterpret_cast<const uint4*>(in);
+  // kPrefetch: each thread's next vector is loaded before the current one is mapped (its
+  // gathers wait on the loaded samples; the next load then overlaps them).
+  uint4 next = make_uint4(0, 0, 0, 0);
+  if (kPrefetch && threadIdx.x < total) {
+    int y, v;
+    next = __ldcs(in4 + place(threadIdx.x, y, v));
+  }
+  for (unsigned k = threadIdx.x; k < total; k += blockDim.x) {
+    int y, v;
+    const std::size_t at = place(k, y, v);
+    uint4 q;
+    if constexpr (kPrefetch) {
+      q = next;
+      if (k + blockDim.x < total) {
+        int yn, vn;
+        next = __ldcs(in4 + place(k + blockDim.x, yn, vn));
+      }
+    } else {
+      q = __ldcs(in4 + at);
     }
-    __stcs(reinterpret_cast<uint4*>(out) + at, make_uint4(o[0], o[1], o[2], o[3]));
+    const cf::Axis ya = cf::axis(y, a.inv_th, a.tiles_y);
+    const std::uint32_t* p1 = rows.row_of(ya.t1);
+    const std::uint32_t* p2 = rows.row_of(ya.t2);
+    XCursor c;
+    c.inv = a.inv_tw;
+    c.start(8 * v);
+    unsigned w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const unsigned lo = pair_sample(p1, p2, c, ya.a, ya.a1, w[j] & 0xFFFFu);
+      const unsigned hi = pair_sample(p1, p2, c, ya.a, ya.a1, w[j] >> 16);
+      w[j] = lo | hi << 16;
+    }
+    __stcs(reinterpret_cast<uint4*>(out) + at, make_uint4(w[0], w[1], w[2], w[3]));
   }
 }
 
@@ -326,25 +319,21 @@ void run_apply(const T* d_in, T* d_out, const cf::Geometry& g, const T* luts, cu
       1, std::min(cap, detail::ceil_div(work, std::size_t(P::kApplyBlockSize)))));
   if constexpr (sizeof(T) == 2) {
     const ClaheTuning& tune = clahe_tuning();
-    // A cell column spans at most tile_w + 1 columns: vectors per block row, with the
-    // vector that starts before it and the one that reaches past it.
-    const std::size_t max_vectors = std::size_t(g.tile_w) / 8 + 3;
-    const std::size_t smem = max_vectors * 8 * sizeof(float4);
-    if (pairs != nullptr && vec && g.width % 8 == 0 && tune.cells16 != 0 &&
-        max_vectors <= std::size_t(P::kCells16MaxVectors)) {
-      const auto kernel = apply_cells16_kernel;
+    if (pairs != nullptr && vec && g.width % 8 == 0 && tune.cells16 != 0) {
+      const auto kernel =
+          tune.cells16_prefetch ? apply_cells16_kernel<true> : apply_cells16_kernel<false>;
       const std::size_t target =
           tune.cells16_blocks_per_sm > 0
               ? std::size_t(tune.cells16_blocks_per_sm) * std::size_t(detail::sm_count())
               : detail::resident_blocks(reinterpret_cast<const void*>(kernel), P::kCells16Threads,
-                                        smem);
+                                        0);
       const int columns = g.tiles_x + 1;
       const int ranges = int(std::max<std::size_t>(
           1, std::min<std::size_t>(std::size_t(g.height),
                                    detail::ceil_div(target, std::size_t(columns)))));
       pdl::launch(pdl::kPairApply16, kernel, dim3(unsigned(columns * ranges)),
-                  dim3(P::kCells16Threads), smem, stream, d_in, d_out, PairRows{pairs, g.tiles_x},
-                  a, g.tile_w, ranges);
+                  dim3(P::kCells16Threads), 0, stream, d_in, d_out, PairRows{pairs, g.tiles_x}, a,
+                  g.tile_w, ranges);
       return;
     }
     if (pairs != nullptr) {

@@ -157,9 +157,8 @@ struct ClahePolicy {
   /// 16-bit apply from LUT pairs by interpolation-cell columns (clahe_apply.cu,
   /// apply_cells16_kernel): threads per block; the grid is one wave of the blocks that fit.
   static constexpr int kCells16Threads = 512;
-  /// ... for tiles at most about 8 · kCells16MaxVectors columns wide (its x weights, 128 bytes
-  /// per vector of a cell row, in shared memory: 48 KiB).
-  static constexpr int kCells16MaxVectors = 384;
+  /// ... with each thread's next input vector loaded before the current one is mapped.
+  static constexpr bool kCells16Prefetch = true;
   /// LUT kernel (one block per tile; 65536 bins: 64 per thread).
   static constexpr int kLutBlockSize = 1024;
   /// Apply: threads per block and blocks per SM of the grid-stride loop.
