@@ -81,6 +81,22 @@ std::vector<T> cpu_plane(const std::vector<T>& src, int w, int h, const ClaheOpt
   return out;
 }
 
+/// The engine's per-tile LUTs of a plane equal cpu::clahe_luts / clahe_luts16.
+template <class T>
+void expect_luts_equal_cpu(gpu::Clahe& engine, const std::vector<T>& src, int w, int h,
+                           const ClaheOptions& o) {
+  constexpr std::size_t kBins = sizeof(T) == 1 ? 256 : 65536;
+  auto d_in = test::upload_typed(src);
+  const void* d_luts = engine.luts(d_in.get(), w, h, o, sizeof(T) == 2);
+  engine.synchronize();
+  std::vector<T> want(std::size_t(o.tiles_x) * std::size_t(o.tiles_y) * kBins);
+  if constexpr (sizeof(T) == 1)
+    cpu::clahe_luts(src.data(), w, h, o, want.data());
+  else
+    cpu::clahe_luts16(src.data(), w, h, o, want.data());
+  EXPECT_EQ(test::download(static_cast<const T*>(d_luts), want.size()), want);
+}
+
 struct Case {
   int w, h, tx, ty;
   double clip;
@@ -201,30 +217,16 @@ TEST(ClaheGpu, Fused16ClusterShapesEqualCpu) {
       ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o, 8, true), want) << "in place, kind " << kind;
     }
   }
-  const int w = 1024, h = 768;
-  const auto src = smooth_plane<std::uint16_t>(rng, w, h, 65535);
-  const auto o = opts(2.0, 4, 4);
-  auto d_in = test::upload_typed(src);
-  const void* d_luts = engine.luts(d_in.get(), w, h, o, true);
-  engine.synchronize();
-  std::vector<std::uint16_t> want(16 * 65536);
-  cpu::clahe_luts16(src.data(), w, h, o, want.data());
-  EXPECT_EQ(test::download(static_cast<const std::uint16_t*>(d_luts), want.size()), want);
+  expect_luts_equal_cpu(engine, smooth_plane<std::uint16_t>(rng, 1024, 768, 65535), 1024, 768,
+                        opts(2.0, 4, 4));
 }
 
 TEST(ClaheGpu, LutsEqualCpu) {
   HISTEQ_REQUIRE_GPU();
   std::mt19937 rng(3);
   gpu::Clahe engine;
-  const int w = 777, h = 555;
-  const auto src = smooth_plane<std::uint8_t>(rng, w, h, 255);
-  const auto o = opts(2.0, 8, 8);
-  auto d_in = test::upload_typed(src);
-  const void* d_luts = engine.luts(d_in.get(), w, h, o, false);
-  engine.synchronize();
-  std::vector<std::uint8_t> want(64 * 256);
-  cpu::clahe_luts(src.data(), w, h, o, want.data());
-  EXPECT_EQ(test::download(static_cast<const std::uint8_t*>(d_luts), want.size()), want);
+  expect_luts_equal_cpu(engine, smooth_plane<std::uint8_t>(rng, 777, 555, 255), 777, 555,
+                        opts(2.0, 8, 8));
 }
 
 TEST(ClaheGpu, RandomSizesAndGrids) {
