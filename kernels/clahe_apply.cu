@@ -331,7 +331,7 @@ void run_apply(const T* d_in, T* d_out, const cf::Geometry& g, const T* luts, cu
       const int ranges = int(std::max<std::size_t>(
           1, std::min<std::size_t>(std::size_t(g.height),
                                    detail::ceil_div(target, std::size_t(columns)))));
-      pdl::launch(pdl::kPairApply16, kernel, dim3(unsigned(columns * ranges)),
+      pdl::launch(pdl::kCellApply16, kernel, dim3(unsigned(columns * ranges)),
                   dim3(P::kCells16Threads), 0, stream, d_in, d_out, PairRows{pairs, g.tiles_x}, a,
                   g.tile_w, ranges);
       return;

@@ -37,7 +37,8 @@
 //   HISTEQ_CLAHE_CELLS16=0|1        16-bit apply from LUT pairs by cell columns
 //                                   (apply_cells16_kernel; default 1 where it applies) or the
 //                                   flat grid-stride kernel
-//   HISTEQ_CLAHE_CELLS16_BPS=N      that kernel's blocks per SM (default: as many as fit)
+//   HISTEQ_CLAHE_CELLS16_BPS=N      that kernel's blocks per SM in the grid (0: as many as fit
+//                                   at once; default ClahePolicy::kCells16BlocksPerSm)
 //   HISTEQ_CLAHE_CELLS16_PREFETCH=0|1  that kernel loads each thread's next vector early
 //   HISTEQ_CLAHE_PAIRS16=0|1        16-bit apply: LUT pairs of neighbouring tiles, two 4-byte
 //                                   gathers per sample, or four 2-byte gathers (default: pairs
@@ -81,10 +82,10 @@ struct ClaheTuning {
   int packed16 = -1;  ///< 16-bit CLAHE tile histograms: -1 packed by tile area, 0 atomic, 1 packed
   int fused16 = -1;   ///< 16-bit CLAHE histograms + LUTs by tile clusters: -1 by tile area, 0, 1
   int pair_luts16 = -1;
-  int cells16 = 1;                ///< 16-bit pair apply by cell columns (1) or flat (0)
-  int cells16_blocks_per_sm = 0;  ///< 0: the kernel's occupancy
-  bool cells16_prefetch = ClahePolicy::kCells16Prefetch;  ///< 16-bit CLAHE apply from LUT
-                                                          ///< pairs: -1 by size, 0 off, 1 on
+  int cells16 = 1;  ///< 16-bit pair apply by cell columns (1) or flat (0)
+  int cells16_blocks_per_sm = ClahePolicy::kCells16BlocksPerSm;  ///< 0: the kernel's occupancy
+  bool cells16_prefetch = ClahePolicy::kCells16Prefetch;         ///< 16-bit CLAHE apply from LUT
+                                                                 ///< pairs: -1 by size, 0 off, 1 on
   bool hist16_batch = HistU16Policy::kPackedBatch;
 };
 
@@ -130,7 +131,7 @@ inline const ClaheTuning& clahe_tuning() {
     r.pair_luts16 = int(num("HISTEQ_CLAHE_PAIRS16", 0, 1, -1));
     r.fused16 = int(num("HISTEQ_CLAHE_FUSED16", 0, 1, -1));
     r.cells16 = int(num("HISTEQ_CLAHE_CELLS16", 0, 1, 1));
-    r.cells16_blocks_per_sm = int(num("HISTEQ_CLAHE_CELLS16_BPS", 0, 64, 0));
+    r.cells16_blocks_per_sm = int(num("HISTEQ_CLAHE_CELLS16_BPS", 0, 64, r.cells16_blocks_per_sm));
     r.cells16_prefetch =
         num("HISTEQ_CLAHE_CELLS16_PREFETCH", 0, 1, r.cells16_prefetch ? 1 : 0) == 1;
     r.hist16_pairs = num("HISTEQ_HIST16_PAIRS", 0, 1, r.hist16_pairs ? 1 : 0) == 1;

@@ -44,7 +44,8 @@ enum Edge : unsigned {
   kBatchApply = 32,    ///< batched equalizer: apply after the histograms and LUTs
   kEqualize16 = 64,    ///< 16-bit equalization: LUT after the histogram, apply after the LUT
   kFlatApply16 = 128,  ///< 16-bit CLAHE apply from per-tile LUTs after the LUT step
-  kPairApply16 = 256,  ///< 16-bit CLAHE apply from LUT pairs after the pairs kernel
+  kPairApply16 = 256,  ///< 16-bit CLAHE flat apply from LUT pairs after the pairs kernel
+  kCellApply16 = 512,  ///< 16-bit CLAHE cell-column apply after the one-launch tile clusters
 };
 /// The edges measured faster (H200, `histeq bench --clahe` and bench/python, docs/kernels.md
 /// "Eighth session"): all but two. Off: kPairApply16 — after the packed tile histograms (128 KiB
@@ -54,9 +55,10 @@ enum Edge : unsigned {
 /// block (the 8-bit flat apply, the hist_u16 sum), its producer does not call
 /// allow_dependents(): placed during the producer's run, those blocks piled onto the SMs it had
 /// left first (1M 8-bit 14.4 against 13.4 µs); launched as the producer's blocks exit, they
-/// spread evenly and still skip the launch gap (12.4–12.6 µs).
-inline constexpr unsigned kDefaultEdges =
-    kLutStep | kPairLuts | kFlatApply8 | kStripApply8 | kHist16Sum | kBatchApply | kFlatApply16;
+/// spread evenly and still skip the launch gap (12.4–12.6 µs). kCellApply16 (thirteenth
+/// session): 16M 83.9 → 82.3 µs natural, 264.8 → 258.0 uniform.
+inline constexpr unsigned kDefaultEdges = kLutStep | kPairLuts | kFlatApply8 | kStripApply8 |
+                                          kHist16Sum | kBatchApply | kFlatApply16 | kCellApply16;
 
 /// The edges that launch programmatically (HISTEQ_PDL, read once).
 inline unsigned edges() {
