@@ -199,6 +199,7 @@ __device__ __forceinline__ void count_rows16(const std::uint16_t* __restrict__ i
                                              const cf::Geometry& g, int tx, int yp0, int yp1,
                                              std::uint32_t* s_words, std::uint32_t* spill,
                                              int* spilled) {
+  if (yp0 >= yp1) return;  // a part below its tile (parts = ceil-divided rows) counts nothing
   const int xp0 = tx * g.tile_w, xp1 = xp0 + g.tile_w;
   const int c1 = min(xp1, g.width);  // image columns [xp0, c1), padding [max(xp0, width), xp1)
   const std::uintptr_t first =

@@ -81,11 +81,10 @@ struct ClaheTuning {
   bool hist16_pairs = HistU16Policy::kPackedPairs;
   int packed16 = -1;  ///< 16-bit CLAHE tile histograms: -1 packed by tile area, 0 atomic, 1 packed
   int fused16 = -1;   ///< 16-bit CLAHE histograms + LUTs by tile clusters: -1 by tile area, 0, 1
-  int pair_luts16 = -1;
-  int cells16 = 1;  ///< 16-bit pair apply by cell columns (1) or flat (0)
+  int pair_luts16 = -1;  ///< 16-bit CLAHE apply from LUT pairs: -1 by size, 0 off, 1 on
+  int cells16 = 1;       ///< 16-bit pair apply by cell columns (1) or flat (0)
   int cells16_blocks_per_sm = ClahePolicy::kCells16BlocksPerSm;  ///< 0: the kernel's occupancy
-  bool cells16_prefetch = ClahePolicy::kCells16Prefetch;         ///< 16-bit CLAHE apply from LUT
-                                                                 ///< pairs: -1 by size, 0 off, 1 on
+  bool cells16_prefetch = ClahePolicy::kCells16Prefetch;  ///< cell apply: next vector loaded early
   bool hist16_batch = HistU16Policy::kPackedBatch;
 };
 

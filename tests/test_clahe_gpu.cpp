@@ -203,13 +203,16 @@ TEST(ClaheGpu, Fused16ClusterShapesEqualCpu) {
       {1000, 1003, 3, 3, 40.0},  // 9 tiles, padded: clusters of 8
       {1560, 520, 6, 2, 2.0},    // width a multiple of 8, tile width (260) not
       {2400, 2000, 7, 4, 2.0},   // LUT pairs applied by cell columns, cell edges inside vectors
+      {1024, 2160, 1, 1, 2.0},   // unfused: 67 packed parts of 33 rows, the last below the tile
   };
   for (const Case& c : cases) {
     const auto o = opts(c.clip, c.tx, c.ty);
-    for (int kind = 0; kind < 3; ++kind) {
+    for (int kind = 0; kind < 4; ++kind) {
+      // Constant planes spill in the high half of a word (51234) and in the low half (1234).
       const auto src = kind == 0   ? random_plane<std::uint16_t>(rng, c.w, c.h, 0, 65535)
                        : kind == 1 ? smooth_plane<std::uint16_t>(rng, c.w, c.h, 65535)
-                                   : std::vector<std::uint16_t>(std::size_t(c.w) * c.h, 51234);
+                                   : std::vector<std::uint16_t>(std::size_t(c.w) * c.h,
+                                                                kind == 2 ? 51234 : 1234);
       const auto want = cpu_plane(src, c.w, c.h, o);
       ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o), want)
           << c.w << "x" << c.h << " grid " << c.tx << "x" << c.ty << " kind " << kind;
