@@ -36,6 +36,7 @@
 #include "common.cuh"
 #include "cuda_check.hpp"
 #include "histeq/error.hpp"
+#include "packed16.cuh"
 #include "pdl.cuh"
 #include "policy.hpp"
 
@@ -170,26 +171,22 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(P::kHistBlockSi
   cluster.sync();  // no block leaves while another still reads its counters
 }
 
-/// One 16-bit sample v into packed words s (word i: bin i in the low half, bin i + 32768 in the
-/// high half, as hist_u16_packed.cu, with the same spill rule: the add that takes a half to
-/// 0x8000 takes 0x8000 back and adds 32768 to the tile's global counter of that bin, spill,
-/// which is zero on entry). A spill also sets *spilled (shared) and fences, so that a block of
-/// the same cluster sees the global add after the next cluster barrier.
-__device__ __forceinline__ void count16(std::uint32_t* s, unsigned v, std::uint32_t* spill,
-                                        int* spilled) {
-  const bool high = (v & 0x8000u) != 0;
-  const unsigned inc = high ? 0x10000u : 1u;
-  const unsigned old = atomicAdd(s + (v & 0x7FFFu), inc);
-  const unsigned half = high ? (old >> 16) : (old & 0xFFFFu);
-  if (half == 0x7FFFu) {
-    atomicSub(s + (v & 0x7FFFu), inc << 15);
+/// The spill of packed 16-bit tile counters (packed16.cuh: word i holds bin i in the low half,
+/// bin i + 32768 in the high half; the add that takes a half to 0x8000 takes 0x8000 back and
+/// hands 32768 here): added to the tile's global counter of that bin, `spill`, which is zero on
+/// entry. A spill also sets *spilled (shared) and fences, so that a block of the same cluster sees
+/// the global add after the next cluster barrier.
+struct TileSpill {
+  std::uint32_t* spill;
+  int* spilled;
+  __device__ __forceinline__ void operator()(unsigned v) const {
     atomicAdd(spill + v, 32768u);
     *spilled = 1;
     __threadfence();
   }
-}
+};
 
-/// Counts the padded rows [yp0, yp1) of tile column tx into the packed words s (count16).
+/// Counts the padded rows [yp0, yp1) of tile column tx into the packed words s (packed16.cuh).
 /// Where the tile lies inside the image, its columns start 16-byte aligned and the width is a
 /// multiple of 8 (kVector), the block's threads walk the rows' 16-byte vectors in one flat loop
 /// with four loads in flight each. Otherwise warps take rows; the lanes of a warp read the row's
@@ -199,7 +196,8 @@ __device__ __forceinline__ void count_rows16(const std::uint16_t* __restrict__ i
                                              const cf::Geometry& g, int tx, int yp0, int yp1,
                                              std::uint32_t* s_words, std::uint32_t* spill,
                                              int* spilled) {
-  if (yp0 >= yp1) return;  // a part below its tile (parts = ceil-divided rows) counts nothing
+  if (yp0 >= yp1) return;
+  TileSpill sp{spill, spilled};  // a part below its tile (parts = ceil-divided rows) counts nothing
   const int xp0 = tx * g.tile_w, xp1 = xp0 + g.tile_w;
   const int c1 = min(xp1, g.width);  // image columns [xp0, c1), padding [max(xp0, width), xp1)
   const std::uintptr_t first =
@@ -220,24 +218,9 @@ __device__ __forceinline__ void count_rows16(const std::uint16_t* __restrict__ i
 #pragma unroll
       for (int j = 0; j < 4; ++j) q[j] = __ldg(at(k + j * step));
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const unsigned w[4] = {q[j].x, q[j].y, q[j].z, q[j].w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          count16(s_words, w[e] & 0xFFFFu, spill, spilled);
-          count16(s_words, w[e] >> 16, spill, spilled);
-        }
-      }
+      for (int j = 0; j < 4; ++j) packed16::count_vector<true>(s_words, q[j], sp);
     }
-    for (; k < total; k += step) {
-      const uint4 q = __ldg(at(k));
-      const unsigned w[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        count16(s_words, w[e] & 0xFFFFu, spill, spilled);
-        count16(s_words, w[e] >> 16, spill, spilled);
-      }
-    }
+    for (; k < total; k += step) packed16::count_vector<true>(s_words, __ldg(at(k)), sp);
     return;
   }
   const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
@@ -250,33 +233,21 @@ __device__ __forceinline__ void count_rows16(const std::uint16_t* __restrict__ i
       const int total = c1 - xp0;
       const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(base);
       const int head = min(total, int(((16 - addr % 16) % 16) / 2));
-      if (lane < head) count16(s_words, base[lane], spill, spilled);
+      if (lane < head) packed16::count_one(s_words, base[lane], sp);
       const int vecs = (total - head) / 8;
       const uint4* v4 = reinterpret_cast<const uint4*>(base + head);
       int k = lane;
       for (; k + 32 < vecs; k += 64) {
         const uint4 qa = __ldg(v4 + k), qb = __ldg(v4 + k + 32);
-        const unsigned w[8] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          count16(s_words, w[j] & 0xFFFFu, spill, spilled);
-          count16(s_words, w[j] >> 16, spill, spilled);
-        }
+        packed16::count_vector<true>(s_words, qa, sp);
+        packed16::count_vector<true>(s_words, qb, sp);
       }
-      for (; k < vecs; k += 32) {
-        const uint4 q = __ldg(v4 + k);
-        const unsigned w[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          count16(s_words, w[j] & 0xFFFFu, spill, spilled);
-          count16(s_words, w[j] >> 16, spill, spilled);
-        }
-      }
+      for (; k < vecs; k += 32) packed16::count_vector<true>(s_words, __ldg(v4 + k), sp);
       for (int i = head + vecs * 8 + lane; i < total; i += 32)
-        count16(s_words, base[i], spill, spilled);
+        packed16::count_one(s_words, base[i], sp);
     }
     for (int xp = max(xp0, g.width) + lane; xp < xp1; xp += 32) {
-      count16(s_words, row[cf::reflect101(xp, g.width)], spill, spilled);
+      packed16::count_one(s_words, row[cf::reflect101(xp, g.width)], sp);
     }
   }
 }

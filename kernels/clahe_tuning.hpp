@@ -46,9 +46,9 @@
 //                                   pair entry)
 //   HISTEQ_HIST16_PAIRS=0|1         packed: two blocks of a cluster add their counters before
 //                                   writing them (default 1)
-//   HISTEQ_HIST16_BATCH=0|1         packed: a vector's 8 shared adds issued before their results
-//                                   are tested, or one at a time (default 0: the batch measured
-//                                   slower)
+//   HISTEQ_HIST16_DEFER=0|1         packed 16-bit counters (the histogram and the 16-bit CLAHE
+//                                   tiles): one crossing test per 16-byte vector (default 1,
+//                                   packed16.cuh) or a test and branch per sample
 //   HISTEQ_PDL=MASK                 programmatic dependent launch per launch site (pdl.cuh's
 //                                   Edge values summed; 0: none; default kDefaultEdges)
 #pragma once
@@ -85,7 +85,7 @@ struct ClaheTuning {
   int cells16 = 1;       ///< 16-bit pair apply by cell columns (1) or flat (0)
   int cells16_blocks_per_sm = ClahePolicy::kCells16BlocksPerSm;  ///< 0: the kernel's occupancy
   bool cells16_prefetch = ClahePolicy::kCells16Prefetch;  ///< cell apply: next vector loaded early
-  bool hist16_batch = HistU16Policy::kPackedBatch;
+  bool hist16_defer = HistU16Policy::kPackedDeferred;
 };
 
 inline const ClaheTuning& clahe_tuning() {
@@ -134,7 +134,7 @@ inline const ClaheTuning& clahe_tuning() {
     r.cells16_prefetch =
         num("HISTEQ_CLAHE_CELLS16_PREFETCH", 0, 1, r.cells16_prefetch ? 1 : 0) == 1;
     r.hist16_pairs = num("HISTEQ_HIST16_PAIRS", 0, 1, r.hist16_pairs ? 1 : 0) == 1;
-    r.hist16_batch = num("HISTEQ_HIST16_BATCH", 0, 1, r.hist16_batch ? 1 : 0) == 1;
+    r.hist16_defer = num("HISTEQ_HIST16_DEFER", 0, 1, r.hist16_defer ? 1 : 0) == 1;
     return r;
   }();
   return t;

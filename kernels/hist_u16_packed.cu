@@ -5,28 +5,23 @@
 //      when `assign` (then d_hist needs no zeroing). Scratch: d_scratch,
 //      hist_u16_scratch_words() uint32: per-block partials (any contents) and a 65536-entry
 //      uint64 spill (ZERO on first use, left zero). Async; no host sync.
-// Exact: yes. Word i holds bin i (low half) and bin i + 32768 (high half), so neighbouring
-//      values (smooth images) fall in neighbouring banks. A 16-bit half is kept below 0x8000:
-//      the one atomicAdd whose returned half is 0x7FFF (the add that takes it to 0x8000)
-//      subtracts 0x8000 from that half and adds 32768 to the bin's spill. Between those two
-//      operations of one thread lie at most the other 7 adds of its vector with kPackedBatch
-//      (none otherwise): the half would need 32768 more increments of that one bin in that
-//      window to carry into its neighbour, i.e. 32768 serialized shared atomics on one address
-//      while one warp issues fewer than 16 instructions: the detection fires exactly once per
-//      crossing, and the counts are exact. At the end every half is below 0x8000, so two
-//      blocks' words add without a carry between halves.
+// Exact: yes: the packed counters and their spill rule are packed16.cuh's (a 16-bit half kept
+//      below 0x8000, the add that crosses it spilling 32768 into the bin's uint64 spill exactly
+//      once). At the end every half is below 0x8000, so two blocks' words add without a carry
+//      between halves.
 // Why it is fast: the input is read once with 16-byte loads, kPackedVectorsInFlight per thread
-//      in flight; each sample costs one shared atomic with no remote (DSMEM) traffic (ncu, H200,
-//      64M uniform samples: 15 instructions per sample at 2.7 IPC, DRAM at 60 % of its peak;
-//      the shared atomics' bank conflicts set the pace: issuing a vector's 8 adds before testing
-//      any result, kPackedBatch, measured slower). The counters of a block never leave the SM
-//      until the end; with kPackedPairs the two blocks of
-//      a cluster (sm_90 distributed shared memory) add their words before writing them, so
-//      64 KiB of partials per SM (8.3 MiB for 132 SMs, L2-resident) are written and summed
-//      column-wise by the second kernel (16-byte loads, several rows in flight per thread), which
-//      also adds and clears the spill and writes (or adds to) the histogram: no memset launch.
+//      in flight; each sample costs one shared atomic with no remote (DSMEM) traffic and, with
+//      kPackedDeferred, about seven other instructions (packed16.cuh: one crossing test per
+//      vector instead of a compare and branch per sample; ncu, H200, 64M samples: the former
+//      15 instructions per sample kept the integer pipe 64-70 % busy, beside the bank conflicts
+//      of the shared atomics). The counters of a block never leave the SM until the end; with
+//      kPackedPairs the two blocks of a cluster (sm_90 distributed shared memory) add their words
+//      before writing them, so 64 KiB of partials per SM (8.3 MiB for 132 SMs, L2-resident) are
+//      written and summed column-wise by the second kernel (16-byte loads, every row of a thread
+//      in flight at once), which also adds and clears the spill and writes (or adds to) the
+//      histogram: no memset launch.
 // Tuning: HistU16Policy::kPacked* (policy.hpp; HISTEQ_HIST16, HISTEQ_HIST16_VIF,
-//      HISTEQ_HIST16_PAIRS, HISTEQ_HIST16_BATCH in clahe_tuning.hpp). Measured: docs/kernels.md,
+//      HISTEQ_HIST16_PAIRS, HISTEQ_HIST16_DEFER in clahe_tuning.hpp). Measured: docs/kernels.md,
 //      "hist_u16". Source: privatization, PMPP 4th ed. ch. 9; distributed shared memory, the
 //      CUDA Programming Guide (thread block clusters); the sub-word counters with a spill to a
 //      wider level are this file's.
@@ -39,6 +34,7 @@
 #include "common.cuh"
 #include "cuda_check.hpp"
 #include "hist_u16.hpp"
+#include "packed16.cuh"
 #include "pdl.cuh"
 #include "policy.hpp"
 
@@ -49,63 +45,24 @@ using P = HistU16Policy;
 constexpr int kWords = 32768;
 constexpr int kBins = 65536;
 
-/// One sample's shared add: the word and the increment of its half.
-__device__ __forceinline__ unsigned packed_inc(unsigned v) { return v & 0x8000u ? 0x10000u : 1u; }
-
-/// The spill of the add that returned `old` for sample v (see the header).
-__device__ __forceinline__ void spill_if_crossed(std::uint32_t* s, unsigned v, unsigned old,
-                                                 unsigned long long* spill) {
-  const bool high = (v & 0x8000u) != 0;
-  const unsigned half = high ? (old >> 16) : (old & 0xFFFFu);
-  if (half == 0x7FFFu) {
-    atomicSub(s + (v & 0x7FFFu), packed_inc(v) << 15);
-    atomicAdd(spill + v, 32768ull);
-  }
-}
-
-__device__ __forceinline__ void count_packed(std::uint32_t* s, unsigned v,
-                                             unsigned long long* spill) {
-  spill_if_crossed(s, v, atomicAdd(s + (v & 0x7FFFu), packed_inc(v)), spill);
-}
-
-/// The 8 samples of one vector. kBatch: all 8 adds issued, then their results tested; else one
-/// add and its test at a time (the earlier kernel, kept for measurement).
-template <bool kBatch>
-__device__ __forceinline__ void count_vector(std::uint32_t* s, const uint4& q,
-                                             unsigned long long* spill) {
-  const unsigned w[4] = {q.x, q.y, q.z, q.w};
-  if constexpr (kBatch) {
-    unsigned old[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const unsigned v = j & 1 ? w[j >> 1] >> 16 : w[j >> 1] & 0xFFFFu;
-      old[j] = atomicAdd(s + (v & 0x7FFFu), packed_inc(v));
-    }
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const unsigned v = j & 1 ? w[j >> 1] >> 16 : w[j >> 1] & 0xFFFFu;
-      spill_if_crossed(s, v, old[j], spill);
-    }
-  } else {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      count_packed(s, w[j] & 0xFFFFu, spill);
-      count_packed(s, w[j] >> 16, spill);
-    }
-  }
-}
+/// Adds a crossing's 32768 to the bin's global spill counter (packed16.cuh).
+struct GlobalSpill {
+  unsigned long long* spill;
+  __device__ __forceinline__ void operator()(unsigned v) const { atomicAdd(spill + v, 32768ull); }
+};
 
 /// Counts this block's share of d_in into s_words (zeroed here). Ends synchronized.
-template <int kIn, bool kBatch>
+template <int kIn, bool kDeferred>
 __device__ __forceinline__ void count_block(const std::uint16_t* __restrict__ in, std::size_t n,
-                                            std::uint32_t* s_words, unsigned long long* spill) {
+                                            std::uint32_t* s_words, unsigned long long* d_spill) {
+  GlobalSpill spill{d_spill};
   for (int i = threadIdx.x; i < kWords; i += blockDim.x) s_words[i] = 0;
   __syncthreads();
   const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(in);
   const std::size_t head = std::min<std::size_t>(n, ((16 - addr % 16) % 16) / 2);
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t threads = std::size_t(gridDim.x) * blockDim.x;
-  if (tid < head) count_packed(s_words, in[tid], spill);
+  if (tid < head) packed16::count_one(s_words, in[tid], spill);
   const std::size_t vecs = (n - head) / 8;
   const uint4* v4 = reinterpret_cast<const uint4*>(in + head);
   std::size_t k = tid;
@@ -114,21 +71,23 @@ __device__ __forceinline__ void count_block(const std::uint16_t* __restrict__ in
 #pragma unroll
     for (int i = 0; i < kIn; ++i) q[i] = __ldg(v4 + k + i * threads);
 #pragma unroll
-    for (int i = 0; i < kIn; ++i) count_vector<kBatch>(s_words, q[i], spill);
+    for (int i = 0; i < kIn; ++i) packed16::count_vector<kDeferred>(s_words, q[i], spill);
   }
-  for (; k < vecs; k += threads) count_vector<kBatch>(s_words, __ldg(v4 + k), spill);
+  for (; k < vecs; k += threads) {
+    packed16::count_vector<kDeferred>(s_words, __ldg(v4 + k), spill);
+  }
   const std::size_t tail = head + vecs * 8 + tid;
-  if (tail < n) count_packed(s_words, in[tail], spill);
+  if (tail < n) packed16::count_one(s_words, in[tail], spill);
   __syncthreads();
 }
 
-template <int kIn, bool kBatch>
+template <int kIn, bool kDeferred>
 __global__ void __launch_bounds__(P::kPackedBlockSize, 1)
     hist_u16_packed_kernel(const std::uint16_t* __restrict__ in, std::size_t n,
                            unsigned long long* __restrict__ spill,
                            std::uint32_t* __restrict__ partials) {
   extern __shared__ std::uint32_t s_words[];
-  count_block<kIn, kBatch>(in, n, s_words, spill);
+  count_block<kIn, kDeferred>(in, n, s_words, spill);
   // No pdl::allow_dependents(): the sum kernel (one wave) is launched as these blocks exit.
   std::uint32_t* mine = partials + std::size_t(blockIdx.x) * kWords;
   for (int i = threadIdx.x; i < kWords; i += blockDim.x) mine[i] = s_words[i];
@@ -137,13 +96,13 @@ __global__ void __launch_bounds__(P::kPackedBlockSize, 1)
 /// The same with clusters of two: block r of a cluster adds words [r·16384, (r+1)·16384) of
 /// both blocks' counters (its own and its partner's, through DSMEM) into partial row
 /// blockIdx.x / 2. Halves are below 0x8000 at the end, so the packed sum has no carry.
-template <int kIn, bool kBatch>
+template <int kIn, bool kDeferred>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(P::kPackedBlockSize, 1)
     hist_u16_pair_kernel(const std::uint16_t* __restrict__ in, std::size_t n,
                          unsigned long long* __restrict__ spill,
                          std::uint32_t* __restrict__ partials) {
   extern __shared__ std::uint32_t s_words[];
-  count_block<kIn, kBatch>(in, n, s_words, spill);
+  count_block<kIn, kDeferred>(in, n, s_words, spill);
   // No pdl::allow_dependents(): the sum kernel (one wave) is launched as these blocks exit.
   cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();  // both blocks' counts complete
@@ -160,30 +119,46 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(P::kPackedBlockSize,
 }
 
 /// blockDim (kSumQuads, kSumGroups): thread (q, g) owns the 4 words of quad q of the block's
-/// 128 words (one 16-byte load per row) over the rows g, g + kSumGroups, ..., kSumLoads loads in
-/// flight; the groups' sums meet in shared memory, then thread t writes one bin: quad t % 32,
-/// word (t / 32) % 4, half t / 128. hist[bin] (+)= the rows' halves + spill[bin]; spill[bin] = 0.
-/// (The former shape, 1024 threads per 32 words with one 4-byte load each, paid 1024 short
-/// blocks in about four latency-bound waves: 11.7 µs under ncu at 64M, H200.)
-constexpr int kSumQuads = 32, kSumGroups = 8, kSumLoads = 4;
-__global__ void __launch_bounds__(kSumQuads* kSumGroups)
+/// 128 words (one 16-byte load per row) over the rows g, g + kSumGroups, ...; with 16 groups and
+/// kSumLoads loads in flight, every row a thread reads (up to 80 rows: 66 on 132 SMs) is
+/// requested at once, so the partials cost one L2 round trip. The groups' sums meet in shared
+/// memory; the kSumParts threads t = kSumParts·b + part finish bin b of the block's 256 (quad
+/// b % 32, word (b / 32) % 4, half b / 128), each over its share of the groups, then a shuffle.
+/// hist[bin] (+)= the rows' halves + spill[bin]; spill[bin] = 0. The spill (and, when adding, the
+/// histogram) is loaded before the partials, so its round trip overlaps theirs. (Before: 8 groups
+/// per block, 2-3 dependent rounds of loads, then the spill's own round trip: 7.3-7.6 µs under ncu
+/// at 64M, 3-4 warps per scheduler issuing on 11 % of the cycles, H200. The first shape, 1024
+/// threads per 32 words with one 4-byte load each: 11.7 µs.)
+constexpr int kSumQuads = 32, kSumGroups = 16, kSumLoads = 5;
+constexpr int kSumParts = kSumQuads * kSumGroups / 256;  // threads per bin at the end
+static_assert(kSumParts == 2, "the shuffle below joins two parts");
+__global__ void __launch_bounds__(kSumQuads* kSumGroups, 2)
     hist_u16_sum_kernel(const std::uint32_t* __restrict__ partials, int rows,
                         unsigned long long* __restrict__ spill,
                         unsigned long long* __restrict__ hist, bool assign) {
-  __shared__ unsigned s_sum[8][kSumGroups][kSumQuads];  // [half·4 + word][group][quad]
-  pdl::wait();                                          // the counting kernel's partials and spill
+  // [half·4 + word][group][quad], a quad of padding per group: the parts of a bin read groups
+  // kSumGroups / kSumParts apart, which then fall in different banks.
+  __shared__ unsigned s_sum[8][kSumGroups][kSumQuads + 1];
+  pdl::wait();  // the counting kernel's partials and spill
   pdl::allow_dependents();
   const int q = int(threadIdx.x), grp = int(threadIdx.y);
+  const int t = grp * kSumQuads + q;
+  const int b = t / kSumParts, part = t % kSumParts;  // the bin this thread helps to finish
+  const int kb = b / kSumQuads, qb = b % kSumQuads;
+  const std::size_t bin = (std::size_t(blockIdx.x) * kSumQuads + std::size_t(qb)) * 4 +
+                          std::size_t(kb & 3) + (kb >= 4 ? std::size_t(kWords) : 0);
+  unsigned long long base = 0;
+  if (part == 0) base = __ldcg(spill + bin) + (assign ? 0ull : hist[bin]);
   const std::size_t word0 = (std::size_t(blockIdx.x) * kSumQuads + std::size_t(q)) * 4;
   unsigned lo[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0};
   for (int b0 = grp; b0 < rows; b0 += kSumGroups * kSumLoads) {
     uint4 w[kSumLoads];
 #pragma unroll
     for (int u = 0; u < kSumLoads; ++u) {
-      const int b = b0 + u * kSumGroups;
+      const int r = b0 + u * kSumGroups;
       w[u] =
-          b < rows
-              ? __ldcg(reinterpret_cast<const uint4*>(partials + std::size_t(b) * kWords + word0))
+          r < rows
+              ? __ldcg(reinterpret_cast<const uint4*>(partials + std::size_t(r) * kWords + word0))
               : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
@@ -202,16 +177,18 @@ __global__ void __launch_bounds__(kSumQuads* kSumGroups)
     s_sum[4 + k][grp][q] = hi[k];
   }
   __syncthreads();
-  const int t = grp * kSumQuads + q;  // 0..255
-  const int quad = t % kSumQuads, k = t / kSumQuads;
-  unsigned long long total = 0;
+  // A half of a row is below 0x10000 (two blocks' halves, each below 0x8000), so a bin's sum
+  // over fewer than 65536 rows fits 32 bits; the spilled counts are in `base`.
+  unsigned sum = 0;
 #pragma unroll
-  for (int g2 = 0; g2 < kSumGroups; ++g2) total += s_sum[k][g2][quad];
-  const std::size_t bin = (std::size_t(blockIdx.x) * kSumQuads + std::size_t(quad)) * 4 +
-                          std::size_t(k & 3) + (k >= 4 ? std::size_t(kWords) : 0);
-  total += __ldcg(spill + bin);
-  spill[bin] = 0;
-  hist[bin] = assign ? total : hist[bin] + total;  // sole writer of this bin in this launch
+  for (int i = 0; i < kSumGroups / kSumParts; ++i) {
+    sum += s_sum[kb][part * (kSumGroups / kSumParts) + i][qb];
+  }
+  sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
+  if (part == 0) {
+    spill[bin] = 0;
+    hist[bin] = base + sum;  // sole writer of this bin in this launch
+  }
 }
 
 /// Blocks: one per SM (pairs: two per cluster, as many clusters as can be resident at once, so
@@ -279,19 +256,19 @@ void hist_u16_packed(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_
       });
   const bool pairs = tune.hist16_pairs && pair_blocks >= 2;
   const int grid = packed_grid(n, pairs ? pair_blocks : detail::sm_count(), pairs);
-  const bool eight = tune.hist16_vectors == 8, batch = tune.hist16_batch;
+  const bool eight = tune.hist16_vectors == 8, defer = tune.hist16_defer;
   auto* spill =
       reinterpret_cast<unsigned long long*>(d_scratch + std::size_t(detail::sm_count()) * kWords);
   auto* hist = reinterpret_cast<unsigned long long*>(d_hist);
   if (pairs) {
     const auto kernel =
-        eight ? (batch ? hist_u16_pair_kernel<8, true> : hist_u16_pair_kernel<8, false>)
-              : (batch ? hist_u16_pair_kernel<4, true> : hist_u16_pair_kernel<4, false>);
+        eight ? (defer ? hist_u16_pair_kernel<8, true> : hist_u16_pair_kernel<8, false>)
+              : (defer ? hist_u16_pair_kernel<4, true> : hist_u16_pair_kernel<4, false>);
     kernel<<<unsigned(grid), P::kPackedBlockSize, smem, stream>>>(d_in, n, spill, d_scratch);
   } else {
     const auto kernel =
-        eight ? (batch ? hist_u16_packed_kernel<8, true> : hist_u16_packed_kernel<8, false>)
-              : (batch ? hist_u16_packed_kernel<4, true> : hist_u16_packed_kernel<4, false>);
+        eight ? (defer ? hist_u16_packed_kernel<8, true> : hist_u16_packed_kernel<8, false>)
+              : (defer ? hist_u16_packed_kernel<4, true> : hist_u16_packed_kernel<4, false>);
     kernel<<<unsigned(grid), P::kPackedBlockSize, smem, stream>>>(d_in, n, spill, d_scratch);
   }
   HISTEQ_CUDA_CHECK_LAUNCH();

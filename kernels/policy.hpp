@@ -226,10 +226,10 @@ struct HistU16Policy {
   static constexpr int kPackedBlockSize = 1024;
   static constexpr int kPackedVectorsInFlight = 4;
   /// Packed: clusters of two add their counters through DSMEM before writing (half the
-  /// partials: 64M 75.9 → 74.6 µs). Issuing a vector's 8 shared adds before testing their
-  /// results (kPackedBatch) measured slower (64M 72.5 → 78.7 µs, H200): off.
+  /// partials: 64M 75.9 → 74.6 µs). kPackedDeferred: a vector's 8 adds tested for a crossing
+  /// once (packed16.cuh), not each as it returns.
   static constexpr bool kPackedPairs = true;
-  static constexpr bool kPackedBatch = false;
+  static constexpr bool kPackedDeferred = true;
 };
 inline constexpr HistU16Policy kHistU16Policy{};
 
