@@ -52,7 +52,7 @@ struct GlobalSpill {
 };
 
 /// Counts this block's share of d_in into s_words (zeroed here). Ends synchronized.
-template <int kIn, bool kDeferred>
+template <int kIn, bool kDeferred, bool kHash>
 __device__ __forceinline__ void count_block(const std::uint16_t* __restrict__ in, std::size_t n,
                                             std::uint32_t* s_words, unsigned long long* d_spill) {
   GlobalSpill spill{d_spill};
@@ -62,7 +62,7 @@ __device__ __forceinline__ void count_block(const std::uint16_t* __restrict__ in
   const std::size_t head = std::min<std::size_t>(n, ((16 - addr % 16) % 16) / 2);
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t threads = std::size_t(gridDim.x) * blockDim.x;
-  if (tid < head) packed16::count_one(s_words, in[tid], spill);
+  if (tid < head) packed16::count_one<kHash>(s_words, in[tid], spill);
   const std::size_t vecs = (n - head) / 8;
   const uint4* v4 = reinterpret_cast<const uint4*>(in + head);
   std::size_t k = tid;
@@ -71,23 +71,23 @@ __device__ __forceinline__ void count_block(const std::uint16_t* __restrict__ in
 #pragma unroll
     for (int i = 0; i < kIn; ++i) q[i] = __ldg(v4 + k + i * threads);
 #pragma unroll
-    for (int i = 0; i < kIn; ++i) packed16::count_vector<kDeferred>(s_words, q[i], spill);
+    for (int i = 0; i < kIn; ++i) packed16::count_vector<kDeferred, kHash>(s_words, q[i], spill);
   }
   for (; k < vecs; k += threads) {
-    packed16::count_vector<kDeferred>(s_words, __ldg(v4 + k), spill);
+    packed16::count_vector<kDeferred, kHash>(s_words, __ldg(v4 + k), spill);
   }
   const std::size_t tail = head + vecs * 8 + tid;
-  if (tail < n) packed16::count_one(s_words, in[tail], spill);
+  if (tail < n) packed16::count_one<kHash>(s_words, in[tail], spill);
   __syncthreads();
 }
 
-template <int kIn, bool kDeferred>
+template <int kIn, bool kDeferred, bool kHash = false>
 __global__ void __launch_bounds__(P::kPackedBlockSize, 1)
     hist_u16_packed_kernel(const std::uint16_t* __restrict__ in, std::size_t n,
                            unsigned long long* __restrict__ spill,
                            std::uint32_t* __restrict__ partials) {
   extern __shared__ std::uint32_t s_words[];
-  count_block<kIn, kDeferred>(in, n, s_words, spill);
+  count_block<kIn, kDeferred, kHash>(in, n, s_words, spill);
   // No pdl::allow_dependents(): the sum kernel (one wave) is launched as these blocks exit.
   std::uint32_t* mine = partials + std::size_t(blockIdx.x) * kWords;
   for (int i = threadIdx.x; i < kWords; i += blockDim.x) mine[i] = s_words[i];
@@ -96,13 +96,13 @@ __global__ void __launch_bounds__(P::kPackedBlockSize, 1)
 /// The same with clusters of two: block r of a cluster adds words [r·16384, (r+1)·16384) of
 /// both blocks' counters (its own and its partner's, through DSMEM) into partial row
 /// blockIdx.x / 2. Halves are below 0x8000 at the end, so the packed sum has no carry.
-template <int kIn, bool kDeferred>
+template <int kIn, bool kDeferred, bool kHash = false>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(P::kPackedBlockSize, 1)
     hist_u16_pair_kernel(const std::uint16_t* __restrict__ in, std::size_t n,
                          unsigned long long* __restrict__ spill,
                          std::uint32_t* __restrict__ partials) {
   extern __shared__ std::uint32_t s_words[];
-  count_block<kIn, kDeferred>(in, n, s_words, spill);
+  count_block<kIn, kDeferred, kHash>(in, n, s_words, spill);
   // No pdl::allow_dependents(): the sum kernel (one wave) is launched as these blocks exit.
   cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();  // both blocks' counts complete
@@ -132,6 +132,7 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(P::kPackedBlockSize,
 constexpr int kSumQuads = 32, kSumGroups = 16, kSumLoads = 5;
 constexpr int kSumParts = kSumQuads * kSumGroups / 256;  // threads per bin at the end
 static_assert(kSumParts == 2, "the shuffle below joins two parts");
+template <bool kHash>
 __global__ void __launch_bounds__(kSumQuads* kSumGroups, 2)
     hist_u16_sum_kernel(const std::uint32_t* __restrict__ partials, int rows,
                         unsigned long long* __restrict__ spill,
@@ -145,8 +146,9 @@ __global__ void __launch_bounds__(kSumQuads* kSumGroups, 2)
   const int t = grp * kSumQuads + q;
   const int b = t / kSumParts, part = t % kSumParts;  // the bin this thread helps to finish
   const int kb = b / kSumQuads, qb = b % kSumQuads;
-  const std::size_t bin = (std::size_t(blockIdx.x) * kSumQuads + std::size_t(qb)) * 4 +
-                          std::size_t(kb & 3) + (kb >= 4 ? std::size_t(kWords) : 0);
+  const unsigned word = (blockIdx.x * unsigned(kSumQuads) + unsigned(qb)) * 4 + unsigned(kb & 3);
+  const std::size_t bin =
+      std::size_t(packed16::word_of<kHash>(word)) + (kb >= 4 ? std::size_t(kWords) : 0);
   unsigned long long base = 0;
   if (part == 0) base = __ldcg(spill + bin) + (assign ? 0ull : hist[bin]);
   const std::size_t word0 = (std::size_t(blockIdx.x) * kSumQuads + std::size_t(q)) * 4;
@@ -252,30 +254,37 @@ void hist_u16_packed(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_
         allow_shared(hist_u16_pair_kernel<8, true>, smem);
         allow_shared(hist_u16_pair_kernel<4, false>, smem);
         allow_shared(hist_u16_pair_kernel<8, false>, smem);
+        allow_shared(hist_u16_packed_kernel<4, true, true>, smem);
+        allow_shared(hist_u16_pair_kernel<4, true, true>, smem);
         return resident_pair_blocks(hist_u16_pair_kernel<4, true>, smem);
       });
   const bool pairs = tune.hist16_pairs && pair_blocks >= 2;
   const int grid = packed_grid(n, pairs ? pair_blocks : detail::sm_count(), pairs);
   const bool eight = tune.hist16_vectors == 8, defer = tune.hist16_defer;
+  // The bank hash (packed16::word_of) is built for the default shape only: 4 loads in flight,
+  // deferred tests.
+  const bool hash = tune.hist16_hash && !eight && defer;
   auto* spill =
       reinterpret_cast<unsigned long long*>(d_scratch + std::size_t(detail::sm_count()) * kWords);
   auto* hist = reinterpret_cast<unsigned long long*>(d_hist);
   if (pairs) {
     const auto kernel =
-        eight ? (defer ? hist_u16_pair_kernel<8, true> : hist_u16_pair_kernel<8, false>)
-              : (defer ? hist_u16_pair_kernel<4, true> : hist_u16_pair_kernel<4, false>);
+        hash    ? hist_u16_pair_kernel<4, true, true>
+        : eight ? (defer ? hist_u16_pair_kernel<8, true> : hist_u16_pair_kernel<8, false>)
+                : (defer ? hist_u16_pair_kernel<4, true> : hist_u16_pair_kernel<4, false>);
     kernel<<<unsigned(grid), P::kPackedBlockSize, smem, stream>>>(d_in, n, spill, d_scratch);
   } else {
     const auto kernel =
-        eight ? (defer ? hist_u16_packed_kernel<8, true> : hist_u16_packed_kernel<8, false>)
-              : (defer ? hist_u16_packed_kernel<4, true> : hist_u16_packed_kernel<4, false>);
+        hash    ? hist_u16_packed_kernel<4, true, true>
+        : eight ? (defer ? hist_u16_packed_kernel<8, true> : hist_u16_packed_kernel<8, false>)
+                : (defer ? hist_u16_packed_kernel<4, true> : hist_u16_packed_kernel<4, false>);
     kernel<<<unsigned(grid), P::kPackedBlockSize, smem, stream>>>(d_in, n, spill, d_scratch);
   }
   HISTEQ_CUDA_CHECK_LAUNCH();
   const int rows = pairs ? grid / 2 : grid;
-  pdl::launch(pdl::kHist16Sum, hist_u16_sum_kernel, dim3(kWords / 4 / kSumQuads),
-              dim3(kSumQuads, kSumGroups), 0, stream, static_cast<const std::uint32_t*>(d_scratch),
-              rows, spill, hist, assign);
+  pdl::launch(pdl::kHist16Sum, hash ? hist_u16_sum_kernel<true> : hist_u16_sum_kernel<false>,
+              dim3(kWords / 4 / kSumQuads), dim3(kSumQuads, kSumGroups), 0, stream,
+              static_cast<const std::uint32_t*>(d_scratch), rows, spill, hist, assign);
 }
 
 }  // namespace histeq::kernels

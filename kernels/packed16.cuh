@@ -27,6 +27,16 @@ namespace histeq::kernels::packed16 {
 /// Bits 15 and 31: the top bit of each half.
 constexpr unsigned kTopBits = 0x80008000u;
 
+/// The word of sample v: v & 0x7FFF, or with kHash that with its low 5 bits (its bank) XORed with
+/// bits 8-12 of v. The hash permutes each aligned group of 32 words (bits 8-12 are the group's),
+/// and is its own inverse: word_of<true>(w) is the bin (below 32768) of word w. It spreads
+/// samples whose low bytes agree and high bytes differ, which smooth 16-bit data gives neighbouring
+/// lanes, over the banks.
+template <bool kHash>
+__device__ __forceinline__ unsigned word_of(unsigned v) {
+  return kHash ? (v ^ ((v >> 8) & 0x1Fu)) & 0x7FFFu : v & 0x7FFFu;
+}
+
 /// The increment of sample v in its word: 1 for bins below 32768, 0x10000 above.
 __device__ __forceinline__ unsigned inc_of(unsigned v) { return v & 0x8000u ? 0x10000u : 1u; }
 
@@ -43,12 +53,13 @@ __device__ __forceinline__ unsigned inc_of_half(unsigned x) {
 __device__ __forceinline__ unsigned flips(unsigned old, unsigned inc) { return (old + inc) & ~old; }
 
 /// One sample, its crossing tested at once (the scalar heads and tails).
-template <typename Spill>
+template <bool kHash = false, typename Spill>
 __device__ __forceinline__ void count_one(std::uint32_t* s, unsigned v, Spill& spill) {
   const unsigned inc = inc_of(v);
-  const unsigned old = atomicAdd(s + (v & 0x7FFFu), inc);
+  const unsigned word = word_of<kHash>(v);
+  const unsigned old = atomicAdd(s + word, inc);
   if (flips(old, inc) & kTopBits) {
-    atomicSub(s + (v & 0x7FFFu), inc << 15);
+    atomicSub(s + word, inc << 15);
     spill(v);
   }
 }
@@ -57,7 +68,7 @@ __device__ __forceinline__ void count_one(std::uint32_t* s, unsigned v, Spill& s
 /// one word, and one test for the vector; the rare vector with a crossing tests its adds again
 /// from their returned values (kept in registers) and spills. Else each add is tested as it
 /// returns (one compare and branch per sample, the former kernel, kept for measurement).
-template <bool kDeferred, typename Spill>
+template <bool kDeferred, bool kHash = false, typename Spill>
 __device__ __forceinline__ void count_vector(std::uint32_t* s, const uint4& q, Spill& spill) {
   const unsigned w[4] = {q.x, q.y, q.z, q.w};
   if constexpr (kDeferred) {
@@ -66,7 +77,7 @@ __device__ __forceinline__ void count_vector(std::uint32_t* s, const uint4& q, S
     for (int j = 0; j < 8; ++j) {
       const unsigned x = w[j >> 1];
       const unsigned inc = j & 1 ? inc_of_half<1>(x) : inc_of_half<0>(x);
-      const unsigned word = (j & 1 ? x >> 16 : x) & 0x7FFFu;
+      const unsigned word = word_of<kHash>(j & 1 ? x >> 16 : x);
       old[j] = atomicAdd(s + word, inc);
       acc |= flips(old[j], inc);
     }
@@ -76,14 +87,16 @@ __device__ __forceinline__ void count_vector(std::uint32_t* s, const uint4& q, S
         const unsigned v = j & 1 ? w[j >> 1] >> 16 : w[j >> 1] & 0xFFFFu;
         const unsigned inc = inc_of(v);
         if (flips(old[j], inc) & kTopBits) {
-          atomicSub(s + (v & 0x7FFFu), inc << 15);
+          atomicSub(s + word_of<kHash>(v), inc << 15);
           spill(v);
         }
       }
     }
   } else {
 #pragma unroll
-    for (int j = 0; j < 8; ++j) count_one(s, j & 1 ? w[j >> 1] >> 16 : w[j >> 1] & 0xFFFFu, spill);
+    for (int j = 0; j < 8; ++j) {
+      count_one<kHash>(s, j & 1 ? w[j >> 1] >> 16 : w[j >> 1] & 0xFFFFu, spill);
+    }
   }
 }
 

@@ -230,6 +230,8 @@ struct HistU16Policy {
   /// once (packed16.cuh), not each as it returns.
   static constexpr bool kPackedPairs = true;
   static constexpr bool kPackedDeferred = true;
+  /// Packed: the bank hash of packed16::word_of (HISTEQ_HIST16_HASH).
+  static constexpr bool kPackedHash = false;
 };
 inline constexpr HistU16Policy kHistU16Policy{};
 
