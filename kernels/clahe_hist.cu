@@ -68,8 +68,8 @@ struct Counter {
   }
 };
 
-template <typename T, bool kShared, int kMinBlocks = 4>
-__global__ void __launch_bounds__(P::kHistBlockSize, kMinBlocks)
+template <typename T, bool kShared>
+__global__ void __launch_bounds__(P::kHistBlockSize, 4)
     tile_hist_kernel(const T* __restrict__ in, HistArgs a, std::uint32_t* hist,
                      std::uint32_t* tickets, T* luts) {
   extern __shared__ std::uint32_t s_hist[];
@@ -663,11 +663,7 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
   // occupancy: 4 blocks of 512 per SM on sm_90 at 32 registers), or HISTEQ_CLAHE_HIST_BPS per
   // SM. The former fixed 4 per SM, when only 3 fitted (40 registers), left 116 of 512 blocks of
   // a 16M plane to a second wave that ran alone on a quarter of the warps (ncu, H200).
-  // HISTEQ_CLAHE_HIST_OCC=3: registers capped for 3 blocks of 512 per SM instead of 4 (at the
-  // cap of 4, 32 registers, the compiler keeps one of visit_band's four loads in flight).
-  const auto shared_kernel =
-      tune.hist_occ == 3 ? tile_hist_kernel<T, true, 3> : tile_hist_kernel<T, true>;
-  const void* counted = privatized ? reinterpret_cast<const void*>(shared_kernel)
+  const void* counted = privatized ? reinterpret_cast<const void*>(tile_hist_kernel<T, true>)
                                    : reinterpret_cast<const void*>(tile_hist_kernel<T, false>);
   if (privatized && shared_bytes > 48 * 1024) {
     HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(counted, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -701,7 +697,7 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
     }
   }
   if (privatized) {
-    const auto kernel = shared_kernel;
+    const auto kernel = tile_hist_kernel<T, true>;
     kernel<<<grid, P::kHistBlockSize, shared_bytes, stream>>>(d_in, a, b.hist, b.tickets, luts);
     HISTEQ_CUDA_CHECK_LAUNCH();
     return;

@@ -14,12 +14,15 @@
 //      kPackedDeferred, about seven other instructions (packed16.cuh: one crossing test per
 //      vector instead of a compare and branch per sample; ncu, H200, 64M samples: the former
 //      15 instructions per sample kept the integer pipe 64-70 % busy, beside the bank conflicts
-//      of the shared atomics). The counters of a block never leave the SM until the end; with
-//      kPackedPairs the two blocks of a cluster (sm_90 distributed shared memory) add their words
-//      before writing them, so 64 KiB of partials per SM (8.3 MiB for 132 SMs, L2-resident) are
-//      written and summed column-wise by the second kernel (16-byte loads, every row of a thread
-//      in flight at once), which also adds and clears the spill and writes (or adds to) the
-//      histogram: no memset launch.
+//      of the shared atomics), and with kPackedHash the words' bank hash (packed16::word_of),
+//      which spreads smooth data's neighbouring samples over the banks: the shared atomics of
+//      64M natural samples took 5.2 wavefronts each (3.7 for uniform samples), which set the
+//      pace once the instructions were fewer. The counters of a block never leave the SM until the
+//      end; with kPackedPairs the two blocks of a cluster (sm_90 distributed shared memory) add
+//      their words before writing them, so 64 KiB of partials per SM (8.3 MiB for 132 SMs,
+//      L2-resident) are written and summed column-wise by the second kernel (16-byte loads, every
+//      row of a thread in flight at once), which also adds and clears the spill and writes (or adds
+//      to) the histogram: no memset launch.
 // Tuning: HistU16Policy::kPacked* (policy.hpp; HISTEQ_HIST16, HISTEQ_HIST16_VIF,
 //      HISTEQ_HIST16_PAIRS, HISTEQ_HIST16_DEFER in clahe_tuning.hpp). Measured: docs/kernels.md,
 //      "hist_u16". Source: privatization, PMPP 4th ed. ch. 9; distributed shared memory, the

@@ -230,8 +230,9 @@ struct HistU16Policy {
   /// once (packed16.cuh), not each as it returns.
   static constexpr bool kPackedPairs = true;
   static constexpr bool kPackedDeferred = true;
-  /// Packed: the bank hash of packed16::word_of (HISTEQ_HIST16_HASH).
-  static constexpr bool kPackedHash = false;
+  /// Packed: the bank hash of packed16::word_of (HISTEQ_HIST16_HASH): 64M natural 60.6 →
+  /// 56.3 µs, uniform 51.7 → 53.0, 16M natural 22.8 → 23.3 (H200).
+  static constexpr bool kPackedHash = true;
 };
 inline constexpr HistU16Policy kHistU16Policy{};
 
