@@ -625,23 +625,16 @@ struct ClusterLaunch {
 bool cluster_fits(int threads, int k) {
   static const char tags[2][P::kMaxClusterBlocks + 1] = {};
   return detail::per_device_once(&tags[threads == P::kClusterThreads ? 1 : 0][k], [threads, k] {
-           int dev = 0, major = 0;
-           HISTEQ_CUDA_CHECK(cudaGetDevice(&dev));
-           HISTEQ_CUDA_CHECK(
-               cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-           if (major < 9) return 0;
+           if (!detail::cluster_capable()) return 0;
            if (k > 8) {
              HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(
                  cluster_kernel(threads), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
            }
            ClusterLaunch l(threads, k, 1, nullptr);
-           int clusters = 0;
-           if (cudaOccupancyMaxActiveClusters(&clusters, cluster_kernel(threads), &l.cfg) !=
-               cudaSuccess) {
-             (void)cudaGetLastError();  // an unsupported size is an answer, not an error
-             return 0;
-           }
-           return clusters > 0 ? 1 : 0;
+           return detail::clusters_fit(reinterpret_cast<const void*>(cluster_kernel(threads)),
+                                       l.cfg)
+                      ? 1
+                      : 0;
          }) != 0;
 }
 

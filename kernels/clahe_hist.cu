@@ -196,8 +196,8 @@ __device__ __forceinline__ void count_rows16(const std::uint16_t* __restrict__ i
                                              const cf::Geometry& g, int tx, int yp0, int yp1,
                                              std::uint32_t* s_words, std::uint32_t* spill,
                                              int* spilled) {
-  if (yp0 >= yp1) return;
-  TileSpill sp{spill, spilled};  // a part below its tile (parts = ceil-divided rows) counts nothing
+  if (yp0 >= yp1) return;  // a part below its tile (parts = ceil-divided rows) counts nothing
+  TileSpill sp{spill, spilled};
   const int xp0 = tx * g.tile_w, xp1 = xp0 + g.tile_w;
   const int c1 = min(xp1, g.width);  // image columns [xp0, c1), padding [max(xp0, width), xp1)
   const std::uintptr_t first =
@@ -578,24 +578,16 @@ template <int kRanks>
 bool fused16_fits() {
   static const char tag = 0;
   return detail::per_device_once(&tag, [] {
-           int dev = 0, major = 0;
-           HISTEQ_CUDA_CHECK(cudaGetDevice(&dev));
-           HISTEQ_CUDA_CHECK(
-               cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-           if (major < 9) return 0;
+           if (!detail::cluster_capable()) return 0;
            set_fused16_smem<kRanks>();
            cudaLaunchConfig_t cfg{};
            cfg.gridDim = dim3(kRanks);
            cfg.blockDim = dim3(P::kPacked16Threads);
            cfg.dynamicSmemBytes = 32768 * sizeof(std::uint32_t);
-           int clusters = 0;
-           if (cudaOccupancyMaxActiveClusters(
-                   &clusters, reinterpret_cast<const void*>(tile_clahe16_cluster_kernel<kRanks>),
-                   &cfg) != cudaSuccess) {
-             (void)cudaGetLastError();  // an unsupported shape is an answer, not an error
-             return 0;
-           }
-           return clusters > 0 ? 1 : 0;
+           return detail::clusters_fit(
+                      reinterpret_cast<const void*>(tile_clahe16_cluster_kernel<kRanks>), cfg)
+                      ? 1
+                      : 0;
          }) != 0;
 }
 

@@ -46,9 +46,9 @@
 //                                   pair entry)
 //   HISTEQ_HIST16_PAIRS=0|1         packed: two blocks of a cluster add their counters before
 //                                   writing them (default 1)
-//   HISTEQ_HIST16_DEFER=0|1         packed 16-bit counters (the histogram and the 16-bit CLAHE
-//                                   tiles): one crossing test per 16-byte vector (default 1,
-//                                   packed16.cuh) or a test and branch per sample
+//   HISTEQ_HIST16_DEFER=0|1         65536-bin histogram: one crossing test per 16-byte vector
+//                                   (default 1, packed16.cuh; the 16-bit CLAHE tiles always) or
+//                                   a test and branch per sample
 //   HISTEQ_HIST16_HASH=0|1          65536-bin histogram: the packed words' bank hash
 //                                   (packed16::word_of; default 1, with the default shape only)
 //   HISTEQ_PDL=MASK                 programmatic dependent launch per launch site (pdl.cuh's

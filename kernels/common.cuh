@@ -211,6 +211,29 @@ inline std::size_t resident_blocks(const void* kernel, int block, std::size_t dy
   return blocks;
 }
 
+/// Whether the current device has thread-block clusters (compute capability 9.0 or newer). A
+/// kernel built for sm_90 only must not be touched (cudaFuncSetAttribute, occupancy queries) on
+/// an older device.
+inline bool cluster_capable() {
+  int dev = 0, major = 0;
+  HISTEQ_CUDA_CHECK(cudaGetDevice(&dev));
+  HISTEQ_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  return major >= 9;
+}
+
+/// Whether at least one cluster of `kernel` launched as `cfg` (its cluster dimension attribute,
+/// or the kernel's __cluster_dims__) fits on the current device, by
+/// cudaOccupancyMaxActiveClusters; a shape the query rejects does not fit. Call only where
+/// cluster_capable(), after the kernel's attributes are set.
+inline bool clusters_fit(const void* kernel, const cudaLaunchConfig_t& cfg) {
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();  // an unsupported shape is an answer, not an error
+    return false;
+  }
+  return clusters > 0;
+}
+
 /// f() computed once per (current device, tag) and remembered (thread-safe): for per-device
 /// settings such as cudaFuncSetAttribute's shared-memory limit, which a launch on another GPU
 /// of the same process does not inherit, and per-device queries.

@@ -140,9 +140,10 @@ __global__ void __launch_bounds__(kSumQuads* kSumGroups, 2)
     hist_u16_sum_kernel(const std::uint32_t* __restrict__ partials, int rows,
                         unsigned long long* __restrict__ spill,
                         unsigned long long* __restrict__ hist, bool assign) {
-  // [half·4 + word][group][quad], a quad of padding per group: the parts of a bin read groups
-  // kSumGroups / kSumParts apart, which then fall in different banks.
-  __shared__ unsigned s_sum[8][kSumGroups][kSumQuads + 1];
+  // [half·4 + word][group][quad], two words of padding per group: the two parts of a bin read
+  // groups 8 apart, 8·34 ≡ 16 banks apart, so a warp's 16 bins of each part (16 consecutive
+  // quads) fill the 32 banks once (with 33, as first written, 8·33 ≡ 8: two-way conflicts).
+  __shared__ unsigned s_sum[8][kSumGroups][kSumQuads + 2];
   pdl::wait();  // the counting kernel's partials and spill
   pdl::allow_dependents();
   const int q = int(threadIdx.x), grp = int(threadIdx.y);

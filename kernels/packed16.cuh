@@ -8,8 +8,10 @@
 // (bit 15 or 31 of (old + inc) & ~old: an add to one half never changes the other half's bits,
 // since no half reaches 0xFFFF); that thread subtracts 0x8000 from the half and hands 32768 to the
 // caller's `spill(v)` (a wider counter of bin v). Between the crossing add and its subtract lie
-// at most the other seven adds of the thread's vector: the half would need 32768 more increments
-// of that one bin in that window to carry into its neighbour. An add that lands while another
+// at most the other seven adds of the thread's vector and the re-test of its earlier ones (with
+// their spills): the half would need 32768 more increments of that one bin in that window to
+// carry into its neighbour (as with a test per add, this rests on that window being short, not
+// on a hardware guarantee). An add that lands while another
 // thread's crossing is not yet taken back sees the top bit already set and spills nothing, so each
 // crossing spills exactly once and the counts are exact.
 // Why it is fast: the 65536-bin histogram of 64M samples is bound by the shared atomics (their

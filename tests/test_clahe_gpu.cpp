@@ -204,6 +204,8 @@ TEST(ClaheGpu, Fused16ClusterShapesEqualCpu) {
       {1560, 520, 6, 2, 2.0},    // width a multiple of 8, tile width (260) not
       {2400, 2000, 7, 4, 2.0},   // LUT pairs applied by cell columns, cell edges inside vectors
       {1024, 2160, 1, 1, 2.0},   // unfused: 67 packed parts of 33 rows, the last below the tile
+      {8192, 4, 1, 1, 2.0},      // one tile of 4 rows, clusters of 8: four ranks count nothing
+      {4096, 5, 2, 2, 2.0},      // tiles of 3 padded rows (one reflected), clusters of 8
   };
   for (const Case& c : cases) {
     const auto o = opts(c.clip, c.tx, c.ty);
