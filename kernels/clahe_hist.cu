@@ -51,29 +51,24 @@ struct HistArgs {
   int rows_per_band;  ///< padded rows per block (the last band of a tile row may have fewer)
   bool warp_luts;     ///< 8-bit: the last block builds the row's LUTs one warp per tile
   bool fast_visit;    ///< visit_band's whole-vector fast path where it applies
-  unsigned one;       ///< 1, as a value the compiler cannot see (Counter's kPlainAdd)
 };
 
-/// Counts one sample v of tile column tx of the block's tile row. kPlainAdd: the 8-bit shared
-/// adds by a run-time increment of 1 (`one`), so that the compiler emits a plain ATOMS.ADD
-/// instead of ATOMS.POPC.INC (which it picks for a constant 1: lanes of one address counted
-/// together), for measurement (HISTEQ_CLAHE_PLAIN_ADD=1).
-template <typename T, bool kShared, bool kPlainAdd = false>
+/// Counts one sample v of tile column tx of the block's tile row.
+template <typename T, bool kShared>
 struct Counter {
   std::uint32_t* base;  ///< shared tiles_x·bins, or the global counters of the tile row
   int bins;
-  unsigned one = 1;
   __device__ __forceinline__ void operator()(int tx, int v) const {
     atomicAdd(base + std::size_t(tx) * bins + v, 1u);
   }
   /// 8-bit shared counters: sample index tx·256 + v (clahe_band.cuh's count_vector).
   template <typename U = T, typename = std::enable_if_t<sizeof(U) == 1 && kShared>>
   __device__ __forceinline__ void index(unsigned i) const {
-    atomicAdd(base + i, kPlainAdd ? one : 1u);
+    atomicAdd(base + i, 1u);
   }
 };
 
-template <typename T, bool kShared, bool kPlainAdd = false>
+template <typename T, bool kShared>
 __global__ void __launch_bounds__(P::kHistBlockSize, 4)
     tile_hist_kernel(const T* __restrict__ in, HistArgs a, std::uint32_t* hist,
                      std::uint32_t* tickets, T* luts) {
@@ -90,7 +85,7 @@ __global__ void __launch_bounds__(P::kHistBlockSize, 4)
     for (int i = threadIdx.x; i < g.tiles_x * kBins; i += blockDim.x) s_hist[i] = 0;
     __syncthreads();
   }
-  Counter<T, kShared, kPlainAdd> count{kShared ? s_hist : row_hist, kBins, a.one};
+  Counter<T, kShared> count{kShared ? s_hist : row_hist, kBins};
   clahe_detail::visit_band(in, g, yp0, yp1, threadIdx.x, blockDim.x, count, a.fast_visit);
   pdl::allow_dependents();  // counted: the next launch (LUTs or apply) may be scheduled
   if constexpr (kShared) {
@@ -660,9 +655,7 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
   // occupancy: 4 blocks of 512 per SM on sm_90 at 32 registers), or HISTEQ_CLAHE_HIST_BPS per
   // SM. The former fixed 4 per SM, when only 3 fitted (40 registers), left 116 of 512 blocks of
   // a 16M plane to a second wave that ran alone on a quarter of the warps (ncu, H200).
-  const auto shared_kernel =
-      tune.plain_add ? tile_hist_kernel<T, true, true> : tile_hist_kernel<T, true>;
-  const void* counted = privatized ? reinterpret_cast<const void*>(shared_kernel)
+  const void* counted = privatized ? reinterpret_cast<const void*>(tile_hist_kernel<T, true>)
                                    : reinterpret_cast<const void*>(tile_hist_kernel<T, false>);
   if (privatized && shared_bytes > 48 * 1024) {
     HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(counted, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -675,7 +668,7 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
   const clahe_detail::Bands split = clahe_detail::split_bands(
       g.tile_h, g.tiles_y, int(std::min<std::size_t>(target, 1u << 30)), min_rows);
   const int bands = split.bands, rows = split.rows;
-  HistArgs a{g, bands, rows, tune.warp_luts, tune.fast_visit, 1u};
+  HistArgs a{g, bands, rows, tune.warp_luts, tune.fast_visit};
   const dim3 grid(unsigned(std::size_t(bands) * g.tiles_y));
   T* luts = static_cast<T*>(b.luts);
   if constexpr (sizeof(T) == 1) {
@@ -696,7 +689,7 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
     }
   }
   if (privatized) {
-    const auto kernel = shared_kernel;
+    const auto kernel = tile_hist_kernel<T, true>;
     kernel<<<grid, P::kHistBlockSize, shared_bytes, stream>>>(d_in, a, b.hist, b.tickets, luts);
     HISTEQ_CUDA_CHECK_LAUNCH();
     return;

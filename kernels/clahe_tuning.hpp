@@ -14,8 +14,6 @@
 //   HISTEQ_CLAHE_STRIP_COLS=8|16    8-bit strip apply: columns per thread (default kStripCols)
 //   HISTEQ_CLAHE_STRIP_CS=0|1       8-bit strip apply: evict-first loads and stores
 //   HISTEQ_CLAHE_STRIP_OCC=5        8-bit strip apply: registers capped for 5 blocks per SM
-//   HISTEQ_CLAHE_PLAIN_ADD=1        8-bit tile histograms (large planes): plain shared adds instead
-//                                   of the compiler's warp-aggregated increments
 //   HISTEQ_CLAHE_VISIT=general      tile histograms without visit_band's whole-vector fast path
 //   HISTEQ_CLAHE_CELL_THREADS=N     8-bit cell apply: about N threads per block (<= kCellThreads)
 //   HISTEQ_HIST16_VIF=4|8           packed 16-bit histogram: 16-byte loads in flight per thread
@@ -67,7 +65,6 @@ namespace histeq::kernels {
 struct ClaheTuning {
   std::size_t hist_min_bytes = ClahePolicy::kHistMinBytesPerBlock;
   int hist_blocks_per_sm = 0;  ///< 0: the kernel's occupancy
-  bool plain_add = false;      ///< 8-bit tile histograms: ATOMS.ADD, not ATOMS.POPC.INC
   bool warp_luts = ClahePolicy::kWarpLuts;
   bool cluster_luts = true;  ///< 8-bit small planes: tile_hist_cluster_kernel
   int apply_pixels_per_block = ClahePolicy::kCellPixelsPerBlock;
@@ -110,7 +107,6 @@ inline const ClaheTuning& clahe_tuning() {
     r.hist_min_bytes =
         std::size_t(num("HISTEQ_CLAHE_BAND_KB", 1, 1 << 20, long(r.hist_min_bytes >> 10))) << 10;
     r.hist_blocks_per_sm = int(num("HISTEQ_CLAHE_HIST_BPS", 0, 64, r.hist_blocks_per_sm));
-    r.plain_add = num("HISTEQ_CLAHE_PLAIN_ADD", 0, 1, 0) == 1;
     r.apply_pixels_per_block =
         int(num("HISTEQ_CLAHE_APPLY_KPX", 1, 1 << 16, r.apply_pixels_per_block >> 10)) << 10;
     if (is("HISTEQ_CLAHE_LUT", "block")) r.warp_luts = false;
