@@ -22,6 +22,8 @@ struct Clahe::Impl {
   DeviceBuffer<std::uint32_t> partials;   // 16-bit packed tile histograms (any contents)
   DeviceBuffer<std::uint32_t> pair_luts;  // 16-bit LUT pairs for the apply
   bool pairs_ready = false;               // pair_luts written by the last prepare()
+  std::uint32_t epoch = 0;                // the LUT-row flags' value of the last pipelined call
+  kernels::LutRowFlags rows;              // of the last prepare(); ready nullptr: not pipelined
 
   /// Grows a buffer to `count` elements; a new counter buffer is zeroed once (the kernels keep
   /// it zero afterwards).
@@ -61,6 +63,14 @@ struct Clahe::Impl {
         b.pair_luts = ensure(pair_luts, words, false);
     }
     pairs_ready = b.pair_luts != nullptr;
+    rows = {};
+    if (bins == 256 && kernels::clahe_row_pipelined(g, d_in, d_out)) {
+      // A new epoch per call (never 0, the flags' value when allocated): the flags of earlier
+      // calls never equal it.
+      if (++epoch == 0) epoch = 1;
+      rows = {tickets.get() + g.tiles_y, epoch};
+    }
+    b.rows = rows;
     kernels::clahe_luts(d_in, g, b, stream.get());
     return g;
   }
@@ -77,7 +87,8 @@ void Clahe::synchronize() const { impl_->stream.sync(); }
 void Clahe::apply(const std::uint8_t* d_in, std::uint8_t* d_out, int width, int height,
                   const ClaheOptions& opt) {
   const auto g = impl_->prepare(d_in, d_out, width, height, opt, 256);
-  kernels::clahe_apply(d_in, d_out, g, impl_->luts.get(), impl_->stream.get());
+  kernels::clahe_apply(d_in, d_out, g, impl_->luts.get(), impl_->stream.get(), nullptr,
+                       impl_->rows);
 }
 
 void Clahe::apply16(const std::uint16_t* d_in, std::uint16_t* d_out, int width, int height,
