@@ -14,8 +14,9 @@ namespace histeq::kernels {
 /// The LUT-row flags of the row-pipelined 8-bit path (clahe_row_pipelined): the tile-histogram
 /// kernel sets ready[ty] = epoch (a release at GPU scope) once tile row ty's LUTs are written,
 /// and the apply, launched while the histograms still run, maps a range of rows once the flags
-/// of the tile rows it blends equal epoch. ready: clahe_ticket_words(g) − tiles_y words after
-/// the tickets, zero when allocated; epoch: a new non-zero value per call on those buffers.
+/// of the tile rows it blends equal epoch. ready: tiles_y words, zero when allocated, holding
+/// only epochs afterwards (never the tickets' buffer: a ticket must start at zero); epoch: a
+/// new non-zero value per call on those flags.
 struct LutRowFlags {
   std::uint32_t* ready = nullptr;  ///< nullptr: not pipelined (the apply waits for the grid)
   std::uint32_t epoch = 0;
@@ -43,9 +44,8 @@ struct ClaheBuffers {
 /// path does not apply (8-bit, tiles of fewer than ClahePolicy::kPacked16MinTileArea samples).
 std::size_t clahe_partial_words(const clahe_formula::Geometry& g);
 
-/// uint32 words of ClaheBuffers::tickets: two per tile row (8-bit: the ticket, then the
-/// LutRowFlags word), one per (tile row, cell column, cluster rank) for the 16-bit one-launch
-/// path.
+/// uint32 words of ClaheBuffers::tickets: one per tile row (8-bit), one per (tile row, cell
+/// column, cluster rank) for the 16-bit one-launch path.
 std::size_t clahe_ticket_words(const clahe_formula::Geometry& g);
 
 /// uint32 words of ClaheBuffers::pair_luts (16-bit): per tile row, per interpolation cell

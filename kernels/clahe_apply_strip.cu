@@ -361,8 +361,8 @@ StripPlan plan_strip(const std::uint8_t* d_in, const std::uint8_t* d_out, const 
   // Registers: at most 128 for 16 columns (4 blocks of 128 threads per SM), 80 for 8 (6
   // blocks); HISTEQ_CLAHE_STRIP_OCC=5 (16 columns) or 8 (8 columns) caps them for that many
   // blocks, for measurement.
-  plan.kernel = cols == 8 ? (tune.strip_blocks == 8 ? apply_strip_kernel<8, 8>
-                                                    : apply_strip_kernel<8, 6>)
+  plan.kernel = cols == 8
+                    ? (tune.strip_blocks == 8 ? apply_strip_kernel<8, 8> : apply_strip_kernel<8, 6>)
                 : tune.strip_blocks == 5 ? apply_strip_kernel<16, 5>
                                          : apply_strip_kernel<16, 4>;
   plan.threads = threads;
@@ -400,9 +400,9 @@ bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const c
   // device at once (its occupancy, not a guess), each at least kStripMinRows rows where the
   // image is tall enough, at most the image's rows. Row-pipelined: pipe_strip_waves waves, so
   // that the ranges are dispatched in order behind the published tile rows.
-  const std::size_t resident = detail::resident_blocks(reinterpret_cast<const void*>(plan.kernel),
-                                                       plan.threads, plan.smem);
-  const int waves = rows.ready != nullptr ? tune.pipe_strip_waves
+  const std::size_t resident =
+      detail::resident_blocks(reinterpret_cast<const void*>(plan.kernel), plan.threads, plan.smem);
+  const int waves = rows.ready != nullptr  ? tune.pipe_strip_waves
                     : tune.strip_waves > 0 ? tune.strip_waves
                                            : P::kStripWaves;
   std::size_t strips = std::max<std::size_t>(1, std::size_t(waves) * resident / plan.blocks_x);
@@ -415,13 +415,22 @@ bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const c
       static_cast<const void*>(d_in) == static_cast<const void*>(d_out) && g.padded_h > g.height
           ? std::max(0, g.height - 1 - (g.padded_h - g.height))
           : g.height;
-  const StripArgs a{g.width,     g.height,         g.tiles_x,  g.tiles_y,
-                    g.tile_w,    g.tile_h,         cf::inv_size(g.tile_w),
-                    cf::inv_size(g.tile_h),        int(strips), tune.strip_stream,
-                    rows.ready,  rows.epoch,       guard_row};
+  const StripArgs a{g.width,
+                    g.height,
+                    g.tiles_x,
+                    g.tiles_y,
+                    g.tile_w,
+                    g.tile_h,
+                    cf::inv_size(g.tile_w),
+                    cf::inv_size(g.tile_h),
+                    int(strips),
+                    tune.strip_stream,
+                    rows.ready,
+                    rows.epoch,
+                    guard_row};
   const dim3 grid{unsigned(plan.blocks_x), unsigned(strips), 1u};
-  pdl::launch(pdl::kStripApply8, plan.kernel, grid, dim3(unsigned(plan.threads)), plan.smem,
-              stream, d_in, d_out, d_luts, a);
+  pdl::launch(pdl::kStripApply8, plan.kernel, grid, dim3(unsigned(plan.threads)), plan.smem, stream,
+              d_in, d_out, d_luts, a);
   return true;
 }
 

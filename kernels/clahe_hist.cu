@@ -700,13 +700,12 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
       pipelined ? std::size_t(tune.pipe_hist_blocks_per_sm) * std::size_t(detail::sm_count())
                 : target;
   const clahe_detail::Bands split =
-      pipelined ? clahe_detail::split_bands(
-                      g.tile_h, 1,
-                      int(std::max<std::size_t>(1, grid_blocks / tune.pipe_rows_in_flight)),
-                      min_rows)
-                : clahe_detail::split_bands(g.tile_h, g.tiles_y,
-                                            int(std::min<std::size_t>(target, 1u << 30)),
-                                            min_rows);
+      pipelined
+          ? clahe_detail::split_bands(
+                g.tile_h, 1, int(std::max<std::size_t>(1, grid_blocks / tune.pipe_rows_in_flight)),
+                min_rows)
+          : clahe_detail::split_bands(g.tile_h, g.tiles_y,
+                                      int(std::min<std::size_t>(target, 1u << 30)), min_rows);
   const int bands = split.bands, rows = split.rows;
   const int items = bands * g.tiles_y;
   HistArgs a{g, bands, rows, tune.warp_luts, tune.fast_visit, items, b.rows};
@@ -793,7 +792,7 @@ std::size_t clahe_partial_words(const cf::Geometry& g) {
 std::size_t clahe_ticket_words(const cf::Geometry& g) {
   const std::size_t fused =
       g.hist_size == 65536 ? std::size_t(g.tiles_y) * std::size_t(g.tiles_x + 1) * 8 : 0;
-  return std::max(2 * std::size_t(g.tiles_y), fused);
+  return std::max(std::size_t(g.tiles_y), fused);
 }
 
 std::size_t clahe_pair_lut_words(const cf::Geometry& g) {

@@ -18,6 +18,7 @@ struct Clahe::Impl {
   Stream stream;
   DeviceBuffer<std::uint32_t> hist;
   DeviceBuffer<std::uint32_t> tickets;
+  DeviceBuffer<std::uint32_t> ready;      // LUT-row flags (kernels::LutRowFlags): only epochs
   DeviceBuffer<std::uint8_t> luts;        // bytes
   DeviceBuffer<std::uint32_t> partials;   // 16-bit packed tile histograms (any contents)
   DeviceBuffer<std::uint32_t> pair_luts;  // 16-bit LUT pairs for the apply
@@ -66,9 +67,9 @@ struct Clahe::Impl {
     rows = {};
     if (bins == 256 && kernels::clahe_row_pipelined(g, d_in, d_out)) {
       // A new epoch per call (never 0, the flags' value when allocated): the flags of earlier
-      // calls never equal it.
+      // calls, of any geometry, never equal it. Their own buffer: a ticket must start at zero.
       if (++epoch == 0) epoch = 1;
-      rows = {tickets.get() + g.tiles_y, epoch};
+      rows = {ensure(ready, std::size_t(g.tiles_y), true), epoch};
     }
     b.rows = rows;
     kernels::clahe_luts(d_in, g, b, stream.get());
