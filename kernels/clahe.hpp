@@ -11,17 +11,6 @@
 
 namespace histeq::kernels {
 
-/// The LUT-row flags of the row-pipelined 8-bit path (clahe_row_pipelined): the tile-histogram
-/// kernel sets ready[ty] = epoch (a release at GPU scope) once tile row ty's LUTs are written,
-/// and the apply, launched while the histograms still run, maps a range of rows once the flags
-/// of the tile rows it blends equal epoch. ready: tiles_y words, zero when allocated, holding
-/// only epochs afterwards (never the tickets' buffer: a ticket must start at zero); epoch: a
-/// new non-zero value per call on those flags.
-struct LutRowFlags {
-  std::uint32_t* ready = nullptr;  ///< nullptr: not pipelined (the apply waits for the grid)
-  std::uint32_t epoch = 0;
-};
-
 /// Device buffers of one CLAHE call. hist: geometry.tiles() · hist_size uint32 counters, ALL
 /// ZERO on entry and left all zero (the LUT step clears what it read); tickets:
 /// clahe_ticket_words(g) uint32, zero on entry and left zero; luts: tiles() · hist_size entries
@@ -36,8 +25,6 @@ struct ClaheBuffers {
   /// clahe_apply's 16-bit path (written when given).
   std::uint32_t* partials = nullptr;
   std::uint32_t* pair_luts = nullptr;
-  /// 8-bit, where clahe_row_pipelined(g, ...) holds: the flags that clahe_apply is given too.
-  LutRowFlags rows;
 };
 
 /// uint32 words of ClaheBuffers::partials the 16-bit packed tile histograms need; 0 where that
@@ -65,26 +52,15 @@ void clahe_luts(const void* d_in, const clahe_formula::Geometry& g, const ClaheB
 /// otherwise overlap it). 16-byte vectors when d_in and d_out are 16-byte aligned. 16-bit with
 /// d_pair_luts (ClaheBuffers::pair_luts after clahe_luts): two 4-byte gathers per sample
 /// instead of four 2-byte ones.
-/// With `rows` (the flags clahe_luts was given) the 8-bit strip apply maps each range of rows as
-/// soon as its tile rows' LUTs are published; otherwise every apply waits for clahe_luts' grid.
 void clahe_apply(const void* d_in, void* d_out, const clahe_formula::Geometry& g,
-                 const void* d_luts, cudaStream_t stream, const void* d_pair_luts = nullptr,
-                 LutRowFlags rows = {});
+                 const void* d_luts, cudaStream_t stream, const void* d_pair_luts = nullptr);
 
 /// The 8-bit strip path of clahe_apply (clahe_apply_strip.cu); false, with nothing launched,
 /// when it does not apply (width % 16 != 0, unaligned pointers, tiles narrower than
 /// ClahePolicy::kStripMinTileWidth, a small plane, switched off).
 bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out,
                           const clahe_formula::Geometry& g, const std::uint8_t* d_luts,
-                          cudaStream_t stream, LutRowFlags rows = {});
-
-/// Whether an 8-bit call d_in -> d_out runs row-pipelined (ClaheBuffers::rows): the tile
-/// histograms as a persistent grid of a few blocks per SM walking the tile rows in order and
-/// publishing each row's LUTs, the strip apply launched programmatically at once beside them
-/// (pdl.cuh), chasing the published rows. Needs the strip apply, the fused privatized
-/// histograms, programmatic launch (sm_90) and ClahePolicy::kRowPipeline or
-/// HISTEQ_CLAHE_PIPE=1.
-bool clahe_row_pipelined(const clahe_formula::Geometry& g, const void* d_in, const void* d_out);
+                          cudaStream_t stream);
 
 /// The 8-bit cell path of clahe_apply (clahe_apply_cell.cu); false, with nothing launched, when
 /// it does not apply (width % 16 != 0, unaligned pointers, very wide tiles, switched off).

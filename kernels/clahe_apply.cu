@@ -393,7 +393,7 @@ void run_apply(const T* d_in, T* d_out, const cf::Geometry& g, const T* luts, cu
 }  // namespace
 
 void clahe_apply(const void* d_in, void* d_out, const cf::Geometry& g, const void* d_luts,
-                 cudaStream_t stream, const void* d_pair_luts, LutRowFlags rows) {
+                 cudaStream_t stream, const void* d_pair_luts) {
   if (g.width < 1 || g.height < 1) throw UsageError("CLAHE apply: empty plane");
   if (d_in == nullptr || d_out == nullptr || d_luts == nullptr) {
     throw UsageError("CLAHE apply: null device pointer");
@@ -401,10 +401,9 @@ void clahe_apply(const void* d_in, void* d_out, const cf::Geometry& g, const voi
   if (g.hist_size == 256) {
     if (clahe_apply_strip_u8(static_cast<const std::uint8_t*>(d_in),
                              static_cast<std::uint8_t*>(d_out), g,
-                             static_cast<const std::uint8_t*>(d_luts), stream, rows)) {
+                             static_cast<const std::uint8_t*>(d_luts), stream)) {
       return;
     }
-    // The other applies wait for the whole histogram grid (pdl::wait), flags or not.
     if (clahe_apply_cell_u8(static_cast<const std::uint8_t*>(d_in),
                             static_cast<std::uint8_t*>(d_out), g,
                             static_cast<const std::uint8_t*>(d_luts), stream)) {

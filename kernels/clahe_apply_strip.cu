@@ -55,37 +55,7 @@ struct StripArgs {
   float inv_tw, inv_th;
   int strips;  ///< row ranges (gridDim.y): range r is rows [r·height/strips, (r+1)·height/strips)
   bool stream;  ///< evict-first loads and stores (each byte is read and written once here)
-  /// Row-pipelined (clahe_row_pipelined): the LUT-row flags to wait on instead of the
-  /// histogram grid, and the first image row that the histograms' reflect-101 padding reads
-  /// (in place, a range reaching it also waits for the last tile row; else height).
-  const std::uint32_t* ready;
-  std::uint32_t epoch;
-  int guard_row;
 };
-
-/// Row-pipelined: blocks until the LUTs of every tile row that rows [y0, y1) blend are
-/// published (LutRowFlags: ready[ty] == epoch). One thread polls with acquire loads at GPU
-/// scope, then the block barrier orders every thread's LUT loads (L2, __ldcg) after it, as
-/// cooperative groups' grid sync orders a block after its one polling thread.
-__device__ __forceinline__ void wait_lut_rows(const StripArgs& a, int y0, int y1) {
-  if (threadIdx.x == 0) {
-    const int ty0 = max(cell_of(y0, a.inv_th, a.tiles_y) - 1, 0);
-    int ty1 = min(cell_of(y1 - 1, a.inv_th, a.tiles_y), a.tiles_y - 1);
-    if (y1 > a.guard_row) ty1 = a.tiles_y - 1;
-    for (int ty = ty0; ty <= ty1; ++ty) {
-      for (;;) {
-        unsigned v;
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
-                     : "=r"(v)
-                     : "l"(a.ready + ty)
-                     : "memory");
-        if (v == a.epoch) break;
-        __nanosleep(256);
-      }
-    }
-  }
-  __syncthreads();
-}
 
 /// The float 2^23 + b of LUT byte `sel` of the packed word p (bits 0x4B0000bb).
 __device__ __forceinline__ float biased(unsigned p, unsigned sel) {
@@ -251,16 +221,7 @@ __global__ void __launch_bounds__(P::kStripThreads, kMinBlocks)
   const bool active = xs < a.width;
   // Warps with no lane crossing a cell edge take the loop with one LUT base per thread.
   const bool any_split = __any_sync(0xFFFFFFFFu, active && split < kCols);
-  // The LUTs, and the input and output, of the launches before: the whole histogram grid, or
-  // (row-pipelined) the flags of the LUT rows this range blends. Then every earlier launch of
-  // the stream has completed too (the histogram grid started after them), and no tile row
-  // whose input this range overwrites in place is still counted (its flag is set after its
-  // last band; the reflect-101 rows below the image are guarded by guard_row).
-  if (a.ready == nullptr) {
-    pdl::wait();
-  } else {
-    wait_lut_rows(a, y_begin, y_end);
-  }
+  pdl::wait();  // the LUTs, and the input and output, of the launches before
   // The range's rows by cell row.
   for (int y0 = y_begin; y0 < y_end;) {
     const int cy = cell_of(y0, a.inv_th, a.tiles_y);
@@ -275,10 +236,8 @@ __global__ void __launch_bounds__(P::kStripThreads, kMinBlocks)
         const int c = c_lo + it / 64, v4 = (it % 64) * 4;
         const int tx1 = max(c - 1, 0), tx2 = min(c, a.tiles_x - 1);
         const auto word = [&](int ty, int tx) {
-          const auto* p = reinterpret_cast<const unsigned*>(
-              luts + (std::size_t(ty) * a.tiles_x + tx) * 256 + v4);
-          // Row-pipelined: written while this grid runs, so not through the read-only path.
-          return a.ready != nullptr ? __ldcg(p) : __ldg(p);
+          return __ldg(reinterpret_cast<const unsigned*>(
+              luts + (std::size_t(ty) * a.tiles_x + tx) * 256 + v4));
         };
         const unsigned l11 = word(ty1, tx1), l12 = word(ty1, tx2), l21 = word(ty2, tx1),
                        l22 = word(ty2, tx2);
@@ -312,31 +271,23 @@ int host_cell_of(int p, float inv, int tiles) {
   return c < 0 ? 0 : (c > tiles ? tiles : c);
 }
 
-using StripKernel = void (*)(const std::uint8_t*, std::uint8_t*, const std::uint8_t*, StripArgs);
+}  // namespace
 
-/// The strip apply's launch shape for a plane: kernel, threads per block, blocks per row range,
-/// shared bytes.
-struct StripPlan {
-  StripKernel kernel = nullptr;
-  int threads = 0, blocks_x = 0;
-  std::size_t smem = 0;
-};
-
-/// The strip plan of an 8-bit plane; kernel nullptr when the path does not apply: width not a
-/// multiple of the columns per thread, a pointer not aligned to them, tiles narrower than
-/// kStripMinTileWidth, a small plane, or a block's LUTs over kStripMaxSharedBytes.
-StripPlan plan_strip(const std::uint8_t* d_in, const std::uint8_t* d_out, const cf::Geometry& g) {
+/// The strip path of clahe_apply for 8-bit planes; false (nothing launched) when it does not
+/// apply: width not a multiple of the columns per thread, a pointer not aligned to them, tiles
+/// narrower than kStripMinTileWidth, or a block's LUTs over kStripMaxSharedBytes.
+bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const cf::Geometry& g,
+                          const std::uint8_t* d_luts, cudaStream_t stream) {
   const ClaheTuning& tune = clahe_tuning();
-  StripPlan plan;
-  if (tune.apply_mode != 0 && tune.apply_mode != 2) return plan;
+  if (tune.apply_mode != 0 && tune.apply_mode != 2) return false;
   const int cols = tune.strip_cols;
-  if (g.hist_size != 256 || g.width % cols != 0 || g.tile_w < P::kStripMinTileWidth) return plan;
+  if (g.hist_size != 256 || g.width % cols != 0 || g.tile_w < P::kStripMinTileWidth) return false;
   if (reinterpret_cast<std::uintptr_t>(d_in) % cols != 0 ||
       reinterpret_cast<std::uintptr_t>(d_out) % cols != 0) {
-    return plan;
+    return false;
   }
   const std::size_t pixels = std::size_t(g.width) * std::size_t(g.height);
-  if (tune.apply_mode == 0 && pixels < P::kStripMinPixels) return plan;
+  if (tune.apply_mode == 0 && pixels < P::kStripMinPixels) return false;
   const int slots = g.width / cols;
   const float inv_tw = cf::inv_size(g.tile_w);
   // Threads per block: kStripThreads (fewer for narrow images), halved while the LUT words of
@@ -357,80 +308,34 @@ StripPlan plan_strip(const std::uint8_t* d_in, const std::uint8_t* d_out, const 
     if (smem <= P::kStripMaxSharedBytes || threads <= 32) break;
     threads /= 2;
   }
-  if (smem > P::kStripMaxSharedBytes) return plan;
+  if (smem > P::kStripMaxSharedBytes) return false;
   // Registers: at most 128 for 16 columns (4 blocks of 128 threads per SM), 80 for 8 (6
   // blocks); HISTEQ_CLAHE_STRIP_OCC=5 (16 columns) or 8 (8 columns) caps them for that many
   // blocks, for measurement.
-  plan.kernel = cols == 8
-                    ? (tune.strip_blocks == 8 ? apply_strip_kernel<8, 8> : apply_strip_kernel<8, 6>)
-                : tune.strip_blocks == 5 ? apply_strip_kernel<16, 5>
-                                         : apply_strip_kernel<16, 4>;
-  plan.threads = threads;
-  plan.blocks_x = blocks_x;
-  plan.smem = smem;
-  return plan;
-}
-
-}  // namespace
-
-bool clahe_row_pipelined(const cf::Geometry& g, const void* d_in, const void* d_out) {
-  const ClaheTuning& tune = clahe_tuning();
-  if (!tune.row_pipeline || g.hist_size != 256 || !tune.warp_luts) return false;
-  // The fused privatized histograms (clahe_hist.cu): a tile row's counters in shared memory.
-  if (std::size_t(g.tiles_x) * 256 * sizeof(std::uint32_t) > P::kHistMaxSharedBytes) return false;
-  if ((pdl::edges() & pdl::kStripApply8) == 0) return false;
-  const StripPlan plan = plan_strip(static_cast<const std::uint8_t*>(d_in),
-                                    static_cast<const std::uint8_t*>(d_out), g);
-  return plan.kernel != nullptr && pdl::allowed(reinterpret_cast<const void*>(plan.kernel));
-}
-
-/// The strip path of clahe_apply for 8-bit planes; false (nothing launched) where plan_strip
-/// says it does not apply.
-bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const cf::Geometry& g,
-                          const std::uint8_t* d_luts, cudaStream_t stream, LutRowFlags rows) {
-  const ClaheTuning& tune = clahe_tuning();
-  const StripPlan plan = plan_strip(d_in, d_out, g);
-  if (plan.kernel == nullptr) return false;
-  if (plan.smem > 48 * 1024) {
-    HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(plan.kernel),
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(plan.smem)));
+  const auto kernel =
+      cols == 8 ? (tune.strip_blocks == 8 ? apply_strip_kernel<8, 8> : apply_strip_kernel<8, 6>)
+      : tune.strip_blocks == 5 ? apply_strip_kernel<16, 5>
+                               : apply_strip_kernel<16, 4>;
+  if (smem > 48 * 1024) {
+    HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   }
   // Row ranges: as many as make the grid kStripWaves full waves of the blocks that fit on the
   // device at once (its occupancy, not a guess), each at least kStripMinRows rows where the
-  // image is tall enough, at most the image's rows. Row-pipelined: pipe_strip_waves waves, so
-  // that the ranges are dispatched in order behind the published tile rows.
+  // image is tall enough, at most the image's rows.
   const std::size_t resident =
-      detail::resident_blocks(reinterpret_cast<const void*>(plan.kernel), plan.threads, plan.smem);
-  const int waves = rows.ready != nullptr  ? tune.pipe_strip_waves
-                    : tune.strip_waves > 0 ? tune.strip_waves
-                                           : P::kStripWaves;
-  std::size_t strips = std::max<std::size_t>(1, std::size_t(waves) * resident / plan.blocks_x);
+      detail::resident_blocks(reinterpret_cast<const void*>(kernel), threads, smem);
+  const int waves = tune.strip_waves > 0 ? tune.strip_waves : P::kStripWaves;
+  std::size_t strips = std::max<std::size_t>(1, std::size_t(waves) * resident / blocks_x);
   if (tune.strip_rows > 0) strips = (std::size_t(g.height) + tune.strip_rows - 1) / tune.strip_rows;
   strips = std::min<std::size_t>(strips, std::max(1, g.height / P::kStripMinRows));
   strips = std::min<std::size_t>(strips, 65535);
-  // In place, the histograms of the last tile row read the reflect-101 rows below the image
-  // from rows [height − 1 − (padded_h − height), height).
-  const int guard_row =
-      static_cast<const void*>(d_in) == static_cast<const void*>(d_out) && g.padded_h > g.height
-          ? std::max(0, g.height - 1 - (g.padded_h - g.height))
-          : g.height;
-  const StripArgs a{g.width,
-                    g.height,
-                    g.tiles_x,
-                    g.tiles_y,
-                    g.tile_w,
-                    g.tile_h,
-                    cf::inv_size(g.tile_w),
-                    cf::inv_size(g.tile_h),
-                    int(strips),
-                    tune.strip_stream,
-                    rows.ready,
-                    rows.epoch,
-                    guard_row};
-  const dim3 grid{unsigned(plan.blocks_x), unsigned(strips), 1u};
-  pdl::launch(pdl::kStripApply8, plan.kernel, grid, dim3(unsigned(plan.threads)), plan.smem, stream,
-              d_in, d_out, d_luts, a);
+  const StripArgs a{g.width,     g.height,         g.tiles_x, g.tiles_y,
+                    g.tile_w,    g.tile_h,         inv_tw,    cf::inv_size(g.tile_h),
+                    int(strips), tune.strip_stream};
+  const dim3 grid{unsigned(blocks_x), unsigned(strips), 1u};
+  pdl::launch(pdl::kStripApply8, kernel, grid, dim3(unsigned(threads)), smem, stream, d_in, d_out,
+              d_luts, a);
   return true;
 }
 

@@ -51,21 +51,7 @@ struct HistArgs {
   int rows_per_band;  ///< padded rows per block (the last band of a tile row may have fewer)
   bool warp_luts;     ///< 8-bit: the last block builds the row's LUTs one warp per tile
   bool fast_visit;    ///< visit_band's whole-vector fast path where it applies
-  int items;          ///< bands · tiles_y work items; the grid may be smaller (it loops)
-  LutRowFlags rows;   ///< row-pipelined: publish each tile row's LUTs here
 };
-
-/// Publishes tile row ty's LUTs, written by this block: after the block barrier one thread
-/// fences (cumulative: the block's LUT stores, ordered before it by the barrier, become visible
-/// at GPU scope first) and stores the epoch with release semantics.
-__device__ __forceinline__ void publish_lut_row(const LutRowFlags& rows, int ty) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(rows.ready + ty), "r"(rows.epoch)
-                 : "memory");
-  }
-}
 
 /// Counts one sample v of tile column tx of the block's tile row.
 template <typename T, bool kShared>
@@ -91,61 +77,51 @@ __global__ void __launch_bounds__(P::kHistBlockSize, 4)
   __shared__ bool s_last;
   const cf::Geometry& g = a.g;
   constexpr int kBins = sizeof(T) == 1 ? 256 : 65536;
-  // Row-pipelined: the apply may be scheduled at once (it waits on the LUT-row flags); every
-  // block of this grid is then resident or done, so the apply's spinning blocks never hold an
-  // SM that a block of this grid still needs.
-  if (a.rows.ready != nullptr) pdl::allow_dependents();
-  // Work items in tile-row order (item = ty · bands + band); a grid smaller than the items
-  // (row-pipelined) takes them in rounds, so the tile rows complete roughly in order.
-  for (int item = int(blockIdx.x); item < a.items; item += int(gridDim.x)) {
-    const int ty = item / a.bands, band = item % a.bands;
-    const int yp0 = ty * g.tile_h + band * a.rows_per_band;
-    const int yp1 = min(yp0 + a.rows_per_band, (ty + 1) * g.tile_h);
-    std::uint32_t* row_hist = hist + std::size_t(ty) * g.tiles_x * kBins;
-    if constexpr (kShared) {
-      for (int i = threadIdx.x; i < g.tiles_x * kBins; i += blockDim.x) s_hist[i] = 0;
-      __syncthreads();
+  const int ty = int(blockIdx.x) / a.bands, band = int(blockIdx.x) % a.bands;
+  const int yp0 = ty * g.tile_h + band * a.rows_per_band;
+  const int yp1 = min(yp0 + a.rows_per_band, (ty + 1) * g.tile_h);
+  std::uint32_t* row_hist = hist + std::size_t(ty) * g.tiles_x * kBins;
+  if constexpr (kShared) {
+    for (int i = threadIdx.x; i < g.tiles_x * kBins; i += blockDim.x) s_hist[i] = 0;
+    __syncthreads();
+  }
+  Counter<T, kShared> count{kShared ? s_hist : row_hist, kBins};
+  clahe_detail::visit_band(in, g, yp0, yp1, threadIdx.x, blockDim.x, count, a.fast_visit);
+  pdl::allow_dependents();  // counted: the next launch (LUTs or apply) may be scheduled
+  if constexpr (kShared) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < g.tiles_x * kBins; i += blockDim.x) {
+      const std::uint32_t c = s_hist[i];
+      if (c) atomicAdd(row_hist + i, c);
     }
-    Counter<T, kShared> count{kShared ? s_hist : row_hist, kBins};
-    clahe_detail::visit_band(in, g, yp0, yp1, threadIdx.x, blockDim.x, count, a.fast_visit);
-    pdl::allow_dependents();  // counted: the next launch (LUTs or apply) may be scheduled
-    if constexpr (kShared) {
-      __syncthreads();
-      for (int i = threadIdx.x; i < g.tiles_x * kBins; i += blockDim.x) {
-        const std::uint32_t c = s_hist[i];
-        if (c) atomicAdd(row_hist + i, c);
+    // Last block of the tile row builds its LUTs. One thread fences, after the barrier (as
+    // cooperative groups' grid sync does: the barrier orders the block's adds before its fence),
+    // instead of every thread waiting on its own adds (ncu, H200, 16M: 1.5 cycles of membar
+    // stall per issued instruction).
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      s_last = atomicAdd(tickets + ty, 1u) == unsigned(a.bands - 1);
+    }
+    __syncthreads();
+    if (s_last && sizeof(T) == 1 && a.warp_luts) {
+      // One warp per tile of the row, all in parallel (clahe_lut.cuh): no block barriers.
+      __threadfence();
+      const int warps = int(blockDim.x) >> 5;
+      for (int tx = int(threadIdx.x >> 5); tx < g.tiles_x; tx += warps) {
+        const std::size_t t = std::size_t(ty) * g.tiles_x + tx;
+        clahe_detail::warp_tile_lut_u8(hist + t * kBins, g.clip, g.lut_scale,
+                                       reinterpret_cast<std::uint8_t*>(luts) + t * kBins);
       }
-      // Last block of the tile row builds its LUTs. One thread fences, after the barrier (as
-      // cooperative groups' grid sync does: the barrier orders the block's adds before its
-      // fence), instead of every thread waiting on its own adds (ncu, H200, 16M: 1.5 cycles of
-      // membar stall per issued instruction).
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        __threadfence();
-        s_last = atomicAdd(tickets + ty, 1u) == unsigned(a.bands - 1);
+      if (threadIdx.x == 0) tickets[ty] = 0;
+    } else if (s_last) {
+      __threadfence();
+      for (int tx = 0; tx < g.tiles_x; ++tx) {
+        const std::size_t t = std::size_t(ty) * g.tiles_x + tx;
+        clahe_detail::block_tile_lut<T, kBins>(hist + t * kBins, g.clip, g.lut_scale,
+                                               luts + t * kBins, s_tmp);
       }
-      __syncthreads();
-      if (s_last && sizeof(T) == 1 && a.warp_luts) {
-        // One warp per tile of the row, all in parallel (clahe_lut.cuh): no block barriers.
-        __threadfence();
-        const int warps = int(blockDim.x) >> 5;
-        for (int tx = int(threadIdx.x >> 5); tx < g.tiles_x; tx += warps) {
-          const std::size_t t = std::size_t(ty) * g.tiles_x + tx;
-          clahe_detail::warp_tile_lut_u8(hist + t * kBins, g.clip, g.lut_scale,
-                                         reinterpret_cast<std::uint8_t*>(luts) + t * kBins);
-        }
-        if (threadIdx.x == 0) tickets[ty] = 0;
-        if (a.rows.ready != nullptr) publish_lut_row(a.rows, ty);
-      } else if (s_last) {
-        __threadfence();
-        for (int tx = 0; tx < g.tiles_x; ++tx) {
-          const std::size_t t = std::size_t(ty) * g.tiles_x + tx;
-          clahe_detail::block_tile_lut<T, kBins>(hist + t * kBins, g.clip, g.lut_scale,
-                                                 luts + t * kBins, s_tmp);
-        }
-        if (threadIdx.x == 0) tickets[ty] = 0;
-        if (a.rows.ready != nullptr) publish_lut_row(a.rows, ty);
-      }
+      if (threadIdx.x == 0) tickets[ty] = 0;
     }
   }
 }
@@ -689,32 +665,15 @@ void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaS
       tune.hist_blocks_per_sm > 0
           ? std::size_t(tune.hist_blocks_per_sm) * std::size_t(detail::sm_count())
           : detail::resident_blocks(counted, P::kHistBlockSize, privatized ? shared_bytes : 0);
-  const bool pipelined = sizeof(T) == 1 && b.rows.ready != nullptr;
-  if (pipelined && !(privatized && tune.warp_luts)) {
-    throw UsageError("CLAHE: row-pipelined LUTs need the privatized 8-bit histograms");
-  }
-  // Row-pipelined: a persistent grid of pipe_hist_blocks_per_sm blocks per SM; each tile row
-  // cut into grid / pipe_rows_in_flight bands, so that the grid counts that many tile rows at
-  // a time and publishes them in order.
-  const std::size_t grid_blocks =
-      pipelined ? std::size_t(tune.pipe_hist_blocks_per_sm) * std::size_t(detail::sm_count())
-                : target;
-  const clahe_detail::Bands split =
-      pipelined
-          ? clahe_detail::split_bands(
-                g.tile_h, 1, int(std::max<std::size_t>(1, grid_blocks / tune.pipe_rows_in_flight)),
-                min_rows)
-          : clahe_detail::split_bands(g.tile_h, g.tiles_y,
-                                      int(std::min<std::size_t>(target, 1u << 30)), min_rows);
+  const clahe_detail::Bands split = clahe_detail::split_bands(
+      g.tile_h, g.tiles_y, int(std::min<std::size_t>(target, 1u << 30)), min_rows);
   const int bands = split.bands, rows = split.rows;
-  const int items = bands * g.tiles_y;
-  HistArgs a{g, bands, rows, tune.warp_luts, tune.fast_visit, items, b.rows};
-  const dim3 grid(unsigned(pipelined ? std::min<std::size_t>(grid_blocks, std::size_t(items))
-                                     : std::size_t(items)));
+  HistArgs a{g, bands, rows, tune.warp_luts, tune.fast_visit};
+  const dim3 grid(unsigned(std::size_t(bands) * g.tiles_y));
   T* luts = static_cast<T*>(b.luts);
   if constexpr (sizeof(T) == 1) {
     constexpr int kRanks = P::kClusterBands;
-    if (!pipelined && privatized && tune.cluster_luts &&
+    if (privatized && tune.cluster_luts &&
         std::size_t(g.padded_w) * std::size_t(g.padded_h) <= P::kClusterMaxPixels &&
         g.tile_h >= kRanks) {
       const auto kernel = tile_hist_cluster_kernel<kRanks>;

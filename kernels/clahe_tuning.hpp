@@ -51,11 +51,6 @@
 //                                   a test and branch per sample
 //   HISTEQ_HIST16_HASH=0|1          65536-bin histogram: the packed words' bank hash
 //                                   (packed16::word_of; default 1, with the default shape only)
-//   HISTEQ_CLAHE_PIPE=0|1           8-bit: tile histograms and strip apply row-pipelined
-//                                   (clahe_row_pipelined; default ClahePolicy::kRowPipeline)
-//   HISTEQ_CLAHE_PIPE_HIST_BPS=N    row-pipelined: persistent histogram blocks per SM (1-4)
-//   HISTEQ_CLAHE_PIPE_ROWS=N        row-pipelined: tile rows the histogram grid counts at once
-//   HISTEQ_CLAHE_PIPE_WAVES=N       row-pipelined: waves of strip-apply row ranges
 //   HISTEQ_PDL=MASK                 programmatic dependent launch per launch site (pdl.cuh's
 //                                   Edge values summed; 0: none; default kDefaultEdges)
 #pragma once
@@ -94,10 +89,6 @@ struct ClaheTuning {
   bool cells16_prefetch = ClahePolicy::kCells16Prefetch;  ///< cell apply: next vector loaded early
   bool hist16_defer = HistU16Policy::kPackedDeferred;
   bool hist16_hash = HistU16Policy::kPackedHash;
-  bool row_pipeline = ClahePolicy::kRowPipeline;  ///< 8-bit: histograms and apply row-pipelined
-  int pipe_hist_blocks_per_sm = ClahePolicy::kPipeHistBlocksPerSm;
-  int pipe_rows_in_flight = ClahePolicy::kPipeRowsInFlight;
-  int pipe_strip_waves = ClahePolicy::kPipeStripWaves;
 };
 
 inline const ClaheTuning& clahe_tuning() {
@@ -148,11 +139,6 @@ inline const ClaheTuning& clahe_tuning() {
     r.hist16_pairs = num("HISTEQ_HIST16_PAIRS", 0, 1, r.hist16_pairs ? 1 : 0) == 1;
     r.hist16_defer = num("HISTEQ_HIST16_DEFER", 0, 1, r.hist16_defer ? 1 : 0) == 1;
     r.hist16_hash = num("HISTEQ_HIST16_HASH", 0, 1, r.hist16_hash ? 1 : 0) == 1;
-    r.row_pipeline = num("HISTEQ_CLAHE_PIPE", 0, 1, r.row_pipeline ? 1 : 0) == 1;
-    r.pipe_hist_blocks_per_sm =
-        int(num("HISTEQ_CLAHE_PIPE_HIST_BPS", 1, 4, r.pipe_hist_blocks_per_sm));
-    r.pipe_rows_in_flight = int(num("HISTEQ_CLAHE_PIPE_ROWS", 1, 64, r.pipe_rows_in_flight));
-    r.pipe_strip_waves = int(num("HISTEQ_CLAHE_PIPE_WAVES", 1, 64, r.pipe_strip_waves));
     return r;
   }();
   return t;

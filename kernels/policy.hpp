@@ -206,15 +206,6 @@ struct ClahePolicy {
   static constexpr std::size_t kStripMaxSharedBytes = std::size_t(32) << 10;
   /// 16-bit LUT kernel: coalesced walk (clahe_lut.cuh, block_tile_lut_coalesced).
   static constexpr bool kCoalescedLut16 = true;
-  /// Row-pipelined 8-bit CLAHE (clahe_row_pipelined, where the strip apply runs): the tile
-  /// histograms as kPipeHistBlocksPerSm persistent blocks per SM whose work items are bands of
-  /// kPipeRowsInFlight tile rows at a time (items in tile-row order, each tile row cut into
-  /// grid / kPipeRowsInFlight bands), the strip apply beside them in kPipeStripWaves waves of
-  /// row ranges, each waiting for the LUT-row flags it needs.
-  static constexpr bool kRowPipeline = true;
-  static constexpr int kPipeHistBlocksPerSm = 1;
-  static constexpr int kPipeRowsInFlight = 2;
-  static constexpr int kPipeStripWaves = 4;
 };
 inline constexpr ClahePolicy kClahePolicy{};
 

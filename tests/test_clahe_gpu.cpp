@@ -336,24 +336,22 @@ TEST(ClaheGpu, StripApplyLargePlanes) {
   }
 }
 
-// The row-pipelined 8-bit path (kernels/clahe.hpp, clahe_row_pipelined: the strip apply
-// launched beside a persistent tile-histogram grid, each range of rows waiting on the flags of
-// the LUT rows it blends), taken by default from 4M pixels on sm_90 and for every strip-apply
-// plane in test_clahe_gpu_apply_strip. One engine runs the cases twice over (its flags' epoch
-// moves on with each call; between calls a LUT-only call publishes flags that no apply reads):
-// tile rows of one to many bands, grids of 64 tile rows, and in place with reflect-101 rows
-// below the image that come from tile rows above the last (1000 = 62·16 + 8 rows, so the last
-// tile row of 16 is all padding, read from rows 975-998 of three tile rows whose applies would
-// otherwise not wait for it).
-TEST(ClaheGpu, RowPipelinedPlanes) {
+// Large 8-bit planes, most of them from 4M pixels (the strip apply by default; all of them in
+// test_clahe_gpu_apply_strip), on one engine that runs the cases twice over with LUT-only
+// calls between them, so that every geometry starts from the counters and tickets the last one
+// left (a ticket left non-zero, or a counter, shows as a wrong LUT): tile rows of one to many
+// bands, grids of 64 tile rows, and in place with reflect-101 rows below the image that come
+// from tile rows above the last (1000 = 62·16 + 8 rows, so the last tile row of 16 is all
+// padding, read from rows 975-998 of three tile rows).
+TEST(ClaheGpu, LargePlanesAcrossGeometries) {
   HISTEQ_REQUIRE_GPU();
   struct Case {
     int w, h, tx, ty;
     double clip;
   };
-  const Case cases[] = {{4096, 1024, 8, 8, 2.0},   {2048, 2100, 8, 64, 2.0},
-                        {1024, 1000, 8, 64, 2.0},  {4096, 4096, 8, 8, 2.0},
-                        {2560, 1700, 5, 9, 40.0},  {8192, 520, 16, 3, 0.0},
+  const Case cases[] = {{4096, 1024, 8, 8, 2.0},  {2048, 2100, 8, 64, 2.0},
+                        {1024, 1000, 8, 64, 2.0}, {4096, 4096, 8, 8, 2.0},
+                        {2560, 1700, 5, 9, 40.0}, {8192, 520, 16, 3, 0.0},
                         {2048, 4104, 32, 50, 3.0}};
   std::mt19937 rng(31337);
   gpu::Clahe engine;

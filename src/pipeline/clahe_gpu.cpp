@@ -18,13 +18,10 @@ struct Clahe::Impl {
   Stream stream;
   DeviceBuffer<std::uint32_t> hist;
   DeviceBuffer<std::uint32_t> tickets;
-  DeviceBuffer<std::uint32_t> ready;      // LUT-row flags (kernels::LutRowFlags): only epochs
   DeviceBuffer<std::uint8_t> luts;        // bytes
   DeviceBuffer<std::uint32_t> partials;   // 16-bit packed tile histograms (any contents)
   DeviceBuffer<std::uint32_t> pair_luts;  // 16-bit LUT pairs for the apply
   bool pairs_ready = false;               // pair_luts written by the last prepare()
-  std::uint32_t epoch = 0;                // the LUT-row flags' value of the last pipelined call
-  kernels::LutRowFlags rows;              // of the last prepare(); ready nullptr: not pipelined
 
   /// Grows a buffer to `count` elements; a new counter buffer is zeroed once (the kernels keep
   /// it zero afterwards).
@@ -64,14 +61,6 @@ struct Clahe::Impl {
         b.pair_luts = ensure(pair_luts, words, false);
     }
     pairs_ready = b.pair_luts != nullptr;
-    rows = {};
-    if (bins == 256 && kernels::clahe_row_pipelined(g, d_in, d_out)) {
-      // A new epoch per call (never 0, the flags' value when allocated): the flags of earlier
-      // calls, of any geometry, never equal it. Their own buffer: a ticket must start at zero.
-      if (++epoch == 0) epoch = 1;
-      rows = {ensure(ready, std::size_t(g.tiles_y), true), epoch};
-    }
-    b.rows = rows;
     kernels::clahe_luts(d_in, g, b, stream.get());
     return g;
   }
@@ -88,8 +77,7 @@ void Clahe::synchronize() const { impl_->stream.sync(); }
 void Clahe::apply(const std::uint8_t* d_in, std::uint8_t* d_out, int width, int height,
                   const ClaheOptions& opt) {
   const auto g = impl_->prepare(d_in, d_out, width, height, opt, 256);
-  kernels::clahe_apply(d_in, d_out, g, impl_->luts.get(), impl_->stream.get(), nullptr,
-                       impl_->rows);
+  kernels::clahe_apply(d_in, d_out, g, impl_->luts.get(), impl_->stream.get());
 }
 
 void Clahe::apply16(const std::uint16_t* d_in, std::uint16_t* d_out, int width, int height,
