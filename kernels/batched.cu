@@ -625,7 +625,7 @@ struct ClusterLaunch {
 bool cluster_fits(int threads, int k) {
   static const char tags[2][P::kMaxClusterBlocks + 1] = {};
   return detail::per_device_once(&tags[threads == P::kClusterThreads ? 1 : 0][k], [threads, k] {
-           if (!detail::cluster_capable()) return 0;
+           if (!detail::sm90_or_newer()) return 0;
            if (k > 8) {
              HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(
                  cluster_kernel(threads), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));

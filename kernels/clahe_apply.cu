@@ -100,21 +100,39 @@ __device__ __forceinline__ unsigned blend_biased(float l11, float l12, float l21
   return __float_as_uint(__fadd_rn(r, 8388608.0f));
 }
 
-/// interpolate() at the cursor's column without conversions (the rewrites of pair_sample):
-/// biased LUT floats 0x4B000000 | l, l·x as fma(2^23 + l, x, −2^23·x), cvRound(r) as the low
-/// bits of r + 2^23 (0 <= r < maxval + 0.5: no saturation). Rows l1 (tile row t1) and l2 (t2).
+/// The four per-tile LUTs that the samples of one interpolation cell blend: rows l1 (tile row
+/// t1) and l2 (t2), tile columns t1 and t1 + 1 of the cell clamped to [0, tiles_x − 1].
+/// blend(): interpolate() of value v at the cursor's column without conversions (the rewrites of
+/// pair_sample): biased LUT floats 0x4B000000 | l, l·x as fma(2^23 + l, x, −2^23·x), cvRound(r)
+/// as the low bits of r + 2^23 (0 <= r < maxval + 0.5: no saturation).
+template <typename T>
+struct CellLuts {
+  static constexpr unsigned kBins = sizeof(T) == 1 ? 256u : 65536u;
+  const T *p11, *p12, *p21, *p22;
+  __device__ __forceinline__ CellLuts(const T* l1, const T* l2, int t1, int tiles_x) {
+    const int a = t1 < 0 ? 0 : t1, b = t1 + 1 > tiles_x - 1 ? tiles_x - 1 : t1 + 1;
+    p11 = l1 + std::size_t(a) * kBins;
+    p12 = l1 + std::size_t(b) * kBins;
+    p21 = l2 + std::size_t(a) * kBins;
+    p22 = l2 + std::size_t(b) * kBins;
+  }
+  __device__ __forceinline__ unsigned blend(unsigned v, const XCursor& c, float ya,
+                                            float ya1) const {
+    const auto biased = [](unsigned l) { return __int_as_float(int(0x4B000000u | l)); };
+    return blend_biased(biased(__ldg(p11 + v)), biased(__ldg(p12 + v)), biased(__ldg(p21 + v)),
+                        biased(__ldg(p22 + v)), c, ya, ya1) &
+           (kBins - 1u);
+  }
+};
+
+/// One sample v at the next column of the cursor (which steps), from the per-tile LUT rows l1
+/// and l2 (CellLuts).
 template <typename T>
 __device__ __forceinline__ unsigned lut_sample(const T* __restrict__ l1, const T* __restrict__ l2,
                                                int tiles_x, XCursor& c, float ya, float ya1,
                                                unsigned v) {
-  constexpr unsigned kBins = sizeof(T) == 1 ? 256u : 65536u;
   c.step();
-  const int t1 = c.t1 < 0 ? 0 : c.t1, t2 = c.t1 + 1 > tiles_x - 1 ? tiles_x - 1 : c.t1 + 1;
-  const std::size_t i1 = std::size_t(t1) * kBins + v, i2 = std::size_t(t2) * kBins + v;
-  const auto biased = [](unsigned l) { return __int_as_float(int(0x4B000000u | l)); };
-  const float l11 = biased(__ldg(l1 + i1)), l12 = biased(__ldg(l1 + i2)),
-              l21 = biased(__ldg(l2 + i1)), l22 = biased(__ldg(l2 + i2));
-  return blend_biased(l11, l12, l21, l22, c, ya, ya1) & (kBins - 1u);
+  return CellLuts<T>(l1, l2, c.t1, tiles_x).blend(v, c, ya, ya1);
 }
 
 /// 16-bit from the LUT pairs (clahe_pair_lut_words): sample v of column x in interpolation cell
@@ -170,20 +188,11 @@ struct LutRows {
   /// per-sample tile clamps and 64-bit indices).
   __device__ void cell_run(const T* l1, const T* l2, XCursor& c, float ya, float ya1, T* vals,
                            int k) const {
-    const int t1 = c.t1 < 0 ? 0 : c.t1, t2 = c.t1 + 1 > tiles_x - 1 ? tiles_x - 1 : c.t1 + 1;
-    const T* p11 = l1 + std::size_t(t1) * kBins;
-    const T* p12 = l1 + std::size_t(t2) * kBins;
-    const T* p21 = l2 + std::size_t(t1) * kBins;
-    const T* p22 = l2 + std::size_t(t2) * kBins;
-    const auto biased = [](unsigned l) { return __int_as_float(int(0x4B000000u | l)); };
+    const CellLuts<T> cell(l1, l2, c.t1, tiles_x);
 #pragma unroll
     for (int j = 0; j < k; ++j) {
       c.step_in_cell();
-      const unsigned v = vals[j];
-      vals[j] =
-          static_cast<T>(blend_biased(biased(__ldg(p11 + v)), biased(__ldg(p12 + v)),
-                                      biased(__ldg(p21 + v)), biased(__ldg(p22 + v)), c, ya, ya1) &
-                         unsigned(kBins - 1));
+      vals[j] = static_cast<T>(cell.blend(vals[j], c, ya, ya1));
     }
   }
   __device__ unsigned fast(const T* l1, const T* l2, XCursor& c, float ya, float ya1,

@@ -578,7 +578,7 @@ template <int kRanks>
 bool fused16_fits() {
   static const char tag = 0;
   return detail::per_device_once(&tag, [] {
-           if (!detail::cluster_capable()) return 0;
+           if (!detail::sm90_or_newer()) return 0;
            set_fused16_smem<kRanks>();
            cudaLaunchConfig_t cfg{};
            cfg.gridDim = dim3(kRanks);

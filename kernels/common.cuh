@@ -211,10 +211,10 @@ inline std::size_t resident_blocks(const void* kernel, int block, std::size_t dy
   return blocks;
 }
 
-/// Whether the current device has thread-block clusters (compute capability 9.0 or newer). A
-/// kernel built for sm_90 only must not be touched (cudaFuncSetAttribute, occupancy queries) on
-/// an older device.
-inline bool cluster_capable() {
+/// Whether the current device is of compute capability 9.0 or newer: thread-block clusters,
+/// distributed shared memory, programmatic dependent launch (pdl.cuh). A kernel built for sm_90
+/// only must not be touched (cudaFuncSetAttribute, occupancy queries) on an older device.
+inline bool sm90_or_newer() {
   int dev = 0, major = 0;
   HISTEQ_CUDA_CHECK(cudaGetDevice(&dev));
   HISTEQ_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
@@ -224,7 +224,7 @@ inline bool cluster_capable() {
 /// Whether at least one cluster of `kernel` launched as `cfg` (its cluster dimension attribute,
 /// or the kernel's __cluster_dims__) fits on the current device, by
 /// cudaOccupancyMaxActiveClusters; a shape the query rejects does not fit. Call only where
-/// cluster_capable(), after the kernel's attributes are set.
+/// sm90_or_newer(), after the kernel's attributes are set.
 inline bool clusters_fit(const void* kernel, const cudaLaunchConfig_t& cfg) {
   int clusters = 0;
   if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {

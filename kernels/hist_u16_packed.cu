@@ -231,11 +231,36 @@ int resident_pair_blocks(K kernel, std::size_t smem) {
   return std::min(2 * clusters, detail::sm_count() / 2 * 2);
 }
 
-template <typename K>
-void allow_shared(K kernel, std::size_t smem) {
-  HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-}
+using CountKernel = void (*)(const std::uint16_t*, std::size_t, unsigned long long*,
+                             std::uint32_t*);
+
+/// The shapes of one counting kernel (hist_u16_packed_kernel or hist_u16_pair_kernel), by
+/// loads in flight (4 or 8), deferred crossing tests, and the bank hash (built for the default
+/// shape only: 4 loads in flight, deferred tests).
+struct CountShapes {
+  CountKernel vif4, vif4_deferred, vif8, vif8_deferred, hashed;
+
+  CountKernel pick(bool eight, bool defer, bool hash) const {
+    if (hash && !eight && defer) return hashed;
+    if (eight) return defer ? vif8_deferred : vif8;
+    return defer ? vif4_deferred : vif4;
+  }
+  /// Lets every shape take smem bytes of dynamic shared memory.
+  void allow_shared(std::size_t smem) const {
+    for (const CountKernel k : {vif4, vif4_deferred, vif8, vif8_deferred, hashed}) {
+      HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k),
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             int(smem)));
+    }
+  }
+};
+
+const CountShapes kSingleShapes{hist_u16_packed_kernel<4, false>, hist_u16_packed_kernel<4, true>,
+                                hist_u16_packed_kernel<8, false>, hist_u16_packed_kernel<8, true>,
+                                hist_u16_packed_kernel<4, true, true>};
+const CountShapes kPairShapes{hist_u16_pair_kernel<4, false>, hist_u16_pair_kernel<4, true>,
+                              hist_u16_pair_kernel<8, false>, hist_u16_pair_kernel<8, true>,
+                              hist_u16_pair_kernel<4, true, true>};
 
 }  // namespace
 
@@ -250,40 +275,19 @@ void hist_u16_packed(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_
   // Per device (a launch on another GPU of the process does not inherit the limit).
   const int pair_blocks =
       detail::per_device_once(reinterpret_cast<const void*>(hist_u16_pair_kernel<4, false>), [&] {
-        allow_shared(hist_u16_packed_kernel<4, true>, smem);
-        allow_shared(hist_u16_packed_kernel<8, true>, smem);
-        allow_shared(hist_u16_packed_kernel<4, false>, smem);
-        allow_shared(hist_u16_packed_kernel<8, false>, smem);
-        allow_shared(hist_u16_pair_kernel<4, true>, smem);
-        allow_shared(hist_u16_pair_kernel<8, true>, smem);
-        allow_shared(hist_u16_pair_kernel<4, false>, smem);
-        allow_shared(hist_u16_pair_kernel<8, false>, smem);
-        allow_shared(hist_u16_packed_kernel<4, true, true>, smem);
-        allow_shared(hist_u16_pair_kernel<4, true, true>, smem);
+        kSingleShapes.allow_shared(smem);
+        kPairShapes.allow_shared(smem);
         return resident_pair_blocks(hist_u16_pair_kernel<4, true>, smem);
       });
   const bool pairs = tune.hist16_pairs && pair_blocks >= 2;
   const int grid = packed_grid(n, pairs ? pair_blocks : detail::sm_count(), pairs);
   const bool eight = tune.hist16_vectors == 8, defer = tune.hist16_defer;
-  // The bank hash (packed16::word_of) is built for the default shape only: 4 loads in flight,
-  // deferred tests.
-  const bool hash = tune.hist16_hash && !eight && defer;
+  const bool hash = tune.hist16_hash && !eight && defer;  // as CountShapes::pick
   auto* spill =
       reinterpret_cast<unsigned long long*>(d_scratch + std::size_t(detail::sm_count()) * kWords);
   auto* hist = reinterpret_cast<unsigned long long*>(d_hist);
-  if (pairs) {
-    const auto kernel =
-        hash    ? hist_u16_pair_kernel<4, true, true>
-        : eight ? (defer ? hist_u16_pair_kernel<8, true> : hist_u16_pair_kernel<8, false>)
-                : (defer ? hist_u16_pair_kernel<4, true> : hist_u16_pair_kernel<4, false>);
-    kernel<<<unsigned(grid), P::kPackedBlockSize, smem, stream>>>(d_in, n, spill, d_scratch);
-  } else {
-    const auto kernel =
-        hash    ? hist_u16_packed_kernel<4, true, true>
-        : eight ? (defer ? hist_u16_packed_kernel<8, true> : hist_u16_packed_kernel<8, false>)
-                : (defer ? hist_u16_packed_kernel<4, true> : hist_u16_packed_kernel<4, false>);
-    kernel<<<unsigned(grid), P::kPackedBlockSize, smem, stream>>>(d_in, n, spill, d_scratch);
-  }
+  const CountKernel kernel = (pairs ? kPairShapes : kSingleShapes).pick(eight, defer, hash);
+  kernel<<<unsigned(grid), P::kPackedBlockSize, smem, stream>>>(d_in, n, spill, d_scratch);
   HISTEQ_CUDA_CHECK_LAUNCH();
   const int rows = pairs ? grid / 2 : grid;
   pdl::launch(pdl::kHist16Sum, hash ? hist_u16_sum_kernel<true> : hist_u16_sum_kernel<false>,

@@ -95,13 +95,10 @@ __device__ __forceinline__ void allow_dependents() {
 inline bool allowed(const void* kernel) {
   static const char tag = 0;
   return detail::per_device_once(&tag, [kernel] {
-           int dev = 0, major = 0;
-           HISTEQ_CUDA_CHECK(cudaGetDevice(&dev));
-           HISTEQ_CUDA_CHECK(
-               cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+           if (!detail::sm90_or_newer()) return 0;
            cudaFuncAttributes attr{};
            HISTEQ_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
-           return major >= 9 && attr.ptxVersion >= 90 ? 1 : 0;
+           return attr.ptxVersion >= 90 ? 1 : 0;
          }) == 1;
 }
 
