@@ -304,31 +304,29 @@ __global__ void __launch_bounds__(P::kCells16Threads)
   if (per_row <= 0) return;
   const unsigned total = unsigned(y1 - y0) * unsigned(per_row);
   const int stride = a.width / 8;
-  // Vector k of the block: its row and index, and where it is in the plane.
-  const auto place = [&](unsigned k, int& y, int& v) {
+  // Vector k of the block: its row y, its index v in the row, and its place in the plane.
+  struct Place {
+    int y, v;
+    std::size_t at;
+  };
+  const auto place = [&](unsigned k) {
     const int dy = int(k / unsigned(per_row));
-    y = y0 + dy;
-    v = v0 + int(k - unsigned(dy) * unsigned(per_row));
-    return std::size_t(y) * std::size_t(stride) + std::size_t(v);
+    const int y = y0 + dy, v = v0 + int(k - unsigned(dy) * unsigned(per_row));
+    return Place{y, v, std::size_t(y) * std::size_t(stride) + std::size_t(v)};
   };
   const uint4* in4 = reinterpret_cast<const uint4*>(in);
   // kPrefetch: each thread's next vector is loaded before the current one is mapped (its
   // gathers wait on the loaded samples; the next load then overlaps them).
   uint4 next = make_uint4(0, 0, 0, 0);
-  if (kPrefetch && threadIdx.x < total) {
-    int y, v;
-    next = __ldcs(in4 + place(threadIdx.x, y, v));
-  }
+  if (kPrefetch && threadIdx.x < total) next = __ldcs(in4 + place(threadIdx.x).at);
   for (unsigned k = threadIdx.x; k < total; k += blockDim.x) {
-    int y, v;
-    const std::size_t at = place(k, y, v);
+    const Place p = place(k);
+    const int y = p.y, v = p.v;
+    const std::size_t at = p.at;
     uint4 q;
     if constexpr (kPrefetch) {
       q = next;
-      if (k + blockDim.x < total) {
-        int yn, vn;
-        next = __ldcs(in4 + place(k + blockDim.x, yn, vn));
-      }
+      if (k + blockDim.x < total) next = __ldcs(in4 + place(k + blockDim.x).at);
     } else {
       q = __ldcs(in4 + at);
     }
