@@ -315,7 +315,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(P::kPacked16Thr
   const int yp0 = ty * g.tile_h + int(rank) * rows;
   const int yp1 = min(yp0 + rows, (ty + 1) * g.tile_h);
   std::uint32_t* spill = hist + std::size_t(t) * 65536;
-  if (yp0 < yp1) count_rows16(in, g, tx, yp0, yp1, s_words, spill, &s_share[0]);
+  count_rows16(in, g, tx, yp0, yp1, s_words, spill, &s_share[0]);  // nothing where yp0 >= yp1
   cluster.sync();  // every rank's counts complete and visible (spills fenced)
   bool spilled = false;
 #pragma unroll

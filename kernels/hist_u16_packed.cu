@@ -240,8 +240,10 @@ using CountKernel = void (*)(const std::uint16_t*, std::size_t, unsigned long lo
 struct CountShapes {
   CountKernel vif4, vif4_deferred, vif8, vif8_deferred, hashed;
 
+  /// hash: the hashed shape, decided once by the caller (the sum kernel must map the words
+  /// back with the same choice).
   CountKernel pick(bool eight, bool defer, bool hash) const {
-    if (hash && !eight && defer) return hashed;
+    if (hash) return hashed;
     if (eight) return defer ? vif8_deferred : vif8;
     return defer ? vif4_deferred : vif4;
   }
@@ -282,7 +284,8 @@ void hist_u16_packed(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_
   const bool pairs = tune.hist16_pairs && pair_blocks >= 2;
   const int grid = packed_grid(n, pairs ? pair_blocks : detail::sm_count(), pairs);
   const bool eight = tune.hist16_vectors == 8, defer = tune.hist16_defer;
-  const bool hash = tune.hist16_hash && !eight && defer;  // as CountShapes::pick
+  // The bank hash is built for the default shape only (CountShapes::hashed).
+  const bool hash = tune.hist16_hash && !eight && defer;
   auto* spill =
       reinterpret_cast<unsigned long long*>(d_scratch + std::size_t(detail::sm_count()) * kWords);
   auto* hist = reinterpret_cast<unsigned long long*>(d_hist);
