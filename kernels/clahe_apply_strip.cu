@@ -265,237 +265,6 @@ __global__ void __launch_bounds__(P::kStripThreads, kMinBlocks)
   }
 }
 
-// ---- Row tables (HISTEQ_CLAHE_STRIP_TABLE, ClahePolicy::kStripTable*) ----
-//
-// Per row y and interpolation cell the blend is linear in the x weight: for a pixel of value
-// v, R = VL + xa·D with VL the left tile column's vertical blend L_top[v]·(1 − ya) +
-// L_bot[v]·ya and D the right one's minus VL. So per row the block first fills, for every
-// (cell, value) it spans, the pair (VL, D) in shared memory (one fma per tile column and value
-// from the cell row's LUTs as floats, one subtraction per cell), and a pixel then costs one
-// 8-byte shared load, one fma, the rounding and a tie test (about 9 instructions against 18 for
-// OpenCV's order). The rounded byte equals OpenCV's wherever the sum lies clear of a tie
-// (clahe_formula::kTableTieWindow: the error bound is worked out there); the few pixels within
-// the window are computed again with OpenCV's operations.
-
-/// The exact byte of one pixel by OpenCV's operations (clahe_formula::blend: the fallback of the
-/// row-table apply near ties), its four LUT values from the cell row's (L_top, L_bot − L_top)
-/// float pairs; the byte in the low byte of the result's bits, as blend_packed.
-__device__ __forceinline__ float exact_from_pairs(float2 left, float2 right, float xa, float ya,
-                                                  float ya1) {
-  const cf::Axis ax{0, 0, xa, __fsub_rn(1.0f, xa)}, ay{0, 0, ya, ya1};
-  const float r = cf::blend(int(left.x), int(right.x), int(__fadd_rn(left.x, left.y)),
-                            int(__fadd_rn(right.x, right.y)), ax, ay);
-  return __fadd_rn(r, 8388608.0f);
-}
-
-/// What the row-table map of one row needs besides the row and its table.
-struct TableRow {
-  unsigned tab_base;  ///< shared-space address of the row's (VL, D): [cell − c_lo][256]
-  const float2* lf;   ///< the cell row's (L_top, L_bot − L_top): [tile − t_lo][256]
-  int c_lo, t_lo, tiles_x;
-  float ya, ya1;
-};
-
-/// 16 pixels of one row from the row's (VL, D) table; kSplit as map_row.
-template <bool kSplit>
-__device__ __forceinline__ Row<16> map_row_table(const Row<16>& q, const TableRow& t,
-                                                 unsigned cell_a, int split,
-                                                 const float (&xa)[16]) {
-  // round(s) of pixel j into `out`; the sign bit of the result clear: within the tie window.
-  const auto blend = [&](int j, float& out) {
-    const unsigned cell = kSplit && j >= split ? cell_a + 1 : cell_a;
-    const unsigned idx = __byte_perm(q.w[j >> 2], cell, 0x5540u | unsigned(j & 3));
-    float vl, d;  // (VL, D) at byte address tab_base + 8·idx: one LEA, one LDS.64
-    asm("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(vl), "=f"(d) : "r"(t.tab_base + 8u * idx));
-    return cf::table_round(cf::table_s(xa[j], vl, d), out);
-  };
-  // Four pixels at a time, packed at once; a group with a pixel near a tie (rare) finds it
-  // again and puts OpenCV's byte in its place.
-  Row<16> r;
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    float o[4];
-    unsigned clear = ~0u;  // sign bits: all four clear of ties
-#pragma unroll
-    for (int i = 0; i < 4; ++i) clear &= __float_as_uint(blend(4 * k + i, o[i]));
-    const unsigned lo = __byte_perm(__float_as_uint(o[0]), __float_as_uint(o[1]), 0x0040u);
-    const unsigned hi = __byte_perm(__float_as_uint(o[2]), __float_as_uint(o[3]), 0x0040u);
-    r.w[k] = __byte_perm(lo, hi, 0x5410u);
-    if ((clear >> 31) == 0u) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int j = 4 * k + i;
-        float unused;
-        if ((__float_as_uint(blend(j, unused)) >> 31) == 0u) {
-          const int c = t.c_lo + int(kSplit && j >= split ? cell_a + 1 : cell_a);
-          const unsigned v = (q.w[k] >> (8 * i)) & 0xFFu;
-          const float2 left = t.lf[(max(c - 1, 0) - t.t_lo) * 256 + int(v)];
-          const float2 right = t.lf[(min(c, t.tiles_x - 1) - t.t_lo) * 256 + int(v)];
-          const unsigned b = __float_as_uint(exact_from_pairs(left, right, xa[j], t.ya, t.ya1));
-          // byte i of the word becomes b's low byte
-          constexpr unsigned kSel[4] = {0x3214u, 0x3240u, 0x3410u, 0x4210u};
-          r.w[k] = __byte_perm(r.w[k], b, kSel[i]);
-        }
-      }
-    }
-  }
-  return r;
-}
-
-/// The most cells one block of the row-table apply spans (the host checks).
-constexpr int kTableMaxCells = 10;
-
-/// The row-table apply: blocks and row ranges as apply_strip_kernel (16 columns per thread).
-/// Shared memory: the cell row's float LUT pairs [cells][256] and two rows' (VL, D) tables
-/// [2][cells][256], float2 each, `cells` (the most any block spans, from the host) apart.
-template <int kMinBlocks>
-__global__ void __launch_bounds__(P::kStripThreads, kMinBlocks)
-    apply_table_kernel(const std::uint8_t* in, std::uint8_t* out,
-                       const std::uint8_t* __restrict__ luts, StripArgs a, int cells) {
-  constexpr int kCols = 16;
-  extern __shared__ float2 s_pairs[];
-  float2* const s_lf = s_pairs;
-  float2* const s_tab = s_pairs + cells * 256;
-  const long long h = a.height;
-  const int y_begin = int(h * blockIdx.y / a.strips);
-  const int y_end = int(h * (blockIdx.y + 1) / a.strips);
-  if (y_begin >= y_end) return;  // the whole block
-  const int bx0 = int(blockIdx.x) * int(blockDim.x) * kCols;
-  const int bx1 = min(a.width, bx0 + int(blockDim.x) * kCols);
-  const int c_lo = cell_of(bx0, a.inv_tw, a.tiles_x);
-  const int c_hi = cell_of(bx1 - 1, a.inv_tw, a.tiles_x);
-  const int t_lo = max(c_lo - 1, 0), t_hi = min(c_hi, a.tiles_x - 1);
-  const int ncell = c_hi - c_lo + 1, delta = c_lo - t_lo, tmax = t_hi - t_lo;
-  const int xs = bx0 + kCols * int(threadIdx.x);
-  // OpenCV's x weights of the thread's columns (as apply_strip_kernel).
-  float xa[kCols];
-  const float xs_f = __int2float_rn(xs);
-  float fl0 = 0.f;
-  int split = kCols;
-#pragma unroll
-  for (int j = 0; j < kCols; ++j) {
-    const float tf = __fsub_rn(__fmul_rn(__fadd_rn(xs_f, float(j)), a.inv_tw), 0.5f);
-    const float fl = floorf(tf);
-    xa[j] = __fsub_rn(tf, fl);
-    if (j == 0)
-      fl0 = fl;
-    else if (split == kCols && fl != fl0)
-      split = j;
-  }
-  const unsigned cell_a = unsigned(__float2int_rz(fl0) + 1 - c_lo);
-  const bool active = xs < a.width;
-  const bool any_split = __any_sync(0xFFFFFFFFu, active && split < kCols);
-  const std::size_t pitch = std::size_t(a.width);
-  const auto cell_end = [&](int cy) {
-    return cy == a.tiles_y ? y_end : min(y_end, cell_start(cy + 1, a.tile_h, a.inv_th, a.height));
-  };
-  // The cell row's LUTs as floats: (L_top[v], L_bot[v] − L_top[v]) per tile the block spans.
-  const auto fill_lf = [&](int cy) {
-    const int ty1 = max(cy - 1, 0), ty2 = min(cy, a.tiles_y - 1);
-    const int items = (t_hi - t_lo + 1) * 64;
-    for (int it = int(threadIdx.x); it < items; it += int(blockDim.x)) {
-      const int t = t_lo + it / 64, v4 = (it % 64) * 4;
-      const unsigned top = __ldg(
-          reinterpret_cast<const unsigned*>(luts + (std::size_t(ty1) * a.tiles_x + t) * 256 + v4));
-      const unsigned bot = __ldg(
-          reinterpret_cast<const unsigned*>(luts + (std::size_t(ty2) * a.tiles_x + t) * 256 + v4));
-      float4 p0, p1;
-      const auto f = [](unsigned w, int k) { return float((w >> (8 * k)) & 0xFFu); };
-      p0.x = f(top, 0), p0.y = f(bot, 0) - p0.x, p0.z = f(top, 1), p0.w = f(bot, 1) - p0.z;
-      p1.x = f(top, 2), p1.y = f(bot, 2) - p1.x, p1.z = f(top, 3), p1.w = f(bot, 3) - p1.z;
-      auto* dst = reinterpret_cast<float4*>(s_lf + (t - t_lo) * 256 + v4);
-      dst[0] = p0;
-      dst[1] = p1;
-    }
-  };
-  // Pairs of rows within one cell row; each pair's rows are loaded one pair ahead (before the
-  // tables of the pair before are built and mapped), so that the loads' latency overlaps work.
-  const auto load_pair = [&](int y, int y1, Row<kCols>& r0, Row<kCols>& r1) {
-    if (!active) return;
-    r0.load(in + std::size_t(y) * pitch + std::size_t(xs), a.stream);
-    if (y + 1 < y1) r1.load(in + std::size_t(y + 1) * pitch + std::size_t(xs), a.stream);
-  };
-  pdl::wait();  // the LUTs, and the input and output, of the launches before
-  int y = y_begin, cy = cell_of(y, a.inv_th, a.tiles_y), y1 = cell_end(cy);
-  Row<kCols> q0, q1;
-  load_pair(y, y1, q0, q1);
-  fill_lf(cy);
-  __syncthreads();
-  for (;;) {
-    const bool two = y + 1 < y1;
-    int yn = y + (two ? 2 : 1), cyn = cy, y1n = y1;
-    if (yn == y1 && yn < y_end) {
-      cyn = cell_of(yn, a.inv_th, a.tiles_y);
-      y1n = cell_end(cyn);
-    }
-    Row<kCols> n0, n1;
-    if (yn < y_end) load_pair(yn, y1n, n0, n1);
-    float ya0, ya0_1, ya1 = 0.f, ya1_1 = 1.f;
-    y_weights(y, a.inv_th, ya0, ya0_1);
-    if (two) y_weights(y + 1, a.inv_th, ya1, ya1_1);
-    // The two rows' (VL, D) per (cell, value): V of a tile column is
-    // fma(ya, L_bot − L_top, L_top); a cell's VL is its left tile column's V, its D the right
-    // one's minus VL (0 where both are the same tile, at the image's left and right cells).
-    // Thread i fills the values i and i + 128 (blockDim.x is kStripThreads here), walking the
-    // cells left to right: the right tile column's V of one cell is the left one's of the next.
-    {
-      const int v = int(threadIdx.x);
-      const float2* lf_a = s_lf + v;
-      const float2* lf_b = s_lf + v + 128;
-      float2* tab_a = s_tab + v;
-      float2* tab_b = s_tab + v + 128;
-      float2* tab_a1 = tab_a + cells * 256;  // the second row's table
-      float2* tab_b1 = tab_b + cells * 256;
-      float2 la = lf_a[0], lb = lf_b[0];
-      float pa0 = cf::table_v(ya0, la.x, la.y), pa1 = cf::table_v(ya1, la.x, la.y);
-      float pb0 = cf::table_v(ya0, lb.x, lb.y), pb1 = cf::table_v(ya1, lb.x, lb.y);
-#pragma unroll
-      for (int k = 0; k < kTableMaxCells; ++k) {
-        if (k < ncell) {
-          // The right tile column of cell c_lo + k (from t_lo); where it is the left one (the
-          // image's first and last cells) the same V again, so D = 0 exactly.
-          const int t2 = min(k + delta, tmax);
-          la = lf_a[t2 * 256];
-          lb = lf_b[t2 * 256];
-          const float na0 = cf::table_v(ya0, la.x, la.y), na1 = cf::table_v(ya1, la.x, la.y);
-          const float nb0 = cf::table_v(ya0, lb.x, lb.y), nb1 = cf::table_v(ya1, lb.x, lb.y);
-          tab_a[k * 256] = make_float2(pa0, __fsub_rn(na0, pa0));
-          tab_b[k * 256] = make_float2(pb0, __fsub_rn(nb0, pb0));
-          tab_a1[k * 256] = make_float2(pa1, __fsub_rn(na1, pa1));
-          tab_b1[k * 256] = make_float2(pb1, __fsub_rn(nb1, pb1));
-          pa0 = na0, pa1 = na1, pb0 = nb0, pb1 = nb1;
-        }
-      }
-    }
-    __syncthreads();
-    if (active) {
-      const std::size_t o0 = std::size_t(y) * pitch + std::size_t(xs), o1 = o0 + pitch;
-      const auto base0 = unsigned(__cvta_generic_to_shared(s_tab));
-      const TableRow r0{base0, s_lf, c_lo, t_lo, a.tiles_x, ya0, ya0_1};
-      const TableRow r1{
-          base0 + unsigned(cells) * 256u * 8u, s_lf, c_lo, t_lo, a.tiles_x, ya1, ya1_1};
-      if (any_split) {
-        map_row_table<true>(q0, r0, cell_a, split, xa).store(out + o0, a.stream);
-        if (two) map_row_table<true>(q1, r1, cell_a, split, xa).store(out + o1, a.stream);
-      } else {
-        map_row_table<false>(q0, r0, cell_a, split, xa).store(out + o0, a.stream);
-        if (two) map_row_table<false>(q1, r1, cell_a, split, xa).store(out + o1, a.stream);
-      }
-    }
-    if (yn >= y_end) break;
-    __syncthreads();  // every thread is done with the tables (and the float LUTs) before refills
-    if (cyn != cy) {
-      fill_lf(cyn);
-      __syncthreads();
-    }
-    q0 = n0;
-    q1 = n1;
-    y = yn;
-    cy = cyn;
-    y1 = y1n;
-  }
-}
-
 /// Host twin of cell_of (the same float32 operations: host code is built without FMA).
 int host_cell_of(int p, float inv, int tiles) {
   const int c = int(std::floor(float(p) * inv - 0.5f)) + 1;
@@ -511,76 +280,51 @@ bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const c
                           const std::uint8_t* d_luts, cudaStream_t stream) {
   const ClaheTuning& tune = clahe_tuning();
   if (tune.apply_mode != 0 && tune.apply_mode != 2) return false;
-  const std::size_t pixels = std::size_t(g.width) * std::size_t(g.height);
-  if (g.hist_size != 256 || g.tile_w < P::kStripMinTileWidth ||
-      (tune.apply_mode == 0 && pixels < P::kStripMinPixels)) {
+  const int cols = tune.strip_cols;
+  if (g.hist_size != 256 || g.width % cols != 0 || g.tile_w < P::kStripMinTileWidth) return false;
+  if (reinterpret_cast<std::uintptr_t>(d_in) % cols != 0 ||
+      reinterpret_cast<std::uintptr_t>(d_out) % cols != 0) {
     return false;
   }
+  const std::size_t pixels = std::size_t(g.width) * std::size_t(g.height);
+  if (tune.apply_mode == 0 && pixels < P::kStripMinPixels) return false;
+  const int slots = g.width / cols;
   const float inv_tw = cf::inv_size(g.tile_w);
-  // The block shape of one variant (row tables or not): false where it does not apply (width
-  // not a multiple of its columns, a pointer not aligned to them, the tables or LUT words of a
-  // block's cells too large). Threads per block: kStripThreads (fewer for narrow images),
-  // halved while the shared memory of the cells a block spans exceeds the variant's limit (the
-  // row tables keep whole blocks). One cell of margin: the host's cell boundaries could differ
-  // from the device's by one position.
-  int cols = 0, threads = 0, blocks_x = 0, cells = 0;
+  // Threads per block: kStripThreads (fewer for narrow images), halved while the LUT words of
+  // the cells a block spans exceed kStripMaxSharedBytes. One cell of margin: the host's cell
+  // boundaries could differ from the device's by one position.
+  int threads = std::min(P::kStripThreads, ((slots + 31) / 32) * 32);
+  int blocks_x = 0;
   std::size_t smem = 0;
-  const auto layout = [&](bool table) {
-    cols = table ? 16 : tune.strip_cols;
-    if (g.width % cols != 0 || reinterpret_cast<std::uintptr_t>(d_in) % cols != 0 ||
-        reinterpret_cast<std::uintptr_t>(d_out) % cols != 0) {
-      return false;
+  for (;;) {
+    blocks_x = (slots + threads - 1) / threads;
+    int cells = 1;
+    for (int b = 0; b < blocks_x; ++b) {
+      const int x0 = b * threads * cols, x1 = std::min(g.width, x0 + threads * cols);
+      cells = std::max(
+          cells, host_cell_of(x1 - 1, inv_tw, g.tiles_x) - host_cell_of(x0, inv_tw, g.tiles_x) + 2);
     }
-    const int slots = g.width / cols;
-    const std::size_t max_smem = table ? P::kStripTableMaxSharedBytes : P::kStripMaxSharedBytes;
-    threads = std::min(P::kStripThreads, ((slots + 31) / 32) * 32);
-    for (;;) {
-      blocks_x = (slots + threads - 1) / threads;
-      cells = 1;
-      for (int b = 0; b < blocks_x; ++b) {
-        const int x0 = b * threads * cols, x1 = std::min(g.width, x0 + threads * cols);
-        cells = std::max(cells, host_cell_of(x1 - 1, inv_tw, g.tiles_x) -
-                                    host_cell_of(x0, inv_tw, g.tiles_x) + 2);
-      }
-      cells = std::min(cells, g.tiles_x + 1);
-      smem = table ? std::size_t(cells) * 256 * 3 * sizeof(float2)
-                   : std::size_t(cells) * 256 * sizeof(unsigned);
-      if (table)  // whole blocks: the table fill gives each thread the values i and i + 128
-        return threads == P::kStripThreads && smem <= max_smem && cells <= kTableMaxCells;
-      if (smem <= max_smem) return true;
-      if (threads <= 32) return false;
-      threads /= 2;
-    }
-  };
-  const bool table = (tune.strip_table < 0 ? P::kStripTable : tune.strip_table == 1) &&
-                     g.tile_w >= P::kStripTableMinTileWidth && layout(true);
-  if (!table && !layout(false)) return false;
+    smem = std::size_t(std::min(cells, g.tiles_x + 1)) * 256 * sizeof(unsigned);
+    if (smem <= P::kStripMaxSharedBytes || threads <= 32) break;
+    threads /= 2;
+  }
+  if (smem > P::kStripMaxSharedBytes) return false;
   // Registers: at most 128 for 16 columns (4 blocks of 128 threads per SM), 80 for 8 (6
   // blocks); HISTEQ_CLAHE_STRIP_OCC=5 (16 columns) or 8 (8 columns) caps them for that many
   // blocks, for measurement.
-  using Kernel = void (*)(const std::uint8_t*, std::uint8_t*, const std::uint8_t*, StripArgs);
-  using TableKernel =
-      void (*)(const std::uint8_t*, std::uint8_t*, const std::uint8_t*, StripArgs, int);
-  const Kernel strip_kernel =
+  const auto kernel =
       cols == 8 ? (tune.strip_blocks == 8 ? apply_strip_kernel<8, 8> : apply_strip_kernel<8, 6>)
       : tune.strip_blocks == 5 ? apply_strip_kernel<16, 5>
                                : apply_strip_kernel<16, 4>;
-  const TableKernel table_kernel =
-      (tune.strip_blocks > 0 ? tune.strip_blocks : P::kStripTableBlocksPerSm) >= 6
-          ? apply_table_kernel<6>
-      : (tune.strip_blocks > 0 ? tune.strip_blocks : P::kStripTableBlocksPerSm) == 5
-          ? apply_table_kernel<5>
-          : apply_table_kernel<4>;
-  const void* kernel = table ? reinterpret_cast<const void*>(table_kernel)
-                             : reinterpret_cast<const void*>(strip_kernel);
   if (smem > 48 * 1024) {
-    HISTEQ_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   }
   // Row ranges: as many as make the grid kStripWaves full waves of the blocks that fit on the
   // device at once (its occupancy, not a guess), each at least kStripMinRows rows where the
   // image is tall enough, at most the image's rows.
-  const std::size_t resident = detail::resident_blocks(kernel, threads, smem);
+  const std::size_t resident =
+      detail::resident_blocks(reinterpret_cast<const void*>(kernel), threads, smem);
   const int waves = tune.strip_waves > 0 ? tune.strip_waves : P::kStripWaves;
   std::size_t strips = std::max<std::size_t>(1, std::size_t(waves) * resident / blocks_x);
   if (tune.strip_rows > 0) strips = (std::size_t(g.height) + tune.strip_rows - 1) / tune.strip_rows;
@@ -590,13 +334,8 @@ bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const c
                     g.tile_w,    g.tile_h,         inv_tw,    cf::inv_size(g.tile_h),
                     int(strips), tune.strip_stream};
   const dim3 grid{unsigned(blocks_x), unsigned(strips), 1u};
-  if (table) {
-    pdl::launch(pdl::kStripApply8, table_kernel, grid, dim3(unsigned(threads)), smem, stream, d_in,
-                d_out, d_luts, a, cells);
-  } else {
-    pdl::launch(pdl::kStripApply8, strip_kernel, grid, dim3(unsigned(threads)), smem, stream, d_in,
-                d_out, d_luts, a);
-  }
+  pdl::launch(pdl::kStripApply8, kernel, grid, dim3(unsigned(threads)), smem, stream, d_in, d_out,
+              d_luts, a);
   return true;
 }
 

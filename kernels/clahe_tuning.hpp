@@ -14,9 +14,6 @@
 //   HISTEQ_CLAHE_STRIP_COLS=8|16    8-bit strip apply: columns per thread (default kStripCols)
 //   HISTEQ_CLAHE_STRIP_CS=0|1       8-bit strip apply: evict-first loads and stores
 //   HISTEQ_CLAHE_STRIP_OCC=5        8-bit strip apply: registers capped for 5 blocks per SM
-//                                   (row tables: 6 caps them for 6, 4 for 4)
-//   HISTEQ_CLAHE_STRIP_TABLE=0|1    8-bit strip apply: per-row (VL, D) tables where tiles are
-//                                   wide enough (default ClahePolicy::kStripTable)
 //   HISTEQ_CLAHE_VISIT=general      tile histograms without visit_band's whole-vector fast path
 //   HISTEQ_CLAHE_CELL_THREADS=N     8-bit cell apply: about N threads per block (<= kCellThreads)
 //   HISTEQ_HIST16_VIF=4|8           packed 16-bit histogram: 16-byte loads in flight per thread
@@ -81,7 +78,6 @@ struct ClaheTuning {
   int strip_waves = 0;   ///< 0: ClahePolicy::kStripWaves
   int strip_cols = ClahePolicy::kStripCols;
   bool strip_stream = ClahePolicy::kStripStream;
-  int strip_table = -1;  ///< row tables: -1 ClahePolicy::kStripTable, 0 off, 1 on
   int cell_threads = ClahePolicy::kCellThreads;
   int hist16_vectors = HistU16Policy::kPackedVectorsInFlight;
   bool hist16_pairs = HistU16Policy::kPackedPairs;
@@ -122,7 +118,6 @@ inline const ClaheTuning& clahe_tuning() {
     r.strip_rows = int(num("HISTEQ_CLAHE_STRIP_ROWS", 0, 4096, 0));
     r.strip_blocks = int(num("HISTEQ_CLAHE_STRIP_OCC", 0, 8, 0));
     r.strip_waves = int(num("HISTEQ_CLAHE_STRIP_WAVES", 0, 64, 0));
-    r.strip_table = int(num("HISTEQ_CLAHE_STRIP_TABLE", 0, 1, -1));
     r.strip_stream = num("HISTEQ_CLAHE_STRIP_CS", 0, 1, r.strip_stream ? 1 : 0) == 1;
     r.strip_cols = num("HISTEQ_CLAHE_STRIP_COLS", 8, 16, r.strip_cols) <= 8 ? 8 : 16;
     if (is("HISTEQ_CLAHE_VISIT", "general")) r.fast_visit = false;

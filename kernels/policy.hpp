@@ -204,16 +204,6 @@ struct ClahePolicy {
   /// natural / uniform 100.2 / 109.1 → 93.8 / 101.2 µs, 16M 32.4 → 31.6 (same run, H200).
   static constexpr bool kStripStream = true;
   static constexpr std::size_t kStripMaxSharedBytes = std::size_t(32) << 10;
-  /// The strip apply's row tables (clahe_apply_strip.cu, apply_table_kernel): per row, (VL, D)
-  /// per (cell, value) in shared memory, then one load and one fma per pixel, with OpenCV's
-  /// operations again for the pixels within 2^-12 of a tie. Where tiles are at least
-  /// kStripTableMinTileWidth wide (the tables cost 256 entries per cell and row), 16 columns
-  /// per thread, the tables of the cells a block spans at most kStripTableMaxSharedBytes;
-  /// registers for kStripTableBlocksPerSm blocks per SM (4 or 6).
-  static constexpr bool kStripTable = false;
-  static constexpr int kStripTableMinTileWidth = 256;
-  static constexpr std::size_t kStripTableMaxSharedBytes = std::size_t(96) << 10;
-  static constexpr int kStripTableBlocksPerSm = 4;
   /// 16-bit LUT kernel: coalesced walk (clahe_lut.cuh, block_tile_lut_coalesced).
   static constexpr bool kCoalescedLut16 = true;
 };
