@@ -8,12 +8,14 @@ the same call.
 
 Peers (each skipped with the reason when it cannot be imported):
 - OpenCV `cv2.createCLAHE(clipLimit=2.0, tileGridSize=(8, 8)).apply` on a host array, its own
-  thread pool (cv2.setNumThreads(16) unless --threads), timed with perf_counter;
+  thread pool (cv2.setNumThreads(16) unless --threads), timed with perf_counter (time_host);
 - kornia `kornia.enhance.equalize_clahe(x, clip_limit=2.0, grid_size=(8, 8))` on a float
-  (1,1,H,W) CUDA tensor in [0, 1] (converted before timing), CUDA events around each call;
+  (1,1,H,W) CUDA tensor in [0, 1] (converted before timing), CUDA events around each call
+  (time_cuda);
 - cuCIM `cucim.skimage.exposure.equalize_adapthist(x, kernel_size=(H/8, W/8))` on a CuPy uint8
   array (scikit-image's clip limit, a fraction of the tile area: its default 0.01, not OpenCV's
-  2.0), CuPy events around each call.
+  2.0), timed like kornia (CuPy and torch both on the legacy default stream), as
+  bench_python.py times cuCIM.
 Medians of --reps calls after --warmup. Data: the natural-like image of bench_python.py (a smooth
 gradient plus noise), the same array for every peer. histeq's own row is `histeq bench --clahe
 --sizes S --dist natural` run by this script in the same process tree (its own synthetic natural
@@ -26,13 +28,11 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import statistics
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_python import natural, parse_size, square, time_cuda  # noqa: E402
+from bench_python import natural, parse_size, square, time_cuda, time_host  # noqa: E402
 
 
 def commit() -> str:
@@ -92,7 +92,7 @@ def main() -> int:
                 a = (x.float() / 255.0)[None, None]
                 return lambda: kornia.enhance.equalize_clahe(a, clip_limit=2.0, grid_size=(8, 8))
 
-            peers[f"kornia {kornia.__version__} (GPU)"] = ("torch", kornia_call)
+            peers[f"kornia {kornia.__version__} (GPU)"] = ("device", kornia_call)
         except Exception as e:  # noqa: BLE001
             notes.append(f"kornia: {e}")
     if "cucim" not in skip:
@@ -106,7 +106,7 @@ def main() -> int:
                 kh, kw = c.shape[0] // 8, c.shape[1] // 8
                 return lambda: exposure.equalize_adapthist(c, kernel_size=(kh, kw))
 
-            peers[f"cuCIM {cucim.__version__} equalize_adapthist (GPU)"] = ("cupy", cucim_call)
+            peers[f"cuCIM {cucim.__version__} equalize_adapthist (GPU)"] = ("device", cucim_call)
         except Exception as e:  # noqa: BLE001
             notes.append(f"cucim: {e}")
 
@@ -124,30 +124,9 @@ def main() -> int:
             x = natural(torch, h, w, seed=1)
             try:
                 if kind == "host":
-                    fn = make(x.cpu().numpy())
-                    times = []
-                    for i in range(args.warmup + args.reps):
-                        t0 = time.perf_counter()
-                        fn()
-                        if i >= args.warmup:
-                            times.append((time.perf_counter() - t0) * 1e6)
-                    row[s] = statistics.median(times)
-                elif kind == "torch":
+                    row[s] = time_host(make(x.cpu().numpy()), args.reps, args.warmup)
+                else:  # torch and CuPy work alike on the default stream: torch's events
                     row[s] = time_cuda(torch, make(x), args.reps, args.warmup)
-                else:
-                    import cupy
-
-                    fn = make(x)
-                    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-                    times = []
-                    for i in range(args.warmup + args.reps):
-                        start.record()
-                        fn()
-                        end.record()
-                        end.synchronize()
-                        if i >= args.warmup:
-                            times.append(cupy.cuda.get_elapsed_time(start, end) * 1000.0)
-                    row[s] = statistics.median(times)
             except Exception as e:  # noqa: BLE001
                 notes.append(f"{name} {s}: {e}")
         results[name] = row
