@@ -22,6 +22,7 @@
 #include "histeq/error.hpp"
 #include "histeq/executor.hpp"
 #include "histeq/image_io.hpp"
+#include "histeq/nvjpeg_codec.hpp"
 #include "histeq/pipeline.hpp"
 #include "io/png_fast.hpp"
 #include "test_support.hpp"
@@ -78,7 +79,7 @@ class ExecutorTest : public ::testing::Test {
 
 TEST_F(ExecutorTest, CpuWithATinyInflightCapMatchesTheSingleFilePath) {
   ExecutorOptions o;
-  o.equalize.backend = Backend::cpu;
+  o.op.equalize.backend = Backend::cpu;
   o.jobs = 3;
   o.max_inflight_bytes = 1;  // smaller than any item: one at a time, never deadlocked
   Executor ex(o);
@@ -107,7 +108,7 @@ TEST_F(ExecutorTest, CpuWithATinyInflightCapMatchesTheSingleFilePath) {
 
 TEST_F(ExecutorTest, FailuresAreIsolatedAndNameTheFile) {
   ExecutorOptions o;
-  o.equalize.backend = Backend::cpu;
+  o.op.equalize.backend = Backend::cpu;
   o.jobs = 2;
   Executor ex(o);
   auto its = items("c", ".jpg");
@@ -123,17 +124,23 @@ TEST_F(ExecutorTest, FailuresAreIsolatedAndNameTheFile) {
     if (i != 2) EXPECT_EQ(read_bytes(its[i].output), reference(its[i])) << its[i].input;
 }
 
-// A failure whose cause does not name the file (here the caller's item_op; in the CLI an
-// encoder refusing the image's channels) is reported with the input's path in front, so every
-// failed item names its file; causes that name it already are left as they are.
+// A decoder that refuses one file with a cause that does not name it.
+struct UnnamedFailure : Codec {
+  std::string name() const override { return "unnamed"; }
+  bool decode(const std::uint8_t*, std::size_t, const std::string& name, std::uint64_t,
+              Image*) override {
+    if (name.find("moon") != std::string::npos) throw UsageError("no name in this cause");
+    return false;
+  }
+};
+
+// A failure whose cause does not name the file (here a codec's; in the CLI an encoder refusing
+// the image's channels) is reported with the input's path in front, so every failed item names
+// its file; causes that name it already are left as they are.
 TEST_F(ExecutorTest, AFailureThatDoesNotNameTheFileGetsItsPath) {
   ExecutorOptions o;
-  o.equalize.backend = Backend::cpu;
-  o.item_op = [](const std::vector<std::uint8_t>&, const std::string&, ItemReport& rep,
-                 std::vector<std::uint8_t>*) -> bool {
-    if (rep.input.find("moon") != std::string::npos) throw UsageError("no name in this cause");
-    return false;
-  };
+  o.op.equalize.backend = Backend::cpu;
+  o.codecs.push_back(std::make_shared<UnnamedFailure>());
   Executor ex(o);
   auto its = items("n");
   its[1].input = (dir_ / "missing.png").string();
@@ -166,7 +173,7 @@ struct MarkingCodec : Codec {
 TEST_F(ExecutorTest, CodecHookTakesTheStage) {
   auto codec = std::make_shared<MarkingCodec>();
   ExecutorOptions o;
-  o.equalize.backend = Backend::cpu;
+  o.op.equalize.backend = Backend::cpu;
   o.codecs.push_back(codec);
   Executor ex(o);
   auto its = items("d");
@@ -174,16 +181,16 @@ TEST_F(ExecutorTest, CodecHookTakesTheStage) {
   std::vector<std::string> encoders;
   ex.run(its, [&](const ItemReport& r) { encoders.push_back(r.encoder); });
   EXPECT_EQ(codec->encodes.load(), int(its.size()) - 1);
-  EXPECT_EQ(encoders[0], "stb");
+  EXPECT_EQ(encoders[0], "stb_image_write");
   EXPECT_EQ(encoders[1], "marking");
   EXPECT_EQ(read_bytes(its[1].output).front(), 'M');
 }
 
 TEST_F(ExecutorTest, HistogramTaskMatchesImageHistograms) {
   ExecutorOptions o;
-  o.task = Task::histogram;
-  o.equalize.backend = Backend::cpu;
-  o.equalize.mode = Mode::rgb;
+  o.op.kind = OpKind::histogram;
+  o.op.equalize.backend = Backend::cpu;
+  o.op.equalize.mode = Mode::rgb;
   Executor ex(o);
   std::vector<WorkItem> its;
   for (const auto& n : names_) its.push_back({test::source_path("samples/" + n), "", ""});
@@ -244,7 +251,7 @@ TEST_F(ExecutorTest, GpuOutputsIdenticalToCpuAndTwoWorkersOnOneDevice) {
   HISTEQ_REQUIRE_GPU();
   for (const std::vector<int>& devs : {std::vector<int>{}, std::vector<int>{0, 0}}) {
     ExecutorOptions o;
-    o.equalize.backend = Backend::cuda;
+    o.op.equalize.backend = Backend::cuda;
     o.devices = devs;
     o.jobs = 4;
     o.max_inflight_bytes = std::size_t(4) << 20;
@@ -275,7 +282,7 @@ TEST_F(ExecutorTest, CudaBackendWithoutADeviceFailsTheRun) {
   std::string why;
   if (cuda_available(&why)) GTEST_SKIP() << "a CUDA device is present; this checks the no-GPU path";
   ExecutorOptions o;
-  o.equalize.backend = Backend::cuda;
+  o.op.equalize.backend = Backend::cuda;
   Executor ex(o);
   EXPECT_THROW(ex.run(items("nogpu")), Error);
 }
@@ -327,7 +334,7 @@ TEST_F(ExecutorTest, DefaultBudgetKeepsEveryWorkerBusyOnBigImages) {
   }
   auto probe = std::make_shared<ConcurrencyProbe>(kJobs);
   ExecutorOptions o;
-  o.equalize.backend = Backend::cpu;
+  o.op.equalize.backend = Backend::cpu;
   o.jobs = kJobs;
   o.codecs.push_back(probe);
   Executor ex(o);
@@ -362,7 +369,7 @@ TEST_F(ExecutorTest, ManyItemsOfMixedSizesReportInInputOrder) {
       its.push_back(w);
     }
   ExecutorOptions o;
-  o.equalize.backend = Backend::cpu;
+  o.op.equalize.backend = Backend::cpu;
   o.jobs = 2;
   Executor ex(o);
   std::size_t next = 0;
@@ -378,33 +385,39 @@ TEST_F(ExecutorTest, ManyItemsOfMixedSizesReportInInputOrder) {
 namespace histeq {
 namespace {
 
-TEST_F(ExecutorTest, AutoStartsTheDevicesOnlyForAListThatNamesAJpeg) {
+// --backend auto runs PNG batches on the CPU (no CUDA start-up: the CPU equalizes a photo in a
+// few ms, a context costs 0.3 s), and starts the device route for JPEGs only when the run is
+// large enough for its start-up to pay; --decoder gpu starts it whatever the size.
+TEST_F(ExecutorTest, AutoStartsTheDeviceRouteOnlyWhenItPays) {
   HISTEQ_REQUIRE_GPU();
   ExecutorOptions o;
   o.jobs = 2;
   Executor ex(o);  // --backend auto
-  // PNGs only: no CUDA start-up, every image on the CPU, the same bytes as the CPU path.
   const auto pngs = items("png");
-  const BatchSummary s = ex.run(pngs, [&](const ItemReport& r) {
+  BatchSummary s = ex.run(pngs, [&](const ItemReport& r) {
     EXPECT_TRUE(r.ok) << r.error;
     EXPECT_EQ(r.equalize.backend, "cpu") << r.input;
   });
+  EXPECT_FALSE(s.device_started);
   EXPECT_EQ(s.device_init_ms, 0.0);
   for (const WorkItem& w : pngs) EXPECT_EQ(read_bytes(w.output), reference(w)) << w.input;
-  // A list naming a JPEG starts them; once up they take PNGs too (the same bytes again).
   fs::create_directories(dir_ / "jpg");
-  std::vector<WorkItem> with_jpeg = {{test::source_path("samples/hubble_deep_field.jpg"),
-                                      (dir_ / "jpg" / "hubble.jpg").string(), ""}};
-  ex.run(with_jpeg, [&](const ItemReport& r) { EXPECT_TRUE(r.ok) << r.error; });
-  EXPECT_EQ(ex.cpu_fallback_reason(), "");  // waits for the start-up: it found the GPU
-  const auto again = items("png2");
-  std::size_t on_gpu = 0;
-  ex.run(again, [&](const ItemReport& r) {
+  const std::vector<WorkItem> one_jpeg = {{test::source_path("samples/hubble_deep_field.jpg"),
+                                           (dir_ / "jpg" / "hubble.jpg").string(), ""}};
+  s = ex.run(one_jpeg, [&](const ItemReport& r) { EXPECT_TRUE(r.ok) << r.error; });
+  EXPECT_FALSE(s.device_started) << "one small JPEG: the CPU finishes before a device is ready";
+  EXPECT_NE(s.device_note.find("not started"), std::string::npos) << s.device_note;
+  if (!gpu::nvjpeg_built()) return;
+  ExecutorOptions g;
+  g.op.equalize.backend = Backend::cuda;
+  g.jpeg = JpegRoute::gpu;
+  Executor exg(g);
+  s = exg.run(one_jpeg, [&](const ItemReport& r) {
     EXPECT_TRUE(r.ok) << r.error;
-    on_gpu += r.equalize.backend == "cuda";
+    EXPECT_EQ(r.route, "jpeg-device");
   });
-  EXPECT_GT(on_gpu, 0u);
-  for (const WorkItem& w : again) EXPECT_EQ(read_bytes(w.output), reference(w)) << w.input;
+  EXPECT_TRUE(s.device_started);
+  EXPECT_GT(s.device_init_ms, 0.0);
 }
 
 }  // namespace

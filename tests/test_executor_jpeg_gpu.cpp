@@ -86,7 +86,7 @@ class ExecutorJpeg : public ::testing::Test {
 
 TEST_F(ExecutorJpeg, CpuRouteCountsDecodersAndRefusesGpuWithoutTheCudaBackend) {
   ExecutorOptions o;
-  o.equalize.backend = Backend::cpu;
+  o.op.equalize.backend = Backend::cpu;
   o.jobs = 2;
   o.jpeg = JpegRoute::cpu;
   Executor ex(o);
@@ -109,10 +109,10 @@ TEST_F(ExecutorJpeg, CpuRouteCountsDecodersAndRefusesGpuWithoutTheCudaBackend) {
   EXPECT_GT(count("libjpeg-turbo-ycbcr"), 0u);
 
   ExecutorOptions g;
-  g.equalize.backend = Backend::cpu;
+  g.op.equalize.backend = Backend::cpu;
   g.jpeg = JpegRoute::gpu;
   EXPECT_THROW(Executor{g}, UsageError);  // no nvJPEG build, or the CPU backend: both refused
-  g.equalize.backend = Backend::automatic;
+  g.op.equalize.backend = Backend::automatic;
   g.jpeg_batch = 0;
   EXPECT_THROW(Executor{g}, UsageError);
 }
@@ -122,7 +122,7 @@ TEST_F(ExecutorJpeg, GpuRouteWritesTheSingleFileGpuBytes) {
   if (!gpu::nvjpeg_built()) GTEST_SKIP() << "built without nvJPEG";
   for (int batch : {1, 4}) {
     ExecutorOptions o;
-    o.equalize.backend = Backend::cuda;
+    o.op.equalize.backend = Backend::cuda;
     o.jpeg = JpegRoute::gpu;
     o.jobs = 4;
     o.jpeg_batch = batch;
@@ -167,7 +167,7 @@ TEST_F(ExecutorJpeg, GpuRouteToPngEqualsDecodeEqualizeEncode) {
   HISTEQ_REQUIRE_GPU();
   if (!gpu::nvjpeg_built()) GTEST_SKIP() << "built without nvJPEG";
   ExecutorOptions o;
-  o.equalize.backend = Backend::cuda;
+  o.op.equalize.backend = Backend::cuda;
   o.jpeg = JpegRoute::gpu;
   o.jobs = 3;
   Executor ex(o);
@@ -201,7 +201,7 @@ TEST_F(ExecutorJpeg, GpuMixedFolderAndAutoRouteGiveTheBytesOfTheRouteThatRan) {
     inputs_.push_back(test::source_path(std::string("samples/") + n));
   for (JpegRoute route : {JpegRoute::gpu, JpegRoute::automatic}) {
     ExecutorOptions o;
-    o.equalize.backend = route == JpegRoute::gpu ? Backend::cuda : Backend::automatic;
+    o.op.equalize.backend = route == JpegRoute::gpu ? Backend::cuda : Backend::automatic;
     o.jpeg = route;
     o.jobs = 6;
     o.jpeg_batch = 3;

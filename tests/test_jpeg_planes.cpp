@@ -425,7 +425,7 @@ TEST_F(JpegPlanesFiles, CliAndExecutorWriteTheSameBytesOnTheCpuBackend) {
   }
   // the planes route names itself; the gray file takes the decoded-pixel route
   ExecutorOptions eo;
-  eo.equalize.backend = Backend::cpu;
+  eo.op.equalize.backend = Backend::cpu;
   eo.jobs = 2;
   Executor ex(eo);
   std::vector<WorkItem> items;

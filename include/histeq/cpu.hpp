@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "histeq/lut.hpp"
+#include "histeq/operation.hpp"
 #include "histeq/types.hpp"
 
 namespace histeq::cpu {
@@ -34,5 +35,18 @@ void extract_planes(const std::uint8_t* in, std::size_t pixels, int channels, Mo
 /// pixels * output_channels(mode, channels) bytes; alpha is copied unchanged.
 void apply(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode, const Lut* luts,
            std::uint8_t* out, int threads = 0);
+
+/// The 8-bit stage sequence on the CPU, as every caller runs it: the planes of a colour image
+/// (extract_planes) → a 256-bin histogram per plane → (apply) a LUT per plane (make_lut with
+/// opt.formula) → the LUTs applied. Fills `rep` (backend "cpu", device "CPU (N threads)", kernel
+/// "cpu", mode, histograms, LUTs, stage times; total_ms the call's wall time). apply false: stops
+/// after the histograms and returns an empty image. Metadata (exif, icc) travels to the result.
+Image equalize_stages(const Image& in, const EqualizeOptions& opt, bool apply, int threads,
+                      EqualizeReport& rep);
+/// The same, consuming `in`: when the output has the input's channels the result is written over
+/// the input's pixels (cpu::apply reads each pixel before writing it), so no second image-sized
+/// buffer exists.
+Image equalize_stages(Image&& in, const EqualizeOptions& opt, bool apply, int threads,
+                      EqualizeReport& rep);
 
 }  // namespace histeq::cpu

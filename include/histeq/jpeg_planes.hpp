@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "histeq/jpeg_codec.hpp"
-#include "histeq/pipeline.hpp"
+#include "histeq/operation.hpp"
 
 namespace histeq {
 

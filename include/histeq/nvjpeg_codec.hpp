@@ -76,6 +76,30 @@ struct DeviceImage {
   std::size_t byte_count() const { return std::size_t(width) * height * channels; }
 };
 
+/// A JPEG decoded by the hardware decoder into its stored planes in device memory (nvJPEG's YUV
+/// output: no upsampling, no colour conversion): Y, and for a colour file Cb and Cr at the file's
+/// sampling. Plane p is plane_width[p] x plane_height[p] bytes, rows plane_width[p] apart.
+struct DevicePlanes {
+  int width = 0, height = 0;
+  int components = 0;  ///< 1 (gray) or 3 (YCbCr)
+  int chroma_h = 1,
+      chroma_v = 1;             ///< luma samples per chroma sample: 4:4:4 1x1, 4:2:2 2x1, 4:2:0 2x2
+  std::uint8_t* plane[3] = {};  ///< device memory owned by the codec (see decode_planes)
+  int plane_width[3] = {}, plane_height[3] = {};
+  std::vector<std::uint8_t> exif;  ///< as Image::exif
+  std::vector<std::uint8_t> icc;   ///< as Image::icc
+  std::string error;               ///< non-empty: the decoder failed on this file
+  bool declined = false;  ///< the hardware decoder does not take this file: nothing decoded
+};
+
+/// Whether the device's planes route takes a file with these header facts (jpeg::read_info's)
+/// to a JPEG with `out`'s subsampling: what nvjpeg_takes asks, baseline (not progressive), and
+/// either a gray file or stored YCbCr planes that jpeg::planes_route takes to `out` (no
+/// upsampling). The hardware decoder's own check (nvjpegDecodeBatchedSupported: one scan, no
+/// 4:1:1) is made by JpegCodec::decode_planes.
+bool planes_candidate(const jpeg::Info& info, const jpeg::EncodeOptions& out,
+                      std::uint64_t max_pixels);
+
 struct JpegCodecOptions {
   std::uint64_t max_pixels = std::uint64_t(1) << 28;  ///< as load_image's limit
   bool use_hardware = true;  ///< false: no hardware decoder (tests of the hybrid route)
@@ -115,6 +139,25 @@ class JpegCodec {
   /// CUDA failures that leave the device unusable (CudaError, DeviceOutOfMemory).
   std::vector<DeviceImage> decode(const std::vector<JpegInput>& batch);
 
+  /// Decodes a batch into the files' stored planes with the hardware decoder, in one batched call.
+  /// A file it does not take (no JPEG engine, refused by nvjpegDecodeBatchedSupported, a sampling
+  /// other than 4:4:4, 4:2:2, 4:2:0 or gray, data not ending with EOI) comes back `declined`,
+  /// nothing decoded, for the caller's CPU route (whose decoder also names any defect). The
+  /// caller has checked each file's structure (jpeg::read_info). The planes stay valid until the
+  /// next decode_planes(); complete (stream synchronized) on return. Throws only for CUDA
+  /// failures (CudaError, DeviceOutOfMemory).
+  std::vector<DevicePlanes> decode_planes(const std::vector<JpegInput>& batch);
+
+  /// Encodes planes (e.g. decode_planes' with an equalized Y in plane[0]) as baseline JPEGs at
+  /// opt.quality: gray files as one component, colour files at opt.subsampling, their chroma
+  /// averaged down on the device first where the output's sampling is coarser
+  /// (kernels::launch_average_down, jpeg::average_down's integers); an output finer than the
+  /// file's chroma is refused (Error). Each result carries the file's EXIF and ICC
+  /// (jpeg::insert_metadata). All encodes are queued before one synchronize. Throws Error (bad
+  /// shape, nvJPEG failure) or UsageError (quality out of 1..100).
+  std::vector<std::vector<std::uint8_t>> encode_planes(const std::vector<DevicePlanes>& images,
+                                                       const jpeg::EncodeOptions& opt);
+
   /// One file to a host Image (decode() + download). Throws Error with the file's message.
   Image decode_to_host(const JpegInput& in, std::string* decoder = nullptr);
 
@@ -142,16 +185,13 @@ class JpegCodec {
 
 /// Equalizes a decoded device image (1 or 3 channels, e.g. from JpegCodec::decode) on `eq`'s
 /// stream into `d_out` (width·height·output_channels(mode, channels) bytes, device memory, not
-/// overlapping img.pixels), with the same stages and kernels as equalize() with Backend::cuda
-/// (so the same bytes): extract planes → histogram → CDF + LUT → apply. No pixel crosses to
-/// the host. `report` (optional) gets backend, device, kernel, mode, histograms, LUTs and the
-/// device stage times (upload/download 0). Synchronizes `eq`'s stream. Throws UsageError (kernel,
-/// mode) or CudaError. `d_planes` (optional): device scratch of width·height·plane_count(mode,
-/// channels) bytes for a colour image (the extracted planes), so that a caller running many
-/// images allocates it once (without it a buffer is allocated and freed per call).
+/// overlapping img.pixels), with the same stage sequence as equalize() with Backend::cuda (so the
+/// same bytes): extract planes → histogram → CDF + LUT → apply. No pixel crosses to the host.
+/// `report` (optional) gets backend, device, kernel, mode, histograms, LUTs and the device stage
+/// times (upload/download 0). Synchronizes `eq`'s stream. Throws UsageError (kernel, mode) or
+/// CudaError.
 void equalize_on_device(Equalizer& eq, const DeviceImage& img, const EqualizeOptions& opt,
-                        std::uint8_t* d_out, EqualizeReport* report = nullptr,
-                        std::uint8_t* d_planes = nullptr);
+                        std::uint8_t* d_out, EqualizeReport* report = nullptr);
 
 /// The single-file JPEG → JPEG path on the device: decode (JpegCodec::decode), equalize
 /// (equalize_on_device), encode (JpegCodec::encode, with the input's EXIF and ICC when they

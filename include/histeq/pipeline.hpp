@@ -7,35 +7,10 @@
 #include <vector>
 
 #include "histeq/lut.hpp"
+#include "histeq/operation.hpp"
 #include "histeq/types.hpp"
 
 namespace histeq {
-
-struct EqualizeOptions {
-  std::string kernel = "auto";  ///< histogram kernel by registry name, or "auto"
-  Backend backend = Backend::automatic;
-  std::optional<Mode> mode;  ///< default: default_mode(channels)
-  Formula formula = Formula::opencv;
-  int block_size = 0;  ///< 0: the kernel's tuned default
-};
-
-/// Milliseconds per stage. Device stages are timed with CUDA events, host stages with
-/// std::chrono::steady_clock. Stages a backend does not have (upload on the CPU) stay 0.
-struct StageTimes {
-  double decode_ms = 0, upload_ms = 0, histogram_ms = 0, cdf_lut_ms = 0, apply_ms = 0,
-         download_ms = 0, encode_ms = 0, total_ms = 0;
-};
-
-struct EqualizeReport {
-  std::string backend;                ///< "cuda" or "cpu"
-  std::string device;                 ///< GPU name, or "CPU (N threads)"
-  std::string kernel;                 ///< the kernel that ran ("auto" resolved; "cpu" on the CPU)
-  Mode mode = Mode::gray;             ///< the mode that ran
-  std::vector<Histogram> histograms;  ///< per plane, 256 bins, of the input
-  std::vector<Lut> luts;              ///< per plane
-  std::uint64_t racy_lost = 0;        ///< counts lost by a non-exact kernel (pixels − sum)
-  StageTimes times;
-};
 
 /// True when a CUDA device can be used; otherwise false and *why says why (no driver, no
 /// device, ...).

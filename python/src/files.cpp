@@ -82,11 +82,11 @@ void bind_files(nb::module_& m) {
          std::size_t max_inflight_bytes, std::vector<int> devices, std::uint64_t max_pixels,
          std::string decoder) {
         histeq::ExecutorOptions eo;
-        eo.task = histeq::Task::equalize;
-        if (mode) eo.equalize.mode = histeq::parse_mode(*mode);
-        eo.equalize.formula = histeq::parse_formula(formula);
-        eo.equalize.kernel = kernel;
-        eo.equalize.backend = histeq::parse_backend(backend);
+        eo.op.kind = histeq::OpKind::equalize;
+        if (mode) eo.op.equalize.mode = histeq::parse_mode(*mode);
+        eo.op.equalize.formula = histeq::parse_formula(formula);
+        eo.op.equalize.kernel = kernel;
+        eo.op.equalize.backend = histeq::parse_backend(backend);
         eo.encode.quality = quality;
         eo.encode.png_level = png_level;
         eo.encode.subsampling = histeq::jpeg::parse_subsampling(subsampling);

@@ -21,11 +21,30 @@
 
 namespace histeq::cli {
 
-std::string with_limit_hint(const std::string& message) {
-  const bool limit = message.find("pixels, over the limit of") != std::string::npos ||
-                     message.find("pixels allowed") != std::string::npos;
-  if (!limit || message.find("--max-pixels") != std::string::npos) return message;
-  return message + " (--max-pixels N sets the limit, N in 1..18446744073709551615)";
+std::string with_option_hints(const std::string& message) {
+  std::string m = message;
+  // The library speaks of what is wrong; the command line names the option that changes it.
+  const std::pair<const char*, const char*> phrases[] = {
+      {"process it at a depth of 8", "add --depth 8 to convert to 8 bits"},
+      {"or a depth of 8", "or --depth 8"},
+      {"use mode rgb", "use --mode rgb"},
+  };
+  for (const auto& [from, to] : phrases) {
+    const std::size_t at = m.find(from);
+    if (at != std::string::npos) m.replace(at, std::string(from).size(), to);
+  }
+  const std::size_t grid = m.find("a CLAHE grid of ");
+  if (grid != std::string::npos) {  // "a CLAHE grid of WxH tiles" → "--tiles WxH"
+    const std::size_t end = m.find(" tiles", grid + 16);
+    if (end != std::string::npos)
+      m.replace(grid, end + 6 - grid, "--tiles " + m.substr(grid + 16, end - grid - 16));
+  }
+  const std::size_t mode = m.find("processed per channel: mode ");
+  if (mode != std::string::npos) m.insert(mode + 23, "--");
+  const bool limit = m.find("pixels, over the limit of") != std::string::npos ||
+                     m.find("pixels allowed") != std::string::npos;
+  if (!limit || m.find("--max-pixels") != std::string::npos) return m;
+  return m + " (--max-pixels N sets the limit, N in 1..18446744073709551615)";
 }
 
 namespace {
@@ -110,12 +129,11 @@ struct Progress {
 };
 
 /// --jobs, --max-inflight-mb, --devices, and for equalize the encoder and --decoder.
-ExecutorOptions executor_options(const cxxopts::ParseResult& r, const Common& cm, Task task,
-                                 const ExecutorOptions::ItemOp& item_op) {
+ExecutorOptions executor_options(const cxxopts::ParseResult& r, const Common& cm,
+                                 const Operation& op) {
   ExecutorOptions eo;
-  eo.task = task;
-  eo.item_op = item_op;
-  eo.equalize = cm.opt;
+  eo.op = op;
+  eo.op.equalize = cm.opt;
   eo.max_pixels = cm.max_pixels;
   eo.jobs = r["jobs"].as<int>();
   if (eo.jobs < 0) throw UsageError("--jobs must be at least 1 (0: the number of cores)");
@@ -125,7 +143,7 @@ ExecutorOptions executor_options(const cxxopts::ParseResult& r, const Common& cm
     eo.max_inflight_bytes = mb << 20;
   }
   if (r.count("devices")) eo.devices = parse_devices(r["devices"].as<std::string>());
-  if (task != Task::equalize) return eo;
+  if (!op.writes()) return eo;
   eo.encode.quality = read_quality(r);
   eo.encode.png_level = read_png_level(r);
   eo.encode.subsampling = jpeg::parse_subsampling(r["subsampling"].as<std::string>());
@@ -161,7 +179,7 @@ std::string output_of(const Planned& p, const std::string& outdir, const std::st
 }
 
 /// Every item of the batch, planned before any work: formats, collisions, nothing to do.
-std::vector<WorkItem> plan_items(const cxxopts::ParseResult& r, Task task,
+std::vector<WorkItem> plan_items(const cxxopts::ParseResult& r, bool writes,
                                  const std::vector<std::string>& inputs, const std::string& outdir,
                                  const std::string& format) {
   const std::vector<Planned> planned = collect_inputs(inputs, r.count("recursive") > 0, outdir);
@@ -170,7 +188,7 @@ std::vector<WorkItem> plan_items(const cxxopts::ParseResult& r, Task task,
   for (const Planned& p : planned) {
     WorkItem w;
     w.input = p.input;
-    if (task == Task::equalize) {
+    if (writes) {
       w.output = output_of(p, outdir, format);
       w.format = format;
       const auto [at, fresh] = seen.emplace(w.output, p.input);
@@ -251,7 +269,7 @@ struct ItemPrinter {
 
   void operator()(const ItemReport& rep) const {
     ++prog.done;
-    const std::string error = rep.ok ? std::string() : with_limit_hint(rep.error);
+    const std::string error = rep.ok ? std::string() : with_option_hints(rep.error);
     if (rep.ok) prog.mp += double(rep.width) * rep.height / 1e6;
     if (!rep.ok) {
       prog.clear(err);
@@ -270,23 +288,23 @@ struct ItemPrinter {
 
 }  // namespace
 
-int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
+int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
               const std::vector<std::string>& inputs, const std::string& outdir, std::ostream& out,
-              std::ostream& err, const PrintItem& print_item,
-              const ExecutorOptions::ItemOp& item_op, const ClaheOptions* clahe) {
+              std::ostream& err, const PrintItem& print_item) {
+  const bool writes = op.writes();
+  const ClaheOptions* clahe = op.kind == OpKind::clahe ? &op.clahe : nullptr;
   const bool quiet = r.count("quiet") > 0;
   const bool json = r.count("json") > 0;
   for (const std::string& in : inputs)
     if (in == "-") throw UsageError("'-' (standard input) can only be the one input");
   refuse_kernel_on_cpu(cm);
-  const ExecutorOptions eo = executor_options(r, cm, task, item_op);
+  const ExecutorOptions eo = executor_options(r, cm, op);
   std::string format;
-  if (task == Task::equalize && r.count("format"))
-    format = parse_format(r["format"].as<std::string>());
+  if (writes && r.count("format")) format = parse_format(r["format"].as<std::string>());
 
   // Plan every output before any work: formats, collisions, options that would do nothing.
-  const std::vector<WorkItem> items = plan_items(r, task, inputs, outdir, format);
-  if (task == Task::equalize) {
+  const std::vector<WorkItem> items = plan_items(r, writes, inputs, outdir, format);
+  if (writes) {
     refuse_unused_encode_options(r, items);
     make_output_folders(items);
   }
@@ -302,14 +320,13 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
   prog.on = !quiet && stderr_is_tty(err);
   prog.total = items.size();
   const BatchSummary sum =
-      ex.run(items, ItemPrinter{json, task == Task::equalize, clahe, print_item, out, err, prog});
+      ex.run(items, ItemPrinter{json, writes, clahe, print_item, out, err, prog});
   prog.clear(err);
   if (cm.opt.backend == Backend::automatic && !quiet) {
     const std::string why = ex.cpu_fallback_reason();
     if (!why.empty()) err << "histeq: no usable CUDA device (" << why << "); ran on the CPU\n";
   }
-  if (r.count("timing"))
-    print_batch_timing(json ? err : (task == Task::equalize ? out : err), sum, ex.jobs());
+  if (r.count("timing")) print_batch_timing(json ? err : (writes ? out : err), sum, ex.jobs());
   if (json) out << dump_line(batch_summary_json(sum, ex.jobs())) << '\n';
   if (!quiet) {
     const double mps = sum.wall_s > 0 ? sum.megapixels / sum.wall_s : 0;

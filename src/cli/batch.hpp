@@ -19,16 +19,16 @@ namespace histeq::cli {
 /// How a command prints one file's result in text (not --json).
 using PrintItem = std::function<void(std::ostream&, const ItemReport&)>;
 
-/// Runs a batch for `equalize` (outdir given) or `histogram` (outdir empty). Returns 1 when any
-/// file failed (each failure printed once, on `err`), else 0. clahe: the options of a `clahe`
-/// batch, which its --json lines name (operation, clip_limit, tiles_x, tiles_y); null otherwise.
-int run_batch(const cxxopts::ParseResult& r, Common& cm, Task task,
+/// Runs a batch of `op` (equalize and clahe: outdir given; histogram: outdir empty) through the
+/// executor. Returns 1 when any file failed (each failure printed once, on `err`), else 0. A
+/// clahe batch's --json lines name its options (operation, clip_limit, tiles_x, tiles_y).
+int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
               const std::vector<std::string>& inputs, const std::string& outdir, std::ostream& out,
-              std::ostream& err, const PrintItem& print_item,
-              const ExecutorOptions::ItemOp& item_op = {}, const ClaheOptions* clahe = nullptr);
+              std::ostream& err, const PrintItem& print_item);
 
-/// An error message of the library, with the option that sets the limit it names when it is
-/// the pixel limit ("... over the limit of N pixels" → "...; --max-pixels sets the limit").
-std::string with_limit_hint(const std::string& message);
+/// An error message of the library as the command line says it: the options that change what it
+/// names ("a depth of 8" → "--depth 8", "mode rgb" → "--mode rgb", "a CLAHE grid of WxH tiles"
+/// → "--tiles WxH", the pixel limit → "--max-pixels N sets the limit").
+std::string with_option_hints(const std::string& message);
 
 }  // namespace histeq::cli

@@ -111,10 +111,12 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   }
   try {
     return dispatch(cmd, rest, out, err);
-  } catch (const UsageError&) {
-    throw;
-  } catch (const Error& e) {  // the library's pixel limit: name the option that sets it
-    const std::string message = with_limit_hint(e.what());
+  } catch (const UsageError& e) {  // the library's words: name the options that change them
+    const std::string message = with_option_hints(e.what());
+    if (message == e.what()) throw;
+    throw UsageError(message);
+  } catch (const Error& e) {
+    const std::string message = with_option_hints(e.what());
     if (message == e.what()) throw;
     throw Error(message);
   }

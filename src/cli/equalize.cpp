@@ -121,21 +121,19 @@ int run_equalize_batch(const cxxopts::ParseResult& r, bool clahe,
   Common cm = read_common(r);
   if (!clahe) cm.opt.formula = parse_formula(r["formula"].as<std::string>());
   read_quality(r);
-  const ItemOpOptions io = item_op_options(r, cm, clahe ? ItemOpKind::clahe : ItemOpKind::equalize);
+  const ItemOpOptions io = item_op_options(r, cm, clahe ? OpKind::clahe : OpKind::equalize);
   warn_inexact(cm, err);
   // clahe: each line says so, with its clip limit and tiles, as the single-file report does
-  const std::string op = clahe ? ", clahe " + clahe_summary(io.clahe) : std::string();
+  const std::string op = clahe ? ", clahe " + clahe_summary(io.op.clahe) : std::string();
   return run_batch(
-      r, cm, Task::equalize, inputs, output, out, err,
-      [op](std::ostream& o, const ItemReport& rep) {
+      r, cm, io.op, inputs, output, out, err, [op](std::ostream& o, const ItemReport& rep) {
         o << rep.output << ": " << rep.width << "x" << rep.height << ", " << rep.output_channels
           << (rep.output_channels == 1 ? " channel" : " channels")
           << (rep.bit_depth == 16 ? ", 16-bit" : "") << op << ", mode "
           << to_string(rep.equalize.mode) << ", kernel " << rep.equalize.kernel << " on "
           << rep.equalize.device << " (decoder " << rep.decoder << ", encoder " << rep.encoder
           << ")\n";
-      },
-      make_item_op(io, r), clahe ? &io.clahe : nullptr);
+      });
 }
 
 /// --backend auto on one file: CUDA's start-up (0.2-0.35 s for the context on the H200 machine,
@@ -205,7 +203,7 @@ struct Single {
   /// The backend as the probe has it now (no wait); the per-file operation follows it.
   void settle_probe(std::ostream& err) {
     probe->settle(cm, quiet ? discarded_stream() : err, /*wait=*/false);
-    io.equalize = cm.opt;
+    io.op.equalize = cm.opt;
   }
 };
 
@@ -226,7 +224,7 @@ Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::strin
   }
   s.cm = read_common(r);
   if (!clahe) s.cm.opt.formula = parse_formula(r["formula"].as<std::string>());
-  s.io = item_op_options(r, s.cm, clahe ? ItemOpKind::clahe : ItemOpKind::equalize);
+  s.io = item_op_options(r, s.cm, clahe ? OpKind::clahe : OpKind::equalize);
   s.enc.quality = read_quality(r);
   s.enc.subsampling = jpeg::parse_subsampling(r["subsampling"].as<std::string>());
   refuse_jpeg_options(r, s.out_ext);
@@ -257,7 +255,7 @@ Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::strin
   // nvJPEG's handles alone take longer to create (about 0.3 s each) than any photo's decode.
   s.gpu_jpeg = gpu::nvjpeg_built() && s.cm.opt.backend == Backend::cuda && decoder_arg != "cpu" &&
                !s.probe->started();
-  s.io.equalize = s.cm.opt;  // the backend as settled (or not yet: settle_probe)
+  s.io.op.equalize = s.cm.opt;  // the backend as settled (or not yet: settle_probe)
   return s;
 }
 
@@ -275,7 +273,7 @@ void emit(const Single& s, const std::vector<std::uint8_t>& encoded, std::ostrea
 /// The single-file report of the clahe / 16-bit path (text, --timing, --json).
 void print_item_op_report(const Single& s, const ItemReport& rep, double total_ms,
                           std::ostream& out, std::ostream& err) {
-  const bool clahe = s.io.kind == ItemOpKind::clahe;
+  const bool clahe = s.io.op.kind == OpKind::clahe;
   const ItemTimes& t = rep.times;
   std::ostream& rout = s.output == "-" ? err : out;
   if (s.timing) {
@@ -295,7 +293,7 @@ void print_item_op_report(const Single& s, const ItemReport& rep, double total_m
     rout << s.output << ": " << rep.width << "x" << rep.height << ", " << rep.output_channels
          << (rep.output_channels == 1 ? " channel" : " channels") << ", " << rep.bit_depth
          << "-bit, ";
-    if (clahe) rout << "clahe " << clahe_summary(s.io.clahe) << ", ";
+    if (clahe) rout << "clahe " << clahe_summary(s.io.op.clahe) << ", ";
     rout << "mode " << to_string(er.mode) << ", kernel " << er.kernel << " on " << er.device << ", "
          << num(total_ms, 1) << " ms\n";
   }

@@ -45,31 +45,29 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
   const std::string& input = inputs.front();
   Common cm = read_common(r);
   const bool csv = r.count("csv") > 0;
-  ItemOpOptions io = item_op_options(r, cm, ItemOpKind::histogram);
+  ItemOpOptions io = item_op_options(r, cm, OpKind::histogram);
   {
     std::error_code ec;
     if (inputs.size() > 1 || (input != "-" && fs::is_directory(input, ec)) || r.count("json")) {
       if (input == "-" && inputs.size() == 1)
         throw UsageError("histogram --json reads files, not standard input");
       warn_inexact(cm, err);
-      return run_batch(
-          r, cm, Task::histogram, inputs, "", out, err,
-          [csv](std::ostream& o, const ItemReport& rep) {
-            const auto& hs = rep.equalize.histograms;
-            const char sep = csv ? ',' : ' ';
-            if (csv)
-              o << (hs.size() == 3 ? "file,bin,r,g,b" : "file,bin,count") << '\n';
-            else
-              o << "==> " << rep.input << " <==\n";
-            const std::size_t bins = hs.empty() ? 256 : hs.front().size();
-            for (std::size_t b = 0; b < bins; ++b) {
-              if (csv) o << rep.input << ',';
-              o << b;
-              for (const Histogram& h : hs) o << sep << (b < h.size() ? h[b] : 0);
-              o << '\n';
-            }
-          },
-          make_item_op(io, r));
+      return run_batch(r, cm, io.op, inputs, "", out, err,
+                       [csv](std::ostream& o, const ItemReport& rep) {
+                         const auto& hs = rep.equalize.histograms;
+                         const char sep = csv ? ',' : ' ';
+                         if (csv)
+                           o << (hs.size() == 3 ? "file,bin,r,g,b" : "file,bin,count") << '\n';
+                         else
+                           o << "==> " << rep.input << " <==\n";
+                         const std::size_t bins = hs.empty() ? 256 : hs.front().size();
+                         for (std::size_t b = 0; b < bins; ++b) {
+                           if (csv) o << rep.input << ',';
+                           o << b;
+                           for (const Histogram& h : hs) o << sep << (b < h.size() ? h[b] : 0);
+                           o << '\n';
+                         }
+                       });
     }
   }
 
@@ -80,7 +78,7 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
   const std::vector<std::uint8_t> bytes = input == "-" ? read_stdin() : read_image_file(input);
   const std::string name = input == "-" ? "(standard input)" : input;
   std::vector<Histogram> hs;
-  io.equalize = cm.opt;                                                // the backend as settled
+  io.op.equalize = cm.opt;                                             // the backend as settled
   if (needs_item_op(io, is_16bit_data(bytes.data(), bytes.size()))) {  // 65536 bins
     ItemReport ir;
     run_item(io, bytes.data(), bytes.size(), name, "", ir);

@@ -496,40 +496,30 @@ std::string fs_extension_lower(const std::string& path) {
   return e;
 }
 
-ItemOpOptions item_op_options(const cxxopts::ParseResult& r, const Common& cm, ItemOpKind kind) {
+ItemOpOptions item_op_options(const cxxopts::ParseResult& r, const Common& cm, OpKind kind) {
   ItemOpOptions io;
-  io.kind = kind;
-  io.equalize = cm.opt;
+  io.op.kind = kind;
+  io.op.equalize = cm.opt;
   io.max_pixels = cm.max_pixels;
-  io.depth = read_depth(r);
-  if (kind == ItemOpKind::histogram) return io;
+  io.op.depth = read_depth(r);
+  if (kind == OpKind::histogram) return io;
   io.encode.quality = r["quality"].as<int>();
   io.encode.png_level = r["png-level"].as<int>();
   io.encode.subsampling = jpeg::parse_subsampling(r["subsampling"].as<std::string>());
-  if (kind == ItemOpKind::clahe) {
-    io.clahe.clip_limit = r["clip"].as<double>();
-    if (!(io.clahe.clip_limit >= 0) || !std::isfinite(io.clahe.clip_limit)) {
+  if (kind == OpKind::clahe) {
+    ClaheOptions& c = io.op.clahe;
+    c.clip_limit = r["clip"].as<double>();
+    if (!(c.clip_limit >= 0) || !std::isfinite(c.clip_limit)) {
       std::ostringstream v;
-      v << io.clahe.clip_limit;
+      v << c.clip_limit;
       throw UsageError(
           "--clip must be a finite number >= 0 (OpenCV's clipLimit; 0: no clipping), got " +
           v.str());
     }
-    parse_tiles(r["tiles"].as<std::string>(), io.clahe);
-    validate(io.clahe);
+    parse_tiles(r["tiles"].as<std::string>(), c);
+    validate(c);
   }
   return io;
-}
-
-ExecutorOptions::ItemOp make_item_op(ItemOpOptions io, const cxxopts::ParseResult& r) {
-  io.spread_over_devices = true;
-  if (r.count("devices")) io.devices = parse_devices(r["devices"].as<std::string>());
-  return [io](const std::vector<std::uint8_t>& bytes, const std::string& ext, ItemReport& rep,
-              std::vector<std::uint8_t>* encoded) {
-    if (!needs_item_op(io, is_16bit_data(bytes.data(), bytes.size()))) return false;
-    *encoded = run_item(io, bytes.data(), bytes.size(), rep.input, ext, rep);
-    return true;
-  };
 }
 
 std::string clahe_summary(const ClaheOptions& o) {

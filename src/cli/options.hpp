@@ -129,8 +129,7 @@ bool stderr_is_tty(std::ostream& err);
 // ---- the per-file operation (clahe, 16-bit) ----
 
 /// The per-file operation of clahe / 16-bit equalize (cli/depth.hpp) from the parsed options.
-ItemOpOptions item_op_options(const cxxopts::ParseResult& r, const Common& cm, ItemOpKind kind);
-ExecutorOptions::ItemOp make_item_op(ItemOpOptions io, const cxxopts::ParseResult& r);
+ItemOpOptions item_op_options(const cxxopts::ParseResult& r, const Common& cm, OpKind kind);
 std::string clahe_summary(const ClaheOptions& o);
 
 }  // namespace histeq::cli

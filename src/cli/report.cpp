@@ -60,7 +60,7 @@ Json equalize_json(const EqualizeFacts& f, const EqualizeReport& rep) {
 
 Json item_op_json(const ItemOpOptions& io, const std::string& input, const std::string& output,
                   const ItemReport& rep, double total_ms) {
-  const bool clahe = io.kind == ItemOpKind::clahe;
+  const bool clahe = io.op.kind == OpKind::clahe;
   const EqualizeReport& er = rep.equalize;
   const ItemTimes& t = rep.times;
   Json j;
@@ -73,9 +73,9 @@ Json item_op_json(const ItemOpOptions& io, const std::string& input, const std::
   j["bit_depth"] = rep.bit_depth;
   j["operation"] = clahe ? "clahe" : "equalize";
   if (clahe) {
-    j["clip_limit"] = io.clahe.clip_limit;
-    j["tiles_x"] = io.clahe.tiles_x;
-    j["tiles_y"] = io.clahe.tiles_y;
+    j["clip_limit"] = io.op.clahe.clip_limit;
+    j["tiles_x"] = io.op.clahe.tiles_x;
+    j["tiles_y"] = io.op.clahe.tiles_y;
   }
   j["mode"] = to_string(er.mode);
   j["kernel"] = er.kernel;

@@ -6,7 +6,7 @@
 #pragma once
 #include <memory>
 
-#include "histeq/executor.hpp"
+#include "histeq/codec.hpp"
 
 namespace histeq {
 

@@ -16,8 +16,10 @@
 #include <cuda_runtime_api.h>
 #include <nvjpeg.h>
 
+#include "chroma.hpp"
 #include "cuda_check.hpp"
 #include "device_buffer.hpp"
+#include "image_engine.hpp"
 #include "registry.hpp"
 #endif
 
@@ -28,6 +30,12 @@ bool nvjpeg_takes(const jpeg::Info& info, std::uint64_t max_pixels) {
          !info.arithmetic && !info.lossless && info.orientation == 1 && !info.rgb_stored &&
          !info.undefined_huffman_table && info.width > 0 && info.height > 0 &&
          std::uint64_t(info.width) * std::uint64_t(info.height) <= max_pixels;
+}
+
+bool planes_candidate(const jpeg::Info& info, const jpeg::EncodeOptions& out,
+                      std::uint64_t max_pixels) {
+  if (!nvjpeg_takes(info, max_pixels) || info.progressive) return false;
+  return info.components == 1 || jpeg::planes_route(info, out, jpeg::Orientation::apply);
 }
 
 #ifndef HISTEQ_HAVE_NVJPEG
@@ -46,6 +54,11 @@ JpegCodec::JpegCodec(StreamHandle, JpegCodecOptions, std::shared_ptr<JpegHandles
 }
 JpegCodec::~JpegCodec() = default;
 std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>&) { return {}; }
+std::vector<DevicePlanes> JpegCodec::decode_planes(const std::vector<JpegInput>&) { return {}; }
+std::vector<std::vector<std::uint8_t>> JpegCodec::encode_planes(const std::vector<DevicePlanes>&,
+                                                                const jpeg::EncodeOptions&) {
+  return {};
+}
 Image JpegCodec::decode_to_host(const JpegInput&, std::string*) { return {}; }
 std::vector<std::uint8_t> JpegCodec::encode(const std::uint8_t*, int, int, int,
                                             const jpeg::EncodeOptions&,
@@ -57,7 +70,7 @@ std::vector<std::uint8_t> JpegCodec::encode(const Image&, const jpeg::EncodeOpti
 bool JpegCodec::hardware_available() { return false; }
 std::string JpegCodec::handle_flags() const { return ""; }
 void equalize_on_device(Equalizer&, const DeviceImage&, const EqualizeOptions&, std::uint8_t*,
-                        EqualizeReport*, std::uint8_t*) {
+                        EqualizeReport*) {
   throw Error("this histeq was built without nvJPEG: no device-resident JPEG path");
 }
 JpegOnDevice equalize_jpeg_on_device(Equalizer&, JpegCodec&, const JpegInput&,
@@ -204,10 +217,18 @@ struct JpegCodec::Impl {
   nvjpegOutputFormat_t hw_format = NVJPEG_OUTPUT_FORMAT_MAX;
   nvjpegEncoderState_t enc_state = nullptr;
   nvjpegEncoderParams_t enc_params = nullptr;
-  DeviceBuffer<std::uint8_t> out;      // decoded images, one slot each, reused
-  DeviceBuffer<std::uint8_t> staging;  // encode(Image): the uploaded pixels
+  DeviceBuffer<std::uint8_t> out;               // decoded images, one slot each, reused
+  DeviceBuffer<std::uint8_t> staging;           // encode(Image): the uploaded pixels
+  DeviceBuffer<std::uint8_t> planes_out;        // decode_planes: the planes of a batch, reused
+  DeviceBuffer<std::uint8_t> chroma;            // encode_planes: chroma averaged down, reused
+  std::vector<nvjpegEncoderState_t> plane_enc;  // encode_planes: one state per image of a call
+  nvjpegEncoderParams_t css_params[4] = {};     // encode_planes: 4:4:4, 4:2:2, 4:2:0, gray
+  int css_quality = -1;                         // the quality css_params hold
 
   ~Impl() {
+    for (nvjpegEncoderParams_t p : css_params)
+      if (p) nvjpegEncoderParamsDestroy(p);
+    for (nvjpegEncoderState_t e : plane_enc) nvjpegEncoderStateDestroy(e);
     if (enc_params) nvjpegEncoderParamsDestroy(enc_params);
     if (enc_state) nvjpegEncoderStateDestroy(enc_state);
     if (hw_stream) nvjpegJpegStreamDestroy(hw_stream);
@@ -305,6 +326,55 @@ struct JpegCodec::Impl {
       return false;
     }
     return true;
+  }
+
+  /// One hardware batch with the destinations given (planar or interleaved per fmt).
+  bool hw_decode_raw(const std::vector<const JpegInput*>& ins, std::vector<nvjpegImage_t>& dst,
+                     nvjpegOutputFormat_t fmt) {
+    const int n = int(ins.size());
+    if (n == 0) return true;
+    if (n != hw_batch || fmt != hw_format) {
+      if (nvjpegDecodeBatchedInitialize(hw, hw_state, n, 1, fmt) != NVJPEG_STATUS_SUCCESS) {
+        hw_batch = 0;
+        return false;
+      }
+      hw_batch = n;
+      hw_format = fmt;
+    }
+    std::vector<const unsigned char*> data(static_cast<std::size_t>(n));
+    std::vector<std::size_t> lengths(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      data[std::size_t(i)] = ins[std::size_t(i)]->data;
+      lengths[std::size_t(i)] = ins[std::size_t(i)]->size;
+    }
+    if (nvjpegDecodeBatched(hw, hw_state, data.data(), lengths.data(), dst.data(), stream) !=
+        NVJPEG_STATUS_SUCCESS) {
+      hw_batch = 0;  // re-initialize before the next batch ("also use to reset failed batches")
+      return false;
+    }
+    return true;
+  }
+
+  /// The encoder's params for one output sampling (index: 0 4:4:4, 1 4:2:2, 2 4:2:0, 3 gray),
+  /// made once per quality.
+  nvjpegEncoderParams_t params_for(int k, int quality) {
+    if (quality != css_quality) {
+      for (nvjpegEncoderParams_t& p : css_params) {
+        if (p) nvjpegEncoderParamsDestroy(p);
+        p = nullptr;
+      }
+      css_quality = quality;
+    }
+    if (!css_params[k]) {
+      static const nvjpegChromaSubsampling_t css[4] = {NVJPEG_CSS_444, NVJPEG_CSS_422,
+                                                       NVJPEG_CSS_420, NVJPEG_CSS_GRAY};
+      check(nvjpegEncoderParamsCreate(enc, &css_params[k], stream), "nvjpegEncoderParamsCreate");
+      check(nvjpegEncoderParamsSetQuality(css_params[k], quality, stream),
+            "nvjpegEncoderParamsSetQuality");
+      check(nvjpegEncoderParamsSetSamplingFactors(css_params[k], css[k], stream),
+            "nvjpegEncoderParamsSetSamplingFactors");
+    }
+    return css_params[k];
   }
 
   bool hybrid_decode(const JpegInput& in, DeviceImage& o) {
@@ -490,6 +560,166 @@ std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>& batch) 
   return res;
 }
 
+namespace {
+
+/// The luma factors (h, v) of a file's chroma sampling that the planes route takes.
+bool chroma_factors(nvjpegChromaSubsampling_t css, int* h, int* v) {
+  switch (css) {
+    case NVJPEG_CSS_444: *h = 1, *v = 1; return true;
+    case NVJPEG_CSS_422: *h = 2, *v = 1; return true;
+    case NVJPEG_CSS_420: *h = 2, *v = 2; return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+std::vector<DevicePlanes> JpegCodec::decode_planes(const std::vector<JpegInput>& batch) {
+  Impl& m = *impl_;
+  const std::size_t n = batch.size();
+  std::vector<DevicePlanes> res(n);
+  std::vector<const JpegInput*> ins;
+  std::vector<std::size_t> idx;
+  std::vector<std::size_t> offset(n, 0);
+  std::size_t total = 0;
+  const bool hw = m.opt.use_gpu && m.ensure_hw();
+  for (std::size_t i = 0; i < n; ++i) {
+    const JpegInput& in = batch[i];
+    DevicePlanes& o = res[i];
+    o.declined = true;
+    if (!hw || !jpeg::is_jpeg(in.data, in.size) || !ends_with_eoi(in.data, in.size)) continue;
+    if (nvjpegJpegStreamParseHeader(m.hw, in.data, in.size, m.hw_stream) != NVJPEG_STATUS_SUCCESS)
+      continue;
+    int not_supported = 1;
+    unsigned comps = 0, w = 0, h = 0;
+    nvjpegChromaSubsampling_t css = NVJPEG_CSS_UNKNOWN;
+    if (nvjpegDecodeBatchedSupported(m.hw, m.hw_stream, &not_supported) != NVJPEG_STATUS_SUCCESS ||
+        not_supported != 0 ||
+        nvjpegJpegStreamGetComponentsNum(m.hw_stream, &comps) != NVJPEG_STATUS_SUCCESS ||
+        nvjpegJpegStreamGetFrameDimensions(m.hw_stream, &w, &h) != NVJPEG_STATUS_SUCCESS ||
+        nvjpegJpegStreamGetChromaSubsampling(m.hw_stream, &css) != NVJPEG_STATUS_SUCCESS)
+      continue;
+    if (w == 0 || h == 0 || std::uint64_t(w) * h > m.opt.max_pixels) continue;
+    if (comps == 3 && !chroma_factors(css, &o.chroma_h, &o.chroma_v)) continue;
+    if (comps != 1 && comps != 3) continue;
+    o.declined = false;
+    o.width = int(w);
+    o.height = int(h);
+    o.components = int(comps);
+    for (int c = 0; c < o.components; ++c) {
+      o.plane_width[c] = c == 0 ? o.width : (o.width + o.chroma_h - 1) / o.chroma_h;
+      o.plane_height[c] = c == 0 ? o.height : (o.height + o.chroma_v - 1) / o.chroma_v;
+    }
+    offset[i] = total;
+    for (int c = 0; c < o.components; ++c)
+      total += align_up(std::size_t(o.plane_width[c]) * std::size_t(o.plane_height[c]));
+    ins.push_back(&in);
+    idx.push_back(i);
+  }
+  if (ins.empty()) return res;
+  if (total > m.planes_out.size()) m.planes_out = DeviceBuffer<std::uint8_t>(total + total / 4);
+  std::vector<nvjpegImage_t> dst(ins.size());
+  for (std::size_t k = 0; k < idx.size(); ++k) {
+    DevicePlanes& o = res[idx[k]];
+    std::memset(&dst[k], 0, sizeof dst[k]);
+    std::size_t off = offset[idx[k]];
+    for (int c = 0; c < o.components; ++c) {
+      o.plane[c] = m.planes_out.get() + off;
+      dst[k].channel[c] = o.plane[c];
+      dst[k].pitch[c] = std::size_t(o.plane_width[c]);
+      off += align_up(std::size_t(o.plane_width[c]) * std::size_t(o.plane_height[c]));
+    }
+  }
+  if (!m.hw_decode_raw(ins, dst, NVJPEG_OUTPUT_YUV)) {
+    for (std::size_t i : idx) res[i] = DevicePlanes{}, res[i].declined = true;
+    return res;
+  }
+  for (std::size_t i : idx) {
+    DeviceImage meta;
+    copy_metadata(batch[i], meta);
+    res[i].exif = std::move(meta.exif);
+    res[i].icc = std::move(meta.icc);
+  }
+  HISTEQ_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  return res;
+}
+
+std::vector<std::vector<std::uint8_t>> JpegCodec::encode_planes(
+    const std::vector<DevicePlanes>& images, const jpeg::EncodeOptions& opt) {
+  if (opt.quality < 1 || opt.quality > 100)
+    throw UsageError("JPEG quality " + std::to_string(opt.quality) +
+                     " out of range (valid: 1..100)");
+  Impl& m = *impl_;
+  m.ensure_encoder();
+  while (m.plane_enc.size() < images.size()) {
+    nvjpegEncoderState_t e = nullptr;
+    check(nvjpegEncoderStateCreate(m.enc, &e, m.stream), "nvjpegEncoderStateCreate");
+    m.plane_enc.push_back(e);
+  }
+  const int out_h = opt.subsampling == jpeg::Subsampling::s444 ? 1 : 2;
+  const int out_v = opt.subsampling == jpeg::Subsampling::s420 ? 2 : 1;
+  // Scratch for the chroma planes that are averaged down (two per colour image at most).
+  std::size_t scratch = 0;
+  for (const DevicePlanes& p : images)
+    if (p.components == 3 && (p.chroma_h != out_h || p.chroma_v != out_v))
+      scratch += 2 * align_up(std::size_t((p.width + out_h - 1) / out_h) *
+                              std::size_t((p.height + out_v - 1) / out_v));
+  if (scratch > m.chroma.size()) m.chroma = DeviceBuffer<std::uint8_t>(scratch);
+  std::size_t used = 0;
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    const DevicePlanes& p = images[i];
+    if (p.width <= 0 || p.height <= 0 || (p.components != 1 && p.components != 3) || !p.plane[0])
+      throw Error("nvJPEG encode: need decoded planes with a size");
+    nvjpegImage_t src;
+    std::memset(&src, 0, sizeof src);
+    src.channel[0] = p.plane[0];
+    src.pitch[0] = std::size_t(p.plane_width[0]);
+    int k = 3;  // gray
+    nvjpegChromaSubsampling_t css = NVJPEG_CSS_GRAY;
+    if (p.components == 3) {
+      if (out_h < p.chroma_h || out_v < p.chroma_v)
+        throw Error("nvJPEG encode: a " + std::string(jpeg::to_string(opt.subsampling)) +
+                    " output needs chroma finer than the file's");
+      k = out_h == 1 ? 0 : out_v == 1 ? 1 : 2;
+      css = k == 0 ? NVJPEG_CSS_444 : k == 1 ? NVJPEG_CSS_422 : NVJPEG_CSS_420;
+      const int fx = out_h / p.chroma_h, fy = out_v / p.chroma_v;
+      for (int c = 1; c < 3; ++c) {
+        if (fx == 1 && fy == 1) {
+          src.channel[c] = p.plane[c];
+          src.pitch[c] = std::size_t(p.plane_width[c]);
+          continue;
+        }
+        const int dw = (p.plane_width[c] + fx - 1) / fx, dh = (p.plane_height[c] + fy - 1) / fy;
+        std::uint8_t* d = m.chroma.get() + used;
+        used += align_up(std::size_t(dw) * std::size_t(dh));
+        kernels::launch_average_down(p.plane[c], p.plane_width[c], p.plane_height[c],
+                                     std::size_t(p.plane_width[c]), fx, fy, d, std::size_t(dw),
+                                     m.stream);
+        src.channel[c] = d;
+        src.pitch[c] = std::size_t(dw);
+      }
+    }
+    check(nvjpegEncodeYUV(m.enc, m.plane_enc[i], m.params_for(k, opt.quality), &src, css, p.width,
+                          p.height, m.stream),
+          "nvjpegEncodeYUV");
+  }
+  HISTEQ_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  std::vector<std::vector<std::uint8_t>> out(images.size());
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    std::size_t len = 0;
+    check(nvjpegEncodeRetrieveBitstream(m.enc, m.plane_enc[i], nullptr, &len, m.stream),
+          "nvjpegEncodeRetrieveBitstream (size)");
+    out[i].resize(len);
+    check(nvjpegEncodeRetrieveBitstream(m.enc, m.plane_enc[i], out[i].data(), &len, m.stream),
+          "nvjpegEncodeRetrieveBitstream");
+    out[i].resize(len);
+  }
+  HISTEQ_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  for (std::size_t i = 0; i < images.size(); ++i)
+    jpeg::insert_metadata(out[i], images[i].exif, images[i].icc, images[i].components);
+  return out;
+}
+
 Image JpegCodec::decode_to_host(const JpegInput& in, std::string* decoder) {
   std::vector<DeviceImage> r = decode({in});
   DeviceImage& d = r.at(0);
@@ -578,73 +808,55 @@ std::vector<std::uint8_t> JpegCodec::encode(const Image& img, const jpeg::Encode
 }
 
 void equalize_on_device(Equalizer& eq, const DeviceImage& img, const EqualizeOptions& opt,
-                        std::uint8_t* d_out, EqualizeReport* report, std::uint8_t* d_planes_in) {
+                        std::uint8_t* d_out, EqualizeReport* report) {
   if ((img.channels != 1 && img.channels != 3) || img.width <= 0 || img.height <= 0 || !img.pixels)
     throw Error("equalize_on_device: need a decoded 1- or 3-channel device image");
-  constexpr int kBins = 256;
   EqualizeReport local;
   EqualizeReport& rep = report ? *report : local;
   rep = EqualizeReport{};
-  const Mode mode = opt.mode.value_or(default_mode(img.channels));
-  const int planes = plane_count(mode, img.channels);
-  const std::size_t pixels = std::size_t(img.width) * std::size_t(img.height);
-  rep.mode = mode;
-  rep.backend = "cuda";
-  rep.device = device_name();
-  const cudaStream_t s = reinterpret_cast<cudaStream_t>(eq.stream());
-  DeviceBuffer<std::uint8_t> d_planes_own(
-      img.channels > 1 && !d_planes_in ? std::size_t(planes) * pixels : 0);
-  std::uint8_t* const d_planes = d_planes_in ? d_planes_in : d_planes_own.get();
-  std::uint64_t* d_hist = eq.device_hist(planes);
-  std::uint8_t* d_luts = eq.device_lut(planes);
-  const std::uint8_t* plane0 = img.channels > 1 ? d_planes : img.pixels;
-  cudaEvent_t ev[4] = {};
-  for (cudaEvent_t& e : ev) HISTEQ_CUDA_CHECK(cudaEventCreate(&e));
-  struct Events {
-    cudaEvent_t* e;
-    ~Events() {
-      for (int i = 0; i < 4; ++i) cudaEventDestroy(e[i]);
-    }
-  } guard{ev};
-  HISTEQ_CUDA_CHECK(cudaEventRecord(ev[0], s));
-  if (img.channels > 1) eq.extract_planes(img.pixels, pixels, img.channels, mode, d_planes);
-  std::string ran;
-  for (int p = 0; p < planes; ++p)
-    ran = eq.histogram(opt.kernel, plane0 + std::size_t(p) * pixels, pixels, SampleType::u8, kBins,
-                       d_hist + std::size_t(p) * kBins, opt.block_size);
-  rep.kernel = ran.empty() ? opt.kernel : ran;
-  HISTEQ_CUDA_CHECK(cudaEventRecord(ev[1], s));
-  eq.cdf_lut(d_hist, planes, opt.formula, d_luts);
-  HISTEQ_CUDA_CHECK(cudaEventRecord(ev[2], s));
-  eq.apply(img.pixels, pixels, img.channels, mode, d_luts, d_out);
-  HISTEQ_CUDA_CHECK(cudaEventRecord(ev[3], s));
-  std::vector<std::uint64_t> h_hist(std::size_t(planes) * kBins);
-  std::vector<std::uint8_t> h_lut(std::size_t(planes) * kBins);
-  HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h_hist.data(), d_hist, h_hist.size() * sizeof(std::uint64_t),
-                                    cudaMemcpyDeviceToHost, s));
-  HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h_lut.data(), d_luts, h_lut.size(), cudaMemcpyDeviceToHost, s));
-  eq.synchronize();
-  float ms[3] = {};
-  for (int i = 0; i < 3; ++i) HISTEQ_CUDA_CHECK(cudaEventElapsedTime(&ms[i], ev[i], ev[i + 1]));
-  rep.times.histogram_ms = ms[0];
-  rep.times.cdf_lut_ms = ms[1];
-  rep.times.apply_ms = ms[2];
-  rep.times.total_ms = double(ms[0]) + ms[1] + ms[2];
-  const bool exact = kernels::find_kernel(rep.kernel).exact;
-  for (int p = 0; p < planes; ++p) {
-    rep.histograms.emplace_back(h_hist.begin() + std::ptrdiff_t(p) * kBins,
-                                h_hist.begin() + std::ptrdiff_t(p + 1) * kBins);
-    if (!exact) {
-      std::uint64_t sum = 0;
-      for (std::uint64_t c : rep.histograms.back()) sum += c;
-      rep.racy_lost += sum < pixels ? pixels - sum : 0;
-    }
-    Lut l;
-    std::copy(h_lut.begin() + std::ptrdiff_t(p) * kBins,
-              h_lut.begin() + std::ptrdiff_t(p + 1) * kBins, l.begin());
-    rep.luts.push_back(l);
-  }
+  ImageEngine engine(eq);
+  engine.run_device(img.pixels, img.width, img.height, img.channels, opt, d_out, rep);
 }
+
+namespace {
+
+/// The planes route of one file (as the executor's device route runs a batch): decode into the
+/// stored planes, Y equalized (equalize_gray: the bytes of Equalizer::equalize_batch), encoded
+/// from the planes. False when the hardware decoder declines the file.
+bool planes_on_device(Equalizer& eq, JpegCodec& codec, const JpegInput& in,
+                      const EqualizeOptions& opt, const jpeg::EncodeOptions& enc,
+                      EqualizeReport* report, JpegOnDevice* r) {
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  };
+  auto t = Clock::now();
+  std::vector<DevicePlanes> dec = codec.decode_planes({in});
+  if (dec.at(0).declined) return false;
+  r->decode_ms = ms_since(t);
+  DevicePlanes p = dec[0];
+  const std::size_t n = std::size_t(p.width) * std::size_t(p.height);
+  DeviceBuffer<std::uint8_t> y(n);
+  t = Clock::now();
+  const std::string ran = eq.equalize_gray(p.plane[0], y.get(), n, opt.formula);
+  p.plane[0] = y.get();
+  r->bytes = std::move(codec.encode_planes({p}, enc).at(0));
+  r->encode_ms = ms_since(t);
+  r->width = p.width;
+  r->height = p.height;
+  r->channels = r->out_channels = p.components;
+  r->decoder = "nvjpeg-hw";
+  if (report) {
+    *report = EqualizeReport{};
+    report->backend = "cuda";
+    report->device = device_name();
+    report->kernel = ran;
+    report->mode = p.components == 1 ? Mode::gray : Mode::luma;
+  }
+  return true;
+}
+
+}  // namespace
 
 JpegOnDevice equalize_jpeg_on_device(Equalizer& eq, JpegCodec& codec, const JpegInput& in,
                                      const EqualizeOptions& opt, const jpeg::EncodeOptions& enc,
@@ -654,6 +866,21 @@ JpegOnDevice equalize_jpeg_on_device(Equalizer& eq, JpegCodec& codec, const Jpeg
     return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
   };
   JpegOnDevice r;
+  {  // luma mode into a JPEG: the stored planes, where the hardware decoder takes them
+    jpeg::Info info;
+    bool checked = false;
+    try {
+      info = jpeg::read_info(in.data, in.size, in.name);
+      checked = true;
+    } catch (const Error&) {  // the decoders below name the defect
+    }
+    const bool luma =
+        !opt.mode || *opt.mode == Mode::luma || (info.components == 1 && *opt.mode == Mode::gray);
+    if (checked && luma && opt.kernel == "auto" &&
+        planes_candidate(info, enc, std::uint64_t(1) << 40) &&
+        planes_on_device(eq, codec, in, opt, enc, report, &r))
+      return r;
+  }
   auto t = Clock::now();
   std::vector<DeviceImage> dec = codec.decode({in});
   r.decode_ms = ms_since(t);

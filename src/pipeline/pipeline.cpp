@@ -20,6 +20,7 @@
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
 #include "histeq/planes.hpp"
+#include "image_engine.hpp"
 #include "registry.hpp"
 #include "stages.hpp"
 
@@ -28,12 +29,6 @@ namespace histeq {
 namespace {
 
 constexpr int kBins = 256;
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
 void check_image(const Image& in) {
   if (in.channels < 1 || in.channels > 4) {
     throw Error("image has " + std::to_string(in.channels) +
@@ -60,187 +55,21 @@ void check_kernel_name(const std::string& kernel) {
   }
 }
 
-int cpu_threads() { return cpu::usable_cpus(); }
-
-std::uint64_t sum_of(const Histogram& h) {
-  std::uint64_t s = 0;
-  for (std::uint64_t c : h) s += c;
-  return s;
-}
-
-/// What both equalize() and image_histograms() do; `apply_luts` false stops after the histogram.
-struct Run {
-  const Image& in;
-  const EqualizeOptions& opt;
-  Mode mode;
-  int planes;
-  int out_channels;
-  std::size_t pixels;
-};
-
-Image run_cpu(const Run& r, bool apply_luts, EqualizeReport& rep) {
-  const auto t_total = Clock::now();
-  const int threads = cpu_threads();
-  rep.backend = "cpu";
-  rep.device = "CPU (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
-  rep.kernel = "cpu";
-
-  // Histogram (with plane extraction for 2–4 channels).
-  auto t0 = Clock::now();
-  std::vector<std::uint8_t> planes_buf;
-  const std::uint8_t* planes = r.in.pixels.data();
-  if (r.in.channels > 1) {
-    planes_buf.resize(std::size_t(r.planes) * r.pixels);
-    cpu::extract_planes(r.in.pixels.data(), r.pixels, r.in.channels, r.mode, planes_buf.data(),
-                        threads);
-    planes = planes_buf.data();
-  }
-  rep.histograms.clear();
-  for (int p = 0; p < r.planes; ++p) {
-    rep.histograms.push_back(cpu::histogram(planes + std::size_t(p) * r.pixels, r.pixels,
-                                            SampleType::u8, kBins, threads));
-  }
-  rep.times.histogram_ms = ms_since(t0);
-
-  Image out;
-  if (apply_luts) {
-    t0 = Clock::now();
-    rep.luts.clear();
-    for (const Histogram& h : rep.histograms) rep.luts.push_back(make_lut(h.data(), r.opt.formula));
-    rep.times.cdf_lut_ms = ms_since(t0);
-
-    t0 = Clock::now();
-    out.width = r.in.width;
-    out.height = r.in.height;
-    out.channels = r.out_channels;
-    out.pixels.resize(r.pixels * std::size_t(r.out_channels));
-    cpu::apply(r.in.pixels.data(), r.pixels, r.in.channels, r.mode, rep.luts.data(),
-               out.pixels.data(), threads);
-    rep.times.apply_ms = ms_since(t0);
-  }
-  rep.times.total_ms = ms_since(t_total);
-  return out;
-}
-
-Image run_cuda(const Run& r, bool apply_luts, EqualizeReport& rep) {
-  const auto t_total = Clock::now();
-  rep.backend = "cuda";
-  rep.device = gpu::device_name();
-
-  gpu::Equalizer eq;
-  const cudaStream_t s = eq.stream();
-  const std::size_t in_bytes = r.in.byte_count();
-  const std::size_t out_bytes = r.pixels * std::size_t(r.out_channels);
-
-  // Allocate everything before the clock starts (allocation is not a pipeline stage).
-  DeviceBuffer<std::uint8_t> d_in(in_bytes);
-  DeviceBuffer<std::uint8_t> d_planes(r.in.channels > 1 ? std::size_t(r.planes) * r.pixels : 0);
-  DeviceBuffer<std::uint8_t> d_out(apply_luts ? out_bytes : 0);
-  std::uint64_t* d_hist = eq.device_hist(r.planes);
-  std::uint8_t* d_luts = eq.device_lut(r.planes);
-  const std::uint8_t* planes = r.in.channels > 1 ? d_planes.get() : d_in.get();
-
-  Event e_start, e_up, e_hist, e_lut, e_apply, e_down;
-  e_start.record(s);
-  if (in_bytes > 0) {
-    HISTEQ_CUDA_CHECK(
-        cudaMemcpyAsync(d_in.get(), r.in.pixels.data(), in_bytes, cudaMemcpyHostToDevice, s));
-  }
-  e_up.record(s);
-
-  if (r.in.channels > 1) {
-    eq.extract_planes(d_in.get(), r.pixels, r.in.channels, r.mode, d_planes.get());
-  }
-  std::string ran;
-  for (int p = 0; p < r.planes; ++p) {
-    ran = eq.histogram(r.opt.kernel, planes + std::size_t(p) * r.pixels, r.pixels, SampleType::u8,
-                       kBins, d_hist + std::size_t(p) * kBins, r.opt.block_size);
-  }
-  e_hist.record(s);
-  rep.kernel = ran.empty() ? r.opt.kernel : ran;
-
-  Image out;
-  if (apply_luts) {
-    eq.cdf_lut(d_hist, r.planes, r.opt.formula, d_luts);
-    e_lut.record(s);
-    eq.apply(d_in.get(), r.pixels, r.in.channels, r.mode, d_luts, d_out.get());
-    e_apply.record(s);
-    out.width = r.in.width;
-    out.height = r.in.height;
-    out.channels = r.out_channels;
-    out.pixels.resize(out_bytes);
-    if (out_bytes > 0) {
-      HISTEQ_CUDA_CHECK(
-          cudaMemcpyAsync(out.pixels.data(), d_out.get(), out_bytes, cudaMemcpyDeviceToHost, s));
-    }
-    e_down.record(s);
-  }
-
-  // The small per-plane results for the report (after the timed region).
-  std::vector<std::uint64_t> h_hist(std::size_t(r.planes) * kBins);
-  HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h_hist.data(), d_hist, h_hist.size() * sizeof(std::uint64_t),
-                                    cudaMemcpyDeviceToHost, s));
-  std::vector<std::uint8_t> h_lut;
-  if (apply_luts) {
-    h_lut.resize(std::size_t(r.planes) * kBins);
-    HISTEQ_CUDA_CHECK(
-        cudaMemcpyAsync(h_lut.data(), d_luts, h_lut.size(), cudaMemcpyDeviceToHost, s));
-  }
-  eq.synchronize();
-
-  rep.times.upload_ms = e_up.since(e_start);
-  rep.times.histogram_ms = e_hist.since(e_up);
-  if (apply_luts) {
-    rep.times.cdf_lut_ms = e_lut.since(e_hist);
-    rep.times.apply_ms = e_apply.since(e_lut);
-    rep.times.download_ms = e_down.since(e_apply);
-  }
-
-  rep.histograms.clear();
-  rep.luts.clear();
-  for (int p = 0; p < r.planes; ++p) {
-    rep.histograms.emplace_back(h_hist.begin() + std::ptrdiff_t(p) * kBins,
-                                h_hist.begin() + std::ptrdiff_t(p + 1) * kBins);
-    if (apply_luts) {
-      Lut l;
-      std::copy(h_lut.begin() + std::ptrdiff_t(p) * kBins,
-                h_lut.begin() + std::ptrdiff_t(p + 1) * kBins, l.begin());
-      rep.luts.push_back(l);
-    }
-  }
-  rep.times.total_ms = ms_since(t_total);
-  return out;
-}
-
 Image run(const Image& in, const EqualizeOptions& opt, bool apply_luts, EqualizeReport* report) {
   check_image(in);
   check_kernel_name(opt.kernel);
   const Backend backend = resolve_backend(opt.backend);
-  const Mode mode = opt.mode.value_or(default_mode(in.channels));
-  const Run r{in,
-              opt,
-              mode,
-              plane_count(mode, in.channels),
-              output_channels(mode, in.channels),
-              in.pixel_count()};
-
   EqualizeReport local;
   EqualizeReport& rep = report ? *report : local;
   rep = EqualizeReport{};
-  rep.mode = mode;
-
-  Image out = backend == Backend::cuda ? run_cuda(r, apply_luts, rep) : run_cpu(r, apply_luts, rep);
-  if (apply_luts) {  // metadata travels with the pixels (an encoder drops what no longer fits)
-    out.exif = in.exif;
-    out.icc = in.icc;
-  }
-
-  rep.racy_lost = 0;
-  if (rep.backend == "cuda" && !kernels::find_kernel(rep.kernel).exact) {
-    for (const Histogram& h : rep.histograms) {
-      const std::uint64_t s = sum_of(h);
-      rep.racy_lost += s < r.pixels ? r.pixels - s : 0;
-    }
+  Image out;
+  if (backend == Backend::cuda) {
+    // One call: copies from and to pageable memory (page-locking a buffer costs more than it
+    // saves for one image); the engine's buffers are allocated before its clock starts.
+    gpu::ImageEngine engine;
+    out = engine.run(in, nullptr, opt, apply_luts, true, rep);
+  } else {
+    out = cpu::equalize_stages(in, opt, apply_luts, 0, rep);
   }
   return out;
 }

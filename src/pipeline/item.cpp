@@ -1,0 +1,371 @@
+// item.cpp — one file's plan and its run on the CPU or a leased device engine (histeq/item.hpp).
+#include "histeq/item.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <utility>
+
+#include "cuda_check.hpp"
+#include "histeq/clahe.hpp"
+#include "histeq/cpu.hpp"
+#include "histeq/equalize16.hpp"
+#include "histeq/error.hpp"
+#include "histeq/gpu.hpp"
+#include "histeq/gpu16.hpp"
+#include "histeq/image16.hpp"
+#include "histeq/jpeg_planes.hpp"
+#include "histeq/nvjpeg_codec.hpp"
+#include "histeq/pipeline.hpp"
+#include "histeq/planes.hpp"
+#include "image_engine.hpp"
+#include "io/png_fast.hpp"
+
+namespace histeq {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::string lower_ext(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (!s.empty() && s[0] != '.') s = "." + s;
+  return s;
+}
+
+bool is_jpeg_ext(const std::string& lower) { return lower == ".jpg" || lower == ".jpeg"; }
+
+std::string cpu_label(int threads) {
+  const int n = threads > 0 ? threads : cpu::usable_cpus();
+  return "CPU (" + std::to_string(n) + (n == 1 ? " thread)" : " threads)");
+}
+
+std::string device_label(const std::string& used, int threads) {
+  return used == "cpu" ? cpu_label(threads) : used;
+}
+
+/// The format of a file from its first bytes ("" when not recognized).
+std::string sniff_format(const std::uint8_t* d, std::size_t n) {
+  if (jpeg::is_jpeg(d, n)) return "jpeg";
+  if (n >= 8 && d[0] == 0x89 && d[1] == 'P' && d[2] == 'N' && d[3] == 'G') return "png";
+  if (n >= 2 && d[0] == 'P' && (d[1] == '5' || d[1] == '6')) return "pnm";
+  if (n >= 2 && d[0] == 'B' && d[1] == 'M') return "bmp";
+  if (n >= 6 && d[0] == 'G' && d[1] == 'I' && d[2] == 'F') return "gif";
+  return "";
+}
+
+/// The mode a 16-bit image runs in: the asked one, else gray (1-2 channels) or rgb (colour).
+Mode mode16(const std::optional<Mode>& asked, int channels) {
+  if (channels < 3) return Mode::gray;
+  return asked.value_or(Mode::rgb);
+}
+
+void check_mode16(Mode m, int channels, const std::string& name) {
+  if (channels >= 3 && m != Mode::rgb)
+    throw UsageError("'" + name + "' is a 16-bit colour image, processed per channel: mode " +
+                     to_string(m) + " needs 16-bit YCbCr; use mode rgb, or a depth of 8");
+}
+
+/// Before decoding: an output that cannot hold the result (16 bits in JPEG/BMP/TGA), and a
+/// CLAHE grid too large for 65536-entry LUTs, are usage errors naming the file.
+void check_output(const Operation& op, const std::string& name, const std::string& ext,
+                  bool work16) {
+  if (op.writes() && work16 && !holds_16bit(ext))
+    throw UsageError("'" + name + "' is processed at 16 bits, which a " + ext.substr(1) +
+                     " file cannot hold (8 bits per sample): write .png (or .pgm/.ppm/.pnm), or "
+                     "process it at a depth of 8");
+  if (op.kind == OpKind::clahe && work16) {
+    try {
+      validate(op.clahe, kBins16);
+    } catch (const UsageError& e) {
+      throw UsageError("a CLAHE grid of " + std::to_string(op.clahe.tiles_x) + "x" +
+                       std::to_string(op.clahe.tiles_y) + " tiles is too large for '" + name +
+                       "' at 16 bits: at most " +
+                       std::to_string(kMaxClaheLutEntries / kBins16) +
+                       " tiles of 65536-entry LUTs (e.g. 64x64), or a depth of 8 (" + e.what() +
+                       ")");
+    }
+  }
+}
+
+/// A batch spreads the GPU's CLAHE and 16-bit items over the devices, round robin: the calling
+/// thread's current device becomes the next of the list.
+void next_device(const ItemContext& ctx) {
+  if (ctx.devices.empty() || resolve_backend(ctx.op.equalize.backend) != Backend::cuda) return;
+  static std::atomic<unsigned> counter{0};
+  HISTEQ_CUDA_CHECK(cudaSetDevice(ctx.devices[counter++ % ctx.devices.size()]));
+}
+
+/// 8-bit decode through the chain: the caller's codecs, libjpeg-turbo for JPEG, histeq's PNG
+/// decoder, then decode_image (stb_image, histeq's PNM reader).
+Image decode8(const ItemContext& ctx, const std::uint8_t* data, std::size_t size,
+              const std::string& name, std::string* decoder) {
+  for (const auto& c : ctx.codecs) {
+    Image img;
+    if (c && c->decode(data, size, name, ctx.max_pixels, &img)) {
+      *decoder = c->name();
+      return img;
+    }
+  }
+  if (ctx.fast_png) {
+    static const std::shared_ptr<Codec> fast = make_fast_png_decoder();
+    Image img;
+    if (fast->decode(data, size, name, ctx.max_pixels, &img)) {
+      img.icc = png::read_iccp(data, size);  // as decode_image keeps it
+      *decoder = fast->name();
+      return img;
+    }
+  }
+  const std::string f = sniff_format(data, size);
+  *decoder = f == "jpeg" ? "libjpeg-turbo" : f == "pnm" ? "pnm" : "stb_image";
+  return decode_image(data, size, name, ctx.max_pixels);
+}
+
+std::vector<std::uint8_t> encode8(const ItemContext& ctx, const Image& img, const std::string& ext,
+                                  std::string* encoder) {
+  for (const auto& c : ctx.codecs) {
+    std::vector<std::uint8_t> bytes;
+    if (c && c->encode(img, ext, ctx.encode, &bytes)) {
+      *encoder = c->name();
+      return bytes;
+    }
+  }
+  *encoder = encoder_name(ext, ctx.encode);
+  return encode_image(img, ext, ctx.encode);
+}
+
+/// The operation on an 8-bit image: equalize / histogram through the stage sequence (a leased
+/// device engine, the CUDA backend's one-call engine, or the CPU), CLAHE on its backend.
+Image run8(const ItemContext& ctx, Image&& img, ItemReport& rep) {
+  EqualizeReport& er = rep.equalize;
+  const Operation& op = ctx.op;
+  if (op.kind == OpKind::clahe) {
+    ClaheOptions co = op.clahe;
+    co.mode = op.equalize.mode.value_or(default_mode(img.channels));
+    std::string used;
+    Image out = clahe(img, co, op.equalize.backend, &used);
+    er.mode = img.channels == 1 ? Mode::gray : co.mode;
+    er.kernel = used == "cpu" ? "cpu" : "clahe";
+    er.backend = used == "cpu" ? "cpu" : "cuda";
+    er.device = device_label(used, ctx.threads);
+    out.icc = img.icc;
+    out.exif = img.exif;
+    return out;
+  }
+  const bool apply = op.kind == OpKind::equalize;
+  Image out;
+  if (ctx.device) {
+    out = ctx.device->run(img, &img, op.equalize, apply, true, er);
+    rep.times.upload_ms = er.times.upload_ms;
+    rep.times.download_ms = er.times.download_ms;
+    rep.times.equalize_ms = er.times.histogram_ms + er.times.cdf_lut_ms + er.times.apply_ms;
+  } else if (op.equalize.backend == Backend::cuda) {
+    if (apply)
+      out = equalize(img, op.equalize, &er);
+    else
+      image_histograms(img, op.equalize, &er);
+    rep.times.upload_ms = er.times.upload_ms;
+    rep.times.download_ms = er.times.download_ms;
+    rep.times.equalize_ms = er.times.histogram_ms + er.times.cdf_lut_ms + er.times.apply_ms;
+  } else {
+    out = cpu::equalize_stages(std::move(img), op.equalize, apply, ctx.threads, er);
+    er.device = cpu_label(ctx.threads);
+    rep.times.equalize_ms = er.times.total_ms;
+  }
+  return out;
+}
+
+/// A 16-bit image (or an 8-bit one widened): equalize16 / histograms16 / CLAHE on its backend.
+Image16 run16(const ItemContext& ctx, const Image16& img, const std::string& name,
+              ItemReport& rep) {
+  EqualizeReport& er = rep.equalize;
+  const Operation& op = ctx.op;
+  const Mode m = mode16(op.equalize.mode, img.channels);
+  check_mode16(m, img.channels, name);
+  er.mode = m;
+  std::string used;
+  Image16 out;
+  if (op.kind == OpKind::histogram) {
+    er.histograms = histograms16(img, m, op.equalize.backend, &used);
+    er.kernel = used == "cpu" ? "cpu" : "hist_u16";
+  } else if (op.kind == OpKind::equalize) {
+    out = equalize16(img, m, op.equalize.backend, &used);
+    er.kernel = used == "cpu" ? "cpu" : "hist_u16";
+  } else {
+    ClaheOptions co = op.clahe;
+    co.mode = m;
+    out = clahe(img, co, op.equalize.backend, &used);
+    er.kernel = used == "cpu" ? "cpu" : "clahe";
+  }
+  er.backend = used == "cpu" ? "cpu" : "cuda";
+  er.device = device_label(used, ctx.threads);
+  out.icc = img.icc;
+  return out;
+}
+
+std::vector<std::uint8_t> run_pixels(const ItemContext& ctx, const ItemPlan& plan,
+                                     const std::uint8_t* data, std::size_t size,
+                                     const std::string& name, const std::string& ext,
+                                     ItemReport& rep) {
+  const Operation& op = ctx.op;
+  const bool in16 = plan.bits == 16;
+  const bool work16 = plan.work_bits == 16;
+  check_output(op, name, ext, work16);
+  rep.bit_depth = work16 ? 16 : 8;
+  next_device(ctx);
+  auto t0 = Clock::now();
+  std::vector<std::uint8_t> encoded;
+  if (work16) {
+    Image16 img;
+    if (in16) {
+      img = decode_image16(data, size, name, ctx.max_pixels);
+      rep.decoder = plan.format == "png" ? "libspng" : "pnm";
+    } else {
+      img = widen_to_16(decode8(ctx, data, size, name, &rep.decoder));
+    }
+    rep.times.decode_ms = ms_since(t0);
+    rep.width = img.width;
+    rep.height = img.height;
+    rep.channels = img.channels;
+    t0 = Clock::now();
+    Image16 out = run16(ctx, img, name, rep);
+    rep.times.equalize_ms = ms_since(t0);
+    if (op.writes()) {
+      rep.output_channels = encoded_channels(out.channels, ext);
+      Image16().pixels.swap(img.pixels);
+      t0 = Clock::now();
+      encoded = encode_image16(out, ext);
+      rep.encoder = ext == ".png" ? "libspng" : "pnm";
+      rep.times.encode_ms = ms_since(t0);
+    }
+  } else {
+    Image img;
+    if (in16) {  // a depth of 8 asked for: narrowed on purpose, round(v / 257)
+      img = narrow_to_8(decode_image16(data, size, name, ctx.max_pixels));
+      rep.decoder = plan.format == "png" ? "libspng" : "pnm";
+    } else {
+      img = decode8(ctx, data, size, name, &rep.decoder);
+    }
+    rep.times.decode_ms = ms_since(t0);
+    rep.width = img.width;
+    rep.height = img.height;
+    rep.channels = img.channels;
+    rep.equalize.mode = ctx.op.equalize.mode.value_or(default_mode(img.channels));
+    t0 = Clock::now();
+    const Image out = run8(ctx, std::move(img), rep);
+    if (rep.times.equalize_ms == 0) rep.times.equalize_ms = ms_since(t0);
+    if (op.writes()) {
+      rep.output_channels = encoded_channels(out.channels, ext);
+      t0 = Clock::now();
+      encoded = encode8(ctx, out, ext, &rep.encoder);
+      rep.times.encode_ms = ms_since(t0);
+    }
+  }
+  EqualizeReport& er = rep.equalize;
+  er.times.decode_ms = rep.times.decode_ms;
+  er.times.encode_ms = rep.times.encode_ms;
+  return encoded;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> encode_item(const ItemContext& ctx, const Image& img,
+                                      const std::string& ext, std::string* encoder) {
+  return encode8(ctx, img, lower_ext(ext), encoder);
+}
+
+const char* to_string(ItemRoute r) {
+  switch (r) {
+    case ItemRoute::jpeg_planes: return "jpeg-planes";
+    case ItemRoute::jpeg_device: return "jpeg-device";
+    default: return "pixels";
+  }
+}
+
+bool holds_16bit(const std::string& ext) {
+  const std::string e = lower_ext(ext);
+  return e == ".png" || e == ".pgm" || e == ".ppm" || e == ".pnm";
+}
+
+const char* encoder_name(const std::string& ext, const EncodeOptions& enc) {
+  const std::string e = lower_ext(ext);
+  if (is_jpeg_ext(e)) return "libjpeg-turbo";
+  if (e == ".png") return enc.png_level == 1 ? "histeq-png+isa-l" : "histeq-png+libdeflate";
+  if (e == ".pgm" || e == ".ppm" || e == ".pnm") return "pnm";
+  return "stb_image_write";
+}
+
+ItemPlan plan_item(const std::uint8_t* data, std::size_t size, const Operation& op,
+                   const std::string& out_ext, const EncodeOptions& enc, std::uint64_t max_pixels,
+                   const RouteChoice& choice) {
+  ItemPlan p;
+  p.format = sniff_format(data, size);
+  p.bits = is_16bit_data(data, size) ? 16 : 8;
+  p.work_bits = op.depth == 16 || (p.bits == 16 && op.depth != 8) ? 16 : 8;
+  int w = 0, h = 0, c = 0;
+  if (image_info(data, size, &w, &h, &c)) {
+    p.width = w;
+    p.height = h;
+    p.channels = c;
+  }
+  const std::size_t px = std::size_t(std::max(p.width, 0)) * std::size_t(std::max(p.height, 0));
+  const std::size_t sample = p.work_bits == 16 ? 2 : 1;
+  p.cost = size + px * std::size_t(std::max(p.channels, 1)) * sample * 2 + px * sample;
+  const std::string ext = lower_ext(out_ext);
+  if (p.format != "jpeg" || op.kind != OpKind::equalize || p.work_bits != 8) return p;
+  try {
+    p.jpeg = jpeg::read_info(data, size, "");
+    p.jpeg_checked = true;
+  } catch (const Error&) {
+    return p;  // the CPU decoder names the defect
+  }
+  const bool luma = !op.equalize.mode || *op.equalize.mode == Mode::luma ||
+                    (p.jpeg.components == 1 && *op.equalize.mode == Mode::gray);
+  const jpeg::EncodeOptions je{enc.quality, enc.subsampling};
+  p.cpu_planes = is_jpeg_ext(ext) && luma && op.equalize.kernel == "auto" &&
+                 jpeg::planes_route(p.jpeg, je, jpeg::Orientation::apply);
+  p.device_planes = is_jpeg_ext(ext) && luma && gpu::nvjpeg_built() &&
+                    gpu::planes_candidate(p.jpeg, je, max_pixels);
+  if (choice.device_all_jpeg || (choice.device_planes && p.device_planes))
+    p.route = ItemRoute::jpeg_device;
+  else if (choice.cpu_planes && p.cpu_planes)
+    p.route = ItemRoute::jpeg_planes;
+  if (p.route != ItemRoute::pixels) {
+    // On the planes routes the pixels never exist as RGB: the file, the planes, the output.
+    const std::size_t planes = px * 3;
+    p.cost = size + planes + planes / 2;
+  }
+  return p;
+}
+
+std::vector<std::uint8_t> run_item(const ItemContext& ctx, const ItemPlan& plan,
+                                   const std::uint8_t* data, std::size_t size,
+                                   const std::string& name, const std::string& out_ext,
+                                   ItemReport& rep) {
+  const std::string ext = ctx.op.writes() ? lower_ext(out_ext) : std::string();
+  if (plan.cpu_planes && plan.route != ItemRoute::pixels) {
+    EqualizeReport& er = rep.equalize;
+    std::vector<std::uint8_t> bytes;
+    if (equalize_jpeg_planes(data, size, name, ctx.op.equalize,
+                             {ctx.encode.quality, ctx.encode.subsampling}, ctx.max_pixels, &bytes,
+                             &er, &rep.width, &rep.height)) {
+      er.device = cpu_label(ctx.threads);
+      rep.channels = rep.output_channels = 3;
+      rep.decoder = rep.encoder = "libjpeg-turbo-ycbcr";
+      rep.times.decode_ms = er.times.decode_ms;
+      rep.times.equalize_ms = er.times.histogram_ms + er.times.cdf_lut_ms + er.times.apply_ms;
+      rep.times.encode_ms = er.times.encode_ms;
+      return bytes;
+    }
+    // a marker after the frame header took it off the route: the pixels route below
+    rep.equalize = EqualizeReport{};
+  }
+  return run_pixels(ctx, plan, data, size, name, ext, rep);
+}
+
+}  // namespace histeq

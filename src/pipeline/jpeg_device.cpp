@@ -1,0 +1,466 @@
+// jpeg_device.cpp — the executor's device route for JPEG files (jpeg_device.hpp).
+//
+// Measured on the H200 (docs/benchmarks.md, "JPEG on the device"): the context takes about 0.3 s
+// and each nvJPEG handle about 0.5 s to create, a decode state about 0.08 s (and 0.1-0.15 s to
+// destroy); the hardware decoder reaches 5,500-7,300 MP/s on batches of 8-64 photos with two
+// batches in flight, the encoder 17,000-30,000 MP/s. So one handle per GPU, made at once on its
+// own thread, serves decode and encode; each slot keeps its decode state, encoder states and
+// buffers for the whole run; several slots keep the engines busy while one waits on its host
+// work; nothing is created or destroyed per batch.
+#include "jpeg_device.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "cuda_check.hpp"
+#include "device_buffer.hpp"
+#include "histeq/error.hpp"
+#include "histeq/gpu.hpp"
+#include "histeq/nvjpeg_codec.hpp"
+#include "histeq/pipeline.hpp"
+#include "histeq/planes.hpp"
+#include "image_engine.hpp"
+
+namespace histeq::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+/// What a slot keeps for the whole run, on its device: the Equalizer (the slot's stream, shared
+/// by the codec), the codec (decode state, encoder states, buffers), the stage sequence, and the
+/// buffers of the equalized Y planes and pixels.
+struct SlotState {
+  gpu::Equalizer eq;
+  gpu::JpegCodec codec;
+  gpu::ImageEngine engine;
+  DeviceBuffer<std::uint8_t> y_out, d_out;
+  SlotState(const gpu::JpegCodecOptions& jo, std::shared_ptr<gpu::JpegHandles> h)
+      : codec(eq.stream(), jo, std::move(h)), engine(eq) {}
+};
+
+/// A waiting thread sleeps until the device is done (cudaDeviceScheduleBlockingSync) instead of
+/// spinning on a core, which the CPU workers need. Set before the context exists; a context made
+/// elsewhere keeps its flags.
+void prefer_blocking_sync(int dev) {
+  if (cudaSetDevice(dev) == cudaSuccess) cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
+  cudaGetLastError();
+}
+
+}  // namespace
+
+struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
+  Options opt;
+  Done done;
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  std::deque<DeviceJob*> q;
+  double q_mp = 0;
+  std::size_t running = 0;
+  State st = State::starting;
+  std::string why;
+  bool stop = false;
+  Clock::time_point t0 = Clock::now(), t_first{};
+  bool started_batches = false;
+  double mp_done = 0, ready_ms = 0, handles_ms = 0;
+  std::size_t n_done = 0;
+  int devices_pending = 0;
+  std::vector<std::thread> init_threads, slot_threads;
+
+  /// Makes device `dev`'s context and handles, then starts its slots.
+  void init_device(int dev, int slots) {
+    std::shared_ptr<gpu::JpegHandles> h;
+    std::string err;
+    try {
+      prefer_blocking_sync(dev);
+      HISTEQ_CUDA_CHECK(cudaSetDevice(dev));
+      HISTEQ_CUDA_CHECK(cudaFree(nullptr));  // the context
+      const auto th = Clock::now();
+      h = gpu::make_jpeg_handles(dev);
+      std::lock_guard<std::mutex> lock(mu);
+      handles_ms = std::max(handles_ms, ms_between(th, Clock::now()));
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    std::vector<DeviceJob*> back;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      --devices_pending;
+      if (err.empty()) {
+        if (st != State::ready) ready_ms = ms_between(t0, Clock::now());
+        st = State::ready;
+        if (!stop)
+          for (int k = 0; k < slots; ++k) {
+            auto self = shared_from_this();
+            slot_threads.emplace_back([self, dev, h] { self->slot_loop(dev, h); });
+          }
+      } else if (st != State::ready && devices_pending == 0) {
+        st = State::failed;
+        why = err;
+        back.assign(q.begin(), q.end());
+        q.clear();
+        q_mp = 0;
+      }
+    }
+    cv.notify_all();
+    hand_back(back, DeviceJob::Status::device_failed, err);
+  }
+
+  void hand_back(const std::vector<DeviceJob*>& jobs, DeviceJob::Status s, const std::string& e) {
+    for (DeviceJob* j : jobs) {
+      j->status = s;
+      j->error = e;
+      done(j);
+    }
+  }
+
+  /// Up to opt.batch queued jobs of the kind of the first; empty when stopping.
+  std::vector<DeviceJob*> take() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return stop || !q.empty() || st == State::failed; });
+    std::vector<DeviceJob*> b;
+    if (q.empty() || st == State::failed) return b;
+    const bool planes = q.front()->planes;
+    while (!q.empty() && q.front()->planes == planes && int(b.size()) < std::max(1, opt.batch)) {
+      b.push_back(q.front());
+      q_mp -= q.front()->megapixels;
+      q.pop_front();
+    }
+    running += b.size();
+    if (!started_batches) {
+      started_batches = true;
+      t_first = Clock::now();
+    }
+    return b;
+  }
+
+  void finished(const std::vector<DeviceJob*>& b) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      running -= b.size();
+      for (const DeviceJob* j : b)
+        if (j->status == DeviceJob::Status::done) {
+          ++n_done;
+          mp_done += j->megapixels;
+        }
+    }
+    for (DeviceJob* j : b) done(j);
+  }
+
+  void slot_loop(int dev, std::shared_ptr<gpu::JpegHandles> h) {
+    std::unique_ptr<SlotState> s;
+    std::vector<DeviceJob*> b;
+    try {
+      HISTEQ_CUDA_CHECK(cudaSetDevice(dev));
+      gpu::JpegCodecOptions jo;
+      jo.max_pixels = opt.max_pixels;
+      s = std::make_unique<SlotState>(jo, std::move(h));
+      s->codec.hardware_available();  // the decode state now, not in the first batch
+      for (;;) {
+        b = take();
+        if (b.empty()) break;
+        if (b.front()->planes)
+          run_planes(*s, b);
+        else
+          run_pixels(*s, b);
+        finished(b);
+        b.clear();
+      }
+    } catch (const std::exception& e) {
+      fail_all(b, e.what());
+    }
+  }
+
+  /// The device is in trouble: the jobs in hand and every queued one go back as device_failed,
+  /// and later pushes too.
+  void fail_all(const std::vector<DeviceJob*>& in_hand, const std::string& e) {
+    std::vector<DeviceJob*> back;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      running -= in_hand.size();
+      st = State::failed;
+      why = e;
+      back.assign(q.begin(), q.end());
+      q.clear();
+      q_mp = 0;
+    }
+    cv.notify_all();
+    for (DeviceJob* j : in_hand)
+      if (j->status == DeviceJob::Status::done) j->status = DeviceJob::Status::device_failed;
+    std::vector<DeviceJob*> all(in_hand);
+    all.insert(all.end(), back.begin(), back.end());
+    hand_back(all, DeviceJob::Status::device_failed, e);
+  }
+
+  /// Spreads a batch's host milliseconds over its jobs by their pixels.
+  static double share(double ms, const DeviceJob* j, double batch_mp) {
+    return batch_mp > 0 ? ms * j->megapixels / batch_mp : 0;
+  }
+
+  /// The planes kind: hardware decode to the stored planes, Y equalized in one batched launch
+  /// pair (each plane exactly as equalize_gray alone), encoded from the planes.
+  void run_planes(SlotState& s, std::vector<DeviceJob*>& b) {
+    std::vector<gpu::JpegInput> in;
+    for (DeviceJob* j : b) in.push_back({j->bytes->data(), j->bytes->size(), j->name});
+    const auto t0 = Clock::now();
+    std::vector<gpu::DevicePlanes> dec = s.codec.decode_planes(in);
+    const auto t1 = Clock::now();
+    std::size_t total = 0;
+    for (const auto& d : dec)
+      if (!d.declined) total += std::size_t(d.width) * std::size_t(d.height);
+    if (s.y_out.size() < total) s.y_out = DeviceBuffer<std::uint8_t>(total + total / 4);
+    std::uint8_t* y = s.y_out.get();
+    std::vector<gpu::Equalizer::BatchImage> imgs;
+    std::vector<gpu::DevicePlanes> enc;
+    std::vector<std::size_t> at;
+    for (std::size_t i = 0; i < dec.size(); ++i) {
+      if (dec[i].declined) {
+        b[i]->status = DeviceJob::Status::declined;
+        continue;
+      }
+      const std::size_t n = std::size_t(dec[i].width) * std::size_t(dec[i].height);
+      imgs.push_back({dec[i].plane[0], y, n});
+      enc.push_back(dec[i]);
+      enc.back().plane[0] = y;
+      at.push_back(i);
+      y += n;
+    }
+    if (!imgs.empty()) s.eq.equalize_batch(imgs.data(), imgs.size(), opt.equalize.formula);
+    std::vector<std::vector<std::uint8_t>> out;
+    if (!enc.empty()) out = s.codec.encode_planes(enc, opt.encode);
+    const auto t2 = Clock::now();
+    double batch_mp = 0;
+    for (std::size_t i : at) batch_mp += b[i]->megapixels;
+    const std::string device = gpu::device_name();
+    for (std::size_t k = 0; k < at.size(); ++k) {
+      DeviceJob* j = b[at[k]];
+      const gpu::DevicePlanes& d = dec[at[k]];
+      ItemReport& rep = *j->rep;
+      rep.width = d.width;
+      rep.height = d.height;
+      rep.channels = rep.output_channels = d.components;
+      rep.decoder = "nvjpeg-hw";
+      rep.encoder = "nvjpeg";
+      EqualizeReport& er = rep.equalize;
+      er.backend = "cuda";
+      er.device = device;
+      er.kernel = "batched";
+      er.mode = d.components == 1 ? Mode::gray : Mode::luma;
+      rep.times.decode_ms = share(ms_between(t0, t1), j, batch_mp);
+      // equalization and encode share one synchronize: their time together, as encode
+      rep.times.encode_ms = share(ms_between(t1, t2), j, batch_mp);
+      j->encoded = std::move(out[k]);
+      j->status = DeviceJob::Status::done;
+    }
+  }
+
+  /// The pixels kind: decoded to RGB or gray (hardware, hybrid or libjpeg-turbo per file),
+  /// equalized by the stage sequence, encoded by nvJPEG (a JPEG output) or downloaded.
+  void run_pixels(SlotState& s, std::vector<DeviceJob*>& b) {
+    std::vector<gpu::JpegInput> in;
+    for (DeviceJob* j : b) in.push_back({j->bytes->data(), j->bytes->size(), j->name});
+    auto t = Clock::now();
+    const std::vector<gpu::DeviceImage> dec = s.codec.decode(in);
+    const double decode_ms = ms_between(t, Clock::now());
+    double batch_mp = 0;
+    for (const auto& d : dec) batch_mp += d.error.empty() ? double(d.width) * d.height / 1e6 : 0;
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      DeviceJob& j = *b[i];
+      const gpu::DeviceImage& img = dec[i];
+      if (!img.error.empty()) {
+        j.status = DeviceJob::Status::failed;
+        j.error = img.error;
+        continue;
+      }
+      ItemReport& rep = *j.rep;
+      rep.width = img.width;
+      rep.height = img.height;
+      rep.channels = img.channels;
+      rep.decoder = img.decoder;
+      j.megapixels = double(img.width) * img.height / 1e6;
+      rep.times.decode_ms = share(decode_ms, &j, batch_mp);
+      const Mode mode = opt.equalize.mode.value_or(default_mode(img.channels));
+      const int out_ch = output_channels(mode, img.channels);
+      const std::size_t px = std::size_t(img.width) * std::size_t(img.height);
+      if (s.d_out.size() < px * std::size_t(out_ch))
+        s.d_out = DeviceBuffer<std::uint8_t>(px * std::size_t(out_ch));
+      std::uint8_t* d_out = s.d_out.get();
+      try {
+        EqualizeReport& er = rep.equalize;
+        s.engine.run_device(img.pixels, img.width, img.height, img.channels, opt.equalize, d_out,
+                            er);
+        rep.times.equalize_ms = er.times.histogram_ms + er.times.cdf_lut_ms + er.times.apply_ms;
+        er.luts.clear();
+        er.histograms.clear();
+        rep.output_channels = out_ch;
+        t = Clock::now();
+        if ((j.out_ext == ".jpg" || j.out_ext == ".jpeg") && (out_ch == 1 || out_ch == 3)) {
+          j.encoded = s.codec.encode(d_out, img.width, img.height, out_ch, opt.encode, img.exif,
+                                     img.icc);
+          rep.encoder = "nvjpeg";
+          rep.times.encode_ms = ms_between(t, Clock::now());
+        } else {
+          j.host.width = img.width;
+          j.host.height = img.height;
+          j.host.channels = out_ch;
+          j.host.exif = img.exif;
+          j.host.icc = img.icc;
+          j.host.pixels.resize(px * std::size_t(out_ch));
+          HISTEQ_CUDA_CHECK(cudaMemcpyAsync(j.host.pixels.data(), d_out, j.host.pixels.size(),
+                                            cudaMemcpyDeviceToHost,
+                                            reinterpret_cast<cudaStream_t>(s.eq.stream())));
+          s.eq.synchronize();
+          rep.times.download_ms = ms_between(t, Clock::now());
+        }
+        j.status = DeviceJob::Status::done;
+      } catch (const CudaError&) {
+        throw;
+      } catch (const std::exception& e) {
+        j.status = DeviceJob::Status::failed;
+        j.error = e.what();
+      }
+    }
+  }
+};
+
+JpegDevices::JpegDevices(Options opt, Done done) : impl_(std::make_shared<Impl>()) {
+  Impl& m = *impl_;
+  m.opt = std::move(opt);
+  m.done = std::move(done);
+  std::map<int, int> slots;  // device → slots (a repeated ordinal: more slots on it)
+  if (m.opt.devices.empty()) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+      cudaGetLastError();
+      count = 0;
+    }
+    for (int d = 0; d < count; ++d) slots[d] = m.opt.slots;
+    if (count == 0) {
+      m.st = State::failed;
+      m.why = "no CUDA device found";
+      return;
+    }
+  } else {
+    for (int d : m.opt.devices) slots[d] += m.opt.slots;
+  }
+  m.devices_pending = int(slots.size());
+  for (const auto& [dev, n] : slots) {
+    auto self = impl_;
+    m.init_threads.emplace_back([self, dev = dev, n = n] { self->init_device(dev, n); });
+  }
+}
+
+JpegDevices::~JpegDevices() {
+  Impl& m = *impl_;
+  std::vector<DeviceJob*> back;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    m.stop = true;
+    back.assign(m.q.begin(), m.q.end());
+    m.q.clear();
+    m.q_mp = 0;
+  }
+  m.cv.notify_all();
+  m.hand_back(back, DeviceJob::Status::declined, "");
+  for (auto& t : m.init_threads) t.join();
+  std::vector<std::thread> slots;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    slots.swap(m.slot_threads);
+  }
+  for (auto& t : slots) t.join();
+}
+
+JpegDevices::State JpegDevices::state() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->st;
+}
+
+JpegDevices::State JpegDevices::wait_started() {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  impl_->cv.wait(lock, [&] { return impl_->st != State::starting; });
+  return impl_->st;
+}
+
+std::string JpegDevices::failure() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->why;
+}
+
+void JpegDevices::push(DeviceJob* job) {
+  Impl& m = *impl_;
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    if (m.st != State::failed && !m.stop) {
+      m.q.push_back(job);
+      m.q_mp += job->megapixels;
+      m.cv.notify_one();
+      return;
+    }
+    why = m.why;
+  }
+  m.hand_back({job}, DeviceJob::Status::device_failed, why);
+}
+
+DeviceJob* JpegDevices::steal() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->q.empty()) return nullptr;
+  DeviceJob* j = impl_->q.back();
+  impl_->q.pop_back();
+  impl_->q_mp -= j->megapixels;
+  return j;
+}
+
+std::size_t JpegDevices::queued() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->q.size();
+}
+
+double JpegDevices::queued_megapixels() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return std::max(impl_->q_mp, 0.0);
+}
+
+std::size_t JpegDevices::pending() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->q.size() + impl_->running;
+}
+
+double JpegDevices::rate() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->started_batches || impl_->mp_done <= 0) return 0;
+  const double s = ms_between(impl_->t_first, Clock::now()) / 1e3;
+  return s > 0 ? impl_->mp_done / s : 0;
+}
+
+double JpegDevices::ready_ms() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->ready_ms;
+}
+
+double JpegDevices::handles_ms() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->handles_ms;
+}
+
+std::size_t JpegDevices::files_done() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->n_done;
+}
+
+double JpegDevices::megapixels_done() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->mp_done;
+}
+
+}  // namespace histeq::detail

@@ -1,0 +1,93 @@
+// jpeg_device.hpp — the executor's device route for JPEG files: per GPU, a thread that creates
+// the CUDA context and nvJPEG's hardware handle as soon as the executor starts, then a few slot
+// threads, each with its own decode state, stream, encoder states and buffers, that take batches
+// of queued JPEGs and run them on the device: hardware decode, equalization, and (a JPEG output)
+// nvJPEG's encoder, so that only the compressed bytes come back to the host. Internal header of
+// the pipeline room (docs/architecture.md, "The executor").
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "histeq/image_io.hpp"
+#include "histeq/jpeg_codec.hpp"
+#include "histeq/operation.hpp"
+
+namespace histeq::detail {
+
+/// One file handed to the device route, and what the route made of it.
+struct DeviceJob {
+  const std::vector<std::uint8_t>* bytes = nullptr;  ///< the whole file
+  std::string name;     ///< for messages
+  std::string out_ext;  ///< the output's format, lower case (".jpg", ".png", ...)
+  /// The planes kind (hardware decode to the stored planes, Y equalized, encoded from the
+  /// planes); else the pixels kind (decoded to RGB or gray, equalize(), encoded or downloaded).
+  bool planes = false;
+  double megapixels = 0;
+  ItemReport* rep = nullptr;  ///< filled: sizes, codecs, equalize, times
+  enum class Status : std::uint8_t {
+    done,           ///< `encoded` holds the output file, or `host` the pixels to encode
+    declined,       ///< not taken (the hardware decoder refused it): the CPU route takes it
+    failed,         ///< the file's own error (`error`, naming it)
+    device_failed,  ///< the device or nvJPEG failed (`error`): another route may take it
+  };
+  Status status = Status::done;
+  std::string error;
+  std::vector<std::uint8_t> encoded;
+  Image host;  ///< the equalized pixels when the output is not a JPEG
+};
+
+/// The device route over one or more GPUs. Thread-safe.
+class JpegDevices {
+ public:
+  struct Options {
+    /// CUDA device ordinals (repeats allowed); empty: every visible device.
+    std::vector<int> devices;
+    EqualizeOptions equalize;
+    jpeg::EncodeOptions encode;
+    std::uint64_t max_pixels = kDefaultMaxPixels;
+    int batch = 16;  ///< most files per hardware decode call
+    int slots = 3;   ///< batches in flight per device, each on a thread of its own
+  };
+  /// Called on a slot thread for every job, once it is done (in any status).
+  using Done = std::function<void(DeviceJob*)>;
+
+  /// Starts at once: a thread per device makes its context and handles, then its slots.
+  JpegDevices(Options opt, Done done);
+  /// Stops the slots; jobs still queued come back declined (through Done).
+  ~JpegDevices();
+  JpegDevices(const JpegDevices&) = delete;
+  JpegDevices& operator=(const JpegDevices&) = delete;
+
+  enum class State : std::uint8_t { starting, ready, failed };
+  State state() const;
+  /// Blocks until the devices are ready or failed.
+  State wait_started();
+  std::string failure() const;  ///< why the devices failed (state() == failed)
+
+  /// Queues a job (its route runs it in a batch); a failed route hands it back at once.
+  void push(DeviceJob* job);
+  /// The last queued job, taken back (nullptr when none is queued).
+  DeviceJob* steal();
+  std::size_t queued() const;
+  double queued_megapixels() const;
+  /// Jobs queued or in a batch.
+  std::size_t pending() const;
+  /// Megapixels per second the route has completed since its first batch began (0 before).
+  double rate() const;
+  /// Host milliseconds from construction to the first device ready, and of the nvJPEG handles.
+  double ready_ms() const;
+  double handles_ms() const;
+  /// Files and megapixels the route completed.
+  std::size_t files_done() const;
+  double megapixels_done() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;  // shared with the device threads
+};
+
+}  // namespace histeq::detail
