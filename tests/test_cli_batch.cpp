@@ -460,6 +460,37 @@ TEST_F(Batch, TimingPrintsSummedStagesAndWall) {
     EXPECT_NE(r.out.find(stage), std::string::npos) << stage << "\n" << r;
 }
 
+// The workers busy at once are CPU workers holding a CPU slot: never more than --jobs, in the
+// --timing line and in the JSON summary (the executor runs more threads than --jobs; a thread
+// writing its file holds no slot and used to be counted).
+TEST_F(Batch, BusyWorkersNeverExceedJobs) {
+  for (int jobs : {1, 2}) {
+    for (int run_no = 0; run_no < 4; ++run_no) {
+      const std::string out = "busy" + std::to_string(jobs) + "-" + std::to_string(run_no);
+      const Result t = run("equalize " + q("in") + " -r -o " + q(out + "t") +
+                           " --backend cpu --timing --quiet --jobs " + std::to_string(jobs));
+      ASSERT_EQ(t.status, 0) << t;
+      const std::string key = "in flight: at most ";
+      const std::size_t at = t.out.find(key);
+      ASSERT_NE(at, std::string::npos) << t;
+      const int busy = std::atoi(t.out.c_str() + at + key.size());
+      EXPECT_GE(busy, 1) << t;
+      EXPECT_LE(busy, jobs) << "--jobs " << jobs << "\n" << t;
+      const std::string of = " of " + std::to_string(jobs) + (jobs == 1 ? " worker " : " workers ");
+      EXPECT_NE(t.out.find(of, at), std::string::npos) << t;
+      const Result j = run("equalize " + q("in") + " -r -o " + q(out + "j") +
+                           " --backend cpu --json --quiet --jobs " + std::to_string(jobs));
+      ASSERT_EQ(j.status, 0) << j;
+      const auto lines = lines_of(j.out);
+      ASSERT_FALSE(lines.empty()) << j;
+      const auto s = nlohmann::json::parse(lines.back()).at("summary");
+      EXPECT_GE(s.at("peak_busy_workers").get<int>(), 1) << j;
+      EXPECT_LE(s.at("peak_busy_workers").get<int>(), jobs) << j;
+      EXPECT_EQ(s.at("jobs").get<int>(), jobs) << j;
+    }
+  }
+}
+
 TEST_F(Batch, BatchOptionsAreValidated) {
   EXPECT_EQ(run("equalize " + q("in") + " -o " + q("o") + " --format webp").status, 2);
   EXPECT_EQ(run("equalize " + q("in") + " -o " + q("o") + " --devices x").status, 2);

@@ -198,10 +198,12 @@ struct Executor::Impl {
   std::mutex slot_mu;
   std::condition_variable slot_cv;
   int slots_free = 0;
+  int peak_slots_taken = 0;  // the most slots held at once in a run: CPU workers busy
   void take_slot() {
     std::unique_lock<std::mutex> lock(slot_mu);
     slot_cv.wait(lock, [&] { return slots_free > 0; });
     --slots_free;
+    peak_slots_taken = std::max(peak_slots_taken, jobs - slots_free);
   }
   void give_slot() {
     {
@@ -1138,7 +1140,6 @@ struct Executor::Run {
   std::mutex mu;
   std::condition_variable cv_budget, cv_work, cv_done;
   std::size_t inflight_bytes = 0, inflight_items = 0;
-  int busy = 0;
   std::size_t max_items = 0;
   std::deque<std::unique_ptr<Loaded>> queue;
   bool reader_done = false;
@@ -1244,16 +1245,8 @@ struct Executor::Run {
       // wait for a CPU worker to finish a long decode); any CPU work takes one (Impl::process).
       Impl::Slot slot{m};
       if (!(it->for_device && m.device_has_room())) slot.take();
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        sum.peak_busy_workers = std::max(sum.peak_busy_workers, ++busy);
-      }
       m.process(*it, slot);
       slot.give();
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        --busy;
-      }
       finish(std::move(it));
     }
   }
@@ -1307,6 +1300,7 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
     if (!why.empty()) throw Error("--backend cuda: no usable CUDA device (" + why + ")");
   }
   m.slots_free = m.jobs;
+  m.peak_slots_taken = 0;
   std::thread reader([&r] { r.reader_loop(); });
   // `jobs` workers for the CPU stages, plus, when JPEGs may go to the device workers' JPEG
   // threads, as many as those threads take in their batches: a worker that handed its JPEG
@@ -1322,6 +1316,7 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
   reader.join();
   for (auto& t : pool) t.join();
   BatchSummary sum = std::move(r.sum);
+  sum.peak_busy_workers = m.peak_slots_taken;  // every thread has joined: no lock needed
   sum.wall_s = std::chrono::duration<double>(Clock::now() - r.t_run).count();
   {
     std::lock_guard<std::mutex> lock(m.dev_mu);
