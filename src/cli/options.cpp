@@ -343,9 +343,12 @@ void add_batch_options(Command& c, bool equalize) {
         "cap on the megabytes of images in flight in a batch (default: max(256, 128 x jobs), at "
         "most a quarter of the memory)",
         cxxopts::value<std::size_t>(), "MB");
+  // With nvJPEG each GPU has kJpegThreadsPerDevice workers decoding JPEG batches and as many
+  // equalizing and encoding what the CPU workers decoded (executor.cpp, init_nvjpeg).
   c.add("devices",
-        "CUDA device ordinals for a batch, one worker each (e.g. 0,1 or 0,0); default: all (two "
-        "workers each when nvJPEG takes the JPEGs)",
+        "CUDA device ordinals for a batch, one worker each (e.g. 0,1 or 0,0); default: every "
+        "visible device, one worker each, " +
+            std::to_string(2 * kJpegThreadsPerDevice) + " each when nvJPEG takes the JPEGs",
         cxxopts::value<std::string>(), "LIST");
   c.add_flag("quiet", "no notes, no progress bar, no summary line on stderr (errors still)");
   if (equalize) {
