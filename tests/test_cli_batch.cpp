@@ -161,9 +161,20 @@ TEST_F(Batch, StandardInputAndOutput) {
   ASSERT_EQ(r.status, 0) << r;
   EXPECT_EQ(read_bytes(p("from-stdin.bmp")), single(p("in/moon.png").string(), ".bmp"));
 
+  // Without --format the message lists every format -o - can write, and each one it lists works.
   r = run("equalize " + q("in/moon.png") + " -o - --backend cpu");
   EXPECT_EQ(r.status, 2) << r;
   EXPECT_NE(r.err.find("--format"), std::string::npos) << r;
+  const std::string listed = r.err.substr(r.err.find("--format"));
+  for (const char* fmt : {"png", "jpg", "bmp", "tga", "pgm", "ppm", "pnm"}) {
+    EXPECT_NE(listed.find(std::string(" ") + fmt), std::string::npos) << fmt << "\n" << r;
+    const char* input = std::string(fmt) == "ppm" ? "in/chelsea.png" : "in/moon.png";
+    const Result w =
+        run("equalize - -o - --backend cpu --format " + std::string(fmt), p(input).string());
+    EXPECT_EQ(w.status, 0) << fmt << "\n" << w.err;
+    EXPECT_FALSE(w.out.empty()) << fmt;
+  }
+
 
   r = run("histogram - --backend cpu --csv", p("in/moon.png").string());
   ASSERT_EQ(r.status, 0) << r;

@@ -219,7 +219,8 @@ Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::strin
   if (r.count("format")) {
     s.out_ext = parse_format(r["format"].as<std::string>());
   } else if (output == "-") {
-    throw UsageError("-o - (standard output) needs --format png|jpg|bmp|tga");
+    throw UsageError(std::string("-o - (standard output) needs --format FMT (FMT: ") +
+                     kOutputFormats + ")");
   } else {
     s.out_ext = fs::path(output).extension().string();
     check_output_path(output);  // before any work: an unknown extension is a usage error

@@ -388,7 +388,7 @@ std::string parse_format(const std::string& f) {
   if (e == "png" || e == "jpg" || e == "bmp" || e == "tga") return "." + e;
   if (e == "jpeg") return ".jpg";
   if (e == "pgm" || e == "ppm" || e == "pnm") return "." + e;  // 8 or 16 bits (io/pnm_write.hpp)
-  throw UsageError("unknown --format '" + f + "' (valid: png, jpg, bmp, tga, pgm, ppm, pnm)");
+  throw UsageError("unknown --format '" + f + "' (valid: " + kOutputFormats + ")");
 }
 
 std::vector<int> parse_devices(const std::string& s) {
