@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -174,7 +175,6 @@ TEST_F(Batch, StandardInputAndOutput) {
     EXPECT_EQ(w.status, 0) << fmt << "\n" << w.err;
     EXPECT_FALSE(w.out.empty()) << fmt;
   }
-
 
   r = run("histogram - --backend cpu --csv", p("in/moon.png").string());
   ASSERT_EQ(r.status, 0) << r;
@@ -498,6 +498,68 @@ TEST_F(Batch, BusyWorkersNeverExceedJobs) {
       EXPECT_GE(s.at("peak_busy_workers").get<int>(), 1) << j;
       EXPECT_LE(s.at("peak_busy_workers").get<int>(), jobs) << j;
       EXPECT_EQ(s.at("jobs").get<int>(), jobs) << j;
+    }
+  }
+}
+
+// One name per codec, the one that ran: the --json "decoder" and "encoder" of one file and of
+// the same file in a batch are the same, and name the library that did the work.
+TEST_F(Batch, CodecNamesAreTheSameForOneFileAndABatch) {
+  fs::create_directories(p("codecs"));
+  const std::string moon = p("in/moon.png").string();
+  ASSERT_EQ(
+      run("equalize " + quote(moon) + " -o " + q("codecs/pgm8.pgm") + " --backend cpu").status, 0);
+  ASSERT_EQ(
+      run("equalize " + quote(moon) + " -o " + q("codecs/bmp8.bmp") + " --backend cpu").status, 0);
+  ASSERT_EQ(
+      run("equalize " + quote(moon) + " -o " + q("codecs/jpg8.jpg") + " --backend cpu").status, 0);
+  ASSERT_EQ(
+      run("equalize " + quote(moon) + " -o " + q("codecs/png16.png") + " --backend cpu --depth 16")
+          .status,
+      0);
+  fs::copy_file(moon, p("codecs/png8.png"));
+  const std::map<std::string, std::string> decoder = {{"png8.png", "libdeflate-png"},
+                                                      {"pgm8.pgm", "histeq-pnm"},
+                                                      {"bmp8.bmp", "stb_image"},
+                                                      {"jpg8.jpg", "libjpeg-turbo"},
+                                                      {"png16.png", "libspng"}};
+  struct Out {
+    std::string format, extra, encoder, encoder16;
+  };
+  const Out outs[] = {{"png", "", "isa-l-png", "libspng"},
+                      {"png", "--png-level 6", "libdeflate-png", "libspng"},
+                      {"pnm", "", "histeq-pnm", "histeq-pnm"},
+                      {"bmp", "", "stb_image_write", ""},
+                      {"jpg", "", "libjpeg-turbo", ""}};
+  int k = 0;
+  for (const Out& o : outs) {
+    std::map<std::string, nlohmann::json> batch;  // file name -> its batch JSON line
+    const std::string dir = "codec-out" + std::to_string(k++);
+    const Result b = run("equalize " + q("codecs") + " -o " + q(dir) + " --format " + o.format +
+                         " " + o.extra + " --backend cpu --json --quiet");
+    for (const std::string& line : lines_of(b.out)) {
+      const auto j = nlohmann::json::parse(line);
+      if (j.contains("input")) batch[fs::path(j.at("input").get<std::string>()).filename()] = j;
+    }
+    for (const auto& [name, dec] : decoder) {
+      const bool is16 = name == "png16.png";
+      const std::string want_enc = is16 ? o.encoder16 : o.encoder;
+      ASSERT_TRUE(batch.count(name)) << name << "\n" << b;
+      const auto& bj = batch.at(name);
+      if (want_enc.empty()) {  // a 16-bit image into an 8-bit-only format fails, alone
+        EXPECT_FALSE(bj.at("ok").get<bool>()) << bj;
+        continue;
+      }
+      ASSERT_TRUE(bj.at("ok").get<bool>()) << bj;
+      EXPECT_EQ(bj.at("decoder"), dec) << name << " " << o.format << " " << o.extra;
+      EXPECT_EQ(bj.at("encoder"), want_enc) << name << " " << o.format << " " << o.extra;
+      const Result s =
+          run("equalize " + q("codecs/" + name) + " -o " + q(dir + "-single." + o.format) + " " +
+              o.extra + " --backend cpu --json");
+      ASSERT_EQ(s.status, 0) << s;
+      const auto sj = nlohmann::json::parse(s.out);
+      EXPECT_EQ(sj.at("decoder"), dec) << name << " one file, " << o.format << " " << o.extra;
+      EXPECT_EQ(sj.at("encoder"), want_enc) << name << " one file, " << o.format << " " << o.extra;
     }
   }
 }

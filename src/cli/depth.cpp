@@ -12,6 +12,7 @@
 
 #include "cuda_check.hpp"
 #include "device_buffer.hpp"
+#include "histeq/codec_names.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/equalize16.hpp"
 #include "histeq/error.hpp"
@@ -54,14 +55,6 @@ void check_mode16(Mode m, int channels, const std::string& name = std::string())
                                    : "'" + name + "' is a 16-bit colour image,") +
                      " processed per channel: --mode " + to_string(m) +
                      " needs 16-bit YCbCr; use --mode rgb, or --depth 8");
-}
-
-/// The writer encode_image uses for an extension (lower case), named as the executor names it.
-const char* encoder_name8(const std::string& ext) {
-  if (ext == ".jpg" || ext == ".jpeg") return "libjpeg-turbo";
-  if (ext == ".png") return "histeq-png+libdeflate";
-  if (ext == ".pgm" || ext == ".ppm" || ext == ".pnm") return "pnm";
-  return "stb";
 }
 
 /// In a batch on the GPU: the calling thread's current device becomes the next of the list.
@@ -130,10 +123,9 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
     Image16 img;
     if (in16) {
       img = decode_image16(data, size, name, opt.max_pixels);
-      rep.decoder = "libspng/pnm";
+      rep.decoder = codec::decoder16_name(data, size);
     } else {
-      const Image img8 = decode_image(data, size, name, opt.max_pixels);
-      rep.decoder = jpeg::is_jpeg(data, size) ? "libjpeg-turbo" : "stb";
+      const Image img8 = decode_image(data, size, name, opt.max_pixels, &rep.decoder);
       img = widen_to_16(img8);
     }
     rep.times.decode_ms = ms_since(t0);
@@ -167,17 +159,16 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
       Image16().pixels.swap(img.pixels);
       t0 = Clock::now();
       encoded = encode_image16(out, ext);
-      rep.encoder = ext == ".png" ? "libspng" : "pnm";  // PGM/PPM (io/pnm_write.hpp)
+      rep.encoder = codec::encoder16_name(ext);
       rep.times.encode_ms = ms_since(t0);
     }
   } else {
     Image img;
     if (in16) {  // --depth 8: narrowed on purpose, round(v / 257)
       img = narrow_to_8(decode_image16(data, size, name, opt.max_pixels));
-      rep.decoder = "libspng/pnm";
+      rep.decoder = codec::decoder16_name(data, size);
     } else {
-      img = decode_image(data, size, name, opt.max_pixels);
-      rep.decoder = jpeg::is_jpeg(data, size) ? "libjpeg-turbo" : "stb";
+      img = decode_image(data, size, name, opt.max_pixels, &rep.decoder);
     }
     rep.times.decode_ms = ms_since(t0);
     rep.width = img.width;
@@ -209,7 +200,7 @@ std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t*
       Image().pixels.swap(img.pixels);
       t0 = Clock::now();
       encoded = encode_image(out, ext, opt.encode);
-      rep.encoder = encoder_name8(ext);
+      rep.encoder = codec::encoder_name(ext, opt.encode.png_level);
       rep.times.encode_ms = ms_since(t0);
     }
   }

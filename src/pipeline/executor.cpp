@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "device_buffer.hpp"
+#include "histeq/codec_names.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
@@ -645,8 +646,8 @@ struct Executor::Impl {
       done = true;
     }
     if (!done) {
-      img = decode_image(it.bytes.data(), it.bytes.size(), it.rep.input, opt.max_pixels);
-      it.rep.decoder = jpeg::is_jpeg(it.bytes.data(), it.bytes.size()) ? "libjpeg-turbo" : "stb";
+      img = decode_image(it.bytes.data(), it.bytes.size(), it.rep.input, opt.max_pixels,
+                         &it.rep.decoder);
     }
     std::vector<std::uint8_t>().swap(it.bytes);  // the file's bytes are no longer needed
     it.rep.times.decode_ms = ms_since(t0);
@@ -820,14 +821,7 @@ struct Executor::Impl {
     }
     if (!done) {
       bytes = encode_image(img, ext, opt.encode);
-      std::string low = ext;
-      for (char& ch : low) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-      // encode_image's writers: libjpeg-turbo for JPEG, histeq's PNG writer (Paeth rows,
-      // libdeflate's zlib) for PNG, stb_image_write for the rest
-      rep.encoder = is_jpeg_ext(low)                                    ? "libjpeg-turbo"
-                    : low == ".png"                                     ? "histeq-png+libdeflate"
-                    : (low == ".pgm" || low == ".ppm" || low == ".pnm") ? "pnm"
-                                                                        : "stb";
+      rep.encoder = codec::encoder_name(ext, opt.encode.png_level);
     }
     rep.times.encode_ms = ms_since(t0);
     return bytes;
