@@ -12,11 +12,11 @@
 //   M4  M1's sums + global adds, no ticket/copy (wrong result: what the finish costs)
 //   M5  M2 with software-pipelined loads (count_block kPrefetch: next tile loaded before counting)
 // M0 is the library kernel as it is now (since the commit after c4407c7 it is M2); the fused
-// kOpt rows of docs/probes/2026-11-30-tail-probe-2.txt came from c4407c7's fused.cuh (the
+// kOpt rows of bench/results/h200/probes/tail-2.txt came from c4407c7's fused.cuh (the
 // variants that lost were removed with the parameter).
 // Also: the fused equalizer stopped after each stage (fused.cuh kStop), and "batch" figures —
 // 32 launches between one pair of events, divided by 32 — what back-to-back frames see.
-//   nvcc -O3 -std=c++17 -arch=sm_90 -I kernels -I src bench/probes/tail_probe.cu \
+//   nvcc -O3 -std=c++17 -arch=sm_90 -I kernels -I core bench/probes/tail_probe.cu \
 //        kernels/stream_hold.cu -o tail_probe
 #include <cooperative_groups.h>
 
