@@ -19,6 +19,8 @@
 #   equalize the whole equalization in device memory (fused, three stages, CPU), 1M..1G
 #   timing   a few cells again with --timing enqueue (launches as the host issues them), to show
 #            what the host's launch rate adds on this machine
+#   clahe    CLAHE (clip 2, 8x8) and the 16-bit paths in device memory, three runs (clahe-N.*)
+#   details  `histeq kernels --details` for 16M u8 samples, 256 bins (kernels-details.txt)
 # Each step writes STEP.txt (the table), STEP.csv, STEP.json and STEP.log (progress); the default
 # and 1g steps also STEP.png when python3 with matplotlib is there (else: see the .log for the
 # command that draws it from the CSV on another machine).
@@ -36,12 +38,12 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${1:-$ROOT/bench/results/h200}"
 shift || true
 STEPS=("$@")
-[ ${#STEPS[@]} -eq 0 ] && STEPS=(default 1g images l2 blocks lesson wide small fold equalize timing)
+[ ${#STEPS[@]} -eq 0 ] && STEPS=(default 1g images l2 blocks lesson wide small fold equalize timing clahe details)
 
 for step in "${STEPS[@]}"; do
   case "$step" in
-    default|1g|images|l2|blocks|lesson|wide|small|fold|equalize|timing) ;;
-    *) echo "unknown step '$step'; valid: default 1g images l2 blocks lesson wide small fold equalize timing" >&2
+    default|1g|images|l2|blocks|lesson|wide|small|fold|equalize|timing|clahe|details) ;;
+    *) echo "unknown step '$step'; valid: default 1g images l2 blocks lesson wide small fold equalize timing clahe details" >&2
        exit 2 ;;
   esac
 done
@@ -108,6 +110,13 @@ for step in "${STEPS[@]}"; do
                  --l2 both --timing enqueue ;;
     equalize) bench_step equalize --equalize --sizes 1M,4M,16M,64M,256M,1G \
                  --dist uniform,hot,natural,constant --l2 both ;;
+    clahe)   for run in 1 2 3; do
+               bench_step "clahe-$run" --clahe --sizes 1M,16M,64M --dist natural,uniform \
+                   --reps 20 --warmup 3
+             done ;;
+    details) echo "== details: histeq kernels --details --type u8 --bins 256 --size 16M" >&2
+             "$BIN" kernels --details --type u8 --bins 256 --size 16M >"$OUT/kernels-details.txt" ||
+               status=1 ;;
   esac
 done
 echo "== results in $OUT (commit ${HISTEQ_COMMIT:-unknown})" >&2

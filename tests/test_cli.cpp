@@ -23,6 +23,7 @@
 
 #include "cli/cli.hpp"
 #include "histeq/error.hpp"
+#include "histeq/executor.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/pipeline.hpp"
 #include "registry.hpp"
@@ -140,6 +141,28 @@ TEST_F(Cli, HelpAndVersionExitZero) {
     EXPECT_EQ(r.status, 0) << cmd << "\n" << r;
     EXPECT_NE(r.out.find(std::string("histeq ") + cmd), std::string::npos) << r;
     EXPECT_TRUE(r.err.empty()) << r;
+  }
+}
+
+// --devices' help gives the executor's count of batches the JPEG device route runs at a time
+// per GPU (kJpegSlotsPerDevice).
+TEST_F(Cli, DevicesHelpGivesTheWorkersPerGpu) {
+  const std::string want =
+      "runs " + std::to_string(histeq::kJpegSlotsPerDevice) + " batches at a time per GPU";
+  for (const char* cmd : {"equalize", "clahe", "histogram"}) {
+    const Result r = run(std::string(cmd) + " --help");
+    ASSERT_EQ(r.status, 0) << r;
+    std::string flat;  // cxxopts wraps the help: compare with the line breaks and indents gone
+    for (std::size_t i = 0; i < r.out.size(); ++i) {
+      if (r.out[i] == '\n') {
+        while (i + 1 < r.out.size() && r.out[i + 1] == ' ') ++i;
+        if (!flat.empty() && flat.back() != ' ') flat += ' ';
+      } else {
+        flat += r.out[i];
+      }
+    }
+    EXPECT_NE(flat.find(want), std::string::npos) << cmd << ": want '" << want << "'\n" << r;
+    EXPECT_EQ(flat.find("two workers each"), std::string::npos) << cmd << "\n" << r;
   }
 }
 

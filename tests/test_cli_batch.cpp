@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -161,9 +162,19 @@ TEST_F(Batch, StandardInputAndOutput) {
   ASSERT_EQ(r.status, 0) << r;
   EXPECT_EQ(read_bytes(p("from-stdin.bmp")), single(p("in/moon.png").string(), ".bmp"));
 
+  // Without --format the message lists every format -o - can write, and each one it lists works.
   r = run("equalize " + q("in/moon.png") + " -o - --backend cpu");
   EXPECT_EQ(r.status, 2) << r;
   EXPECT_NE(r.err.find("--format"), std::string::npos) << r;
+  const std::string listed = r.err.substr(r.err.find("--format"));
+  for (const char* fmt : {"png", "jpg", "bmp", "tga", "pgm", "ppm", "pnm"}) {
+    EXPECT_NE(listed.find(std::string(" ") + fmt), std::string::npos) << fmt << "\n" << r;
+    const char* input = std::string(fmt) == "ppm" ? "in/chelsea.png" : "in/moon.png";
+    const Result w =
+        run("equalize - -o - --backend cpu --format " + std::string(fmt), p(input).string());
+    EXPECT_EQ(w.status, 0) << fmt << "\n" << w.err;
+    EXPECT_FALSE(w.out.empty()) << fmt;
+  }
 
   r = run("histogram - --backend cpu --csv", p("in/moon.png").string());
   ASSERT_EQ(r.status, 0) << r;
@@ -458,6 +469,99 @@ TEST_F(Batch, TimingPrintsSummedStagesAndWall) {
   ASSERT_EQ(r.status, 0) << r;
   for (const char* stage : {"read", "decode", "equalize", "encode", "write", "wall"})
     EXPECT_NE(r.out.find(stage), std::string::npos) << stage << "\n" << r;
+}
+
+// The workers busy at once are CPU workers holding a CPU slot: never more than --jobs, in the
+// --timing line and in the JSON summary (the executor runs more threads than --jobs; a thread
+// writing its file holds no slot and used to be counted).
+TEST_F(Batch, BusyWorkersNeverExceedJobs) {
+  for (int jobs : {1, 2}) {
+    for (int run_no = 0; run_no < 4; ++run_no) {
+      const std::string out = "busy" + std::to_string(jobs) + "-" + std::to_string(run_no);
+      const Result t = run("equalize " + q("in") + " -r -o " + q(out + "t") +
+                           " --backend cpu --timing --quiet --jobs " + std::to_string(jobs));
+      ASSERT_EQ(t.status, 0) << t;
+      const std::string key = "in flight: at most ";
+      const std::size_t at = t.out.find(key);
+      ASSERT_NE(at, std::string::npos) << t;
+      const int busy = std::atoi(t.out.c_str() + at + key.size());
+      EXPECT_GE(busy, 1) << t;
+      EXPECT_LE(busy, jobs) << "--jobs " << jobs << "\n" << t;
+      const std::string of = " of " + std::to_string(jobs) + (jobs == 1 ? " worker " : " workers ");
+      EXPECT_NE(t.out.find(of, at), std::string::npos) << t;
+      const Result j = run("equalize " + q("in") + " -r -o " + q(out + "j") +
+                           " --backend cpu --json --quiet --jobs " + std::to_string(jobs));
+      ASSERT_EQ(j.status, 0) << j;
+      const auto lines = lines_of(j.out);
+      ASSERT_FALSE(lines.empty()) << j;
+      const auto s = nlohmann::json::parse(lines.back()).at("summary");
+      EXPECT_GE(s.at("peak_busy_workers").get<int>(), 1) << j;
+      EXPECT_LE(s.at("peak_busy_workers").get<int>(), jobs) << j;
+      EXPECT_EQ(s.at("jobs").get<int>(), jobs) << j;
+    }
+  }
+}
+
+// One name per codec, the one that ran: the --json "decoder" and "encoder" of one file and of
+// the same file in a batch are the same, and name the library that did the work.
+TEST_F(Batch, CodecNamesAreTheSameForOneFileAndABatch) {
+  fs::create_directories(p("codecs"));
+  const std::string moon = p("in/moon.png").string();
+  ASSERT_EQ(
+      run("equalize " + quote(moon) + " -o " + q("codecs/pgm8.pgm") + " --backend cpu").status, 0);
+  ASSERT_EQ(
+      run("equalize " + quote(moon) + " -o " + q("codecs/bmp8.bmp") + " --backend cpu").status, 0);
+  ASSERT_EQ(
+      run("equalize " + quote(moon) + " -o " + q("codecs/jpg8.jpg") + " --backend cpu").status, 0);
+  ASSERT_EQ(
+      run("equalize " + quote(moon) + " -o " + q("codecs/png16.png") + " --backend cpu --depth 16")
+          .status,
+      0);
+  fs::copy_file(moon, p("codecs/png8.png"));
+  const std::map<std::string, std::string> decoder = {{"png8.png", "libdeflate-png"},
+                                                      {"pgm8.pgm", "histeq-pnm"},
+                                                      {"bmp8.bmp", "stb_image"},
+                                                      {"jpg8.jpg", "libjpeg-turbo"},
+                                                      {"png16.png", "libspng"}};
+  struct Out {
+    std::string format, extra, encoder, encoder16;
+  };
+  const Out outs[] = {{"png", "", "isa-l-png", "libspng"},
+                      {"png", "--png-level 6", "libdeflate-png", "libspng"},
+                      {"pnm", "", "histeq-pnm", "histeq-pnm"},
+                      {"bmp", "", "stb_image_write", ""},
+                      {"jpg", "", "libjpeg-turbo", ""}};
+  int k = 0;
+  for (const Out& o : outs) {
+    std::map<std::string, nlohmann::json> batch;  // file name -> its batch JSON line
+    const std::string dir = "codec-out" + std::to_string(k++);
+    const Result b = run("equalize " + q("codecs") + " -o " + q(dir) + " --format " + o.format +
+                         " " + o.extra + " --backend cpu --json --quiet");
+    for (const std::string& line : lines_of(b.out)) {
+      const auto j = nlohmann::json::parse(line);
+      if (j.contains("input")) batch[fs::path(j.at("input").get<std::string>()).filename()] = j;
+    }
+    for (const auto& [name, dec] : decoder) {
+      const bool is16 = name == "png16.png";
+      const std::string want_enc = is16 ? o.encoder16 : o.encoder;
+      ASSERT_TRUE(batch.count(name)) << name << "\n" << b;
+      const auto& bj = batch.at(name);
+      if (want_enc.empty()) {  // a 16-bit image into an 8-bit-only format fails, alone
+        EXPECT_FALSE(bj.at("ok").get<bool>()) << bj;
+        continue;
+      }
+      ASSERT_TRUE(bj.at("ok").get<bool>()) << bj;
+      EXPECT_EQ(bj.at("decoder"), dec) << name << " " << o.format << " " << o.extra;
+      EXPECT_EQ(bj.at("encoder"), want_enc) << name << " " << o.format << " " << o.extra;
+      const Result s =
+          run("equalize " + q("codecs/" + name) + " -o " + q(dir + "-single." + o.format) + " " +
+              o.extra + " --backend cpu --json");
+      ASSERT_EQ(s.status, 0) << s;
+      const auto sj = nlohmann::json::parse(s.out);
+      EXPECT_EQ(sj.at("decoder"), dec) << name << " one file, " << o.format << " " << o.extra;
+      EXPECT_EQ(sj.at("encoder"), want_enc) << name << " one file, " << o.format << " " << o.extra;
+    }
+  }
 }
 
 TEST_F(Batch, BatchOptionsAreValidated) {

@@ -89,7 +89,7 @@ TEST_F(ExecutorTest, CpuWithATinyInflightCapMatchesTheSingleFilePath) {
     order.push_back(r.index);
     EXPECT_TRUE(r.ok) << r.error;
     EXPECT_EQ(r.equalize.backend, "cpu");
-    EXPECT_TRUE(r.decoder == "libdeflate-png" || r.decoder == "stb") << r.decoder;
+    EXPECT_TRUE(r.decoder == "libdeflate-png" || r.decoder == "stb_image") << r.decoder;
   });
   EXPECT_EQ(s.files, its.size());
   EXPECT_EQ(s.failures, 0u);
@@ -177,7 +177,7 @@ TEST_F(ExecutorTest, CodecHookTakesTheStage) {
   o.codecs.push_back(codec);
   Executor ex(o);
   auto its = items("d");
-  its[0].format = ".bmp";  // not taken by the codec: stb writes it
+  its[0].format = ".bmp";  // not taken by the codec: stb_image_write writes it
   std::vector<std::string> encoders;
   ex.run(its, [&](const ItemReport& r) { encoders.push_back(r.encoder); });
   EXPECT_EQ(codec->encodes.load(), int(its.size()) - 1);

@@ -243,7 +243,7 @@ TEST_F(ExecutorJpeg, GpuMixedFolderAndAutoRouteGiveTheBytesOfTheRouteThatRan) {
                                          nullptr, nullptr, nullptr));
       } else {  // a CPU decode: the same pixels whichever backend equalized them
         EXPECT_TRUE(r.decoder == "libjpeg-turbo" || r.decoder == "libdeflate-png" ||
-                    r.decoder == "stb")
+                    r.decoder == "stb_image")
             << r.decoder;
         want = encode_image(equalize(load_image(its[i].input), cpu_opt), ".jpg", EncodeOptions{});
       }

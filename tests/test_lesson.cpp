@@ -584,6 +584,39 @@ TEST_F(LessonFiles, MissingImageIsAnError) {
   EXPECT_NE(r.err.find("none.png"), std::string::npos) << r.err;
 }
 
+/// Run where no samples/ folder is in reach (not beside the executable, not installed, not under
+/// the current folder), `lesson atomics` says that it has no photo case, where it looked and
+/// how to give one; with --image the photo case runs.
+TEST_F(LessonFiles, NoPhotoCaseIsSaidWithThePlacesAndTheOption) {
+  const std::filesystem::path before = std::filesystem::current_path();
+  std::filesystem::current_path(path(""));
+  const CliRun r = cli({"lesson", "atomics", "--size", "4K", "--reps", "2"});
+  const CliRun with = cli({"lesson", "atomics", "--size", "4K", "--reps", "2", "--image",
+                           test::source_path("samples/hubble_deep_field.jpg")});
+  std::filesystem::current_path(before);
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_NE(r.err.find("no photo case"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("hubble_deep_field.jpg"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("share/histeq/samples"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--image FILE"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("photo:"), std::string::npos) << r.out;
+  ASSERT_EQ(with.status, 0) << with.err << with.out;
+  EXPECT_NE(with.out.find("photo:hubble_deep_field.jpg"), std::string::npos) << with.out;
+  EXPECT_EQ(with.err.find("no photo case"), std::string::npos) << with.err;
+}
+
+/// --plot without a GPU draws nothing (the picture shows speed-ups over atomic) and says so,
+/// naming the file it did not write.
+TEST_F(LessonFiles, PlotWithoutAGpuSaysNoPictureWasWritten) {
+  std::string why;
+  if (test::gpu_available(&why)) GTEST_SKIP() << "a GPU is usable: the plot has GPU steps";
+  const std::string png = path("atomics.png");
+  const CliRun r = cli({"lesson", "atomics", "--size", "4K", "--reps", "2", "--plot", png});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_NE(r.err.find("no picture written to " + png), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(png));
+}
+
 /// The plot script reads the CSV the command writes (skipped where python3 or matplotlib is
 /// missing; the command then prints how to draw it by hand).
 TEST_F(LessonFiles, PlotScriptDrawsTheNarratedCsv) {

@@ -1,6 +1,6 @@
-// columns_probe.cu — tuning probe for the lane-column histogram and the fused equalizer
-// (issue 5). Standalone: builds with nvcc alone, so it can run before the rest of the tree.
-//   nvcc -O3 -std=c++17 -arch=sm_90 -I kernels -I src bench/probes/columns_probe.cu -o probe
+// columns_probe.cu — tuning probe for the lane-column histogram and the fused equalizer.
+// Standalone: builds with nvcc alone, so it can run before the rest of the tree.
+//   nvcc -O3 -std=c++17 -arch=sm_90 -I kernels -I core bench/probes/columns_probe.cu -o probe
 //   ./probe [reps]
 // Prints, per size × distribution: read bandwidth, CUB, each policy variant (hot and cold L2),
 // the three-launch equalize path and the fused single-launch equalize, all verified on the CPU.

@@ -6,7 +6,7 @@ batch kernels of each path on the same data, e.g.
     ncu --cache-control none --kernel-name regex:batch --metrics gpu__time_duration.sum,... \\
         python3 bench/probes/ncu_batch.py cluster two_launch
 
-(bench/results/h200/session12/ncu_batch_*.txt). Needs torch with CUDA and the histeq package.
+(bench/results/h200/python/ncu_batch_threads*.txt). Needs torch with CUDA and the histeq package.
 """
 import sys
 

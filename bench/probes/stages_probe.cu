@@ -2,7 +2,7 @@
 // the fused equalizer goes, timed the way `histeq bench` times (launches enqueued back to back,
 // each between its own pair of CUDA events, median of the reps). Stages are timed by
 // difference: the fused kernel stopped after each stage (fused.cuh, kStop).
-//   nvcc -O3 -std=c++17 -arch=sm_90 -I kernels -I src bench/probes/stages_probe.cu -o probe
+//   nvcc -O3 -std=c++17 -arch=sm_90 -I kernels -I core bench/probes/stages_probe.cu -o probe
 // Standalone like columns_probe.cu; checks the columns and fused outputs once per size.
 #include <cooperative_groups.h>
 

@@ -4,19 +4,19 @@
 // launch costs the GPU's launch floor and not the host's launch rate (stages_probe.cu used
 // back-to-back enqueue timing, whose 5.5 µs host floor hid everything below it).
 // Variants of the merge that follows the count (M):
-//   M0  the library kernel (columns::histogram_kernel): one thread per value sums 32 columns,
-//       every thread fences, ticket, last block copies
-//   M1  for_each_value_sum (value_sum until c4407c7: kBlock/256 threads per value) + the same finish
-//   M2  M1 + one fence per block (finish_grid_one_fence until c4407c7, now finish_grid) (bar.sync, thread 0 fences and takes the ticket)
+//   M0  the library kernel (columns::histogram_kernel) as it is: the M2 merge below; the
+//       outputs tail-1.txt and tail-2.txt ran the earlier merge (one thread per value sums 32
+//       columns, every thread fences, ticket, last block copies)
+//   M1  for_each_value_sum (kBlock/256 threads per value) + every thread fencing
+//   M2  M1 + one fence per block (finish_grid: bar.sync, thread 0 fences and takes the ticket)
 //   M3  count only (no merge at all; wrong result: what counting costs)
 //   M4  M1's sums + global adds, no ticket/copy (wrong result: what the finish costs)
 //   M5  M2 with software-pipelined loads (count_block kPrefetch: next tile loaded before counting)
-// M0 is the library kernel as it is now (since the commit after c4407c7 it is M2); the fused
-// kOpt rows of docs/probes/2026-11-30-tail-probe-2.txt came from c4407c7's fused.cuh (the
-// variants that lost were removed with the parameter).
+// The fused kOpt rows of bench/results/h200/probes/tail-2.txt came from variants of fused.cuh
+// that lost and were removed.
 // Also: the fused equalizer stopped after each stage (fused.cuh kStop), and "batch" figures —
 // 32 launches between one pair of events, divided by 32 — what back-to-back frames see.
-//   nvcc -O3 -std=c++17 -arch=sm_90 -I kernels -I src bench/probes/tail_probe.cu \
+//   nvcc -O3 -std=c++17 -arch=sm_90 -I kernels -I core bench/probes/tail_probe.cu \
 //        kernels/stream_hold.cu -o tail_probe
 #include <cooperative_groups.h>
 
@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(1024, 2) read_bw(const uint4* __restrict__ d, 
   if (acc == 0x12345678u) *sink = acc;
 }
 
-// M1's finish: every thread fences before the ticket (the library's finish_grid until c4407c7).
+// M1's finish: every thread fences before the ticket (the library's earlier finish_grid).
 __device__ __forceinline__ void finish_grid_every_fence(columns::GridState* g, int bins, unsigned long long* hist) {
   __shared__ bool last;
   __threadfence();

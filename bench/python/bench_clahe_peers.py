@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""CLAHE (clip 2, 8x8 tiles) of gray uint8 images: the peers of issue 14 timed in one run beside
-`histeq bench --clahe`, so that the figures of the issue's table come from the same machine and
-the same call.
+"""CLAHE (clip 2, 8x8 tiles) of gray uint8 images: the peers (OpenCV, kornia, cuCIM) timed in one
+run beside `histeq bench --clahe`, so that the figures of the comparison come from the same
+machine and the same call.
 
     python bench/python/bench_clahe_peers.py [--sizes 1M,16M,64M] [--reps 10] [--warmup 2]
         [--histeq build/histeq] [--skip PEER,...]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Whole equalization of gray uint8 images already on the GPU, from Python: histeq against the
-Python peers, timed as issue 18 says: CUDA events recorded around each call on the current
+Python peers, timed as a Python caller sees them: CUDA events recorded around each call on the current
 stream, synchronized after it, median of 30 after 5 warm-ups (so Python and launch costs count).
 
     python bench/python/bench_python.py [--sizes 1M,16M,64M] [--batch 64x1M] [--reps 30]

@@ -53,6 +53,11 @@ std::size_t default_max_inflight_bytes(int jobs);
 /// coarser output sampling): the device twin of the CPU's stored-planes route (jpeg_planes.hpp).
 enum class JpegRoute : std::uint8_t { automatic, gpu, cpu };
 
+/// Batches the device route runs at a time on one GPU, each on a slot thread with its own decode
+/// state, stream and encoder states (the probe: two or three batches in flight keep the
+/// hardware decoder busy while a slot waits on its host work).
+inline constexpr int kJpegSlotsPerDevice = 3;
+
 struct ExecutorOptions {
   /// What each image goes through: the kind (equalize, CLAHE, histogram), its parameters, the
   /// backend (auto: the CPU, and the device route for JPEGs; cuda: every item's operation on

@@ -33,8 +33,11 @@ Image load_image(const std::string& path, std::uint64_t max_pixels = kDefaultMax
 /// The whole file in memory, with load_image's checks (regular file only, never blocks on a
 /// FIFO, not empty, at most 2^31-1 bytes). Throws Error naming the file and the cause.
 std::vector<std::uint8_t> read_image_file(const std::string& path);
+/// decode_image: load_image on bytes in memory. `decoder`, when given, is set to the decoder that
+/// ran, as the reports name it (codec_names.hpp): libjpeg-turbo, libdeflate-png (the common
+/// 8-bit PNG), histeq-pnm or stb_image.
 Image decode_image(const std::uint8_t* data, std::size_t size, const std::string& name,
-                   std::uint64_t max_pixels = kDefaultMaxPixels);
+                   std::uint64_t max_pixels = kDefaultMaxPixels, std::string* decoder = nullptr);
 
 /// Default zlib level of PNG output (0..9), with the Paeth filter on every row. Level 1 is ISA-L's
 /// igzip (https://github.com/intel/isa-l) in strips of about 4 MiB of rows compressed on several

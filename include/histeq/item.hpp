@@ -90,9 +90,8 @@ struct ItemContext {
 /// Runs one planned file on the CPU (routes pixels and jpeg_planes; a jpeg_device plan runs as
 /// the CPU would take it): decode → the operation → encode. Returns the output file's bytes
 /// (empty for OpKind::histogram) and fills rep: width, height, channels, output_channels,
-/// bit_depth, decoder, encoder (the codecs that ran: "libjpeg-turbo", "libjpeg-turbo-ycbcr",
-/// "libdeflate-png", "stb_image", "pnm", "libspng", "histeq-png+isa-l",
-/// "histeq-png+libdeflate", "stb_image_write", a Codec's name), equalize (backend, device,
+/// bit_depth, decoder, encoder (the codecs that ran, as codec_names.hpp names them, or a Codec's
+/// name), equalize (backend, device,
 /// kernel, mode; histograms for OpKind::histogram), times (decode, equalize, encode). Throws
 /// UsageError for an output that cannot hold the result (16 bits in JPEG/BMP/TGA, channels a
 /// PGM/PPM cannot hold, a mode 16-bit colour cannot take), Error for a bad file (its message
@@ -109,8 +108,5 @@ std::vector<std::uint8_t> encode_item(const ItemContext& ctx, const Image& img,
 
 /// True when a file of this extension (".png", ".pgm", ...; any case) can hold 16-bit samples.
 bool holds_16bit(const std::string& ext);
-
-/// The name of the writer encode_image uses for an 8-bit image in the format of `ext`.
-const char* encoder_name(const std::string& ext, const EncodeOptions& enc);
 
 }  // namespace histeq

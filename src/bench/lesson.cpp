@@ -136,21 +136,29 @@ std::vector<Lesson> make_lessons() {
   return all;
 }
 
-/// The default photo: samples/hubble_deep_field.jpg next to the executable's folder (build or
-/// install tree) or under the current folder; "" when none is found.
-std::string default_photo() {
-  const char* kFile = "hubble_deep_field.jpg";
-  std::vector<fs::path> candidates;
+/// Where the default photo is looked for, in order: samples/ beside the executable's folder (the
+/// build tree in a clone), the installed share/histeq/samples/ (cmake --install puts it there),
+/// then samples/ under the current folder.
+std::vector<fs::path> photo_places() {
+  std::vector<fs::path> places;
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    candidates.push_back(exe.parent_path().parent_path() / "samples" / kFile);
-    candidates.push_back(exe.parent_path() / "samples" / kFile);
-    candidates.push_back(exe.parent_path().parent_path() / "share" / "histeq" / "samples" / kFile);
+    places.push_back(exe.parent_path().parent_path() / "samples");
+    places.push_back(exe.parent_path() / "samples");
+    places.push_back(exe.parent_path().parent_path() / "share" / "histeq" / "samples");
   }
-  candidates.push_back(fs::path("samples") / kFile);
-  for (const auto& c : candidates) {
-    if (fs::is_regular_file(c, ec)) return c.string();
+  places.push_back(fs::path("samples"));
+  return places;
+}
+
+constexpr const char* kPhoto = "hubble_deep_field.jpg";
+
+/// The default photo (kPhoto in one of photo_places()); "" when none is found.
+std::string default_photo() {
+  std::error_code ec;
+  for (const auto& dir : photo_places()) {
+    if (fs::is_regular_file(dir / kPhoto, ec)) return (dir / kPhoto).string();
   }
   return {};
 }
@@ -668,8 +676,8 @@ void write_file(const std::string& path, const std::string& what,
 void make_plot(const Options& opt, const Lesson& lesson, const bench::RunInfo& info,
                const std::vector<Row>& rows, std::ostream& err) {
   if (!info.gpu_skipped.empty()) {
-    err << "note: no plot: it shows speed-ups over atomic, and without a GPU only the CPU step "
-           "ran\n";
+    err << "note: no picture written to " << opt.plot
+        << ": the plot shows speed-ups over atomic, and without a GPU only the CPU step ran\n";
     return;
   }
   const std::string script = find_plot_script();
@@ -695,7 +703,7 @@ void make_plot(const Options& opt, const Lesson& lesson, const bench::RunInfo& i
     err << "plot written to " << opt.plot << '\n';
     return;
   }
-  err << "note: no plot made ("
+  err << "note: no picture written to " << opt.plot << " ("
       << (!have_python     ? "python3 not found"
           : !have_mpl      ? "matplotlib not found for python3"
           : script.empty() ? "bench/lesson_plot.py not found"
@@ -716,8 +724,10 @@ int run(const Options& opt, std::ostream& out, std::ostream& err) {
       throw Error("image '" + opt.image + "' does not exist");
     }
     if (photo.empty()) {
-      err << "note: samples/hubble_deep_field.jpg not found next to the executable or here; "
-             "no photo case (pass --image FILE)\n";
+      std::string looked;
+      for (const auto& dir : photo_places()) looked += (looked.empty() ? "" : ", ") + dir.string();
+      err << "note: no photo case: " << kPhoto << " is in none of " << looked
+          << " (pass --image FILE)\n";
     }
   }
   const bench::Options b = bench_options(lesson, opt, photo);

@@ -252,9 +252,10 @@ void print_batch_timing(std::ostream& tout, const BatchSummary& sum, int jobs) {
   tout << "decoders:";
   for (const auto& [name, n] : sum.decoders) tout << ' ' << name << ' ' << n;
   tout << '\n';
-  tout << "in flight: at most " << sum.peak_busy_workers << " of " << jobs
-       << " workers busy at once; peak " << num(double(sum.peak_inflight_bytes) / 1048576.0, 1)
-       << " MB of a " << (sum.max_inflight_bytes >> 20) << " MB cap (--max-inflight-mb)\n";
+  tout << "in flight: at most " << sum.peak_busy_workers << " of "
+       << plural(std::size_t(jobs), "worker") << " busy at once; peak "
+       << num(double(sum.peak_inflight_bytes) / 1048576.0, 1) << " MB of a "
+       << (sum.max_inflight_bytes >> 20) << " MB cap (--max-inflight-mb)\n";
 }
 
 /// The per-file callback of the executor: progress, errors, one line of text or JSON.

@@ -14,6 +14,7 @@
 #include "cli/batch.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "histeq/codec_names.hpp"
 #include "histeq/error.hpp"
 #include "histeq/nvjpeg_codec.hpp"
 
@@ -103,10 +104,16 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     return 0;
   }
   if (cmd == "--version" || cmd == "-V" || cmd == "version") {
+    // The names the reports give the codecs (histeq/codec_names.hpp).
     out << "histeq " HISTEQ_VERSION "\n"
-        << "codecs: JPEG libjpeg-turbo (CPU)" << (gpu::nvjpeg_built() ? ", nvJPEG (GPU)" : "")
-        << "; PNG, BMP, TGA, GIF, PNM stb_image; 16-bit PNG libspng; PGM/PPM (8 and 16 bits) "
-           "histeq\n";
+        << "codecs: JPEG " << codec::kLibjpegTurbo << ", " << codec::kLibjpegTurboYcbcr
+        << (gpu::nvjpeg_built() ? std::string(", ") + codec::kNvjpegHardware + ", " +
+                                      codec::kNvjpegHybrid + ", " + codec::kNvjpeg + " (GPU)"
+                                : std::string())
+        << "; 8-bit PNG " << codec::kLibdeflatePng << ", " << codec::kIsalPng << ", "
+        << codec::kStbImage << "; 16-bit PNG " << codec::kLibspng << "; PGM/PPM/PNM " << codec::kPnm
+        << "; BMP, TGA " << codec::kStbImage << ", " << codec::kStbImageWrite << "; GIF "
+        << codec::kStbImage << "\n";
     return 0;
   }
   try {

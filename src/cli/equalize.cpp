@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/report.hpp"
+#include "histeq/codec_names.hpp"
 #include "histeq/error.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/jpeg_codec.hpp"
@@ -217,7 +218,8 @@ Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::strin
   if (r.count("format")) {
     s.out_ext = parse_format(r["format"].as<std::string>());
   } else if (output == "-") {
-    throw UsageError("-o - (standard output) needs --format png|jpg|bmp|tga");
+    throw UsageError(std::string("-o - (standard output) needs --format FMT (FMT: ") +
+                     kOutputFormats + ")");
   } else {
     s.out_ext = fs::path(output).extension().string();
     check_output_path(output);  // before any work: an unknown extension is a usage error
@@ -304,8 +306,8 @@ struct Equalized {
   Image in;  ///< on the device path: shape and metadata only (the pixels stay on the GPU)
   Image eq;
   EqualizeReport rep;
-  std::string decoder = "stb_image";
-  std::string encoder;
+  std::string decoder, encoder;  ///< as the reports name them (codec_names.hpp)
+  bool jpeg_input = false;       ///< the text line names the codecs of a JPEG input
 };
 
 /// JPEG in, nvJPEG available: decode on the device; JPEG out too: equalize and encode there.
@@ -330,7 +332,7 @@ bool equalize_jpeg_on_device(const Single& s, const std::vector<std::uint8_t>& b
   e.in.channels = d.channels;
   e.eq.channels = d.out_channels;
   e.decoder = d.decoder;
-  e.encoder = "nvjpeg";
+  e.encoder = codec::kNvjpeg;
   e.rep.times.decode_ms = d.decode_ms;
   e.rep.times.encode_ms = d.encode_ms;
   keep_until_exit(std::shared_ptr<gpu::Equalizer>(std::move(geq)));
@@ -343,9 +345,9 @@ Equalized equalize_one(Single& s, const std::vector<std::uint8_t>& bytes, Clock:
                        std::ostream& out, std::ostream& err) {
   const bool jpg_out = jpeg_ext(fs_extension_lower(s.out_ext));
   Equalized e;
-  e.encoder = jpg_out ? "libjpeg-turbo" : (pnm_ext(s.out_ext) ? "pnm" : "stb_image_write");
+  e.encoder = codec::encoder_name(s.out_ext, s.enc.png_level);
   const bool is_jpeg = jpeg::is_jpeg(bytes.data(), bytes.size());
-  if (is_jpeg) e.decoder = "libjpeg-turbo";
+  e.jpeg_input = is_jpeg;
   std::unique_ptr<gpu::JpegCodec> codec;
   bool done = false;  // equalized and written on the device path
   const jpeg::EncodeOptions enc{s.enc.quality, s.enc.subsampling};
@@ -362,7 +364,7 @@ Equalized equalize_one(Single& s, const std::vector<std::uint8_t>& bytes, Clock:
     e.in.width = e.eq.width = w;
     e.in.height = e.eq.height = h;
     e.in.channels = e.eq.channels = 3;
-    e.decoder = e.encoder = "libjpeg-turbo-ycbcr";
+    e.decoder = e.encoder = codec::kLibjpegTurboYcbcr;
     e.rep.times.decode_ms += read_ms;
     e.rep.times.total_ms = ms_since(t_start);
     return e;
@@ -370,7 +372,7 @@ Equalized equalize_one(Single& s, const std::vector<std::uint8_t>& bytes, Clock:
   if (s.gpu_jpeg && is_jpeg) {
     done = equalize_jpeg_on_device(s, bytes, jpg_out, codec, e, out);
   } else {
-    e.in = decode_image(bytes.data(), bytes.size(), s.name, s.cm.max_pixels);
+    e.in = decode_image(bytes.data(), bytes.size(), s.name, s.cm.max_pixels, &e.decoder);
   }
   if (!done) {
     const double decode_ms = ms_since(t_start);
@@ -380,7 +382,7 @@ Equalized equalize_one(Single& s, const std::vector<std::uint8_t>& bytes, Clock:
     if (jpg_out && s.gpu_jpeg) {
       if (!codec) codec = std::make_unique<gpu::JpegCodec>(nullptr, gpu::JpegCodecOptions{});
       emit(s, codec->encode(e.eq, {s.enc.quality, s.enc.subsampling}), out);
-      e.encoder = "nvjpeg";
+      e.encoder = codec::kNvjpeg;
     } else {
       emit(s, encode_image(e.eq, s.out_ext, s.enc), out);
     }
@@ -451,8 +453,7 @@ void report_single(const Single& s, const Equalized& e, std::ostream& out, std::
          << (out_channels == 1 ? " channel" : " channels") << ", mode " << to_string(e.rep.mode)
          << ", kernel " << e.rep.kernel << " on " << e.rep.device << ", " << num(t.total_ms, 1)
          << " ms";
-    if (e.decoder != "stb_image")
-      rout << " (decoder " << e.decoder << ", encoder " << e.encoder << ")";
+    if (e.jpeg_input) rout << " (decoder " << e.decoder << ", encoder " << e.encoder << ")";
     rout << '\n';
   }
 }

@@ -344,8 +344,9 @@ void add_batch_options(Command& c, bool equalize) {
         "most a quarter of the memory)",
         cxxopts::value<std::size_t>(), "MB");
   c.add("devices",
-        "CUDA device ordinals for a batch, one worker each (e.g. 0,1 or 0,0); default: all (two "
-        "workers each when nvJPEG takes the JPEGs)",
+        "CUDA device ordinals for a batch (e.g. 0,1; a repeated ordinal gives that GPU more "
+        "slots); default: every visible device. The JPEG device route runs " +
+            std::to_string(kJpegSlotsPerDevice) + " batches at a time per GPU",
         cxxopts::value<std::string>(), "LIST");
   c.add_flag("quiet", "no notes, no progress bar, no summary line on stderr (errors still)");
   if (equalize) {
@@ -385,7 +386,7 @@ std::string parse_format(const std::string& f) {
   if (e == "png" || e == "jpg" || e == "bmp" || e == "tga") return "." + e;
   if (e == "jpeg") return ".jpg";
   if (e == "pgm" || e == "ppm" || e == "pnm") return "." + e;  // 8 or 16 bits (io/pnm_write.hpp)
-  throw UsageError("unknown --format '" + f + "' (valid: png, jpg, bmp, tga, pgm, ppm, pnm)");
+  throw UsageError("unknown --format '" + f + "' (valid: " + kOutputFormats + ")");
 }
 
 std::vector<int> parse_devices(const std::string& s) {

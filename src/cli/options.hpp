@@ -24,6 +24,9 @@ namespace histeq::cli {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+/// The output formats --format takes (parse_format), for messages.
+inline constexpr const char* kOutputFormats = "png, jpg, bmp, tga, pgm, ppm, pnm";
+
 /// The commands, for "unknown command" messages.
 inline constexpr const char* kCommands = "equalize, clahe, histogram, kernels, bench, lesson";
 

@@ -56,8 +56,8 @@ Image run_stages(const Image& in, Image* reuse, const EqualizeOptions& opt, bool
     if (reuse && out_ch == in.channels) {
       // cpu::apply reads each pixel before writing it: in == out is safe when the channel
       // counts match (each slice touches only its own pixels).
-      apply(reuse->pixels.data(), pixels, in.channels, mode, rep.luts.data(),
-            reuse->pixels.data(), n_threads);
+      apply(reuse->pixels.data(), pixels, in.channels, mode, rep.luts.data(), reuse->pixels.data(),
+            n_threads);
       out = std::move(*reuse);
     } else {
       out.width = in.width;

@@ -37,6 +37,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "histeq/codec_names.hpp"
 #include "histeq/error.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "io/decode_checks.hpp"
@@ -687,13 +688,19 @@ std::vector<std::uint8_t> write_png8(const Image& img, int level) {
 }  // namespace
 
 Image decode_image(const std::uint8_t* data, std::size_t size, const std::string& name,
-                   std::uint64_t max_pixels) {
+                   std::uint64_t max_pixels, std::string* decoder) {
+  std::string unused;
+  std::string& used = decoder ? *decoder : unused;
+  used.clear();
   if (size == 0) throw Error("cannot read " + quoted(name) + ": the file is empty");
   if (size > std::size_t(INT_MAX))
     throw Error(quoted(name) + " is too large to decode (" + std::to_string(size) +
                 " bytes; the decoder takes at most " + std::to_string(INT_MAX) + ")");
   // JPEG: libjpeg-turbo (jpeg_codec.hpp), so that pixels equal OpenCV's/Pillow's decode.
-  if (jpeg::is_jpeg(data, size)) return jpeg::decode(data, size, name, {max_pixels});
+  if (jpeg::is_jpeg(data, size)) {
+    used = codec::kLibjpegTurbo;
+    return jpeg::decode(data, size, name, {max_pixels});
+  }
   const int len = static_cast<int>(size);
   if (const char* why = jpeg_huffman_problem(data, size))
     throw Error(quoted(name) + " is not a decodable image: " + why);
@@ -727,6 +734,7 @@ Image decode_image(const std::uint8_t* data, std::size_t size, const std::string
     Image img;
     if (std::string why = detail::pnm_decode(data, size, pnm, &img); !why.empty())
       throw Error(quoted(name) + " is not a decodable image: " + why);
+    used = codec::kPnm;
     return img;
   }
   int w = 0, h = 0, comp = 0;
@@ -746,6 +754,7 @@ Image decode_image(const std::uint8_t* data, std::size_t size, const std::string
     Image img;
     if (fast_png->decode(data, size, name, max_pixels, &img)) {
       img.icc = png::read_iccp(data, size);  // as below
+      used = codec::kLibdeflatePng;
       return img;
     }
   }
@@ -777,6 +786,7 @@ Image decode_image(const std::uint8_t* data, std::size_t size, const std::string
   img.channels = dc;
   img.pixels.assign(px.get(), px.get() + img.byte_count());
   img.icc = png::read_iccp(data, size);  // empty unless a PNG with an iCCP chunk
+  used = codec::kStbImage;
   return img;
 }
 

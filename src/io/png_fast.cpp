@@ -9,6 +9,8 @@
 // false), and stb_image (image_io.cpp) decodes it or reports the error with its usual message.
 #include "io/png_fast.hpp"
 
+#include "histeq/codec_names.hpp"
+
 #include <libdeflate.h>
 
 #include <cstdlib>
@@ -153,7 +155,7 @@ void unfilter_row(int filter, const std::uint8_t* src, std::uint8_t* row, const 
 
 class FastPngCodec final : public Codec {
  public:
-  std::string name() const override { return "libdeflate-png"; }
+  std::string name() const override { return codec::kLibdeflatePng; }
 
   bool decode(const std::uint8_t* d, std::size_t len, const std::string& /*name*/,
               std::uint64_t max_pixels, Image* out) override {

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "cuda_check.hpp"
+#include "histeq/codec_names.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/item.hpp"
@@ -350,6 +351,7 @@ void Executor::Run::start_devices() {
     o.encode = {m.opt.encode.quality, m.opt.encode.subsampling};
     o.max_pixels = m.opt.max_pixels;
     o.batch = m.opt.jpeg_batch;
+    o.slots = kJpegSlotsPerDevice;
     Impl* impl = &m;
     m.dev = std::make_unique<detail::JpegDevices>(o, [impl](detail::DeviceJob* j) {
       if (Run* run = impl->current.load()) run->device_done(j);
@@ -595,12 +597,12 @@ void Executor::Run::process(Loaded& it) {
         throw;
       }
       if (ctx.device) m.engines->release(*lease);
-      if (rep.decoder == "libjpeg-turbo-ycbcr" && it.plan.megapixels() > 0) {
+      if (rep.decoder == codec::kLibjpegTurboYcbcr && it.plan.megapixels() > 0) {
         const double s = ms_since(t) / 1e3;  // the CPU's planes route: the router's rate
         if (s > 0) cpu_mp_per_worker = 0.8 * cpu_mp_per_worker + 0.2 * it.plan.megapixels() / s;
       }
-      rep.route = to_string(rep.decoder == "libjpeg-turbo-ycbcr" ? ItemRoute::jpeg_planes
-                                                                 : ItemRoute::pixels);
+      rep.route = to_string(rep.decoder == codec::kLibjpegTurboYcbcr ? ItemRoute::jpeg_planes
+                                                                     : ItemRoute::pixels);
       if (rep.equalize.backend == "cpu")  // the batch's CPU: its workers
         rep.equalize.device =
             "CPU (" + std::to_string(m.jobs) + (m.jobs == 1 ? " thread)" : " threads)");

@@ -102,8 +102,8 @@ struct ImageEngine::Impl {
   void collect(std::size_t pixels, int planes_n, bool apply, EqualizeReport& rep) {
     std::vector<std::uint64_t> h_hist(std::size_t(planes_n) * kBins);
     HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h_hist.data(), eq.device_hist(planes_n),
-                                      h_hist.size() * sizeof(std::uint64_t),
-                                      cudaMemcpyDeviceToHost, s()));
+                                      h_hist.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost,
+                                      s()));
     std::vector<std::uint8_t> h_lut(apply ? std::size_t(planes_n) * kBins : 0);
     if (apply)
       HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h_lut.data(), eq.device_lut(planes_n), h_lut.size(),
@@ -220,8 +220,7 @@ Image ImageEngine::run(const Image& in, Image* reuse, const EqualizeOptions& opt
 }
 
 void ImageEngine::run_device(const std::uint8_t* d_in, int width, int height, int channels,
-                             const EqualizeOptions& opt, std::uint8_t* d_out,
-                             EqualizeReport& rep) {
+                             const EqualizeOptions& opt, std::uint8_t* d_out, EqualizeReport& rep) {
   if ((channels < 1 || channels > 4) || width <= 0 || height <= 0 || !d_in || !d_out)
     throw Error("run_device: need a decoded device image with 1..4 channels and a size");
   Impl& m = *impl_;

@@ -11,6 +11,7 @@
 
 #include "cuda_check.hpp"
 #include "histeq/clahe.hpp"
+#include "histeq/codec_names.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/equalize16.hpp"
 #include "histeq/error.hpp"
@@ -85,8 +86,7 @@ void check_output(const Operation& op, const std::string& name, const std::strin
     } catch (const UsageError& e) {
       throw UsageError("a CLAHE grid of " + std::to_string(op.clahe.tiles_x) + "x" +
                        std::to_string(op.clahe.tiles_y) + " tiles is too large for '" + name +
-                       "' at 16 bits: at most " +
-                       std::to_string(kMaxClaheLutEntries / kBins16) +
+                       "' at 16 bits: at most " + std::to_string(kMaxClaheLutEntries / kBins16) +
                        " tiles of 65536-entry LUTs (e.g. 64x64), or a depth of 8 (" + e.what() +
                        ")");
     }
@@ -121,9 +121,7 @@ Image decode8(const ItemContext& ctx, const std::uint8_t* data, std::size_t size
       return img;
     }
   }
-  const std::string f = sniff_format(data, size);
-  *decoder = f == "jpeg" ? "libjpeg-turbo" : f == "pnm" ? "pnm" : "stb_image";
-  return decode_image(data, size, name, ctx.max_pixels);
+  return decode_image(data, size, name, ctx.max_pixels, decoder);
 }
 
 std::vector<std::uint8_t> encode8(const ItemContext& ctx, const Image& img, const std::string& ext,
@@ -135,7 +133,7 @@ std::vector<std::uint8_t> encode8(const ItemContext& ctx, const Image& img, cons
       return bytes;
     }
   }
-  *encoder = encoder_name(ext, ctx.encode);
+  *encoder = codec::encoder_name(ext, ctx.encode.png_level);
   return encode_image(img, ext, ctx.encode);
 }
 
@@ -224,7 +222,7 @@ std::vector<std::uint8_t> run_pixels(const ItemContext& ctx, const ItemPlan& pla
     Image16 img;
     if (in16) {
       img = decode_image16(data, size, name, ctx.max_pixels);
-      rep.decoder = plan.format == "png" ? "libspng" : "pnm";
+      rep.decoder = codec::decoder16_name(data, size);
     } else {
       img = widen_to_16(decode8(ctx, data, size, name, &rep.decoder));
     }
@@ -240,14 +238,14 @@ std::vector<std::uint8_t> run_pixels(const ItemContext& ctx, const ItemPlan& pla
       Image16().pixels.swap(img.pixels);
       t0 = Clock::now();
       encoded = encode_image16(out, ext);
-      rep.encoder = ext == ".png" ? "libspng" : "pnm";
+      rep.encoder = codec::encoder16_name(ext);
       rep.times.encode_ms = ms_since(t0);
     }
   } else {
     Image img;
     if (in16) {  // a depth of 8 asked for: narrowed on purpose, round(v / 257)
       img = narrow_to_8(decode_image16(data, size, name, ctx.max_pixels));
-      rep.decoder = plan.format == "png" ? "libspng" : "pnm";
+      rep.decoder = codec::decoder16_name(data, size);
     } else {
       img = decode8(ctx, data, size, name, &rep.decoder);
     }
@@ -290,14 +288,6 @@ const char* to_string(ItemRoute r) {
 bool holds_16bit(const std::string& ext) {
   const std::string e = lower_ext(ext);
   return e == ".png" || e == ".pgm" || e == ".ppm" || e == ".pnm";
-}
-
-const char* encoder_name(const std::string& ext, const EncodeOptions& enc) {
-  const std::string e = lower_ext(ext);
-  if (is_jpeg_ext(e)) return "libjpeg-turbo";
-  if (e == ".png") return enc.png_level == 1 ? "histeq-png+isa-l" : "histeq-png+libdeflate";
-  if (e == ".pgm" || e == ".ppm" || e == ".pnm") return "pnm";
-  return "stb_image_write";
 }
 
 ItemPlan plan_item(const std::uint8_t* data, std::size_t size, const Operation& op,
@@ -356,7 +346,7 @@ std::vector<std::uint8_t> run_item(const ItemContext& ctx, const ItemPlan& plan,
                              &er, &rep.width, &rep.height)) {
       er.device = cpu_label(ctx.threads);
       rep.channels = rep.output_channels = 3;
-      rep.decoder = rep.encoder = "libjpeg-turbo-ycbcr";
+      rep.decoder = rep.encoder = codec::kLibjpegTurboYcbcr;
       rep.times.decode_ms = er.times.decode_ms;
       rep.times.equalize_ms = er.times.histogram_ms + er.times.cdf_lut_ms + er.times.apply_ms;
       rep.times.encode_ms = er.times.encode_ms;

@@ -21,6 +21,7 @@
 
 #include "cuda_check.hpp"
 #include "device_buffer.hpp"
+#include "histeq/codec_names.hpp"
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
 #include "histeq/nvjpeg_codec.hpp"
@@ -248,8 +249,8 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       rep.width = d.width;
       rep.height = d.height;
       rep.channels = rep.output_channels = d.components;
-      rep.decoder = "nvjpeg-hw";
-      rep.encoder = "nvjpeg";
+      rep.decoder = codec::kNvjpegHardware;
+      rep.encoder = codec::kNvjpeg;
       EqualizeReport& er = rep.equalize;
       er.backend = "cuda";
       er.device = device;
@@ -304,9 +305,9 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
         rep.output_channels = out_ch;
         t = Clock::now();
         if ((j.out_ext == ".jpg" || j.out_ext == ".jpeg") && (out_ch == 1 || out_ch == 3)) {
-          j.encoded = s.codec.encode(d_out, img.width, img.height, out_ch, opt.encode, img.exif,
-                                     img.icc);
-          rep.encoder = "nvjpeg";
+          j.encoded =
+              s.codec.encode(d_out, img.width, img.height, out_ch, opt.encode, img.exif, img.icc);
+          rep.encoder = codec::kNvjpeg;
           rep.times.encode_ms = ms_between(t, Clock::now());
         } else {
           j.host.width = img.width;

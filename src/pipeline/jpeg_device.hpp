@@ -21,7 +21,7 @@ namespace histeq::detail {
 /// One file handed to the device route, and what the route made of it.
 struct DeviceJob {
   const std::vector<std::uint8_t>* bytes = nullptr;  ///< the whole file
-  std::string name;     ///< for messages
+  std::string name;                                  ///< for messages
   std::string out_ext;  ///< the output's format, lower case (".jpg", ".png", ...)
   /// The planes kind (hardware decode to the stored planes, Y equalized, encoded from the
   /// planes); else the pixels kind (decoded to RGB or gray, equalize(), encoded or downloaded).

@@ -3,6 +3,9 @@
 #                      docs/library.md's example run on SAMPLE
 #   SOURCE_DIR/host    histeq::host alone, configured with CUDA made unfindable
 #                      (CMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit), with COMPONENTS host and without
+#                      (HISTEQ_PLAIN)
+# then runs the installed `histeq lesson atomics` outside the source tree: it must find its photo
+# where cmake --install put it.
 file(REMOVE_RECURSE ${WORK_DIR})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
                 RESULT_VARIABLE rc)
@@ -49,3 +52,15 @@ foreach(plain OFF ON)
   check("the CPU-only consumer (HISTEQ_PLAIN=${plain})" ${WORK_DIR}/host-${plain}/host_consumer
         ${SAMPLE} ${WORK_DIR}/host-${plain}.png)
 endforeach()
+
+# The installed tool, run from a folder outside the source tree, finds the lesson's photo in
+# PREFIX/share/histeq/samples (no photo case without it).
+execute_process(COMMAND ${WORK_DIR}/prefix/bin/histeq lesson atomics --size 64K --reps 2
+                WORKING_DIRECTORY ${WORK_DIR} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                ERROR_VARIABLE err)
+if(rc)
+  message(FATAL_ERROR "the installed histeq lesson atomics failed (${rc}): ${err}")
+endif()
+if(NOT out MATCHES "photo:hubble_deep_field.jpg")
+  message(FATAL_ERROR "the installed histeq lesson atomics ran no photo case:\n${err}${out}")
+endif()
