@@ -124,7 +124,8 @@ def run_histeq(histeq, folder, out_dir, extra):
         sys.exit(f"histeq failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr}")
     try:
         last = json.loads(r.stdout.strip().splitlines()[-1])
-        if "summary" in last and ("seconds" not in HISTEQ_SUMMARY or dt < HISTEQ_SUMMARY["wall"]):
+        if "summary" in last and not extra and (
+                "seconds" not in HISTEQ_SUMMARY or dt < HISTEQ_SUMMARY["wall"]):
             HISTEQ_SUMMARY.clear()
             HISTEQ_SUMMARY.update(last["summary"])
             HISTEQ_SUMMARY["wall"] = dt
@@ -223,6 +224,8 @@ def main():
     ap.add_argument("--no-single", action="store_true",
                     help="skip OpenCV with 1 thread (quicker probes; published tables keep it)")
     ap.add_argument("--rss", help="N,M: peak RSS of histeq on N and M inputs instead of the timing")
+    ap.add_argument("--compare-cpu", action="store_true",
+                    help="also run histeq with --backend cpu (a row of its own, same run)")
     ap.add_argument("--histeq-args", nargs=argparse.REMAINDER, default=[],
                     help="the rest goes to histeq (e.g. --backend cpu --png-level 2)")
     args = ap.parse_args()
@@ -271,6 +274,11 @@ def main():
             return run_opencv(cv2, files, out, args.threads)
 
         rows.append(("histeq " + " ".join(["equalize DIR -o OUT"] + args.histeq_args), best_of(args.reps, h)))
+        if args.compare_cpu:
+            def hc():
+                fresh()
+                return run_histeq(args.histeq, folder, out, args.histeq_args + ["--backend", "cpu"])
+            rows.append(("histeq " + " ".join(["equalize DIR -o OUT"] + args.histeq_args + ["--backend", "cpu"]), best_of(args.reps, hc)))
         if not args.no_single:
             rows.append(("OpenCV, 1 thread", best_of(args.reps, c1)))
         rows.append((f"OpenCV, {args.threads} threads", best_of(args.reps, cn)))
@@ -304,6 +312,12 @@ def main():
                 print(f"| {stage} | {ms:.1f} | {rate} |")
             if hs.get("decoders"):
                 print("decoders: " + ", ".join(f"{k} {v}" for k, v in sorted(hs["decoders"].items())))
+            if hs.get("routes"):
+                print("routes: " + ", ".join(f"{k} {v['files']} files ({v['megapixels']:.0f} MP)"
+                                             for k, v in sorted(hs["routes"].items())))
+            if "device_started" in hs:
+                print(f"device route: {'started' if hs['device_started'] else 'not started'}"
+                      + (f" ({hs['device_note']})" if hs.get("device_note") else ""))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

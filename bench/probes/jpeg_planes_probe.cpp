@@ -17,6 +17,7 @@
 
 #include "histeq/image_io.hpp"
 #include "histeq/jpeg_planes.hpp"
+#include "histeq/pipeline.hpp"
 
 using namespace histeq;
 using Clock = std::chrono::steady_clock;

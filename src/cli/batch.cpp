@@ -246,9 +246,20 @@ void print_batch_timing(std::ostream& tout, const BatchSummary& sum, int jobs) {
     tout << std::left << std::setw(10) << name << std::right << std::setw(12) << num(ms) << '\n';
   tout << std::left << std::setw(10) << "wall" << std::right << std::setw(12)
        << num(sum.wall_s * 1000.0) << '\n';
-  tout << "start-up: devices " << num(sum.device_init_ms) << " ms (CUDA context, streams; in the "
-       << "background), nvJPEG handles " << num(sum.nvjpeg_init_ms)
-       << " ms; first file written after " << num(sum.first_file_ms) << " ms\n";
+  if (sum.device_started)
+    tout << "start-up: device ready after " << num(sum.device_init_ms)
+         << " ms (CUDA context and nvJPEG handle, in the background; the handle "
+         << num(sum.nvjpeg_init_ms) << " ms); first file written after " << num(sum.first_file_ms)
+         << " ms\n";
+  else
+    tout << "start-up: no device route"
+         << (sum.device_note.empty() ? "" : " (" + sum.device_note + ")")
+         << "; first file written after " << num(sum.first_file_ms) << " ms\n";
+  tout << "routes:";
+  for (const auto& [route, share] : sum.routes)
+    tout << ' ' << route << ' ' << plural(share.files, "file") << " (" << num(share.megapixels, 1)
+         << " MP)";
+  tout << '\n';
   tout << "decoders:";
   for (const auto& [name, n] : sum.decoders) tout << ' ' << name << ' ' << n;
   tout << '\n';

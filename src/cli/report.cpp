@@ -142,6 +142,12 @@ Json batch_summary_json(const BatchSummary& sum, int jobs) {
   s["summary"]["device_init_ms"] = ms3(sum.device_init_ms);
   s["summary"]["nvjpeg_init_ms"] = ms3(sum.nvjpeg_init_ms);
   s["summary"]["first_file_ms"] = ms3(sum.first_file_ms);
+  s["summary"]["device_started"] = sum.device_started;
+  if (!sum.device_note.empty()) s["summary"]["device_note"] = sum.device_note;
+  Json routes = Json::object();
+  for (const auto& [route, share] : sum.routes)
+    routes[route] = {{"files", share.files}, {"megapixels", ms3(share.megapixels)}};
+  s["summary"]["routes"] = routes;
   return s;
 }
 
