@@ -213,6 +213,8 @@ int exit_probe(const std::string& mode, const std::string& file) {
 
 struct Handles {
   nvjpegHandle_t hw = nullptr;
+  unsigned flags = 0;  ///< the hardware handle's nvjpegCreateEx flags (--flags)
+  bool quick = false;  ///< --quick: the configurations the executor uses, fewer repetitions
 };
 
 // ---- startup ----
@@ -222,7 +224,7 @@ void startup(Handles& H) {
   auto b = Clock::now();
   std::printf("startup: context (cudaFree(0))                  %8.1f ms\n", ms(a, b));
   a = Clock::now();
-  CK(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &H.hw));
+  CK(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, H.flags, &H.hw));
   b = Clock::now();
   std::printf("startup: hardware handle (nvjpegCreateEx)        %8.1f ms\n", ms(a, b));
   nvjpegHandle_t hw2 = nullptr, def = nullptr;
@@ -510,9 +512,13 @@ void decode_section(Handles& H, const std::vector<Jpg>& files, int copies) {
     bool prealloc;
   };
   std::vector<Config> configs;
-  for (int b : {1, 4, 8, 16, 32, 64}) configs.push_back({NVJPEG_OUTPUT_YUV, b, true});
-  for (int b : {8, 32}) configs.push_back({NVJPEG_OUTPUT_RGBI, b, true});
-  for (int b : {8, 32}) configs.push_back({NVJPEG_OUTPUT_YUV, b, false});
+  if (H.quick) {
+    for (int b : {1, 16}) configs.push_back({NVJPEG_OUTPUT_YUV, b, false});
+  } else {
+    for (int b : {1, 4, 8, 16, 32, 64}) configs.push_back({NVJPEG_OUTPUT_YUV, b, true});
+    for (int b : {8, 32}) configs.push_back({NVJPEG_OUTPUT_RGBI, b, true});
+    for (int b : {8, 32}) configs.push_back({NVJPEG_OUTPUT_YUV, b, false});
+  }
   for (const Config& cfg : configs) {
     const nvjpegOutputFormat_t fmt = cfg.fmt;
     const int batch = cfg.batch;
@@ -765,10 +771,12 @@ void chain_section(Handles& H, const std::vector<Jpg>& files, int copies) {
       max_h = std::max(max_h, j.h);
     }
   for (int batch : {8, 16, 32}) {
+    if (H.quick && batch != 16) continue;
     double mp = 0;
     const std::vector<const Jpg*> list = work_list(files, copies, batch, &mp);
     const std::size_t nb = list.size() / std::size_t(batch);
     for (int k_slots : {1, 2, 3, 4}) {
+      if (H.quick && k_slots != 3) continue;
       if (std::size_t(2 * k_slots) > nb) continue;  // too few batches for K slots to show
       struct ChainSlot {
         nvjpegJpegState_t st;
@@ -950,12 +958,17 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "--exit")
     return exit_probe(argc > 2 ? argv[2] : "_exit", argc > 3 ? argv[3] : "");
   int copies = 16;
+  Handles H;
   std::set<std::string> sections{"startup", "support", "decode", "encode", "chain"};
   std::vector<std::string> dirs;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--copies" && i + 1 < argc) {
       copies = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--flags" && i + 1 < argc) {
+      H.flags = unsigned(std::strtoul(argv[++i], nullptr, 0));
+    } else if (a == "--quick") {
+      H.quick = true;
     } else if (a == "--sections" && i + 1 < argc) {
       sections.clear();
       std::stringstream ss(argv[++i]);
@@ -969,12 +982,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<Jpg> files = load(dirs);
-  Handles H;
   if (sections.count("startup")) {
     startup(H);
   } else {
     CK(cudaFree(nullptr));
-    CK(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &H.hw));
+    CK(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, H.flags, &H.hw));
   }
   {
     int ver[3] = {};
@@ -983,8 +995,8 @@ int main(int argc, char** argv) {
     nvjpegGetProperty(PATCH_LEVEL, &ver[2]);
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    std::printf("nvJPEG %d.%d.%d on %s; %zu files, copies %d\n", ver[0], ver[1], ver[2],
-                prop.name, files.size(), copies);
+    std::printf("nvJPEG %d.%d.%d on %s; %zu files, copies %d, hardware handle flags 0x%x\n",
+                ver[0], ver[1], ver[2], prop.name, files.size(), copies, H.flags);
   }
   {
     unsigned engines = 0, cores = 0;

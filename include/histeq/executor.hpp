@@ -118,6 +118,13 @@ struct BatchSummary {
     double megapixels = 0;
   };
   std::map<std::string, Share> routes;
+  /// What the device route did in this run: batches, files and megapixels it completed, and the
+  /// host milliseconds its slots spent decoding and equalizing + encoding (summed over slots).
+  struct DeviceRoute {
+    std::size_t batches = 0, files = 0;
+    double megapixels = 0, decode_ms = 0, encode_ms = 0;
+  };
+  DeviceRoute device;
   /// Milliseconds from the start of run() to the first item that succeeded (0: none did).
   double first_file_ms = 0;
   /// Items that succeeded, by decoder ("libjpeg-turbo", "nvjpeg-hw", "libdeflate-png", ...).

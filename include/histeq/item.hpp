@@ -56,9 +56,13 @@ struct ItemPlan {
   /// The device's planes route takes it (gpu::planes_candidate with this output).
   bool device_planes = false;
   ItemRoute route = ItemRoute::pixels;
-  /// Bytes the item may hold at its worst moment on the CPU: the file, the decoded pixels twice
-  /// and one plane (the executor's byte budget).
+  /// Bytes the item may hold on the host at its worst moment on its route (the executor's byte
+  /// budget): on the CPU the file, the decoded pixels twice and one plane (the stored planes and
+  /// their output on the planes route); on the device route the file and its encoded output
+  /// (the pixels are on the GPU).
   std::size_t cost = 0;
+  /// The same on the CPU, for a device item that a CPU worker takes after all.
+  std::size_t cpu_cost = 0;
   double megapixels() const { return double(width) * double(height) / 1e6; }
 };
 

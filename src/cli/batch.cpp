@@ -255,6 +255,11 @@ void print_batch_timing(std::ostream& tout, const BatchSummary& sum, int jobs) {
     tout << "start-up: no device route"
          << (sum.device_note.empty() ? "" : " (" + sum.device_note + ")")
          << "; first file written after " << num(sum.first_file_ms) << " ms\n";
+  if (sum.device.batches > 0)
+    tout << "device route: " << sum.device.files << " files (" << num(sum.device.megapixels, 1)
+         << " MP) in " << sum.device.batches << " batches; its slots spent "
+         << num(sum.device.decode_ms) << " ms decoding and " << num(sum.device.encode_ms)
+         << " ms equalizing and encoding (summed)\n";
   tout << "routes:";
   for (const auto& [route, share] : sum.routes)
     tout << ' ' << route << ' ' << plural(share.files, "file") << " (" << num(share.megapixels, 1)

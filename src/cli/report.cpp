@@ -148,6 +148,12 @@ Json batch_summary_json(const BatchSummary& sum, int jobs) {
   for (const auto& [route, share] : sum.routes)
     routes[route] = {{"files", share.files}, {"megapixels", ms3(share.megapixels)}};
   s["summary"]["routes"] = routes;
+  if (sum.device.batches > 0)
+    s["summary"]["device_route"] = {{"batches", sum.device.batches},
+                                    {"files", sum.device.files},
+                                    {"megapixels", ms3(sum.device.megapixels)},
+                                    {"decode_ms", ms3(sum.device.decode_ms)},
+                                    {"encode_ms", ms3(sum.device.encode_ms)}};
   return s;
 }
 

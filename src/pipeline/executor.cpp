@@ -34,6 +34,8 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cuda_check.hpp"
@@ -304,6 +306,7 @@ struct Executor::Run {
   bool reader_done = false, all_reported = false;
   RouteChoice choice;
   detail::JpegDevices* dev = nullptr;  ///< the device route when this run uses it (m.dev)
+  detail::JpegDevices::Stats stats_before;
   std::atomic<double> cpu_mp_per_worker{kCpuMpPerWorker};
 
   Run(Impl& impl, const std::vector<WorkItem>& it) : m(impl), items(it) {
@@ -323,9 +326,17 @@ struct Executor::Run {
   std::unique_ptr<Loaded> next_for_cpu(std::unique_lock<std::mutex>& lock);
   bool steal_pays(const Loaded& it) const;
   void process(Loaded& it);
+  bool split_to_device(std::unique_ptr<Loaded>& it);
   void write_output(Loaded& it, const std::vector<std::uint8_t>& bytes, bool holds_slot);
   void finish(std::unique_ptr<Loaded> it);
   Loaded* take_back(detail::DeviceJob* job);
+  /// A device item that the CPU runs after all holds what the CPU route holds (under mu).
+  void charge_cpu(Loaded& it) {
+    if (it.plan.cpu_cost <= it.cost) return;
+    inflight_bytes += it.plan.cpu_cost - it.cost;
+    sum.peak_inflight_bytes = std::max(sum.peak_inflight_bytes, inflight_bytes);
+    it.cost = it.plan.cpu_cost;
+  }
   void take_slot();
   void give_slot();
 };
@@ -358,6 +369,8 @@ void Executor::Run::start_devices() {
     });
   }
   dev = m.dev.get();
+  dev->set_feeding(true);
+  stats_before = dev->stats();
   sum.device_started = true;
   choice.device_planes = true;
   choice.device_all_jpeg = m.device_must;
@@ -447,9 +460,12 @@ void Executor::Run::reader_loop() {
     cpu_q.push_back(std::move(it));
     cv_work.notify_one();
   }
-  std::lock_guard<std::mutex> lock(mu);
-  reader_done = true;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    reader_done = true;
+  }
   cv_work.notify_all();
+  if (dev) dev->set_feeding(false);
 }
 
 /// The item of a device job, taken back from on_device (under mu).
@@ -469,7 +485,8 @@ void Executor::Run::device_done(detail::DeviceJob* job) {
   using S = detail::DeviceJob::Status;
   const bool cpu_may = !m.device_must;
   if (job->status == S::done && !job->encoded.empty()) {
-    it->rep.route = to_string(ItemRoute::jpeg_device);
+    if (it->rep.decoder != codec::kLibjpegTurboYcbcr)  // (planes a CPU worker decoded: its route)
+      it->rep.route = to_string(ItemRoute::jpeg_device);
     write_q.push_back(it.release());
     cv_write.notify_one();
     return;
@@ -490,6 +507,8 @@ void Executor::Run::device_done(detail::DeviceJob* job) {
     finish(std::move(it));
     return;
   } else {  // declined, or the device failed and the CPU may take it: as the CPU would
+    job->host_planes.reset();
+    charge_cpu(*it);
     it->rep = ItemReport{};
     it->rep.index = it->index;
     it->rep.input = items[it->index].input;
@@ -541,10 +560,14 @@ std::unique_ptr<Loaded> Executor::Run::next_for_cpu(std::unique_lock<std::mutex>
   }
   std::unique_ptr<Loaded> it = std::move(on_device[raw]);
   on_device.erase(raw);
+  charge_cpu(*it);
   return it;
 }
 
 void Executor::Run::cpu_worker() {
+  // With the device route running, its slot threads need a core at once when their batch comes
+  // back (to issue the next one): the CPU workers yield to them (a lower priority, per thread).
+  if (dev) ::setpriority(PRIO_PROCESS, pid_t(::syscall(SYS_gettid)), 4);
   for (;;) {
     std::unique_ptr<Loaded> it;
     {
@@ -561,9 +584,58 @@ void Executor::Run::cpu_worker() {
           cv_work.wait(lock);
       }
     }
+    if (split_to_device(it)) continue;
     process(*it);
     finish(std::move(it));
   }
+}
+
+/// A colour JPEG → JPEG on the CPU's stored-planes route while the device route is ready and
+/// not behind: this worker decodes the stored planes and hands them to the device, which
+/// equalizes Y and encodes (nvJPEG's encoder, tens of times libjpeg-turbo's speed), so the CPU
+/// spends its time on the decode alone. True when the item went to the device.
+bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
+  if (!dev || !it->plan.cpu_planes || it->plan.route == ItemRoute::pixels ||
+      dev->state() != detail::JpegDevices::State::ready)
+    return false;
+  // Not when the device's queue would take longer than the encode this saves (about a fifth of
+  // what the CPU worker spends on the item).
+  const double rate = dev->rate() > 0 ? dev->rate() : kDeviceMpPerS;
+  const double cpu_s = it->plan.megapixels() / std::max(1.0, cpu_mp_per_worker.load());
+  if (dev->queued_megapixels() / rate > cpu_s / 5) return false;
+  take_slot();
+  auto planes = std::make_shared<jpeg::Planes>();
+  const auto t0 = Clock::now();
+  try {
+    jpeg::DecodeOptions dec;
+    dec.max_pixels = m.opt.max_pixels;
+    *planes = jpeg::decode_planes(it->bytes.data(), it->bytes.size(), it->rep.input, dec);
+  } catch (const std::exception&) {
+    planes->width = 0;  // the CPU route decodes it again and reports the error
+  }
+  give_slot();
+  if (planes->width == 0) return false;
+  ItemReport& rep = it->rep;
+  rep.times.decode_ms = ms_since(t0);
+  rep.width = planes->width;
+  rep.height = planes->height;
+  rep.channels = rep.output_channels = 3;
+  rep.decoder = codec::kLibjpegTurboYcbcr;
+  rep.route = to_string(ItemRoute::jpeg_planes);
+  detail::DeviceJob& j = it->job;
+  j.bytes = &it->bytes;
+  j.name = rep.input;
+  j.out_ext = it->ext;
+  j.megapixels = it->plan.megapixels();
+  j.rep = &rep;
+  j.host_planes = std::move(planes);
+  Loaded* raw = it.get();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    on_device.emplace(raw, std::move(it));
+  }
+  dev->push(&raw->job);
+  return true;
 }
 
 /// Runs one item on this CPU worker and writes its output; errors land in the report.
@@ -743,6 +815,12 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
   BatchSummary sum = std::move(r.sum);
   sum.wall_s = std::chrono::duration<double>(Clock::now() - r.t_run).count();
   if (r.dev) {
+    const detail::JpegDevices::Stats now = r.dev->stats();
+    sum.device.batches = now.batches - r.stats_before.batches;
+    sum.device.files = now.files - r.stats_before.files;
+    sum.device.megapixels = now.megapixels - r.stats_before.megapixels;
+    sum.device.decode_ms = now.decode_ms - r.stats_before.decode_ms;
+    sum.device.encode_ms = now.encode_ms - r.stats_before.encode_ms;
     sum.device_init_ms = r.dev->ready_ms();
     sum.nvjpeg_init_ms = r.dev->handles_ms();
     if (r.dev->state() == detail::JpegDevices::State::failed)

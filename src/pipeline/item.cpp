@@ -306,6 +306,7 @@ ItemPlan plan_item(const std::uint8_t* data, std::size_t size, const Operation& 
   const std::size_t px = std::size_t(std::max(p.width, 0)) * std::size_t(std::max(p.height, 0));
   const std::size_t sample = p.work_bits == 16 ? 2 : 1;
   p.cost = size + px * std::size_t(std::max(p.channels, 1)) * sample * 2 + px * sample;
+  p.cpu_cost = p.cost;
   const std::string ext = lower_ext(out_ext);
   if (p.format != "jpeg" || op.kind != OpKind::equalize || p.work_bits != 8) return p;
   try {
@@ -317,19 +318,23 @@ ItemPlan plan_item(const std::uint8_t* data, std::size_t size, const Operation& 
   const bool luma = !op.equalize.mode || *op.equalize.mode == Mode::luma ||
                     (p.jpeg.components == 1 && *op.equalize.mode == Mode::gray);
   const jpeg::EncodeOptions je{enc.quality, enc.subsampling};
-  p.cpu_planes = is_jpeg_ext(ext) && luma && op.equalize.kernel == "auto" &&
+  p.cpu_planes = choice.cpu_planes && is_jpeg_ext(ext) && luma && op.equalize.kernel == "auto" &&
                  jpeg::planes_route(p.jpeg, je, jpeg::Orientation::apply);
   p.device_planes = is_jpeg_ext(ext) && luma && gpu::nvjpeg_built() &&
                     gpu::planes_candidate(p.jpeg, je, max_pixels);
   if (choice.device_all_jpeg || (choice.device_planes && p.device_planes))
     p.route = ItemRoute::jpeg_device;
-  else if (choice.cpu_planes && p.cpu_planes)
+  else if (p.cpu_planes)
     p.route = ItemRoute::jpeg_planes;
-  if (p.route != ItemRoute::pixels) {
-    // On the planes routes the pixels never exist as RGB: the file, the planes, the output.
+  if (p.cpu_planes) {
+    // On the planes route the pixels never exist as RGB: the file, the planes, the output.
     const std::size_t planes = px * 3;
     p.cost = size + planes + planes / 2;
   }
+  p.cpu_cost = p.cost;
+  // On the device route the host holds the file and the encoded output (at most a few times the
+  // file at quality 95; a little headroom for the small ones).
+  if (p.route == ItemRoute::jpeg_device) p.cost = 4 * size + (std::size_t(1) << 20);
   return p;
 }
 

@@ -44,7 +44,8 @@ struct SlotState {
   gpu::Equalizer eq;
   gpu::JpegCodec codec;
   gpu::ImageEngine engine;
-  DeviceBuffer<std::uint8_t> y_out, d_out;
+  DeviceBuffer<std::uint8_t> y_out, d_out, planes_in;
+  std::string device = gpu::device_name();
   SlotState(const gpu::JpegCodecOptions& jo, std::shared_ptr<gpu::JpegHandles> h)
       : codec(eq.stream(), jo, std::move(h)), engine(eq) {}
 };
@@ -74,6 +75,9 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
   bool started_batches = false;
   double mp_done = 0, ready_ms = 0, handles_ms = 0;
   std::size_t n_done = 0;
+  bool feeding = true;
+  Clock::time_point t_nonempty{};  ///< when the queue last became non-empty
+  Stats st_totals;
   int devices_pending = 0;
   std::vector<std::thread> init_threads, slot_threads;
 
@@ -124,19 +128,32 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     }
   }
 
-  /// Up to opt.batch queued jobs of the kind of the first; empty when stopping.
+  static int kind_of(const DeviceJob& j) { return j.host_planes ? 2 : j.planes ? 1 : 0; }
+
+  /// Up to opt.batch queued jobs of the kind of the first, once a batch is full, or the oldest
+  /// has waited kBatchWait, or no more are coming; empty when stopping.
   std::vector<DeviceJob*> take() {
+    constexpr auto kBatchWait = std::chrono::milliseconds(3);
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return stop || !q.empty() || st == State::failed; });
+    for (;;) {
+      if (st == State::failed || (stop && q.empty())) return {};
+      if (!q.empty() && (int(q.size()) >= std::max(1, opt.batch) || !feeding || stop ||
+                         Clock::now() - t_nonempty >= kBatchWait))
+        break;
+      if (q.empty())
+        cv.wait(lock);
+      else
+        cv.wait_until(lock, t_nonempty + kBatchWait);
+    }
     std::vector<DeviceJob*> b;
-    if (q.empty() || st == State::failed) return b;
-    const bool planes = q.front()->planes;
-    while (!q.empty() && q.front()->planes == planes && int(b.size()) < std::max(1, opt.batch)) {
+    const int kind = kind_of(*q.front());
+    while (!q.empty() && kind_of(*q.front()) == kind && int(b.size()) < std::max(1, opt.batch)) {
       b.push_back(q.front());
       q_mp -= q.front()->megapixels;
       q.pop_front();
     }
     running += b.size();
+    if (!q.empty()) t_nonempty = Clock::now();
     if (!started_batches) {
       started_batches = true;
       t_first = Clock::now();
@@ -144,10 +161,18 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     return b;
   }
 
-  void finished(const std::vector<DeviceJob*>& b) {
+  void finished(const std::vector<DeviceJob*>& b, double decode_ms, double encode_ms) {
     {
       std::lock_guard<std::mutex> lock(mu);
       running -= b.size();
+      ++st_totals.batches;
+      st_totals.decode_ms += decode_ms;
+      st_totals.encode_ms += encode_ms;
+      for (const DeviceJob* j : b)
+        if (j->status == DeviceJob::Status::done) {
+          ++st_totals.files;
+          st_totals.megapixels += j->megapixels;
+        }
       for (const DeviceJob* j : b)
         if (j->status == DeviceJob::Status::done) {
           ++n_done;
@@ -169,11 +194,14 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       for (;;) {
         b = take();
         if (b.empty()) break;
-        if (b.front()->planes)
-          run_planes(*s, b);
+        double dec_ms = 0, enc_ms = 0;
+        if (b.front()->host_planes)
+          run_host_planes(*s, b, &dec_ms, &enc_ms);
+        else if (b.front()->planes)
+          run_planes(*s, b, &dec_ms, &enc_ms);
         else
-          run_pixels(*s, b);
-        finished(b);
+          run_pixels(*s, b, &dec_ms, &enc_ms);
+        finished(b, dec_ms, enc_ms);
         b.clear();
       }
     } catch (const std::exception& e) {
@@ -209,39 +237,26 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
 
   /// The planes kind: hardware decode to the stored planes, Y equalized in one batched launch
   /// pair (each plane exactly as equalize_gray alone), encoded from the planes.
-  void run_planes(SlotState& s, std::vector<DeviceJob*>& b) {
+  void run_planes(SlotState& s, std::vector<DeviceJob*>& b, double* dec_ms, double* enc_ms) {
     std::vector<gpu::JpegInput> in;
     for (DeviceJob* j : b) in.push_back({j->bytes->data(), j->bytes->size(), j->name});
     const auto t0 = Clock::now();
     std::vector<gpu::DevicePlanes> dec = s.codec.decode_planes(in);
     const auto t1 = Clock::now();
-    std::size_t total = 0;
-    for (const auto& d : dec)
-      if (!d.declined) total += std::size_t(d.width) * std::size_t(d.height);
-    if (s.y_out.size() < total) s.y_out = DeviceBuffer<std::uint8_t>(total + total / 4);
-    std::uint8_t* y = s.y_out.get();
-    std::vector<gpu::Equalizer::BatchImage> imgs;
-    std::vector<gpu::DevicePlanes> enc;
     std::vector<std::size_t> at;
     for (std::size_t i = 0; i < dec.size(); ++i) {
-      if (dec[i].declined) {
+      if (dec[i].declined)
         b[i]->status = DeviceJob::Status::declined;
-        continue;
-      }
-      const std::size_t n = std::size_t(dec[i].width) * std::size_t(dec[i].height);
-      imgs.push_back({dec[i].plane[0], y, n});
-      enc.push_back(dec[i]);
-      enc.back().plane[0] = y;
-      at.push_back(i);
-      y += n;
+      else
+        at.push_back(i);
     }
-    if (!imgs.empty()) s.eq.equalize_batch(imgs.data(), imgs.size(), opt.equalize.formula);
-    std::vector<std::vector<std::uint8_t>> out;
-    if (!enc.empty()) out = s.codec.encode_planes(enc, opt.encode);
+    std::vector<std::vector<std::uint8_t>> out = equalize_encode(s, dec, at);
     const auto t2 = Clock::now();
+    *dec_ms = ms_between(t0, t1);
+    *enc_ms = ms_between(t1, t2);
     double batch_mp = 0;
     for (std::size_t i : at) batch_mp += b[i]->megapixels;
-    const std::string device = gpu::device_name();
+    const std::string& device = s.device;
     for (std::size_t k = 0; k < at.size(); ++k) {
       DeviceJob* j = b[at[k]];
       const gpu::DevicePlanes& d = dec[at[k]];
@@ -264,14 +279,102 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     }
   }
 
+  /// Y of each plane set `at` equalized in one batched launch pair (each as equalize_gray alone)
+  /// into the slot's buffer, then the sets encoded from the planes; the encoded files in order.
+  std::vector<std::vector<std::uint8_t>> equalize_encode(SlotState& s,
+                                                         const std::vector<gpu::DevicePlanes>& dec,
+                                                         const std::vector<std::size_t>& at) {
+    std::size_t total = 0;
+    for (std::size_t i : at) total += std::size_t(dec[i].width) * std::size_t(dec[i].height);
+    if (s.y_out.size() < total) s.y_out = DeviceBuffer<std::uint8_t>(total + total / 4);
+    std::uint8_t* y = s.y_out.get();
+    std::vector<gpu::Equalizer::BatchImage> imgs;
+    std::vector<gpu::DevicePlanes> enc;
+    for (std::size_t i : at) {
+      const std::size_t n = std::size_t(dec[i].width) * std::size_t(dec[i].height);
+      imgs.push_back({dec[i].plane[0], y, n});
+      enc.push_back(dec[i]);
+      enc.back().plane[0] = y;
+      y += n;
+    }
+    if (imgs.empty()) return {};
+    s.eq.equalize_batch(imgs.data(), imgs.size(), opt.equalize.formula);
+    return s.codec.encode_planes(enc, opt.encode);
+  }
+
+  /// The host-planes kind: the planes a CPU worker decoded, uploaded (only their width x height
+  /// samples), Y equalized and the planes encoded as the planes kind does.
+  void run_host_planes(SlotState& s, std::vector<DeviceJob*>& b, double* up_ms, double* enc_ms) {
+    const auto t0 = Clock::now();
+    std::size_t total = 0;
+    for (const DeviceJob* j : b)
+      for (const jpeg::Plane& p : j->host_planes->plane)
+        total += std::size_t(p.width) * std::size_t(p.height);
+    if (s.planes_in.size() < total) s.planes_in = DeviceBuffer<std::uint8_t>(total + total / 4);
+    std::uint8_t* d = s.planes_in.get();
+    const cudaStream_t st = reinterpret_cast<cudaStream_t>(s.eq.stream());
+    std::vector<gpu::DevicePlanes> dev(b.size());
+    std::vector<std::size_t> at;
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      const jpeg::Planes& hp = *b[i]->host_planes;
+      gpu::DevicePlanes& p = dev[i];
+      p.width = hp.width;
+      p.height = hp.height;
+      p.components = 3;
+      p.chroma_h = hp.plane[0].h / std::max(1, hp.plane[1].h);
+      p.chroma_v = hp.plane[0].v / std::max(1, hp.plane[1].v);
+      p.exif = hp.exif;
+      p.icc = hp.icc;
+      for (int c = 0; c < 3; ++c) {
+        const jpeg::Plane& src = hp.plane[c];
+        p.plane[c] = d;
+        p.plane_width[c] = src.width;
+        p.plane_height[c] = src.height;
+        HISTEQ_CUDA_CHECK(cudaMemcpy2DAsync(d, std::size_t(src.width), src.data.get(), src.stride,
+                                            std::size_t(src.width), std::size_t(src.height),
+                                            cudaMemcpyHostToDevice, st));
+        d += std::size_t(src.width) * std::size_t(src.height);
+      }
+      at.push_back(i);
+    }
+    const auto t1 = Clock::now();
+    std::vector<std::vector<std::uint8_t>> out = equalize_encode(s, dev, at);
+    const auto t2 = Clock::now();
+    *up_ms = ms_between(t0, t1);
+    *enc_ms = ms_between(t1, t2);
+    double batch_mp = 0;
+    for (const DeviceJob* j : b) batch_mp += j->megapixels;
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      DeviceJob* j = b[i];
+      ItemReport& rep = *j->rep;
+      rep.encoder = codec::kNvjpeg;
+      rep.equalize.backend = "cuda";
+      rep.equalize.device = s.device;
+      rep.equalize.kernel = "batched";
+      rep.equalize.mode = Mode::luma;
+      rep.times.upload_ms = share(*up_ms, j, batch_mp);
+      rep.times.encode_ms = share(*enc_ms, j, batch_mp);
+      j->encoded = std::move(out[i]);
+      j->host_planes.reset();
+      j->status = DeviceJob::Status::done;
+    }
+  }
+
   /// The pixels kind: decoded to RGB or gray (hardware, hybrid or libjpeg-turbo per file),
   /// equalized by the stage sequence, encoded by nvJPEG (a JPEG output) or downloaded.
-  void run_pixels(SlotState& s, std::vector<DeviceJob*>& b) {
+  void run_pixels(SlotState& s, std::vector<DeviceJob*>& b, double* dec_ms, double* enc_ms) {
     std::vector<gpu::JpegInput> in;
     for (DeviceJob* j : b) in.push_back({j->bytes->data(), j->bytes->size(), j->name});
     auto t = Clock::now();
     const std::vector<gpu::DeviceImage> dec = s.codec.decode(in);
     const double decode_ms = ms_between(t, Clock::now());
+    *dec_ms = decode_ms;
+    const auto t_rest = Clock::now();
+    struct Rest {
+      Clock::time_point t;
+      double* ms;
+      ~Rest() { *ms = ms_between(t, Clock::now()); }
+    } rest{t_rest, enc_ms};
     double batch_mp = 0;
     for (const auto& d : dec) batch_mp += d.error.empty() ? double(d.width) * d.height / 1e6 : 0;
     for (std::size_t i = 0; i < b.size(); ++i) {
@@ -403,6 +506,7 @@ void JpegDevices::push(DeviceJob* job) {
   {
     std::lock_guard<std::mutex> lock(m.mu);
     if (m.st != State::failed && !m.stop) {
+      if (m.q.empty()) m.t_nonempty = Clock::now();
       m.q.push_back(job);
       m.q_mp += job->megapixels;
       m.cv.notify_one();
@@ -444,6 +548,19 @@ double JpegDevices::rate() const {
   return s > 0 ? impl_->mp_done / s : 0;
 }
 
+void JpegDevices::set_feeding(bool more_coming) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->feeding = more_coming;
+  }
+  impl_->cv.notify_all();
+}
+
+JpegDevices::Stats JpegDevices::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->st_totals;
+}
+
 double JpegDevices::ready_ms() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->ready_ms;
@@ -452,16 +569,6 @@ double JpegDevices::ready_ms() const {
 double JpegDevices::handles_ms() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->handles_ms;
-}
-
-std::size_t JpegDevices::files_done() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->n_done;
-}
-
-double JpegDevices::megapixels_done() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->mp_done;
 }
 
 }  // namespace histeq::detail

@@ -26,6 +26,9 @@ struct DeviceJob {
   /// The planes kind (hardware decode to the stored planes, Y equalized, encoded from the
   /// planes); else the pixels kind (decoded to RGB or gray, equalize(), encoded or downloaded).
   bool planes = false;
+  /// The host-planes kind: a CPU worker decoded the file's stored planes (jpeg::decode_planes);
+  /// the device uploads them, equalizes Y and encodes (the CPU is spared the encode).
+  std::shared_ptr<jpeg::Planes> host_planes;
   double megapixels = 0;
   ItemReport* rep = nullptr;  ///< filled: sizes, codecs, equalize, times
   enum class Status : std::uint8_t {
@@ -81,9 +84,16 @@ class JpegDevices {
   /// Host milliseconds from construction to the first device ready, and of the nvJPEG handles.
   double ready_ms() const;
   double handles_ms() const;
-  /// Files and megapixels the route completed.
-  std::size_t files_done() const;
-  double megapixels_done() const;
+  /// Whether more jobs are coming (the reader is still reading): while they are, a slot waits a
+  /// few milliseconds for a fuller batch instead of taking one or two files.
+  void set_feeding(bool more_coming);
+  /// What the route did (since construction).
+  struct Stats {
+    std::size_t batches = 0, files = 0;
+    double megapixels = 0;
+    double decode_ms = 0, encode_ms = 0;  ///< host wall time in decode / equalize + encode, summed
+  };
+  Stats stats() const;
 
  private:
   struct Impl;

@@ -300,44 +300,39 @@ struct JpegCodec::Impl {
   /// the caller sends these images another way).
   bool hw_decode(const std::vector<const JpegInput*>& ins, std::vector<DeviceImage*>& outs,
                  nvjpegOutputFormat_t fmt) {
-    const int n = int(ins.size());
-    if (n == 0) return true;
-    if (n != hw_batch || fmt != hw_format) {
-      if (nvjpegDecodeBatchedInitialize(hw, hw_state, n, 1, fmt) != NVJPEG_STATUS_SUCCESS) {
-        hw_batch = 0;
-        return false;
-      }
-      hw_batch = n;
-      hw_format = fmt;
-    }
-    std::vector<const unsigned char*> data(static_cast<std::size_t>(n));
-    std::vector<std::size_t> lengths(static_cast<std::size_t>(n));
-    std::vector<nvjpegImage_t> dst(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) {
-      data[i] = ins[i]->data;
-      lengths[i] = ins[i]->size;
+    std::vector<nvjpegImage_t> dst(ins.size());
+    int max_w = 0, max_h = 0;
+    for (std::size_t i = 0; i < ins.size(); ++i) {
       std::memset(&dst[i], 0, sizeof dst[i]);
       dst[i].channel[0] = outs[i]->pixels;
       dst[i].pitch[0] = std::size_t(outs[i]->width) * outs[i]->channels;
+      max_w = std::max(max_w, outs[i]->width);
+      max_h = std::max(max_h, outs[i]->height);
     }
-    if (nvjpegDecodeBatched(hw, hw_state, data.data(), lengths.data(), dst.data(), stream) !=
-        NVJPEG_STATUS_SUCCESS) {
-      hw_batch = 0;  // re-initialize before the next batch ("also use to reset failed batches")
-      return false;
-    }
-    return true;
+    return hw_decode_raw(ins, dst, fmt, max_w, max_h);
   }
 
-  /// One hardware batch with the destinations given (planar or interleaved per fmt).
+  int pre_w = 0, pre_h = 0;  // the largest image size the state's buffers are sized for
+
+  /// One hardware batch with the destinations given (planar or interleaved per fmt); max_w and
+  /// max_h: the batch's largest image. The state is initialized for the batch size and, with
+  /// nvjpegDecodeBatchedPreAllocate, sized for the largest image seen so far (4:4:4, the
+  /// largest sampling), so that batches of photos of varying sizes allocate nothing: without it
+  /// the hardware decoder ran about 3.5 times slower on the H200, host-bound inside
+  /// nvjpegDecodeBatched (docs/benchmarks.md, "JPEG on the device").
   bool hw_decode_raw(const std::vector<const JpegInput*>& ins, std::vector<nvjpegImage_t>& dst,
-                     nvjpegOutputFormat_t fmt) {
+                     nvjpegOutputFormat_t fmt, int max_w, int max_h) {
     const int n = int(ins.size());
     if (n == 0) return true;
-    if (n != hw_batch || fmt != hw_format) {
+    if (n != hw_batch || fmt != hw_format || max_w > pre_w || max_h > pre_h) {
       if (nvjpegDecodeBatchedInitialize(hw, hw_state, n, 1, fmt) != NVJPEG_STATUS_SUCCESS) {
         hw_batch = 0;
         return false;
       }
+      pre_w = std::max(pre_w, max_w);
+      pre_h = std::max(pre_h, max_h);
+      // A failure here only leaves the allocation to the decode call.
+      nvjpegDecodeBatchedPreAllocate(hw, hw_state, n, pre_w, pre_h, NVJPEG_CSS_444, fmt);
       hw_batch = n;
       hw_format = fmt;
     }
@@ -630,7 +625,12 @@ std::vector<DevicePlanes> JpegCodec::decode_planes(const std::vector<JpegInput>&
       off += align_up(std::size_t(o.plane_width[c]) * std::size_t(o.plane_height[c]));
     }
   }
-  if (!m.hw_decode_raw(ins, dst, NVJPEG_OUTPUT_YUV)) {
+  int max_w = 0, max_h = 0;
+  for (std::size_t i : idx) {
+    max_w = std::max(max_w, res[i].width);
+    max_h = std::max(max_h, res[i].height);
+  }
+  if (!m.hw_decode_raw(ins, dst, NVJPEG_OUTPUT_YUV, max_w, max_h)) {
     for (std::size_t i : idx) res[i] = DevicePlanes{}, res[i].declined = true;
     return res;
   }
