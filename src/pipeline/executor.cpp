@@ -26,7 +26,9 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <new>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 #include <unistd.h>
@@ -1039,6 +1041,7 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.opt = std::move(opt);
   if (m.opt.jobs < 0) throw UsageError("--jobs must be at least 1");
+  if (m.opt.jobs > kMaxJobs) throw UsageError("--jobs must be at most " + std::to_string(kMaxJobs));
   m.jobs = m.opt.jobs > 0 ? m.opt.jobs : cpu::usable_cpus();
   if (m.opt.fast_png_decoder) m.fast_png = make_fast_png_decoder();
   m.planes = m.opt.task == Task::equalize && m.opt.codecs.empty() && m.opt.jpeg != JpegRoute::gpu &&
@@ -1120,6 +1123,9 @@ std::size_t item_cost(const std::vector<std::uint8_t>& bytes) {
 /// the caller's item_op) gets the input's path in front, as the others read.
 void name_the_file(ItemReport& rep) {
   if (rep.error.empty()) return;
+  // A failed allocation says only "std::bad_alloc": say what it means.
+  if (rep.error == std::bad_alloc().what() || rep.error == std::bad_array_new_length().what())
+    rep.error = "out of memory";
   const auto names = [&](const std::string& path) {
     return !path.empty() && rep.error.find("'" + path + "'") != std::string::npos;
   };
@@ -1142,6 +1148,7 @@ struct Executor::Run {
   std::size_t max_items = 0;
   std::deque<std::unique_ptr<Loaded>> queue;
   bool reader_done = false;
+  bool stop_reading = false;  ///< no worker could start: the reader gives up (run())
   std::map<std::size_t, std::unique_ptr<Loaded>> finished;
 
   Run(Impl& impl, const std::vector<WorkItem>& it) : m(impl), items(it) {
@@ -1178,7 +1185,8 @@ struct Executor::Run {
       it->rep.output = items[i].output;
       {  // a slot for the item (bounds the reports waiting for an earlier one)
         std::unique_lock<std::mutex> lock(mu);
-        cv_budget.wait(lock, [&] { return inflight_items < max_items; });
+        cv_budget.wait(lock, [&] { return stop_reading || inflight_items < max_items; });
+        if (stop_reading) break;
         ++inflight_items;
       }
       const auto t0 = Clock::now();
@@ -1198,8 +1206,10 @@ struct Executor::Run {
       it->for_device = m.gpu_jpeg_wanted() && m.device_candidate(it->bytes);
       std::unique_lock<std::mutex> lock(mu);
       cv_budget.wait(lock, [&] {
-        return inflight_bytes == 0 || inflight_bytes + cost <= m.opt.max_inflight_bytes;
+        return stop_reading || inflight_bytes == 0 ||
+               inflight_bytes + cost <= m.opt.max_inflight_bytes;
       });
+      if (stop_reading) break;
       inflight_bytes += cost;
       sum.peak_inflight_bytes = std::max(sum.peak_inflight_bytes, inflight_bytes);
       queue.push_back(std::move(it));
@@ -1307,7 +1317,6 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
     if (!why.empty()) throw Error("--backend cuda: no usable CUDA device (" + why + ")");
   }
   m.slots_free = m.jobs;
-  std::thread reader([&r] { r.reader_loop(); });
   // `jobs` workers for the CPU stages, plus, when JPEGs may go to the device workers' JPEG
   // threads, as many as those threads take in their batches: a worker that handed its JPEG
   // over only waits (no CPU), and the others keep every core busy meanwhile.
@@ -1316,8 +1325,28 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
   // JPEG thread of them, so that each JPEG thread finds its next batch waiting.
   int threads = m.jobs + (m.jobs + 7) / 8;
   if (m.gpu_jpeg_wanted()) threads += 2 * std::max(1, m.opt.jpeg_batch) * m.jpeg_threads_planned();
+  // A thread that cannot start (no memory for its stack, a process limit): the batch runs with
+  // the workers that did; without the reader, or with no worker, it is an error naming the cause.
+  std::thread reader;
+  try {
+    reader = std::thread([&r] { r.reader_loop(); });
+  } catch (const std::system_error& e) {
+    throw Error(std::string("cannot start a thread to read the files: ") + e.what());
+  }
   std::vector<std::thread> pool;
-  for (int j = 0; j < threads; ++j) pool.emplace_back([&r] { r.worker_loop(); });
+  try {
+    for (int j = 0; j < threads; ++j) pool.emplace_back([&r] { r.worker_loop(); });
+  } catch (const std::system_error& e) {
+    if (pool.empty()) {
+      {
+        std::lock_guard<std::mutex> lock(r.mu);
+        r.stop_reading = true;
+      }
+      r.cv_budget.notify_all();
+      reader.join();
+      throw Error(std::string("cannot start a worker thread: ") + e.what());
+    }
+  }
   const std::exception_ptr callback_error = r.report_loop(on_done);
   reader.join();
   for (auto& t : pool) t.join();
