@@ -459,6 +459,27 @@ inline std::vector<Case> cases() {
       "decompression bomb");
   bad("png-tiny-declares-16384.png", "tiny file, huge image",
       png(16384, 16384, 8, 0, nullptr, zlib_stored(Bytes(100, 0))), "cannot hold");
+  // 16-bit PNG: the command line decodes these with libspng (decode_image16), which must refuse
+  // what the 8-bit path refuses, for the same reasons, before allocating the pixels.
+  bad("png16-tiny-declares-16384.png", "tiny file, huge image",
+      png(16384, 16384, 16, 0, nullptr, zlib_stored(Bytes(100, 0))), "cannot hold");
+  bad("png16-rgba-tiny-declares-16384.png", "tiny file, huge image",
+      png(16384, 16384, 16, 6, nullptr, zlib_stored(Bytes(10, 0))), "cannot hold");
+  {
+    const Bytes rows{0, 1, 2, 3, 4, 0, 5, 6, 7, 8};  // 2x2 gray, 16 bits: filter 0, 2 samples
+    const Bytes ok = png(2, 2, 16, 0, nullptr, zlib_stored(rows));
+    Bytes b = ok;
+    b[b.size() - 12 - 1] ^= 0x01;  // the last byte of IDAT's CRC (IEND is the last 12 bytes)
+    bad("png16-bad-idat-crc.png", "16-bit PNG", b, "CRC mismatch in chunk 'IDAT'");
+    b = ok;
+    b[b.size() - 1] ^= 0x01;  // IEND's CRC
+    bad("png16-bad-iend-crc.png", "16-bit PNG", b, "CRC mismatch in chunk 'IEND'");
+    bad("png16-no-iend.png", "16-bit PNG", png(2, 2, 16, 0, nullptr, zlib_stored(rows), false),
+        "no IEND");
+    Bytes z = zlib_stored(rows);
+    z.resize(z.size() - 6);  // cut inside the stored block, chunk CRC still right
+    bad("png16-idat-zlib-cut.png", "16-bit PNG", png(2, 2, 16, 0, nullptr, z), "PNG");
+  }
 
   // JPEG (libjpeg-turbo and histeq's structure checks, decode_checks.cpp, report these; stb
   // 2.27 does not). "SOS": libjpeg's "missing SOS marker" (CPU decode) and the structure

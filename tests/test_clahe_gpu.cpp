@@ -136,6 +136,37 @@ TEST(ClaheGpu, EqualsCpuOnSizesAndGrids8) {
   }
 }
 
+// A clip limit whose clip reaches the tile's pixel count is no clipping on the device too (the
+// geometry is shared: clahe_formula::make_geometry): 8- and 16-bit, at the boundary (clip_limit
+// = bins: clip = the area), just below it, and at 1e12 / 1e308 (an overflowing float-to-int
+// conversion before), against the CPU.
+TEST(ClaheGpu, ClipAtOrAboveTheTileAreaIsNoClipping) {
+  HISTEQ_REQUIRE_GPU();
+  std::mt19937 rng(31);
+  gpu::Clahe engine;
+  const auto s8 = smooth_plane<std::uint8_t>(rng, 200, 120, 255);
+  const auto s16 = smooth_plane<std::uint16_t>(rng, 130, 90, 65535);
+  std::vector<std::uint8_t> peaked(64 * 64, 100);  // each 8x8 tile: 63 of 100, one 50
+  for (int y = 0; y < 64; y += 8)
+    for (int x = 0; x < 64; x += 8) peaked[std::size_t(y) * 64 + std::size_t(x)] = 50;
+  const auto none8 = cpu_plane(s8, 200, 120, opts(0.0, 8, 8));
+  const auto none16 = cpu_plane(s16, 130, 90, opts(0.0, 8, 8));
+  const auto none_peaked = cpu_plane(peaked, 64, 64, opts(0.0, 8, 8));
+  for (const double big : {1e12, 1e308}) {
+    EXPECT_EQ(gpu_plane(engine, s8, 200, 120, opts(big, 8, 8)), none8) << big;
+    EXPECT_EQ(gpu_plane(engine, s16, 130, 90, opts(big, 8, 8)), none16) << big;
+    EXPECT_EQ(gpu_plane(engine, peaked, 64, 64, opts(big, 8, 8)), none_peaked) << big;
+  }
+  EXPECT_EQ(gpu_plane(engine, peaked, 64, 64, opts(256.0, 8, 8)), none_peaked);  // = the area
+  EXPECT_EQ(gpu_plane(engine, s16, 130, 90, opts(65536.0, 8, 8)), none16);
+  for (const double below : {255.99, 250.0}) {  // clip 63: nothing to cut; clip 62: cuts
+    EXPECT_EQ(gpu_plane(engine, peaked, 64, 64, opts(below, 8, 8)),
+              cpu_plane(peaked, 64, 64, opts(below, 8, 8)))
+        << below;
+  }
+  EXPECT_NE(gpu_plane(engine, peaked, 64, 64, opts(250.0, 8, 8)), none_peaked);
+}
+
 TEST(ClaheGpu, EqualsCpuOnSizesAndGrids16) {
   HISTEQ_REQUIRE_GPU();
   std::mt19937 rng(7);

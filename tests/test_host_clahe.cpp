@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <regex>
 #include <string>
@@ -214,6 +215,49 @@ TEST(ClaheFormula, ResidualClosedFormEqualsOpenCvLoop) {
       }
     }
   }
+}
+
+// A clip limit whose clip reaches the tile's pixel count cannot cut any bin: it is no clipping,
+// and defined. clip_limit x area / bins is compared with the area in double before it becomes
+// an int; --clip 1e12 overflowed that conversion (undefined; INT_MIN on x86, so max(1, INT_MIN)
+// = 1, the strongest clipping). Below the area nothing changes.
+TEST(ClaheFormula, ClipAtOrAboveTheTileAreaIsNoClipping) {
+  namespace cf = clahe_formula;
+  // 64x64 in 8x8 tiles: 64 pixels a tile; 256 bins: clip = L x 64 / 256 = L / 4.
+  EXPECT_EQ(cf::make_geometry(64, 64, 8, 8, 0.0, 256).clip, 0);
+  EXPECT_EQ(cf::make_geometry(64, 64, 8, 8, 0.001, 256).clip, 1);
+  EXPECT_EQ(cf::make_geometry(64, 64, 8, 8, 2.0, 256).clip, 1);  // int(0.5), at least 1
+  EXPECT_EQ(cf::make_geometry(64, 64, 8, 8, 250.0, 256).clip, 62);
+  EXPECT_EQ(cf::make_geometry(64, 64, 8, 8, 255.99, 256).clip, 63);  // one below the area
+  for (const double big : {256.0, 256.01, 1e12, 1e308, std::numeric_limits<double>::max(),
+                           std::numeric_limits<double>::infinity()})
+    EXPECT_EQ(cf::make_geometry(64, 64, 8, 8, big, 256).clip, 0) << big;
+  // 16 bits: 65536 bins, the same area.
+  EXPECT_EQ(cf::make_geometry(64, 64, 8, 8, 65535.0, 65536).clip, 63);
+  EXPECT_EQ(cf::make_geometry(64, 64, 8, 8, 65536.0, 65536).clip, 0);
+  EXPECT_EQ(cf::make_geometry(64, 64, 8, 8, 1e300, 65536).clip, 0);
+  // A padded grid: 65x65 in 8x8 tiles of 9x9 = 81 pixels.
+  EXPECT_EQ(cf::make_geometry(65, 65, 8, 8, 255.0 * 81.0 / 81.0, 256).clip, 80);
+  EXPECT_EQ(cf::make_geometry(65, 65, 8, 8, 256.0, 256).clip, 0);
+
+  // The bytes: huge limits give the output of --clip 0, on natural and on peaked tiles; a clip
+  // one below a tile's largest bin does clip (the control).
+  std::mt19937 rng(12);
+  const auto nat8 = natural_plane<std::uint8_t>(rng, 200, 120, 255);
+  const auto nat16 = natural_plane<std::uint16_t>(rng, 130, 90, 65535);
+  std::vector<std::uint8_t> peaked(64 * 64, 100);  // each 8x8 tile: 63 of 100, one 50
+  for (int y = 0; y < 64; y += 8)
+    for (int x = 0; x < 64; x += 8) peaked[std::size_t(y) * 64 + std::size_t(x)] = 50;
+  for (const double big : {1e12, 1e308, std::numeric_limits<double>::max()}) {
+    EXPECT_EQ(run_cpu(nat8, 200, 120, big, 8, 8), run_cpu(nat8, 200, 120, 0.0, 8, 8)) << big;
+    EXPECT_EQ(run_cpu(nat16, 130, 90, big, 8, 8), run_cpu(nat16, 130, 90, 0.0, 8, 8)) << big;
+    EXPECT_EQ(run_cpu(peaked, 64, 64, big, 8, 8), run_cpu(peaked, 64, 64, 0.0, 8, 8)) << big;
+  }
+  EXPECT_EQ(run_cpu(peaked, 64, 64, 256.0, 8, 8), run_cpu(peaked, 64, 64, 0.0, 8, 8));
+  EXPECT_EQ(run_cpu(peaked, 64, 64, 255.99, 8, 8), run_cpu(peaked, 64, 64, 0.0, 8, 8));
+  EXPECT_NE(run_cpu(peaked, 64, 64, 250.0, 8, 8), run_cpu(peaked, 64, 64, 0.0, 8, 8));
+  // Below the area, the reference (OpenCV's own arithmetic) still agrees.
+  EXPECT_EQ(run_cpu(peaked, 64, 64, 250.0, 8, 8), reference_clahe(peaked, 64, 64, 250.0, 8, 8));
 }
 
 TEST(ClaheCpu, ConstantImagesMatchReference) {

@@ -477,6 +477,54 @@ TEST_F(ImageIo, AnExistingFifoIsWrittenInPlaceNotReplaced) {
   EXPECT_TRUE(fs::is_fifo(p));
 }
 
+// A name for a descriptor (/proc/self/fd/N, /dev/stdout) of a pipe: the kernel follows it to
+// the pipe, which has no name to rename over; it is written in place, as cp writes it (it was
+// followed by hand to "pipe:[N]" and refused).
+TEST_F(ImageIo, AProcFdLinkToAPipeIsWrittenInPlace) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::vector<std::uint8_t> bytes = encode_image(test_image(20, 10, 1), ".png");
+  ASSERT_LT(bytes.size(), 60000u);  // fits in the pipe: no reader thread needed
+  write_file_atomic("/proc/self/fd/" + std::to_string(fds[1]), bytes.data(), bytes.size());
+  ::close(fds[1]);
+  std::vector<std::uint8_t> got(bytes.size() + 1);
+  std::size_t n = 0;
+  for (ssize_t k; (k = ::read(fds[0], got.data() + n, got.size() - n)) > 0;) n += std::size_t(k);
+  ::close(fds[0]);
+  got.resize(n);
+  EXPECT_EQ(got, bytes);
+}
+
+// An output that is a dangling symlink is refused, as GNU cp refuses to write through one: the
+// link's target was created. The link stays as it was; nothing else is made.
+TEST_F(ImageIo, ADanglingSymlinkOutputIsRefused) {
+  ASSERT_EQ(::symlink("nothing.png", path("link.png").c_str()), 0);
+  expect_error<Error>([&] { save_image(test_image(4, 4, 1), path("link.png")); },
+                      {path("link.png"), "dangling symbolic link", "nothing.png"});
+  EXPECT_EQ(listing(), std::vector<std::string>{"link.png"});
+  EXPECT_EQ(fs::read_symlink(path("link.png")), fs::path("nothing.png"));
+}
+
+// Overwriting keeps the old file's permission bits and, where the process may set them, its
+// owner and group (root: any; here as root, the file of another user stays that user's).
+TEST_F(ImageIo, OverwritingKeepsTheModeAndTheOwnerWherePermitted) {
+  const std::string p = path("o.png");
+  save_image(test_image(4, 4, 1), p);
+  ASSERT_EQ(::chmod(p.c_str(), 0604), 0);
+  const bool root = ::geteuid() == 0;
+  if (root) ASSERT_EQ(::chown(p.c_str(), 65534, 65533), 0);
+  struct stat before {};
+  ASSERT_EQ(::stat(p.c_str(), &before), 0);
+  save_image(test_image(5, 5, 1), p);
+  struct stat after {};
+  ASSERT_EQ(::stat(p.c_str(), &after), 0);
+  EXPECT_EQ(load_image(p).width, 5);
+  EXPECT_EQ(after.st_mode & 07777, 0604u);
+  EXPECT_EQ(after.st_uid, before.st_uid);
+  EXPECT_EQ(after.st_gid, before.st_gid);
+  EXPECT_EQ(listing(), std::vector<std::string>{"o.png"});
+}
+
 // ---- binary PGM/PPM out ----
 
 // 8-bit PGM/PPM are written as histeq reads them (maxval 255): .pgm for gray, .ppm for colour,

@@ -9,7 +9,8 @@
 //    tiles_y − H % tiles_y rows (BORDER_REFLECT_101; note: a full extra tiles_x columns when only
 //    the height does not divide, as OpenCV does) and the tiles are the padded size / tiles.
 //  - clip = clip_limit > 0 ? max(1, int(clip_limit · tile_area / hist_size)) : 0 (no clipping),
-//    computed in double as OpenCV does.
+//    computed in double as OpenCV does; a clip at or above tile_area is 0 too (no bin can pass
+//    it, so nothing changes but the conversion, which OpenCV leaves undefined for huge limits).
 //  - Per tile: histogram; if clip > 0: every bin above clip is cut to clip, the excess summed
 //    (clipped), every bin gets clipped / hist_size, and the residual r = clipped % hist_size
 //    goes one each to bins 0, s, 2s, ... (r of them, s = max(hist_size / r, 1)).
@@ -73,9 +74,12 @@ inline Geometry make_geometry(int width, int height, int tiles_x, int tiles_y, d
   g.tile_h = g.padded_h / tiles_y;
   const int area = g.tile_w * g.tile_h;
   g.lut_scale = static_cast<float>(hist_size - 1) / static_cast<float>(area);
+  // A clip at or above the tile's pixel count cannot cut any bin: no clipping (0), the same
+  // bytes, and no float-to-int conversion out of range (--clip 1e12 was undefined behaviour,
+  // INT_MIN and so the strongest clipping on x86).
   if (clip_limit > 0.0) {
-    const int c = static_cast<int>(clip_limit * area / hist_size);
-    g.clip = c < 1 ? 1 : c;
+    const double c = clip_limit * area / hist_size;
+    g.clip = c >= double(area) ? 0 : (c < 1.0 ? 1 : static_cast<int>(c));
   }
   return g;
 }

@@ -24,7 +24,8 @@ namespace histeq {
 struct ClaheOptions {
   /// [clipLimit] Contrast limit, relative: the integer clip limit per bin is
   /// max(1, int(clip_limit · tile_area / bins)). 0 (or any value <= 0) = no clipping
-  /// (plain adaptive equalization). Default 2.0; OpenCV's own default is 40.
+  /// (plain adaptive equalization), and so is a limit whose clip reaches tile_area (no bin can
+  /// exceed it; 1e12, 1e308 included). Default 2.0; OpenCV's own default is 40.
   double clip_limit = 2.0;
   /// [tileGridSize] Tiles per row (width, W) and per column (height, H), 1..kMaxClaheTiles.
   int tiles_x = 8;

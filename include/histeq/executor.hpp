@@ -33,6 +33,9 @@ inline constexpr std::size_t kMinMaxInflightBytes = std::size_t(256) << 20;  // 
 inline constexpr std::size_t kInflightBytesPerJob = std::size_t(128) << 20;  // 128 MiB
 /// The default cap for `jobs` workers (formula above).
 std::size_t default_max_inflight_bytes(int jobs);
+/// The most CPU workers a batch takes (--jobs): more is a usage error, not thousands of threads
+/// (each with its stack) that the machine cannot run at once anyway.
+inline constexpr int kMaxJobs = 1024;
 
 /// Who decodes and encodes JPEG items (the CLI's --decoder).
 ///   automatic: the device route (below) for the JPEGs it takes, when this build has nvJPEG, the
@@ -65,7 +68,8 @@ struct ExecutorOptions {
   Operation op;
   EncodeOptions encode;  ///< JPEG quality and subsampling, PNG level
   std::uint64_t max_pixels = kDefaultMaxPixels;
-  int jobs = 0;  ///< CPU worker threads; 0: cpu::usable_cpus() (the affinity mask's CPUs)
+  /// CPU worker threads, 0..kMaxJobs; 0: cpu::usable_cpus() (the affinity mask's CPUs)
+  int jobs = 0;
   /// Cap on the bytes of all items in flight (file bytes + decoded + output pixels + encoded,
   /// estimated from the header when an item is admitted). One item is always admitted when
   /// nothing else is in flight, so a single image larger than the cap still runs.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <limits>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -55,18 +56,61 @@ struct Planned {
   fs::path rel;
 };
 
+/// A folder of the inputs that could not be listed (or an entry whose type could not be read),
+/// and why (strerror's words).
+struct Unlisted {
+  std::string path, why;
+  bool folder = true;
+  std::string message() const {
+    return (folder ? "cannot list folder '" : "cannot read '") + path + "': " + why;
+  }
+};
+
+/// The image files of one folder input (recursive: its subfolders too, not following symlinks
+/// to folders), appended to `found` with their paths under the folder. A folder that cannot be
+/// listed (no permission, a path over PATH_MAX, an I/O error) is named in `errors` and the walk
+/// goes on with the others, as find and cp -r do; `skip` says which subfolders not to enter.
+template <class Skip>
+void list_folder(const std::string& in, bool recursive, const Skip& skip,
+                 std::vector<Planned>& found, std::vector<Unlisted>& errors) {
+  std::vector<fs::path> folders{fs::path(in)};
+  while (!folders.empty()) {
+    const fs::path dir = std::move(folders.back());
+    folders.pop_back();
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const fs::directory_entry& e = *it;
+      std::error_code ec2;
+      // The entry's type comes from the listing (d_type) where the filesystem gives it: no stat
+      // per file, and a path over PATH_MAX still says what it is.
+      const bool link = e.is_symlink(ec2);
+      const bool sub = !ec2 && e.is_directory(ec2);
+      if (recursive && sub && !link) {
+        if (!skip(e)) folders.push_back(e.path());
+        continue;
+      }
+      if (!readable_ext(lower_ext(e.path()))) continue;
+      const bool file = !ec2 && e.is_regular_file(ec2);
+      if (ec2 && ec2 != std::errc::no_such_file_or_directory)  // a dangling link: not an image
+        errors.push_back({e.path().string(), ec2.message(), false});
+      if (file) found.push_back({e.path().string(), e.path().lexically_relative(in)});
+    }
+    if (ec) errors.push_back({dir.string(), ec.message()});
+  }
+}
+
 /// The files of the inputs: a file as itself (its name), a folder's image files by their
 /// extension (sorted; recursive with -r) with the path under the folder. The walk of -r does not
 /// enter the output folder `outdir` (empty: none) when it lies inside an input folder, compared
 /// by canonical path: a second run of `equalize d -r -o d/out` must not take the first run's
-/// outputs as inputs (and write d/out/out/...).
+/// outputs as inputs (and write d/out/out/...). Folders that cannot be listed: in `errors`.
 std::vector<Planned> collect_inputs(const std::vector<std::string>& inputs, bool recursive,
-                                    const std::string& outdir) {
+                                    const std::string& outdir, std::vector<Unlisted>& errors) {
   std::error_code oec;
   const fs::path out_canon = outdir.empty() ? fs::path() : fs::weakly_canonical(outdir, oec);
   auto is_output_folder = [&](const fs::directory_entry& e) {
     std::error_code ec2;
-    if (out_canon.empty() || oec || !e.is_directory(ec2)) return false;
+    if (out_canon.empty() || oec) return false;
     const fs::path c = fs::canonical(e.path(), ec2);
     return !ec2 && c == out_canon;
   };
@@ -75,26 +119,7 @@ std::vector<Planned> collect_inputs(const std::vector<std::string>& inputs, bool
     std::error_code ec;
     if (fs::is_directory(in, ec)) {
       std::vector<Planned> found;
-      auto take = [&](const fs::directory_entry& e) {
-        std::error_code ec2;
-        if (!e.is_regular_file(ec2) || !readable_ext(lower_ext(e.path()))) return;
-        found.push_back({e.path().string(), e.path().lexically_relative(in)});
-      };
-      if (recursive) {
-        for (fs::recursive_directory_iterator
-                 it(in, fs::directory_options::skip_permission_denied, ec),
-             end;
-             !ec && it != end; it.increment(ec)) {
-          if (is_output_folder(*it)) {
-            it.disable_recursion_pending();
-            continue;
-          }
-          take(*it);
-        }
-      } else {
-        for (fs::directory_iterator it(in, ec), end; !ec && it != end; it.increment(ec)) take(*it);
-      }
-      if (ec) throw Error("cannot list folder '" + in + "': " + ec.message());
+      list_folder(in, recursive, is_output_folder, found, errors);
       std::sort(found.begin(), found.end(),
                 [](const Planned& a, const Planned& b) { return a.input < b.input; });
       v.insert(v.end(), found.begin(), found.end());
@@ -136,10 +161,16 @@ ExecutorOptions executor_options(const cxxopts::ParseResult& r, const Common& cm
   eo.op.equalize = cm.opt;
   eo.max_pixels = cm.max_pixels;
   eo.jobs = r["jobs"].as<int>();
-  if (eo.jobs < 0) throw UsageError("--jobs must be at least 1 (0: the number of cores)");
+  if (eo.jobs < 0 || eo.jobs > kMaxJobs)
+    throw UsageError("--jobs takes a whole number in 0.." + std::to_string(kMaxJobs) +
+                     " (0: the number of cores), got " + std::to_string(eo.jobs));
   if (r.count("max-inflight-mb")) {  // else 0: the executor's default for its jobs
     const std::size_t mb = r["max-inflight-mb"].as<std::size_t>();
+    constexpr std::size_t kMaxMb = std::numeric_limits<std::size_t>::max() >> 20;
     if (mb == 0) throw UsageError("--max-inflight-mb must be at least 1");
+    if (mb > kMaxMb)  // its bytes would not fit in 64 bits (the cap would wrap)
+      throw UsageError("--max-inflight-mb takes a whole number of megabytes in 1.." +
+                       std::to_string(kMaxMb) + ", got " + std::to_string(mb));
     eo.max_inflight_bytes = mb << 20;
   }
   if (r.count("devices")) eo.devices = parse_devices(r["devices"].as<std::string>());
@@ -181,8 +212,9 @@ std::string output_of(const Planned& p, const std::string& outdir, const std::st
 /// Every item of the batch, planned before any work: formats, collisions, nothing to do.
 std::vector<WorkItem> plan_items(const cxxopts::ParseResult& r, bool writes,
                                  const std::vector<std::string>& inputs, const std::string& outdir,
-                                 const std::string& format) {
-  const std::vector<Planned> planned = collect_inputs(inputs, r.count("recursive") > 0, outdir);
+                                 const std::string& format, std::vector<Unlisted>& errors) {
+  const std::vector<Planned> planned =
+      collect_inputs(inputs, r.count("recursive") > 0, outdir, errors);
   std::vector<WorkItem> items;
   std::map<std::string, std::string> seen;  // output → input
   for (const Planned& p : planned) {
@@ -197,6 +229,11 @@ std::vector<WorkItem> plan_items(const cxxopts::ParseResult& r, bool writes,
                          w.output + "'; rename one, or use separate runs");
     }
     items.push_back(std::move(w));
+  }
+  if (items.empty() && !errors.empty()) {  // nothing to do but say why: the folder's error
+    std::string message = errors.front().message();
+    for (std::size_t i = 1; i < errors.size(); ++i) message += "; " + errors[i].message();
+    throw Error(message);
   }
   if (items.empty())
     throw UsageError(
@@ -222,14 +259,18 @@ void refuse_unused_encode_options(const cxxopts::ParseResult& r,
   if (png_out.empty()) refuse_png_options(r, jpeg_out.empty() ? other : jpeg_out);
 }
 
-void make_output_folders(const std::vector<WorkItem>& items) {
+/// The output folder, then the subfolders the outputs need (-r). The output folder failing is
+/// the batch's error; a subfolder failing (a path over PATH_MAX, say) fails only the outputs in
+/// it, when they are written, each with its reason.
+void make_output_folders(const std::vector<WorkItem>& items, const std::string& outdir) {
   std::error_code ec;
+  if (!fs::is_directory(outdir, ec)) {
+    fs::create_directories(outdir, ec);
+    if (ec) throw Error("cannot create folder '" + outdir + "': " + ec.message());
+  }
   for (const WorkItem& w : items) {
     const fs::path parent = fs::path(w.output).parent_path();
-    if (!parent.empty() && !fs::is_directory(parent)) {
-      fs::create_directories(parent, ec);
-      if (ec) throw Error("cannot create folder '" + parent.string() + "': " + ec.message());
-    }
+    if (!parent.empty() && !fs::is_directory(parent, ec)) fs::create_directories(parent, ec);
   }
 }
 
@@ -320,10 +361,19 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
   if (writes && r.count("format")) format = parse_format(r["format"].as<std::string>());
 
   // Plan every output before any work: formats, collisions, options that would do nothing.
-  const std::vector<WorkItem> items = plan_items(r, writes, inputs, outdir, format);
+  std::vector<Unlisted> unlisted;  // folders that could not be listed: each a failure
+  const std::vector<WorkItem> items = plan_items(r, writes, inputs, outdir, format, unlisted);
   if (writes) {
     refuse_unused_encode_options(r, items);
-    make_output_folders(items);
+    make_output_folders(items, outdir);
+  }
+  for (const Unlisted& u : unlisted) {  // named first, as find and cp -r do; the rest goes on
+    err << "histeq: error: " << u.message() << '\n';
+    if (json) {
+      ItemReport folder;  // ok = false
+      folder.input = u.path;
+      out << dump_line(batch_item_json(folder, false, u.message(), nullptr)) << '\n';
+    }
   }
 
   // Large image buffers are freed and allocated again for every file: keep them in the heap
@@ -336,8 +386,9 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
   Progress prog;
   prog.on = !quiet && stderr_is_tty(err);
   prog.total = items.size();
-  const BatchSummary sum =
-      ex.run(items, ItemPrinter{json, writes, clahe, print_item, out, err, prog});
+  BatchSummary sum = ex.run(items, ItemPrinter{json, writes, clahe, print_item, out, err, prog});
+  sum.files += unlisted.size();  // an unlisted folder counts as one failed item
+  sum.failures += unlisted.size();
   prog.clear(err);
   if (cm.opt.backend == Backend::automatic && !quiet) {
     const std::string why = ex.cpu_fallback_reason();

@@ -1,12 +1,17 @@
 // cli/equalize.cpp — `histeq equalize` and `histeq clahe`: one file (8-bit here, CLAHE and
 // 16-bit through the per-file operation of cli/depth.hpp), or a batch (cli/batch.hpp).
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdint>
 #include <future>
 #include <iomanip>
 #include <memory>
+#include <new>
 #include <ostream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "cli/batch.hpp"
@@ -145,12 +150,15 @@ int run_equalize_batch(const cxxopts::ParseResult& r, bool clahe,
 class BackendProbe {
  public:
   explicit BackendProbe(bool start) {
-    if (start)
-      f_ = std::async(std::launch::async, [] {
-        Result r;
-        r.backend = resolve_backend(Backend::automatic, &r.why);
-        return r;
-      });
+    try {
+      if (start)
+        f_ = std::async(std::launch::async, [] {
+          Result r;
+          r.backend = resolve_backend(Backend::automatic, &r.why);
+          return r;
+        });
+    } catch (const std::system_error&) {  // no thread to spare: settled before decoding
+    }
     started_ = f_.valid();
   }
   bool started() const { return started_; }
@@ -198,6 +206,9 @@ struct Single {
   ItemOpOptions io;
   EncodeOptions enc;
   bool json = false, timing = false, quiet = false;
+  /// The image goes to standard output (-o -, or a name for it: /dev/stdout, /proc/self/fd/1):
+  /// the report then goes to standard error, so that the stream holds the image only.
+  bool to_stdout = false;
   bool gpu_jpeg = false;                ///< nvJPEG for JPEG files (see settle_single)
   std::unique_ptr<BackendProbe> probe;  ///< --backend auto: settled once the file is decoded
 
@@ -208,6 +219,32 @@ struct Single {
   }
 };
 
+/// True when `path` is the file standard output is open on (the same device and inode).
+bool names_standard_output(const std::string& path) {
+  struct stat named {
+  }, out{};
+  return ::stat(path.c_str(), &named) == 0 && ::fstat(STDOUT_FILENO, &out) == 0 &&
+         named.st_dev == out.st_dev && named.st_ino == out.st_ino;
+}
+
+/// --format against the name of one output file: an image extension naming another format
+/// (`-o x.jpg --format png` would put PNG bytes in a .jpg file) is a usage error naming both.
+/// .jpg and .jpeg are one format; .pnm goes with pgm and ppm (and --format pnm with .pgm and
+/// .ppm), which it picks by channels. A name without an image extension takes the format given
+/// (`-o -`, `-o /dev/stdout`, `-o out.bin`).
+void refuse_contradicting_format(const std::string& given, const std::string& ext,
+                                 const std::string& output) {
+  if (output == "-") return;
+  const std::string named = lower_ext(fs::path(output));
+  if (!writable_ext(named)) return;
+  const std::string as_format = parse_format(named);  // ".jpeg" -> ".jpg"
+  const bool netpbm = pnm_ext(as_format) && pnm_ext(ext) && (as_format == ".pnm" || ext == ".pnm");
+  if (as_format == ext || netpbm) return;
+  throw UsageError("--format " + given + " contradicts the output name '" + output + "' (a " +
+                   named.substr(1) + " file); name the output ." + ext.substr(1) +
+                   ", or leave --format out");
+}
+
 Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::string& input,
                      const std::string& output, std::ostream& err) {
   Single s;
@@ -217,6 +254,7 @@ Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::strin
   s.enc.png_level = read_png_level(r);
   if (r.count("format")) {
     s.out_ext = parse_format(r["format"].as<std::string>());
+    refuse_contradicting_format(r["format"].as<std::string>(), s.out_ext, output);
   } else if (output == "-") {
     throw UsageError(std::string("-o - (standard output) needs --format FMT (FMT: ") +
                      kOutputFormats + ")");
@@ -234,6 +272,7 @@ Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::strin
   refuse_kernel_on_cpu(s.cm);
   refuse_batch_only_options(r);
   s.json = r.count("json") > 0;
+  s.to_stdout = output == "-" || names_standard_output(output);
   s.timing = r.count("timing") > 0;
   s.quiet = r.count("quiet") > 0;
 
@@ -277,9 +316,9 @@ void print_item_op_report(const Single& s, const ItemReport& rep, double total_m
                           std::ostream& out, std::ostream& err) {
   const bool clahe = s.io.op.kind == OpKind::clahe;
   const ItemTimes& t = rep.times;
-  std::ostream& rout = s.output == "-" ? err : out;
+  std::ostream& rout = s.to_stdout ? err : out;
   if (s.timing) {
-    std::ostream& tout = (s.json || s.output == "-") ? err : out;
+    std::ostream& tout = (s.json || s.to_stdout) ? err : out;
     const std::pair<const char*, double> rows[] = {{"decode", t.decode_ms},
                                                    {clahe ? "clahe" : "equalize", t.equalize_ms},
                                                    {"encode", t.encode_ms},
@@ -291,7 +330,7 @@ void print_item_op_report(const Single& s, const ItemReport& rep, double total_m
   const EqualizeReport& er = rep.equalize;
   if (s.json) {
     rout << dump_line(item_op_json(s.io, s.input, s.output, rep, total_ms)) << '\n';
-  } else if (!s.quiet || s.output != "-") {
+  } else if (!s.quiet || !s.to_stdout) {
     rout << s.output << ": " << rep.width << "x" << rep.height << ", " << rep.output_channels
          << (rep.output_channels == 1 ? " channel" : " channels") << ", " << rep.bit_depth
          << "-bit, ";
@@ -427,12 +466,12 @@ void report_single(const Single& s, const Equalized& e, std::ostream& out, std::
   const StageTimes& t = e.rep.times;
   const double hist_bytes = double(e.in.pixel_count()) * planes;
   const double gbps = t.histogram_ms > 0 ? hist_bytes / (t.histogram_ms * 1e6) : NAN;
-  std::ostream& rout = s.output == "-" ? err : out;  // stdout holds the image
+  std::ostream& rout = s.to_stdout ? err : out;  // stdout holds the image
   // The channels of the file written (a JPEG drops alpha, a BMP is BGR or BGRA), not of the image
   const int out_channels = encoded_channels(e.eq.channels, s.out_ext);
   if (s.timing) {
-    print_single_timing((s.json || s.output == "-") ? err : out, t, e.rep.backend != "cuda",
-                        hist_bytes, gbps);
+    print_single_timing((s.json || s.to_stdout) ? err : out, t, e.rep.backend != "cuda", hist_bytes,
+                        gbps);
   }
   if (s.json) {
     EqualizeFacts f;
@@ -448,7 +487,7 @@ void report_single(const Single& s, const Equalized& e, std::ostream& out, std::
     f.histogram_bytes = hist_bytes;
     f.histogram_gbps = gbps;
     rout << dump_line(equalize_json(f, e.rep)) << '\n';
-  } else if (!s.quiet || s.output != "-") {
+  } else if (!s.quiet || !s.to_stdout) {
     rout << s.output << ": " << e.eq.width << "x" << e.eq.height << ", " << out_channels
          << (out_channels == 1 ? " channel" : " channels") << ", mode " << to_string(e.rep.mode)
          << ", kernel " << e.rep.kernel << " on " << e.rep.device << ", " << num(t.total_ms, 1)
@@ -462,21 +501,35 @@ void report_single(const Single& s, const Equalized& e, std::ostream& out, std::
 int run_single(const cxxopts::ParseResult& r, bool clahe, const std::string& input,
                const std::string& output, std::ostream& out, std::ostream& err) {
   Single s = settle_single(r, clahe, input, output, err);
-  const Clock::time_point t_start = Clock::now();
-  const std::vector<std::uint8_t> bytes = input == "-" ? read_stdin() : read_image_file(input);
-  // CLAHE, 16-bit inputs, --depth 16: the per-file operation (the same as in a batch)
-  s.settle_probe(err);
-  if (needs_item_op(s.io, is_16bit_data(bytes.data(), bytes.size()))) {
-    ItemReport ir;
-    emit(s, run_item(s.io, bytes.data(), bytes.size(), s.name, s.out_ext, ir), out);
-    print_item_op_report(s, ir, ms_since(t_start), out, err);
-    return 0;
+  try {
+    const Clock::time_point t_start = Clock::now();
+    const std::vector<std::uint8_t> bytes = input == "-" ? read_stdin() : read_image_file(input);
+    // CLAHE, 16-bit inputs, --depth 16: the per-file operation (the same as in a batch)
+    s.settle_probe(err);
+    if (needs_item_op(s.io, is_16bit_data(bytes.data(), bytes.size()))) {
+      ItemReport ir;
+      emit(s, run_item(s.io, bytes.data(), bytes.size(), s.name, s.out_ext, ir), out);
+      print_item_op_report(s, ir, ms_since(t_start), out, err);
+    } else {
+      report_single(s, equalize_one(s, bytes, t_start, out, err), out, err);
+    }
+  } catch (const std::bad_alloc&) {
+    throw Error("'" + s.name + "': out of memory");
+  } catch (const UsageError&) {
+    throw;
+  } catch (const CudaError&) {
+    throw;
+  } catch (const Error& e) {  // an encoder out of memory says the image's size, not its file
+    const std::string m = e.what();
+    if (m.find("out of memory") == std::string::npos || m.find("'" + s.name + "'") != m.npos ||
+        m.find("'" + output + "'") != m.npos)
+      throw;
+    throw Error("'" + s.name + "': " + m);
   }
-  report_single(s, equalize_one(s, bytes, t_start, out, err), out, err);
   // The output is committed by now: a report that cannot be written (a full or closed stdout)
   // is an error that says so, rather than one that reads as if nothing had been written.
   out.flush();
-  if (!out)
+  if (!out && output != "-")
     throw Error("the image " + output +
                 " was written, but the report could not be written to "
                 "standard output (full or closed)");

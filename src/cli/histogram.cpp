@@ -1,6 +1,7 @@
 // cli/histogram.cpp — `histeq histogram`: the 256-bin (16-bit inputs: 65536-bin) histogram of
 // an image's planes as text or CSV; several files or --json: a batch (cli/batch.hpp).
 #include <cstdint>
+#include <new>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -75,19 +76,23 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
   refuse_batch_only_options(r);
   settle_backend(cm, r.count("quiet") ? discarded_stream() : err);
   warn_inexact(cm, err);
-  const std::vector<std::uint8_t> bytes = input == "-" ? read_stdin() : read_image_file(input);
   const std::string name = input == "-" ? "(standard input)" : input;
   std::vector<Histogram> hs;
-  io.op.equalize = cm.opt;                                             // the backend as settled
-  if (needs_item_op(io, is_16bit_data(bytes.data(), bytes.size()))) {  // 65536 bins
-    ItemReport ir;
-    run_item(io, bytes.data(), bytes.size(), name, "", ir);
-    hs = std::move(ir.equalize.histograms);
-  } else {
-    const Image in = decode_image(bytes.data(), bytes.size(), name, cm.max_pixels);
-    EqualizeReport rep;
-    hs = image_histograms(in, cm.opt, &rep);
-    report_lost(cm, rep, std::uint64_t(in.pixel_count()) * hs.size(), err);
+  io.op.equalize = cm.opt;  // the backend as settled
+  try {
+    const std::vector<std::uint8_t> bytes = input == "-" ? read_stdin() : read_image_file(input);
+    if (needs_item_op(io, is_16bit_data(bytes.data(), bytes.size()))) {  // 65536 bins
+      ItemReport ir;
+      run_item(io, bytes.data(), bytes.size(), name, "", ir);
+      hs = std::move(ir.equalize.histograms);
+    } else {
+      const Image in = decode_image(bytes.data(), bytes.size(), name, cm.max_pixels);
+      EqualizeReport rep;
+      hs = image_histograms(in, cm.opt, &rep);
+      report_lost(cm, rep, std::uint64_t(in.pixel_count()) * hs.size(), err);
+    }
+  } catch (const std::bad_alloc&) {
+    throw Error("'" + name + "': out of memory");
   }
 
   const char sep = csv ? ',' : ' ';

@@ -2,16 +2,22 @@
 // every parse or range error names the option and what it takes.
 #include "cli/options.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <map>
+#include <memory>
+#include <new>
 #include <ostream>
 #include <sstream>
 
@@ -48,8 +54,9 @@ std::string ascii_quotes(std::string s) {
 const std::map<std::string, std::string>& value_ranges() {
   static const std::map<std::string, std::string> m = {
       {"--max-pixels", "a whole number of pixels in 1..18446744073709551615"},
-      {"--jobs", "a whole number >= 0 (0: the number of cores)"},
-      {"--max-inflight-mb", "a whole number of megabytes >= 1"},
+      {"--jobs", "a whole number in 0.." + std::to_string(kMaxJobs) + " (0: the number of cores)"},
+      {"--max-inflight-mb", "a whole number of megabytes in 1.." +
+                                std::to_string(std::numeric_limits<std::size_t>::max() >> 20)},
       {"--png-level", "a whole number in 0..9"},
       {"--quality", "a whole number in 1..100"},
       {"--depth", "8 or 16"},
@@ -467,19 +474,44 @@ std::ostream& discarded_stream() {
   return discard;
 }
 
-/// Standard input, whole.
+/// Standard input, whole, up to the bytes a decoder takes (INT_MAX, as a file: image_io.hpp).
+/// An endless or oversized stream (`< /dev/zero`) stops at that bound with an error naming
+/// standard input, rather than reading until memory runs out; a regular file is refused from
+/// its size before anything is read.
 std::vector<std::uint8_t> read_stdin() {
-  std::vector<std::uint8_t> v;
-  char buf[1 << 16];
+  constexpr std::size_t kMax = std::size_t(INT_MAX);
+  const std::string too_large = "cannot read standard input: it holds more than " +
+                                std::to_string(kMax) +
+                                " bytes, the most the decoder takes (as from a file)";
+  // Read into a buffer that grows by doubling (realloc: large blocks move by remapping, neither
+  // copied nor zero-filled) up to kMax + 1 bytes, one byte past the bound saying there is more.
+  struct Free {
+    void operator()(void* q) const { std::free(q); }
+  };
+  std::unique_ptr<std::uint8_t, Free> buf;
+  std::size_t cap = 0, used = 0;
+  struct stat st {};
+  if (::fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode) && std::uint64_t(st.st_size) > kMax)
+    throw Error(too_large);
   for (;;) {
-    const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (used == cap) {
+      if (used > kMax) throw Error(too_large);
+      const std::size_t grown = std::min(kMax + 1, std::max(std::size_t(1) << 16, 2 * cap));
+      void* q = std::realloc(buf.get(), grown);
+      if (!q) throw std::bad_alloc();
+      (void)buf.release();
+      buf.reset(static_cast<std::uint8_t*>(q));
+      cap = grown;
+    }
+    const ssize_t n = ::read(STDIN_FILENO, buf.get() + used, cap - used);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw Error(std::string("cannot read standard input: ") + std::strerror(errno));
     }
     if (n == 0) break;
-    v.insert(v.end(), buf, buf + n);
+    used += std::size_t(n);
   }
+  std::vector<std::uint8_t> v(buf.get(), buf.get() + used);
   if (v.empty()) throw Error("cannot read standard input: it is empty");
   return v;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "histeq/error.hpp"
@@ -41,8 +42,15 @@ Histogram histogram16(const std::uint16_t* in, std::size_t n, int threads) {
     for (std::size_t i = w * n / t; i < (w + 1) * n / t; ++i) ++h[in[i]];
   };
   std::vector<std::thread> pool;
-  for (std::size_t w = 1; w < t; ++w) pool.emplace_back(work, w);
-  work(0);
+  std::vector<std::size_t> here{0};  // slices this thread counts
+  for (std::size_t w = 1; w < t; ++w) {
+    try {
+      pool.emplace_back(work, w);
+    } catch (const std::system_error&) {  // no more threads: counted here
+      here.push_back(w);
+    }
+  }
+  for (std::size_t w : here) work(w);
   for (auto& th : pool) th.join();
   Histogram h(kBins16, 0);
   for (const Histogram& p : parts)

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "histeq/error.hpp"
@@ -207,7 +208,11 @@ std::vector<std::uint8_t> make_samples(const SyntheticSpec& spec) {
   const std::size_t chunk = (spec.n + threads - 1) / threads;
   for (unsigned t = 0; t < threads; ++t) {
     const std::size_t b = std::min(spec.n, t * chunk), e = std::min(spec.n, b + chunk);
-    pool.emplace_back([&, b, e] { fill_range(spec, pick, out.data(), b, e); });
+    try {
+      pool.emplace_back([&, b, e] { fill_range(spec, pick, out.data(), b, e); });
+    } catch (const std::system_error&) {  // no more threads: this range here
+      fill_range(spec, pick, out.data(), b, e);
+    }
   }
   for (auto& th : pool) th.join();
   return out;

@@ -507,12 +507,13 @@ std::string png_problem(const std::uint8_t* d, std::size_t len, BoundedInflate i
   const std::vector<PngPass> passes = png_passes(c.w, c.h, c.interlace);
   std::uint64_t need = 0;
   for (const PngPass& p : passes) need += p.h * (1 + (p.w * bits + 7) / 8);
-  if (need >= std::uint64_t(INT_MAX)) return "";  // stb refuses ("too large")
-  // Deflate cannot expand more than 1032:1: fewer compressed bytes cannot hold the image.
+  // Deflate cannot expand more than 1032:1: fewer compressed bytes cannot hold the image
+  // (checked first, so that a tiny file gets this reason whatever the size it declares).
   if (need > std::uint64_t(c.idat.size()) * 1032 + 1024)
     return "truncated PNG: " + num(c.idat.size()) +
            " bytes of compressed image data cannot hold the " + num(need) + " bytes of a " +
            num(c.w) + "x" + num(c.h) + " image";
+  if (need >= std::uint64_t(INT_MAX)) return "";  // stb refuses ("too large")
   // Not value-initialized: only the pages the data really inflates to are touched (a file whose
   // data stops early costs what it holds, not what the header says); bytes [0, got) are read.
   std::unique_ptr<std::uint8_t[]> raw(new std::uint8_t[need + 1]);

@@ -12,6 +12,7 @@
 #include "histeq/image_io.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -32,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <thread>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -41,6 +43,7 @@
 #include "histeq/error.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "io/decode_checks.hpp"
+#include "io/png_checks.hpp"
 #include "io/png_deflate.hpp"
 #include "io/pnm_write.hpp"
 #include "io/signals.hpp"
@@ -211,11 +214,15 @@ mode_t default_file_mode() {
 // ---- temp files that a signal handler must remove ----
 // Each save_image in flight owns one slot holding its temp file's path. The handler installed by
 // install_signal_cleanup() reads only lock-free atomics and fixed char buffers and calls only
-// async-signal-safe functions (unlink, signal, raise). A slot's path is written while it is
-// claimed (state 1) and published (state 2) only after it is complete; the fatal signals are
-// blocked from mkstemp until the slot is published, and again around rename + release, so that
-// no temp file exists that a handler cannot see.
-constexpr int kTempSlots = 256;  // one per save in flight: a batch writes with up to --jobs threads
+// async-signal-safe functions (unlink, poll, signal, raise). A writer claims a slot (state 1)
+// with the fatal signals blocked, then checks the stop flag, creates its temp file (mkstemp),
+// writes the path into the slot and publishes it (state 2); the signals stay blocked until then,
+// and again around rename + release. The handler first raises the stop flag, then waits until
+// no slot is being filled, then unlinks every published temp file. So a writer either saw the
+// flag and creates nothing (it waits for the process to end), or its slot was claimed before
+// the handler looked and the handler waits for its path: no temp file exists that the handler
+// cannot see, however many threads write at once.
+constexpr int kTempSlots = 256;  // saves in flight at once; a 257th waits for a free slot
 constexpr std::size_t kTempPathMax = 4096;
 struct TempSlot {
   std::atomic<int> state{0};  // 0 free, 1 being filled, 2 holds a live temp file
@@ -223,6 +230,7 @@ struct TempSlot {
 };
 static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs lock-free atomics");
 TempSlot g_temp_slots[kTempSlots];
+std::atomic<int> g_stopping{0};  // set by the handler: no new temp file from now on
 // Every fatal signal a process can catch whose default action ends it. The asynchronous ones
 // (and SIGXFSZ / SIGPIPE, raised by a write) are blocked around mkstemp and rename; the
 // synchronous faults are only caught where nobody else handles them (ASan, a debugger).
@@ -234,17 +242,18 @@ std::atomic<SaveHook> g_save_hook{nullptr};
 
 extern "C" void histeq_cleanup_handler(int sig) {
   const int saved_errno = errno;
-  // A thread between its mkstemp and the slot's publication (state 1) has these signals blocked,
+  g_stopping.store(1);  // sequentially consistent: see claim_temp_slot
+  // A thread between its claim and the slot's publication (state 1) has these signals blocked,
   // so in a process of several threads the handler may run on another one meanwhile: it waits
-  // (a bounded spin: a few instructions are left to that thread) until no slot is being filled.
-  for (long spin = 0; spin < 1000000; ++spin) {
+  // until no slot is being filled (a mkstemp; at most about 5 s, in 1 ms naps).
+  for (int nap = 0; nap < 5000; ++nap) {
     bool filling = false;
-    for (const TempSlot& s : g_temp_slots)
-      filling = filling || s.state.load(std::memory_order_acquire) == 1;
+    for (const TempSlot& s : g_temp_slots) filling = filling || s.state.load() == 1;
     if (!filling) break;
+    ::poll(nullptr, 0, 1);
   }
   for (TempSlot& s : g_temp_slots)
-    if (s.state.load(std::memory_order_acquire) == 2) ::unlink(s.path);
+    if (s.state.load() == 2) ::unlink(s.path);
   ::signal(sig, SIG_DFL);  // then die of the same signal, as if we had never caught it
   ::raise(sig);
   errno = saved_errno;
@@ -281,15 +290,34 @@ void block_cleanup_signals() {
 
 namespace {
 
-/// Claims a free slot (-1 when all are busy: the file is then still removed on every error
-/// path, just not by a signal handler).
+/// Claims a free slot (state 1) for a temp file about to be created; the caller has the cleanup
+/// signals blocked. When every slot is busy it waits for one (the saves holding them finish
+/// without waiting on anything). Returns -1 once a cleanup handler has started: the process is
+/// ending, and no new temp file may be created. The claim (a sequentially consistent exchange)
+/// comes before the load of the stop flag, and the handler stores the flag before it loads the
+/// slots: either this thread sees the flag, or the handler sees the claim and waits for it.
 int claim_temp_slot() {
-  for (int i = 0; i < kTempSlots; ++i) {
-    int expected = 0;
-    if (g_temp_slots[i].state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel))
-      return i;
+  for (;;) {
+    for (int i = 0; i < kTempSlots; ++i) {
+      int expected = 0;
+      if (!g_temp_slots[i].state.compare_exchange_strong(expected, 1)) continue;
+      if (g_stopping.load() == 0) return i;
+      g_temp_slots[i].state.store(0);
+      return -1;
+    }
+    if (g_stopping.load() != 0) return -1;
+    std::this_thread::yield();
   }
-  return -1;
+}
+
+/// A writer that found the stop flag raised: a cleanup handler is removing the temp files and
+/// the process ends with its signal in a moment. Creating nothing more and reporting nothing
+/// (its own temp file may be gone already), it waits for that with the signals blocked here
+/// (the handler's thread re-raises the signal).
+[[noreturn]] void wait_for_the_end() {
+  const sigset_t set = cleanup_signal_set();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  for (;;) ::pause();
 }
 
 std::uint32_t be32(const std::uint8_t* p) {
@@ -455,46 +483,6 @@ const char* pnm_header_problem(const std::uint8_t* d, std::size_t len) {
              "bits";
   }
   return nullptr;
-}
-
-/// PNG chunks checked before stb_image sees them, walking from the signature to IEND:
-///  - every chunk must fit in the file: stb_image 2.27 grows its IDAT buffer to the length a
-///    chunk declares (doubling up to 2^31 bytes) before it checks that the bytes are there, so a
-///    150-byte file made it allocate 2 GiB (found by fuzz_decode_equalize, run 5; regression
-///    input in tests/fuzz/crashes/decode/). A chunk that runs past the end is refused instead;
-///  - CRC-32 of every chunk (ISO 3309, as the PNG spec), which stb does not check: a flipped bit
-///    would otherwise decode to silently wrong pixels (or a misread header). Fuzz builds skip the
-///    CRC (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, as libpng does), so that the fuzzer reaches
-///    the decoder behind it; they keep the length check.
-/// Returns nullptr or the reason to refuse the file (*chunk: the chunk's type).
-const char* png_chunk_problem(const std::uint8_t* d, std::size_t len, std::string* chunk) {
-  static const std::uint8_t kSig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-  if (len < 8 || std::memcmp(d, kSig, 8) != 0) return nullptr;
-  auto name_chunk = [&](std::size_t pos) {
-    chunk->assign(reinterpret_cast<const char*>(d + pos + 4),
-                  std::min<std::size_t>(4, len - pos - 4));
-    for (char& ch : *chunk)
-      if (!std::isprint(static_cast<unsigned char>(ch))) ch = '?';
-  };
-  std::size_t pos = 8;
-  while (pos + 8 <= len) {  // length and type present
-    const std::uint64_t n = be32(d + pos);
-    if (n + 12 > len - pos) {  // data and CRC do not fit in what is left of the file
-      name_chunk(pos);
-      return "truncated or corrupt PNG: a chunk declares more bytes than the file holds";
-    }
-#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-    // CRC-32 of type + data (ISO 3309, as the PNG spec; libdeflate's implementation).
-    const std::uint32_t c = libdeflate_crc32(0, d + pos + 4, std::size_t(n) + 4);
-    if (c != be32(d + pos + 8 + n)) {
-      name_chunk(pos);
-      return "corrupt PNG: CRC mismatch";
-    }
-#endif
-    if (std::memcmp(d + pos + 4, "IEND", 4) == 0) return nullptr;
-    pos += 12 + n;
-  }
-  return nullptr;  // ends without IEND: stb reports what is missing
 }
 
 // ---------------------------------------------------------------- the PNG writer
@@ -706,9 +694,10 @@ Image decode_image(const std::uint8_t* data, std::size_t size, const std::string
     throw Error(quoted(name) + " is not a decodable image: " + why);
   if (const char* why = pnm_header_problem(data, size))
     throw Error(quoted(name) + " is not a decodable image: " + why);
-  std::string chunk;
-  if (const char* why = png_chunk_problem(data, size, &chunk))
-    throw Error(quoted(name) + " is not a decodable image: " + why + " in chunk '" + chunk + "'");
+  // PNG chunks before stb_image sees them (io/png_checks.hpp): each within the file (stb grows
+  // its buffer to a declared length first), each CRC (stb checks none).
+  if (std::string why = detail::png_chunk_problem(data, size); !why.empty())
+    throw Error(quoted(name) + " is not a decodable image: " + why);
   auto check_dims = [&](std::uint64_t w, std::uint64_t h) {
     if (w == 0 || h == 0)
       throw Error(quoted(name) + " has zero width or height: " + std::to_string(w) + "x" +
@@ -1006,34 +995,100 @@ void write_in_place(const std::string& path, const std::string& path_in, mode_t 
 
 }  // namespace
 
-void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std::size_t size) {
-  const std::string path = resolve_symlinks(path_in);
-  // An existing target: its permission bits are kept; without write permission it is refused.
-  // One that is not a regular file (FIFO, device) is written in place (write_in_place).
-  mode_t keep_mode = default_file_mode();
-  {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
-      keep_mode = st.st_mode & 07777;
-      const bool no_write_bit = (st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0;
-      if (no_write_bit || ::access(path.c_str(), W_OK) != 0)
-        throw Error("cannot write " + quoted(path_in) + ": the file is read-only (" +
-                    std::strerror(EACCES) + ")");
-      if (!S_ISREG(st.st_mode)) return write_in_place(path, path_in, st.st_mode, data, size);
-    }
-  }
+namespace {
 
+/// What an output path names before the write. A symlink is followed: to a regular file, the
+/// rename goes over the file it names (the link stays a link); a dangling one is refused, as cp
+/// refuses to write through it. An existing target that is not a regular file (a FIFO, a
+/// device, /dev/stdout into a pipe) is written in place through the path as given (the kernel
+/// follows /proc's fd links, which name no file to rename over). Returns false when that was
+/// done; else fills *target (the file to replace or create) and *old (its stat, st_mode 0 when
+/// it does not exist).
+bool settle_target(const std::string& path_in, const std::uint8_t* data, std::size_t size,
+                   std::string* target, struct stat* old) {
+  *target = path_in;
+  *old = {};
+  struct stat lst {};
+  if (::lstat(path_in.c_str(), &lst) != 0) return true;  // to be created (the folder is checked)
+  struct stat st = lst;
+  if (S_ISLNK(lst.st_mode) && ::stat(path_in.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT) {
+      std::error_code ec;
+      const std::string to = fs::read_symlink(path_in, ec).string();
+      throw Error("cannot write " + quoted(path_in) +
+                  ": not writing through a dangling symbolic link" +
+                  (ec ? std::string() : " (to " + quoted(to) + ")") +
+                  ", as cp does not; remove the link or write to a file that exists");
+    }
+    throw Error("cannot write " + quoted(path_in) + ": " + std::strerror(err));
+  }
+  if (S_ISDIR(st.st_mode)) throw Error("cannot write " + quoted(path_in) + ": it is a directory");
+  // An existing target: without write permission it is refused (as cp does).
+  const bool no_write_bit = (st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0;
+  if (no_write_bit || ::access(path_in.c_str(), W_OK) != 0)
+    throw Error("cannot write " + quoted(path_in) + ": the file is read-only (" +
+                std::strerror(EACCES) + ")");
+  if (!S_ISREG(st.st_mode)) {
+    write_in_place(path_in, path_in, st.st_mode, data, size);
+    return false;
+  }
+  if (S_ISLNK(lst.st_mode)) *target = resolve_symlinks(path_in);
+  *old = st;
+  return true;
+}
+
+/// The folder of the output, checked: it exists and is a folder. Throws Error naming the path.
+fs::path output_folder(const fs::path& target) {
+  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  const std::string path = quoted(target.string());
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT)
+      throw Error("cannot write " + path + ": folder " + quoted(dir.string()) + " does not exist");
+    if (err == ENOTDIR)
+      throw Error("cannot write " + path + ": " + quoted(dir.string()) + " is not a folder");
+    throw Error("cannot write " + path + ": folder " + quoted(dir.string()) + ": " +
+                std::strerror(err));
+  }
+  if (!S_ISDIR(st.st_mode))
+    throw Error("cannot write " + path + ": " + quoted(dir.string()) + " is not a folder");
+  return dir;
+}
+
+/// The temp file beside the target (mkstemp), published in a signal slot before the cleanup
+/// signals are unblocked (see claim_temp_slot). Returns its descriptor; *tmp its path.
+int create_temp(const std::string& tmpl, const std::string& path, const fs::path& dir,
+                std::string* tmp, int* slot) {
+  BlockCleanupSignals blocked;
+  *slot = claim_temp_slot();
+  if (*slot < 0) wait_for_the_end();  // a signal is ending the process: create nothing
+  std::vector<char> name(tmpl.begin(), tmpl.end());
+  name.push_back('\0');
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) {
+    const int err = errno;
+    g_temp_slots[*slot].state.store(0);
+    *slot = -1;
+    throw Error("cannot write " + quoted(path) + ": cannot create a file in " +
+                quoted(dir.string()) + ": " + std::strerror(err));
+  }
+  tmp->assign(name.data());
+  std::memcpy(g_temp_slots[*slot].path, name.data(), name.size());
+  g_temp_slots[*slot].state.store(2);
+  return fd;
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std::size_t size) {
+  std::string settled;
+  struct stat old {};
+  if (!settle_target(path_in, data, size, &settled, &old)) return;  // written in place
+  const std::string& path = settled;
   const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::error_code ec;
-  const fs::file_status dst = fs::status(dir, ec);
-  if (!fs::exists(dst))
-    throw Error("cannot write " + quoted(path) + ": folder " + quoted(dir.string()) +
-                " does not exist");
-  if (!fs::is_directory(dst))
-    throw Error("cannot write " + quoted(path) + ": " + quoted(dir.string()) + " is not a folder");
-  if (fs::is_directory(fs::status(target, ec)))
-    throw Error("cannot write " + quoted(path) + ": it is a directory");
+  const fs::path dir = output_folder(target);
 
   // ".NAME.histeq-XXXXXX" beside the target; when that would pass the folder's NAME_MAX (a
   // long output name), the short ".histeq-XXXXXX" so that every name the filesystem takes works.
@@ -1045,33 +1100,18 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
   if (tmpl.size() >= kTempPathMax)
     throw Error("cannot write " + quoted(path) + ": the path is too long (" +
                 std::to_string(tmpl.size()) + " bytes)");
-  // mkstemp and the slot's publication happen with the cleanup signals blocked.
-  int fd = -1;
-  int slot = -1;
   std::string tmp;
-  {
-    BlockCleanupSignals blocked;
-    std::vector<char> name(tmpl.begin(), tmpl.end());
-    name.push_back('\0');
-    fd = ::mkstemp(name.data());
-    if (fd < 0)
-      throw Error("cannot write " + quoted(path) + ": cannot create a file in " +
-                  quoted(dir.string()) + ": " + std::strerror(errno));
-    tmp.assign(name.data());
-    slot = claim_temp_slot();
-    if (slot >= 0) {
-      std::memcpy(g_temp_slots[slot].path, name.data(), name.size());
-      g_temp_slots[slot].state.store(2, std::memory_order_release);
-    }
-  }
+  int slot = -1;
+  int fd = create_temp(tmpl, path, dir, &tmp, &slot);
   auto release_slot = [&] {
-    if (slot >= 0) g_temp_slots[slot].state.store(0, std::memory_order_release);
+    if (slot >= 0) g_temp_slots[slot].state.store(0);
     slot = -1;
   };
   auto fail = [&](const std::string& what, int err) {
     if (fd >= 0) ::close(fd);
     {
       BlockCleanupSignals blocked;
+      if (g_stopping.load() != 0) wait_for_the_end();  // the handler took the temp file
       ::unlink(tmp.c_str());
       release_slot();
     }
@@ -1079,6 +1119,12 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
   };
   std::string what;
   if (const int err = write_all(fd, data, size, tmp.c_str(), what)) fail(what, err);
+  // Overwriting: the old file's owner and group where this process may set them (root: both;
+  // an owner: a group of its own), then its permission bits (after the chown, which may clear
+  // set-user-ID bits). A new file: 0666 & ~umask, as open(O_CREAT) gives.
+  if (old.st_mode != 0 && (old.st_uid != ::geteuid() || old.st_gid != ::getegid()))
+    if (::fchown(fd, old.st_uid, old.st_gid) != 0) (void)!::fchown(fd, uid_t(-1), old.st_gid);
+  const mode_t keep_mode = old.st_mode != 0 ? mode_t(old.st_mode & 07777) : default_file_mode();
   if (::fchmod(fd, keep_mode) != 0) fail("chmod failed", errno);
   if (::fsync(fd) != 0) fail("fsync failed", errno);
   const int closed = ::close(fd);
@@ -1087,6 +1133,7 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
   BlockCleanupSignals blocked;  // rename and release as one step for a signal handler
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
+    if (g_stopping.load() != 0) wait_for_the_end();  // the handler removed the temp file
     ::unlink(tmp.c_str());
     release_slot();
     throw Error("cannot write " + quoted(path) + ": rename failed: " + std::strerror(err));

@@ -1,17 +1,10 @@
 // png16.cpp — 16-bit image files (image16.hpp): PNG through libspng (Debian libspng-dev; it
 // reads and writes 16-bit samples, which stb_image_write cannot), binary PGM/PPM by hand.
-#include <fcntl.h>
 #include <spng.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 
@@ -20,6 +13,7 @@
 #include "histeq/image_io.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "io/decode_checks.hpp"
+#include "io/png_checks.hpp"
 #include "io/pnm_write.hpp"
 
 namespace histeq {
@@ -37,19 +31,9 @@ std::string lower_ext(const std::string& path) {
   return e;
 }
 
-std::vector<std::uint8_t> read_file(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    throw Error(quoted(path) + ": cannot open: " + std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode)) throw Error(quoted(path) + ": not a regular file");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(quoted(path) + ": cannot open: " + std::strerror(errno));
-  std::vector<std::uint8_t> data((std::istreambuf_iterator<char>(f)),
-                                 std::istreambuf_iterator<char>());
-  if (data.empty()) throw Error(quoted(path) + ": empty file");
-  return data;
-}
+/// The whole file, as the 8-bit loader reads it (image_io.hpp: regular files only, opened
+/// without blocking, at most the bytes a decoder takes, checked before reading).
+std::vector<std::uint8_t> read_file(const std::string& path) { return read_image_file(path); }
 
 bool is_png(const std::uint8_t* d, std::size_t n) {
   static const std::uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
@@ -77,6 +61,10 @@ void check_size(std::uint64_t w, std::uint64_t h, std::uint64_t max_pixels,
 
 Image16 decode_png16(const std::uint8_t* data, std::size_t size, const std::string& name,
                      std::uint64_t max_pixels) {
+  // The 8-bit path's chunk checks first (io/png_checks.hpp): every chunk within the file and its
+  // CRC (libspng does not read the chunks after the image data, IEND's CRC among them).
+  if (std::string why = detail::png_chunk_problem(data, size); !why.empty())
+    throw Error(quoted(name) + " is not a decodable image: " + why);
   SpngCtx c(0);
   spng_set_crc_action(c.ctx, SPNG_CRC_ERROR, SPNG_CRC_ERROR);
   spng_set_image_limits(c.ctx, 1u << 24, 1u << 24);
@@ -86,6 +74,10 @@ Image16 decode_png16(const std::uint8_t* data, std::size_t size, const std::stri
   if (!err) err = spng_get_ihdr(c.ctx, &ihdr);
   if (err) throw Error(quoted(name) + ": not a valid PNG: " + spng_strerror(err));
   check_size(ihdr.width, ihdr.height, max_pixels, name);
+  // Before any pixel memory: IEND and image data present, and enough compressed bytes for the
+  // declared size (a 69-byte file declaring 16384x16384 is refused here, not after 2 GiB).
+  if (std::string why = detail::png_size_problem(data, size); !why.empty())
+    throw Error(quoted(name) + " is not a decodable image: " + why);
   spng_trns trns{};
   const bool has_trns = spng_get_trns(c.ctx, &trns) == 0;
   const bool gray = ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE ||

@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "histeq/cpu.hpp"
@@ -81,12 +82,18 @@ class Helpers {
   }
 
  private:
-  explicit Helpers(int n) : threads_(n) {
-    for (int i = 0; i < n; ++i)
-      std::thread([this] {
-        block_cleanup_signals();  // a SIGTERM must reach a thread that writes files
-        loop();
-      }).detach();
+  explicit Helpers(int n) {
+    for (int i = 0; i < n; ++i) {
+      try {
+        std::thread([this] {
+          block_cleanup_signals();  // a SIGTERM must reach a thread that writes files
+          loop();
+        }).detach();
+        ++threads_;
+      } catch (const std::system_error&) {  // no more threads: the poster does the rest
+        break;
+      }
+    }
   }
   void loop() {
     for (;;) {
@@ -103,7 +110,7 @@ class Helpers {
       job->run_some();
     }
   }
-  int threads_;
+  int threads_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> jobs_;

@@ -30,7 +30,9 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <new>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 #include <fcntl.h>
@@ -117,6 +119,9 @@ std::vector<std::size_t> reading_order(const std::vector<WorkItem>& items, std::
 /// themselves; a cause that names neither gets the input's path in front, as the others read.
 void name_the_file(ItemReport& rep) {
   if (rep.error.empty()) return;
+  // A failed allocation says only "std::bad_alloc": say what it means.
+  if (rep.error == std::bad_alloc().what() || rep.error == std::bad_array_new_length().what())
+    rep.error = "out of memory";
   const auto names = [&](const std::string& path) {
     return !path.empty() && rep.error.find("'" + path + "'") != std::string::npos;
   };
@@ -241,6 +246,8 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   m.opt = std::move(opt);
   const Operation& op = m.opt.op;
   if (m.opt.jobs < 0) throw UsageError("the number of CPU workers must be at least 1");
+  if (m.opt.jobs > kMaxJobs)
+    throw UsageError("the number of CPU workers must be at most " + std::to_string(kMaxJobs));
   m.jobs = m.opt.jobs > 0 ? m.opt.jobs : cpu::usable_cpus();
   if (m.opt.max_inflight_bytes == 0) m.opt.max_inflight_bytes = default_max_inflight_bytes(m.jobs);
   if (op.equalize.kernel != "auto") {
@@ -794,15 +801,41 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
     ~Current() { m.current = nullptr; }
   } current{m};
   r.start_devices();
-  std::thread reader([&r] { r.reader_loop(); });
   // `jobs` CPU slots, and an eighth more threads: a worker writing its file (fsync) holds no
-  // slot, and another takes it meanwhile.
+  // slot, and another takes it meanwhile. A thread that cannot start (no memory for its stack, a
+  // process limit): the batch runs with the workers and writers that did; with none of either,
+  // or without the reader, it is an error naming the cause. The reader starts last, so that
+  // nothing is queued for threads that do not exist.
   const int threads = m.jobs + (m.jobs + 7) / 8;
-  std::vector<std::thread> pool;
-  for (int j = 0; j < threads; ++j) pool.emplace_back([&r] { r.cpu_worker(); });
-  std::vector<std::thread> writers;
-  if (r.dev)
-    for (int k = 0; k < std::max(4, m.jobs / 2); ++k) writers.emplace_back([&r] { r.writer(); });
+  std::vector<std::thread> pool, writers;
+  std::thread reader;
+  const auto abandon = [&](const std::string& what, const std::system_error& e) {
+    {
+      std::lock_guard<std::mutex> lock(r.mu);
+      r.reader_done = r.all_reported = true;
+    }
+    r.cv_write.notify_all();
+    r.cv_work.notify_all();
+    for (auto& t : writers) t.join();
+    for (auto& t : pool) t.join();
+    throw Error(what + e.what());
+  };
+  try {
+    if (r.dev)
+      for (int k = 0; k < std::max(4, m.jobs / 2); ++k) writers.emplace_back([&r] { r.writer(); });
+  } catch (const std::system_error& e) {
+    if (writers.empty()) abandon("cannot start a thread to write the device's outputs: ", e);
+  }
+  try {
+    for (int j = 0; j < threads; ++j) pool.emplace_back([&r] { r.cpu_worker(); });
+  } catch (const std::system_error& e) {
+    if (pool.empty()) abandon("cannot start a worker thread: ", e);
+  }
+  try {
+    reader = std::thread([&r] { r.reader_loop(); });
+  } catch (const std::system_error& e) {
+    abandon("cannot start a thread to read the files: ", e);
+  }
   const std::exception_ptr callback_error = r.report_loop(on_done);
   {
     std::lock_guard<std::mutex> lock(r.mu);
