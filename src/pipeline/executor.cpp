@@ -611,17 +611,18 @@ bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
   const double cpu_s = it->plan.megapixels() / std::max(1.0, cpu_mp_per_worker.load());
   if (dev->queued_megapixels() / rate > cpu_s / 5) return false;
   take_slot();
-  auto planes = std::make_shared<jpeg::Planes>();
+  std::shared_ptr<jpeg::Planes> planes;
   const auto t0 = Clock::now();
   try {
     jpeg::DecodeOptions dec;
     dec.max_pixels = m.opt.max_pixels;
-    *planes = jpeg::decode_planes(it->bytes.data(), it->bytes.size(), it->rep.input, dec);
+    planes = std::make_shared<jpeg::Planes>(
+        jpeg::decode_planes(it->bytes.data(), it->bytes.size(), it->rep.input, dec));
   } catch (const std::exception&) {
-    planes->width = 0;  // the CPU route decodes it again and reports the error
+    planes.reset();  // the CPU route decodes it again and reports the error
   }
   give_slot();
-  if (planes->width == 0) return false;
+  if (!planes || planes->width == 0) return false;
   ItemReport& rep = it->rep;
   rep.times.decode_ms = ms_since(t0);
   rep.width = planes->width;
