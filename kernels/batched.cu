@@ -214,26 +214,19 @@ __global__ void __launch_bounds__(P::kBlockSize)
               tmp, s_last);
 }
 
-/// kReverse: block b takes chunk gridDim.x − 1 − b, and stores stream (BatchedPolicy::
-/// kReverseStreamingApply).
-template <typename Map, bool kReverse>
+/// Block b takes chunk gridDim.x − 1 − b (the chunks counted last are the likeliest still in L2
+/// when a batch outgrows it, e.g. 64 × 1 MB against 60 MB) and stores with the evict-first hint,
+/// so that the outputs do not push the inputs still to be read out of L2 (64 × 1M on the H200,
+/// from Python: 87.1 → 82.7 µs against the plain order and stores).
+template <typename Map>
 __global__ void __launch_bounds__(P::kBlockSize)
     batch_apply_kernel(Map map, const std::uint8_t* luts) {
   __shared__ std::uint8_t s_lut[cdf::kLutBins];
   pdl::wait();  // the LUTs, and the images, of the launches before
-  const Piece p = map.at(kReverse ? gridDim.x - 1 - blockIdx.x : blockIdx.x);
+  const Piece p = map.at(gridDim.x - 1 - blockIdx.x);
   s_lut[threadIdx.x] = luts[std::size_t(p.image) * cdf::kLutBins + threadIdx.x];
   __syncthreads();
-  apply_chunk<kReverse>(p.in + p.begin, p.out + p.begin, p.end - p.begin, s_lut);
-}
-
-bool reverse_streaming_apply() {
-  static const bool on = [] {
-    const char* v = std::getenv("HISTEQ_BATCH_APPLY");
-    if (v != nullptr && std::strcmp(v, "forward") == 0) return false;
-    return P::kReverseStreamingApply;
-  }();
-  return on;
+  apply_chunk<true>(p.in + p.begin, p.out + p.begin, p.end - p.begin, s_lut);
 }
 
 /// The order of a uniform batch's work in the queued kernel: phases of blocks_per_image items,
@@ -472,11 +465,8 @@ void launch_pair(const Map& map, std::size_t blocks, Formula f, unsigned long lo
   batch_histogram_lut_kernel<Map>
       <<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, f, hist, tickets, luts);
   HISTEQ_CUDA_CHECK_LAUNCH();
-  pdl::launch(
-      pdl::kBatchApply,
-      reverse_streaming_apply() ? batch_apply_kernel<Map, true> : batch_apply_kernel<Map, false>,
-      dim3(unsigned(blocks)), dim3(P::kBlockSize), 0, stream, map,
-      static_cast<const std::uint8_t*>(luts));
+  pdl::launch(pdl::kBatchApply, batch_apply_kernel<Map>, dim3(unsigned(blocks)),
+              dim3(P::kBlockSize), 0, stream, map, static_cast<const std::uint8_t*>(luts));
 }
 
 /// The zeroed scratch, laid out by its capacity C (not by the call's count, so that calls of

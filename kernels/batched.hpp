@@ -30,12 +30,6 @@ struct BatchedPolicy {
   /// events): the queue has not won where it was measured, so automatic takes it only from
   /// 1 GiB (a size not measured yet; `queued` still selects it).
   static constexpr std::size_t kQueuedMinBytes = std::size_t(1) << 30;
-  /// Two-launch path, apply launch: blocks take the chunks in reverse order (the last chunks
-  /// counted are the likeliest still in L2 when a batch outgrows it, e.g. 64 × 1 MB against
-  /// 60 MB) and store with the streaming hint (st.global.cs: evict first), so the outputs do
-  /// not push the inputs still to be read out of L2. HISTEQ_BATCH_APPLY=forward restores the
-  /// plain order and stores, for measurement.
-  static constexpr bool kReverseStreamingApply = true;
   /// Cluster path (launch_equalize_batch_uniform_cluster): threads per block, and 16-byte
   /// vectors each thread holds in registers from the count to the apply (64 registers: two
   /// 512-thread blocks or one 1024-thread block per SM). Blocks of kClusterThreadsSmall (64 KiB

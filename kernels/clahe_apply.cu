@@ -288,7 +288,6 @@ __global__ void __launch_bounds__(P::kApplyBlockSize)
 /// L1 of an SM holds the part of those tables its samples touch, where the flat grid-stride
 /// kernel spreads a block's vectors over every cell of half a row. Width a multiple of 8, both
 /// planes 16-byte aligned. Same arithmetic as pair_sample.
-template <bool kPrefetch>
 __global__ void __launch_bounds__(P::kCells16Threads)
     apply_cells16_kernel(const std::uint16_t* in, std::uint16_t* out, PairRows rows, ApplyArgs a,
                          int tile_w, int ranges) {
@@ -315,21 +314,11 @@ __global__ void __launch_bounds__(P::kCells16Threads)
     return Place{y, v, std::size_t(y) * std::size_t(stride) + std::size_t(v)};
   };
   const uint4* in4 = reinterpret_cast<const uint4*>(in);
-  // kPrefetch: each thread's next vector is loaded before the current one is mapped (its
-  // gathers wait on the loaded samples; the next load then overlaps them).
-  uint4 next = make_uint4(0, 0, 0, 0);
-  if (kPrefetch && threadIdx.x < total) next = __ldcs(in4 + place(threadIdx.x).at);
   for (unsigned k = threadIdx.x; k < total; k += blockDim.x) {
     const Place p = place(k);
     const int y = p.y, v = p.v;
     const std::size_t at = p.at;
-    uint4 q;
-    if constexpr (kPrefetch) {
-      q = next;
-      if (k + blockDim.x < total) next = __ldcs(in4 + place(k + blockDim.x).at);
-    } else {
-      q = __ldcs(in4 + at);
-    }
+    const uint4 q = __ldcs(in4 + at);
     const cf::Axis ya = cf::axis(y, a.inv_th, a.tiles_y);
     const std::uint32_t* p1 = rows.row_of(ya.t1);
     const std::uint32_t* p2 = rows.row_of(ya.t2);
@@ -371,8 +360,7 @@ void run_apply(const T* d_in, T* d_out, const cf::Geometry& g, const T* luts, cu
   if constexpr (sizeof(T) == 2) {
     const ClaheTuning& tune = clahe_tuning();
     if (pairs != nullptr && vec && g.width % 8 == 0 && tune.cells16 != 0) {
-      const auto kernel =
-          tune.cells16_prefetch ? apply_cells16_kernel<true> : apply_cells16_kernel<false>;
+      const auto kernel = apply_cells16_kernel;
       const std::size_t target =
           tune.cells16_blocks_per_sm > 0
               ? std::size_t(tune.cells16_blocks_per_sm) * std::size_t(detail::sm_count())

@@ -1,8 +1,8 @@
 // clahe_apply_strip — 8-bit CLAHE interpolation by row strips: the default apply for planes
 // whose width is a multiple of 16 and whose tiles are at least kStripMinTileWidth wide.
 // In:  d_in[0, width·height) u8 (rows contiguous), width % kCols == 0, d_in and d_out aligned
-//      to kCols bytes (kCols = 16 or 8 columns per thread, ClahePolicy::kStripCols); luts[t·256
-//      + v] from clahe_luts. Out: d_out (may equal d_in). Async; no scratch.
+//      to kCols = 16 bytes (columns per thread, ClahePolicy::kStripCols); luts[t·256 + v] from
+//      clahe_luts. Out: d_out (may equal d_in). Async; no scratch.
 // Exact: yes — the arithmetic of clahe_apply_cell.cu (clahe_formula::axis for the weights,
 //      OpenCV's blend order with _rn intrinsics, the exact byte→float and round_sat rewrites),
 //      so equal byte for byte to the CPU twin and OpenCV 4.6.
@@ -24,9 +24,11 @@
 //        every row costs only its y weights; two rows in flight per thread;
 //      - a slot crosses at most one cell edge (tiles >= kStripMinTileWidth): warps with no
 //        crossing lane run the loop with one LUT base per thread; a warp with one runs the
-//        same loop with a per-pixel base.
+//        same loop with a per-pixel base;
+//      - loads and stores evict-first (__ldcs / __stcs: each byte is read and written once here;
+//        64M natural / uniform 100.2 / 109.1 → 93.8 / 101.2 µs, 16M 32.4 → 31.6, H200).
 // Tuning: ClahePolicy::kStrip* (policy.hpp; HISTEQ_CLAHE_APPLY=strip|cell|grid,
-//      HISTEQ_CLAHE_STRIP_ROWS, _WAVES and _COLS in clahe_tuning.hpp).
+//      HISTEQ_CLAHE_STRIP_ROWS and _WAVES in clahe_tuning.hpp).
 // Source: OpenCV 4.6 modules/imgproc/src/clahe.cpp (CLAHE_Interpolation_Body).
 #include <cuda_runtime.h>
 
@@ -34,7 +36,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 
 #include "clahe.hpp"
 #include "clahe_cells.cuh"
@@ -54,8 +55,11 @@ struct StripArgs {
   int width, height, tiles_x, tiles_y, tile_w, tile_h;
   float inv_tw, inv_th;
   int strips;  ///< row ranges (gridDim.y): range r is rows [r·height/strips, (r+1)·height/strips)
-  bool stream;  ///< evict-first loads and stores (each byte is read and written once here)
 };
+
+/// Columns per thread: one 16-byte access per row.
+constexpr int kCols = P::kStripCols;
+static_assert(kCols == 16, "one uint4 per row slot");
 
 /// The float 2^23 + b of LUT byte `sel` of the packed word p (bits 0x4B0000bb).
 __device__ __forceinline__ float biased(unsigned p, unsigned sel) {
@@ -64,31 +68,21 @@ __device__ __forceinline__ float biased(unsigned p, unsigned sel) {
 
 /// The x weights of a thread's kCols columns: a, a1 = 1 − a (clahe_formula::axis) and
 /// −2^23·a, −2^23·a1.
-template <int kCols>
 struct XWeights {
   float a[kCols], a1[kCols], ca[kCols], ca1[kCols];
 };
 
-/// kCols bytes of one row as 32-bit words: one 16-byte (kCols 16) or 8-byte (kCols 8) access,
-/// evict-first when `stream`.
-template <int kCols>
+/// kCols bytes of one row as 32-bit words: one 16-byte access, evict-first.
 struct Row {
-  using Vec = std::conditional_t<kCols == 16, uint4, uint2>;
-  static_assert(sizeof(Vec) == kCols, "one vector per row slot");
   unsigned w[kCols / 4];
-  __device__ __forceinline__ void load(const std::uint8_t* p, bool stream) {
-    const auto* v = reinterpret_cast<const Vec*>(p);
-    const Vec q = stream ? __ldcs(v) : *v;
+  __device__ __forceinline__ void load(const std::uint8_t* p) {
+    const uint4 q = __ldcs(reinterpret_cast<const uint4*>(p));
     std::memcpy(w, &q, sizeof(q));
   }
-  __device__ __forceinline__ void store(std::uint8_t* p, bool stream) const {
-    auto* v = reinterpret_cast<Vec*>(p);
-    Vec q;
+  __device__ __forceinline__ void store(std::uint8_t* p) const {
+    uint4 q;
     std::memcpy(&q, w, sizeof(q));
-    if (stream)
-      __stcs(v, q);
-    else
-      *v = q;
+    __stcs(reinterpret_cast<uint4*>(p), q);
   }
 };
 
@@ -120,10 +114,9 @@ __device__ __forceinline__ void y_weights(int y, float inv, float& ya, float& ya
 
 /// kCols pixels of one row. LUT index v + 256·cell from one PRMT (the cell in byte 1); kSplit:
 /// pixels j >= split use cell_a + 1 (the next cell), the others cell_a.
-template <int kCols, bool kSplit>
-__device__ __forceinline__ Row<kCols> map_row(const Row<kCols>& q, const unsigned* s_lut,
-                                              unsigned cell_a, int split, const XWeights<kCols>& x,
-                                              float ya, float ya1) {
+template <bool kSplit>
+__device__ __forceinline__ Row map_row(const Row& q, const unsigned* s_lut, unsigned cell_a,
+                                       int split, const XWeights& x, float ya, float ya1) {
   float f[kCols];
 #pragma unroll
   for (int j = 0; j < kCols; ++j) {
@@ -132,7 +125,7 @@ __device__ __forceinline__ Row<kCols> map_row(const Row<kCols>& q, const unsigne
     const unsigned idx = __byte_perm(q.w[j >> 2], cell, 0x5540u | unsigned(j & 3));
     f[j] = blend_packed(s_lut[idx], x.a[j], x.a1[j], x.ca[j], x.ca1[j], ya, ya1);
   }
-  Row<kCols> r;
+  Row r;
 #pragma unroll
   for (int k = 0; k < kCols / 4; ++k) {
     const unsigned lo =
@@ -147,33 +140,33 @@ __device__ __forceinline__ Row<kCols> map_row(const Row<kCols>& q, const unsigne
 /// Rows [y0, y1) of one cell row, the thread's kCols columns from xs: two rows in flight (one
 /// row mapped while the next row's load is in flight measured slower: 16M 32.7 against 31.6 µs,
 /// 64M 98.6 against 93.8, H200).
-template <int kCols, bool kSplit>
+template <bool kSplit>
 __device__ __forceinline__ void strip_rows(const std::uint8_t* in, std::uint8_t* out,
                                            const StripArgs& a, int xs, int y0, int y1,
                                            const unsigned* s_lut, unsigned cell_a, int split,
-                                           const XWeights<kCols>& x) {
+                                           const XWeights& x) {
   const std::size_t pitch = std::size_t(a.width);
   int y = y0;
   for (; y + 1 < y1; y += 2) {
     const std::size_t o0 = std::size_t(y) * pitch + std::size_t(xs), o1 = o0 + pitch;
-    Row<kCols> q0, q1;
-    q0.load(in + o0, a.stream);
-    q1.load(in + o1, a.stream);
+    Row q0, q1;
+    q0.load(in + o0);
+    q1.load(in + o1);
     float ya0, ya0_1, ya1, ya1_1;
     y_weights(y, a.inv_th, ya0, ya0_1);
     y_weights(y + 1, a.inv_th, ya1, ya1_1);
-    const Row<kCols> r0 = map_row<kCols, kSplit>(q0, s_lut, cell_a, split, x, ya0, ya0_1);
-    const Row<kCols> r1 = map_row<kCols, kSplit>(q1, s_lut, cell_a, split, x, ya1, ya1_1);
-    r0.store(out + o0, a.stream);
-    r1.store(out + o1, a.stream);
+    const Row r0 = map_row<kSplit>(q0, s_lut, cell_a, split, x, ya0, ya0_1);
+    const Row r1 = map_row<kSplit>(q1, s_lut, cell_a, split, x, ya1, ya1_1);
+    r0.store(out + o0);
+    r1.store(out + o1);
   }
   if (y < y1) {
     const std::size_t o0 = std::size_t(y) * pitch + std::size_t(xs);
-    Row<kCols> q0;
-    q0.load(in + o0, a.stream);
+    Row q0;
+    q0.load(in + o0);
     float ya0, ya0_1;
     y_weights(y, a.inv_th, ya0, ya0_1);
-    map_row<kCols, kSplit>(q0, s_lut, cell_a, split, x, ya0, ya0_1).store(out + o0, a.stream);
+    map_row<kSplit>(q0, s_lut, cell_a, split, x, ya0, ya0_1).store(out + o0);
   }
 }
 
@@ -181,8 +174,9 @@ __device__ __forceinline__ void strip_rows(const std::uint8_t* in, std::uint8_t*
 /// ranges of equal height ±1, one per block row of the grid, sized so that the grid is one full
 /// wave: every SM gets the same number of rows, none waits on a tail). A range may cross
 /// cell-row edges: the LUT words are packed again for each cell row it meets.
-template <int kCols, int kMinBlocks>
-__global__ void __launch_bounds__(P::kStripThreads, kMinBlocks)
+/// At most 128 registers: 4 blocks of kStripThreads per SM (capped for 5, or 8 columns per thread
+/// with 80 registers and 6 blocks, measured slower: docs/kernels.md).
+__global__ void __launch_bounds__(P::kStripThreads, 4)
     apply_strip_kernel(const std::uint8_t* in, std::uint8_t* out,
                        const std::uint8_t* __restrict__ luts, StripArgs a) {
   extern __shared__ unsigned s_lut[];  // [cells of this block][256]
@@ -200,7 +194,7 @@ __global__ void __launch_bounds__(P::kStripThreads, kMinBlocks)
   // axis's __float2int_rd(tf). The cell of column x is floor(tf) + 1 (tf >= -0.5 and
   // x < width <= padded_w keep it in [0, tiles_x] without clamping), so the slot crosses into
   // the next cell where floor(tf) changes (at most once: cells are wider than kCols).
-  XWeights<kCols> x;
+  XWeights x;
   const float xs_f = __int2float_rn(xs);
   float fl0 = 0.f;
   int split = kCols;
@@ -255,9 +249,9 @@ __global__ void __launch_bounds__(P::kStripThreads, kMinBlocks)
     __syncthreads();
     if (active) {
       if (any_split) {
-        strip_rows<kCols, true>(in, out, a, xs, y0, y1, s_lut, cell_a, split, x);
+        strip_rows<true>(in, out, a, xs, y0, y1, s_lut, cell_a, split, x);
       } else {
-        strip_rows<kCols, false>(in, out, a, xs, y0, y1, s_lut, cell_a, split, x);
+        strip_rows<false>(in, out, a, xs, y0, y1, s_lut, cell_a, split, x);
       }
     }
     __syncthreads();  // every thread is done with this cell row's words before the next packing
@@ -280,7 +274,7 @@ bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const c
                           const std::uint8_t* d_luts, cudaStream_t stream) {
   const ClaheTuning& tune = clahe_tuning();
   if (tune.apply_mode != 0 && tune.apply_mode != 2) return false;
-  const int cols = tune.strip_cols;
+  constexpr int cols = kCols;
   if (g.hist_size != 256 || g.width % cols != 0 || g.tile_w < P::kStripMinTileWidth) return false;
   if (reinterpret_cast<std::uintptr_t>(d_in) % cols != 0 ||
       reinterpret_cast<std::uintptr_t>(d_out) % cols != 0) {
@@ -309,13 +303,7 @@ bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const c
     threads /= 2;
   }
   if (smem > P::kStripMaxSharedBytes) return false;
-  // Registers: at most 128 for 16 columns (4 blocks of 128 threads per SM), 80 for 8 (6
-  // blocks); HISTEQ_CLAHE_STRIP_OCC=5 (16 columns) or 8 (8 columns) caps them for that many
-  // blocks, for measurement.
-  const auto kernel =
-      cols == 8 ? (tune.strip_blocks == 8 ? apply_strip_kernel<8, 8> : apply_strip_kernel<8, 6>)
-      : tune.strip_blocks == 5 ? apply_strip_kernel<16, 5>
-                               : apply_strip_kernel<16, 4>;
+  const auto kernel = apply_strip_kernel;
   if (smem > 48 * 1024) {
     HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
@@ -330,9 +318,9 @@ bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const c
   if (tune.strip_rows > 0) strips = (std::size_t(g.height) + tune.strip_rows - 1) / tune.strip_rows;
   strips = std::min<std::size_t>(strips, std::max(1, g.height / P::kStripMinRows));
   strips = std::min<std::size_t>(strips, 65535);
-  const StripArgs a{g.width,     g.height,         g.tiles_x, g.tiles_y,
-                    g.tile_w,    g.tile_h,         inv_tw,    cf::inv_size(g.tile_h),
-                    int(strips), tune.strip_stream};
+  const StripArgs a{g.width,    g.height, g.tiles_x, g.tiles_y,
+                    g.tile_w,   g.tile_h, inv_tw,    cf::inv_size(g.tile_h),
+                    int(strips)};
   const dim3 grid{unsigned(blocks_x), unsigned(strips), 1u};
   pdl::launch(pdl::kStripApply8, kernel, grid, dim3(unsigned(threads)), smem, stream, d_in, d_out,
               d_luts, a);

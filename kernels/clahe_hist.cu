@@ -17,9 +17,12 @@
 //    ticket lets the last block of the row build that row's LUTs (clip, redistribute, scan) in
 //    the same launch, one warp per tile and all tiles at once (warp_tile_lut_u8) — one launch
 //    for histograms and LUTs.
-//  16-bit (65536 bins: a tile row's counters do not fit in shared memory) and wider 8-bit
-//    grids: global atomics into the tile counters (L2), then tile_lut_kernel with one block per
-//    tile (16-bit: a coalesced walk of the 65536 bins, block_tile_lut_coalesced).
+//  Wider 8-bit grids: global atomics into the tile counters (L2), then tile_lut_kernel with one
+//    block per tile.
+//  16-bit (65536 bins: a tile row's counters do not fit in shared memory): one launch by a
+//    cluster of blocks per tile (tile_clahe16_cluster_kernel) where the tiles are large enough;
+//    else packed or global-atomic tile histograms, then tile_lut_pair_kernel (two blocks per
+//    tile, a coalesced walk of the 65536 bins, cluster_tile_lut16).
 // Source: OpenCV 4.6 modules/imgproc/src/clahe.cpp (semantics); privatization and the
 // last-block ticket as in PMPP 4th ed. ch. 9 and CUDA's threadFenceReduction sample.
 #include <cooperative_groups.h>
@@ -49,8 +52,6 @@ struct HistArgs {
   cf::Geometry g;
   int bands;          ///< blocks per tile row
   int rows_per_band;  ///< padded rows per block (the last band of a tile row may have fewer)
-  bool warp_luts;     ///< 8-bit: the last block builds the row's LUTs one warp per tile
-  bool fast_visit;    ///< visit_band's whole-vector fast path where it applies
 };
 
 /// Counts one sample v of tile column tx of the block's tile row.
@@ -72,8 +73,8 @@ template <typename T, bool kShared>
 __global__ void __launch_bounds__(P::kHistBlockSize, 4)
     tile_hist_kernel(const T* __restrict__ in, HistArgs a, std::uint32_t* hist,
                      std::uint32_t* tickets, T* luts) {
+  static_assert(!kShared || sizeof(T) == 1, "shared tile-row counters: 8-bit only");
   extern __shared__ std::uint32_t s_hist[];
-  __shared__ int s_tmp[33];
   __shared__ bool s_last;
   const cf::Geometry& g = a.g;
   constexpr int kBins = sizeof(T) == 1 ? 256 : 65536;
@@ -86,7 +87,7 @@ __global__ void __launch_bounds__(P::kHistBlockSize, 4)
     __syncthreads();
   }
   Counter<T, kShared> count{kShared ? s_hist : row_hist, kBins};
-  clahe_detail::visit_band(in, g, yp0, yp1, threadIdx.x, blockDim.x, count, a.fast_visit);
+  clahe_detail::visit_band(in, g, yp0, yp1, threadIdx.x, blockDim.x, count);
   pdl::allow_dependents();  // counted: the next launch (LUTs or apply) may be scheduled
   if constexpr (kShared) {
     __syncthreads();
@@ -104,7 +105,7 @@ __global__ void __launch_bounds__(P::kHistBlockSize, 4)
       s_last = atomicAdd(tickets + ty, 1u) == unsigned(a.bands - 1);
     }
     __syncthreads();
-    if (s_last && sizeof(T) == 1 && a.warp_luts) {
+    if (s_last) {
       // One warp per tile of the row, all in parallel (clahe_lut.cuh): no block barriers.
       __threadfence();
       const int warps = int(blockDim.x) >> 5;
@@ -112,14 +113,6 @@ __global__ void __launch_bounds__(P::kHistBlockSize, 4)
         const std::size_t t = std::size_t(ty) * g.tiles_x + tx;
         clahe_detail::warp_tile_lut_u8(hist + t * kBins, g.clip, g.lut_scale,
                                        reinterpret_cast<std::uint8_t*>(luts) + t * kBins);
-      }
-      if (threadIdx.x == 0) tickets[ty] = 0;
-    } else if (s_last) {
-      __threadfence();
-      for (int tx = 0; tx < g.tiles_x; ++tx) {
-        const std::size_t t = std::size_t(ty) * g.tiles_x + tx;
-        clahe_detail::block_tile_lut<T, kBins>(hist + t * kBins, g.clip, g.lut_scale,
-                                               luts + t * kBins, s_tmp);
       }
       if (threadIdx.x == 0) tickets[ty] = 0;
     }
@@ -136,7 +129,7 @@ __global__ void __launch_bounds__(P::kHistBlockSize, 4)
 template <int kRanks>
 __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(P::kHistBlockSize)
     tile_hist_cluster_kernel(const std::uint8_t* __restrict__ in, cf::Geometry g,
-                             std::uint8_t* luts, bool fast_visit) {
+                             std::uint8_t* luts) {
   extern __shared__ std::uint32_t s_hist[];
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
@@ -148,8 +141,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(P::kHistBlockSi
   for (int i = threadIdx.x; i < g.tiles_x * 256; i += blockDim.x) s_hist[i] = 0;
   __syncthreads();
   Counter<std::uint8_t, true> count{s_hist, 256};
-  if (yp0 < yp1)
-    clahe_detail::visit_band(in, g, yp0, yp1, threadIdx.x, blockDim.x, count, fast_visit);
+  if (yp0 < yp1) clahe_detail::visit_band(in, g, yp0, yp1, threadIdx.x, blockDim.x, count);
   // No pdl::allow_dependents(): the apply (one vector per thread, one wave) is launched as
   // these blocks exit, so its blocks spread evenly (placed during the counting they piled onto
   // the SMs this 64-block grid leaves idle: 1M 14.4 against 13.4 µs, H200).
@@ -218,9 +210,9 @@ __device__ __forceinline__ void count_rows16(const std::uint16_t* __restrict__ i
 #pragma unroll
       for (int j = 0; j < 4; ++j) q[j] = __ldg(at(k + j * step));
 #pragma unroll
-      for (int j = 0; j < 4; ++j) packed16::count_vector<true>(s_words, q[j], sp);
+      for (int j = 0; j < 4; ++j) packed16::count_vector(s_words, q[j], sp);
     }
-    for (; k < total; k += step) packed16::count_vector<true>(s_words, __ldg(at(k)), sp);
+    for (; k < total; k += step) packed16::count_vector(s_words, __ldg(at(k)), sp);
     return;
   }
   const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
@@ -239,10 +231,10 @@ __device__ __forceinline__ void count_rows16(const std::uint16_t* __restrict__ i
       int k = lane;
       for (; k + 32 < vecs; k += 64) {
         const uint4 qa = __ldg(v4 + k), qb = __ldg(v4 + k + 32);
-        packed16::count_vector<true>(s_words, qa, sp);
-        packed16::count_vector<true>(s_words, qb, sp);
+        packed16::count_vector(s_words, qa, sp);
+        packed16::count_vector(s_words, qb, sp);
       }
-      for (; k < vecs; k += 32) packed16::count_vector<true>(s_words, __ldg(v4 + k), sp);
+      for (; k < vecs; k += 32) packed16::count_vector(s_words, __ldg(v4 + k), sp);
       for (int i = head + vecs * 8 + lane; i < total; i += 32)
         packed16::count_one(s_words, base[i], sp);
     }
@@ -642,102 +634,138 @@ int packed16_parts(const cf::Geometry& g) {
   return parts;
 }
 
-template <typename T>
-void run_luts(const T* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaStream_t stream) {
-  constexpr int kBins = sizeof(T) == 1 ? 256 : 65536;
-  const std::size_t shared_bytes = std::size_t(g.tiles_x) * kBins * sizeof(std::uint32_t);
-  const bool privatized = kBins == 256 && shared_bytes <= P::kHistMaxSharedBytes;
-  // Bands: enough blocks to fill the GPU, none smaller than kHistMinBytesPerBlock.
-  const std::size_t row_bytes = std::size_t(g.padded_w) * sizeof(T);
+/// 8-bit grids too wide for the one-launch path: the LUTs from the global tile counters, one
+/// block per tile (blockIdx.x = tile index; clahe_lut.cuh, block_tile_lut).
+__global__ void __launch_bounds__(P::kLutBlockSize)
+    tile_lut_kernel(std::uint32_t* hist, int clip, float lut_scale, std::uint8_t* luts) {
+  __shared__ int s_tmp[33];
+  pdl::wait();  // the tile histograms
+  pdl::allow_dependents();
+  const std::size_t t = blockIdx.x;
+  clahe_detail::block_tile_lut<std::uint8_t, 256>(hist + t * 256, clip, lut_scale, luts + t * 256,
+                                                  s_tmp);
+}
+
+/// 16-bit: the LUTs from the tile counters (and the packed partials, where given), two blocks
+/// per tile (a cluster; blockIdx.x / 2 = tile index), each half the bins (clahe_lut.cuh,
+/// cluster_tile_lut16).
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(P::kLutBlockSize)
+    tile_lut_pair_kernel(std::uint32_t* hist, int clip, float lut_scale, std::uint16_t* luts,
+                         clahe_detail::LutSources sources) {
+  __shared__ int s_tmp[33];
+  pdl::wait();  // the tile histograms
+  pdl::allow_dependents();
+  const std::size_t t = blockIdx.x / 2;
+  const clahe_detail::TileSources src(sources, t);
+  clahe_detail::cluster_tile_lut16(hist + t * 65536, clip, lut_scale, luts + t * 65536, s_tmp, src);
+}
+
+/// The tile-histogram kernel's bands (HistArgs) for `counted` (tile_hist_kernel<T, ...>, with
+/// smem bytes of dynamic shared memory): enough blocks to fill the GPU, none smaller than
+/// ClaheTuning::hist_min_bytes. One full wave: the blocks of `counted` that fit on the device at
+/// once (its occupancy: 4 blocks of 512 per SM on sm_90 at 32 registers), or
+/// hist_blocks_per_sm per SM. The former fixed 4 per SM, when only 3 fitted (40 registers), left
+/// 116 of 512 blocks of a 16M plane to a second wave that ran alone on a quarter of the warps
+/// (ncu, H200).
+HistArgs band_args(const cf::Geometry& g, std::size_t sample_bytes, const void* counted,
+                   std::size_t smem) {
   const ClaheTuning& tune = clahe_tuning();
+  const std::size_t row_bytes = std::size_t(g.padded_w) * sample_bytes;
   const int min_rows = int(std::max<std::size_t>(1, tune.hist_min_bytes / row_bytes));
-  // One full wave: the blocks of the launched kernel that fit on the device at once (its
-  // occupancy: 4 blocks of 512 per SM on sm_90 at 32 registers), or HISTEQ_CLAHE_HIST_BPS per
-  // SM. The former fixed 4 per SM, when only 3 fitted (40 registers), left 116 of 512 blocks of
-  // a 16M plane to a second wave that ran alone on a quarter of the warps (ncu, H200).
-  const void* counted = privatized ? reinterpret_cast<const void*>(tile_hist_kernel<T, true>)
-                                   : reinterpret_cast<const void*>(tile_hist_kernel<T, false>);
-  if (privatized && shared_bytes > 48 * 1024) {
-    HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(counted, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(shared_bytes)));
-  }
   const std::size_t target =
       tune.hist_blocks_per_sm > 0
           ? std::size_t(tune.hist_blocks_per_sm) * std::size_t(detail::sm_count())
-          : detail::resident_blocks(counted, P::kHistBlockSize, privatized ? shared_bytes : 0);
+          : detail::resident_blocks(counted, P::kHistBlockSize, smem);
   const clahe_detail::Bands split = clahe_detail::split_bands(
       g.tile_h, g.tiles_y, int(std::min<std::size_t>(target, 1u << 30)), min_rows);
-  const int bands = split.bands, rows = split.rows;
-  HistArgs a{g, bands, rows, tune.warp_luts, tune.fast_visit};
-  const dim3 grid(unsigned(std::size_t(bands) * g.tiles_y));
-  T* luts = static_cast<T*>(b.luts);
-  if constexpr (sizeof(T) == 1) {
+  return HistArgs{g, split.bands, split.rows};
+}
+
+/// Lets `kernel` take smem bytes of dynamic shared memory where that is over the default 48 KiB.
+void allow_shared(const void* kernel, std::size_t smem) {
+  if (smem > 48 * 1024) {
+    HISTEQ_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  }
+}
+
+/// 8-bit: grids whose tile row's counters fit in shared memory (kHistMaxSharedBytes) in one
+/// launch — small planes by a cluster per tile row (tile_hist_cluster_kernel), the others by
+/// bands whose last block builds the row's LUTs (tile_hist_kernel<u8, true>); wider grids count
+/// into the global tile counters, then one block per tile builds the LUTs (tile_lut_kernel).
+void run_luts8(const std::uint8_t* d_in, const cf::Geometry& g, const ClaheBuffers& b,
+               cudaStream_t stream) {
+  const std::size_t shared_bytes = std::size_t(g.tiles_x) * 256 * sizeof(std::uint32_t);
+  auto* luts = static_cast<std::uint8_t*>(b.luts);
+  if (shared_bytes <= P::kHistMaxSharedBytes) {
     constexpr int kRanks = P::kClusterBands;
-    if (privatized && tune.cluster_luts &&
+    if (clahe_tuning().cluster_luts &&
         std::size_t(g.padded_w) * std::size_t(g.padded_h) <= P::kClusterMaxPixels &&
         g.tile_h >= kRanks) {
       const auto kernel = tile_hist_cluster_kernel<kRanks>;
-      if (shared_bytes > 48 * 1024) {
-        HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               int(shared_bytes)));
-      }
-      kernel<<<unsigned(g.tiles_y * kRanks), P::kHistBlockSize, shared_bytes, stream>>>(
-          d_in, g, static_cast<std::uint8_t*>(b.luts), tune.fast_visit);
+      allow_shared(reinterpret_cast<const void*>(kernel), shared_bytes);
+      kernel<<<unsigned(g.tiles_y * kRanks), P::kHistBlockSize, shared_bytes, stream>>>(d_in, g,
+                                                                                        luts);
       HISTEQ_CUDA_CHECK_LAUNCH();
       return;
     }
-  }
-  if (privatized) {
-    const auto kernel = tile_hist_kernel<T, true>;
-    kernel<<<grid, P::kHistBlockSize, shared_bytes, stream>>>(d_in, a, b.hist, b.tickets, luts);
+    const auto kernel = tile_hist_kernel<std::uint8_t, true>;
+    allow_shared(reinterpret_cast<const void*>(kernel), shared_bytes);
+    const HistArgs a = band_args(g, 1, reinterpret_cast<const void*>(kernel), shared_bytes);
+    kernel<<<unsigned(std::size_t(a.bands) * g.tiles_y), P::kHistBlockSize, shared_bytes, stream>>>(
+        d_in, a, b.hist, b.tickets, luts);
     HISTEQ_CUDA_CHECK_LAUNCH();
     return;
   }
-  if constexpr (sizeof(T) == 2) {
-    if (const int ranks = fused16_ranks(g); ranks > 0) {
-      launch_fused16(ranks, d_in, g, b, stream);
-      return;
-    }
+  const auto kernel = tile_hist_kernel<std::uint8_t, false>;
+  const HistArgs a = band_args(g, 1, reinterpret_cast<const void*>(kernel), 0);
+  kernel<<<unsigned(std::size_t(a.bands) * g.tiles_y), P::kHistBlockSize, 0, stream>>>(
+      d_in, a, b.hist, b.tickets, luts);
+  HISTEQ_CUDA_CHECK_LAUNCH();
+  pdl::launch(pdl::kLutStep, tile_lut_kernel, dim3(unsigned(g.tiles())), dim3(P::kLutBlockSize), 0,
+              stream, b.hist, g.clip, g.lut_scale, luts);
+}
+
+/// 16-bit: one launch by tile clusters where they apply (fused16_ranks), else the tile
+/// histograms (packed shared counters with per-block partials where the tiles are large enough,
+/// packed16_parts; else global atomics), the LUT step by a cluster of two blocks per tile
+/// (tile_lut_pair_kernel) and, where b.pair_luts is given, the LUT pairs.
+void run_luts16(const std::uint16_t* d_in, const cf::Geometry& g, const ClaheBuffers& b,
+                cudaStream_t stream) {
+  if (const int ranks = fused16_ranks(g); ranks > 0) {
+    launch_fused16(ranks, d_in, g, b, stream);
+    return;
   }
+  auto* luts = static_cast<std::uint16_t*>(b.luts);
   const int parts = b.partials != nullptr ? packed16_parts(g) : 0;
-  if constexpr (sizeof(T) == 2) {
-    if (parts > 0) {
-      const int rows = (g.tile_h + parts - 1) / parts;
-      const std::size_t smem = 32768 * sizeof(std::uint32_t);
-      detail::per_device_once(reinterpret_cast<const void*>(tile_hist16_packed_kernel), [&] {
-        HISTEQ_CUDA_CHECK(
-            cudaFuncSetAttribute(reinterpret_cast<const void*>(tile_hist16_packed_kernel),
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        return 0;
-      });
-      tile_hist16_packed_kernel<<<unsigned(g.tiles() * parts), P::kPacked16Threads, smem, stream>>>(
-          d_in, g, parts, rows, b.hist, b.partials);
-      HISTEQ_CUDA_CHECK_LAUNCH();
-    }
-  }
-  if (parts == 0) {
-    tile_hist_kernel<T, false>
-        <<<grid, P::kHistBlockSize, 0, stream>>>(d_in, a, b.hist, b.tickets, luts);
+  if (parts > 0) {
+    const int rows = (g.tile_h + parts - 1) / parts;
+    const std::size_t smem = 32768 * sizeof(std::uint32_t);
+    detail::per_device_once(reinterpret_cast<const void*>(tile_hist16_packed_kernel), [&] {
+      HISTEQ_CUDA_CHECK(
+          cudaFuncSetAttribute(reinterpret_cast<const void*>(tile_hist16_packed_kernel),
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      return 0;
+    });
+    tile_hist16_packed_kernel<<<unsigned(g.tiles() * parts), P::kPacked16Threads, smem, stream>>>(
+        d_in, g, parts, rows, b.hist, b.partials);
+    HISTEQ_CUDA_CHECK_LAUNCH();
+  } else {
+    const auto kernel = tile_hist_kernel<std::uint16_t, false>;
+    const HistArgs a = band_args(g, 2, reinterpret_cast<const void*>(kernel), 0);
+    kernel<<<unsigned(std::size_t(a.bands) * g.tiles_y), P::kHistBlockSize, 0, stream>>>(
+        d_in, a, b.hist, b.tickets, luts);
     HISTEQ_CUDA_CHECK_LAUNCH();
   }
   const clahe_detail::LutSources src{parts > 0 ? b.partials : nullptr, parts};
-  if (sizeof(T) == 2 && tune.coalesced_lut16 && tune.lut16_pairs) {
-    pdl::launch(pdl::kLutStep, clahe_detail::tile_lut_pair_kernel<T>, dim3(unsigned(2 * g.tiles())),
-                dim3(P::kLutBlockSize), 0, stream, b.hist, g.clip, g.lut_scale, luts, src);
-  } else {
-    pdl::launch(pdl::kLutStep, clahe_detail::tile_lut_kernel<T, kBins>, dim3(unsigned(g.tiles())),
-                dim3(P::kLutBlockSize), 0, stream, b.hist, g.clip, g.lut_scale, luts,
-                tune.coalesced_lut16, src);
-  }
-  if constexpr (sizeof(T) == 2) {
-    if (b.pair_luts != nullptr) {
-      const std::size_t quads = clahe_pair_lut_words(g) / 4;
-      const unsigned blocks = unsigned(
-          std::min<std::size_t>(detail::ceil_div(quads, 256), std::size_t(detail::sm_count()) * 8));
-      pdl::launch(pdl::kPairLuts, pair_luts16_kernel, dim3(blocks), dim3(256), 0, stream,
-                  static_cast<const std::uint16_t*>(luts), g.tiles_x, g.tiles_y, b.pair_luts);
-    }
+  pdl::launch(pdl::kLutStep, tile_lut_pair_kernel, dim3(unsigned(2 * g.tiles())),
+              dim3(P::kLutBlockSize), 0, stream, b.hist, g.clip, g.lut_scale, luts, src);
+  if (b.pair_luts != nullptr) {
+    const std::size_t quads = clahe_pair_lut_words(g) / 4;
+    const unsigned blocks = unsigned(
+        std::min<std::size_t>(detail::ceil_div(quads, 256), std::size_t(detail::sm_count()) * 8));
+    pdl::launch(pdl::kPairLuts, pair_luts16_kernel, dim3(blocks), dim3(256), 0, stream,
+                static_cast<const std::uint16_t*>(luts), g.tiles_x, g.tiles_y, b.pair_luts);
   }
 }
 
@@ -767,9 +795,9 @@ void clahe_luts(const void* d_in, const cf::Geometry& g, const ClaheBuffers& b,
     throw UsageError("CLAHE: null device pointer");
   }
   if (g.hist_size == 256) {
-    run_luts(static_cast<const std::uint8_t*>(d_in), g, b, stream);
+    run_luts8(static_cast<const std::uint8_t*>(d_in), g, b, stream);
   } else if (g.hist_size == 65536) {
-    run_luts(static_cast<const std::uint16_t*>(d_in), g, b, stream);
+    run_luts16(static_cast<const std::uint16_t*>(d_in), g, b, stream);
   } else {
     throw UsageError("CLAHE: hist_size must be 256 or 65536");
   }

@@ -1,19 +1,16 @@
-// clahe_lut.cuh — one tile's clip → redistribution → cumulative sum → LUT, by a whole block
-// (OpenCV 4.6 CLAHE_CalcLut_Body, arithmetic in histeq/clahe_formula.hpp), and the kernel that
-// runs it with one block per tile.
-// In:  hist[0, kBins) uint32 counts of the tile (complete: every block that counts into it has
-//      finished and fenced). Out: lut[0, kBins) of T; hist[0, kBins) set back to zero.
+// clahe_lut.cuh — one tile's clip → redistribution → cumulative sum → LUT (OpenCV 4.6
+// CLAHE_CalcLut_Body, arithmetic in histeq/clahe_formula.hpp): by a whole block (8-bit tiles whose
+// counters are in L2), by one warp (8-bit counts in registers), and by the two blocks of a
+// thread-block cluster (16-bit: 65536 bins, each block half of them).
+// In:  the tile's uint32 counts (complete: every block that counts into them has finished and
+//      fenced). Out: the LUT of the sample type; the counters read from L2 set back to zero.
 // Exact: yes (integer clip and sums; LUT values by clahe_formula::lut_value as the CPU).
-// Each thread owns a contiguous run of ceil(kBins / blockDim.x) bins: the clipped excess is one
-// block reduction, the cumulative sum one block scan of per-thread totals; the counters are
-// read from L2 (__ldcg: they were written by other blocks' atomics), twice, and cleared.
 #pragma once
 #include <cooperative_groups.h>
 
 #include <cstdint>
 
 #include "histeq/clahe_formula.hpp"
-#include "pdl.cuh"
 
 namespace histeq::kernels::clahe_detail {
 
@@ -89,10 +86,12 @@ __device__ __forceinline__ int block_exclusive_scan(int v, int* s_tmp) {
   return r;
 }
 
-/// The whole block builds one tile's LUT. blockDim.x must be a multiple of 32.
+/// The whole block builds one tile's LUT from its counters in L2 (read twice, __ldcg: other
+/// blocks' atomics wrote them), then clears them. Each thread owns a contiguous run of
+/// ceil(kBins / blockDim.x) bins: the clipped excess is one block reduction, the cumulative sum
+/// one block scan of per-thread totals. blockDim.x must be a multiple of 32.
 template <typename T, int kBins>
-__device__ void block_tile_lut(std::uint32_t* hist, int clip, float lut_scale, T* lut, int* s_tmp,
-                               const TileSources* src = nullptr) {
+__device__ void block_tile_lut(std::uint32_t* hist, int clip, float lut_scale, T* lut, int* s_tmp) {
   namespace cf = histeq::clahe_formula;
   const int per = (kBins + int(blockDim.x) - 1) / int(blockDim.x);
   const int b0 = min(kBins, int(threadIdx.x) * per), b1 = min(kBins, b0 + per);
@@ -100,7 +99,7 @@ __device__ void block_tile_lut(std::uint32_t* hist, int clip, float lut_scale, T
   if (clip > 0) {
     int excess = 0;
     for (int i = b0; i < b1; ++i) {
-      const int h = src ? src->count(hist, i) : int(__ldcg(hist + i));
+      const int h = int(__ldcg(hist + i));
       excess += h > clip ? h - clip : 0;
     }
     const int clipped = block_sum(excess, s_tmp);
@@ -109,7 +108,7 @@ __device__ void block_tile_lut(std::uint32_t* hist, int clip, float lut_scale, T
     step = cf::residual_step(kBins, residual);
   }
   auto count = [&](int i) {
-    int h = src ? src->count(hist, i) : int(__ldcg(hist + i));
+    int h = int(__ldcg(hist + i));
     if (clip > 0)
       h = (h > clip ? clip : h) + batch + (cf::gets_residual(i, residual, step) ? 1 : 0);
     return h;
@@ -215,30 +214,29 @@ struct ResidualTest {
   }
 };
 
-/// block_tile_lut for many bins (16-bit), by kRanks blocks (a thread-block cluster of kRanks,
-/// rank r owning bins [r·kBins/kRanks, (r+1)·kBins/kRanks)): warp w of a block owns a contiguous
-/// chunk of its bins and its lanes walk them 32 at a time, so every counter load and LUT store
-/// of a warp is one coalesced access; the cumulative sum is a warp scan per 32 bins carried
-/// along the chunk, offset by one block scan of the warps' totals and, for rank 1, by rank 0's
-/// total (read from its shared memory through DSMEM, as is the partner's clipped excess). The
-/// counts are read twice (clipped excess and clipped sums in one pass, then the scan), each time
-/// kGroup steps of 32 bins at once, so a thread has kGroup · (1 + parts) loads in flight instead
-/// of one chain of dependent L2 round trips (ncu, H200, 8x8 tiles, 16M: 193 µs for the former
-/// three passes of one step at a time in one block per tile); the residual test is
-/// division-free. (kBins / kRanks) must be a multiple of 32 · kGroup · warps. Same arithmetic
-/// and result as block_tile_lut.
-template <typename T, int kBins, int kRanks>
-__device__ void block_tile_lut_coalesced(std::uint32_t* hist, int clip, float lut_scale, T* lut,
-                                         int* s_tmp, const TileSources& src) {
+/// The LUT of one 16-bit tile (65536 bins) by the two blocks of a thread-block cluster, rank r
+/// owning bins [r·32768, (r+1)·32768): warp w of a block owns a contiguous chunk of its bins and
+/// its lanes walk them 32 at a time, so every counter load and LUT store of a warp is one
+/// coalesced access; the cumulative sum is a warp scan per 32 bins carried along the chunk,
+/// offset by one block scan of the warps' totals and, for rank 1, by rank 0's total (read from
+/// its shared memory through DSMEM, as is the partner's clipped excess). The counts are read
+/// twice (clipped excess and clipped sums in one pass, then the scan), each time kGroup steps of
+/// 32 bins at once, so a thread has kGroup · (1 + parts) loads in flight instead of one chain of
+/// dependent L2 round trips (ncu, H200, 8x8 tiles, 16M: 193 µs for the former three passes of
+/// one step at a time in one block per tile); the residual test is division-free. 32768 must be
+/// a multiple of 32 · kGroup · warps. Same arithmetic and result as block_tile_lut.
+__device__ inline void cluster_tile_lut16(std::uint32_t* hist, int clip, float lut_scale,
+                                          std::uint16_t* lut, int* s_tmp, const TileSources& src) {
   namespace cf = histeq::clahe_formula;
+  constexpr int kBins = 65536;
   constexpr int kGroup = 8;
   __shared__ int s_share[2];  // [0]: this block's clipped excess, [1]: its clipped total
   const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5),
             warps = int(blockDim.x >> 5);
-  unsigned rank = 0;
-  if constexpr (kRanks > 1) rank = cooperative_groups::this_cluster().block_rank();
-  const int chunk = kBins / kRanks / warps;
-  const int c0 = int(rank) * (kBins / kRanks) + warp * chunk, c1 = c0 + chunk;
+  auto cluster = cooperative_groups::this_cluster();
+  const unsigned rank = cluster.block_rank();
+  const int chunk = kBins / 2 / warps;
+  const int c0 = int(rank) * (kBins / 2) + warp * chunk, c1 = c0 + chunk;
   // Pass 1: the clipped excess and the sum of min(h, clip) (of h without clipping).
   int excess = 0, kept = 0;
   for (int base = c0; base < c1; base += 32 * kGroup) {
@@ -258,12 +256,9 @@ __device__ void block_tile_lut_coalesced(std::uint32_t* hist, int clip, float lu
   int batch = 0, residual = 0, step = 1;
   if (clip > 0) {
     int clipped = block_sum(excess, s_tmp);
-    if constexpr (kRanks > 1) {
-      auto cluster = cooperative_groups::this_cluster();
-      if (threadIdx.x == 0) s_share[0] = clipped;
-      cluster.sync();
-      clipped += *cluster.map_shared_rank(&s_share[0], rank ^ 1u);
-    }
+    if (threadIdx.x == 0) s_share[0] = clipped;
+    cluster.sync();
+    clipped += *cluster.map_shared_rank(&s_share[0], rank ^ 1u);
     batch = clipped / kBins;
     residual = clipped - batch * kBins;
     step = cf::residual_step(kBins, residual);
@@ -276,9 +271,8 @@ __device__ void block_tile_lut_coalesced(std::uint32_t* hist, int clip, float lu
   }
   const int warp_total = int(__reduce_add_sync(0xffffffffu, unsigned(mine)));
   int before = block_exclusive_scan(lane == 0 ? warp_total : 0, s_tmp);
-  if constexpr (kRanks > 1) {
+  {
     // Rank 1's bins follow rank 0's: add rank 0's clipped total.
-    auto cluster = cooperative_groups::this_cluster();
     const int block_total = block_sum(lane == 0 ? warp_total : 0, s_tmp);
     if (threadIdx.x == 0) s_share[1] = block_total;
     cluster.sync();
@@ -301,45 +295,12 @@ __device__ void block_tile_lut_coalesced(std::uint32_t* hist, int clip, float lu
         const int n = __shfl_up_sync(0xffffffffu, inc, o);
         if (lane >= o) inc += n;
       }
-      lut[i] = static_cast<T>(cf::lut_value(carry + inc, lut_scale, kBins - 1));
+      lut[i] = static_cast<std::uint16_t>(cf::lut_value(carry + inc, lut_scale, kBins - 1));
       carry += __shfl_sync(0xffffffffu, inc, 31);
     }
   }
   __syncthreads();  // every count of this block's bins read before any is cleared
   for (int i = c0 + lane; i < c1; i += 32) hist[i] = 0;
-}
-
-/// One block per tile: blockIdx.x = tile index. `coalesced`: block_tile_lut_coalesced where it
-/// applies (many bins), else block_tile_lut.
-template <typename T, int kBins>
-__global__ void __launch_bounds__(1024)
-    tile_lut_kernel(std::uint32_t* hist, int clip, float lut_scale, T* luts, bool coalesced,
-                    LutSources sources) {
-  __shared__ int s_tmp[33];
-  pdl::wait();  // the tile histograms
-  pdl::allow_dependents();
-  const std::size_t t = blockIdx.x;
-  const TileSources src(sources, t);
-  if (kBins >= 32 * 32 * 8 && kBins % (blockDim.x * 8) == 0 && coalesced) {
-    block_tile_lut_coalesced<T, kBins, 1>(hist + t * kBins, clip, lut_scale, luts + t * kBins,
-                                          s_tmp, src);
-  } else {
-    block_tile_lut<T, kBins>(hist + t * kBins, clip, lut_scale, luts + t * kBins, s_tmp, &src);
-  }
-}
-
-/// 16-bit: two blocks per tile (a cluster; blockIdx.x / 2 = tile index), each half the bins.
-template <typename T>
-__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1024)
-    tile_lut_pair_kernel(std::uint32_t* hist, int clip, float lut_scale, T* luts,
-                         LutSources sources) {
-  __shared__ int s_tmp[33];
-  pdl::wait();  // the tile histograms
-  pdl::allow_dependents();
-  const std::size_t t = blockIdx.x / 2;
-  const TileSources src(sources, t);
-  block_tile_lut_coalesced<T, 65536, 2>(hist + t * 65536, clip, lut_scale, luts + t * 65536, s_tmp,
-                                        src);
 }
 
 }  // namespace histeq::kernels::clahe_detail

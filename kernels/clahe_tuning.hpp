@@ -1,32 +1,19 @@
 // clahe_tuning.hpp — the run-time shape of the CLAHE and 16-bit histogram kernels: the defaults of
 // ClahePolicy / HistU16Policy (policy.hpp), each overridable by an environment variable so that
 // one benchmark run on the GPU machine can measure every variant (read once per process):
-//   HISTEQ_CLAHE_LUT=warp|block|nocluster  8-bit LUTs: one warp per tile (default) or the whole
-//                                   block per tile, tile after tile; small planes take a cluster
-//                                   of blocks per tile row (tile_hist_cluster_kernel) unless
-//                                   `nocluster`
 //   HISTEQ_CLAHE_APPLY=strip|cell|grid  8-bit apply: row strips (clahe_apply_strip.cu), per-cell
 //                                   blocks with the 2×2 LUTs packed in shared memory, or the
 //                                   flat grid-stride kernel, wherever each applies (default: by
 //                                   size and shape, ClahePolicy::kStrip* / kCellMinPixels)
+//   HISTEQ_CLAHE_LUT=nocluster      8-bit small planes: tile histograms through global counters
+//                                   instead of a cluster of blocks per tile row
 //   HISTEQ_CLAHE_STRIP_ROWS=N       8-bit strip apply: rows per block (default: by occupancy)
 //   HISTEQ_CLAHE_STRIP_WAVES=N      8-bit strip apply: full waves of blocks (default kStripWaves)
-//   HISTEQ_CLAHE_STRIP_COLS=8|16    8-bit strip apply: columns per thread (default kStripCols)
-//   HISTEQ_CLAHE_STRIP_CS=0|1       8-bit strip apply: evict-first loads and stores
-//   HISTEQ_CLAHE_STRIP_OCC=5        8-bit strip apply: registers capped for 5 blocks per SM
-//   HISTEQ_CLAHE_VISIT=general      tile histograms without visit_band's whole-vector fast path
 //   HISTEQ_CLAHE_CELL_THREADS=N     8-bit cell apply: about N threads per block (<= kCellThreads)
-//   HISTEQ_HIST16_VIF=4|8           packed 16-bit histogram: 16-byte loads in flight per thread
 //   HISTEQ_CLAHE_BAND_KB=N          fewest input KiB one tile-histogram block counts
 //   HISTEQ_CLAHE_HIST_BPS=N         tile-histogram blocks aimed at per SM (default: as many as
 //                                   fit, the kernel's occupancy)
 //   HISTEQ_CLAHE_APPLY_KPX=N        8-bit cell apply: at least about N Ki pixels per block
-//   HISTEQ_CLAHE_LUT16=coalesced|single|strided  16-bit LUT kernel: warps own contiguous chunks
-//                                   walked 32 bins at a time by a cluster of two blocks per tile
-//                                   (default) or one block per tile (single), or threads own
-//                                   64-bin runs (strided)
-//   HISTEQ_HIST16=packed|cluster    65536-bin histogram: packed 16-bit shared counters with
-//                                   per-block partials (default) or the two-block cluster
 //   HISTEQ_CLAHE_HIST16=packed|atomic  16-bit tile histograms: packed shared counters per tile
 //                                   (default where the tiles are large enough; `packed`: from
 //                                   8192 samples per tile) or global atomics
@@ -39,18 +26,12 @@
 //                                   flat grid-stride kernel
 //   HISTEQ_CLAHE_CELLS16_BPS=N      that kernel's blocks per SM in the grid (0: as many as fit
 //                                   at once; default ClahePolicy::kCells16BlocksPerSm)
-//   HISTEQ_CLAHE_CELLS16_PREFETCH=0|1  that kernel loads each thread's next vector early
 //   HISTEQ_CLAHE_PAIRS16=0|1        16-bit apply: LUT pairs of neighbouring tiles, two 4-byte
 //                                   gathers per sample, or four 2-byte gathers (default: pairs
 //                                   from ClahePolicy::kPairs16MinSamplesPerEntry samples per
 //                                   pair entry)
 //   HISTEQ_HIST16_PAIRS=0|1         packed: two blocks of a cluster add their counters before
 //                                   writing them (default 1)
-//   HISTEQ_HIST16_DEFER=0|1         65536-bin histogram: one crossing test per 16-byte vector
-//                                   (default 1, packed16.cuh; the 16-bit CLAHE tiles always) or
-//                                   a test and branch per sample
-//   HISTEQ_HIST16_HASH=0|1          65536-bin histogram: the packed words' bank hash
-//                                   (packed16::word_of; default 1, with the default shape only)
 //   HISTEQ_PDL=MASK                 programmatic dependent launch per launch site (pdl.cuh's
 //                                   Edge values summed; 0: none; default kDefaultEdges)
 #pragma once
@@ -65,30 +46,18 @@ namespace histeq::kernels {
 struct ClaheTuning {
   std::size_t hist_min_bytes = ClahePolicy::kHistMinBytesPerBlock;
   int hist_blocks_per_sm = 0;  ///< 0: the kernel's occupancy
-  bool warp_luts = ClahePolicy::kWarpLuts;
-  bool cluster_luts = true;  ///< 8-bit small planes: tile_hist_cluster_kernel
+  bool cluster_luts = true;    ///< 8-bit small planes: tile_hist_cluster_kernel
   int apply_pixels_per_block = ClahePolicy::kCellPixelsPerBlock;
-  bool hist16_packed = HistU16Policy::kPacked;
-  bool coalesced_lut16 = ClahePolicy::kCoalescedLut16;
-  bool lut16_pairs = true;  ///< 16-bit LUT step: two blocks (a cluster) per tile
-  bool fast_visit = true;
-  int apply_mode = 0;    ///< 0: by size and shape, 2: strip, 1: cell, -1: grid
-  int strip_rows = 0;    ///< 0: by size
-  int strip_blocks = 0;  ///< 5: the strip kernel built for 5 blocks per SM
-  int strip_waves = 0;   ///< 0: ClahePolicy::kStripWaves
-  int strip_cols = ClahePolicy::kStripCols;
-  bool strip_stream = ClahePolicy::kStripStream;
+  int apply_mode = 0;   ///< 0: by size and shape, 2: strip, 1: cell, -1: grid
+  int strip_rows = 0;   ///< 0: by size
+  int strip_waves = 0;  ///< 0: ClahePolicy::kStripWaves
   int cell_threads = ClahePolicy::kCellThreads;
-  int hist16_vectors = HistU16Policy::kPackedVectorsInFlight;
   bool hist16_pairs = HistU16Policy::kPackedPairs;
   int packed16 = -1;  ///< 16-bit CLAHE tile histograms: -1 packed by tile area, 0 atomic, 1 packed
   int fused16 = -1;   ///< 16-bit CLAHE histograms + LUTs by tile clusters: -1 by tile area, 0, 1
   int pair_luts16 = -1;  ///< 16-bit CLAHE apply from LUT pairs: -1 by size, 0 off, 1 on
   int cells16 = 1;       ///< 16-bit pair apply by cell columns (1) or flat (0)
   int cells16_blocks_per_sm = ClahePolicy::kCells16BlocksPerSm;  ///< 0: the kernel's occupancy
-  bool cells16_prefetch = ClahePolicy::kCells16Prefetch;  ///< cell apply: next vector loaded early
-  bool hist16_defer = HistU16Policy::kPackedDeferred;
-  bool hist16_hash = HistU16Policy::kPackedHash;
 };
 
 inline const ClaheTuning& clahe_tuning() {
@@ -109,36 +78,21 @@ inline const ClaheTuning& clahe_tuning() {
     r.hist_blocks_per_sm = int(num("HISTEQ_CLAHE_HIST_BPS", 0, 64, r.hist_blocks_per_sm));
     r.apply_pixels_per_block =
         int(num("HISTEQ_CLAHE_APPLY_KPX", 1, 1 << 16, r.apply_pixels_per_block >> 10)) << 10;
-    if (is("HISTEQ_CLAHE_LUT", "block")) r.warp_luts = false;
-    if (is("HISTEQ_CLAHE_LUT", "warp")) r.warp_luts = true;
     if (is("HISTEQ_CLAHE_LUT", "nocluster")) r.cluster_luts = false;
     if (is("HISTEQ_CLAHE_APPLY", "grid")) r.apply_mode = -1;
     if (is("HISTEQ_CLAHE_APPLY", "cell")) r.apply_mode = 1;
     if (is("HISTEQ_CLAHE_APPLY", "strip")) r.apply_mode = 2;
     r.strip_rows = int(num("HISTEQ_CLAHE_STRIP_ROWS", 0, 4096, 0));
-    r.strip_blocks = int(num("HISTEQ_CLAHE_STRIP_OCC", 0, 8, 0));
     r.strip_waves = int(num("HISTEQ_CLAHE_STRIP_WAVES", 0, 64, 0));
-    r.strip_stream = num("HISTEQ_CLAHE_STRIP_CS", 0, 1, r.strip_stream ? 1 : 0) == 1;
-    r.strip_cols = num("HISTEQ_CLAHE_STRIP_COLS", 8, 16, r.strip_cols) <= 8 ? 8 : 16;
-    if (is("HISTEQ_CLAHE_VISIT", "general")) r.fast_visit = false;
     r.cell_threads =
         int(num("HISTEQ_CLAHE_CELL_THREADS", 32, ClahePolicy::kCellThreads, r.cell_threads));
-    r.hist16_vectors = num("HISTEQ_HIST16_VIF", 1, 8, r.hist16_vectors) > 4 ? 8 : 4;
-    if (is("HISTEQ_CLAHE_LUT16", "strided")) r.coalesced_lut16 = false;
-    if (is("HISTEQ_CLAHE_LUT16", "single")) r.lut16_pairs = false;
-    if (is("HISTEQ_HIST16", "cluster")) r.hist16_packed = false;
-    if (is("HISTEQ_HIST16", "packed")) r.hist16_packed = true;
     if (is("HISTEQ_CLAHE_HIST16", "atomic")) r.packed16 = 0;
     if (is("HISTEQ_CLAHE_HIST16", "packed")) r.packed16 = 1;
     r.pair_luts16 = int(num("HISTEQ_CLAHE_PAIRS16", 0, 1, -1));
     r.fused16 = int(num("HISTEQ_CLAHE_FUSED16", 0, 1, -1));
     r.cells16 = int(num("HISTEQ_CLAHE_CELLS16", 0, 1, 1));
     r.cells16_blocks_per_sm = int(num("HISTEQ_CLAHE_CELLS16_BPS", 0, 64, r.cells16_blocks_per_sm));
-    r.cells16_prefetch =
-        num("HISTEQ_CLAHE_CELLS16_PREFETCH", 0, 1, r.cells16_prefetch ? 1 : 0) == 1;
     r.hist16_pairs = num("HISTEQ_HIST16_PAIRS", 0, 1, r.hist16_pairs ? 1 : 0) == 1;
-    r.hist16_defer = num("HISTEQ_HIST16_DEFER", 0, 1, r.hist16_defer ? 1 : 0) == 1;
-    r.hist16_hash = num("HISTEQ_HIST16_HASH", 0, 1, r.hist16_hash ? 1 : 0) == 1;
     return r;
   }();
   return t;

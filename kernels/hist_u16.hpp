@@ -8,12 +8,11 @@
 namespace histeq::kernels {
 
 /// Histogram of d_in[0,n) u16 (any 2-byte alignment) ADDED into d_hist[0,65536) uint64 (the
-/// caller zeroes it), or written over it when `assign`. Async on `stream`. Exact.
-/// With d_scratch (hist_u16_scratch_words() uint32, ZERO before its first use and left zero
-/// where it must be) and the packed variant chosen (HistU16Policy::kPacked, HISTEQ_HIST16),
-/// hist_u16_packed.cu runs instead of the cluster kernel.
+/// caller zeroes it), or written over it when `assign`. Async on `stream`. Exact. d_scratch:
+/// hist_u16_scratch_words() uint32, ZERO before its first use (and left zero where it must be).
+/// The kernels are hist_u16_packed.cu's.
 void hist_u16(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist, cudaStream_t stream,
-              std::uint32_t* d_scratch = nullptr, bool assign = false);
+              std::uint32_t* d_scratch, bool assign = false);
 
 /// uint32 words of scratch hist_u16's packed variant needs: 128 KiB per SM of partials and a
 /// 65536-entry uint64 spill.

@@ -10,21 +10,22 @@
 //      once). At the end every half is below 0x8000, so two blocks' words add without a carry
 //      between halves.
 // Why it is fast: the input is read once with 16-byte loads, kPackedVectorsInFlight per thread
-//      in flight; each sample costs one shared atomic with no remote (DSMEM) traffic and, with
-//      kPackedDeferred, about seven other instructions (packed16.cuh: one crossing test per
-//      vector instead of a compare and branch per sample; ncu, H200, 64M samples: the former
-//      15 instructions per sample kept the integer pipe 64-70 % busy, beside the bank conflicts
-//      of the shared atomics), and with kPackedHash the words' bank hash (packed16::word_of),
-//      which spreads smooth data's neighbouring samples over the banks: the shared atomics of
-//      64M natural samples took 5.2 wavefronts each (3.7 for uniform samples), which set the
-//      pace once the instructions were fewer. The counters of a block never leave the SM until the
-//      end; with kPackedPairs the two blocks of a cluster (sm_90 distributed shared memory) add
+//      in flight; each sample costs one shared atomic with no remote (DSMEM) traffic and about
+//      seven other instructions (packed16.cuh: one crossing test per vector instead of a compare
+//      and branch per sample; ncu, H200, 64M samples: the former 15 instructions per sample kept
+//      the integer pipe 64-70 % busy, beside the bank conflicts of the shared atomics), and the
+//      words' bank hash (packed16::word_of<true>), which spreads smooth data's neighbouring
+//      samples over the banks: the shared atomics of 64M natural samples took 5.2 wavefronts
+//      each (3.7 for uniform samples), which set the pace once the instructions were fewer (64M
+//      natural 60.6 → 56.3 µs, uniform 51.7 → 53.0, H200). The counters of a block never leave
+//      the SM until the end; with kPackedPairs the two blocks of a cluster (sm_90 distributed
+//      shared memory) add
 //      their words before writing them, so 64 KiB of partials per SM (8.3 MiB for 132 SMs,
 //      L2-resident) are written and summed column-wise by the second kernel (16-byte loads, every
 //      row of a thread in flight at once), which also adds and clears the spill and writes (or adds
 //      to) the histogram: no memset launch.
-// Tuning: HistU16Policy::kPacked* (policy.hpp; HISTEQ_HIST16, HISTEQ_HIST16_VIF,
-//      HISTEQ_HIST16_PAIRS, HISTEQ_HIST16_DEFER in clahe_tuning.hpp). Measured: docs/kernels.md,
+// Tuning: HistU16Policy::kPacked* (policy.hpp; HISTEQ_HIST16_PAIRS in clahe_tuning.hpp).
+//      Measured: docs/kernels.md,
 //      "hist_u16". Source: privatization, PMPP 4th ed. ch. 9; distributed shared memory, the
 //      CUDA Programming Guide (thread block clusters); the sub-word counters with a spill to a
 //      wider level are this file's.
@@ -54,10 +55,11 @@ struct GlobalSpill {
   __device__ __forceinline__ void operator()(unsigned v) const { atomicAdd(spill + v, 32768ull); }
 };
 
-/// Counts this block's share of d_in into s_words (zeroed here). Ends synchronized.
-template <int kIn, bool kDeferred, bool kHash>
+/// Counts this block's share of d_in into s_words (zeroed here), kIn 16-byte loads in flight per
+/// thread, the words hashed (packed16::word_of<true>). Ends synchronized.
 __device__ __forceinline__ void count_block(const std::uint16_t* __restrict__ in, std::size_t n,
                                             std::uint32_t* s_words, unsigned long long* d_spill) {
+  constexpr int kIn = P::kPackedVectorsInFlight;
   GlobalSpill spill{d_spill};
   for (int i = threadIdx.x; i < kWords; i += blockDim.x) s_words[i] = 0;
   __syncthreads();
@@ -65,7 +67,7 @@ __device__ __forceinline__ void count_block(const std::uint16_t* __restrict__ in
   const std::size_t head = std::min<std::size_t>(n, ((16 - addr % 16) % 16) / 2);
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t threads = std::size_t(gridDim.x) * blockDim.x;
-  if (tid < head) packed16::count_one<kHash>(s_words, in[tid], spill);
+  if (tid < head) packed16::count_one<true>(s_words, in[tid], spill);
   const std::size_t vecs = (n - head) / 8;
   const uint4* v4 = reinterpret_cast<const uint4*>(in + head);
   std::size_t k = tid;
@@ -74,23 +76,20 @@ __device__ __forceinline__ void count_block(const std::uint16_t* __restrict__ in
 #pragma unroll
     for (int i = 0; i < kIn; ++i) q[i] = __ldg(v4 + k + i * threads);
 #pragma unroll
-    for (int i = 0; i < kIn; ++i) packed16::count_vector<kDeferred, kHash>(s_words, q[i], spill);
+    for (int i = 0; i < kIn; ++i) packed16::count_vector<true>(s_words, q[i], spill);
   }
-  for (; k < vecs; k += threads) {
-    packed16::count_vector<kDeferred, kHash>(s_words, __ldg(v4 + k), spill);
-  }
+  for (; k < vecs; k += threads) packed16::count_vector<true>(s_words, __ldg(v4 + k), spill);
   const std::size_t tail = head + vecs * 8 + tid;
-  if (tail < n) packed16::count_one<kHash>(s_words, in[tail], spill);
+  if (tail < n) packed16::count_one<true>(s_words, in[tail], spill);
   __syncthreads();
 }
 
-template <int kIn, bool kDeferred, bool kHash = false>
 __global__ void __launch_bounds__(P::kPackedBlockSize, 1)
     hist_u16_packed_kernel(const std::uint16_t* __restrict__ in, std::size_t n,
                            unsigned long long* __restrict__ spill,
                            std::uint32_t* __restrict__ partials) {
   extern __shared__ std::uint32_t s_words[];
-  count_block<kIn, kDeferred, kHash>(in, n, s_words, spill);
+  count_block(in, n, s_words, spill);
   // No pdl::allow_dependents(): the sum kernel (one wave) is launched as these blocks exit.
   std::uint32_t* mine = partials + std::size_t(blockIdx.x) * kWords;
   for (int i = threadIdx.x; i < kWords; i += blockDim.x) mine[i] = s_words[i];
@@ -99,13 +98,12 @@ __global__ void __launch_bounds__(P::kPackedBlockSize, 1)
 /// The same with clusters of two: block r of a cluster adds words [r·16384, (r+1)·16384) of
 /// both blocks' counters (its own and its partner's, through DSMEM) into partial row
 /// blockIdx.x / 2. Halves are below 0x8000 at the end, so the packed sum has no carry.
-template <int kIn, bool kDeferred, bool kHash = false>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(P::kPackedBlockSize, 1)
     hist_u16_pair_kernel(const std::uint16_t* __restrict__ in, std::size_t n,
                          unsigned long long* __restrict__ spill,
                          std::uint32_t* __restrict__ partials) {
   extern __shared__ std::uint32_t s_words[];
-  count_block<kIn, kDeferred, kHash>(in, n, s_words, spill);
+  count_block(in, n, s_words, spill);
   // No pdl::allow_dependents(): the sum kernel (one wave) is launched as these blocks exit.
   cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();  // both blocks' counts complete
@@ -135,7 +133,6 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(P::kPackedBlockSize,
 constexpr int kSumQuads = 32, kSumGroups = 16, kSumLoads = 5;
 constexpr int kSumParts = kSumQuads * kSumGroups / 256;  // threads per bin at the end
 static_assert(kSumParts == 2, "the shuffle below joins two parts");
-template <bool kHash>
 __global__ void __launch_bounds__(kSumQuads* kSumGroups, 2)
     hist_u16_sum_kernel(const std::uint32_t* __restrict__ partials, int rows,
                         unsigned long long* __restrict__ spill,
@@ -152,7 +149,7 @@ __global__ void __launch_bounds__(kSumQuads* kSumGroups, 2)
   const int kb = b / kSumQuads, qb = b % kSumQuads;
   const unsigned word = (blockIdx.x * unsigned(kSumQuads) + unsigned(qb)) * 4 + unsigned(kb & 3);
   const std::size_t bin =
-      std::size_t(packed16::word_of<kHash>(word)) + (kb >= 4 ? std::size_t(kWords) : 0);
+      std::size_t(packed16::word_of<true>(word)) + (kb >= 4 ? std::size_t(kWords) : 0);
   unsigned long long base = 0;
   if (part == 0) base = __ldcg(spill + bin) + (assign ? 0ull : hist[bin]);
   const std::size_t word0 = (std::size_t(blockIdx.x) * kSumQuads + std::size_t(q)) * 4;
@@ -231,38 +228,14 @@ int resident_pair_blocks(K kernel, std::size_t smem) {
   return std::min(2 * clusters, detail::sm_count() / 2 * 2);
 }
 
-using CountKernel = void (*)(const std::uint16_t*, std::size_t, unsigned long long*,
-                             std::uint32_t*);
-
-/// The shapes of one counting kernel (hist_u16_packed_kernel or hist_u16_pair_kernel), by
-/// loads in flight (4 or 8), deferred crossing tests, and the bank hash (built for the default
-/// shape only: 4 loads in flight, deferred tests).
-struct CountShapes {
-  CountKernel vif4, vif4_deferred, vif8, vif8_deferred, hashed;
-
-  /// hash: the hashed shape, decided once by the caller (the sum kernel must map the words
-  /// back with the same choice).
-  CountKernel pick(bool eight, bool defer, bool hash) const {
-    if (hash) return hashed;
-    if (eight) return defer ? vif8_deferred : vif8;
-    return defer ? vif4_deferred : vif4;
+/// Lets both counting kernels take smem bytes of dynamic shared memory.
+void allow_shared(std::size_t smem) {
+  for (const void* k : {reinterpret_cast<const void*>(hist_u16_packed_kernel),
+                        reinterpret_cast<const void*>(hist_u16_pair_kernel)}) {
+    HISTEQ_CUDA_CHECK(
+        cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   }
-  /// Lets every shape take smem bytes of dynamic shared memory.
-  void allow_shared(std::size_t smem) const {
-    for (const CountKernel k : {vif4, vif4_deferred, vif8, vif8_deferred, hashed}) {
-      HISTEQ_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k),
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             int(smem)));
-    }
-  }
-};
-
-const CountShapes kSingleShapes{hist_u16_packed_kernel<4, false>, hist_u16_packed_kernel<4, true>,
-                                hist_u16_packed_kernel<8, false>, hist_u16_packed_kernel<8, true>,
-                                hist_u16_packed_kernel<4, true, true>};
-const CountShapes kPairShapes{hist_u16_pair_kernel<4, false>, hist_u16_pair_kernel<4, true>,
-                              hist_u16_pair_kernel<8, false>, hist_u16_pair_kernel<8, true>,
-                              hist_u16_pair_kernel<4, true, true>};
+}
 
 }  // namespace
 
@@ -276,26 +249,22 @@ void hist_u16_packed(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_
   const std::size_t smem = kWords * sizeof(std::uint32_t);
   // Per device (a launch on another GPU of the process does not inherit the limit).
   const int pair_blocks =
-      detail::per_device_once(reinterpret_cast<const void*>(hist_u16_pair_kernel<4, false>), [&] {
-        kSingleShapes.allow_shared(smem);
-        kPairShapes.allow_shared(smem);
-        return resident_pair_blocks(hist_u16_pair_kernel<4, true>, smem);
+      detail::per_device_once(reinterpret_cast<const void*>(hist_u16_pair_kernel), [&] {
+        allow_shared(smem);
+        return resident_pair_blocks(hist_u16_pair_kernel, smem);
       });
   const bool pairs = tune.hist16_pairs && pair_blocks >= 2;
   const int grid = packed_grid(n, pairs ? pair_blocks : detail::sm_count(), pairs);
-  const bool eight = tune.hist16_vectors == 8, defer = tune.hist16_defer;
-  // The bank hash is built for the default shape only (CountShapes::hashed).
-  const bool hash = tune.hist16_hash && !eight && defer;
   auto* spill =
       reinterpret_cast<unsigned long long*>(d_scratch + std::size_t(detail::sm_count()) * kWords);
   auto* hist = reinterpret_cast<unsigned long long*>(d_hist);
-  const CountKernel kernel = (pairs ? kPairShapes : kSingleShapes).pick(eight, defer, hash);
+  const auto kernel = pairs ? hist_u16_pair_kernel : hist_u16_packed_kernel;
   kernel<<<unsigned(grid), P::kPackedBlockSize, smem, stream>>>(d_in, n, spill, d_scratch);
   HISTEQ_CUDA_CHECK_LAUNCH();
   const int rows = pairs ? grid / 2 : grid;
-  pdl::launch(pdl::kHist16Sum, hash ? hist_u16_sum_kernel<true> : hist_u16_sum_kernel<false>,
-              dim3(kWords / 4 / kSumQuads), dim3(kSumQuads, kSumGroups), 0, stream,
-              static_cast<const std::uint32_t*>(d_scratch), rows, spill, hist, assign);
+  pdl::launch(pdl::kHist16Sum, hist_u16_sum_kernel, dim3(kWords / 4 / kSumQuads),
+              dim3(kSumQuads, kSumGroups), 0, stream, static_cast<const std::uint32_t*>(d_scratch),
+              rows, spill, hist, assign);
 }
 
 }  // namespace histeq::kernels

@@ -66,38 +66,31 @@ __device__ __forceinline__ void count_one(std::uint32_t* s, unsigned v, Spill& s
   }
 }
 
-/// The 8 samples of one 16-byte vector. kDeferred: the eight adds, each add's flips folded into
-/// one word, and one test for the vector; the rare vector with a crossing tests its adds again
-/// from their returned values (kept in registers) and spills. Else each add is tested as it
-/// returns (one compare and branch per sample, the former kernel, kept for measurement).
-template <bool kDeferred, bool kHash = false, typename Spill>
+/// The 8 samples of one 16-byte vector: the eight adds, each add's flips folded into one word,
+/// and one test for the vector; the rare vector with a crossing tests its adds again from their
+/// returned values (kept in registers) and spills. (A compare and branch per sample, as
+/// count_one does, cost 15 instructions per sample against about 8: docs/kernels.md.)
+template <bool kHash = false, typename Spill>
 __device__ __forceinline__ void count_vector(std::uint32_t* s, const uint4& q, Spill& spill) {
   const unsigned w[4] = {q.x, q.y, q.z, q.w};
-  if constexpr (kDeferred) {
-    unsigned old[8], acc = 0;
+  unsigned old[8], acc = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const unsigned x = w[j >> 1];
+    const unsigned inc = j & 1 ? inc_of_half<1>(x) : inc_of_half<0>(x);
+    const unsigned word = word_of<kHash>(j & 1 ? x >> 16 : x);
+    old[j] = atomicAdd(s + word, inc);
+    acc |= flips(old[j], inc);
+  }
+  if (acc & kTopBits) {
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const unsigned x = w[j >> 1];
-      const unsigned inc = j & 1 ? inc_of_half<1>(x) : inc_of_half<0>(x);
-      const unsigned word = word_of<kHash>(j & 1 ? x >> 16 : x);
-      old[j] = atomicAdd(s + word, inc);
-      acc |= flips(old[j], inc);
-    }
-    if (acc & kTopBits) {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const unsigned v = j & 1 ? w[j >> 1] >> 16 : w[j >> 1] & 0xFFFFu;
-        const unsigned inc = inc_of(v);
-        if (flips(old[j], inc) & kTopBits) {
-          atomicSub(s + word_of<kHash>(v), inc << 15);
-          spill(v);
-        }
+      const unsigned v = j & 1 ? w[j >> 1] >> 16 : w[j >> 1] & 0xFFFFu;
+      const unsigned inc = inc_of(v);
+      if (flips(old[j], inc) & kTopBits) {
+        atomicSub(s + word_of<kHash>(v), inc << 15);
+        spill(v);
       }
-    }
-  } else {
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      count_one<kHash>(s, j & 1 ? w[j >> 1] >> 16 : w[j >> 1] & 0xFFFFu, spill);
     }
   }
 }

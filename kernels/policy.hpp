@@ -161,18 +161,12 @@ struct ClahePolicy {
   /// uniform µs: 16M 83.9 / 264.8 with one wave, 85.2 / 245.6 with 12 per SM; 64M 234.5 / 960.5
   /// and 220.9 / 877.4; one per SM 115.1 / 212.2 and 360.6 / 743.3).
   static constexpr int kCells16BlocksPerSm = 12;
-  /// ... with each thread's next input vector loaded before the current one is mapped: off
-  /// (H200, 16M: natural 94.0 µs with it against 83.5 without, uniform 250.0 against 262.1; its
-  /// 47 registers leave two blocks per SM instead of three).
-  static constexpr bool kCells16Prefetch = false;
-  /// LUT kernel (one block per tile; 65536 bins: 64 per thread).
+  /// LUT kernels: threads per block (tile_lut_kernel: one block per 8-bit tile;
+  /// tile_lut_pair_kernel: two per 16-bit tile).
   static constexpr int kLutBlockSize = 1024;
   /// Apply: threads per block and blocks per SM of the grid-stride loop.
   static constexpr int kApplyBlockSize = 256;
   static constexpr int kApplyBlocksPerSm = 8;
-  /// 8-bit: the last block of a tile row builds the row's LUTs one warp per tile (else the
-  /// whole block per tile, one tile after the other): 26.6 → 17 µs at 1M.
-  static constexpr bool kWarpLuts = true;
   /// 8-bit apply by interpolation cells (clahe_apply_cell.cu) from kCellMinPixels pixels up,
   /// when the width is a multiple of 16 and both planes are 16-byte aligned: 60 → 50 µs at
   /// 16M, 203 → 173 at 64M; at 1M the flat kernel was 2 µs faster (its blocks start sooner).
@@ -193,19 +187,14 @@ struct ClahePolicy {
   /// rows; the LUT words of the cells a block spans at most kStripMaxSharedBytes (else fewer
   /// threads, else the cell kernel). Measured in one H200 run (natural 16M / 64M, µs): one wave
   /// 30.8 / 92.4, two waves 32.5 / 91.6; 8 columns per thread (80 registers, 6 blocks per SM)
-  /// 31.5 / 95.7 against 16 (128 registers, 4 blocks).
+  /// 31.5 / 95.7 against 16 (128 registers, 4 blocks), since removed.
   static constexpr int kStripThreads = 128;
   static constexpr int kStripCols = 16;
   static constexpr int kStripMinTileWidth = 32;
   static constexpr std::size_t kStripMinPixels = std::size_t(4) << 20;
   static constexpr int kStripMinRows = 8;
   static constexpr int kStripWaves = 1;
-  /// Evict-first loads and stores (each byte is read and written once by the apply): 64M
-  /// natural / uniform 100.2 / 109.1 → 93.8 / 101.2 µs, 16M 32.4 → 31.6 (same run, H200).
-  static constexpr bool kStripStream = true;
   static constexpr std::size_t kStripMaxSharedBytes = std::size_t(32) << 10;
-  /// 16-bit LUT kernel: coalesced walk (clahe_lut.cuh, block_tile_lut_coalesced).
-  static constexpr bool kCoalescedLut16 = true;
 };
 inline constexpr ClahePolicy kClahePolicy{};
 
@@ -213,26 +202,20 @@ inline constexpr ClahePolicy kClahePolicy{};
 
 namespace histeq::kernels {
 
-/// hist_u16: the two-block cluster kernel (hist_u16.cu) and the packed kernel (hist_u16_packed.cu,
-/// the default: 64M samples 404–425 → 63–70 µs on the H200, docs/kernels.md).
+/// hist_u16 (hist_u16_packed.cu): 65536 16-bit counters packed two to a word in one block's
+/// 128 KiB of shared memory, per-block partials summed by a second kernel (64M samples: 63-70 µs
+/// on the H200, against 404-425 for the first kernel, a two-block cluster of 32-bit counters
+/// since removed: docs/kernels.md).
 struct HistU16Policy {
-  static constexpr int kBlockSize = 1024;
   /// A block gets at least this many 16-byte vectors per thread before the grid grows (small
   /// inputs use fewer SMs: zeroing and merging 128 KiB per block is the fixed cost).
   static constexpr int kMinVectorsPerThread = 4;
-  /// Packed variant (hist_u16_packed.cu): 65536 16-bit counters in one block's 128 KiB of
-  /// shared memory, per-block partials summed by a second kernel.
-  static constexpr bool kPacked = true;
   static constexpr int kPackedBlockSize = 1024;
+  /// 16-byte loads in flight per thread (8 measured 1-2 µs slower at 64M).
   static constexpr int kPackedVectorsInFlight = 4;
-  /// Packed: clusters of two add their counters through DSMEM before writing (half the
-  /// partials: 64M 75.9 → 74.6 µs). kPackedDeferred: a vector's 8 adds tested for a crossing
-  /// once (packed16.cuh), not each as it returns.
+  /// Clusters of two add their counters through DSMEM before writing (half the partials: 64M
+  /// 75.9 → 74.6 µs); the single-block kernel where no pair fits.
   static constexpr bool kPackedPairs = true;
-  static constexpr bool kPackedDeferred = true;
-  /// Packed: the bank hash of packed16::word_of (HISTEQ_HIST16_HASH): 64M natural 60.6 →
-  /// 56.3 µs, uniform 51.7 → 53.0, 16M natural 22.8 → 23.3 (H200).
-  static constexpr bool kPackedHash = true;
 };
 inline constexpr HistU16Policy kHistU16Policy{};
 
