@@ -22,8 +22,6 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "cdf_lut.cuh"
@@ -459,13 +457,13 @@ constexpr std::size_t kMaxGrid = 0x7FFFFFFF;
 
 template <typename Map>
 void launch_pair(const Map& map, std::size_t blocks, Formula f, unsigned long long* hist,
-                 unsigned* tickets, std::uint8_t* luts, cudaStream_t stream) {
+                 unsigned* tickets, std::uint8_t* luts, cudaStream_t stream, const Tuning& t) {
   if (blocks == 0) return;
   if (blocks > kMaxGrid) throw UsageError("equalize_batch: batch too large for one grid");
   batch_histogram_lut_kernel<Map>
       <<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, f, hist, tickets, luts);
   HISTEQ_CUDA_CHECK_LAUNCH();
-  pdl::launch(pdl::kBatchApply, batch_apply_kernel<Map>, dim3(unsigned(blocks)),
+  pdl::launch(pdl::kBatchApply, t, batch_apply_kernel<Map>, dim3(unsigned(blocks)),
               dim3(P::kBlockSize), 0, stream, map, static_cast<const std::uint8_t*>(luts));
 }
 
@@ -499,7 +497,7 @@ std::size_t batch_scratch_bytes(std::size_t count) { return kFixedBytes + count 
 
 void launch_equalize_batch(const BatchImage* images, std::size_t count, Formula f,
                            std::uint8_t* d_luts, void* d_zeroed_scratch, std::size_t scratch_bytes,
-                           cudaStream_t stream) {
+                           cudaStream_t stream, const Tuning& t) {
   if (count == 0) return;
   if (images == nullptr || d_luts == nullptr) throw UsageError("equalize_batch: null pointer");
   const Scratch s = split(d_zeroed_scratch, scratch_bytes, count);
@@ -519,7 +517,7 @@ void launch_equalize_batch(const BatchImage* images, std::size_t count, Formula 
     }
     map.first_block[map.count] = unsigned(blocks);
     launch_pair(map, blocks, f, s.hist + base * cdf::kLutBins, s.tickets + base,
-                d_luts + base * cdf::kLutBins, stream);
+                d_luts + base * cdf::kLutBins, stream, t);
   }
 }
 
@@ -556,7 +554,8 @@ void launch_equalize_batch_uniform(const std::uint8_t* d_in, std::uint8_t* d_out
 void launch_equalize_batch_uniform_pair(const std::uint8_t* d_in, std::uint8_t* d_out,
                                         std::size_t count, std::size_t n, Formula f,
                                         std::uint8_t* d_luts, void* d_zeroed_scratch,
-                                        std::size_t scratch_bytes, cudaStream_t stream) {
+                                        std::size_t scratch_bytes, cudaStream_t stream,
+                                        const Tuning& t) {
   if (count == 0 || n == 0) return;
   if (d_luts == nullptr) throw UsageError("equalize_batch: null pointer");
   check_overlap(d_in, d_out, count * n, "equalize_batch");
@@ -566,22 +565,11 @@ void launch_equalize_batch_uniform_pair(const std::uint8_t* d_in, std::uint8_t* 
   }
   const Scratch s = split(d_zeroed_scratch, scratch_bytes, count);
   const UniformMap map{d_in, d_out, n, unsigned(per_image)};
-  launch_pair(map, count * per_image, f, s.hist, s.tickets, d_luts, stream);
+  launch_pair(map, count * per_image, f, s.hist, s.tickets, d_luts, stream, t);
 }
 
 namespace {
 
-/// HISTEQ_BATCH_CLUSTER_THREADS=512|1024 forces the cluster path's block size, for measurement
-/// (0: the policy of cluster_batch_threads).
-int forced_cluster_threads() {
-  static const int t = [] {
-    const char* v = std::getenv("HISTEQ_BATCH_CLUSTER_THREADS");
-    if (v != nullptr && std::strcmp(v, "512") == 0) return 512;
-    if (v != nullptr && std::strcmp(v, "1024") == 0) return 1024;
-    return 0;
-  }();
-  return t;
-}
 using ClusterKernel = void (*)(const std::uint8_t*, std::uint8_t*, std::size_t, Formula,
                                std::uint8_t*);
 ClusterKernel cluster_kernel(int threads) {
@@ -630,22 +618,25 @@ bool cluster_fits(int threads, int k) {
 
 }  // namespace
 
-int cluster_batch_threads(std::size_t n) {
-  if (forced_cluster_threads() != 0) return forced_cluster_threads();
+int cluster_batch_threads(std::size_t n, const Tuning& t) {
+  if (t.batch.cluster_threads == P::kClusterThreadsSmall ||
+      t.batch.cluster_threads == P::kClusterThreads) {
+    return t.batch.cluster_threads;
+  }
   const std::size_t small_holds =
       std::size_t(P::kMaxClusterBlocks) * P::kClusterThreadsSmall * P::kClusterVectors * 16;
   return n <= small_holds ? P::kClusterThreadsSmall : P::kClusterThreads;
 }
 
 int cluster_batch_blocks(const std::uint8_t* d_in, const std::uint8_t* d_out, std::size_t count,
-                         std::size_t n) {
+                         std::size_t n, const Tuning& t) {
   const auto aligned = [](const void* p) {
     return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
   };
   if (count == 0 || n % 16 != 0 || n < P::kClusterMinBytes || !aligned(d_in) || !aligned(d_out)) {
     return 0;
   }
-  const int threads = cluster_batch_threads(n);
+  const int threads = cluster_batch_threads(n, t);
   const std::size_t block_bytes = std::size_t(threads) * P::kClusterVectors * 16;
   for (int k = 1; k <= P::kMaxClusterBlocks; k *= 2) {
     if (n <= std::size_t(k) * block_bytes) {
@@ -658,23 +649,24 @@ int cluster_batch_blocks(const std::uint8_t* d_in, const std::uint8_t* d_out, st
 
 void launch_equalize_batch_uniform_cluster(const std::uint8_t* d_in, std::uint8_t* d_out,
                                            std::size_t count, std::size_t n, Formula f,
-                                           std::uint8_t* d_luts, cudaStream_t stream) {
+                                           std::uint8_t* d_luts, cudaStream_t stream,
+                                           const Tuning& t) {
   if (count == 0 || n == 0) return;
   if (d_luts == nullptr) throw UsageError("equalize_batch: null pointer");
   check_overlap(d_in, d_out, count * n, "equalize_batch");
-  const int k = cluster_batch_blocks(d_in, d_out, count, n);
+  const int k = cluster_batch_blocks(d_in, d_out, count, n, t);
   if (k == 0) {
     throw UsageError("equalize_batch: the cluster path cannot serve " + std::to_string(count) +
                      " images of " + std::to_string(n) + " bytes here (cluster_batch_blocks)");
   }
-  const int threads = cluster_batch_threads(n);
+  const int threads = cluster_batch_threads(n, t);
   ClusterLaunch l(threads, k, count, stream);
   HISTEQ_CUDA_CHECK(cudaLaunchKernelEx(&l.cfg, cluster_kernel(threads), d_in, d_out, n, f, d_luts));
 }
 
 BatchPath choose_batch_path(const std::uint8_t* d_in, const std::uint8_t* d_out, std::size_t count,
-                            std::size_t n) {
-  if (cluster_batch_blocks(d_in, d_out, count, n) > 0) return BatchPath::cluster;
+                            std::size_t n, const Tuning& t) {
+  if (cluster_batch_blocks(d_in, d_out, count, n, t) > 0) return BatchPath::cluster;
   return count * n >= P::kQueuedMinBytes ? BatchPath::queued : BatchPath::two_launch;
 }
 

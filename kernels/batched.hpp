@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "histeq/tuning.hpp"
 #include "histeq/types.hpp"
 
 namespace histeq::kernels {
@@ -81,7 +82,7 @@ std::size_t batch_scratch_bytes(std::size_t count);
 /// pair (so count > kTableImages takes ceil(count / kTableImages) × 2 launches).
 void launch_equalize_batch(const BatchImage* images, std::size_t count, Formula f,
                            std::uint8_t* d_luts, void* d_zeroed_scratch, std::size_t scratch_bytes,
-                           cudaStream_t stream);
+                           cudaStream_t stream, const Tuning& t = Tuning{});
 
 /// The same for `count` images of n bytes each, back to back: image i is d_in[i·n, (i+1)·n)
 /// → d_out[i·n, (i+1)·n), in ONE launch whatever count is: a queue of 16 KiB items claimed in
@@ -100,12 +101,13 @@ void launch_equalize_batch_uniform(const std::uint8_t* d_in, std::uint8_t* d_out
 void launch_equalize_batch_uniform_pair(const std::uint8_t* d_in, std::uint8_t* d_out,
                                         std::size_t count, std::size_t n, Formula f,
                                         std::uint8_t* d_luts, void* d_zeroed_scratch,
-                                        std::size_t scratch_bytes, cudaStream_t stream);
+                                        std::size_t scratch_bytes, cudaStream_t stream,
+                                        const Tuning& t = Tuning{});
 
 /// Threads per block the cluster path uses for images of n bytes: kClusterThreadsSmall up to
-/// 16 such blocks' worth (1 MiB), else kClusterThreads (HISTEQ_BATCH_CLUSTER_THREADS=512|1024
-/// forces one, for measurement).
-int cluster_batch_threads(std::size_t n);
+/// 16 such blocks' worth (1 MiB), else kClusterThreads; BatchTuning::cluster_threads (512 or
+/// 1024) forces one.
+int cluster_batch_threads(std::size_t n, const Tuning& t = Tuning{});
 
 /// Blocks per cluster the cluster path would give each of count images of n bytes at d_in →
 /// d_out on the current device: the fewest of 1, 2, 4, 8, 16 whose blocks hold the image
@@ -115,7 +117,7 @@ int cluster_batch_threads(std::size_t n);
 /// not a multiple of 16, a pointer not 16-byte aligned, n below kClusterMinBytes or above
 /// kMaxClusterBlocks · kClusterBlockBytes.
 int cluster_batch_blocks(const std::uint8_t* d_in, const std::uint8_t* d_out, std::size_t count,
-                         std::size_t n);
+                         std::size_t n, const Tuning& t = Tuning{});
 
 /// The same result as launch_equalize_batch_uniform in ONE launch of count clusters of
 /// k = cluster_batch_blocks(...) blocks, cluster i for image i: each block loads its part of the
@@ -125,10 +127,11 @@ int cluster_batch_blocks(const std::uint8_t* d_in, const std::uint8_t* d_out, st
 /// and written once; no scratch, no flags. Requires k > 0 (UsageError otherwise).
 void launch_equalize_batch_uniform_cluster(const std::uint8_t* d_in, std::uint8_t* d_out,
                                            std::size_t count, std::size_t n, Formula f,
-                                           std::uint8_t* d_luts, cudaStream_t stream);
+                                           std::uint8_t* d_luts, cudaStream_t stream,
+                                           const Tuning& t = Tuning{});
 
 /// The path BatchPath::automatic takes for count images of n bytes at d_in → d_out.
 BatchPath choose_batch_path(const std::uint8_t* d_in, const std::uint8_t* d_out, std::size_t count,
-                            std::size_t n);
+                            std::size_t n, const Tuning& t = Tuning{});
 
 }  // namespace histeq::kernels

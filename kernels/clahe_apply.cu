@@ -20,7 +20,6 @@
 
 #include "clahe.hpp"
 #include "clahe_cells.cuh"
-#include "clahe_tuning.hpp"
 #include "common.cuh"
 #include "cuda_check.hpp"
 #include "histeq/error.hpp"
@@ -338,14 +337,14 @@ __global__ void __launch_bounds__(P::kCells16Threads)
 
 template <typename T, typename Rows>
 void launch_apply(bool vec, unsigned grid, const T* d_in, T* d_out, const Rows& rows,
-                  const ApplyArgs& a, cudaStream_t stream, pdl::Edge edge) {
-  pdl::launch(edge, vec ? apply_kernel<T, true, Rows> : apply_kernel<T, false, Rows>, dim3(grid),
+                  const ApplyArgs& a, cudaStream_t stream, pdl::Edge edge, const Tuning& t) {
+  pdl::launch(edge, t, vec ? apply_kernel<T, true, Rows> : apply_kernel<T, false, Rows>, dim3(grid),
               dim3(P::kApplyBlockSize), 0, stream, d_in, d_out, rows, a);
 }
 
 template <typename T>
 void run_apply(const T* d_in, T* d_out, const cf::Geometry& g, const T* luts, cudaStream_t stream,
-               const std::uint32_t* pairs = nullptr) {
+               const Tuning& t, const std::uint32_t* pairs = nullptr) {
   const ApplyArgs a{
       g.width, g.height, g.tiles_x, g.tiles_y, cf::inv_size(g.tile_w), cf::inv_size(g.tile_h)};
   const std::size_t n = std::size_t(g.width) * g.height;
@@ -358,37 +357,37 @@ void run_apply(const T* d_in, T* d_out, const cf::Geometry& g, const T* luts, cu
   const unsigned grid = unsigned(std::max<std::size_t>(
       1, std::min(cap, detail::ceil_div(work, std::size_t(P::kApplyBlockSize)))));
   if constexpr (sizeof(T) == 2) {
-    const ClaheTuning& tune = clahe_tuning();
-    if (pairs != nullptr && vec && g.width % 8 == 0 && tune.cells16 != 0) {
+    if (pairs != nullptr && vec && g.width % 8 == 0 && t.clahe.cells16) {
       const auto kernel = apply_cells16_kernel;
+      const int per_sm = t.clahe.cells16_blocks_per_sm < 0 ? P::kCells16BlocksPerSm
+                                                           : t.clahe.cells16_blocks_per_sm;
       const std::size_t target =
-          tune.cells16_blocks_per_sm > 0
-              ? std::size_t(tune.cells16_blocks_per_sm) * std::size_t(detail::sm_count())
-              : detail::resident_blocks(reinterpret_cast<const void*>(kernel), P::kCells16Threads,
-                                        0);
+          per_sm > 0 ? std::size_t(per_sm) * std::size_t(detail::sm_count())
+                     : detail::resident_blocks(reinterpret_cast<const void*>(kernel),
+                                               P::kCells16Threads, 0);
       const int columns = g.tiles_x + 1;
       const int ranges = int(std::max<std::size_t>(
           1, std::min<std::size_t>(std::size_t(g.height),
                                    detail::ceil_div(target, std::size_t(columns)))));
-      pdl::launch(pdl::kCellApply16, kernel, dim3(unsigned(columns * ranges)),
+      pdl::launch(pdl::kCellApply16, t, kernel, dim3(unsigned(columns * ranges)),
                   dim3(P::kCells16Threads), 0, stream, d_in, d_out, PairRows{pairs, g.tiles_x}, a,
                   g.tile_w, ranges);
       return;
     }
     if (pairs != nullptr) {
-      launch_apply(vec, grid, d_in, d_out, PairRows{pairs, g.tiles_x}, a, stream,
-                   pdl::kPairApply16);
+      launch_apply(vec, grid, d_in, d_out, PairRows{pairs, g.tiles_x}, a, stream, pdl::kPairApply16,
+                   t);
       return;
     }
   }
   launch_apply(vec, grid, d_in, d_out, LutRows<T>{luts, g.tiles_x}, a, stream,
-               sizeof(T) == 1 ? pdl::kFlatApply8 : pdl::kFlatApply16);
+               sizeof(T) == 1 ? pdl::kFlatApply8 : pdl::kFlatApply16, t);
 }
 
 }  // namespace
 
 void clahe_apply(const void* d_in, void* d_out, const cf::Geometry& g, const void* d_luts,
-                 cudaStream_t stream, const void* d_pair_luts) {
+                 cudaStream_t stream, const void* d_pair_luts, const Tuning& t) {
   if (g.width < 1 || g.height < 1) throw UsageError("CLAHE apply: empty plane");
   if (d_in == nullptr || d_out == nullptr || d_luts == nullptr) {
     throw UsageError("CLAHE apply: null device pointer");
@@ -396,19 +395,19 @@ void clahe_apply(const void* d_in, void* d_out, const cf::Geometry& g, const voi
   if (g.hist_size == 256) {
     if (clahe_apply_strip_u8(static_cast<const std::uint8_t*>(d_in),
                              static_cast<std::uint8_t*>(d_out), g,
-                             static_cast<const std::uint8_t*>(d_luts), stream)) {
+                             static_cast<const std::uint8_t*>(d_luts), stream, t)) {
       return;
     }
     if (clahe_apply_cell_u8(static_cast<const std::uint8_t*>(d_in),
                             static_cast<std::uint8_t*>(d_out), g,
-                            static_cast<const std::uint8_t*>(d_luts), stream)) {
+                            static_cast<const std::uint8_t*>(d_luts), stream, t)) {
       return;
     }
     run_apply(static_cast<const std::uint8_t*>(d_in), static_cast<std::uint8_t*>(d_out), g,
-              static_cast<const std::uint8_t*>(d_luts), stream);
+              static_cast<const std::uint8_t*>(d_luts), stream, t);
   } else if (g.hist_size == 65536) {
     run_apply(static_cast<const std::uint16_t*>(d_in), static_cast<std::uint16_t*>(d_out), g,
-              static_cast<const std::uint16_t*>(d_luts), stream,
+              static_cast<const std::uint16_t*>(d_luts), stream, t,
               static_cast<const std::uint32_t*>(d_pair_luts));
   } else {
     throw UsageError("CLAHE apply: hist_size must be 256 or 65536");

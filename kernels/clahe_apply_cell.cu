@@ -14,7 +14,8 @@
 //      16-pixel column slot for all of its rows, so the x weights (axis) of its 16 columns are
 //      computed once and kept in registers; per row only the y weights are computed. Reads and
 //      writes are 16-byte vectors (byte stores only where a slot straddles a cell edge).
-// Tuning: ClahePolicy::kCellPixelsPerBlock, kCellThreads (policy.hpp, clahe_tuning.hpp).
+// Tuning: ClahePolicy::kCellPixelsPerBlock, kCellThreads (policy.hpp); ClaheTuning::apply,
+//      cell_threads, cell_kpx (histeq/tuning.hpp).
 // Source: OpenCV 4.6 modules/imgproc/src/clahe.cpp (CLAHE_Interpolation_Body).
 #include <cuda_runtime.h>
 
@@ -23,7 +24,6 @@
 
 #include "clahe.hpp"
 #include "clahe_cells.cuh"
-#include "clahe_tuning.hpp"
 #include "common.cuh"
 #include "cuda_check.hpp"
 #include "pdl.cuh"
@@ -118,10 +118,12 @@ __global__ void __launch_bounds__(ClahePolicy::kCellThreads)
 /// apply: width not a multiple of 16, a pointer not 16-byte aligned, tiles wider than about
 /// 16 · kCellThreads pixels, or a grid too tall for one launch.
 bool clahe_apply_cell_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const cf::Geometry& g,
-                         const std::uint8_t* d_luts, cudaStream_t stream) {
-  const ClaheTuning& tune = clahe_tuning();
+                         const std::uint8_t* d_luts, cudaStream_t stream, const Tuning& t) {
+  using Apply = ClaheTuning::Apply;
+  const ClaheTuning& tune = t.clahe;
   const std::size_t pixels = std::size_t(g.width) * std::size_t(g.height);
-  if (tune.apply_mode < 0 || (tune.apply_mode == 0 && pixels < ClahePolicy::kCellMinPixels))
+  if (tune.apply == Apply::flat ||
+      (tune.apply == Apply::automatic && pixels < ClahePolicy::kCellMinPixels))
     return false;
   if (g.hist_size != 256 || g.width % 16 != 0) return false;
   if (reinterpret_cast<std::uintptr_t>(d_in) % 16 != 0 ||
@@ -131,10 +133,12 @@ bool clahe_apply_cell_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const cf
   const int slots =
       (g.tile_w + 15) / 16 + 2;  // a cell is at most tile_w + 1 wide, plus misalignment
   if (slots > ClahePolicy::kCellThreads) return false;
-  const int lanes = std::max(1, tune.cell_threads / slots);
+  const int threads = tune.cell_threads > 0 ? tune.cell_threads : ClahePolicy::kCellThreads;
+  const int lanes = std::max(1, threads / slots);
   const int cells_x = g.tiles_x + 1, cells_y = g.tiles_y + 1;
   const std::size_t per_block = std::max<std::size_t>(
-      std::size_t(tune.apply_pixels_per_block),
+      tune.cell_kpx > 0 ? std::size_t(tune.cell_kpx) << 10
+                        : std::size_t(ClahePolicy::kCellPixelsPerBlock),
       pixels / (std::size_t(ClahePolicy::kCellBlocksPerSm) * std::size_t(detail::sm_count())));
   int rows = int(std::max<std::size_t>(1, per_block / std::size_t(g.tile_w)));
   // At least about 4 blocks per SM: split cells into fewer rows when the image is small.
@@ -156,7 +160,8 @@ bool clahe_apply_cell_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const cf
                    chunks};
   const dim3 grid{unsigned(cells_x), unsigned(cells_y * chunks), 1u};
   const dim3 block{unsigned(slots), unsigned(lanes), 1u};
-  pdl::launch(pdl::kStripApply8, apply_cell_kernel, grid, block, 0, stream, d_in, d_out, d_luts, a);
+  pdl::launch(pdl::kStripApply8, t, apply_cell_kernel, grid, block, 0, stream, d_in, d_out, d_luts,
+              a);
   return true;
 }
 

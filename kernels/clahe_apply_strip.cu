@@ -27,8 +27,8 @@
 //        same loop with a per-pixel base;
 //      - loads and stores evict-first (__ldcs / __stcs: each byte is read and written once here;
 //        64M natural / uniform 100.2 / 109.1 → 93.8 / 101.2 µs, 16M 32.4 → 31.6, H200).
-// Tuning: ClahePolicy::kStrip* (policy.hpp; HISTEQ_CLAHE_APPLY=strip|cell|grid,
-//      HISTEQ_CLAHE_STRIP_ROWS and _WAVES in clahe_tuning.hpp).
+// Tuning: ClahePolicy::kStrip* (policy.hpp); ClaheTuning::apply, strip_rows, strip_waves
+//      (histeq/tuning.hpp).
 // Source: OpenCV 4.6 modules/imgproc/src/clahe.cpp (CLAHE_Interpolation_Body).
 #include <cuda_runtime.h>
 
@@ -39,7 +39,6 @@
 
 #include "clahe.hpp"
 #include "clahe_cells.cuh"
-#include "clahe_tuning.hpp"
 #include "common.cuh"
 #include "cuda_check.hpp"
 #include "pdl.cuh"
@@ -271,9 +270,10 @@ int host_cell_of(int p, float inv, int tiles) {
 /// apply: width not a multiple of the columns per thread, a pointer not aligned to them, tiles
 /// narrower than kStripMinTileWidth, or a block's LUTs over kStripMaxSharedBytes.
 bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const cf::Geometry& g,
-                          const std::uint8_t* d_luts, cudaStream_t stream) {
-  const ClaheTuning& tune = clahe_tuning();
-  if (tune.apply_mode != 0 && tune.apply_mode != 2) return false;
+                          const std::uint8_t* d_luts, cudaStream_t stream, const Tuning& t) {
+  using Apply = ClaheTuning::Apply;
+  const ClaheTuning& tune = t.clahe;
+  if (tune.apply != Apply::automatic && tune.apply != Apply::strip) return false;
   constexpr int cols = kCols;
   if (g.hist_size != 256 || g.width % cols != 0 || g.tile_w < P::kStripMinTileWidth) return false;
   if (reinterpret_cast<std::uintptr_t>(d_in) % cols != 0 ||
@@ -281,7 +281,7 @@ bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const c
     return false;
   }
   const std::size_t pixels = std::size_t(g.width) * std::size_t(g.height);
-  if (tune.apply_mode == 0 && pixels < P::kStripMinPixels) return false;
+  if (tune.apply == Apply::automatic && pixels < P::kStripMinPixels) return false;
   const int slots = g.width / cols;
   const float inv_tw = cf::inv_size(g.tile_w);
   // Threads per block: kStripThreads (fewer for narrow images), halved while the LUT words of
@@ -322,8 +322,8 @@ bool clahe_apply_strip_u8(const std::uint8_t* d_in, std::uint8_t* d_out, const c
                     g.tile_w,   g.tile_h, inv_tw,    cf::inv_size(g.tile_h),
                     int(strips)};
   const dim3 grid{unsigned(blocks_x), unsigned(strips), 1u};
-  pdl::launch(pdl::kStripApply8, kernel, grid, dim3(unsigned(threads)), smem, stream, d_in, d_out,
-              d_luts, a);
+  pdl::launch(pdl::kStripApply8, t, kernel, grid, dim3(unsigned(threads)), smem, stream, d_in,
+              d_out, d_luts, a);
   return true;
 }
 

@@ -35,7 +35,6 @@
 #include "clahe.hpp"
 #include "clahe_band.cuh"
 #include "clahe_lut.cuh"
-#include "clahe_tuning.hpp"
 #include "common.cuh"
 #include "cuda_check.hpp"
 #include "histeq/error.hpp"
@@ -587,11 +586,10 @@ bool fused16_fits() {
 /// [2, 8] nearest below SMs / tiles, so that the clusters fill the GPU; 0 where the path does
 /// not apply (8-bit, switched off, tiles smaller than ClahePolicy::kFused16MinTileArea unless
 /// forced, clusters that do not fit the device).
-int fused16_ranks(const cf::Geometry& g) {
-  if (g.hist_size != 65536) return 0;
-  const int mode = clahe_tuning().fused16;
+int fused16_ranks(const cf::Geometry& g, const ClaheTuning& t) {
+  if (g.hist_size != 65536 || t.fused16 == Choice::off) return 0;
   const std::size_t area = std::size_t(g.tile_w) * std::size_t(g.tile_h);
-  if (mode == 0 || (mode < 0 && area < P::kFused16MinTileArea)) return 0;
+  if (t.fused16 == Choice::automatic && area < P::kFused16MinTileArea) return 0;
   const int per = detail::sm_count() / std::max(1, g.tiles());
   const int ranks = per >= 8 ? 8 : (per >= 4 ? 4 : 2);
   const bool fits =
@@ -622,11 +620,11 @@ void launch_fused16(int ranks, const std::uint16_t* d_in, const cf::Geometry& g,
 }
 
 /// Parts per tile of the packed 16-bit path (0: the path does not apply).
-int packed16_parts(const cf::Geometry& g) {
-  if (g.hist_size != 65536) return 0;
-  const int mode = clahe_tuning().packed16;
+int packed16_parts(const cf::Geometry& g, const ClaheTuning& t) {
+  using Tiles16 = ClaheTuning::Tiles16;
+  if (g.hist_size != 65536 || t.tiles16 == Tiles16::atomic) return 0;
   const std::size_t area = std::size_t(g.tile_w) * std::size_t(g.tile_h);
-  if (mode == 0 || area < (mode == 1 ? 8192 : P::kPacked16MinTileArea)) return 0;
+  if (area < (t.tiles16 == Tiles16::packed ? 8192 : P::kPacked16MinTileArea)) return 0;
   const int tiles = g.tiles();
   int parts = std::max(1, detail::sm_count() / tiles);
   parts = std::min(parts, std::max(1, g.tile_h / 32));  // at least 32 rows per part
@@ -662,20 +660,20 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(P::kLutBlockSize)
 
 /// The tile-histogram kernel's bands (HistArgs) for `counted` (tile_hist_kernel<T, ...>, with
 /// smem bytes of dynamic shared memory): enough blocks to fill the GPU, none smaller than
-/// ClaheTuning::hist_min_bytes. One full wave: the blocks of `counted` that fit on the device at
+/// ClaheTuning::hist_band_kib. One full wave: the blocks of `counted` that fit on the device at
 /// once (its occupancy: 4 blocks of 512 per SM on sm_90 at 32 registers), or
 /// hist_blocks_per_sm per SM. The former fixed 4 per SM, when only 3 fitted (40 registers), left
 /// 116 of 512 blocks of a 16M plane to a second wave that ran alone on a quarter of the warps
 /// (ncu, H200).
 HistArgs band_args(const cf::Geometry& g, std::size_t sample_bytes, const void* counted,
-                   std::size_t smem) {
-  const ClaheTuning& tune = clahe_tuning();
+                   std::size_t smem, const ClaheTuning& t) {
+  const std::size_t min_bytes =
+      t.hist_band_kib > 0 ? std::size_t(t.hist_band_kib) << 10 : P::kHistMinBytesPerBlock;
   const std::size_t row_bytes = std::size_t(g.padded_w) * sample_bytes;
-  const int min_rows = int(std::max<std::size_t>(1, tune.hist_min_bytes / row_bytes));
+  const int min_rows = int(std::max<std::size_t>(1, min_bytes / row_bytes));
   const std::size_t target =
-      tune.hist_blocks_per_sm > 0
-          ? std::size_t(tune.hist_blocks_per_sm) * std::size_t(detail::sm_count())
-          : detail::resident_blocks(counted, P::kHistBlockSize, smem);
+      t.hist_blocks_per_sm > 0 ? std::size_t(t.hist_blocks_per_sm) * std::size_t(detail::sm_count())
+                               : detail::resident_blocks(counted, P::kHistBlockSize, smem);
   const clahe_detail::Bands split = clahe_detail::split_bands(
       g.tile_h, g.tiles_y, int(std::min<std::size_t>(target, 1u << 30)), min_rows);
   return HistArgs{g, split.bands, split.rows};
@@ -694,12 +692,12 @@ void allow_shared(const void* kernel, std::size_t smem) {
 /// bands whose last block builds the row's LUTs (tile_hist_kernel<u8, true>); wider grids count
 /// into the global tile counters, then one block per tile builds the LUTs (tile_lut_kernel).
 void run_luts8(const std::uint8_t* d_in, const cf::Geometry& g, const ClaheBuffers& b,
-               cudaStream_t stream) {
+               cudaStream_t stream, const Tuning& t) {
   const std::size_t shared_bytes = std::size_t(g.tiles_x) * 256 * sizeof(std::uint32_t);
   auto* luts = static_cast<std::uint8_t*>(b.luts);
   if (shared_bytes <= P::kHistMaxSharedBytes) {
     constexpr int kRanks = P::kClusterBands;
-    if (clahe_tuning().cluster_luts &&
+    if (t.clahe.small_clusters &&
         std::size_t(g.padded_w) * std::size_t(g.padded_h) <= P::kClusterMaxPixels &&
         g.tile_h >= kRanks) {
       const auto kernel = tile_hist_cluster_kernel<kRanks>;
@@ -711,19 +709,20 @@ void run_luts8(const std::uint8_t* d_in, const cf::Geometry& g, const ClaheBuffe
     }
     const auto kernel = tile_hist_kernel<std::uint8_t, true>;
     allow_shared(reinterpret_cast<const void*>(kernel), shared_bytes);
-    const HistArgs a = band_args(g, 1, reinterpret_cast<const void*>(kernel), shared_bytes);
+    const HistArgs a =
+        band_args(g, 1, reinterpret_cast<const void*>(kernel), shared_bytes, t.clahe);
     kernel<<<unsigned(std::size_t(a.bands) * g.tiles_y), P::kHistBlockSize, shared_bytes, stream>>>(
         d_in, a, b.hist, b.tickets, luts);
     HISTEQ_CUDA_CHECK_LAUNCH();
     return;
   }
   const auto kernel = tile_hist_kernel<std::uint8_t, false>;
-  const HistArgs a = band_args(g, 1, reinterpret_cast<const void*>(kernel), 0);
+  const HistArgs a = band_args(g, 1, reinterpret_cast<const void*>(kernel), 0, t.clahe);
   kernel<<<unsigned(std::size_t(a.bands) * g.tiles_y), P::kHistBlockSize, 0, stream>>>(
       d_in, a, b.hist, b.tickets, luts);
   HISTEQ_CUDA_CHECK_LAUNCH();
-  pdl::launch(pdl::kLutStep, tile_lut_kernel, dim3(unsigned(g.tiles())), dim3(P::kLutBlockSize), 0,
-              stream, b.hist, g.clip, g.lut_scale, luts);
+  pdl::launch(pdl::kLutStep, t, tile_lut_kernel, dim3(unsigned(g.tiles())), dim3(P::kLutBlockSize),
+              0, stream, b.hist, g.clip, g.lut_scale, luts);
 }
 
 /// 16-bit: one launch by tile clusters where they apply (fused16_ranks), else the tile
@@ -731,13 +730,13 @@ void run_luts8(const std::uint8_t* d_in, const cf::Geometry& g, const ClaheBuffe
 /// packed16_parts; else global atomics), the LUT step by a cluster of two blocks per tile
 /// (tile_lut_pair_kernel) and, where b.pair_luts is given, the LUT pairs.
 void run_luts16(const std::uint16_t* d_in, const cf::Geometry& g, const ClaheBuffers& b,
-                cudaStream_t stream) {
-  if (const int ranks = fused16_ranks(g); ranks > 0) {
+                cudaStream_t stream, const Tuning& t) {
+  if (const int ranks = fused16_ranks(g, t.clahe); ranks > 0) {
     launch_fused16(ranks, d_in, g, b, stream);
     return;
   }
   auto* luts = static_cast<std::uint16_t*>(b.luts);
-  const int parts = b.partials != nullptr ? packed16_parts(g) : 0;
+  const int parts = b.partials != nullptr ? packed16_parts(g, t.clahe) : 0;
   if (parts > 0) {
     const int rows = (g.tile_h + parts - 1) / parts;
     const std::size_t smem = 32768 * sizeof(std::uint32_t);
@@ -752,28 +751,28 @@ void run_luts16(const std::uint16_t* d_in, const cf::Geometry& g, const ClaheBuf
     HISTEQ_CUDA_CHECK_LAUNCH();
   } else {
     const auto kernel = tile_hist_kernel<std::uint16_t, false>;
-    const HistArgs a = band_args(g, 2, reinterpret_cast<const void*>(kernel), 0);
+    const HistArgs a = band_args(g, 2, reinterpret_cast<const void*>(kernel), 0, t.clahe);
     kernel<<<unsigned(std::size_t(a.bands) * g.tiles_y), P::kHistBlockSize, 0, stream>>>(
         d_in, a, b.hist, b.tickets, luts);
     HISTEQ_CUDA_CHECK_LAUNCH();
   }
   const clahe_detail::LutSources src{parts > 0 ? b.partials : nullptr, parts};
-  pdl::launch(pdl::kLutStep, tile_lut_pair_kernel, dim3(unsigned(2 * g.tiles())),
+  pdl::launch(pdl::kLutStep, t, tile_lut_pair_kernel, dim3(unsigned(2 * g.tiles())),
               dim3(P::kLutBlockSize), 0, stream, b.hist, g.clip, g.lut_scale, luts, src);
   if (b.pair_luts != nullptr) {
     const std::size_t quads = clahe_pair_lut_words(g) / 4;
     const unsigned blocks = unsigned(
         std::min<std::size_t>(detail::ceil_div(quads, 256), std::size_t(detail::sm_count()) * 8));
-    pdl::launch(pdl::kPairLuts, pair_luts16_kernel, dim3(blocks), dim3(256), 0, stream,
+    pdl::launch(pdl::kPairLuts, t, pair_luts16_kernel, dim3(blocks), dim3(256), 0, stream,
                 static_cast<const std::uint16_t*>(luts), g.tiles_x, g.tiles_y, b.pair_luts);
   }
 }
 
 }  // namespace
 
-std::size_t clahe_partial_words(const cf::Geometry& g) {
-  if (fused16_ranks(g) > 0) return 0;
-  return std::size_t(g.tiles()) * std::size_t(packed16_parts(g)) * 32768;
+std::size_t clahe_partial_words(const cf::Geometry& g, const Tuning& t) {
+  if (fused16_ranks(g, t.clahe) > 0) return 0;
+  return std::size_t(g.tiles()) * std::size_t(packed16_parts(g, t.clahe)) * 32768;
 }
 
 std::size_t clahe_ticket_words(const cf::Geometry& g) {
@@ -786,8 +785,15 @@ std::size_t clahe_pair_lut_words(const cf::Geometry& g) {
   return g.hist_size == 65536 ? std::size_t(g.tiles_y) * std::size_t(g.tiles_x + 1) * 65536 : 0;
 }
 
-void clahe_luts(const void* d_in, const cf::Geometry& g, const ClaheBuffers& b,
-                cudaStream_t stream) {
+bool clahe_uses_pair_luts(const cf::Geometry& g, const Tuning& t) {
+  if (g.hist_size != 65536 || t.clahe.pairs16 == Choice::off) return false;
+  const std::size_t samples = std::size_t(g.width) * std::size_t(g.height);
+  return t.clahe.pairs16 == Choice::on ||
+         samples >= P::kPairs16MinSamplesPerEntry * clahe_pair_lut_words(g);
+}
+
+void clahe_luts(const void* d_in, const cf::Geometry& g, const ClaheBuffers& b, cudaStream_t stream,
+                const Tuning& t) {
   if (g.width < 1 || g.height < 1 || g.tiles_x < 1 || g.tiles_y < 1) {
     throw UsageError("CLAHE: empty plane or grid");
   }
@@ -795,9 +801,9 @@ void clahe_luts(const void* d_in, const cf::Geometry& g, const ClaheBuffers& b,
     throw UsageError("CLAHE: null device pointer");
   }
   if (g.hist_size == 256) {
-    run_luts8(static_cast<const std::uint8_t*>(d_in), g, b, stream);
+    run_luts8(static_cast<const std::uint8_t*>(d_in), g, b, stream, t);
   } else if (g.hist_size == 65536) {
-    run_luts16(static_cast<const std::uint16_t*>(d_in), g, b, stream);
+    run_luts16(static_cast<const std::uint16_t*>(d_in), g, b, stream, t);
   } else {
     throw UsageError("CLAHE: hist_size must be 256 or 65536");
   }

@@ -74,33 +74,34 @@ __global__ void apply_u16_kernel(const std::uint16_t* in, std::uint16_t* out, st
 }  // namespace
 
 void hist_u16(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist, cudaStream_t stream,
-              std::uint32_t* d_scratch, bool assign) {
+              std::uint32_t* d_scratch, bool assign, const Tuning& t) {
   if (d_hist == nullptr || d_scratch == nullptr || (n > 0 && d_in == nullptr))
     throw UsageError("hist_u16: null device pointer");
   if (reinterpret_cast<std::uintptr_t>(d_in) % 2 != 0)
     throw UsageError("hist_u16: input not 2-byte aligned");
   if (n > 0) {
-    hist_u16_packed(d_in, n, d_hist, d_scratch, stream, assign);
+    hist_u16_packed(d_in, n, d_hist, d_scratch, stream, assign, t);
   } else if (assign) {
     HISTEQ_CUDA_CHECK(cudaMemsetAsync(d_hist, 0, 65536 * sizeof(std::uint64_t), stream));
   }
 }
 
-void lut_u16(const std::uint64_t* d_hist, std::uint16_t* d_lut, cudaStream_t stream) {
+void lut_u16(const std::uint64_t* d_hist, std::uint16_t* d_lut, cudaStream_t stream,
+             const Tuning& t) {
   if (d_hist == nullptr || d_lut == nullptr) throw UsageError("lut_u16: null device pointer");
-  pdl::launch(pdl::kEqualize16, lut_u16_kernel, dim3(1), dim3(1024), 0, stream,
+  pdl::launch(pdl::kEqualize16, t, lut_u16_kernel, dim3(1), dim3(1024), 0, stream,
               reinterpret_cast<const unsigned long long*>(d_hist), d_lut);
 }
 
 void apply_u16(const std::uint16_t* d_in, std::uint16_t* d_out, std::size_t n,
-               const std::uint16_t* d_lut, cudaStream_t stream) {
+               const std::uint16_t* d_lut, cudaStream_t stream, const Tuning& t) {
   if (n == 0) return;
   if (d_in == nullptr || d_out == nullptr || d_lut == nullptr)
     throw UsageError("apply_u16: null device pointer");
   const std::size_t grid =
       std::min<std::size_t>(detail::ceil_div(n, 256), std::size_t(detail::sm_count()) * 16);
-  pdl::launch(pdl::kEqualize16, apply_u16_kernel, dim3(unsigned(grid)), dim3(256), 0, stream, d_in,
-              d_out, n, d_lut);
+  pdl::launch(pdl::kEqualize16, t, apply_u16_kernel, dim3(unsigned(grid)), dim3(256), 0, stream,
+              d_in, d_out, n, d_lut);
 }
 
 }  // namespace histeq::kernels

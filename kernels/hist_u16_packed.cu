@@ -24,7 +24,7 @@
 //      L2-resident) are written and summed column-wise by the second kernel (16-byte loads, every
 //      row of a thread in flight at once), which also adds and clears the spill and writes (or adds
 //      to) the histogram: no memset launch.
-// Tuning: HistU16Policy::kPacked* (policy.hpp; HISTEQ_HIST16_PAIRS in clahe_tuning.hpp).
+// Tuning: HistU16Policy::kPacked* (policy.hpp); Hist16Tuning::pairs (histeq/tuning.hpp).
 //      Measured: docs/kernels.md,
 //      "hist_u16". Source: privatization, PMPP 4th ed. ch. 9; distributed shared memory, the
 //      CUDA Programming Guide (thread block clusters); the sub-word counters with a spill to a
@@ -34,7 +34,6 @@
 
 #include <algorithm>
 
-#include "clahe_tuning.hpp"
 #include "common.cuh"
 #include "cuda_check.hpp"
 #include "hist_u16.hpp"
@@ -244,8 +243,7 @@ std::size_t hist_u16_scratch_words() {
 }
 
 void hist_u16_packed(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist,
-                     std::uint32_t* d_scratch, cudaStream_t stream, bool assign) {
-  const ClaheTuning& tune = clahe_tuning();
+                     std::uint32_t* d_scratch, cudaStream_t stream, bool assign, const Tuning& t) {
   const std::size_t smem = kWords * sizeof(std::uint32_t);
   // Per device (a launch on another GPU of the process does not inherit the limit).
   const int pair_blocks =
@@ -253,7 +251,7 @@ void hist_u16_packed(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_
         allow_shared(smem);
         return resident_pair_blocks(hist_u16_pair_kernel, smem);
       });
-  const bool pairs = tune.hist16_pairs && pair_blocks >= 2;
+  const bool pairs = P::kPackedPairs && t.hist16.pairs && pair_blocks >= 2;
   const int grid = packed_grid(n, pairs ? pair_blocks : detail::sm_count(), pairs);
   auto* spill =
       reinterpret_cast<unsigned long long*>(d_scratch + std::size_t(detail::sm_count()) * kWords);
@@ -262,7 +260,7 @@ void hist_u16_packed(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_
   kernel<<<unsigned(grid), P::kPackedBlockSize, smem, stream>>>(d_in, n, spill, d_scratch);
   HISTEQ_CUDA_CHECK_LAUNCH();
   const int rows = pairs ? grid / 2 : grid;
-  pdl::launch(pdl::kHist16Sum, hist_u16_sum_kernel, dim3(kWords / 4 / kSumQuads),
+  pdl::launch(pdl::kHist16Sum, t, hist_u16_sum_kernel, dim3(kWords / 4 / kSumQuads),
               dim3(kSumQuads, kSumGroups), 0, stream, static_cast<const std::uint32_t*>(d_scratch),
               rows, spill, hist, assign);
 }

@@ -18,56 +18,28 @@
 // Source: CUDA C++ Programming Guide, "Programmatic Dependent Launch and Synchronization";
 // PTX ISA, `griddepcontrol`.
 //
-// Each launch site is an Edge; HISTEQ_PDL=MASK (decimal, a sum of Edge values; 0: none) picks
-// the edges that use it, for measurement; unset: kDefaultEdges, the ones measured faster.
+// Each launch site is an Edge; Tuning::pdl_edges (a sum of Edge values; 0: none) picks the edges
+// that use it, for measurement (`histeq bench --tune pdl=MASK`); by default kDefaultEdges, the
+// ones measured faster.
 // Where it measured slower: a dependent's blocks placed early are spread over the SMs the
 // producer leaves idle, not evenly, and an SM that never drains keeps the producer's
 // shared-memory carve-out (a smaller L1 for a gather-bound apply).
 #pragma once
 #include <cuda_runtime.h>
 
-#include <cstdlib>
 #include <utility>
 
 #include "common.cuh"
 #include "cuda_check.hpp"
+#include "histeq/tuning.hpp"
+#include "pdl_edges.hpp"
 
 namespace histeq::kernels::pdl {
 
-/// The dependent launch sites (the kernel launched after its producer).
-enum Edge : unsigned {
-  kLutStep = 1,        ///< CLAHE per-tile LUTs after global-counter tile histograms
-  kPairLuts = 2,       ///< 16-bit CLAHE LUT pairs after the LUT step
-  kFlatApply8 = 4,     ///< 8-bit CLAHE flat apply (small planes) after the fused histograms
-  kStripApply8 = 8,    ///< 8-bit CLAHE strip / cell apply after the fused histograms
-  kHist16Sum = 16,     ///< hist_u16 sum of the packed partials after the counting kernel
-  kBatchApply = 32,    ///< batched equalizer: apply after the histograms and LUTs
-  kEqualize16 = 64,    ///< 16-bit equalization: LUT after the histogram, apply after the LUT
-  kFlatApply16 = 128,  ///< 16-bit CLAHE apply from per-tile LUTs after the LUT step
-  kPairApply16 = 256,  ///< 16-bit CLAHE flat apply from LUT pairs after the pairs kernel
-  kCellApply16 = 512,  ///< 16-bit CLAHE cell-column apply after the one-launch tile clusters
-};
-/// The edges measured faster (H200, `histeq bench --clahe` and bench/python, docs/kernels.md
-/// "Eighth session"): all but two. Off: kPairApply16 — after the packed tile histograms (128 KiB
-/// of shared memory per block) the chain of programmatic launches never lets an SM drain, and
-/// the gather-bound pair apply then runs with the small L1 of that carve-out (16M natural 166 µs
-/// against 138); kEqualize16, not measured. Where the dependent is one wave of fixed work per
-/// block (the 8-bit flat apply, the hist_u16 sum), its producer does not call
-/// allow_dependents(): placed during the producer's run, those blocks piled onto the SMs it had
-/// left first (1M 8-bit 14.4 against 13.4 µs); launched as the producer's blocks exit, they
-/// spread evenly and still skip the launch gap (12.4–12.6 µs). kCellApply16 (thirteenth
-/// session): 16M 83.9 → 82.3 µs natural, 264.8 → 258.0 uniform.
-inline constexpr unsigned kDefaultEdges = kLutStep | kPairLuts | kFlatApply8 | kStripApply8 |
-                                          kHist16Sum | kBatchApply | kFlatApply16 | kCellApply16;
-
-/// The edges that launch programmatically (HISTEQ_PDL, read once).
-inline unsigned edges() {
-  static const unsigned mask = [] {
-    const char* v = std::getenv("HISTEQ_PDL");
-    if (v == nullptr || *v == 0) return kDefaultEdges;
-    return unsigned(std::strtoul(v, nullptr, 10));
-  }();
-  return mask;
+/// The edges that launch programmatically under `t`: its pdl_edges, or kDefaultEdges where that
+/// is negative.
+inline unsigned edges(const Tuning& t) {
+  return t.pdl_edges < 0 ? kDefaultEdges : unsigned(t.pdl_edges);
 }
 
 /// Blocks until every grid this one depends on programmatically has completed and its memory
@@ -103,12 +75,12 @@ inline bool allowed(const void* kernel) {
 }
 
 /// kernel<<<grid, block, smem, stream>>>(args...) with programmatic stream serialization where
-/// `edge` is one of edges() and allowed(kernel) (else a plain launch with the same
+/// `edge` is one of edges(t) and allowed(kernel) (else a plain launch with the same
 /// configuration). Compile-time cluster dimensions (__cluster_dims__) are kept. Checks the
 /// launch.
 template <typename... Params, typename... Args>
-void launch(Edge edge, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
-            cudaStream_t stream, Args&&... args) {
+void launch(Edge edge, const Tuning& t, void (*kernel)(Params...), dim3 grid, dim3 block,
+            std::size_t smem, cudaStream_t stream, Args&&... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
@@ -118,7 +90,7 @@ void launch(Edge edge, void (*kernel)(Params...), dim3 grid, dim3 block, std::si
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = (edges() & edge) != 0 && allowed(reinterpret_cast<const void*>(kernel)) ? 1 : 0;
+  cfg.numAttrs = (edges(t) & edge) != 0 && allowed(reinterpret_cast<const void*>(kernel)) ? 1 : 0;
   // Checked as the <<<>>> launches are (HISTEQ_CUDA_CHECK_LAUNCH): cudaGetLastError returns this
   // launch's error, or one left pending before it, and clears it.
   (void)cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);

@@ -118,9 +118,9 @@ inline constexpr FusedPolicy kFusedPolicy{};
 
 namespace histeq::kernels {
 
-/// CLAHE (clahe_hist.cu, clahe_lut.cuh, clahe_apply.cu, clahe_apply_cell.cu). Measured on the
-/// H200 with `histeq bench --clahe` and the HISTEQ_CLAHE_* variables of clahe_tuning.hpp
-/// (docs/kernels.md, "CLAHE": figures and commits).
+/// CLAHE (clahe_hist.cu, clahe_lut.cuh, clahe_apply.cu, clahe_apply_cell.cu,
+/// clahe_apply_strip.cu). Measured on the H200 with `histeq bench --clahe` and its `--tune`
+/// overrides (histeq/tuning.hpp's ClaheTuning; docs/kernels.md, "CLAHE": figures and commits).
 struct ClahePolicy {
   /// Tile-histogram kernel: threads per block, and the fewest input bytes one block counts (a
   /// band of rows of one tile row: below this the zeroing and merging of its tiles_x × 256

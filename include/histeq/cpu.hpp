@@ -35,4 +35,11 @@ void extract_planes(const std::uint8_t* in, std::size_t pixels, int channels, Mo
 void apply(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode, const Lut* luts,
            std::uint8_t* out, int threads = 0);
 
+/// Whether the backend takes its SIMD paths where the processor has them (checked at run time:
+/// AVX2 for luma and luma mode's colour round trip, AVX-512 VBMI for the gray LUT apply): on by
+/// default. Off: the portable loops other processors run, for tests and measurement (`histeq
+/// bench --tune cpu.simd=0`). The bytes are the same either way. Process-wide, thread-safe.
+void set_simd(bool on);
+bool simd();
+
 }  // namespace histeq::cpu

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "histeq/tuning.hpp"
 #include "histeq/types.hpp"
 
 struct CUstream_st;  // the CUDA runtime's stream type; cudaStream_t is CUstream_st*
@@ -47,6 +48,10 @@ class Equalizer {
   /// stream, whose handle is otherwise also 0). The buffers are shared across streams: the caller
   /// orders work queued earlier on another stream before the next call (e.g. an event).
   void set_stream(StreamHandle external);
+  /// The kernels' choices for the calls that follow (histeq/tuning.hpp: BatchTuning and the
+  /// programmatic launches): the policy by default; for measurement and tests.
+  void set_tuning(const Tuning& tuning);
+  const Tuning& tuning() const;
 
   /// One gray image of a batch (equalize_batch): d_in[0,n) → d_out[0,n), device memory, any
   /// alignment; d_out may equal d_in, or must not overlap it.

@@ -9,6 +9,7 @@
 
 #include "histeq/equalize16.hpp"
 #include "histeq/gpu.hpp"
+#include "histeq/tuning.hpp"
 
 namespace histeq::gpu {
 
@@ -28,6 +29,10 @@ class Equalizer16 {
 
   StreamHandle stream() const;
   void synchronize() const;
+  /// The kernels' choices for the calls that follow (histeq/tuning.hpp: Hist16Tuning and the
+  /// programmatic launches): the policy by default; for measurement and tests.
+  void set_tuning(const Tuning& tuning);
+  const Tuning& tuning() const;
 
   /// 65536-bin histogram of d_in[0,n) (2-byte aligned) into d_hist[0,65536) uint64, overwritten
   /// (equal to cpu::histogram16). Asynchronous.
