@@ -15,7 +15,7 @@ namespace histeq::detail {
                     std::to_string(line) + ": " + cudaGetErrorName(code) + ": " +
                     cudaGetErrorString(code);
   if (code == cudaErrorMemoryAllocation) {
-    throw DeviceOutOfMemory(msg + " (the GPU ran out of memory; try --backend cpu)", int(code));
+    throw DeviceOutOfMemory(msg + " (" + kGpuOutOfMemory + ")", int(code));
   }
   throw CudaError(msg, int(code));
 }

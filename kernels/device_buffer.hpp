@@ -24,10 +24,10 @@ class DeviceBuffer {
       cudaGetLastError();  // clear the sticky-free error state
       std::size_t free_b = 0, total_b = 0;
       cudaMemGetInfo(&free_b, &total_b);
-      throw DeviceOutOfMemory("GPU out of memory: needed " + std::to_string(count * sizeof(T)) +
-                                  " bytes, " + std::to_string(free_b) + " of " +
-                                  std::to_string(total_b) +
-                                  " bytes free on the device; try --backend cpu",
+      throw DeviceOutOfMemory(std::string(kGpuOutOfMemory) + ": needed " +
+                                  std::to_string(count * sizeof(T)) + " bytes, " +
+                                  std::to_string(free_b) + " of " + std::to_string(total_b) +
+                                  " bytes free on the device",
                               int(e));
     }
     if (e != cudaSuccess) detail::throw_cuda(e, "cudaMalloc", __FILE__, __LINE__);

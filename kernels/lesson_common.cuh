@@ -258,7 +258,7 @@ inline int blocks_per_sm(const char* who, const void* kernel, int block, std::si
     throw UsageError(std::string("kernel '") + who + "' needs " + std::to_string(dyn_smem) +
                      " bytes of shared memory per block with " + std::to_string(block) +
                      " threads; this device allows " + std::to_string(lim.smem_per_block_optin) +
-                     " (use fewer bins, a smaller --block-size, or another kernel)");
+                     " (use fewer bins, a smaller block size, or another kernel)");
   }
   // Dynamic shared memory a kernel may use without the opt-in attribute (48 KB, less its static
   // shared memory: the lesson kernels have none, so 48 KB exactly).

@@ -113,8 +113,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     return dispatch(cmd, rest, out, err);
   } catch (const UsageError&) {
     throw;
-  } catch (const Error& e) {  // the library's pixel limit: name the option that sets it
-    const std::string message = with_limit_hint(e.what());
+  } catch (const Error& e) {  // a library message: add the options that bear on it
+    const std::string message = with_hints(e.what());
     if (message == e.what()) throw;
     throw Error(message);
   }

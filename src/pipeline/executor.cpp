@@ -305,8 +305,8 @@ struct Executor::Impl {
       std::map<int, int> decoding;  // JPEG-decoding workers per device so far
       for (int d : ords) {
         if (d < 0 || d >= count)
-          throw Error("--devices: no CUDA device " + std::to_string(d) + " (" +
-                      std::to_string(count) + " visible)");
+          throw Error("no CUDA device " + std::to_string(d) + " (" + std::to_string(count) +
+                      " visible)");
         HISTEQ_CUDA_CHECK(cudaSetDevice(d));
         made.push_back(std::make_unique<DeviceWorker>(d));
         made.back()->decodes_jpeg = gpu_jpeg_wanted() && decoding[d]++ < kJpegThreadsPerDevice;
@@ -416,8 +416,7 @@ struct Executor::Impl {
       switch (dev_state) {
         case DevState::none: return nullptr;
         case DevState::failed:
-          if (opt.equalize.backend == Backend::cuda)
-            throw Error("--backend cuda: no usable CUDA device (" + dev_why + ")");
+          if (opt.equalize.backend == Backend::cuda) throw Error(kNoDeviceForCuda + dev_why + ")");
           return nullptr;
         case DevState::initializing:
           if (opt.equalize.backend != Backend::cuda) return nullptr;  // auto: CPU meanwhile
@@ -458,8 +457,7 @@ struct Executor::Impl {
     const bool must = opt.jpeg == JpegRoute::gpu || opt.equalize.backend == Backend::cuda;
     std::unique_lock<std::mutex> lock(dev_mu);
     if (must) dev_cv.wait(lock, [&] { return dev_state != DevState::initializing; });
-    if (dev_state == DevState::failed && must)
-      throw Error("--decoder gpu: no usable CUDA device (" + dev_why + ")");
+    if (dev_state == DevState::failed && must) throw Error(kNoDeviceForGpuJpeg + dev_why + ")");
     if (dev_state != DevState::ready) return false;  // auto: CPU while the devices start
     lock.unlock();
     start_nvjpeg();
@@ -467,7 +465,7 @@ struct Executor::Impl {
     if (must) {  // wait for the handles; their failure is the item's error
       jcv.wait(jl, [&] { return nvjpeg_ready > 0 || nvjpeg_broken; });
       if (nvjpeg_ready == 0)
-        throw Error("--decoder gpu: nvJPEG could not start (" + nvjpeg_why + ")");
+        throw Error("GPU JPEG decoding: nvJPEG could not start (" + nvjpeg_why + ")");
       return true;
     }
     // auto: the CPU workers take a JPEG themselves while the nvJPEG handles are being created,
@@ -1036,7 +1034,7 @@ struct Executor::Impl {
 Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.opt = std::move(opt);
-  if (m.opt.jobs < 0) throw UsageError("--jobs must be at least 1");
+  if (m.opt.jobs < 0) throw UsageError("ExecutorOptions::jobs must be at least 0 (0: one per CPU)");
   m.jobs = m.opt.jobs > 0 ? m.opt.jobs : cpu::usable_cpus();
   if (m.opt.fast_png_decoder) m.fast_png = make_fast_png_decoder();
   m.planes = m.opt.task == Task::equalize && m.opt.codecs.empty() && m.opt.jpeg != JpegRoute::gpu &&
@@ -1050,10 +1048,9 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   }
   if (m.opt.jpeg == JpegRoute::gpu) {
     if (!gpu::nvjpeg_built())
-      throw UsageError(
-          "--decoder gpu: this histeq was built without nvJPEG (valid here: auto, cpu)");
+      throw UsageError("GPU JPEG decoding: this histeq was built without nvJPEG");
     if (m.opt.equalize.backend == Backend::cpu)
-      throw UsageError("--decoder gpu needs the CUDA backend (not --backend cpu)");
+      throw UsageError("GPU JPEG decoding needs the cuda backend, not the cpu one");
   }
   if (m.opt.jpeg_batch < 1) throw UsageError("the JPEG batch must be at least 1");
   if (m.opt.workers_per_device < 0) throw UsageError("workers per device must be at least 0");
@@ -1302,7 +1299,7 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
   Run r(m, items);
   if (m.opt.equalize.backend == Backend::cuda) {
     const std::string why = cpu_fallback_reason();
-    if (!why.empty()) throw Error("--backend cuda: no usable CUDA device (" + why + ")");
+    if (!why.empty()) throw Error(kNoDeviceForCuda + why + ")");
   }
   m.slots_free = m.jobs;
   std::thread reader([&r] { r.reader_loop(); });

@@ -42,7 +42,7 @@ struct JpegCodec::Impl {};
 JpegCodec::JpegCodec(StreamHandle, JpegCodecOptions, std::shared_ptr<JpegHandles>) {
   throw Error(
       "this histeq was built without nvJPEG: GPU JPEG decoding is not available "
-      "(use --decoder cpu, or rebuild with nvJPEG: see README)");
+      "(decode on the CPU, or rebuild with nvJPEG: see README)");
 }
 JpegCodec::~JpegCodec() = default;
 std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>&) { return {}; }

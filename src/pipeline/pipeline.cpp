@@ -282,7 +282,7 @@ Backend resolve_backend(Backend requested, std::string* why_cpu) {
   std::string why;
   if (cuda_available(&why)) return Backend::cuda;
   if (requested == Backend::cuda) {
-    throw Error("--backend cuda: no usable CUDA device (" + why + ")");
+    throw Error(kNoDeviceForCuda + why + ")");
   }
   if (why_cpu) *why_cpu = why;
   return Backend::cpu;

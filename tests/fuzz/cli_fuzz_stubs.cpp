@@ -82,7 +82,7 @@ bool cuda_available(std::string* why) {
 }
 
 Backend resolve_backend(Backend requested, std::string* why_cpu) {
-  if (requested == Backend::cuda) throw Error("--backend cuda: no usable CUDA device (fuzz build)");
+  if (requested == Backend::cuda) throw Error(std::string(kNoDeviceForCuda) + "fuzz build)");
   if (why_cpu) *why_cpu = "fuzz build: no CUDA";
   return Backend::cpu;
 }
