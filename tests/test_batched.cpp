@@ -1,8 +1,8 @@
-// test_batched.cpp — gpu::Equalizer::equalize_batch (kernels/batched.cu) and the Equalizer on an
-// external stream: every image of a batch equals the CPU pipeline's result for it alone (which
-// the other suites tie to the GPU single-image path and to OpenCV), for sizes around the chunk
-// size, empty images, misaligned and in-place buffers, more images than one launch's table, and
-// repeated calls (the zeroed scratch must come back zero). The batch tests run once per kernel
+// test_batched.cpp — gpu::Equalizer::equalize_batch (kernels/batched/batched.cu) and the Equalizer
+// on an external stream: every image of a batch equals the CPU pipeline's result for it alone
+// (which the other suites tie to the GPU single-image path and to OpenCV), for sizes around the
+// chunk size, empty images, misaligned and in-place buffers, more images than one launch's table,
+// and repeated calls (the zeroed scratch must come back zero). The batch tests run once per kernel
 // configuration (kConfigs: the policy, the cluster path's large blocks at every size, without
 // and with programmatic dependent launch everywhere; gpu::Equalizer::set_tuning).
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "batched.hpp"
+#include "batched/batched.hpp"
 #include "gpu_test_support.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"

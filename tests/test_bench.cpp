@@ -24,7 +24,7 @@
 #include "histeq/error.hpp"
 #include "histeq/synthetic.hpp"
 #include "histeq/tuning.hpp"
-#include "registry.hpp"
+#include "histogram/registry.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;

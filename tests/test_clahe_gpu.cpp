@@ -73,7 +73,7 @@ Config config(const char* name, Set set) {
   return c;
 }
 
-/// Programmatic dependent launch on every launch site (kernels/pdl.cuh's edges, all bits).
+/// Programmatic dependent launch on every launch site (kernels/support/pdl.cuh's edges, all bits).
 constexpr std::int32_t kEveryEdge = 0x7FFFFFFF;
 
 /// 8-bit: the policy; the strip and the cell apply forced (the test planes are mostly below the

@@ -26,7 +26,7 @@
 #include "histeq/error.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/pipeline.hpp"
-#include "registry.hpp"
+#include "histogram/registry.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;

@@ -17,7 +17,7 @@
 #include "histeq/lut.hpp"
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
-#include "registry.hpp"
+#include "histogram/registry.hpp"
 #include "test_support.hpp"
 
 namespace histeq {

@@ -1,6 +1,6 @@
 // histeq/tuning.hpp — the run-time choices of the GPU kernels' paths and launch shapes that a
 // caller may override, for measurement and tests. A default-constructed Tuning is the policy: the
-// choices measured fastest, made by size and shape (kernels/policy.hpp names each number and
+// choices measured fastest, made by size and shape (kernels/FAMILY/policy.hpp names each number and
 // why). The engines (gpu::Clahe, gpu::Equalizer16, gpu::Equalizer) hold one, set_tuning()
 // replaces it; the kernels' entry points take one, defaulted. `histeq bench --tune KEY=VALUE`
 // fills one from the command line (bench/tune.cpp lists the keys); nothing reads the environment.
@@ -65,7 +65,7 @@ struct Tuning {
   ClaheTuning clahe;
   Hist16Tuning hist16;
   BatchTuning batch;
-  /// Programmatic dependent launch per launch site: a sum of kernels/pdl.cuh's Edge values
+  /// Programmatic dependent launch per launch site: a sum of kernels/support/pdl.cuh's Edge values
   /// (0: none); -1: the sites where it measured faster (pdl::kDefaultEdges).
   std::int32_t pdl_edges = -1;
 };

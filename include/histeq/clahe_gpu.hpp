@@ -16,7 +16,7 @@ namespace histeq::gpu {
 /// (kept all zero between calls by the kernels themselves, so no memset per call), the
 /// per-tile-row tickets and the LUTs. Buffers grow on demand and are kept. Not thread-safe.
 /// Two launches per 8-bit plane with grids up to 96 tiles wide (histograms + LUTs fused, then
-/// the interpolated apply), three for 16-bit or wider grids (kernels/clahe_hist.cu).
+/// the interpolated apply), three for 16-bit or wider grids (kernels/clahe/clahe_hist.cu).
 /// Throws CudaError on a failed CUDA call, DeviceOutOfMemory when a buffer cannot grow,
 /// UsageError for bad options/sizes (validate(ClaheOptions)) or null pointers.
 class Clahe {

@@ -14,7 +14,7 @@
 namespace histeq::gpu {
 
 /// A reusable engine on the current device: a non-blocking stream, a 65536-bin uint64
-/// histogram and a 65536-entry LUT (kernels/hist_u16_packed.cu: one read of the input, the
+/// histogram and a 65536-entry LUT (kernels/u16/hist_u16_packed.cu: one read of the input, the
 /// 65536 counters as packed 16-bit halves in one block's shared memory, per-SM partials in
 /// 128 KiB of device scratch per SM summed by a second kernel). Not thread-safe. Throws CudaError /
 /// DeviceOutOfMemory / UsageError (null pointers, odd addresses).

@@ -15,7 +15,7 @@
 #include "bench/detail.hpp"
 #include "histeq/error.hpp"
 #include "histeq/synthetic.hpp"
-#include "registry.hpp"
+#include "histogram/registry.hpp"
 
 namespace fs = std::filesystem;
 

@@ -9,7 +9,7 @@
 // Method: warm-up launches, then `reps` back-to-back launches each bracketed by a pair of CUDA
 // events (median and min reported); cold L2 = a buffer twice the L2 size is written with
 // cudaMemsetAsync before each timed launch; "% of read bandwidth" is relative to a streaming
-// 16-byte-load kernel (kernels/stream_read.hpp) timed in the same run.
+// 16-byte-load kernel (kernels/support/stream_read.hpp) timed in the same run.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -46,9 +46,10 @@ enum class L2 : std::uint8_t { hot, cold };
 const char* to_string(L2 l);
 
 /// How the timed launches are enqueued. gpu (default): a blocking kernel holds the stream while
-/// the host enqueues every rep (kernels/stream_hold.hpp, nvbench's method), so each event pair
-/// measures GPU execution only. enqueue: launches enqueued back to back as the host issues them;
-/// where the host launches more slowly than the GPU runs, this includes the host's launch gaps.
+/// the host enqueues every rep (kernels/support/stream_hold.hpp, nvbench's method), so each event
+/// pair measures GPU execution only. enqueue: launches enqueued back to back as the host issues
+/// them; where the host launches more slowly than the GPU runs, this includes the host's launch
+/// gaps.
 enum class Timing : std::uint8_t { gpu, enqueue };
 const char* to_string(Timing t);
 

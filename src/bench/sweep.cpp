@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "bench/detail.hpp"
-#include "cuda_check.hpp"
 #include "histeq/clahe.hpp"
 #include "histeq/clahe_gpu.hpp"
 #include "histeq/cpu.hpp"
@@ -24,7 +23,8 @@
 #include "histeq/lut.hpp"
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
-#include "registry.hpp"
+#include "histogram/registry.hpp"
+#include "support/cuda_check.hpp"
 
 namespace fs = std::filesystem;
 

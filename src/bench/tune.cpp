@@ -1,7 +1,8 @@
 // bench/tune.cpp — `histeq bench --tune KEY=VALUE`: the only place where the kernels' run-time
 // choices (histeq/tuning.hpp) and the CPU backend's SIMD switch are read from text. Each key
-// names one field; its help line gives the values and the policy's default (kernels/policy.hpp),
-// so that a variant the policy rejected can be measured again beside the default.
+// names one field; its help line gives the values and the policy's default
+// (kernels/clahe/policy.hpp), so that a variant the policy rejected can be measured again beside
+// the default.
 #include <cerrno>
 #include <cstdlib>
 #include <functional>
@@ -9,9 +10,9 @@
 #include <vector>
 
 #include "bench/detail.hpp"
+#include "clahe/policy.hpp"
 #include "histeq/error.hpp"
-#include "pdl_edges.hpp"
-#include "policy.hpp"
+#include "support/pdl_edges.hpp"
 
 namespace histeq::bench {
 namespace {

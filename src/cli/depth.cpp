@@ -10,8 +10,6 @@
 #include <chrono>
 #include <thread>
 
-#include "cuda_check.hpp"
-#include "device_buffer.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/equalize16.hpp"
 #include "histeq/error.hpp"
@@ -20,6 +18,8 @@
 #include "histeq/image_io.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "histeq/planes.hpp"
+#include "support/cuda_check.hpp"
+#include "support/device_buffer.hpp"
 
 namespace histeq::cli {
 namespace {

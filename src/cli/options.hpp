@@ -17,7 +17,7 @@
 #include "histeq/clahe.hpp"
 #include "histeq/executor.hpp"
 #include "histeq/pipeline.hpp"
-#include "registry.hpp"
+#include "histogram/registry.hpp"
 
 namespace histeq::cli {
 

@@ -5,11 +5,11 @@
 
 #include <string>
 
-#include "clahe.hpp"
-#include "cuda_check.hpp"
-#include "device_buffer.hpp"
+#include "clahe/clahe.hpp"
 #include "histeq/error.hpp"
 #include "histeq/pipeline.hpp"
+#include "support/cuda_check.hpp"
+#include "support/device_buffer.hpp"
 
 namespace histeq::gpu {
 

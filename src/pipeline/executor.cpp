@@ -31,7 +31,6 @@
 
 #include <unistd.h>
 
-#include "device_buffer.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
@@ -40,8 +39,9 @@
 #include "histeq/lut.hpp"
 #include "histeq/nvjpeg_codec.hpp"
 #include "histeq/planes.hpp"
+#include "histogram/registry.hpp"
 #include "io/png_fast.hpp"
-#include "registry.hpp"
+#include "support/device_buffer.hpp"
 
 namespace histeq {
 namespace {

@@ -1,5 +1,5 @@
 // gpu.cpp — histeq::gpu::Equalizer: owns the stream and the small device buffers, looks kernels up
-// in the registry, and queues the device stages (kernels/stages.hpp) on its stream.
+// in the registry, and queues the device stages (kernels/equalize/stages.hpp) on its stream.
 #include "histeq/gpu.hpp"
 
 #include <cuda_runtime_api.h>
@@ -11,12 +11,12 @@
 #include <optional>
 #include <string>
 
-#include "batched.hpp"
-#include "device_buffer.hpp"
-#include "fused.hpp"
+#include "batched/batched.hpp"
+#include "equalize/fused.hpp"
+#include "equalize/stages.hpp"
 #include "histeq/error.hpp"
-#include "registry.hpp"
-#include "stages.hpp"
+#include "histogram/registry.hpp"
+#include "support/device_buffer.hpp"
 
 static_assert(std::is_same_v<histeq::gpu::StreamHandle, cudaStream_t>,
               "gpu.hpp's StreamHandle must be cudaStream_t");

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "cuda_check.hpp"
-#include "device_buffer.hpp"
-#include "hist_u16.hpp"
 #include "histeq/equalize16.hpp"
 #include "histeq/error.hpp"
 #include "histeq/pipeline.hpp"
+#include "support/cuda_check.hpp"
+#include "support/device_buffer.hpp"
+#include "u16/hist_u16.hpp"
 
 namespace histeq::gpu {
 

@@ -16,9 +16,9 @@
 #include <cuda_runtime_api.h>
 #include <nvjpeg.h>
 
-#include "cuda_check.hpp"
-#include "device_buffer.hpp"
-#include "registry.hpp"
+#include "histogram/registry.hpp"
+#include "support/cuda_check.hpp"
+#include "support/device_buffer.hpp"
 #endif
 
 namespace histeq::gpu {

@@ -14,9 +14,9 @@
 #if __has_include("histeq/nvjpeg_codec.hpp")
 #include "histeq/nvjpeg_codec.hpp"
 #endif
-#include "registry.hpp"
+#include "histogram/registry.hpp"
 #if __has_include("details.hpp")
-#include "details.hpp"
+#include "histogram/details.hpp"
 #endif
 #if __has_include("bench/bench.hpp")
 #include "bench/bench.hpp"
