@@ -15,7 +15,7 @@
 #include "histeq/nvjpeg_codec.hpp"
 #endif
 #include "histogram/registry.hpp"
-#if __has_include("details.hpp")
+#if __has_include("histogram/details.hpp")
 #include "histogram/details.hpp"
 #endif
 #if __has_include("bench/bench.hpp")
@@ -63,7 +63,7 @@ const KernelEntry& find_kernel(std::string_view name) {
   throw UsageError("unknown kernel '" + std::string(name) + "'; known: " + kernel_names());
 }
 
-#if __has_include("details.hpp")
+#if __has_include("histogram/details.hpp")
 KernelDetails describe(const KernelEntry& e, SampleType, int, std::size_t) {
   KernelDetails d;
   d.name = e.name;
