@@ -55,7 +55,8 @@ struct Hist16Tuning {
   bool pairs = true;
 };
 
-/// The batched 8-bit equalizer (batched.cu).
+/// The batched 8-bit equalizer (batched.cu; set through gpu::Equalizer::set_tuning, as the tests
+/// do: histeq bench has no batched rows).
 struct BatchTuning {
   /// The cluster path's threads per block, 512 or 1024 (0: by image size, BatchedPolicy).
   int cluster_threads = 0;
