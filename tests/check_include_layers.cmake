@@ -20,11 +20,16 @@ get_filename_component(ROOT "${ROOT}" ABSOLUTE)
 
 # Room name, folder (relative to ROOT), rooms it may include besides itself. Most specific
 # folders first: a file belongs to the first room whose folder holds it.
-set(rooms core kernels api cpu io pipeline bench cli python)
+set(rooms core kernel_support kernels api cpu io pipeline bench cli python)
 set(core_dir core)
 set(core_may "")
+# kernels/support (device queries, CUDA checks, device buffers, programmatic launch) is below
+# every kernel family (histogram, lesson, equalize, clahe, u16, batched), as CUB's utilities are
+# below its block, agent and dispatch layers.
+set(kernel_support_dir kernels/support)
+set(kernel_support_may core)
 set(kernels_dir kernels)
-set(kernels_may core)
+set(kernels_may kernel_support core)
 set(api_dir include)
 set(api_may core)
 set(cpu_dir src/cpu)
@@ -32,13 +37,13 @@ set(cpu_may api core)
 set(io_dir src/io)
 set(io_may api core)
 set(pipeline_dir src/pipeline)
-set(pipeline_may io cpu api kernels core)
+set(pipeline_may io cpu api kernels kernel_support core)
 set(bench_dir src/bench)
-set(bench_may pipeline io cpu api kernels core)
+set(bench_may pipeline io cpu api kernels kernel_support core)
 set(cli_dir src/cli)
-set(cli_may bench pipeline io cpu api kernels core)
+set(cli_may bench pipeline io cpu api kernels kernel_support core)
 set(python_dir python/src)
-set(python_may api kernels core)
+set(python_may api kernels kernel_support core)
 set(include_roots core include kernels src)
 
 function(room_of path out)  # path: absolute

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "contract.hpp"
-#include "cuda_check.hpp"
-#include "device_buffer.hpp"
 #include "histeq/types.hpp"
-#include "registry.hpp"
+#include "histogram/contract.hpp"
+#include "histogram/registry.hpp"
+#include "support/cuda_check.hpp"
+#include "support/device_buffer.hpp"
 
 namespace histeq::test {
 

@@ -1,27 +1,30 @@
-// test_batched.cpp — gpu::Equalizer::equalize_batch (kernels/batched.cu) and the Equalizer on an
-// external stream: every image of a batch equals the CPU pipeline's result for it alone (which
-// the other suites tie to the GPU single-image path and to OpenCV), for sizes around the chunk
-// size, empty images, misaligned and in-place buffers, more images than one launch's table, and
-// repeated calls (the zeroed scratch must come back zero).
+// test_batched.cpp — gpu::Equalizer::equalize_batch (kernels/batched/batched.cu) and the Equalizer
+// on an external stream: every image of a batch equals the CPU pipeline's result for it alone
+// (which the other suites tie to the GPU single-image path and to OpenCV), for sizes around the
+// chunk size, empty images, misaligned and in-place buffers, more images than one launch's table,
+// and repeated calls (the zeroed scratch must come back zero). The batch tests run once per kernel
+// configuration (kConfigs: the policy, the cluster path's large blocks at every size, without
+// and with programmatic dependent launch everywhere; gpu::Equalizer::set_tuning).
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <iterator>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "batched.hpp"
+#include "batched/batched.hpp"
 #include "gpu_test_support.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
 #include "histeq/lut.hpp"
 #include "histeq/synthetic.hpp"
+#include "histeq/tuning.hpp"
 #include "test_support.hpp"
 
 namespace histeq {
@@ -46,12 +49,53 @@ std::vector<std::uint8_t> reference(const std::vector<std::uint8_t>& img, Formul
   return out;
 }
 
+/// A kernel configuration the batch tests run under: its name (the test's suffix) and tuning.
+struct Config {
+  const char* name;
+  Tuning tuning;
+};
+void PrintTo(const Config& c, std::ostream* os) { *os << c.name; }
+
+template <typename Set>
+Config config(const char* name, Set set) {
+  Config c{name, Tuning{}};
+  set(c.tuning);
+  return c;
+}
+
+/// The policy; the cluster path with 1024-thread blocks at every size (the policy takes them
+/// only above 1 MiB); no programmatic dependent launch; programmatic launch on every site.
+const Config kConfigs[] = {
+    {"policy", Tuning{}},
+    config("cluster_1024", [](Tuning& t) { t.batch.cluster_threads = 1024; }),
+    config("no_pdl", [](Tuning& t) { t.pdl_edges = 0; }),
+    config("every_pdl", [](Tuning& t) { t.pdl_edges = 0x7FFFFFFF; }),
+};
+
+/// The fixture of the batch tests: eq() is an Equalizer with the configuration's tuning.
+class BatchedConfig : public ::testing::TestWithParam<Config> {
+ protected:
+  gpu::Equalizer eq() const {
+    gpu::Equalizer e;
+    e.set_tuning(GetParam().tuning);
+    return e;
+  }
+  const Tuning& tuning() const { return GetParam().tuning; }
+};
+class BatchedTable : public BatchedConfig {};
+class BatchedUniform : public BatchedConfig {};
+class BatchedClusterSizes : public BatchedConfig {};
+std::string config_name(const ::testing::TestParamInfo<Config>& p) { return p.param.name; }
+INSTANTIATE_TEST_SUITE_P(Configs, BatchedTable, ::testing::ValuesIn(kConfigs), config_name);
+INSTANTIATE_TEST_SUITE_P(Configs, BatchedUniform, ::testing::ValuesIn(kConfigs), config_name);
+INSTANTIATE_TEST_SUITE_P(Configs, BatchedClusterSizes, ::testing::ValuesIn(kConfigs), config_name);
+
 std::vector<std::size_t> sizes_for_test() {
   const std::size_t c = BatchedPolicy::kChunkBytes;
   return {0, 1, 15, 16, 17, 255, 4096, c - 1, c, c + 1, 3 * c + 7, 100003, 1 << 20};
 }
 
-TEST(BatchedTable, EveryImageEqualsItsOwnEqualization) {
+TEST_P(BatchedTable, EveryImageEqualsItsOwnEqualization) {
   HISTEQ_REQUIRE_GPU();
   const auto sizes = sizes_for_test();
   const auto& dists = all_distributions();
@@ -74,7 +118,7 @@ TEST(BatchedTable, EveryImageEqualsItsOwnEqualization) {
       b.n = host[i].size();
       table.push_back(b);
     }
-    gpu::Equalizer eq;
+    gpu::Equalizer eq = this->eq();
     for (int rep = 0; rep < 2; ++rep) {  // the second call needs the scratch zero again
       if (rep == 1) {                    // in place: restore the input of the last image
         HISTEQ_CUDA_CHECK(cudaMemcpy(const_cast<std::uint8_t*>(table.back().d_in),
@@ -94,7 +138,7 @@ TEST(BatchedTable, EveryImageEqualsItsOwnEqualization) {
   }
 }
 
-TEST(BatchedTable, MoreImagesThanOneLaunchTable) {
+TEST_P(BatchedTable, MoreImagesThanOneLaunchTable) {
   HISTEQ_REQUIRE_GPU();
   const std::size_t count = 2 * BatchedPolicy::kTableImages + 5;
   std::vector<std::vector<std::uint8_t>> host;
@@ -107,7 +151,7 @@ TEST(BatchedTable, MoreImagesThanOneLaunchTable) {
     d_out.emplace_back(host.back().size());
     table.push_back({d_in.back().get(), d_out.back().get(), host.back().size()});
   }
-  gpu::Equalizer eq;
+  gpu::Equalizer eq = this->eq();
   eq.equalize_batch(table.data(), table.size(), Formula::opencv);
   eq.synchronize();
   for (std::size_t i = 0; i < count; ++i) {
@@ -116,7 +160,7 @@ TEST(BatchedTable, MoreImagesThanOneLaunchTable) {
   }
 }
 
-TEST(BatchedUniform, BackToBackImagesEqualTheirOwnEqualization) {
+TEST_P(BatchedUniform, BackToBackImagesEqualTheirOwnEqualization) {
   HISTEQ_REQUIRE_GPU();
   for (std::size_t n :
        {std::size_t(1), std::size_t(257), BatchedPolicy::kChunkBytes + 3, std::size_t(1) << 20}) {
@@ -129,7 +173,7 @@ TEST(BatchedUniform, BackToBackImagesEqualTheirOwnEqualization) {
     }
     auto d_in = test::upload_bytes(all);
     DeviceBuffer<std::uint8_t> d_out(all.size());
-    gpu::Equalizer eq;
+    gpu::Equalizer eq = this->eq();
     using Path = gpu::Equalizer::BatchPath;
     // Every path twice (the scratch is left reusable by each, whatever the path before it).
     const Path paths[] = {Path::queued,    Path::queued,  Path::two_launch, Path::two_launch,
@@ -153,9 +197,9 @@ TEST(BatchedUniform, BackToBackImagesEqualTheirOwnEqualization) {
   }
 }
 
-TEST(BatchedUniform, OneEqualizerAcrossCountsSizesAndModesInPlace) {
+TEST_P(BatchedUniform, OneEqualizerAcrossCountsSizesAndModesInPlace) {
   HISTEQ_REQUIRE_GPU();
-  gpu::Equalizer eq;
+  gpu::Equalizer eq = this->eq();
   // (count, n): growth of the scratch, then smaller calls that reuse the larger buffer, in
   // between a table call; the ready flags and queue counters must not leak between them.
   const std::pair<std::size_t, std::size_t> calls[] = {
@@ -201,18 +245,26 @@ TEST(BatchedCluster, RefusesWhatItCannotServe) {
   const std::size_t small16 = std::size_t(BatchedPolicy::kMaxClusterBlocks) *
                               BatchedPolicy::kClusterThreadsSmall * BatchedPolicy::kClusterVectors *
                               16;
-  if (std::getenv("HISTEQ_BATCH_CLUSTER_THREADS") == nullptr) {
-    EXPECT_EQ(kernels::cluster_batch_threads(lo), BatchedPolicy::kClusterThreadsSmall);
-    EXPECT_EQ(kernels::cluster_batch_threads(small16), BatchedPolicy::kClusterThreadsSmall);
-    EXPECT_EQ(kernels::cluster_batch_threads(small16 + 16), BatchedPolicy::kClusterThreads);
+  EXPECT_EQ(kernels::cluster_batch_threads(lo), BatchedPolicy::kClusterThreadsSmall);
+  EXPECT_EQ(kernels::cluster_batch_threads(small16), BatchedPolicy::kClusterThreadsSmall);
+  EXPECT_EQ(kernels::cluster_batch_threads(small16 + 16), BatchedPolicy::kClusterThreads);
+  // BatchTuning::cluster_threads forces either size; other values leave the policy's.
+  for (const int forced : {BatchedPolicy::kClusterThreadsSmall, BatchedPolicy::kClusterThreads}) {
+    Tuning t;
+    t.batch.cluster_threads = forced;
+    EXPECT_EQ(kernels::cluster_batch_threads(lo, t), forced);
+    EXPECT_EQ(kernels::cluster_batch_threads(small16 + 16, t), forced);
   }
+  Tuning odd;
+  odd.batch.cluster_threads = 300;
+  EXPECT_EQ(kernels::cluster_batch_threads(lo, odd), BatchedPolicy::kClusterThreadsSmall);
 }
 
 // One cluster per image, 1 to 16 blocks of either block size: every image equals its own
 // equalization, whatever the data (constant, one value plus one outlier, every distribution), in
 // place or not; the LUTs are left in device_lut. On a device without clusters the path runs
 // two_launch (same bytes).
-TEST(BatchedCluster, EveryClusterSizeEqualsTheReference) {
+TEST_P(BatchedClusterSizes, EveryClusterSizeEqualsTheReference) {
   HISTEQ_REQUIRE_GPU();
   const std::size_t block = BatchedPolicy::kClusterBlockBytes;
   // Sizes that take each cluster size of each block size, and the edges between them.
@@ -227,7 +279,7 @@ TEST(BatchedCluster, EveryClusterSizeEqualsTheReference) {
                                16 * block};
   int major = 0;
   HISTEQ_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-  gpu::Equalizer eq;
+  gpu::Equalizer eq = this->eq();
   const auto& dists = all_distributions();
   for (const std::size_t n : cases) {
     SCOPED_TRACE("n " + std::to_string(n));
@@ -248,12 +300,12 @@ TEST(BatchedCluster, EveryClusterSizeEqualsTheReference) {
     auto d_in = test::upload_bytes(all);
     DeviceBuffer<std::uint8_t> d_out(all.size());
     // Expected: the fewest blocks (a power of two) of the policy's size that hold the image.
-    const std::size_t holds =
-        std::size_t(kernels::cluster_batch_threads(n)) * BatchedPolicy::kClusterVectors * 16;
+    const std::size_t holds = std::size_t(kernels::cluster_batch_threads(n, tuning())) *
+                              BatchedPolicy::kClusterVectors * 16;
     int k = 1;
     while (std::size_t(k) * holds < n) k *= 2;
-    const int got_k = kernels::cluster_batch_blocks(d_in.get(), d_out.get(), count, n);
-    if (major >= 9) EXPECT_EQ(got_k, k);
+    const int got_k = kernels::cluster_batch_blocks(d_in.get(), d_out.get(), count, n, tuning());
+    if (major >= 9) EXPECT_EQ(got_k, k <= BatchedPolicy::kMaxClusterBlocks ? k : 0);
     for (const bool in_place : {false, true}) {
       std::uint8_t* out = in_place ? d_in.get() : d_out.get();
       eq.equalize_batch(d_in.get(), out, count, n, Formula::opencv,

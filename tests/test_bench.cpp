@@ -20,9 +20,11 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench.hpp"
+#include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/synthetic.hpp"
-#include "registry.hpp"
+#include "histeq/tuning.hpp"
+#include "histogram/registry.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -452,6 +454,73 @@ TEST(BenchArgs, Help) {
   EXPECT_NE(r.out.find("Usage: histeq bench"), std::string::npos);
   EXPECT_NE(r.out.find("--case lesson"), std::string::npos);
   EXPECT_TRUE(r.err.empty());
+}
+
+// --tune KEY=VALUE: each key sets its field of the run's Tuning (the rest stay the policy's),
+// repeated and comma-separated items apply in order, and a bad item is a usage error naming
+// the keys or the valid values; --help lists every key.
+TEST(BenchArgs, TuneSetsTheKernelsChoices) {
+  const bench::Options policy = bench::parse_args({});
+  EXPECT_TRUE(policy.tune.given.empty());
+  EXPECT_EQ(policy.tune.gpu.clahe.apply, ClaheTuning::Apply::automatic);
+  EXPECT_EQ(policy.tune.gpu.pdl_edges, -1);
+  EXPECT_TRUE(policy.tune.cpu_simd);
+
+  const bench::Options o = bench::parse_args(
+      {"--clahe", "--tune", "clahe.apply=strip,pdl=0", "--tune", "clahe16.tiles=atomic", "--tune",
+       "clahe16.fused=off", "--tune", "hist16.pairs=0", "--tune", "cpu.simd=0", "--tune",
+       "clahe.strip_waves=2", "--tune", "clahe.apply=cell"});
+  EXPECT_EQ(o.tune.gpu.clahe.apply, ClaheTuning::Apply::cell) << "the later item wins";
+  EXPECT_EQ(o.tune.gpu.pdl_edges, 0);
+  EXPECT_EQ(o.tune.gpu.clahe.tiles16, ClaheTuning::Tiles16::atomic);
+  EXPECT_EQ(o.tune.gpu.clahe.fused16, Choice::off);
+  EXPECT_EQ(o.tune.gpu.clahe.pairs16, Choice::automatic) << "untouched";
+  EXPECT_FALSE(o.tune.gpu.hist16.pairs);
+  EXPECT_FALSE(o.tune.cpu_simd);
+  EXPECT_EQ(o.tune.gpu.clahe.strip_waves, 2);
+  EXPECT_EQ(o.tune.given.size(), 8u);
+  EXPECT_EQ(bench::parse_args({"--tune", "pdl=all"}).tune.gpu.pdl_edges, 0x7FFFFFFF);
+
+  for (const auto& [item, needle] :
+       std::vector<std::pair<std::string, std::string>>{{"clahe.nosuch=1", "clahe.apply"},
+                                                        {"pdl", "KEY=VALUE"},
+                                                        {"clahe.apply=fast", "strip"},
+                                                        {"clahe.strip_waves=-1", "0..64"},
+                                                        {"hist16.pairs=2", "0, 1"},
+                                                        {"clahe16.pairs=maybe", "auto"}}) {
+    try {
+      bench::parse_args({"--tune", item});
+      ADD_FAILURE() << item << " was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
+  const BenchRun help = run_bench({"--help"});
+  for (const char* key : {"clahe.apply=", "clahe16.cells=", "hist16.pairs=", "pdl=", "cpu.simd="})
+    EXPECT_NE(help.out.find(key), std::string::npos) << key;
+}
+
+// The tuning of a run is in its records; CPU rows run with the CPU backend's SIMD switch as
+// given, and the switch is back as it was afterwards.
+TEST(BenchRun, TuningIsRecorded) {
+  const std::string json = temp_path("tune.json");
+  const BenchRun r =
+      run_bench({"--kernels", "cpu",        "--type",  "u8",       "--bins", "256",      "--sizes",
+                 "64K",       "--dist",     "uniform", "--reps",   "1",      "--warmup", "0",
+                 "--tune",    "cpu.simd=0", "--tune",  "pdl=none", "--json", json});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("# tuning (not the policy): cpu.simd=0 pdl=none"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(nlohmann::json::parse(slurp(json)).at("tuning"), "cpu.simd=0 pdl=none");
+  EXPECT_TRUE(cpu::simd());
+  const std::string plain = temp_path("plain.json");
+  EXPECT_EQ(run_bench({"--kernels", "cpu", "--sizes", "1000", "--reps", "1", "--warmup", "0",
+                       "--dist", "uniform", "--bins", "16", "--json", plain})
+                .status,
+            0);
+  EXPECT_TRUE(nlohmann::json::parse(slurp(plain)).at("tuning").is_null());
+  fs::remove(json);
+  fs::remove(plain);
 }
 
 // ----- the distributions --------------------------------------------------------------------

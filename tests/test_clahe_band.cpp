@@ -1,14 +1,14 @@
-// test_clahe_band.cpp — the CLAHE tile-histogram kernel's decomposition (kernels/clahe_band.cuh:
-// bands of rows per block, 16-byte vectors with head/tail, column carry, reflect-101 padding)
-// run on the CPU, block by block and thread by thread, against tile histograms of a
-// materialized padded image. CPU-only: no GPU needed.
+// test_clahe_band.cpp — the CLAHE tile-histogram kernel's decomposition
+// (kernels/clahe/clahe_band.cuh: bands of rows per block, 16-byte vectors with head/tail, column
+// carry, reflect-101 padding) run on the CPU, block by block and thread by thread, against tile
+// histograms of a materialized padded image. CPU-only: no GPU needed.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <random>
 #include <vector>
 
-#include "clahe_band.cuh"
+#include "clahe/clahe_band.cuh"
 #include "histeq/clahe_formula.hpp"
 
 namespace histeq {

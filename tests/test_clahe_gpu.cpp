@@ -1,13 +1,17 @@
 // test_clahe_gpu.cpp — the CLAHE kernels (gpu::Clahe, histeq::clahe on Backend::cuda) equal to
 // the CPU twin byte for byte: every OpenCV golden, random sizes and grids (both the fused
 // privatized 8-bit path and the global-counter path), 16-bit, misaligned and in-place planes,
-// repeated calls on one engine (the counters must come back zero). Skips without a GPU.
+// repeated calls on one engine (the counters must come back zero). The engine tests run once per
+// kernel configuration (kConfigs8, kConfigs16: the policy, and each path the policy takes only
+// for planes larger than the tests' or on other devices, forced through gpu::Clahe::set_tuning).
+// Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <ostream>
 #include <random>
 #include <regex>
 #include <string>
@@ -20,6 +24,7 @@
 #include "histeq/error.hpp"
 #include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
+#include "histeq/tuning.hpp"
 #include "test_support.hpp"
 
 namespace histeq {
@@ -53,6 +58,72 @@ ClaheOptions opts(double clip, int tx, int ty) {
   o.tiles_y = ty;
   return o;
 }
+
+/// A kernel configuration the engine tests run under: its name (the test's suffix) and tuning.
+struct Config {
+  const char* name;
+  Tuning tuning;
+};
+void PrintTo(const Config& c, std::ostream* os) { *os << c.name; }
+
+template <typename Set>
+Config config(const char* name, Set set) {
+  Config c{name, Tuning{}};
+  set(c.tuning);
+  return c;
+}
+
+/// Programmatic dependent launch on every launch site (kernels/support/pdl.cuh's edges, all bits).
+constexpr std::int32_t kEveryEdge = 0x7FFFFFFF;
+
+/// 8-bit: the policy; the strip and the cell apply forced (the test planes are mostly below the
+/// 4M pixels from which the policy takes them); small planes' tile histograms by bands and a
+/// ticket instead of a cluster per tile row (the path of planes over 2M pixels); without and
+/// with programmatic dependent launch everywhere.
+const Config kConfigs8[] = {
+    {"policy", Tuning{}},
+    config("strip_apply", [](Tuning& t) { t.clahe.apply = ClaheTuning::Apply::strip; }),
+    config("cell_apply", [](Tuning& t) { t.clahe.apply = ClaheTuning::Apply::cell; }),
+    config("banded_small_planes", [](Tuning& t) { t.clahe.small_clusters = false; }),
+    config("no_pdl", [](Tuning& t) { t.pdl_edges = 0; }),
+    config("every_pdl", [](Tuning& t) { t.pdl_edges = kEveryEdge; }),
+};
+
+/// 16-bit: the policy; without the one-launch tile clusters (the path where they do not fit),
+/// once with global-atomic tile histograms and the four-gather apply, once with packed tile
+/// histograms, the LUT step and the pairs kernel, and the flat pair apply; without and with
+/// programmatic dependent launch everywhere.
+const Config kConfigs16[] = {
+    {"policy", Tuning{}},
+    config("atomic_tiles",
+           [](Tuning& t) {
+             t.clahe.fused16 = Choice::off;
+             t.clahe.tiles16 = ClaheTuning::Tiles16::atomic;
+             t.clahe.pairs16 = Choice::off;
+           }),
+    config("unfused",
+           [](Tuning& t) {
+             t.clahe.fused16 = Choice::off;
+             t.clahe.cells16 = false;
+           }),
+    config("no_pdl", [](Tuning& t) { t.pdl_edges = 0; }),
+    config("every_pdl", [](Tuning& t) { t.pdl_edges = kEveryEdge; }),
+};
+
+std::string config_name(const ::testing::TestParamInfo<Config>& p) { return p.param.name; }
+
+/// The engine tests of 8-bit and 16-bit planes, each run under every configuration of its kind.
+class ClaheGpu8 : public ::testing::TestWithParam<Config> {
+ protected:
+  gpu::Clahe engine() const {
+    gpu::Clahe e;
+    e.set_tuning(GetParam().tuning);
+    return e;
+  }
+};
+class ClaheGpu16 : public ClaheGpu8 {};
+INSTANTIATE_TEST_SUITE_P(Configs, ClaheGpu8, ::testing::ValuesIn(kConfigs8), config_name);
+INSTANTIATE_TEST_SUITE_P(Configs, ClaheGpu16, ::testing::ValuesIn(kConfigs16), config_name);
 
 /// GPU CLAHE of a host plane, `offset` elements into its device buffer, in place or not.
 template <class T>
@@ -116,10 +187,10 @@ const Case kCases[] = {
     {4096, 64, 8, 8, 2.0},   {17, 4099, 8, 8, 2.0},
 };
 
-TEST(ClaheGpu, EqualsCpuOnSizesAndGrids8) {
+TEST_P(ClaheGpu8, EqualsCpuOnSizesAndGrids8) {
   HISTEQ_REQUIRE_GPU();
   std::mt19937 rng(2024);
-  gpu::Clahe engine;  // one engine for every case: counters must return to zero each time
+  gpu::Clahe engine = this->engine();  // one engine for every case: counters back to zero
   for (const Case& c : kCases) {
     for (int kind = 0; kind < 3; ++kind) {
       const auto src = kind == 0   ? random_plane<std::uint8_t>(rng, c.w, c.h, 0, 255)
@@ -167,10 +238,10 @@ TEST(ClaheGpu, ClipAtOrAboveTheTileAreaIsNoClipping) {
   EXPECT_NE(gpu_plane(engine, peaked, 64, 64, opts(250.0, 8, 8)), none_peaked);
 }
 
-TEST(ClaheGpu, EqualsCpuOnSizesAndGrids16) {
+TEST_P(ClaheGpu16, EqualsCpuOnSizesAndGrids16) {
   HISTEQ_REQUIRE_GPU();
   std::mt19937 rng(7);
-  gpu::Clahe engine;
+  gpu::Clahe engine = this->engine();
   for (const Case& c : kCases) {
     if (std::size_t(c.tx) * c.ty > 1024) continue;
     for (int kind = 0; kind < 2; ++kind) {
@@ -190,12 +261,12 @@ TEST(ClaheGpu, EqualsCpuOnSizesAndGrids16) {
 // (clahe_hist.cu, tile_hist16_packed_kernel), with a spill to the tile's global counter each
 // time a half reaches 0x8000: planes whose blocks see more than 32768 samples of one value
 // (a 1x1 grid of 2048x1024 is cut into 32 parts of 64K samples), in the low half, the high half
-// and both halves of one word, beside a plain random plane. (The CTest entry
-// test_clahe_gpu_16bit_atomic runs this file with the global-atomic path and four-gather apply.)
-TEST(ClaheGpu, Packed16SpillsExactly) {
+// and both halves of one word, beside a plain random plane. (Configuration atomic_tiles: the
+// global-atomic path and the four-gather apply instead.)
+TEST_P(ClaheGpu16, Packed16SpillsExactly) {
   HISTEQ_REQUIRE_GPU();
   std::mt19937 rng(1616);
-  gpu::Clahe engine;
+  gpu::Clahe engine = this->engine();
   const int w = 2048, h = 1024;
   const std::size_t n = std::size_t(w) * h;
   std::vector<std::vector<std::uint16_t>> planes;
@@ -220,13 +291,12 @@ TEST(ClaheGpu, Packed16SpillsExactly) {
 // row walk (misaligned, edge tiles of a padded plane), clip 0, 2 and 40, random and smooth
 // content, a constant plane whose blocks spill, in place, and the LUTs themselves. Planes
 // large enough for LUT pairs with widths that are multiples of 8 are applied by cell columns
-// (clahe_apply.cu, apply_cells16_kernel), the others by the flat kernel. (The CTest entry
-// test_clahe_gpu_16bit_unfused runs this file with the one-launch path and the cell-column
-// apply off.)
-TEST(ClaheGpu, Fused16ClusterShapesEqualCpu) {
+// (clahe_apply.cu, apply_cells16_kernel), the others by the flat kernel. (Configuration
+// unfused: without the one-launch path and with the flat pair apply.)
+TEST_P(ClaheGpu16, Fused16ClusterShapesEqualCpu) {
   HISTEQ_REQUIRE_GPU();
   std::mt19937 rng(16016);
-  gpu::Clahe engine;
+  gpu::Clahe engine = this->engine();
   const Case cases[] = {
       {2048, 2048, 8, 8, 2.0},   // 64 tiles of 64 Ki samples: clusters of 2
       {2401, 2399, 6, 6, 2.0},   // 36 tiles, padded, LUT pairs: clusters of 2
@@ -257,18 +327,18 @@ TEST(ClaheGpu, Fused16ClusterShapesEqualCpu) {
                         opts(2.0, 4, 4));
 }
 
-TEST(ClaheGpu, LutsEqualCpu) {
+TEST_P(ClaheGpu8, LutsEqualCpu) {
   HISTEQ_REQUIRE_GPU();
   std::mt19937 rng(3);
-  gpu::Clahe engine;
+  gpu::Clahe engine = this->engine();
   expect_luts_equal_cpu(engine, smooth_plane<std::uint8_t>(rng, 777, 555, 255), 777, 555,
                         opts(2.0, 8, 8));
 }
 
-TEST(ClaheGpu, RandomSizesAndGrids) {
+TEST_P(ClaheGpu8, RandomSizesAndGrids) {
   HISTEQ_REQUIRE_GPU();
   std::mt19937 rng(555);
-  gpu::Clahe engine;
+  gpu::Clahe engine = this->engine();
   std::uniform_int_distribution<int> size(1, 1500), grid(1, 64), clip(0, 8);
   for (int i = 0; i < 40; ++i) {
     const int w = size(rng), h = size(rng);
@@ -283,10 +353,10 @@ TEST(ClaheGpu, RandomSizesAndGrids) {
 // Widths that are multiples of 16 take the 8-bit cell path of the apply (clahe_apply_cell.cu):
 // random heights and grids, tiles from 1 pixel wide to wider than one 16-pixel slot per cell,
 // in place and out of place.
-TEST(ClaheGpu, CellApplyRandomSizesAndGrids) {
+TEST_P(ClaheGpu8, CellApplyRandomSizesAndGrids) {
   HISTEQ_REQUIRE_GPU();
   std::mt19937 rng(909);
-  gpu::Clahe engine;
+  gpu::Clahe engine = this->engine();
   std::uniform_int_distribution<int> cols(1, 120), size(1, 1500), grid(1, 64), clip(0, 8);
   for (int i = 0; i < 40; ++i) {
     const int w = 16 * cols(rng), h = size(rng);
@@ -303,9 +373,9 @@ TEST(ClaheGpu, CellApplyRandomSizesAndGrids) {
 // 8-bit planes of at most 2M padded pixels (the cluster histograms, tile_hist_cluster_kernel,
 // then the apply), width a multiple of 16: one engine alternates geometries, grids up to 64 tile
 // rows and 250 tile rows of 8 pixels, padded and unpadded, in place and out of place.
-// test_clahe_gpu_plain_launch runs the whole binary without programmatic dependent launch,
-// test_clahe_gpu_all_pdl with it on every launch site (HISTEQ_PDL).
-TEST(ClaheGpu, SmallPlanesAcrossGeometries) {
+// Configurations no_pdl and every_pdl: without programmatic dependent launch, and with it on
+// every launch site.
+TEST_P(ClaheGpu8, SmallPlanesAcrossGeometries) {
   HISTEQ_REQUIRE_GPU();
   struct Small {
     int w, h, tx, ty;
@@ -317,7 +387,7 @@ TEST(ClaheGpu, SmallPlanesAcrossGeometries) {
       {1024, 1016, 8, 127, 3.0}, {2048, 1000, 16, 3, 0.0},  {16, 2000, 1, 250, 2.0},
       {1024, 1003, 8, 8, 2.0},   {1280, 1300, 64, 60, 4.0}, {32, 32, 1, 1, 2.0}};
   std::mt19937 rng(4242);
-  gpu::Clahe engine;
+  gpu::Clahe engine = this->engine();
   for (int round = 0; round < 2; ++round) {
     for (const Small& c : cases) {
       const auto o = opts(c.clip, c.tx, c.ty);
@@ -335,12 +405,11 @@ TEST(ClaheGpu, SmallPlanesAcrossGeometries) {
 }
 
 // Large planes with widths that are multiples of 16: the strip apply (clahe_apply_strip.cu)
-// takes those of 4M pixels and more by default, and all of them in the CTest entry
-// test_clahe_gpu_apply_strip (HISTEQ_CLAHE_APPLY=strip; test_clahe_gpu_apply_cell forces the
-// cell kernel): cell edges on and off the 16-column slots (a slot that crosses into the next
-// cell), padded grids, tiles 32 and 64 pixels wide (blocks narrowed so that their cells' LUT
-// words fit), strips shorter than a block's rows, in place and out of place.
-TEST(ClaheGpu, StripApplyLargePlanes) {
+// takes those of 4M pixels and more by default, and all of them in configuration strip_apply
+// (cell_apply forces the cell kernel): cell edges on and off the 16-column slots (a slot that
+// crosses into the next cell), padded grids, tiles 32 and 64 pixels wide (blocks narrowed so that
+// their cells' LUT words fit), strips shorter than a block's rows, in place and out of place.
+TEST_P(ClaheGpu8, StripApplyLargePlanes) {
   HISTEQ_REQUIRE_GPU();
   struct Big {
     int w, h, tx, ty;
@@ -350,7 +419,7 @@ TEST(ClaheGpu, StripApplyLargePlanes) {
                        {3072, 400, 12, 13}, {1040, 1100, 16, 16}, {2560, 1664, 8, 8},
                        {2576, 1700, 5, 9}};
   std::mt19937 rng(4242);
-  gpu::Clahe engine;
+  gpu::Clahe engine = this->engine();
   int k = 0;
   for (const Big& c : cases) {
     for (double clip : {0.0, 2.0, 40.0}) {
@@ -368,13 +437,13 @@ TEST(ClaheGpu, StripApplyLargePlanes) {
 }
 
 // Large 8-bit planes, most of them from 4M pixels (the strip apply by default; all of them in
-// test_clahe_gpu_apply_strip), on one engine that runs the cases twice over with LUT-only
+// configuration strip_apply), on one engine that runs the cases twice over with LUT-only
 // calls between them, so that every geometry starts from the counters and tickets the last one
 // left (a ticket left non-zero, or a counter, shows as a wrong LUT): tile rows of one to many
 // bands, grids of 64 tile rows, and in place with reflect-101 rows below the image that come
 // from tile rows above the last (1000 = 62·16 + 8 rows, so the last tile row of 16 is all
 // padding, read from rows 975-998 of three tile rows).
-TEST(ClaheGpu, LargePlanesAcrossGeometries) {
+TEST_P(ClaheGpu8, LargePlanesAcrossGeometries) {
   HISTEQ_REQUIRE_GPU();
   struct Case {
     int w, h, tx, ty;
@@ -385,7 +454,7 @@ TEST(ClaheGpu, LargePlanesAcrossGeometries) {
                         {2560, 1700, 5, 9, 40.0}, {8192, 520, 16, 3, 0.0},
                         {2048, 4104, 32, 50, 3.0}};
   std::mt19937 rng(31337);
-  gpu::Clahe engine;
+  gpu::Clahe engine = this->engine();
   for (int round = 0; round < 2; ++round) {
     int k = 0;
     for (const Case& c : cases) {

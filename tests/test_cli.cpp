@@ -22,11 +22,12 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "cli/options.hpp"
 #include "histeq/error.hpp"
 #include "histeq/executor.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/pipeline.hpp"
-#include "registry.hpp"
+#include "histogram/registry.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -599,8 +600,27 @@ TEST_F(Cli, BackendCudaWithoutGpuIsAnError) {
   const Result r = run("equalize " + quote(sample("moon.png")) + " -o " +
                        quote(out("m.png").string()) + " --backend cuda");
   EXPECT_EQ(r.status, 1) << r;
-  EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r;
+  EXPECT_NE(r.err.find(histeq::kNoDeviceForCuda), std::string::npos) << r;
+  EXPECT_NE(r.err.find("--backend cuda"), std::string::npos) << "the CLI's hint\n" << r;
   EXPECT_TRUE(out_files().empty());
+}
+
+// The library's messages name no option; the CLI adds the option that bears on each (and
+// leaves other messages, and messages that already name it, as they are).
+TEST(CliHints, NameTheOptionsBehindLibraryMessages) {
+  using histeq::cli::with_hints;
+  const std::string no_cuda = std::string(histeq::kNoDeviceForCuda) + "no driver)";
+  EXPECT_EQ(with_hints(no_cuda).rfind(no_cuda, 0), 0u) << "the library's message first";
+  EXPECT_NE(with_hints(no_cuda).find("--backend cuda"), std::string::npos);
+  EXPECT_EQ(with_hints(with_hints(no_cuda)), with_hints(no_cuda)) << "one hint";
+  const std::string no_jpeg = std::string(histeq::kNoDeviceForGpuJpeg) + "no driver)";
+  EXPECT_NE(with_hints(no_jpeg).find("--decoder gpu"), std::string::npos);
+  const std::string oom = std::string(histeq::kGpuOutOfMemory) + ": needed 8 bytes";
+  EXPECT_NE(with_hints(oom).find("--backend cpu"), std::string::npos);
+  const std::string device =
+      std::string(histeq::kNoDeviceForCuda) + "no CUDA device 7 (1 visible))";
+  EXPECT_NE(with_hints(device).find("--devices"), std::string::npos);
+  EXPECT_EQ(with_hints("cannot open 'x.png'"), "cannot open 'x.png'");
 }
 
 TEST_F(Cli, KernelDetailsWithoutGpuIsAnError) {

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "device_buffer.hpp"
 #include "histeq/error.hpp"
+#include "support/device_buffer.hpp"
 #include "test_support.hpp"
 
 namespace histeq {

@@ -1,15 +1,18 @@
 // test_equalize16_gpu.cpp — the 65536-bin u16 histogram kernel exact against the CPU (uniform,
 // hot, clustered, misaligned, tiny and odd sizes; hot bins of 2^24 samples cross the packed
-// kernel's 16-bit counters many times per block), and 16-bit equalization GPU == CPU.
+// kernel's 16-bit counters many times per block), and 16-bit equalization GPU == CPU; each
+// under every kernel configuration of kConfigs (gpu::Equalizer16::set_tuning).
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <vector>
 
 #include "gpu_test_support.hpp"
 #include "histeq/equalize16.hpp"
 #include "histeq/gpu16.hpp"
+#include "histeq/tuning.hpp"
 #include "test_support.hpp"
 
 namespace histeq {
@@ -31,9 +34,38 @@ std::vector<std::uint16_t> data(std::size_t n, int kind, std::uint32_t seed) {
   return v;
 }
 
-TEST(HistU16Gpu, ExactAgainstCpu) {
+/// A kernel configuration: its name (the test's suffix) and tuning.
+struct Config {
+  const char* name;
+  Tuning tuning;
+};
+void PrintTo(const Config& c, std::ostream* os) { *os << c.name; }
+
+/// The policy; single blocks instead of clusters of two (the path where no pair fits); no
+/// programmatic dependent launch; programmatic launch on every site.
+Config config(const char* name, bool pairs, std::int32_t pdl) {
+  Config c{name, Tuning{}};
+  c.tuning.hist16.pairs = pairs;
+  c.tuning.pdl_edges = pdl;
+  return c;
+}
+const Config kConfigs[] = {config("policy", true, -1), config("unpaired", false, -1),
+                           config("no_pdl", true, 0), config("every_pdl", true, 0x7FFFFFFF)};
+
+class HistU16Gpu : public ::testing::TestWithParam<Config> {
+ protected:
+  gpu::Equalizer16 engine() const {
+    gpu::Equalizer16 e;
+    e.set_tuning(GetParam().tuning);
+    return e;
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Configs, HistU16Gpu, ::testing::ValuesIn(kConfigs),
+                         [](const ::testing::TestParamInfo<Config>& p) { return p.param.name; });
+
+TEST_P(HistU16Gpu, ExactAgainstCpu) {
   HISTEQ_REQUIRE_GPU();
-  gpu::Equalizer16 eq;
+  gpu::Equalizer16 eq = engine();
   DeviceBuffer<std::uint64_t> d_hist(65536);
   for (std::size_t n : {std::size_t(1), std::size_t(7), std::size_t(4099), std::size_t(1) << 20,
                         (std::size_t(1) << 24) + 3}) {
@@ -51,16 +83,19 @@ TEST(HistU16Gpu, ExactAgainstCpu) {
   }
 }
 
-TEST(HistU16Gpu, EqualizeEqualsCpu) {
+TEST_P(HistU16Gpu, EqualizeEqualsCpu) {
   HISTEQ_REQUIRE_GPU();
+  gpu::Equalizer16 eq = engine();
   for (int kind = 0; kind < 4; ++kind) {
     Image16 img;
     img.width = 1001;
     img.height = 333;
     img.channels = 1;
     img.pixels = data(std::size_t(1001) * 333, kind, 11);
-    EXPECT_EQ(equalize16(img, Mode::gray, Backend::cuda).pixels,
-              cpu::equalize16(img, Mode::gray).pixels)
+    auto d = test::upload_typed(img.pixels);
+    eq.equalize(d.get(), d.get(), img.pixels.size());  // in place
+    eq.synchronize();
+    EXPECT_EQ(test::download(d.get(), img.pixels.size()), cpu::equalize16(img, Mode::gray).pixels)
         << "kind " << kind;
   }
   Image16 rgb;

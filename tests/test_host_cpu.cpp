@@ -198,7 +198,7 @@ TEST(CpuApply, GrayLutEqualsNaiveForEveryLengthAndOffsetWithAndWithoutSimd) {
   Lut lut;
   for (auto& v : lut) v = static_cast<std::uint8_t>(rng());
   for (const char* simd : {"on", "off"}) {
-    if (std::string(simd) == "off") ::setenv("HISTEQ_CPU_NO_SIMD", "1", 1);
+    cpu::set_simd(std::string(simd) == "on");
     for (std::size_t off = 0; off < 3; ++off)
       for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(63), std::size_t(64),
                             std::size_t(65), std::size_t(200), std::size_t(70001)}) {
@@ -208,8 +208,8 @@ TEST(CpuApply, GrayLutEqualsNaiveForEveryLengthAndOffsetWithAndWithoutSimd) {
           ASSERT_EQ(out[off + i], lut[in[off + i]]) << "simd " << simd << " n " << n << " i " << i;
         if (off + n < out.size()) ASSERT_EQ(out[off + n], 0xEE) << "wrote past the end";
       }
-    ::unsetenv("HISTEQ_CPU_NO_SIMD");
   }
+  cpu::set_simd(true);
 }
 
 TEST(CpuApply, ThreadCountDoesNotChangeTheResult) {

@@ -7,8 +7,8 @@
 //    in one call and in calls of 1..40 pixels (the loops' tails);
 //  - random images of odd sizes, 1..4 channels, every mode, 1 and several threads, out of place
 //    and in place (the batch executor applies in place), with a guard byte after the output.
-// Every test runs twice: with the CPU's SIMD paths (AVX2 where the CPU has it) and with
-// HISTEQ_CPU_NO_SIMD set (the portable table-driven loops).
+// Every test runs twice: with the CPU's SIMD paths (AVX2 where the CPU has it) and with them
+// off (cpu::set_simd(false): the portable table-driven loops).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -115,14 +115,12 @@ std::vector<std::uint8_t> all_colours(int channels) {
   return img;
 }
 
-/// Each test body runs once with SIMD and once with HISTEQ_CPU_NO_SIMD set (the fixture's
-/// parameter); the variable is restored afterwards.
+/// Each test body runs once with SIMD and once without (the fixture's parameter,
+/// cpu::set_simd); SIMD is on again afterwards.
 class CpuExact : public ::testing::TestWithParam<bool> {
  protected:
-  void SetUp() override {
-    if (!GetParam()) ::setenv("HISTEQ_CPU_NO_SIMD", "1", 1);
-  }
-  void TearDown() override { ::unsetenv("HISTEQ_CPU_NO_SIMD"); }
+  void SetUp() override { cpu::set_simd(GetParam()); }
+  void TearDown() override { cpu::set_simd(true); }
 };
 INSTANTIATE_TEST_SUITE_P(Simd, CpuExact, ::testing::Values(true, false),
                          [](const ::testing::TestParamInfo<bool>& p) {

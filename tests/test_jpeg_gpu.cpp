@@ -18,12 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "device_buffer.hpp"
 #include "histeq/error.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "histeq/nvjpeg_codec.hpp"
 #include "histeq/pipeline.hpp"
 #include "jpeg_test_support.hpp"
+#include "support/device_buffer.hpp"
 #include "test_support.hpp"
 
 namespace histeq {

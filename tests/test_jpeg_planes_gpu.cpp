@@ -19,14 +19,14 @@
 #include <string>
 #include <vector>
 
-#include "chroma.hpp"
-#include "device_buffer.hpp"
+#include "equalize/chroma.hpp"
 #include "histeq/executor.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "histeq/jpeg_planes.hpp"
 #include "histeq/nvjpeg_codec.hpp"
 #include "histeq/pipeline.hpp"
 #include "jpeg_test_support.hpp"
+#include "support/device_buffer.hpp"
 #include "test_support.hpp"
 
 namespace histeq {

@@ -22,14 +22,14 @@
 #include <string>
 #include <vector>
 
-#include "contract.hpp"
-#include "cuda_check.hpp"
-#include "device_buffer.hpp"
 #include "gpu_test_support.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/types.hpp"
-#include "registry.hpp"
+#include "histogram/contract.hpp"
+#include "histogram/registry.hpp"
+#include "support/cuda_check.hpp"
+#include "support/device_buffer.hpp"
 #include "test_support.hpp"
 
 namespace {

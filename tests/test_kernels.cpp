@@ -29,16 +29,16 @@
 #include <utility>
 #include <vector>
 
-#include "contract.hpp"
-#include "cuda_check.hpp"
-#include "device_buffer.hpp"
 #include "gpu_test_support.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/synthetic.hpp"
 #include "histeq/types.hpp"
-#include "policy.hpp"
-#include "registry.hpp"
+#include "histogram/contract.hpp"
+#include "histogram/policy.hpp"
+#include "histogram/registry.hpp"
+#include "support/cuda_check.hpp"
+#include "support/device_buffer.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -260,8 +260,9 @@ TEST_P(KernelProps, MisalignedInput) {
 TEST_P(KernelProps, I32PointerNotFourByteAlignedIsRefused) {
   HISTEQ_REQUIRE_GPU();
   const KernelEntry& e = *GetParam();
-  // Only the kernels built on kernels/common.cuh check this in their launch; for another kernel a
-  // misaligned load would be a sticky device fault that ends every later test of the binary.
+  // Only the kernels built on kernels/histogram/common.cuh check this in their launch; for another
+  // kernel a misaligned load would be a sticky device fault that ends every later test of the
+  // binary.
   const std::vector<std::string> checked = {"racy",      "atomic",     "privatized", "contiguous",
                                             "coarsened", "aggregated", "cub"};
   if (std::find(checked.begin(), checked.end(), e.name) == checked.end()) {

@@ -23,7 +23,7 @@
 #include "gpu_test_support.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
-#include "registry.hpp"
+#include "histogram/registry.hpp"
 #include "test_support.hpp"
 
 using namespace histeq;

@@ -20,16 +20,16 @@
 #include <string>
 #include <vector>
 
-#include "contract.hpp"
-#include "cuda_check.hpp"
-#include "details.hpp"
-#include "device_buffer.hpp"
 #include "gpu_test_support.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/types.hpp"
-#include "lesson.hpp"
-#include "registry.hpp"
+#include "histogram/contract.hpp"
+#include "histogram/details.hpp"
+#include "histogram/registry.hpp"
+#include "lesson/lesson.hpp"
+#include "support/cuda_check.hpp"
+#include "support/device_buffer.hpp"
 #include "test_support.hpp"
 
 namespace {

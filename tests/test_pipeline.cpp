@@ -17,7 +17,7 @@
 #include "histeq/lut.hpp"
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
-#include "registry.hpp"
+#include "histogram/registry.hpp"
 #include "test_support.hpp"
 
 namespace histeq {
@@ -353,7 +353,10 @@ TEST(PipelineBackend, WithoutGpuCudaIsAnErrorAndAutoFallsBack) {
   } catch (const UsageError&) {
     FAIL() << "a missing GPU is a runtime error, not a usage error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("CUDA"), std::string::npos) << e.what();
+    // In the library's words: what was asked for and the cause, no command-line option.
+    EXPECT_EQ(std::string(e.what()).rfind(kNoDeviceForCuda, 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("--"), std::string::npos) << e.what();
   }
   EXPECT_THROW(equalize(samples().front().image, options(Backend::cuda, Mode::gray)), Error);
   std::string why_cpu;

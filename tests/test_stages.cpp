@@ -1,6 +1,7 @@
-// test_stages.cpp — the device stages around the histogram (kernels/stages.hpp) against their CPU
-// twins: CDF+LUT vs histeq::make_lut, extract_planes vs cpu::extract_planes, apply vs cpu::apply.
-// GPU cases skip with the reason where no CUDA device is usable; argument checks run anywhere.
+// test_stages.cpp — the device stages around the histogram (kernels/equalize/stages.hpp) against
+// their CPU twins: CDF+LUT vs histeq::make_lut, extract_planes vs cpu::extract_planes, apply vs
+// cpu::apply. GPU cases skip with the reason where no CUDA device is usable; argument checks run
+// anywhere.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -8,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "device_buffer.hpp"
+#include "equalize/stages.hpp"
 #include "gpu_test_support.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
 #include "histeq/lut.hpp"
 #include "histeq/planes.hpp"
-#include "stages.hpp"
+#include "support/device_buffer.hpp"
 #include "test_support.hpp"
 
 namespace histeq {

@@ -30,11 +30,22 @@ class CudaError : public Error {
   int code_;
 };
 
-/// The device could not allocate what a stage needed. The message says how much and suggests
-/// `--backend cpu`.
+/// The device could not allocate what a stage needed. The message holds kGpuOutOfMemory and,
+/// where known, how much was needed and free.
 class DeviceOutOfMemory : public CudaError {
  public:
   using CudaError::CudaError;
 };
+
+// Phrases of the library's messages that a front end recognizes to add its own words (the CLI
+// names its options; the Python package its arguments): the library speaks only of itself.
+/// In every DeviceOutOfMemory message.
+inline constexpr char kGpuOutOfMemory[] = "GPU out of memory";
+/// The start of the Error thrown when Backend::cuda was asked for and no CUDA device is usable;
+/// the cause and ")" follow.
+inline constexpr char kNoDeviceForCuda[] = "no usable CUDA device for the cuda backend (";
+/// The start of the Error thrown when GPU JPEG decoding was required and no CUDA device is
+/// usable; the cause and ")" follow.
+inline constexpr char kNoDeviceForGpuJpeg[] = "no usable CUDA device for GPU JPEG decoding (";
 
 }  // namespace histeq

@@ -1,6 +1,6 @@
 // histeq/lut16_formula.hpp — the 16-bit equalization LUT formula (equalize16.hpp describes it),
-// one definition for the host (cpu::equalize16, make_lut16) and the device (kernels/hist_u16.cu).
-// Core room: the standard library only.
+// one definition for the host (cpu::equalize16, make_lut16) and the device
+// (kernels/u16/hist_u16.cu). Core room: the standard library only.
 #pragma once
 #include <cstdint>
 

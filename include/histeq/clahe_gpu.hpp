@@ -8,6 +8,7 @@
 
 #include "histeq/clahe.hpp"
 #include "histeq/gpu.hpp"
+#include "histeq/tuning.hpp"
 
 namespace histeq::gpu {
 
@@ -15,7 +16,7 @@ namespace histeq::gpu {
 /// (kept all zero between calls by the kernels themselves, so no memset per call), the
 /// per-tile-row tickets and the LUTs. Buffers grow on demand and are kept. Not thread-safe.
 /// Two launches per 8-bit plane with grids up to 96 tiles wide (histograms + LUTs fused, then
-/// the interpolated apply), three for 16-bit or wider grids (kernels/clahe_hist.cu).
+/// the interpolated apply), three for 16-bit or wider grids (kernels/clahe/clahe_hist.cu).
 /// Throws CudaError on a failed CUDA call, DeviceOutOfMemory when a buffer cannot grow,
 /// UsageError for bad options/sizes (validate(ClaheOptions)) or null pointers.
 class Clahe {
@@ -30,6 +31,10 @@ class Clahe {
   StreamHandle stream() const;
   /// Blocks until the stream's work is done; throws CudaError on a fault.
   void synchronize() const;
+  /// The kernels' choices for the calls that follow (histeq/tuning.hpp): the policy by default;
+  /// for measurement and tests. Every choice gives the same bytes.
+  void set_tuning(const Tuning& tuning);
+  const Tuning& tuning() const;
 
   /// CLAHE of one 8-bit plane: d_in[0, width·height) → d_out (rows contiguous, device memory,
   /// any alignment; d_out may equal d_in, must not otherwise overlap). Asynchronous. Equal to

@@ -49,4 +49,11 @@ Image equalize_stages(const Image& in, const EqualizeOptions& opt, bool apply, i
 Image equalize_stages(Image&& in, const EqualizeOptions& opt, bool apply, int threads,
                       EqualizeReport& rep);
 
+/// Whether the backend takes its SIMD paths where the processor has them (checked at run time:
+/// AVX2 for luma and luma mode's colour round trip, AVX-512 VBMI for the gray LUT apply): on by
+/// default. Off: the portable loops other processors run, for tests and measurement (`histeq
+/// bench --tune cpu.simd=0`). The bytes are the same either way. Process-wide, thread-safe.
+void set_simd(bool on);
+bool simd();
+
 }  // namespace histeq::cpu

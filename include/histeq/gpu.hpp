@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "histeq/tuning.hpp"
 #include "histeq/types.hpp"
 
 struct CUstream_st;  // the CUDA runtime's stream type; cudaStream_t is CUstream_st*
@@ -47,6 +48,10 @@ class Equalizer {
   /// stream, whose handle is otherwise also 0). The buffers are shared across streams: the caller
   /// orders work queued earlier on another stream before the next call (e.g. an event).
   void set_stream(StreamHandle external);
+  /// The kernels' choices for the calls that follow (histeq/tuning.hpp: BatchTuning and the
+  /// programmatic launches): the policy by default; for measurement and tests.
+  void set_tuning(const Tuning& tuning);
+  const Tuning& tuning() const;
 
   /// One gray image of a batch (equalize_batch): d_in[0,n) → d_out[0,n), device memory, any
   /// alignment; d_out may equal d_in, or must not overlap it.
@@ -57,15 +62,15 @@ class Equalizer {
   };
   /// Equalizes `count` gray images of any sizes, each byte-identical to equalize_gray alone
   /// (256-bin histogram, make_lut(formula), lut[in]), in 2 launches per 64 images
-  /// (kernels/batched.cu: per-image histograms whose last block writes the LUT, then one apply).
-  /// Asynchronous; afterwards device_lut(count) holds the LUTs (image i at i·256) until the next
-  /// call. Throws UsageError for null or overlapping pointers.
+  /// (kernels/batched/batched.cu: per-image histograms whose last block writes the LUT, then one
+  /// apply). Asynchronous; afterwards device_lut(count) holds the LUTs (image i at i·256) until the
+  /// next call. Throws UsageError for null or overlapping pointers.
   void equalize_batch(const BatchImage* images, std::size_t count, Formula formula);
   /// The same for `count` images of n bytes each, back to back (image i at d_in + i·n → d_out +
-  /// i·n). `path` picks how (kernels/batched.hpp's BatchPath): automatic (the policy: cluster
-  /// where it can serve the batch, else the queue for large batches, else two launches), queued
-  /// (one launch: a queue that applies each image a few images after its histogram, while it is
-  /// still in L2), two_launch (histogram + LUT launch, then apply launch), cluster (one launch:
+  /// i·n). `path` picks how (kernels/batched/batched.hpp's BatchPath): automatic (the policy:
+  /// cluster where it can serve the batch, else the queue for large batches, else two launches),
+  /// queued (one launch: a queue that applies each image a few images after its histogram, while it
+  /// is still in L2), two_launch (histogram + LUT launch, then apply launch), cluster (one launch:
   /// one thread-block cluster per image holding it in registers, images of 64 KiB to 2 MiB whose
   /// size is a multiple of 16 on compute capability 9.0+; elsewhere it runs two_launch). Every
   /// path gives the same bytes.
@@ -102,10 +107,10 @@ class Equalizer {
   /// The whole chain for a gray image already in device memory: histogram (256 bins, u8) →
   /// CDF + LUT → apply, d_in[0,n) → d_out[0,n), not overlapping (the fused path also
   /// takes d_in == d_out). Asynchronous. kernel "auto" with d_in and d_out at the same address
-  /// modulo 16 runs the fused single-launch equalizer (kernels/fused.hpp: one cooperative launch,
-  /// the image read once when it fits in the threads' registers) and returns "fused"; any other
-  /// kernel name runs histogram → cdf_lut → apply with that histogram kernel and returns its name.
-  /// Afterwards device_lut() holds the LUT and last_equalize_histogram() the histogram, until
+  /// modulo 16 runs the fused single-launch equalizer (kernels/equalize/fused.hpp: one cooperative
+  /// launch, the image read once when it fits in the threads' registers) and returns "fused"; any
+  /// other kernel name runs histogram → cdf_lut → apply with that histogram kernel and returns its
+  /// name. Afterwards device_lut() holds the LUT and last_equalize_histogram() the histogram, until
   /// the next call.
   std::string equalize_gray(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t n,
                             Formula formula, const std::string& kernel = "auto");

@@ -9,11 +9,12 @@
 
 #include "histeq/equalize16.hpp"
 #include "histeq/gpu.hpp"
+#include "histeq/tuning.hpp"
 
 namespace histeq::gpu {
 
 /// A reusable engine on the current device: a non-blocking stream, a 65536-bin uint64
-/// histogram and a 65536-entry LUT (kernels/hist_u16_packed.cu: one read of the input, the
+/// histogram and a 65536-entry LUT (kernels/u16/hist_u16_packed.cu: one read of the input, the
 /// 65536 counters as packed 16-bit halves in one block's shared memory, per-SM partials in
 /// 128 KiB of device scratch per SM summed by a second kernel). Not thread-safe. Throws CudaError /
 /// DeviceOutOfMemory / UsageError (null pointers, odd addresses).
@@ -28,6 +29,10 @@ class Equalizer16 {
 
   StreamHandle stream() const;
   void synchronize() const;
+  /// The kernels' choices for the calls that follow (histeq/tuning.hpp: Hist16Tuning and the
+  /// programmatic launches): the policy by default; for measurement and tests.
+  void set_tuning(const Tuning& tuning);
+  const Tuning& tuning() const;
 
   /// 65536-bin histogram of d_in[0,n) (2-byte aligned) into d_hist[0,65536) uint64, overwritten
   /// (equal to cpu::histogram16). Asynchronous.

@@ -372,7 +372,7 @@ _BATCH_PATHS = ("auto", "queued", "two_launch", "cluster", "table")
 
 def _set_batch_path(path: str) -> str:
     """Benchmark knob: how ``equalize`` runs a gray ``(N, H, W)`` CUDA batch from now on —
-    ``"auto"`` (the library's policy, kernels/batched.hpp), ``"queued"`` (one launch, a work
+    ``"auto"`` (the library's policy, kernels/batched/batched.hpp), ``"queued"`` (one launch, a work
     queue), ``"two_launch"`` (histogram + LUT launch, then apply launch), ``"cluster"`` (one
     launch, one thread-block cluster per image held in registers; images of 64 KiB to 2 MiB
     whose size is a multiple of 16, compute capability 9.0+, else two_launch), ``"table"`` (the list

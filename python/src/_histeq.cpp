@@ -24,15 +24,15 @@
 #include <vector>
 
 #include "binding_common.hpp"
-#include "device_buffer.hpp"
+#include "equalize/stages.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
-#include "registry.hpp"
-#include "stages.hpp"
+#include "histogram/registry.hpp"
+#include "support/device_buffer.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;

@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "cuda_check.hpp"
 #include "histeq/error.hpp"
 #include "histeq/pipeline.hpp"
+#include "support/cuda_check.hpp"
 
 namespace histeq::python {
 

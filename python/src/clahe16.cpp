@@ -29,7 +29,6 @@
 #include <vector>
 
 #include "binding_common.hpp"
-#include "cuda_check.hpp"
 #include "histeq/clahe.hpp"
 #include "histeq/clahe_gpu.hpp"
 #include "histeq/error.hpp"
@@ -37,6 +36,7 @@
 #include "histeq/image16.hpp"
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
+#include "support/cuda_check.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;

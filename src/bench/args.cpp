@@ -15,7 +15,7 @@
 #include "bench/detail.hpp"
 #include "histeq/error.hpp"
 #include "histeq/synthetic.hpp"
-#include "registry.hpp"
+#include "histogram/registry.hpp"
 
 namespace fs = std::filesystem;
 
@@ -211,7 +211,13 @@ std::string usage() {
        "  --clahe           time CLAHE (clip 2, 8x8 tiles) of each u8 case as a square-ish\n"
        "                    gray image in device memory, GPU and CPU; checked byte for byte;\n"
        "                    also 16-bit rows: clahe16:gpu and hist16:gpu (65536 bins)\n"
-       "  --csv FILE        one CSV line per cell (with device, commit, command, timestamp)\n"
+       "  --tune KEY=VALUE  a run-time choice of the kernels other than the policy's, for this "
+       "run\n"
+       "                    (repeatable; comma-separated lists too): to measure a variant beside\n"
+       "                    the default. Every choice gives the same bytes; the table header and\n"
+       "                    the JSON's \"tuning\" record it. Keys:\n"
+    << tune_help()
+    << "  --csv FILE        one CSV line per cell (with device, commit, command, timestamp)\n"
        "  --json FILE       the same as JSON\n"
        "  --plot FILE.png   throughput against size per kernel and distribution\n"
        "                    (runs bench/plot.py with python3 and python3-matplotlib)\n"
@@ -270,6 +276,7 @@ cxxopts::Options make_parser() {
       ("case", "", cxxopts::value<std::string>())
       ("equalize", "")
       ("clahe", "")
+      ("tune", "", cxxopts::value<VS>())
       ("csv", "", cxxopts::value<std::string>())
       ("json", "", cxxopts::value<std::string>())
       ("plot", "", cxxopts::value<std::string>())
@@ -515,6 +522,14 @@ void apply_clahe(const cxxopts::ParseResult& r, Options& opt) {
   }
 }
 
+/// --tune KEY=VALUE...: applied in order (a later value of a key wins).
+void parse_tune(const cxxopts::ParseResult& r, Options& opt) {
+  if (!r.count("tune")) return;
+  for (const auto& s : r["tune"].as<VS>()) {
+    for (const std::string& kv : split_list(s)) apply_tune(opt.tune, kv);
+  }
+}
+
 /// --case lesson fixes the data: i32, 64 bins, kLessonSize sequential values.
 void apply_case(const cxxopts::ParseResult& r, Options& opt) {
   if (!r.count("case")) return;
@@ -554,6 +569,7 @@ Options parse_args(const std::vector<std::string>& args) {
   parse_blocks(r, opt);
   parse_scalars(r, opt);
   parse_outputs(r, opt);
+  parse_tune(r, opt);
   apply_clahe(r, opt);
   apply_equalize(r, opt);
   apply_case(r, opt);

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "bench/bench.hpp"
-#include "device_buffer.hpp"
 #include "histeq/types.hpp"
+#include "support/device_buffer.hpp"
 
 namespace histeq::bench::internal {
 

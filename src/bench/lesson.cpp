@@ -17,10 +17,10 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/json_text.hpp"
-#include "details.hpp"
 #include "histeq/error.hpp"
 #include "histeq/pipeline.hpp"
-#include "registry.hpp"
+#include "histogram/details.hpp"
+#include "histogram/registry.hpp"
 
 namespace fs = std::filesystem;
 

@@ -93,6 +93,7 @@ void write_table(std::ostream& os, const RunInfo& info, const std::vector<Cell>&
   if (info.launch_floor_us > 0) os << "; empty launch " << fmt(info.launch_floor_us, 1) << " us";
   os << '\n';
   if (!info.gpu_skipped.empty()) os << "# GPU kernels skipped: " << info.gpu_skipped << '\n';
+  if (!info.tuning.empty()) os << "# tuning (not the policy): " << info.tuning << '\n';
   os << "# " << info.command_line;
   if (!info.commit.empty()) os << "  (commit " << info.commit << ")";
   os << '\n';
@@ -203,6 +204,7 @@ nlohmann::ordered_json to_json(const RunInfo& info, const std::vector<Cell>& cel
       {"timing", info.timing},
       {"launch_floor_us", json_num(info.launch_floor_us)},
       {"gpu_skipped", json_text_or_null(info.gpu_skipped)},
+      {"tuning", json_text_or_null(info.tuning)},
       {"cells", std::move(cell_array)},
   };
   if (!json_text::is_utf8(info.command_line)) {

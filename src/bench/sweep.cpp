@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "bench/detail.hpp"
-#include "cuda_check.hpp"
 #include "histeq/clahe.hpp"
 #include "histeq/clahe_gpu.hpp"
 #include "histeq/cpu.hpp"
@@ -24,7 +23,8 @@
 #include "histeq/lut.hpp"
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
-#include "registry.hpp"
+#include "histogram/registry.hpp"
+#include "support/cuda_check.hpp"
 
 namespace fs = std::filesystem;
 
@@ -207,6 +207,7 @@ class Sweep {
     // non-blocking (not ordered after the legacy stream): wait for the copy.
     HISTEQ_CUDA_CHECK(cudaDeviceSynchronize());
     gpu::Equalizer eq;
+    eq.set_tuning(opt_.tune.gpu);
     const cudaStream_t s = eq.stream();
     for (const char* kernel : {"auto", "columns", "cub"}) {
       // Check once.
@@ -270,6 +271,7 @@ class Sweep {
     HISTEQ_CUDA_CHECK(cudaMemcpy(d_in.get(), data, m, cudaMemcpyHostToDevice));
     HISTEQ_CUDA_CHECK(cudaDeviceSynchronize());  // the engine's stream is non-blocking
     gpu::Clahe engine;
+    engine.set_tuning(opt_.tune.gpu);
     const cudaStream_t s = engine.stream();
     engine.apply(d_in.get(), d_out.get(), w, h, o);
     engine.synchronize();
@@ -332,6 +334,8 @@ class Sweep {
     };
     {
       gpu::Clahe engine;
+      engine.set_tuning(opt_.tune.gpu);
+      engine.set_tuning(opt_.tune.gpu);
       const cudaStream_t s = engine.stream();
       engine.apply16(d_in.get(), d_out.get(), w, h, o);
       engine.synchronize();
@@ -345,6 +349,7 @@ class Sweep {
     }
     {
       gpu::Equalizer16 eq;
+      eq.set_tuning(opt_.tune.gpu);
       const cudaStream_t s = eq.stream();
       DeviceBuffer<std::uint64_t> d_hist(65536);
       eq.histogram(d_in.get(), m, d_hist.get());
@@ -620,13 +625,28 @@ RunInfo start_info(const Options& opt) {
   info.timestamp = iso_utc_now();
   info.commit = run_commit();
   info.timing = to_string(opt.timing);
+  for (const std::string& kv : opt.tune.given) info.tuning += (info.tuning.empty() ? "" : " ") + kv;
   return info;
 }
+
+/// cpu::set_simd for the sweep's lifetime (the setting is process-wide: `histeq bench` may run
+/// inside a longer process, the tests).
+class CpuSimd {
+ public:
+  explicit CpuSimd(bool on) : before_(cpu::simd()) { cpu::set_simd(on); }
+  ~CpuSimd() { cpu::set_simd(before_); }
+  CpuSimd(const CpuSimd&) = delete;
+  CpuSimd& operator=(const CpuSimd&) = delete;
+
+ private:
+  bool before_;
+};
 
 }  // namespace
 
 Measured measure(const Options& opt, std::ostream& err) {
   RunInfo info = start_info(opt);
+  const CpuSimd simd(opt.tune.cpu_simd);
   // Validate the image paths before any long work.
   const std::vector<std::string> image_files = expand_images(opt.images);
 

@@ -6,9 +6,9 @@
 #include <ostream>
 
 #include "bench/detail.hpp"
-#include "cuda_check.hpp"
-#include "stream_hold.hpp"
-#include "stream_read.hpp"
+#include "support/cuda_check.hpp"
+#include "support/stream_hold.hpp"
+#include "support/stream_read.hpp"
 
 namespace histeq::bench::internal {
 

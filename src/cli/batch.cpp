@@ -327,7 +327,7 @@ struct ItemPrinter {
 
   void operator()(const ItemReport& rep) const {
     ++prog.done;
-    const std::string error = rep.ok ? std::string() : with_option_hints(rep.error);
+    const std::string error = rep.ok ? std::string() : with_hints(rep.error);
     if (rep.ok) prog.mp += double(rep.width) * rep.height / 1e6;
     if (!rep.ok) {
       prog.clear(err);

@@ -119,11 +119,11 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   try {
     return dispatch(cmd, rest, out, err);
   } catch (const UsageError& e) {  // the library's words: name the options that change them
-    const std::string message = with_option_hints(e.what());
+    const std::string message = with_hints(e.what());
     if (message == e.what()) throw;
     throw UsageError(message);
   } catch (const Error& e) {
-    const std::string message = with_option_hints(e.what());
+    const std::string message = with_hints(e.what());
     if (message == e.what()) throw;
     throw Error(message);
   }

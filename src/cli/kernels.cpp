@@ -10,10 +10,10 @@
 #include "bench/bench.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "details.hpp"
 #include "histeq/error.hpp"
 #include "histeq/pipeline.hpp"
-#include "registry.hpp"
+#include "histogram/details.hpp"
+#include "histogram/registry.hpp"
 
 namespace histeq::cli {
 

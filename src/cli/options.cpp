@@ -21,6 +21,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "cli/batch.hpp"
 #include "histeq/error.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/jpeg_codec.hpp"
@@ -559,6 +560,22 @@ std::string clahe_summary(const ClaheOptions& o) {
   std::ostringstream s;
   s << "clip " << o.clip_limit << ", tiles " << o.tiles_x << "x" << o.tiles_y;
   return s.str();
+}
+
+std::string with_hints(const std::string& message) {
+  std::string m = with_option_hints(message);
+  const auto has = [&m](const char* phrase) { return m.find(phrase) != std::string::npos; };
+  if (has(kNoDeviceForCuda) && !has("--backend")) {
+    m += " (asked for by --backend cuda; --backend auto runs on the CPU instead)";
+  } else if (has(kNoDeviceForGpuJpeg) && !has("--decoder")) {
+    m += " (asked for by --decoder gpu; --decoder auto decodes on the CPU instead)";
+  } else if (has(kGpuOutOfMemory) && !has("--backend")) {
+    m += "; try --backend cpu";
+  }
+  if (m.find("no CUDA device ") != std::string::npos && !has("--devices")) {
+    m += " (--devices names ordinals from 0)";
+  }
+  return m;
 }
 
 }  // namespace histeq::cli

@@ -17,7 +17,7 @@
 #include "histeq/clahe.hpp"
 #include "histeq/executor.hpp"
 #include "histeq/pipeline.hpp"
-#include "registry.hpp"
+#include "histogram/registry.hpp"
 
 namespace histeq::cli {
 
@@ -128,6 +128,13 @@ bool pnm_ext(std::string e);
 /// Standard input, whole.
 std::vector<std::uint8_t> read_stdin();
 bool stderr_is_tty(std::ostream& err);
+
+/// A library error message with the command line's own words added: the option that sets the
+/// pixel limit it names (with_option_hints), or that asked for what failed (--backend cuda or
+/// --decoder gpu without a usable device, --devices naming a device that is not there), or
+/// `--backend cpu` where the GPU ran out of memory. The library speaks of itself only
+/// (histeq/error.hpp: the phrases recognized here); other messages come back as they are.
+std::string with_hints(const std::string& message);
 
 // ---- the per-file operation (clahe, 16-bit) ----
 

@@ -10,7 +10,7 @@
 // u8 samples are always counted by raw value (256 counters) and folded to `bins` afterwards with
 // the binning rule of types.hpp, so every bin count costs the same as 256.
 // Apply of a gray LUT uses AVX-512 VBMI byte permutes where the CPU has them (checked at run
-// time; the environment variable HISTEQ_CPU_NO_SIMD forces the portable 64-bit-word loop).
+// time; cpu::set_simd(false) forces the portable 64-bit-word loop).
 // Colour images (3–4 channels): the per-pixel loops are templated on the channel count (constant
 // strides, no per-pixel branch on mode or alpha). Luma (extract_planes, gray mode) and luma mode's
 // colour round trip have two implementations with the same bytes as color::luma and
@@ -18,11 +18,11 @@
 //  - x86-64 with AVX2 (checked at run time): color.hpp's own functions in loops over blocks of
 //    pixels that GCC and Clang vectorize (8 pixels per 256-bit operation) — exact by
 //    construction, it is the same integer code;
-//  - elsewhere, or with HISTEQ_CPU_NO_SIMD: scalar loops over small tables of color.hpp's
+//  - elsewhere, or after cpu::set_simd(false): scalar loops over small tables of color.hpp's
 //    fixed-point terms (LumaTables), a few loads and adds per pixel instead of a dozen multiplies,
 //    roundings and saturations; each entry is the integer the formula computes.
 #include <algorithm>
-#include <cstdlib>
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <system_error>
@@ -42,6 +42,9 @@
 
 namespace histeq::cpu {
 namespace {
+
+/// set_simd's switch.
+std::atomic<bool> g_simd{true};
 
 /// Worker count for `work` items: at most `threads` (0 → usable_cpus()), and no thread
 /// gets fewer than `min_per_thread` items.
@@ -205,7 +208,7 @@ bool cpu_has_vbmi() {
 void map_bytes(const std::uint8_t* in, std::uint8_t* out, std::size_t b, std::size_t e,
                const std::uint8_t* lut_in) {
 #if HISTEQ_HAVE_VBMI_PATH
-  if (cpu_has_vbmi() && !std::getenv("HISTEQ_CPU_NO_SIMD"))
+  if (cpu_has_vbmi() && g_simd.load(std::memory_order_relaxed))
     return map_bytes_vbmi(in, out, b, e, lut_in);
 #endif
   std::uint8_t lut[256];
@@ -467,7 +470,7 @@ __attribute__((target("avx2"))) void apply_luma_avx2(const std::uint8_t* in, std
 
 bool use_avx2() {
   static const bool has = __builtin_cpu_supports("avx2");
-  return has && !std::getenv("HISTEQ_CPU_NO_SIMD");
+  return has && g_simd.load(std::memory_order_relaxed);
 }
 #undef HISTEQ_INLINE
 #endif
@@ -476,6 +479,9 @@ constexpr std::size_t kMinHistPerThread = std::size_t(1) << 16;
 constexpr std::size_t kMinPixelsPerThread = std::size_t(1) << 15;
 
 }  // namespace
+
+void set_simd(bool on) { g_simd.store(on, std::memory_order_relaxed); }
+bool simd() { return g_simd.load(std::memory_order_relaxed); }
 
 Histogram histogram(const void* in, std::size_t n, SampleType type, int bins, int threads) {
   if (bins < 1 || bins > kMaxBins)

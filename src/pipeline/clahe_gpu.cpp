@@ -5,12 +5,11 @@
 
 #include <string>
 
-#include "clahe.hpp"
-#include "clahe_tuning.hpp"
-#include "cuda_check.hpp"
-#include "device_buffer.hpp"
+#include "clahe/clahe.hpp"
 #include "histeq/error.hpp"
 #include "histeq/pipeline.hpp"
+#include "support/cuda_check.hpp"
+#include "support/device_buffer.hpp"
 
 namespace histeq::gpu {
 
@@ -22,6 +21,7 @@ struct Clahe::Impl {
   DeviceBuffer<std::uint32_t> partials;   // 16-bit packed tile histograms (any contents)
   DeviceBuffer<std::uint32_t> pair_luts;  // 16-bit LUT pairs for the apply
   bool pairs_ready = false;               // pair_luts written by the last prepare()
+  Tuning tuning;                          // the policy unless set_tuning() said otherwise
 
   /// Grows a buffer to `count` elements; a new counter buffer is zeroed once (the kernels keep
   /// it zero afterwards).
@@ -50,18 +50,14 @@ struct Clahe::Impl {
     ensure(tickets, kernels::clahe_ticket_words(g), true);
     ensure(luts, entries * (bins == 256 ? 1 : 2), false);
     kernels::ClaheBuffers b{hist.get(), tickets.get(), luts.get()};
-    const kernels::ClaheTuning& tune = kernels::clahe_tuning();
     if (bins == 65536) {
-      const std::size_t pw = kernels::clahe_partial_words(g);
+      const std::size_t pw = kernels::clahe_partial_words(g, tuning);
       if (pw > 0) b.partials = ensure(partials, pw, false);
-      const std::size_t words = kernels::clahe_pair_lut_words(g);
-      const bool big = std::size_t(width) * std::size_t(height) >=
-                       kernels::ClahePolicy::kPairs16MinSamplesPerEntry * words;
-      if (tune.pair_luts16 == 1 || (tune.pair_luts16 < 0 && big))
-        b.pair_luts = ensure(pair_luts, words, false);
+      if (kernels::clahe_uses_pair_luts(g, tuning))
+        b.pair_luts = ensure(pair_luts, kernels::clahe_pair_lut_words(g), false);
     }
     pairs_ready = b.pair_luts != nullptr;
-    kernels::clahe_luts(d_in, g, b, stream.get());
+    kernels::clahe_luts(d_in, g, b, stream.get(), tuning);
     return g;
   }
 };
@@ -72,19 +68,22 @@ Clahe::Clahe(Clahe&&) noexcept = default;
 Clahe& Clahe::operator=(Clahe&&) noexcept = default;
 
 StreamHandle Clahe::stream() const { return impl_->stream.get(); }
+void Clahe::set_tuning(const Tuning& tuning) { impl_->tuning = tuning; }
+const Tuning& Clahe::tuning() const { return impl_->tuning; }
 void Clahe::synchronize() const { impl_->stream.sync(); }
 
 void Clahe::apply(const std::uint8_t* d_in, std::uint8_t* d_out, int width, int height,
                   const ClaheOptions& opt) {
   const auto g = impl_->prepare(d_in, d_out, width, height, opt, 256);
-  kernels::clahe_apply(d_in, d_out, g, impl_->luts.get(), impl_->stream.get());
+  kernels::clahe_apply(d_in, d_out, g, impl_->luts.get(), impl_->stream.get(), nullptr,
+                       impl_->tuning);
 }
 
 void Clahe::apply16(const std::uint16_t* d_in, std::uint16_t* d_out, int width, int height,
                     const ClaheOptions& opt) {
   const auto g = impl_->prepare(d_in, d_out, width, height, opt, 65536);
   kernels::clahe_apply(d_in, d_out, g, impl_->luts.get(), impl_->stream.get(),
-                       impl_->pairs_ready ? impl_->pair_luts.get() : nullptr);
+                       impl_->pairs_ready ? impl_->pair_luts.get() : nullptr, impl_->tuning);
 }
 
 const void* Clahe::luts(const void* d_in, int width, int height, const ClaheOptions& opt,

@@ -40,15 +40,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "cuda_check.hpp"
 #include "histeq/codec_names.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/item.hpp"
 #include "histeq/nvjpeg_codec.hpp"
+#include "histogram/registry.hpp"
 #include "image_engine.hpp"
 #include "jpeg_device.hpp"
-#include "registry.hpp"
+#include "support/cuda_check.hpp"
 
 namespace histeq {
 namespace {
@@ -789,9 +789,7 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
   Impl& m = *impl_;
   if (m.opt.op.equalize.backend == Backend::cuda) {
     const std::string why = cpu_fallback_reason();
-    if (!why.empty())
-      throw Error("the CUDA backend was asked for, but there is no usable CUDA device (" + why +
-                  ")");
+    if (!why.empty()) throw Error(kNoDeviceForCuda + why + ")");
   }
   if (m.use_engines && !m.engines && cpu_fallback_reason().empty())
     m.engines = std::make_unique<EnginePool>(m.opt.devices, std::max(2, m.jobs / 4));

@@ -1,5 +1,5 @@
 // gpu.cpp — histeq::gpu::Equalizer: owns the stream and the small device buffers, looks kernels up
-// in the registry, and queues the device stages (kernels/stages.hpp) on its stream.
+// in the registry, and queues the device stages (kernels/equalize/stages.hpp) on its stream.
 #include "histeq/gpu.hpp"
 
 #include <cuda_runtime_api.h>
@@ -11,12 +11,12 @@
 #include <optional>
 #include <string>
 
-#include "batched.hpp"
-#include "device_buffer.hpp"
-#include "fused.hpp"
+#include "batched/batched.hpp"
+#include "equalize/fused.hpp"
+#include "equalize/stages.hpp"
 #include "histeq/error.hpp"
-#include "registry.hpp"
-#include "stages.hpp"
+#include "histogram/registry.hpp"
+#include "support/device_buffer.hpp"
 
 static_assert(std::is_same_v<histeq::gpu::StreamHandle, cudaStream_t>,
               "gpu.hpp's StreamHandle must be cudaStream_t");
@@ -81,6 +81,7 @@ struct Equalizer::Impl {
   DeviceBuffer<std::uint64_t> fused_hist;
   int fused_flip = 0;
   const std::uint64_t* last_hist = nullptr;
+  Tuning tuning;  // the policy unless set_tuning() said otherwise
 };
 
 Equalizer::Equalizer() : impl_(std::make_unique<Impl>()) { impl_->own.emplace(); }
@@ -99,6 +100,9 @@ StreamHandle Equalizer::stream() const { return impl_->s(); }
 
 void Equalizer::synchronize() const { HISTEQ_CUDA_CHECK(cudaStreamSynchronize(impl_->s())); }
 
+void Equalizer::set_tuning(const Tuning& tuning) { impl_->tuning = tuning; }
+const Tuning& Equalizer::tuning() const { return impl_->tuning; }
+
 void Equalizer::set_stream(StreamHandle external) {
   if (external == nullptr && !impl_->own) impl_->own.emplace();
   impl_->external = external;
@@ -113,8 +117,8 @@ void Equalizer::equalize_batch(const BatchImage* images, std::size_t count, Form
   // unspecified (GCC reads them right to left, which passed the size before the growth).
   void* scratch = batch_scratch(count);
   kernels::launch_equalize_batch(reinterpret_cast<const kernels::BatchImage*>(images), count,
-                                 formula, d_luts, scratch, impl_->batch_scratch.bytes(),
-                                 impl_->s());
+                                 formula, d_luts, scratch, impl_->batch_scratch.bytes(), impl_->s(),
+                                 impl_->tuning);
 }
 
 void Equalizer::equalize_batch(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t count,
@@ -122,16 +126,16 @@ void Equalizer::equalize_batch(const std::uint8_t* d_in, std::uint8_t* d_out, st
   if (count == 0 || n == 0) return;
   std::uint8_t* d_luts = device_lut(int(count));
   if (path == BatchPath::automatic) {
-    switch (kernels::choose_batch_path(d_in, d_out, count, n)) {
+    switch (kernels::choose_batch_path(d_in, d_out, count, n, impl_->tuning)) {
       case kernels::BatchPath::cluster: path = BatchPath::cluster; break;
       case kernels::BatchPath::queued: path = BatchPath::queued; break;
       default: path = BatchPath::two_launch;
     }
   }
   if (path == BatchPath::cluster) {
-    if (kernels::cluster_batch_blocks(d_in, d_out, count, n) > 0) {
+    if (kernels::cluster_batch_blocks(d_in, d_out, count, n, impl_->tuning) > 0) {
       kernels::launch_equalize_batch_uniform_cluster(d_in, d_out, count, n, formula, d_luts,
-                                                     impl_->s());
+                                                     impl_->s(), impl_->tuning);
       return;
     }
     path = BatchPath::two_launch;  // documented: cluster runs two_launch where it cannot serve
@@ -139,7 +143,8 @@ void Equalizer::equalize_batch(const std::uint8_t* d_in, std::uint8_t* d_out, st
   void* scratch = batch_scratch(count);
   if (path == BatchPath::two_launch) {
     kernels::launch_equalize_batch_uniform_pair(d_in, d_out, count, n, formula, d_luts, scratch,
-                                                impl_->batch_scratch.bytes(), impl_->s());
+                                                impl_->batch_scratch.bytes(), impl_->s(),
+                                                impl_->tuning);
     return;
   }
   if (++impl_->batch_epoch == 0) impl_->batch_epoch = 1;

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "cuda_check.hpp"
-#include "device_buffer.hpp"
-#include "hist_u16.hpp"
 #include "histeq/equalize16.hpp"
 #include "histeq/error.hpp"
 #include "histeq/pipeline.hpp"
+#include "support/cuda_check.hpp"
+#include "support/device_buffer.hpp"
+#include "u16/hist_u16.hpp"
 
 namespace histeq::gpu {
 
@@ -22,6 +22,7 @@ struct Equalizer16::Impl {
   DeviceBuffer<std::uint16_t> lut{std::size_t(kBins16)};
   // Packed partials and spill; the spill must be zero before the first call (and is left so).
   DeviceBuffer<std::uint32_t> scratch{kernels::hist_u16_scratch_words()};
+  Tuning tuning;  // the policy unless set_tuning() said otherwise
   Impl() {
     HISTEQ_CUDA_CHECK(
         cudaMemsetAsync(scratch.get(), 0, scratch.size() * sizeof(std::uint32_t), stream.get()));
@@ -34,18 +35,21 @@ Equalizer16::Equalizer16(Equalizer16&&) noexcept = default;
 Equalizer16& Equalizer16::operator=(Equalizer16&&) noexcept = default;
 StreamHandle Equalizer16::stream() const { return impl_->stream.get(); }
 void Equalizer16::synchronize() const { impl_->stream.sync(); }
+void Equalizer16::set_tuning(const Tuning& tuning) { impl_->tuning = tuning; }
+const Tuning& Equalizer16::tuning() const { return impl_->tuning; }
 const std::uint64_t* Equalizer16::device_hist() const { return impl_->hist.get(); }
 const std::uint16_t* Equalizer16::device_lut() const { return impl_->lut.get(); }
 
 void Equalizer16::histogram(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist) {
   if (d_hist == nullptr) throw UsageError("histogram16: null histogram pointer");
-  kernels::hist_u16(d_in, n, d_hist, impl_->stream.get(), impl_->scratch.get(), /*assign=*/true);
+  kernels::hist_u16(d_in, n, d_hist, impl_->stream.get(), impl_->scratch.get(), /*assign=*/true,
+                    impl_->tuning);
 }
 
 void Equalizer16::equalize(const std::uint16_t* d_in, std::uint16_t* d_out, std::size_t n) {
   histogram(d_in, n, impl_->hist.get());
-  kernels::lut_u16(impl_->hist.get(), impl_->lut.get(), impl_->stream.get());
-  kernels::apply_u16(d_in, d_out, n, impl_->lut.get(), impl_->stream.get());
+  kernels::lut_u16(impl_->hist.get(), impl_->lut.get(), impl_->stream.get(), impl_->tuning);
+  kernels::apply_u16(d_in, d_out, n, impl_->lut.get(), impl_->stream.get(), impl_->tuning);
 }
 
 }  // namespace histeq::gpu

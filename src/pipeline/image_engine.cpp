@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "cuda_check.hpp"
-#include "device_buffer.hpp"
 #include "histeq/error.hpp"
 #include "histeq/planes.hpp"
-#include "registry.hpp"
+#include "histogram/registry.hpp"
+#include "support/cuda_check.hpp"
+#include "support/device_buffer.hpp"
 
 namespace histeq::gpu {
 namespace {

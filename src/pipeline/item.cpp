@@ -9,7 +9,6 @@
 #include <chrono>
 #include <utility>
 
-#include "cuda_check.hpp"
 #include "histeq/clahe.hpp"
 #include "histeq/codec_names.hpp"
 #include "histeq/cpu.hpp"
@@ -24,6 +23,7 @@
 #include "histeq/planes.hpp"
 #include "image_engine.hpp"
 #include "io/png_fast.hpp"
+#include "support/cuda_check.hpp"
 
 namespace histeq {
 namespace {

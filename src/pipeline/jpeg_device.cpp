@@ -19,8 +19,6 @@
 #include <mutex>
 #include <thread>
 
-#include "cuda_check.hpp"
-#include "device_buffer.hpp"
 #include "histeq/codec_names.hpp"
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
@@ -28,6 +26,8 @@
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
 #include "image_engine.hpp"
+#include "support/cuda_check.hpp"
+#include "support/device_buffer.hpp"
 
 namespace histeq::detail {
 namespace {

@@ -16,11 +16,11 @@
 #include <cuda_runtime_api.h>
 #include <nvjpeg.h>
 
-#include "chroma.hpp"
-#include "cuda_check.hpp"
-#include "device_buffer.hpp"
+#include "equalize/chroma.hpp"
+#include "histogram/registry.hpp"
 #include "image_engine.hpp"
-#include "registry.hpp"
+#include "support/cuda_check.hpp"
+#include "support/device_buffer.hpp"
 #endif
 
 namespace histeq::gpu {
@@ -50,7 +50,7 @@ struct JpegCodec::Impl {};
 JpegCodec::JpegCodec(StreamHandle, JpegCodecOptions, std::shared_ptr<JpegHandles>) {
   throw Error(
       "this histeq was built without nvJPEG: GPU JPEG decoding is not available "
-      "(use --decoder cpu, or rebuild with nvJPEG: see README)");
+      "(decode on the CPU, or rebuild with nvJPEG: see README)");
 }
 JpegCodec::~JpegCodec() = default;
 std::vector<DeviceImage> JpegCodec::decode(const std::vector<JpegInput>&) { return {}; }

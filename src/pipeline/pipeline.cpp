@@ -1,6 +1,7 @@
 // pipeline.cpp — equalize(): the arrows of DESIGN.md composed, on the GPU or the CPU, with a time
-// per stage. Each stage is a function of its own (gpu.hpp / kernels/stages.hpp on the device,
-// cpu.hpp + lut.hpp on the host); this file only orders them, moves the bytes and keeps the clock.
+// per stage. Each stage is a function of its own (gpu.hpp / kernels/equalize/stages.hpp on the
+// device, cpu.hpp + lut.hpp on the host); this file only orders them, moves the bytes and keeps the
+// clock.
 //
 // Stage timing. CUDA: events recorded on the Equalizer's stream around upload, histogram (for
 // colour images this includes extracting the planes: luma or R/G/B, which the histogram needs),
@@ -15,14 +16,14 @@
 #include <chrono>
 #include <thread>
 
-#include "device_buffer.hpp"
+#include "equalize/stages.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
 #include "histeq/planes.hpp"
+#include "histogram/registry.hpp"
 #include "image_engine.hpp"
-#include "registry.hpp"
-#include "stages.hpp"
+#include "support/device_buffer.hpp"
 
 namespace histeq {
 
@@ -111,7 +112,7 @@ Backend resolve_backend(Backend requested, std::string* why_cpu) {
   std::string why;
   if (cuda_available(&why)) return Backend::cuda;
   if (requested == Backend::cuda) {
-    throw Error("--backend cuda: no usable CUDA device (" + why + ")");
+    throw Error(kNoDeviceForCuda + why + ")");
   }
   if (why_cpu) *why_cpu = why;
   return Backend::cpu;

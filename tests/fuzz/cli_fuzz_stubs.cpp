@@ -14,9 +14,9 @@
 #if __has_include("histeq/nvjpeg_codec.hpp")
 #include "histeq/nvjpeg_codec.hpp"
 #endif
-#include "registry.hpp"
-#if __has_include("details.hpp")
-#include "details.hpp"
+#include "histogram/registry.hpp"
+#if __has_include("histogram/details.hpp")
+#include "histogram/details.hpp"
 #endif
 #if __has_include("bench/bench.hpp")
 #include "bench/bench.hpp"
@@ -63,7 +63,7 @@ const KernelEntry& find_kernel(std::string_view name) {
   throw UsageError("unknown kernel '" + std::string(name) + "'; known: " + kernel_names());
 }
 
-#if __has_include("details.hpp")
+#if __has_include("histogram/details.hpp")
 KernelDetails describe(const KernelEntry& e, SampleType, int, std::size_t) {
   KernelDetails d;
   d.name = e.name;
@@ -82,7 +82,7 @@ bool cuda_available(std::string* why) {
 }
 
 Backend resolve_backend(Backend requested, std::string* why_cpu) {
-  if (requested == Backend::cuda) throw Error("--backend cuda: no usable CUDA device (fuzz build)");
+  if (requested == Backend::cuda) throw Error(std::string(kNoDeviceForCuda) + "fuzz build)");
   if (why_cpu) *why_cpu = "fuzz build: no CUDA";
   return Backend::cpu;
 }

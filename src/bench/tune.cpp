@@ -1,0 +1,232 @@
+// bench/tune.cpp — `histeq bench --tune KEY=VALUE`: the only place where the kernels' run-time
+// choices (histeq/tuning.hpp) and the CPU backend's SIMD switch are read from text. Each key
+// names one field; its help line gives the values and the policy's default
+// (kernels/clahe/policy.hpp), so that a variant the policy rejected can be measured again beside
+// the default.
+#include <cerrno>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/detail.hpp"
+#include "clahe/policy.hpp"
+#include "histeq/error.hpp"
+#include "support/pdl_edges.hpp"
+
+namespace histeq::bench {
+namespace {
+
+using kernels::ClahePolicy;
+
+/// One --tune key: its name, the values it takes and what they mean (help), and its setter
+/// (throws UsageError naming the valid values for a bad one).
+struct Key {
+  const char* name;
+  std::string help;
+  std::function<void(Tune&, const std::string&)> set;
+};
+
+[[noreturn]] void bad_value(const std::string& key, const std::string& value,
+                            const std::string& valid) {
+  throw UsageError("bad value '" + value + "' for --tune " + key + "; valid: " + valid);
+}
+
+/// An integer in [lo, hi].
+long long number(const std::string& key, const std::string& value, long long lo, long long hi) {
+  const bool digits =
+      !value.empty() && value.size() <= 12 &&
+      value.find_first_not_of("0123456789", value[0] == '-' ? 1 : 0) == std::string::npos &&
+      value != "-";
+  errno = 0;
+  const long long v = digits ? std::strtoll(value.c_str(), nullptr, 10) : 0;
+  if (!digits || errno != 0 || v < lo || v > hi) {
+    bad_value(key, value, "an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  return v;
+}
+
+bool flag(const std::string& key, const std::string& value) {
+  if (value == "1" || value == "on") return true;
+  if (value == "0" || value == "off") return false;
+  bad_value(key, value, "0, 1 (or off, on)");
+}
+
+Choice choice(const std::string& key, const std::string& value) {
+  if (value == "auto") return Choice::automatic;
+  if (value == "on" || value == "1") return Choice::on;
+  if (value == "off" || value == "0") return Choice::off;
+  bad_value(key, value, "auto, on, off");
+}
+
+/// An int field set from an integer in [lo, hi].
+template <int ClaheTuning::*Field>
+Key clahe_number(const char* name, long long lo, long long hi, std::string help) {
+  return {name, std::move(help), [name, lo, hi](Tune& t, const std::string& v) {
+            t.gpu.clahe.*Field = int(number(name, v, lo, hi));
+          }};
+}
+
+std::vector<Key> make_keys() {
+  using Apply = ClaheTuning::Apply;
+  using Tiles16 = ClaheTuning::Tiles16;
+  const auto kib = [](std::size_t bytes) { return std::to_string(bytes >> 10); };
+  std::string edges;
+  for (const auto& e : kernels::pdl::kEdgeNames)
+    edges += ", " + std::to_string(unsigned(e.edge)) + " " + e.what;
+  std::vector<Key> k;
+  k.push_back({"clahe.apply",
+               "auto|strip|cell|flat  8-bit apply kernel (auto: strip from " +
+                   format_size(ClahePolicy::kStripMinPixels) + " pixels, else cell from " +
+                   format_size(ClahePolicy::kCellMinPixels) +
+                   ", else flat; a forced kernel runs where it can serve the plane)",
+               [](Tune& t, const std::string& v) {
+                 if (v == "auto")
+                   t.gpu.clahe.apply = Apply::automatic;
+                 else if (v == "strip")
+                   t.gpu.clahe.apply = Apply::strip;
+                 else if (v == "cell")
+                   t.gpu.clahe.apply = Apply::cell;
+                 else if (v == "flat")
+                   t.gpu.clahe.apply = Apply::flat;
+                 else
+                   bad_value("clahe.apply", v, "auto, strip, cell, flat");
+               }});
+  k.push_back({"clahe.small_clusters",
+               "0|1  8-bit planes up to " + format_size(ClahePolicy::kClusterMaxPixels) +
+                   " pixels: tile histograms by a cluster per tile row (default 1) or by bands",
+               [](Tune& t, const std::string& v) {
+                 t.gpu.clahe.small_clusters = flag("clahe.small_clusters", v);
+               }});
+  k.push_back(clahe_number<&ClaheTuning::hist_band_kib>(
+      "clahe.hist_band_kib", 0, 1 << 20,
+      "N  fewest input KiB one tile-histogram block counts (default " +
+          kib(ClahePolicy::kHistMinBytesPerBlock) + ")"));
+  k.push_back(clahe_number<&ClaheTuning::hist_blocks_per_sm>(
+      "clahe.hist_blocks_per_sm", 0, 64, "N  tile-histogram blocks per SM (0: as many as fit)"));
+  k.push_back(clahe_number<&ClaheTuning::strip_rows>(
+      "clahe.strip_rows", 0, 4096, "N  strip apply: rows per range (0: one wave, by occupancy)"));
+  k.push_back(
+      clahe_number<&ClaheTuning::strip_waves>("clahe.strip_waves", 0, 64,
+                                              "N  strip apply: full waves of blocks (default " +
+                                                  std::to_string(ClahePolicy::kStripWaves) + ")"));
+  k.push_back(clahe_number<&ClaheTuning::cell_threads>(
+      "clahe.cell_threads", 0, ClahePolicy::kCellThreads,
+      "N  cell apply: about N threads per block (default " +
+          std::to_string(ClahePolicy::kCellThreads) + ")"));
+  k.push_back(clahe_number<&ClaheTuning::cell_kpx>(
+      "clahe.cell_kpx", 0, 1 << 16,
+      "N  cell apply: at least N Ki pixels per block (default " +
+          kib(std::size_t(ClahePolicy::kCellPixelsPerBlock)) + ")"));
+  k.push_back(
+      {"clahe16.fused",
+       "auto|on|off  16-bit tile histograms and LUTs in one launch by tile clusters (auto: "
+       "tiles of " +
+           std::to_string(ClahePolicy::kFused16MinTileArea) + " samples and more)",
+       [](Tune& t, const std::string& v) { t.gpu.clahe.fused16 = choice("clahe16.fused", v); }});
+  k.push_back(
+      {"clahe16.tiles",
+       "auto|packed|atomic  16-bit tile histograms outside that launch (auto: packed from " +
+           std::to_string(ClahePolicy::kPacked16MinTileArea) + " samples per tile)",
+       [](Tune& t, const std::string& v) {
+         if (v == "auto")
+           t.gpu.clahe.tiles16 = Tiles16::automatic;
+         else if (v == "packed")
+           t.gpu.clahe.tiles16 = Tiles16::packed;
+         else if (v == "atomic")
+           t.gpu.clahe.tiles16 = Tiles16::atomic;
+         else
+           bad_value("clahe16.tiles", v, "auto, packed, atomic");
+       }});
+  k.push_back(
+      {"clahe16.pairs",
+       "auto|on|off  16-bit apply from LUT pairs of neighbouring tiles (auto: by size)",
+       [](Tune& t, const std::string& v) { t.gpu.clahe.pairs16 = choice("clahe16.pairs", v); }});
+  k.push_back(
+      {"clahe16.cells", "0|1  16-bit pair apply by cell columns (default 1) or flat",
+       [](Tune& t, const std::string& v) { t.gpu.clahe.cells16 = flag("clahe16.cells", v); }});
+  k.push_back({"clahe16.cells_blocks_per_sm",
+               "N  that kernel's blocks per SM (0: as many as fit; default " +
+                   std::to_string(ClahePolicy::kCells16BlocksPerSm) + ")",
+               [](Tune& t, const std::string& v) {
+                 t.gpu.clahe.cells16_blocks_per_sm =
+                     int(number("clahe16.cells_blocks_per_sm", v, 0, 64));
+               }});
+  k.push_back(
+      {"hist16.pairs",
+       "0|1  65536-bin histogram: clusters of two add their counters (default 1) or single "
+       "blocks",
+       [](Tune& t, const std::string& v) { t.gpu.hist16.pairs = flag("hist16.pairs", v); }});
+  k.push_back({"pdl",
+               "MASK|none|all  programmatic dependent launch per launch site, a sum of" +
+                   edges.substr(1) + " (default " + std::to_string(kernels::pdl::kDefaultEdges) +
+                   ")",
+               [](Tune& t, const std::string& v) {
+                 if (v == "none")
+                   t.gpu.pdl_edges = 0;
+                 else if (v == "all")
+                   t.gpu.pdl_edges = 0x7FFFFFFF;
+                 else
+                   t.gpu.pdl_edges = std::int32_t(number("pdl", v, 0, 0x7FFFFFFF));
+               }});
+  k.push_back({"cpu.simd",
+               "0|1  the CPU backend's SIMD paths where the CPU has them (default 1) or the "
+               "portable loops",
+               [](Tune& t, const std::string& v) { t.cpu_simd = flag("cpu.simd", v); }});
+  return k;
+}
+
+const std::vector<Key>& keys() {
+  static const std::vector<Key> k = make_keys();
+  return k;
+}
+
+std::string key_names() {
+  std::string s;
+  for (const Key& k : keys()) s += (s.empty() ? "" : ", ") + std::string(k.name);
+  return s;
+}
+
+}  // namespace
+
+void apply_tune(Tune& t, std::string_view key_value) {
+  const std::string kv(key_value);
+  const std::size_t eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
+    throw UsageError("--tune takes KEY=VALUE, got '" + kv + "'; keys: " + key_names());
+  }
+  const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+  for (const Key& k : keys()) {
+    if (key == k.name) {
+      k.set(t, value);
+      t.given.push_back(kv);
+      return;
+    }
+  }
+  throw UsageError("unknown --tune key '" + key + "'; keys: " + key_names());
+}
+
+std::string tune_help() {
+  // One entry per key, indented under --tune and wrapped at 99 columns.
+  constexpr std::size_t kIndent = 20, kWidth = 99;
+  std::string out;
+  for (const Key& k : keys()) {
+    std::string line(kIndent, ' ');
+    std::size_t start = 0;
+    const std::string text = std::string(k.name) + "=" + k.help;
+    while (start < text.size()) {
+      std::size_t room = kWidth - line.size();
+      std::size_t end = text.size();
+      if (end - start > room) {
+        end = text.rfind(' ', start + room);
+        if (end == std::string::npos || end <= start) end = start + room;
+      }
+      out += line + text.substr(start, end - start) + "\n";
+      start = end < text.size() && text[end] == ' ' ? end + 1 : end;
+      line.assign(kIndent + 2, ' ');
+    }
+  }
+  return out;
+}
+
+}  // namespace histeq::bench
