@@ -149,6 +149,8 @@ NB_MODULE(_histeq, m) {
 #ifdef HISTEQ_VERSION
   m.attr("__version__") = HISTEQ_VERSION;
 #endif
+  // False in a CPU-only build (HISTEQ_CUDA=OFF): no GPU code, no registry kernels.
+  m.attr("CUDA_BUILT") = bool(HISTEQ_CUDA_BUILT);
 
   m.def("kernels", []() {
     std::vector<std::tuple<std::string, bool, std::string>> out;
