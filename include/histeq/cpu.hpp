@@ -26,13 +26,23 @@ Histogram histogram_rows(const std::uint8_t* p, std::size_t width, std::size_t h
                          std::size_t stride);
 
 /// planes[p * pixels + i] = plane p of pixel i (planes.hpp says which planes a mode has).
-/// `planes` holds plane_count(mode, channels) * pixels bytes.
+/// `planes` holds plane_count(mode, channels) * pixels bytes. `order` says which of a colour
+/// pixel's channels is red (the luma of luma and gray modes); rgb mode's planes are the
+/// channels in memory order.
 void extract_planes(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode,
-                    std::uint8_t* planes, int threads = 0);
+                    std::uint8_t* planes, int threads = 0, ChannelOrder order = ChannelOrder::rgb);
 
 /// Writes the equalized image: luts[p] is the LUT of plane p. `out` holds
-/// pixels * output_channels(mode, channels) bytes; alpha is copied unchanged.
+/// pixels * output_channels(mode, channels) bytes; alpha is copied unchanged. `out` may equal
+/// `in` (not otherwise overlap it). `order` as extract_planes (luma mode writes the channels
+/// back in that order).
 void apply(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode, const Lut* luts,
-           std::uint8_t* out, int threads = 0);
+           std::uint8_t* out, int threads = 0, ChannelOrder order = ChannelOrder::rgb);
+
+/// Luma mode's recombination around a luma plane made elsewhere (CLAHE's): out pixel i is
+/// input pixel i with its Y replaced by y[i] (color::chroma of the input pixel, color::to_rgb
+/// with y[i]), alpha copied. channels 3 or 4; `order` as extract_planes; out may equal in.
+void replace_luma(const std::uint8_t* in, std::size_t pixels, int channels, const std::uint8_t* y,
+                  std::uint8_t* out, int threads = 0, ChannelOrder order = ChannelOrder::rgb);
 
 }  // namespace histeq::cpu

@@ -15,10 +15,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -26,6 +23,7 @@
 #define HISTEQ_CLAHE_AVX2 1
 #endif
 
+#include "cpu/parallel.hpp"
 #include "histeq/clahe.hpp"
 #include "histeq/clahe_formula.hpp"
 #include "histeq/color.hpp"
@@ -74,8 +72,20 @@ namespace cpu {
 namespace {
 namespace cf = clahe_formula;
 
-/// Runs fn(i) for i in [0, n) on up to `threads` threads (0: hardware_concurrency), in
-/// contiguous chunks; rethrows the first exception after every thread joined.
+/// Samples below which a plane's CLAHE runs on the calling thread (starting a thread costs
+/// more than the work it would take), and the least each further thread gets.
+constexpr std::size_t kMinSamplesPerThread = std::size_t(1) << 16;
+
+/// The threads for a plane of `samples` samples: at most `threads` (0: usable_cpus()), each
+/// with at least kMinSamplesPerThread of them.
+int threads_for(std::size_t samples, int threads) {
+  const std::size_t t = threads > 0 ? std::size_t(threads) : std::size_t(cpu::usable_cpus());
+  return int(std::max<std::size_t>(1, std::min(t, samples / kMinSamplesPerThread)));
+}
+
+/// Runs fn(i) for i in [0, n) on up to `threads` threads (0: usable_cpus()), in contiguous
+/// chunks, on the calling thread and the backend's pool (cpu/parallel.hpp); rethrows the first
+/// exception after every chunk has finished.
 template <class Fn>
 void parallel_for(std::size_t n, int threads, Fn&& fn) {
   std::size_t t = threads > 0 ? std::size_t(threads) : std::size_t(cpu::usable_cpus());
@@ -84,27 +94,9 @@ void parallel_for(std::size_t n, int threads, Fn&& fn) {
     for (std::size_t i = 0; i < n; ++i) fn(i);
     return;
   }
-  std::vector<std::exception_ptr> errors(t);
-  auto run = [&](std::size_t w) {
-    try {
-      for (std::size_t i = w * n / t; i < (w + 1) * n / t; ++i) fn(i);
-    } catch (...) {
-      errors[w] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> pool;
-  std::vector<std::size_t> inline_slices{0};
-  for (std::size_t w = 1; w < t; ++w) {
-    try {
-      pool.emplace_back(run, w);
-    } catch (const std::system_error&) {
-      inline_slices.push_back(w);
-    }
-  }
-  for (std::size_t w : inline_slices) run(w);
-  for (auto& th : pool) th.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  parallel::run_tasks(t, int(t), [&](std::size_t w) {
+    for (std::size_t i = w * n / t; i < (w + 1) * n / t; ++i) fn(i);
+  });
 }
 
 void check_plane(const void* in, int width, int height, const void* out, const ClaheOptions& opt,
@@ -219,7 +211,8 @@ cf::Geometry luts_of(const T* in, int width, int height, const ClaheOptions& opt
   }
   // Tasks: a tile row each, cut into column groups when there are fewer tile rows than workers
   // (8-bit; 16-bit tiles are one task each).
-  const int workers = threads > 0 ? threads : cpu::usable_cpus();
+  threads = threads_for(std::size_t(width) * std::size_t(height), threads);
+  const int workers = threads;
   const int groups = sizeof(T) == 1
                          ? std::min(g.tiles_x, std::max(1, (workers + g.tiles_y - 1) / g.tiles_y))
                          : g.tiles_x;
@@ -337,6 +330,7 @@ void interpolate(const T* in, const cf::Geometry& g, const L* luts, T* out, int 
   constexpr std::size_t kBins = sizeof(T) == 1 ? 256 : 65536;
   const float inv_th = cf::inv_size(g.tile_h);
   const Columns cols = columns_of(g);
+  threads = threads_for(std::size_t(g.width) * std::size_t(g.height), threads);
 #if HISTEQ_CLAHE_AVX2
   const bool avx2 = use_avx2();
 #endif
@@ -411,91 +405,117 @@ Image16 clahe(const Image16& img, const ClaheOptions& opt, int threads) {
 }  // namespace cpu
 
 namespace detail {
+namespace {
 
-Image clahe_image(const Image& img, const ClaheOptions& opt_in, const PlaneFn8& plane_fn) {
+void check_view(int width, int height, int channels, const void* in, const void* out) {
+  if (width < 1 || height < 1 || channels < 1 || channels > 4 || in == nullptr || out == nullptr) {
+    throw Error("CLAHE: empty or inconsistent image");
+  }
+}
+
+}  // namespace
+
+void clahe_into(const ImageView<std::uint8_t>& img, const ClaheOptions& opt_in, std::uint8_t* out,
+                const PlaneFn8& plane_fn) {
   validate(opt_in);
+  check_view(img.width, img.height, img.channels, img.pixels, out);
+  const int c = img.channels;
+  const Mode mode = effective_mode(c, opt_in.mode);
+  const std::size_t n = img.pixel_count();
+  const std::uint8_t* in = img.pixels;
+  if (c == 1) {  // the plane itself, in place: no copy
+    plane_fn(in, out);
+    return;
+  }
+  const int planes = plane_count(mode, c);
+  // Planes: the gray channel, Y (in the image's channel order) or the colour channels.
+  std::vector<std::uint8_t> src(n * std::size_t(planes));
+  cpu::extract_planes(in, n, c, mode, src.data(), 0, opt_in.order);
+  if (mode == Mode::gray) {  // one output channel: the plane's CLAHE itself
+    plane_fn(src.data(), out);
+    return;
+  }
+  std::vector<std::uint8_t> dst(src.size());
+  for (int k = 0; k < planes; ++k) {
+    plane_fn(src.data() + std::size_t(k) * n, dst.data() + std::size_t(k) * n);
+  }
+  if (c == 2) {  // gray + alpha
+    for (std::size_t i = 0; i < n; ++i) {
+      out[2 * i] = dst[i];
+      out[2 * i + 1] = in[2 * i + 1];
+    }
+  } else if (planes == 3) {  // rgb: each channel from its plane, alpha copied
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint8_t* q = out + i * std::size_t(c);
+      for (int k = 0; k < 3; ++k) q[k] = dst[std::size_t(k) * n + i];
+      if (c == 4) q[3] = in[i * 4 + 3];
+    }
+  } else {  // luma: Y replaced, chroma and alpha kept
+    cpu::replace_luma(in, n, c, dst.data(), out, 0, opt_in.order);
+  }
+}
+
+Image clahe_image(const Image& img, const ClaheOptions& opt, const PlaneFn8& plane_fn) {
+  validate(opt);
   if (img.width < 1 || img.height < 1 || img.channels < 1 || img.channels > 4 ||
       img.pixels.size() != img.byte_count()) {
     throw Error("CLAHE: empty or inconsistent image");
   }
-  const int c = img.channels;
-  const Mode mode = effective_mode(c, opt_in.mode);
-  const std::size_t n = img.pixel_count();
   Image out;
   out.width = img.width;
   out.height = img.height;
-  out.channels = output_channels(mode, c);
+  out.channels = output_channels(effective_mode(img.channels, opt.mode), img.channels);
   out.pixels.resize(out.byte_count());
-  const int planes = plane_count(mode, c);
-  std::vector<std::uint8_t> src(n * std::size_t(planes)), dst(src.size());
-  // Planes: gray channel, Y, or R, G, B.
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint8_t* p = img.pixels.data() + i * std::size_t(c);
-    if (c < 3) {
-      src[i] = p[0];
-    } else if (planes == 3) {
-      for (int k = 0; k < 3; ++k) src[std::size_t(k) * n + i] = p[k];
-    } else {
-      src[i] = color::luma(p[0], p[1], p[2]);
-    }
-  }
-  for (int k = 0; k < planes; ++k) {
-    plane_fn(src.data() + std::size_t(k) * n, dst.data() + std::size_t(k) * n);
-  }
-  const int oc = out.channels;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint8_t* p = img.pixels.data() + i * std::size_t(c);
-    std::uint8_t* q = out.pixels.data() + i * std::size_t(oc);
-    if (c < 3 || mode == Mode::gray) {
-      q[0] = dst[i];
-      if (oc == 2) q[1] = p[1];
-    } else if (planes == 3) {
-      for (int k = 0; k < 3; ++k) q[k] = dst[std::size_t(k) * n + i];
-      if (c == 4) q[3] = p[3];
-    } else {
-      std::uint8_t cr, cb;
-      color::chroma(p[0], p[2], src[i], cr, cb);
-      color::to_rgb(dst[i], cr, cb, q[0], q[1], q[2]);
-      if (c == 4) q[3] = p[3];
-    }
-  }
+  clahe_into(ImageView<std::uint8_t>{img.pixels.data(), img.width, img.height, img.channels}, opt,
+             out.pixels.data(), plane_fn);
   return out;
 }
 
-Image16 clahe_image(const Image16& img, const ClaheOptions& opt_in, const PlaneFn16& plane_fn) {
+void clahe_into(const ImageView<std::uint16_t>& img, const ClaheOptions& opt_in, std::uint16_t* out,
+                const PlaneFn16& plane_fn) {
   validate(opt_in);
-  if (img.width < 1 || img.height < 1 || img.channels < 1 || img.channels > 4 ||
-      img.pixels.size() != img.sample_count()) {
-    throw Error("CLAHE: empty or inconsistent image");
-  }
+  check_view(img.width, img.height, img.channels, img.pixels, out);
   const int c = img.channels;
-  Mode mode = effective_mode(c, opt_in.mode);
+  const Mode mode = effective_mode(c, opt_in.mode);
   if (c >= 3 && mode != Mode::rgb) {
     throw UsageError(std::string("CLAHE of a 16-bit colour image: mode '") + to_string(mode) +
                      "' needs 16-bit YCbCr, which histeq does not have; use mode rgb (or 8 bits)");
   }
   const std::size_t n = img.pixel_count();
-  Image16 out;
-  out.width = img.width;
-  out.height = img.height;
+  const std::uint16_t* in = img.pixels;
+  if (c == 1) {  // the plane itself, in place: no copy
+    plane_fn(in, out);
+    return;
+  }
   // Gray and gray+alpha keep their channels (as equalize16 does): the gray channel is the plane,
   // alpha is copied. A 16-bit image has no YCbCr, so no mode narrows it to one channel.
-  out.channels = c < 3 ? c : output_channels(mode, c);
-  out.pixels.resize(out.sample_count());
   const int planes = c >= 3 ? 3 : 1;
   std::vector<std::uint16_t> src(n), dst(n);
   for (int k = 0; k < planes; ++k) {
-    for (std::size_t i = 0; i < n; ++i) src[i] = img.pixels[i * std::size_t(c) + std::size_t(k)];
+    for (std::size_t i = 0; i < n; ++i) src[i] = in[i * std::size_t(c) + std::size_t(k)];
     plane_fn(src.data(), dst.data());
-    for (std::size_t i = 0; i < n; ++i)
-      out.pixels[i * std::size_t(out.channels) + std::size_t(k)] = dst[i];
+    for (std::size_t i = 0; i < n; ++i) out[i * std::size_t(c) + std::size_t(k)] = dst[i];
   }
   const int alpha = (c == 2 || c == 4) ? c - 1 : -1;
-  if (alpha >= 0 && out.channels == c) {
+  if (alpha >= 0) {
     for (std::size_t i = 0; i < n; ++i)
-      out.pixels[i * std::size_t(c) + std::size_t(alpha)] =
-          img.pixels[i * std::size_t(c) + std::size_t(alpha)];
+      out[i * std::size_t(c) + std::size_t(alpha)] = in[i * std::size_t(c) + std::size_t(alpha)];
   }
+}
+
+Image16 clahe_image(const Image16& img, const ClaheOptions& opt, const PlaneFn16& plane_fn) {
+  validate(opt);
+  if (img.width < 1 || img.height < 1 || img.channels < 1 || img.channels > 4 ||
+      img.pixels.size() != img.sample_count()) {
+    throw Error("CLAHE: empty or inconsistent image");
+  }
+  Image16 out;
+  out.width = img.width;
+  out.height = img.height;
+  out.channels = img.channels;
+  out.pixels.resize(out.sample_count());
+  clahe_into(ImageView<std::uint16_t>{img.pixels.data(), img.width, img.height, img.channels}, opt,
+             out.pixels.data(), plane_fn);
   return out;
 }
 

@@ -156,8 +156,10 @@ std::vector<std::uint8_t> read_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     const int err = errno;
-    throw Error("cannot read " + quoted(path) + ": " +
-                (err == ENOENT ? std::string("no such file") : std::string(std::strerror(err))));
+    throw FileError(
+        "cannot read " + quoted(path) + ": " +
+            (err == ENOENT ? std::string("no such file") : std::string(std::strerror(err))),
+        err, path);
   }
   struct Closer {
     int fd;
@@ -165,27 +167,28 @@ std::vector<std::uint8_t> read_file(const std::string& path) {
   } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0)
-    throw Error("cannot read " + quoted(path) + ": " + std::strerror(errno));
+    throw FileError("cannot read " + quoted(path) + ": " + std::strerror(errno), errno, path);
   if (!S_ISREG(st.st_mode))
-    throw Error("cannot read " + quoted(path) + ": " + file_type_name(st.st_mode));
-  if (st.st_size == 0) throw Error("cannot read " + quoted(path) + ": the file is empty");
+    throw FileError("cannot read " + quoted(path) + ": " + file_type_name(st.st_mode),
+                    S_ISDIR(st.st_mode) ? EISDIR : 0, path);
+  if (st.st_size == 0) throw DecodeError("cannot read " + quoted(path) + ": the file is empty");
   if (std::uint64_t(st.st_size) > std::uint64_t(INT_MAX))
-    throw Error("cannot read " + quoted(path) + ": " + std::to_string(st.st_size) +
-                " bytes is too large to decode (the decoder takes at most " +
-                std::to_string(INT_MAX) + " bytes)");
+    throw DecodeError("cannot read " + quoted(path) + ": " + std::to_string(st.st_size) +
+                      " bytes is too large to decode (the decoder takes at most " +
+                      std::to_string(INT_MAX) + " bytes)");
   std::vector<std::uint8_t> data(static_cast<std::size_t>(st.st_size));
   std::size_t done = 0;
   while (done < data.size()) {
     const ssize_t n = ::read(fd, data.data() + done, data.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw Error("cannot read " + quoted(path) + ": " + std::strerror(errno));
+      throw FileError("cannot read " + quoted(path) + ": " + std::strerror(errno), errno, path);
     }
     if (n == 0) break;  // shrank while we read: decode what is there (it will say truncated)
     done += std::size_t(n);
   }
   data.resize(done);
-  if (data.empty()) throw Error("cannot read " + quoted(path) + ": the file is empty");
+  if (data.empty()) throw DecodeError("cannot read " + quoted(path) + ": the file is empty");
   return data;
 }
 
@@ -686,8 +689,25 @@ std::vector<std::uint8_t> write_png8(const Image& img, int level) {
 
 }  // namespace
 
+namespace {
+Image decode_image_checked(const std::uint8_t* data, std::size_t size, const std::string& name,
+                           std::uint64_t max_pixels);
+}  // namespace
+
 Image decode_image(const std::uint8_t* data, std::size_t size, const std::string& name,
                    std::uint64_t max_pixels) {
+  try {
+    return decode_image_checked(data, size, name, max_pixels);
+  } catch (const DecodeError&) {
+    throw;
+  } catch (const Error& e) {  // every refusal of the decoders is about the data
+    throw DecodeError(e.what());
+  }
+}
+
+namespace {
+Image decode_image_checked(const std::uint8_t* data, std::size_t size, const std::string& name,
+                           std::uint64_t max_pixels) {
   if (size == 0) throw Error("cannot read " + quoted(name) + ": the file is empty");
   if (size > std::size_t(INT_MAX))
     throw Error(quoted(name) + " is too large to decode (" + std::to_string(size) +
@@ -779,6 +799,7 @@ Image decode_image(const std::uint8_t* data, std::size_t size, const std::string
   img.icc = png::read_iccp(data, size);  // empty unless a PNG with an iCCP chunk
   return img;
 }
+}  // namespace
 
 std::vector<std::uint8_t> read_image_file(const std::string& path) { return read_file(path); }
 
@@ -982,16 +1003,24 @@ int write_all(int fd, const std::uint8_t* data, std::size_t size, const char* tm
 /// file, no rename, its mode and owner untouched. A socket cannot be opened: refused.
 void write_in_place(const std::string& path, const std::string& path_in, mode_t type,
                     const std::uint8_t* data, std::size_t size) {
-  if (S_ISSOCK(type)) throw Error("cannot write " + quoted(path_in) + ": " + file_type_name(type));
+  if (S_ISSOCK(type))
+    throw FileError("cannot write " + quoted(path_in) + ": " + file_type_name(type), 0, path_in);
   const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) throw Error("cannot write " + quoted(path_in) + ": " + std::strerror(errno));
+  if (fd < 0) {
+    throw FileError("cannot write " + quoted(path_in) + ": " + std::strerror(errno), errno,
+                    path_in);
+  }
   std::string what;
   const int err = write_all(fd, data, size, nullptr, what);
   const int closed = ::close(fd) == 0 ? 0 : errno;
-  if (err != 0)
-    throw Error("cannot write " + quoted(path_in) + ": " + what + ": " + std::strerror(err));
-  if (closed != 0)
-    throw Error("cannot write " + quoted(path_in) + ": close failed: " + std::strerror(closed));
+  if (err != 0) {
+    throw FileError("cannot write " + quoted(path_in) + ": " + what + ": " + std::strerror(err),
+                    err, path_in);
+  }
+  if (closed != 0) {
+    throw FileError("cannot write " + quoted(path_in) + ": close failed: " + std::strerror(closed),
+                    closed, path_in);
+  }
 }
 
 }  // namespace
@@ -1007,8 +1036,9 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
       keep_mode = st.st_mode & 07777;
       const bool no_write_bit = (st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0;
       if (no_write_bit || ::access(path.c_str(), W_OK) != 0)
-        throw Error("cannot write " + quoted(path_in) + ": the file is read-only (" +
-                    std::strerror(EACCES) + ")");
+        throw FileError("cannot write " + quoted(path_in) + ": the file is read-only (" +
+                            std::strerror(EACCES) + ")",
+                        EACCES, path_in);
       if (!S_ISREG(st.st_mode)) return write_in_place(path, path_in, st.st_mode, data, size);
     }
   }
@@ -1018,12 +1048,15 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
   std::error_code ec;
   const fs::file_status dst = fs::status(dir, ec);
   if (!fs::exists(dst))
-    throw Error("cannot write " + quoted(path) + ": folder " + quoted(dir.string()) +
-                " does not exist");
+    throw FileError(
+        "cannot write " + quoted(path) + ": folder " + quoted(dir.string()) + " does not exist",
+        ENOENT, path_in);
   if (!fs::is_directory(dst))
-    throw Error("cannot write " + quoted(path) + ": " + quoted(dir.string()) + " is not a folder");
+    throw FileError(
+        "cannot write " + quoted(path) + ": " + quoted(dir.string()) + " is not a folder", ENOTDIR,
+        path_in);
   if (fs::is_directory(fs::status(target, ec)))
-    throw Error("cannot write " + quoted(path) + ": it is a directory");
+    throw FileError("cannot write " + quoted(path) + ": it is a directory", EISDIR, path_in);
 
   // ".NAME.histeq-XXXXXX" beside the target; when that would pass the folder's NAME_MAX (a
   // long output name), the short ".histeq-XXXXXX" so that every name the filesystem takes works.
@@ -1033,8 +1066,9 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
   std::string tmpl =
       (dir / (fits ? "." + leaf + ".histeq-XXXXXX" : std::string(".histeq-XXXXXX"))).string();
   if (tmpl.size() >= kTempPathMax)
-    throw Error("cannot write " + quoted(path) + ": the path is too long (" +
-                std::to_string(tmpl.size()) + " bytes)");
+    throw FileError("cannot write " + quoted(path) + ": the path is too long (" +
+                        std::to_string(tmpl.size()) + " bytes)",
+                    ENAMETOOLONG, path_in);
   // mkstemp and the slot's publication happen with the cleanup signals blocked.
   int fd = -1;
   int slot = -1;
@@ -1045,8 +1079,9 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
     name.push_back('\0');
     fd = ::mkstemp(name.data());
     if (fd < 0)
-      throw Error("cannot write " + quoted(path) + ": cannot create a file in " +
-                  quoted(dir.string()) + ": " + std::strerror(errno));
+      throw FileError("cannot write " + quoted(path) + ": cannot create a file in " +
+                          quoted(dir.string()) + ": " + std::strerror(errno),
+                      errno, path_in);
     tmp.assign(name.data());
     slot = claim_temp_slot();
     if (slot >= 0) {
@@ -1065,7 +1100,8 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
       ::unlink(tmp.c_str());
       release_slot();
     }
-    throw Error("cannot write " + quoted(path) + ": " + what + ": " + std::strerror(err));
+    throw FileError("cannot write " + quoted(path) + ": " + what + ": " + std::strerror(err), err,
+                    path_in);
   };
   std::string what;
   if (const int err = write_all(fd, data, size, tmp.c_str(), what)) fail(what, err);
@@ -1079,7 +1115,8 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
     const int err = errno;
     ::unlink(tmp.c_str());
     release_slot();
-    throw Error("cannot write " + quoted(path) + ": rename failed: " + std::strerror(err));
+    throw FileError("cannot write " + quoted(path) + ": rename failed: " + std::strerror(err), err,
+                    path_in);
   }
   release_slot();
 }

@@ -34,7 +34,7 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-void check_image(const Image& in) {
+void check_image(const ImageView<std::uint8_t>& in) {
   if (in.channels < 1 || in.channels > 4) {
     throw Error("image has " + std::to_string(in.channels) +
                 " channels; expected 1 (gray), 2 (gray+alpha), 3 (RGB) or 4 (RGBA)");
@@ -43,6 +43,11 @@ void check_image(const Image& in) {
     throw Error("image has negative size " + std::to_string(in.width) + "x" +
                 std::to_string(in.height));
   }
+  if (in.pixels == nullptr && in.sample_count() > 0) throw Error("image: null pixels");
+}
+
+void check_image(const Image& in) {
+  check_image(ImageView<std::uint8_t>{in.pixels.data(), in.width, in.height, in.channels});
   if (in.pixels.size() != in.byte_count()) {
     throw Error("image buffer holds " + std::to_string(in.pixels.size()) + " bytes; " +
                 std::to_string(in.width) + "x" + std::to_string(in.height) + "x" +
@@ -70,15 +75,16 @@ std::uint64_t sum_of(const Histogram& h) {
 
 /// What both equalize() and image_histograms() do; `apply_luts` false stops after the histogram.
 struct Run {
-  const Image& in;
+  ImageView<std::uint8_t> in;
   const EqualizeOptions& opt;
   Mode mode;
   int planes;
   int out_channels;
   std::size_t pixels;
+  std::uint8_t* out;  ///< pixels · out_channels bytes (apply_luts only)
 };
 
-Image run_cpu(const Run& r, bool apply_luts, EqualizeReport& rep) {
+void run_cpu(const Run& r, bool apply_luts, EqualizeReport& rep) {
   const auto t_total = Clock::now();
   const int threads = cpu_threads();
   rep.backend = "cpu";
@@ -88,11 +94,11 @@ Image run_cpu(const Run& r, bool apply_luts, EqualizeReport& rep) {
   // Histogram (with plane extraction for 2–4 channels).
   auto t0 = Clock::now();
   std::vector<std::uint8_t> planes_buf;
-  const std::uint8_t* planes = r.in.pixels.data();
+  const std::uint8_t* planes = r.in.pixels;
   if (r.in.channels > 1) {
     planes_buf.resize(std::size_t(r.planes) * r.pixels);
-    cpu::extract_planes(r.in.pixels.data(), r.pixels, r.in.channels, r.mode, planes_buf.data(),
-                        threads);
+    cpu::extract_planes(r.in.pixels, r.pixels, r.in.channels, r.mode, planes_buf.data(), threads,
+                        r.opt.order);
     planes = planes_buf.data();
   }
   rep.histograms.clear();
@@ -102,7 +108,6 @@ Image run_cpu(const Run& r, bool apply_luts, EqualizeReport& rep) {
   }
   rep.times.histogram_ms = ms_since(t0);
 
-  Image out;
   if (apply_luts) {
     t0 = Clock::now();
     rep.luts.clear();
@@ -110,27 +115,36 @@ Image run_cpu(const Run& r, bool apply_luts, EqualizeReport& rep) {
     rep.times.cdf_lut_ms = ms_since(t0);
 
     t0 = Clock::now();
-    out.width = r.in.width;
-    out.height = r.in.height;
-    out.channels = r.out_channels;
-    out.pixels.resize(r.pixels * std::size_t(r.out_channels));
-    cpu::apply(r.in.pixels.data(), r.pixels, r.in.channels, r.mode, rep.luts.data(),
-               out.pixels.data(), threads);
+    cpu::apply(r.in.pixels, r.pixels, r.in.channels, r.mode, rep.luts.data(), r.out, threads,
+               r.opt.order);
     rep.times.apply_ms = ms_since(t0);
   }
   rep.times.total_ms = ms_since(t_total);
-  return out;
 }
 
-Image run_cuda(const Run& r, bool apply_luts, EqualizeReport& rep) {
+/// A copy of n pixels of `channels` (3 or 4) interleaved samples with the first and third
+/// channels swapped (BGR ↔ RGB), for the device stages, which take RGB.
+std::vector<std::uint8_t> swap_red_blue(const std::uint8_t* p, std::size_t n, int channels) {
+  std::vector<std::uint8_t> v(p, p + n * std::size_t(channels));
+  for (std::size_t i = 0; i < n; ++i) std::swap(v[i * channels], v[i * channels + 2]);
+  return v;
+}
+
+void run_cuda(const Run& r, bool apply_luts, EqualizeReport& rep) {
   const auto t_total = Clock::now();
   rep.backend = "cuda";
   rep.device = gpu::device_name();
 
   gpu::Equalizer eq;
   const cudaStream_t s = eq.stream();
-  const std::size_t in_bytes = r.in.byte_count();
+  const std::size_t in_bytes = r.in.sample_count();
   const std::size_t out_bytes = r.pixels * std::size_t(r.out_channels);
+  // BGR in luma or gray mode: the device stages compute luma from RGB, so they get a swapped
+  // copy (and luma mode's result is swapped back below).
+  const bool swap = r.opt.order == ChannelOrder::bgr && r.in.channels >= 3 && r.mode != Mode::rgb;
+  std::vector<std::uint8_t> swapped;
+  if (swap) swapped = swap_red_blue(r.in.pixels, r.pixels, r.in.channels);
+  const std::uint8_t* host_in = swap ? swapped.data() : r.in.pixels;
 
   // Allocate everything before the clock starts (allocation is not a pipeline stage).
   DeviceBuffer<std::uint8_t> d_in(in_bytes);
@@ -143,8 +157,7 @@ Image run_cuda(const Run& r, bool apply_luts, EqualizeReport& rep) {
   Event e_start, e_up, e_hist, e_lut, e_apply, e_down;
   e_start.record(s);
   if (in_bytes > 0) {
-    HISTEQ_CUDA_CHECK(
-        cudaMemcpyAsync(d_in.get(), r.in.pixels.data(), in_bytes, cudaMemcpyHostToDevice, s));
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d_in.get(), host_in, in_bytes, cudaMemcpyHostToDevice, s));
   }
   e_up.record(s);
 
@@ -159,19 +172,13 @@ Image run_cuda(const Run& r, bool apply_luts, EqualizeReport& rep) {
   e_hist.record(s);
   rep.kernel = ran.empty() ? r.opt.kernel : ran;
 
-  Image out;
   if (apply_luts) {
     eq.cdf_lut(d_hist, r.planes, r.opt.formula, d_luts);
     e_lut.record(s);
     eq.apply(d_in.get(), r.pixels, r.in.channels, r.mode, d_luts, d_out.get());
     e_apply.record(s);
-    out.width = r.in.width;
-    out.height = r.in.height;
-    out.channels = r.out_channels;
-    out.pixels.resize(out_bytes);
     if (out_bytes > 0) {
-      HISTEQ_CUDA_CHECK(
-          cudaMemcpyAsync(out.pixels.data(), d_out.get(), out_bytes, cudaMemcpyDeviceToHost, s));
+      HISTEQ_CUDA_CHECK(cudaMemcpyAsync(r.out, d_out.get(), out_bytes, cudaMemcpyDeviceToHost, s));
     }
     e_down.record(s);
   }
@@ -187,6 +194,10 @@ Image run_cuda(const Run& r, bool apply_luts, EqualizeReport& rep) {
         cudaMemcpyAsync(h_lut.data(), d_luts, h_lut.size(), cudaMemcpyDeviceToHost, s));
   }
   eq.synchronize();
+  if (apply_luts && swap && r.out_channels >= 3) {
+    for (std::size_t i = 0; i < r.pixels; ++i)
+      std::swap(r.out[i * r.out_channels], r.out[i * r.out_channels + 2]);
+  }
 
   rep.times.upload_ms = e_up.since(e_start);
   rep.times.histogram_ms = e_hist.since(e_up);
@@ -209,11 +220,11 @@ Image run_cuda(const Run& r, bool apply_luts, EqualizeReport& rep) {
     }
   }
   rep.times.total_ms = ms_since(t_total);
-  return out;
 }
 
-Image run(const Image& in, const EqualizeOptions& opt, bool apply_luts, EqualizeReport* report) {
-  check_image(in);
+/// The run on a checked view; `out` receives the image when apply_luts (else unused).
+void run(const ImageView<std::uint8_t>& in, const EqualizeOptions& opt, bool apply_luts,
+         std::uint8_t* out, EqualizeReport* report) {
   check_kernel_name(opt.kernel);
   const Backend backend = resolve_backend(opt.backend);
   const Mode mode = opt.mode.value_or(default_mode(in.channels));
@@ -222,17 +233,18 @@ Image run(const Image& in, const EqualizeOptions& opt, bool apply_luts, Equalize
               mode,
               plane_count(mode, in.channels),
               output_channels(mode, in.channels),
-              in.pixel_count()};
+              in.pixel_count(),
+              out};
 
   EqualizeReport local;
   EqualizeReport& rep = report ? *report : local;
   rep = EqualizeReport{};
   rep.mode = mode;
 
-  Image out = backend == Backend::cuda ? run_cuda(r, apply_luts, rep) : run_cpu(r, apply_luts, rep);
-  if (apply_luts) {  // metadata travels with the pixels (an encoder drops what no longer fits)
-    out.exif = in.exif;
-    out.icc = in.icc;
+  if (backend == Backend::cuda) {
+    run_cuda(r, apply_luts, rep);
+  } else {
+    run_cpu(r, apply_luts, rep);
   }
 
   rep.racy_lost = 0;
@@ -242,7 +254,10 @@ Image run(const Image& in, const EqualizeOptions& opt, bool apply_luts, Equalize
       rep.racy_lost += s < r.pixels ? r.pixels - s : 0;
     }
   }
-  return out;
+}
+
+ImageView<std::uint8_t> view_of(const Image& in) {
+  return {in.pixels.data(), in.width, in.height, in.channels};
 }
 
 }  // namespace
@@ -289,14 +304,39 @@ Backend resolve_backend(Backend requested, std::string* why_cpu) {
 }
 
 Image equalize(const Image& in, const EqualizeOptions& opt, EqualizeReport* report) {
-  return run(in, opt, true, report);
+  check_image(in);
+  const Mode mode = opt.mode.value_or(default_mode(in.channels));
+  Image out;
+  out.width = in.width;
+  out.height = in.height;
+  out.channels = output_channels(mode, in.channels);
+  out.pixels.resize(in.pixel_count() * std::size_t(out.channels));
+  run(view_of(in), opt, true, out.pixels.data(), report);
+  // metadata travels with the pixels (an encoder drops what no longer fits)
+  out.exif = in.exif;
+  out.icc = in.icc;
+  return out;
+}
+
+void equalize_into(const ImageView<std::uint8_t>& in, const EqualizeOptions& opt, std::uint8_t* out,
+                   EqualizeReport* report) {
+  check_image(in);
+  if (out == nullptr && in.sample_count() > 0) throw Error("equalize_into: null output");
+  run(in, opt, true, out, report);
 }
 
 std::vector<Histogram> image_histograms(const Image& in, const EqualizeOptions& opt,
                                         EqualizeReport* report) {
+  check_image(in);
+  return image_histograms(view_of(in), opt, report);
+}
+
+std::vector<Histogram> image_histograms(const ImageView<std::uint8_t>& in,
+                                        const EqualizeOptions& opt, EqualizeReport* report) {
+  check_image(in);
   EqualizeReport local;
   EqualizeReport& rep = report ? *report : local;
-  run(in, opt, false, &rep);
+  run(in, opt, false, nullptr, &rep);
   return rep.histograms;
 }
 
