@@ -54,6 +54,7 @@ const std::map<std::string, std::string>& value_ranges() {
       {"--quality", "a whole number in 1..100"},
       {"--depth", "8 or 16"},
       {"--clip", "a finite number >= 0"},
+      {"--clip-limit", "a finite number >= 0"},
       {"--bins", "a whole number in 1..4096"},
   };
   return m;
@@ -125,7 +126,8 @@ void check_numeric_values(const cxxopts::ParseResult& r, const std::string& comm
     const auto it = value_ranges().find(opt);
     if (it == value_ranges().end()) continue;
     const std::string& v = kv.value();
-    const bool ok = opt == "--clip" ? decimal_number_text(v) : whole_number_text(v);
+    const bool ok =
+        opt == "--clip" || opt == "--clip-limit" ? decimal_number_text(v) : whole_number_text(v);
     if (!ok)
       throw UsageError(opt + " takes " + it->second + ", got '" + v + "' (see 'histeq " + command +
                        " --help')");
@@ -255,6 +257,15 @@ int read_depth(const cxxopts::ParseResult& r) {
   const int d = r["depth"].as<int>();
   if (d != 8 && d != 16) throw UsageError("--depth must be 8 or 16, got " + std::to_string(d));
   return d;
+}
+
+const char* alias_or_option(const cxxopts::ParseResult& r, const char* alias, const char* option) {
+  if (r.count(alias) == 0) return option;
+  if (r.count(option) > 0) {
+    throw UsageError(std::string("--") + alias + " is the earlier name of --" + option +
+                     "; give one of them");
+  }
+  return alias;
 }
 
 void parse_tiles(const std::string& s, ClaheOptions& o) {
@@ -507,15 +518,17 @@ ItemOpOptions item_op_options(const cxxopts::ParseResult& r, const Common& cm, I
   io.encode.png_level = r["png-level"].as<int>();
   io.encode.subsampling = jpeg::parse_subsampling(r["subsampling"].as<std::string>());
   if (kind == ItemOpKind::clahe) {
-    io.clahe.clip_limit = r["clip"].as<double>();
+    // --clip and --tiles: the earlier names of --clip-limit and --tile-grid-size.
+    const char* clip = alias_or_option(r, "clip", "clip-limit");
+    io.clahe.clip_limit = r[clip].as<double>();
     if (!(io.clahe.clip_limit >= 0) || !std::isfinite(io.clahe.clip_limit)) {
       std::ostringstream v;
       v << io.clahe.clip_limit;
-      throw UsageError(
-          "--clip must be a finite number >= 0 (OpenCV's clipLimit; 0: no clipping), got " +
-          v.str());
+      throw UsageError("--" + std::string(clip) +
+                       " must be a finite number >= 0 (OpenCV's clipLimit; 0: no clipping), got " +
+                       v.str());
     }
-    parse_tiles(r["tiles"].as<std::string>(), io.clahe);
+    parse_tiles(r[alias_or_option(r, "tiles", "tile-grid-size")].as<std::string>(), io.clahe);
     validate(io.clahe);
   }
   return io;
