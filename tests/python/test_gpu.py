@@ -258,7 +258,7 @@ def test_cupy_list_and_histogram(cupy_cuda):
     for a, o in zip(imgs, outs):
         np.testing.assert_array_equal(cp.asnumpy(o), ref(a))
     h = histeq.histogram(cp.asarray(imgs[0]))
-    assert h.dtype == np.uint64
+    assert h.dtype == np.int64
     np.testing.assert_array_equal(cp.asnumpy(h), np.bincount(imgs[0].ravel(), minlength=256))
 
 
@@ -328,10 +328,10 @@ def test_torch_clahe_equals_cpu(torch_cuda, dtype, shape):
     x = torch.from_numpy(img).cuda()
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
-        y = histeq.clahe(x, clip=3.0, tiles=(5, 3), batch=is_batch)
+        y = histeq.clahe(x, clip_limit=3.0, tile_grid_size=(5, 3), batch=is_batch)
     s.synchronize()
     assert y.device == x.device and y.dtype == x.dtype and y.shape == x.shape
-    want = histeq.clahe(img, clip=3.0, tiles=(5, 3), backend="cpu", batch=is_batch)
+    want = histeq.clahe(img, clip_limit=3.0, tile_grid_size=(5, 3), backend="cpu", batch=is_batch)
     np.testing.assert_array_equal(y.cpu().numpy(), want)
 
 
@@ -357,7 +357,7 @@ def test_torch_uint16_equalize_and_histogram(torch_cuda, shape):
                                   histeq.equalize(img, backend="cpu", batch=is_batch))
     h = histeq.histogram(x, batch=is_batch)
     assert h.dtype == torch.int64 and h.shape[-1] == 65536
-    np.testing.assert_array_equal(h.cpu().numpy().astype(np.uint64),
+    np.testing.assert_array_equal(h.cpu().numpy(),
                                   histeq.histogram(img, backend="cpu", batch=is_batch))
 
 
@@ -382,7 +382,7 @@ def test_cupy_uint16_and_clahe(cupy_cuda):
     np.testing.assert_array_equal(cupy.asnumpy(histeq.clahe(cupy.asarray(img8))),
                                   histeq.clahe(img8, backend="cpu"))
     h = histeq.histogram(cupy.asarray(img16))
-    assert h.dtype == np.uint64
+    assert h.dtype == np.int64
     np.testing.assert_array_equal(cupy.asnumpy(h), histeq.histogram(img16, backend="cpu"))
 
 
@@ -398,5 +398,5 @@ def test_torch_uint16_colour_goes_through_the_host(torch_cuda):
         np.testing.assert_array_equal(y.cpu().numpy(), fn(img, backend="cpu"))
     h = histeq.histogram(x)
     assert h.is_cuda and h.dtype == torch.int64 and h.shape == (3, 65536)
-    np.testing.assert_array_equal(h.cpu().numpy().astype(np.uint64),
+    np.testing.assert_array_equal(h.cpu().numpy(),
                                   histeq.histogram(img, backend="cpu"))
