@@ -206,11 +206,12 @@ std::string histeq::python::python_words(const std::string& msg) {
   return out;
 }
 
-void histeq::python::for_images(std::size_t count, std::size_t pixels,
+void histeq::python::for_images(std::size_t count, std::size_t pixels, Backend backend,
                                 const std::function<void(std::size_t)>& fn) {
   constexpr std::size_t kSmall = std::size_t(1) << 15;
+  const bool spread = backend == Backend::cpu && pixels < kSmall;
   const std::size_t threads =
-      std::min<std::size_t>(pixels < kSmall ? std::size_t(histeq::cpu::usable_cpus()) : 1, count);
+      std::min<std::size_t>(spread ? std::size_t(histeq::cpu::usable_cpus()) : 1, count);
   if (threads <= 1) {
     for (std::size_t i = 0; i < count; ++i) fn(i);
     return;
@@ -343,7 +344,7 @@ NB_MODULE(_histeq, m) {
         histeq::EqualizeReport rep;
         {
           nb::gil_scoped_release release;
-          histeq::python::for_images(count, pixels, [&](std::size_t i) {
+          histeq::python::for_images(count, pixels, o.backend, [&](std::size_t i) {
             histeq::EqualizeReport r;
             histeq::equalize_into({src + i * in_step, width, height, channels}, o,
                                   dst + i * out_step, &r);

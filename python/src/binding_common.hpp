@@ -54,11 +54,13 @@ void check_size(const Array& a, std::size_t n, const char* what) {
 }
 
 /// fn(i) for the images i in [0, count) of a host batch, with the GIL released by the caller.
-/// Images of fewer than kSmall pixels (whose CPU work runs on one thread: below the backend's
-/// per-thread minimum) are spread over the usable cores, a contiguous range of images per
-/// thread; larger ones run one after another, each using the cores itself. The first exception
-/// is rethrown after every thread joined.
-void for_images(std::size_t count, std::size_t pixels, const std::function<void(std::size_t)>& fn);
+/// On the CPU backend, images of fewer than kSmall pixels (whose CPU work runs on one thread:
+/// below the backend's per-thread minimum) are spread over the usable cores, a contiguous range
+/// of images per thread; larger ones, and every image on the GPU backend, run one after
+/// another (each using the cores, or the device, itself). The first exception is rethrown after
+/// every thread joined.
+void for_images(std::size_t count, std::size_t pixels, Backend backend,
+                const std::function<void(std::size_t)>& fn);
 
 /// Everything one CUDA device needs across the device calls: an Equalizer, a plane buffer for
 /// colour images, the CLAHE and 16-bit engines (made on first use), all running on the caller's

@@ -110,7 +110,7 @@ std::string host_batch(const In& a, Out& out, std::size_t count, int height, int
   T* dst = out.data();
   std::string used;
   nb::gil_scoped_release release;
-  histeq::python::for_images(count, pixels, [&](std::size_t i) {
+  histeq::python::for_images(count, pixels, backend, [&](std::size_t i) {
     std::string u;
     histeq::clahe_into(histeq::ImageView<T>{src + i * in_step, width, height, channels}, o, backend,
                        dst + i * out_step, &u);
