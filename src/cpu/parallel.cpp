@@ -8,9 +8,15 @@
 // fork(): the pool's threads do not exist in a child, and its mutex may have been held by one of
 // them. The child therefore forgets the pool (pthread_atfork; the old one is leaked, never
 // touched again) and makes a new one on its first call.
+//
+// Signals: the pool's threads block every asynchronous signal, so that a process-directed one
+// (SIGTERM, SIGINT, ...) is handled by a thread of the program's own; histeq's cleanup of
+// half-written files relies on that (io/signals.hpp: a thread that writes files blocks them
+// only while its temp file is not yet visible to the handler).
 #include "cpu/parallel.hpp"
 
 #include <pthread.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
@@ -27,6 +33,14 @@
 
 namespace histeq::cpu::parallel {
 namespace {
+
+/// Blocks, in the calling thread, every signal but those a thread's own fault raises.
+void block_async_signals() {
+  sigset_t set;
+  sigfillset(&set);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGSYS}) sigdelset(&set, sig);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
 
 struct Job {
   Job(std::size_t n, const std::function<void(std::size_t)>& f) : tasks(n), fn(f) {}
@@ -92,7 +106,10 @@ class Pool {
     const std::size_t cap = std::size_t(std::max(1, usable_cpus()) - 1);
     while (threads_.size() < std::min(n, cap)) {
       try {
-        threads_.emplace_back([this] { loop(); });
+        threads_.emplace_back([this] {
+          block_async_signals();
+          loop();
+        });
       } catch (const std::system_error&) {
         return;
       }
