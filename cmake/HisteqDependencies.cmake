@@ -2,10 +2,12 @@
 # A missing one stops configure with the name of the Debian package that provides it.
 find_package(Threads REQUIRED)
 
-find_package(CUDAToolkit QUIET)
-if(NOT CUDAToolkit_FOUND)
-  message(FATAL_ERROR "CUDA toolkit not found: install NVIDIA's cuda-toolkit (nvcc on PATH); "
-                      "CUB and Thrust come with it.")
+if(HISTEQ_CUDA)
+  find_package(CUDAToolkit QUIET)
+  if(NOT CUDAToolkit_FOUND)
+    message(FATAL_ERROR "CUDA toolkit not found: install NVIDIA's cuda-toolkit (nvcc on PATH); "
+                        "CUB and Thrust come with it. Or -DHISTEQ_CUDA=OFF: the CPU backend only.")
+  endif()
 endif()
 
 find_path(STB_INCLUDE_DIR stb_image.h PATH_SUFFIXES stb)
@@ -76,6 +78,9 @@ endif()
 # and libnvjpeg.so[.13] under HISTEQ_NVJPEG_ROOT (e.g. PyPI nvidia-nvjpeg's nvidia/cu13 folder,
 # as .ci/run installs). Without it the build has the CPU JPEG codec only.
 option(HISTEQ_WITH_NVJPEG "Use nvJPEG for GPU JPEG decode/encode when it is found" ON)
+if(NOT HISTEQ_CUDA)
+  set(HISTEQ_WITH_NVJPEG OFF)
+endif()
 set(HISTEQ_NVJPEG_ROOT "$ENV{HISTEQ_NVJPEG_ROOT}" CACHE PATH
     "Folder with include/nvjpeg.h and lib/libnvjpeg.so* (when the CUDA toolkit lacks nvJPEG)")
 set(HISTEQ_NVJPEG_FOUND OFF)

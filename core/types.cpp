@@ -56,6 +56,15 @@ Mode parse_mode(std::string_view s) {
   bad_choice("mode", s, "luma, rgb, gray");
 }
 
+const char* to_string(ChannelOrder o) { return o == ChannelOrder::bgr ? "bgr" : "rgb"; }
+
+ChannelOrder parse_channel_order(std::string_view s) {
+  const std::string v = lower(s);
+  if (v == "rgb") return ChannelOrder::rgb;
+  if (v == "bgr") return ChannelOrder::bgr;
+  bad_choice("channel order", s, "rgb, bgr");
+}
+
 const char* to_string(Formula f) {
   switch (f) {
     case Formula::opencv: return "opencv";

@@ -167,11 +167,17 @@ TEST_F(CliClahe16, GoldensThroughTheCliOnTheCpu) {
   EXPECT_GT(colour, 0);
 }
 
-TEST_F(CliClahe16, ClaheDefaultsAreClip2Tiles8x8AndStdinStdoutMatchesTheFile) {
+TEST_F(CliClahe16, ClaheDefaultsAreOpenCvsAndStdinStdoutMatchesTheFile) {
+  // OpenCV's createCLAHE() defaults: clipLimit 40, tileGridSize 8x8 (as histeq.clahe's).
   const std::string in = test::source_path("samples/moon.png");
   ASSERT_EQ(run("clahe " + quote(in) + " -o " + q("a.png") + " --backend cpu").status, 0);
+  ASSERT_EQ(run("clahe " + quote(in) + " -o " + q("b.png") +
+                " --backend cpu --clip-limit 40 --tile-grid-size 8x8")
+                .status,
+            0);
+  // --clip and --tiles: the earlier names, still taken.
   ASSERT_EQ(
-      run("clahe " + quote(in) + " -o " + q("b.png") + " --backend cpu --clip 2.0 --tiles 8x8")
+      run("clahe " + quote(in) + " -o " + q("e.png") + " --backend cpu --clip 40.0 --tiles 8x8")
           .status,
       0);
   const Result s = run("clahe - -o - --format png --backend cpu", in);
@@ -183,13 +189,31 @@ TEST_F(CliClahe16, ClaheDefaultsAreClip2Tiles8x8AndStdinStdoutMatchesTheFile) {
   const Image a = load_image(path("a.png"));
   EXPECT_TRUE(a.pixels == load_image(path("b.png")).pixels);
   EXPECT_TRUE(a.pixels == load_image(path("c.png")).pixels);
+  EXPECT_TRUE(a.pixels == load_image(path("e.png")).pixels);
   ClaheOptions o;
+  EXPECT_EQ(o.clip_limit, 40.0);
   EXPECT_TRUE(a.pixels == cpu::clahe(load_image(in), o).pixels);
-  // Clip 0 is plain adaptive equalization: a different result on this photo.
-  ASSERT_EQ(run("clahe " + quote(in) + " -o " + q("d.png") + " --backend cpu --clip 0").status, 0);
-  o.clip_limit = 0;
-  EXPECT_TRUE(load_image(path("d.png")).pixels == cpu::clahe(load_image(in), o).pixels);
-  EXPECT_FALSE(load_image(path("d.png")).pixels == a.pixels);
+  // Clip 2 (the usual choice for photographs) and clip 0 (plain adaptive equalization):
+  // different results on this photo, each as the library's.
+  for (const double clip : {2.0, 0.0}) {
+    const std::string name = clip == 0 ? "d.png" : "f.png";
+    ASSERT_EQ(run("clahe " + quote(in) + " -o " + q(name) + " --backend cpu --clip-limit " +
+                  std::to_string(clip))
+                  .status,
+              0);
+    o.clip_limit = clip;
+    EXPECT_TRUE(load_image(path(name)).pixels == cpu::clahe(load_image(in), o).pixels) << clip;
+    EXPECT_FALSE(load_image(path(name)).pixels == a.pixels) << clip;
+  }
+  // A name and its earlier name together: a usage error naming both.
+  const Result both =
+      run("clahe " + quote(in) + " -o " + q("g.png") + " --backend cpu --clip 2 --clip-limit 3");
+  EXPECT_EQ(both.status, 2) << both;
+  EXPECT_NE(both.err.find("--clip-limit"), std::string::npos) << both;
+  const Result tiles = run("clahe " + quote(in) + " -o " + q("g.png") +
+                           " --backend cpu --tiles 4x4 --tile-grid-size 4x4");
+  EXPECT_EQ(tiles.status, 2) << tiles;
+  EXPECT_NE(tiles.err.find("--tile-grid-size"), std::string::npos) << tiles;
 }
 
 TEST_F(CliClahe16, ClaheJsonAndTiming) {

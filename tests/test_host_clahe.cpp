@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -165,7 +166,17 @@ const Case kCases[] = {
     {3, 200, 5, 5, 2.5},    {511, 17, 8, 2, 2.0},
 };
 
-TEST(ClaheCpu, EqualsReferenceOnAdversarialSizesAndGrids8) {
+/// The reference cases once with the vector apply (where the CPU has AVX2) and once with the
+/// portable loop (HISTEQ_CPU_NO_SIMD).
+class ClaheCpuSimd : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (!GetParam()) ::setenv("HISTEQ_CPU_NO_SIMD", "1", 1);
+  }
+  void TearDown() override { ::unsetenv("HISTEQ_CPU_NO_SIMD"); }
+};
+
+TEST_P(ClaheCpuSimd, EqualsReferenceOnAdversarialSizesAndGrids8) {
   std::mt19937 rng(1234);
   for (const Case& c : kCases) {
     for (int kind = 0; kind < 3; ++kind) {
@@ -181,7 +192,7 @@ TEST(ClaheCpu, EqualsReferenceOnAdversarialSizesAndGrids8) {
   }
 }
 
-TEST(ClaheCpu, EqualsReferenceOnAdversarialSizesAndGrids16) {
+TEST_P(ClaheCpuSimd, EqualsReferenceOnAdversarialSizesAndGrids16) {
   std::mt19937 rng(99);
   for (const Case& c : kCases) {
     if (std::size_t(c.tx) * c.ty > 256)
@@ -201,6 +212,11 @@ TEST(ClaheCpu, EqualsReferenceOnAdversarialSizesAndGrids16) {
 
 // The GPU's closed form of the residual redistribution (bin i gets one iff i % step == 0 and
 // i / step < residual) against OpenCV's loop, for every residual of both bin counts.
+INSTANTIATE_TEST_SUITE_P(SimdAndPortable, ClaheCpuSimd, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? "simd" : "portable";
+                         });
+
 TEST(ClaheFormula, ResidualClosedFormEqualsOpenCvLoop) {
   for (int bins : {256, 65536}) {
     std::vector<int> loop(static_cast<std::size_t>(bins));

@@ -22,6 +22,7 @@
 
 #include "histeq/color.hpp"
 #include "histeq/cpu.hpp"
+#include "histeq/error.hpp"
 #include "histeq/lut.hpp"
 #include "histeq/planes.hpp"
 
@@ -198,6 +199,82 @@ TEST_P(CpuExact, EveryRgbColourInShortCalls) {
       ASSERT_EQ(first_diff(got_y, want_y, 1), "") << c << " channels, " << to_string(mode);
     }
   }
+}
+
+/// The image with its first and third channels swapped (RGB(A) ↔ BGR(A)).
+std::vector<std::uint8_t> swapped(const std::vector<std::uint8_t>& img, int c) {
+  std::vector<std::uint8_t> out = img;
+  for (std::size_t i = 0; i < out.size(); i += std::size_t(c)) std::swap(out[i], out[i + 2]);
+  return out;
+}
+
+TEST_P(CpuExact, EveryColourInBgrOrderIsTheRgbResultSwapped) {
+  // ChannelOrder::bgr: the luma of luma and gray modes from channel 2 as red; luma mode writes
+  // the channels back in BGR order. In calls of 1..40 pixels and in one, on 1 and 3 threads.
+  const std::size_t n = std::size_t(1) << 24;
+  const Lut lut = test_luts()[5];
+  for (int c : {3, 4}) {
+    const auto rgb = all_colours(c);
+    const auto bgr = swapped(rgb, c);
+    for (Mode mode : {Mode::luma, Mode::gray}) {
+      const std::size_t oc = std::size_t(output_channels(mode, c));
+      std::vector<std::uint8_t> want(n * oc), got(n * oc, 0xEE), want_y(n), got_y(n, 0xEE);
+      ref_apply(rgb.data(), n, c, mode, &lut, want.data());
+      if (oc == std::size_t(c)) want = swapped(want, c);
+      ref_extract_planes(rgb.data(), n, c, mode, want_y.data());
+      cpu::apply(bgr.data(), n, c, mode, &lut, got.data(), 3, ChannelOrder::bgr);
+      cpu::extract_planes(bgr.data(), n, c, mode, got_y.data(), 3, ChannelOrder::bgr);
+      ASSERT_EQ(first_diff(got, want, int(oc)), "") << c << " channels, " << to_string(mode);
+      ASSERT_EQ(first_diff(got_y, want_y, 1), "") << c << " channels, " << to_string(mode);
+      std::fill(got.begin(), got.end(), 0xEE);
+      std::size_t len = 1;
+      for (std::size_t i = 0; i < n; i += len, len = len % 40 + 1) {
+        const std::size_t m = std::min(len, n - i);
+        cpu::apply(bgr.data() + i * std::size_t(c), m, c, mode, &lut, got.data() + i * oc, 1,
+                   ChannelOrder::bgr);
+      }
+      ASSERT_EQ(first_diff(got, want, int(oc)), "") << c << " channels, short calls";
+    }
+    // rgb mode is per channel: the planes in memory order, whatever the order says.
+    std::vector<std::uint8_t> a(n * 3), b(n * 3);
+    cpu::extract_planes(bgr.data(), n, c, Mode::rgb, a.data(), 1, ChannelOrder::bgr);
+    cpu::extract_planes(bgr.data(), n, c, Mode::rgb, b.data(), 1, ChannelOrder::rgb);
+    ASSERT_EQ(first_diff(a, b, 1), "") << c << " channels, rgb planes";
+  }
+}
+
+TEST_P(CpuExact, ReplaceLumaIsChromaOfTheInputAndToRgbOfTheNewLuma) {
+  // cpu::replace_luma (CLAHE's luma mode): every colour with a pseudo-random new Y, against
+  // color::chroma + color::to_rgb per pixel; both orders, short calls, in place.
+  const std::size_t n = std::size_t(1) << 24;
+  std::vector<std::uint8_t> y(n);
+  for (std::size_t i = 0; i < n; ++i) y[i] = static_cast<std::uint8_t>((i * 2246822519u) >> 24);
+  for (int c : {3, 4}) {
+    const auto rgb = all_colours(c);
+    std::vector<std::uint8_t> want(rgb.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint8_t* px = &rgb[i * std::size_t(c)];
+      std::uint8_t* o = &want[i * std::size_t(c)];
+      std::uint8_t cr, cb;
+      color::chroma(px[0], px[2], color::luma(px[0], px[1], px[2]), cr, cb);
+      color::to_rgb(y[i], cr, cb, o[0], o[1], o[2]);
+      if (c == 4) o[3] = px[3];
+    }
+    std::vector<std::uint8_t> got(rgb.size(), 0xEE);
+    cpu::replace_luma(rgb.data(), n, c, y.data(), got.data(), 3);
+    ASSERT_EQ(first_diff(got, want, c), "") << c << " channels";
+    const auto bgr = swapped(rgb, c);
+    std::vector<std::uint8_t> in_place = bgr;
+    std::size_t len = 1;
+    for (std::size_t i = 0; i < n; i += len, len = len % 40 + 1) {
+      const std::size_t m = std::min(len, n - i);
+      std::uint8_t* p = in_place.data() + i * std::size_t(c);
+      cpu::replace_luma(p, m, c, y.data() + i, p, 1, ChannelOrder::bgr);
+    }
+    ASSERT_EQ(first_diff(in_place, swapped(want, c), c), "") << c << " channels, bgr in place";
+  }
+  std::vector<std::uint8_t> one(2);
+  EXPECT_THROW(cpu::replace_luma(one.data(), 1, 2, y.data(), one.data()), Error);
 }
 
 TEST_P(CpuExact, RandomImagesEveryModeChannelCountThreadCountAndInPlace) {

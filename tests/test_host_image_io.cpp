@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -315,25 +316,58 @@ TEST_F(ImageIo, SavedFileHasTheUsualPermissions) {
 
 TEST_F(ImageIo, MissingFile) {
   const std::string p = path("nope.png");
-  expect_error<Error>([&] { load_image(p); }, {"cannot read", p});
+  expect_error<FileError>([&] { load_image(p); }, {"cannot read", p});
+  try {
+    load_image(p);
+  } catch (const FileError& e) {  // the errno and the path, for the binding's OSError
+    EXPECT_EQ(e.code(), ENOENT);
+    EXPECT_EQ(e.path(), p);
+  }
+  expect_error<FileError>([&] { load_image16(p); }, {p});
 }
 
 TEST_F(ImageIo, Directory) {
-  expect_error<Error>([&] { load_image(dir_.string()); },
-                      {"cannot read", dir_.string(), "directory"});
+  expect_error<FileError>([&] { load_image(dir_.string()); },
+                          {"cannot read", dir_.string(), "directory"});
+  try {
+    load_image(dir_.string());
+  } catch (const FileError& e) {
+    EXPECT_EQ(e.code(), EISDIR);
+  }
 }
 
 TEST_F(ImageIo, EmptyFile) {
   write_bytes(path("empty.png"), {});
-  expect_error<Error>([&] { load_image(path("empty.png")); },
-                      {"cannot read", path("empty.png"), "empty"});
+  expect_error<DecodeError>([&] { load_image(path("empty.png")); },
+                            {"cannot read", path("empty.png"), "empty"});
+  expect_error<DecodeError>([&] { load_image16(path("empty.png")); }, {path("empty.png")});
 }
 
 TEST_F(ImageIo, NotAnImage) {
   const std::string text = "this is a text file, not an image\n";
   write_bytes(path("notes.png"), std::vector<std::uint8_t>(text.begin(), text.end()));
-  expect_error<Error>([&] { load_image(path("notes.png")); },
-                      {path("notes.png"), "is not a decodable image"});
+  expect_error<DecodeError>([&] { load_image(path("notes.png")); },
+                            {path("notes.png"), "is not a decodable image"});
+  expect_error<DecodeError>([&] { load_image16(path("notes.png")); }, {path("notes.png")});
+}
+
+TEST_F(ImageIo, WriteFailuresAreFileErrorsWithTheirErrno) {
+  const Image img = test_image(4, 4, 1);
+  const std::string missing = path("no/such/folder/x.png");
+  try {
+    save_image(img, missing);
+    FAIL() << "no exception";
+  } catch (const FileError& e) {
+    EXPECT_EQ(e.code(), ENOENT) << e.what();
+    EXPECT_EQ(e.path(), missing);
+  }
+  fs::create_directory(path("folder.png"));  // a folder where the file would go
+  try {
+    save_image(img, path("folder.png"));
+    FAIL() << "no exception";
+  } catch (const FileError& e) {
+    EXPECT_EQ(e.code(), EISDIR) << e.what();
+  }
 }
 
 TEST_F(ImageIo, TruncatedPngAndJpeg) {
@@ -343,7 +377,7 @@ TEST_F(ImageIo, TruncatedPngAndJpeg) {
     for (std::size_t keep : {full.size() / 2, std::size_t(40), std::size_t(8)}) {
       const std::string p = path(std::string("cut") + std::to_string(keep) + ext);
       write_bytes(p, std::vector<std::uint8_t>(full.begin(), full.begin() + std::ptrdiff_t(keep)));
-      expect_error<Error>([&] { load_image(p); }, {p, "is not a decodable image: "});
+      expect_error<DecodeError>([&] { load_image(p); }, {p, "is not a decodable image: "});
     }
   }
 }

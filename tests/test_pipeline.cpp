@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "histeq/clahe.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
+#include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/lut.hpp"
 #include "histeq/pipeline.hpp"
@@ -73,6 +75,12 @@ EqualizeOptions options(Backend b, Mode m, Formula f = Formula::opencv,
   o.formula = f;
   o.kernel = kernel;
   return o;
+}
+
+/// rgb mode's planes of a BGR image are B, G, R: the RGB image's histograms reversed.
+std::vector<Histogram> swap_red_blue_planes(std::vector<Histogram> hs) {
+  if (hs.size() == 3) std::swap(hs[0], hs[2]);
+  return hs;
 }
 
 std::uint64_t sum_of(const Histogram& h) {
@@ -480,6 +488,96 @@ TEST(PipelineGpu, EvenlySpreadImageMapsToItself) {
   for (Formula f : kFormulas) {
     EXPECT_EQ(equalize(img, options(Backend::cuda, Mode::gray, f)).pixels, img.pixels);
   }
+}
+
+// ---------------- in place (equalize_into, clahe_into) and BGR, both backends ----------------
+
+/// `img` with its first and third channels swapped (RGB(A) ↔ BGR(A)); gray images as they are.
+template <class Img>
+Img swap_red_blue(Img img) {
+  if (img.channels >= 3) {
+    for (std::size_t i = 0; i < img.pixels.size(); i += std::size_t(img.channels))
+      std::swap(img.pixels[i], img.pixels[i + 2]);
+  }
+  return img;
+}
+
+/// Runs fn(backend) on the CPU and, with a usable GPU, on it.
+template <class Fn>
+void on_each_backend(Fn&& fn) {
+  fn(Backend::cpu);
+  if (cuda_available()) fn(Backend::cuda);
+}
+
+TEST(PipelineViews, EqualizeIntoEqualsEqualizeAndBgrIsRgbSwapped) {
+  on_each_backend([](Backend b) {
+    for (const Sample& s : samples()) {
+      for (Mode m : kModes) {
+        SCOPED_TRACE(s.file + " mode " + to_string(m) + " on " + to_string(b));
+        const EqualizeOptions o = options(b, m);
+        EqualizeReport r1, r2;
+        const Image want = equalize(s.image, o, &r1);
+        std::vector<std::uint8_t> got(want.pixels.size() + 1, 0xEE);  // a guard byte
+        equalize_into({s.image.pixels.data(), s.image.width, s.image.height, s.image.channels}, o,
+                      got.data(), &r2);
+        EXPECT_EQ(got.back(), 0xEE);
+        got.pop_back();
+        EXPECT_EQ(got, want.pixels);
+        EXPECT_EQ(r2.histograms, r1.histograms);
+        EqualizeOptions bgr = o;
+        bgr.order = ChannelOrder::bgr;
+        const Image swapped = swap_red_blue(s.image);
+        const Image out = equalize(swapped, bgr);
+        EXPECT_EQ(out.pixels, (m == Mode::gray ? want : swap_red_blue(want)).pixels);
+        EXPECT_EQ(image_histograms(swapped, bgr),
+                  m == Mode::rgb ? swap_red_blue_planes(r1.histograms) : r1.histograms);
+      }
+    }
+  });
+}
+
+TEST(PipelineViews, ClaheIntoEqualsClaheAndBgrIsRgbSwapped) {
+  on_each_backend([](Backend b) {
+    for (const Sample& s : samples()) {
+      for (Mode m : kModes) {
+        SCOPED_TRACE(s.file + " mode " + to_string(m) + " on " + to_string(b));
+        ClaheOptions o;
+        o.clip_limit = 3.0;
+        o.tiles_x = 5;
+        o.tiles_y = 3;
+        o.mode = m;
+        const Image want = clahe(s.image, o, b);
+        std::vector<std::uint8_t> got(want.pixels.size() + 1, 0xEE);
+        clahe_into(ImageView<std::uint8_t>{s.image.pixels.data(), s.image.width, s.image.height,
+                                           s.image.channels},
+                   o, b, got.data());
+        EXPECT_EQ(got.back(), 0xEE);
+        got.pop_back();
+        EXPECT_EQ(got, want.pixels);
+        ClaheOptions bgr = o;
+        bgr.order = ChannelOrder::bgr;
+        const Image out = clahe(swap_red_blue(s.image), bgr, b);
+        EXPECT_EQ(out.pixels, (want.channels >= 3 ? swap_red_blue(want) : want).pixels);
+      }
+    }
+    // 16 bits: gray in place, colour per channel.
+    for (int c : {1, 2, 3, 4}) {
+      Image16 img;
+      img.width = 67;
+      img.height = 45;
+      img.channels = c;
+      img.pixels.resize(img.sample_count());
+      for (std::size_t i = 0; i < img.pixels.size(); ++i)
+        img.pixels[i] = static_cast<std::uint16_t>((i * 40503u) ^ (i >> 3));
+      ClaheOptions o;
+      o.mode = Mode::rgb;
+      const Image16 want = clahe(img, o, b);
+      std::vector<std::uint16_t> got(want.pixels.size());
+      clahe_into(ImageView<std::uint16_t>{img.pixels.data(), img.width, img.height, c}, o, b,
+                 got.data());
+      EXPECT_EQ(got, want.pixels) << c << " channels on " << to_string(b);
+    }
+  });
 }
 
 }  // namespace

@@ -4,7 +4,14 @@ Python peers, timed as a Python caller sees them: CUDA events recorded around ea
 stream, synchronized after it, median of 30 after 5 warm-ups (so Python and launch costs count).
 
     python bench/python/bench_python.py [--sizes 1M,16M,64M] [--batch 64x1M] [--reps 30]
-        [--warmup 5] [--csv FILE] [--skip PEER,...]
+        [--warmup 5] [--csv FILE] [--skip PEER,...] [--cpu-sizes 1M,16M] [--cpu-only]
+        [--clahe-sizes 1M,16M]
+
+The same run also prints histeq's CPU backend against OpenCV on host arrays (bench_cpu.py:
+equalize and CLAHE, gray and BGR colour, at --cpu-sizes), and, where torch or a usable GPU is
+missing, that table alone with the reason the GPU rows are skipped. The CLAHE rows on gray CUDA
+tensors (--clahe-sizes) give the call, its host cost and the compiled call alone, so that the
+Python layer's share of a call shows beside `histeq bench --clahe`'s C++ figure.
 
 Peers (each skipped with the reason when it cannot be imported): histeq on a torch tensor, on a
 CuPy array, a batch (N,H,W) torch tensor and a list of N tensors; torchvision.transforms.v2
@@ -126,6 +133,27 @@ def histeq_variants(torch, histeq, x, batched: bool):
     return rows
 
 
+def clahe_rows(torch, histeq, x, case: str, reps: int, warmup: int):
+    """(case, name, us) rows of histeq.clahe on the gray CUDA tensor x: the whole call (CUDA
+    events), its host cost per call (issue only), and the compiled call alone on a preallocated
+    output (no Python layer, no allocation): their difference is the Python layer's share."""
+    from histeq import _histeq as core
+    out = torch.empty_like(x)
+    dev = x.get_device()
+    stream = torch.cuda.current_stream(dev).cuda_stream
+    h, w = x.shape
+    compiled = lambda: core.clahe_device(dev, stream, x.data_ptr(), out.data_ptr(), 1, h, w,  # noqa: E731
+                                         False, 40.0, 8, 8)
+    return [(case, "histeq.clahe (torch)", time_cuda(torch, lambda: histeq.clahe(x), reps,
+                                                     warmup)),
+            (case, "histeq.clahe (torch): host us per call (issue only)",
+             time_issue(torch, lambda: histeq.clahe(x), reps, warmup)),
+            (case, "histeq clahe (compiled call only, output preallocated)",
+             time_cuda(torch, compiled, reps, warmup)),
+            (case, "histeq clahe compiled call: host us per call (issue only)",
+             time_issue(torch, compiled, reps, warmup))]
+
+
 def time_host(fn, reps: int, warmup: int) -> float:
     times = []
     for i in range(warmup + reps):
@@ -157,17 +185,42 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--csv")
     ap.add_argument("--skip", default="", help="comma-separated peers to leave out")
+    ap.add_argument("--cpu-sizes", default="1M,16M",
+                    help="sizes of the CPU table (histeq's CPU backend against OpenCV; empty: "
+                         "none)")
+    ap.add_argument("--cpu-only", action="store_true", help="the CPU table only")
+    ap.add_argument("--clahe-sizes", default="1M,16M",
+                    help="sizes of the CLAHE rows on CUDA tensors (empty: none)")
     args = ap.parse_args()
     skip = {s for s in args.skip.split(",") if s}
 
-    import torch
-    if not torch.cuda.is_available():
-        print("bench_python: torch sees no CUDA device", file=sys.stderr)
-        return 1
     import histeq
-    if not histeq.cuda_available():
-        print("bench_python: histeq cannot use the GPU", file=sys.stderr)
-        return 1
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_cpu
+    cpu_sizes = [s for s in args.cpu_sizes.split(",") if s]
+    cpu_rows, cpu_notes, cpu_ok = bench_cpu.cpu_rows(cpu_sizes, args.reps, args.warmup) \
+        if cpu_sizes else ([], [], True)
+    gpu_why = ""
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            gpu_why = "torch sees no CUDA device"
+    except ImportError as e:
+        gpu_why = f"torch: {e}"
+    if not gpu_why and not histeq.cuda_available():
+        gpu_why = f"histeq cannot use the GPU ({histeq._cuda_why()})"
+    if gpu_why or args.cpu_only:
+        print(f"command: {' '.join(shlex.quote(a) for a in [sys.executable] + sys.argv)}")
+        print(f"commit: {bench_cpu.commit()}  histeq {histeq.__version__}")
+        print(f"device: {bench_cpu.cpu_device()}")
+        print(f"timing: perf_counter around each call, the two calls of a pair in turn, median "
+              f"of {args.reps} after {args.warmup} warm-ups")
+        print()
+        bench_cpu.print_cpu_table(cpu_rows)
+        for note in cpu_notes:
+            print(f"note: {note}")
+        print(f"note: GPU peers skipped: {gpu_why or '--cpu-only'}")
+        return 0 if cpu_ok else 1
 
     peers = {}   # name -> (kind, make(x_torch) -> callable)
     notes = []
@@ -255,6 +308,18 @@ def main() -> int:
         run(s, x)
         del x
         torch.cuda.empty_cache()
+    # CLAHE on gray CUDA tensors (OpenCV's defaults): the call, its host cost, the compiled call
+    # alone on a preallocated output, and CUDA's floor of one empty call; the same call from C++
+    # is `histeq bench --clahe` (bench_clahe_peers.py prints it beside its peers).
+    for s in [s for s in args.clahe_sizes.split(",") if s]:
+        n = parse_size(s)
+        h, w = square(n)
+        x = natural(torch, h, w, seed=n)
+        torch.cuda.synchronize()
+        case = f"CLAHE {s}"
+        rows.extend(clahe_rows(torch, histeq, x, case, args.reps, args.warmup))
+        del x
+        torch.cuda.empty_cache()
     if args.batch:
         count, size = args.batch.lower().split("x")
         h, w = square(parse_size(size))
@@ -299,6 +364,15 @@ def main() -> int:
         print(f"| {n} | " + " | ".join(cells) + " |")
     for note in notes:
         print(f"note: {note}")
+    if cpu_rows:
+        print()
+        print(f"CPU: {bench_cpu.cpu_device()} (histeq's CPU backend against OpenCV on host "
+              f"arrays; perf_counter, the two calls of a pair in turn)")
+        bench_cpu.print_cpu_table(cpu_rows)
+        for note in cpu_notes:
+            print(f"note: {note}")
+        same = same and cpu_ok
+        rows.extend(cpu_rows)
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             wr = csv.writer(f)

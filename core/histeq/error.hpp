@@ -3,6 +3,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace histeq {
 
@@ -16,6 +17,27 @@ class Error : public std::runtime_error {
 /// A bad argument from the user: unknown option, kernel, mode, formula or output extension.
 /// The message names the bad value and the valid choices. Exit status 2.
 class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A file could not be read or written: `code` is the errno of the failure (ENOENT, EACCES,
+/// EISDIR, ...) or 0 when none applies (a socket refused); `path` names the file. Exit status 1.
+class FileError : public Error {
+ public:
+  FileError(const std::string& what, int code, std::string path)
+      : Error(what), code_(code), path_(std::move(path)) {}
+  int code() const noexcept { return code_; }
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  int code_;
+  std::string path_;
+};
+
+/// The bytes are not an image histeq can decode (empty, truncated, corrupt, an unknown format,
+/// an inconsistent header, more pixels than allowed). Exit status 1.
+class DecodeError : public Error {
  public:
   using Error::Error;
 };

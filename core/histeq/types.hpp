@@ -42,6 +42,27 @@ struct Image {
   std::size_t byte_count() const { return pixel_count() * std::size_t(channels); }
 };
 
+/// An image the caller owns, read in place: width × height pixels of `channels` interleaved
+/// samples (T: uint8_t or uint16_t), rows contiguous, pixels[0, width · height · channels).
+template <class T>
+struct ImageView {
+  const T* pixels = nullptr;
+  int width = 0;
+  int height = 0;
+  int channels = 0;
+
+  std::size_t pixel_count() const { return std::size_t(width) * std::size_t(height); }
+  std::size_t sample_count() const { return pixel_count() * std::size_t(channels); }
+};
+
+/// The order of a colour image's first three channels: R, G, B (histeq's decoders, PIL,
+/// scikit-image, torchvision) or B, G, R (OpenCV's cv2.imread). It matters where a pixel's
+/// luma is computed (Mode::luma and Mode::gray: Y weighs R and B differently); Mode::rgb
+/// equalizes each channel on its own either way. Alpha stays the fourth channel.
+enum class ChannelOrder : std::uint8_t { rgb, bgr };
+const char* to_string(ChannelOrder o);
+ChannelOrder parse_channel_order(std::string_view s);  // "rgb" | "bgr"; throws UsageError
+
 /// What is equalized in a colour image.
 ///  luma: Y of YCbCr (BT.601 full range, OpenCV's COLOR_RGB2YCrCb fixed point), chroma kept.
 ///  rgb:  each colour channel on its own histogram.

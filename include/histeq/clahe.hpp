@@ -25,13 +25,16 @@ struct ClaheOptions {
   /// [clipLimit] Contrast limit, relative: the integer clip limit per bin is
   /// max(1, int(clip_limit · tile_area / bins)). 0 (or any value <= 0) = no clipping
   /// (plain adaptive equalization), and so is a limit whose clip reaches tile_area (no bin can
-  /// exceed it; 1e12, 1e308 included). Default 2.0; OpenCV's own default is 40.
-  double clip_limit = 2.0;
+  /// exceed it; 1e12, 1e308 included). Default 40, OpenCV's (2 to 4 suit photographs: with 8x8
+  /// tiles of a large image, 40 barely limits the contrast).
+  double clip_limit = 40.0;
   /// [tileGridSize] Tiles per row (width, W) and per column (height, H), 1..kMaxClaheTiles.
   int tiles_x = 8;
   int tiles_y = 8;
   /// What a colour image's CLAHE acts on (planes.hpp); gray images ignore it.
   Mode mode = Mode::luma;
+  /// Which channel of a colour image is red (types.hpp): the luma of luma and gray modes.
+  ChannelOrder order = ChannelOrder::rgb;
 };
 
 /// Largest grid side accepted (a 1024×1024 grid of 65536-bin LUTs would be 128 GiB already).
@@ -81,6 +84,12 @@ using PlaneFn8 = std::function<void(const std::uint8_t* in, std::uint8_t* out)>;
 using PlaneFn16 = std::function<void(const std::uint16_t* in, std::uint16_t* out)>;
 Image clahe_image(const Image& img, const ClaheOptions& opt, const PlaneFn8& plane_fn);
 Image16 clahe_image(const Image16& img, const ClaheOptions& opt, const PlaneFn16& plane_fn);
+/// The same on pixels the caller owns, into `out` (clahe_output_channels samples per pixel,
+/// not overlapping the input): a gray image is handed to plane_fn as it is (no copy).
+void clahe_into(const ImageView<std::uint8_t>& img, const ClaheOptions& opt, std::uint8_t* out,
+                const PlaneFn8& plane_fn);
+void clahe_into(const ImageView<std::uint16_t>& img, const ClaheOptions& opt, std::uint16_t* out,
+                const PlaneFn16& plane_fn);
 }  // namespace detail
 
 /// CLAHE of a whole image on the chosen backend: automatic = the GPU when one is usable, else
@@ -91,5 +100,14 @@ Image clahe(const Image& img, const ClaheOptions& opt, Backend backend = Backend
             std::string* device_used = nullptr);
 Image16 clahe(const Image16& img, const ClaheOptions& opt, Backend backend = Backend::automatic,
               std::string* device_used = nullptr);
+
+/// The same on pixels the caller owns, into `out` (not overlapping them): 8-bit,
+/// output_channels(mode, channels) samples per pixel with mode opt.mode (gray for one channel,
+/// and for two channels unless opt.mode is gray: luma, which keeps alpha); 16-bit, the input's
+/// channels. No copy of a gray input (the Python binding's host path). Same bytes as clahe().
+void clahe_into(const ImageView<std::uint8_t>& img, const ClaheOptions& opt, Backend backend,
+                std::uint8_t* out, std::string* device_used = nullptr);
+void clahe_into(const ImageView<std::uint16_t>& img, const ClaheOptions& opt, Backend backend,
+                std::uint16_t* out, std::string* device_used = nullptr);
 
 }  // namespace histeq

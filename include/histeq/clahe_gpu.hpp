@@ -35,6 +35,11 @@ class Clahe {
   /// for measurement and tests. Every choice gives the same bytes.
   void set_tuning(const Tuning& tuning);
   const Tuning& tuning() const;
+  /// From now on, runs on `external` (a cudaStream_t of the current device that the caller owns
+  /// and keeps alive while it is used), as gpu::Equalizer::set_stream; nullptr: the own stream
+  /// again. The buffers are shared across streams: the caller orders work queued earlier on
+  /// another stream (the first calls' buffer clearing included) before the next call.
+  void set_stream(StreamHandle external);
 
   /// CLAHE of one 8-bit plane: d_in[0, width·height) → d_out (rows contiguous, device memory,
   /// any alignment; d_out may equal d_in, must not otherwise overlap). Asynchronous. Equal to

@@ -27,14 +27,24 @@ Histogram histogram_rows(const std::uint8_t* p, std::size_t width, std::size_t h
                          std::size_t stride);
 
 /// planes[p * pixels + i] = plane p of pixel i (planes.hpp says which planes a mode has).
-/// `planes` holds plane_count(mode, channels) * pixels bytes.
+/// `planes` holds plane_count(mode, channels) * pixels bytes. `order` says which of a colour
+/// pixel's channels is red (the luma of luma and gray modes); rgb mode's planes are the
+/// channels in memory order.
 void extract_planes(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode,
-                    std::uint8_t* planes, int threads = 0);
+                    std::uint8_t* planes, int threads = 0, ChannelOrder order = ChannelOrder::rgb);
 
 /// Writes the equalized image: luts[p] is the LUT of plane p. `out` holds
-/// pixels * output_channels(mode, channels) bytes; alpha is copied unchanged.
+/// pixels * output_channels(mode, channels) bytes; alpha is copied unchanged. `out` may equal
+/// `in` (not otherwise overlap it). `order` as extract_planes (luma mode writes the channels
+/// back in that order).
 void apply(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode, const Lut* luts,
-           std::uint8_t* out, int threads = 0);
+           std::uint8_t* out, int threads = 0, ChannelOrder order = ChannelOrder::rgb);
+
+/// Luma mode's recombination around a luma plane made elsewhere (CLAHE's): out pixel i is
+/// input pixel i with its Y replaced by y[i] (color::chroma of the input pixel, color::to_rgb
+/// with y[i]), alpha copied. channels 3 or 4; `order` as extract_planes; out may equal in.
+void replace_luma(const std::uint8_t* in, std::size_t pixels, int channels, const std::uint8_t* y,
+                  std::uint8_t* out, int threads = 0, ChannelOrder order = ChannelOrder::rgb);
 
 /// The 8-bit stage sequence on the CPU, as every caller runs it: the planes of a colour image
 /// (extract_planes) → a 256-bin histogram per plane → (apply) a LUT per plane (make_lut with
@@ -43,6 +53,10 @@ void apply(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode, 
 /// after the histograms and returns an empty image. Metadata (exif, icc) travels to the result.
 Image equalize_stages(const Image& in, const EqualizeOptions& opt, bool apply, int threads,
                       EqualizeReport& rep);
+/// The same on pixels the caller owns (opt.order says which channel is red), into `out`
+/// (pixels · output_channels bytes; may equal in.pixels; unused when !apply).
+void equalize_stages_into(const ImageView<std::uint8_t>& in, const EqualizeOptions& opt, bool apply,
+                          int threads, std::uint8_t* out, EqualizeReport& rep);
 /// The same, consuming `in`: when the output has the input's channels the result is written over
 /// the input's pixels (cpu::apply reads each pixel before writing it), so no second image-sized
 /// buffer exists.

@@ -33,6 +33,11 @@ class Equalizer16 {
   /// programmatic launches): the policy by default; for measurement and tests.
   void set_tuning(const Tuning& tuning);
   const Tuning& tuning() const;
+  /// From now on, runs on `external` (a cudaStream_t of the current device that the caller owns
+  /// and keeps alive while it is used), as gpu::Equalizer::set_stream; nullptr: the own stream
+  /// again. The buffers are shared across streams: the caller orders work queued earlier on
+  /// another stream (the first calls' buffer clearing included) before the next call.
+  void set_stream(StreamHandle external);
 
   /// 65536-bin histogram of d_in[0,n) (2-byte aligned) into d_hist[0,65536) uint64, overwritten
   /// (equal to cpu::histogram16). Asynchronous.

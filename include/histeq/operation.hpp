@@ -21,6 +21,8 @@ struct EqualizeOptions {
   std::optional<Mode> mode;  ///< default: default_mode(channels)
   Formula formula = Formula::opencv;
   int block_size = 0;  ///< 0: the kernel's tuned default
+  /// Which channel of a colour image is red (types.hpp); histeq's decoders give RGB.
+  ChannelOrder order = ChannelOrder::rgb;
 };
 
 /// Milliseconds per stage. Device stages are timed with CUDA events, host stages with

@@ -24,8 +24,17 @@ Backend resolve_backend(Backend requested, std::string* why_cpu = nullptr);
 /// 8-bit samples with 256 bins; Error (CudaError, DeviceOutOfMemory) on runtime failures.
 Image equalize(const Image& in, const EqualizeOptions& opt, EqualizeReport* report = nullptr);
 
+/// The same on pixels the caller owns, into `out` (pixels · output_channels(mode, channels)
+/// bytes, where mode is opt.mode or default_mode(channels); not overlapping `in`): no copy of
+/// the input, no allocation of the output (the Python binding's host path). Same bytes.
+void equalize_into(const ImageView<std::uint8_t>& in, const EqualizeOptions& opt, std::uint8_t* out,
+                   EqualizeReport* report = nullptr);
+
 /// The 256-bin histograms of the image's planes (planes.hpp), without equalizing.
 std::vector<Histogram> image_histograms(const Image& in, const EqualizeOptions& opt,
+                                        EqualizeReport* report = nullptr);
+std::vector<Histogram> image_histograms(const ImageView<std::uint8_t>& in,
+                                        const EqualizeOptions& opt,
                                         EqualizeReport* report = nullptr);
 
 }  // namespace histeq

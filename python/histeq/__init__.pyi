@@ -1,55 +1,76 @@
 """Type stubs of histeq (see histeq/__init__.py for the documentation of each call)."""
 import os
-from typing import Any, Dict, Iterable, List, Literal, Optional, Sequence, Tuple, TypeVar, Union, overload
+from typing import (Any, Dict, Iterable, List, Literal, Optional, Sequence, Tuple, TypeVar, Union,
+                    overload)
 
 import numpy as np
 import numpy.typing as npt
 
+from . import _arrays as _arrays
+from . import _files as _files
+
 __version__: str
+__all__ = ["equalize", "histogram", "clahe", "kernels", "equalize_files", "cuda_available",
+           "load_image", "save_image", "MODES", "FORMULAS", "BACKENDS", "CHANNEL_ORDERS",
+           "__version__"]
 MODES: Tuple[str, ...]
 FORMULAS: Tuple[str, ...]
 BACKENDS: Tuple[str, ...]
+CHANNEL_ORDERS: Tuple[str, ...]
 
-Mode = Literal["luma", "rgb", "gray"]
-Formula = Literal["opencv", "exact"]
-Backend = Literal["auto", "cuda", "cpu"]
-PathLike = Union[str, os.PathLike]
+_Mode = Literal["luma", "rgb", "gray"]
+_Formula = Literal["opencv", "exact"]
+_Backend = Literal["auto", "cuda", "cpu"]
+_Order = Literal["rgb", "bgr"]
+_Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+#: Two ints (columns, rows) as a tuple, list or array, or one int n for (n, n).
+_Grid = Union[int, Sequence[int], npt.NDArray[np.integer[Any]]]
 
 #: A NumPy uint8 or uint16 array, a PyTorch tensor, a CuPy array or any CUDA array
 #: (__cuda_array_interface__ / DLPack); the result is of the same kind.
-A = TypeVar("A")
+_A = TypeVar("_A")
 
 @overload
-def equalize(image: List[A], *, mode: Optional[Mode] = ..., formula: Formula = ...,
-             kernel: str = ..., backend: Backend = ..., batch: Optional[bool] = ...) -> List[A]: ...
+def equalize(image: Union[List[_A], Tuple[_A, ...]], *, mode: Optional[_Mode] = ...,
+             formula: _Formula = ..., kernel: str = ..., backend: _Backend = ...,
+             batch: Optional[bool] = ..., channel_order: _Order = ...) -> List[_A]: ...
 @overload
-def equalize(image: A, *, mode: Optional[Mode] = ..., formula: Formula = ...,
-             kernel: str = ..., backend: Backend = ..., batch: Optional[bool] = ...) -> A: ...
+def equalize(image: _A, *, mode: Optional[_Mode] = ..., formula: _Formula = ...,
+             kernel: str = ..., backend: _Backend = ..., batch: Optional[bool] = ...,
+             channel_order: _Order = ...) -> _A: ...
 
 @overload
-def histogram(image: List[Any], bins: Optional[int] = ..., kernel: str = ..., *,
-              mode: Optional[Mode] = ..., backend: Backend = ...,
-              batch: Optional[bool] = ...) -> List[Any]: ...
+def histogram(image: Union[List[Any], Tuple[Any, ...]], bins: Optional[int] = ...,
+              kernel: str = ..., *, mode: Optional[_Mode] = ..., backend: _Backend = ...,
+              batch: Optional[bool] = ..., channel_order: _Order = ...) -> List[Any]: ...
+@overload
+def histogram(image: npt.NDArray[Any], bins: Optional[int] = ..., kernel: str = ..., *,
+              mode: Optional[_Mode] = ..., backend: _Backend = ..., batch: Optional[bool] = ...,
+              channel_order: _Order = ...) -> npt.NDArray[np.int64]: ...
 @overload
 def histogram(image: Any, bins: Optional[int] = ..., kernel: str = ..., *,
-              mode: Optional[Mode] = ..., backend: Backend = ...,
-              batch: Optional[bool] = ...) -> Any: ...
+              mode: Optional[_Mode] = ..., backend: _Backend = ..., batch: Optional[bool] = ...,
+              channel_order: _Order = ...) -> Any: ...
 
 @overload
-def clahe(image: List[A], *, clip: float = ..., tiles: Union[int, Tuple[int, int]] = ...,
-          mode: Optional[Mode] = ..., backend: Backend = ...,
-          batch: Optional[bool] = ...) -> List[A]: ...
+def clahe(image: Union[List[_A], Tuple[_A, ...]], clip_limit: float = ...,
+          tile_grid_size: _Grid = ..., *, mode: Optional[_Mode] = ..., backend: _Backend = ...,
+          batch: Optional[bool] = ..., channel_order: _Order = ...) -> List[_A]: ...
 @overload
-def clahe(image: A, *, clip: float = ..., tiles: Union[int, Tuple[int, int]] = ...,
-          mode: Optional[Mode] = ..., backend: Backend = ..., batch: Optional[bool] = ...) -> A: ...
+def clahe(image: _A, clip_limit: float = ..., tile_grid_size: _Grid = ..., *,
+          mode: Optional[_Mode] = ..., backend: _Backend = ..., batch: Optional[bool] = ...,
+          channel_order: _Order = ...) -> _A: ...
 
 def kernels() -> List[Dict[str, Any]]: ...
 def cuda_available() -> bool: ...
-def load_image(path: PathLike, depth: Optional[Literal[8, 16]] = ...) -> npt.NDArray[Any]: ...
-def save_image(image: npt.NDArray[Any], path: PathLike, quality: int = ...) -> None: ...
-def equalize_files(inputs: Iterable[PathLike], output_dir: PathLike, *,
-                   mode: Optional[Mode] = ..., formula: Formula = ..., kernel: str = ...,
-                   backend: Backend = ..., format: Optional[str] = ..., recursive: bool = ...,
+def _cuda_why() -> str: ...
+def _set_batch_path(path: str) -> str: ...
+def load_image(path: _Path, depth: Optional[Literal[8, 16]] = ...) -> npt.NDArray[Any]: ...
+def save_image(path: _Path, image: Any, quality: int = ...) -> None: ...
+def equalize_files(inputs: Iterable[Union[str, "os.PathLike[str]"]],
+                   output_dir: Union[str, "os.PathLike[str]"], *,
+                   mode: Optional[_Mode] = ..., formula: _Formula = ..., kernel: str = ...,
+                   backend: _Backend = ..., format: Optional[str] = ..., recursive: bool = ...,
                    jobs: int = ..., max_inflight_mb: Optional[int] = ...,
                    devices: Optional[Sequence[int]] = ..., quality: int = ...,
                    png_level: Optional[int] = ..., subsampling: Union[str, int] = ...,

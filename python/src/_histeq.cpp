@@ -16,11 +16,17 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "binding_common.hpp"
@@ -42,57 +48,18 @@ void bind_clahe16(nb::module_& m);  // clahe16.cpp: CLAHE and the 16-bit calls
 
 namespace {
 
+using histeq::python::begin;
 using histeq::python::caller_stream;
+using histeq::python::DeviceContext;
 using histeq::python::DeviceScope;
+using histeq::python::end;
 using histeq::python::HostU8;
 using histeq::python::image_from;
+using histeq::python::OutU8;
 using histeq::python::parse_mode_opt;
 using histeq::python::to_numpy;
 
 constexpr int kBins = 256;
-
-/// Everything one CUDA device needs across calls: an Equalizer that runs on the caller's
-/// stream, a plane buffer for colour images, and the event that orders a call after the
-/// previous call on another stream (the buffers are shared).
-struct DeviceContext {
-  histeq::gpu::Equalizer eq;
-  cudaEvent_t done = nullptr;
-  cudaStream_t last = nullptr;
-  bool used = false;
-  histeq::DeviceBuffer<std::uint8_t> planes;
-  DeviceContext() : eq(histeq::gpu::StreamHandle(nullptr)) {
-    HISTEQ_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  }
-  ~DeviceContext() {
-    if (done) cudaEventDestroy(done);
-  }
-};
-
-std::map<int, std::unique_ptr<DeviceContext>>& contexts() {
-  static auto* m = new std::map<int, std::unique_ptr<DeviceContext>>();  // never destroyed:
-  return *m;  // CUDA may already be torn down at interpreter exit
-}
-
-/// The device's context, switched to `stream`; work on this stream is ordered after the previous
-/// call's work on another stream (cudaStreamWaitEvent: no host synchronization).
-
-DeviceContext& begin(int device, std::uintptr_t stream) {
-  auto& m = contexts();
-  auto it = m.find(device);
-  if (it == m.end()) it = m.emplace(device, std::make_unique<DeviceContext>()).first;
-  DeviceContext& c = *it->second;
-  const cudaStream_t s = caller_stream(stream);
-  if (c.used && s != c.last) HISTEQ_CUDA_CHECK(cudaStreamWaitEvent(s, c.done, 0));
-  c.eq.set_stream(s);
-  return c;
-}
-
-void end(DeviceContext& c, std::uintptr_t stream) {
-  const cudaStream_t s = caller_stream(stream);
-  HISTEQ_CUDA_CHECK(cudaEventRecord(c.done, s));
-  c.last = s;
-  c.used = true;
-}
 
 /// One image already on the device: in[pixels·channels] → out[pixels·output_channels].
 std::string equalize_on_device(DeviceContext& c, const std::uint8_t* in, std::uint8_t* out,
@@ -121,6 +88,27 @@ std::string equalize_on_device(DeviceContext& c, const std::uint8_t* in, std::ui
   return ran;
 }
 
+/// The histogram of n gray samples in `bins` bins (not 256) on the backend's device.
+histeq::Histogram histogram_bins(const std::uint8_t* in, std::size_t n, int bins,
+                                 const std::string& kernel, histeq::Backend backend) {
+  if (histeq::resolve_backend(backend) == histeq::Backend::cpu) {
+    if (kernel != "auto") histeq::kernels::find_kernel(kernel);
+    return histeq::cpu::histogram(in, n, histeq::SampleType::u8, bins);
+  }
+  histeq::gpu::Equalizer eq;
+  histeq::DeviceBuffer<std::uint8_t> d(n);
+  histeq::DeviceBuffer<std::uint64_t> h{std::size_t(bins)};
+  if (n > 0) {
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d.get(), in, n, cudaMemcpyHostToDevice, eq.stream()));
+  }
+  eq.histogram(kernel, d.get(), n, histeq::SampleType::u8, bins, h.get());
+  histeq::Histogram out(static_cast<std::size_t>(bins));
+  HISTEQ_CUDA_CHECK(
+      cudaMemcpyAsync(out.data(), h.get(), h.bytes(), cudaMemcpyDeviceToHost, eq.stream()));
+  eq.synchronize();
+  return out;
+}
+
 histeq::EqualizeOptions options(const std::optional<std::string>& mode, const std::string& formula,
                                 const std::string& kernel, const std::string& backend) {
   histeq::EqualizeOptions o;
@@ -133,22 +121,161 @@ histeq::EqualizeOptions options(const std::optional<std::string>& mode, const st
 
 }  // namespace
 
+histeq::python::DeviceContext::DeviceContext() {
+  HISTEQ_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+}
+
+histeq::gpu::Clahe& histeq::python::DeviceContext::clahe_engine() {
+  if (!clahe) clahe = std::make_unique<histeq::gpu::Clahe>();  // queues nothing when made
+  clahe->set_stream(current);
+  return *clahe;
+}
+
+histeq::gpu::Equalizer16& histeq::python::DeviceContext::eq16_engine() {
+  if (!eq16) {
+    auto e = std::make_unique<histeq::gpu::Equalizer16>();
+    e->synchronize();  // its scratch is cleared on its own stream when made: once, wait for it
+    eq16 = std::move(e);
+  }
+  eq16->set_stream(current);
+  return *eq16;
+}
+
+histeq::python::DeviceContext& histeq::python::begin(int device, std::uintptr_t stream) {
+  // The last device's context without a map lookup (calls keep the GIL: no race here).
+  static int last_device = -1;
+  static DeviceContext* last_context = nullptr;
+  DeviceContext* c = last_context;
+  if (device != last_device || c == nullptr) {
+    static auto* m = new std::map<int, std::unique_ptr<DeviceContext>>();  // never destroyed
+    auto it = m->find(device);
+    if (it == m->end()) it = m->emplace(device, std::make_unique<DeviceContext>()).first;
+    c = it->second.get();
+    last_device = device;
+    last_context = c;
+  }
+  const cudaStream_t s = caller_stream(stream);
+  if (c->used && s != c->last) HISTEQ_CUDA_CHECK(cudaStreamWaitEvent(s, c->done, 0));
+  if (s != c->current) {
+    c->current = s;
+    c->eq.set_stream(s);
+  }
+  return *c;
+}
+
+void histeq::python::end(DeviceContext& c) {
+  HISTEQ_CUDA_CHECK(cudaEventRecord(c.done, c.current));
+  c.last = c.current;
+  c.used = true;
+}
+
+std::string histeq::python::python_words(const std::string& msg) {
+  static const char* const kValues[] = {"auto", "cpu", "cuda", "gpu", "luma", "rgb", "gray"};
+  std::string out;
+  std::size_t i = 0;
+  while (i < msg.size()) {
+    const bool option = msg.compare(i, 2, "--") == 0 && i + 2 < msg.size() &&
+                        std::islower(static_cast<unsigned char>(msg[i + 2])) &&
+                        (i == 0 || msg[i - 1] == ' ' || msg[i - 1] == '(');
+    if (!option) {
+      out += msg[i++];
+      continue;
+    }
+    std::size_t j = i + 2;
+    std::string name;
+    while (j < msg.size() && (std::islower(static_cast<unsigned char>(msg[j])) ||
+                              std::isdigit(static_cast<unsigned char>(msg[j])) || msg[j] == '-')) {
+      name += msg[j] == '-' ? '_' : msg[j];
+      ++j;
+    }
+    out += name;
+    if (j < msg.size() && msg[j] == ' ') {  // "--backend cpu" → "backend='cpu'"
+      for (const char* v : kValues) {
+        const std::size_t n = std::strlen(v);
+        const std::size_t end = j + 1 + n;
+        if (msg.compare(j + 1, n, v) == 0 &&
+            (end == msg.size() || !std::isalnum(static_cast<unsigned char>(msg[end])))) {
+          out += "='" + std::string(v) + "'";
+          j = end;
+          break;
+        }
+      }
+    }
+    i = j;
+  }
+  return out;
+}
+
+void histeq::python::for_images(std::size_t count, std::size_t pixels, Backend backend,
+                                const std::function<void(std::size_t)>& fn) {
+  constexpr std::size_t kSmall = std::size_t(1) << 15;
+  const bool spread = backend == Backend::cpu && pixels < kSmall;
+  const std::size_t threads =
+      std::min<std::size_t>(spread ? std::size_t(histeq::cpu::usable_cpus()) : 1, count);
+  if (threads <= 1) {
+    for (std::size_t i = 0; i < count; ++i) fn(i);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(threads);
+  auto slice = [&](std::size_t t) {
+    try {
+      for (std::size_t i = t * count / threads; i < (t + 1) * count / threads; ++i) fn(i);
+    } catch (...) {
+      errors[t] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(slice, t);
+    } catch (const std::system_error&) {  // no more threads: that slice runs here
+      slice(t);
+    }
+  }
+  slice(0);
+  for (auto& th : pool) th.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 NB_MODULE(_histeq, m) {
   m.doc() = "Compiled core of histeq (see the histeq package for the documented API).";
 
+  // UsageError and DecodeError → ValueError; FileError → OSError(errno, message, path), which
+  // Python makes FileNotFoundError, PermissionError, IsADirectoryError... by errno; any other
+  // Error (CUDA) → RuntimeError. Messages in Python's words (python_words).
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
     } catch (const histeq::UsageError& e) {
+      PyErr_SetString(PyExc_ValueError, histeq::python::python_words(e.what()).c_str());
+    } catch (const histeq::DecodeError& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const histeq::FileError& e) {
+      if (e.code() > 0) {
+        PyObject* args =
+            Py_BuildValue("(isN)", e.code(), e.what(), PyUnicode_DecodeFSDefault(e.path().c_str()));
+        if (args != nullptr) {
+          PyObject* exc = PyObject_Call(PyExc_OSError, args, nullptr);
+          Py_DECREF(args);
+          if (exc != nullptr) {
+            PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc)), exc);
+            Py_DECREF(exc);
+          }
+        }
+      } else {
+        PyErr_SetString(PyExc_OSError, e.what());
+      }
     } catch (const histeq::Error& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
+      PyErr_SetString(PyExc_RuntimeError, histeq::python::python_words(e.what()).c_str());
     }
   });
 
 #ifdef HISTEQ_VERSION
   m.attr("__version__") = HISTEQ_VERSION;
 #endif
+  // False in a CPU-only build (HISTEQ_CUDA=OFF): no GPU code, no registry kernels.
+  m.attr("CUDA_BUILT") = bool(HISTEQ_CUDA_BUILT);
 
   m.def("kernels", []() {
     std::vector<std::tuple<std::string, bool, std::string>> out;
@@ -194,26 +321,40 @@ NB_MODULE(_histeq, m) {
       },
       "ptr"_a);
 
-  // ---- host (NumPy) images ----
+  // ---- host (NumPy) images: read in place, results written into arrays Python allocated ----
+  // count images of height x width x channels back to back in `image` → `out` (their
+  // output_channels each); backend "auto" is resolved once for the batch. Returns (backend,
+  // kernel) of the last image.
   m.def(
       "equalize_host",
-      [](HostU8 a, int height, int width, int channels, std::optional<std::string> mode,
-         std::string formula, std::string kernel, std::string backend) {
-        histeq::Image in = image_from(a, height, width, channels);
-        const histeq::EqualizeOptions o = options(mode, formula, kernel, backend);
+      [](HostU8 a, OutU8 out, std::size_t count, int height, int width, int channels,
+         std::optional<std::string> mode, std::string formula, std::string kernel,
+         std::string backend, std::string order) {
+        histeq::EqualizeOptions o = options(mode, formula, kernel, backend);
+        o.order = histeq::parse_channel_order(order);
+        o.backend = histeq::resolve_backend(o.backend);
+        const histeq::Mode md = o.mode.value_or(histeq::default_mode(channels));
+        const std::size_t pixels = std::size_t(height) * std::size_t(width);
+        const std::size_t in_step = pixels * std::size_t(channels);
+        const std::size_t out_step = pixels * std::size_t(histeq::output_channels(md, channels));
+        histeq::python::check_size(a, count * in_step, "image");
+        histeq::python::check_size(out, count * out_step, "out");
+        const std::uint8_t* src = a.data();
+        std::uint8_t* dst = out.data();
         histeq::EqualizeReport rep;
-        histeq::Image out;
         {
           nb::gil_scoped_release release;
-          out = histeq::equalize(in, o, &rep);
+          histeq::python::for_images(count, pixels, o.backend, [&](std::size_t i) {
+            histeq::EqualizeReport r;
+            histeq::equalize_into({src + i * in_step, width, height, channels}, o,
+                                  dst + i * out_step, &r);
+            if (i + 1 == count) rep = std::move(r);  // one writer; read after the join
+          });
         }
-        std::vector<std::size_t> shape{std::size_t(out.height), std::size_t(out.width)};
-        if (out.channels > 1) shape.push_back(std::size_t(out.channels));
-        return std::make_pair(to_numpy(std::move(out.pixels), shape),
-                              std::make_pair(rep.backend, rep.kernel));
+        return std::make_pair(rep.backend, rep.kernel);
       },
-      "image"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "formula"_a, "kernel"_a,
-      "backend"_a);
+      "image"_a, "out"_a, "count"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(),
+      "formula"_a, "kernel"_a, "backend"_a, "order"_a);
 
   // A gray batch (N, H, W) from the host on the GPU: one upload, the batched equalizer (one
   // launch), one download. Returns None when the batch should run image by image instead (CPU
@@ -245,12 +386,16 @@ NB_MODULE(_histeq, m) {
       },
       "image"_a, "count"_a, "pixels"_a, "formula"_a, "backend"_a);
 
+  // The histograms of one host image: (planes, bins) int64.
   m.def(
       "histogram_host",
       [](HostU8 a, int height, int width, int channels, std::optional<std::string> mode, int bins,
-         std::string kernel, std::string backend) {
-        histeq::Image in = image_from(a, height, width, channels);
-        const histeq::EqualizeOptions o = options(mode, "opencv", kernel, backend);
+         std::string kernel, std::string backend, std::string order) {
+        histeq::EqualizeOptions o = options(mode, "opencv", kernel, backend);
+        o.order = histeq::parse_channel_order(order);
+        const std::size_t n = std::size_t(height) * std::size_t(width) * std::size_t(channels);
+        histeq::python::check_size(a, n, "image");
+        const histeq::ImageView<std::uint8_t> in{a.data(), width, height, channels};
         std::vector<histeq::Histogram> hs;
         {
           nb::gil_scoped_release release;
@@ -259,39 +404,22 @@ NB_MODULE(_histeq, m) {
           } else {
             if (channels != 1) {
               throw histeq::UsageError(
-                  "bins: only 256 bins for images of more than one "
-                  "channel; got " +
+                  "bins: only 256 bins for images of more than one channel; "
+                  "got " +
                   std::to_string(bins));
             }
-            if (histeq::resolve_backend(o.backend) == histeq::Backend::cpu) {
-              if (kernel != "auto") histeq::kernels::find_kernel(kernel);
-              hs.push_back(histeq::cpu::histogram(in.pixels.data(), in.pixels.size(),
-                                                  histeq::SampleType::u8, bins));
-            } else {
-              histeq::gpu::Equalizer eq;
-              histeq::DeviceBuffer<std::uint8_t> d(in.pixels.size());
-              histeq::DeviceBuffer<std::uint64_t> h{std::size_t(bins)};
-              if (!in.pixels.empty()) {
-                HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d.get(), in.pixels.data(), in.pixels.size(),
-                                                  cudaMemcpyHostToDevice, eq.stream()));
-              }
-              eq.histogram(kernel, d.get(), in.pixels.size(), histeq::SampleType::u8, bins,
-                           h.get());
-              histeq::Histogram out(static_cast<std::size_t>(bins));
-              HISTEQ_CUDA_CHECK(cudaMemcpyAsync(out.data(), h.get(), h.bytes(),
-                                                cudaMemcpyDeviceToHost, eq.stream()));
-              eq.synchronize();
-              hs.push_back(std::move(out));
-            }
+            hs.push_back(histogram_bins(in.pixels, n, bins, kernel, o.backend));
           }
         }
-        std::vector<std::uint64_t> flat;
-        for (const auto& h : hs) flat.insert(flat.end(), h.begin(), h.end());
+        std::vector<std::int64_t> flat;
+        flat.reserve(hs.size() * std::size_t(bins));
+        for (const auto& h : hs)
+          for (std::uint64_t c : h) flat.push_back(std::int64_t(c));
         const std::size_t planes = hs.size();
         return to_numpy(std::move(flat), {planes, std::size_t(bins)});
       },
       "image"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "bins"_a, "kernel"_a,
-      "backend"_a);
+      "backend"_a, "order"_a);
 
   // ---- device images (pointers as integers; the caller keeps the arrays alive) ----
   m.def(
@@ -337,7 +465,7 @@ NB_MODULE(_histeq, m) {
                                      f, kernel);
           }
         }
-        end(c, stream);
+        end(c);
         return ran;
       },
       "device"_a, "stream"_a, "input"_a, "output"_a, "count"_a, "pixels"_a, "channels"_a,
@@ -360,7 +488,7 @@ NB_MODULE(_histeq, m) {
         DeviceScope scope(device);
         DeviceContext& c = begin(device, stream);
         c.eq.equalize_batch(table.data(), table.size(), f);
-        end(c, stream);
+        end(c);
       },
       "device"_a, "stream"_a, "inputs"_a, "outputs"_a, "pixels"_a, "formula"_a);
 
@@ -398,7 +526,7 @@ NB_MODULE(_histeq, m) {
                                  histeq::SampleType::u8, kBins, dst + std::size_t(p) * kBins);
           }
         }
-        end(c, stream);
+        end(c);
         return ran;
       },
       "device"_a, "stream"_a, "input"_a, "pixels"_a, "channels"_a, "mode"_a.none(), "bins"_a,

@@ -9,14 +9,20 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "histeq/clahe_gpu.hpp"
 #include "histeq/error.hpp"
+#include "histeq/gpu.hpp"
+#include "histeq/gpu16.hpp"
 #include "histeq/pipeline.hpp"
 #include "support/cuda_check.hpp"
+#include "support/device_buffer.hpp"
 
 namespace histeq::python {
 
@@ -24,11 +30,63 @@ namespace nb = nanobind;
 
 using HostU8 = nb::ndarray<const std::uint8_t, nb::c_contig, nb::device::cpu>;
 using HostU16 = nb::ndarray<const std::uint16_t, nb::c_contig, nb::device::cpu>;
+/// A result array the Python side allocated (np.empty), written in place.
+using OutU8 = nb::ndarray<std::uint8_t, nb::c_contig, nb::device::cpu>;
+using OutU16 = nb::ndarray<std::uint16_t, nb::c_contig, nb::device::cpu>;
 
 inline std::optional<Mode> parse_mode_opt(const std::optional<std::string>& m) {
   if (!m) return std::nullopt;
   return parse_mode(*m);
 }
+
+/// A library message as Python speaks: the command line's options become keyword arguments
+/// ("--backend cpu" → "backend='cpu'", "--decoder gpu" → "decoder='gpu'", "--max-inflight-mb"
+/// → "max_inflight_mb").
+std::string python_words(const std::string& msg);
+
+/// Throws UsageError unless `a` holds exactly `n` samples.
+template <typename Array>
+void check_size(const Array& a, std::size_t n, const char* what) {
+  if (a.size() != n) {
+    throw UsageError(std::string(what) + ": " + std::to_string(a.size()) + " samples; " +
+                     std::to_string(n) + " expected from its shape");
+  }
+}
+
+/// fn(i) for the images i in [0, count) of a host batch, with the GIL released by the caller.
+/// On the CPU backend, images of fewer than kSmall pixels (whose CPU work runs on one thread:
+/// below the backend's per-thread minimum) are spread over the usable cores, a contiguous range
+/// of images per thread; larger ones, and every image on the GPU backend, run one after
+/// another (each using the cores, or the device, itself). The first exception is rethrown after
+/// every thread joined.
+void for_images(std::size_t count, std::size_t pixels, Backend backend,
+                const std::function<void(std::size_t)>& fn);
+
+/// Everything one CUDA device needs across the device calls: an Equalizer, a plane buffer for
+/// colour images, the CLAHE and 16-bit engines (made on first use), all running on the caller's
+/// stream of the call (set_stream: no stream or event of their own in between), and the event
+/// that orders a call after the previous call's work on another stream (the buffers are
+/// shared). One per device, never destroyed (CUDA may be torn down before the interpreter).
+struct DeviceContext {
+  gpu::Equalizer eq{gpu::StreamHandle(nullptr)};
+  DeviceBuffer<std::uint8_t> planes;
+  std::unique_ptr<gpu::Clahe> clahe;
+  std::unique_ptr<gpu::Equalizer16> eq16;
+  cudaEvent_t done = nullptr;
+  cudaStream_t current = nullptr;  ///< the stream of the call under way
+  cudaStream_t last = nullptr;     ///< the stream of the previous call
+  bool used = false;
+  DeviceContext();
+  gpu::Clahe& clahe_engine();
+  gpu::Equalizer16& eq16_engine();
+};
+
+/// The device's context with its engines on the caller's `stream` (0: the legacy default
+/// stream), ordered after the previous call's work when that was on another stream
+/// (cudaStreamWaitEvent: no host synchronization). The GIL is held (device calls keep it).
+DeviceContext& begin(int device, std::uintptr_t stream);
+/// After the call's work is queued: the event the next call on another stream waits for.
+void end(DeviceContext& c);
 
 /// Sets the current device for the duration of a call and puts the previous one back.
 class DeviceScope {

@@ -5,10 +5,8 @@
 // Host arrays: the library's whole-image calls (histeq::clahe, histeq::equalize16: the GPU when
 // one is usable, else the CPU, byte-identical), with the GIL released.
 // CUDA arrays (gray planes only; __init__.py sends colour CUDA arrays through the host): the
-// device's gpu::Clahe / gpu::Equalizer16, which run on streams of their own: each call records an
-// event on the caller's stream that the engine's stream waits for, and an event on the engine's
-// stream that the caller's stream waits for. So the work is ordered on the caller's stream
-// without a host synchronization.
+// device context's gpu::Clahe / gpu::Equalizer16 (binding_common.hpp), set to the caller's
+// stream for the call: the work is queued on it directly, without a host synchronization.
 //
 // 16-bit modes follow the command line's (src/cli/depth.cpp): gray and gray+alpha images run on
 // their gray channel; colour images per channel (rgb), since there is no 16-bit YCbCr.
@@ -45,6 +43,8 @@ namespace {
 
 using histeq::python::HostU16;
 using histeq::python::HostU8;
+using histeq::python::OutU16;
+using histeq::python::OutU8;
 
 constexpr std::size_t kBins16 = 65536;
 
@@ -95,45 +95,28 @@ auto whole_image(const Img& in, Fn fn) {
       used);
 }
 
-/// What one CUDA device needs for the 16-bit and CLAHE calls: the engines (made on first use)
-/// and the two events that order their streams after, and before, the caller's stream.
-struct Engines {
-  std::unique_ptr<histeq::gpu::Clahe> clahe;
-  std::unique_ptr<histeq::gpu::Equalizer16> eq16;
-  cudaEvent_t caller_done = nullptr;
-  cudaEvent_t engine_done = nullptr;
-  Engines() {
-    HISTEQ_CUDA_CHECK(cudaEventCreateWithFlags(&caller_done, cudaEventDisableTiming));
-    HISTEQ_CUDA_CHECK(cudaEventCreateWithFlags(&engine_done, cudaEventDisableTiming));
-  }
-  histeq::gpu::Clahe& clahe_engine() {
-    if (!clahe) clahe = std::make_unique<histeq::gpu::Clahe>();
-    return *clahe;
-  }
-  histeq::gpu::Equalizer16& eq16_engine() {
-    if (!eq16) eq16 = std::make_unique<histeq::gpu::Equalizer16>();
-    return *eq16;
-  }
-};
-
-Engines& engines(int device) {
-  // Never destroyed: CUDA may already be torn down at interpreter exit.
-  static auto* m = new std::map<int, std::unique_ptr<Engines>>();
-  auto it = m->find(device);
-  if (it == m->end()) it = m->emplace(device, std::make_unique<Engines>()).first;
-  return *it->second;
-}
-
-/// Runs work(engine_stream) ordered after the caller's stream's earlier work, and the caller's
-/// stream's later work after it; no host synchronization.
-template <typename Work>
-void on_engine_stream(Engines& e, std::uintptr_t caller, cudaStream_t engine, Work work) {
-  const cudaStream_t s = histeq::python::caller_stream(caller);
-  HISTEQ_CUDA_CHECK(cudaEventRecord(e.caller_done, s));
-  HISTEQ_CUDA_CHECK(cudaStreamWaitEvent(engine, e.caller_done, 0));
-  work();
-  HISTEQ_CUDA_CHECK(cudaEventRecord(e.engine_done, engine));
-  HISTEQ_CUDA_CHECK(cudaStreamWaitEvent(s, e.engine_done, 0));
+/// histeq::clahe_into over `count` images back to back (the GIL released): `oc` output
+/// channels per pixel, `backend` already resolved. Returns the device that ran.
+template <typename T, typename In, typename Out>
+std::string host_batch(const In& a, Out& out, std::size_t count, int height, int width,
+                       int channels, int oc, const histeq::ClaheOptions& o,
+                       histeq::Backend backend) {
+  histeq::validate(o, sizeof(T) == 1 ? 256 : int(kBins16));
+  const std::size_t pixels = std::size_t(height) * std::size_t(width);
+  const std::size_t in_step = pixels * std::size_t(channels), out_step = pixels * std::size_t(oc);
+  histeq::python::check_size(a, count * in_step, "image");
+  histeq::python::check_size(out, count * out_step, "out");
+  const T* src = a.data();
+  T* dst = out.data();
+  std::string used;
+  nb::gil_scoped_release release;
+  histeq::python::for_images(count, pixels, backend, [&](std::size_t i) {
+    std::string u;
+    histeq::clahe_into(histeq::ImageView<T>{src + i * in_step, width, height, channels}, o, backend,
+                       dst + i * out_step, &u);
+    if (i + 1 == count) used = std::move(u);  // one writer; read after the join
+  });
+  return used;
 }
 
 }  // namespace
@@ -142,35 +125,37 @@ void bind_clahe16(nb::module_& m) {
   using histeq::python::to_numpy;
 
   // ---- host images ----
+  // count images back to back in `image` → `out` (their output channels each), read and
+  // written in place. Returns the device that ran ("cpu" or the GPU's name).
   m.def(
       "clahe_host",
-      [](HostU8 a, int height, int width, int channels, std::optional<std::string> mode,
-         double clip, int tiles_x, int tiles_y, std::string backend) {
-        histeq::Image in = histeq::python::image_from(a, height, width, channels);
+      [](HostU8 a, OutU8 out, std::size_t count, int height, int width, int channels,
+         std::optional<std::string> mode, double clip, int tiles_x, int tiles_y,
+         std::string backend, std::string order) {
         histeq::ClaheOptions o = clahe_options(clip, tiles_x, tiles_y);
-        o.mode = histeq::python::parse_mode_opt(mode).value_or(histeq::default_mode(channels));
-        const histeq::Backend b = histeq::parse_backend(backend);
-        return whole_image(in, [&](const histeq::Image& im, std::string* u) {
-          return histeq::clahe(im, o, b, u);
-        });
+        const histeq::Mode md =
+            histeq::python::parse_mode_opt(mode).value_or(histeq::default_mode(channels));
+        o.mode = md;
+        o.order = histeq::parse_channel_order(order);
+        const int oc = histeq::output_channels(md, channels);
+        return host_batch<std::uint8_t>(a, out, count, height, width, channels, oc, o,
+                                        histeq::resolve_backend(histeq::parse_backend(backend)));
       },
-      "image"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "clip"_a, "tiles_x"_a,
-      "tiles_y"_a, "backend"_a);
+      "image"_a, "out"_a, "count"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "clip"_a,
+      "tiles_x"_a, "tiles_y"_a, "backend"_a, "order"_a);
 
   m.def(
       "clahe_host16",
-      [](HostU16 a, int height, int width, int channels, std::optional<std::string> mode,
-         double clip, int tiles_x, int tiles_y, std::string backend) {
-        histeq::Image16 in = image16_from(a, height, width, channels);
+      [](HostU16 a, OutU16 out, std::size_t count, int height, int width, int channels,
+         std::optional<std::string> mode, double clip, int tiles_x, int tiles_y,
+         std::string backend) {
         histeq::ClaheOptions o = clahe_options(clip, tiles_x, tiles_y);
         o.mode = mode16(mode, channels);
-        const histeq::Backend b = histeq::parse_backend(backend);
-        return whole_image(in, [&](const histeq::Image16& im, std::string* u) {
-          return histeq::clahe(im, o, b, u);
-        });
+        return host_batch<std::uint16_t>(a, out, count, height, width, channels, channels, o,
+                                         histeq::resolve_backend(histeq::parse_backend(backend)));
       },
-      "image"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "clip"_a, "tiles_x"_a,
-      "tiles_y"_a, "backend"_a);
+      "image"_a, "out"_a, "count"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "clip"_a,
+      "tiles_x"_a, "tiles_y"_a, "backend"_a);
 
   m.def(
       "equalize_host16",
@@ -192,11 +177,11 @@ void bind_clahe16(nb::module_& m) {
         histeq::Image16 in = image16_from(a, height, width, channels);
         const histeq::Mode md = mode16(mode, channels);
         const histeq::Backend b = histeq::parse_backend(backend);
-        std::vector<std::uint64_t> flat;
+        std::vector<std::int64_t> flat;  // int64, as NumPy's and scikit-image's histograms
         {
           nb::gil_scoped_release release;
           for (const histeq::Histogram& h : histeq::histograms16(in, md, b))
-            flat.insert(flat.end(), h.begin(), h.end());
+            for (std::uint64_t c : h) flat.push_back(std::int64_t(c));
         }
         const std::size_t planes = flat.size() / kBins16;
         return to_numpy(std::move(flat), {planes, kBins16});
@@ -235,23 +220,21 @@ void bind_clahe16(nb::module_& m) {
          std::size_t count, int height, int width, bool sixteen, double clip, int tiles_x,
          int tiles_y) {
         const histeq::ClaheOptions o = clahe_options(clip, tiles_x, tiles_y);
-        histeq::validate(o, sixteen ? int(kBins16) : 256);
         histeq::python::DeviceScope scope(device);
-        Engines& e = engines(device);
-        histeq::gpu::Clahe& c = e.clahe_engine();
+        histeq::python::DeviceContext& ctx = histeq::python::begin(device, stream);
+        histeq::gpu::Clahe& c = ctx.clahe_engine();
         const std::size_t step =
             std::size_t(height) * std::size_t(width) * (sixteen ? sizeof(std::uint16_t) : 1);
-        on_engine_stream(e, stream, static_cast<cudaStream_t>(c.stream()), [&] {
-          for (std::size_t i = 0; i < count; ++i) {
-            if (sixteen) {
-              c.apply16(reinterpret_cast<const std::uint16_t*>(in + i * step),
-                        reinterpret_cast<std::uint16_t*>(out + i * step), width, height, o);
-            } else {
-              c.apply(reinterpret_cast<const std::uint8_t*>(in + i * step),
-                      reinterpret_cast<std::uint8_t*>(out + i * step), width, height, o);
-            }
+        for (std::size_t i = 0; i < count; ++i) {
+          if (sixteen) {
+            c.apply16(reinterpret_cast<const std::uint16_t*>(in + i * step),
+                      reinterpret_cast<std::uint16_t*>(out + i * step), width, height, o);
+          } else {
+            c.apply(reinterpret_cast<const std::uint8_t*>(in + i * step),
+                    reinterpret_cast<std::uint8_t*>(out + i * step), width, height, o);
           }
-        });
+        }
+        histeq::python::end(ctx);
       },
       "device"_a, "stream"_a, "input"_a, "output"_a, "count"_a, "height"_a, "width"_a, "sixteen"_a,
       "clip"_a, "tiles_x"_a, "tiles_y"_a);
@@ -261,15 +244,14 @@ void bind_clahe16(nb::module_& m) {
       [](int device, std::uintptr_t stream, std::uintptr_t in, std::uintptr_t out,
          std::size_t count, std::size_t pixels) {
         histeq::python::DeviceScope scope(device);
-        Engines& e = engines(device);
-        histeq::gpu::Equalizer16& q = e.eq16_engine();
+        histeq::python::DeviceContext& ctx = histeq::python::begin(device, stream);
+        histeq::gpu::Equalizer16& q = ctx.eq16_engine();
         const std::size_t step = pixels * sizeof(std::uint16_t);
-        on_engine_stream(e, stream, static_cast<cudaStream_t>(q.stream()), [&] {
-          for (std::size_t i = 0; i < count; ++i) {
-            q.equalize(reinterpret_cast<const std::uint16_t*>(in + i * step),
-                       reinterpret_cast<std::uint16_t*>(out + i * step), pixels);
-          }
-        });
+        for (std::size_t i = 0; i < count; ++i) {
+          q.equalize(reinterpret_cast<const std::uint16_t*>(in + i * step),
+                     reinterpret_cast<std::uint16_t*>(out + i * step), pixels);
+        }
+        histeq::python::end(ctx);
       },
       "device"_a, "stream"_a, "input"_a, "output"_a, "count"_a, "pixels"_a);
 
@@ -278,15 +260,14 @@ void bind_clahe16(nb::module_& m) {
       [](int device, std::uintptr_t stream, std::uintptr_t in, std::size_t count,
          std::size_t pixels, std::uintptr_t out) {
         histeq::python::DeviceScope scope(device);
-        Engines& e = engines(device);
-        histeq::gpu::Equalizer16& q = e.eq16_engine();
+        histeq::python::DeviceContext& ctx = histeq::python::begin(device, stream);
+        histeq::gpu::Equalizer16& q = ctx.eq16_engine();
         const std::size_t step = pixels * sizeof(std::uint16_t);
-        on_engine_stream(e, stream, static_cast<cudaStream_t>(q.stream()), [&] {
-          for (std::size_t i = 0; i < count; ++i) {
-            q.histogram(reinterpret_cast<const std::uint16_t*>(in + i * step), pixels,
-                        reinterpret_cast<std::uint64_t*>(out) + i * kBins16);
-          }
-        });
+        for (std::size_t i = 0; i < count; ++i) {
+          q.histogram(reinterpret_cast<const std::uint16_t*>(in + i * step), pixels,
+                      reinterpret_cast<std::uint64_t*>(out) + i * kBins16);
+        }
+        histeq::python::end(ctx);
       },
       "device"_a, "stream"_a, "input"_a, "count"_a, "pixels"_a, "output"_a);
 }

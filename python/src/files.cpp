@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "binding_common.hpp"
 #include "histeq/error.hpp"
 #include "histeq/executor.hpp"
 #include "histeq/image_io.hpp"
@@ -46,7 +47,7 @@ nb::dict report_dict(const histeq::ItemReport& r) {
   if (r.ok) {
     d["error"] = nb::none();
   } else {
-    d["error"] = r.error;
+    d["error"] = histeq::python::python_words(r.error);
   }
   d["width"] = r.width;
   d["height"] = r.height;

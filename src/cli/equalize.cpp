@@ -53,14 +53,17 @@ void add_equalize_options(Command& c, bool clahe) {
   add_batch_options(c, true);
   add_depth(c, /*writes=*/true);
   if (clahe) {
-    c.add("clip",
-          "contrast limit, OpenCV's clipLimit: each tile's histogram is clipped at max(1, int(C * "
-          "tile pixels / bins)) and the excess redistributed; 0: no clipping; >= 0",
-          cxxopts::value<double>()->default_value("2.0"), "C");
-    c.add("tiles",
+    c.add("clip-limit",
+          "contrast limit, OpenCV's clipLimit and its default: each tile's histogram is clipped "
+          "at max(1, int(C * tile pixels / bins)) and the excess redistributed; 0: no clipping; "
+          ">= 0 (2 to 4 suit photographs)",
+          cxxopts::value<double>()->default_value("40"), "C");
+    c.add("clip", "the same as --clip-limit", cxxopts::value<double>(), "C");
+    c.add("tile-grid-size",
           "tile grid, OpenCV's tileGridSize: W columns by H rows, each 1.." +
               std::to_string(kMaxClaheTiles),
           cxxopts::value<std::string>()->default_value("8x8"), "WxH");
+    c.add("tiles", "the same as --tile-grid-size", cxxopts::value<std::string>(), "WxH");
   } else {
     c.add("f,formula",
           "CDF->LUT formula: opencv (cv::equalizeHist, float32) or exact (integer, round half up)",

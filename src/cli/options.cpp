@@ -62,6 +62,7 @@ const std::map<std::string, std::string>& value_ranges() {
       {"--quality", "a whole number in 1..100"},
       {"--depth", "8 or 16"},
       {"--clip", "a finite number >= 0"},
+      {"--clip-limit", "a finite number >= 0"},
       {"--bins", "a whole number in 1..4096"},
   };
   return m;
@@ -133,7 +134,8 @@ void check_numeric_values(const cxxopts::ParseResult& r, const std::string& comm
     const auto it = value_ranges().find(opt);
     if (it == value_ranges().end()) continue;
     const std::string& v = kv.value();
-    const bool ok = opt == "--clip" ? decimal_number_text(v) : whole_number_text(v);
+    const bool ok =
+        opt == "--clip" || opt == "--clip-limit" ? decimal_number_text(v) : whole_number_text(v);
     if (!ok)
       throw UsageError(opt + " takes " + it->second + ", got '" + v + "' (see 'histeq " + command +
                        " --help')");
@@ -263,6 +265,15 @@ int read_depth(const cxxopts::ParseResult& r) {
   const int d = r["depth"].as<int>();
   if (d != 8 && d != 16) throw UsageError("--depth must be 8 or 16, got " + std::to_string(d));
   return d;
+}
+
+const char* alias_or_option(const cxxopts::ParseResult& r, const char* alias, const char* option) {
+  if (r.count(alias) == 0) return option;
+  if (r.count(option) > 0) {
+    throw UsageError(std::string("--") + alias + " is the earlier name of --" + option +
+                     "; give one of them");
+  }
+  return alias;
 }
 
 void parse_tiles(const std::string& s, ClaheOptions& o) {
@@ -541,17 +552,18 @@ ItemOpOptions item_op_options(const cxxopts::ParseResult& r, const Common& cm, O
   io.encode.png_level = r["png-level"].as<int>();
   io.encode.subsampling = jpeg::parse_subsampling(r["subsampling"].as<std::string>());
   if (kind == OpKind::clahe) {
-    ClaheOptions& c = io.op.clahe;
-    c.clip_limit = r["clip"].as<double>();
-    if (!(c.clip_limit >= 0) || !std::isfinite(c.clip_limit)) {
+    // --clip and --tiles: the earlier names of --clip-limit and --tile-grid-size.
+    const char* clip = alias_or_option(r, "clip", "clip-limit");
+    io.op.clahe.clip_limit = r[clip].as<double>();
+    if (!(io.op.clahe.clip_limit >= 0) || !std::isfinite(io.op.clahe.clip_limit)) {
       std::ostringstream v;
-      v << c.clip_limit;
-      throw UsageError(
-          "--clip must be a finite number >= 0 (OpenCV's clipLimit; 0: no clipping), got " +
-          v.str());
+      v << io.op.clahe.clip_limit;
+      throw UsageError("--" + std::string(clip) +
+                       " must be a finite number >= 0 (OpenCV's clipLimit; 0: no clipping), got " +
+                       v.str());
     }
-    parse_tiles(r["tiles"].as<std::string>(), c);
-    validate(c);
+    parse_tiles(r[alias_or_option(r, "tiles", "tile-grid-size")].as<std::string>(), io.op.clahe);
+    validate(io.op.clahe);
   }
   return io;
 }

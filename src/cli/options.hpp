@@ -73,7 +73,12 @@ void add_kernel_backend(Command& c, const std::string& kernel_help = std::string
 void add_depth(Command& c, bool writes);
 /// --depth: 0 (not given), 8 or 16 (UsageError for others).
 int read_depth(const cxxopts::ParseResult& r);
-/// --tiles WxH: W columns by H rows, each 1..kMaxClaheTiles.
+/// The option a value is read from: `alias` (an earlier name, e.g. "clip") when the command
+/// line gave it, else `option` (its current name, e.g. "clip-limit", which has the default).
+/// Both given: UsageError.
+const char* alias_or_option(const cxxopts::ParseResult& r, const char* alias, const char* option);
+
+/// --tile-grid-size (--tiles) WxH: W columns by H rows, each 1..kMaxClaheTiles.
 void parse_tiles(const std::string& s, ClaheOptions& o);
 
 /// The options every image command takes: kernel, backend, mode, max-pixels.

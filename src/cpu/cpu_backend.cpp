@@ -24,11 +24,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <exception>
-#include <system_error>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
+#include "cpu/parallel.hpp"
 #include "histeq/color.hpp"
 #include "histeq/cpu.hpp"
 
@@ -56,9 +56,9 @@ int worker_count(std::size_t work, int threads, std::size_t min_per_thread) {
   return static_cast<int>(std::min(t, by_work));
 }
 
-/// Runs fn(worker, begin, end) on `workers` contiguous slices of [0, n); worker 0 is the caller.
-/// A slice whose thread cannot be started runs on the caller; an exception in any slice is
-/// rethrown here after every thread has joined.
+/// Runs fn(worker, begin, end) on `workers` contiguous slices of [0, n), on the calling thread
+/// and the backend's thread pool (cpu/parallel.hpp); an exception in any slice is rethrown here
+/// after every slice has finished.
 template <class Fn>
 void parallel_slices(std::size_t n, int workers, Fn&& fn) {
   if (workers <= 1) {
@@ -67,28 +67,8 @@ void parallel_slices(std::size_t n, int workers, Fn&& fn) {
   }
   const std::size_t per = n / std::size_t(workers), extra = n % std::size_t(workers);
   auto begin_of = [&](std::size_t w) { return w * per + std::min(w, extra); };
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(workers));
-  auto run = [&](int w) {
-    try {
-      fn(w, begin_of(std::size_t(w)), begin_of(std::size_t(w) + 1));
-    } catch (...) {
-      errors[std::size_t(w)] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> pool;
-  std::vector<int> inline_slices{0};
-  pool.reserve(std::size_t(workers) - 1);
-  for (int w = 1; w < workers; ++w) {
-    try {
-      pool.emplace_back(run, w);
-    } catch (const std::system_error&) {  // no more threads: do it here
-      inline_slices.push_back(w);
-    }
-  }
-  for (int w : inline_slices) run(w);
-  for (auto& t : pool) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  parallel::run_tasks(std::size_t(workers), workers,
+                      [&](std::size_t w) { fn(int(w), begin_of(w), begin_of(w + 1)); });
 }
 
 constexpr int kSub = 4;                               // sub-histograms per thread
@@ -284,13 +264,14 @@ inline int table_luma(const LumaTables& t, int r, int g, int b) {
   return (t.y_r[r] + t.y_g[g] + t.y_b[b]) >> 14;
 }
 
-/// planes[i] = Y of pixel i, for i in [b, e), C = 3 or 4 channels.
-template <int C>
+/// planes[i] = Y of pixel i, for i in [b, e), C = 3 or 4 channels, red at channel R (0 for
+/// RGB, 2 for BGR; blue at 2 − R).
+template <int C, int R>
 void luma_plane(const std::uint8_t* in, std::uint8_t* y, std::size_t b, std::size_t e) {
   const LumaTables& t = luma_tables();
   for (std::size_t i = b; i < e; ++i) {
     const std::uint8_t* px = in + i * C;
-    y[i] = static_cast<std::uint8_t>(table_luma(t, px[0], px[1], px[2]));
+    y[i] = static_cast<std::uint8_t>(table_luma(t, px[R], px[1], px[2 - R]));
   }
 }
 
@@ -311,8 +292,8 @@ rgb_planes(const std::uint8_t* in, std::uint8_t* r, std::uint8_t* g, std::uint8_
   }
 }
 
-/// Gray mode of a colour image: out[i] = lut[Y of pixel i].
-template <int C>
+/// Gray mode of a colour image: out[i] = lut[Y of pixel i] (red at channel R).
+template <int C, int R>
 void apply_gray(const std::uint8_t* in, std::uint8_t* out, std::size_t b, std::size_t e,
                 const std::uint8_t* lut_in) {
   const LumaTables& t = luma_tables();
@@ -320,7 +301,7 @@ void apply_gray(const std::uint8_t* in, std::uint8_t* out, std::size_t b, std::s
   std::memcpy(lut, lut_in, 256);
   for (std::size_t i = b; i < e; ++i) {
     const std::uint8_t* px = in + i * C;
-    out[i] = lut[table_luma(t, px[0], px[1], px[2])];
+    out[i] = lut[table_luma(t, px[R], px[1], px[2 - R])];
   }
 }
 
@@ -343,13 +324,14 @@ void apply_rgb(const std::uint8_t* in, std::uint8_t* out, std::size_t b, std::si
 }
 
 /// Luma mode: color::equalize_luma of every pixel through the tables (see LumaTables), alpha
-/// copied. Each pixel is read whole before it is written, so in == out works.
-template <int C>
+/// copied; red at channel R. Each pixel is read whole before it is written, so in == out works.
+/// kPlane: `y_src` is not a LUT but the new luma of each pixel, y_src[i] (replace_luma).
+template <int C, int R, bool kPlane = false>
 void apply_luma(const std::uint8_t* in, std::uint8_t* out, std::size_t b, std::size_t e,
-                const std::uint8_t* lut_in) {
+                const std::uint8_t* y_src) {
   const LumaTables& t = luma_tables();
   std::uint8_t lut[256];
-  std::memcpy(lut, lut_in, 256);
+  if (!kPlane) std::memcpy(lut, y_src, 256);
   const std::int16_t* r_term = t.r_term + 255;  // indexed by R − Y
   const std::int16_t* b_term = t.b_term + 255;  // by B − Y
   const std::int32_t* g_cr = t.g_cr + 255;
@@ -358,14 +340,14 @@ void apply_luma(const std::uint8_t* in, std::uint8_t* out, std::size_t b, std::s
   for (std::size_t i = b; i < e; ++i) {
     const std::uint8_t* px = in + i * C;
     std::uint8_t* o = out + i * C;
-    const int r = px[0], g = px[1], bl = px[2];
+    const int r = px[R], g = px[1], bl = px[2 - R];
     const int y = table_luma(t, r, g, bl);
     const int dr = r - y, db = bl - y;
-    const int y2 = lut[y];
+    const int y2 = kPlane ? y_src[i] : lut[y];
     if (C == 4) o[3] = px[3];
-    o[0] = sat[y2 + r_term[dr]];
+    o[R] = sat[y2 + r_term[dr]];
     o[1] = sat[y2 + color::descale14(g_cr[dr] + g_cb[db])];
-    o[2] = sat[y2 + b_term[db]];
+    o[2 - R] = sat[y2 + b_term[db]];
   }
 }
 
@@ -381,15 +363,16 @@ void apply_luma(const std::uint8_t* in, std::uint8_t* out, std::size_t b, std::s
 
 constexpr int kBlock = 512;  // pixels per block: 6 local planes of 512 bytes stay in L1
 
-/// The planes of pixels [0, n) of `in` (C channels) into r, g, b (, a) and their Y.
-template <int C>
+/// The planes of pixels [0, n) of `in` (C channels, red at channel R) into r, g, b (, a) and
+/// their Y.
+template <int C, int R>
 HISTEQ_INLINE void split_block(const std::uint8_t* in, int n, std::uint8_t* r, std::uint8_t* g,
                                std::uint8_t* b, std::uint8_t* a, std::uint8_t* y) {
   for (int i = 0; i < n; ++i) {
     const std::uint8_t* px = in + std::size_t(i) * C;
-    r[i] = px[0];
+    r[i] = px[R];
     g[i] = px[1];
-    b[i] = px[2];
+    b[i] = px[2 - R];
     if (C == 4) a[i] = px[3];
     y[i] = color::luma(r[i], g[i], b[i]);
   }
@@ -410,13 +393,13 @@ HISTEQ_INLINE void lookup_block(const std::uint8_t* in, std::uint8_t* out, int n
 }
 
 /// Y of pixels [b, e) into y[b, e) (extract_planes, luma and gray modes).
-template <int C>
+template <int C, int R>
 __attribute__((target("avx2"))) void luma_plane_avx2(const std::uint8_t* in, std::uint8_t* y,
                                                      std::size_t b, std::size_t e) {
   alignas(32) std::uint8_t r[kBlock], g[kBlock], bl[kBlock], a[kBlock], yb[kBlock];
   for (std::size_t i = b; i < e; i += kBlock) {
     const int n = static_cast<int>(std::min<std::size_t>(kBlock, e - i));
-    split_block<C>(in + i * C, n, r, g, bl, a, yb);
+    split_block<C, R>(in + i * C, n, r, g, bl, a, yb);
     std::memcpy(y + i, yb, std::size_t(n));
   }
 }
@@ -430,7 +413,7 @@ __attribute__((target("avx2"))) void rgb_planes_avx2(const std::uint8_t* in, std
 }
 
 /// Gray mode: out[i] = lut[Y of pixel i] for [b, e).
-template <int C>
+template <int C, int R>
 __attribute__((target("avx2"))) void apply_gray_avx2(const std::uint8_t* in, std::uint8_t* out,
                                                      std::size_t b, std::size_t e,
                                                      const std::uint8_t* lut_in) {
@@ -439,30 +422,34 @@ __attribute__((target("avx2"))) void apply_gray_avx2(const std::uint8_t* in, std
   alignas(32) std::uint8_t r[kBlock], g[kBlock], bl[kBlock], a[kBlock], y[kBlock];
   for (std::size_t i = b; i < e; i += kBlock) {
     const int n = static_cast<int>(std::min<std::size_t>(kBlock, e - i));
-    split_block<C>(in + i * C, n, r, g, bl, a, y);
+    split_block<C, R>(in + i * C, n, r, g, bl, a, y);
     lookup_block(y, out + i, n, lut);
   }
 }
 
 /// Luma mode, per block: split into planes and Y; Y' = lut[Y]; then color::chroma of the
 /// original pixel and color::to_rgb with Y' (color::equalize_luma step by step), interleaved
-/// into out with alpha.
-template <int C>
+/// into out with alpha (red at channel R). kPlane: Y' = y_src[i] instead (replace_luma).
+template <int C, int R, bool kPlane = false>
 __attribute__((target("avx2"))) void apply_luma_avx2(const std::uint8_t* in, std::uint8_t* out,
                                                      std::size_t b, std::size_t e,
-                                                     const std::uint8_t* lut_in) {
+                                                     const std::uint8_t* y_src) {
   std::uint8_t lut[256];
-  std::memcpy(lut, lut_in, 256);
+  if (!kPlane) std::memcpy(lut, y_src, 256);
   alignas(32) std::uint8_t r[kBlock], g[kBlock], bl[kBlock], a[kBlock], y[kBlock], y2[kBlock];
   for (std::size_t i = b; i < e; i += kBlock) {
     const int n = static_cast<int>(std::min<std::size_t>(kBlock, e - i));
-    split_block<C>(in + i * C, n, r, g, bl, a, y);
-    lookup_block(y, y2, n, lut);
+    split_block<C, R>(in + i * C, n, r, g, bl, a, y);
+    if (kPlane) {
+      std::memcpy(y2, y_src + i, std::size_t(n));
+    } else {
+      lookup_block(y, y2, n, lut);
+    }
     std::uint8_t* o = out + i * C;
     for (int k = 0; k < n; ++k) {
       std::uint8_t cr, cb;
       color::chroma(r[k], bl[k], y[k], cr, cb);
-      color::to_rgb(y2[k], cr, cb, o[k * C], o[k * C + 1], o[k * C + 2]);
+      color::to_rgb(y2[k], cr, cb, o[k * C + R], o[k * C + 1], o[k * C + 2 - R]);
       if (C == 4) o[k * C + 3] = a[k];
     }
   }
@@ -474,6 +461,22 @@ bool use_avx2() {
 }
 #undef HISTEQ_INLINE
 #endif
+
+/// f(C, R) with C = channels (3 or 4) and R = the red channel's index (0: RGB, 2: BGR) as
+/// compile-time constants (std::integral_constant), for the per-pixel colour loops.
+template <class F>
+void colour_case(int channels, ChannelOrder order, F&& f) {
+  using C3 = std::integral_constant<int, 3>;
+  using C4 = std::integral_constant<int, 4>;
+  using R0 = std::integral_constant<int, 0>;
+  using R2 = std::integral_constant<int, 2>;
+  const bool bgr = order == ChannelOrder::bgr;
+  if (channels == 3) {
+    bgr ? f(C3{}, R2{}) : f(C3{}, R0{});
+  } else {
+    bgr ? f(C4{}, R2{}) : f(C4{}, R0{});
+  }
+}
 
 constexpr std::size_t kMinHistPerThread = std::size_t(1) << 16;
 constexpr std::size_t kMinPixelsPerThread = std::size_t(1) << 15;
@@ -529,7 +532,7 @@ Histogram histogram_rows(const std::uint8_t* p, std::size_t width, std::size_t h
 }
 
 void extract_planes(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode,
-                    std::uint8_t* planes, int threads) {
+                    std::uint8_t* planes, int threads, ChannelOrder order) {
   if (channels < 1 || channels > 4)
     throw Error("extract_planes: " + std::to_string(channels) + " channels (valid: 1..4)");
 #if HISTEQ_HAVE_AVX2_PATH
@@ -541,7 +544,7 @@ void extract_planes(const std::uint8_t* in, std::size_t pixels, int channels, Mo
       std::memcpy(planes + b, in + b, e - b);
     } else if (channels == 2) {
       for (std::size_t i = b; i < e; ++i) planes[i] = in[2 * i];
-    } else if (mode == Mode::rgb) {
+    } else if (mode == Mode::rgb) {  // the channels in memory order, whatever `order` says
       std::uint8_t* r = planes;
       std::uint8_t* g = planes + pixels;
       std::uint8_t* bl = planes + 2 * pixels;
@@ -554,19 +557,19 @@ void extract_planes(const std::uint8_t* in, std::size_t pixels, int channels, Mo
 #endif
       channels == 3 ? rgb_planes<3>(in, r, g, bl, b, e) : rgb_planes<4>(in, r, g, bl, b, e);
     } else {
+      colour_case(channels, order, [&](auto c, auto r) {
+        constexpr int C = decltype(c)::value, R = decltype(r)::value;
 #if HISTEQ_HAVE_AVX2_PATH
-      if (avx2) {
-        channels == 3 ? luma_plane_avx2<3>(in, planes, b, e) : luma_plane_avx2<4>(in, planes, b, e);
-        return;
-      }
+        if (avx2) return luma_plane_avx2<C, R>(in, planes, b, e);
 #endif
-      channels == 3 ? luma_plane<3>(in, planes, b, e) : luma_plane<4>(in, planes, b, e);
+        luma_plane<C, R>(in, planes, b, e);
+      });
     }
   });
 }
 
 void apply(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode, const Lut* luts,
-           std::uint8_t* out, int threads) {
+           std::uint8_t* out, int threads, ChannelOrder order) {
   if (channels < 1 || channels > 4)
     throw Error("apply: " + std::to_string(channels) + " channels (valid: 1..4)");
 #if HISTEQ_HAVE_AVX2_PATH
@@ -590,27 +593,40 @@ void apply(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode, 
       }
       return;
     }
-    const bool four = c == 4;
-#if HISTEQ_HAVE_AVX2_PATH
-    if (avx2 && mode != Mode::rgb) {
-      if (mode == Mode::gray)
-        four ? apply_gray_avx2<4>(in, out, b, e, l0) : apply_gray_avx2<3>(in, out, b, e, l0);
-      else
-        four ? apply_luma_avx2<4>(in, out, b, e, l0) : apply_luma_avx2<3>(in, out, b, e, l0);
+    if (mode == Mode::rgb) {  // each channel through its plane's LUT, in memory order
+      c == 4 ? apply_rgb<4>(in, out, b, e, luts) : apply_rgb<3>(in, out, b, e, luts);
       return;
     }
+    colour_case(channels, order, [&](auto cc, auto r) {
+      constexpr int C = decltype(cc)::value, R = decltype(r)::value;
+#if HISTEQ_HAVE_AVX2_PATH
+      if (avx2) {
+        return mode == Mode::gray ? apply_gray_avx2<C, R>(in, out, b, e, l0)
+                                  : apply_luma_avx2<C, R>(in, out, b, e, l0);
+      }
 #endif
-    switch (mode) {
-      case Mode::gray:
-        four ? apply_gray<4>(in, out, b, e, l0) : apply_gray<3>(in, out, b, e, l0);
-        break;
-      case Mode::rgb:
-        four ? apply_rgb<4>(in, out, b, e, luts) : apply_rgb<3>(in, out, b, e, luts);
-        break;
-      case Mode::luma:
-        four ? apply_luma<4>(in, out, b, e, l0) : apply_luma<3>(in, out, b, e, l0);
-        break;
-    }
+      mode == Mode::gray ? apply_gray<C, R>(in, out, b, e, l0)
+                         : apply_luma<C, R>(in, out, b, e, l0);
+    });
+  });
+}
+
+void replace_luma(const std::uint8_t* in, std::size_t pixels, int channels, const std::uint8_t* y,
+                  std::uint8_t* out, int threads, ChannelOrder order) {
+  if (channels != 3 && channels != 4)
+    throw Error("replace_luma: " + std::to_string(channels) + " channels (valid: 3, 4)");
+#if HISTEQ_HAVE_AVX2_PATH
+  const bool avx2 = use_avx2();
+#endif
+  const int workers = worker_count(pixels, threads, kMinPixelsPerThread);
+  parallel_slices(pixels, workers, [&](int, std::size_t b, std::size_t e) {
+    colour_case(channels, order, [&](auto cc, auto r) {
+      constexpr int C = decltype(cc)::value, R = decltype(r)::value;
+#if HISTEQ_HAVE_AVX2_PATH
+      if (avx2) return apply_luma_avx2<C, R, true>(in, out, b, e, y);
+#endif
+      apply_luma<C, R, true>(in, out, b, e, y);
+    });
   });
 }
 

@@ -1,5 +1,6 @@
 // stages.cpp — the 8-bit stage sequence on the CPU (cpu::equalize_stages, histeq/cpu.hpp): what
-// equalize() runs on the CPU backend and what the executor's CPU workers run per image.
+// equalize() and equalize_into() run on the CPU backend and what the executor's CPU workers run
+// per image.
 #include <chrono>
 #include <string>
 #include <utility>
@@ -16,9 +17,10 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-/// in: the input; reuse: the same image when its buffer may take the result, else null.
-Image run_stages(const Image& in, Image* reuse, const EqualizeOptions& opt, bool apply_luts,
-                 int threads, EqualizeReport& rep) {
+}  // namespace
+
+void equalize_stages_into(const ImageView<std::uint8_t>& in, const EqualizeOptions& opt,
+                          bool apply_luts, int threads, std::uint8_t* out, EqualizeReport& rep) {
   constexpr int kBins = 256;
   const auto t_total = Clock::now();
   const int n_threads = threads > 0 ? threads : usable_cpus();
@@ -32,10 +34,10 @@ Image run_stages(const Image& in, Image* reuse, const EqualizeOptions& opt, bool
 
   auto t0 = Clock::now();
   std::vector<std::uint8_t> planes_buf;
-  const std::uint8_t* planes = in.pixels.data();
+  const std::uint8_t* planes = in.pixels;
   if (in.channels > 1) {
     planes_buf.resize(std::size_t(planes_n) * pixels);
-    extract_planes(in.pixels.data(), pixels, in.channels, mode, planes_buf.data(), n_threads);
+    extract_planes(in.pixels, pixels, in.channels, mode, planes_buf.data(), n_threads, opt.order);
     planes = planes_buf.data();
   }
   rep.histograms.clear();
@@ -44,7 +46,6 @@ Image run_stages(const Image& in, Image* reuse, const EqualizeOptions& opt, bool
         histogram(planes + std::size_t(p) * pixels, pixels, SampleType::u8, kBins, n_threads));
   rep.times.histogram_ms = ms_since(t0);
 
-  Image out;
   if (apply_luts) {
     t0 = Clock::now();
     rep.luts.clear();
@@ -52,39 +53,39 @@ Image run_stages(const Image& in, Image* reuse, const EqualizeOptions& opt, bool
     rep.times.cdf_lut_ms = ms_since(t0);
     t0 = Clock::now();
     std::vector<std::uint8_t>().swap(planes_buf);
-    const int out_ch = output_channels(mode, in.channels);
-    if (reuse && out_ch == in.channels) {
-      // cpu::apply reads each pixel before writing it: in == out is safe when the channel
-      // counts match (each slice touches only its own pixels).
-      apply(reuse->pixels.data(), pixels, in.channels, mode, rep.luts.data(), reuse->pixels.data(),
-            n_threads);
-      out = std::move(*reuse);
-    } else {
-      out.width = in.width;
-      out.height = in.height;
-      out.channels = out_ch;
-      out.exif = in.exif;
-      out.icc = in.icc;
-      out.pixels.resize(pixels * std::size_t(out_ch));
-      apply(in.pixels.data(), pixels, in.channels, mode, rep.luts.data(), out.pixels.data(),
-            n_threads);
-    }
+    // cpu::apply reads each pixel before writing it: out may be in.pixels.
+    apply(in.pixels, pixels, in.channels, mode, rep.luts.data(), out, n_threads, opt.order);
     rep.times.apply_ms = ms_since(t0);
   }
   rep.times.total_ms = ms_since(t_total);
-  return out;
 }
-
-}  // namespace
 
 Image equalize_stages(const Image& in, const EqualizeOptions& opt, bool apply, int threads,
                       EqualizeReport& rep) {
-  return run_stages(in, nullptr, opt, apply, threads, rep);
+  const Mode mode = opt.mode.value_or(default_mode(in.channels));
+  Image out;
+  if (apply) {
+    out.width = in.width;
+    out.height = in.height;
+    out.channels = output_channels(mode, in.channels);
+    out.exif = in.exif;
+    out.icc = in.icc;
+    out.pixels.resize(in.pixel_count() * std::size_t(out.channels));
+  }
+  equalize_stages_into({in.pixels.data(), in.width, in.height, in.channels}, opt, apply, threads,
+                       out.pixels.data(), rep);
+  return out;
 }
 
 Image equalize_stages(Image&& in, const EqualizeOptions& opt, bool apply, int threads,
                       EqualizeReport& rep) {
-  return run_stages(in, &in, opt, apply, threads, rep);
+  const Mode mode = opt.mode.value_or(default_mode(in.channels));
+  if (!apply || output_channels(mode, in.channels) != in.channels)
+    return equalize_stages(static_cast<const Image&>(in), opt, apply, threads, rep);
+  // The result over the input's pixels: no second image-sized buffer.
+  equalize_stages_into({in.pixels.data(), in.width, in.height, in.channels}, opt, apply, threads,
+                       in.pixels.data(), rep);
+  return std::move(in);
 }
 
 }  // namespace histeq::cpu

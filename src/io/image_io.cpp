@@ -160,8 +160,10 @@ std::vector<std::uint8_t> read_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     const int err = errno;
-    throw Error("cannot read " + quoted(path) + ": " +
-                (err == ENOENT ? std::string("no such file") : std::string(std::strerror(err))));
+    throw FileError(
+        "cannot read " + quoted(path) + ": " +
+            (err == ENOENT ? std::string("no such file") : std::string(std::strerror(err))),
+        err, path);
   }
   struct Closer {
     int fd;
@@ -169,27 +171,28 @@ std::vector<std::uint8_t> read_file(const std::string& path) {
   } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0)
-    throw Error("cannot read " + quoted(path) + ": " + std::strerror(errno));
+    throw FileError("cannot read " + quoted(path) + ": " + std::strerror(errno), errno, path);
   if (!S_ISREG(st.st_mode))
-    throw Error("cannot read " + quoted(path) + ": " + file_type_name(st.st_mode));
-  if (st.st_size == 0) throw Error("cannot read " + quoted(path) + ": the file is empty");
+    throw FileError("cannot read " + quoted(path) + ": " + file_type_name(st.st_mode),
+                    S_ISDIR(st.st_mode) ? EISDIR : 0, path);
+  if (st.st_size == 0) throw DecodeError("cannot read " + quoted(path) + ": the file is empty");
   if (std::uint64_t(st.st_size) > std::uint64_t(INT_MAX))
-    throw Error("cannot read " + quoted(path) + ": " + std::to_string(st.st_size) +
-                " bytes is too large to decode (the decoder takes at most " +
-                std::to_string(INT_MAX) + " bytes)");
+    throw DecodeError("cannot read " + quoted(path) + ": " + std::to_string(st.st_size) +
+                      " bytes is too large to decode (the decoder takes at most " +
+                      std::to_string(INT_MAX) + " bytes)");
   std::vector<std::uint8_t> data(static_cast<std::size_t>(st.st_size));
   std::size_t done = 0;
   while (done < data.size()) {
     const ssize_t n = ::read(fd, data.data() + done, data.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw Error("cannot read " + quoted(path) + ": " + std::strerror(errno));
+      throw FileError("cannot read " + quoted(path) + ": " + std::strerror(errno), errno, path);
     }
     if (n == 0) break;  // shrank while we read: decode what is there (it will say truncated)
     done += std::size_t(n);
   }
   data.resize(done);
-  if (data.empty()) throw Error("cannot read " + quoted(path) + ": the file is empty");
+  if (data.empty()) throw DecodeError("cannot read " + quoted(path) + ": the file is empty");
   return data;
 }
 
@@ -675,8 +678,25 @@ std::vector<std::uint8_t> write_png8(const Image& img, int level) {
 
 }  // namespace
 
+namespace {
+Image decode_image_checked(const std::uint8_t* data, std::size_t size, const std::string& name,
+                           std::uint64_t max_pixels, std::string* decoder);
+}  // namespace
+
 Image decode_image(const std::uint8_t* data, std::size_t size, const std::string& name,
                    std::uint64_t max_pixels, std::string* decoder) {
+  try {
+    return decode_image_checked(data, size, name, max_pixels, decoder);
+  } catch (const DecodeError&) {
+    throw;
+  } catch (const Error& e) {  // every refusal of the decoders is about the data
+    throw DecodeError(e.what());
+  }
+}
+
+namespace {
+Image decode_image_checked(const std::uint8_t* data, std::size_t size, const std::string& name,
+                           std::uint64_t max_pixels, std::string* decoder) {
   std::string unused;
   std::string& used = decoder ? *decoder : unused;
   used.clear();
@@ -778,6 +798,7 @@ Image decode_image(const std::uint8_t* data, std::size_t size, const std::string
   used = codec::kStbImage;
   return img;
 }
+}  // namespace
 
 std::vector<std::uint8_t> read_image_file(const std::string& path) { return read_file(path); }
 
@@ -981,16 +1002,24 @@ int write_all(int fd, const std::uint8_t* data, std::size_t size, const char* tm
 /// file, no rename, its mode and owner untouched. A socket cannot be opened: refused.
 void write_in_place(const std::string& path, const std::string& path_in, mode_t type,
                     const std::uint8_t* data, std::size_t size) {
-  if (S_ISSOCK(type)) throw Error("cannot write " + quoted(path_in) + ": " + file_type_name(type));
+  if (S_ISSOCK(type))
+    throw FileError("cannot write " + quoted(path_in) + ": " + file_type_name(type), 0, path_in);
   const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) throw Error("cannot write " + quoted(path_in) + ": " + std::strerror(errno));
+  if (fd < 0) {
+    throw FileError("cannot write " + quoted(path_in) + ": " + std::strerror(errno), errno,
+                    path_in);
+  }
   std::string what;
   const int err = write_all(fd, data, size, nullptr, what);
   const int closed = ::close(fd) == 0 ? 0 : errno;
-  if (err != 0)
-    throw Error("cannot write " + quoted(path_in) + ": " + what + ": " + std::strerror(err));
-  if (closed != 0)
-    throw Error("cannot write " + quoted(path_in) + ": close failed: " + std::strerror(closed));
+  if (err != 0) {
+    throw FileError("cannot write " + quoted(path_in) + ": " + what + ": " + std::strerror(err),
+                    err, path_in);
+  }
+  if (closed != 0) {
+    throw FileError("cannot write " + quoted(path_in) + ": close failed: " + std::strerror(closed),
+                    closed, path_in);
+  }
 }
 
 }  // namespace
@@ -1016,19 +1045,22 @@ bool settle_target(const std::string& path_in, const std::uint8_t* data, std::si
     if (err == ENOENT) {
       std::error_code ec;
       const std::string to = fs::read_symlink(path_in, ec).string();
-      throw Error("cannot write " + quoted(path_in) +
-                  ": not writing through a dangling symbolic link" +
-                  (ec ? std::string() : " (to " + quoted(to) + ")") +
-                  ", as cp does not; remove the link or write to a file that exists");
+      throw FileError("cannot write " + quoted(path_in) +
+                          ": not writing through a dangling symbolic link" +
+                          (ec ? std::string() : " (to " + quoted(to) + ")") +
+                          ", as cp does not; remove the link or write to a file that exists",
+                      ENOENT, path_in);
     }
-    throw Error("cannot write " + quoted(path_in) + ": " + std::strerror(err));
+    throw FileError("cannot write " + quoted(path_in) + ": " + std::strerror(err), err, path_in);
   }
-  if (S_ISDIR(st.st_mode)) throw Error("cannot write " + quoted(path_in) + ": it is a directory");
+  if (S_ISDIR(st.st_mode))
+    throw FileError("cannot write " + quoted(path_in) + ": it is a directory", EISDIR, path_in);
   // An existing target: without write permission it is refused (as cp does).
   const bool no_write_bit = (st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0;
   if (no_write_bit || ::access(path_in.c_str(), W_OK) != 0)
-    throw Error("cannot write " + quoted(path_in) + ": the file is read-only (" +
-                std::strerror(EACCES) + ")");
+    throw FileError("cannot write " + quoted(path_in) + ": the file is read-only (" +
+                        std::strerror(EACCES) + ")",
+                    EACCES, path_in);
   if (!S_ISREG(st.st_mode)) {
     write_in_place(path_in, path_in, st.st_mode, data, size);
     return false;
@@ -1046,14 +1078,19 @@ fs::path output_folder(const fs::path& target) {
   if (::stat(dir.c_str(), &st) != 0) {
     const int err = errno;
     if (err == ENOENT)
-      throw Error("cannot write " + path + ": folder " + quoted(dir.string()) + " does not exist");
+      throw FileError(
+          "cannot write " + path + ": folder " + quoted(dir.string()) + " does not exist", err,
+          target.string());
     if (err == ENOTDIR)
-      throw Error("cannot write " + path + ": " + quoted(dir.string()) + " is not a folder");
-    throw Error("cannot write " + path + ": folder " + quoted(dir.string()) + ": " +
-                std::strerror(err));
+      throw FileError("cannot write " + path + ": " + quoted(dir.string()) + " is not a folder",
+                      err, target.string());
+    throw FileError(
+        "cannot write " + path + ": folder " + quoted(dir.string()) + ": " + std::strerror(err),
+        err, target.string());
   }
   if (!S_ISDIR(st.st_mode))
-    throw Error("cannot write " + path + ": " + quoted(dir.string()) + " is not a folder");
+    throw FileError("cannot write " + path + ": " + quoted(dir.string()) + " is not a folder",
+                    ENOTDIR, target.string());
   return dir;
 }
 
@@ -1071,8 +1108,9 @@ int create_temp(const std::string& tmpl, const std::string& path, const fs::path
     const int err = errno;
     g_temp_slots[*slot].state.store(0);
     *slot = -1;
-    throw Error("cannot write " + quoted(path) + ": cannot create a file in " +
-                quoted(dir.string()) + ": " + std::strerror(err));
+    throw FileError("cannot write " + quoted(path) + ": cannot create a file in " +
+                        quoted(dir.string()) + ": " + std::strerror(err),
+                    err, path);
   }
   tmp->assign(name.data());
   std::memcpy(g_temp_slots[*slot].path, name.data(), name.size());
@@ -1098,8 +1136,9 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
   std::string tmpl =
       (dir / (fits ? "." + leaf + ".histeq-XXXXXX" : std::string(".histeq-XXXXXX"))).string();
   if (tmpl.size() >= kTempPathMax)
-    throw Error("cannot write " + quoted(path) + ": the path is too long (" +
-                std::to_string(tmpl.size()) + " bytes)");
+    throw FileError("cannot write " + quoted(path) + ": the path is too long (" +
+                        std::to_string(tmpl.size()) + " bytes)",
+                    ENAMETOOLONG, path_in);
   std::string tmp;
   int slot = -1;
   int fd = create_temp(tmpl, path, dir, &tmp, &slot);
@@ -1115,7 +1154,8 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
       ::unlink(tmp.c_str());
       release_slot();
     }
-    throw Error("cannot write " + quoted(path) + ": " + what + ": " + std::strerror(err));
+    throw FileError("cannot write " + quoted(path) + ": " + what + ": " + std::strerror(err), err,
+                    path_in);
   };
   std::string what;
   if (const int err = write_all(fd, data, size, tmp.c_str(), what)) fail(what, err);
@@ -1136,7 +1176,8 @@ void write_file_atomic(const std::string& path_in, const std::uint8_t* data, std
     if (g_stopping.load() != 0) wait_for_the_end();  // the handler removed the temp file
     ::unlink(tmp.c_str());
     release_slot();
-    throw Error("cannot write " + quoted(path) + ": rename failed: " + std::strerror(err));
+    throw FileError("cannot write " + quoted(path) + ": rename failed: " + std::strerror(err), err,
+                    path_in);
   }
   release_slot();
 }

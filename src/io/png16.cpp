@@ -149,10 +149,16 @@ bool is_16bit_image(const std::string& path) {
 
 Image16 decode_image16(const std::uint8_t* data, std::size_t size, const std::string& name,
                        std::uint64_t max_pixels) {
-  if (data == nullptr || size == 0) throw Error(quoted(name) + ": empty file");
-  if (is_png(data, size)) return decode_png16(data, size, name, max_pixels);
-  if (detail::is_binary_pnm(data, size)) return decode_pnm16(data, size, name, max_pixels);
-  throw Error(quoted(name) + ": not a 16-bit capable image (PNG or binary PGM/PPM expected)");
+  if (data == nullptr || size == 0) throw DecodeError(quoted(name) + ": empty file");
+  try {
+    if (is_png(data, size)) return decode_png16(data, size, name, max_pixels);
+    if (detail::is_binary_pnm(data, size)) return decode_pnm16(data, size, name, max_pixels);
+  } catch (const DecodeError&) {
+    throw;
+  } catch (const Error& e) {  // every refusal of the decoders is about the data
+    throw DecodeError(e.what());
+  }
+  throw DecodeError(quoted(name) + ": not a 16-bit capable image (PNG or binary PGM/PPM expected)");
 }
 
 Image16 load_image16(const std::string& path, std::uint64_t max_pixels) {

@@ -15,6 +15,8 @@ namespace histeq::gpu {
 
 struct Clahe::Impl {
   Stream stream;
+  cudaStream_t external = nullptr;  // set_stream: the caller's stream, else the own one
+  cudaStream_t s() const { return external ? external : stream.get(); }
   DeviceBuffer<std::uint32_t> hist;
   DeviceBuffer<std::uint32_t> tickets;
   DeviceBuffer<std::uint8_t> luts;        // bytes
@@ -30,7 +32,7 @@ struct Clahe::Impl {
     if (buf.size() < count) {
       buf.reset();
       buf = DeviceBuffer<T>(count);
-      if (zero) HISTEQ_CUDA_CHECK(cudaMemsetAsync(buf.get(), 0, buf.bytes(), stream.get()));
+      if (zero) HISTEQ_CUDA_CHECK(cudaMemsetAsync(buf.get(), 0, buf.bytes(), s()));
     }
     return buf.get();
   }
@@ -57,7 +59,7 @@ struct Clahe::Impl {
         b.pair_luts = ensure(pair_luts, kernels::clahe_pair_lut_words(g), false);
     }
     pairs_ready = b.pair_luts != nullptr;
-    kernels::clahe_luts(d_in, g, b, stream.get(), tuning);
+    kernels::clahe_luts(d_in, g, b, s(), tuning);
     return g;
   }
 };
@@ -67,22 +69,22 @@ Clahe::~Clahe() = default;
 Clahe::Clahe(Clahe&&) noexcept = default;
 Clahe& Clahe::operator=(Clahe&&) noexcept = default;
 
-StreamHandle Clahe::stream() const { return impl_->stream.get(); }
+StreamHandle Clahe::stream() const { return impl_->s(); }
 void Clahe::set_tuning(const Tuning& tuning) { impl_->tuning = tuning; }
 const Tuning& Clahe::tuning() const { return impl_->tuning; }
-void Clahe::synchronize() const { impl_->stream.sync(); }
+void Clahe::synchronize() const { HISTEQ_CUDA_CHECK(cudaStreamSynchronize(impl_->s())); }
+void Clahe::set_stream(StreamHandle external) { impl_->external = external; }
 
 void Clahe::apply(const std::uint8_t* d_in, std::uint8_t* d_out, int width, int height,
                   const ClaheOptions& opt) {
   const auto g = impl_->prepare(d_in, d_out, width, height, opt, 256);
-  kernels::clahe_apply(d_in, d_out, g, impl_->luts.get(), impl_->stream.get(), nullptr,
-                       impl_->tuning);
+  kernels::clahe_apply(d_in, d_out, g, impl_->luts.get(), impl_->s(), nullptr, impl_->tuning);
 }
 
 void Clahe::apply16(const std::uint16_t* d_in, std::uint16_t* d_out, int width, int height,
                     const ClaheOptions& opt) {
   const auto g = impl_->prepare(d_in, d_out, width, height, opt, 65536);
-  kernels::clahe_apply(d_in, d_out, g, impl_->luts.get(), impl_->stream.get(),
+  kernels::clahe_apply(d_in, d_out, g, impl_->luts.get(), impl_->s(),
                        impl_->pairs_ready ? impl_->pair_luts.get() : nullptr, impl_->tuning);
 }
 
@@ -97,24 +99,51 @@ const void* Clahe::luts(const void* d_in, int width, int height, const ClaheOpti
 namespace histeq {
 namespace {
 
-/// Uploads each plane, runs the GPU CLAHE, downloads the result (synchronous per plane).
-template <typename T, typename Img>
-Img run_gpu(const Img& img, const ClaheOptions& opt) {
+/// The plane function of the GPU backend: uploads each plane, runs the GPU CLAHE, downloads
+/// the result (synchronous per plane). The engine and the device plane live in `state`.
+template <typename T>
+struct GpuPlanes {
   gpu::Clahe engine;
-  const std::size_t n = img.pixel_count();
-  DeviceBuffer<T> d_plane(n);
-  cudaStream_t s = engine.stream();
-  auto plane = [&](const T* in, T* out) {
+  DeviceBuffer<T> d_plane;
+  int width, height;
+  const ClaheOptions& opt;
+  GpuPlanes(int w, int h, const ClaheOptions& o)
+      : d_plane(std::size_t(w) * std::size_t(h)), width(w), height(h), opt(o) {}
+  void operator()(const T* in, T* out) {
+    const std::size_t n = std::size_t(width) * std::size_t(height);
+    cudaStream_t s = engine.stream();
     HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d_plane.get(), in, n * sizeof(T), cudaMemcpyHostToDevice, s));
     if constexpr (sizeof(T) == 1)
-      engine.apply(d_plane.get(), d_plane.get(), img.width, img.height, opt);
+      engine.apply(d_plane.get(), d_plane.get(), width, height, opt);
     else
-      engine.apply16(d_plane.get(), d_plane.get(), img.width, img.height, opt);
+      engine.apply16(d_plane.get(), d_plane.get(), width, height, opt);
     HISTEQ_CUDA_CHECK(
         cudaMemcpyAsync(out, d_plane.get(), n * sizeof(T), cudaMemcpyDeviceToHost, s));
     engine.synchronize();
-  };
-  return detail::clahe_image(img, opt, plane);
+  }
+};
+
+template <typename T>
+void dispatch_into(const ImageView<T>& img, const ClaheOptions& opt, Backend backend, T* out,
+                   std::string* device_used) {
+  validate(opt);
+  const Backend b = resolve_backend(backend);
+  if (b == Backend::cpu) {
+    if (device_used) *device_used = "cpu";
+    detail::clahe_into(img, opt, out, [&](const T* in, T* o) {
+      if constexpr (sizeof(T) == 1)
+        cpu::clahe_plane(in, img.width, img.height, opt, o);
+      else
+        cpu::clahe_plane16(in, img.width, img.height, opt, o);
+    });
+    return;
+  }
+  if (device_used) *device_used = gpu::device_name();
+  if (img.width < 1 || img.height < 1) {
+    throw Error("CLAHE: empty or inconsistent image");
+  }
+  GpuPlanes<T> planes(img.width, img.height, opt);
+  detail::clahe_into(img, opt, out, [&](const T* in, T* o) { planes(in, o); });
 }
 
 template <typename T, typename Img>
@@ -126,7 +155,8 @@ Img dispatch(const Img& img, const ClaheOptions& opt, Backend backend, std::stri
     return cpu::clahe(img, opt);
   }
   if (device_used) *device_used = gpu::device_name();
-  return run_gpu<T>(img, opt);
+  GpuPlanes<T> planes(img.width, img.height, opt);
+  return detail::clahe_image(img, opt, [&](const T* in, T* o) { planes(in, o); });
 }
 
 }  // namespace
@@ -137,6 +167,14 @@ Image clahe(const Image& img, const ClaheOptions& opt, Backend backend, std::str
 Image16 clahe(const Image16& img, const ClaheOptions& opt, Backend backend,
               std::string* device_used) {
   return dispatch<std::uint16_t>(img, opt, backend, device_used);
+}
+void clahe_into(const ImageView<std::uint8_t>& img, const ClaheOptions& opt, Backend backend,
+                std::uint8_t* out, std::string* device_used) {
+  dispatch_into(img, opt, backend, out, device_used);
+}
+void clahe_into(const ImageView<std::uint16_t>& img, const ClaheOptions& opt, Backend backend,
+                std::uint16_t* out, std::string* device_used) {
+  dispatch_into(img, opt, backend, out, device_used);
 }
 
 }  // namespace histeq

@@ -245,9 +245,11 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.opt = std::move(opt);
   const Operation& op = m.opt.op;
-  if (m.opt.jobs < 0) throw UsageError("the number of CPU workers must be at least 1");
+  if (m.opt.jobs < 0)
+    throw UsageError("jobs (the number of CPU workers) must be at least 0 (0: the cores)");
   if (m.opt.jobs > kMaxJobs)
-    throw UsageError("the number of CPU workers must be at most " + std::to_string(kMaxJobs));
+    throw UsageError("jobs (the number of CPU workers) must be at most " +
+                     std::to_string(kMaxJobs));
   m.jobs = m.opt.jobs > 0 ? m.opt.jobs : cpu::usable_cpus();
   if (m.opt.max_inflight_bytes == 0) m.opt.max_inflight_bytes = default_max_inflight_bytes(m.jobs);
   if (op.equalize.kernel != "auto") {

@@ -18,6 +18,8 @@ namespace histeq::gpu {
 
 struct Equalizer16::Impl {
   Stream stream;
+  cudaStream_t external = nullptr;  // set_stream: the caller's stream, else the own one
+  cudaStream_t s() const { return external ? external : stream.get(); }
   DeviceBuffer<std::uint64_t> hist{std::size_t(kBins16)};
   DeviceBuffer<std::uint16_t> lut{std::size_t(kBins16)};
   // Packed partials and spill; the spill must be zero before the first call (and is left so).
@@ -33,8 +35,9 @@ Equalizer16::Equalizer16() : impl_(std::make_unique<Impl>()) {}
 Equalizer16::~Equalizer16() = default;
 Equalizer16::Equalizer16(Equalizer16&&) noexcept = default;
 Equalizer16& Equalizer16::operator=(Equalizer16&&) noexcept = default;
-StreamHandle Equalizer16::stream() const { return impl_->stream.get(); }
-void Equalizer16::synchronize() const { impl_->stream.sync(); }
+StreamHandle Equalizer16::stream() const { return impl_->s(); }
+void Equalizer16::synchronize() const { HISTEQ_CUDA_CHECK(cudaStreamSynchronize(impl_->s())); }
+void Equalizer16::set_stream(StreamHandle external) { impl_->external = external; }
 void Equalizer16::set_tuning(const Tuning& tuning) { impl_->tuning = tuning; }
 const Tuning& Equalizer16::tuning() const { return impl_->tuning; }
 const std::uint64_t* Equalizer16::device_hist() const { return impl_->hist.get(); }
@@ -42,14 +45,14 @@ const std::uint16_t* Equalizer16::device_lut() const { return impl_->lut.get(); 
 
 void Equalizer16::histogram(const std::uint16_t* d_in, std::size_t n, std::uint64_t* d_hist) {
   if (d_hist == nullptr) throw UsageError("histogram16: null histogram pointer");
-  kernels::hist_u16(d_in, n, d_hist, impl_->stream.get(), impl_->scratch.get(), /*assign=*/true,
+  kernels::hist_u16(d_in, n, d_hist, impl_->s(), impl_->scratch.get(), /*assign=*/true,
                     impl_->tuning);
 }
 
 void Equalizer16::equalize(const std::uint16_t* d_in, std::uint16_t* d_out, std::size_t n) {
   histogram(d_in, n, impl_->hist.get());
-  kernels::lut_u16(impl_->hist.get(), impl_->lut.get(), impl_->stream.get(), impl_->tuning);
-  kernels::apply_u16(d_in, d_out, n, impl_->lut.get(), impl_->stream.get(), impl_->tuning);
+  kernels::lut_u16(impl_->hist.get(), impl_->lut.get(), impl_->s(), impl_->tuning);
+  kernels::apply_u16(d_in, d_out, n, impl_->lut.get(), impl_->s(), impl_->tuning);
 }
 
 }  // namespace histeq::gpu

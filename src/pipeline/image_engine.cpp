@@ -136,6 +136,50 @@ struct ImageEngine::Impl {
   }
 };
 
+void ImageEngine::run_into(const ImageView<std::uint8_t>& in, const EqualizeOptions& opt,
+                           bool apply, std::uint8_t* out, EqualizeReport& rep) {
+  Impl& m = *impl_;
+  const auto t0 = Clock::now();
+  const cudaStream_t s = m.s();
+  const Mode mode = opt.mode.value_or(default_mode(in.channels));
+  const std::size_t pixels = in.pixel_count();
+  const int planes_n = plane_count(mode, in.channels);
+  const int out_ch = output_channels(mode, in.channels);
+  const std::size_t in_bytes = in.sample_count();
+  const std::size_t out_bytes = pixels * std::size_t(out_ch);
+  rep.backend = "cuda";
+  rep.device = device_name();
+  rep.mode = mode;
+  const bool swap = opt.order == ChannelOrder::bgr && in.channels >= 3 && mode != Mode::rgb;
+  std::vector<std::uint8_t> swapped;
+  const std::uint8_t* src = in.pixels;
+  if (swap) {
+    swapped.assign(in.pixels, in.pixels + in_bytes);
+    for (std::size_t i = 0; i < pixels; ++i)
+      std::swap(swapped[i * std::size_t(in.channels)], swapped[i * std::size_t(in.channels) + 2]);
+    src = swapped.data();
+  }
+  std::uint8_t* d_in = grow(m.d_in, std::max<std::size_t>(in_bytes, 1));
+  std::uint8_t* d_out = apply ? grow(m.d_out, std::max<std::size_t>(out_bytes, 1)) : nullptr;
+  m.e_start.record(s);
+  if (in_bytes > 0)
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d_in, src, in_bytes, cudaMemcpyHostToDevice, s));
+  m.e_up.record(s);
+  rep.kernel = m.stages(d_in, pixels, in.channels, mode, opt, apply, d_out);
+  if (apply) {
+    if (out_bytes > 0)
+      HISTEQ_CUDA_CHECK(cudaMemcpyAsync(out, d_out, out_bytes, cudaMemcpyDeviceToHost, s));
+    m.e_down.record(s);
+  }
+  m.collect(pixels, planes_n, apply, rep);
+  rep.times.upload_ms = m.e_up.since(m.e_start);
+  if (apply) rep.times.download_ms = m.e_down.since(m.e_apply);
+  if (apply && swap && out_ch >= 3)
+    for (std::size_t i = 0; i < pixels; ++i)
+      std::swap(out[i * std::size_t(out_ch)], out[i * std::size_t(out_ch) + 2]);
+  rep.times.total_ms = ms_since(t0);
+}
+
 ImageEngine::ImageEngine(StreamHandle external, bool pinned)
     : impl_(std::make_unique<Impl>(external, pinned)) {}
 ImageEngine::ImageEngine(Equalizer& borrowed) : impl_(std::make_unique<Impl>(borrowed)) {}
@@ -147,6 +191,21 @@ std::uint8_t* ImageEngine::device_output() { return impl_->d_out.get(); }
 
 Image ImageEngine::run(const Image& in, Image* reuse, const EqualizeOptions& opt, bool apply,
                        bool download, EqualizeReport& rep) {
+  if (opt.order == ChannelOrder::bgr && in.channels >= 3 && download) {
+    const Mode mode = opt.mode.value_or(default_mode(in.channels));
+    Image out;
+    if (apply) {
+      out.width = in.width;
+      out.height = in.height;
+      out.channels = output_channels(mode, in.channels);
+      out.exif = in.exif;
+      out.icc = in.icc;
+      out.pixels.resize(in.pixel_count() * std::size_t(out.channels));
+    }
+    run_into({in.pixels.data(), in.width, in.height, in.channels}, opt, apply, out.pixels.data(),
+             rep);
+    return out;
+  }
   Impl& m = *impl_;
   const auto t0 = Clock::now();
   const cudaStream_t s = m.s();

@@ -40,6 +40,12 @@ class ImageEngine {
   Image run(const Image& in, Image* reuse, const EqualizeOptions& opt, bool apply, bool download,
             EqualizeReport& rep);
 
+  /// The same on pixels the caller owns, into `out` (pixels · output_channels bytes of host
+  /// memory; unused when !apply). opt.order bgr: the device stages take RGB, so a colour image in
+  /// luma or gray mode is staged with red and blue swapped, and luma mode's result swapped back.
+  void run_into(const ImageView<std::uint8_t>& in, const EqualizeOptions& opt, bool apply,
+                std::uint8_t* out, EqualizeReport& rep);
+
   /// The same on an image already in device memory (width·height·channels bytes, interleaved),
   /// into d_out (width·height·output_channels bytes, not overlapping d_in). Synchronizes.
   void run_device(const std::uint8_t* d_in, int width, int height, int channels,

@@ -1,7 +1,6 @@
 // pipeline.cpp — equalize(): the arrows of DESIGN.md composed, on the GPU or the CPU, with a time
-// per stage. Each stage is a function of its own (gpu.hpp / kernels/equalize/stages.hpp on the
-// device, cpu.hpp + lut.hpp on the host); this file only orders them, moves the bytes and keeps the
-// clock.
+// per stage. Each stage is a function of its own (gpu.hpp / kernels/stages.hpp on the device,
+// cpu.hpp + lut.hpp on the host); this file only orders them, moves the bytes and keeps the clock.
 //
 // Stage timing. CUDA: events recorded on the Equalizer's stream around upload, histogram (for
 // colour images this includes extracting the planes: luma or R/G/B, which the histogram needs),
@@ -23,14 +22,13 @@
 #include "histeq/planes.hpp"
 #include "histogram/registry.hpp"
 #include "image_engine.hpp"
-#include "support/device_buffer.hpp"
 
 namespace histeq {
 
 namespace {
 
 constexpr int kBins = 256;
-void check_image(const Image& in) {
+void check_image(const ImageView<std::uint8_t>& in) {
   if (in.channels < 1 || in.channels > 4) {
     throw Error("image has " + std::to_string(in.channels) +
                 " channels; expected 1 (gray), 2 (gray+alpha), 3 (RGB) or 4 (RGBA)");
@@ -39,6 +37,11 @@ void check_image(const Image& in) {
     throw Error("image has negative size " + std::to_string(in.width) + "x" +
                 std::to_string(in.height));
   }
+  if (in.pixels == nullptr && in.sample_count() > 0) throw Error("image: null pixels");
+}
+
+void check_image(const Image& in) {
+  check_image(ImageView<std::uint8_t>{in.pixels.data(), in.width, in.height, in.channels});
   if (in.pixels.size() != in.byte_count()) {
     throw Error("image buffer holds " + std::to_string(in.pixels.size()) + " bytes; " +
                 std::to_string(in.width) + "x" + std::to_string(in.height) + "x" +
@@ -56,23 +59,26 @@ void check_kernel_name(const std::string& kernel) {
   }
 }
 
-Image run(const Image& in, const EqualizeOptions& opt, bool apply_luts, EqualizeReport* report) {
-  check_image(in);
+/// The run on a checked view; `out` receives the image when apply_luts (else unused).
+void run(const ImageView<std::uint8_t>& in, const EqualizeOptions& opt, bool apply_luts,
+         std::uint8_t* out, EqualizeReport* report) {
   check_kernel_name(opt.kernel);
   const Backend backend = resolve_backend(opt.backend);
   EqualizeReport local;
   EqualizeReport& rep = report ? *report : local;
   rep = EqualizeReport{};
-  Image out;
   if (backend == Backend::cuda) {
     // One call: copies from and to pageable memory (page-locking a buffer costs more than it
-    // saves for one image); the engine's buffers are allocated before its clock starts.
+    // saves for one image).
     gpu::ImageEngine engine;
-    out = engine.run(in, nullptr, opt, apply_luts, true, rep);
+    engine.run_into(in, opt, apply_luts, out, rep);
   } else {
-    out = cpu::equalize_stages(in, opt, apply_luts, 0, rep);
+    cpu::equalize_stages_into(in, opt, apply_luts, 0, out, rep);
   }
-  return out;
+}
+
+ImageView<std::uint8_t> view_of(const Image& in) {
+  return {in.pixels.data(), in.width, in.height, in.channels};
 }
 
 }  // namespace
@@ -119,14 +125,39 @@ Backend resolve_backend(Backend requested, std::string* why_cpu) {
 }
 
 Image equalize(const Image& in, const EqualizeOptions& opt, EqualizeReport* report) {
-  return run(in, opt, true, report);
+  check_image(in);
+  const Mode mode = opt.mode.value_or(default_mode(in.channels));
+  Image out;
+  out.width = in.width;
+  out.height = in.height;
+  out.channels = output_channels(mode, in.channels);
+  out.pixels.resize(in.pixel_count() * std::size_t(out.channels));
+  run(view_of(in), opt, true, out.pixels.data(), report);
+  // metadata travels with the pixels (an encoder drops what no longer fits)
+  out.exif = in.exif;
+  out.icc = in.icc;
+  return out;
+}
+
+void equalize_into(const ImageView<std::uint8_t>& in, const EqualizeOptions& opt, std::uint8_t* out,
+                   EqualizeReport* report) {
+  check_image(in);
+  if (out == nullptr && in.sample_count() > 0) throw Error("equalize_into: null output");
+  run(in, opt, true, out, report);
 }
 
 std::vector<Histogram> image_histograms(const Image& in, const EqualizeOptions& opt,
                                         EqualizeReport* report) {
+  check_image(in);
+  return image_histograms(view_of(in), opt, report);
+}
+
+std::vector<Histogram> image_histograms(const ImageView<std::uint8_t>& in,
+                                        const EqualizeOptions& opt, EqualizeReport* report) {
+  check_image(in);
   EqualizeReport local;
   EqualizeReport& rep = report ? *report : local;
-  run(in, opt, false, &rep);
+  run(in, opt, false, nullptr, &rep);
   return rep.histograms;
 }
 

@@ -43,7 +43,7 @@ def golden_pairs():
 @pytest.fixture(scope="session")
 def cuda():
     if not histeq.cuda_available():
-        pytest.skip(f"no usable CUDA device: {histeq._cuda_state[1]}")
+        pytest.skip(f"no usable CUDA device: {histeq._cuda_why()}")
     return True
 
 

@@ -22,7 +22,7 @@ def _inputs(tmp_path, n=7):
         p = tmp_path / "in" / f"img{i}.png"
         p.parent.mkdir(exist_ok=True)
         shape = (20 + i, 30) if i % 2 else (25, 20 + i, 3)
-        histeq.save_image(rng_image(shape, seed=i, high=100 + 20 * i), p)
+        histeq.save_image(p, rng_image(shape, seed=i, high=100 + 20 * i))
         files.append(str(p))
     return files
 
@@ -57,7 +57,7 @@ def test_failed_file_is_reported(tmp_path):
                                                     chunk=2, backend="cpu")
         assert [r["ok"] for r in reports] == [True, True, True, False]
         assert "missing.png" in reports[3]["error"]
-        with pytest.raises(RuntimeError, match="missing.png"):
+        with pytest.raises(FileNotFoundError, match="missing.png"):
             dask_equalize.equalize_on_cluster(client, files, str(tmp_path / "out2"), chunk=2,
                                               backend="cpu", errors="raise")
     assert (tmp_path / "out" / "img2.png").exists()  # the failed file's chunk-mate was written

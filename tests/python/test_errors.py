@@ -1,6 +1,9 @@
 """Every error path: a Python exception that names the argument, never a crash."""
 from __future__ import annotations
 
+import errno
+import os
+
 import numpy as np
 import pytest
 
@@ -97,22 +100,70 @@ def test_files_errors(tmp_path):
         histeq.equalize_files(["a.png"], tmp_path, subsampling="411")
     with pytest.raises(ValueError, match="errors"):
         histeq.equalize_files(["a.png"], tmp_path, errors="ignore")
-    with pytest.raises(RuntimeError, match="missing.png"):
+    with pytest.raises(FileNotFoundError, match="missing.png") as e:
         histeq.equalize_files([str(tmp_path / "missing.png")], tmp_path / "out", backend="cpu",
                               errors="raise")
+    assert e.value.filename == str(tmp_path / "missing.png")
     notimg = tmp_path / "n.png"
     notimg.write_bytes(b"not an image")
-    with pytest.raises(RuntimeError, match="n.png"):
+    with pytest.raises(ValueError, match="n.png"):
         histeq.equalize_files([notimg], tmp_path / "out", backend="cpu", errors="raise")
+    with pytest.raises(FileNotFoundError, match="no such folder") as e:  # a missing folder
+        histeq.equalize_files([str(tmp_path / "photos")], tmp_path / "out", backend="cpu")
+    assert e.value.errno == errno.ENOENT and e.value.filename == str(tmp_path / "photos")
 
 
 def test_load_and_save_errors(tmp_path):
-    with pytest.raises(RuntimeError, match="nope.png"):
+    with pytest.raises(FileNotFoundError, match="nope.png") as e:
         histeq.load_image(tmp_path / "nope.png")
+    assert e.value.errno == errno.ENOENT and e.value.filename == str(tmp_path / "nope.png")
+    with pytest.raises(IsADirectoryError):
+        histeq.load_image(tmp_path)
+    empty, junk = tmp_path / "empty.png", tmp_path / "junk.png"
+    empty.write_bytes(b"")
+    junk.write_bytes(b"\x89PNG\r\n\x1a\n not really")
+    for bad in (empty, junk):  # undecodable data: ValueError, not OSError
+        with pytest.raises(ValueError, match=bad.name):
+            histeq.load_image(bad)
+        with pytest.raises(ValueError, match=bad.name):
+            histeq.load_image(bad, depth=16)
     with pytest.raises(ValueError, match="gif"):
-        histeq.save_image(IMG, tmp_path / "x.gif")
-    with pytest.raises(RuntimeError):
-        histeq.save_image(IMG, tmp_path / "no" / "such" / "dir" / "x.png")
+        histeq.save_image(tmp_path / "x.gif", IMG)
+    with pytest.raises(FileNotFoundError):
+        histeq.save_image(tmp_path / "no" / "such" / "dir" / "x.png", IMG)
+    if os.geteuid() != 0:  # root may write anywhere
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o500)
+        try:
+            with pytest.raises(PermissionError):
+                histeq.save_image(ro / "x.png", IMG)
+        finally:
+            ro.chmod(0o700)
+    locked = tmp_path / "locked.png"
+    histeq.save_image(locked, IMG)
+    locked.chmod(0o400)  # a read-only file is refused, even to root
+    with pytest.raises(PermissionError, match="read-only"):
+        histeq.save_image(locked, IMG)
+
+
+def test_save_image_takes_the_old_argument_order_with_a_warning(tmp_path):
+    with pytest.warns(DeprecationWarning, match="save_image"):
+        histeq.save_image(IMG, tmp_path / "old.png")
+    np.testing.assert_array_equal(histeq.load_image(tmp_path / "old.png"), IMG)
+    with pytest.raises(TypeError, match="path"):
+        histeq.save_image(IMG, IMG)
+
+
+def test_messages_speak_python():
+    if histeq.cuda_available():
+        pytest.skip("a CUDA device is usable here")
+    with pytest.raises(ValueError) as e:
+        histeq.equalize_files(["a.jpg"], "out", decoder="gpu", backend="cpu")
+    assert "--" not in str(e.value) and "decoder" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        histeq.equalize(IMG, backend="cuda")
+    assert "--" not in str(e.value)
 
 
 def test_cuda_array_interface_with_wrong_dtype():

@@ -15,6 +15,9 @@ BACKENDS = ["cpu", "auto"]
 def test_version_and_kernels():
     assert isinstance(histeq.__version__, str) and histeq.__version__.count(".") == 2
     ks = histeq.kernels()
+    if not histeq._histeq.CUDA_BUILT:  # a CPU-only build: no GPU histogram kernels
+        assert ks == []
+        return
     names = [k["name"] for k in ks]
     assert "atomic" in names and "columns" in names and "auto" not in names
     assert all(isinstance(k["exact"], bool) and k["summary"] for k in ks)
@@ -52,7 +55,7 @@ def test_cpu_and_auto_backends_agree(shape, formula):
 
 def test_gray_equalization_by_hand():
     img = rng_image((50, 60), seed=3, low=40, high=90)
-    hist = np.bincount(img.ravel(), minlength=256).astype(np.uint64)
+    hist = np.bincount(img.ravel(), minlength=256)
     np.testing.assert_array_equal(histeq.histogram(img, backend="cpu"), hist)
     # exact formula: floor(((cdf - h[v0]) * 510 + d) / (2d)), d = N - h[v0]
     cdf = np.cumsum(hist)
@@ -141,7 +144,7 @@ def test_histogram_bins(bins):
     want = np.bincount((img.ravel().astype(np.int64) * bins) >> 8, minlength=bins)
     for backend in BACKENDS:
         h = histeq.histogram(img, bins=bins, backend=backend)
-        assert h.dtype == np.uint64 and h.shape == (bins,)
+        assert h.dtype == np.int64 and h.shape == (bins,)
         np.testing.assert_array_equal(h, want)
 
 
@@ -172,5 +175,5 @@ def test_torch_cpu_tensors_round_trip():
 def test_save_and_load_round_trip(tmp_path):
     img = rng_image((12, 14, 3), seed=2)
     p = tmp_path / "x.png"
-    histeq.save_image(img, p)
+    histeq.save_image(p, img)
     np.testing.assert_array_equal(histeq.load_image(p), img)

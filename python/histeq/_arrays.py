@@ -1,0 +1,381 @@
+"""Arrays for histeq's calls: argument checks, NumPy / CPU tensors on the host, and CUDA arrays
+(PyTorch, CuPy, __cuda_array_interface__, DLPack) seen as a device pointer, a shape, a device
+and the caller's current stream. Private: the histeq package's functions use it.
+
+The CUDA path is the hot one (a call that queues one or two kernel launches): what can be looked
+up once is (the torch module, its dtypes, its raw-stream function, the types of torch tensors),
+and nothing is allocated per call beyond the result and one small record (_Dev)."""
+from __future__ import annotations
+
+import sys as _sys
+from typing import Any, Optional, Sequence
+
+import numpy as _np
+
+try:  # installed package (pip install .): histeq/_histeq*.so
+    from . import _histeq
+except ImportError:  # plain CMake build: PYTHONPATH=python:build/python
+    import _histeq  # type: ignore  # noqa: F401
+
+#: ``mode`` values: ``luma`` (Y of YCbCr, BT.601 full range; chroma kept), ``rgb`` (each
+#: colour channel on its own), ``gray`` (one output channel, the equalized luma).
+MODES = ("luma", "rgb", "gray")
+#: ``formula`` values: ``opencv`` (cv::equalizeHist's float32 arithmetic), ``exact`` (integer).
+FORMULAS = ("opencv", "exact")
+#: ``backend`` values: ``auto`` (GPU when usable, else CPU), ``cuda``, ``cpu``.
+BACKENDS = ("auto", "cuda", "cpu")
+#: ``channel_order`` values: ``rgb`` (histeq's :func:`load_image`, PIL, scikit-image,
+#: torchvision) or ``bgr`` (OpenCV's ``cv2.imread``).
+CHANNEL_ORDERS = ("rgb", "bgr")
+
+_MODES = frozenset(MODES)
+_FORMULAS = frozenset(FORMULAS)
+_BACKENDS = frozenset(BACKENDS)
+_ORDERS = frozenset(CHANNEL_ORDERS)
+
+
+# ------------------------------------------------------------------------------------------
+# Arguments
+# ------------------------------------------------------------------------------------------
+
+def check_choice(name: str, value: Any, choices: Sequence[str], allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected a str, got {type(value).__name__}")
+    if value not in choices:
+        raise ValueError(f"{name}: unknown value {value!r}; expected one of {', '.join(choices)}")
+
+
+def kernel_names() -> list:
+    return [n for n, _e, _s in _histeq.kernels()]
+
+
+def check_kernel(kernel: Any) -> None:
+    if not isinstance(kernel, str):
+        raise TypeError(f"kernel: expected a str, got {type(kernel).__name__}")
+    if kernel != "auto" and kernel not in kernel_names():
+        if not _histeq.CUDA_BUILT:
+            raise ValueError(f"kernel: unknown kernel {kernel!r}: this histeq was built without "
+                             f"CUDA, so it has no GPU histogram kernels; use kernel='auto'")
+        raise ValueError(f"kernel: unknown kernel {kernel!r}; known: auto, "
+                         f"{', '.join(kernel_names())}")
+
+
+def check_options(mode: Optional[str], formula: str, kernel: str, backend: str,
+                  channel_order: str) -> None:
+    if (mode is None and formula == "opencv" and kernel == "auto" and backend == "auto" and
+            channel_order == "rgb" and type(formula) is str and type(kernel) is str and
+            type(backend) is str and type(channel_order) is str):
+        return  # the defaults (the hot path)
+    check_choice("mode", mode, MODES, allow_none=True)
+    check_choice("formula", formula, FORMULAS)
+    check_choice("backend", backend, BACKENDS)
+    check_choice("channel_order", channel_order, CHANNEL_ORDERS)
+    check_kernel(kernel)
+
+
+_cuda_state: Optional[tuple] = None
+
+
+def cuda_state() -> tuple:
+    """(usable, why not) of the CUDA device, probed once per process."""
+    global _cuda_state
+    if _cuda_state is None:
+        _cuda_state = tuple(_histeq.cuda_available())
+    return _cuda_state
+
+
+def require_cuda(argname: str) -> None:
+    ok, why = cuda_state()
+    if not ok:
+        raise ValueError(f"{argname}: no usable CUDA device ({why})")
+
+
+def split_shape(shape: Sequence[int], batch: Optional[bool], argname: str):
+    """(count, height, width, channels, is_batch) of a channels-last shape."""
+    nd = len(shape)
+    if batch is None:
+        batch = nd == 4 or (nd == 3 and not 1 <= shape[2] <= 4)
+    if batch:
+        if nd == 3:
+            return shape[0], shape[1], shape[2], 1, True
+        if nd == 4:
+            c = shape[3]
+            if not 1 <= c <= 4:
+                raise ValueError(f"{argname}: {c} channels in shape {tuple(shape)}; expected 1..4")
+            return shape[0], shape[1], shape[2], c, True
+        raise ValueError(f"{argname}: a batch has shape (N, H, W) or (N, H, W, C); "
+                         f"got {tuple(shape)}")
+    if nd == 2:
+        return 1, shape[0], shape[1], 1, False
+    if nd == 3:
+        c = shape[2]
+        if not 1 <= c <= 4:
+            raise ValueError(f"{argname}: {c} channels in shape {tuple(shape)}; expected 1..4")
+        return 1, shape[0], shape[1], c, False
+    raise ValueError(f"{argname}: expected shape (H, W) or (H, W, C), or a batch "
+                     f"(N, H, W) / (N, H, W, C); got {tuple(shape)}")
+
+
+def out_channels(mode: Optional[str], channels: int) -> int:
+    return 1 if mode == "gray" else channels
+
+
+def out_shape(shape: Sequence[int], mode: Optional[str], n: int, h: int, w: int, c: int,
+              is_batch: bool) -> tuple:
+    """The result's shape: the input's, or without the channel axis for one output channel
+    from several (mode gray)."""
+    if out_channels(mode, c) == c:
+        return tuple(shape)
+    return (n, h, w) if is_batch else (h, w)
+
+
+# ------------------------------------------------------------------------------------------
+# Device arrays
+# ------------------------------------------------------------------------------------------
+
+class Dev:
+    """A CUDA array seen as (library, pointer, shape, device, stream, sample type)."""
+
+    __slots__ = ("lib", "obj", "ptr", "shape", "device", "stream", "dtype")
+
+    def __init__(self, lib, obj, ptr, shape, device, stream, dtype="uint8"):
+        self.lib, self.obj, self.ptr, self.shape = lib, obj, ptr, shape
+        self.device, self.stream, self.dtype = device, stream, dtype
+
+    def empty(self, shape, dtype="uint8"):
+        """A new array of the same library on the same device (dtype uint8, uint16 or int64)."""
+        if self.lib == "torch":
+            tdt = {"uint8": _torch.uint8, "uint16": getattr(_torch, "uint16", None)}.get(
+                dtype, _torch.int64)
+            return _torch.empty(shape, dtype=tdt, device=self.obj.device)
+        import cupy  # type: ignore
+        with cupy.cuda.Device(self.device):
+            return cupy.empty(shape, dtype={"uint8": _np.uint8, "uint16": _np.uint16}.get(
+                dtype, _np.int64))
+
+
+_torch: Any = None          # the torch module, once a tensor has been seen
+_torch_u8: Any = None
+_torch_u16: Any = None
+_torch_types: set = set()   # the classes of torch tensors seen
+_torch_raw_stream: Any = None
+
+
+def is_torch(x) -> bool:
+    t = type(x)
+    if t in _torch_types:
+        return True
+    if t.__module__.startswith("torch") and hasattr(x, "data_ptr"):
+        global _torch, _torch_u8, _torch_u16, _torch_raw_stream
+        _torch = _sys.modules["torch"]
+        _torch_u8, _torch_u16 = _torch.uint8, getattr(_torch, "uint16", None)
+        # The handle of torch's current stream on a device, without building a
+        # torch.cuda.Stream object (~3 us): torch._C._cuda_getCurrentRawStream where it exists.
+        raw = getattr(_torch._C, "_cuda_getCurrentRawStream", None)
+        _torch_raw_stream = raw if raw is not None else \
+            (lambda d: _torch.cuda.current_stream(d).cuda_stream)
+        _torch_types.add(t)
+        return True
+    return False
+
+
+def torch_stream(dev: int) -> int:
+    return _torch_raw_stream(dev)
+
+
+def is_cupy(x) -> bool:
+    return type(x).__module__.startswith("cupy") and hasattr(x, "data") and hasattr(x, "device")
+
+
+def _contiguous_strides(shape, itemsize=1):
+    strides, s = [], itemsize
+    for n in reversed(shape):
+        strides.append(s)
+        s *= n
+    return tuple(reversed(strides))
+
+
+def check_c_contiguous(shape, strides, argname, itemsize=1):
+    if strides is None:
+        return
+    want = _contiguous_strides(shape, itemsize)
+    if any(n > 1 and st != w for n, st, w in zip(shape, strides, want)):
+        raise ValueError(f"{argname}: strides {tuple(strides)} (bytes) of shape {tuple(shape)} are "
+                         f"not C-contiguous; pass a contiguous copy (.contiguous() / "
+                         f"cupy.ascontiguousarray)")
+
+
+def _torch_device(x, argname: str) -> Optional[Dev]:
+    if not x.is_cuda:
+        if x.device.type == "cpu":
+            return None
+        raise ValueError(f"{argname}: a tensor on {x.device} cannot be reached; expected a CPU or "
+                         f"CUDA tensor")
+    dt = x.dtype
+    if dt is _torch_u8:
+        dtype = "uint8"
+    elif dt is _torch_u16 and dt is not None:
+        dtype = "uint16"
+    else:
+        raise TypeError(f"{argname}: dtype {dt}; expected torch.uint8 or torch.uint16")
+    if not x.is_contiguous():
+        item = 1 if dtype == "uint8" else 2
+        check_c_contiguous(tuple(x.shape), tuple(s * item for s in x.stride()), argname, item)
+    dev = x.get_device()  # an int: no torch.device object
+    return Dev("torch", x, x.data_ptr(), x.shape, dev, _torch_raw_stream(dev), dtype)
+
+
+def _cai_device(x, cai, argname: str) -> Dev:
+    typestr = cai.get("typestr")
+    if typestr in ("|u1", "<u1", ">u1"):
+        dtype, item = "uint8", 1
+    elif typestr in ("<u2", "=u2") or (typestr == "|u2" and _sys.byteorder == "little"):
+        dtype, item = "uint16", 2
+    else:
+        raise TypeError(f"{argname}: typestr {typestr!r}; expected '|u1' (uint8) or '<u2' "
+                        f"(uint16)")
+    if cai.get("mask") is not None:
+        raise ValueError(f"{argname}: masked CUDA arrays are not supported")
+    check_c_contiguous(cai["shape"], cai.get("strides"), argname, item)
+    ok, why = cuda_state()
+    if not ok:
+        raise ValueError(f"{argname}: a CUDA array, but this build cannot use the GPU ({why})")
+    ptr = int(cai["data"][0])
+    stream = cai.get("stream") or 0
+    stream = 0 if stream == 1 else int(stream)  # 1: the legacy default stream
+    return Dev("cai", x, ptr, tuple(cai["shape"]), _histeq.pointer_device(ptr), stream, dtype)
+
+
+def as_device(x, argname: str) -> Optional[Dev]:
+    """The CUDA view of x, or None when x is a host array. ValueError when x is a CUDA array and
+    this build or machine cannot use the GPU."""
+    if type(x) is _np.ndarray:
+        return None
+    if type(x) in _torch_types or is_torch(x):
+        d = _torch_device(x, argname)
+    elif is_cupy(x):
+        if x.dtype not in (_np.uint8, _np.uint16):
+            raise TypeError(f"{argname}: dtype {x.dtype}; expected uint8 or uint16")
+        if not x.flags.c_contiguous:
+            check_c_contiguous(x.shape, x.strides, argname, x.dtype.itemsize)
+        import cupy  # type: ignore
+        with x.device:
+            stream = cupy.cuda.get_current_stream().ptr
+        d = Dev("cupy", x, x.data.ptr, x.shape, x.device.id, stream, str(x.dtype))
+    elif isinstance(x, _np.ndarray):
+        return None
+    else:
+        cai = getattr(x, "__cuda_array_interface__", None)
+        if cai is not None:
+            return _cai_device(x, cai, argname)
+        if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
+            dev_type, _ = x.__dlpack_device__()
+            if int(dev_type) in (2, 13):  # kDLCUDA, kDLCUDAManaged
+                try:
+                    import cupy  # type: ignore
+                except ImportError:
+                    raise TypeError(f"{argname}: a CUDA DLPack array of {type(x).__name__} needs "
+                                    f"CuPy to hold the result; pass a torch or CuPy array") \
+                        from None
+                return as_device(cupy.from_dlpack(x), argname)
+        return None
+    if d is not None and not (_cuda_state or cuda_state())[0]:
+        raise ValueError(f"{argname}: a CUDA array, but this build cannot use the GPU "
+                         f"({cuda_state()[1]})")
+    return d
+
+
+def result_like(d: Dev, shape, dtype: str = "uint8"):
+    """A new array for the result: same library (CuPy for foreign CUDA arrays), same device."""
+    if d.lib == "torch" and dtype == d.dtype and tuple(shape) == tuple(d.shape):
+        return _torch.empty_like(d.obj)  # the input is contiguous: so is this
+    if d.lib == "cai":
+        try:
+            import cupy  # type: ignore  # noqa: F401
+        except ImportError:
+            raise TypeError(f"image: cannot allocate a result for {type(d.obj).__name__}; "
+                            f"install CuPy or pass a torch or CuPy array") from None
+        d = Dev("cupy", d.obj, d.ptr, d.shape, d.device, d.stream, d.dtype)
+    return d.empty(shape, dtype)
+
+
+def ptr(arr) -> int:
+    """The device address of a torch tensor or CuPy array."""
+    return arr.data_ptr() if hasattr(arr, "data_ptr") else arr.data.ptr
+
+
+def via_host(d: Dev, fn):
+    """Runs fn(numpy array) on a copy of the CUDA array d on the host and returns its NumPy
+    result as a new array of d's library on d's device. The copies synchronize the caller's
+    stream: the path of the calls the device engines take only for gray planes (colour CLAHE and
+    16-bit colour on CUDA arrays)."""
+    if d.lib == "torch":
+        res = fn(_np.ascontiguousarray(d.obj.cpu().numpy()))
+        return _torch.from_numpy(res).to(d.obj.device)
+    import cupy  # type: ignore
+    host = cupy.asnumpy(d.obj if d.lib == "cupy" else cupy.asarray(d.obj))
+    res = fn(_np.ascontiguousarray(host))
+    with cupy.cuda.Device(d.device):
+        return cupy.asarray(res)
+
+
+def swap_red_blue(d: Dev) -> Dev:
+    """A BGR(A) CUDA array as a new RGB(A) one of the same library (a copy on its device, on
+    its current stream), for the device stages, which compute luma from RGB."""
+    c = d.shape[-1]
+    order = [2, 1, 0, 3][:c]
+    if d.lib == "torch":
+        idx = _torch.tensor(order, device=d.obj.device)
+        x = d.obj.index_select(d.obj.dim() - 1, idx).contiguous()
+        return _torch_device(x, "image")  # type: ignore[return-value]
+    import cupy  # type: ignore
+    src = d.obj if d.lib == "cupy" else cupy.asarray(d.obj)
+    with cupy.cuda.Device(d.device):
+        x = cupy.ascontiguousarray(src[..., order])
+    return as_device(x, "image")  # type: ignore[return-value]
+
+
+def unswap_red_blue(arr):
+    """The result of swap_red_blue'd input back in BGR order (luma mode keeps the channels)."""
+    c = arr.shape[-1]
+    order = [2, 1, 0, 3][:c]
+    if hasattr(arr, "index_select"):
+        return arr.index_select(arr.dim() - 1, _torch.tensor(order, device=arr.device))
+    import cupy  # type: ignore
+    return cupy.ascontiguousarray(arr[..., order])
+
+
+# ------------------------------------------------------------------------------------------
+# Host arrays
+# ------------------------------------------------------------------------------------------
+
+def host_array(x, argname: str):
+    """(numpy array, wrap) for a host image (uint8 or uint16), C-contiguous (other layouts are
+    copied); wrap turns a NumPy result back into x's kind."""
+    if type(x) is _np.ndarray:
+        dt = x.dtype
+        if dt == _np.uint8 or (dt == _np.uint16 and dt.isnative):
+            return (x if x.flags.c_contiguous else _np.ascontiguousarray(x)), None
+    if is_torch(x):
+        if x.dtype not in (_torch_u8, _torch_u16):
+            raise TypeError(f"{argname}: dtype {x.dtype}; expected torch.uint8 or torch.uint16")
+        return _np.ascontiguousarray(x.numpy()), _torch.from_numpy
+    if not isinstance(x, _np.ndarray):
+        raise TypeError(f"{argname}: expected a NumPy array, a PyTorch tensor, a CuPy array, a "
+                        f"CUDA array (__cuda_array_interface__ / DLPack) or a list of them; got "
+                        f"{type(x).__name__}")
+    if x.dtype.kind != "u" or x.dtype.itemsize not in (1, 2):
+        raise TypeError(f"{argname}: dtype {x.dtype}; expected uint8 or uint16 (scale other "
+                        f"types to 0..255 or 0..65535 and convert with .astype)")
+    if x.dtype.itemsize == 2 and not x.dtype.isnative:
+        x = x.astype(_np.uint16)  # samples in this machine's byte order
+    return _np.ascontiguousarray(x), None
+
+
+def host_dtype(x) -> str:
+    """"uint16" for a NumPy array or CPU tensor of 16-bit samples, else "" (not an error here:
+    host_array names a wrong type)."""
+    dt = str(getattr(x, "dtype", ""))
+    return "uint16" if dt in ("uint16", "torch.uint16", ">u2", "<u2") else ""

@@ -1,0 +1,299 @@
+"""Files: load_image, save_image and equalize_files (the many-files executor). Part of the histeq
+package (imported from it); see histeq/__init__.py for the module documentation."""
+from __future__ import annotations
+
+import errno
+import os
+import warnings
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy as _np
+
+from . import _arrays as _a
+from ._arrays import _histeq
+
+_WRITABLE = (".png", ".jpg", ".jpeg", ".bmp", ".tga", ".pgm", ".ppm", ".pnm")
+_READABLE = (".png", ".jpg", ".jpeg", ".bmp", ".tga", ".gif", ".pnm", ".pgm", ".ppm")
+_FORMATS = {"png": ".png", "jpg": ".jpg", "jpeg": ".jpg", "bmp": ".bmp", "tga": ".tga",
+            "pgm": ".pgm", "ppm": ".ppm", "pnm": ".pnm"}
+
+
+def _is_path(x: Any) -> bool:
+    return isinstance(x, (str, bytes, os.PathLike))
+
+
+def load_image(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
+               depth: Optional[int] = 8) -> _np.ndarray:
+    """Decodes PNG/JPEG/BMP/TGA/GIF/PNM into an array ``(H, W)`` or ``(H, W, C)``, colour
+    channels in RGB(A) order (not OpenCV's BGR: pass ``channel_order="bgr"`` to the calls for
+    arrays from ``cv2.imread``, or reverse the channels).
+
+    depth: ``8`` (default, as ``cv2.imread``'s default): ``uint8``, 16-bit files reduced to 8
+    bits; ``16``: ``uint16`` (PNG and PGM/PPM only; 8-bit samples widened as ``v * 257``);
+    ``None``: the file's own depth (``uint16`` for a 16-bit PNG or a PGM/PPM with maxval > 255,
+    as ``histeq`` keeps them).
+
+    Raises: ``FileNotFoundError``, ``PermissionError``, ``IsADirectoryError`` or another
+    ``OSError`` when the file cannot be read (``errno`` and ``filename`` set); ``ValueError``
+    when it is not a decodable image (empty, truncated, corrupt, an unknown format) and for
+    another depth."""
+    if depth not in (8, 16, None) or isinstance(depth, bool):
+        raise ValueError(f"depth: 8, 16 or None, got {depth!r}")
+    p = os.fsdecode(path)
+    if depth == 16 or (depth is None and _histeq.is_16bit_image(p)):
+        return _histeq.load_image16(p)
+    return _histeq.load_image(p)
+
+
+def save_image(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"], image: Any,
+               quality: int = 95) -> None:
+    """Writes ``image`` (``uint8`` or ``uint16``, ``(H, W)`` / ``(H, W, C)``, RGB(A) order) to
+    ``path`` — the argument order of ``cv2.imwrite``, ``imageio.imwrite`` and
+    ``skimage.io.imsave`` — as .png/.jpg/.jpeg/.bmp/.tga or a binary .pgm (gray) / .ppm
+    (colour) / .pnm (either), by the extension, through a temporary file renamed over ``path``;
+    ``uint16`` images as 16-bit .png/.pgm/.ppm/.pnm only. (``save_image(image, path)``, the
+    order of histeq 0.1, still works and warns.)
+
+    Raises: ``ValueError`` for another extension, quality outside 1..100, or an image the format
+    cannot hold (colour as .pgm, gray as .ppm, alpha in PGM/PPM: the message names the extension
+    that fits); ``OSError`` (``FileNotFoundError`` for a missing folder, ``PermissionError``,
+    ...) when the file cannot be written."""
+    if not _is_path(path) and _is_path(image):
+        warnings.warn("save_image(image, path) is save_image(path, image) now (cv2.imwrite's "
+                      "order)", DeprecationWarning, stacklevel=2)
+        path, image = image, path
+    if isinstance(quality, bool) or not isinstance(quality, (int, _np.integer)):
+        raise TypeError(f"quality: expected an int, got {type(quality).__name__}")
+    if not 1 <= int(quality) <= 100:
+        raise ValueError(f"quality: must be in 1..100, got {quality}")
+    if not _is_path(path):
+        raise TypeError(f"path: expected a str, bytes or os.PathLike, got {type(path).__name__}")
+    path = os.fsdecode(path)
+    a, _ = _a.host_array(image, "image")
+    _, h, w, c, _ = _a.split_shape(a.shape, False, "image")
+    if a.dtype == _np.uint16:
+        ext = os.path.splitext(path)[1].lower()
+        if ext not in (".png", ".pgm", ".ppm", ".pnm"):
+            raise ValueError(f"path: 16-bit images are written as .png, .pgm, .ppm or .pnm; got "
+                             f"{ext or 'no extension'!r} (convert to uint8 for other formats)")
+        _histeq.save_image16(a, h, w, c, path)
+        return
+    _histeq.save_image(a, h, w, c, path, int(quality))
+
+
+def _collect_inputs(inputs: List[str], recursive: bool) -> List[tuple]:
+    """(input, output path relative to the output folder) per file, as the CLI's batch: a file
+    as itself (its name); a folder's image files by extension, sorted by path, with their path
+    under the folder (subfolders with ``recursive``). A path that does not exist and is not
+    named as an image file (a missing folder) is a FileNotFoundError."""
+    out = []
+    for inp in inputs:
+        if os.path.isdir(inp):
+            found = []
+            if recursive:
+                for root, _dirs, files in os.walk(inp):
+                    for f in files:
+                        p = os.path.join(root, f)
+                        if os.path.splitext(f)[1].lower() in _READABLE and os.path.isfile(p):
+                            found.append((p, os.path.relpath(p, inp)))
+            else:
+                try:
+                    entries = list(os.scandir(inp))
+                except OSError as err:
+                    raise OSError(err.errno, f"inputs: cannot list the folder: {err.strerror}",
+                                  inp) from None
+                for entry in entries:
+                    if os.path.splitext(entry.name)[1].lower() in _READABLE and entry.is_file():
+                        found.append((os.path.join(inp, entry.name), entry.name))
+            found.sort(key=lambda t: t[0])
+            out.extend(found)
+        elif not os.path.lexists(inp) and \
+                os.path.splitext(inp.rstrip(os.sep))[1].lower() not in _READABLE:
+            raise FileNotFoundError(errno.ENOENT, "inputs: no such folder (or file)", inp)
+        else:
+            out.append((inp, os.path.basename(inp)))
+    return out
+
+
+def _check_int(name: str, value: Any, low: int, high: Optional[int] = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, _np.integer)) or value < low or \
+            (high is not None and value > high):
+        rng = f"{low}..{high}" if high is not None else f">= {low}"
+        raise ValueError(f"{name}: must be an int {rng}, got {value!r}")
+    return int(value)
+
+
+def _item_error(r: Dict[str, Any]) -> Exception:
+    """The exception of a failed item, as load_image and save_image would raise it: an OSError
+    for an input that cannot be read (errno from the input's state) or an output that cannot be
+    written, RuntimeError for a CUDA failure, else ValueError (the input's data)."""
+    msg, inp, out = r["error"], r["input"], r["output"]
+    if not os.path.lexists(inp):
+        return FileNotFoundError(errno.ENOENT, msg, inp)
+    if os.path.isdir(inp):
+        return IsADirectoryError(errno.EISDIR, msg, inp)
+    if not os.access(inp, os.R_OK):
+        return PermissionError(errno.EACCES, msg, inp)
+    if "cannot write" in msg:
+        folder = os.path.dirname(out) or "."
+        if not os.access(folder, os.W_OK):
+            return PermissionError(errno.EACCES, msg, out)
+        return OSError(msg)
+    if "CUDA" in msg:
+        return RuntimeError(msg)
+    return ValueError(msg)
+
+
+_DECODERS = ("auto", "cpu", "gpu")
+_ERRORS = ("report", "raise")
+
+
+def _encode_options(quality, png_level, subsampling):
+    quality = _check_int("quality", quality, 1, 100)
+    if png_level is None:
+        png_level = _histeq.DEFAULT_PNG_LEVEL
+    png_level = _check_int("png_level", png_level, 0, 9)
+    subsampling = str(subsampling)
+    if subsampling not in ("444", "422", "420", "4:4:4", "4:2:2", "4:2:0"):
+        raise ValueError(f"subsampling: expected 444, 422 or 420, got {subsampling!r}")
+    return quality, png_level, subsampling
+
+
+def _plan(inputs: List[str], out_dir: str, fmt: Optional[str], suffix: str,
+          recursive: bool) -> List[Tuple[str, str, str]]:
+    """(input, output, format) per file, with the CLI's names; raises on collisions."""
+    items = []
+    seen: Dict[str, str] = {}
+    for inp, rel in _collect_inputs(inputs, recursive):
+        stem, e = os.path.splitext(rel)
+        if fmt is not None:
+            e = fmt
+        elif e.lower() not in _WRITABLE:
+            raise ValueError(f"format: cannot write {inp!r} in its own format "
+                             f"({e or 'no extension'}; histeq writes png, jpg, bmp, tga, pgm, "
+                             f"ppm, pnm): pass format='png' (or jpg, bmp, tga)")
+        out = os.path.normpath(os.path.join(out_dir, stem + suffix + e))
+        if out in seen:
+            raise ValueError(f"inputs: {seen[out]!r} and {inp!r} would both write {out!r}")
+        seen[out] = inp
+        items.append((inp, out, fmt or ""))
+    return items
+
+
+def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str, os.PathLike],
+                   *, mode: Optional[str] = None, formula: str = "opencv", kernel: str = "auto",
+                   backend: str = "auto", format: Optional[str] = None, recursive: bool = False,
+                   jobs: int = 0, max_inflight_mb: Optional[int] = None,
+                   devices: Optional[Sequence[int]] = None, quality: int = 95,
+                   png_level: Optional[int] = None, subsampling: Union[str, int] = "420",
+                   decoder: str = "auto", suffix: str = "", max_pixels: int = 1 << 28,
+                   errors: str = "report") -> List[Dict[str, Any]]:
+    """Equalizes image files into ``output_dir`` with the many-files executor — the engine of
+    ``histeq equalize INPUT... -o FOLDER`` (include/histeq/executor.hpp): files are read,
+    decoded, equalized (on the GPU with backend auto/cuda), encoded and written overlapping
+    across files, and every output is byte-identical to the CLI's for the same inputs and
+    options — except 16-bit PNG/PGM inputs, which this executor reads at 8 bits (stb_image's
+    ``v >> 8``) and writes as 8-bit files, where the CLI keeps 16 bits: for those,
+    ``load_image(path, depth=None)``, ``equalize`` and ``save_image`` keep 16 bits (a known gap).
+
+    Outputs, as the CLI: a file input writes ``output_dir/<name>``; a folder input writes its
+    image files (.png .jpg .jpeg .bmp .tga .gif .pnm .pgm .ppm; subfolders with ``recursive``,
+    keeping their relative paths); ``format`` replaces every output's extension, otherwise each
+    file keeps its own (ValueError for an input histeq cannot write back: pass ``format``).
+    ``suffix`` (Python only) goes before the extension: ``a.png`` → ``a-eq.png``.
+
+    Args:
+        inputs: files and folders (a list; a single path is a TypeError).
+        output_dir: created (with subfolders) if missing.
+        mode, formula, kernel, backend: as :func:`equalize` (files are RGB).
+        format: ``"png"``, ``"jpg"``, ``"bmp"``, ``"tga"``, ``"pgm"``, ``"ppm"``, ``"pnm"``.
+        recursive: descend into subfolders of folder inputs.
+        jobs: CPU worker threads (0: the number of cores).
+        max_inflight_mb: cap on the megabytes of images in flight (None: the CLI's default,
+            max(256, 128 x jobs) MB, at most a quarter of the RAM).
+        devices: CUDA device ordinals, one device worker each (repeats allowed; default every
+            visible device).
+        quality: JPEG quality 1..100. png_level: PNG deflate level 0..9 (default the CLI's,
+            1: ISA-L's igzip on several threads; 2..9: libdeflate, 9 smallest).
+        subsampling: JPEG chroma subsampling of colour outputs: ``"444"``, ``"422"``, ``"420"``.
+        decoder: JPEG route: ``"auto"`` (nvJPEG on the device workers when the build has it and
+            a GPU runs, libjpeg-turbo on the CPU workers meanwhile), ``"gpu"`` (every JPEG waits
+            for nvJPEG), ``"cpu"`` (libjpeg-turbo only).
+        max_pixels: refuse images with more pixels (checked from the header).
+        errors: ``"report"`` (default): a file that fails is a report with ``ok=False`` and its
+            ``error``, the others run on; ``"raise"``: after the run (the other files are
+            written), the first failure as load_image / save_image raise it: an ``OSError``
+            (``FileNotFoundError``, ``PermissionError``, ...) for a file that cannot be read or
+            written, ``ValueError`` for one that does not decode, ``RuntimeError`` for a CUDA
+            failure.
+
+    Returns:
+        One dict per file, in input order (folders expanded): ``input output ok error width
+        height channels output_channels decoder encoder output_bytes mode backend kernel
+        device times`` (``times``: milliseconds per stage ``read decode upload equalize download
+        encode write``). ``error`` is None when ``ok``.
+
+    Raises:
+        TypeError: ``inputs`` is a single path. ValueError: bad options, an input that cannot
+        be written back without ``format``, two inputs that would write the same output.
+        FileNotFoundError: an input that does not exist and is not named as an image file (a
+        missing folder). OSError: a folder that cannot be listed. With ``errors="raise"``: the
+        first failed file (see ``errors``).
+
+    The call releases the GIL while the files run (other Python threads go on).
+    """
+    _a.check_options(mode, formula, kernel, backend, "rgb")
+    if _is_path(inputs):
+        raise TypeError("inputs: expected a list of paths, got a single path")
+    paths = [os.fsdecode(p) for p in inputs]
+    quality, png_level, subsampling = _encode_options(quality, png_level, subsampling)
+    jobs = _check_int("jobs", jobs, 0)
+    max_inflight_mb = (0 if max_inflight_mb is None
+                       else _check_int("max_inflight_mb", max_inflight_mb, 1))
+    max_pixels = _check_int("max_pixels", max_pixels, 1)
+    devs = [] if devices is None else [_check_int("devices", d, 0, 1024) for d in devices]
+    if devices is not None and not devs:
+        raise ValueError("devices: empty list")
+    _a.check_choice("decoder", decoder, _DECODERS)
+    _a.check_choice("errors", errors, _ERRORS)
+    if decoder == "gpu" and backend == "cpu":
+        raise ValueError("decoder: 'gpu' needs the CUDA backend, not backend='cpu'")
+    if decoder == "gpu" and not _histeq.CUDA_BUILT:
+        raise ValueError("decoder: 'gpu' needs nvJPEG, and this histeq was built without CUDA")
+    if not isinstance(suffix, str):
+        raise TypeError(f"suffix: expected a str, got {type(suffix).__name__}")
+    fmt = None
+    if format is not None:
+        key = str(format).lower().lstrip(".")
+        if key not in _FORMATS:
+            raise ValueError(f"format: unknown format {format!r}; expected png, jpg, bmp, tga, "
+                             f"pgm, ppm or pnm")
+        fmt = _FORMATS[key]
+    if backend == "cuda":
+        _a.require_cuda("backend='cuda'")
+    items = _plan(paths, os.fsdecode(output_dir), fmt, suffix, bool(recursive))
+    if not items:
+        return []
+    for d in sorted({os.path.dirname(o) for _, o, _ in items}):
+        if d:
+            os.makedirs(d, exist_ok=True)
+    reports = _run_files("equalize", items, mode, formula, kernel, backend, quality, png_level,
+                         subsampling, jobs, max_inflight_mb << 20, devs, max_pixels, decoder)
+    if errors == "raise":
+        for r in reports:
+            if not r["ok"]:
+                raise _item_error(r)
+    return reports
+
+
+def _run_files(task, items, mode, formula, kernel, backend, quality, png_level, subsampling, jobs,
+               max_inflight_bytes, devices, max_pixels, decoder="auto") -> List[Dict[str, Any]]:
+    """One Executor run (GIL released) of `task` over items = [(input, output, format)]. The
+    task is the executor's (only "equalize" from Python so far: the executor's operations, CLAHE
+    and 16 bits, come here with their options when it takes them)."""
+    if task != "equalize":
+        raise ValueError(f"task: unknown {task!r}")
+    reports, _fallback = _histeq.run_files(items, mode, formula, kernel, backend, quality,
+                                           png_level, subsampling, jobs, max_inflight_bytes,
+                                           devices, max_pixels, decoder)
+    return reports
