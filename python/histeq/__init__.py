@@ -44,11 +44,12 @@ import numpy as _np
 
 from . import _arrays as _a
 from ._arrays import BACKENDS, CHANNEL_ORDERS, FORMULAS, MODES, _histeq
-from ._files import equalize_files, load_image, save_image
+from ._files import clahe_files, equalize_files, load_image, save_image
 
 __version__: str = _histeq.__version__
 
-__all__ = ["equalize", "histogram", "clahe", "kernels", "equalize_files", "cuda_available",
+__all__ = ["equalize", "histogram", "clahe", "kernels", "equalize_files", "clahe_files",
+           "cuda_available",
            "load_image", "save_image", "MODES", "FORMULAS", "BACKENDS", "CHANNEL_ORDERS",
            "__version__"]
 
@@ -422,28 +423,7 @@ def _histogram16(image, d: Optional[_a.Dev], bins, kernel, mode, backend, batch)
 # clahe
 # ------------------------------------------------------------------------------------------
 
-def _clahe_args(clip_limit, tile_grid_size):
-    if isinstance(clip_limit, bool) or \
-            not isinstance(clip_limit, (int, float, _np.integer, _np.floating)):
-        raise TypeError(f"clip_limit: expected a number, got {type(clip_limit).__name__}")
-    clip = float(clip_limit)
-    if clip != clip or clip in (float("inf"), float("-inf")):
-        raise ValueError(f"clip_limit: must be finite, got {clip}")
-    grid = tile_grid_size
-    if isinstance(grid, (int, _np.integer)) and not isinstance(grid, bool):
-        grid = (grid, grid)
-    try:
-        items = list(grid) if not isinstance(grid, (str, bytes)) else None
-    except TypeError:
-        items = None
-    if items is None or len(items) != 2 or any(
-            isinstance(t, bool) or not isinstance(t, (int, _np.integer)) for t in items):
-        raise TypeError(f"tile_grid_size: expected (columns, rows) as two ints (a tuple, list or "
-                        f"array) or one int, got {tile_grid_size!r}")
-    tx, ty = int(items[0]), int(items[1])
-    if not (1 <= tx <= 1024 and 1 <= ty <= 1024):
-        raise ValueError(f"tile_grid_size: each count must be in 1..1024, got ({tx}, {ty})")
-    return clip, tx, ty
+_clahe_args = _a.clahe_args
 
 
 def _clahe_host(a: _np.ndarray, batch, mode, clip, tx, ty, backend, order):

@@ -10,7 +10,8 @@ from . import _arrays as _arrays
 from . import _files as _files
 
 __version__: str
-__all__ = ["equalize", "histogram", "clahe", "kernels", "equalize_files", "cuda_available",
+__all__ = ["equalize", "histogram", "clahe", "kernels", "equalize_files", "clahe_files",
+           "cuda_available",
            "load_image", "save_image", "MODES", "FORMULAS", "BACKENDS", "CHANNEL_ORDERS",
            "__version__"]
 MODES: Tuple[str, ...]
@@ -76,4 +77,15 @@ def equalize_files(inputs: Iterable[Union[str, "os.PathLike[str]"]],
                    png_level: Optional[int] = ..., subsampling: Union[str, int] = ...,
                    decoder: Literal["auto", "cpu", "gpu"] = ..., suffix: str = ...,
                    max_pixels: int = ...,
-                   errors: Literal["report", "raise"] = ...) -> List[Dict[str, Any]]: ...
+                   errors: Literal["report", "raise"] = ...,
+                   depth: Optional[Literal[8, 16]] = ...) -> List[Dict[str, Any]]: ...
+def clahe_files(inputs: Iterable[Union[str, "os.PathLike[str]"]],
+                output_dir: Union[str, "os.PathLike[str]"], clip_limit: float = ...,
+                tile_grid_size: _Grid = ..., *, mode: Optional[_Mode] = ...,
+                backend: _Backend = ..., format: Optional[str] = ..., recursive: bool = ...,
+                jobs: int = ..., max_inflight_mb: Optional[int] = ...,
+                devices: Optional[Sequence[int]] = ..., quality: int = ...,
+                png_level: Optional[int] = ..., subsampling: Union[str, int] = ...,
+                decoder: Literal["auto", "cpu"] = ..., suffix: str = ..., max_pixels: int = ...,
+                errors: Literal["report", "raise"] = ...,
+                depth: Optional[Literal[8, 16]] = ...) -> List[Dict[str, Any]]: ...

@@ -8,7 +8,7 @@ and nothing is allocated per call beyond the result and one small record (_Dev).
 from __future__ import annotations
 
 import sys as _sys
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as _np
 
@@ -379,3 +379,28 @@ def host_dtype(x) -> str:
     host_array names a wrong type)."""
     dt = str(getattr(x, "dtype", ""))
     return "uint16" if dt in ("uint16", "torch.uint16", ">u2", "<u2") else ""
+
+
+def clahe_args(clip_limit: Any, tile_grid_size: Any) -> Tuple[float, int, int]:
+    """clahe()'s checks of OpenCV's clipLimit and tileGridSize: (clip, columns, rows)."""
+    if isinstance(clip_limit, bool) or \
+            not isinstance(clip_limit, (int, float, _np.integer, _np.floating)):
+        raise TypeError(f"clip_limit: expected a number, got {type(clip_limit).__name__}")
+    clip = float(clip_limit)
+    if clip != clip or clip in (float("inf"), float("-inf")):
+        raise ValueError(f"clip_limit: must be finite, got {clip}")
+    grid = tile_grid_size
+    if isinstance(grid, (int, _np.integer)) and not isinstance(grid, bool):
+        grid = (grid, grid)
+    try:
+        items = list(grid) if not isinstance(grid, (str, bytes)) else None
+    except TypeError:
+        items = None
+    if items is None or len(items) != 2 or any(
+            isinstance(t, bool) or not isinstance(t, (int, _np.integer)) for t in items):
+        raise TypeError(f"tile_grid_size: expected (columns, rows) as two ints (a tuple, list or "
+                        f"array) or one int, got {tile_grid_size!r}")
+    tx, ty = int(items[0]), int(items[1])
+    if not (1 <= tx <= 1024 and 1 <= ty <= 1024):
+        raise ValueError(f"tile_grid_size: each count must be in 1..1024, got ({tx}, {ty})")
+    return clip, tx, ty

@@ -187,14 +187,13 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
                    devices: Optional[Sequence[int]] = None, quality: int = 95,
                    png_level: Optional[int] = None, subsampling: Union[str, int] = "420",
                    decoder: str = "auto", suffix: str = "", max_pixels: int = 1 << 28,
-                   errors: str = "report") -> List[Dict[str, Any]]:
+                   errors: str = "report", depth: Optional[int] = None) -> List[Dict[str, Any]]:
     """Equalizes image files into ``output_dir`` with the many-files executor — the engine of
     ``histeq equalize INPUT... -o FOLDER`` (include/histeq/executor.hpp): files are read,
     decoded, equalized (on the GPU with backend auto/cuda), encoded and written overlapping
     across files, and every output is byte-identical to the CLI's for the same inputs and
-    options — except 16-bit PNG/PGM inputs, which this executor reads at 8 bits (stb_image's
-    ``v >> 8``) and writes as 8-bit files, where the CLI keeps 16 bits: for those,
-    ``load_image(path, depth=None)``, ``equalize`` and ``save_image`` keep 16 bits (a known gap).
+    options. 16-bit PNG/PGM/PPM inputs stay 16-bit (as the CLI keeps them) unless ``depth=8``;
+    ``depth=16`` widens 8-bit inputs (``v * 257``). :func:`clahe_files` is the same for CLAHE.
 
     Outputs, as the CLI: a file input writes ``output_dir/<name>``; a folder input writes its
     image files (.png .jpg .jpeg .bmp .tga .gif .pnm .pgm .ppm; subfolders with ``recursive``,
@@ -220,6 +219,9 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
             a GPU runs, libjpeg-turbo on the CPU workers meanwhile), ``"gpu"`` (every JPEG waits
             for nvJPEG), ``"cpu"`` (libjpeg-turbo only).
         max_pixels: refuse images with more pixels (checked from the header).
+        depth: ``None`` (default): each file's own (8 or 16 bits per sample); ``8``: 16-bit
+            inputs narrowed (``round(v / 257)``); ``16``: 8-bit inputs widened. A 16-bit result
+            is written as 16-bit PNG/PGM/PPM: a JPEG/BMP/TGA output of one is a failed item.
         errors: ``"report"`` (default): a file that fails is a report with ``ok=False`` and its
             ``error``, the others run on; ``"raise"``: after the run (the other files are
             written), the first failure as load_image / save_image raise it: an ``OSError``
@@ -229,8 +231,9 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
 
     Returns:
         One dict per file, in input order (folders expanded): ``input output ok error width
-        height channels output_channels decoder encoder output_bytes mode backend kernel
-        device times`` (``times``: milliseconds per stage ``read decode upload equalize download
+        height channels output_channels decoder encoder output_bytes bit_depth route mode
+        backend kernel device times`` (``route``: ``"pixels"``, ``"jpeg-planes"`` or
+        ``"jpeg-device"``, where it ran) (``times``: milliseconds per stage ``read decode upload equalize download
         encode write``). ``error`` is None when ``ok``.
 
     Raises:
@@ -242,9 +245,43 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
 
     The call releases the GIL while the files run (other Python threads go on).
     """
+    return _batch("equalize", None, inputs, output_dir, mode, formula, kernel, backend, format,
+                  recursive, jobs, max_inflight_mb, devices, quality, png_level, subsampling,
+                  decoder, suffix, max_pixels, errors, depth)
+
+
+def clahe_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str, os.PathLike],
+                clip_limit: float = 40.0, tile_grid_size: Any = (8, 8), *,
+                mode: Optional[str] = None, backend: str = "auto", format: Optional[str] = None,
+                recursive: bool = False, jobs: int = 0, max_inflight_mb: Optional[int] = None,
+                devices: Optional[Sequence[int]] = None, quality: int = 95,
+                png_level: Optional[int] = None, subsampling: Union[str, int] = "420",
+                decoder: str = "auto", suffix: str = "", max_pixels: int = 1 << 28,
+                errors: str = "report", depth: Optional[int] = None) -> List[Dict[str, Any]]:
+    """CLAHE of image files into ``output_dir`` with the many-files executor: the engine of
+    ``histeq clahe INPUT... -o FOLDER``, byte for byte its outputs. ``clip_limit`` and
+    ``tile_grid_size`` as :func:`clahe` (OpenCV's names and defaults); every other argument as
+    :func:`equalize_files` (``decoder``: ``"auto"`` or ``"cpu"``, both libjpeg-turbo for CLAHE).
+    Returns and raises as :func:`equalize_files`."""
+    clip, tx, ty = _a.clahe_args(clip_limit, tile_grid_size)  # the checks of clahe()
+    if clip < 0:
+        raise ValueError(f"clip_limit: must be >= 0, got {clip}")
+    if decoder == "gpu":
+        raise ValueError("decoder: CLAHE decodes JPEGs with libjpeg-turbo ('auto' or 'cpu')")
+    return _batch("clahe", (clip, tx, ty), inputs, output_dir, mode, "opencv", "auto", backend,
+                  format, recursive, jobs, max_inflight_mb, devices, quality, png_level,
+                  subsampling, decoder, suffix, max_pixels, errors, depth)
+
+
+def _batch(operation, clahe, inputs, output_dir, mode, formula, kernel, backend, format,
+           recursive, jobs, max_inflight_mb, devices, quality, png_level, subsampling, decoder,
+           suffix, max_pixels, errors, depth) -> List[Dict[str, Any]]:
+    """The checks and the plan of equalize_files and clahe_files, then one executor run."""
     _a.check_options(mode, formula, kernel, backend, "rgb")
     if _is_path(inputs):
         raise TypeError("inputs: expected a list of paths, got a single path")
+    if depth not in (None, 8, 16) or isinstance(depth, bool):
+        raise ValueError(f"depth: None, 8 or 16, got {depth!r}")
     paths = [os.fsdecode(p) for p in inputs]
     quality, png_level, subsampling = _encode_options(quality, png_level, subsampling)
     jobs = _check_int("jobs", jobs, 0)
@@ -277,23 +314,13 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
     for d in sorted({os.path.dirname(o) for _, o, _ in items}):
         if d:
             os.makedirs(d, exist_ok=True)
-    reports = _run_files("equalize", items, mode, formula, kernel, backend, quality, png_level,
-                         subsampling, jobs, max_inflight_mb << 20, devs, max_pixels, decoder)
+    clip, tx, ty = clahe if clahe else (40.0, 8, 8)
+    reports, _fallback = _histeq.run_files(items, mode, formula, kernel, backend, quality,
+                                           png_level, subsampling, jobs, max_inflight_mb << 20,
+                                           devs, max_pixels, decoder, operation, clip, tx, ty,
+                                           depth or 0)
     if errors == "raise":
         for r in reports:
             if not r["ok"]:
                 raise _item_error(r)
-    return reports
-
-
-def _run_files(task, items, mode, formula, kernel, backend, quality, png_level, subsampling, jobs,
-               max_inflight_bytes, devices, max_pixels, decoder="auto") -> List[Dict[str, Any]]:
-    """One Executor run (GIL released) of `task` over items = [(input, output, format)]. The
-    task is the executor's (only "equalize" from Python so far: the executor's operations, CLAHE
-    and 16 bits, come here with their options when it takes them)."""
-    if task != "equalize":
-        raise ValueError(f"task: unknown {task!r}")
-    reports, _fallback = _histeq.run_files(items, mode, formula, kernel, backend, quality,
-                                           png_level, subsampling, jobs, max_inflight_bytes,
-                                           devices, max_pixels, decoder)
     return reports

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "binding_common.hpp"
+#include "histeq/clahe.hpp"
 #include "histeq/error.hpp"
 #include "histeq/executor.hpp"
 #include "histeq/image_io.hpp"
@@ -56,6 +57,8 @@ nb::dict report_dict(const histeq::ItemReport& r) {
   d["decoder"] = r.decoder;
   d["encoder"] = r.encoder;
   d["output_bytes"] = r.output_bytes;
+  d["bit_depth"] = r.bit_depth;
+  d["route"] = r.route;
   if (r.ok) {
     d["mode"] = histeq::to_string(r.equalize.mode);
   } else {
@@ -81,9 +84,21 @@ void bind_files(nb::module_& m) {
          std::optional<std::string> mode, std::string formula, std::string kernel,
          std::string backend, int quality, int png_level, std::string subsampling, int jobs,
          std::size_t max_inflight_bytes, std::vector<int> devices, std::uint64_t max_pixels,
-         std::string decoder) {
+         std::string decoder, std::string operation, double clip_limit, int tiles_x, int tiles_y,
+         int depth) {
         histeq::ExecutorOptions eo;
-        eo.op.kind = histeq::OpKind::equalize;
+        if (operation == "clahe") {
+          eo.op.kind = histeq::OpKind::clahe;
+          eo.op.clahe.clip_limit = clip_limit;
+          eo.op.clahe.tiles_x = tiles_x;
+          eo.op.clahe.tiles_y = tiles_y;
+          histeq::validate(eo.op.clahe);
+        } else if (operation != "equalize") {
+          throw histeq::UsageError("operation: 'equalize' or 'clahe', got '" + operation + "'");
+        }
+        if (depth != 0 && depth != 8 && depth != 16)
+          throw histeq::UsageError("depth: None, 8 or 16, got " + std::to_string(depth));
+        eo.op.depth = depth;
         if (mode) eo.op.equalize.mode = histeq::parse_mode(*mode);
         eo.op.equalize.formula = histeq::parse_formula(formula);
         eo.op.equalize.kernel = kernel;
@@ -116,5 +131,6 @@ void bind_files(nb::module_& m) {
       },
       "items"_a, "mode"_a.none(), "formula"_a, "kernel"_a, "backend"_a, "quality"_a, "png_level"_a,
       "subsampling"_a, "jobs"_a, "max_inflight_bytes"_a, "devices"_a, "max_pixels"_a,
-      "decoder"_a = "auto");
+      "decoder"_a = "auto", "operation"_a = "equalize", "clip_limit"_a = 40.0, "tiles_x"_a = 8,
+      "tiles_y"_a = 8, "depth"_a = 0);
 }

@@ -140,3 +140,61 @@ def test_outputs_identical_to_cli_batch(tmp_path, backend):
     assert names == sorted(os.path.basename(r["output"]) for r in reports)
     for n in names:
         assert (tmp_path / "py" / n).read_bytes() == (tmp_path / "cli" / n).read_bytes(), n
+
+
+def _sixteen_bit_files(folder):
+    """A 16-bit gray and a 16-bit RGB PNG, and an 8-bit one beside them."""
+    folder.mkdir()
+    g16 = (rng_image((37, 53), seed=3).astype(np.uint16) * 257 + 11).astype(np.uint16)
+    c16 = (rng_image((29, 41, 3), seed=4).astype(np.uint16) * 200).astype(np.uint16)
+    histeq.save_image(folder / "g16.png", g16)
+    histeq.save_image(folder / "c16.png", c16)
+    histeq.save_image(folder / "g8.png", rng_image((31, 43), seed=5))
+    return ["g16.png", "c16.png", "g8.png"]
+
+
+@pytest.mark.parametrize("operation", ["equalize", "clahe"])
+def test_the_batch_runs_the_clis_operations_and_keeps_16_bits(tmp_path, operation):
+    names = _sixteen_bit_files(tmp_path / "in")
+    if operation == "equalize":
+        reports = histeq.equalize_files([tmp_path / "in"], tmp_path / "py", backend="cpu")
+    else:
+        reports = histeq.clahe_files([tmp_path / "in"], tmp_path / "py", 3.0, (4, 3),
+                                     backend="cpu")
+    assert all(r["ok"] for r in reports), reports
+    depth = {os.path.basename(r["input"]): r["bit_depth"] for r in reports}
+    assert depth == {"g16.png": 16, "c16.png": 16, "g8.png": 8}
+    for n in names:  # each as the in-memory calls give it, at the file's own depth
+        img = histeq.load_image(tmp_path / "in" / n, depth=None)
+        if operation == "equalize":
+            want = histeq.equalize(img, backend="cpu")
+        else:
+            want = histeq.clahe(img, 3.0, (4, 3), backend="cpu")
+        got = histeq.load_image(tmp_path / "py" / n, depth=None)
+        assert got.dtype == want.dtype, n
+        np.testing.assert_array_equal(got, want, err_msg=n)
+    cli = _cli()
+    args = [cli, operation, str(tmp_path / "in"), "-o", str(tmp_path / "cli"), "--backend",
+            "cpu", "--quiet"]
+    if operation == "clahe":
+        args += ["--clip-limit", "3", "--tile-grid-size", "4x3"]
+    rc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert rc.returncode == 0, rc.stderr
+    for n in names:  # byte for byte the CLI's batch
+        assert (tmp_path / "py" / n).read_bytes() == (tmp_path / "cli" / n).read_bytes(), n
+
+
+def test_the_batch_depth_option(tmp_path):
+    _sixteen_bit_files(tmp_path / "in")
+    reports = histeq.equalize_files([tmp_path / "in"], tmp_path / "d8", backend="cpu", depth=8)
+    assert all(r["ok"] and r["bit_depth"] == 8 for r in reports), reports
+    assert histeq.load_image(tmp_path / "d8" / "g16.png", depth=None).dtype == np.uint8
+    reports = histeq.equalize_files([tmp_path / "in"], tmp_path / "jpg", backend="cpu",
+                                    format="jpg")
+    failed = {os.path.basename(r["input"]) for r in reports if not r["ok"]}
+    assert failed == {"g16.png", "c16.png"}  # 16 bits do not fit a JPEG: each file fails alone
+    assert all("16 bits" in r["error"] for r in reports if not r["ok"])
+    with pytest.raises(ValueError):
+        histeq.equalize_files([tmp_path / "in"], tmp_path / "x", depth=12)
+    with pytest.raises(ValueError):
+        histeq.clahe_files([tmp_path / "in"], tmp_path / "x", -1.0)
