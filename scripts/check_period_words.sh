@@ -4,7 +4,7 @@
 # each file:line (or path) that uses a word of the list below; .ci/run and the CTest entry
 # period_words run it.
 #
-#   scripts/check_period_words.sh [PATH...]     (default: the whole tracked tree, less EXCLUDED)
+#   scripts/check_period_words.sh [PATH...]     (default: the whole tracked tree)
 #
 # The words (case-insensitive): session(s) and "Nth session", sprint(s), work period(s),
 # period(s) of work, diary/diaries, journal, logbook, lab notebook, today, yesterday. Allowed:
@@ -17,18 +17,13 @@ cd "$ROOT" || exit 2
 
 WORDS='\bsessions?|\bsprints?\b|\bwork[ -]periods?\b|\bperiods? of work\b|\bdiar(y|ies)\b|\bjournal|\blogbooks?\b|\blab notebooks?\b|\btoday\b|\byesterday\b'
 ALLOWED='scope="session"'
-# Folders not checked yet (their comments are being reworded); empty this list to check them.
-EXCLUDED=(kernels/ src/ python/)
 
 if [ $# -gt 0 ]; then
   paths=("$@")
 else
   paths=(.)
 fi
-# The excluded folders as one pattern over the paths (git's exclude pathspecs are not used: with
-# a file named among the paths, git 2.39 drops it for some of them).
 skip='^scripts/check_period_words\.sh:'   # this file names the words
-for e in "${EXCLUDED[@]}"; do skip="$skip|^$e"; done
 
 # hits: "file:line:text" of every use in the files' text; names: the paths themselves.
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then

@@ -34,7 +34,7 @@ if [ "${1:-}" = "--pack" ]; then
   echo "$build" >"$bundle/build_dir"
   git rev-parse --short HEAD >"$bundle/commit" 2>/dev/null || echo unknown >"$bundle/commit"
   tar -cf - --exclude='*.o' --exclude="$build/Testing" --exclude="$build/package-test" \
-    --exclude="$build/ci-venv" "$build" | xz -9 -T2 >"$bundle/build.tar.xz"
+    --exclude="$build/*venv" "$build" | xz -9 -T2 >"$bundle/build.tar.xz"
   [ -d ../shared ] && tar -C .. -cf - shared | xz -9 -T2 >"$bundle/shared.tar.xz"
   tmp=$(mktemp -d)
   (cd "$tmp" && apt-get download libjpeg62-turbo libdeflate0 libspng0 libisal2 libjpeg-turbo-progs \
