@@ -1,0 +1,183 @@
+// executor_reader.cpp — the executor's reader (executor_run.hpp): the reading order, the
+// decision to start the device route (start_devices), and the reader thread, which reads each
+// file, plans it once (plan_item: format, size, depth, JPEG facts, route) and queues it for the
+// device route or the CPU workers within the byte budget.
+#include <algorithm>
+#include <cctype>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "executor_run.hpp"
+#include "histeq/image_io.hpp"
+#include "histeq/jpeg_codec.hpp"
+#include "jpeg_device.hpp"
+
+namespace histeq {
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+bool jpeg_ext(const std::string& low) { return low == ".jpg" || low == ".jpeg"; }
+
+/// The reading order: within windows of `win` consecutive items, the largest files first (a big
+/// image started last would finish alone after the others: longest job first).
+std::vector<std::size_t> reading_order(const std::vector<WorkItem>& items, std::size_t win) {
+  std::vector<std::size_t> order(items.size());
+  std::vector<std::uintmax_t> size(items.size(), 0);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    order[i] = i;
+    std::error_code ec;
+    const std::uintmax_t n = std::filesystem::file_size(items[i].input, ec);
+    size[i] = ec ? 0 : n;
+  }
+  win = std::max<std::size_t>(1, win);
+  for (std::size_t b = 0; b < order.size(); b += win) {
+    const auto e = order.begin() + std::ptrdiff_t(std::min(order.size(), b + win));
+    std::stable_sort(order.begin() + std::ptrdiff_t(b), e,
+                     [&](std::size_t x, std::size_t y) { return size[x] > size[y]; });
+  }
+  return order;
+}
+
+/// The output format of an item: --format, else the output's extension (lower case).
+std::string format_of(const WorkItem& w) {
+  if (!w.format.empty()) return lower(w.format[0] == '.' ? w.format : "." + w.format);
+  return lower(std::filesystem::path(w.output).extension().string());
+}
+
+/// Megapixels of the JPEG → JPEG inputs from their headers (the first 64 KiB of each), summed
+/// until `enough` is passed: whether a run is large enough for the device route to pay.
+double jpeg_megapixels_at_least(const std::vector<WorkItem>& items, double enough) {
+  double mp = 0;
+  std::vector<std::uint8_t> head(std::size_t(64) << 10);
+  for (const WorkItem& w : items) {
+    if (mp > enough) break;
+    if (!jpeg_ext(format_of(w)) || w.input == "-") continue;
+    const int fd = ::open(w.input.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) continue;
+    const ssize_t n = ::pread(fd, head.data(), head.size(), 0);
+    ::close(fd);
+    jpeg::Info info;
+    if (n > 0 && jpeg::read_header(head.data(), std::size_t(n), &info))
+      mp += double(info.width) * double(info.height) / 1e6;
+  }
+  return mp;
+}
+
+}  // namespace
+
+using detail::Clock;
+using detail::kCpuMpPerWorker;
+using detail::kDeviceBreakEvenS;
+using detail::Loaded;
+using detail::ms_since;
+
+/// Decides whether the device route runs and starts it on its own threads.
+void Executor::Run::start_devices() {
+  choice.cpu_planes = m.opt.codecs.empty() && m.opt.jpeg != JpegRoute::gpu &&
+                      m.opt.op.equalize.backend != Backend::cuda;
+  if (!m.device_possible) return;
+  if (!m.device_must) {
+    const double enough = kCpuMpPerWorker * m.jobs * kDeviceBreakEvenS;
+    const double mp = jpeg_megapixels_at_least(items, enough);
+    if (mp <= enough) {
+      sum.device_note = "not started: the JPEGs hold " + std::to_string(int(mp)) +
+                        " MP, which the CPU workers finish before the device would be ready";
+      return;
+    }
+  }
+  if (!m.dev) {
+    detail::JpegDevices::Options o;
+    o.devices = m.opt.devices;
+    o.equalize = m.opt.op.equalize;
+    o.encode = {m.opt.encode.quality, m.opt.encode.subsampling};
+    o.max_pixels = m.opt.max_pixels;
+    o.batch = m.opt.jpeg_batch;
+    o.slots = kJpegSlotsPerDevice;
+    Impl* impl = &m;
+    m.dev = std::make_unique<detail::JpegDevices>(o, [impl](detail::DeviceJob* j) {
+      if (Run* run = impl->current.load()) run->device_done(j);
+    });
+  }
+  dev = m.dev.get();
+  dev->set_feeding(true);
+  stats_before = dev->stats();
+  sum.device_started = true;
+  choice.device_planes = true;
+  choice.device_all_jpeg = m.device_must;
+}
+
+/// Reads the files in reading_order, plans each, and queues it for the device route or the CPU
+/// workers under the item and byte caps. A window no larger than half the report window cannot
+/// deadlock (at most the previous window's and this window's items wait for their report).
+void Executor::Run::reader_loop() {
+  for (std::size_t i : reading_order(items, max_items / 2)) {
+    auto it = std::make_unique<Loaded>();
+    it->index = i;
+    it->rep.index = i;
+    it->rep.input = items[i].input;
+    it->rep.output = items[i].output;
+    it->ext = m.opt.op.writes() ? format_of(items[i]) : std::string();
+    {  // a slot for the item (bounds the reports waiting for an earlier one)
+      std::unique_lock<std::mutex> lock(mu);
+      cv_budget.wait(lock, [&] { return inflight_items < max_items; });
+      ++inflight_items;
+    }
+    const auto t0 = Clock::now();
+    try {
+      it->bytes = read_image_file(items[i].input);
+      it->plan = plan_item(it->bytes.data(), it->bytes.size(), m.opt.op, it->ext, m.opt.encode,
+                           m.opt.max_pixels, choice);
+    } catch (const std::exception& e) {
+      it->rep.error = e.what();
+    }
+    it->rep.times.read_ms = ms_since(t0);
+    if (!it->rep.error.empty()) {
+      finish(std::move(it));
+      continue;
+    }
+    it->cost = it->plan.cost;
+    std::unique_lock<std::mutex> lock(mu);
+    cv_budget.wait(lock, [&] {
+      return inflight_bytes == 0 || inflight_bytes + it->cost <= m.opt.max_inflight_bytes;
+    });
+    inflight_bytes += it->cost;
+    sum.peak_inflight_bytes = std::max(sum.peak_inflight_bytes, inflight_bytes);
+    if (dev && it->plan.route == ItemRoute::jpeg_device) {
+      detail::DeviceJob& j = it->job;
+      j.bytes = &it->bytes;
+      j.name = items[i].input;
+      j.out_ext = it->ext;
+      j.planes = it->plan.device_planes && m.opt.op.equalize.kernel == "auto";
+      j.megapixels = it->plan.megapixels();
+      j.rep = &it->rep;
+      Loaded* raw = it.get();
+      on_device.emplace(raw, std::move(it));
+      lock.unlock();
+      dev->push(&raw->job);
+      cv_work.notify_all();
+      continue;
+    }
+    cpu_q.push_back(std::move(it));
+    cv_work.notify_one();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    reader_done = true;
+  }
+  cv_work.notify_all();
+  if (dev) dev->set_feeding(false);
+}
+
+}  // namespace histeq

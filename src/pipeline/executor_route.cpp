@@ -1,0 +1,171 @@
+// executor_route.cpp — where an item runs, between the executor's CPU workers and its device
+// route (executor_run.hpp): a job the device hands back (written, encoded on the CPU, run
+// another way, or failed), a queued device JPEG that a CPU worker takes back when it would
+// finish it sooner than the device would reach it (steal_pays), so the run never waits on the
+// device, and a JPEG whose stored planes a CPU worker decodes and hands to the device to
+// equalize and encode (split_to_device).
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "executor_run.hpp"
+#include "histeq/codec_names.hpp"
+#include "histeq/jpeg_codec.hpp"
+#include "jpeg_device.hpp"
+
+namespace histeq {
+
+using detail::Clock;
+using detail::kDeviceMpPerS;
+using detail::kDeviceReadyS;
+using detail::Loaded;
+using detail::ms_since;
+
+/// The item of a device job, taken back from on_device (under mu).
+Loaded* Executor::Run::take_back(detail::DeviceJob* job) {
+  for (auto& [raw, own] : on_device)
+    if (&raw->job == job) return raw;
+  return nullptr;
+}
+
+/// A device job came back (on a slot thread, or on the thread that pushed it to a failed route).
+void Executor::Run::device_done(detail::DeviceJob* job) {
+  std::unique_lock<std::mutex> lock(mu);
+  Loaded* raw = take_back(job);
+  if (!raw) return;
+  std::unique_ptr<Loaded> it = std::move(on_device[raw]);
+  on_device.erase(raw);
+  using S = detail::DeviceJob::Status;
+  const bool cpu_may = !m.device_must;
+  if (job->status == S::done && !job->encoded.empty()) {
+    if (it->rep.decoder != codec::kLibjpegTurboYcbcr)  // (planes a CPU worker decoded: its route)
+      it->rep.route = to_string(ItemRoute::jpeg_device);
+    write_q.push_back(it.release());
+    cv_write.notify_one();
+    return;
+  }
+  if (job->status == S::done) {  // pixels to encode on a CPU worker
+    it->rep.route = to_string(ItemRoute::jpeg_device);
+    it->encode_host = true;
+  } else if (job->status == S::declined && job->planes && m.device_must) {
+    // The hardware decoder declined it: the device still runs it, decoded another way.
+    job->planes = false;
+    on_device.emplace(raw, std::move(it));
+    lock.unlock();
+    dev->push(job);
+    return;
+  } else if (job->status == S::failed || (job->status == S::device_failed && !cpu_may)) {
+    it->rep.error = job->error;
+    lock.unlock();
+    finish(std::move(it));
+    return;
+  } else {  // declined, or the device failed and the CPU may take it: as the CPU would
+    job->host_planes.reset();
+    charge_cpu(*it);
+    it->rep = ItemReport{};
+    it->rep.index = it->index;
+    it->rep.input = items[it->index].input;
+    it->rep.output = items[it->index].output;
+  }
+  cpu_q.push_front(std::move(it));
+  cv_work.notify_one();
+}
+
+/// Whether a CPU worker taking this queued device item back finishes it sooner than the device
+/// would reach and finish it.
+bool Executor::Run::steal_pays(const Loaded& it) const {
+  if (m.device_must || !dev) return false;
+  const double mp = it.plan.megapixels();
+  const double cpu_s = mp / std::max(1.0, cpu_mp_per_worker.load());
+  double wait_s = 0;
+  switch (dev->state()) {
+    case detail::JpegDevices::State::failed: return true;
+    case detail::JpegDevices::State::starting:
+      wait_s = std::max(0.1, kDeviceReadyS - ms_since(t_run) / 1e3);
+      break;
+    case detail::JpegDevices::State::ready: break;
+  }
+  const double rate = dev->rate() > 0 ? dev->rate() : kDeviceMpPerS;
+  const double device_s = wait_s + dev->queued_megapixels() / rate;
+  return cpu_s < device_s;
+}
+
+/// The next item for a CPU worker (under mu): its own queue first, then a device item taken
+/// back when that pays; null when there is nothing to do now.
+std::unique_ptr<Loaded> Executor::Run::next_for_cpu(std::unique_lock<std::mutex>& lock) {
+  if (!cpu_q.empty()) {
+    std::unique_ptr<Loaded> it = std::move(cpu_q.front());
+    cpu_q.pop_front();
+    return it;
+  }
+  if (!dev || dev->queued() == 0) return nullptr;
+  lock.unlock();
+  detail::DeviceJob* j = dev->steal();
+  lock.lock();
+  if (!j) return nullptr;
+  Loaded* raw = take_back(j);
+  if (!raw) return nullptr;
+  if (!steal_pays(*raw)) {  // leave it to the device
+    lock.unlock();
+    dev->push(j);
+    lock.lock();
+    return nullptr;
+  }
+  std::unique_ptr<Loaded> it = std::move(on_device[raw]);
+  on_device.erase(raw);
+  charge_cpu(*it);
+  return it;
+}
+
+/// A colour JPEG → JPEG on the CPU's stored-planes route while the device route is ready and
+/// not behind: this worker decodes the stored planes and hands them to the device, which
+/// equalizes Y and encodes (nvJPEG's encoder, tens of times libjpeg-turbo's speed), so the CPU
+/// spends its time on the decode alone. True when the item went to the device.
+bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
+  if (!dev || !it->plan.cpu_planes || it->plan.route == ItemRoute::pixels ||
+      dev->state() != detail::JpegDevices::State::ready)
+    return false;
+  // Not when the device's queue would take longer than the encode this saves (about a fifth of
+  // what the CPU worker spends on the item).
+  const double rate = dev->rate() > 0 ? dev->rate() : kDeviceMpPerS;
+  const double cpu_s = it->plan.megapixels() / std::max(1.0, cpu_mp_per_worker.load());
+  if (dev->queued_megapixels() / rate > cpu_s / 5) return false;
+  take_slot();
+  std::shared_ptr<jpeg::Planes> planes;
+  const auto t0 = Clock::now();
+  try {
+    jpeg::DecodeOptions dec;
+    dec.max_pixels = m.opt.max_pixels;
+    planes = std::make_shared<jpeg::Planes>(
+        jpeg::decode_planes(it->bytes.data(), it->bytes.size(), it->rep.input, dec));
+  } catch (const std::exception&) {
+    planes.reset();  // the CPU route decodes it again and reports the error
+  }
+  give_slot();
+  if (!planes || planes->width == 0) return false;
+  ItemReport& rep = it->rep;
+  rep.times.decode_ms = ms_since(t0);
+  rep.width = planes->width;
+  rep.height = planes->height;
+  rep.channels = rep.output_channels = 3;
+  rep.decoder = codec::kLibjpegTurboYcbcr;
+  rep.route = to_string(ItemRoute::jpeg_planes);
+  detail::DeviceJob& j = it->job;
+  j.bytes = &it->bytes;
+  j.name = rep.input;
+  j.out_ext = it->ext;
+  j.megapixels = it->plan.megapixels();
+  j.rep = &rep;
+  j.host_planes = std::move(planes);
+  Loaded* raw = it.get();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    on_device.emplace(raw, std::move(it));
+  }
+  dev->push(&raw->job);
+  return true;
+}
+
+}  // namespace histeq

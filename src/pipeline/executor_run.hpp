@@ -1,0 +1,199 @@
+// executor_run.hpp — what the executor's files share (histeq/executor.hpp; docs/architecture.md,
+// "How a batch runs"): the router's assumed rates, one item on its way (Loaded), the pool of
+// device engines that CPU workers lease, the executor's state (Executor::Impl) and one run()
+// (Executor::Run: the reader, the CPU workers, the writers, the device route and the in-order
+// reports, and what they share). Where each part of a run lives:
+//   executor.cpp         the Executor's options and run(): threads, joins, the summary
+//   executor_reader.cpp  the reading order, the plan of each item, the reader thread, the
+//                        decision to start the device route
+//   executor_route.cpp   between the CPU workers and the device route: what comes back from the
+//                        device, when a CPU worker takes a device item back (steal_pays), when it
+//                        hands its decoded planes to the device (split_to_device)
+//   executor_cpu.cpp     the CPU workers: their loop, the CPU slots, one item run on a worker
+//   executor_output.cpp  the writers, an item finished, the reports in input order
+// Internal header of the pipeline room (not installed).
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "histeq/executor.hpp"
+#include "histeq/item.hpp"
+#include "image_engine.hpp"
+#include "jpeg_device.hpp"
+#include "support/cuda_check.hpp"
+
+namespace histeq {
+namespace detail {
+
+using Clock = std::chrono::steady_clock;
+inline double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+/// What the router assumes before it has measured (H200 machine, docs/benchmarks.md "JPEG on
+/// the device"): a CPU worker runs a photo's JPEG → JPEG luma route at about 50 MP/s; the
+/// device is ready about 0.9 s after it starts and then runs about 3,000 MP/s; with the context's
+/// teardown at exit, the device route pays once the CPU workers alone would need a second.
+constexpr double kCpuMpPerWorker = 50;
+constexpr double kDeviceMpPerS = 3000;
+constexpr double kDeviceReadyS = 0.9;
+constexpr double kDeviceBreakEvenS = 1.0;
+
+/// One item on its way.
+struct Loaded {
+  std::size_t index = 0;
+  std::vector<std::uint8_t> bytes;
+  std::size_t cost = 0;
+  ItemPlan plan;
+  ItemReport rep;
+  std::string ext;  ///< the output's format, lower case (empty for histograms)
+  detail::DeviceJob job;
+  bool encode_host = false;  ///< the device's pixels came back: encode job.host, then write
+};
+
+/// Device engines that CPU workers lease for the operation (the CUDA backend), made on first
+/// need, a few per device.
+class EnginePool {
+ public:
+  EnginePool(std::vector<int> devices, int per_device) : per_(std::max(1, per_device)) {
+    if (devices.empty()) {
+      int n = 0;
+      if (cudaGetDeviceCount(&n) != cudaSuccess) cudaGetLastError();
+      for (int d = 0; d < n; ++d) devices.push_back(d);
+    }
+    for (int d : devices) made_.emplace_back(d, 0);
+  }
+  struct Lease {
+    gpu::ImageEngine* engine = nullptr;
+    int device = 0;
+  };
+  /// An engine (made on its device when none is free and the device has room), waiting for one
+  /// when `wait`; else an empty lease.
+  Lease acquire(bool wait) {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (!free_.empty()) {
+        Lease l = free_.back();
+        free_.pop_back();
+        return l;
+      }
+      for (auto& [dev, n] : made_) {
+        if (n >= per_) continue;
+        ++n;
+        lock.unlock();
+        HISTEQ_CUDA_CHECK(cudaSetDevice(dev));
+        auto e = std::make_unique<gpu::ImageEngine>(nullptr, true);
+        Lease l{e.get(), dev};
+        lock.lock();
+        engines_.push_back(std::move(e));
+        return l;
+      }
+      if (!wait || made_.empty()) return {};
+      cv_.wait(lock);
+    }
+  }
+  void release(Lease l) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      free_.push_back(l);
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  int per_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::pair<int, int>> made_;  // device, engines made
+  std::vector<std::unique_ptr<gpu::ImageEngine>> engines_;
+  std::vector<Lease> free_;
+};
+
+}  // namespace detail
+
+struct Executor::Impl {
+  ExecutorOptions opt;
+  int jobs = 1;
+  ItemContext ctx;  ///< the per-item context (device: set per leased item)
+  /// The device route may run at all (nvJPEG built, backend not cpu, --decoder not cpu, 8-bit
+  /// equalize); `must`: it has to (--decoder gpu, or the CUDA backend).
+  bool device_possible = false, device_must = false;
+  bool use_engines = false;  ///< the operation's equalize / histogram on leased device engines
+  std::unique_ptr<detail::EnginePool> engines;
+  std::string fallback_why;  ///< why the CUDA backend found no device ("" when fine)
+  bool fallback_checked = false;
+  /// The device route, started by the first run that wants it and kept for the next ones; its
+  /// jobs come back to the run in progress.
+  std::unique_ptr<detail::JpegDevices> dev;
+  std::atomic<Run*> current{nullptr};
+};
+
+/// One run(): the reader, the CPU workers, the writers, the device route and the in-order
+/// reports, and what they share (under mu).
+struct Executor::Run {
+  Impl& m;
+  const std::vector<WorkItem>& items;
+  BatchSummary sum;
+  detail::Clock::time_point t_run = detail::Clock::now();
+  std::mutex mu;
+  std::condition_variable cv_budget, cv_work, cv_done, cv_write;
+  std::size_t inflight_bytes = 0, inflight_items = 0, max_items = 0;
+  int busy = 0, slots_free = 0;
+  std::deque<std::unique_ptr<detail::Loaded>> cpu_q;  ///< for the CPU workers
+  std::deque<detail::Loaded*> write_q;                ///< device outputs for the writers
+  std::map<detail::Loaded*, std::unique_ptr<detail::Loaded>> on_device;
+  std::map<std::size_t, std::unique_ptr<detail::Loaded>> finished;
+  bool reader_done = false, all_reported = false;
+  RouteChoice choice;
+  detail::JpegDevices* dev = nullptr;  ///< the device route when this run uses it (m.dev)
+  detail::JpegDevices::Stats stats_before;
+  std::atomic<double> cpu_mp_per_worker{detail::kCpuMpPerWorker};
+
+  Run(Impl& impl, const std::vector<WorkItem>& it) : m(impl), items(it) {
+    // Reports wait here until their turn (input order): a few hundred bytes each once their
+    // image is written. The reading-order window is half of this.
+    max_items = std::size_t(std::max(256, 16 * m.jobs));
+    sum.max_inflight_bytes = m.opt.max_inflight_bytes;
+    slots_free = m.jobs;
+  }
+
+  void start_devices();
+  void reader_loop();
+  void cpu_worker();
+  void writer();
+  void device_done(detail::DeviceJob* job);
+  std::exception_ptr report_loop(const std::function<void(const ItemReport&)>& on_done);
+  std::unique_ptr<detail::Loaded> next_for_cpu(std::unique_lock<std::mutex>& lock);
+  bool steal_pays(const detail::Loaded& it) const;
+  void process(detail::Loaded& it);
+  bool split_to_device(std::unique_ptr<detail::Loaded>& it);
+  void write_output(detail::Loaded& it, const std::vector<std::uint8_t>& bytes, bool holds_slot);
+  void finish(std::unique_ptr<detail::Loaded> it);
+  detail::Loaded* take_back(detail::DeviceJob* job);
+  /// A device item that the CPU runs after all holds what the CPU route holds (under mu).
+  void charge_cpu(detail::Loaded& it) {
+    if (it.plan.cpu_cost <= it.cost) return;
+    inflight_bytes += it.plan.cpu_cost - it.cost;
+    sum.peak_inflight_bytes = std::max(sum.peak_inflight_bytes, inflight_bytes);
+    it.cost = it.plan.cpu_cost;
+  }
+  void take_slot();
+  void give_slot();
+};
+
+}  // namespace histeq

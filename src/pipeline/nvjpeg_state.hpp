@@ -1,0 +1,78 @@
+// nvjpeg_state.hpp — what the nvJPEG files share (gpu::JpegCodec, histeq/nvjpeg_codec.hpp):
+// the status check, the alignment of the device slots, and the codec's state (JpegCodec::Impl:
+// handles, decode states, encoder states and params, device buffers reused across calls). It
+// includes nvjpeg.h, so only files compiled with nvJPEG (HISTEQ_HAVE_NVJPEG, set for them in
+// CMakeLists.txt) include it. Where the codec lives:
+//   nvjpeg_codec.cpp      what every build has (nvjpeg_takes, planes_candidate, and without
+//                         nvJPEG the calls that say so); the handles and the codec's state
+//   nvjpeg_decode.cpp     decode to pixels (per image: hardware batches, hybrid, libjpeg-turbo)
+//                         and to the stored planes (hardware batches)
+//   nvjpeg_encode.cpp     encode from pixels and from planes
+//   nvjpeg_on_device.cpp  one JPEG decoded, equalized and encoded on the device
+// Internal header of the pipeline room (not installed).
+#pragma once
+#include <cuda_runtime_api.h>
+#include <nvjpeg.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "histeq/nvjpeg_codec.hpp"
+#include "support/device_buffer.hpp"
+
+namespace histeq::gpu {
+namespace nvjpeg_detail {
+
+/// Throws Error naming the call and the status unless `s` is NVJPEG_STATUS_SUCCESS.
+void check(nvjpegStatus_t s, const char* what);
+
+constexpr std::size_t kAlign = 256;
+inline std::size_t align_up(std::size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+}  // namespace nvjpeg_detail
+
+struct JpegCodec::Impl {
+  cudaStream_t stream = nullptr;
+  JpegCodecOptions opt;
+  // Handles: shared (made by make_jpeg_handles, owned there) or created on first use and owned
+  // here. hw_tried: creation attempted (it fails without a JPEG engine).
+  std::shared_ptr<JpegHandles> shared;
+  nvjpegHandle_t hw = nullptr, def = nullptr;
+  nvjpegJpegState_t hw_state = nullptr, def_state = nullptr;
+  nvjpegJpegStream_t hw_stream = nullptr;
+  bool hw_tried = false;
+  int hw_batch = 0;
+  nvjpegOutputFormat_t hw_format = NVJPEG_OUTPUT_FORMAT_MAX;
+  nvjpegEncoderState_t enc_state = nullptr;
+  nvjpegEncoderParams_t enc_params = nullptr;
+  DeviceBuffer<std::uint8_t> out;               // decoded images, one slot each, reused
+  DeviceBuffer<std::uint8_t> staging;           // encode(Image): the uploaded pixels
+  DeviceBuffer<std::uint8_t> planes_out;        // decode_planes: the planes of a batch, reused
+  DeviceBuffer<std::uint8_t> chroma;            // encode_planes: chroma averaged down, reused
+  std::vector<nvjpegEncoderState_t> plane_enc;  // encode_planes: one state per image of a call
+  nvjpegEncoderParams_t css_params[4] = {};     // encode_planes: 4:4:4, 4:2:2, 4:2:0, gray
+  int css_quality = -1;                         // the quality css_params hold
+  unsigned hw_flags = 0, def_flags = 0;
+  nvjpegHandle_t enc = nullptr;  // the handle enc_state was made with
+  int pre_w = 0, pre_h = 0;      // the largest image size the state's buffers are sized for
+
+  // Handles and states, made on first need (nvjpeg_codec.cpp).
+  ~Impl();
+  bool ensure_hw();
+  void ensure_default();
+  void ensure_encoder();
+  // Decoding (nvjpeg_decode.cpp).
+  bool hw_supports(const JpegInput& in);
+  bool hw_decode(const std::vector<const JpegInput*>& ins, std::vector<DeviceImage*>& outs,
+                 nvjpegOutputFormat_t fmt);
+  bool hw_decode_raw(const std::vector<const JpegInput*>& ins, std::vector<nvjpegImage_t>& dst,
+                     nvjpegOutputFormat_t fmt, int max_w, int max_h);
+  bool hybrid_decode(const JpegInput& in, DeviceImage& o);
+  Image cpu_decode(const JpegInput& in, DeviceImage& o);
+  // Encoding (nvjpeg_encode.cpp).
+  nvjpegEncoderParams_t params_for(int k, int quality);
+};
+
+}  // namespace histeq::gpu
