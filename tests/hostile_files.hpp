@@ -481,7 +481,7 @@ inline std::vector<Case> cases() {
     bad("png16-idat-zlib-cut.png", "16-bit PNG", png(2, 2, 16, 0, nullptr, z), "PNG");
   }
 
-  // JPEG (libjpeg-turbo and histeq's structure checks, decode_checks.cpp, report these; stb
+  // JPEG (libjpeg-turbo and histeq's structure checks, decode_checks_jpeg.cpp, report these; stb
   // 2.27 does not). "SOS": libjpeg's "missing SOS marker" (CPU decode) and the structure
   // check's "no scan (SOS marker)" (read_info, the nvJPEG route's gate).
   bad("jpeg-no-scan.jpg", "JPEG without a scan", jpeg(8, 8, 1, 0, true), "SOS");

@@ -39,7 +39,7 @@ namespace {
 
 // stb_image 2.27 decoded the hostile JPEGs from zero fill or uninitialized tables; the
 // libjpeg-turbo decoder (issue 17, src/io/jpeg_codec.cpp) refuses them, with histeq's structure
-// checks (decode_checks.cpp) before it.
+// checks (decode_checks_jpeg.cpp) before it.
 constexpr bool kJpegDecoderChecks = true;
 
 bool is_pnm_name(const std::string& name) {

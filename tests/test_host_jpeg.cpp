@@ -328,7 +328,7 @@ TEST(JpegErrors, MutationsAndTruncationsNeverCrash) {
   EXPECT_GT(refused, 0);
 }
 
-// ---- structure checks before decoding (decode_checks.cpp: jpeg_structure_problem) ----
+// ---- structure checks before decoding (decode_checks_jpeg.cpp: jpeg_structure_problem) ----
 
 /// The reason jpeg::read_info gives (the nvJPEG route's gate), or "" when it passes.
 std::string read_info_error(const Bytes& j, const std::string& name) {

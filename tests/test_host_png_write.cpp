@@ -1,4 +1,4 @@
-// test_host_png_write.cpp — histeq's own 8-bit PNG writer (image_io.cpp, write_png8 behind
+// test_host_png_write.cpp — histeq's own 8-bit PNG writer (png_write.cpp, write_png8 behind
 // encode_image(".png")) against what it replaced: stb_image_write 1.16's stbi_write_png_to_func
 // with stbi_write_force_png_filter = 4, its STBIW_ZLIB_COMPRESS hook on libdeflate's zlib
 // compressor at the same level and STBIW_CRC32 on libdeflate_crc32, then png::insert_iccp. The

@@ -119,7 +119,7 @@ Image16 decode_png16(const std::uint8_t* data, std::size_t size, const std::stri
 }
 
 /// Binary PGM/PPM at 16 bits: the header and samples read by the 8-bit decoder's own functions
-/// (decode_checks.cpp), so that both refuse the same files (maxval 0 or over 65535, data
+/// (pnm_read.cpp), so that both refuse the same files (maxval 0 or over 65535, data
 /// shorter than the header promises, a sample above maxval) with the same reasons.
 Image16 decode_pnm16(const std::uint8_t* d, std::size_t n, const std::string& name,
                      std::uint64_t max_pixels) {

@@ -1,4 +1,4 @@
-// io/pnm_write.hpp — what histeq's two binary PGM/PPM writers share (8-bit in image_io.cpp,
+// io/pnm_write.hpp — what histeq's two binary PGM/PPM writers share (8-bit in image_encode.cpp,
 // 16-bit in png16.cpp): which Netpbm type an output extension takes for an image's channels.
 // Room io (docs/architecture.md): private to the room.
 #pragma once

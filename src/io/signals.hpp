@@ -1,4 +1,4 @@
-// signals.hpp — for threads of histeq's own that never write an output file (image_io.cpp).
+// signals.hpp — for threads of histeq's own that never write an output file (atomic_write.cpp).
 // Internal header of histeq_host.
 #pragma once
 

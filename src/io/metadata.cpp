@@ -1,0 +1,283 @@
+// metadata.cpp — the metadata histeq carries from input to output: EXIF orientation (the
+// Orientation entry of IFD0, read and rewritten; apply_orientation turns the pixels), ICC
+// profiles (which images a profile fits; the APP1 and APP2 segments insert_metadata adds to
+// encoded JPEG bytes) and a PNG's ICC profile (its iCCP chunk, read and inserted with
+// libdeflate).
+#include "histeq/jpeg_codec.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <libdeflate.h>
+
+#include "histeq/error.hpp"
+#include "io/jpeg_internal.hpp"
+
+namespace histeq::jpeg {
+using internal::kExifPrefix;
+
+namespace {
+
+// ---- EXIF TIFF walking ----
+
+bool has_exif_prefix(const std::vector<std::uint8_t>& e) {
+  return e.size() >= kExifPrefix + 8 && std::memcmp(e.data(), "Exif\0\0", kExifPrefix) == 0;
+}
+
+/// Offset (within `e`) of the Orientation entry's 2-byte value in IFD0, or 0 when there is none.
+std::size_t orientation_offset(const std::vector<std::uint8_t>& e, bool* little) {
+  if (!has_exif_prefix(e)) return 0;
+  const std::uint8_t* t = e.data() + kExifPrefix;
+  const std::size_t n = e.size() - kExifPrefix;
+  if (t[0] == 'I' && t[1] == 'I')
+    *little = true;
+  else if (t[0] == 'M' && t[1] == 'M')
+    *little = false;
+  else
+    return 0;
+  auto u16 = [&](std::size_t o) -> unsigned {
+    return *little ? unsigned(t[o]) | unsigned(t[o + 1]) << 8
+                   : unsigned(t[o]) << 8 | unsigned(t[o + 1]);
+  };
+  auto u32 = [&](std::size_t o) -> std::uint32_t {
+    return *little ? std::uint32_t(u16(o)) | std::uint32_t(u16(o + 2)) << 16
+                   : std::uint32_t(u16(o)) << 16 | std::uint32_t(u16(o + 2));
+  };
+  if (u16(2) != 42) return 0;
+  const std::uint64_t ifd = u32(4);
+  if (ifd + 2 > n) return 0;
+  const unsigned count = u16(std::size_t(ifd));
+  for (unsigned i = 0; i < count; ++i) {
+    const std::uint64_t ent = ifd + 2 + std::uint64_t(i) * 12;
+    if (ent + 12 > n) return 0;
+    if (u16(std::size_t(ent)) == 0x0112) {
+      if (u16(std::size_t(ent) + 2) != 3 || u32(std::size_t(ent) + 4) != 1) return 0;  // SHORT, 1
+      return kExifPrefix + std::size_t(ent) + 8;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int exif_orientation(const std::vector<std::uint8_t>& exif) {
+  bool little = false;
+  const std::size_t o = orientation_offset(exif, &little);
+  if (o == 0) return 0;
+  const unsigned v = little ? unsigned(exif[o]) | unsigned(exif[o + 1]) << 8
+                            : unsigned(exif[o]) << 8 | unsigned(exif[o + 1]);
+  return v >= 1 && v <= 8 ? int(v) : 0;
+}
+
+bool set_exif_orientation(std::vector<std::uint8_t>& exif, int orientation) {
+  bool little = false;
+  const std::size_t o = orientation_offset(exif, &little);
+  if (o == 0) return false;
+  const auto v = static_cast<unsigned>(orientation);
+  exif[o] = static_cast<std::uint8_t>(little ? v & 0xFF : v >> 8);
+  exif[o + 1] = static_cast<std::uint8_t>(little ? v >> 8 : v & 0xFF);
+  return true;
+}
+
+Image apply_orientation(const Image& img, int orientation) {
+  if (orientation < 2 || orientation > 8) return img;
+  const int w = img.width, h = img.height, c = img.channels;
+  const bool swap = orientation >= 5;
+  Image out;
+  out.width = swap ? h : w;
+  out.height = swap ? w : h;
+  out.channels = c;
+  out.exif = img.exif;
+  out.icc = img.icc;
+  out.pixels.resize(img.byte_count());
+  for (int y = 0; y < out.height; ++y) {
+    for (int x = 0; x < out.width; ++x) {
+      int sx = x, sy = y;  // the stored pixel shown at (x, y)
+      switch (orientation) {
+        case 2:
+          sx = w - 1 - x;
+          sy = y;
+          break;
+        case 3:
+          sx = w - 1 - x;
+          sy = h - 1 - y;
+          break;
+        case 4:
+          sx = x;
+          sy = h - 1 - y;
+          break;
+        case 5:
+          sx = y;
+          sy = x;
+          break;
+        case 6:
+          sx = y;
+          sy = h - 1 - x;
+          break;
+        case 7:
+          sx = w - 1 - y;
+          sy = h - 1 - x;
+          break;
+        case 8:
+          sx = w - 1 - y;
+          sy = x;
+          break;
+      }
+      std::memcpy(&out.pixels[(std::size_t(y) * out.width + x) * c],
+                  &img.pixels[(std::size_t(sy) * w + sx) * c], std::size_t(c));
+    }
+  }
+  return out;
+}
+
+std::string icc_color_space(const std::vector<std::uint8_t>& icc) {
+  if (icc.size() < 20) return "";
+  return std::string(reinterpret_cast<const char*>(icc.data() + 16), 4);
+}
+
+bool icc_fits(const std::vector<std::uint8_t>& icc, int channels) {
+  const std::string cs = icc_color_space(icc);
+  if (channels <= 2) return cs == "GRAY";
+  return cs == "RGB ";
+}
+
+void insert_metadata(std::vector<std::uint8_t>& jpg, const std::vector<std::uint8_t>& exif,
+                     const std::vector<std::uint8_t>& icc, int channels) {
+  if (jpg.size() < 4 || jpg[0] != 0xFF || jpg[1] != 0xD8)
+    throw Error("cannot add JPEG metadata: the encoded bytes do not start with SOI");
+  std::vector<std::uint8_t> seg;
+  auto add = [&](std::uint8_t marker, const std::uint8_t* head, std::size_t head_len,
+                 const std::uint8_t* body, std::size_t body_len) {
+    const std::size_t len = 2 + head_len + body_len;
+    seg.insert(seg.end(), {0xFF, marker, std::uint8_t(len >> 8), std::uint8_t(len & 0xFF)});
+    seg.insert(seg.end(), head, head + head_len);
+    seg.insert(seg.end(), body, body + body_len);
+  };
+  if (!exif.empty() && exif.size() <= 65533) add(0xE1, nullptr, 0, exif.data(), exif.size());
+  if (!icc.empty() && icc_fits(icc, channels)) {
+    constexpr std::size_t kChunk = 65519;  // 65533 - 14 bytes of "ICC_PROFILE\0" + seq + count
+    const std::size_t n = (icc.size() + kChunk - 1) / kChunk;
+    if (n <= 255) {
+      for (std::size_t i = 0; i < n; ++i) {
+        std::uint8_t head[14] = {'I',
+                                 'C',
+                                 'C',
+                                 '_',
+                                 'P',
+                                 'R',
+                                 'O',
+                                 'F',
+                                 'I',
+                                 'L',
+                                 'E',
+                                 0,
+                                 std::uint8_t(i + 1),
+                                 std::uint8_t(n)};
+        const std::size_t off = i * kChunk;
+        add(0xE2, head, sizeof head, icc.data() + off, std::min(kChunk, icc.size() - off));
+      }
+    }
+  }
+  if (seg.empty()) return;
+  std::size_t at = 2;  // after SOI, and after a JFIF APP0 right behind it
+  if (jpg.size() >= 6 && jpg[2] == 0xFF && jpg[3] == 0xE0) {
+    const std::size_t len = std::size_t(jpg[4]) << 8 | jpg[5];
+    if (2 + 2 + len <= jpg.size()) at = 4 + len;
+  }
+  jpg.insert(jpg.begin() + long(at), seg.begin(), seg.end());
+}
+
+}  // namespace histeq::jpeg
+
+// ---- PNG iCCP ----
+namespace histeq::png {
+namespace {
+
+const std::uint8_t kSig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+
+std::uint32_t be32(const std::uint8_t* p) {
+  return std::uint32_t(p[0]) << 24 | std::uint32_t(p[1]) << 16 | std::uint32_t(p[2]) << 8 | p[3];
+}
+void put_be32(std::uint8_t* p, std::uint32_t v) {
+  p[0] = std::uint8_t(v >> 24);
+  p[1] = std::uint8_t(v >> 16);
+  p[2] = std::uint8_t(v >> 8);
+  p[3] = std::uint8_t(v);
+}
+
+// Most bytes an inflated ICC profile may have (real ones are 0.5 KB .. a few MB).
+constexpr std::size_t kMaxIcc = std::size_t(64) << 20;
+
+}  // namespace
+
+std::vector<std::uint8_t> read_iccp(const std::uint8_t* d, std::size_t n) {
+  if (n < 8 || std::memcmp(d, kSig, 8) != 0) return {};
+  std::size_t pos = 8;
+  while (pos + 12 <= n) {
+    const std::uint64_t len = be32(d + pos);
+    if (len + 12 > n - pos) return {};
+    const std::uint8_t* type = d + pos + 4;
+    if (std::memcmp(type, "IDAT", 4) == 0 || std::memcmp(type, "IEND", 4) == 0) return {};
+    if (std::memcmp(type, "iCCP", 4) == 0) {
+      const std::uint8_t* p = d + pos + 8;
+      const std::size_t l = std::size_t(len);
+      const void* nul = std::memchr(p, 0, std::min<std::size_t>(l, 80));
+      if (!nul) return {};
+      const std::size_t name_len = std::size_t(static_cast<const std::uint8_t*>(nul) - p);
+      if (name_len + 2 > l || p[name_len + 1] != 0) return {};  // compression method 0 only
+      const std::uint8_t* z = p + name_len + 2;
+      const std::size_t zlen = l - name_len - 2;
+      std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> dec(
+          libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
+      if (!dec) return {};
+      for (std::size_t cap = std::max<std::size_t>(4096, zlen * 4); cap <= kMaxIcc; cap *= 2) {
+        std::vector<std::uint8_t> out(cap);
+        std::size_t got = 0;
+        const libdeflate_result r =
+            libdeflate_zlib_decompress(dec.get(), z, zlen, out.data(), out.size(), &got);
+        if (r == LIBDEFLATE_SUCCESS) {
+          out.resize(got);
+          return out;
+        }
+        if (r != LIBDEFLATE_INSUFFICIENT_SPACE) return {};
+      }
+      return {};
+    }
+    pos += 12 + std::size_t(len);
+  }
+  return {};
+}
+
+void insert_iccp(std::vector<std::uint8_t>& png, const std::vector<std::uint8_t>& icc) {
+  if (icc.empty()) return;
+  if (png.size() < 33 || std::memcmp(png.data(), kSig, 8) != 0 ||
+      std::memcmp(png.data() + 12, "IHDR", 4) != 0 || be32(png.data() + 8) != 13)
+    throw Error("cannot add an ICC profile: the encoded bytes are not a PNG starting with IHDR");
+  std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)> comp(
+      libdeflate_alloc_compressor(9), libdeflate_free_compressor);
+  if (!comp) throw Error("cannot add an ICC profile: out of memory (libdeflate)");
+  static const char kName[] = "ICC Profile";
+  std::vector<std::uint8_t> chunk(8 + sizeof kName + 1);  // length, type, name, NUL, method
+  std::memcpy(chunk.data() + 4, "iCCP", 4);
+  std::memcpy(chunk.data() + 8, kName, sizeof kName);  // includes the NUL
+  chunk[8 + sizeof kName] = 0;                         // compression method: zlib
+  const std::size_t bound = libdeflate_zlib_compress_bound(comp.get(), icc.size());
+  const std::size_t head = chunk.size();
+  chunk.resize(head + bound);
+  const std::size_t z =
+      libdeflate_zlib_compress(comp.get(), icc.data(), icc.size(), chunk.data() + head, bound);
+  if (z == 0) throw Error("cannot add an ICC profile: compression failed");
+  chunk.resize(head + z);
+  put_be32(chunk.data(), std::uint32_t(chunk.size() - 8));
+  const std::uint32_t crc = std::uint32_t(libdeflate_crc32(0, chunk.data() + 4, chunk.size() - 4));
+  chunk.resize(chunk.size() + 4);
+  put_be32(chunk.data() + chunk.size() - 4, crc);
+  png.insert(png.begin() + 33, chunk.begin(), chunk.end());  // after signature (8) + IHDR (25)
+}
+
+}  // namespace histeq::png
