@@ -68,8 +68,9 @@ void* histeq_stbi_realloc_zeroed(void* p, std::size_t old_size, std::size_t new_
 // (tests/fuzz/, docs/reliability.md).
 // JPEG is not among them: libjpeg-turbo decodes every JPEG (jpeg_codec.hpp). stb's JPEG
 // decoder stayed reachable for files libjpeg's dispatch does not claim (fill bytes before the
-// SOI), and it decodes a JPEG without scans or Huffman tables from zero-filled buffers (issue 12,
-// hostile-jpeg-fill-bytes-before-soi.jpg); without it such a file is "unknown image type".
+// SOI), and it decodes a JPEG without scans or Huffman tables from zero-filled buffers
+// (tests/fuzz/crashes/decode/hostile-jpeg-fill-bytes-before-soi.jpg); without it such a file is
+// "unknown image type".
 #define STBI_ONLY_PNG
 #define STBI_ONLY_BMP
 #define STBI_ONLY_TGA
