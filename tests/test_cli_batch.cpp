@@ -200,6 +200,24 @@ TEST_F(Batch, CollisionsAreUsageErrorsBeforeAnyWork) {
   EXPECT_FALSE(fs::exists(p("out")));
 }
 
+TEST_F(Batch, AMissingFolderIsNamedAndTheOtherInputsRun) {
+  // A path that does not exist and is named as no image file is a mistyped folder (the library's
+  // plan, histeq/inputs.hpp, as Python's equalize_files): it stopped the batch with "cannot write
+  // 'photso' in its own format (no extension; ...)", exit 2, a cause that was not the cause.
+  const std::string named = "no such folder (or file): '" + p("photso").string() + "'";
+  Result r = run("equalize " + q("photso") + " " + q("in/moon.png") + " -o " + q("out") +
+                 " --backend cpu");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("histeq: error: " + named), std::string::npos) << r;
+  EXPECT_NE(r.err.find("2 files"), std::string::npos) << r;
+  EXPECT_EQ(files_under("out"), (std::vector<std::string>{"moon.png"}));
+  // Nothing else to do: the run's error, before any folder is made.
+  r = run("equalize " + q("photso") + " " + q("photso2") + " -o " + q("none") + " --backend cpu");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find(named), std::string::npos) << r;
+  EXPECT_FALSE(fs::exists(p("none")));
+}
+
 TEST_F(Batch, InputFormatWeCannotWriteAsksForFormat) {
   // A GIF: read, but not written by histeq (the plan looks at the name only: no work is done).
   write_bytes(p("in/still.gif"), {'G', 'I', 'F', '8', '9', 'a'});

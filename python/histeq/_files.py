@@ -12,8 +12,6 @@ import numpy as _np
 from . import _arrays as _a
 from ._arrays import _histeq
 
-_WRITABLE = (".png", ".jpg", ".jpeg", ".bmp", ".tga", ".pgm", ".ppm", ".pnm")
-_READABLE = (".png", ".jpg", ".jpeg", ".bmp", ".tga", ".gif", ".pnm", ".pgm", ".ppm")
 _FORMATS = {"png": ".png", "jpg": ".jpg", "jpeg": ".jpg", "bmp": ".bmp", "tga": ".tga",
             "pgm": ".pgm", "ppm": ".ppm", "pnm": ".pnm"}
 
@@ -81,40 +79,6 @@ def save_image(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
     _histeq.save_image(a, h, w, c, path, int(quality))
 
 
-def _collect_inputs(inputs: List[str], recursive: bool) -> List[tuple]:
-    """(input, output path relative to the output folder) per file, as the CLI's batch: a file
-    as itself (its name); a folder's image files by extension, sorted by path, with their path
-    under the folder (subfolders with ``recursive``). A path that does not exist and is not
-    named as an image file (a missing folder) is a FileNotFoundError."""
-    out = []
-    for inp in inputs:
-        if os.path.isdir(inp):
-            found = []
-            if recursive:
-                for root, _dirs, files in os.walk(inp):
-                    for f in files:
-                        p = os.path.join(root, f)
-                        if os.path.splitext(f)[1].lower() in _READABLE and os.path.isfile(p):
-                            found.append((p, os.path.relpath(p, inp)))
-            else:
-                try:
-                    entries = list(os.scandir(inp))
-                except OSError as err:
-                    raise OSError(err.errno, f"inputs: cannot list the folder: {err.strerror}",
-                                  inp) from None
-                for entry in entries:
-                    if os.path.splitext(entry.name)[1].lower() in _READABLE and entry.is_file():
-                        found.append((os.path.join(inp, entry.name), entry.name))
-            found.sort(key=lambda t: t[0])
-            out.extend(found)
-        elif not os.path.lexists(inp) and \
-                os.path.splitext(inp.rstrip(os.sep))[1].lower() not in _READABLE:
-            raise FileNotFoundError(errno.ENOENT, "inputs: no such folder (or file)", inp)
-        else:
-            out.append((inp, os.path.basename(inp)))
-    return out
-
-
 def _check_int(name: str, value: Any, low: int, high: Optional[int] = None) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, _np.integer)) or value < low or \
             (high is not None and value > high):
@@ -159,25 +123,22 @@ def _encode_options(quality, png_level, subsampling):
     return quality, png_level, subsampling
 
 
-def _plan(inputs: List[str], out_dir: str, fmt: Optional[str], suffix: str,
-          recursive: bool) -> List[Tuple[str, str, str]]:
-    """(input, output, format) per file, with the CLI's names; raises on collisions."""
-    items = []
-    seen: Dict[str, str] = {}
-    for inp, rel in _collect_inputs(inputs, recursive):
-        stem, e = os.path.splitext(rel)
-        if fmt is not None:
-            e = fmt
-        elif e.lower() not in _WRITABLE:
-            raise ValueError(f"format: cannot write {inp!r} in its own format "
-                             f"({e or 'no extension'}; histeq writes png, jpg, bmp, tga, pgm, "
-                             f"ppm, pnm): pass format='png' (or jpg, bmp, tga)")
-        out = os.path.normpath(os.path.join(out_dir, stem + suffix + e))
-        if out in seen:
-            raise ValueError(f"inputs: {seen[out]!r} and {inp!r} would both write {out!r}")
-        seen[out] = inp
-        items.append((inp, out, fmt or ""))
-    return items
+def _unlisted_report(path: str, message: str) -> Dict[str, Any]:
+    """The report of an input that could not be listed (a folder, an entry whose type cannot be
+    read, a missing folder): a failed item, as the CLI's --json line for it."""
+    return {"input": path, "output": "", "ok": False, "error": message, "width": 0, "height": 0,
+            "channels": 0, "output_channels": 0, "decoder": "", "encoder": "",
+            "output_bytes": 0, "bit_depth": 8, "route": "", "mode": None, "backend": "",
+            "kernel": "", "device": "",
+            "times": dict.fromkeys(("read", "decode", "upload", "equalize", "download", "encode",
+                                    "write"), 0.0)}
+
+
+def _unlisted_error(unlisted: Tuple[str, str, int]) -> OSError:
+    """An input that could not be listed as an OSError: its errno picks the subclass
+    (FileNotFoundError for a missing folder, PermissionError, ...)."""
+    path, message, code = unlisted
+    return OSError(code, message, path)
 
 
 def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str, os.PathLike],
@@ -199,7 +160,12 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
     image files (.png .jpg .jpeg .bmp .tga .gif .pnm .pgm .ppm; subfolders with ``recursive``,
     keeping their relative paths); ``format`` replaces every output's extension, otherwise each
     file keeps its own (ValueError for an input histeq cannot write back: pass ``format``).
-    ``suffix`` (Python only) goes before the extension: ``a.png`` → ``a-eq.png``.
+    ``suffix`` (Python only) goes before the extension: ``a.png`` → ``a-eq.png``. The library
+    plans the files and names for both (include/histeq/inputs.hpp): with ``recursive`` the walk
+    does not enter ``output_dir`` when it lies inside a folder input (a second run does not take
+    the first run's outputs as inputs); a folder that cannot be listed, and an input that does not
+    exist and is not named as an image file (a missing folder), is a failed report named before
+    the files, and the other files run (an ``OSError`` when there is nothing else to do).
 
     Args:
         inputs: files and folders (a list; a single path is a TypeError).
@@ -240,8 +206,9 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
         TypeError: ``inputs`` is a single path. ValueError: bad options, an input that cannot
         be written back without ``format``, two inputs that would write the same output.
         FileNotFoundError: an input that does not exist and is not named as an image file (a
-        missing folder). OSError: a folder that cannot be listed. With ``errors="raise"``: the
-        first failed file (see ``errors``).
+        missing folder), OSError: a folder that cannot be listed, when no other file is to be
+        done (else a failed report). With ``errors="raise"``: the first failed input (see
+        ``errors``).
 
     The call releases the GIL while the files run (other Python threads go on).
     """
@@ -308,8 +275,12 @@ def _batch(operation, clahe, inputs, output_dir, mode, formula, kernel, backend,
         fmt = _FORMATS[key]
     if backend == "cuda":
         _a.require_cuda("backend='cuda'")
-    items = _plan(paths, os.fsdecode(output_dir), fmt, suffix, bool(recursive))
+    # The library's plan, the CLI's: the same files, names and collisions (histeq/inputs.hpp).
+    items, unlisted = _histeq.plan_files(paths, os.fsdecode(output_dir), fmt or "", suffix,
+                                         bool(recursive))
     if not items:
+        if unlisted:  # nothing to do but say why
+            raise _unlisted_error(unlisted[0])
         return []
     for d in sorted({os.path.dirname(o) for _, o, _ in items}):
         if d:
@@ -319,7 +290,11 @@ def _batch(operation, clahe, inputs, output_dir, mode, formula, kernel, backend,
                                            png_level, subsampling, jobs, max_inflight_mb << 20,
                                            devs, max_pixels, decoder, operation, clip, tx, ty,
                                            depth or 0)
+    # Inputs that could not be listed fail as items, named first, as the CLI names them.
+    reports = [_unlisted_report(path, message) for path, message, _ in unlisted] + reports
     if errors == "raise":
+        if unlisted:
+            raise _unlisted_error(unlisted[0])
         for r in reports:
             if not r["ok"]:
                 raise _item_error(r)

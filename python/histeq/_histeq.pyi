@@ -31,6 +31,9 @@ def histogram_device(device: int, stream: int, input: int, pixels: int, channels
 def equalize_file(input: str, output: str, mode: Optional[str], formula: str, kernel: str,
                   backend: str, quality: int, max_pixels: int) -> Dict[str, Any]: ...
 def default_max_inflight_bytes(jobs: int) -> int: ...
+def plan_files(inputs: List[str], output_dir: str, format: str, suffix: str,
+               recursive: bool) -> Tuple[List[Tuple[str, str, str]],
+                                         List[Tuple[str, str, int]]]: ...
 def run_files(items: List[Tuple[str, str, str]], mode: Optional[str], formula: str, kernel: str,
               backend: str, quality: int, png_level: int, subsampling: str, jobs: int,
               max_inflight_bytes: int, devices: List[int],

@@ -43,7 +43,7 @@
 namespace nb = nanobind;
 using namespace nb::literals;
 
-void bind_files(nb::module_& m);    // files.cpp: run_files (the many-files executor)
+void bind_files(nb::module_& m);    // files.cpp: plan_files and run_files (the executor)
 void bind_clahe16(nb::module_& m);  // clahe16.cpp: CLAHE and the 16-bit calls
 
 namespace {

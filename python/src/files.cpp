@@ -1,8 +1,9 @@
-// files.cpp — histeq._histeq.run_files: the many-files executor (include/histeq/executor.hpp)
-// behind histeq.equalize_files. Python plans the items (folders, output names, collisions: as the
-// CLI's batch does) and passes plain lists; this runs them with the GIL released and returns one
-// dict per item, in input order. A failed item is a report with ok=False and its error; only errors
-// that concern the whole run (bad options) raise (UsageError → ValueError).
+// files.cpp — histeq._histeq.plan_files and run_files: the library's plan of a batch
+// (include/histeq/inputs.hpp: folders, output names, collisions, the same as the CLI's batch) and
+// the many-files executor (include/histeq/executor.hpp) behind histeq.equalize_files, over plain
+// lists. run_files runs the items with the GIL released and returns one dict per item, in input
+// order. A failed item is a report with ok=False and its error; only errors that concern the
+// whole run (bad options, a plan that cannot run) raise (UsageError → ValueError).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -20,6 +21,7 @@
 #include "histeq/error.hpp"
 #include "histeq/executor.hpp"
 #include "histeq/image_io.hpp"
+#include "histeq/inputs.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "histeq/pipeline.hpp"
 
@@ -77,6 +79,38 @@ void bind_files(nb::module_& m) {
   m.attr("DEFAULT_PNG_LEVEL") = histeq::kDefaultPngLevel;
   m.def("default_max_inflight_bytes", &histeq::default_max_inflight_bytes, "jobs"_a,
         "The executor's default cap on bytes in flight for `jobs` workers (0: the cores).");
+  // (items, unlisted): items (input, output, format) for run_files; unlisted (path, message,
+  // errno) for the inputs that could not be listed, which Python reports or raises as OSError.
+  m.def(
+      "plan_files",
+      [](const std::vector<std::string>& inputs, const std::string& output_dir,
+         const std::string& format, const std::string& suffix, bool recursive) {
+        histeq::FilePlanOptions po;
+        po.output_dir = output_dir;
+        po.naming.format = format;
+        po.naming.suffix = suffix;
+        po.recursive = recursive;
+        histeq::FilePlan plan;
+        try {
+          nb::gil_scoped_release release;  // a recursive walk may take a while
+          plan = histeq::plan_files(inputs, po);
+        } catch (const histeq::UsageError& e) {
+          // The library leaves the way to give a format to the front end: here, the argument.
+          std::string m = e.what();
+          const std::string give = std::string(histeq::kGiveAnOutputFormat) + "png";
+          const std::size_t at = m.find(give);
+          if (at != std::string::npos) m.replace(at, give.size(), "pass format='png'");
+          throw histeq::UsageError(m);
+        }
+        nb::list items;
+        for (const histeq::WorkItem& w : plan.items)
+          items.append(nb::make_tuple(w.input, w.output, w.format));
+        nb::list unlisted;
+        for (const histeq::UnlistedInput& u : plan.unlisted)
+          unlisted.append(nb::make_tuple(u.path, u.message(), u.code));
+        return nb::make_tuple(items, unlisted);
+      },
+      "inputs"_a, "output_dir"_a, "format"_a, "suffix"_a, "recursive"_a);
   // items: (input, output, format) with format "" (the output's extension) or ".png" etc.
   m.def(
       "run_files",

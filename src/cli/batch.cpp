@@ -6,10 +6,8 @@
 
 #include <malloc.h>
 
-#include <algorithm>
 #include <iomanip>
 #include <limits>
-#include <map>
 #include <memory>
 #include <ostream>
 #include <sstream>
@@ -17,6 +15,7 @@
 
 #include "cli/report.hpp"
 #include "histeq/error.hpp"
+#include "histeq/inputs.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "histeq/nvjpeg_codec.hpp"
 
@@ -29,6 +28,7 @@ std::string with_option_hints(const std::string& message) {
       {"process it at a depth of 8", "add --depth 8 to convert to 8 bits"},
       {"or a depth of 8", "or --depth 8"},
       {"use mode rgb", "use --mode rgb"},
+      {kGiveAnOutputFormat, "add --format "},
   };
   for (const auto& [from, to] : phrases) {
     const std::size_t at = m.find(from);
@@ -49,86 +49,6 @@ std::string with_option_hints(const std::string& message) {
 }
 
 namespace {
-
-/// One input file and the path of its output relative to the output folder.
-struct Planned {
-  std::string input;
-  fs::path rel;
-};
-
-/// A folder of the inputs that could not be listed (or an entry whose type could not be read),
-/// and why (strerror's words).
-struct Unlisted {
-  std::string path, why;
-  bool folder = true;
-  std::string message() const {
-    return (folder ? "cannot list folder '" : "cannot read '") + path + "': " + why;
-  }
-};
-
-/// The image files of one folder input (recursive: its subfolders too, not following symlinks
-/// to folders), appended to `found` with their paths under the folder. A folder that cannot be
-/// listed (no permission, a path over PATH_MAX, an I/O error) is named in `errors` and the walk
-/// goes on with the others, as find and cp -r do; `skip` says which subfolders not to enter.
-template <class Skip>
-void list_folder(const std::string& in, bool recursive, const Skip& skip,
-                 std::vector<Planned>& found, std::vector<Unlisted>& errors) {
-  std::vector<fs::path> folders{fs::path(in)};
-  while (!folders.empty()) {
-    const fs::path dir = std::move(folders.back());
-    folders.pop_back();
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      const fs::directory_entry& e = *it;
-      std::error_code ec2;
-      // The entry's type comes from the listing (d_type) where the filesystem gives it: no stat
-      // per file, and a path over PATH_MAX still says what it is.
-      const bool link = e.is_symlink(ec2);
-      const bool sub = !ec2 && e.is_directory(ec2);
-      if (recursive && sub && !link) {
-        if (!skip(e)) folders.push_back(e.path());
-        continue;
-      }
-      if (!readable_ext(lower_ext(e.path()))) continue;
-      const bool file = !ec2 && e.is_regular_file(ec2);
-      if (ec2 && ec2 != std::errc::no_such_file_or_directory)  // a dangling link: not an image
-        errors.push_back({e.path().string(), ec2.message(), false});
-      if (file) found.push_back({e.path().string(), e.path().lexically_relative(in)});
-    }
-    if (ec) errors.push_back({dir.string(), ec.message()});
-  }
-}
-
-/// The files of the inputs: a file as itself (its name), a folder's image files by their
-/// extension (sorted; recursive with -r) with the path under the folder. The walk of -r does not
-/// enter the output folder `outdir` (empty: none) when it lies inside an input folder, compared
-/// by canonical path: a second run of `equalize d -r -o d/out` must not take the first run's
-/// outputs as inputs (and write d/out/out/...). Folders that cannot be listed: in `errors`.
-std::vector<Planned> collect_inputs(const std::vector<std::string>& inputs, bool recursive,
-                                    const std::string& outdir, std::vector<Unlisted>& errors) {
-  std::error_code oec;
-  const fs::path out_canon = outdir.empty() ? fs::path() : fs::weakly_canonical(outdir, oec);
-  auto is_output_folder = [&](const fs::directory_entry& e) {
-    std::error_code ec2;
-    if (out_canon.empty() || oec) return false;
-    const fs::path c = fs::canonical(e.path(), ec2);
-    return !ec2 && c == out_canon;
-  };
-  std::vector<Planned> v;
-  for (const std::string& in : inputs) {
-    std::error_code ec;
-    if (fs::is_directory(in, ec)) {
-      std::vector<Planned> found;
-      list_folder(in, recursive, is_output_folder, found, errors);
-      std::sort(found.begin(), found.end(),
-                [](const Planned& a, const Planned& b) { return a.input < b.input; });
-      v.insert(v.end(), found.begin(), found.end());
-    } else {
-      v.push_back({in, fs::path(in).filename()});
-    }
-  }
-  return v;
-}
 
 /// "1 file", "2 files".
 std::string plural(std::size_t n, const char* noun) {
@@ -194,45 +114,29 @@ ExecutorOptions executor_options(const cxxopts::ParseResult& r, const Common& cm
   return eo;
 }
 
-/// The output of one planned input (equalize): under outdir, in --format or the input's own.
-std::string output_of(const Planned& p, const std::string& outdir, const std::string& format) {
-  fs::path rel = p.rel;
-  if (!format.empty()) {
-    rel.replace_extension(format);
-  } else if (!writable_ext(lower_ext(rel))) {
-    throw UsageError(
-        "cannot write '" + p.input + "' in its own format (" +
-        (rel.extension().empty() ? std::string("no extension") : rel.extension().string()) +
-        "; histeq writes png, jpg, bmp, tga, pgm, ppm, pnm): add --format png (or jpg, bmp, tga, "
-        "pnm)");
-  }
-  return (fs::path(outdir) / rel).lexically_normal().string();
-}
-
-/// Every item of the batch, planned before any work: formats, collisions, nothing to do.
+/// Every item of the batch, planned before any work by the library (histeq/inputs.hpp): formats,
+/// collisions; then nothing to do, which the command line calls an error.
 std::vector<WorkItem> plan_items(const cxxopts::ParseResult& r, bool writes,
                                  const std::vector<std::string>& inputs, const std::string& outdir,
-                                 const std::string& format, std::vector<Unlisted>& errors) {
-  const std::vector<Planned> planned =
-      collect_inputs(inputs, r.count("recursive") > 0, outdir, errors);
+                                 const std::string& format, std::vector<UnlistedInput>& unlisted) {
+  const bool recursive = r.count("recursive") > 0;
   std::vector<WorkItem> items;
-  std::map<std::string, std::string> seen;  // output → input
-  for (const Planned& p : planned) {
-    WorkItem w;
-    w.input = p.input;
-    if (writes) {
-      w.output = output_of(p, outdir, format);
-      w.format = format;
-      const auto [at, fresh] = seen.emplace(w.output, p.input);
-      if (!fresh)
-        throw UsageError("'" + at->second + "' and '" + p.input + "' would both be written to '" +
-                         w.output + "'; rename one, or use separate runs");
-    }
-    items.push_back(std::move(w));
+  if (writes) {
+    FilePlanOptions po;
+    po.output_dir = outdir;
+    po.naming.format = format;
+    po.recursive = recursive;
+    FilePlan plan = plan_files(inputs, po);
+    items = std::move(plan.items);
+    unlisted = std::move(plan.unlisted);
+  } else {
+    InputList list = list_inputs(inputs, recursive);
+    for (InputFile& f : list.files) items.push_back({std::move(f.input), {}, {}});
+    unlisted = std::move(list.unlisted);
   }
-  if (items.empty() && !errors.empty()) {  // nothing to do but say why: the folder's error
-    std::string message = errors.front().message();
-    for (std::size_t i = 1; i < errors.size(); ++i) message += "; " + errors[i].message();
+  if (items.empty() && !unlisted.empty()) {  // nothing to do but say why: the folder's error
+    std::string message = unlisted.front().message();
+    for (std::size_t i = 1; i < unlisted.size(); ++i) message += "; " + unlisted[i].message();
     throw Error(message);
   }
   if (items.empty())
@@ -361,13 +265,13 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
   if (writes && r.count("format")) format = parse_format(r["format"].as<std::string>());
 
   // Plan every output before any work: formats, collisions, options that would do nothing.
-  std::vector<Unlisted> unlisted;  // folders that could not be listed: each a failure
+  std::vector<UnlistedInput> unlisted;  // folders that could not be listed: each a failure
   const std::vector<WorkItem> items = plan_items(r, writes, inputs, outdir, format, unlisted);
   if (writes) {
     refuse_unused_encode_options(r, items);
     make_output_folders(items, outdir);
   }
-  for (const Unlisted& u : unlisted) {  // named first, as find and cp -r do; the rest goes on
+  for (const UnlistedInput& u : unlisted) {  // named first, as find and cp -r do; the rest goes on
     err << "histeq: error: " << u.message() << '\n';
     if (json) {
       ItemReport folder;  // ok = false

@@ -24,6 +24,7 @@
 #include "cli/batch.hpp"
 #include "histeq/error.hpp"
 #include "histeq/image_io.hpp"
+#include "histeq/inputs.hpp"
 #include "histeq/jpeg_codec.hpp"
 
 namespace histeq::cli {
@@ -386,17 +387,9 @@ std::string lower_ext(const fs::path& p) {
   return e;
 }
 
-bool readable_ext(const std::string& e) {
-  static const char* k[] = {".png", ".jpg", ".jpeg", ".bmp", ".tga",
-                            ".gif", ".pnm", ".pgm",  ".ppm"};
-  for (const char* x : k)
-    if (e == x) return true;
-  return false;
-}
-bool writable_ext(const std::string& e) {
-  return e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".bmp" || e == ".tga" || e == ".pgm" ||
-         e == ".ppm" || e == ".pnm";
-}
+// The library's lists (histeq/inputs.hpp): the batch's folders are listed by the same.
+bool readable_ext(const std::string& e) { return readable_extension(e); }
+bool writable_ext(const std::string& e) { return writable_extension(e); }
 
 std::string parse_format(const std::string& f) {
   std::string e = f;

@@ -2,6 +2,7 @@
 and the CLI's batch byte for byte, names and formats as the CLI's, per-file failure reports."""
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -105,6 +106,77 @@ def test_folders_recursive_as_cli(tmp_path):
     assert sorted(os.path.relpath(r["output"], tmp_path / "deep") for r in deep) == \
         ["a.tga", "b.tga", os.path.join("sub", "c.tga")]
     assert all(r["ok"] for r in deep)
+
+
+def test_a_recursive_run_into_its_input_does_not_read_its_own_outputs(tmp_path):
+    # The library's rule, the CLI's: the walk does not enter the output folder inside the input
+    # (Python's own walk did, and a second run equalized the first run's outputs into out/out).
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    histeq.save_image(src / "a.png", rng_image((8, 8), seed=1))
+    histeq.save_image(src / "sub" / "b.png", rng_image((9, 7), seed=2))
+    for run in range(2):
+        reports = histeq.equalize_files([src], src / "out", recursive=True, backend="cpu")
+        assert sorted(os.path.relpath(r["input"], src) for r in reports) == \
+            ["a.png", os.path.join("sub", "b.png")], run
+        assert all(r["ok"] for r in reports), reports
+    assert not (src / "out" / "out").exists()
+    # The output folder named another way (with "..", with a trailing separator) is the same.
+    again = histeq.equalize_files([src], f"{src}/sub/../out/", recursive=True, backend="cpu")
+    assert len(again) == 2
+
+
+def test_names_and_collisions_come_from_the_shared_planner(tmp_path):
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    for name in ("c.bmp", "c.png", os.path.join("sub", "d.jpeg")):
+        histeq.save_image(src / name, rng_image((6, 5, 3), seed=4))
+    # The binding's plan: (input, output, format) per file, and what could not be listed.
+    items, unlisted = histeq._histeq.plan_files([str(src / "c.bmp"), str(src / "sub")],
+                                                str(tmp_path / "o"), ".tga", "-eq", False)
+    assert unlisted == []
+    assert items == [(str(src / "c.bmp"), str(tmp_path / "o" / "c-eq.tga"), ".tga"),
+                     (str(src / "sub" / "d.jpeg"), str(tmp_path / "o" / "d-eq.tga"), ".tga")]
+    reports = histeq.equalize_files([src / "c.bmp", src / "sub"], tmp_path / "o", suffix="-eq",
+                                    format="tga", backend="cpu")
+    assert [os.path.relpath(r["output"], tmp_path / "o") for r in reports] == \
+        ["c-eq.tga", "d-eq.tga"]
+    own = histeq.equalize_files([src], tmp_path / "own", recursive=True, backend="cpu")
+    assert sorted(os.path.relpath(r["output"], tmp_path / "own") for r in own) == \
+        ["c.bmp", "c.png", os.path.join("sub", "d.jpeg")]
+    # c.bmp and c.png into one format: one output, refused before any work
+    with pytest.raises(ValueError, match="would both write") as e:
+        histeq.equalize_files([src], tmp_path / "tga", format="tga", backend="cpu")
+    assert "c.bmp" in str(e.value) and "c.png" in str(e.value) and "c.tga" in str(e.value)
+    assert not (tmp_path / "tga").exists()
+    (src / "still.gif").write_bytes(b"GIF89a")
+    with pytest.raises(ValueError, match="pass format='png'") as e:
+        histeq.equalize_files([src / "still.gif"], tmp_path / "gif", backend="cpu")
+    assert "--" not in str(e.value)
+    with pytest.raises(ValueError, match="suffix"):
+        histeq.equalize_files([src], tmp_path / "s", suffix="/x", backend="cpu")
+
+
+def test_what_cannot_be_listed_is_a_failed_report_and_the_rest_runs(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    histeq.save_image(src / "a.png", rng_image((8, 8), seed=1))
+    os.symlink("loop.png", src / "loop.png")  # its type cannot be read (root too)
+    missing = tmp_path / "photos"
+    reports = histeq.equalize_files([src, missing], tmp_path / "out", backend="cpu")
+    assert [(r["input"], r["ok"]) for r in reports] == \
+        [(str(src / "loop.png"), False), (str(missing), False), (str(src / "a.png"), True)]
+    assert reports[0]["error"] == f"cannot read '{src / 'loop.png'}': Too many levels of " \
+        "symbolic links"
+    assert reports[1]["error"] == f"no such folder (or file): '{missing}'"
+    assert set(reports[0]) == set(reports[2])  # the keys of every report
+    with pytest.raises(OSError) as e:
+        histeq.equalize_files([src], tmp_path / "raise", backend="cpu", errors="raise")
+    assert e.value.errno == errno.ELOOP and e.value.filename == str(src / "loop.png")
+    assert (tmp_path / "raise" / "a.png").exists()  # the other files were still written
+    with pytest.raises(FileNotFoundError, match="no such folder"):  # nothing else to do
+        histeq.equalize_files([missing], tmp_path / "none", backend="cpu")
+    assert not (tmp_path / "none").exists()
 
 
 def _find_cli():
