@@ -31,10 +31,14 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
            grep -v -F "$ALLOWED")
   listed=$(git ls-files -- "${paths[@]}" | grep -v -E "$skip")
 else
-  hits=$(grep -r -n -I -i -E --exclude-dir=.git --exclude-dir='build*' "$WORDS" "${paths[@]}" |
-           sed 's|^\./||' | grep -v -E "$skip" | grep -v -F "$ALLOWED")
-  listed=$(find "${paths[@]}" -type f -not -path '*/.git/*' -not -path './build*' |
+  # A copy without git (e.g. the GPU machine's): every file, less the build folders at the root, the
+  # hidden folders that hold what was carried beside the tree (.deps, bundles); .ci, .github kept.
+  listed=$(find "${paths[@]}" \( -type d \( -name .git -o -path './build*' -o \
+             \( -name '.?*' -not -name .ci -not -name .github \) \) \) -prune -o -type f -print |
              sed 's|^\./||' | grep -v -E "$skip")
+  hits=$(printf '%s\n' "$listed" | tr '\n' '\0' |
+           xargs -0 grep -H -n -I -i -E "$WORDS" -- 2>/dev/null | grep -v -E "$skip" |
+           grep -v -F "$ALLOWED")
 fi
 names=$(printf '%s\n' "$listed" | grep -i -E "$WORDS")
 checked=$(printf '%s\n' "$listed" | grep -c .)

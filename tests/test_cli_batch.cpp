@@ -607,6 +607,20 @@ TEST_F(Batch, GpuBatchOnTwoWorkersOfOneDeviceMatchesTheCpu) {
       << "a device that does not exist";
 }
 
+// The note "no usable CUDA device (...); ran on the CPU" is for runs that wanted the GPU (CLAHE
+// and 16-bit files take it when usable, JPEG batches large enough for the device route): a
+// batch of 8-bit PNGs never does, and asking for it would start CUDA after the work.
+TEST_F(Batch, OnlyARunThatWantedTheGpuSaysItRanOnTheCpu) {
+  std::string why;
+  if (histeq::test::gpu_available(&why)) GTEST_SKIP() << "a CUDA device is present";
+  const Result eq = run("equalize " + q("in") + " -r -o " + q("auto-eq"));
+  ASSERT_EQ(eq.status, 0) << eq;
+  EXPECT_EQ(eq.err.find("no usable CUDA device"), std::string::npos) << eq;
+  const Result cl = run("clahe " + q("in") + " -r -o " + q("auto-clahe"));
+  ASSERT_EQ(cl.status, 0) << cl;
+  EXPECT_NE(cl.err.find("no usable CUDA device"), std::string::npos) << cl;
+}
+
 TEST_F(Batch, CudaBackendWithoutADeviceIsOneError) {
   std::string why;
   if (histeq::test::gpu_available(&why)) GTEST_SKIP() << "a CUDA device is present";

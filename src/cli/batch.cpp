@@ -294,7 +294,7 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
   sum.files += unlisted.size();  // an unlisted folder counts as one failed item
   sum.failures += unlisted.size();
   prog.clear(err);
-  if (cm.opt.backend == Backend::automatic && !quiet) {
+  if (cm.opt.backend == Backend::automatic && !quiet && ex.wanted_device()) {
     const std::string why = ex.cpu_fallback_reason();
     if (!why.empty()) err << "histeq: no usable CUDA device (" << why << "); ran on the CPU\n";
   }

@@ -110,6 +110,12 @@ std::string Executor::cpu_fallback_reason() {
   return m.fallback_why;
 }
 
+bool Executor::wanted_device() const {
+  const Impl& m = *impl_;
+  return m.opt.op.equalize.backend != Backend::cpu &&
+         (m.fallback_checked || m.dev != nullptr || m.per_item_backend.load());
+}
+
 BatchSummary Executor::run(const std::vector<WorkItem>& items,
                            const std::function<void(const ItemReport&)>& on_done) {
   Impl& m = *impl_;

@@ -93,6 +93,8 @@ void Executor::Run::process(Loaded& it) {
       }
       const auto t = Clock::now();
       try {
+        if (it.plan.work_bits == 16 || m.opt.op.kind == OpKind::clahe)
+          m.per_item_backend.store(true, std::memory_order_relaxed);
         bytes = run_item(ctx, it.plan, it.bytes.data(), it.bytes.size(), rep.input, it.ext, rep);
       } catch (...) {
         if (ctx.device) m.engines->release(*lease);

@@ -137,6 +137,8 @@ struct Executor::Impl {
   std::unique_ptr<detail::EnginePool> engines;
   std::string fallback_why;  ///< why the CUDA backend found no device ("" when fine)
   bool fallback_checked = false;
+  /// An item ran its operation on the backend's choice (CLAHE, 16 bits): the device was wanted.
+  std::atomic<bool> per_item_backend{false};
   /// The device route, started by the first run that wants it and kept for the next ones; its
   /// jobs come back to the run in progress.
   std::unique_ptr<detail::JpegDevices> dev;

@@ -37,6 +37,12 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+/// `n` bytes rounded up to 256, so that planes packed into one buffer each start where a
+/// cudaMalloc'd one would. Packed end to end, a batch whose Y plane followed one of odd width x
+/// height (333x211) failed in nvjpegEncodeYUV (NVJPEG_STATUS_INVALID_PARAMETER) where each of its
+/// files alone encoded (ExecutorJpeg.GpuRouteWritesTheSingleFileGpuBytes).
+std::size_t aligned(std::size_t n) { return (n + 255) / 256 * 256; }
+
 /// What a slot keeps for the whole run, on its device: the Equalizer (the slot's stream, shared
 /// by the codec), the codec (decode state, encoder states, buffers), the stage sequence, and the
 /// buffers of the equalized Y planes and pixels.
@@ -285,7 +291,8 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
                                                          const std::vector<gpu::DevicePlanes>& dec,
                                                          const std::vector<std::size_t>& at) {
     std::size_t total = 0;
-    for (std::size_t i : at) total += std::size_t(dec[i].width) * std::size_t(dec[i].height);
+    for (std::size_t i : at)
+      total += aligned(std::size_t(dec[i].width) * std::size_t(dec[i].height));
     if (s.y_out.size() < total) s.y_out = DeviceBuffer<std::uint8_t>(total + total / 4);
     std::uint8_t* y = s.y_out.get();
     std::vector<gpu::Equalizer::BatchImage> imgs;
@@ -295,7 +302,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       imgs.push_back({dec[i].plane[0], y, n});
       enc.push_back(dec[i]);
       enc.back().plane[0] = y;
-      y += n;
+      y += aligned(n);
     }
     if (imgs.empty()) return {};
     s.eq.equalize_batch(imgs.data(), imgs.size(), opt.equalize.formula);
@@ -309,7 +316,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     std::size_t total = 0;
     for (const DeviceJob* j : b)
       for (const jpeg::Plane& p : j->host_planes->plane)
-        total += std::size_t(p.width) * std::size_t(p.height);
+        total += aligned(std::size_t(p.width) * std::size_t(p.height));
     if (s.planes_in.size() < total) s.planes_in = DeviceBuffer<std::uint8_t>(total + total / 4);
     std::uint8_t* d = s.planes_in.get();
     const cudaStream_t st = reinterpret_cast<cudaStream_t>(s.eq.stream());
@@ -333,7 +340,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
         HISTEQ_CUDA_CHECK(cudaMemcpy2DAsync(d, std::size_t(src.width), src.data.get(), src.stride,
                                             std::size_t(src.width), std::size_t(src.height),
                                             cudaMemcpyHostToDevice, st));
-        d += std::size_t(src.width) * std::size_t(src.height);
+        d += aligned(std::size_t(src.width) * std::size_t(src.height));
       }
       at.push_back(i);
     }
