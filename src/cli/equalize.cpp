@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <future>
@@ -12,6 +13,8 @@
 #include <ostream>
 #include <string>
 #include <system_error>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "cli/batch.hpp"
@@ -149,17 +152,28 @@ int run_equalize_batch(const cxxopts::ParseResult& r, bool clahe,
 /// more than the CPU needs to equalize any photo) runs on a background thread while the file is
 /// read and decoded on the CPU. settle() takes the GPU only when that start-up has finished and
 /// found a usable device, else the CPU: the same bytes either way (the backends are exact twins),
-/// and the image never waits for the GPU. The thread is joined when the probe is destroyed.
+/// and the image never waits for the GPU. Nor does the process: the thread is detached, and a
+/// probe still running when the file is done is left to the process's end (std::_Exit). Its
+/// "ran on the CPU" note is waited for a little (kLateNoteWait): a machine without a usable
+/// device answers within milliseconds, one that is still starting a context has a device.
 class BackendProbe {
  public:
   explicit BackendProbe(bool start) {
+    if (!start) return;
     try {
-      if (start)
-        f_ = std::async(std::launch::async, [] {
-          Result r;
+      auto done = std::make_shared<std::promise<Result>>();
+      std::future<Result> f = done->get_future();
+      std::thread([done] {
+        Result r;
+        try {
           r.backend = resolve_backend(Backend::automatic, &r.why);
-          return r;
-        });
+        } catch (const std::exception& e) {  // e.g. bad_alloc: the CPU, and why
+          r.backend = Backend::cpu;
+          r.why = e.what();
+        }
+        done->set_value(std::move(r));
+      }).detach();
+      f_ = std::move(f);
     } catch (const std::system_error&) {  // no thread to spare: settled before decoding
     }
     started_ = f_.valid();
@@ -178,7 +192,8 @@ class BackendProbe {
     if (r.backend == Backend::cpu) say_why(err, r.why, "running");
   }
   ~BackendProbe() {
-    if (!late_err_ || !f_.valid()) return;
+    if (!late_err_ || !f_.valid() || f_.wait_for(kLateNoteWait) != std::future_status::ready)
+      return;
     try {
       const Result r = f_.get();
       if (r.backend == Backend::cpu) say_why(*late_err_, r.why, "ran");
@@ -193,6 +208,7 @@ class BackendProbe {
     Backend backend = Backend::cpu;
     std::string why;
   };
+  static constexpr std::chrono::milliseconds kLateNoteWait{100};
   static void say_why(std::ostream& err, const std::string& why, const char* verb) {
     err << "histeq: no usable CUDA device (" << (why.empty() ? "unknown reason" : why) << "); "
         << verb << " on the CPU\n";
