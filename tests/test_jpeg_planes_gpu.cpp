@@ -240,7 +240,7 @@ TEST(JpegPlanesGpu, AutoRunLargeEnoughStartsTheDeviceRoute) {
   fs::create_directories(dir / "in");
   fs::create_directories(dir / "out");
   std::vector<WorkItem> items;
-  for (int k = 0; k < 12; ++k) {  // 12 x 6 MP
+  for (int k = 0; k < 20; ++k) {  // 20 x 6 MP
     MakeOpts o;
     o.h_samp = k % 3 == 0 ? 1 : 2;
     o.v_samp = k % 3 == 2 ? 2 : 1;
@@ -251,7 +251,7 @@ TEST(JpegPlanesGpu, AutoRunLargeEnoughStartsTheDeviceRoute) {
     items.push_back({(dir / "in" / name).string(), (dir / "out" / name).string(), ""});
   }
   ExecutorOptions o;
-  o.jobs = 1;  // the break-even is per CPU worker: 72 MP is over it for one
+  o.jobs = 1;  // the break-even is per CPU worker: 120 MP is over it for one
   Executor ex(o);
   std::vector<ItemReport> reps;
   const BatchSummary s = ex.run(items, [&](const ItemReport& r) { reps.push_back(r); });
