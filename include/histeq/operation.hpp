@@ -1,7 +1,7 @@
 // histeq/operation.hpp — what is done to an image (the operation: its kind and parameters) and
 // what one image's run reports. Every caller — the single-file command, the batch executor, the
 // Python package — describes its work as an Operation, and every backend runs it through one
-// stage sequence (docs/architecture.md, "How to add an operation").
+// stage sequence (docs/architecture.md, "Adding an operation").
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -44,7 +44,7 @@ struct EqualizeReport {
 };
 
 /// The operations an image can go through. Adding one: a kind here, its kernel(s) and CPU twin,
-/// its step in the stage sequences (src/pipeline/operation.cpp), and its CLI/Python surface.
+/// its step in the item's run (run8 / run16 in src/pipeline/item.cpp), and its CLI/Python surface.
 enum class OpKind : std::uint8_t {
   equalize,   ///< histogram → CDF → LUT → apply (OpenCV's equalizeHist per plane)
   clahe,      ///< contrast-limited adaptive histogram equalization (OpenCV's createCLAHE)
