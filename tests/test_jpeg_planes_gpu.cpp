@@ -151,6 +151,45 @@ TEST(JpegPlanesGpu, HardwarePlanesAgainstLibjpegTurbo) {
   }
 }
 
+// encode_planes writes the same bytes whatever the addresses of the planes it is given: planes
+// packed end to end after an image of odd size start at odd addresses, which nvjpegEncodeYUV
+// refused (NVJPEG_STATUS_INVALID_PARAMETER); the codec copies such planes to aligned scratch.
+TEST(JpegPlanesGpu, EncodePlanesTakesPlanesAtAnyAddress) {
+  HISTEQ_REQUIRE_NVJPEG();
+  gpu::Equalizer eq;
+  gpu::JpegCodec codec(eq.stream());
+  if (!codec.hardware_available()) GTEST_SKIP() << "this GPU has no JPEG engine";
+  const std::vector<Sample> files = samples();
+  for (const Sample& s : files) {
+    const std::vector<gpu::DevicePlanes> dec =
+        codec.decode_planes({{s.bytes.data(), s.bytes.size(), s.tag}});
+    ASSERT_EQ(dec.size(), 1u);
+    ASSERT_FALSE(dec[0].declined) << s.tag;
+    const gpu::DevicePlanes p = dec[0];
+    std::size_t total = 0;
+    for (int c = 0; c < p.components; ++c)
+      total += std::size_t(p.plane_width[c]) * std::size_t(p.plane_height[c]);
+    // The reference: the planes where decode_planes put them (each on a 256-byte boundary).
+    const std::vector<std::uint8_t> want =
+        codec.encode_planes({p}, {95, jpeg::Subsampling::s420}).at(0);
+    for (std::size_t shift : {std::size_t(0), std::size_t(1), std::size_t(64), std::size_t(255)}) {
+      DeviceBuffer<std::uint8_t> buf(total + 3 * 256 + shift);
+      gpu::DevicePlanes q = p;
+      std::uint8_t* at = buf.get() + shift;
+      for (int c = 0; c < p.components; ++c) {
+        const std::size_t n = std::size_t(p.plane_width[c]) * std::size_t(p.plane_height[c]);
+        ASSERT_EQ(cudaMemcpy(at, p.plane[c], n, cudaMemcpyDeviceToDevice), cudaSuccess);
+        q.plane[c] = at;
+        at += n;  // end to end: the next plane starts wherever this one ends
+      }
+      const std::vector<std::vector<std::uint8_t>> got =
+          codec.encode_planes({q}, {95, jpeg::Subsampling::s420});
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_EQ(got[0], want) << s.tag << ", planes from offset " << shift;
+    }
+  }
+}
+
 TEST(JpegPlanesGpu, FilesTheHardwareDoesNotTakeAreDeclined) {
   HISTEQ_REQUIRE_NVJPEG();
   gpu::JpegCodec codec(nullptr);
@@ -229,7 +268,7 @@ TEST(JpegPlanesGpu, TheRouteAgainstTheCpuStoredPlanesRoute) {
   }
 }
 
-// A run with more JPEG megapixels than one CPU worker finishes in about a second starts the
+// A run with more JPEG megapixels than one CPU worker finishes in about two seconds starts the
 // device route with --backend auto; what it writes equals the single-file GPU path's bytes, and
 // what the CPU workers took equals the CPU's stored-planes route.
 TEST(JpegPlanesGpu, AutoRunLargeEnoughStartsTheDeviceRoute) {

@@ -16,6 +16,11 @@ namespace histeq {
 /// device, ...).
 bool cuda_available(std::string* why = nullptr);
 
+/// The number of CUDA devices the driver reports (0 without a driver or a device): the fast
+/// first half of cuda_available(), which then also makes a context to check that the device
+/// runs this build's code.
+int cuda_device_count();
+
 /// Resolves Backend::automatic; Backend::cuda without a usable device throws Error naming the
 /// cause. Prints nothing (the CLI says once that it falls back to the CPU).
 Backend resolve_backend(Backend requested, std::string* why_cpu = nullptr);

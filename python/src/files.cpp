@@ -157,7 +157,8 @@ void bind_files(nb::module_& m) {
           nb::gil_scoped_release release;
           histeq::Executor ex(std::move(eo));
           ex.run(work, [&](const histeq::ItemReport& r) { reports.push_back(r); });
-          fallback = ex.cpu_fallback_reason();
+          // Asked only of a run that wanted the GPU: asking starts CUDA (a context) otherwise.
+          if (ex.wanted_device()) fallback = ex.cpu_fallback_reason();
         }
         nb::list out;
         for (const auto& r : reports) out.append(report_dict(r));

@@ -46,6 +46,7 @@ bool g_exit_without_teardown = false;
 }
 
 void set_exit_without_teardown(bool on) { g_exit_without_teardown = on; }
+bool exit_without_teardown() { return g_exit_without_teardown; }
 
 void keep_until_exit(std::shared_ptr<void> object) {
   if (!g_exit_without_teardown || !object) return;  // destroyed here, by the last owner

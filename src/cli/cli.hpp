@@ -29,6 +29,8 @@ std::string usage();
 /// 0.1 s of a batch's wall time with a CUDA context, 0.3-0.6 s with nvJPEG). Off (the default,
 /// and in-process callers such as the tests): keep_until_exit destroys the object at once.
 void set_exit_without_teardown(bool on);
+/// Whether the process ends with std::_Exit once its work is done (set_exit_without_teardown).
+bool exit_without_teardown();
 void keep_until_exit(std::shared_ptr<void> object);
 
 }  // namespace histeq::cli

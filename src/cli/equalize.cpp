@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -152,27 +153,37 @@ int run_equalize_batch(const cxxopts::ParseResult& r, bool clahe,
 /// more than the CPU needs to equalize any photo) runs on a background thread while the file is
 /// read and decoded on the CPU. settle() takes the GPU only when that start-up has finished and
 /// found a usable device, else the CPU: the same bytes either way (the backends are exact twins),
-/// and the image never waits for the GPU. Nor does the process: the thread is detached, and a
-/// probe still running when the file is done is left to the process's end (std::_Exit). Its
-/// "ran on the CPU" note is waited for a little (kLateNoteWait): a machine without a usable
-/// device answers within milliseconds, one that is still starting a context has a device.
+/// and the image never waits for the GPU. Nor does the process, when it ends with std::_Exit
+/// (the histeq command): the thread is detached, and a context still starting when the file is
+/// done is left to the process's end. The late "ran on the CPU" note waits only for the device
+/// count (cuda_device_count, at most kLateNoteWait): without a device the probe ends at once
+/// and the note follows; with one, a probe still running is not waited for, and its rare note
+/// (a device that cannot run this build's code) is not given. An embedding caller that returns
+/// from main joins the thread in the destructor instead, so that no CUDA call outlives it.
 class BackendProbe {
  public:
-  explicit BackendProbe(bool start) {
+  BackendProbe(bool start, bool quiet) : quiet_(quiet) {
     if (!start) return;
     try {
-      auto done = std::make_shared<std::promise<Result>>();
-      std::future<Result> f = done->get_future();
-      std::thread([done] {
+      auto st = std::make_shared<State>();
+      std::future<Result> f = st->done.get_future();
+      std::thread t([st] {
         Result r;
         try {
+          st->devices.store(cuda_device_count());
           r.backend = resolve_backend(Backend::automatic, &r.why);
         } catch (const std::exception& e) {  // e.g. bad_alloc: the CPU, and why
           r.backend = Backend::cpu;
           r.why = e.what();
         }
-        done->set_value(std::move(r));
-      }).detach();
+        if (st->devices.load() < 0) st->devices.store(0);
+        st->done.set_value(std::move(r));
+      });
+      if (exit_without_teardown())
+        t.detach();
+      else
+        thread_ = std::move(t);
+      state_ = std::move(st);
       f_ = std::move(f);
     } catch (const std::system_error&) {  // no thread to spare: settled before decoding
     }
@@ -184,7 +195,7 @@ class BackendProbe {
     if (!f_.valid()) return;
     if (!wait && f_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
       c.opt.backend = Backend::cpu;
-      late_err_ = &err;  // when the probe ends without a device, say so then (~BackendProbe)
+      if (!quiet_) late_err_ = &err;  // a probe ending without a device: said then (~BackendProbe)
       return;
     }
     const Result r = f_.get();
@@ -192,13 +203,21 @@ class BackendProbe {
     if (r.backend == Backend::cpu) say_why(err, r.why, "running");
   }
   ~BackendProbe() {
-    if (!late_err_ || !f_.valid() || f_.wait_for(kLateNoteWait) != std::future_status::ready)
-      return;
-    try {
-      const Result r = f_.get();
-      if (r.backend == Backend::cpu) say_why(*late_err_, r.why, "ran");
-    } catch (...) {  // a destructor: the message is not worth an exception
+    if (late_err_ && f_.valid()) {
+      try {
+        const auto until = std::chrono::steady_clock::now() + kLateNoteWait;
+        while (state_->devices.load() < 0 && std::chrono::steady_clock::now() < until)
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        const bool device = state_->devices.load() > 0;
+        if ((!device && f_.wait_until(until) == std::future_status::ready) ||
+            (device && f_.wait_for(std::chrono::seconds(0)) == std::future_status::ready)) {
+          const Result r = f_.get();
+          if (r.backend == Backend::cpu) say_why(*late_err_, r.why, "ran");
+        }
+      } catch (...) {  // a destructor: the message is not worth an exception
+      }
     }
+    if (thread_.joinable()) thread_.join();
   }
   BackendProbe(const BackendProbe&) = delete;
   BackendProbe& operator=(const BackendProbe&) = delete;
@@ -208,12 +227,19 @@ class BackendProbe {
     Backend backend = Backend::cpu;
     std::string why;
   };
+  struct State {
+    std::promise<Result> done;
+    std::atomic<int> devices{-1};  ///< -1 until the driver has counted them
+  };
   static constexpr std::chrono::milliseconds kLateNoteWait{100};
   static void say_why(std::ostream& err, const std::string& why, const char* verb) {
     err << "histeq: no usable CUDA device (" << (why.empty() ? "unknown reason" : why) << "); "
         << verb << " on the CPU\n";
   }
+  bool quiet_ = false;
+  std::shared_ptr<State> state_;
   std::future<Result> f_;
+  std::thread thread_;
   bool started_ = false;
   std::ostream* late_err_ = nullptr;
 };
@@ -302,8 +328,8 @@ Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::strin
     throw UsageError("--decoder gpu: this histeq was built without nvJPEG (valid here: auto, cpu)");
   // --backend auto: settled once the file is decoded (BackendProbe); --decoder gpu needs to know
   // now.
-  s.probe = std::make_unique<BackendProbe>(s.cm.opt.backend == Backend::automatic &&
-                                           decoder_arg != "gpu");
+  s.probe = std::make_unique<BackendProbe>(
+      s.cm.opt.backend == Backend::automatic && decoder_arg != "gpu", s.quiet);
   if (!s.probe->started()) settle_backend(s.cm, s.quiet ? discarded_stream() : err);
   warn_inexact(s.cm, err);
   if (decoder_arg == "gpu" && s.cm.opt.backend != Backend::cuda)

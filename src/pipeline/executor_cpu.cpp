@@ -93,9 +93,10 @@ void Executor::Run::process(Loaded& it) {
       }
       const auto t = Clock::now();
       try {
+        bytes = run_item(ctx, it.plan, it.bytes.data(), it.bytes.size(), rep.input, it.ext, rep);
+        // It ran on the backend of its choice (not an item refused before it chose one).
         if (it.plan.work_bits == 16 || m.opt.op.kind == OpKind::clahe)
           m.per_item_backend.store(true, std::memory_order_relaxed);
-        bytes = run_item(ctx, it.plan, it.bytes.data(), it.bytes.size(), rep.input, it.ext, rep);
       } catch (...) {
         if (ctx.device) m.engines->release(*lease);
         throw;

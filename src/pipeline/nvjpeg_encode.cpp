@@ -18,6 +18,7 @@ namespace histeq::gpu {
 
 using nvjpeg_detail::align_up;
 using nvjpeg_detail::check;
+using nvjpeg_detail::kAlign;
 
 /// The encoder's params for one output sampling (index: 0 4:4:4, 1 4:2:2, 2 4:2:0, 3 gray),
 /// made once per quality.
@@ -55,21 +56,42 @@ std::vector<std::vector<std::uint8_t>> JpegCodec::encode_planes(
   }
   const int out_h = opt.subsampling == jpeg::Subsampling::s444 ? 1 : 2;
   const int out_v = opt.subsampling == jpeg::Subsampling::s420 ? 2 : 1;
-  // Scratch for the chroma planes that are averaged down (two per colour image at most).
+  // Scratch for the chroma planes that are averaged down (two per colour image at most), and
+  // for copies of planes that do not start on a kAlign boundary: a batch whose Y plane followed
+  // a 333x211 image in one buffer failed in nvjpegEncodeYUV (NVJPEG_STATUS_INVALID_PARAMETER)
+  // where each image alone encoded, so every plane nvJPEG reads starts where cudaMalloc's would.
+  const auto misaligned = [](const std::uint8_t* q) {
+    return reinterpret_cast<std::uintptr_t>(q) % kAlign != 0;
+  };
   std::size_t scratch = 0;
-  for (const DevicePlanes& p : images)
-    if (p.components == 3 && (p.chroma_h != out_h || p.chroma_v != out_v))
+  for (const DevicePlanes& p : images) {
+    const bool down = p.components == 3 && (p.chroma_h != out_h || p.chroma_v != out_v);
+    if (down)
       scratch += 2 * align_up(std::size_t((p.width + out_h - 1) / out_h) *
                               std::size_t((p.height + out_v - 1) / out_v));
+    for (int c = 0; c < (down ? 1 : p.components); ++c)
+      if (misaligned(p.plane[c]))
+        scratch += align_up(std::size_t(p.plane_width[c]) * std::size_t(p.plane_height[c]));
+  }
   if (scratch > m.chroma.size()) m.chroma = DeviceBuffer<std::uint8_t>(scratch);
   std::size_t used = 0;
   for (std::size_t i = 0; i < images.size(); ++i) {
     const DevicePlanes& p = images[i];
     if (p.width <= 0 || p.height <= 0 || (p.components != 1 && p.components != 3) || !p.plane[0])
       throw Error("nvJPEG encode: need decoded planes with a size");
+    // A plane at a misaligned address, copied to the scratch first.
+    const auto aligned_plane = [&](int c) {
+      std::uint8_t* q = p.plane[c];
+      if (!misaligned(q)) return q;
+      const std::size_t n = std::size_t(p.plane_width[c]) * std::size_t(p.plane_height[c]);
+      std::uint8_t* d = m.chroma.get() + used;
+      used += align_up(n);
+      HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d, q, n, cudaMemcpyDeviceToDevice, m.stream));
+      return d;
+    };
     nvjpegImage_t src;
     std::memset(&src, 0, sizeof src);
-    src.channel[0] = p.plane[0];
+    src.channel[0] = aligned_plane(0);
     src.pitch[0] = std::size_t(p.plane_width[0]);
     int k = 3;  // gray
     nvjpegChromaSubsampling_t css = NVJPEG_CSS_GRAY;
@@ -82,7 +104,7 @@ std::vector<std::vector<std::uint8_t>> JpegCodec::encode_planes(
       const int fx = out_h / p.chroma_h, fy = out_v / p.chroma_v;
       for (int c = 1; c < 3; ++c) {
         if (fx == 1 && fy == 1) {
-          src.channel[c] = p.plane[c];
+          src.channel[c] = aligned_plane(c);
           src.pitch[c] = std::size_t(p.plane_width[c]);
           continue;
         }

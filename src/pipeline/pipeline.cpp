@@ -83,6 +83,15 @@ ImageView<std::uint8_t> view_of(const Image& in) {
 
 }  // namespace
 
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
 bool cuda_available(std::string* why) {
   try {
     int count = 0;
