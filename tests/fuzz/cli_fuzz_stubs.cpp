@@ -81,6 +81,8 @@ bool cuda_available(std::string* why) {
   return false;
 }
 
+int cuda_device_count() { return 0; }
+
 Backend resolve_backend(Backend requested, std::string* why_cpu) {
   if (requested == Backend::cuda) throw Error(std::string(kNoDeviceForCuda) + "fuzz build)");
   if (why_cpu) *why_cpu = "fuzz build: no CUDA";
@@ -101,6 +103,7 @@ struct Executor::Impl {};
 Executor::Executor(ExecutorOptions) : impl_(std::make_unique<Impl>()) {}
 Executor::~Executor() = default;
 int Executor::jobs() const { return 1; }
+bool Executor::wanted_device() const { return false; }
 std::string Executor::cpu_fallback_reason() { return "fuzz build: no device"; }
 BatchSummary Executor::run(const std::vector<WorkItem>&,
                            const std::function<void(const ItemReport&)>&) {
