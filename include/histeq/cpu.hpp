@@ -46,6 +46,11 @@ void apply(const std::uint8_t* in, std::size_t pixels, int channels, Mode mode, 
 void replace_luma(const std::uint8_t* in, std::size_t pixels, int channels, const std::uint8_t* y,
                   std::uint8_t* out, int threads = 0, ChannelOrder order = ChannelOrder::rgb);
 
+/// The 256-bin histogram of the counted pixels of one 8-bit plane (width x height, row-major);
+/// region.all(): every pixel, as histogram(). Region::check is the caller's.
+Histogram histogram(const std::uint8_t* plane, int width, int height, const Region& region,
+                    int threads = 0);
+
 /// The 8-bit stage sequence on the CPU, as every caller runs it: the planes of a colour image
 /// (extract_planes) → a 256-bin histogram per plane → (apply) a LUT per plane (make_lut with
 /// opt.formula) → the LUTs applied. Fills `rep` (backend "cpu", device "CPU (N threads)", kernel

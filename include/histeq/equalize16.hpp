@@ -16,6 +16,7 @@
 
 #include "histeq/image16.hpp"
 #include "histeq/lut16_formula.hpp"
+#include "histeq/match.hpp"
 #include "histeq/types.hpp"
 
 namespace histeq {
@@ -30,6 +31,13 @@ Histogram histogram16(const std::uint16_t* in, std::size_t n, int threads = 0);
 /// channel (mode rgb; luma throws UsageError: no 16-bit YCbCr), gray mode on colour throws too.
 /// Alpha passed through. Throws Error for an empty image.
 Image16 equalize16(const Image16& img, Mode mode = Mode::rgb, int threads = 0);
+/// The same with the pixels the histograms count (`region`) and, when `reference` is given,
+/// histogram matching (match_lut16 to its histograms: one per plane, or one for all).
+Image16 equalize16(const Image16& img, Mode mode, int threads, const Region& region,
+                   const std::vector<Histogram>* reference);
+/// The 65536-bin histograms of the counted pixels of a 16-bit plane (width x height samples).
+Histogram histogram16(const std::uint16_t* plane, int width, int height, const Region& region,
+                      int threads = 0);
 }  // namespace cpu
 
 }  // namespace histeq

@@ -57,13 +57,17 @@ class Equalizer16 {
 
 namespace histeq {
 /// cpu::equalize16 on the chosen backend (automatic: the GPU when usable); equal byte for byte.
+/// `region`: the pixels the histograms count (every pixel by default); `reference` (optional):
+/// histogram matching, the LUTs match_lut16 to these histograms (one per plane, or one for all).
 Image16 equalize16(const Image16& img, Mode mode = Mode::rgb, Backend backend = Backend::automatic,
-                   std::string* device_used = nullptr);
+                   std::string* device_used = nullptr, const Region& region = {},
+                   const std::vector<Histogram>* reference = nullptr);
 /// The 65536-bin histograms of a 16-bit image's planes: gray (and gray+alpha) one, colour
 /// images three (R, G, B; mode rgb; another mode on colour throws UsageError: no 16-bit YCbCr).
 /// On the chosen backend (gpu::Equalizer16::histogram or cpu::histogram16; equal counts).
 /// Throws Error for an empty image. `device_used` (optional) receives "cpu" or the GPU's name.
+/// `region`: the pixels counted (every pixel by default).
 std::vector<Histogram> histograms16(const Image16& img, Mode mode,
                                     Backend backend = Backend::automatic,
-                                    std::string* device_used = nullptr);
+                                    std::string* device_used = nullptr, const Region& region = {});
 }  // namespace histeq

@@ -5,12 +5,14 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "histeq/clahe.hpp"
 #include "histeq/lut.hpp"
+#include "histeq/match.hpp"
 #include "histeq/types.hpp"
 
 namespace histeq {
@@ -23,6 +25,13 @@ struct EqualizeOptions {
   int block_size = 0;  ///< 0: the kernel's tuned default
   /// Which channel of a colour image is red (types.hpp); histeq's decoders give RGB.
   ChannelOrder order = ChannelOrder::rgb;
+  /// The pixels the histograms count (masked equalization, histeq/match.hpp); every pixel by
+  /// default. The LUTs apply to every pixel. Every backend and depth, equalize and histogram.
+  Region region;
+  /// Histogram matching: the histograms the LUTs follow, one per plane (match_lut / match_lut16
+  /// instead of the formula). Null: the formula (equalization). Set per image from
+  /// Operation::reference by the item's run; callers of the stage sequences may set it directly.
+  std::shared_ptr<const std::vector<Histogram>> reference;
 };
 
 /// Milliseconds per stage. Device stages are timed with CUDA events, host stages with
@@ -49,10 +58,14 @@ enum class OpKind : std::uint8_t {
   equalize,   ///< histogram → CDF → LUT → apply (OpenCV's equalizeHist per plane)
   clahe,      ///< contrast-limited adaptive histogram equalization (OpenCV's createCLAHE)
   histogram,  ///< the histograms only; nothing is written
+  match,      ///< histogram → match_lut to the reference's histograms → apply (scikit-image's rule)
 };
-/// "equalize", "clahe", "histogram".
+/// "equalize", "clahe", "histogram", "match".
 inline const char* to_string(OpKind k) {
-  return k == OpKind::clahe ? "clahe" : k == OpKind::histogram ? "histogram" : "equalize";
+  return k == OpKind::clahe       ? "clahe"
+         : k == OpKind::histogram ? "histogram"
+         : k == OpKind::match     ? "match"
+                                  : "equalize";
 }
 
 /// One operation with its parameters: a plain value, copied freely.
@@ -65,6 +78,8 @@ struct Operation {
   /// Bits per sample the image is processed at: 0 the input's (16-bit PNG/PNM stay 16-bit), 8
   /// narrows 16-bit inputs (round(v / 257)), 16 widens 8-bit inputs (v · 257).
   int depth = 0;
+  /// OpKind::match: the reference image (its histograms per mode and depth, kept).
+  std::shared_ptr<const MatchReference> reference;
   /// True when the operation writes an image (every kind but histogram).
   bool writes() const { return kind != OpKind::histogram; }
 };
