@@ -59,10 +59,11 @@ void Equalizer16::equalize(const std::uint16_t* d_in, std::uint16_t* d_out, std:
 
 namespace histeq {
 
-Image16 equalize16(const Image16& img, Mode mode, Backend backend, std::string* device_used) {
-  if (resolve_backend(backend) == Backend::cpu) {
+Image16 equalize16(const Image16& img, Mode mode, Backend backend, std::string* device_used,
+                   const Region& region, const std::vector<Histogram>* reference) {
+  if (resolve_backend(backend) == Backend::cpu || !region.all() || reference) {
     if (device_used) *device_used = "cpu";
-    return cpu::equalize16(img, mode);
+    return cpu::equalize16(img, mode, 0, region, reference);
   }
   if (img.width < 1 || img.height < 1 || img.channels < 1 || img.channels > 4 ||
       img.pixels.size() != img.sample_count()) {
@@ -93,7 +94,7 @@ Image16 equalize16(const Image16& img, Mode mode, Backend backend, std::string* 
 }
 
 std::vector<Histogram> histograms16(const Image16& img, Mode mode, Backend backend,
-                                    std::string* device_used) {
+                                    std::string* device_used, const Region& region) {
   if (img.width < 1 || img.height < 1 || img.channels < 1 || img.channels > 4 ||
       img.pixels.size() != img.sample_count())
     throw Error("histogram: empty or inconsistent 16-bit image");
@@ -106,7 +107,7 @@ std::vector<Histogram> histograms16(const Image16& img, Mode mode, Backend backe
   const std::size_t n = img.pixel_count();
   std::vector<std::uint16_t> plane(n);
   std::vector<Histogram> hs;
-  const bool gpu = resolve_backend(backend) == Backend::cuda;
+  const bool gpu = resolve_backend(backend) == Backend::cuda && region.all();
   if (device_used) *device_used = gpu ? gpu::device_name() : "cpu";
   std::unique_ptr<gpu::Equalizer16> eq;
   std::unique_ptr<DeviceBuffer<std::uint16_t>> d_plane;
@@ -119,7 +120,8 @@ std::vector<Histogram> histograms16(const Image16& img, Mode mode, Backend backe
   for (int k = 0; k < planes; ++k) {
     for (std::size_t i = 0; i < n; ++i) plane[i] = img.pixels[i * std::size_t(c) + std::size_t(k)];
     if (!gpu) {
-      hs.push_back(cpu::histogram16(plane.data(), n));
+      hs.push_back(region.all() ? cpu::histogram16(plane.data(), n)
+                                : cpu::histogram16(plane.data(), img.width, img.height, region));
       continue;
     }
     Histogram h(kBins16);
