@@ -52,10 +52,14 @@ Histogram histogram(const std::uint8_t* plane, int width, int height, const Regi
                     int threads = 0);
 
 /// The 8-bit stage sequence on the CPU, as every caller runs it: the planes of a colour image
-/// (extract_planes) → a 256-bin histogram per plane → (apply) a LUT per plane (make_lut with
-/// opt.formula) → the LUTs applied. Fills `rep` (backend "cpu", device "CPU (N threads)", kernel
-/// "cpu", mode, histograms, LUTs, stage times; total_ms the call's wall time). apply false: stops
-/// after the histograms and returns an empty image. Metadata (exif, icc) travels to the result.
+/// (extract_planes) → a 256-bin histogram per plane of the pixels opt.region counts (every pixel
+/// by default) → (apply) a LUT per plane (make_lut with opt.formula; with opt.reference,
+/// match_lut to its histogram of that plane, or to its one histogram for every plane) → the
+/// LUTs applied to every pixel. A region that does not fit the image or counts nothing throws
+/// UsageError (Region::check); a reference of another plane count or not 256 bins throws Error.
+/// Fills `rep` (backend "cpu", device "CPU (N threads)", kernel "cpu", mode, histograms of the
+/// counted pixels, LUTs, stage times; total_ms the call's wall time). apply false: stops after
+/// the histograms and returns an empty image. Metadata (exif, icc) travels to the result.
 Image equalize_stages(const Image& in, const EqualizeOptions& opt, bool apply, int threads,
                       EqualizeReport& rep);
 /// The same on pixels the caller owns (opt.order says which channel is red), into `out`

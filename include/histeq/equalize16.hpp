@@ -32,7 +32,9 @@ Histogram histogram16(const std::uint16_t* in, std::size_t n, int threads = 0);
 /// Alpha passed through. Throws Error for an empty image.
 Image16 equalize16(const Image16& img, Mode mode = Mode::rgb, int threads = 0);
 /// The same with the pixels the histograms count (`region`) and, when `reference` is given,
-/// histogram matching (match_lut16 to its histograms: one per plane, or one for all).
+/// histogram matching (match_lut16 to its histograms: one per plane, or one for all). A region
+/// that does not fit or counts nothing throws UsageError (Region::check); a reference of another
+/// plane count or not 65536 bins throws Error.
 Image16 equalize16(const Image16& img, Mode mode, int threads, const Region& region,
                    const std::vector<Histogram>* reference);
 /// The 65536-bin histograms of the counted pixels of a 16-bit plane (width x height samples).

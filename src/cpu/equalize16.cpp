@@ -32,6 +32,21 @@ std::vector<std::uint16_t> make_lut16(const std::uint64_t* hist) {
 }
 
 namespace cpu {
+namespace {
+
+/// Matching's reference histograms: one for every plane, or one per plane, of 65536 bins.
+void check_reference16(const std::vector<Histogram>& ref, int planes) {
+  if (ref.size() != 1 && ref.size() != std::size_t(planes))
+    throw Error("histogram matching: " + std::to_string(ref.size()) +
+                " reference histograms for an image of " + std::to_string(planes) +
+                " planes (valid: 1 or " + std::to_string(planes) + ")");
+  for (const Histogram& h : ref)
+    if (h.size() != std::size_t(kBins16))
+      throw Error("histogram matching at 16 bits: a reference histogram of " +
+                  std::to_string(h.size()) + " bins (valid: 65536)");
+}
+
+}  // namespace
 
 Histogram histogram16(const std::uint16_t* in, std::size_t n, int threads) {
   std::size_t t = threads > 0 ? std::size_t(threads) : std::size_t(cpu::usable_cpus());
@@ -59,6 +74,11 @@ Histogram histogram16(const std::uint16_t* in, std::size_t n, int threads) {
 }
 
 Image16 equalize16(const Image16& img, Mode mode, int threads) {
+  return equalize16(img, mode, threads, Region{}, nullptr);
+}
+
+Image16 equalize16(const Image16& img, Mode mode, int threads, const Region& region,
+                   const std::vector<Histogram>* reference) {
   if (img.width < 1 || img.height < 1 || img.channels < 1 || img.channels > 4 ||
       img.pixels.size() != img.sample_count()) {
     throw Error("equalize: empty or inconsistent 16-bit image");
@@ -69,13 +89,19 @@ Image16 equalize16(const Image16& img, Mode mode, int threads) {
                      to_string(mode) + "' needs 16-bit YCbCr; use mode rgb (or 8 bits)");
   }
   const int planes = c >= 3 ? 3 : 1;
+  if (!region.all()) region.check(img.width, img.height, "image");
+  if (reference) check_reference16(*reference, planes);
   const std::size_t n = img.pixel_count();
   Image16 out = img;
   std::vector<std::uint16_t> plane(n);
   for (int k = 0; k < planes; ++k) {
     for (std::size_t i = 0; i < n; ++i) plane[i] = img.pixels[i * std::size_t(c) + std::size_t(k)];
-    const Histogram h = histogram16(plane.data(), n, threads);
-    const std::vector<std::uint16_t> lut = make_lut16(h.data());
+    const Histogram h = region.all()
+                            ? histogram16(plane.data(), n, threads)
+                            : histogram16(plane.data(), img.width, img.height, region, threads);
+    const std::uint64_t* ref =
+        reference ? (*reference)[reference->size() == 1 ? 0 : std::size_t(k)].data() : nullptr;
+    const std::vector<std::uint16_t> lut = ref ? match_lut16(h.data(), ref) : make_lut16(h.data());
     for (std::size_t i = 0; i < n; ++i)
       out.pixels[i * std::size_t(c) + std::size_t(k)] = lut[plane[i]];
   }

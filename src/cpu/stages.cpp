@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "histeq/cpu.hpp"
+#include "histeq/error.hpp"
+#include "histeq/match.hpp"
 #include "histeq/planes.hpp"
 
 namespace histeq::cpu {
@@ -15,6 +17,21 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+/// Matching's reference histograms: one for every plane, or one per plane, of 256 bins.
+void check_reference(const std::vector<Histogram>& ref, int planes) {
+  if (ref.size() != 1 && ref.size() != std::size_t(planes))
+    throw Error("histogram matching: " + std::to_string(ref.size()) +
+                " reference histograms for an image of " + std::to_string(planes) +
+                " planes (valid: 1 or " + std::to_string(planes) + ")");
+  for (const Histogram& h : ref)
+    if (h.size() != 256)
+      throw Error("histogram matching at 8 bits: a reference histogram of " +
+                  std::to_string(h.size()) + " bins (valid: 256)");
+}
+const std::uint64_t* reference_of(const std::vector<Histogram>& ref, std::size_t plane) {
+  return ref[ref.size() == 1 ? 0 : plane].data();
 }
 
 }  // namespace
@@ -27,6 +44,8 @@ void equalize_stages_into(const ImageView<std::uint8_t>& in, const EqualizeOptio
   const Mode mode = opt.mode.value_or(default_mode(in.channels));
   const std::size_t pixels = in.pixel_count();
   const int planes_n = plane_count(mode, in.channels);
+  if (!opt.region.all()) opt.region.check(in.width, in.height, "image");
+  if (opt.reference) check_reference(*opt.reference, planes_n);
   rep.backend = "cpu";
   rep.device = "CPU (" + std::to_string(n_threads) + (n_threads == 1 ? " thread)" : " threads)");
   rep.kernel = "cpu";
@@ -41,15 +60,22 @@ void equalize_stages_into(const ImageView<std::uint8_t>& in, const EqualizeOptio
     planes = planes_buf.data();
   }
   rep.histograms.clear();
-  for (int p = 0; p < planes_n; ++p)
-    rep.histograms.push_back(
-        histogram(planes + std::size_t(p) * pixels, pixels, SampleType::u8, kBins, n_threads));
+  for (int p = 0; p < planes_n; ++p) {
+    const std::uint8_t* plane = planes + std::size_t(p) * pixels;
+    rep.histograms.push_back(opt.region.all()
+                                 ? histogram(plane, pixels, SampleType::u8, kBins, n_threads)
+                                 : histogram(plane, in.width, in.height, opt.region, n_threads));
+  }
   rep.times.histogram_ms = ms_since(t0);
 
   if (apply_luts) {
     t0 = Clock::now();
     rep.luts.clear();
-    for (const Histogram& h : rep.histograms) rep.luts.push_back(make_lut(h.data(), opt.formula));
+    for (std::size_t p = 0; p < rep.histograms.size(); ++p) {
+      const Histogram& h = rep.histograms[p];
+      rep.luts.push_back(opt.reference ? match_lut(h.data(), reference_of(*opt.reference, p))
+                                       : make_lut(h.data(), opt.formula));
+    }
     rep.times.cdf_lut_ms = ms_since(t0);
     t0 = Clock::now();
     std::vector<std::uint8_t>().swap(planes_buf);
