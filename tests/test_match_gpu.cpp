@@ -353,16 +353,61 @@ TEST(MatchGpu, AdversarialImagesAndReferences) {
     }
 }
 
-TEST(MatchGpu, AReferenceThatDoesNotFitIsAUsageError) {
+/// The message `f` throws as an Error ("" when it does not throw); *usage: whether a UsageError.
+template <typename F>
+std::string error_of(F f, bool* usage) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    *usage = true;
+    return e.what();
+  } catch (const Error& e) {
+    *usage = false;
+    return e.what();
+  }
+  return "";
+}
+
+/// The CPU and the GPU refuse `o` on `img` alike: the same exception type and message.
+void expect_same_error(const Image& img, EqualizeOptions o, const std::string& what) {
+  bool usage_cpu = false, usage_gpu = false;
+  o.backend = Backend::cpu;
+  const std::string cpu = error_of([&] { equalize(img, o); }, &usage_cpu);
+  o.backend = Backend::cuda;
+  const std::string gpu = error_of([&] { equalize(img, o); }, &usage_gpu);
+  EXPECT_FALSE(cpu.empty()) << what;
+  EXPECT_EQ(gpu, cpu) << what;
+  EXPECT_EQ(usage_gpu, usage_cpu) << what;
+}
+
+TEST(MatchGpu, AReferenceThatDoesNotFitIsRefusedAsOnTheCpu) {
   HISTEQ_REQUIRE_GPU();
   const Image img = smooth_image(20, 10, 3, 4);
   EqualizeOptions o = options(Backend::cuda, Mode::rgb);
   o.reference = std::make_shared<const std::vector<Histogram>>(
       std::vector<Histogram>{hist_of(256, 3, 1), hist_of(256, 3, 2)});
-  EXPECT_THROW(equalize(img, o), UsageError);
+  expect_same_error(img, o, "two histograms for three planes");
   o.reference =
       std::make_shared<const std::vector<Histogram>>(std::vector<Histogram>{Histogram(256, 0)});
-  EXPECT_THROW(equalize(img, o), UsageError);
+  expect_same_error(img, o, "an empty reference");
+  o.reference =
+      std::make_shared<const std::vector<Histogram>>(std::vector<Histogram>{Histogram(255, 1)});
+  expect_same_error(img, o, "255 bins");
+}
+
+TEST(RegionGpu, ARegionThatDoesNotFitIsRefusedAsOnTheCpu) {
+  HISTEQ_REQUIRE_GPU();
+  const Image img = smooth_image(20, 10, 1, 4);
+  EqualizeOptions o = options(Backend::cuda, Mode::gray);
+  o.region.roi = Roi{15, 0, 10, 5};
+  expect_same_error(img, o, "a rectangle outside");
+  o.region.roi.reset();
+  o.region.mask = mask_of(21, 10, 2, 0);
+  expect_same_error(img, o, "a mask of another size");
+  auto zero = std::make_shared<Image>(*mask_of(20, 10, 2, 0));
+  std::fill(zero->pixels.begin(), zero->pixels.end(), std::uint8_t(0));
+  o.region.mask = zero;
+  expect_same_error(img, o, "an empty mask");
 }
 
 TEST(RegionGpu, EqualizeOfARegionEqualsTheCpu) {
@@ -394,17 +439,6 @@ TEST(RegionGpu, AFullMaskGivesTheUnmaskedBytes) {
   o.region.mask.reset();
   o.region.roi = Roi{0, 0, 257, 100};
   EXPECT_EQ(equalize(img, o).pixels, plain.pixels);
-}
-
-TEST(RegionGpu, ARegionOutsideTheImageIsAUsageError) {
-  HISTEQ_REQUIRE_GPU();
-  const Image img = smooth_image(20, 10, 1, 4);
-  EqualizeOptions o = options(Backend::cuda, Mode::gray);
-  o.region.roi = Roi{15, 0, 10, 5};
-  EXPECT_THROW(equalize(img, o), UsageError);
-  o.region.roi.reset();
-  o.region.mask = mask_of(21, 10, 2, 0);
-  EXPECT_THROW(equalize(img, o), UsageError);
 }
 
 // ---- 16 bits ---------------------------------------------------------------------------------
@@ -455,9 +489,18 @@ TEST(MatchGpu, SixteenBitReferenceChecks) {
   HISTEQ_REQUIRE_GPU();
   const Image16 img = image16(20, 10, 3, 1);
   const std::vector<Histogram> two{hist_of(65536, 3, 1), hist_of(65536, 3, 2)};
-  EXPECT_THROW(equalize16(img, Mode::rgb, Backend::cuda, nullptr, Region{}, &two), UsageError);
   const std::vector<Histogram> empty{Histogram(65536, 0)};
-  EXPECT_THROW(equalize16(img, Mode::rgb, Backend::cuda, nullptr, Region{}, &empty), UsageError);
+  const std::vector<Histogram> narrow{Histogram(256, 1)};
+  for (const std::vector<Histogram>* r : {&two, &empty, &narrow}) {
+    bool usage_cpu = false, usage_gpu = false;
+    const std::string cpu = error_of(
+        [&] { equalize16(img, Mode::rgb, Backend::cpu, nullptr, Region{}, r); }, &usage_cpu);
+    const std::string gpu = error_of(
+        [&] { equalize16(img, Mode::rgb, Backend::cuda, nullptr, Region{}, r); }, &usage_gpu);
+    EXPECT_FALSE(cpu.empty());
+    EXPECT_EQ(gpu, cpu);
+    EXPECT_EQ(usage_gpu, usage_cpu);
+  }
   EXPECT_GT(total(hist_of(65536, 6, 1)), std::uint64_t(1) << 49);  // the large-count kind is large
 }
 

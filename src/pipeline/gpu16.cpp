@@ -82,7 +82,7 @@ class Planes16 {
   Planes16(const Image16& img, const Region& region)
       : eq_(), n_(img.pixel_count()), w_(img.width), h_(img.height), region_(region), d_(n_) {
     if (region.all()) return;
-    region.check(img.width, img.height, "region");
+    region.check(img.width, img.height, "image");
     if (region.mask) {
       const std::vector<std::uint8_t>& m = region.mask->pixels;
       mask_ = DeviceBuffer<std::uint8_t>(std::max<std::size_t>(m.size(), 1));
@@ -156,22 +156,23 @@ class Planes16 {
   DeviceBuffer<std::uint64_t> match_scratch_;  // match_lut_u16's
 };
 
-/// The reference's histograms on the device, one per plane or one for all (checked as
-/// match_lut16 checks them: 65536 bins, at least one count).
+/// The reference's histograms on the device, one per plane or one for all (checked as the CPU
+/// twin checks them: their number and 65536 bins; at least one count, as match_lut16).
 DeviceBuffer<std::uint64_t> upload_reference16(const std::vector<Histogram>& ref, int planes,
                                                cudaStream_t s) {
   if (ref.size() != 1 && ref.size() != std::size_t(planes))
-    throw UsageError("match: the reference gives " + std::to_string(ref.size()) +
-                     " histograms for an image of " + std::to_string(planes) + " planes");
+    throw Error("histogram matching: " + std::to_string(ref.size()) +
+                " reference histograms for an image of " + std::to_string(planes) +
+                " planes (valid: 1 or " + std::to_string(planes) + ")");
   std::vector<std::uint64_t> packed;
   packed.reserve(ref.size() * kBins16);
   for (const Histogram& h : ref) {
     if (h.size() != std::size_t(kBins16))
-      throw UsageError("match: a reference histogram has " + std::to_string(h.size()) +
-                       " bins; 16-bit matching needs 65536");
+      throw Error("histogram matching at 16 bits: a reference histogram of " +
+                  std::to_string(h.size()) + " bins (valid: 65536)");
     std::uint64_t sum = 0;
     for (std::uint64_t c : h) sum += c;
-    if (sum == 0) throw UsageError("match: the reference has no pixel");
+    if (sum == 0) throw UsageError("histogram matching: the reference has no pixel");
     packed.insert(packed.end(), h.begin(), h.end());
   }
   DeviceBuffer<std::uint64_t> d(packed.size());

@@ -59,6 +59,19 @@ T* grow(DeviceBuffer<T>& b, std::size_t n) {
   return b.get();
 }
 
+/// Matching's reference histograms: one for every plane, or one per plane, of 256 bins (the
+/// CPU twin's checks and messages).
+void check_reference(const std::vector<Histogram>& ref, int planes) {
+  if (ref.size() != 1 && ref.size() != std::size_t(planes))
+    throw Error("histogram matching: " + std::to_string(ref.size()) +
+                " reference histograms for an image of " + std::to_string(planes) +
+                " planes (valid: 1 or " + std::to_string(planes) + ")");
+  for (const Histogram& h : ref)
+    if (h.size() != std::size_t(kBins))
+      throw Error("histogram matching at 8 bits: a reference histogram of " +
+                  std::to_string(h.size()) + " bins (valid: 256)");
+}
+
 /// The name reports give the histogram stage of a region (not a registry kernel).
 constexpr const char* kRegionKernel = "region";
 
@@ -97,21 +110,15 @@ struct ImageEngine::Impl {
   }
 
   /// Matching's reference histograms in device memory (one per plane, or one for every plane:
-  /// *one), uploaded when the reference changes. Throws UsageError for a reference that does not
-  /// fit the image's planes or counts no pixel (as match_lut).
+  /// *one), uploaded when the reference changes. Throws UsageError for a reference that counts
+  /// no pixel (as match_lut); check_reference has checked its shape.
   const std::uint64_t* reference(const std::shared_ptr<const std::vector<Histogram>>& ref,
-                                 int planes_n, bool* one) {
+                                 bool* one) {
     const std::vector<Histogram>& hs = *ref;
-    if (hs.size() != 1 && hs.size() != std::size_t(planes_n))
-      throw UsageError("match: the reference gives " + std::to_string(hs.size()) +
-                       " histograms for an image of " + std::to_string(planes_n) + " planes");
     for (const Histogram& h : hs) {
-      if (h.size() != std::size_t(kBins))
-        throw UsageError("match: a reference histogram has " + std::to_string(h.size()) +
-                         " bins; 8-bit matching needs 256");
       std::uint64_t sum = 0;
       for (std::uint64_t c : h) sum += c;
-      if (sum == 0) throw UsageError("match: the reference has no pixel");
+      if (sum == 0) throw UsageError("histogram matching: the reference has no pixel");
     }
     *one = hs.size() == 1;
     if (ref_of != ref) {
@@ -128,8 +135,8 @@ struct ImageEngine::Impl {
     return d_ref.get();
   }
 
-  /// The counted histograms of the planes into d_hist (the region's, or every pixel's with the
-  /// registry's `opt.kernel`). Returns the kernel that ran.
+  /// The counted histograms of the planes into d_hist (the region's, checked by the caller, or
+  /// every pixel's with the registry's `opt.kernel`). Returns the kernel that ran.
   std::string histograms(const std::uint8_t* plane0, int width, int height, int planes_n,
                          const EqualizeOptions& opt, std::uint64_t* d_hist) {
     const std::size_t pixels = std::size_t(width) * std::size_t(height);
@@ -140,7 +147,6 @@ struct ImageEngine::Impl {
                            kBins, d_hist + std::size_t(p) * kBins, opt.block_size);
       return ran.empty() ? opt.kernel : ran;
     }
-    opt.region.check(width, height, "region");
     const Roi roi = opt.region.roi.value_or(Roi{0, 0, width, height});
     kernels::RegionLaunch r;
     r.width = width;
@@ -166,6 +172,8 @@ struct ImageEngine::Impl {
                      const EqualizeOptions& opt, bool apply, std::uint8_t* d_dst) {
     const std::size_t pixels = std::size_t(width) * std::size_t(height);
     const int planes_n = plane_count(mode, channels);
+    if (!opt.region.all()) opt.region.check(width, height, "image");  // as the CPU twin, first
+    if (opt.reference) check_reference(*opt.reference, planes_n);
     std::uint8_t* planes = nullptr;
     if (channels > 1) {
       planes = grow(d_planes, std::max<std::size_t>(std::size_t(planes_n) * pixels, 1));
@@ -179,7 +187,7 @@ struct ImageEngine::Impl {
       std::uint8_t* d_luts = eq.device_lut(planes_n);
       if (opt.reference) {
         bool one = false;
-        const std::uint64_t* d_ref = reference(opt.reference, planes_n, &one);
+        const std::uint64_t* d_ref = reference(opt.reference, &one);
         kernels::launch_match_lut_planes(d_hist, planes_n, d_ref, one, d_luts, s());
       } else {
         eq.cdf_lut(d_hist, planes_n, opt.formula, d_luts);

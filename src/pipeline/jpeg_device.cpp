@@ -314,8 +314,8 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       y.mode = Mode::gray;
       for (std::size_t k = 0; k < imgs.size(); ++k) {
         EqualizeReport r;
-        s.engine.run_device(imgs[k].d_in, dec[at[k]].width, dec[at[k]].height, 1, y,
-                            imgs[k].d_out, r);
+        s.engine.run_device(imgs[k].d_in, dec[at[k]].width, dec[at[k]].height, 1, y, imgs[k].d_out,
+                            r);
       }
     }
     return s.codec.encode_planes(enc, opt.encode);
