@@ -181,7 +181,7 @@ struct ImageEngine::Impl {
     }
     const std::uint8_t* plane0 = channels > 1 ? planes : d_src;
     std::uint64_t* d_hist = eq.device_hist(planes_n);
-    const std::string ran = histograms(plane0, width, height, planes_n, opt, d_hist);
+    std::string ran = histograms(plane0, width, height, planes_n, opt, d_hist);
     e_hist.record(s());
     if (apply) {
       std::uint8_t* d_luts = eq.device_lut(planes_n);
