@@ -2,6 +2,8 @@
 // a mask of an 8-bit plane, in one pass that reads each counted row's plane and mask bytes once.
 // In:  a RegionLaunch (device plane, width x height; the rectangle; the optional device mask).
 // Out: d_hist[0,256) uint64, overwritten (a memset, then block merges with one atomic per bin).
+// Counting: columns.cuh's lane-owned shared columns (word v·32 + lane), so a warp's shared
+// atomics never conflict on a bank whatever the data, as in the registry's columns kernel.
 // Exact: yes (uint32 shared counters, at most 2^31 samples per block: the grid is at least
 // n / 2^31 blocks). Tuning: RegionPolicy (policy.hpp).
 // Rectangles of whole rows (x = 0, w = width; a mask alone covers every row) are one contiguous
@@ -11,6 +13,7 @@
 // row's vectors.
 #include <algorithm>
 
+#include "histogram/columns.cuh"
 #include "histogram/common.cuh"
 #include "histogram/policy.hpp"
 #include "histogram/region.hpp"
@@ -22,20 +25,17 @@ constexpr int kBins = 256;
 constexpr int kBlock = RegionPolicy::kBlockSize;
 constexpr int kVector = CommonPolicy::kVectorBytes;
 
-/// Counts the bytes of one 16-byte vector whose mask word (4 mask bytes) bit pattern says so.
+/// Counts the four bytes of a word of samples whose mask bytes (the same positions of m) are
+/// nonzero, into the calling lane's column s (columns.cuh: word v·32 + lane).
 __device__ __forceinline__ void count_word(unsigned v, unsigned m, std::uint32_t* s) {
 #pragma unroll
   for (int k = 0; k < 4; ++k)
-    if ((m >> (8 * k)) & 0xFFu) atomicAdd(&s[(v >> (8 * k)) & 0xFFu], 1u);
+    if ((m >> (8 * k)) & 0xFFu) columns::count_value(s, (v >> (8 * k)) & 0xFFu);
 }
 
-__device__ __forceinline__ void count_word(unsigned v, std::uint32_t* s) {
-#pragma unroll
-  for (int k = 0; k < 4; ++k) atomicAdd(&s[(v >> (8 * k)) & 0xFFu], 1u);
-}
-
-/// Counts p[i] for i < n where the mask (if any) is nonzero; thread `tid` of `nthreads` takes
-/// the head bytes before p's first 16-byte boundary, the vectors i ≡ tid, and the tail bytes.
+/// Counts p[i] for i < n where the mask (if any) is nonzero, into the calling lane's column s;
+/// thread `tid` of `nthreads` takes the head bytes before p's first 16-byte boundary, the
+/// vectors i ≡ tid, and the tail bytes.
 template <int kInFlight>
 __device__ __forceinline__ void count_run(const std::uint8_t* __restrict__ p,
                                           const std::uint8_t* __restrict__ m, std::size_t n,
@@ -45,11 +45,11 @@ __device__ __forceinline__ void count_run(const std::uint8_t* __restrict__ p,
   const std::size_t nvec = (n - head) / kVector;
   const std::size_t tail = head + nvec * kVector;
   for (std::size_t i = tid; i < head; i += nthreads)
-    if (m == nullptr || m[i] != 0) atomicAdd(&s[p[i]], 1u);
+    if (m == nullptr || m[i] != 0) columns::count_value(s, p[i]);
   const uint4* vp = reinterpret_cast<const uint4*>(p + head);
   const bool vector_mask =
       m != nullptr && reinterpret_cast<std::uintptr_t>(m + head) % kVector == 0;
-  const uint4* vm = reinterpret_cast<const uint4*>(m + head);
+  const uint4* vm = vector_mask ? reinterpret_cast<const uint4*>(m + head) : nullptr;
   for (std::size_t base = tid; base < nvec; base += nthreads * kInFlight) {
     uint4 v[kInFlight], mk[kInFlight];
 #pragma unroll
@@ -65,10 +65,10 @@ __device__ __forceinline__ void count_run(const std::uint8_t* __restrict__ p,
       const std::size_t i = base + std::size_t(u) * nthreads;
       if (i >= nvec) continue;
       if (m == nullptr) {
-        count_word(v[u].x, s);
-        count_word(v[u].y, s);
-        count_word(v[u].z, s);
-        count_word(v[u].w, s);
+        columns::count_word_u8(s, v[u].x);
+        columns::count_word_u8(s, v[u].y);
+        columns::count_word_u8(s, v[u].z);
+        columns::count_word_u8(s, v[u].w);
       } else if (vector_mask) {
         count_word(v[u].x, mk[u].x, s);
         count_word(v[u].y, mk[u].y, s);
@@ -87,17 +87,17 @@ __device__ __forceinline__ void count_run(const std::uint8_t* __restrict__ p,
     }
   }
   for (std::size_t i = tail + tid; i < n; i += nthreads)
-    if (m == nullptr || m[i] != 0) atomicAdd(&s[p[i]], 1u);
+    if (m == nullptr || m[i] != 0) columns::count_value(s, p[i]);
 }
 
 __global__ void __launch_bounds__(kBlock)
     region_hist_kernel(const std::uint8_t* __restrict__ plane, int width, int x, int y, int w,
                        int h, const std::uint8_t* __restrict__ mask, bool whole_rows,
                        unsigned long long* d_hist) {
-  __shared__ std::uint32_t s_hist[RegionPolicy::kReplicas * kBins];
-  for (int b = int(threadIdx.x); b < RegionPolicy::kReplicas * kBins; b += kBlock) s_hist[b] = 0;
+  __shared__ __align__(16) std::uint32_t cols[columns::kSmemWords];
+  columns::zero_columns<kBlock>(cols);
   __syncthreads();
-  std::uint32_t* mine = s_hist + (threadIdx.x / 32 % RegionPolicy::kReplicas) * kBins;
+  std::uint32_t* mine = cols + threadIdx.x % 32;  // the lane's column
   if (whole_rows) {
     const std::size_t off = std::size_t(y) * std::size_t(width);
     count_run<RegionPolicy::kVectorsInFlight>(
@@ -113,12 +113,9 @@ __global__ void __launch_bounds__(kBlock)
     }
   }
   __syncthreads();
-  for (int b = int(threadIdx.x); b < kBins; b += kBlock) {
-    std::uint32_t c = 0;
-#pragma unroll
-    for (int k = 0; k < RegionPolicy::kReplicas; ++k) c += s_hist[k * kBins + b];
-    if (c != 0) atomicAdd(&d_hist[b], static_cast<unsigned long long>(c));
-  }
+  columns::for_each_value_sum<kBlock>(cols, [d_hist](int v, std::uint32_t c) {
+    if (c != 0) atomicAdd(&d_hist[v], static_cast<unsigned long long>(c));
+  });
 }
 
 }  // namespace
