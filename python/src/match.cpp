@@ -43,7 +43,11 @@ histeq::Region histeq::python::region_of(const std::optional<HostU8>& mask,
   if (roi) r.roi = Roi{std::get<0>(*roi), std::get<1>(*roi), std::get<2>(*roi), std::get<3>(*roi)};
   if (mask) {
     check_size(*mask, std::size_t(width) * std::size_t(height), "mask");
-    auto m = std::make_shared<Image>();
+    // The mask's copy (Region holds an Image) goes into a buffer kept per thread between
+    // calls, so that a large mask does not fault in fresh pages on every call.
+    static thread_local std::shared_ptr<Image> spare;
+    if (!spare || spare.use_count() != 1) spare = std::make_shared<Image>();
+    std::shared_ptr<Image> m = spare;
     m->width = width;
     m->height = height;
     m->channels = 1;
@@ -166,7 +170,7 @@ void bind_match(nb::module_& m) {
          std::size_t pixels, std::uintptr_t counted, std::size_t n, const std::string& formula,
          const std::string& kernel) {
         const histeq::Formula f = histeq::parse_formula(formula);
-        if (n == 0) throw histeq::UsageError("mask: no pixel of the image is counted");
+        if (n == 0) throw histeq::UsageError("mask: the mask counts no pixel");
         histeq::python::DeviceScope scope(device);
         DeviceContext& c = histeq::python::begin(device, stream);
         std::uint64_t* hist = c.eq.device_hist(1);
