@@ -302,3 +302,20 @@ def test_torch_list_and_stream(torch_cuda):
     np.testing.assert_array_equal(outs[1].cpu().numpy(), sk(s[:100, :77], r))
     with pytest.raises(ValueError, match="backend"):
         histeq.match_histograms(xs[0], r, backend="cpu")
+
+
+# ---------------------------------------------------------------------------------- docs
+
+def test_the_docs_example_runs(tmp_path, monkeypatch):
+    """docs/python.md's example of matching and masks, run as written beside a copy of samples/
+    (tests/python/test_readme.py does the same for the README's blocks)."""
+    import pathlib
+    import shutil
+    root = pathlib.Path(__file__).resolve().parents[2]
+    text = (root / "docs" / "python.md").read_text(encoding="utf-8")
+    section = text.split("## Histogram matching and masked equalization", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "match_histograms" in code and "mask=" in code
+    shutil.copytree(root / "samples", tmp_path / "samples")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/python.md", "exec"), {"__name__": "__docs__"})
