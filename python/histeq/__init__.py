@@ -447,18 +447,14 @@ def _histogram_region(image, region: _r.Region, bins, kernel, mode, backend, bat
         if backend == "cpu":
             raise _cpu_with_cuda_array()
         n, h, w, c, is_batch = _a.split_shape(d.shape, batch, "image")
-        if c == 1 and d.lib in ("torch", "cupy") and n * h * w > 0:
+        if c == 1 and d.dtype == "uint8" and d.lib in ("torch", "cupy") and n * h * w > 0:
             out = _a.result_like(d, (n, bins), "int64")
             optr, planes = _a.ptr(out), d.obj.reshape(n, h, w)
             for i in range(n):
                 sel = region.counted(d, planes[i], h, w)
                 n_sel = sel.numel() if d.lib == "torch" else sel.size
-                if bins == 65536:
-                    _histeq.histogram16_device(d.device, d.stream, _a.ptr(sel), 1, n_sel,
-                                               optr + i * bins * 8)
-                else:
-                    _histeq.histogram_device(d.device, d.stream, _a.ptr(sel), n_sel, 1, mode,
-                                             bins, kernel, optr + i * bins * 8)
+                _histeq.histogram_device(d.device, d.stream, _a.ptr(sel), n_sel, 1, mode, bins,
+                                         kernel, optr + i * bins * 8)
             return out if is_batch else out[0]
         return _a.via_host(d, lambda a: _histogram_region_host(a, region, bins, kernel, mode,
                                                                 "auto", batch, order))

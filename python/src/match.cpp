@@ -115,8 +115,10 @@ void match_device(int device, std::uintptr_t stream, std::uintptr_t in, std::uin
     throw histeq::UsageError("image: " + std::to_string(channels) +
                              " channels; expected 1, 2, 3 or 4");
   }
+  // One channel: the gray plane whatever the mode (the apply kernel's gray case).
   const histeq::Mode md =
-      histeq::python::parse_mode_opt(mode).value_or(histeq::default_mode(channels));
+      channels == 1 ? histeq::Mode::gray
+                    : histeq::python::parse_mode_opt(mode).value_or(histeq::default_mode(channels));
   const int planes = histeq::plane_count(md, channels);
   const auto ref = histeq::python::reference_of(reference, kBins);
   if (ref->size() != std::size_t(planes)) {
@@ -135,10 +137,8 @@ void match_device(int device, std::uintptr_t stream, std::uintptr_t in, std::uin
   std::vector<std::uint64_t> hist(total * kBins);
   HISTEQ_CUDA_CHECK(cudaMemcpyAsync(hist.data(), d_hist, hist.size() * sizeof(std::uint64_t),
                                     cudaMemcpyDeviceToHost, c.current));
-  {
-    nb::gil_scoped_release release;
-    HISTEQ_CUDA_CHECK(cudaStreamSynchronize(c.current));
-  }
+  // The GIL stays held, as in every device call: the device's context is shared.
+  HISTEQ_CUDA_CHECK(cudaStreamSynchronize(c.current));
   std::vector<std::uint8_t> luts(total * kBins);
   for (std::size_t k = 0; k < total; ++k) {
     const histeq::Lut l = histeq::match_lut(hist.data() + k * kBins, (*ref)[k % planes].data());
