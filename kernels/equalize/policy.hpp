@@ -16,3 +16,13 @@ struct FusedPolicy {
 inline constexpr FusedPolicy kFusedPolicy{};
 
 }  // namespace histeq::kernels
+
+namespace histeq::kernels {
+
+/// match_lut (match_lut.cu): histogram matching's 256-level LUT, one block per plane, one thread
+/// per level (a launch of a few microseconds, like cdf_lut; nothing to tune but its shape).
+struct MatchLutPolicy {
+  static constexpr int kLevels = 256;
+};
+
+}  // namespace histeq::kernels

@@ -34,6 +34,14 @@ void launch_cdf_lut(const std::uint64_t* d_hist256, std::uint8_t* d_lut, Formula
 void launch_cdf_lut_planes(const std::uint64_t* d_hist, int planes, std::uint8_t* d_luts, Formula f,
                            cudaStream_t stream);
 
+/// Histogram matching's LUTs (histeq/match.hpp: match_lut) of `planes` 256-bin histograms:
+/// d_hist[p·256 + b] and the reference's d_ref[p·256 + b] (one_reference: d_ref[b] for every
+/// plane) → d_luts[p·256 + v]. Each reference histogram must count at least one pixel (the
+/// caller checks: match_lut throws for an empty one); an empty source histogram gives the
+/// identity. One block per plane; planes == 0 launches nothing.
+void launch_match_lut_planes(const std::uint64_t* d_hist, int planes, const std::uint64_t* d_ref,
+                             bool one_reference, std::uint8_t* d_luts, cudaStream_t stream);
+
 /// The planes a mode histograms (planes.hpp), as cpu::extract_planes:
 /// d_planes[p·pixels + i] = plane p of pixel i. 1 channel: a copy (the pipeline uses the input
 /// directly instead); 2: the gray channel; 3–4 in luma/gray mode: luma (color::luma);

@@ -104,3 +104,19 @@ inline constexpr int kAutoPrivatizedMaxBins = 64;
 inline constexpr std::size_t kAutoPrivatizedMaxSamples = std::size_t(64) << 10;
 
 }  // namespace histeq::kernels
+
+namespace histeq::kernels {
+
+/// region (region.cu): the 256-bin histogram of a rectangle and/or a mask of an 8-bit plane.
+/// Rectangles of whole rows (and a mask alone) are one contiguous run: a grid-stride walk with
+/// 16-byte loads of the plane and of the mask together (one pass, no masked copy), grid filling
+/// the SMs. Other rectangles: a warp per row of the rectangle. Counting into columns.cuh's
+/// lane-owned columns (32 KiB per block: kBlocksPerSm blocks fit an SM's shared memory).
+struct RegionPolicy {
+  static constexpr int kBlockSize = 512;
+  static constexpr int kBlocksPerSm = 4;
+  static constexpr int kVectorsInFlight = 2;
+};
+inline constexpr RegionPolicy kRegionPolicy{};
+
+}  // namespace histeq::kernels

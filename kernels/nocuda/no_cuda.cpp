@@ -19,6 +19,7 @@
 #include "equalize/stages.hpp"
 #include "histeq/error.hpp"
 #include "histogram/details.hpp"
+#include "histogram/region.hpp"
 #include "histogram/registry.hpp"
 #include "support/cuda_check.hpp"
 #include "support/stream_hold.hpp"
@@ -67,7 +68,14 @@ void launch_apply(const std::uint8_t*, std::size_t, int, Mode, const std::uint8_
                   cudaStream_t) {
   no_gpu("launch_apply");
 }
+void launch_match_lut_planes(const std::uint64_t*, int, const std::uint64_t*, bool, std::uint8_t*,
+                             cudaStream_t) {
+  no_gpu("launch_match_lut_planes");
+}
 cudaError_t probe_device_code() { return cudaErrorNoDevice; }
+
+// ---- region.hpp ----
+void region_histogram_u8(const RegionLaunch&) { no_gpu("region_histogram_u8"); }
 
 // ---- batched.hpp ----
 std::size_t batch_scratch_bytes(std::size_t) { return 0; }
@@ -120,6 +128,14 @@ void hist_u16_packed(const std::uint16_t*, std::size_t, std::uint64_t*, std::uin
                      cudaStream_t, bool, const Tuning&) {
   no_gpu("hist_u16_packed");
 }
+void hist_u16_region(const RegionLaunch&, std::uint32_t*, const Tuning&) {
+  no_gpu("hist_u16_region");
+}
+void match_lut_u16(const std::uint64_t*, const std::uint64_t*, std::uint16_t*, std::uint64_t*,
+                   cudaStream_t) {
+  no_gpu("match_lut_u16");
+}
+std::size_t match_lut_u16_scratch_words() { return 0; }
 void lut_u16(const std::uint64_t*, std::uint16_t*, cudaStream_t, const Tuning&) {
   no_gpu("lut_u16");
 }

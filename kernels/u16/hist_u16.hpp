@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "histeq/tuning.hpp"
+#include "histogram/region.hpp"
 
 namespace histeq::kernels {
 
@@ -33,5 +34,18 @@ void lut_u16(const std::uint64_t* d_hist, std::uint16_t* d_lut, cudaStream_t str
 /// d_out[i] = d_lut[d_in[i]], i < n (d_out may equal d_in).
 void apply_u16(const std::uint16_t* d_in, std::uint16_t* d_out, std::size_t n,
                const std::uint16_t* d_lut, cudaStream_t stream, const Tuning& t = Tuning{});
+
+/// The 65536-bin histogram of a 16-bit plane's region (hist_u16_region.cu), written over
+/// r.d_hist: hist_u16 on the rows for a rectangle of whole rows without a mask (d_scratch as
+/// hist_u16's), else one global atomic per counted sample.
+void hist_u16_region(const RegionLaunch& r, std::uint32_t* d_scratch, const Tuning& t = Tuning{});
+
+/// Histogram matching's 65536-level LUT (histeq/match.hpp: match_lut16) of one plane: d_hist
+/// and the reference's d_ref (65536 uint64 each, device; the reference counts at least one
+/// sample: the caller checks) → d_lut[0,65536). d_scratch: match_lut_u16_scratch_words() uint64.
+/// Two launches on `stream` (match_lut16.cu).
+void match_lut_u16(const std::uint64_t* d_hist, const std::uint64_t* d_ref, std::uint16_t* d_lut,
+                   std::uint64_t* d_scratch, cudaStream_t stream);
+std::size_t match_lut_u16_scratch_words();
 
 }  // namespace histeq::kernels

@@ -59,6 +59,16 @@ void set_times(Cell& c, const std::vector<double>& us);
 /// then the read bandwidth and the launch floor into info. Progress to err.
 void open_gpu(Gpu& g, const Options& opt, RunInfo& info, std::ostream& err);
 
+// ----- masked equalization and matching rows (bench/region.cpp) -----
+/// One row: its kernel label, L2 state, FAIL reason ("" when it passed its check), µs per rep.
+using RowFn = std::function<void(const std::string& kernel, L2 l2, const std::string& reason,
+                                 const std::vector<double>& us)>;
+/// --equalize with a GPU: the u8 case (n samples) as a w x h gray image in device memory, the
+/// rows hist:columns, hist:mask, hist:roi, equalize:mask, equalize:roi and match:gpu, each
+/// checked against the CPU twin and timed (bench/region.cpp says what each runs).
+void region_rows(const std::uint8_t* data, std::size_t n, const Options& opt, Gpu& g,
+                 const RowFn& row);
+
 // ----- reports (bench/report.cpp) -----
 /// Writes `path` through body; throws Error naming `what` and the path when it cannot.
 void write_file(const std::string& path, const std::string& what,

@@ -233,6 +233,15 @@ class Sweep {
         add(std::move(c));
       }
     }
+    region_rows(data, dc.n, opt_, *gpu_,
+                [&](const std::string& kernel, L2 l, const std::string& reason,
+                    const std::vector<double>& us) {
+                  Cell c = base(dc, kernel, 0, to_string(l));
+                  c.status = reason.empty() ? "PASS" : "FAIL";
+                  c.reason = reason;
+                  set_times(c, us);
+                  add(std::move(c));
+                });
   }
 
   /// --clahe: CLAHE (clip 2, 8x8) of one u8 case as a w × h image, w = floor(sqrt(n)), on the

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "histeq/equalize16.hpp"
 #include "histeq/error.hpp"
 #include "histeq/pipeline.hpp"
+#include "histogram/region.hpp"
 #include "support/cuda_check.hpp"
 #include "support/device_buffer.hpp"
 #include "u16/hist_u16.hpp"
@@ -59,35 +61,151 @@ void Equalizer16::equalize(const std::uint16_t* d_in, std::uint16_t* d_out, std:
 
 namespace histeq {
 
+namespace {
+
+void check16(const Image16& img, Mode mode, const char* what, const char* verb) {
+  if (img.width < 1 || img.height < 1 || img.channels < 1 || img.channels > 4 ||
+      img.pixels.size() != img.sample_count()) {
+    throw Error(std::string(what) + ": empty or inconsistent 16-bit image");
+  }
+  if (img.channels >= 3 && mode != Mode::rgb) {
+    throw UsageError(std::string("16-bit colour images are ") + verb + " per channel: mode '" +
+                     to_string(mode) + "' needs 16-bit YCbCr; use mode rgb (or 8 bits)");
+  }
+}
+
+/// The device side of one 16-bit image's planes: the plane, its counted histogram (every sample
+/// with the packed kernel, or the region's), the LUT (the formula, or matching to a reference)
+/// and the apply, on the Equalizer16's stream.
+class Planes16 {
+ public:
+  Planes16(const Image16& img, const Region& region)
+      : eq_(), n_(img.pixel_count()), w_(img.width), h_(img.height), region_(region), d_(n_) {
+    if (region.all()) return;
+    region.check(img.width, img.height, "image");
+    if (region.mask) {
+      const std::vector<std::uint8_t>& m = region.mask->pixels;
+      mask_ = DeviceBuffer<std::uint8_t>(std::max<std::size_t>(m.size(), 1));
+      if (!m.empty())
+        HISTEQ_CUDA_CHECK(
+            cudaMemcpyAsync(mask_.get(), m.data(), m.size(), cudaMemcpyHostToDevice, s()));
+    }
+    scratch_ = DeviceBuffer<std::uint32_t>(kernels::hist_u16_scratch_words());
+    HISTEQ_CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, scratch_.bytes(), s()));
+  }
+  cudaStream_t s() const { return eq_.stream(); }
+  std::uint16_t* plane() { return d_.get(); }
+  std::uint64_t* hist() { return hist_.get(); }
+
+  /// Uploads a plane (n samples) and counts it into hist().
+  void count(const std::uint16_t* host) {
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d_.get(), host, n_ * 2, cudaMemcpyHostToDevice, s()));
+    if (region_.all()) {
+      eq_.histogram(d_.get(), n_, hist_.get());
+      return;
+    }
+    const Roi roi = region_.roi.value_or(Roi{0, 0, w_, h_});
+    kernels::RegionLaunch r;
+    r.d_plane = d_.get();
+    r.width = w_;
+    r.height = h_;
+    r.x = roi.x;
+    r.y = roi.y;
+    r.w = roi.width;
+    r.h = roi.height;
+    r.d_mask = region_.mask ? mask_.get() : nullptr;
+    r.d_hist = hist_.get();
+    r.stream = s();
+    kernels::hist_u16_region(r, scratch_.get(), eq_.tuning());
+  }
+
+  /// The LUT of hist() (ref: the reference's 65536 counts on the device, or nullptr) applied to
+  /// the plane in place, and the plane downloaded into `host`. Synchronizes.
+  void equalize(const std::uint64_t* d_ref, std::uint16_t* host) {
+    if (d_ref) {
+      if (match_scratch_.size() == 0)
+        match_scratch_ = DeviceBuffer<std::uint64_t>(kernels::match_lut_u16_scratch_words());
+      kernels::match_lut_u16(hist_.get(), d_ref, lut_.get(), match_scratch_.get(), s());
+    } else {
+      kernels::lut_u16(hist_.get(), lut_.get(), s(), eq_.tuning());
+    }
+    kernels::apply_u16(d_.get(), d_.get(), n_, lut_.get(), s(), eq_.tuning());
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(host, d_.get(), n_ * 2, cudaMemcpyDeviceToHost, s()));
+    eq_.synchronize();
+  }
+
+  /// hist() downloaded. Synchronizes.
+  Histogram download_hist() {
+    Histogram h(kBins16);
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h.data(), hist_.get(), kBins16 * sizeof(std::uint64_t),
+                                      cudaMemcpyDeviceToHost, s()));
+    eq_.synchronize();
+    return h;
+  }
+
+ private:
+  gpu::Equalizer16 eq_;
+  std::size_t n_;
+  int w_, h_;
+  const Region& region_;
+  DeviceBuffer<std::uint16_t> d_;
+  DeviceBuffer<std::uint64_t> hist_{std::size_t(kBins16)};
+  DeviceBuffer<std::uint16_t> lut_{std::size_t(kBins16)};
+  DeviceBuffer<std::uint8_t> mask_;
+  DeviceBuffer<std::uint32_t> scratch_;        // hist_u16's, for a rectangle of whole rows
+  DeviceBuffer<std::uint64_t> match_scratch_;  // match_lut_u16's
+};
+
+/// The reference's histograms on the device, one per plane or one for all (checked as the CPU
+/// twin checks them: their number and 65536 bins; at least one count, as match_lut16).
+DeviceBuffer<std::uint64_t> upload_reference16(const std::vector<Histogram>& ref, int planes,
+                                               cudaStream_t s) {
+  if (ref.size() != 1 && ref.size() != std::size_t(planes))
+    throw Error("histogram matching: " + std::to_string(ref.size()) +
+                " reference histograms for an image of " + std::to_string(planes) +
+                " planes (valid: 1 or " + std::to_string(planes) + ")");
+  std::vector<std::uint64_t> packed;
+  packed.reserve(ref.size() * kBins16);
+  for (const Histogram& h : ref) {
+    if (h.size() != std::size_t(kBins16))
+      throw Error("histogram matching at 16 bits: a reference histogram of " +
+                  std::to_string(h.size()) + " bins (valid: 65536)");
+    std::uint64_t sum = 0;
+    for (std::uint64_t c : h) sum += c;
+    if (sum == 0) throw UsageError("histogram matching: the reference has no pixel");
+    packed.insert(packed.end(), h.begin(), h.end());
+  }
+  DeviceBuffer<std::uint64_t> d(packed.size());
+  HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d.get(), packed.data(), packed.size() * sizeof(std::uint64_t),
+                                    cudaMemcpyHostToDevice, s));
+  HISTEQ_CUDA_CHECK(cudaStreamSynchronize(s));  // `packed` goes out of scope
+  return d;
+}
+
+}  // namespace
+
 Image16 equalize16(const Image16& img, Mode mode, Backend backend, std::string* device_used,
                    const Region& region, const std::vector<Histogram>* reference) {
-  if (resolve_backend(backend) == Backend::cpu || !region.all() || reference) {
+  if (resolve_backend(backend) == Backend::cpu) {
     if (device_used) *device_used = "cpu";
     return cpu::equalize16(img, mode, 0, region, reference);
   }
-  if (img.width < 1 || img.height < 1 || img.channels < 1 || img.channels > 4 ||
-      img.pixels.size() != img.sample_count()) {
-    throw Error("equalize: empty or inconsistent 16-bit image");
-  }
+  check16(img, mode, "equalize", "equalized");
   const int c = img.channels;
-  if (c >= 3 && mode != Mode::rgb) {
-    throw UsageError(std::string("16-bit colour images are equalized per channel: mode '") +
-                     to_string(mode) + "' needs 16-bit YCbCr; use mode rgb (or 8 bits)");
-  }
+  const int planes = c >= 3 ? 3 : 1;
   if (device_used) *device_used = gpu::device_name();
-  gpu::Equalizer16 eq;
+  Planes16 dev(img, region);
+  DeviceBuffer<std::uint64_t> d_ref;
+  if (reference) d_ref = upload_reference16(*reference, planes, dev.s());
   const std::size_t n = img.pixel_count();
-  DeviceBuffer<std::uint16_t> d(n);
   std::vector<std::uint16_t> plane(n);
   Image16 out = img;
-  for (int k = 0; k < (c >= 3 ? 3 : 1); ++k) {
+  for (int k = 0; k < planes; ++k) {
     for (std::size_t i = 0; i < n; ++i) plane[i] = img.pixels[i * std::size_t(c) + std::size_t(k)];
-    HISTEQ_CUDA_CHECK(
-        cudaMemcpyAsync(d.get(), plane.data(), n * 2, cudaMemcpyHostToDevice, eq.stream()));
-    eq.equalize(d.get(), d.get(), n);
-    HISTEQ_CUDA_CHECK(
-        cudaMemcpyAsync(plane.data(), d.get(), n * 2, cudaMemcpyDeviceToHost, eq.stream()));
-    eq.synchronize();
+    dev.count(plane.data());
+    const std::uint64_t* ref_k =
+        reference ? d_ref.get() + (reference->size() == 1 ? 0 : std::size_t(k) * kBins16) : nullptr;
+    dev.equalize(ref_k, plane.data());
     for (std::size_t i = 0; i < n; ++i) out.pixels[i * std::size_t(c) + std::size_t(k)] = plane[i];
   }
   return out;
@@ -95,28 +213,16 @@ Image16 equalize16(const Image16& img, Mode mode, Backend backend, std::string* 
 
 std::vector<Histogram> histograms16(const Image16& img, Mode mode, Backend backend,
                                     std::string* device_used, const Region& region) {
-  if (img.width < 1 || img.height < 1 || img.channels < 1 || img.channels > 4 ||
-      img.pixels.size() != img.sample_count())
-    throw Error("histogram: empty or inconsistent 16-bit image");
+  check16(img, mode, "histogram", "counted");
   const int c = img.channels;
-  if (c >= 3 && mode != Mode::rgb) {
-    throw UsageError(std::string("16-bit colour images are counted per channel: mode '") +
-                     to_string(mode) + "' needs 16-bit YCbCr; use mode rgb (or 8 bits)");
-  }
   const int planes = c >= 3 ? 3 : 1;
   const std::size_t n = img.pixel_count();
   std::vector<std::uint16_t> plane(n);
   std::vector<Histogram> hs;
-  const bool gpu = resolve_backend(backend) == Backend::cuda && region.all();
+  const bool gpu = resolve_backend(backend) == Backend::cuda;
   if (device_used) *device_used = gpu ? gpu::device_name() : "cpu";
-  std::unique_ptr<gpu::Equalizer16> eq;
-  std::unique_ptr<DeviceBuffer<std::uint16_t>> d_plane;
-  std::unique_ptr<DeviceBuffer<std::uint64_t>> d_hist;
-  if (gpu) {
-    eq = std::make_unique<gpu::Equalizer16>();
-    d_plane = std::make_unique<DeviceBuffer<std::uint16_t>>(n);
-    d_hist = std::make_unique<DeviceBuffer<std::uint64_t>>(std::size_t(kBins16));
-  }
+  std::unique_ptr<Planes16> dev;
+  if (gpu) dev = std::make_unique<Planes16>(img, region);
   for (int k = 0; k < planes; ++k) {
     for (std::size_t i = 0; i < n; ++i) plane[i] = img.pixels[i * std::size_t(c) + std::size_t(k)];
     if (!gpu) {
@@ -124,14 +230,8 @@ std::vector<Histogram> histograms16(const Image16& img, Mode mode, Backend backe
                                 : cpu::histogram16(plane.data(), img.width, img.height, region));
       continue;
     }
-    Histogram h(kBins16);
-    HISTEQ_CUDA_CHECK(
-        cudaMemcpyAsync(d_plane->get(), plane.data(), n * 2, cudaMemcpyHostToDevice, eq->stream()));
-    eq->histogram(d_plane->get(), n, d_hist->get());
-    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(h.data(), d_hist->get(), kBins16 * sizeof(std::uint64_t),
-                                      cudaMemcpyDeviceToHost, eq->stream()));
-    eq->synchronize();
-    hs.push_back(std::move(h));
+    dev->count(plane.data());
+    hs.push_back(dev->download_hist());
   }
   return hs;
 }

@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "equalize/stages.hpp"
 #include "histeq/error.hpp"
 #include "histeq/planes.hpp"
+#include "histogram/region.hpp"
 #include "histogram/registry.hpp"
 #include "support/cuda_check.hpp"
 #include "support/device_buffer.hpp"
@@ -56,6 +59,22 @@ T* grow(DeviceBuffer<T>& b, std::size_t n) {
   return b.get();
 }
 
+/// Matching's reference histograms: one for every plane, or one per plane, of 256 bins (the
+/// CPU twin's checks and messages).
+void check_reference(const std::vector<Histogram>& ref, int planes) {
+  if (ref.size() != 1 && ref.size() != std::size_t(planes))
+    throw Error("histogram matching: " + std::to_string(ref.size()) +
+                " reference histograms for an image of " + std::to_string(planes) +
+                " planes (valid: 1 or " + std::to_string(planes) + ")");
+  for (const Histogram& h : ref)
+    if (h.size() != std::size_t(kBins))
+      throw Error("histogram matching at 8 bits: a reference histogram of " +
+                  std::to_string(h.size()) + " bins (valid: 256)");
+}
+
+/// The name reports give the histogram stage of a region (not a registry kernel).
+constexpr const char* kRegionKernel = "region";
+
 }  // namespace
 
 struct ImageEngine::Impl {
@@ -64,17 +83,97 @@ struct ImageEngine::Impl {
   bool pinned = false;
   DeviceBuffer<std::uint8_t> d_in, d_planes, d_out;
   PinnedBuffer h_in, h_out;
+  // The region's mask and matching's reference histograms on the device, uploaded once per mask
+  // or reference (the pointer is the key; the shared_ptr keeps it alive, so it is never reused).
+  DeviceBuffer<std::uint8_t> d_mask;
+  std::shared_ptr<const Image> mask_of;
+  DeviceBuffer<std::uint64_t> d_ref;
+  std::shared_ptr<const std::vector<Histogram>> ref_of;
   Event e_start, e_up, e_hist, e_lut, e_apply, e_down;
   Impl(StreamHandle external, bool pin) : own(std::in_place, external), eq(*own), pinned(pin) {}
   explicit Impl(Equalizer& borrowed) : eq(borrowed) {}
 
   cudaStream_t s() const { return reinterpret_cast<cudaStream_t>(eq.stream()); }
 
-  /// The stages on the device: planes → histograms → (apply) LUTs → apply. e_up must be
-  /// recorded before; records e_hist, e_lut, e_apply. Returns the kernel that ran.
-  std::string stages(const std::uint8_t* d_src, std::size_t pixels, int channels, Mode mode,
+  /// The region's mask in device memory (nullptr without one), uploaded when it changes.
+  const std::uint8_t* mask(const Region& region) {
+    if (!region.mask) return nullptr;
+    if (mask_of != region.mask) {
+      const std::vector<std::uint8_t>& m = region.mask->pixels;
+      std::uint8_t* d = grow(d_mask, std::max<std::size_t>(m.size(), 1));
+      mask_of.reset();
+      if (!m.empty())
+        HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d, m.data(), m.size(), cudaMemcpyHostToDevice, s()));
+      mask_of = region.mask;
+    }
+    return d_mask.get();
+  }
+
+  /// Matching's reference histograms in device memory (one per plane, or one for every plane:
+  /// *one), uploaded when the reference changes. Throws UsageError for a reference that counts
+  /// no pixel (as match_lut); check_reference has checked its shape.
+  const std::uint64_t* reference(const std::shared_ptr<const std::vector<Histogram>>& ref,
+                                 bool* one) {
+    const std::vector<Histogram>& hs = *ref;
+    for (const Histogram& h : hs) {
+      std::uint64_t sum = 0;
+      for (std::uint64_t c : h) sum += c;
+      if (sum == 0) throw UsageError("histogram matching: the reference has no pixel");
+    }
+    *one = hs.size() == 1;
+    if (ref_of != ref) {
+      std::vector<std::uint64_t> packed;
+      packed.reserve(hs.size() * kBins);
+      for (const Histogram& h : hs) packed.insert(packed.end(), h.begin(), h.end());
+      std::uint64_t* d = grow(d_ref, packed.size());
+      ref_of.reset();
+      // From pageable memory: returns once `packed` is staged, so it may go out of scope.
+      HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d, packed.data(), packed.size() * sizeof(std::uint64_t),
+                                        cudaMemcpyHostToDevice, s()));
+      ref_of = ref;
+    }
+    return d_ref.get();
+  }
+
+  /// The counted histograms of the planes into d_hist (the region's, checked by the caller, or
+  /// every pixel's with the registry's `opt.kernel`). Returns the kernel that ran.
+  std::string histograms(const std::uint8_t* plane0, int width, int height, int planes_n,
+                         const EqualizeOptions& opt, std::uint64_t* d_hist) {
+    const std::size_t pixels = std::size_t(width) * std::size_t(height);
+    std::string ran;
+    if (opt.region.all()) {
+      for (int p = 0; p < planes_n; ++p)
+        ran = eq.histogram(opt.kernel, plane0 + std::size_t(p) * pixels, pixels, SampleType::u8,
+                           kBins, d_hist + std::size_t(p) * kBins, opt.block_size);
+      return ran.empty() ? opt.kernel : ran;
+    }
+    const Roi roi = opt.region.roi.value_or(Roi{0, 0, width, height});
+    kernels::RegionLaunch r;
+    r.width = width;
+    r.height = height;
+    r.x = roi.x;
+    r.y = roi.y;
+    r.w = roi.width;
+    r.h = roi.height;
+    r.d_mask = mask(opt.region);
+    r.stream = s();
+    for (int p = 0; p < planes_n; ++p) {
+      r.d_plane = plane0 + std::size_t(p) * pixels;
+      r.d_hist = d_hist + std::size_t(p) * kBins;
+      kernels::region_histogram_u8(r);
+    }
+    return kRegionKernel;
+  }
+
+  /// The stages on the device: planes → histograms (of opt.region) → (apply) LUTs (the formula,
+  /// or matching to opt.reference) → apply. e_up must be recorded before; records e_hist, e_lut,
+  /// e_apply. Returns the kernel that ran.
+  std::string stages(const std::uint8_t* d_src, int width, int height, int channels, Mode mode,
                      const EqualizeOptions& opt, bool apply, std::uint8_t* d_dst) {
+    const std::size_t pixels = std::size_t(width) * std::size_t(height);
     const int planes_n = plane_count(mode, channels);
+    if (!opt.region.all()) opt.region.check(width, height, "image");  // as the CPU twin, first
+    if (opt.reference) check_reference(*opt.reference, planes_n);
     std::uint8_t* planes = nullptr;
     if (channels > 1) {
       planes = grow(d_planes, std::max<std::size_t>(std::size_t(planes_n) * pixels, 1));
@@ -82,19 +181,22 @@ struct ImageEngine::Impl {
     }
     const std::uint8_t* plane0 = channels > 1 ? planes : d_src;
     std::uint64_t* d_hist = eq.device_hist(planes_n);
-    std::string ran;
-    for (int p = 0; p < planes_n; ++p)
-      ran = eq.histogram(opt.kernel, plane0 + std::size_t(p) * pixels, pixels, SampleType::u8,
-                         kBins, d_hist + std::size_t(p) * kBins, opt.block_size);
+    std::string ran = histograms(plane0, width, height, planes_n, opt, d_hist);
     e_hist.record(s());
     if (apply) {
       std::uint8_t* d_luts = eq.device_lut(planes_n);
-      eq.cdf_lut(d_hist, planes_n, opt.formula, d_luts);
+      if (opt.reference) {
+        bool one = false;
+        const std::uint64_t* d_ref = reference(opt.reference, &one);
+        kernels::launch_match_lut_planes(d_hist, planes_n, d_ref, one, d_luts, s());
+      } else {
+        eq.cdf_lut(d_hist, planes_n, opt.formula, d_luts);
+      }
       e_lut.record(s());
       eq.apply(d_src, pixels, channels, mode, d_luts, d_dst);
       e_apply.record(s());
     }
-    return ran.empty() ? opt.kernel : ran;
+    return ran;
   }
 
   /// Queues the copies of the histograms (and LUTs) to the host, synchronizes, and fills rep's
@@ -117,7 +219,7 @@ struct ImageEngine::Impl {
     rep.histograms.clear();
     rep.luts.clear();
     rep.racy_lost = 0;
-    const bool exact = kernels::find_kernel(rep.kernel).exact;
+    const bool exact = rep.kernel == kRegionKernel || kernels::find_kernel(rep.kernel).exact;
     for (int p = 0; p < planes_n; ++p) {
       rep.histograms.emplace_back(h_hist.begin() + std::ptrdiff_t(p) * kBins,
                                   h_hist.begin() + std::ptrdiff_t(p + 1) * kBins);
@@ -165,7 +267,7 @@ void ImageEngine::run_into(const ImageView<std::uint8_t>& in, const EqualizeOpti
   if (in_bytes > 0)
     HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d_in, src, in_bytes, cudaMemcpyHostToDevice, s));
   m.e_up.record(s);
-  rep.kernel = m.stages(d_in, pixels, in.channels, mode, opt, apply, d_out);
+  rep.kernel = m.stages(d_in, in.width, in.height, in.channels, mode, opt, apply, d_out);
   if (apply) {
     if (out_bytes > 0)
       HISTEQ_CUDA_CHECK(cudaMemcpyAsync(out, d_out, out_bytes, cudaMemcpyDeviceToHost, s));
@@ -234,7 +336,7 @@ Image ImageEngine::run(const Image& in, Image* reuse, const EqualizeOptions& opt
   if (in_bytes > 0)
     HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d_in, src, in_bytes, cudaMemcpyHostToDevice, s));
   m.e_up.record(s);
-  rep.kernel = m.stages(d_in, pixels, in.channels, mode, opt, apply, d_out);
+  rep.kernel = m.stages(d_in, in.width, in.height, in.channels, mode, opt, apply, d_out);
 
   Image out;
   std::uint8_t* h_out = nullptr;
@@ -291,7 +393,7 @@ void ImageEngine::run_device(const std::uint8_t* d_in, int width, int height, in
   rep.mode = mode;
   m.e_start.record(m.s());
   m.e_up.record(m.s());
-  rep.kernel = m.stages(d_in, pixels, channels, mode, opt, true, d_out);
+  rep.kernel = m.stages(d_in, width, height, channels, mode, opt, true, d_out);
   m.collect(pixels, plane_count(mode, channels), true, rep);
   rep.times.total_ms = ms_since(t0);
 }

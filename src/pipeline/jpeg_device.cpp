@@ -305,7 +305,19 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       y += aligned(n);
     }
     if (imgs.empty()) return {};
-    s.eq.equalize_batch(imgs.data(), imgs.size(), opt.equalize.formula);
+    if (opt.equalize.region.all() && !opt.equalize.reference) {
+      s.eq.equalize_batch(imgs.data(), imgs.size(), opt.equalize.formula);
+    } else {
+      // A counted region or matching's reference: the batched kernels take neither, so each Y
+      // plane runs the stage sequence (region histogram, matching LUT) as a gray image.
+      EqualizeOptions y = opt.equalize;
+      y.mode = Mode::gray;
+      for (std::size_t k = 0; k < imgs.size(); ++k) {
+        EqualizeReport r;
+        s.engine.run_device(imgs[k].d_in, dec[at[k]].width, dec[at[k]].height, 1, y, imgs[k].d_out,
+                            r);
+      }
+    }
     return s.codec.encode_planes(enc, opt.encode);
   }
 

@@ -86,7 +86,9 @@ JpegOnDevice equalize_jpeg_on_device(Equalizer& eq, JpegCodec& codec, const Jpeg
     }
     const bool luma =
         !opt.mode || *opt.mode == Mode::luma || (info.components == 1 && *opt.mode == Mode::gray);
-    if (checked && luma && opt.kernel == "auto" &&
+    // equalize_gray counts every pixel with the formula: a region or a reference takes the
+    // stage sequence below.
+    if (checked && luma && opt.kernel == "auto" && opt.region.all() && !opt.reference &&
         planes_candidate(info, enc, std::uint64_t(1) << 40) &&
         planes_on_device(eq, codec, in, opt, enc, report, &r))
       return r;

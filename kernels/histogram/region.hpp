@@ -1,0 +1,30 @@
+// region.hpp — histograms of the pixels a region counts (masked equalization: histeq/match.hpp's
+// Region): a rectangle of a plane and/or the pixels where a mask is nonzero, in one pass over
+// the plane and the mask. Not registry kernels (the contract counts every sample of a buffer).
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace histeq::kernels {
+
+/// One region histogram: the samples of plane (width x height, row-major, u8 or u16) at (c, r)
+/// with x <= c < x + w and y <= r < y + h (the caller's rectangle lies in the plane; the whole
+/// plane when there is no rectangle) and, when d_mask is given (width x height bytes, the plane's
+/// layout), d_mask[r · width + c] != 0.
+struct RegionLaunch {
+  const void* d_plane = nullptr;
+  int width = 0, height = 0;
+  int x = 0, y = 0, w = 0, h = 0;
+  const std::uint8_t* d_mask = nullptr;
+  std::uint64_t* d_hist = nullptr;  ///< 256 (u8) or 65536 (u16) uint64 bins, overwritten
+  cudaStream_t stream = nullptr;
+};
+
+/// The 256-bin histogram of an 8-bit plane's region (region.cu). Async on the stream: a memset of
+/// d_hist and one launch. Any alignment of the plane and the mask (16-byte loads of both where
+/// they share their phase; the mask's bytes one by one where not).
+void region_histogram_u8(const RegionLaunch& r);
+
+}  // namespace histeq::kernels
