@@ -239,18 +239,22 @@ def _equalize_list(images, mode, formula, kernel, backend, order):
     return outs
 
 
-def _equalize_counted_device(d: _a.Dev, region: _r.Region, batch, formula, kernel):
-    """Masked equalization of gray 8-bit torch / CuPy arrays on their device: per image, the
-    counted pixels gathered by the array's library, their histogram, the LUT, applied to all."""
-    n, h, w, _c, is_batch = _a.split_shape(d.shape, batch, "image")
-    out = _a.result_like(d, d.shape)
-    planes = d.obj.reshape(n, h, w)
-    optr = _a.ptr(out)
-    for i in range(n):
-        sel = region.counted(d, planes[i], h, w)
-        n_sel = sel.numel() if d.lib == "torch" else sel.size
-        _histeq.equalize_counted_device(d.device, d.stream, d.ptr + i * h * w, optr + i * h * w,
-                                        h * w, _a.ptr(sel), n_sel, formula, kernel)
+def _stages_device(d: _a.Dev, batch, mode, formula, kernel, order, region=None, hists=None):
+    """equalize() with a mask or roi, or match_histograms() (hists: the reference's histograms
+    on the device), on 8-bit CUDA arrays: histeq._histeq.stages_device on the caller's stream."""
+    n, h, w, c, is_batch = _a.split_shape(d.shape, batch, "image")
+    mask, roi = region.device(d, h, w) if region is not None else (None, None)
+    swap = order == "bgr" and c >= 3 and mode != "rgb"
+    if swap:  # the device stages compute luma from RGB: a swapped copy, and back for luma
+        d = _a.swap_red_blue(d)
+    out = _a.result_like(d, _a.out_shape(d.shape, mode, n, h, w, c, is_batch))
+    if n * h * w > 0:
+        _histeq.stages_device(d.device, d.stream, d.ptr, _a.ptr(out), n, h, w, c, mode, formula,
+                              kernel, 0 if mask is None else _a.ptr(mask), roi,
+                              0 if hists is None else _a.ptr(hists),
+                              0 if hists is None else int(hists.shape[0]))
+    if swap and _a.out_channels(mode, c) == c:
+        out = _a.unswap_red_blue(out)
     return out
 
 
@@ -267,11 +271,9 @@ def _equalize_region(image, region: _r.Region, batch, mode, formula, kernel, bac
     if d is not None:
         if backend == "cpu":
             raise _cpu_with_cuda_array()
-        if d.dtype == "uint16":
-            _check16(formula, kernel)
-        n, h, w, c, _b = _a.split_shape(d.shape, batch, "image")
-        if d.dtype == "uint8" and c == 1 and d.lib in ("torch", "cupy") and n * h * w > 0:
-            return _equalize_counted_device(d, region, batch, formula, kernel)
+        if d.dtype == "uint8":
+            return _stages_device(d, batch, mode, formula, kernel, order, region=region)
+        _check16(formula, kernel)  # 16-bit CUDA arrays: the whole-image path through the host
         return _a.via_host(d, lambda a: _equalize_region_host(a, region, batch, mode, formula,
                                                                kernel, "auto", order))
     if backend == "cuda":
@@ -318,7 +320,9 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
             nonzero, and the LUT made from them (OpenCV's formula with N = the counted pixels)
             applies to every pixel. An array of the image's height x width (``(H, W)``; one
             mask for every image of a batch or list), any integer or bool dtype, NumPy, CPU
-            tensor or CUDA array. ``None`` (default): every pixel.
+            tensor or CUDA array. ``None`` (default): every pixel. 8-bit CUDA images run on
+            their device; a mask on the device is checked there for a counted pixel, which
+            waits for the device (a torch mask: once until it is modified in place).
         roi: ``(x, y, width, height)``: the histograms count only the pixels of this rectangle
             (with ``mask``: the mask's pixels inside it); the LUT applies to every pixel.
 
@@ -431,6 +435,24 @@ def _histogram_region_host(a: _np.ndarray, region: _r.Region, bins, kernel, mode
     return _np.stack(res) if is_batch else res[0]
 
 
+def _histogram_region_device(d: _a.Dev, region: _r.Region, mode, n, h, w, c, is_batch, order):
+    """The 256-bin histograms of the counted pixels of 8-bit CUDA images, on their device."""
+    mask, roi = region.device(d, h, w)
+    if order == "bgr" and c >= 3 and mode != "rgb":
+        d = _a.swap_red_blue(d)
+    planes = 3 if (c >= 3 and mode == "rgb") else 1
+    out = _a.result_like(d, (n, planes, 256), "int64")
+    optr, mptr = _a.ptr(out), 0 if mask is None else _a.ptr(mask)
+    if h * w == 0:
+        out.fill_(0) if hasattr(out, "fill_") else out.fill(0)
+    for i in range(n if h * w > 0 else 0):
+        _histeq.histogram_device_region(d.device, d.stream, d.ptr + i * h * w * c, h, w, c, mode,
+                                        mptr, roi, optr + i * planes * 256 * 8)
+    if planes == 1:
+        out = out.reshape(n, 256)
+    return out if is_batch else out[0]
+
+
 def _histogram_region(image, region: _r.Region, bins, kernel, mode, backend, batch, order):
     """histogram() with a mask or roi: one image or a batch."""
     d = _a.as_device(image, "image")
@@ -447,15 +469,8 @@ def _histogram_region(image, region: _r.Region, bins, kernel, mode, backend, bat
         if backend == "cpu":
             raise _cpu_with_cuda_array()
         n, h, w, c, is_batch = _a.split_shape(d.shape, batch, "image")
-        if c == 1 and d.dtype == "uint8" and d.lib in ("torch", "cupy") and n * h * w > 0:
-            out = _a.result_like(d, (n, bins), "int64")
-            optr, planes = _a.ptr(out), d.obj.reshape(n, h, w)
-            for i in range(n):
-                sel = region.counted(d, planes[i], h, w)
-                n_sel = sel.numel() if d.lib == "torch" else sel.size
-                _histeq.histogram_device(d.device, d.stream, _a.ptr(sel), n_sel, 1, mode, bins,
-                                         kernel, optr + i * bins * 8)
-            return out if is_batch else out[0]
+        if d.dtype == "uint8" and bins == 256:
+            return _histogram_region_device(d, region, mode, n, h, w, c, is_batch, order)
         return _a.via_host(d, lambda a: _histogram_region_host(a, region, bins, kernel, mode,
                                                                 "auto", batch, order))
     if backend == "cuda":
@@ -685,20 +700,11 @@ def _match_one(image, ref: _r.Reference, batch, mode, backend, order):
         return out if wrap is None else wrap(out)
     if backend == "cpu":
         raise _cpu_with_cuda_array()
-    n, h, w, c, is_batch = _a.split_shape(d.shape, batch, "image")
+    c = _a.split_shape(d.shape, batch, "image")[3]
     if d.dtype == "uint16":  # 16-bit CUDA arrays: the whole-image path through the host
         return _a.via_host(d, lambda a: _match_host(a, ref, batch, mode, "auto", order))
-    hists = ref.histograms(_match_planes(mode, c, False), 8)
-    swap = order == "bgr" and c >= 3 and mode != "rgb"
-    if swap:  # the device stages compute luma from RGB, as in equalize
-        d = _a.swap_red_blue(d)
-    out = _a.result_like(d, _a.out_shape(d.shape, mode, n, h, w, c, is_batch))
-    if n * h * w > 0:
-        _histeq.match_device(d.device, d.stream, d.ptr, _a.ptr(out), n, h * w, c, mode, "auto",
-                             hists)
-    if swap and _a.out_channels(mode, c) == c:
-        out = _a.unswap_red_blue(out)
-    return out
+    hists = ref.device_histograms(_match_planes(mode, c, False), d)
+    return _stages_device(d, batch, mode, "opencv", "auto", order, hists=hists)
 
 
 def match_histograms(image, reference, *, mode: Optional[str] = None, backend: str = "auto",
@@ -716,8 +722,8 @@ def match_histograms(image, reference, *, mode: Optional[str] = None, backend: s
     Args:
         image: as :func:`equalize` (``uint8`` or ``uint16``; one image, a batch ``(N, H, W[,
             C])`` or a list; NumPy, CPU tensor or CUDA array, the result of the same kind). 8-bit
-            CUDA arrays run on their device (the histograms read back once per call: the call
-            synchronizes the caller's stream); 16-bit CUDA arrays go through the host.
+            CUDA arrays run on their device, queued on the caller's current stream without
+            synchronizing; 16-bit CUDA arrays go through the host.
         reference: one image (``uint8`` or ``uint16``, ``(H, W)`` or ``(H, W, C)``, NumPy, CPU
             tensor or CUDA array) every image is matched to. A gray reference gives its
             histogram to every plane; a colour one its channels (``mode="rgb"``) or its luma

@@ -2,6 +2,7 @@
 histograms of match_histograms. Private: the histeq package's functions use it."""
 from __future__ import annotations
 
+import weakref as _weakref
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as _np
@@ -114,50 +115,68 @@ class Region:
             return "mask: the mask counts no pixel inside the rectangle (roi)"
         return "mask: the mask counts no pixel (every mask pixel is 0)"
 
-    def _device_mask(self, d: "_a.Dev", h: int, w: int):
-        """The mask as a boolean array of d's library on d's device."""
-        key = (d.lib, d.device)
+    def device(self, d: "_a.Dev", h: int, w: int):
+        """(mask, roi) for the CUDA array d: the mask as a C-contiguous array of one byte per
+        pixel (nonzero: counted) of d's library on d's device, or None; ValueError when they do
+        not fit an image of h x w or count no pixel. A host mask is checked on the host and
+        copied up; a device mask of the same library and device is used in place (bool and
+        8-bit integers as they are, other dtypes as mask != 0) and checked on the device (a
+        torch mask once while torch's version counter says it was not modified)."""
+        key = (d.lib, d.device, h, w)
         got = self._dev.get(key)
         if got is not None:
             return got
+        self._check_roi(h, w)
         mk = self.mask
-        if d.lib == "torch":
-            torch = _a._torch
-            if _a.is_torch(mk) and mk.is_cuda and mk.get_device() == d.device:
-                _check_mask_dtype(mk.dtype)
-                self._check_shape(mk.shape, h, w)
-                got = mk if mk.dtype == torch.bool else mk != 0
-            else:
-                m, _ = self.host(h, w)
-                got = torch.from_numpy(m != 0).to(d.obj.device)
+        if mk is None:
+            got = (None, self.roi)
+        elif d.lib == "torch" and _a.is_torch(mk) and mk.is_cuda and mk.get_device() == d.device:
+            got = (self._torch_mask(mk, h, w), self.roi)
+        elif d.lib == "cupy" and _a.is_cupy(mk) and mk.device.id == d.device:
+            got = (self._cupy_mask(mk, h, w), self.roi)
         else:
-            import cupy  # type: ignore
-            with cupy.cuda.Device(d.device):
-                if _a.is_cupy(mk) and mk.device.id == d.device:
-                    _check_mask_dtype(mk.dtype)
-                    self._check_shape(mk.shape, h, w)
-                    got = mk if mk.dtype == _np.bool_ else mk != 0
-                else:
-                    m, _ = self.host(h, w)
-                    got = cupy.asarray(m != 0)
+            m, _ = self.host(h, w)
+            if h * w > 0 and not self._crop(m).any():
+                raise ValueError(self._empty_message())
+            if d.lib == "torch":
+                got = (_a._torch.from_numpy(m).to(d.obj.device), self.roi)
+            else:
+                import cupy  # type: ignore
+                with cupy.cuda.Device(d.device):
+                    got = (cupy.asarray(m), self.roi)
         self._dev[key] = got
         return got
 
-    def counted(self, d: "_a.Dev", plane, h: int, w: int):
-        """The counted samples of one (h, w) plane of the CUDA array d (torch or CuPy), gathered
-        into a new contiguous 1-D array of its library on its device and current stream."""
-        self._check_roi(h, w)
-        x = self._crop(plane)
-        if self.mask is not None:
-            sel = x[self._crop(self._device_mask(d, h, w))]
-        elif d.lib == "torch":
-            sel = x.contiguous()
-        else:
-            import cupy  # type: ignore
-            sel = cupy.ascontiguousarray(x)
-        if (sel.numel() if d.lib == "torch" else sel.size) == 0:
-            raise ValueError(self._empty_message())
-        return sel
+    def _torch_mask(self, mk, h: int, w: int):
+        torch = _a._torch
+        _check_mask_dtype(mk.dtype)
+        self._check_shape(mk.shape, h, w)
+        m = mk if mk.dtype in (torch.bool, torch.uint8, torch.int8) else mk != 0
+        m = m if m.is_contiguous() else m.contiguous()
+        stamp = (mk._version, mk.data_ptr(), tuple(mk.shape), self.roi)
+        seen = _torch_checked.get(id(mk))
+        if seen is None or seen[0]() is not mk or seen[1] != stamp:
+            if h * w > 0 and not bool(self._crop(m).any()):  # waits for the device, once
+                raise ValueError(self._empty_message())
+            if len(_torch_checked) > 64:
+                _torch_checked.clear()
+            _torch_checked[id(mk)] = (_weakref.ref(mk), stamp)
+        return m
+
+    def _cupy_mask(self, mk, h: int, w: int):
+        import cupy  # type: ignore
+        _check_mask_dtype(mk.dtype)
+        self._check_shape(mk.shape, h, w)
+        with mk.device:
+            m = mk if mk.dtype in (_np.bool_, _np.uint8, _np.int8) else mk != 0
+            m = cupy.ascontiguousarray(m)
+            if h * w > 0 and not bool(self._crop(m).any()):  # waits for the device
+                raise ValueError(self._empty_message())
+        return m
+
+
+#: torch masks found to count pixels: id → (weak reference, (version, address, shape, roi)).
+_torch_checked: Dict[int, Tuple[Any, Any]] = {}
 
 
 # ------------------------------------------------------------------------------------------
@@ -187,7 +206,7 @@ class Reference:
     images it is matched to, computed on first use (a batch or a list: once) as int64 NumPy
     arrays of shape (planes, bins)."""
 
-    __slots__ = ("obj", "dev", "shape", "bits", "order", "backend", "_hists")
+    __slots__ = ("obj", "dev", "shape", "bits", "order", "backend", "_hists", "_dev_hists")
 
     def __init__(self, reference: Any, order: str, backend: str) -> None:
         if isinstance(reference, (list, tuple)):
@@ -208,6 +227,7 @@ class Reference:
                              f"would be empty")
         self.order, self.backend = order, backend
         self._hists: Dict[Tuple[int, int], _np.ndarray] = {}
+        self._dev_hists: Dict[Any, Any] = {}
 
     def channels(self) -> int:
         return _a.split_shape(self.shape, False, "reference")[3]
@@ -220,13 +240,34 @@ class Reference:
             self._hists[key] = got
         return got
 
-    def _compute(self, planes: int, bits: int) -> _np.ndarray:
+    def device_histograms(self, planes: int, d: "_a.Dev"):
+        """The histograms for an 8-bit CUDA image d as an int64 array of d's library on d's
+        device, (1 or planes, 256): counted on the device, without waiting for it, when the
+        reference is an 8-bit array of the same library and device; else the host's copied
+        up. Kept per (planes, library, device)."""
+        key = (planes, d.lib, d.device)
+        got = self._dev_hists.get(key)
+        if got is not None:
+            return got
+        r = self.dev
+        if r is not None and r.lib == d.lib and r.device == d.device and self.bits == 8:
+            got = self._histogram(self.obj, planes, 8, "auto").reshape(-1, 256)
+        else:
+            hs = self.histograms(planes, 8)
+            if d.lib == "torch":
+                got = _a._torch.from_numpy(hs).to(d.obj.device)
+            else:
+                import cupy  # type: ignore
+                with cupy.cuda.Device(d.device):
+                    got = cupy.asarray(hs)
+        self._dev_hists[key] = got
+        return got
+
+    def _histogram(self, ref, planes: int, bits: int, backend: str):
+        """histogram() of the reference in the mode that gives the planes' histograms: its gray
+        plane, its luma, or its colour channels."""
         from . import histogram as _histogram  # the package's own function (host or device)
         histogram: Any = _histogram
-        ref = self.obj
-        if bits != self.bits:  # the reference at the images' depth, as the library converts
-            host = ref if self.dev is None else _to_numpy(ref)
-            ref = _narrow(host) if bits == 8 else _widen(host)
         c = self.channels()
         if c >= 3:
             if planes == 1 and bits == 16:
@@ -235,10 +276,15 @@ class Reference:
             hmode = "rgb" if planes == 3 else "gray"
         else:
             hmode = None
-        on_host = not hasattr(ref, "__cuda_array_interface__") and not (
-            _a.is_torch(ref) and ref.is_cuda)
-        backend = self.backend if on_host else "auto"
-        hs = histogram(ref, mode=hmode, backend=backend, batch=False, channel_order=self.order)
+        return histogram(ref, mode=hmode, backend=backend, batch=False, channel_order=self.order)
+
+    def _compute(self, planes: int, bits: int) -> _np.ndarray:
+        ref = self.obj
+        if bits != self.bits:  # the reference at the images' depth, as the library converts
+            host = ref if self.dev is None else _to_numpy(ref)
+            ref = _narrow(host) if bits == 8 else _widen(host)
+        on_host = isinstance(ref, _np.ndarray)
+        hs = self._histogram(ref, planes, bits, self.backend if on_host else "auto")
         if not isinstance(hs, _np.ndarray):
             hs = _to_numpy(hs)
         bins = 65536 if bits == 16 else 256

@@ -257,3 +257,23 @@ def test_cupy_equals_cpu(cupy_cuda, name, img, kw):
         np.testing.assert_array_equal(cupy.asnumpy(got), want)
         np.testing.assert_array_equal(cupy.asnumpy(histeq.histogram(cupy.asarray(img), **k)),
                                       histeq.histogram(img, backend="cpu", **kw))
+
+
+def test_torch_device_masks_are_checked_again_once_modified(torch_cuda):
+    torch = torch_cuda
+    img = rng_image((40, 50), 21)
+    x = torch.from_numpy(img).cuda()
+    m = torch.zeros((40, 50), dtype=torch.uint8, device="cuda")
+    m[5:30, 10:40] = 200  # nonzero: counted
+    want = equalize_model(img, m.cpu().numpy() != 0)
+    for _ in range(2):  # the second call finds the check remembered
+        np.testing.assert_array_equal(histeq.equalize(x, mask=m).cpu().numpy(), want)
+    for dt in (torch.int32, torch.bool, torch.int64):
+        np.testing.assert_array_equal(histeq.equalize(x, mask=m.to(dt)).cpu().numpy(), want)
+    m.zero_()  # in place: torch's version counter moves, so the mask is checked again
+    with pytest.raises(ValueError, match="mask: the mask counts no pixel"):
+        histeq.equalize(x, mask=m)
+    with pytest.raises(ValueError, match="mask: shape"):
+        histeq.equalize(x, mask=torch.ones((50, 40), dtype=torch.bool, device="cuda"))
+    with pytest.raises(TypeError, match="mask: dtype"):
+        histeq.equalize(x, mask=torch.ones((40, 50), dtype=torch.float32, device="cuda"))
