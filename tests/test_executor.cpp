@@ -1,8 +1,9 @@
 // test_executor.cpp — histeq::Executor in-process: on the CPU backend with a tiny cap on bytes in
 // flight (every output still identical to the single-file path, reports in input order, the cap
 // respected but one item always admitted), failures isolated, a codec plugged in through the
-// hook; on the GPU (skipped without one): identical bytes to the CPU, and --devices 0,0 (two
-// workers on one GPU).
+// hook; histogram matching and a counted region (the pixels route, the library's bytes); on the
+// GPU (skipped without one): identical bytes to the CPU, and --devices 0,0 (two workers on one
+// GPU).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -19,11 +20,15 @@
 #include <string>
 #include <vector>
 
+#include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/executor.hpp"
 #include "histeq/image_io.hpp"
+#include "histeq/item.hpp"
+#include "histeq/match.hpp"
 #include "histeq/nvjpeg_codec.hpp"
 #include "histeq/pipeline.hpp"
+#include "histeq/planes.hpp"
 #include "io/png_fast.hpp"
 #include "test_support.hpp"
 
@@ -201,6 +206,85 @@ TEST_F(ExecutorTest, HistogramTaskMatchesImageHistograms) {
     eo.mode = Mode::rgb;
     EXPECT_EQ(r.equalize.histograms, image_histograms(load_image(r.input), eo)) << r.input;
   });
+}
+
+// A region or histogram matching changes the plan: a colour JPEG to JPEG in luma mode, which an
+// equalization takes on the stored-planes route (and on the device route when every JPEG goes
+// there), runs on the pixels route; the executor's output is the library's stage sequence with
+// that region, byte for byte.
+TEST_F(ExecutorTest, ARegionOrMatchingRunsOnThePixelsRoute) {
+  const Image img = load_image(test::source_path("samples/chelsea.png"));
+  const std::vector<std::uint8_t> jpg = encode_image(img, ".jpg", EncodeOptions{});
+  Operation op;
+  op.equalize.backend = Backend::cpu;
+  RouteChoice choice;
+  ItemPlan p = plan_item(jpg.data(), jpg.size(), op, ".jpg", {}, kDefaultMaxPixels, choice);
+  ASSERT_TRUE(p.cpu_planes) << "the plain equalization takes the planes route";
+  ASSERT_EQ(p.route, ItemRoute::jpeg_planes);
+  Operation masked = op;
+  masked.equalize.region.roi = Roi{10, 20, 200, 100};
+  Operation match = op;
+  match.kind = OpKind::match;
+  match.reference = std::make_shared<const MatchReference>(
+      load_image(test::source_path("samples/coffee.png")), "coffee.png");
+  for (const RouteChoice c : {choice, RouteChoice{true, true, true}}) {
+    for (const Operation& o : {masked, match}) {
+      p = plan_item(jpg.data(), jpg.size(), o, ".jpg", {}, kDefaultMaxPixels, c);
+      EXPECT_FALSE(p.cpu_planes);
+      EXPECT_FALSE(p.device_planes);
+      EXPECT_EQ(p.route, ItemRoute::pixels);
+    }
+  }
+
+  {
+    std::ofstream f(dir_ / "c.jpg", std::ios::binary);
+    f.write(reinterpret_cast<const char*>(jpg.data()), std::streamsize(jpg.size()));
+  }
+  const Image decoded = load_image((dir_ / "c.jpg").string());
+  for (const Operation& o : {masked, match}) {
+    ExecutorOptions eo;
+    eo.op = o;
+    eo.jobs = 2;
+    Executor ex(eo);
+    const std::string out = (dir_ / "out" / "c.jpg").string();
+    const BatchSummary s = ex.run({{(dir_ / "c.jpg").string(), out, {}}}, [&](const ItemReport& r) {
+      EXPECT_TRUE(r.ok) << r.error;
+      EXPECT_EQ(r.route, "pixels");
+    });
+    EXPECT_EQ(s.failures, 0u);
+    EqualizeOptions lo = o.equalize;
+    lo.mode = Mode::luma;
+    if (o.reference) lo.reference = o.reference->histograms(Mode::luma, 3, 8);
+    EqualizeReport rep;
+    const Image want = cpu::equalize_stages(decoded, lo, true, 1, rep);
+    EXPECT_EQ(read_bytes(out), encode_image(want, ".jpg", EncodeOptions{}));
+  }
+}
+
+TEST_F(ExecutorTest, MatchingAFolderGivesTheLibrarysBytes) {
+  ExecutorOptions o;
+  o.op.kind = OpKind::match;
+  o.op.equalize.backend = Backend::cpu;
+  o.op.reference = std::make_shared<const MatchReference>(
+      load_image(test::source_path("samples/camera.png")), "camera.png");
+  o.jobs = 3;
+  Executor ex(o);
+  const auto its = items("m");
+  const BatchSummary s = ex.run(its, [](const ItemReport& r) { EXPECT_TRUE(r.ok) << r.error; });
+  EXPECT_EQ(s.failures, 0u);
+  for (const WorkItem& w : its) {
+    const Image in = load_image(w.input);
+    EqualizeOptions lo = o.op.equalize;
+    const Mode m = default_mode(in.channels);
+    lo.reference = o.op.reference->histograms(m, in.channels, 8);
+    EqualizeReport rep;
+    EXPECT_TRUE(load_image(w.output).pixels == cpu::equalize_stages(in, lo, true, 1, rep).pixels)
+        << w.input;
+  }
+  // Without a reference the executor refuses the operation before any work.
+  ExecutorOptions none = o;
+  none.op.reference.reset();
+  EXPECT_THROW(Executor{none}, UsageError);
 }
 
 // The fast PNG decoder either declines a file or gives exactly stb_image's pixels: every PNG of

@@ -1,4 +1,4 @@
-// cli/batch.cpp — the batch of `equalize`, `clahe` and `histogram` (cli/batch.hpp): the
+// cli/batch.cpp — the batch of `equalize`, `clahe`, `match` and `histogram` (cli/batch.hpp): the
 // executor's options from the command line, the plan of every output before any work, the
 // per-file lines and the summary.
 #include "cli/batch.hpp"
@@ -223,7 +223,8 @@ void print_batch_timing(std::ostream& tout, const BatchSummary& sum, int jobs) {
 struct ItemPrinter {
   bool json = false;
   bool with_output = false;
-  const ClaheOptions* clahe = nullptr;  ///< a clahe batch: its JSON lines say so
+  const Operation& op;           ///< its JSON lines say its parameters (put_operation)
+  const std::string& mask_name;  ///< --mask as given
   const PrintItem& print_item;
   std::ostream& out;
   std::ostream& err;
@@ -239,7 +240,7 @@ struct ItemPrinter {
     }
     if (json) {
       prog.clear(err);
-      out << dump_line(batch_item_json(rep, with_output, error, clahe)) << '\n';
+      out << dump_line(batch_item_json(rep, with_output, error, &op, mask_name)) << '\n';
     } else if (rep.ok && print_item) {
       prog.clear(err);
       print_item(out, rep);
@@ -254,7 +255,6 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
               const std::vector<std::string>& inputs, const std::string& outdir, std::ostream& out,
               std::ostream& err, const PrintItem& print_item) {
   const bool writes = op.writes();
-  const ClaheOptions* clahe = op.kind == OpKind::clahe ? &op.clahe : nullptr;
   const bool quiet = r.count("quiet") > 0;
   const bool json = r.count("json") > 0;
   for (const std::string& in : inputs)
@@ -290,7 +290,8 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
   Progress prog;
   prog.on = !quiet && stderr_is_tty(err);
   prog.total = items.size();
-  BatchSummary sum = ex.run(items, ItemPrinter{json, writes, clahe, print_item, out, err, prog});
+  BatchSummary sum =
+      ex.run(items, ItemPrinter{json, writes, op, cm.mask_name, print_item, out, err, prog});
   sum.files += unlisted.size();  // an unlisted folder counts as one failed item
   sum.failures += unlisted.size();
   prog.clear(err);

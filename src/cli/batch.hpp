@@ -1,6 +1,6 @@
-// cli/batch.hpp — several inputs, folders: the batch that `equalize`, `clahe` and `histogram`
-// hand to the executor (histeq/executor.hpp), planned before any work (outputs, collisions,
-// folders), reported per file (text or JSON Lines) and summed up at the end.
+// cli/batch.hpp — several inputs, folders: the batch that `equalize`, `clahe`, `match` and
+// `histogram` hand to the executor (histeq/executor.hpp), planned before any work (outputs,
+// collisions, folders), reported per file (text or JSON Lines) and summed up at the end.
 // Room cli (docs/architecture.md): not installed.
 #pragma once
 #include <cstdint>
@@ -19,9 +19,9 @@ namespace histeq::cli {
 /// How a command prints one file's result in text (not --json).
 using PrintItem = std::function<void(std::ostream&, const ItemReport&)>;
 
-/// Runs a batch of `op` (equalize and clahe: outdir given; histogram: outdir empty) through the
+/// Runs a batch of `op` (equalize, clahe, match: outdir given; histogram: outdir empty) through the
 /// executor. Returns 1 when any file failed (each failure printed once, on `err`), else 0. A
-/// clahe batch's --json lines name its options (operation, clip_limit, tiles_x, tiles_y).
+/// batch's --json lines name its operation and parameters (report.hpp's put_operation).
 int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
               const std::vector<std::string>& inputs, const std::string& outdir, std::ostream& out,
               std::ostream& err, const PrintItem& print_item);

@@ -27,8 +27,9 @@ namespace {
 
 int dispatch(const std::string& cmd, const std::vector<std::string>& rest, std::ostream& out,
              std::ostream& err) {
-  if (cmd == "equalize") return cmd_equalize(rest, out, err, false);
-  if (cmd == "clahe") return cmd_equalize(rest, out, err, true);
+  if (cmd == "equalize") return cmd_equalize(rest, out, err, OpKind::equalize);
+  if (cmd == "clahe") return cmd_equalize(rest, out, err, OpKind::clahe);
+  if (cmd == "match") return cmd_equalize(rest, out, err, OpKind::match);
   if (cmd == "histogram") return cmd_histogram(rest, out, err);
   if (cmd == "kernels") return cmd_kernels(rest, out, err);
   if (cmd == "bench") return histeq::bench::main(rest, out, err);
@@ -57,12 +58,13 @@ void keep_until_exit(std::shared_ptr<void> object) {
 
 std::string usage() {
   return "histeq " HISTEQ_VERSION
-         " - histogram equalization and CLAHE of 8- and 16-bit images on the GPU (CUDA), with a "
-         "CPU backend\n"
+         " - histogram equalization, CLAHE and histogram matching of 8- and 16-bit images on "
+         "the GPU (CUDA), with a CPU backend\n"
          "\n"
          "Usage:\n"
          "  histeq equalize INPUT -o OUTPUT [--kernel NAME] [--backend auto|cuda|cpu]\n"
          "                  [--mode luma|rgb|gray] [--formula opencv|exact] [--timing] [--json]\n"
+         "                  [--mask FILE] [--roi X,Y,W,H]\n"
          "                  [--quality Q] [--subsampling 444|422|420] [--decoder auto|gpu|cpu]\n"
          "                  [--png-level L] [--format png|jpg|bmp|tga|pgm|ppm|pnm] [--max-pixels "
          "N]\n"
@@ -71,11 +73,14 @@ std::string usage() {
          "                  [--devices LIST] [--quiet] [--json] [--timing] [options above]\n"
          "  histeq equalize - -o - --format FMT      (standard input to standard output)\n"
          "  histeq clahe INPUT... -o OUTPUT [--clip-limit C] [--tile-grid-size WxH]\n"
-         "                  [options of equalize but --formula]\n"
+         "                  [options of equalize but --formula, --mask, --roi]\n"
+         "  histeq match INPUT... -o OUTPUT --reference REF\n"
+         "                  [options of equalize but --formula, --mask, --roi]\n"
          "  histeq histogram INPUT... [-r] [--kernel NAME] [--backend ...] [--mode ...] [--csv] "
          "[--json]\n"
-         "                  [--timing] [--max-pixels N] [--jobs N] [--quiet]\n"
-         "  (equalize, clahe, histogram: [--depth 8|16]; 16-bit PNG/PGM/PPM stay 16-bit)\n"
+         "                  [--timing] [--max-pixels N] [--jobs N] [--quiet] [--mask FILE]\n"
+         "                  [--roi X,Y,W,H]\n"
+         "  (equalize, clahe, match, histogram: [--depth 8|16]; 16-bit PNG/PGM/PPM stay 16-bit)\n"
          "  histeq kernels [--details] [--type u8|i32] [--bins N] [--size N]\n"
          "  histeq bench [ARGS...]        (see 'histeq bench --help')\n"
          "  histeq lesson [NAME] [...]    guided experiments (see 'histeq lesson --help')\n"
@@ -96,7 +101,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   if (cmd == "help" && !rest.empty() && rest.front()[0] != '-') {  // histeq help COMMAND
     std::vector<std::string> h{rest.front(), "--help"};
     if (rest.front() == "bench" || rest.front() == "lesson" || rest.front() == "kernels" ||
-        rest.front() == "equalize" || rest.front() == "clahe" || rest.front() == "histogram")
+        rest.front() == "equalize" || rest.front() == "clahe" || rest.front() == "match" ||
+        rest.front() == "histogram")
       return run(h, out, err);
     throw UsageError("help: unknown command '" + rest.front() + "'; commands: " + kCommands);
   }

@@ -7,11 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "histeq/operation.hpp"
+
 namespace histeq::cli {
 
-/// `histeq equalize` (clahe false) and `histeq clahe` (clahe true).
+/// `histeq equalize`, `histeq clahe` and `histeq match` (kind: equalize, clahe, match).
 int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                 bool clahe);
+                 OpKind kind);
 int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_kernels(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

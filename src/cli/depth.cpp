@@ -4,7 +4,8 @@
 namespace histeq::cli {
 
 bool needs_item_op(const ItemOpOptions& opt, bool input_is_16bit) {
-  return opt.op.kind == OpKind::clahe || input_is_16bit || opt.op.depth == 16;
+  return opt.op.kind == OpKind::clahe || opt.op.kind == OpKind::match ||
+         !opt.op.equalize.region.all() || input_is_16bit || opt.op.depth == 16;
 }
 
 std::vector<std::uint8_t> run_item(const ItemOpOptions& opt, const std::uint8_t* data,

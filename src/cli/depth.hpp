@@ -1,7 +1,8 @@
-// cli/depth.hpp — the command line's single-file path for CLAHE and for 16-bit images (and
-// --depth conversions): the library's item plan and run (histeq/item.hpp), as the batch executor
-// runs every item, so that one file gives the same bytes either way. Plain 8-bit equalize and
-// histogram keep their own single-file path (needs_item_op says which).
+// cli/depth.hpp — the command line's single-file path for CLAHE, matching, a counted region
+// (--mask, --roi) and 16-bit images (and --depth conversions): the library's item plan and run
+// (histeq/item.hpp), as the batch executor runs every item, so that one file gives the same bytes
+// either way. Plain 8-bit equalize and histogram keep their own single-file path (needs_item_op
+// says which).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,9 +22,10 @@ struct ItemOpOptions {
   std::uint64_t max_pixels = kDefaultMaxPixels;
 };
 
-/// True when the single-file operation must go through run_item: CLAHE always, 16-bit inputs
-/// always (with --depth 8 they are narrowed by narrow_to_8, round(v/257), not stb_image's v>>8),
-/// 8-bit inputs with --depth 16. False: the plain 8-bit path gives the same result.
+/// True when the single-file operation must go through run_item: CLAHE, matching and a counted
+/// region (mask, rectangle) always, 16-bit inputs always (with --depth 8 they are narrowed by
+/// narrow_to_8, round(v/257), not stb_image's v>>8), 8-bit inputs with --depth 16. False: the plain
+/// 8-bit path gives the same result.
 bool needs_item_op(const ItemOpOptions& opt, bool input_is_16bit);
 
 /// Plans and runs one file (plan_item, run_item on the CPU or the operation's backend) and

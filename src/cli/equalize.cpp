@@ -1,5 +1,6 @@
-// cli/equalize.cpp — `histeq equalize` and `histeq clahe`: one file (8-bit here, CLAHE and
-// 16-bit through the per-file operation of cli/depth.hpp), or a batch (cli/batch.hpp).
+// cli/equalize.cpp — `histeq equalize`, `histeq clahe` and `histeq match`: one file (8-bit
+// equalize here; CLAHE, matching, a counted region and 16-bit through the per-file operation of
+// cli/depth.hpp), or a batch (cli/batch.hpp).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,16 +35,23 @@
 namespace histeq::cli {
 namespace {
 
-std::string equalize_description(bool clahe) {
-  return clahe ? "Contrast-limited adaptive histogram equalization (CLAHE), byte for byte "
-                 "OpenCV 4.6's createCLAHE(clipLimit, tileGridSize).apply() on gray and 16-bit "
-                 "images (colour: on Y of YCbCr, or per channel with --mode rgb). Same inputs, "
-                 "outputs and batch options as 'histeq equalize'."
-               : "Equalizes the histogram of an 8- or 16-bit image (PNG, JPEG, BMP, TGA, GIF, "
-                 "PNM in; PNG, JPEG, BMP, TGA, PGM/PPM/PNM out; 16-bit PNG/PGM/PPM stay 16-bit).";
+std::string equalize_description(OpKind kind) {
+  if (kind == OpKind::match)
+    return "Histogram matching: maps each image's levels so that their distribution follows the "
+           "reference image's (scikit-image's match_histograms, rounded to the input's type), per "
+           "channel with --mode rgb or on Y of YCbCr (luma, the default for colour). Same inputs, "
+           "outputs and batch options as 'histeq equalize'.";
+  return kind == OpKind::clahe
+             ? "Contrast-limited adaptive histogram equalization (CLAHE), byte for byte "
+               "OpenCV 4.6's createCLAHE(clipLimit, tileGridSize).apply() on gray and 16-bit "
+               "images (colour: on Y of YCbCr, or per channel with --mode rgb). Same inputs, "
+               "outputs and batch options as 'histeq equalize'."
+             : "Equalizes the histogram of an 8- or 16-bit image (PNG, JPEG, BMP, TGA, GIF, "
+               "PNM in; PNG, JPEG, BMP, TGA, PGM/PPM/PNM out; 16-bit PNG/PGM/PPM stay 16-bit).";
 }
 
-void add_equalize_options(Command& c, bool clahe) {
+void add_equalize_options(Command& c, OpKind kind) {
+  const bool clahe = kind == OpKind::clahe;
   c.options.add_options()("input", "input images or folders ('-': standard input)",
                           cxxopts::value<std::vector<std::string>>());
   c.add("o,output",
@@ -68,34 +76,43 @@ void add_equalize_options(Command& c, bool clahe) {
               std::to_string(kMaxClaheTiles),
           cxxopts::value<std::string>()->default_value("8x8"), "WxH");
     c.add("tiles", "the same as --tile-grid-size", cxxopts::value<std::string>(), "WxH");
+  } else if (kind == OpKind::match) {
+    c.add("reference",
+          "the reference image (8 or 16 bits, any size): its histogram per channel (--mode rgb) or "
+          "of its luma; a gray reference serves every plane",
+          cxxopts::value<std::string>(), "REF");
   } else {
     c.add("f,formula",
           "CDF->LUT formula: opencv (cv::equalizeHist, float32) or exact (integer, round half up)",
           cxxopts::value<std::string>()->default_value("opencv"), "NAME");
+    add_region_options(c, /*writes=*/true);
   }
   c.add("q,quality", "JPEG quality 1..100", cxxopts::value<int>()->default_value("95"), "Q");
   c.add("decoder",
-        clahe ? "JPEG codec: auto or cpu, both libjpeg-turbo (clahe decodes and encodes JPEG on "
-                "the CPU)"
-              : "JPEG codec: auto (nvJPEG when the GPU backend runs and this build has it, else "
-                "libjpeg-turbo), gpu (nvJPEG decode and encode; inputs it cannot take fall back "
-                "to libjpeg-turbo), cpu (libjpeg-turbo)",
+        kind != OpKind::equalize
+            ? "JPEG codec: auto or cpu, both libjpeg-turbo (" + std::string(to_string(kind)) +
+                  " decodes and encodes JPEG on the CPU)"
+            : "JPEG codec: auto (nvJPEG when the GPU backend runs and this build has it, else "
+              "libjpeg-turbo), gpu (nvJPEG decode and encode; inputs it cannot take fall back "
+              "to libjpeg-turbo), cpu (libjpeg-turbo)",
         cxxopts::value<std::string>()->default_value("auto"), "NAME");
   c.add(
       "subsampling",
       "JPEG chroma subsampling of a colour output: 444, 422 or 420 (gray JPEGs have one component)",
       cxxopts::value<std::string>()->default_value("420"), "S");
   c.add_flag("timing",
-             clahe ? "print a table of milliseconds per stage (a batch: per stage the sum over the "
-                     "files, and the wall time)"
-                   : "print a table of milliseconds per stage and the histogram's GB/s (a batch: "
-                     "per stage the sum over the files, and the wall time)");
+             kind != OpKind::equalize
+                 ? "print a table of milliseconds per stage (a batch: per stage the sum over the "
+                   "files, and the wall time)"
+                 : "print a table of milliseconds per stage and the histogram's GB/s (a batch: "
+                   "per stage the sum over the files, and the wall time)");
   c.add_flag("json",
              "print the report as one JSON object on stdout (the --timing table, if asked, goes to "
              "stderr); a batch: one object per file per line, then a summary object");
   c.add_flag("h,help", "print this help");
   c.options.parse_positional({"input"});
-  c.options.positional_help("INPUT... -o OUTPUT");
+  c.options.positional_help(kind == OpKind::match ? "INPUT... -o OUTPUT --reference REF"
+                                                  : "INPUT... -o OUTPUT");
 }
 
 /// True when the command line is a batch: several inputs, or a folder input / an existing folder
@@ -127,17 +144,37 @@ bool is_batch(const std::string& cmd, const std::vector<std::string>& inputs,
          (!out_is_image_name && out_is_dir);
 }
 
-int run_equalize_batch(const cxxopts::ParseResult& r, bool clahe,
+/// What a report line says of the operation besides the mode: CLAHE's parameters, matching's
+/// reference, the counted region ("" for a plain equalization).
+std::string operation_words(const ItemOpOptions& io, const Common& cm) {
+  std::string s;
+  if (io.op.kind == OpKind::clahe) s = "clahe " + clahe_summary(io.op.clahe);
+  if (io.op.kind == OpKind::match && io.op.reference) s = "match to " + io.op.reference->name();
+  const std::string region = region_summary(cm);
+  if (!region.empty()) s += (s.empty() ? "" : ", ") + region;
+  return s;
+}
+
+/// Common and the operation of `kind` from the options (the region, the reference decoded).
+ItemOpOptions read_operation(const cxxopts::ParseResult& r, OpKind kind, Common& cm) {
+  if (kind == OpKind::equalize) {
+    cm.opt.formula = parse_formula(r["formula"].as<std::string>());
+    read_region(r, cm);
+  }
+  return item_op_options(r, cm, kind);
+}
+
+int run_equalize_batch(const cxxopts::ParseResult& r, OpKind kind,
                        const std::vector<std::string>& inputs, const std::string& output,
                        std::ostream& out, std::ostream& err) {
   if (output == "-") throw UsageError("-o - (standard output) takes exactly one input");
   Common cm = read_common(r);
-  if (!clahe) cm.opt.formula = parse_formula(r["formula"].as<std::string>());
   read_quality(r);
-  const ItemOpOptions io = item_op_options(r, cm, clahe ? OpKind::clahe : OpKind::equalize);
+  const ItemOpOptions io = read_operation(r, kind, cm);
   warn_inexact(cm, err);
-  // clahe: each line says so, with its clip limit and tiles, as the single-file report does
-  const std::string op = clahe ? ", clahe " + clahe_summary(io.op.clahe) : std::string();
+  // clahe, match, a region: each line says so, as the single-file report does
+  const std::string words = operation_words(io, cm);
+  const std::string op = words.empty() ? words : ", " + words;
   return run_batch(
       r, cm, io.op, inputs, output, out, err, [op](std::ostream& o, const ItemReport& rep) {
         o << rep.output << ": " << rep.width << "x" << rep.height << ", " << rep.output_channels
@@ -290,7 +327,7 @@ void refuse_contradicting_format(const std::string& given, const std::string& ex
                    ", or leave --format out");
 }
 
-Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::string& input,
+Single settle_single(const cxxopts::ParseResult& r, OpKind kind, const std::string& input,
                      const std::string& output, std::ostream& err) {
   Single s;
   s.input = input;
@@ -308,8 +345,7 @@ Single settle_single(const cxxopts::ParseResult& r, bool clahe, const std::strin
     check_output_path(output);  // before any work: an unknown extension is a usage error
   }
   s.cm = read_common(r);
-  if (!clahe) s.cm.opt.formula = parse_formula(r["formula"].as<std::string>());
-  s.io = item_op_options(r, s.cm, clahe ? OpKind::clahe : OpKind::equalize);
+  s.io = read_operation(r, kind, s.cm);
   s.enc.quality = read_quality(r);
   s.enc.subsampling = jpeg::parse_subsampling(r["subsampling"].as<std::string>());
   refuse_jpeg_options(r, s.out_ext);
@@ -356,16 +392,16 @@ void emit(const Single& s, const std::vector<std::uint8_t>& encoded, std::ostrea
   }
 }
 
-/// The single-file report of the clahe / 16-bit path (text, --timing, --json).
+/// The single-file report of the per-file operation: clahe, match, a region, 16 bits (text,
+/// --timing, --json).
 void print_item_op_report(const Single& s, const ItemReport& rep, double total_ms,
                           std::ostream& out, std::ostream& err) {
-  const bool clahe = s.io.op.kind == OpKind::clahe;
   const ItemTimes& t = rep.times;
   std::ostream& rout = s.to_stdout ? err : out;
   if (s.timing) {
     std::ostream& tout = (s.json || s.to_stdout) ? err : out;
     const std::pair<const char*, double> rows[] = {{"decode", t.decode_ms},
-                                                   {clahe ? "clahe" : "equalize", t.equalize_ms},
+                                                   {to_string(s.io.op.kind), t.equalize_ms},
                                                    {"encode", t.encode_ms},
                                                    {"total", total_ms}};
     tout << "stage            ms\n";
@@ -374,12 +410,13 @@ void print_item_op_report(const Single& s, const ItemReport& rep, double total_m
   }
   const EqualizeReport& er = rep.equalize;
   if (s.json) {
-    rout << dump_line(item_op_json(s.io, s.input, s.output, rep, total_ms)) << '\n';
+    rout << dump_line(item_op_json(s.io, s.cm.mask_name, s.input, s.output, rep, total_ms)) << '\n';
   } else if (!s.quiet || !s.to_stdout) {
     rout << s.output << ": " << rep.width << "x" << rep.height << ", " << rep.output_channels
          << (rep.output_channels == 1 ? " channel" : " channels") << ", " << rep.bit_depth
          << "-bit, ";
-    if (clahe) rout << "clahe " << clahe_summary(s.io.op.clahe) << ", ";
+    const std::string words = operation_words(s.io, s.cm);
+    if (!words.empty()) rout << words << ", ";
     rout << "mode " << to_string(er.mode) << ", kernel " << er.kernel << " on " << er.device << ", "
          << num(total_ms, 1) << " ms\n";
   }
@@ -543,13 +580,13 @@ void report_single(const Single& s, const Equalized& e, std::ostream& out, std::
 }
 
 /// One input, one output file, plus '-' for standard input/output.
-int run_single(const cxxopts::ParseResult& r, bool clahe, const std::string& input,
+int run_single(const cxxopts::ParseResult& r, OpKind kind, const std::string& input,
                const std::string& output, std::ostream& out, std::ostream& err) {
-  Single s = settle_single(r, clahe, input, output, err);
+  Single s = settle_single(r, kind, input, output, err);
   try {
     const Clock::time_point t_start = Clock::now();
     const std::vector<std::uint8_t> bytes = input == "-" ? read_stdin() : read_image_file(input);
-    // CLAHE, 16-bit inputs, --depth 16: the per-file operation (the same as in a batch)
+    // CLAHE, match, a region, 16-bit inputs, --depth 16: the per-file operation (as a batch)
     s.settle_probe(err);
     if (needs_item_op(s.io, is_16bit_data(bytes.data(), bytes.size()))) {
       ItemReport ir;
@@ -581,31 +618,53 @@ int run_single(const cxxopts::ParseResult& r, bool clahe, const std::string& inp
   return 0;
 }
 
+/// clahe --mask / --roi: a usage error that says why (rather than "unknown option"), before the
+/// options are parsed.
+void refuse_clahe_region(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--") return;
+    for (const char* opt : {"--mask", "--roi"}) {
+      const std::string o = opt;
+      if (a == o || a.rfind(o + "=", 0) == 0)
+        throw UsageError(o +
+                         ": clahe takes no mask or rectangle (masked CLAHE is not built; "
+                         "equalize and histogram take --mask and --roi)");
+    }
+  }
+}
+
 }  // namespace
 
 int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                 bool clahe) {
-  const std::string cmd = clahe ? "clahe" : "equalize";
-  Command c(cmd, equalize_description(clahe));
-  add_equalize_options(c, clahe);
+                 OpKind kind) {
+  const std::string cmd = to_string(kind);
+  Command c(cmd, equalize_description(kind));
+  add_equalize_options(c, kind);
+  if (kind == OpKind::clahe) refuse_clahe_region(args);
   const cxxopts::ParseResult r = c.parse(args);
   if (r.count("help")) {
     out << c.options.help();
     return 0;
   }
-  if (!r.count("input"))
-    throw UsageError(cmd + ": missing INPUT (usage: histeq " + cmd + " INPUT -o OUTPUT)");
-  if (!r.count("output"))
-    throw UsageError(cmd + ": missing -o OUTPUT (usage: histeq " + cmd + " INPUT -o OUTPUT)");
-  if (clahe && r["kernel"].as<std::string>() != "auto")
+  const std::string usage = "(usage: histeq " + cmd + " INPUT -o OUTPUT" +
+                            (kind == OpKind::match ? " --reference REF)" : ")");
+  if (!r.count("input")) throw UsageError(cmd + ": missing INPUT " + usage);
+  if (!r.count("output")) throw UsageError(cmd + ": missing -o OUTPUT " + usage);
+  if (kind == OpKind::match && !r.count("reference"))
+    throw UsageError(cmd + ": missing --reference REF, the image to match " + usage);
+  if (kind == OpKind::clahe && r["kernel"].as<std::string>() != "auto")
     throw UsageError(
         "--kernel: clahe computes its tile histograms with its own kernels (valid: auto)");
-  if (clahe && r["decoder"].as<std::string>() == "gpu")
-    throw UsageError("--decoder gpu: clahe decodes JPEG with libjpeg-turbo (valid: auto, cpu)");
+  const bool region = r.count("mask") > 0 || r.count("roi") > 0;
+  if ((kind != OpKind::equalize || region) && r["decoder"].as<std::string>() == "gpu")
+    throw UsageError(
+        "--decoder gpu: " +
+        (region ? std::string("an equalization with --mask or --roi") : std::string(cmd)) +
+        " decodes JPEG with libjpeg-turbo (valid: auto, cpu)");
   const std::vector<std::string> inputs = r["input"].as<std::vector<std::string>>();
   const std::string output = r["output"].as<std::string>();
-  if (is_batch(cmd, inputs, output)) return run_equalize_batch(r, clahe, inputs, output, out, err);
-  return run_single(r, clahe, inputs.front(), output, out, err);
+  if (is_batch(cmd, inputs, output)) return run_equalize_batch(r, kind, inputs, output, out, err);
+  return run_single(r, kind, inputs.front(), output, out, err);
 }
 
 }  // namespace histeq::cli

@@ -17,12 +17,14 @@ namespace histeq::cli {
 int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   Command c("histogram",
             "Prints the 256-bin histogram of an image's planes: one plane (gray, or Y for luma "
-            "and gray modes) or three (R, G, B for --mode rgb on a colour image).");
+            "and gray modes) or three (R, G, B for --mode rgb on a colour image); with --mask or "
+            "--roi, of the counted pixels only.");
   c.options.add_options()("input", "input images or folders ('-': standard input)",
                           cxxopts::value<std::vector<std::string>>());
   add_kernel_backend(c);
   add_batch_options(c, false);
   add_depth(c, /*writes=*/false);
+  add_region_options(c, /*writes=*/false);
   c.add_flag("csv",
              "CSV: header 'bin,count' (three planes: 'bin,r,g,b'), then one line per bin; several "
              "files: a block per file with a first column 'file'");
@@ -45,6 +47,7 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
   const std::vector<std::string> inputs = r["input"].as<std::vector<std::string>>();
   const std::string& input = inputs.front();
   Common cm = read_common(r);
+  read_region(r, cm);
   const bool csv = r.count("csv") > 0;
   ItemOpOptions io = item_op_options(r, cm, OpKind::histogram);
   {
@@ -81,7 +84,8 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
   io.op.equalize = cm.opt;  // the backend as settled
   try {
     const std::vector<std::uint8_t> bytes = input == "-" ? read_stdin() : read_image_file(input);
-    if (needs_item_op(io, is_16bit_data(bytes.data(), bytes.size()))) {  // 65536 bins
+    // 65536 bins, or the counted pixels of a region: the per-file operation (as a batch runs it)
+    if (needs_item_op(io, is_16bit_data(bytes.data(), bytes.size()))) {
       ItemReport ir;
       run_item(io, bytes.data(), bytes.size(), name, "", ir);
       hs = std::move(ir.equalize.histograms);

@@ -23,6 +23,7 @@
 
 #include "cli/batch.hpp"
 #include "histeq/error.hpp"
+#include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/inputs.hpp"
 #include "histeq/jpeg_codec.hpp"
@@ -352,6 +353,114 @@ void report_lost(const Common& c, const EqualizeReport& rep, std::uint64_t total
   err << '\n';
 }
 
+// ---- the counted region (--mask, --roi) and matching's reference (--reference) ----
+
+void add_region_options(Command& c, bool writes) {
+  c.add("mask",
+        std::string("count only the pixels where this gray image (the input's size, 8 or 16 bits) "
+                    "is nonzero") +
+            (writes ? ": the histogram and its LUT come from them, the LUT maps every pixel" : ""),
+        cxxopts::value<std::string>(), "FILE");
+  c.add("roi",
+        "count only the pixels of this rectangle: left X, top Y, width W, height H in pixels "
+        "(OpenCV's Rect); with --mask, the mask's pixels inside it",
+        cxxopts::value<std::string>(), "X,Y,W,H");
+}
+
+Roi parse_roi(const std::string& s) {
+  const auto bad = [&](const std::string& why) {
+    return UsageError("--roi takes X,Y,W,H (left, top, width and height in pixels, whole numbers" +
+                      why + "), e.g. 0,0,640,480; got '" + s + "'");
+  };
+  std::vector<long long> v;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = s.find(',', start);
+    const std::string t =
+        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (t.empty() || t.size() > 10 || !whole_number_text(t)) throw bad("");
+    v.push_back(std::stoll(t));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (v.size() != 4) throw bad("");
+  if (v[2] < 1 || v[3] < 1) throw bad("; W and H at least 1");
+  if (v[0] + v[2] > INT_MAX || v[1] + v[3] > INT_MAX)
+    throw bad("; X + W and Y + H at most 2^31 - 1");
+  return Roi{int(v[0]), int(v[1]), int(v[2]), int(v[3])};
+}
+
+namespace {
+
+/// An image file the command line reads besides its inputs (--mask, --reference), whole, at its
+/// own depth; a file that cannot be read or decoded is a usage error naming the option.
+template <class F>
+auto decode_option_file(const char* option, const std::string& path, F&& decode) {
+  if (path == "-")
+    throw UsageError(std::string("--") + option +
+                     " takes an image file, not '-' (standard input holds the image)");
+  try {
+    const std::vector<std::uint8_t> bytes = read_image_file(path);
+    return decode(bytes);
+  } catch (const std::bad_alloc&) {
+    throw Error(std::string("--") + option + " '" + path + "': out of memory");
+  } catch (const Error& e) {  // UsageError too: the limit of --max-pixels, say
+    throw UsageError(std::string("--") + option + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+void read_region(const cxxopts::ParseResult& r, Common& cm) {
+  if (r.count("roi")) cm.opt.region.roi = parse_roi(r["roi"].as<std::string>());
+  if (!r.count("mask")) return;
+  const std::string path = r["mask"].as<std::string>();
+  Image mask = decode_option_file("mask", path, [&](const std::vector<std::uint8_t>& bytes) {
+    if (!is_16bit_data(bytes.data(), bytes.size()))
+      return decode_image(bytes.data(), bytes.size(), path, cm.max_pixels);
+    const Image16 m16 = decode_image16(bytes.data(), bytes.size(), path, cm.max_pixels);
+    Image m;  // 16 bits: nonzero counted (not narrowed: 1..128 would round to 0)
+    m.width = m16.width;
+    m.height = m16.height;
+    m.channels = m16.channels;
+    m.pixels.resize(m16.pixels.size());
+    for (std::size_t i = 0; i < m.pixels.size(); ++i) m.pixels[i] = m16.pixels[i] ? 255 : 0;
+    return m;
+  });
+  if (mask.channels != 1)
+    throw UsageError("--mask '" + path + "' has " + std::to_string(mask.channels) +
+                     " channels: a mask is a gray image (one channel, no alpha; nonzero: "
+                     "counted)");
+  if (std::none_of(mask.pixels.begin(), mask.pixels.end(), [](std::uint8_t v) { return v != 0; }))
+    throw UsageError("--mask '" + path +
+                     "' counts no pixel (every sample is 0): there is no histogram to take");
+  mask.icc.clear();
+  mask.exif.clear();
+  cm.mask_name = path;
+  cm.opt.region.mask = std::make_shared<const Image>(std::move(mask));
+}
+
+std::string region_summary(const Common& cm) {
+  std::string s;
+  if (cm.opt.region.mask) s = "mask " + cm.mask_name;
+  if (const auto& roi = cm.opt.region.roi)
+    s += (s.empty() ? "roi " : ", roi ") + std::to_string(roi->x) + "," + std::to_string(roi->y) +
+         "," + std::to_string(roi->width) + "," + std::to_string(roi->height);
+  return s;
+}
+
+std::shared_ptr<const MatchReference> read_reference(const std::string& path,
+                                                     std::uint64_t max_pixels) {
+  return decode_option_file(
+      "reference", path,
+      [&](const std::vector<std::uint8_t>& bytes) -> std::shared_ptr<const MatchReference> {
+        if (is_16bit_data(bytes.data(), bytes.size()))
+          return std::make_shared<const MatchReference>(
+              decode_image16(bytes.data(), bytes.size(), path, max_pixels), path);
+        return std::make_shared<const MatchReference>(
+            decode_image(bytes.data(), bytes.size(), path, max_pixels), path);
+      });
+}
+
 // ---- batch options and file names ----
 
 void add_batch_options(Command& c, bool equalize) {
@@ -544,6 +653,8 @@ ItemOpOptions item_op_options(const cxxopts::ParseResult& r, const Common& cm, O
   io.encode.quality = r["quality"].as<int>();
   io.encode.png_level = r["png-level"].as<int>();
   io.encode.subsampling = jpeg::parse_subsampling(r["subsampling"].as<std::string>());
+  if (kind == OpKind::match)  // decoded once, here: every item is matched to it
+    io.op.reference = read_reference(r["reference"].as<std::string>(), cm.max_pixels);
   if (kind == OpKind::clahe) {
     // --clip and --tiles: the earlier names of --clip-limit and --tile-grid-size.
     const char* clip = alias_or_option(r, "clip", "clip-limit");

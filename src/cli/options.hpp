@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "cli/depth.hpp"
 #include "histeq/clahe.hpp"
 #include "histeq/executor.hpp"
+#include "histeq/match.hpp"
 #include "histeq/pipeline.hpp"
 #include "histogram/registry.hpp"
 
@@ -28,7 +30,8 @@ using Clock = std::chrono::steady_clock;
 inline constexpr const char* kOutputFormats = "png, jpg, bmp, tga, pgm, ppm, pnm";
 
 /// The commands, for "unknown command" messages.
-inline constexpr const char* kCommands = "equalize, clahe, histogram, kernels, bench, lesson";
+inline constexpr const char* kCommands =
+    "equalize, clahe, match, histogram, kernels, bench, lesson";
 
 double ms_since(Clock::time_point t0);
 
@@ -86,6 +89,8 @@ struct Common {
   EqualizeOptions opt;
   std::uint64_t max_pixels = kDefaultMaxPixels;
   const kernels::KernelEntry* entry = nullptr;  // null for "auto"
+  /// --mask FILE as given ("" without a mask), for the reports; the mask is in opt.region.
+  std::string mask_name;
 };
 
 /// Validates kernel/backend/mode/max-pixels (all UsageError) before any work is done.
@@ -99,6 +104,23 @@ void settle_backend(Common& c, std::ostream& err);
 void warn_inexact(const Common& c, std::ostream& err);
 void report_lost(const Common& c, const EqualizeReport& rep, std::uint64_t total,
                  std::ostream& err);
+
+// ---- the counted region (--mask, --roi) and matching's reference (--reference) ----
+
+/// --mask FILE and --roi X,Y,W,H (equalize, histogram); writes: the command writes images.
+void add_region_options(Command& c, bool writes);
+/// --roi X,Y,W,H: four whole numbers, the rectangle's left, top, width and height (W, H >= 1).
+Roi parse_roi(const std::string& s);
+/// --mask and --roi into cm.opt.region (the mask decoded once: a gray 8- or 16-bit image,
+/// nonzero counted; a mask that cannot be read, has colour or counts no pixel is a UsageError
+/// naming it). Whether the region fits each image is checked per image (Region::check).
+void read_region(const cxxopts::ParseResult& r, Common& cm);
+/// "mask 'm.png'", "roi 1,2,3,4", both, or "" (every pixel counted): for the report lines.
+std::string region_summary(const Common& cm);
+/// --reference FILE decoded once (8 or 16 bits, as the file is) into the reference every item is
+/// matched to; a file that cannot be read is a UsageError naming it.
+std::shared_ptr<const MatchReference> read_reference(const std::string& path,
+                                                     std::uint64_t max_pixels);
 
 // ---- batch options and file names ----
 
@@ -143,7 +165,9 @@ std::string with_hints(const std::string& message);
 
 // ---- the per-file operation (clahe, 16-bit) ----
 
-/// The per-file operation of clahe / 16-bit equalize (cli/depth.hpp) from the parsed options.
+/// The per-file operation of a command (cli/depth.hpp) from the parsed options: its kind, the
+/// options as `cm` has them (the region included), the depth, the encoder's options, CLAHE's
+/// parameters, matching's reference (--reference, decoded here).
 ItemOpOptions item_op_options(const cxxopts::ParseResult& r, const Common& cm, OpKind kind);
 std::string clahe_summary(const ClaheOptions& o);
 

@@ -58,9 +58,20 @@ Json equalize_json(const EqualizeFacts& f, const EqualizeReport& rep) {
   return j;
 }
 
-Json item_op_json(const ItemOpOptions& io, const std::string& input, const std::string& output,
-                  const ItemReport& rep, double total_ms) {
-  const bool clahe = io.op.kind == OpKind::clahe;
+void put_operation(Json& j, const Operation& op, const std::string& mask_name) {
+  if (op.kind == OpKind::clahe) {
+    j["clip_limit"] = op.clahe.clip_limit;
+    j["tiles_x"] = op.clahe.tiles_x;
+    j["tiles_y"] = op.clahe.tiles_y;
+  }
+  if (op.kind == OpKind::match && op.reference) put_path(j, "reference", op.reference->name());
+  const Region& region = op.equalize.region;
+  if (region.mask) put_path(j, "mask", mask_name);
+  if (region.roi) j["roi"] = {region.roi->x, region.roi->y, region.roi->width, region.roi->height};
+}
+
+Json item_op_json(const ItemOpOptions& io, const std::string& mask_name, const std::string& input,
+                  const std::string& output, const ItemReport& rep, double total_ms) {
   const EqualizeReport& er = rep.equalize;
   const ItemTimes& t = rep.times;
   Json j;
@@ -71,12 +82,8 @@ Json item_op_json(const ItemOpOptions& io, const std::string& input, const std::
   j["channels"] = rep.channels;
   j["output_channels"] = rep.output_channels;
   j["bit_depth"] = rep.bit_depth;
-  j["operation"] = clahe ? "clahe" : "equalize";
-  if (clahe) {
-    j["clip_limit"] = io.op.clahe.clip_limit;
-    j["tiles_x"] = io.op.clahe.tiles_x;
-    j["tiles_y"] = io.op.clahe.tiles_y;
-  }
+  j["operation"] = to_string(io.op.kind);
+  put_operation(j, io.op, mask_name);
   j["mode"] = to_string(er.mode);
   j["kernel"] = er.kernel;
   j["backend"] = er.backend;
@@ -91,7 +98,7 @@ Json item_op_json(const ItemOpOptions& io, const std::string& input, const std::
 }
 
 Json batch_item_json(const ItemReport& rep, bool with_output, const std::string& error,
-                     const ClaheOptions* clahe) {
+                     const Operation* op, const std::string& mask_name) {
   Json j;
   put_path(j, "input", rep.input);
   if (with_output) put_path(j, "output", rep.output);
@@ -105,12 +112,8 @@ Json batch_item_json(const ItemReport& rep, bool with_output, const std::string&
   j["channels"] = rep.channels;
   if (with_output) j["output_channels"] = rep.output_channels;
   j["bit_depth"] = rep.bit_depth;
-  if (with_output) j["operation"] = clahe ? "clahe" : "equalize";
-  if (clahe) {
-    j["clip_limit"] = clahe->clip_limit;
-    j["tiles_x"] = clahe->tiles_x;
-    j["tiles_y"] = clahe->tiles_y;
-  }
+  if (with_output) j["operation"] = op ? to_string(op->kind) : "equalize";
+  if (op) put_operation(j, *op, mask_name);
   j["mode"] = to_string(rep.equalize.mode);
   j["kernel"] = rep.equalize.kernel;
   j["backend"] = rep.equalize.backend;

@@ -1,8 +1,9 @@
 // cli/report.hpp — every JSON the command line writes, one serializer per report type, all
 // through nlohmann::ordered_json (keys in the order written here, which the tests read):
-//   equalize_json       histeq equalize/clahe FILE --json: the 8-bit single-file report
-//   item_op_json        the same for the per-file operation (clahe, 16-bit; cli/depth.hpp)
-//   batch_item_json     one line per file of a batch (equalize, clahe, histogram --json)
+//   equalize_json       histeq equalize FILE --json: the 8-bit single-file report
+//   item_op_json        the same for the per-file operation (clahe, match, a region, 16-bit;
+//                       cli/depth.hpp)
+//   batch_item_json     one line per file of a batch (equalize, clahe, match, histogram --json)
 //   batch_summary_json  the summary line that ends a batch
 // File names are bytes, not always UTF-8: put_path writes them with each invalid byte as U+FFFD
 // and, only then, the exact bytes in hex under KEY_bytes_hex, so the output is valid JSON and
@@ -39,14 +40,18 @@ struct EqualizeFacts {
 };
 Json equalize_json(const EqualizeFacts& f, const EqualizeReport& rep);
 
-Json item_op_json(const ItemOpOptions& io, const std::string& input, const std::string& output,
-                  const ItemReport& rep, double total_ms);
+/// The operation's parameters: clahe's clip_limit, tiles_x, tiles_y; match's reference (its
+/// path); a region's mask (the path of --mask, `mask_name`) and roi ([x, y, width, height]).
+void put_operation(Json& j, const Operation& op, const std::string& mask_name);
 
-/// with_output: equalize/clahe (the item has an output file; "operation" says which, and
-/// clahe, when given, adds clip_limit, tiles_x, tiles_y as item_op_json does); false for
-/// histogram.
+Json item_op_json(const ItemOpOptions& io, const std::string& mask_name, const std::string& input,
+                  const std::string& output, const ItemReport& rep, double total_ms);
+
+/// with_output: equalize/clahe/match (the item has an output file; "operation" says which);
+/// false for histogram. `op`, when given, adds its parameters as item_op_json does
+/// (put_operation).
 Json batch_item_json(const ItemReport& rep, bool with_output, const std::string& error,
-                     const ClaheOptions* clahe = nullptr);
+                     const Operation* op = nullptr, const std::string& mask_name = "");
 
 Json batch_summary_json(const BatchSummary& sum, int jobs);
 

@@ -78,6 +78,12 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
       throw UsageError("GPU JPEG decoding needs the CUDA backend, not the CPU backend");
   }
   if (m.opt.jpeg_batch < 1) throw UsageError("the JPEG batch must be at least 1");
+  if (op.kind == OpKind::match && !op.reference)
+    throw UsageError("histogram matching needs a reference image");
+  if (op.kind == OpKind::clahe && !op.equalize.region.all())
+    throw UsageError(
+        "CLAHE takes no mask or rectangle (masked CLAHE is not built; a region applies to "
+        "equalize, match and histogram)");
   m.ctx.op = op;
   m.ctx.encode = m.opt.encode;
   m.ctx.max_pixels = m.opt.max_pixels;
@@ -85,8 +91,11 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   m.ctx.fast_png = m.opt.fast_png_decoder;
   m.ctx.threads = 1;
   m.ctx.devices = m.opt.devices;
-  m.device_possible = op.kind == OpKind::equalize && op.depth != 16 && gpu::nvjpeg_built() &&
-                      op.equalize.backend != Backend::cpu && m.opt.jpeg != JpegRoute::cpu;
+  // The JPEG device route equalizes whole images: not for a region (mask, rectangle) or another
+  // kind (plan_item plans those on the pixels route).
+  m.device_possible = op.kind == OpKind::equalize && op.equalize.region.all() && op.depth != 16 &&
+                      gpu::nvjpeg_built() && op.equalize.backend != Backend::cpu &&
+                      m.opt.jpeg != JpegRoute::cpu;
   m.device_must =
       m.device_possible && (m.opt.jpeg == JpegRoute::gpu || op.equalize.backend == Backend::cuda);
   // The 8-bit equalize / histogram on device engines: the CUDA backend, or a kernel or devices

@@ -7,7 +7,10 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "histeq/clahe.hpp"
 #include "histeq/codec_names.hpp"
@@ -18,6 +21,7 @@
 #include "histeq/gpu16.hpp"
 #include "histeq/image16.hpp"
 #include "histeq/jpeg_planes.hpp"
+#include "histeq/match.hpp"
 #include "histeq/nvjpeg_codec.hpp"
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
@@ -93,6 +97,33 @@ void check_output(const Operation& op, const std::string& name, const std::strin
   }
 }
 
+/// The region (masked equalization) against this image, and what it cannot be combined with:
+/// a usage error naming the file. Every pixel (region.all()): nothing to check.
+void check_region(const Operation& op, int width, int height, const std::string& name) {
+  const Region& region = op.equalize.region;
+  if (region.all()) return;
+  if (op.kind == OpKind::clahe)
+    throw UsageError("'" + name +
+                     "': CLAHE takes no mask or rectangle (masked CLAHE is not built; a region "
+                     "applies to equalize, match and histogram)");
+  region.check(width, height, "'" + name + "'");
+}
+
+/// OpKind::match: the reference's histograms for this image (one per plane of `mode`, at
+/// `bits`); null for the other kinds. A reference this image cannot be matched to (a colour one
+/// for a 16-bit gray image) is a usage error naming both.
+std::shared_ptr<const std::vector<Histogram>> reference_for(const Operation& op, Mode mode,
+                                                            int channels, int bits,
+                                                            const std::string& name) {
+  if (op.kind != OpKind::match) return nullptr;
+  if (!op.reference) throw UsageError("histogram matching needs a reference image");
+  try {
+    return op.reference->histograms(mode, channels, bits);
+  } catch (const UsageError& e) {
+    throw UsageError("'" + name + "' cannot be matched to its reference: " + e.what());
+  }
+}
+
 /// A batch spreads the GPU's CLAHE and 16-bit items over the devices, round robin: the calling
 /// thread's current device becomes the next of the list.
 void next_device(const ItemContext& ctx) {
@@ -137,11 +168,13 @@ std::vector<std::uint8_t> encode8(const ItemContext& ctx, const Image& img, cons
   return encode_image(img, ext, ctx.encode);
 }
 
-/// The operation on an 8-bit image: equalize / histogram through the stage sequence (a leased
-/// device engine, the CUDA backend's one-call engine, or the CPU), CLAHE on its backend.
-Image run8(const ItemContext& ctx, Image&& img, ItemReport& rep) {
+/// The operation on an 8-bit image: equalize / match / histogram through the stage sequence (a
+/// leased device engine, the CUDA backend's one-call engine, or the CPU), CLAHE on its backend.
+/// The region (op.equalize.region) and the reference's histograms (match) go with the options.
+Image run8(const ItemContext& ctx, Image&& img, const std::string& name, ItemReport& rep) {
   EqualizeReport& er = rep.equalize;
   const Operation& op = ctx.op;
+  check_region(op, img.width, img.height, name);
   if (op.kind == OpKind::clahe) {
     ClaheOptions co = op.clahe;
     co.mode = op.equalize.mode.value_or(default_mode(img.channels));
@@ -155,44 +188,51 @@ Image run8(const ItemContext& ctx, Image&& img, ItemReport& rep) {
     out.exif = img.exif;
     return out;
   }
-  const bool apply = op.kind == OpKind::equalize;
+  const bool apply = op.kind != OpKind::histogram;
+  EqualizeOptions opt = op.equalize;
+  opt.reference = reference_for(op, op.equalize.mode.value_or(default_mode(img.channels)),
+                                img.channels, 8, name);
   Image out;
   if (ctx.device) {
-    out = ctx.device->run(img, &img, op.equalize, apply, true, er);
+    out = ctx.device->run(img, &img, opt, apply, true, er);
     rep.times.upload_ms = er.times.upload_ms;
     rep.times.download_ms = er.times.download_ms;
     rep.times.equalize_ms = er.times.histogram_ms + er.times.cdf_lut_ms + er.times.apply_ms;
-  } else if (op.equalize.backend == Backend::cuda) {
+  } else if (opt.backend == Backend::cuda) {
     if (apply)
-      out = equalize(img, op.equalize, &er);
+      out = equalize(img, opt, &er);
     else
-      image_histograms(img, op.equalize, &er);
+      image_histograms(img, opt, &er);
     rep.times.upload_ms = er.times.upload_ms;
     rep.times.download_ms = er.times.download_ms;
     rep.times.equalize_ms = er.times.histogram_ms + er.times.cdf_lut_ms + er.times.apply_ms;
   } else {
-    out = cpu::equalize_stages(std::move(img), op.equalize, apply, ctx.threads, er);
+    out = cpu::equalize_stages(std::move(img), opt, apply, ctx.threads, er);
     er.device = cpu_label(ctx.threads);
     rep.times.equalize_ms = er.times.total_ms;
   }
   return out;
 }
 
-/// A 16-bit image (or an 8-bit one widened): equalize16 / histograms16 / CLAHE on its backend.
+/// A 16-bit image (or an 8-bit one widened): equalize16 / match / histograms16 / CLAHE on its
+/// backend, with the region and the reference's 65536-bin histograms.
 Image16 run16(const ItemContext& ctx, const Image16& img, const std::string& name,
               ItemReport& rep) {
   EqualizeReport& er = rep.equalize;
   const Operation& op = ctx.op;
   const Mode m = mode16(op.equalize.mode, img.channels);
   check_mode16(m, img.channels, name);
+  check_region(op, img.width, img.height, name);
   er.mode = m;
   std::string used;
   Image16 out;
+  const Region& region = op.equalize.region;
   if (op.kind == OpKind::histogram) {
-    er.histograms = histograms16(img, m, op.equalize.backend, &used);
+    er.histograms = histograms16(img, m, op.equalize.backend, &used, region);
     er.kernel = used == "cpu" ? "cpu" : "hist_u16";
-  } else if (op.kind == OpKind::equalize) {
-    out = equalize16(img, m, op.equalize.backend, &used);
+  } else if (op.kind == OpKind::equalize || op.kind == OpKind::match) {
+    const auto reference = reference_for(op, m, img.channels, 16, name);
+    out = equalize16(img, m, op.equalize.backend, &used, region, reference.get());
     er.kernel = used == "cpu" ? "cpu" : "hist_u16";
   } else {
     ClaheOptions co = op.clahe;
@@ -255,7 +295,7 @@ std::vector<std::uint8_t> run_pixels(const ItemContext& ctx, const ItemPlan& pla
     rep.channels = img.channels;
     rep.equalize.mode = ctx.op.equalize.mode.value_or(default_mode(img.channels));
     t0 = Clock::now();
-    const Image out = run8(ctx, std::move(img), rep);
+    const Image out = run8(ctx, std::move(img), name, rep);
     if (rep.times.equalize_ms == 0) rep.times.equalize_ms = ms_since(t0);
     if (op.writes()) {
       rep.output_channels = encoded_channels(out.channels, ext);
@@ -308,7 +348,10 @@ ItemPlan plan_item(const std::uint8_t* data, std::size_t size, const Operation& 
   p.cost = size + px * std::size_t(std::max(p.channels, 1)) * sample * 2 + px * sample;
   p.cpu_cost = p.cost;
   const std::string ext = lower_ext(out_ext);
-  if (p.format != "jpeg" || op.kind != OpKind::equalize || p.work_bits != 8) return p;
+  // The stored-planes routes equalize the whole image: a region or another kind runs on pixels.
+  if (p.format != "jpeg" || op.kind != OpKind::equalize || p.work_bits != 8 ||
+      !op.equalize.region.all())
+    return p;
   try {
     p.jpeg = jpeg::read_info(data, size, "");
     p.jpeg_checked = true;
