@@ -45,12 +45,12 @@ import numpy as _np
 from . import _arrays as _a
 from . import _region as _r
 from ._arrays import BACKENDS, CHANNEL_ORDERS, FORMULAS, MODES, _histeq
-from ._files import clahe_files, equalize_files, load_image, save_image
+from ._files import clahe_files, equalize_files, load_image, match_files, save_image
 
 __version__: str = _histeq.__version__
 
 __all__ = ["equalize", "histogram", "clahe", "match_histograms", "kernels", "equalize_files",
-           "clahe_files",
+           "clahe_files", "match_files",
            "cuda_available",
            "load_image", "save_image", "MODES", "FORMULAS", "BACKENDS", "CHANNEL_ORDERS",
            "__version__"]

@@ -12,7 +12,7 @@ from . import _region as _region
 
 __version__: str
 __all__ = ["equalize", "histogram", "clahe", "match_histograms", "kernels", "equalize_files",
-           "clahe_files", "cuda_available",
+           "clahe_files", "match_files", "cuda_available",
            "load_image", "save_image", "MODES", "FORMULAS", "BACKENDS", "CHANNEL_ORDERS",
            "__version__"]
 MODES: Tuple[str, ...]
@@ -98,7 +98,17 @@ def equalize_files(inputs: Iterable[Union[str, "os.PathLike[str]"]],
                    decoder: Literal["auto", "cpu", "gpu"] = ..., suffix: str = ...,
                    max_pixels: int = ...,
                    errors: Literal["report", "raise"] = ...,
-                   depth: Optional[Literal[8, 16]] = ...) -> List[Dict[str, Any]]: ...
+                   depth: Optional[Literal[8, 16]] = ..., mask: Optional[Any] = ...,
+                   roi: Optional[_Roi] = ...) -> List[Dict[str, Any]]: ...
+def match_files(inputs: Iterable[Union[str, "os.PathLike[str]"]],
+                output_dir: Union[str, "os.PathLike[str]"], reference: Any, *,
+                mode: Optional[_Mode] = ..., backend: _Backend = ...,
+                format: Optional[str] = ..., recursive: bool = ..., jobs: int = ...,
+                max_inflight_mb: Optional[int] = ..., devices: Optional[Sequence[int]] = ...,
+                quality: int = ..., png_level: Optional[int] = ...,
+                subsampling: Union[str, int] = ..., suffix: str = ..., max_pixels: int = ...,
+                errors: Literal["report", "raise"] = ...,
+                depth: Optional[Literal[8, 16]] = ...) -> List[Dict[str, Any]]: ...
 def clahe_files(inputs: Iterable[Union[str, "os.PathLike[str]"]],
                 output_dir: Union[str, "os.PathLike[str]"], clip_limit: float = ...,
                 tile_grid_size: _Grid = ..., *, mode: Optional[_Mode] = ...,

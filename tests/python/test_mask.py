@@ -277,3 +277,38 @@ def test_torch_device_masks_are_checked_again_once_modified(torch_cuda):
         histeq.equalize(x, mask=torch.ones((50, 40), dtype=torch.bool, device="cuda"))
     with pytest.raises(TypeError, match="mask: dtype"):
         histeq.equalize(x, mask=torch.ones((40, 50), dtype=torch.float32, device="cuda"))
+
+
+# ---------------------------------------------------------------------------------- files, CLI
+
+def test_masks_equal_the_cli_and_equalize_files(tmp_path):
+    import subprocess
+    from test_files import _cli
+    cli = _cli()
+    img = PHOTOS[0][1]
+    h, w = img.shape
+    m = np.zeros((h, w), np.uint8)
+    m[h // 6:h - h // 5, w // 7:w - w // 3] = 255
+    m[::7, ::5] = 0
+    histeq.save_image(tmp_path / "in.png", img)
+    histeq.save_image(tmp_path / "mask.png", m)
+    roi = (w // 5, h // 4, w // 2, h // 3)
+    for opts, kw in (([], {"mask": m}), (["--roi", ",".join(map(str, roi))], {"roi": roi})):
+        dst = tmp_path / "out.png"
+        subprocess.run([cli, "equalize", str(tmp_path / "in.png"), "-o", str(dst), "--backend",
+                        "cpu", "--quiet"] + (opts or ["--mask", str(tmp_path / "mask.png")]),
+                       check=True)
+        want = histeq.equalize(img, backend="cpu", **kw)
+        np.testing.assert_array_equal(histeq.load_image(dst), want)
+        for mk in ([tmp_path / "mask.png", m != 0] if "mask" in kw else [None]):
+            fkw = {"mask": mk} if mk is not None else {"roi": roi}
+            reps = histeq.equalize_files([tmp_path / "in.png"], tmp_path / "files",
+                                         backend="cpu", errors="raise", **fkw)
+            assert reps[0]["ok"]
+            np.testing.assert_array_equal(histeq.load_image(tmp_path / "files" / "in.png"), want)
+    rep = histeq.equalize_files([tmp_path / "in.png"], tmp_path / "bad", mask=m[:-1])[0]
+    assert not rep["ok"] and "mask" in rep["error"]
+    with pytest.raises(ValueError, match="mask: the mask counts no pixel"):
+        histeq.equalize_files([tmp_path / "in.png"], tmp_path / "bad", mask=m * 0)
+    with pytest.raises(ValueError, match="decoder"):
+        histeq.equalize_files([tmp_path / "in.png"], tmp_path / "bad", mask=m, decoder="gpu")

@@ -319,3 +319,48 @@ def test_the_docs_example_runs(tmp_path, monkeypatch):
     shutil.copytree(root / "samples", tmp_path / "samples")
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "docs/python.md", "exec"), {"__name__": "__docs__"})
+
+
+# ---------------------------------------------------------------------------------- files, CLI
+
+def test_match_histograms_equals_the_cli(tmp_path):
+    import subprocess
+    from test_files import _cli
+    cli = _cli()
+    s, r = list(GRAY.values())[:2]
+    cs, cr = list(COLOUR.values())[:2]
+    cases = [("gray", s, r, []), ("luma", cs, cr, []), ("rgb", cs, cr, ["--mode", "rgb"]),
+             ("gray-to-colour", s, cr, []), ("16", to16(s, 1), to16(r, 2), [])]
+    for name, img, ref, opts in cases:
+        src, rp, dst = (tmp_path / f"{name}-{k}.png" for k in ("in", "ref", "out"))
+        histeq.save_image(src, img)
+        histeq.save_image(rp, ref)
+        subprocess.run([cli, "match", str(src), "-o", str(dst), "--reference", str(rp),
+                        "--backend", "cpu", "--quiet"] + opts, check=True)
+        mode = opts[1] if opts else None
+        np.testing.assert_array_equal(
+            histeq.load_image(dst, depth=None),
+            histeq.match_histograms(img, ref, mode=mode, backend="cpu"), err_msg=name)
+
+
+def test_match_files_equals_the_arrays(tmp_path):
+    s, r = list(GRAY.values())[:2]
+    cs = list(COLOUR.values())[0]
+    (tmp_path / "in").mkdir()
+    inputs = []
+    for name, img in (("a", s), ("b", cs), ("c", to16(s, 5))):
+        histeq.save_image(tmp_path / "in" / f"{name}.png", img)
+        inputs.append((name, img))
+    histeq.save_image(tmp_path / "ref.png", r)
+    for ref in (tmp_path / "ref.png", r):  # a file or an array
+        reps = histeq.match_files([tmp_path / "in"], tmp_path / "out", ref, backend="cpu",
+                                  errors="raise")
+        assert [x["ok"] for x in reps] == [True] * 3
+        for name, img in inputs:
+            np.testing.assert_array_equal(
+                histeq.load_image(tmp_path / "out" / f"{name}.png", depth=None),
+                histeq.match_histograms(img, r, backend="cpu"), err_msg=name)
+    with pytest.raises(ValueError, match="reference"):
+        histeq.match_files([tmp_path / "in"], tmp_path / "x", np.zeros((0, 3), np.uint8))
+    with pytest.raises(TypeError, match="reference"):
+        histeq.match_files([tmp_path / "in"], tmp_path / "x", r.astype(np.float32))
