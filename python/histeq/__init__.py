@@ -1,9 +1,12 @@
-"""histeq — histogram equalization and CLAHE of 8- and 16-bit images on the GPU, from Python.
+"""histeq — histogram equalization (also of a masked region), CLAHE and histogram matching of
+8- and 16-bit images on the GPU, from Python.
 
 The same library as the ``histeq`` command-line tool, byte for byte: every result equals what
-``histeq equalize`` / ``histeq clahe`` write for the same pixels (``cv::equalizeHist`` of
-OpenCV 4.x with the default ``formula="opencv"``; Gonzalez & Woods, *Digital Image Processing*,
-§3.3; :func:`clahe` equals OpenCV's CLAHE, with OpenCV's defaults).
+``histeq equalize`` / ``histeq clahe`` / ``histeq match`` write for the same pixels
+(``cv::equalizeHist`` of OpenCV 4.x with the default ``formula="opencv"``; Gonzalez & Woods,
+*Digital Image Processing*, §3.3; :func:`clahe` equals OpenCV's CLAHE, with OpenCV's defaults;
+:func:`match_histograms` equals scikit-image's ``match_histograms`` rounded to the image's
+dtype).
 
 Arrays
 ------
