@@ -259,7 +259,7 @@ TEST(MaskedEqualize, ColourPerChannelAndLuma) {
   }
 }
 
-TEST(MaskedEqualize, AWholeImageRegionGivesTodaysBytes) {
+TEST(MaskedEqualize, AWholeImageRegionGivesTheUnmaskedBytes) {
   const int w = 133, h = 71;
   for (int c : {1, 2, 3, 4}) {
     const Image img = make_image(w, h, c, std::uint64_t(10 + c));
@@ -274,10 +274,10 @@ TEST(MaskedEqualize, AWholeImageRegionGivesTodaysBytes) {
       EqualizeOptions opt;
       opt.mode = m;
       EqualizeReport rep;
-      const Image today = run_stages(img, opt, rep);
+      const Image unmasked = run_stages(img, opt, rep);
       for (const Region& r : {mask, rect, both}) {
         opt.region = r;
-        EXPECT_EQ(run_stages(img, opt, rep).pixels, today.pixels) << c << " " << to_string(m);
+        EXPECT_EQ(run_stages(img, opt, rep).pixels, unmasked.pixels) << c << " " << to_string(m);
       }
     }
   }

@@ -27,7 +27,8 @@ namespace histeq {
 /// source gives the identity.
 Lut match_lut(const std::uint64_t* src256, const std::uint64_t* ref256);
 /// The same for 65536 levels (16-bit images).
-std::vector<std::uint16_t> match_lut16(const std::uint64_t* src65536, const std::uint64_t* ref65536);
+std::vector<std::uint16_t> match_lut16(const std::uint64_t* src65536,
+                                       const std::uint64_t* ref65536);
 
 /// A rectangle of an image, in pixels from the top-left corner.
 struct Roi {
@@ -66,8 +67,9 @@ class MatchReference {
   /// same mode makes of the reference (a one-channel image: mode gray's plane of the reference); a
   /// gray reference gives its one histogram to every plane. The reference is narrowed
   /// (round(v / 257)) or widened (v · 257) to `bits` as images are. 16 bits and a colour
-  /// reference in a mode other than rgb throw UsageError (no 16-bit YCbCr). Throws UsageError
-  /// when the reference has no pixel.
+  /// reference in a mode other than rgb, or for a one-channel image (which follows the
+  /// reference's luma), throw UsageError (no 16-bit YCbCr). Throws UsageError when the reference
+  /// has no pixel, or for bits other than 8 and 16.
   std::shared_ptr<const std::vector<Histogram>> histograms(Mode mode, int channels, int bits) const;
 
   const std::string& name() const { return name_; }

@@ -58,7 +58,7 @@ enum class OpKind : std::uint8_t {
   equalize,   ///< histogram → CDF → LUT → apply (OpenCV's equalizeHist per plane)
   clahe,      ///< contrast-limited adaptive histogram equalization (OpenCV's createCLAHE)
   histogram,  ///< the histograms only; nothing is written
-  match,      ///< histogram → match_lut to the reference's histograms → apply (scikit-image's rule)
+  match,      ///< histogram → match_lut to the reference's histograms → apply (scikit-image)
 };
 /// "equalize", "clahe", "histogram", "match".
 inline const char* to_string(OpKind k) {

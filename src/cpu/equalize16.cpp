@@ -53,8 +53,12 @@ Histogram histogram16(const std::uint16_t* in, std::size_t n, int threads) {
   t = std::max<std::size_t>(1, std::min<std::size_t>(t, n / (1 << 16) + 1));
   std::vector<Histogram> parts(t, Histogram(kBins16, 0));
   auto work = [&](std::size_t w) {
-    Histogram& h = parts[w];
-    for (std::size_t i = w * n / t; i < (w + 1) * n / t; ++i) ++h[in[i]];
+    // The bounds and the counters' address in locals: n and t are size_t, the counters
+    // uint64_t, the same type, so a bound read through the capture would be reloaded (and
+    // divided) after every increment.
+    std::uint64_t* h = parts[w].data();
+    const std::size_t begin = w * n / t, end = (w + 1) * n / t;
+    for (std::size_t i = begin; i < end; ++i) ++h[in[i]];
   };
   std::vector<std::thread> pool;
   std::vector<std::size_t> here{0};  // slices this thread counts

@@ -3,11 +3,12 @@
 //
 // One pass over the counted rows: a rectangle alone counts its rows' bytes as the whole-image
 // histogram does (cpu::histogram_rows); a mask is read with its plane, 8 mask bytes at a time: a
-// word of zero skips 8 pixels, otherwise each pixel adds (mask != 0) to its level, so no branch
-// depends on the mask. Each thread counts a band of rows into its own histogram; 8-bit levels go
-// to four interleaved 32-bit sub-histograms (as cpu_backend.cpp's counting, so that a run of
-// equal values does not chain every increment on the last store), flushed before they can
-// overflow.
+// word of zero skips 8 pixels, a word without a zero byte counts 8 pixels as the whole-image
+// histogram does, and a mixed word adds (mask != 0) to each pixel's level, no branch depending
+// on a mask byte (16-bit planes: the skip, then (mask != 0) per pixel). Each thread counts a
+// band of rows into its own histogram; 8-bit levels go to four interleaved 32-bit
+// sub-histograms (as cpu_backend.cpp's counting, so that a run of equal values does not chain
+// every increment on the last store), flushed before they can overflow.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -47,7 +48,19 @@ void for_bands(const Rect& r, int bands, Fn&& fn) {
   });
 }
 
-/// h[k][p[i]] += (m[i] != 0) for i in [0, n), k cycling over the four sub-histograms.
+constexpr std::uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
+
+std::uint64_t load8(const std::uint8_t* p) {
+  std::uint64_t w;
+  std::memcpy(&w, p, 8);
+  return w;
+}
+/// Whether none of a word's 8 bytes is zero.
+bool all_nonzero(std::uint64_t w) { return ((w - kOnes) & ~w & kHighs) == 0; }
+
+/// h[k][p[i]] += (m[i] != 0) for i in [0, n), k cycling over the four sub-histograms: a word
+/// of 8 mask bytes that are all zero is skipped, one with no zero byte counted as the whole
+/// image is, a mixed one byte by byte without a branch.
 void count_masked(const std::uint8_t* p, const std::uint8_t* m, std::size_t n, std::uint32_t* h) {
   std::uint32_t* h0 = h;
   std::uint32_t* h1 = h0 + 256;
@@ -55,9 +68,20 @@ void count_masked(const std::uint8_t* p, const std::uint8_t* m, std::size_t n, s
   std::uint32_t* h3 = h2 + 256;
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, m + i, 8);
+    const std::uint64_t w = load8(m + i);
     if (w == 0) continue;
+    if (all_nonzero(w)) {
+      const std::uint64_t a = load8(p + i);
+      ++h0[a & 0xff];
+      ++h1[(a >> 8) & 0xff];
+      ++h2[(a >> 16) & 0xff];
+      ++h3[(a >> 24) & 0xff];
+      ++h0[(a >> 32) & 0xff];
+      ++h1[(a >> 40) & 0xff];
+      ++h2[(a >> 48) & 0xff];
+      ++h3[a >> 56];
+      continue;
+    }
     const std::uint8_t* q = p + i;
     const std::uint8_t* k = m + i;
     h0[q[0]] += k[0] != 0;
