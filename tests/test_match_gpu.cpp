@@ -22,6 +22,7 @@
 #include "histeq/match.hpp"
 #include "histeq/pipeline.hpp"
 #include "histogram/region.hpp"
+#include "pipeline/image_engine.hpp"
 #include "support/device_buffer.hpp"
 #include "test_support.hpp"
 #include "u16/hist_u16.hpp"
@@ -247,14 +248,14 @@ TEST(RegionHistogramGpu, EightBitEqualsTheCpuTwin) {
     const Image img = smooth_image(w, h, 1, 5);
     for (const auto& [name, region] : regions(w, h))
       for (std::size_t off : {0, 1, 13})
-        for (std::size_t moff : {std::size_t(0), std::size_t(5)}) {
+        for (std::size_t moff : {std::size_t(0), std::size_t(5), std::size_t(13)}) {
           const Histogram want = cpu::histogram(img.pixels.data(), w, h, region);
           EXPECT_EQ(region_u8(img.pixels, w, h, region, off, moff), want)
               << name << ", " << w << "x" << h << ", plane +" << off << ", mask +" << moff;
           ++cases;
         }
   }
-  EXPECT_EQ(cases, 3 * 8 * 3 * 2);
+  EXPECT_EQ(cases, 3 * 8 * 3 * 3);
 }
 
 TEST(RegionHistogramGpu, SixteenBitEqualsTheCpuTwin) {
@@ -439,6 +440,37 @@ TEST(RegionGpu, AFullMaskGivesTheUnmaskedBytes) {
   o.region.mask.reset();
   o.region.roi = Roi{0, 0, 257, 100};
   EXPECT_EQ(equalize(img, o).pixels, plain.pixels);
+}
+
+TEST(RegionGpu, OneEngineFollowsChangingMasksAndReferences) {
+  HISTEQ_REQUIRE_GPU();
+  // The engine keeps the last mask and reference on the device, keyed by pointer: a new one must
+  // be uploaded, the same one reused, whatever the order.
+  const int w = 150, h = 90;
+  const Image img = smooth_image(w, h, 3, 30);
+  const auto mask_a = mask_of(w, h, 0, 1);
+  const auto mask_b = mask_of(w, h, 1, 2);
+  const auto ref_a = reference_of(smooth_image(40, 40, 3, 31), Mode::rgb);
+  const auto ref_b = reference_of(smooth_image(60, 20, 3, 32), Mode::rgb);
+  gpu::ImageEngine engine(nullptr, /*pinned=*/true);
+  const struct {
+    std::shared_ptr<const Image> mask;
+    std::shared_ptr<const std::vector<Histogram>> ref;
+  } steps[] = {{mask_a, nullptr}, {mask_b, nullptr}, {mask_a, ref_a},   {mask_a, ref_b},
+               {nullptr, ref_a},  {mask_b, ref_b},   {nullptr, nullptr}};
+  int k = 0;
+  for (const auto& step : steps) {
+    EqualizeOptions o = options(Backend::cuda, Mode::rgb);
+    o.region.mask = step.mask;
+    o.reference = step.ref;
+    EqualizeReport rg, rc;
+    const Image got = engine.run(img, nullptr, o, true, true, rg);
+    o.backend = Backend::cpu;
+    const Image want = equalize(img, o, &rc);
+    EXPECT_EQ(got.pixels, want.pixels) << "step " << k;
+    EXPECT_EQ(rg.histograms, rc.histograms) << "step " << k;
+    ++k;
+  }
 }
 
 // ---- 16 bits ---------------------------------------------------------------------------------
