@@ -5,13 +5,15 @@ stream, synchronized after it, median of 30 after 5 warm-ups (so Python and laun
 
     python bench/python/bench_python.py [--sizes 1M,16M,64M] [--batch 64x1M] [--reps 30]
         [--warmup 5] [--csv FILE] [--skip PEER,...] [--cpu-sizes 1M,16M] [--cpu-only]
-        [--clahe-sizes 1M,16M]
+        [--clahe-sizes 1M,16M] [--match-sizes 16M]
 
 The same run also prints histeq's CPU backend against OpenCV on host arrays (bench_cpu.py:
 equalize and CLAHE, gray and BGR colour, at --cpu-sizes), and, where torch or a usable GPU is
 missing, that table alone with the reason the GPU rows are skipped. The CLAHE rows on gray CUDA
 tensors (--clahe-sizes) give the call, its host cost and the compiled call alone, so that the
-Python layer's share of a call shows beside `histeq bench --clahe`'s C++ figure.
+Python layer's share of a call shows beside `histeq bench --clahe`'s C++ figure. Last, the rows of
+bench_match.py at --match-sizes: histogram matching against scikit-image (host) and cuCIM
+(device), and masked against unmasked equalization, host and device.
 
 Peers (each skipped with the reason when it cannot be imported): histeq on a torch tensor, on a
 CuPy array, a batch (N,H,W) torch tensor and a list of N tensors; torchvision.transforms.v2
@@ -191,6 +193,9 @@ def main() -> int:
     ap.add_argument("--cpu-only", action="store_true", help="the CPU table only")
     ap.add_argument("--clahe-sizes", default="1M,16M",
                     help="sizes of the CLAHE rows on CUDA tensors (empty: none)")
+    ap.add_argument("--match-sizes", default="16M",
+                    help="sizes of the histogram matching and masked equalization rows "
+                         "(bench_match.py: host and CUDA arrays; empty: none)")
     args = ap.parse_args()
     skip = {s for s in args.skip.split(",") if s}
 
@@ -200,6 +205,25 @@ def main() -> int:
     cpu_sizes = [s for s in args.cpu_sizes.split(",") if s]
     cpu_rows, cpu_notes, cpu_ok = bench_cpu.cpu_rows(cpu_sizes, args.reps, args.warmup) \
         if cpu_sizes else ([], [], True)
+    import bench_match
+    match_sizes = [s for s in args.match_sizes.split(",") if s]
+    match_rows, match_notes, match_ok = bench_match.cpu_rows(match_sizes, args.reps,
+                                                             args.warmup)
+
+    def print_match(gpu: bool) -> bool:
+        """bench_match.py's rows (its GPU rows too when gpu), after the other tables."""
+        if not match_sizes:
+            return True
+        rows, notes, ok = match_rows, match_notes, match_ok
+        if gpu:
+            grows, gnotes, gok = bench_match.gpu_rows(match_sizes, args.reps, args.warmup)
+            rows, notes, ok = rows + grows, notes + gnotes, ok and gok
+        print()
+        print("Histogram matching and masked equalization (bench_match.py):")
+        bench_match.print_table(rows)
+        for note in notes:
+            print(f"note: {note}")
+        return ok
     gpu_why = ""
     try:
         import torch
@@ -220,7 +244,8 @@ def main() -> int:
         for note in cpu_notes:
             print(f"note: {note}")
         print(f"note: GPU peers skipped: {gpu_why or '--cpu-only'}")
-        return 0 if cpu_ok else 1
+        match_same = print_match(False)
+        return 0 if cpu_ok and match_same else 1
 
     peers = {}   # name -> (kind, make(x_torch) -> callable)
     notes = []
@@ -373,6 +398,7 @@ def main() -> int:
             print(f"note: {note}")
         same = same and cpu_ok
         rows.extend(cpu_rows)
+    same = print_match(True) and same
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             wr = csv.writer(f)

@@ -1,9 +1,12 @@
-"""histeq — histogram equalization and CLAHE of 8- and 16-bit images on the GPU, from Python.
+"""histeq — histogram equalization (also of a masked region), CLAHE and histogram matching of
+8- and 16-bit images on the GPU, from Python.
 
 The same library as the ``histeq`` command-line tool, byte for byte: every result equals what
-``histeq equalize`` / ``histeq clahe`` write for the same pixels (``cv::equalizeHist`` of
-OpenCV 4.x with the default ``formula="opencv"``; Gonzalez & Woods, *Digital Image Processing*,
-§3.3; :func:`clahe` equals OpenCV's CLAHE, with OpenCV's defaults).
+``histeq equalize`` / ``histeq clahe`` / ``histeq match`` write for the same pixels
+(``cv::equalizeHist`` of OpenCV 4.x with the default ``formula="opencv"``; Gonzalez & Woods,
+*Digital Image Processing*, §3.3; :func:`clahe` equals OpenCV's CLAHE, with OpenCV's defaults;
+:func:`match_histograms` equals scikit-image's ``match_histograms`` rounded to the image's
+dtype).
 
 Arrays
 ------
@@ -43,12 +46,14 @@ from typing import Any, Dict, List, Optional
 import numpy as _np
 
 from . import _arrays as _a
+from . import _region as _r
 from ._arrays import BACKENDS, CHANNEL_ORDERS, FORMULAS, MODES, _histeq
-from ._files import clahe_files, equalize_files, load_image, save_image
+from ._files import clahe_files, equalize_files, load_image, match_files, save_image
 
 __version__: str = _histeq.__version__
 
-__all__ = ["equalize", "histogram", "clahe", "kernels", "equalize_files", "clahe_files",
+__all__ = ["equalize", "histogram", "clahe", "match_histograms", "kernels", "equalize_files",
+           "clahe_files", "match_files",
            "cuda_available",
            "load_image", "save_image", "MODES", "FORMULAS", "BACKENDS", "CHANNEL_ORDERS",
            "__version__"]
@@ -80,8 +85,15 @@ def _cpu_with_cuda_array() -> ValueError:
 # equalize
 # ------------------------------------------------------------------------------------------
 
-def _equalize_host(a: _np.ndarray, batch, mode, formula, kernel, backend, order):
+def _equalize_host(a: _np.ndarray, batch, mode, formula, kernel, backend, order, region=None):
     n, h, w, c, is_batch = _a.split_shape(a.shape, batch, "image")
+    if region is not None:
+        mask, roi = region.host(h, w)
+        out = _np.empty(_a.out_shape(a.shape, mode, n, h, w, c, is_batch), _np.uint8)
+        if n * h * w > 0:
+            _histeq.equalize_host(a, out, n, h, w, c, mode, formula, kernel, backend, order,
+                                  mask=mask, roi=roi)
+        return out
     if is_batch and c == 1 and n > 1 and h * w > 0 and kernel == "auto" and backend != "cpu":
         # gray batch: one upload, the batched device path, one download (None: no GPU)
         out = _histeq.equalize_host_batch(a, n, h * w, formula, backend)
@@ -181,9 +193,15 @@ def _per_image_host(a: _np.ndarray, batch, fn):
     return outs[0]
 
 
-def _equalize16_host(a: _np.ndarray, batch, mode, backend):
+def _equalize16_host(a: _np.ndarray, batch, mode, backend, region=None, reference=None):
+    if region is None and reference is None:
+        return _per_image_host(
+            a, batch, lambda img, h, w, c: _histeq.equalize_host16(img, h, w, c, mode, backend)[0])
+    _n, h, w, _c, _b = _a.split_shape(a.shape, batch, "image")
+    mask, roi = region.host(h, w) if region is not None else (None, None)
     return _per_image_host(
-        a, batch, lambda img, h, w, c: _histeq.equalize_host16(img, h, w, c, mode, backend)[0])
+        a, batch, lambda img, h, w, c: _histeq.equalize_host16(
+            img, h, w, c, mode, backend, mask=mask, roi=roi, reference=reference)[0])
 
 
 def _equalize16_device(d: _a.Dev, batch, mode):
@@ -224,8 +242,53 @@ def _equalize_list(images, mode, formula, kernel, backend, order):
     return outs
 
 
+def _stages_device(d: _a.Dev, batch, mode, formula, kernel, order, region=None, hists=None):
+    """equalize() with a mask or roi, or match_histograms() (hists: the reference's histograms
+    on the device), on 8-bit CUDA arrays: histeq._histeq.stages_device on the caller's stream."""
+    n, h, w, c, is_batch = _a.split_shape(d.shape, batch, "image")
+    mask, roi = region.device(d, h, w) if region is not None else (None, None)
+    swap = order == "bgr" and c >= 3 and mode != "rgb"
+    if swap:  # the device stages compute luma from RGB: a swapped copy, and back for luma
+        d = _a.swap_red_blue(d)
+    out = _a.result_like(d, _a.out_shape(d.shape, mode, n, h, w, c, is_batch))
+    if n * h * w > 0:
+        _histeq.stages_device(d.device, d.stream, d.ptr, _a.ptr(out), n, h, w, c, mode, formula,
+                              kernel, 0 if mask is None else _a.ptr(mask), roi,
+                              0 if hists is None else _a.ptr(hists),
+                              0 if hists is None else int(hists.shape[0]))
+    if swap and _a.out_channels(mode, c) == c:
+        out = _a.unswap_red_blue(out)
+    return out
+
+
+def _equalize_region_host(a: _np.ndarray, region, batch, mode, formula, kernel, backend, order):
+    if a.dtype == _np.uint16:
+        _check16(formula, kernel)
+        return _equalize16_host(a, batch, mode, backend, region)
+    return _equalize_host(a, batch, mode, formula, kernel, backend, order, region)
+
+
+def _equalize_region(image, region: _r.Region, batch, mode, formula, kernel, backend, order):
+    """equalize() with a mask or roi: one image or a batch."""
+    d = _a.as_device(image, "image")
+    if d is not None:
+        if backend == "cpu":
+            raise _cpu_with_cuda_array()
+        if d.dtype == "uint8":
+            return _stages_device(d, batch, mode, formula, kernel, order, region=region)
+        _check16(formula, kernel)  # 16-bit CUDA arrays: the whole-image path through the host
+        return _a.via_host(d, lambda a: _equalize_region_host(a, region, batch, mode, formula,
+                                                               kernel, "auto", order))
+    if backend == "cuda":
+        _a.require_cuda("backend='cuda'")
+    a, wrap = _a.host_array(image, "image")
+    out = _equalize_region_host(a, region, batch, mode, formula, kernel, backend, order)
+    return out if wrap is None else wrap(out)
+
+
 def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kernel: str = "auto",
-             backend: str = "auto", batch: Optional[bool] = None, channel_order: str = "rgb"):
+             backend: str = "auto", batch: Optional[bool] = None, channel_order: str = "rgb",
+             mask=None, roi=None):
     """Equalizes the histogram of 8- or 16-bit images, as ``histeq equalize`` (and
     ``cv::equalizeHist``; 16-bit: its formula over 65536 levels, include/histeq/equalize16.hpp).
 
@@ -256,19 +319,37 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
             colour image is red, for the luma of ``mode="luma"`` and ``"gray"``. With
             ``"bgr"``, the result of ``mode="luma"`` equals OpenCV's recipe (``COLOR_BGR2YCrCb``,
             ``equalizeHist`` of Y, ``COLOR_YCrCb2BGR``) within one level.
+        mask: masked equalization: the histograms count only the pixels where ``mask`` is
+            nonzero, and the LUT made from them (OpenCV's formula with N = the counted pixels)
+            applies to every pixel. An array of the image's height x width (``(H, W)``; one
+            mask for every image of a batch or list), any integer or bool dtype, NumPy, CPU
+            tensor or CUDA array. ``None`` (default): every pixel. 8-bit CUDA images run on
+            their device; a mask on the device is checked there for a counted pixel, which
+            waits for the device (a torch mask: once until it is modified in place).
+        roi: ``(x, y, width, height)``: the histograms count only the pixels of this rectangle
+            (with ``mask``: the mask's pixels inside it); the LUT applies to every pixel.
 
     Returns:
         The equalized image(s): same shape, except ``mode="gray"`` on colour gives ``(H, W)``
         (``(N, H, W)`` for a batch); same kind of array (a list for a list or tuple).
 
     Raises:
-        TypeError: ``image`` is not an array (or list of them) or not ``uint8``/``uint16``.
+        TypeError: ``image`` is not an array (or list of them) or not ``uint8``/``uint16``;
+            ``mask`` not of a bool or integer dtype; ``roi`` not four ints.
         ValueError: bad shape or strides, unknown ``mode``/``formula``/``kernel``/``backend``/
             ``channel_order``, a CUDA array with ``backend="cpu"``, ``backend="cuda"`` without
-            a usable GPU.
+            a usable GPU; a ``mask`` of another height x width, a ``roi`` outside the image or
+            empty, a mask that counts no pixel.
         RuntimeError: a CUDA failure.
     """
     _a.check_options(mode, formula, kernel, backend, channel_order)
+    if mask is not None or roi is not None:
+        region = _r.Region(mask, roi)
+        if isinstance(image, (list, tuple)):
+            return [_equalize_region(x, region, False, mode, formula, kernel, backend,
+                                     channel_order) for x in image]
+        return _equalize_region(image, region, batch, mode, formula, kernel, backend,
+                                channel_order)
     if isinstance(image, (list, tuple)):
         return _equalize_list(list(image), mode, formula, kernel, backend, channel_order)
     d = _a.as_device(image, "image")
@@ -333,9 +414,78 @@ def _histogram_host(a: _np.ndarray, bins, kernel, mode, backend, batch, order):
     return out if is_batch else out[0]
 
 
+def _histogram_region_host(a: _np.ndarray, region: _r.Region, bins, kernel, mode, backend, batch,
+                           order):
+    n, h, w, c, is_batch = _a.split_shape(a.shape, batch, "image")
+    mask, roi = region.host(h, w) if h * w > 0 else (None, None)
+    if a.dtype != _np.uint16 and c != 1 and bins != 256:
+        raise ValueError(f"bins: colour images take 256 bins only; got {bins}")
+    res = []
+    for i in range(n):
+        img = _np.ascontiguousarray(a[i] if is_batch else a)
+        if a.dtype == _np.uint16:
+            hs = _histeq.histogram_host16(img, h, w, c, mode, backend, mask=mask, roi=roi)
+        else:
+            hs = _histeq.histogram_host(img, h, w, c, mode, 256, kernel, backend, order,
+                                        mask=mask, roi=roi)
+            if bins != 256:  # sample v in bin v * bins // 256, from the 256 counts
+                rebinned = _np.zeros((hs.shape[0], bins), _np.int64)
+                _np.add.at(rebinned, (slice(None), _np.arange(256) * bins // 256), hs)
+                hs = rebinned
+        res.append(hs[0] if hs.shape[0] == 1 else hs)
+    if not res:
+        return _np.zeros((0, bins), _np.int64)
+    return _np.stack(res) if is_batch else res[0]
+
+
+def _histogram_region_device(d: _a.Dev, region: _r.Region, mode, n, h, w, c, is_batch, order):
+    """The 256-bin histograms of the counted pixels of 8-bit CUDA images, on their device."""
+    mask, roi = region.device(d, h, w)
+    if order == "bgr" and c >= 3 and mode != "rgb":
+        d = _a.swap_red_blue(d)
+    planes = 3 if (c >= 3 and mode == "rgb") else 1
+    out = _a.result_like(d, (n, planes, 256), "int64")
+    optr, mptr = _a.ptr(out), 0 if mask is None else _a.ptr(mask)
+    if h * w == 0:
+        out.fill_(0) if hasattr(out, "fill_") else out.fill(0)
+    for i in range(n if h * w > 0 else 0):
+        _histeq.histogram_device_region(d.device, d.stream, d.ptr + i * h * w * c, h, w, c, mode,
+                                        mptr, roi, optr + i * planes * 256 * 8)
+    if planes == 1:
+        out = out.reshape(n, 256)
+    return out if is_batch else out[0]
+
+
+def _histogram_region(image, region: _r.Region, bins, kernel, mode, backend, batch, order):
+    """histogram() with a mask or roi: one image or a batch."""
+    d = _a.as_device(image, "image")
+    if (d.dtype if d is not None else _a.host_dtype(image)) == "uint16":
+        if bins is not None and int(bins) != 65536:
+            raise ValueError(f"bins: 16-bit images take 65536 bins (one per level), got {bins}")
+        _check16("opencv", kernel)
+        bins = 65536
+    else:
+        bins = 256 if bins is None else int(bins)
+        if bins > 4096:
+            raise ValueError(f"bins: 8-bit images take 1..4096 bins, got {bins}")
+    if d is not None:
+        if backend == "cpu":
+            raise _cpu_with_cuda_array()
+        n, h, w, c, is_batch = _a.split_shape(d.shape, batch, "image")
+        if d.dtype == "uint8" and bins == 256:
+            return _histogram_region_device(d, region, mode, n, h, w, c, is_batch, order)
+        return _a.via_host(d, lambda a: _histogram_region_host(a, region, bins, kernel, mode,
+                                                                "auto", batch, order))
+    if backend == "cuda":
+        _a.require_cuda("backend='cuda'")
+    a, wrap = _a.host_array(image, "image")
+    out = _histogram_region_host(a, region, bins, kernel, mode, backend, batch, order)
+    return out if wrap is None else wrap(out)
+
+
 def histogram(image, bins: Optional[int] = None, kernel: str = "auto", *,
               mode: Optional[str] = None, backend: str = "auto", batch: Optional[bool] = None,
-              channel_order: str = "rgb"):
+              channel_order: str = "rgb", mask=None, roi=None):
     """The histogram(s) of the planes ``equalize`` would equalize, as ``histeq histogram``.
 
     Args:
@@ -349,6 +499,8 @@ def histogram(image, bins: Optional[int] = None, kernel: str = "auto", *,
         backend: as :func:`equalize`.
         batch: as :func:`equalize`.
         channel_order: as :func:`equalize` (which channel is red, for Y).
+        mask: as :func:`equalize`: only the pixels where the mask is nonzero are counted.
+        roi: as :func:`equalize`: only the pixels of ``(x, y, width, height)`` are counted.
 
     Returns:
         Counts (``int64``, as ``numpy.histogram`` and scikit-image give them) of one image:
@@ -359,11 +511,18 @@ def histogram(image, bins: Optional[int] = None, kernel: str = "auto", *,
         current stream.
 
     Raises:
-        as :func:`equalize`; ValueError for ``bins`` outside 1..4096 or not 256 on colour, or
-        not 65536 on ``uint16``.
+        as :func:`equalize` (``mask`` and ``roi`` included); ValueError for ``bins`` outside
+        1..4096 or not 256 on colour, or not 65536 on ``uint16``.
     """
     _a.check_options(mode, "opencv", kernel, backend, channel_order)
     _check_bins(bins)
+    if mask is not None or roi is not None:
+        region = _r.Region(mask, roi)
+        if isinstance(image, (list, tuple)):
+            return [_histogram_region(x, region, bins, kernel, mode, backend, False,
+                                      channel_order) for x in image]
+        return _histogram_region(image, region, bins, kernel, mode, backend, batch,
+                                 channel_order)
     if isinstance(image, (list, tuple)):
         return [histogram(x, bins, kernel, mode=mode, backend=backend, batch=False,
                           channel_order=channel_order) for x in image]
@@ -507,3 +666,96 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
     a, wrap = _a.host_array(image, "image")
     out = _clahe_host(a, batch, mode, clip, tx, ty, backend, channel_order)
     return out if wrap is None else wrap(out)
+
+
+# ------------------------------------------------------------------------------------------
+# match_histograms
+# ------------------------------------------------------------------------------------------
+
+def _match_planes(mode, c: int, sixteen: bool) -> int:
+    """How many planes (and so reference histograms) an image of c channels is matched in."""
+    if c < 3:
+        return 1
+    return 3 if sixteen or (mode or "luma") == "rgb" else 1
+
+
+def _match_host(a: _np.ndarray, ref: _r.Reference, batch, mode, backend, order):
+    n, h, w, c, is_batch = _a.split_shape(a.shape, batch, "image")
+    sixteen = a.dtype == _np.uint16
+    hists = ref.histograms(_match_planes(mode, c, sixteen), 16 if sixteen else 8)
+    if sixteen:
+        return _per_image_host(a, batch, lambda img, h, w, c: _histeq.equalize_host16(
+            img, h, w, c, mode, backend, reference=hists)[0])
+    out = _np.empty(_a.out_shape(a.shape, mode, n, h, w, c, is_batch), _np.uint8)
+    if n * h * w > 0:
+        _histeq.equalize_host(a, out, n, h, w, c, mode, "opencv", "auto", backend, order,
+                              reference=hists)
+    return out
+
+
+def _match_one(image, ref: _r.Reference, batch, mode, backend, order):
+    d = _a.as_device(image, "image")
+    if d is None:
+        if backend == "cuda":
+            _a.require_cuda("backend='cuda'")
+        a, wrap = _a.host_array(image, "image")
+        out = _match_host(a, ref, batch, mode, backend, order)
+        return out if wrap is None else wrap(out)
+    if backend == "cpu":
+        raise _cpu_with_cuda_array()
+    c = _a.split_shape(d.shape, batch, "image")[3]
+    if d.dtype == "uint16":  # 16-bit CUDA arrays: the whole-image path through the host
+        return _a.via_host(d, lambda a: _match_host(a, ref, batch, mode, "auto", order))
+    hists = ref.device_histograms(_match_planes(mode, c, False), d)
+    return _stages_device(d, batch, mode, "opencv", "auto", order, hists=hists)
+
+
+def match_histograms(image, reference, *, mode: Optional[str] = None, backend: str = "auto",
+                     batch: Optional[bool] = None, channel_order: str = "rgb"):
+    """Histogram matching: maps the levels of ``image`` so that its cumulative histogram follows
+    the reference's, as ``histeq match`` and scikit-image's ``exposure.match_histograms``:
+    byte-identical to ``np.rint(skimage.exposure.match_histograms(image, reference))`` cast to
+    the image's dtype on gray images, and to that of each channel on its own in ``mode="rgb"``.
+
+    The rule (scikit-image's for unsigned integers): the source's quantiles ``cumsum(counts) /
+    N`` at its levels, the reference's at its occupied levels, the reference's level linearly
+    interpolated at each source quantile (``np.interp``, float64), rounded half to even; one
+    LUT per plane, applied to every pixel.
+
+    Args:
+        image: as :func:`equalize` (``uint8`` or ``uint16``; one image, a batch ``(N, H, W[,
+            C])`` or a list; NumPy, CPU tensor or CUDA array, the result of the same kind). 8-bit
+            CUDA arrays run on their device, queued on the caller's current stream without
+            synchronizing; 16-bit CUDA arrays go through the host.
+        reference: one image (``uint8`` or ``uint16``, ``(H, W)`` or ``(H, W, C)``, NumPy, CPU
+            tensor or CUDA array) every image is matched to. A gray reference gives its
+            histogram to every plane; a colour one its channels (``mode="rgb"``) or its luma
+            (``"luma"``, ``"gray"``, and gray images). Another depth than the image's is
+            converted first as the library converts (``v * 257`` up, ``round(v / 257)`` down).
+        mode: colour images: ``"luma"`` (default: Y of YCbCr matched to the reference's Y,
+            chroma and alpha kept, as :func:`equalize`), ``"rgb"`` (each channel to the
+            reference's channel, alpha kept: scikit-image's ``channel_axis=-1``), ``"gray"``
+            (one output channel: the matched luma). ``uint16`` colour: ``"rgb"`` only.
+        backend: ``"auto"``, ``"cuda"`` or ``"cpu"`` for host arrays (equal bytes).
+        batch: as :func:`equalize`.
+        channel_order: as :func:`equalize`: which channel of a colour image and of a colour
+            reference is red, for their luma.
+
+    Returns:
+        The matched image(s): same shape and dtype (``mode="gray"`` on colour gives ``(H,
+        W)``), the same kind of array (a list for a list or tuple).
+
+    Raises:
+        TypeError: ``image`` or ``reference`` not an array of ``uint8``/``uint16``; a list as
+            ``reference``.
+        ValueError: bad shapes, a reference with no pixel, unknown ``mode``/``backend``/
+            ``channel_order``, ``mode`` other than ``"rgb"`` on 16-bit colour or a 16-bit
+            colour reference for a gray image (no 16-bit YCbCr), a CUDA array with
+            ``backend="cpu"``, ``backend="cuda"`` without a usable GPU.
+        RuntimeError: a CUDA failure.
+    """
+    _a.check_options(mode, "opencv", "auto", backend, channel_order)
+    ref = _r.Reference(reference, channel_order, backend)
+    if isinstance(image, (list, tuple)):
+        return [_match_one(x, ref, False, mode, backend, channel_order) for x in image]
+    return _match_one(image, ref, batch, mode, backend, channel_order)

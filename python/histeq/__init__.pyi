@@ -8,10 +8,11 @@ import numpy.typing as npt
 
 from . import _arrays as _arrays
 from . import _files as _files
+from . import _region as _region
 
 __version__: str
-__all__ = ["equalize", "histogram", "clahe", "kernels", "equalize_files", "clahe_files",
-           "cuda_available",
+__all__ = ["equalize", "histogram", "clahe", "match_histograms", "kernels", "equalize_files",
+           "clahe_files", "match_files", "cuda_available",
            "load_image", "save_image", "MODES", "FORMULAS", "BACKENDS", "CHANNEL_ORDERS",
            "__version__"]
 MODES: Tuple[str, ...]
@@ -27,6 +28,11 @@ _Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 #: Two ints (columns, rows) as a tuple, list or array, or one int n for (n, n).
 _Grid = Union[int, Sequence[int], npt.NDArray[np.integer[Any]]]
 
+#: A mask: an array of the image's height x width (NumPy, PyTorch, CuPy), bool or integers.
+_Mask = Any
+#: A rectangle (x, y, width, height).
+_Roi = Union[Tuple[int, int, int, int], Sequence[int]]
+
 #: A NumPy uint8 or uint16 array, a PyTorch tensor, a CuPy array or any CUDA array
 #: (__cuda_array_interface__ / DLPack); the result is of the same kind.
 _A = TypeVar("_A")
@@ -34,24 +40,38 @@ _A = TypeVar("_A")
 @overload
 def equalize(image: Union[List[_A], Tuple[_A, ...]], *, mode: Optional[_Mode] = ...,
              formula: _Formula = ..., kernel: str = ..., backend: _Backend = ...,
-             batch: Optional[bool] = ..., channel_order: _Order = ...) -> List[_A]: ...
+             batch: Optional[bool] = ..., channel_order: _Order = ...,
+             mask: Optional[_Mask] = ..., roi: Optional[_Roi] = ...) -> List[_A]: ...
 @overload
 def equalize(image: _A, *, mode: Optional[_Mode] = ..., formula: _Formula = ...,
              kernel: str = ..., backend: _Backend = ..., batch: Optional[bool] = ...,
-             channel_order: _Order = ...) -> _A: ...
+             channel_order: _Order = ..., mask: Optional[_Mask] = ...,
+             roi: Optional[_Roi] = ...) -> _A: ...
 
 @overload
 def histogram(image: Union[List[Any], Tuple[Any, ...]], bins: Optional[int] = ...,
               kernel: str = ..., *, mode: Optional[_Mode] = ..., backend: _Backend = ...,
-              batch: Optional[bool] = ..., channel_order: _Order = ...) -> List[Any]: ...
+              batch: Optional[bool] = ..., channel_order: _Order = ...,
+              mask: Optional[_Mask] = ..., roi: Optional[_Roi] = ...) -> List[Any]: ...
 @overload
 def histogram(image: npt.NDArray[Any], bins: Optional[int] = ..., kernel: str = ..., *,
               mode: Optional[_Mode] = ..., backend: _Backend = ..., batch: Optional[bool] = ...,
-              channel_order: _Order = ...) -> npt.NDArray[np.int64]: ...
+              channel_order: _Order = ..., mask: Optional[_Mask] = ...,
+              roi: Optional[_Roi] = ...) -> npt.NDArray[np.int64]: ...
 @overload
 def histogram(image: Any, bins: Optional[int] = ..., kernel: str = ..., *,
               mode: Optional[_Mode] = ..., backend: _Backend = ..., batch: Optional[bool] = ...,
-              channel_order: _Order = ...) -> Any: ...
+              channel_order: _Order = ..., mask: Optional[_Mask] = ...,
+              roi: Optional[_Roi] = ...) -> Any: ...
+
+@overload
+def match_histograms(image: Union[List[_A], Tuple[_A, ...]], reference: Any, *,
+                     mode: Optional[_Mode] = ..., backend: _Backend = ...,
+                     batch: Optional[bool] = ..., channel_order: _Order = ...) -> List[_A]: ...
+@overload
+def match_histograms(image: _A, reference: Any, *, mode: Optional[_Mode] = ...,
+                     backend: _Backend = ..., batch: Optional[bool] = ...,
+                     channel_order: _Order = ...) -> _A: ...
 
 @overload
 def clahe(image: Union[List[_A], Tuple[_A, ...]], clip_limit: float = ...,
@@ -78,7 +98,17 @@ def equalize_files(inputs: Iterable[Union[str, "os.PathLike[str]"]],
                    decoder: Literal["auto", "cpu", "gpu"] = ..., suffix: str = ...,
                    max_pixels: int = ...,
                    errors: Literal["report", "raise"] = ...,
-                   depth: Optional[Literal[8, 16]] = ...) -> List[Dict[str, Any]]: ...
+                   depth: Optional[Literal[8, 16]] = ..., mask: Optional[Any] = ...,
+                   roi: Optional[_Roi] = ...) -> List[Dict[str, Any]]: ...
+def match_files(inputs: Iterable[Union[str, "os.PathLike[str]"]],
+                output_dir: Union[str, "os.PathLike[str]"], reference: Any, *,
+                mode: Optional[_Mode] = ..., backend: _Backend = ...,
+                format: Optional[str] = ..., recursive: bool = ..., jobs: int = ...,
+                max_inflight_mb: Optional[int] = ..., devices: Optional[Sequence[int]] = ...,
+                quality: int = ..., png_level: Optional[int] = ...,
+                subsampling: Union[str, int] = ..., suffix: str = ..., max_pixels: int = ...,
+                errors: Literal["report", "raise"] = ...,
+                depth: Optional[Literal[8, 16]] = ...) -> List[Dict[str, Any]]: ...
 def clahe_files(inputs: Iterable[Union[str, "os.PathLike[str]"]],
                 output_dir: Union[str, "os.PathLike[str]"], clip_limit: float = ...,
                 tile_grid_size: _Grid = ..., *, mode: Optional[_Mode] = ...,

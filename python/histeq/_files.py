@@ -1,4 +1,5 @@
-"""Files: load_image, save_image and equalize_files (the many-files executor). Part of the histeq
+"""Files: load_image, save_image, equalize_files, clahe_files and match_files (the many-files
+executor). Part of the histeq
 package (imported from it); see histeq/__init__.py for the module documentation."""
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 import numpy as _np
 
 from . import _arrays as _a
+from . import _region as _r
 from ._arrays import _histeq
 
 _FORMATS = {"png": ".png", "jpg": ".jpg", "jpeg": ".jpg", "bmp": ".bmp", "tga": ".tga",
@@ -148,7 +150,8 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
                    devices: Optional[Sequence[int]] = None, quality: int = 95,
                    png_level: Optional[int] = None, subsampling: Union[str, int] = "420",
                    decoder: str = "auto", suffix: str = "", max_pixels: int = 1 << 28,
-                   errors: str = "report", depth: Optional[int] = None) -> List[Dict[str, Any]]:
+                   errors: str = "report", depth: Optional[int] = None, mask: Any = None,
+                   roi: Any = None) -> List[Dict[str, Any]]:
     """Equalizes image files into ``output_dir`` with the many-files executor — the engine of
     ``histeq equalize INPUT... -o FOLDER`` (include/histeq/executor.hpp): files are read,
     decoded, equalized (on the GPU with backend auto/cuda), encoded and written overlapping
@@ -194,6 +197,12 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
             (``FileNotFoundError``, ``PermissionError``, ...) for a file that cannot be read or
             written, ``ValueError`` for one that does not decode, ``RuntimeError`` for a CUDA
             failure.
+        mask: masked equalization (``histeq equalize --mask``): an image file (a gray image,
+            8 or 16 bits: nonzero counted) or an array of bool or integers (nonzero counted),
+            of the files' height x width (a file of another size is a failed item). Its
+            histogram counts the masked pixels, its LUT applies to every pixel; the files run
+            on the pixels route (JPEGs are decoded to pixels).
+        roi: ``(x, y, width, height)``: only the rectangle's pixels are counted (``--roi``).
 
     Returns:
         One dict per file, in input order (folders expanded): ``input output ok error width
@@ -212,9 +221,57 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
 
     The call releases the GIL while the files run (other Python threads go on).
     """
+    if decoder == "gpu" and (mask is not None or roi is not None):
+        raise ValueError("decoder: 'gpu' decodes JPEGs for the whole-image routes; an "
+                         "equalization with mask or roi runs on pixels ('auto' or 'cpu')")
     return _batch("equalize", None, inputs, output_dir, mode, formula, kernel, backend, format,
                   recursive, jobs, max_inflight_mb, devices, quality, png_level, subsampling,
-                  decoder, suffix, max_pixels, errors, depth)
+                  decoder, suffix, max_pixels, errors, depth, mask=_file_mask(mask),
+                  roi=None if roi is None else _r._roi_tuple(roi))
+
+
+def match_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str, os.PathLike],
+                reference: Any, *, mode: Optional[str] = None, backend: str = "auto",
+                format: Optional[str] = None, recursive: bool = False, jobs: int = 0,
+                max_inflight_mb: Optional[int] = None, devices: Optional[Sequence[int]] = None,
+                quality: int = 95, png_level: Optional[int] = None,
+                subsampling: Union[str, int] = "420", suffix: str = "",
+                max_pixels: int = 1 << 28, errors: str = "report",
+                depth: Optional[int] = None) -> List[Dict[str, Any]]:
+    """Histogram matching of image files into ``output_dir`` with the many-files executor: the
+    engine of ``histeq match INPUT... -o FOLDER --reference REF``, byte for byte its outputs;
+    each file as :func:`match_histograms` matches an array. ``reference``: an image file
+    (decoded once, as the CLI decodes it: a 16-bit PNG/PGM/PPM stays 16-bit) or an array
+    (``uint8`` / ``uint16``, ``(H, W)`` or ``(H, W, C)`` in RGB order, as files are decoded);
+    its histograms are made once per depth and mode and serve every file. Every other argument
+    as :func:`equalize_files` (JPEGs are decoded on the CPU: the files run on the pixels route).
+    Returns and raises as :func:`equalize_files`; ValueError for a reference with no pixel."""
+    if _is_path(reference):
+        ref = load_image(reference, depth=None)
+    else:
+        ref, _wrap = _a.host_array(reference, "reference")
+    if ref.size == 0:
+        raise ValueError(f"reference: shape {ref.shape} has no pixel")
+    _a.split_shape(ref.shape, False, "reference")
+    return _batch("match", None, inputs, output_dir, mode, "opencv", "auto", backend, format,
+                  recursive, jobs, max_inflight_mb, devices, quality, png_level, subsampling,
+                  "auto", suffix, max_pixels, errors, depth,
+                  reference=_np.ascontiguousarray(ref))
+
+
+def _file_mask(mask: Any) -> Optional[_np.ndarray]:
+    """equalize_files' mask as a C-contiguous uint8 (H, W) array (nonzero: counted)."""
+    if mask is None:
+        return None
+    m = load_image(mask, depth=None) if _is_path(mask) else _r._mask_to_host(mask)
+    _r._check_mask_dtype(m.dtype)
+    if m.ndim != 2:
+        raise ValueError(f"mask: shape {m.shape}; a mask is a gray image (H, W), nonzero: "
+                         f"counted")
+    m = _np.ascontiguousarray(m != 0).view(_np.uint8)
+    if not m.any():
+        raise ValueError("mask: the mask counts no pixel (every mask pixel is 0)")
+    return m
 
 
 def clahe_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str, os.PathLike],
@@ -242,7 +299,8 @@ def clahe_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str
 
 def _batch(operation, clahe, inputs, output_dir, mode, formula, kernel, backend, format,
            recursive, jobs, max_inflight_mb, devices, quality, png_level, subsampling, decoder,
-           suffix, max_pixels, errors, depth) -> List[Dict[str, Any]]:
+           suffix, max_pixels, errors, depth, reference=None, mask=None,
+           roi=None) -> List[Dict[str, Any]]:
     """The checks and the plan of equalize_files and clahe_files, then one executor run."""
     _a.check_options(mode, formula, kernel, backend, "rgb")
     if _is_path(inputs):
@@ -289,7 +347,7 @@ def _batch(operation, clahe, inputs, output_dir, mode, formula, kernel, backend,
     reports, _fallback = _histeq.run_files(items, mode, formula, kernel, backend, quality,
                                            png_level, subsampling, jobs, max_inflight_mb << 20,
                                            devs, max_pixels, decoder, operation, clip, tx, ty,
-                                           depth or 0)
+                                           depth or 0, reference=reference, mask=mask, roi=roi)
     # Inputs that could not be listed fail as items, named first, as the CLI names them.
     reports = [_unlisted_report(path, message) for path, message, _ in unlisted] + reports
     if errors == "raise":

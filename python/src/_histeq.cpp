@@ -45,6 +45,7 @@ using namespace nb::literals;
 
 void bind_files(nb::module_& m);    // files.cpp: plan_files and run_files (the executor)
 void bind_clahe16(nb::module_& m);  // clahe16.cpp: CLAHE and the 16-bit calls
+void bind_match(nb::module_& m);    // match.cpp: histogram matching and masks on CUDA arrays
 
 namespace {
 
@@ -53,10 +54,12 @@ using histeq::python::caller_stream;
 using histeq::python::DeviceContext;
 using histeq::python::DeviceScope;
 using histeq::python::end;
+using histeq::python::HostHists;
 using histeq::python::HostU8;
 using histeq::python::image_from;
 using histeq::python::OutU8;
 using histeq::python::parse_mode_opt;
+using histeq::python::RoiTuple;
 using histeq::python::to_numpy;
 
 constexpr int kBins = 256;
@@ -329,9 +332,12 @@ NB_MODULE(_histeq, m) {
       "equalize_host",
       [](HostU8 a, OutU8 out, std::size_t count, int height, int width, int channels,
          std::optional<std::string> mode, std::string formula, std::string kernel,
-         std::string backend, std::string order) {
+         std::string backend, std::string order, std::optional<HostU8> mask,
+         std::optional<RoiTuple> roi, std::optional<HostHists> reference) {
         histeq::EqualizeOptions o = options(mode, formula, kernel, backend);
         o.order = histeq::parse_channel_order(order);
+        o.region = histeq::python::region_of(mask, roi, width, height);
+        o.reference = histeq::python::reference_of(reference, kBins);
         o.backend = histeq::resolve_backend(o.backend);
         const histeq::Mode md = o.mode.value_or(histeq::default_mode(channels));
         const std::size_t pixels = std::size_t(height) * std::size_t(width);
@@ -354,7 +360,8 @@ NB_MODULE(_histeq, m) {
         return std::make_pair(rep.backend, rep.kernel);
       },
       "image"_a, "out"_a, "count"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(),
-      "formula"_a, "kernel"_a, "backend"_a, "order"_a);
+      "formula"_a, "kernel"_a, "backend"_a, "order"_a, "mask"_a.none() = nb::none(),
+      "roi"_a.none() = nb::none(), "reference"_a.none() = nb::none());
 
   // A gray batch (N, H, W) from the host on the GPU: one upload, the batched equalizer (one
   // launch), one download. Returns None when the batch should run image by image instead (CPU
@@ -390,9 +397,14 @@ NB_MODULE(_histeq, m) {
   m.def(
       "histogram_host",
       [](HostU8 a, int height, int width, int channels, std::optional<std::string> mode, int bins,
-         std::string kernel, std::string backend, std::string order) {
+         std::string kernel, std::string backend, std::string order, std::optional<HostU8> mask,
+         std::optional<RoiTuple> roi) {
         histeq::EqualizeOptions o = options(mode, "opencv", kernel, backend);
         o.order = histeq::parse_channel_order(order);
+        o.region = histeq::python::region_of(mask, roi, width, height);
+        if (!o.region.all() && bins != kBins) {
+          throw histeq::UsageError("bins: a mask or roi takes 256 bins here");
+        }
         const std::size_t n = std::size_t(height) * std::size_t(width) * std::size_t(channels);
         histeq::python::check_size(a, n, "image");
         const histeq::ImageView<std::uint8_t> in{a.data(), width, height, channels};
@@ -419,7 +431,7 @@ NB_MODULE(_histeq, m) {
         return to_numpy(std::move(flat), {planes, std::size_t(bins)});
       },
       "image"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "bins"_a, "kernel"_a,
-      "backend"_a, "order"_a);
+      "backend"_a, "order"_a, "mask"_a.none() = nb::none(), "roi"_a.none() = nb::none());
 
   // ---- device images (pointers as integers; the caller keeps the arrays alive) ----
   m.def(
@@ -534,6 +546,7 @@ NB_MODULE(_histeq, m) {
 
   bind_files(m);
   bind_clahe16(m);
+  bind_match(m);
 
   // ---- one file (the single-file API) ----
   m.def(

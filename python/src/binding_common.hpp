@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
 #include "histeq/gpu16.hpp"
+#include "histeq/match.hpp"
 #include "histeq/pipeline.hpp"
 #include "support/cuda_check.hpp"
 #include "support/device_buffer.hpp"
@@ -33,6 +35,21 @@ using HostU16 = nb::ndarray<const std::uint16_t, nb::c_contig, nb::device::cpu>;
 /// A result array the Python side allocated (np.empty), written in place.
 using OutU8 = nb::ndarray<std::uint8_t, nb::c_contig, nb::device::cpu>;
 using OutU16 = nb::ndarray<std::uint16_t, nb::c_contig, nb::device::cpu>;
+/// Histograms from Python: (planes, bins) int64 counts.
+using HostHists = nb::ndarray<const std::int64_t, nb::c_contig, nb::device::cpu, nb::ndim<2>>;
+/// A rectangle from Python: (x, y, width, height).
+using RoiTuple = std::tuple<int, int, int, int>;
+
+/// The pixels a call's histograms count (histeq/match.hpp's Region): `mask` (height x width
+/// bytes, nonzero: counted; None: every pixel) and `roi` (None: the whole image). Checked with
+/// Region::check (UsageError naming the mask or the rectangle).
+Region region_of(const std::optional<HostU8>& mask, const std::optional<RoiTuple>& roi, int width,
+                 int height);
+/// Histogram matching's reference histograms from a (planes, bins) array (one row per plane
+/// the image makes; bins 256 or 65536), or null when absent. UsageError for another bin count
+/// or a negative count.
+std::shared_ptr<const std::vector<Histogram>> reference_of(const std::optional<HostHists>& ref,
+                                                           std::size_t bins);
 
 inline std::optional<Mode> parse_mode_opt(const std::optional<std::string>& m) {
   if (!m) return std::nullopt;

@@ -15,6 +15,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 
 #include <cuda_runtime_api.h>
 
@@ -160,33 +161,41 @@ void bind_clahe16(nb::module_& m) {
   m.def(
       "equalize_host16",
       [](HostU16 a, int height, int width, int channels, std::optional<std::string> mode,
-         std::string backend) {
+         std::string backend, std::optional<HostU8> mask,
+         std::optional<histeq::python::RoiTuple> roi,
+         std::optional<histeq::python::HostHists> reference) {
         histeq::Image16 in = image16_from(a, height, width, channels);
         const histeq::Mode md = mode16(mode, channels);
         const histeq::Backend b = histeq::parse_backend(backend);
+        const histeq::Region region = histeq::python::region_of(mask, roi, width, height);
+        const auto ref = histeq::python::reference_of(reference, kBins16);
         return whole_image(in, [&](const histeq::Image16& im, std::string* u) {
-          return histeq::equalize16(im, md, b, u);
+          return histeq::equalize16(im, md, b, u, region, ref.get());
         });
       },
-      "image"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "backend"_a);
+      "image"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "backend"_a,
+      "mask"_a.none() = nb::none(), "roi"_a.none() = nb::none(), "reference"_a.none() = nb::none());
 
   m.def(
       "histogram_host16",
       [](HostU16 a, int height, int width, int channels, std::optional<std::string> mode,
-         std::string backend) {
+         std::string backend, std::optional<HostU8> mask,
+         std::optional<histeq::python::RoiTuple> roi) {
         histeq::Image16 in = image16_from(a, height, width, channels);
         const histeq::Mode md = mode16(mode, channels);
         const histeq::Backend b = histeq::parse_backend(backend);
+        const histeq::Region region = histeq::python::region_of(mask, roi, width, height);
         std::vector<std::int64_t> flat;  // int64, as NumPy's and scikit-image's histograms
         {
           nb::gil_scoped_release release;
-          for (const histeq::Histogram& h : histeq::histograms16(in, md, b))
+          for (const histeq::Histogram& h : histeq::histograms16(in, md, b, nullptr, region))
             for (std::uint64_t c : h) flat.push_back(std::int64_t(c));
         }
         const std::size_t planes = flat.size() / kBins16;
         return to_numpy(std::move(flat), {planes, kBins16});
       },
-      "image"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "backend"_a);
+      "image"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "backend"_a,
+      "mask"_a.none() = nb::none(), "roi"_a.none() = nb::none());
 
   // ---- 16-bit files ----
   m.def(

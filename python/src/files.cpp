@@ -5,12 +5,14 @@
 // order. A failed item is a report with ok=False and its error; only errors that concern the
 // whole run (bad options, a plan that cannot run) raise (UsageError → ValueError).
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -23,12 +25,66 @@
 #include "histeq/image_io.hpp"
 #include "histeq/inputs.hpp"
 #include "histeq/jpeg_codec.hpp"
+#include "histeq/match.hpp"
 #include "histeq/pipeline.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace {
+
+using histeq::python::HostU8;
+
+/// A host image of 8 or 16 bits ((H, W) or (H, W, C), C-contiguous).
+using HostImage = nb::ndarray<nb::c_contig, nb::device::cpu>;
+
+/// match_files' reference: the array's samples as an 8- or 16-bit image (RGB order, as the
+/// files are decoded), its histograms made per depth and mode by MatchReference when used.
+std::shared_ptr<const histeq::MatchReference> match_reference(const HostImage& a) {
+  if (a.ndim() != 2 && a.ndim() != 3)
+    throw histeq::UsageError("reference: expected shape (H, W) or (H, W, C)");
+  const int h = int(a.shape(0)), w = int(a.shape(1)), c = a.ndim() == 3 ? int(a.shape(2)) : 1;
+  if (c < 1 || c > 4) throw histeq::UsageError("reference: 1 to 4 channels");
+  if (a.dtype() == nb::dtype<std::uint8_t>()) {
+    histeq::Image img;
+    img.width = w;
+    img.height = h;
+    img.channels = c;
+    const auto* p = static_cast<const std::uint8_t*>(a.data());
+    img.pixels.assign(p, p + a.size());
+    return std::make_shared<const histeq::MatchReference>(std::move(img), "reference");
+  }
+  if (a.dtype() == nb::dtype<std::uint16_t>()) {
+    histeq::Image16 img;
+    img.width = w;
+    img.height = h;
+    img.channels = c;
+    const auto* p = static_cast<const std::uint16_t*>(a.data());
+    img.pixels.assign(p, p + a.size());
+    return std::make_shared<const histeq::MatchReference>(std::move(img), "reference");
+  }
+  throw histeq::UsageError("reference: uint8 or uint16 samples expected");
+}
+
+/// The files' counted region: a mask of their size (checked per file by the item's run) and/or
+/// a rectangle.
+histeq::Region region_of_files(const std::optional<HostU8>& mask,
+                               const std::optional<histeq::python::RoiTuple>& roi) {
+  histeq::Region r;
+  if (roi) {
+    r.roi = histeq::Roi{std::get<0>(*roi), std::get<1>(*roi), std::get<2>(*roi), std::get<3>(*roi)};
+  }
+  if (mask) {
+    if (mask->ndim() != 2) throw histeq::UsageError("mask: expected shape (H, W)");
+    auto m = std::make_shared<histeq::Image>();
+    m->height = int(mask->shape(0));
+    m->width = int(mask->shape(1));
+    m->channels = 1;
+    m->pixels.assign(mask->data(), mask->data() + mask->size());
+    r.mask = std::move(m);
+  }
+  return r;
+}
 
 nb::dict times_dict(const histeq::ItemTimes& t) {
   nb::dict d;
@@ -119,17 +175,24 @@ void bind_files(nb::module_& m) {
          std::string backend, int quality, int png_level, std::string subsampling, int jobs,
          std::size_t max_inflight_bytes, std::vector<int> devices, std::uint64_t max_pixels,
          std::string decoder, std::string operation, double clip_limit, int tiles_x, int tiles_y,
-         int depth) {
+         int depth, std::optional<HostImage> reference, std::optional<HostU8> mask,
+         std::optional<histeq::python::RoiTuple> roi) {
         histeq::ExecutorOptions eo;
-        if (operation == "clahe") {
+        if (operation == "match") {
+          if (!reference) throw histeq::UsageError("reference: missing for operation 'match'");
+          eo.op.kind = histeq::OpKind::match;
+          eo.op.reference = match_reference(*reference);
+        } else if (operation == "clahe") {
           eo.op.kind = histeq::OpKind::clahe;
           eo.op.clahe.clip_limit = clip_limit;
           eo.op.clahe.tiles_x = tiles_x;
           eo.op.clahe.tiles_y = tiles_y;
           histeq::validate(eo.op.clahe);
         } else if (operation != "equalize") {
-          throw histeq::UsageError("operation: 'equalize' or 'clahe', got '" + operation + "'");
+          throw histeq::UsageError("operation: 'equalize', 'clahe' or 'match', got '" + operation +
+                                   "'");
         }
+        eo.op.equalize.region = region_of_files(mask, roi);
         if (depth != 0 && depth != 8 && depth != 16)
           throw histeq::UsageError("depth: None, 8 or 16, got " + std::to_string(depth));
         eo.op.depth = depth;
@@ -167,5 +230,6 @@ void bind_files(nb::module_& m) {
       "items"_a, "mode"_a.none(), "formula"_a, "kernel"_a, "backend"_a, "quality"_a, "png_level"_a,
       "subsampling"_a, "jobs"_a, "max_inflight_bytes"_a, "devices"_a, "max_pixels"_a,
       "decoder"_a = "auto", "operation"_a = "equalize", "clip_limit"_a = 40.0, "tiles_x"_a = 8,
-      "tiles_y"_a = 8, "depth"_a = 0);
+      "tiles_y"_a = 8, "depth"_a = 0, "reference"_a.none() = nb::none(),
+      "mask"_a.none() = nb::none(), "roi"_a.none() = nb::none());
 }

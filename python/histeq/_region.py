@@ -1,0 +1,294 @@
+"""The pixels a histogram counts (``mask=`` / ``roi=`` of equalize and histogram) and the reference
+histograms of match_histograms. Private: the histeq package's functions use it."""
+from __future__ import annotations
+
+import weakref as _weakref
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as _np
+
+from . import _arrays as _a
+
+
+def _roi_tuple(roi: Any) -> Tuple[int, int, int, int]:
+    try:
+        items = list(roi) if not isinstance(roi, (str, bytes)) else None
+    except TypeError:
+        items = None
+    if items is None or len(items) != 4 or any(
+            isinstance(t, bool) or not isinstance(t, (int, _np.integer)) for t in items):
+        raise TypeError(f"roi: expected (x, y, width, height) as four ints, got {roi!r}")
+    x, y, w, h = (int(t) for t in items)
+    return x, y, w, h
+
+
+def _mask_to_host(mask: Any) -> _np.ndarray:
+    """The mask as a NumPy array (a copy from the device for a CUDA array)."""
+    if type(mask) is _np.ndarray:
+        return mask
+    if _a.is_torch(mask):
+        return mask.detach().cpu().numpy()
+    if _a.is_cupy(mask) or hasattr(mask, "__cuda_array_interface__"):
+        import cupy  # type: ignore
+        return cupy.asnumpy(cupy.asarray(mask))
+    if isinstance(mask, _np.ndarray):
+        return _np.asarray(mask)
+    if isinstance(mask, (list, tuple)):
+        return _np.asarray(mask)
+    raise TypeError(f"mask: expected an array of the image's height x width (NumPy, PyTorch, "
+                    f"CuPy), got {type(mask).__name__}")
+
+
+def _check_mask_dtype(dtype: Any) -> None:
+    kind = getattr(dtype, "kind", None)
+    if kind is None:  # a torch dtype
+        name = str(dtype)
+        if name == "torch.bool" or "int" in name:
+            return
+        kind = "f"
+    if kind not in "biu":
+        raise TypeError(f"mask: dtype {dtype}; expected bool or an integer type (nonzero: "
+                        f"counted)")
+
+
+class Region:
+    """A call's ``mask`` and ``roi``, checked against each image size it meets (and kept in the
+    forms the calls take, per size and per device library)."""
+
+    __slots__ = ("mask", "roi", "_host", "_dev")
+
+    def __init__(self, mask: Any, roi: Any) -> None:
+        if mask is not None:
+            _check_mask_dtype(getattr(mask, "dtype", _np.asarray(mask).dtype
+                                      if isinstance(mask, (list, tuple)) else None))
+        self.mask = mask
+        self.roi = _roi_tuple(roi) if roi is not None else None
+        self._host: Dict[Tuple[int, int], Tuple[Optional[_np.ndarray], Any]] = {}
+        self._dev: Dict[Any, Any] = {}
+
+    def _check_shape(self, shape, h: int, w: int) -> None:
+        if tuple(shape) != (h, w):
+            raise ValueError(f"mask: shape {tuple(shape)}; expected the image's height x width "
+                             f"({h}, {w})")
+
+    def _check_roi(self, h: int, w: int) -> None:
+        if self.roi is None:
+            return
+        x, y, rw, rh = self.roi
+        if rw <= 0 or rh <= 0:
+            raise ValueError(f"roi: (x, y, width, height) = {self.roi} is empty; width and "
+                             f"height must be at least 1")
+        if x < 0 or y < 0 or x + rw > w or y + rh > h:
+            raise ValueError(f"roi: (x, y, width, height) = {self.roi} is not inside the "
+                             f"{w}x{h} image")
+
+    def _crop(self, m):
+        if self.roi is None:
+            return m
+        x, y, rw, rh = self.roi
+        return m[y:y + rh, x:x + rw]
+
+    def host(self, h: int, w: int):
+        """(mask as a C-contiguous uint8 (h, w) NumPy array or None, roi tuple or None) for an
+        image of h x w; ValueError when they do not fit it (the compiled core says when they
+        count no pixel)."""
+        got = self._host.get((h, w))
+        if got is not None:
+            return got
+        self._check_roi(h, w)
+        m = None
+        if self.mask is not None:
+            m = _mask_to_host(self.mask)
+            _check_mask_dtype(m.dtype)
+            self._check_shape(m.shape, h, w)
+            if m.dtype == _np.uint8 or m.dtype == _np.bool_:
+                m = _np.ascontiguousarray(m).view(_np.uint8)
+            else:
+                m = (m != 0).view(_np.uint8)
+        got = (m, self.roi)
+        self._host[(h, w)] = got
+        return got
+
+    def _empty_message(self) -> str:
+        # the library's words for the host path's check (Region::check)
+        if self.roi is not None:
+            return "mask: the mask counts no pixel inside the rectangle (roi)"
+        return "mask: the mask counts no pixel (every mask pixel is 0)"
+
+    def device(self, d: "_a.Dev", h: int, w: int):
+        """(mask, roi) for the CUDA array d: the mask as a C-contiguous array of one byte per
+        pixel (nonzero: counted) of d's library on d's device, or None; ValueError when they do
+        not fit an image of h x w or count no pixel. A host mask is checked on the host and
+        copied up; a device mask of the same library and device is used in place (bool and
+        8-bit integers as they are, other dtypes as mask != 0) and checked on the device (a
+        torch mask once while torch's version counter says it was not modified)."""
+        key = (d.lib, d.device, h, w)
+        got = self._dev.get(key)
+        if got is not None:
+            return got
+        self._check_roi(h, w)
+        mk = self.mask
+        if mk is None:
+            got = (None, self.roi)
+        elif d.lib == "torch" and _a.is_torch(mk) and mk.is_cuda and mk.get_device() == d.device:
+            got = (self._torch_mask(mk, h, w), self.roi)
+        elif d.lib == "cupy" and _a.is_cupy(mk) and mk.device.id == d.device:
+            got = (self._cupy_mask(mk, h, w), self.roi)
+        else:
+            m, _ = self.host(h, w)
+            if h * w > 0 and not self._crop(m).any():
+                raise ValueError(self._empty_message())
+            if d.lib == "torch":
+                got = (_a._torch.from_numpy(m).to(d.obj.device), self.roi)
+            else:
+                import cupy  # type: ignore
+                with cupy.cuda.Device(d.device):
+                    got = (cupy.asarray(m), self.roi)
+        self._dev[key] = got
+        return got
+
+    def _torch_mask(self, mk, h: int, w: int):
+        torch = _a._torch
+        _check_mask_dtype(mk.dtype)
+        self._check_shape(mk.shape, h, w)
+        m = mk if mk.dtype in (torch.bool, torch.uint8, torch.int8) else mk != 0
+        m = m if m.is_contiguous() else m.contiguous()
+        stamp = (mk._version, mk.data_ptr(), tuple(mk.shape), self.roi)
+        seen = _torch_checked.get(id(mk))
+        if seen is None or seen[0]() is not mk or seen[1] != stamp:
+            if h * w > 0 and not bool(self._crop(m).any()):  # waits for the device, once
+                raise ValueError(self._empty_message())
+            if len(_torch_checked) > 64:
+                _torch_checked.clear()
+            _torch_checked[id(mk)] = (_weakref.ref(mk), stamp)
+        return m
+
+    def _cupy_mask(self, mk, h: int, w: int):
+        import cupy  # type: ignore
+        _check_mask_dtype(mk.dtype)
+        self._check_shape(mk.shape, h, w)
+        with mk.device:
+            m = mk if mk.dtype in (_np.bool_, _np.uint8, _np.int8) else mk != 0
+            m = cupy.ascontiguousarray(m)
+            if h * w > 0 and not bool(self._crop(m).any()):  # waits for the device
+                raise ValueError(self._empty_message())
+        return m
+
+
+#: torch masks found to count pixels: id → (weak reference, (version, address, shape, roi)).
+_torch_checked: Dict[int, Tuple[Any, Any]] = {}
+
+
+# ------------------------------------------------------------------------------------------
+# match_histograms' reference
+# ------------------------------------------------------------------------------------------
+
+def _to_numpy(x: Any) -> _np.ndarray:
+    """A CUDA array (torch, CuPy, __cuda_array_interface__) copied to a NumPy array."""
+    if _a.is_torch(x):
+        return x.cpu().numpy()
+    import cupy  # type: ignore
+    return cupy.asnumpy(cupy.asarray(x))
+
+
+def _narrow(a: _np.ndarray) -> _np.ndarray:
+    """16 → 8 bits as the library narrows: round(v / 257), half up."""
+    return ((a.astype(_np.uint32) + 128) // 257).astype(_np.uint8)
+
+
+def _widen(a: _np.ndarray) -> _np.ndarray:
+    """8 → 16 bits: v * 257."""
+    return a.astype(_np.uint16) * _np.uint16(257)
+
+
+class Reference:
+    """match_histograms' reference image, checked once; its histograms per (planes, bits) of the
+    images it is matched to, computed on first use (a batch or a list: once) as int64 NumPy
+    arrays of shape (planes, bins)."""
+
+    __slots__ = ("obj", "dev", "shape", "bits", "order", "backend", "_hists", "_dev_hists")
+
+    def __init__(self, reference: Any, order: str, backend: str) -> None:
+        if isinstance(reference, (list, tuple)):
+            raise TypeError("reference: expected one image (an array), got a "
+                            f"{type(reference).__name__}; every image is matched to one "
+                            f"reference")
+        self.dev = _a.as_device(reference, "reference")
+        if self.dev is not None:
+            self.obj, self.shape = reference, tuple(self.dev.shape)
+            self.bits = 16 if self.dev.dtype == "uint16" else 8
+        else:
+            self.obj, _wrap = _a.host_array(reference, "reference")
+            self.shape = self.obj.shape
+            self.bits = 16 if self.obj.dtype == _np.uint16 else 8
+        _n, h, w, _c, _b = _a.split_shape(self.shape, False, "reference")
+        if h * w == 0:
+            raise ValueError(f"reference: shape {tuple(self.shape)} has no pixel; its histogram "
+                             f"would be empty")
+        self.order, self.backend = order, backend
+        self._hists: Dict[Tuple[int, int], _np.ndarray] = {}
+        self._dev_hists: Dict[Any, Any] = {}
+
+    def channels(self) -> int:
+        return _a.split_shape(self.shape, False, "reference")[3]
+
+    def histograms(self, planes: int, bits: int) -> _np.ndarray:
+        key = (planes, bits)
+        got = self._hists.get(key)
+        if got is None:
+            got = self._compute(planes, bits)
+            self._hists[key] = got
+        return got
+
+    def device_histograms(self, planes: int, d: "_a.Dev"):
+        """The histograms for an 8-bit CUDA image d as an int64 array of d's library on d's
+        device, (1 or planes, 256): counted on the device, without waiting for it, when the
+        reference is an 8-bit array of the same library and device; else the host's copied
+        up. Kept per (planes, library, device)."""
+        key = (planes, d.lib, d.device)
+        got = self._dev_hists.get(key)
+        if got is not None:
+            return got
+        r = self.dev
+        if r is not None and r.lib == d.lib and r.device == d.device and self.bits == 8:
+            got = self._histogram(self.obj, planes, 8, "auto").reshape(-1, 256)
+        else:
+            hs = self.histograms(planes, 8)
+            if d.lib == "torch":
+                got = _a._torch.from_numpy(hs).to(d.obj.device)
+            else:
+                import cupy  # type: ignore
+                with cupy.cuda.Device(d.device):
+                    got = cupy.asarray(hs)
+        self._dev_hists[key] = got
+        return got
+
+    def _histogram(self, ref, planes: int, bits: int, backend: str):
+        """histogram() of the reference in the mode that gives the planes' histograms: its gray
+        plane, its luma, or its colour channels."""
+        from . import histogram as _histogram  # the package's own function (host or device)
+        histogram: Any = _histogram
+        c = self.channels()
+        if c >= 3:
+            if planes == 1 and bits == 16:
+                raise ValueError("reference: a 16-bit colour reference has no luma to match a "
+                                 "gray image to (no 16-bit YCbCr); pass a gray reference")
+            hmode = "rgb" if planes == 3 else "gray"
+        else:
+            hmode = None
+        return histogram(ref, mode=hmode, backend=backend, batch=False, channel_order=self.order)
+
+    def _compute(self, planes: int, bits: int) -> _np.ndarray:
+        ref = self.obj
+        if bits != self.bits:  # the reference at the images' depth, as the library converts
+            host = ref if self.dev is None else _to_numpy(ref)
+            ref = _narrow(host) if bits == 8 else _widen(host)
+        on_host = isinstance(ref, _np.ndarray)
+        hs = self._histogram(ref, planes, bits, self.backend if on_host else "auto")
+        if not isinstance(hs, _np.ndarray):
+            hs = _to_numpy(hs)
+        bins = 65536 if bits == 16 else 256
+        hs = _np.ascontiguousarray(hs, _np.int64).reshape(-1, bins)
+        if hs.shape[0] != planes:
+            hs = _np.ascontiguousarray(_np.broadcast_to(hs[:1], (planes, bins)))
+        return hs
