@@ -351,9 +351,10 @@ def unswap_red_blue(arr):
 # Host arrays
 # ------------------------------------------------------------------------------------------
 
-def host_array(x, argname: str):
+def host_array(x, argname: str, lists: bool = True):
     """(numpy array, wrap) for a host image (uint8 or uint16), C-contiguous (other layouts are
-    copied); wrap turns a NumPy result back into x's kind."""
+    copied); wrap turns a NumPy result back into x's kind. lists: whether the argument also takes
+    a list of images (only its TypeError says so)."""
     if type(x) is _np.ndarray:
         dt = x.dtype
         if dt == _np.uint8 or (dt == _np.uint16 and dt.isnative):
@@ -363,9 +364,10 @@ def host_array(x, argname: str):
             raise TypeError(f"{argname}: dtype {x.dtype}; expected torch.uint8 or torch.uint16")
         return _np.ascontiguousarray(x.numpy()), _torch.from_numpy
     if not isinstance(x, _np.ndarray):
-        raise TypeError(f"{argname}: expected a NumPy array, a PyTorch tensor, a CuPy array, a "
-                        f"CUDA array (__cuda_array_interface__ / DLPack) or a list of them; got "
-                        f"{type(x).__name__}")
+        what = ("a NumPy array, a PyTorch tensor, a CuPy array, a CUDA array "
+                "(__cuda_array_interface__ / DLPack)")
+        what = f"{what} or a list of them" if lists else f"one image: {what}"
+        raise TypeError(f"{argname}: expected {what}; got {type(x).__name__}")
     if x.dtype.kind != "u" or x.dtype.itemsize not in (1, 2):
         raise TypeError(f"{argname}: dtype {x.dtype}; expected uint8 or uint16 (scale other "
                         f"types to 0..255 or 0..65535 and convert with .astype)")

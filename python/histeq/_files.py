@@ -69,7 +69,7 @@ def save_image(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
     if not _is_path(path):
         raise TypeError(f"path: expected a str, bytes or os.PathLike, got {type(path).__name__}")
     path = os.fsdecode(path)
-    a, _ = _a.host_array(image, "image")
+    a, _ = _a.host_array(image, "image", lists=False)
     _, h, w, c, _ = _a.split_shape(a.shape, False, "image")
     if a.dtype == _np.uint16:
         ext = os.path.splitext(path)[1].lower()
@@ -198,11 +198,14 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
             written, ``ValueError`` for one that does not decode, ``RuntimeError`` for a CUDA
             failure.
         mask: masked equalization (``histeq equalize --mask``): an image file (a gray image,
-            8 or 16 bits: nonzero counted) or an array of bool or integers (nonzero counted),
-            of the files' height x width (a file of another size is a failed item). Its
+            8 or 16 bits, nonzero counted; one decoded as three equal channels, such as a gray
+            BMP, is gray) or an array of bool or integers (nonzero counted), of the files'
+            height x width (a file of another size is a failed item). Its
             histogram counts the masked pixels, its LUT applies to every pixel; the files run
             on the pixels route (JPEGs are decoded to pixels).
         roi: ``(x, y, width, height)``: only the rectangle's pixels are counted (``--roi``).
+            ``mask`` and ``roi`` are checked as :func:`equalize` checks them, once, before any
+            file is read (a file the rectangle does not fit is a failed item).
 
     Returns:
         One dict per file, in input order (folders expanded): ``input output ok error width
@@ -235,7 +238,7 @@ def match_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str
                 format: Optional[str] = None, recursive: bool = False, jobs: int = 0,
                 max_inflight_mb: Optional[int] = None, devices: Optional[Sequence[int]] = None,
                 quality: int = 95, png_level: Optional[int] = None,
-                subsampling: Union[str, int] = "420", suffix: str = "",
+                subsampling: Union[str, int] = "420", decoder: str = "auto", suffix: str = "",
                 max_pixels: int = 1 << 28, errors: str = "report",
                 depth: Optional[int] = None) -> List[Dict[str, Any]]:
     """Histogram matching of image files into ``output_dir`` with the many-files executor: the
@@ -244,30 +247,49 @@ def match_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str
     (decoded once, as the CLI decodes it: a 16-bit PNG/PGM/PPM stays 16-bit) or an array
     (``uint8`` / ``uint16``, ``(H, W)`` or ``(H, W, C)`` in RGB order, as files are decoded);
     its histograms are made once per depth and mode and serve every file. Every other argument
-    as :func:`equalize_files` (JPEGs are decoded on the CPU: the files run on the pixels route).
-    Returns and raises as :func:`equalize_files`; ValueError for a reference with no pixel."""
+    as :func:`equalize_files` (JPEGs are decoded on the CPU: the files run on the pixels route;
+    ``decoder``: ``"auto"`` or ``"cpu"``, both libjpeg-turbo, as ``histeq match --decoder``).
+    Returns and raises as :func:`equalize_files`; ValueError for a reference with no pixel,
+    TypeError for a list of references (every file is matched to one)."""
+    if decoder == "gpu":
+        raise ValueError("decoder: matching decodes JPEGs with libjpeg-turbo ('auto' or 'cpu')")
+    if isinstance(reference, (list, tuple)):
+        raise TypeError(f"reference: expected one image (an image file or an array), got a "
+                        f"{type(reference).__name__}; every file is matched to one reference")
     if _is_path(reference):
         ref = load_image(reference, depth=None)
     else:
-        ref, _wrap = _a.host_array(reference, "reference")
+        ref, _wrap = _a.host_array(reference, "reference", lists=False)
     if ref.size == 0:
         raise ValueError(f"reference: shape {ref.shape} has no pixel")
     _a.split_shape(ref.shape, False, "reference")
     return _batch("match", None, inputs, output_dir, mode, "opencv", "auto", backend, format,
                   recursive, jobs, max_inflight_mb, devices, quality, png_level, subsampling,
-                  "auto", suffix, max_pixels, errors, depth,
+                  decoder, suffix, max_pixels, errors, depth,
                   reference=_np.ascontiguousarray(ref))
 
 
 def _file_mask(mask: Any) -> Optional[_np.ndarray]:
-    """equalize_files' mask as a C-contiguous uint8 (H, W) array (nonzero: counted)."""
+    """equalize_files' mask as a C-contiguous uint8 (H, W) array (nonzero: counted). A mask file
+    decoded as three equal channels (a gray BMP, a gray palette) is gray, as ``histeq --mask``
+    takes it."""
     if mask is None:
         return None
-    m = load_image(mask, depth=None) if _is_path(mask) else _r._mask_to_host(mask)
-    _r._check_mask_dtype(m.dtype)
-    if m.ndim != 2:
-        raise ValueError(f"mask: shape {m.shape}; a mask is a gray image (H, W), nonzero: "
-                         f"counted")
+    if _is_path(mask):
+        m = load_image(mask, depth=None)
+        if m.ndim == 3 and m.shape[2] == 3 and (m[..., 1:] == m[..., :1]).all():
+            m = m[..., 0]
+        elif m.ndim != 2:
+            raise ValueError(f"mask: {os.fsdecode(mask)!r} has {m.shape[2]} channels: a mask is "
+                             f"a gray image (one channel, or three equal ones; no alpha; "
+                             f"nonzero: counted)")
+    else:
+        _r.check_mask(mask)
+        m = _r._mask_to_host(mask)
+        _r._check_mask_dtype(m.dtype)
+        if m.ndim != 2:
+            raise ValueError(f"mask: shape {m.shape}; a mask is a gray image (H, W), nonzero: "
+                             f"counted")
     m = _np.ascontiguousarray(m != 0).view(_np.uint8)
     if not m.any():
         raise ValueError("mask: the mask counts no pixel (every mask pixel is 0)")

@@ -10,7 +10,15 @@ import numpy as _np
 from . import _arrays as _a
 
 
+#: The largest right or bottom edge a rectangle can have: image sizes are 32-bit ints.
+_ROI_EDGE_MAX = (1 << 31) - 1
+
+
 def _roi_tuple(roi: Any) -> Tuple[int, int, int, int]:
+    """roi as (x, y, width, height), checked as far as no image is needed: TypeError when it is
+    not four ints; ValueError when it is empty, has a negative corner, or reaches past any image
+    (x + width or y + height over 2**31 - 1, as ``histeq --roi``). Image by image, Region says
+    whether it lies inside the image."""
     try:
         items = list(roi) if not isinstance(roi, (str, bytes)) else None
     except TypeError:
@@ -19,7 +27,25 @@ def _roi_tuple(roi: Any) -> Tuple[int, int, int, int]:
             isinstance(t, bool) or not isinstance(t, (int, _np.integer)) for t in items):
         raise TypeError(f"roi: expected (x, y, width, height) as four ints, got {roi!r}")
     x, y, w, h = (int(t) for t in items)
+    if w <= 0 or h <= 0:
+        raise ValueError(f"roi: (x, y, width, height) = {(x, y, w, h)} is empty; width and "
+                         f"height must be at least 1")
+    if x < 0 or y < 0:
+        raise ValueError(f"roi: (x, y, width, height) = {(x, y, w, h)} starts outside the "
+                         f"image; x and y must be at least 0")
+    if x + w > _ROI_EDGE_MAX or y + h > _ROI_EDGE_MAX:
+        raise ValueError(f"roi: (x, y, width, height) = {(x, y, w, h)} is not inside any image; "
+                         f"x + width and y + height must be at most 2**31 - 1")
     return x, y, w, h
+
+
+_MASK_EXPECTED = ("an array of bool or integers of the image's height x width (NumPy, PyTorch, "
+                  "CuPy, a CUDA array, or nested lists)")
+
+
+def _is_mask_array(mask: Any) -> bool:
+    return (isinstance(mask, (_np.ndarray, list, tuple)) or _a.is_torch(mask)
+            or _a.is_cupy(mask) or hasattr(mask, "__cuda_array_interface__"))
 
 
 def _mask_to_host(mask: Any) -> _np.ndarray:
@@ -35,8 +61,7 @@ def _mask_to_host(mask: Any) -> _np.ndarray:
         return _np.asarray(mask)
     if isinstance(mask, (list, tuple)):
         return _np.asarray(mask)
-    raise TypeError(f"mask: expected an array of the image's height x width (NumPy, PyTorch, "
-                    f"CuPy), got {type(mask).__name__}")
+    raise TypeError(f"mask: expected {_MASK_EXPECTED}, got {type(mask).__name__}")
 
 
 def _check_mask_dtype(dtype: Any) -> None:
@@ -51,6 +76,20 @@ def _check_mask_dtype(dtype: Any) -> None:
                         f"counted)")
 
 
+def check_mask(mask: Any) -> None:
+    """TypeError unless mask is an array (or nested lists) of bool or integers: the checks that
+    need no image, made once per call."""
+    if not _is_mask_array(mask):
+        raise TypeError(f"mask: expected {_MASK_EXPECTED}, got {type(mask).__name__}")
+    if isinstance(mask, (list, tuple)):
+        dtype = _np.asarray(mask).dtype
+    elif hasattr(mask, "dtype"):
+        dtype = mask.dtype
+    else:  # __cuda_array_interface__ only
+        dtype = _np.dtype(mask.__cuda_array_interface__["typestr"])
+    _check_mask_dtype(dtype)
+
+
 class Region:
     """A call's ``mask`` and ``roi``, checked against each image size it meets (and kept in the
     forms the calls take, per size and per device library)."""
@@ -59,8 +98,7 @@ class Region:
 
     def __init__(self, mask: Any, roi: Any) -> None:
         if mask is not None:
-            _check_mask_dtype(getattr(mask, "dtype", _np.asarray(mask).dtype
-                                      if isinstance(mask, (list, tuple)) else None))
+            check_mask(mask)
         self.mask = mask
         self.roi = _roi_tuple(roi) if roi is not None else None
         self._host: Dict[Tuple[int, int], Tuple[Optional[_np.ndarray], Any]] = {}
@@ -74,11 +112,8 @@ class Region:
     def _check_roi(self, h: int, w: int) -> None:
         if self.roi is None:
             return
-        x, y, rw, rh = self.roi
-        if rw <= 0 or rh <= 0:
-            raise ValueError(f"roi: (x, y, width, height) = {self.roi} is empty; width and "
-                             f"height must be at least 1")
-        if x < 0 or y < 0 or x + rw > w or y + rh > h:
+        x, y, rw, rh = self.roi  # not empty, not negative: _roi_tuple
+        if x + rw > w or y + rh > h:
             raise ValueError(f"roi: (x, y, width, height) = {self.roi} is not inside the "
                              f"{w}x{h} image")
 
@@ -218,7 +253,7 @@ class Reference:
             self.obj, self.shape = reference, tuple(self.dev.shape)
             self.bits = 16 if self.dev.dtype == "uint16" else 8
         else:
-            self.obj, _wrap = _a.host_array(reference, "reference")
+            self.obj, _wrap = _a.host_array(reference, "reference", lists=False)
             self.shape = self.obj.shape
             self.bits = 16 if self.obj.dtype == _np.uint16 else 8
         _n, h, w, _c, _b = _a.split_shape(self.shape, False, "reference")
@@ -271,8 +306,9 @@ class Reference:
         c = self.channels()
         if c >= 3:
             if planes == 1 and bits == 16:
-                raise ValueError("reference: a 16-bit colour reference has no luma to match a "
-                                 "gray image to (no 16-bit YCbCr); pass a gray reference")
+                raise ValueError("reference: a 16-bit gray image is matched to a colour "
+                                 "reference's luma, and 16-bit luma (YCbCr) does not exist: "
+                                 "pass a gray reference, or 8-bit images")
             hmode = "rgb" if planes == 3 else "gray"
         else:
             hmode = None

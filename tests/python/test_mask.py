@@ -312,3 +312,69 @@ def test_masks_equal_the_cli_and_equalize_files(tmp_path):
         histeq.equalize_files([tmp_path / "in.png"], tmp_path / "bad", mask=m * 0)
     with pytest.raises(ValueError, match="decoder"):
         histeq.equalize_files([tmp_path / "in.png"], tmp_path / "bad", mask=m, decoder="gpu")
+
+
+@pytest.mark.parametrize("roi,words", [
+    ((0, 0, 2**31, 1), "not inside any image"), ((2**40, 0, 1, 1), "not inside any image"),
+    ((2**64, 0, 1, 1), "not inside any image"), ((0, 2**31 - 4, 1, 4), "not inside any image"),
+    ((0, 0, 0, 4), "empty"), ((0, 0, 4, -2), "empty"), ((-1, 0, 4, 4), "outside the image")])
+def test_roi_refused_before_any_file_as_equalize_refuses_it(tmp_path, roi, words):
+    img = rng_image((20, 30), 31)
+    histeq.save_image(tmp_path / "a.png", img)
+    with pytest.raises(ValueError, match=f"roi: .*{words}") as arrays:
+        histeq.equalize(img, roi=roi)
+    with pytest.raises(ValueError, match=f"roi: .*{words}") as files:
+        histeq.equalize_files([tmp_path / "a.png"], tmp_path / "out", roi=roi)
+    assert str(files.value) == str(arrays.value)
+    assert not (tmp_path / "out").exists()  # refused before any work
+
+
+def test_roi_at_the_largest_edge_is_checked_per_image(tmp_path):
+    img = rng_image((20, 30), 32)
+    histeq.save_image(tmp_path / "a.png", img)
+    roi = (2**31 - 2, 0, 1, 1)  # a valid rectangle, but not inside this image
+    with pytest.raises(ValueError, match=r"roi: .*not inside the 30x20 image"):
+        histeq.equalize(img, roi=roi)
+    rep = histeq.equalize_files([tmp_path / "a.png"], tmp_path / "out", roi=roi)[0]
+    assert not rep["ok"] and "not inside" in rep["error"]
+
+
+@pytest.mark.parametrize("mask", [True, 1, memoryview(bytes(600)), "counted", 2.5],
+                         ids=["bool", "int", "memoryview", "str", "float"])
+def test_mask_of_a_wrong_type_names_its_type(tmp_path, mask):
+    img = rng_image((20, 30), 33)
+    expected = r"mask: expected an array of bool or integers .*, got " + type(mask).__name__
+    with pytest.raises(TypeError, match=expected) as e:
+        histeq.equalize(img, mask=mask)
+    assert "dtype None" not in str(e.value)
+    with pytest.raises(TypeError, match=expected):
+        histeq.histogram(img, mask=mask)
+    if not isinstance(mask, str):  # a str is a mask file's path for equalize_files
+        histeq.save_image(tmp_path / "a.png", img)
+        with pytest.raises(TypeError, match=expected):
+            histeq.equalize_files([tmp_path / "a.png"], tmp_path / "out", mask=mask)
+        assert not (tmp_path / "out").exists()
+
+
+def test_mask_file_of_three_equal_channels_is_gray(tmp_path):
+    img = rng_image((20, 30), 34)
+    m = np.zeros((20, 30), np.uint8)
+    m[3:15, 4:25] = 255
+    m[::3, ::4] = 0
+    histeq.save_image(tmp_path / "a.png", img)
+    histeq.save_image(tmp_path / "m.bmp", m)  # histeq writes a gray BMP as three channels
+    assert histeq.load_image(tmp_path / "m.bmp").shape == (20, 30, 3)
+    want = equalize_model(img, m != 0)
+    reps = histeq.equalize_files([tmp_path / "a.png"], tmp_path / "out", mask=tmp_path / "m.bmp",
+                                 backend="cpu", errors="raise")
+    assert reps[0]["ok"]
+    np.testing.assert_array_equal(histeq.load_image(tmp_path / "out" / "a.png"), want)
+    colour = np.dstack([m, m, m])
+    colour[5, 6, 1] ^= 1  # one pixel whose channels differ: a colour image
+    histeq.save_image(tmp_path / "c.bmp", colour)
+    with pytest.raises(ValueError, match="mask: .*c.bmp.* has 3 channels"):
+        histeq.equalize_files([tmp_path / "a.png"], tmp_path / "out2", mask=tmp_path / "c.bmp")
+    histeq.save_image(tmp_path / "ga.png", np.dstack([m, m]))  # gray + alpha
+    with pytest.raises(ValueError, match="mask: .*ga.png.* has 2 channels"):
+        histeq.equalize_files([tmp_path / "a.png"], tmp_path / "out2", mask=tmp_path / "ga.png")
+    assert not (tmp_path / "out2").exists()

@@ -364,3 +364,42 @@ def test_match_files_equals_the_arrays(tmp_path):
         histeq.match_files([tmp_path / "in"], tmp_path / "x", np.zeros((0, 3), np.uint8))
     with pytest.raises(TypeError, match="reference"):
         histeq.match_files([tmp_path / "in"], tmp_path / "x", r.astype(np.float32))
+
+
+def test_reference_messages_name_what_is_refused(tmp_path):
+    g = np.arange(256, dtype=np.uint8).reshape(16, 16)
+    c8 = np.dstack([g, g[::-1], g.T])
+    # the image is 16-bit, the reference 8-bit: the message says which is which
+    with pytest.raises(ValueError, match="16-bit gray image is matched to a colour reference") \
+            as e:
+        histeq.match_histograms(g.astype(np.uint16) * 257, c8)
+    assert "16-bit colour reference" not in str(e.value)
+    # a missing reference is not a list, and a list is what match_files refuses
+    with pytest.raises(TypeError, match="reference: expected one image: .*; got NoneType") as e:
+        histeq.match_histograms(g, None)
+    assert "list of them" not in str(e.value)
+    histeq.save_image(tmp_path / "a.png", g)
+    with pytest.raises(TypeError, match="reference: expected one image .*got a list") as e:
+        histeq.match_files([tmp_path / "a.png"], tmp_path / "o", reference=[g])
+    assert "list of them" not in str(e.value)
+    with pytest.raises(TypeError, match="reference: expected one image: .*; got NoneType"):
+        histeq.match_files([tmp_path / "a.png"], tmp_path / "o", reference=None)
+    assert not (tmp_path / "o").exists()
+
+
+def test_match_files_decoder(tmp_path):
+    g = np.arange(256, dtype=np.uint8).reshape(16, 16)
+    r = np.repeat(np.arange(0, 256, 4, dtype=np.uint8), 4).reshape(16, 16)
+    histeq.save_image(tmp_path / "a.jpg", g)
+    want = {}
+    for decoder in ("auto", "cpu"):
+        reps = histeq.match_files([tmp_path / "a.jpg"], tmp_path / decoder, r, backend="cpu",
+                                  decoder=decoder, errors="raise")
+        assert reps[0]["decoder"] == "libjpeg-turbo"
+        want[decoder] = (tmp_path / decoder / "a.jpg").read_bytes()
+    assert want["auto"] == want["cpu"]
+    with pytest.raises(ValueError, match="decoder: matching decodes JPEGs with libjpeg-turbo"):
+        histeq.match_files([tmp_path / "a.jpg"], tmp_path / "g", r, decoder="gpu")
+    with pytest.raises(ValueError, match="decoder"):
+        histeq.match_files([tmp_path / "a.jpg"], tmp_path / "g", r, decoder="fast")
+    assert not (tmp_path / "g").exists()
