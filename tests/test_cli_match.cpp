@@ -1,11 +1,12 @@
-// test_cli_match.cpp — `histeq match` and the counted region (`--mask`, `--roi`) of `equalize`
-// and `histogram` through the command line (spawns the built binary) on the CPU backend: the
-// CLI's bytes equal the library's stage sequence with the same reference or region (gray, rgb,
-// luma, 16 bits), a match of an image to itself keeps it, a folder equals its files one by one,
-// a full mask and a whole-image rectangle give the unmasked bytes, the masked histogram counts
-// the counted pixels only, and the errors (empty mask, another size, a rectangle outside the
-// image, a colour mask, an unreadable reference, clahe with a mask) name the file. The GPU cases
-// (--backend cuda equal to --backend cpu) skip without a device.
+// test_cli_match.cpp — `histeq match` and the counted region (`--mask`, `--roi`) of `equalize` and
+// `histogram` through the command line (spawns the built binary) on the CPU backend: the CLI's
+// bytes equal the library's stage sequence with the same reference or region (gray, rgb, luma, 16
+// bits), a match of an image to itself keeps it, a folder equals its files one by one, a full mask
+// and a whole-image rectangle give the unmasked bytes, the masked histogram counts the counted
+// pixels only, and the errors (empty mask, another size, a rectangle outside the image, a colour
+// mask, an unreadable reference, clahe with a mask) name the file; a mask of three equal channels
+// (a gray BMP) is gray. The GPU cases (--backend cuda equal to --backend cpu) skip without a
+// device.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -480,6 +481,62 @@ TEST_F(CliMatch, RegionErrorsNameTheFile) {
   EXPECT_TRUE(fs::exists(dir_ / "out" / "moon.png"));
   EXPECT_TRUE(fs::exists(dir_ / "out" / "camera.png"));
   EXPECT_FALSE(fs::exists(dir_ / "out" / "coins.png"));
+}
+
+TEST_F(CliMatch, AMaskOfThreeEqualChannelsIsGray) {
+  // histeq (and OpenCV) write a gray BMP with a palette, which decodes as three equal channels.
+  const std::string in = quote(sample("moon.png"));
+  const Image src = load_image(sample("moon.png"));
+  const auto pred = [](int x, int y) { return (x / 16 + y / 16) % 3 != 0; };
+  const Image m = mask8(src.width, src.height, pred);
+  save_image(m, path("m.png"));
+  save_image(m, path("m.bmp"));
+  ASSERT_EQ(load_image(path("m.bmp")).channels, 3);
+  Result r = run("equalize " + in + " -o " + q("bmp.png") + " --backend cpu --mask " + q("m.bmp"));
+  ASSERT_EQ(r.status, 0) << r;
+  r = run("equalize " + in + " -o " + q("png.png") + " --backend cpu --mask " + q("m.png"));
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(slurp(path("bmp.png")), slurp(path("png.png")));
+  Region region;
+  region.mask = std::make_shared<const Image>(m);
+  const Image want = library8(src, Mode::gray, "", region);
+  EXPECT_TRUE(load_image(path("bmp.png")).pixels == want.pixels);
+  EXPECT_FALSE(want.pixels == library8(src, Mode::gray, "", {}).pixels);  // the mask mattered
+  r = run("histogram " + in + " --backend cpu --csv --mask " + q("m.bmp"));
+  ASSERT_EQ(r.status, 0) << r;
+  const auto cols = csv_columns(r.out);
+  ASSERT_EQ(cols.size(), 1u);
+  const Histogram h = cpu::histogram(src.pixels.data(), src.width, src.height, region);
+  EXPECT_TRUE(std::equal(cols[0].begin(), cols[0].end(), h.begin()));
+
+  // 16 bits, three equal channels (1: counted, as in a one-channel 16-bit mask)
+  Image16 m16;
+  m16.width = src.width;
+  m16.height = src.height;
+  m16.channels = 3;
+  m16.pixels.resize(m16.sample_count());
+  for (std::size_t i = 0; i < m16.pixels.size(); ++i) {
+    const int p = int(i / 3);
+    m16.pixels[i] = pred(p % src.width, p / src.width) ? 1 : 0;
+  }
+  save_image16(m16, path("m16.png"));
+  r = run("equalize " + in + " -o " + q("m16-out.png") + " --backend cpu --mask " + q("m16.png"));
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(slurp(path("m16-out.png")), slurp(path("png.png")));
+
+  // one pixel whose channels differ: a colour image, refused (8 and 16 bits)
+  Image c = load_image(path("m.bmp"));
+  c.pixels[3 * 1000 + 1] ^= 1;
+  save_image(c, path("c.ppm"));
+  r = run("equalize " + in + " -o " + q("x.png") + " --backend cpu --mask " + q("c.ppm"));
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("c.ppm' has 3 channels"), std::string::npos) << r;
+  m16.pixels[3 * 1000 + 2] = 7;
+  save_image16(m16, path("c16.png"));
+  r = run("equalize " + in + " -o " + q("x.png") + " --backend cpu --mask " + q("c16.png"));
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("c16.png' has 3 channels"), std::string::npos) << r;
+  EXPECT_FALSE(fs::exists(path("x.png")));
 }
 
 // ---- the GPU: the same bytes as the CPU ----

@@ -281,8 +281,8 @@ def _file_mask(mask: Any) -> Optional[_np.ndarray]:
             m = m[..., 0]
         elif m.ndim != 2:
             raise ValueError(f"mask: {os.fsdecode(mask)!r} has {m.shape[2]} channels: a mask is "
-                             f"a gray image (one channel, or three equal ones; no alpha; "
-                             f"nonzero: counted)")
+                             f"a gray image (one channel, or three equal in every pixel; "
+                             f"no alpha; nonzero: counted)")
     else:
         _r.check_mask(mask)
         m = _r._mask_to_host(mask)

@@ -408,6 +408,21 @@ auto decode_option_file(const char* option, const std::string& path, F&& decode)
   }
 }
 
+/// A mask decoded as three channels equal in every pixel (a gray BMP, which is written with a
+/// palette, a gray palette PNG) made the one channel it is; another image is left as it is.
+template <class Img>
+void gray_if_channels_equal(Img& m) {
+  if (m.channels != 3) return;
+  const std::size_t n = m.pixel_count();
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto* p = &m.pixels[3 * i];
+    if (p[0] != p[1] || p[0] != p[2]) return;
+  }
+  for (std::size_t i = 0; i < n; ++i) m.pixels[i] = m.pixels[3 * i];
+  m.pixels.resize(n);
+  m.channels = 1;
+}
+
 }  // namespace
 
 void read_region(const cxxopts::ParseResult& r, Common& cm) {
@@ -415,9 +430,13 @@ void read_region(const cxxopts::ParseResult& r, Common& cm) {
   if (!r.count("mask")) return;
   const std::string path = r["mask"].as<std::string>();
   Image mask = decode_option_file("mask", path, [&](const std::vector<std::uint8_t>& bytes) {
-    if (!is_16bit_data(bytes.data(), bytes.size()))
-      return decode_image(bytes.data(), bytes.size(), path, cm.max_pixels);
-    const Image16 m16 = decode_image16(bytes.data(), bytes.size(), path, cm.max_pixels);
+    if (!is_16bit_data(bytes.data(), bytes.size())) {
+      Image m = decode_image(bytes.data(), bytes.size(), path, cm.max_pixels);
+      gray_if_channels_equal(m);
+      return m;
+    }
+    Image16 m16 = decode_image16(bytes.data(), bytes.size(), path, cm.max_pixels);
+    gray_if_channels_equal(m16);
     Image m;  // 16 bits: nonzero counted (not narrowed: 1..128 would round to 0)
     m.width = m16.width;
     m.height = m16.height;
@@ -428,8 +447,8 @@ void read_region(const cxxopts::ParseResult& r, Common& cm) {
   });
   if (mask.channels != 1)
     throw UsageError("--mask '" + path + "' has " + std::to_string(mask.channels) +
-                     " channels: a mask is a gray image (one channel, no alpha; nonzero: "
-                     "counted)");
+                     " channels: a mask is a gray image (one channel, or three equal in every "
+                     "pixel; no alpha; nonzero: counted)");
   if (std::none_of(mask.pixels.begin(), mask.pixels.end(), [](std::uint8_t v) { return v != 0; }))
     throw UsageError("--mask '" + path +
                      "' counts no pixel (every sample is 0): there is no histogram to take");
