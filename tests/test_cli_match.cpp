@@ -5,8 +5,8 @@
 // and a whole-image rectangle give the unmasked bytes, the masked histogram counts the counted
 // pixels only, and the errors (empty mask, another size, a rectangle outside the image, a colour
 // mask, an unreadable reference, clahe with a mask) name the file; a mask of three equal channels
-// (a gray BMP) is gray. The GPU cases (--backend cuda equal to --backend cpu) skip without a
-// device.
+// (a gray BMP) is gray; --mode's help is each command's. The GPU cases (--backend cuda equal to
+// --backend cpu) skip without a device.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -537,6 +537,23 @@ TEST_F(CliMatch, AMaskOfThreeEqualChannelsIsGray) {
   EXPECT_EQ(r.status, 2) << r;
   EXPECT_NE(r.err.find("c16.png' has 3 channels"), std::string::npos) << r;
   EXPECT_FALSE(fs::exists(path("x.png")));
+}
+
+TEST_F(CliMatch, ModeHelpIsEachCommands) {
+  Result r = run("match --help");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_NE(r.out.find("matched luma"), std::string::npos) << r;
+  EXPECT_EQ(r.out.find("equalized luma"), std::string::npos) << r;
+  r = run("equalize --help");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_NE(r.out.find("equalized luma"), std::string::npos) << r;
+  for (const char* cmd : {"clahe", "histogram"}) {
+    r = run(std::string(cmd) + " --help");
+    ASSERT_EQ(r.status, 0) << r;
+    EXPECT_NE(r.out.find("--mode"), std::string::npos) << cmd << r;
+    EXPECT_EQ(r.out.find("equalized luma"), std::string::npos) << cmd << r;
+    EXPECT_EQ(r.out.find("matched luma"), std::string::npos) << cmd << r;
+  }
 }
 
 // ---- the GPU: the same bytes as the CPU ----

@@ -59,9 +59,10 @@ void add_equalize_options(Command& c, OpKind kind) {
         ".ppm .pnm; may equal INPUT; '-': standard output, needs --format), or the output folder "
         "(several inputs or a folder; created if missing)",
         cxxopts::value<std::string>(), "OUTPUT");
-  add_kernel_backend(c, clahe ? "histogram kernel: auto only (the tile histograms have their own "
-                                "kernels)"
-                              : "");
+  add_kernel_backend(c, kind,
+                     clahe ? "histogram kernel: auto only (the tile histograms have their own "
+                             "kernels)"
+                           : "");
   add_batch_options(c, true);
   add_depth(c, /*writes=*/true);
   if (clahe) {

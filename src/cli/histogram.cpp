@@ -21,7 +21,7 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
             "--roi, of the counted pixels only.");
   c.options.add_options()("input", "input images or folders ('-': standard input)",
                           cxxopts::value<std::vector<std::string>>());
-  add_kernel_backend(c);
+  add_kernel_backend(c, OpKind::histogram);
   add_batch_options(c, false);
   add_depth(c, /*writes=*/false);
   add_region_options(c, /*writes=*/false);

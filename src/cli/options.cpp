@@ -233,7 +233,29 @@ cxxopts::ParseResult Command::parse(const std::vector<std::string>& args) {
 
 // ---- shared option groups ----
 
-void add_kernel_backend(Command& c, const std::string& kernel_help) {
+namespace {
+
+/// --mode's help: what each mode does to a colour image in this command.
+std::string mode_help(OpKind kind) {
+  switch (kind) {
+    case OpKind::clahe:
+      return "colour images: luma (CLAHE of Y of YCbCr, default), rgb (each channel), gray (one "
+             "channel: the luma's CLAHE)";
+    case OpKind::match:
+      return "colour images: luma (Y of YCbCr matched to the reference's, default), rgb (each "
+             "channel to the reference's channel), gray (one channel of matched luma)";
+    case OpKind::histogram:
+      return "colour images: luma (Y of YCbCr, default) or gray (the same one plane), rgb (R, G "
+             "and B)";
+    case OpKind::equalize: break;
+  }
+  return "colour images: luma (Y of YCbCr, default), rgb (each channel), gray (one channel of "
+         "equalized luma)";
+}
+
+}  // namespace
+
+void add_kernel_backend(Command& c, OpKind kind, const std::string& kernel_help) {
   c.add("k,kernel",
         kernel_help.empty()
             ? std::string("histogram kernel: auto (the fastest exact one) or a name from 'histeq "
@@ -242,10 +264,7 @@ void add_kernel_backend(Command& c, const std::string& kernel_help) {
         cxxopts::value<std::string>()->default_value("auto"), "NAME");
   c.add("b,backend", "where to run: auto (GPU if usable, else CPU), cuda, cpu",
         cxxopts::value<std::string>()->default_value("auto"), "NAME");
-  c.add("m,mode",
-        "colour images: luma (Y of YCbCr, default), rgb (each channel), gray (one channel of "
-        "equalized luma)",
-        cxxopts::value<std::string>(), "NAME");
+  c.add("m,mode", mode_help(kind), cxxopts::value<std::string>(), "NAME");
   c.add("max-pixels",
         "refuse images with more than N pixels (width x height), checked from the header",
         cxxopts::value<std::uint64_t>()->default_value(std::to_string(kDefaultMaxPixels)), "N");

@@ -69,9 +69,9 @@ struct Command {
 
 // ---- shared option groups ----
 
-/// --kernel, --backend, --mode, --max-pixels; kernel_help replaces --kernel's help (clahe takes
-/// auto only).
-void add_kernel_backend(Command& c, const std::string& kernel_help = std::string());
+/// --kernel, --backend, --mode (its help per command: what `kind` does to a colour image),
+/// --max-pixels; kernel_help replaces --kernel's help (clahe takes auto only).
+void add_kernel_backend(Command& c, OpKind kind, const std::string& kernel_help = std::string());
 /// --depth 8|16; writes: the command writes images (equalize, clahe), else it counts (histogram).
 void add_depth(Command& c, bool writes);
 /// --depth: 0 (not given), 8 or 16 (UsageError for others).
