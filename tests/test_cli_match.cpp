@@ -5,8 +5,8 @@
 // and a whole-image rectangle give the unmasked bytes, the masked histogram counts the counted
 // pixels only, and the errors (empty mask, another size, a rectangle outside the image, a colour
 // mask, an unreadable reference, clahe with a mask) name the file; a mask of three equal channels
-// (a gray BMP) is gray; --mode's help is each command's. The GPU cases (--backend cuda equal to
-// --backend cpu) skip without a device.
+// (a gray BMP) is gray; --mode's help is each command's; --json names the formula where it makes
+// the LUTs. The GPU cases (--backend cuda equal to --backend cpu) skip without a device.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -553,6 +553,48 @@ TEST_F(CliMatch, ModeHelpIsEachCommands) {
     EXPECT_NE(r.out.find("--mode"), std::string::npos) << cmd << r;
     EXPECT_EQ(r.out.find("equalized luma"), std::string::npos) << cmd << r;
     EXPECT_EQ(r.out.find("matched luma"), std::string::npos) << cmd << r;
+  }
+}
+
+TEST_F(CliMatch, JsonNamesTheFormulaWhereItApplies) {
+  const std::string in = quote(sample("moon.png"));
+  save_image(mask8(512, 512, [](int x, int) { return x > 50; }), path("m.png"));
+  // one file with a region: the per-file route, and --formula is used
+  Result r = run("equalize " + in + " -o " + q("e.png") +
+                 " --backend cpu --json --roi 0,0,64,64 --formula exact");
+  ASSERT_EQ(r.status, 0) << r;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["operation"], "equalize");
+  EXPECT_EQ(j["formula"], "exact");
+  r = run("equalize " + in + " -o " + q("o.png") + " --backend cpu --json --roi 0,0,64,64");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["formula"], "opencv");
+  r = run("equalize " + in + " -o " + q("mask-exact.png") + " --backend cpu --json --mask " +
+          q("m.png") + " --formula exact");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["formula"], "exact");
+
+  // a batch: each file's line (not the summary)
+  r = run("equalize " + in + " " + quote(sample("coins.png")) + " -o " + q("out") +
+          " --backend cpu --json --formula exact");
+  ASSERT_EQ(r.status, 0) << r;
+  const auto lines = test::lines_of(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r;
+  for (std::size_t i = 0; i < 2; ++i)
+    EXPECT_EQ(nlohmann::json::parse(lines[i])["formula"], "exact");
+  EXPECT_FALSE(nlohmann::json::parse(lines[2])["summary"].contains("formula"));
+
+  // not where the formula does not make the LUT: match, clahe, 16-bit equalize
+  const std::string ref = " --reference " + quote(sample("camera.png"));
+  const std::string two = in + " " + quote(sample("coins.png"));
+  for (const std::string& c :
+       {"match " + in + ref + " -o " + q("n.png"), "clahe " + in + " -o " + q("n.png"),
+        "equalize " + in + " --depth 16 -o " + q("n.png"),
+        "match " + two + ref + " -o " + q("n")}) {
+    SCOPED_TRACE(c);
+    r = run(c + " --backend cpu --json");
+    ASSERT_EQ(r.status, 0) << r;
+    EXPECT_FALSE(nlohmann::json::parse(test::lines_of(r.out).front()).contains("formula"));
   }
 }
 

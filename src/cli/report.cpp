@@ -30,6 +30,12 @@ Json batch_times_json(const ItemTimes& t) {
               {"write", ms3(t.write_ms)}};
 }
 
+/// "formula" where the LUT formula made the LUTs: equalize at 8 bits (16-bit equalization has
+/// OpenCV's one formula; clahe and match have their own mappings).
+void put_formula(Json& j, const Operation& op, int bit_depth) {
+  if (op.kind == OpKind::equalize && bit_depth == 8) j["formula"] = to_string(op.equalize.formula);
+}
+
 }  // namespace
 
 Json equalize_json(const EqualizeFacts& f, const EqualizeReport& rep) {
@@ -85,6 +91,7 @@ Json item_op_json(const ItemOpOptions& io, const std::string& mask_name, const s
   j["operation"] = to_string(io.op.kind);
   put_operation(j, io.op, mask_name);
   j["mode"] = to_string(er.mode);
+  put_formula(j, io.op, rep.bit_depth);
   j["kernel"] = er.kernel;
   j["backend"] = er.backend;
   j["device"] = er.device;
@@ -115,6 +122,7 @@ Json batch_item_json(const ItemReport& rep, bool with_output, const std::string&
   if (with_output) j["operation"] = op ? to_string(op->kind) : "equalize";
   if (op) put_operation(j, *op, mask_name);
   j["mode"] = to_string(rep.equalize.mode);
+  if (op) put_formula(j, *op, rep.bit_depth);
   j["kernel"] = rep.equalize.kernel;
   j["backend"] = rep.equalize.backend;
   j["device"] = rep.equalize.device;
