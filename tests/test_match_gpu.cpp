@@ -4,7 +4,9 @@
 // the region histogram kernels against cpu::histogram / cpu::histogram16 of a region (rectangle,
 // mask, both, misaligned planes and masks); and the whole stage sequences (histeq::equalize with
 // Backend::cuda, equalize16 and histograms16 on the GPU) against the CPU backend in gray, rgb
-// and luma modes. Every case skips with the reason where no CUDA device is usable.
+// and luma modes. Every case that needs a device skips with the reason where no CUDA device is
+// usable; the refusals that happen before any device work (a region that does not fit on the
+// CPU backend, the JPEG device route given a region) run everywhere.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -23,6 +25,7 @@
 #include "histeq/pipeline.hpp"
 #include "histogram/region.hpp"
 #include "pipeline/image_engine.hpp"
+#include "pipeline/jpeg_device.hpp"
 #include "support/device_buffer.hpp"
 #include "test_support.hpp"
 #include "u16/hist_u16.hpp"
@@ -189,8 +192,8 @@ std::shared_ptr<const Image> mask_of(int w, int h, int kind, std::uint32_t seed)
   return m;
 }
 
-/// The regions the tests count: a rectangle inside, a rectangle of whole rows, masks, a mask
-/// inside a rectangle, a rectangle of one pixel.
+/// The regions the tests count: a rectangle inside, a rectangle of whole rows (alone and with a
+/// mask), masks, a mask inside a rectangle, a rectangle of one pixel.
 std::vector<std::pair<std::string, Region>> regions(int w, int h) {
   std::vector<std::pair<std::string, Region>> r;
   Region a;
@@ -199,6 +202,8 @@ std::vector<std::pair<std::string, Region>> regions(int w, int h) {
   Region b;
   b.roi = Roi{0, h / 3, w, h / 2};
   r.emplace_back("whole rows", b);
+  b.mask = mask_of(w, h, 1, 39);
+  r.emplace_back("whole rows and a mask", b);
   for (int k = 0; k < 4; ++k) {
     Region m;
     m.mask = mask_of(w, h, k, 40 + std::uint32_t(k));
@@ -255,7 +260,97 @@ TEST(RegionHistogramGpu, EightBitEqualsTheCpuTwin) {
           ++cases;
         }
   }
-  EXPECT_EQ(cases, 3 * 8 * 3 * 3);
+  EXPECT_EQ(cases, 3 * 9 * 3 * 3);
+}
+
+TEST(RegionHistogramGpu, EightBitLargeMaskedPlanesAtEveryPhase) {
+  HISTEQ_REQUIRE_GPU();
+  // Large enough that each thread loops over several vector groups and the grid strides.
+  const int w = 3001, h = 2003;
+  const Image img = smooth_image(w, h, 1, 15);
+  for (int kind : {0, 1})
+    for (const bool rows : {false, true}) {
+      Region region;
+      region.mask = mask_of(w, h, kind, 60 + std::uint32_t(kind));
+      if (rows) region.roi = Roi{0, h / 3, w, h / 2};
+      const Histogram want = cpu::histogram(img.pixels.data(), w, h, region);
+      for (const auto& [off, moff] :
+           {std::pair{std::size_t(0), std::size_t(0)}, std::pair{std::size_t(1), std::size_t(5)}})
+        EXPECT_EQ(region_u8(img.pixels, w, h, region, off, moff), want)
+            << "mask " << kind << (rows ? " in whole rows" : "") << ", plane +" << off << ", mask +"
+            << moff;
+    }
+}
+
+TEST(RegionHistogramGpu, EightBitTallNarrowRectangles) {
+  HISTEQ_REQUIRE_GPU();
+  // More rows than the grid has warps: each warp takes several rows.
+  const int w = 40, h = 20000;
+  const Image img = smooth_image(w, h, 1, 16);
+  Region rect;
+  rect.roi = Roi{1, 0, w - 2, h};
+  Region masked = rect;
+  masked.mask = mask_of(w, h, 1, 61);
+  for (const Region* r : {&rect, &masked})
+    for (std::size_t off : {std::size_t(0), std::size_t(3)})
+      EXPECT_EQ(region_u8(img.pixels, w, h, *r, off, off),
+                cpu::histogram(img.pixels.data(), w, h, *r))
+          << (r->mask ? "masked" : "rectangle") << ", +" << off;
+}
+
+/// hist_u16_region of `plane` (w x h) counted in `region`, downloaded.
+Histogram region_u16(const std::vector<std::uint16_t>& plane, int w, int h, const Region& region) {
+  Stream stream;
+  auto d_plane = upload_typed(plane);
+  DeviceBuffer<std::uint8_t> d_mask;
+  if (region.mask) d_mask = test::upload_bytes(region.mask->pixels);
+  DeviceBuffer<std::uint32_t> scratch(kernels::hist_u16_scratch_words());
+  HISTEQ_CUDA_CHECK(cudaMemset(scratch.get(), 0, scratch.bytes()));
+  DeviceBuffer<std::uint64_t> d_hist(65536);
+  const Roi roi = region.roi.value_or(Roi{0, 0, w, h});
+  kernels::RegionLaunch r;
+  r.d_plane = d_plane.get();
+  r.width = w;
+  r.height = h;
+  r.x = roi.x;
+  r.y = roi.y;
+  r.w = roi.width;
+  r.h = roi.height;
+  r.d_mask = region.mask ? d_mask.get() : nullptr;
+  r.d_hist = d_hist.get();
+  r.stream = stream.get();
+  HISTEQ_CUDA_CHECK(cudaMemsetAsync(d_hist.get(), 0xFF, d_hist.bytes(), stream.get()));
+  kernels::hist_u16_region(r, scratch.get());
+  stream.sync();
+  return download(d_hist.get(), 65536);
+}
+
+TEST(RegionHistogramGpu, SixteenBitTallNarrowAndDominantLevels) {
+  HISTEQ_REQUIRE_GPU();
+  // More rows than the grid has warps (the row loop), and planes where the lanes of a warp hold
+  // one level, a few levels, or all distinct ones (the per-value grouping of the atomics).
+  const int w = 24, h = 20000;
+  std::mt19937 rng(17);
+  std::vector<std::vector<std::uint16_t>> planes(4, std::vector<std::uint16_t>(std::size_t(w) * h));
+  for (std::size_t i = 0; i < planes[0].size(); ++i) {
+    planes[0][i] = 0x8001;                                   // one level
+    planes[1][i] = std::uint16_t(65533 + rng() % 3);         // three levels, the top ones
+    planes[2][i] = std::uint16_t(rng());                     // mostly distinct
+    planes[3][i] = std::uint16_t(rng() % 7 == 0 ? 0 : 512);  // a dominant level and zero
+  }
+  Region rect;
+  rect.roi = Roi{1, 0, w - 2, h};
+  Region masked = rect;
+  masked.mask = mask_of(w, h, 1, 62);
+  Region mask_only;
+  mask_only.mask = mask_of(w, h, 0, 63);
+  int k = 0;
+  for (const auto& plane : planes) {
+    for (const Region* r : {&rect, &masked, &mask_only})
+      EXPECT_EQ(region_u16(plane, w, h, *r), cpu::histogram16(plane.data(), w, h, *r))
+          << "plane " << k << (r->mask ? ", masked" : ", rectangle") << (r->roi ? "" : " alone");
+    ++k;
+  }
 }
 
 TEST(RegionHistogramGpu, SixteenBitEqualsTheCpuTwin) {
@@ -534,6 +629,174 @@ TEST(MatchGpu, SixteenBitReferenceChecks) {
     EXPECT_EQ(usage_gpu, usage_cpu);
   }
   EXPECT_GT(total(hist_of(65536, 6, 1)), std::uint64_t(1) << 49);  // the large-count kind is large
+}
+
+/// Regions a 20 x 10 image refuses: a rectangle outside it, a mask of another size, an empty
+/// mask, a mask that counts nothing inside its rectangle.
+std::vector<std::pair<std::string, Region>> bad_regions() {
+  std::vector<std::pair<std::string, Region>> r;
+  Region a;
+  a.roi = Roi{15, 0, 10, 5};
+  r.emplace_back("a rectangle outside", a);
+  Region b;
+  b.mask = mask_of(21, 10, 2, 0);
+  r.emplace_back("a mask of another size", b);
+  auto zero = std::make_shared<Image>(*mask_of(20, 10, 2, 0));
+  std::fill(zero->pixels.begin(), zero->pixels.end(), std::uint8_t(0));
+  Region c;
+  c.mask = zero;
+  r.emplace_back("an empty mask", c);
+  Region d;
+  d.mask = mask_of(20, 10, 3, 0);  // one pixel, at (10, 3)
+  d.roi = Roi{0, 5, 20, 5};
+  r.emplace_back("a mask with nothing in the rectangle", d);
+  return r;
+}
+
+/// The message Region::check gives for a 20 x 10 image ("" when it passes).
+std::string check_message(const Region& r) {
+  bool usage = false;
+  return error_of([&] { r.check(20, 10, "image"); }, &usage);
+}
+
+// Runs without a GPU: the CPU backend refuses these before any count (no read outside the
+// image or the mask), with Region::check's messages.
+TEST(Region16Cpu, ARegionThatDoesNotFitIsRefusedBeforeAnyCount) {
+  const Image16 img = image16(20, 10, 3, 1);
+  for (const auto& [name, region] : bad_regions()) {
+    const std::string want = check_message(region);
+    ASSERT_FALSE(want.empty()) << name;
+    bool usage = false;
+    EXPECT_EQ(
+        error_of([&] { histograms16(img, Mode::rgb, Backend::cpu, nullptr, region); }, &usage),
+        want)
+        << name;
+    EXPECT_TRUE(usage) << name;
+    usage = false;
+    EXPECT_EQ(error_of([&] { equalize16(img, Mode::rgb, Backend::cpu, nullptr, region); }, &usage),
+              want)
+        << name;
+    EXPECT_TRUE(usage) << name;
+  }
+}
+
+TEST(Region16Gpu, ARegionThatDoesNotFitIsRefusedAsOnTheCpu) {
+  HISTEQ_REQUIRE_GPU();
+  const Image16 img = image16(20, 10, 3, 1);
+  const std::vector<Histogram> ref{hist_of(65536, 3, 1)};
+  for (const auto& [name, region] : bad_regions())
+    for (const std::vector<Histogram>* r :
+         {static_cast<const std::vector<Histogram>*>(nullptr), &ref}) {
+      bool usage_cpu = false, usage_gpu = false;
+      const std::string cpu = error_of(
+          [&] { equalize16(img, Mode::rgb, Backend::cpu, nullptr, region, r); }, &usage_cpu);
+      const std::string gpu = error_of(
+          [&] { equalize16(img, Mode::rgb, Backend::cuda, nullptr, region, r); }, &usage_gpu);
+      EXPECT_FALSE(cpu.empty()) << name;
+      EXPECT_EQ(gpu, cpu) << name;
+      EXPECT_EQ(usage_gpu, usage_cpu) << name;
+      const std::string cpu_h = error_of(
+          [&] { histograms16(img, Mode::rgb, Backend::cpu, nullptr, region); }, &usage_cpu);
+      const std::string gpu_h = error_of(
+          [&] { histograms16(img, Mode::rgb, Backend::cuda, nullptr, region); }, &usage_gpu);
+      EXPECT_FALSE(cpu_h.empty()) << name;
+      EXPECT_EQ(gpu_h, cpu_h) << name;
+      EXPECT_EQ(usage_gpu, usage_cpu) << name;
+    }
+}
+
+TEST(MatchGpu, SixteenBitReferencesCheckedInTheCpuTwinsOrder) {
+  HISTEQ_REQUIRE_GPU();
+  // Sizes before emptiness: an empty histogram ahead of one of 256 bins is the size error on
+  // both backends; the first empty one in plane order otherwise.
+  const Image16 img = image16(20, 10, 3, 2);
+  const Histogram ok = hist_of(65536, 3, 3);
+  const std::vector<std::vector<Histogram>> refs{
+      {ok, Histogram(65536, 0), Histogram(256, 1)},
+      {ok, Histogram(65536, 0), ok},
+      {Histogram(255, 1), Histogram(65536, 0), ok},
+      {Histogram(65536, 0), Histogram(65536, 0), Histogram(256, 1)}};
+  for (std::size_t k = 0; k < refs.size(); ++k) {
+    bool usage_cpu = false, usage_gpu = false;
+    const std::string cpu = error_of(
+        [&] { equalize16(img, Mode::rgb, Backend::cpu, nullptr, Region{}, &refs[k]); }, &usage_cpu);
+    const std::string gpu =
+        error_of([&] { equalize16(img, Mode::rgb, Backend::cuda, nullptr, Region{}, &refs[k]); },
+                 &usage_gpu);
+    EXPECT_FALSE(cpu.empty()) << "references " << k;
+    EXPECT_EQ(gpu, cpu) << "references " << k;
+    EXPECT_EQ(usage_gpu, usage_cpu) << "references " << k;
+  }
+}
+
+// Runs without a GPU: the JPEG device route equalizes whole images with the formula only; the
+// executor never plans it with a region or a reference, and the route refuses them at once.
+TEST(JpegDeviceRoute, RefusesARegionOrAReference) {
+  detail::JpegDevices::Options o;
+  o.equalize.region.roi = Roi{0, 0, 1, 1};
+  const auto done = [](detail::DeviceJob*) {};
+  EXPECT_THROW(detail::JpegDevices(o, done), Error);
+  o.equalize.region = Region{};
+  o.equalize.reference =
+      std::make_shared<const std::vector<Histogram>>(std::vector<Histogram>{hist_of(256, 3, 1)});
+  EXPECT_THROW(detail::JpegDevices(o, done), Error);
+}
+
+TEST(RegionGpu, TheEngineChecksBeforeItTouchesTheDevice) {
+  HISTEQ_REQUIRE_GPU();
+  // A refused run leaves the report as it was (its fields are set after the checks) and the
+  // device output unwritten.
+  const Image img = smooth_image(20, 10, 1, 4);
+  gpu::ImageEngine engine(nullptr, /*pinned=*/false);
+  for (const auto& [name, region] : bad_regions()) {
+    EqualizeOptions o = options(Backend::cuda, Mode::gray);
+    o.region = region;
+    EqualizeReport rep;
+    EXPECT_THROW(engine.run(img, nullptr, o, true, true, rep), UsageError) << name;
+    EXPECT_TRUE(rep.backend.empty()) << name;
+    std::vector<std::uint8_t> out(img.pixels.size(), 0);
+    EXPECT_THROW(engine.run_into({img.pixels.data(), 20, 10, 1}, o, true, out.data(), rep),
+                 UsageError)
+        << name;
+    EXPECT_TRUE(rep.backend.empty()) << name;
+    auto d_in = test::upload_bytes(img.pixels);
+    auto d_out = test::upload_bytes(std::vector<std::uint8_t>(img.pixels.size(), 0xA5));
+    EXPECT_THROW(engine.run_device(d_in.get(), 20, 10, 1, o, d_out.get(), rep), UsageError) << name;
+    EXPECT_TRUE(rep.backend.empty()) << name;
+    EXPECT_EQ(download(d_out.get(), img.pixels.size()),
+              std::vector<std::uint8_t>(img.pixels.size(), 0xA5))
+        << name;
+  }
+  EqualizeOptions o = options(Backend::cuda, Mode::gray);
+  o.reference =
+      std::make_shared<const std::vector<Histogram>>(std::vector<Histogram>{Histogram(256, 0)});
+  EqualizeReport rep;
+  EXPECT_THROW(engine.run(img, nullptr, o, true, true, rep), UsageError);
+  EXPECT_TRUE(rep.backend.empty());
+}
+
+TEST(RegionGpu, AMaskWhosePixelsWereReplacedIsUploadedAgain) {
+  HISTEQ_REQUIRE_GPU();
+  // The engine keys its uploaded mask by the image and its pixels' address and size: the same
+  // image object with new pixels (a new buffer) must be counted with the new pixels.
+  const int w = 150, h = 90;
+  const Image img = smooth_image(w, h, 1, 33);
+  auto mask = std::make_shared<Image>(*mask_of(w, h, 0, 1));
+  gpu::ImageEngine engine(nullptr, /*pinned=*/false);
+  EqualizeOptions o = options(Backend::cuda, Mode::gray);
+  o.region.mask = mask;
+  EqualizeReport first;
+  (void)engine.run(img, nullptr, o, true, true, first);
+  std::vector<std::uint8_t> other = mask_of(w, h, 1, 2)->pixels;
+  mask->pixels.swap(other);  // the old buffer stays alive in `other`: a new address
+  ASSERT_NE(mask->pixels.data(), other.data());
+  EqualizeReport rg, rc;
+  const Image got = engine.run(img, nullptr, o, true, true, rg);
+  o.backend = Backend::cpu;
+  const Image want = equalize(img, o, &rc);
+  EXPECT_EQ(got.pixels, want.pixels);
+  EXPECT_EQ(rg.histograms, rc.histograms);
+  EXPECT_NE(rg.histograms, first.histograms);
 }
 
 }  // namespace

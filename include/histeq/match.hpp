@@ -41,7 +41,11 @@ struct Roi {
 /// applies to every pixel.
 struct Region {
   std::optional<Roi> roi;
-  std::shared_ptr<const Image> mask;  ///< one channel; nonzero: counted
+  /// One channel; nonzero: counted. The mask image must not change while a run uses it or an
+  /// engine may use it again: the GPU engines keep a mask they uploaded, keyed by this object
+  /// (and its pixels' address and size), so pixels changed in place are not seen. Give a changed
+  /// mask as a new image.
+  std::shared_ptr<const Image> mask;
   bool all() const { return !roi && !mask; }
   /// Throws UsageError naming `name` when the region does not fit a width x height image (the
   /// rectangle outside it, the mask another size or not one channel) or counts no pixel.

@@ -90,7 +90,7 @@ __device__ __forceinline__ void count_run(const std::uint8_t* __restrict__ p,
     if (m == nullptr || m[i] != 0) columns::count_value(s, p[i]);
 }
 
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(kBlock, RegionPolicy::kBlocksPerSm)
     region_hist_kernel(const std::uint8_t* __restrict__ plane, int width, int x, int y, int w,
                        int h, const std::uint8_t* __restrict__ mask, bool whole_rows,
                        unsigned long long* d_hist) {
@@ -132,7 +132,10 @@ void region_histogram_u8(const RegionLaunch& r) {
   // Work per block: whole rows, kBlock threads' vectors; else kBlock / 32 rows.
   const std::size_t wanted = whole_rows ? detail::ceil_div(n, std::size_t(kBlock) * kVector)
                                         : detail::ceil_div(std::size_t(r.h), kBlock / 32);
-  std::size_t grid = std::min(wanted, std::size_t(detail::sm_count()) * RegionPolicy::kBlocksPerSm);
+  // At most the blocks resident at once (occupancy x SMs, as the device reports it).
+  std::size_t grid = std::min(
+      wanted,
+      detail::resident_blocks(reinterpret_cast<const void*>(region_hist_kernel), kBlock, 0));
   grid = std::max({grid, detail::ceil_div(n, CommonPolicy::kMaxSamplesPerBlock), std::size_t(1)});
   region_hist_kernel<<<unsigned(grid), kBlock, 0, r.stream>>>(
       static_cast<const std::uint8_t*>(r.d_plane), r.width, r.x, r.y, r.w, r.h, r.d_mask,

@@ -26,12 +26,21 @@ __global__ void __launch_bounds__(kBlock)
                            unsigned long long* d_hist) {
   const int lane = int(threadIdx.x % 32);
   const int warps = int(gridDim.x) * (kBlock / 32);
+  // Rows and columns are warp-uniform loops (every lane takes each step, counted or not), so the
+  // whole warp takes part in each __match_any_sync.
   for (int r = int(blockIdx.x) * (kBlock / 32) + int(threadIdx.x / 32); r < h; r += warps) {
     const std::size_t off = std::size_t(y + r) * std::size_t(width) + std::size_t(x);
     const std::uint16_t* p = plane + off;
     const std::uint8_t* m = mask ? mask + off : nullptr;
-    for (int c = lane; c < w; c += 32)
-      if (m == nullptr || __ldg(&m[c]) != 0) atomicAdd(&d_hist[__ldg(&p[c])], 1ull);
+    for (int c0 = 0; c0 < w; c0 += 32) {
+      const int c = c0 + lane;
+      const bool counted = c < w && (m == nullptr || __ldg(&m[c]) != 0);
+      // A lane not counted holds 65536, which no sample equals: it groups only with its like.
+      const unsigned v = counted ? unsigned(__ldg(&p[c])) : 65536u;
+      const unsigned group = __match_any_sync(0xFFFFFFFFu, v);
+      if (counted && lane == __ffs(group) - 1)
+        atomicAdd(&d_hist[v], static_cast<unsigned long long>(__popc(group)));
+    }
   }
 }
 

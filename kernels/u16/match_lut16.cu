@@ -6,10 +6,10 @@
 // Exact: yes (uint64 scans; quantiles and interpolation in double with explicit round-to-nearest
 // operations, equalize/match.cuh).
 // Two launches. (1) One block (kMatchScanThreads): the reference's occupied levels compacted in
-// level order (tiles of kMatchScanThreads · 4 bins: an exclusive scan of the counts and one of
-// the occupied flags per tile, carried across tiles), their quantiles, and the source's inclusive
-// cumulative counts, all into scratch. (2) One thread per level: its quantile, a binary search
-// over the reference's quantiles (L2-resident), the entry.
+// level order (tiles of kScanThreads · kBinsPerThread bins: an exclusive scan of the counts and one
+// of the occupied flags per tile, carried across tiles), their quantiles, and the source's
+// inclusive cumulative counts, all into scratch. (2) One thread per level: its quantile, a binary
+// search over the reference's quantiles (L2-resident), the entry.
 #include <cub/block/block_scan.cuh>
 
 #include "equalize/match.cuh"
@@ -26,8 +26,9 @@ constexpr int kThreads = MatchLut16Policy::kScanThreads;
 constexpr int kPer = MatchLut16Policy::kBinsPerThread;
 constexpr int kTile = kThreads * kPer;
 static_assert(kLevels % kTile == 0, "whole tiles");
-using ScanCount = cub::BlockScan<unsigned long long, kThreads>;
-using ScanFlag = cub::BlockScan<int, kThreads>;
+// Warp scans, not the default raking: the raking segment of 64-bit counts spilled (policy.hpp).
+using ScanCount = cub::BlockScan<unsigned long long, kThreads, cub::BLOCK_SCAN_WARP_SCANS>;
+using ScanFlag = cub::BlockScan<int, kThreads, cub::BLOCK_SCAN_WARP_SCANS>;
 
 /// The scratch's parts (uint64 words): the reference's quantiles (double bits) in occupied order,
 /// the source's cumulative counts, the occupied levels (uint32, two per word), then the number of

@@ -26,17 +26,20 @@ namespace histeq::kernels {
 
 /// match_lut_u16 (match_lut16.cu): histogram matching's 65536-level LUT. The scan kernel is one
 /// block walking tiles of kScanThreads · kBinsPerThread bins (each thread a run of
-/// kBinsPerThread consecutive bins: 32-byte loads, neighbours adjacent); the entry kernel one
-/// thread per level.
+/// kBinsPerThread consecutive bins: 16-byte loads, neighbours adjacent), its scans cub's
+/// warp-scans variant (the default raking one keeps a raking segment of 64-bit counts per thread
+/// and, under the 64-register cap of 1024 threads, spilled); the entry kernel one thread per
+/// level. sm_90: 46 registers, no spill (4 bins per thread: 64 and a spill).
 struct MatchLut16Policy {
   static constexpr int kScanThreads = 1024;
-  static constexpr int kBinsPerThread = 4;
+  static constexpr int kBinsPerThread = 2;
   static constexpr int kEntryThreads = 256;
 };
 
 /// hist_u16_region (hist_u16_region.cu): the 65536-bin histogram of a rectangle and/or a mask.
 /// A warp walks a row of the rectangle (rows spread over the grid's warps), one global 64-bit
-/// atomic per counted sample (65536 counters fit no block's shared memory as uint32).
+/// atomic per distinct counted value of each warp step (65536 counters fit no block's shared
+/// memory as uint32; lanes of equal values aggregated with __match_any_sync).
 struct HistU16RegionPolicy {
   static constexpr int kBlockSize = 256;
   static constexpr int kBlocksPerSm = 8;

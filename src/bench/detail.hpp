@@ -63,11 +63,17 @@ void open_gpu(Gpu& g, const Options& opt, RunInfo& info, std::ostream& err);
 /// One row: its kernel label, L2 state, FAIL reason ("" when it passed its check), µs per rep.
 using RowFn = std::function<void(const std::string& kernel, L2 l2, const std::string& reason,
                                  const std::vector<double>& us)>;
-/// --equalize with a GPU: the u8 case (n samples) as a w x h gray image in device memory, the
-/// rows hist:columns, hist:mask, hist:roi, equalize:mask, equalize:roi and match:gpu, each
-/// checked against the CPU twin and timed (bench/region.cpp says what each runs).
-void region_rows(const std::uint8_t* data, std::size_t n, const Options& opt, Gpu& g,
-                 const RowFn& row);
+/// A row not run: its kernel label and why (a SKIP row of every L2 state).
+using SkipFn = std::function<void(const std::string& kernel, const std::string& reason)>;
+/// --equalize with a GPU: the u8 case (n samples, already in the caller's d_in; d_out the
+/// caller's n-byte output, free to overwrite) as a w x h gray image, the rows hist:columns,
+/// hist:mask, hist:roi, equalize:mask, equalize:roi and match:gpu (row), and the 16-bit masked
+/// histograms hist16:mask and hist16:mask:constant (row16: 65536 bins, 2 bytes a sample), each
+/// checked against the CPU twin and timed (bench/region.cpp says what each runs). Rows whose
+/// device memory (beyond the caller's buffers) is not free are skipped (skip).
+void region_rows(const std::uint8_t* data, std::size_t n, std::uint8_t* d_in, std::uint8_t* d_out,
+                 const Options& opt, Gpu& g, const RowFn& row, const RowFn& row16,
+                 const SkipFn& skip);
 
 // ----- reports (bench/report.cpp) -----
 /// Writes `path` through body; throws Error naming `what` and the path when it cannot.

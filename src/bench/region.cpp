@@ -8,6 +8,12 @@
 //   equalize:mask  hist:mask + CDF/LUT + apply (against equalize:columns of the same run)
 //   equalize:roi   hist:roi + CDF/LUT + apply
 //   match:gpu      columns histogram + the matching LUT + apply (a reference with gaps)
+//   hist16:mask    the 16-bit region kernel with the disc mask, on u16 samples made of the case
+//                  (high byte the sample, low byte the sample half the case away)
+//   hist16:mask:constant  the same on a constant plane (every counted sample one level: the
+//                  case where the kernel's per-value aggregation matters most)
+// The 8-bit rows run in the caller's input and output buffers; the rows allocate only the mask
+// (and the 16-bit rows their plane), after checking that much device memory is free.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -17,11 +23,13 @@
 #include "bench/detail.hpp"
 #include "equalize/stages.hpp"
 #include "histeq/cpu.hpp"
+#include "histeq/equalize16.hpp"
 #include "histeq/gpu.hpp"
 #include "histeq/lut.hpp"
 #include "histeq/match.hpp"
 #include "histogram/region.hpp"
 #include "support/cuda_check.hpp"
+#include "u16/hist_u16.hpp"
 
 namespace histeq::bench::internal {
 namespace {
@@ -52,10 +60,51 @@ std::shared_ptr<const Image> disc_mask(int w, int h) {
   return m;
 }
 
+/// hist16:mask and hist16:mask:constant: the 16-bit masked histogram of a w x h plane made of the
+/// case, and of a constant plane, with the mask d_mask (the disc), checked against
+/// cpu::histogram16 of the same region and timed.
+void region16_rows(const std::uint8_t* data, int w, int h, const Region& mask,
+                   const std::uint8_t* d_mask, const Options& opt, Gpu& g, const RowFn& row16) {
+  const std::size_t m = std::size_t(w) * std::size_t(h);
+  std::vector<std::uint16_t> natural(m), constant(m, std::uint16_t(0x8001));
+  for (std::size_t i = 0; i < m; ++i)
+    natural[i] = static_cast<std::uint16_t>((data[i] << 8) | data[(i + m / 2) % m]);
+  DeviceBuffer<std::uint16_t> d_plane(m);
+  DeviceBuffer<std::uint64_t> d_hist(65536);
+  Stream stream;
+  const cudaStream_t s = stream.get();
+  kernels::RegionLaunch l;
+  l.d_plane = d_plane.get();
+  l.width = w;
+  l.height = h;
+  l.w = w;
+  l.h = h;
+  l.d_mask = d_mask;
+  l.d_hist = d_hist.get();
+  l.stream = s;
+  // With a mask the kernel takes no scratch (that is the unmasked whole-rows path's).
+  const auto count = [&l] { kernels::hist_u16_region(l, nullptr); };
+  for (const auto& [name, plane] :
+       {std::pair{"hist16:mask", &natural}, std::pair{"hist16:mask:constant", &constant}}) {
+    HISTEQ_CUDA_CHECK(
+        cudaMemcpyAsync(d_plane.get(), plane->data(), m * 2, cudaMemcpyHostToDevice, s));
+    count();
+    std::vector<std::uint64_t> got(65536);
+    HISTEQ_CUDA_CHECK(
+        cudaMemcpyAsync(got.data(), d_hist.get(), 65536 * 8, cudaMemcpyDeviceToHost, s));
+    HISTEQ_CUDA_CHECK(cudaStreamSynchronize(s));
+    const std::string reason = first_diff(got, cpu::histogram16(plane->data(), w, h, mask));
+    for (L2 l2 : opt.l2)
+      row16(name, l2, reason,
+            time_reps(s, opt.warmup, opt.reps, opt.timing, l2_flush(l2, g, s), count));
+  }
+}
+
 }  // namespace
 
-void region_rows(const std::uint8_t* data, std::size_t n, const Options& opt, Gpu& g,
-                 const RowFn& row) {
+void region_rows(const std::uint8_t* data, std::size_t n, std::uint8_t* d_in_n,
+                 std::uint8_t* d_out_n, const Options& opt, Gpu& g, const RowFn& row,
+                 const RowFn& row16, const SkipFn& skip) {
   const int w = std::max(1, int(std::sqrt(double(n))));
   const int h = int(n / std::size_t(w));
   const std::size_t m = std::size_t(w) * std::size_t(h);
@@ -69,10 +118,22 @@ void region_rows(const std::uint8_t* data, std::size_t n, const Options& opt, Gp
   Histogram ref(256, 0);
   for (int v = 0; v < 256; v += 3) ref[std::size_t(v)] = all[std::size_t(v)] + 1;
 
-  DeviceBuffer<std::uint8_t> d_in(m), d_out(m), d_mask(m);
+  // Beyond the caller's buffers: the mask (and small tables); the 16-bit rows also their plane.
+  const std::size_t small = std::size_t(1) << 20;
+  const std::string why = skip_reason(nullptr, m + small, free_device_bytes());
+  if (!why.empty()) {
+    for (const char* k : {"hist:columns", "hist:mask", "hist:roi", "equalize:mask", "equalize:roi",
+                          "match:gpu", "hist16:mask", "hist16:mask:constant"})
+      skip(k, "mask " + why);
+    return;
+  }
+  struct Plane {  // the caller's buffers, as the DeviceBuffers the rows were written with
+    std::uint8_t* p;
+    std::uint8_t* get() const { return p; }
+  } d_in{d_in_n}, d_out{d_out_n};
+  DeviceBuffer<std::uint8_t> d_mask(m);
   DeviceBuffer<std::uint64_t> d_hist(256), d_ref(256);
   DeviceBuffer<std::uint8_t> d_lut(256);
-  HISTEQ_CUDA_CHECK(cudaMemcpy(d_in.get(), data, m, cudaMemcpyHostToDevice));
   HISTEQ_CUDA_CHECK(cudaMemcpy(d_mask.get(), mask.mask->pixels.data(), m, cudaMemcpyHostToDevice));
   HISTEQ_CUDA_CHECK(cudaMemcpy(d_ref.get(), ref.data(), 256 * 8, cudaMemcpyHostToDevice));
   HISTEQ_CUDA_CHECK(cudaDeviceSynchronize());  // the Equalizer's stream is non-blocking
@@ -149,6 +210,13 @@ void region_rows(const std::uint8_t* data, std::size_t n, const Options& opt, Gp
   match();
   timed("match:gpu", first_diff(out_of_device(), cpu_apply(match_lut(all.data(), ref.data()))),
         match);
+  eq.synchronize();
+  const std::string why16 = skip_reason(nullptr, 2 * m + small, free_device_bytes());
+  if (!why16.empty()) {
+    for (const char* k : {"hist16:mask", "hist16:mask:constant"}) skip(k, "16-bit plane " + why16);
+    return;
+  }
+  region16_rows(data, w, h, mask, d_mask.get(), opt, g, row16);
 }
 
 }  // namespace histeq::bench::internal

@@ -233,14 +233,23 @@ class Sweep {
         add(std::move(c));
       }
     }
-    region_rows(data, dc.n, opt_, *gpu_,
-                [&](const std::string& kernel, L2 l, const std::string& reason,
-                    const std::vector<double>& us) {
-                  Cell c = base(dc, kernel, 0, to_string(l));
-                  c.status = reason.empty() ? "PASS" : "FAIL";
-                  c.reason = reason;
-                  set_times(c, us);
-                  add(std::move(c));
+    // The rows run in d_in (the case) and d_out; they check the memory they add themselves.
+    // 16-bit rows: 65536 bins, 2 bytes a sample in gbps (size stays in samples).
+    const auto row_of = [&](int bins, double bytes_per_sample) {
+      return [&, bins, bytes_per_sample](const std::string& kernel, L2 l, const std::string& reason,
+                                         const std::vector<double>& us) {
+        Cell c = base(dc, kernel, 0, to_string(l));
+        c.bins = bins;
+        c.status = reason.empty() ? "PASS" : "FAIL";
+        c.reason = reason;
+        set_times(c, us);
+        if (c.median_us > 0) c.gbps *= bytes_per_sample;
+        add(std::move(c));
+      };
+    };
+    region_rows(data, dc.n, d_in.get(), d_out.get(), opt_, *gpu_, row_of(256, 1.0),
+                row_of(65536, 2.0), [&](const std::string& kernel, const std::string& reason) {
+                  add_all(dc, kernel, "SKIP", reason);
                 });
   }
 

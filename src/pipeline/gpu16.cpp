@@ -81,8 +81,7 @@ class Planes16 {
  public:
   Planes16(const Image16& img, const Region& region)
       : eq_(), n_(img.pixel_count()), w_(img.width), h_(img.height), region_(region), d_(n_) {
-    if (region.all()) return;
-    region.check(img.width, img.height, "image");
+    if (region.all()) return;  // region.check is the caller's (before any work)
     if (region.mask) {
       const std::vector<std::uint8_t>& m = region.mask->pixels;
       mask_ = DeviceBuffer<std::uint8_t>(std::max<std::size_t>(m.size(), 1));
@@ -156,29 +155,38 @@ class Planes16 {
   DeviceBuffer<std::uint64_t> match_scratch_;  // match_lut_u16's
 };
 
-/// The reference's histograms on the device, one per plane or one for all (checked as the CPU
-/// twin checks them: their number and 65536 bins; at least one count, as match_lut16).
-DeviceBuffer<std::uint64_t> upload_reference16(const std::vector<Histogram>& ref, int planes,
-                                               cudaStream_t s) {
+/// The reference's histograms, one per plane or one for all, packed for the device; checked as
+/// the CPU twin checks them: their number, every one's 65536 bins, then at least one count in
+/// each (match_lut16), in plane order.
+std::vector<std::uint64_t> pack_reference16(const std::vector<Histogram>& ref, int planes) {
   if (ref.size() != 1 && ref.size() != std::size_t(planes))
     throw Error("histogram matching: " + std::to_string(ref.size()) +
                 " reference histograms for an image of " + std::to_string(planes) +
                 " planes (valid: 1 or " + std::to_string(planes) + ")");
   std::vector<std::uint64_t> packed;
   packed.reserve(ref.size() * kBins16);
-  for (const Histogram& h : ref) {
+  // Every size first, then every count, in plane order: the CPU twin checks the sizes up front
+  // and finds an empty reference plane by plane (match_lut16), so the same input throws the same.
+  for (const Histogram& h : ref)
     if (h.size() != std::size_t(kBins16))
       throw Error("histogram matching at 16 bits: a reference histogram of " +
                   std::to_string(h.size()) + " bins (valid: 65536)");
+  for (const Histogram& h : ref) {
     std::uint64_t sum = 0;
     for (std::uint64_t c : h) sum += c;
     if (sum == 0) throw UsageError("histogram matching: the reference has no pixel");
     packed.insert(packed.end(), h.begin(), h.end());
   }
+  return packed;
+}
+
+/// pack_reference16's histograms on the device (synchronizes: `packed` may go out of scope).
+DeviceBuffer<std::uint64_t> upload_reference16(const std::vector<std::uint64_t>& packed,
+                                               cudaStream_t s) {
   DeviceBuffer<std::uint64_t> d(packed.size());
   HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d.get(), packed.data(), packed.size() * sizeof(std::uint64_t),
                                     cudaMemcpyHostToDevice, s));
-  HISTEQ_CUDA_CHECK(cudaStreamSynchronize(s));  // `packed` goes out of scope
+  HISTEQ_CUDA_CHECK(cudaStreamSynchronize(s));
   return d;
 }
 
@@ -191,12 +199,15 @@ Image16 equalize16(const Image16& img, Mode mode, Backend backend, std::string* 
     return cpu::equalize16(img, mode, 0, region, reference);
   }
   check16(img, mode, "equalize", "equalized");
+  if (!region.all()) region.check(img.width, img.height, "image");
   const int c = img.channels;
   const int planes = c >= 3 ? 3 : 1;
   if (device_used) *device_used = gpu::device_name();
+  const std::vector<std::uint64_t> packed =
+      reference ? pack_reference16(*reference, planes) : std::vector<std::uint64_t>{};
   Planes16 dev(img, region);
   DeviceBuffer<std::uint64_t> d_ref;
-  if (reference) d_ref = upload_reference16(*reference, planes, dev.s());
+  if (reference) d_ref = upload_reference16(packed, dev.s());
   const std::size_t n = img.pixel_count();
   std::vector<std::uint16_t> plane(n);
   Image16 out = img;
@@ -214,6 +225,7 @@ Image16 equalize16(const Image16& img, Mode mode, Backend backend, std::string* 
 std::vector<Histogram> histograms16(const Image16& img, Mode mode, Backend backend,
                                     std::string* device_used, const Region& region) {
   check16(img, mode, "histogram", "counted");
+  if (!region.all()) region.check(img.width, img.height, "image");  // both backends, before work
   const int c = img.channels;
   const int planes = c >= 3 ? 3 : 1;
   const std::size_t n = img.pixel_count();

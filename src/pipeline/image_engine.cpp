@@ -72,6 +72,20 @@ void check_reference(const std::vector<Histogram>& ref, int planes) {
                   std::to_string(h.size()) + " bins (valid: 256)");
 }
 
+/// Every check of the region and the reference, in the CPU twin's order and with its messages:
+/// the region fits (Region::check), the reference's shape (check_reference), then each reference
+/// histogram counts a pixel (as match_lut). The runs call it first, before any copy or launch.
+void check_options(const EqualizeOptions& opt, int width, int height, int planes_n) {
+  if (!opt.region.all()) opt.region.check(width, height, "image");
+  if (!opt.reference) return;
+  check_reference(*opt.reference, planes_n);
+  for (const Histogram& h : *opt.reference) {
+    std::uint64_t sum = 0;
+    for (std::uint64_t c : h) sum += c;
+    if (sum == 0) throw UsageError("histogram matching: the reference has no pixel");
+  }
+}
+
 /// The name reports give the histogram stage of a region (not a registry kernel).
 constexpr const char* kRegionKernel = "region";
 
@@ -85,8 +99,12 @@ struct ImageEngine::Impl {
   PinnedBuffer h_in, h_out;
   // The region's mask and matching's reference histograms on the device, uploaded once per mask
   // or reference (the pointer is the key; the shared_ptr keeps it alive, so it is never reused).
+  // The mask's key also holds its pixels' address and size, so a mask image whose pixels were
+  // reallocated is uploaded again; pixels changed in place are not seen (Region::mask says so).
   DeviceBuffer<std::uint8_t> d_mask;
   std::shared_ptr<const Image> mask_of;
+  const std::uint8_t* mask_data = nullptr;
+  std::size_t mask_size = 0;
   DeviceBuffer<std::uint64_t> d_ref;
   std::shared_ptr<const std::vector<Histogram>> ref_of;
   Event e_start, e_up, e_hist, e_lut, e_apply, e_down;
@@ -98,28 +116,24 @@ struct ImageEngine::Impl {
   /// The region's mask in device memory (nullptr without one), uploaded when it changes.
   const std::uint8_t* mask(const Region& region) {
     if (!region.mask) return nullptr;
-    if (mask_of != region.mask) {
-      const std::vector<std::uint8_t>& m = region.mask->pixels;
+    const std::vector<std::uint8_t>& m = region.mask->pixels;
+    if (mask_of != region.mask || mask_data != m.data() || mask_size != m.size()) {
       std::uint8_t* d = grow(d_mask, std::max<std::size_t>(m.size(), 1));
       mask_of.reset();
       if (!m.empty())
         HISTEQ_CUDA_CHECK(cudaMemcpyAsync(d, m.data(), m.size(), cudaMemcpyHostToDevice, s()));
       mask_of = region.mask;
+      mask_data = m.data();
+      mask_size = m.size();
     }
     return d_mask.get();
   }
 
   /// Matching's reference histograms in device memory (one per plane, or one for every plane:
-  /// *one), uploaded when the reference changes. Throws UsageError for a reference that counts
-  /// no pixel (as match_lut); check_reference has checked its shape.
+  /// *one), uploaded when the reference changes (check_options has checked it).
   const std::uint64_t* reference(const std::shared_ptr<const std::vector<Histogram>>& ref,
                                  bool* one) {
     const std::vector<Histogram>& hs = *ref;
-    for (const Histogram& h : hs) {
-      std::uint64_t sum = 0;
-      for (std::uint64_t c : h) sum += c;
-      if (sum == 0) throw UsageError("histogram matching: the reference has no pixel");
-    }
     *one = hs.size() == 1;
     if (ref_of != ref) {
       std::vector<std::uint64_t> packed;
@@ -167,13 +181,11 @@ struct ImageEngine::Impl {
 
   /// The stages on the device: planes → histograms (of opt.region) → (apply) LUTs (the formula,
   /// or matching to opt.reference) → apply. e_up must be recorded before; records e_hist, e_lut,
-  /// e_apply. Returns the kernel that ran.
+  /// e_apply. Returns the kernel that ran. check_options(opt) is the caller's.
   std::string stages(const std::uint8_t* d_src, int width, int height, int channels, Mode mode,
                      const EqualizeOptions& opt, bool apply, std::uint8_t* d_dst) {
     const std::size_t pixels = std::size_t(width) * std::size_t(height);
     const int planes_n = plane_count(mode, channels);
-    if (!opt.region.all()) opt.region.check(width, height, "image");  // as the CPU twin, first
-    if (opt.reference) check_reference(*opt.reference, planes_n);
     std::uint8_t* planes = nullptr;
     if (channels > 1) {
       planes = grow(d_planes, std::max<std::size_t>(std::size_t(planes_n) * pixels, 1));
@@ -244,8 +256,9 @@ void ImageEngine::run_into(const ImageView<std::uint8_t>& in, const EqualizeOpti
   const auto t0 = Clock::now();
   const cudaStream_t s = m.s();
   const Mode mode = opt.mode.value_or(default_mode(in.channels));
-  const std::size_t pixels = in.pixel_count();
   const int planes_n = plane_count(mode, in.channels);
+  check_options(opt, in.width, in.height, planes_n);  // before any copy or launch
+  const std::size_t pixels = in.pixel_count();
   const int out_ch = output_channels(mode, in.channels);
   const std::size_t in_bytes = in.sample_count();
   const std::size_t out_bytes = pixels * std::size_t(out_ch);
@@ -312,8 +325,9 @@ Image ImageEngine::run(const Image& in, Image* reuse, const EqualizeOptions& opt
   const auto t0 = Clock::now();
   const cudaStream_t s = m.s();
   const Mode mode = opt.mode.value_or(default_mode(in.channels));
-  const std::size_t pixels = in.pixel_count();
   const int planes_n = plane_count(mode, in.channels);
+  check_options(opt, in.width, in.height, planes_n);  // before any copy or launch
+  const std::size_t pixels = in.pixel_count();
   const int out_ch = output_channels(mode, in.channels);
   const std::size_t in_bytes = in.byte_count();
   const std::size_t out_bytes = pixels * std::size_t(out_ch);
@@ -387,6 +401,7 @@ void ImageEngine::run_device(const std::uint8_t* d_in, int width, int height, in
   Impl& m = *impl_;
   const auto t0 = Clock::now();
   const Mode mode = opt.mode.value_or(default_mode(channels));
+  check_options(opt, width, height, plane_count(mode, channels));  // before any launch
   const std::size_t pixels = std::size_t(width) * std::size_t(height);
   rep.backend = "cuda";
   rep.device = device_name();

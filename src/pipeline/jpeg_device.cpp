@@ -305,19 +305,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       y += aligned(n);
     }
     if (imgs.empty()) return {};
-    if (opt.equalize.region.all() && !opt.equalize.reference) {
-      s.eq.equalize_batch(imgs.data(), imgs.size(), opt.equalize.formula);
-    } else {
-      // A counted region or matching's reference: the batched kernels take neither, so each Y
-      // plane runs the stage sequence (region histogram, matching LUT) as a gray image.
-      EqualizeOptions y = opt.equalize;
-      y.mode = Mode::gray;
-      for (std::size_t k = 0; k < imgs.size(); ++k) {
-        EqualizeReport r;
-        s.engine.run_device(imgs[k].d_in, dec[at[k]].width, dec[at[k]].height, 1, y, imgs[k].d_out,
-                            r);
-      }
-    }
+    s.eq.equalize_batch(imgs.data(), imgs.size(), opt.equalize.formula);
     return s.codec.encode_planes(enc, opt.encode);
   }
 
@@ -456,6 +444,12 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
 };
 
 JpegDevices::JpegDevices(Options opt, Done done) : impl_(std::make_shared<Impl>()) {
+  // The batched kernels count every pixel with the formula; the executor plans this route only
+  // for that (a region or a reference takes the pixels route), so either here is a planning bug.
+  if (!opt.equalize.region.all() || opt.equalize.reference)
+    throw Error(
+        "JPEG device route: a counted region or a matching reference reached the route "
+        "that equalizes whole images only");
   Impl& m = *impl_;
   m.opt = std::move(opt);
   m.done = std::move(done);
