@@ -30,6 +30,12 @@ Lut match_lut(const std::uint64_t* src256, const std::uint64_t* ref256);
 std::vector<std::uint16_t> match_lut16(const std::uint64_t* src65536,
                                        const std::uint64_t* ref65536);
 
+/// Matching's reference histograms for an image of `planes` planes at `bins` levels (256 or
+/// 65536), checked as every backend checks them before any work: their number (one for every
+/// plane, or one per plane) and every one's size (Error: a caller's mistake), then each one's
+/// count, in plane order (UsageError "the reference has no pixel", as match_lut throws).
+void check_match_reference(const std::vector<Histogram>& ref, int planes, int bins);
+
 /// A rectangle of an image, in pixels from the top-left corner.
 struct Roi {
   int x = 0, y = 0, width = 0, height = 0;

@@ -32,21 +32,7 @@ std::vector<std::uint16_t> make_lut16(const std::uint64_t* hist) {
 }
 
 namespace cpu {
-namespace {
-
-/// Matching's reference histograms: one for every plane, or one per plane, of 65536 bins.
-void check_reference16(const std::vector<Histogram>& ref, int planes) {
-  if (ref.size() != 1 && ref.size() != std::size_t(planes))
-    throw Error("histogram matching: " + std::to_string(ref.size()) +
-                " reference histograms for an image of " + std::to_string(planes) +
-                " planes (valid: 1 or " + std::to_string(planes) + ")");
-  for (const Histogram& h : ref)
-    if (h.size() != std::size_t(kBins16))
-      throw Error("histogram matching at 16 bits: a reference histogram of " +
-                  std::to_string(h.size()) + " bins (valid: 65536)");
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Histogram histogram16(const std::uint16_t* in, std::size_t n, int threads) {
   std::size_t t = threads > 0 ? std::size_t(threads) : std::size_t(cpu::usable_cpus());
@@ -94,7 +80,7 @@ Image16 equalize16(const Image16& img, Mode mode, int threads, const Region& reg
   }
   const int planes = c >= 3 ? 3 : 1;
   if (!region.all()) region.check(img.width, img.height, "image");
-  if (reference) check_reference16(*reference, planes);
+  if (reference) check_match_reference(*reference, planes, kBins16);
   const std::size_t n = img.pixel_count();
   Image16 out = img;
   std::vector<std::uint16_t> plane(n);

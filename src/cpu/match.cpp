@@ -118,6 +118,24 @@ std::vector<std::uint16_t> match_lut16(const std::uint64_t* src65536,
   return lut;
 }
 
+void check_match_reference(const std::vector<Histogram>& ref, int planes, int bins) {
+  if (ref.size() != 1 && ref.size() != std::size_t(planes))
+    throw Error("histogram matching: " + std::to_string(ref.size()) +
+                " reference histograms for an image of " + std::to_string(planes) +
+                " planes (valid: 1 or " + std::to_string(planes) + ")");
+  const char* depth = bins == 256 ? "8" : "16";
+  for (const Histogram& h : ref)
+    if (h.size() != std::size_t(bins))
+      throw Error(std::string("histogram matching at ") + depth +
+                  " bits: a reference histogram of " + std::to_string(h.size()) +
+                  " bins (valid: " + std::to_string(bins) + ")");
+  for (const Histogram& h : ref) {
+    std::uint64_t n = 0;
+    for (std::uint64_t c : h) n += c;
+    if (n == 0) throw UsageError("histogram matching: the reference has no pixel");
+  }
+}
+
 void Region::check(int width, int height, const std::string& name) const {
   if (roi) {
     const Roi& r = *roi;

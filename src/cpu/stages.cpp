@@ -19,17 +19,6 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-/// Matching's reference histograms: one for every plane, or one per plane, of 256 bins.
-void check_reference(const std::vector<Histogram>& ref, int planes) {
-  if (ref.size() != 1 && ref.size() != std::size_t(planes))
-    throw Error("histogram matching: " + std::to_string(ref.size()) +
-                " reference histograms for an image of " + std::to_string(planes) +
-                " planes (valid: 1 or " + std::to_string(planes) + ")");
-  for (const Histogram& h : ref)
-    if (h.size() != 256)
-      throw Error("histogram matching at 8 bits: a reference histogram of " +
-                  std::to_string(h.size()) + " bins (valid: 256)");
-}
 const std::uint64_t* reference_of(const std::vector<Histogram>& ref, std::size_t plane) {
   return ref[ref.size() == 1 ? 0 : plane].data();
 }
@@ -45,7 +34,7 @@ void equalize_stages_into(const ImageView<std::uint8_t>& in, const EqualizeOptio
   const std::size_t pixels = in.pixel_count();
   const int planes_n = plane_count(mode, in.channels);
   if (!opt.region.all()) opt.region.check(in.width, in.height, "image");
-  if (opt.reference) check_reference(*opt.reference, planes_n);
+  if (opt.reference) check_match_reference(*opt.reference, planes_n, kBins);
   rep.backend = "cpu";
   rep.device = "CPU (" + std::to_string(n_threads) + (n_threads == 1 ? " thread)" : " threads)");
   rep.kernel = "cpu";

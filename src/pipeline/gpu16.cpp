@@ -159,24 +159,10 @@ class Planes16 {
 /// the CPU twin checks them: their number, every one's 65536 bins, then at least one count in
 /// each (match_lut16), in plane order.
 std::vector<std::uint64_t> pack_reference16(const std::vector<Histogram>& ref, int planes) {
-  if (ref.size() != 1 && ref.size() != std::size_t(planes))
-    throw Error("histogram matching: " + std::to_string(ref.size()) +
-                " reference histograms for an image of " + std::to_string(planes) +
-                " planes (valid: 1 or " + std::to_string(planes) + ")");
+  check_match_reference(ref, planes, kBins16);
   std::vector<std::uint64_t> packed;
   packed.reserve(ref.size() * kBins16);
-  // Every size first, then every count, in plane order: the CPU twin checks the sizes up front
-  // and finds an empty reference plane by plane (match_lut16), so the same input throws the same.
-  for (const Histogram& h : ref)
-    if (h.size() != std::size_t(kBins16))
-      throw Error("histogram matching at 16 bits: a reference histogram of " +
-                  std::to_string(h.size()) + " bins (valid: 65536)");
-  for (const Histogram& h : ref) {
-    std::uint64_t sum = 0;
-    for (std::uint64_t c : h) sum += c;
-    if (sum == 0) throw UsageError("histogram matching: the reference has no pixel");
-    packed.insert(packed.end(), h.begin(), h.end());
-  }
+  for (const Histogram& h : ref) packed.insert(packed.end(), h.begin(), h.end());
   return packed;
 }
 

@@ -59,31 +59,13 @@ T* grow(DeviceBuffer<T>& b, std::size_t n) {
   return b.get();
 }
 
-/// Matching's reference histograms: one for every plane, or one per plane, of 256 bins (the
-/// CPU twin's checks and messages).
-void check_reference(const std::vector<Histogram>& ref, int planes) {
-  if (ref.size() != 1 && ref.size() != std::size_t(planes))
-    throw Error("histogram matching: " + std::to_string(ref.size()) +
-                " reference histograms for an image of " + std::to_string(planes) +
-                " planes (valid: 1 or " + std::to_string(planes) + ")");
-  for (const Histogram& h : ref)
-    if (h.size() != std::size_t(kBins))
-      throw Error("histogram matching at 8 bits: a reference histogram of " +
-                  std::to_string(h.size()) + " bins (valid: 256)");
-}
-
 /// Every check of the region and the reference, in the CPU twin's order and with its messages:
-/// the region fits (Region::check), the reference's shape (check_reference), then each reference
-/// histogram counts a pixel (as match_lut). The runs call it first, before any copy or launch.
+/// the region fits (Region::check), then the reference (check_match_reference). The runs call it
+/// first, before any copy or launch.
 void check_options(const EqualizeOptions& opt, int width, int height, int planes_n) {
   if (!opt.region.all()) opt.region.check(width, height, "image");
   if (!opt.reference) return;
-  check_reference(*opt.reference, planes_n);
-  for (const Histogram& h : *opt.reference) {
-    std::uint64_t sum = 0;
-    for (std::uint64_t c : h) sum += c;
-    if (sum == 0) throw UsageError("histogram matching: the reference has no pixel");
-  }
+  check_match_reference(*opt.reference, planes_n, kBins);
 }
 
 /// The name reports give the histogram stage of a region (not a registry kernel).
