@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <ostream>
 #include <random>
 #include <regex>
@@ -24,6 +25,7 @@
 #include "histeq/error.hpp"
 #include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
+#include "histeq/match.hpp"
 #include "histeq/tuning.hpp"
 #include "test_support.hpp"
 
@@ -502,6 +504,61 @@ TEST(ClaheGpu, GoldensAndColourModesEqualCpu) {
     ++n;
   }
   EXPECT_GT(n, 0);
+}
+
+// Masked CLAHE (ClaheOptions::region) has no GPU kernels: every backend runs the CPU twin and
+// says so (device_used "cpu", never the GPU's name), and the device engine refuses a region
+// rather than ignore it.
+TEST(ClaheMaskedBackend, EveryBackendRunsTheCpuTwinAndSaysSo) {  // CPU-only
+  std::mt19937 rng(21);
+  Image img;
+  img.width = 70;
+  img.height = 45;
+  img.channels = 1;
+  img.pixels.resize(img.byte_count());
+  for (auto& v : img.pixels) v = std::uint8_t(rng() % 256);
+  auto mask = std::make_shared<Image>(img);
+  for (auto& v : mask->pixels) v = (v % 3 == 0) ? 255 : 0;
+  ClaheOptions o;
+  o.clip_limit = 2.0;
+  o.tiles_x = 4;
+  o.tiles_y = 3;
+  o.region.mask = mask;
+  const Image want = cpu::clahe(img, o);
+  ClaheOptions plain = o;
+  plain.region = Region{};
+  ASSERT_FALSE(want.pixels == cpu::clahe(img, plain).pixels);  // the mask matters
+  Image16 img16;
+  img16.width = img.width;
+  img16.height = img.height;
+  img16.channels = 1;
+  for (std::uint8_t v : img.pixels) img16.pixels.push_back(std::uint16_t(v * 257 + 1));
+  const Image16 want16 = cpu::clahe(img16, o);
+  for (Backend b : {Backend::cuda, Backend::automatic, Backend::cpu}) {
+    std::string used;
+    EXPECT_TRUE(clahe(img, o, b, &used).pixels == want.pixels);
+    EXPECT_EQ(used, "cpu");
+    used.clear();
+    EXPECT_TRUE(clahe(img16, o, b, &used).pixels == want16.pixels);
+    EXPECT_EQ(used, "cpu");
+    std::vector<std::uint8_t> out(img.pixels.size());
+    used.clear();
+    clahe_into(ImageView<std::uint8_t>{img.pixels.data(), img.width, img.height, 1}, o, b,
+               out.data(), &used);
+    EXPECT_TRUE(out == want.pixels);
+    EXPECT_EQ(used, "cpu");
+  }
+}
+
+TEST(ClaheMaskedBackend, TheDeviceEngineRefusesARegion) {
+  HISTEQ_REQUIRE_GPU();
+  ClaheOptions o;
+  o.region.roi = Roi{0, 0, 8, 8};
+  DeviceBuffer<std::uint8_t> d(64);
+  gpu::Clahe engine;
+  EXPECT_THROW(engine.apply(d.get(), d.get(), 8, 8, o), UsageError);
+  DeviceBuffer<std::uint16_t> d16(64);
+  EXPECT_THROW(engine.apply16(d16.get(), d16.get(), 8, 8, o), UsageError);
 }
 
 TEST(ClaheBench, ParsesTheClaheOption) {  // CPU-only

@@ -4,7 +4,8 @@
 // bits), a match of an image to itself keeps it, a folder equals its files one by one, a full mask
 // and a whole-image rectangle give the unmasked bytes, the masked histogram counts the counted
 // pixels only, and the errors (empty mask, another size, a rectangle outside the image, a colour
-// mask, an unreadable reference, clahe with a mask) name the file; a mask of three equal channels
+// mask, an unreadable reference) name the file; masked CLAHE (clahe --mask / --roi) gives the
+// library's bytes, and the unmasked ones for a full region; a mask of three equal channels
 // (a gray BMP) is gray; --mode's help is each command's; --json names the formula where it makes
 // the LUTs. The GPU cases (--backend cuda equal to --backend cpu) skip without a device.
 #include <gtest/gtest.h>
@@ -25,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "histeq/clahe.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/equalize16.hpp"
 #include "histeq/image16.hpp"
@@ -383,6 +385,55 @@ TEST_F(CliMatch, APartialRegionGivesTheLibrarysBytes) {
               cpu::equalize16(g16, Mode::gray, 0, r16, nullptr).pixels);
 }
 
+TEST_F(CliMatch, MaskedClaheGivesTheLibrarysBytes) {
+  const std::string name = sample("moon.png");  // 512x512 gray
+  const Image src = load_image(name);
+  const Image half = mask8(src.width, src.height, [](int x, int y) { return x + y < 400; });
+  save_image(half, path("half.png"));
+  save_image(mask8(src.width, src.height, [](int, int) { return true; }), path("full.png"));
+  ClaheOptions o;
+  o.clip_limit = 2.0;
+  o.tiles_x = 5;  // 512 is not a multiple of 5: the padded geometry
+  o.tiles_y = 3;
+  const std::string opts = " --backend cpu --clip-limit 2 --tile-grid-size 5x3";
+  Result r = run("clahe " + quote(name) + " -o " + q("plain.png") + opts);
+  ASSERT_EQ(r.status, 0) << r;
+  r = run("clahe " + quote(name) + " -o " + q("full.png.out.png") + opts + " --mask " +
+          q("full.png"));
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(slurp(path("full.png.out.png")), slurp(path("plain.png")));
+  r = run("clahe " + quote(name) + " -o " + q("m.png") + opts + " --mask " + q("half.png") +
+          " --json");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["mask"], path("half.png")) << r;
+  o.region.mask = std::make_shared<const Image>(half);
+  const Image want = cpu::clahe(src, o);
+  EXPECT_TRUE(load_image(path("m.png")).pixels == want.pixels);
+  EXPECT_FALSE(want.pixels == load_image(path("plain.png")).pixels);  // the mask mattered
+  r = run("clahe " + quote(name) + " -o " + q("r.png") + opts + " --roi 100,150,300,200");
+  ASSERT_EQ(r.status, 0) << r;
+  o.region.mask.reset();
+  o.region.roi = Roi{100, 150, 300, 200};
+  EXPECT_TRUE(load_image(path("r.png")).pixels == cpu::clahe(src, o).pixels);
+
+  // 16 bits, the mask and the rectangle together; a folder run gives the same bytes.
+  const Image16 g16 = field16(90, 50, 1, 5);
+  save_image16(g16, path("g16.png"));
+  save_image(mask8(90, 50, [](int x, int) { return x < 40; }), path("m16.png"));
+  r = run("clahe " + q("g16.png") + " -o " + q("c16.png") + opts + " --mask " + q("m16.png") +
+          " --roi 10,5,60,40");
+  ASSERT_EQ(r.status, 0) << r;
+  o.region.mask = std::make_shared<const Image>(mask8(90, 50, [](int x, int) { return x < 40; }));
+  o.region.roi = Roi{10, 5, 60, 40};
+  EXPECT_TRUE(load_image16(path("c16.png")).pixels == cpu::clahe(g16, o).pixels);
+  fs::create_directories(dir_ / "in16");
+  fs::copy_file(path("g16.png"), dir_ / "in16" / "g16.png");
+  r = run("clahe " + q("in16") + " -o " + q("out16") + opts + " --mask " + q("m16.png") +
+          " --roi 10,5,60,40");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(slurp(dir_ / "out16" / "g16.png"), slurp(path("c16.png")));
+}
+
 TEST_F(CliMatch, HistogramWithAMaskCountsTheCountedPixelsOnly) {
   const std::string name = sample("coins.png");
   const Image src = load_image(name);
@@ -461,11 +512,14 @@ TEST_F(CliMatch, RegionErrorsNameTheFile) {
   EXPECT_EQ(r.status, 2) << r;
   EXPECT_NE(r.err.find("nope.png"), std::string::npos) << r;
 
-  // clahe takes no region
+  // clahe: a mask of another size, an empty mask, a rectangle outside the image
   r = run("clahe " + in + " -o " + q("x.png") + " --backend cpu --mask " + q("small.png"));
   EXPECT_EQ(r.status, 2) << r;
-  EXPECT_NE(r.err.find("masked CLAHE"), std::string::npos) << r;
-  r = run("clahe " + in + " -o " + q("x.png") + " --backend cpu --roi=0,0,5,5");
+  EXPECT_NE(r.err.find("moon.png"), std::string::npos) << r;
+  r = run("clahe " + in + " -o " + q("x.png") + " --backend cpu --mask " + q("empty.png"));
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("empty.png"), std::string::npos) << r;
+  r = run("clahe " + in + " -o " + q("x.png") + " --backend cpu --roi=500,0,100,10");
   EXPECT_EQ(r.status, 2) << r;
   EXPECT_FALSE(fs::exists(path("x.png")));
 

@@ -53,6 +53,14 @@ struct Geometry {
   int tiles() const { return tiles_x * tiles_y; }
 };
 
+/// The integer clip limit of a tile of `area` counted pixels: 0 (no clipping) for clip_limit <= 0
+/// or a clip at or above the area.
+inline int clip_of(double clip_limit, int area, int hist_size) {
+  if (!(clip_limit > 0.0)) return 0;
+  const double c = clip_limit * area / hist_size;
+  return c >= double(area) ? 0 : (c < 1.0 ? 1 : static_cast<int>(c));
+}
+
 /// The geometry OpenCV 4.6 derives for (width, height, grid, clip_limit, hist_size). Caller
 /// checks width, height, tiles >= 1.
 inline Geometry make_geometry(int width, int height, int tiles_x, int tiles_y, double clip_limit,
@@ -77,11 +85,15 @@ inline Geometry make_geometry(int width, int height, int tiles_x, int tiles_y, d
   // A clip at or above the tile's pixel count cannot cut any bin: no clipping (0), the same
   // bytes, and no float-to-int conversion out of range (--clip 1e12 was undefined behaviour,
   // INT_MIN and so the strongest clipping on x86).
-  if (clip_limit > 0.0) {
-    const double c = clip_limit * area / hist_size;
-    g.clip = c >= double(area) ? 0 : (c < 1.0 ? 1 : static_cast<int>(c));
-  }
+  g.clip = clip_of(clip_limit, area, hist_size);
   return g;
+}
+
+/// Masked CLAHE (clahe.hpp): the tile's clip and LUT scale from its counted pixels `count` (> 0)
+/// in place of the tile area, by the same formulas.
+inline void count_tile(Geometry& g, double clip_limit, int count) {
+  g.lut_scale = static_cast<float>(g.hist_size - 1) / static_cast<float>(count);
+  g.clip = clip_of(clip_limit, count, g.hist_size);
 }
 
 /// Bins that get one more count of the residual: i = k·step for k < residual.

@@ -9,6 +9,17 @@
 // COLOR_RGB2YCrCb fixed point) and keeps chroma and alpha; Mode::rgb applies it to R, G and B
 // separately; Mode::gray writes one channel, the CLAHE of luma. 16-bit colour images: gray and
 // rgb modes (no 16-bit YCbCr); alpha is passed through.
+//
+// Masked CLAHE (ClaheOptions::region, match.hpp's Region: a rectangle and/or a mask): OpenCV's
+// CLAHE with each tile's histogram counting only the counted pixels of the tile, in the padded
+// geometry OpenCV uses (a padded position counts when the pixel reflect-101 maps it to is counted,
+// so the padding's flags are the mask's, reflected as the pixels are). N_t, the tile's counted
+// pixels, takes the place of the tile area in the clip limit (max(1, int(clip_limit · N_t /
+// bins)), no clipping when that reaches N_t) and in the LUT scale ((bins − 1) / N_t, float32). A
+// tile with no counted pixel (N_t = 0) keeps the identity LUT (lut[v] = v). The interpolation
+// runs on every pixel, unchanged. A region counting every pixel gives exactly the unmasked bytes;
+// a region counting none is Region::check's UsageError. The GPU backend runs a masked CLAHE on
+// the CPU (the CPU twin) and says so: device_used "cpu".
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +27,7 @@
 #include <string>
 
 #include "histeq/image16.hpp"
+#include "histeq/match.hpp"
 #include "histeq/types.hpp"
 
 namespace histeq {
@@ -35,6 +47,10 @@ struct ClaheOptions {
   Mode mode = Mode::luma;
   /// Which channel of a colour image is red (types.hpp): the luma of luma and gray modes.
   ChannelOrder order = ChannelOrder::rgb;
+  /// The pixels the tile histograms count (masked CLAHE, see the top): every pixel (the
+  /// default), a rectangle and/or a mask of the image's size; every plane of a colour image
+  /// counts the same pixels.
+  Region region;
 };
 
 /// Largest grid side accepted (a 1024×1024 grid of 65536-bin LUTs would be 128 GiB already).
@@ -54,7 +70,8 @@ namespace cpu {
 
 /// CLAHE of one 8-bit plane: in[0, width·height) → out (same size; may not overlap), row-major,
 /// rows contiguous. width, height >= 1. Threaded (0: hardware_concurrency). Byte-identical to
-/// OpenCV 4.6 (CV_8UC1). Throws UsageError for bad sizes or options.
+/// OpenCV 4.6 (CV_8UC1). Throws UsageError for bad sizes or options, or a region that does not
+/// fit the plane or counts no pixel (Region::check).
 void clahe_plane(const std::uint8_t* in, int width, int height, const ClaheOptions& opt,
                  std::uint8_t* out, int threads = 0);
 /// The same for a 16-bit plane (65536 bins, OpenCV's CV_16UC1).
@@ -63,6 +80,7 @@ void clahe_plane16(const std::uint16_t* in, int width, int height, const ClaheOp
 
 /// The per-tile LUTs only: luts[t·bins + v], t = ty·tiles_x + tx, bins = 256 (uint8_t) or
 /// 65536 (uint16_t). luts holds tiles_x·tiles_y·bins entries. For tests and the GPU twin.
+/// With a region: the masked LUTs (identity for a tile with no counted pixel).
 void clahe_luts(const std::uint8_t* in, int width, int height, const ClaheOptions& opt,
                 std::uint8_t* luts, int threads = 0);
 void clahe_luts16(const std::uint16_t* in, int width, int height, const ClaheOptions& opt,
@@ -94,7 +112,8 @@ void clahe_into(const ImageView<std::uint16_t>& img, const ClaheOptions& opt, st
 
 /// CLAHE of a whole image on the chosen backend: automatic = the GPU when one is usable, else
 /// the CPU. cuda without a usable device throws CudaError. The GPU result equals cpu::clahe
-/// byte for byte. `device_used` (optional) receives "cpu" or the GPU's name.
+/// byte for byte. `device_used` (optional) receives "cpu" or the GPU's name. A region
+/// (masked CLAHE) runs on the CPU on every backend: device_used "cpu".
 /// Defined in the CUDA library (histeq::histeq), not in histeq::host.
 Image clahe(const Image& img, const ClaheOptions& opt, Backend backend = Backend::automatic,
             std::string* device_used = nullptr);

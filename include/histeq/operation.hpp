@@ -74,7 +74,8 @@ struct Operation {
   /// Backend, mode, formula, histogram kernel (8-bit equalize and histogram), block size. The
   /// mode applies to every kind (CLAHE: what a colour image's CLAHE acts on).
   EqualizeOptions equalize;
-  ClaheOptions clahe;  ///< clip limit and tiles (OpKind::clahe; its mode field is unused)
+  ClaheOptions clahe;  ///< clip limit and tiles (OpKind::clahe; its mode and region fields are
+                       ///< unused: equalize.mode and equalize.region are used)
   /// Bits per sample the image is processed at: 0 the input's (16-bit PNG/PNM stay 16-bit), 8
   /// narrows 16-bit inputs (round(v / 257)), 16 widens 8-bit inputs (v · 257).
   int depth = 0;

@@ -585,22 +585,25 @@ def _histogram16(image, d: Optional[_a.Dev], bins, kernel, mode, backend, batch)
 _clahe_args = _a.clahe_args
 
 
-def _clahe_host(a: _np.ndarray, batch, mode, clip, tx, ty, backend, order):
+def _clahe_host(a: _np.ndarray, batch, mode, clip, tx, ty, backend, order, region=None):
     n, h, w, c, is_batch = _a.split_shape(a.shape, batch, "image")
+    mask, roi = region.host(h, w) if region is not None and n * h * w > 0 else (None, None)
     if a.dtype == _np.uint16:  # 16-bit images keep their channels
         out = _np.empty(a.shape, _np.uint16)
         if n * h * w > 0:
-            _histeq.clahe_host16(a, out, n, h, w, c, mode, clip, tx, ty, backend)
+            _histeq.clahe_host16(a, out, n, h, w, c, mode, clip, tx, ty, backend,
+                                 mask=mask, roi=roi)
         return out
     out = _np.empty(_a.out_shape(a.shape, mode, n, h, w, c, is_batch), _np.uint8)
     if n * h * w > 0:
-        _histeq.clahe_host(a, out, n, h, w, c, mode, clip, tx, ty, backend, order)
+        _histeq.clahe_host(a, out, n, h, w, c, mode, clip, tx, ty, backend, order,
+                           mask=mask, roi=roi)
     return out
 
 
 def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
           mode: Optional[str] = None, backend: str = "auto", batch: Optional[bool] = None,
-          channel_order: str = "rgb"):
+          channel_order: str = "rgb", mask=None, roi=None):
     """Contrast-limited adaptive histogram equalization, as ``histeq clahe`` and OpenCV's
     ``cv2.createCLAHE(clipLimit, tileGridSize).apply(img)``, with OpenCV's names (as
     scikit-image's and kornia's ``clip_limit``) and defaults: ``histeq.clahe(g)`` equals
@@ -626,6 +629,18 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
         backend: ``"auto"``, ``"cuda"`` or ``"cpu"`` for host arrays (equal bytes).
         batch: as :func:`equalize`.
         channel_order: as :func:`equalize`.
+        mask: masked CLAHE: each tile's histogram counts only the pixels of the tile where
+            ``mask`` is nonzero (the padded border takes the mask's flags reflected as the
+            pixels are), and their number N replaces the tile area in the clip limit
+            (``max(1, int(clip_limit * N / bins))``) and in the LUT scale (``(bins - 1) / N``);
+            a tile with no counted pixel keeps the identity LUT; every pixel is interpolated as
+            OpenCV does. A mask counting every pixel gives exactly the unmasked result. Masks as
+            :func:`equalize` takes them (one ``(H, W)`` mask for every image of a batch).
+            Masked CLAHE runs on the CPU, also for ``backend="cuda"`` and for CUDA arrays,
+            which take a copy through the host (synchronizing) and come back as the same
+            library's array.
+        roi: ``(x, y, width, height)``: the tile histograms count only the pixels of this
+            rectangle (with ``mask``: the mask's pixels inside it), as ``mask``.
 
     Returns:
         The result, same shape and dtype (``mode="gray"`` on colour gives ``(H, W)``), the same
@@ -637,7 +652,9 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
         ValueError: bad shape, a tile count outside 1..1024, a grid whose LUTs would exceed 2^28
             entries (16-bit: at most 4096 tiles), unknown ``mode``/``backend``/
             ``channel_order``, ``mode`` other than ``"rgb"`` on 16-bit colour, a CUDA array with
-            ``backend="cpu"``.
+            ``backend="cpu"``; a ``mask`` or ``roi`` that does not fit the image or counts no
+            pixel (TypeError for a ``mask`` not of a bool or integer dtype, a ``roi`` not four
+            ints).
         RuntimeError: a CUDA failure.
     """
     if mode is not None or backend != "auto" or channel_order != "rgb":
@@ -645,17 +662,18 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
         _a.check_choice("backend", backend, BACKENDS)
         _a.check_choice("channel_order", channel_order, CHANNEL_ORDERS)
     clip, tx, ty = _clahe_args(clip_limit, tile_grid_size)
+    region = _r.Region(mask, roi) if mask is not None or roi is not None else None
     if isinstance(image, (list, tuple)):
         return [clahe(x, clip, (tx, ty), mode=mode, backend=backend, batch=False,
-                      channel_order=channel_order) for x in image]
+                      channel_order=channel_order, mask=mask, roi=roi) for x in image]
     d = _a.as_device(image, "image")
     if d is not None:
         if backend == "cpu":
             raise _cpu_with_cuda_array()
         n, h, w, c, is_batch = _a.split_shape(d.shape, batch, "image")
-        if c != 1:
+        if c != 1 or region is not None:  # colour, or masked CLAHE: through the host
             return _a.via_host(d, lambda a: _clahe_host(a, batch, mode, clip, tx, ty, "auto",
-                                                         channel_order))
+                                                         channel_order, region))
         out = _a.result_like(d, d.shape, d.dtype)
         if n * h * w > 0:
             _histeq.clahe_device(d.device, d.stream, d.ptr, _a.ptr(out), n, h, w,
@@ -664,7 +682,7 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
     if backend == "cuda":
         _a.require_cuda("backend='cuda'")
     a, wrap = _a.host_array(image, "image")
-    out = _clahe_host(a, batch, mode, clip, tx, ty, backend, channel_order)
+    out = _clahe_host(a, batch, mode, clip, tx, ty, backend, channel_order, region)
     return out if wrap is None else wrap(out)
 
 

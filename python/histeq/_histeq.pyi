@@ -52,10 +52,14 @@ def save_image(image: npt.NDArray[np.uint8], height: int, width: int, channels: 
                quality: int) -> None: ...
 def clahe_host(image: npt.NDArray[np.uint8], out: npt.NDArray[np.uint8], count: int,
                height: int, width: int, channels: int, mode: Optional[str], clip: float,
-               tiles_x: int, tiles_y: int, backend: str, order: str) -> str: ...
+               tiles_x: int, tiles_y: int, backend: str, order: str,
+               mask: Optional[npt.NDArray[np.uint8]] = ...,
+               roi: Optional[Tuple[int, int, int, int]] = ...) -> str: ...
 def clahe_host16(image: npt.NDArray[np.uint16], out: npt.NDArray[np.uint16], count: int,
                  height: int, width: int, channels: int, mode: Optional[str], clip: float,
-                 tiles_x: int, tiles_y: int, backend: str) -> str: ...
+                 tiles_x: int, tiles_y: int, backend: str,
+                 mask: Optional[npt.NDArray[np.uint8]] = ...,
+                 roi: Optional[Tuple[int, int, int, int]] = ...) -> str: ...
 def equalize_host16(image: npt.NDArray[np.uint16], height: int, width: int, channels: int,
                     mode: Optional[str], backend: str,
                     mask: Optional[npt.NDArray[np.uint8]] = ...,

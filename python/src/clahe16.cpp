@@ -132,8 +132,10 @@ void bind_clahe16(nb::module_& m) {
       "clahe_host",
       [](HostU8 a, OutU8 out, std::size_t count, int height, int width, int channels,
          std::optional<std::string> mode, double clip, int tiles_x, int tiles_y,
-         std::string backend, std::string order) {
+         std::string backend, std::string order, std::optional<HostU8> mask,
+         std::optional<histeq::python::RoiTuple> roi) {
         histeq::ClaheOptions o = clahe_options(clip, tiles_x, tiles_y);
+        o.region = histeq::python::region_of(mask, roi, width, height);
         const histeq::Mode md =
             histeq::python::parse_mode_opt(mode).value_or(histeq::default_mode(channels));
         o.mode = md;
@@ -143,20 +145,24 @@ void bind_clahe16(nb::module_& m) {
                                         histeq::resolve_backend(histeq::parse_backend(backend)));
       },
       "image"_a, "out"_a, "count"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "clip"_a,
-      "tiles_x"_a, "tiles_y"_a, "backend"_a, "order"_a);
+      "tiles_x"_a, "tiles_y"_a, "backend"_a, "order"_a, "mask"_a.none() = nb::none(),
+      "roi"_a.none() = nb::none());
 
   m.def(
       "clahe_host16",
       [](HostU16 a, OutU16 out, std::size_t count, int height, int width, int channels,
          std::optional<std::string> mode, double clip, int tiles_x, int tiles_y,
-         std::string backend) {
+         std::string backend, std::optional<HostU8> mask,
+         std::optional<histeq::python::RoiTuple> roi) {
         histeq::ClaheOptions o = clahe_options(clip, tiles_x, tiles_y);
+        o.region = histeq::python::region_of(mask, roi, width, height);
         o.mode = mode16(mode, channels);
         return host_batch<std::uint16_t>(a, out, count, height, width, channels, channels, o,
                                          histeq::resolve_backend(histeq::parse_backend(backend)));
       },
       "image"_a, "out"_a, "count"_a, "height"_a, "width"_a, "channels"_a, "mode"_a.none(), "clip"_a,
-      "tiles_x"_a, "tiles_y"_a, "backend"_a);
+      "tiles_x"_a, "tiles_y"_a, "backend"_a, "mask"_a.none() = nb::none(),
+      "roi"_a.none() = nb::none());
 
   m.def(
       "equalize_host16",

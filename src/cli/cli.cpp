@@ -73,7 +73,7 @@ std::string usage() {
          "                  [--devices LIST] [--quiet] [--json] [--timing] [options above]\n"
          "  histeq equalize - -o - --format FMT      (standard input to standard output)\n"
          "  histeq clahe INPUT... -o OUTPUT [--clip-limit C] [--tile-grid-size WxH]\n"
-         "                  [options of equalize but --formula, --mask, --roi]\n"
+         "                  [options of equalize but --formula]\n"
          "  histeq match INPUT... -o OUTPUT --reference REF\n"
          "                  [options of equalize but --formula, --mask, --roi]\n"
          "  histeq histogram INPUT... [-r] [--kernel NAME] [--backend ...] [--mode ...] [--csv] "

@@ -77,6 +77,7 @@ void add_equalize_options(Command& c, OpKind kind) {
               std::to_string(kMaxClaheTiles),
           cxxopts::value<std::string>()->default_value("8x8"), "WxH");
     c.add("tiles", "the same as --tile-grid-size", cxxopts::value<std::string>(), "WxH");
+    add_region_options(c, /*writes=*/true, /*tiles=*/true);
   } else if (kind == OpKind::match) {
     c.add("reference",
           "the reference image (8 or 16 bits, any size): its histogram per channel (--mode rgb) or "
@@ -158,10 +159,8 @@ std::string operation_words(const ItemOpOptions& io, const Common& cm) {
 
 /// Common and the operation of `kind` from the options (the region, the reference decoded).
 ItemOpOptions read_operation(const cxxopts::ParseResult& r, OpKind kind, Common& cm) {
-  if (kind == OpKind::equalize) {
-    cm.opt.formula = parse_formula(r["formula"].as<std::string>());
-    read_region(r, cm);
-  }
+  if (kind == OpKind::equalize) cm.opt.formula = parse_formula(r["formula"].as<std::string>());
+  if (kind == OpKind::equalize || kind == OpKind::clahe) read_region(r, cm);
   return item_op_options(r, cm, kind);
 }
 
@@ -619,21 +618,6 @@ int run_single(const cxxopts::ParseResult& r, OpKind kind, const std::string& in
   return 0;
 }
 
-/// clahe --mask / --roi: a usage error that says why (rather than "unknown option"), before the
-/// options are parsed.
-void refuse_clahe_region(const std::vector<std::string>& args) {
-  for (const std::string& a : args) {
-    if (a == "--") return;
-    for (const char* opt : {"--mask", "--roi"}) {
-      const std::string o = opt;
-      if (a == o || a.rfind(o + "=", 0) == 0)
-        throw UsageError(o +
-                         ": clahe takes no mask or rectangle (masked CLAHE is not built; "
-                         "equalize and histogram take --mask and --roi)");
-    }
-  }
-}
-
 }  // namespace
 
 int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
@@ -641,7 +625,6 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
   const std::string cmd = to_string(kind);
   Command c(cmd, equalize_description(kind));
   add_equalize_options(c, kind);
-  if (kind == OpKind::clahe) refuse_clahe_region(args);
   const cxxopts::ParseResult r = c.parse(args);
   if (r.count("help")) {
     out << c.options.help();

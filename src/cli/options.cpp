@@ -374,11 +374,14 @@ void report_lost(const Common& c, const EqualizeReport& rep, std::uint64_t total
 
 // ---- the counted region (--mask, --roi) and matching's reference (--reference) ----
 
-void add_region_options(Command& c, bool writes) {
+void add_region_options(Command& c, bool writes, bool tiles) {
   c.add("mask",
         std::string("count only the pixels where this gray image (the input's size, 8 or 16 bits) "
                     "is nonzero") +
-            (writes ? ": the histogram and its LUT come from them, the LUT maps every pixel" : ""),
+            (tiles    ? ": each tile's histogram, clip limit and LUT come from its counted pixels "
+                        "(a tile with none keeps the identity LUT); every pixel is interpolated"
+             : writes ? ": the histogram and its LUT come from them, the LUT maps every pixel"
+                      : ""),
         cxxopts::value<std::string>(), "FILE");
   c.add("roi",
         "count only the pixels of this rectangle: left X, top Y, width W, height H in pixels "

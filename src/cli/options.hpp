@@ -107,8 +107,9 @@ void report_lost(const Common& c, const EqualizeReport& rep, std::uint64_t total
 
 // ---- the counted region (--mask, --roi) and matching's reference (--reference) ----
 
-/// --mask FILE and --roi X,Y,W,H (equalize, histogram); writes: the command writes images.
-void add_region_options(Command& c, bool writes);
+/// --mask FILE and --roi X,Y,W,H (equalize, clahe, histogram); writes: the command writes images;
+/// tiles: CLAHE's wording (tile histograms).
+void add_region_options(Command& c, bool writes, bool tiles = false);
 /// --roi X,Y,W,H: four whole numbers, the rectangle's left, top, width and height (W, H >= 1).
 Roi parse_roi(const std::string& s);
 /// --mask and --roi into cm.opt.region (the mask decoded once: a gray 8- or 16-bit image,

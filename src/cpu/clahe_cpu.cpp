@@ -224,6 +224,74 @@ cf::Geometry luts_of(const T* in, int width, int height, const ClaheOptions& opt
   return g;
 }
 
+/// Masked CLAHE (clahe.hpp): whether each pixel of the image is counted, one byte per pixel.
+std::vector<std::uint8_t> counted_flags(const Region& region, int width, int height) {
+  std::vector<std::uint8_t> f(std::size_t(width) * std::size_t(height));
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x)
+      f[std::size_t(y) * std::size_t(width) + std::size_t(x)] = region.counts(x, y, width) ? 1 : 0;
+  return f;
+}
+
+/// The masked LUT of tile (tx, ty): the tile's counted pixels of the padded image (a padded
+/// position takes the flag and the sample of the pixel reflect-101 maps it to) counted into
+/// hist, clipped and scaled by their number; the identity when the tile counts none.
+template <class T>
+void masked_tile_lut(const T* in, const std::uint8_t* flags, const cf::Geometry& g,
+                     double clip_limit, int tx, int ty, std::vector<int>& hist, T* lut) {
+  hist.assign(std::size_t(g.hist_size), 0);
+  int counted = 0;
+  for (int yp = ty * g.tile_h; yp < (ty + 1) * g.tile_h; ++yp) {
+    const int y = yp < g.height ? yp : cf::reflect101(yp, g.height);
+    const std::size_t row = std::size_t(y) * std::size_t(g.width);
+    for (int xp = tx * g.tile_w; xp < (tx + 1) * g.tile_w; ++xp) {
+      const std::size_t i = row + std::size_t(xp < g.width ? xp : cf::reflect101(xp, g.width));
+      if (flags[i] != 0) {
+        ++hist[in[i]];
+        ++counted;
+      }
+    }
+  }
+  if (counted == 0) {
+    for (int v = 0; v < g.hist_size; ++v) lut[v] = static_cast<T>(v);
+    return;
+  }
+  cf::Geometry gt = g;
+  cf::count_tile(gt, clip_limit, counted);
+  finish_lut(hist.data(), gt, lut);
+}
+
+/// luts_of for a region (opt.region not all, already checked): one task per tile.
+template <class T>
+cf::Geometry masked_luts_of(const T* in, int width, int height, const ClaheOptions& opt,
+                            std::vector<T>& luts, T* luts_out, int threads) {
+  constexpr int kBins = sizeof(T) == 1 ? 256 : 65536;
+  const cf::Geometry g =
+      cf::make_geometry(width, height, opt.tiles_x, opt.tiles_y, opt.clip_limit, kBins);
+  T* dst = luts_out;
+  if (dst == nullptr) {
+    luts.assign(std::size_t(g.tiles()) * kBins, T(0));
+    dst = luts.data();
+  }
+  const std::vector<std::uint8_t> flags = counted_flags(opt.region, width, height);
+  threads = threads_for(std::size_t(width) * std::size_t(height), threads);
+  parallel_for(std::size_t(g.tiles()), threads, [&](std::size_t t) {
+    thread_local std::vector<int> hist;
+    masked_tile_lut(in, flags.data(), g, opt.clip_limit, int(t % std::size_t(g.tiles_x)),
+                    int(t / std::size_t(g.tiles_x)), hist, dst + t * std::size_t(kBins));
+  });
+  return g;
+}
+
+/// The LUTs of a plane: the masked path only for a region that is not every pixel.
+template <class T>
+cf::Geometry plane_luts(const T* in, int width, int height, const ClaheOptions& opt,
+                        std::vector<T>& luts, T* luts_out, int threads) {
+  if (opt.region.all()) return luts_of<T>(in, width, height, opt, luts, luts_out, threads);
+  opt.region.check(width, height, "CLAHE");
+  return masked_luts_of<T>(in, width, height, opt, luts, luts_out, threads);
+}
+
 /// The columns between two tile centres share their four LUTs: [x0, x1) with tiles t1, t2.
 struct Span {
   int x0, x1, t1, t2;
@@ -358,7 +426,7 @@ template <class T>
 void plane(const T* in, int width, int height, const ClaheOptions& opt, T* out, int threads) {
   check_plane(in, width, height, out, opt, sizeof(T) == 1 ? 256 : 65536);
   std::vector<T> luts;
-  const cf::Geometry g = luts_of<T>(in, width, height, opt, luts, nullptr, threads);
+  const cf::Geometry g = plane_luts<T>(in, width, height, opt, luts, nullptr, threads);
   if constexpr (sizeof(T) == 1) {
     const std::vector<std::int32_t> wide(luts.begin(), luts.end());
     interpolate(in, g, wide.data(), out, threads);
@@ -382,13 +450,13 @@ void clahe_luts(const std::uint8_t* in, int width, int height, const ClaheOption
                 std::uint8_t* luts, int threads) {
   check_plane(in, width, height, luts, opt, 256);
   std::vector<std::uint8_t> unused;
-  luts_of(in, width, height, opt, unused, luts, threads);
+  plane_luts(in, width, height, opt, unused, luts, threads);
 }
 void clahe_luts16(const std::uint16_t* in, int width, int height, const ClaheOptions& opt,
                   std::uint16_t* luts, int threads) {
   check_plane(in, width, height, luts, opt, 65536);
   std::vector<std::uint16_t> unused;
-  luts_of(in, width, height, opt, unused, luts, threads);
+  plane_luts(in, width, height, opt, unused, luts, threads);
 }
 
 Image clahe(const Image& img, const ClaheOptions& opt, int threads) {

@@ -45,6 +45,10 @@ struct Clahe::Impl {
                        std::to_string(height) + ")");
     }
     if (d_in == nullptr || d_out == nullptr) throw UsageError("CLAHE: null device pointer");
+    if (!opt.region.all())
+      throw UsageError(
+          "the GPU CLAHE engine takes no region: masked CLAHE runs on the CPU (histeq::clahe or "
+          "cpu::clahe_plane with ClaheOptions::region)");
     const auto g =
         clahe_formula::make_geometry(width, height, opt.tiles_x, opt.tiles_y, opt.clip_limit, bins);
     const std::size_t entries = std::size_t(g.tiles()) * std::size_t(bins);
@@ -127,7 +131,8 @@ template <typename T>
 void dispatch_into(const ImageView<T>& img, const ClaheOptions& opt, Backend backend, T* out,
                    std::string* device_used) {
   validate(opt);
-  const Backend b = resolve_backend(backend);
+  // Masked CLAHE has no GPU kernels: the CPU twin runs it on every backend, and says so.
+  const Backend b = opt.region.all() ? resolve_backend(backend) : Backend::cpu;
   if (b == Backend::cpu) {
     if (device_used) *device_used = "cpu";
     detail::clahe_into(img, opt, out, [&](const T* in, T* o) {
@@ -149,7 +154,7 @@ void dispatch_into(const ImageView<T>& img, const ClaheOptions& opt, Backend bac
 template <typename T, typename Img>
 Img dispatch(const Img& img, const ClaheOptions& opt, Backend backend, std::string* device_used) {
   validate(opt);
-  const Backend b = resolve_backend(backend);
+  const Backend b = opt.region.all() ? resolve_backend(backend) : Backend::cpu;  // as above
   if (b == Backend::cpu) {
     if (device_used) *device_used = "cpu";
     return cpu::clahe(img, opt);

@@ -80,10 +80,6 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   if (m.opt.jpeg_batch < 1) throw UsageError("the JPEG batch must be at least 1");
   if (op.kind == OpKind::match && !op.reference)
     throw UsageError("histogram matching needs a reference image");
-  if (op.kind == OpKind::clahe && !op.equalize.region.all())
-    throw UsageError(
-        "CLAHE takes no mask or rectangle (masked CLAHE is not built; a region applies to "
-        "equalize, match and histogram)");
   m.ctx.op = op;
   m.ctx.encode = m.opt.encode;
   m.ctx.max_pixels = m.opt.max_pixels;

@@ -97,15 +97,11 @@ void check_output(const Operation& op, const std::string& name, const std::strin
   }
 }
 
-/// The region (masked equalization) against this image, and what it cannot be combined with:
-/// a usage error naming the file. Every pixel (region.all()): nothing to check.
+/// The region (masked equalization, masked CLAHE) against this image: a usage error naming the
+/// file. Every pixel (region.all()): nothing to check.
 void check_region(const Operation& op, int width, int height, const std::string& name) {
   const Region& region = op.equalize.region;
   if (region.all()) return;
-  if (op.kind == OpKind::clahe)
-    throw UsageError("'" + name +
-                     "': CLAHE takes no mask or rectangle (masked CLAHE is not built; a region "
-                     "applies to equalize, match and histogram)");
   region.check(width, height, "'" + name + "'");
 }
 
@@ -178,6 +174,7 @@ Image run8(const ItemContext& ctx, Image&& img, const std::string& name, ItemRep
   if (op.kind == OpKind::clahe) {
     ClaheOptions co = op.clahe;
     co.mode = op.equalize.mode.value_or(default_mode(img.channels));
+    co.region = op.equalize.region;
     std::string used;
     Image out = clahe(img, co, op.equalize.backend, &used);
     er.mode = img.channels == 1 ? Mode::gray : co.mode;
@@ -237,6 +234,7 @@ Image16 run16(const ItemContext& ctx, const Image16& img, const std::string& nam
   } else {
     ClaheOptions co = op.clahe;
     co.mode = m;
+    co.region = region;
     out = clahe(img, co, op.equalize.backend, &used);
     er.kernel = used == "cpu" ? "cpu" : "clahe";
   }
