@@ -668,6 +668,10 @@ TEST_F(CliMatch, GpuMatchAndMaskEqualTheCpu) {
       "match " + q("in16.png") + ref,
       "equalize " + quote(sample("moon.png")) + " --mask " + q("m.png"),
       "equalize " + quote(sample("moon.png")) + " --roi 10,20,300,100",
+      "clahe " + quote(sample("moon.png")) + " --clip-limit 2 --tile-grid-size 5x3 --mask " +
+          q("m.png"),
+      "clahe " + quote(sample("chelsea.png")) + " --roi 10,20,300,100 --mode rgb",
+      "clahe " + q("in16.png") + " --roi 3,4,60,50",
   };
   for (const std::string& c : cases) {
     SCOPED_TRACE(c);

@@ -18,8 +18,8 @@
 // bins)), no clipping when that reaches N_t) and in the LUT scale ((bins − 1) / N_t, float32). A
 // tile with no counted pixel (N_t = 0) keeps the identity LUT (lut[v] = v). The interpolation
 // runs on every pixel, unchanged. A region counting every pixel gives exactly the unmasked bytes;
-// a region counting none is Region::check's UsageError. The GPU backend runs a masked CLAHE on
-// the CPU (the CPU twin) and says so: device_used "cpu".
+// a region counting none is Region::check's UsageError. On the GPU: kernels/clahe/clahe_masked.cu
+// (the masked tile histograms and LUTs), then the unmasked apply.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -112,8 +112,7 @@ void clahe_into(const ImageView<std::uint16_t>& img, const ClaheOptions& opt, st
 
 /// CLAHE of a whole image on the chosen backend: automatic = the GPU when one is usable, else
 /// the CPU. cuda without a usable device throws CudaError. The GPU result equals cpu::clahe
-/// byte for byte. `device_used` (optional) receives "cpu" or the GPU's name. A region
-/// (masked CLAHE) runs on the CPU on every backend: device_used "cpu".
+/// byte for byte. `device_used` (optional) receives "cpu" or the GPU's name.
 /// Defined in the CUDA library (histeq::histeq), not in histeq::host.
 Image clahe(const Image& img, const ClaheOptions& opt, Backend backend = Backend::automatic,
             std::string* device_used = nullptr);

@@ -43,8 +43,9 @@ class Clahe {
 
   /// CLAHE of one 8-bit plane: d_in[0, width·height) → d_out (rows contiguous, device memory,
   /// any alignment; d_out may equal d_in, must not otherwise overlap). Asynchronous. Equal to
-  /// cpu::clahe_plane byte for byte. opt.mode is ignored. opt.region must count every pixel
-  /// (UsageError otherwise: masked CLAHE has no GPU kernels; histeq::clahe runs it on the CPU).
+  /// cpu::clahe_plane byte for byte. opt.mode is ignored. A region (masked CLAHE) is made into
+  /// counted flags on the host and uploaded on each call (synchronous with the host for that
+  /// copy); UsageError for a region that does not fit or counts no pixel.
   void apply(const std::uint8_t* d_in, std::uint8_t* d_out, int width, int height,
              const ClaheOptions& opt);
   /// The same for 16-bit planes (65536 bins; cpu::clahe_plane16).

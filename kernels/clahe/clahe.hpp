@@ -1,8 +1,8 @@
 // clahe.hpp — the CLAHE kernels' host entry points (clahe_hist.cu, clahe_apply.cu,
-// clahe_apply_strip.cu, clahe_apply_cell.cu). Stream-ordered, no host sync. The arithmetic is
-// histeq/clahe_formula.hpp, shared with the CPU twin (src/cpu/clahe_cpu.cpp), so the results are
-// equal byte for byte. Each takes the Tuning (histeq/tuning.hpp) that the engine holds: the
-// policy unless a benchmark or test overrides a choice; every choice gives the same bytes.
+// clahe_apply_strip.cu, clahe_apply_cell.cu, clahe_masked.cu). Stream-ordered, no host sync. The
+// arithmetic is histeq/clahe_formula.hpp, shared with the CPU twin (src/cpu/clahe_cpu.cpp), so the
+// results are equal byte for byte. Each takes the Tuning (histeq/tuning.hpp) that the engine holds:
+// the policy unless a benchmark or test overrides a choice; every choice gives the same bytes.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -65,6 +65,14 @@ void clahe_apply(const void* d_in, void* d_out, const clahe_formula::Geometry& g
                  const void* d_luts, cudaStream_t stream, const void* d_pair_luts = nullptr,
                  const Tuning& t = Tuning{});
 
+/// Masked CLAHE (ClaheOptions::region; clahe_masked.cu): the LUTs of the tiles' counted pixels,
+/// d_flags[0, width·height) nonzero where a pixel is counted (the padding takes the flags of the
+/// pixels reflect-101 maps it to); hist: tiles·bins uint32, zero on entry and left zero; luts as
+/// clahe_luts's (equal to cpu::clahe_luts with the region; the identity for a tile with no
+/// counted pixel). clip_limit: ClaheOptions::clip_limit (the clip is computed per tile).
+void clahe_masked_luts(const void* d_in, const std::uint8_t* d_flags,
+                       const clahe_formula::Geometry& g, double clip_limit, std::uint32_t* hist,
+                       void* luts, cudaStream_t stream);
 /// The 8-bit strip path of clahe_apply (clahe_apply_strip.cu); false, with nothing launched,
 /// when it does not apply (width % 16 != 0, unaligned pointers, tiles narrower than
 /// ClahePolicy::kStripMinTileWidth, a small plane, another kernel forced by t).

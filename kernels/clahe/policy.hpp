@@ -83,6 +83,13 @@ struct ClahePolicy {
   static constexpr int kStripMinRows = 8;
   static constexpr int kStripWaves = 1;
   static constexpr std::size_t kStripMaxSharedBytes = std::size_t(32) << 10;
+  /// Masked CLAHE (clahe_masked.cu), not measured yet: the histogram kernel's threads per
+  /// block (striding over the padded columns), padded rows per block and most blocks (a
+  /// grid-stride loop beyond); the LUT kernel's threads per tile (they divide 256 and 65536).
+  static constexpr int kMaskedHistThreads = 256;
+  static constexpr int kMaskedHistRows = 4;
+  static constexpr int kMaskedHistMaxBlocks = 1 << 16;
+  static constexpr int kMaskedLutThreads = 256;
 };
 inline constexpr ClahePolicy kClahePolicy{};
 

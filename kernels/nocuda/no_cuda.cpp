@@ -157,6 +157,10 @@ void clahe_apply(const void*, void*, const clahe_formula::Geometry&, const void*
                  const void*, const Tuning&) {
   no_gpu("clahe_apply");
 }
+void clahe_masked_luts(const void*, const std::uint8_t*, const clahe_formula::Geometry&, double,
+                       std::uint32_t*, void*, cudaStream_t) {
+  no_gpu("clahe_masked_luts");
+}
 bool clahe_apply_strip_u8(const std::uint8_t*, std::uint8_t*, const clahe_formula::Geometry&,
                           const std::uint8_t*, cudaStream_t, const Tuning&) {
   no_gpu("clahe_apply_strip_u8");

@@ -636,9 +636,9 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
             a tile with no counted pixel keeps the identity LUT; every pixel is interpolated as
             OpenCV does. A mask counting every pixel gives exactly the unmasked result. Masks as
             :func:`equalize` takes them (one ``(H, W)`` mask for every image of a batch).
-            Masked CLAHE runs on the CPU, also for ``backend="cuda"`` and for CUDA arrays,
-            which take a copy through the host (synchronizing) and come back as the same
-            library's array.
+            Host arrays run on ``backend`` (equal bytes); CUDA arrays with a ``mask`` or ``roi``
+            take a copy through the host (synchronizing) and come back as the same library's
+            array.
         roi: ``(x, y, width, height)``: the tile histograms count only the pixels of this
             rectangle (with ``mask``: the mask's pixels inside it), as ``mask``.
 

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <string>
+#include <vector>
 
 #include "clahe/clahe.hpp"
 #include "histeq/error.hpp"
@@ -24,6 +25,8 @@ struct Clahe::Impl {
   DeviceBuffer<std::uint32_t> pair_luts;  // 16-bit LUT pairs for the apply
   bool pairs_ready = false;               // pair_luts written by the last prepare()
   Tuning tuning;                          // the policy unless set_tuning() said otherwise
+  DeviceBuffer<std::uint8_t> flags;       // masked CLAHE: the region's counted flags
+  std::vector<std::uint8_t> host_flags;   // their host copy (staged by each upload)
 
   /// Grows a buffer to `count` elements; a new counter buffer is zeroed once (the kernels keep
   /// it zero afterwards).
@@ -45,13 +48,10 @@ struct Clahe::Impl {
                        std::to_string(height) + ")");
     }
     if (d_in == nullptr || d_out == nullptr) throw UsageError("CLAHE: null device pointer");
-    if (!opt.region.all())
-      throw UsageError(
-          "the GPU CLAHE engine takes no region: masked CLAHE runs on the CPU (histeq::clahe or "
-          "cpu::clahe_plane with ClaheOptions::region)");
     const auto g =
         clahe_formula::make_geometry(width, height, opt.tiles_x, opt.tiles_y, opt.clip_limit, bins);
     const std::size_t entries = std::size_t(g.tiles()) * std::size_t(bins);
+    if (!opt.region.all()) return prepare_masked(d_in, g, opt, entries);
     ensure(hist, entries, true);
     ensure(tickets, kernels::clahe_ticket_words(g), true);
     ensure(luts, entries * (bins == 256 ? 1 : 2), false);
@@ -64,6 +64,29 @@ struct Clahe::Impl {
     }
     pairs_ready = b.pair_luts != nullptr;
     kernels::clahe_luts(d_in, g, b, s(), tuning);
+    return g;
+  }
+
+  /// Masked CLAHE (clahe.hpp): the region's counted flags made on the host and uploaded, then
+  /// the masked tile histograms and LUTs (kernels/clahe/clahe_masked.cu); the apply is the
+  /// unmasked one (without LUT pairs).
+  clahe_formula::Geometry prepare_masked(const void* d_in, const clahe_formula::Geometry& g,
+                                         const ClaheOptions& opt, std::size_t entries) {
+    opt.region.check(g.width, g.height, "CLAHE");
+    const std::size_t n = std::size_t(g.width) * std::size_t(g.height);
+    host_flags.resize(n);
+    for (int y = 0; y < g.height; ++y)
+      for (int x = 0; x < g.width; ++x)
+        host_flags[std::size_t(y) * std::size_t(g.width) + std::size_t(x)] =
+            opt.region.counts(x, y, g.width) ? 1 : 0;
+    ensure(flags, n, false);
+    // From pageable memory: returns once the bytes are staged, so host_flags may change after.
+    HISTEQ_CUDA_CHECK(
+        cudaMemcpyAsync(flags.get(), host_flags.data(), n, cudaMemcpyHostToDevice, s()));
+    ensure(hist, entries, true);
+    ensure(luts, entries * (g.hist_size == 256 ? 1 : 2), false);
+    pairs_ready = false;
+    kernels::clahe_masked_luts(d_in, flags.get(), g, opt.clip_limit, hist.get(), luts.get(), s());
     return g;
   }
 };
@@ -131,8 +154,7 @@ template <typename T>
 void dispatch_into(const ImageView<T>& img, const ClaheOptions& opt, Backend backend, T* out,
                    std::string* device_used) {
   validate(opt);
-  // Masked CLAHE has no GPU kernels: the CPU twin runs it on every backend, and says so.
-  const Backend b = opt.region.all() ? resolve_backend(backend) : Backend::cpu;
+  const Backend b = resolve_backend(backend);
   if (b == Backend::cpu) {
     if (device_used) *device_used = "cpu";
     detail::clahe_into(img, opt, out, [&](const T* in, T* o) {
@@ -154,7 +176,7 @@ void dispatch_into(const ImageView<T>& img, const ClaheOptions& opt, Backend bac
 template <typename T, typename Img>
 Img dispatch(const Img& img, const ClaheOptions& opt, Backend backend, std::string* device_used) {
   validate(opt);
-  const Backend b = opt.region.all() ? resolve_backend(backend) : Backend::cpu;  // as above
+  const Backend b = resolve_backend(backend);
   if (b == Backend::cpu) {
     if (device_used) *device_used = "cpu";
     return cpu::clahe(img, opt);
