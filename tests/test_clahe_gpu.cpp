@@ -132,7 +132,7 @@ template <class T>
 std::vector<T> gpu_plane(gpu::Clahe& engine, const std::vector<T>& src, int w, int h,
                          const ClaheOptions& o, std::size_t offset = 0, bool in_place = false) {
   std::vector<T> padded(offset + src.size(), T(0));
-  std::copy(src.begin(), src.end(), padded.begin() + std::ptrdiff_t(offset));
+  for (std::size_t i = 0; i < src.size(); ++i) padded[offset + i] = src[i];
   auto d_in = test::upload_typed(padded);
   DeviceBuffer<T> d_out(src.size() + offset);
   T* out = in_place ? d_in.get() + offset : d_out.get() + offset;
@@ -509,7 +509,9 @@ TEST(ClaheGpu, GoldensAndColourModesEqualCpu) {
 // Masked CLAHE (ClaheOptions::region): the engine's masked tile histograms and LUTs
 // (kernels/clahe/clahe_masked.cu) and its output equal the CPU twin byte for byte, 8 and 16
 // bits, on sizes the grid does not divide, with masks, rectangles and both, tiles without a
-// counted pixel (identity LUTs) included; the host-level call says which device ran.
+// counted pixel (identity LUTs) included, on random, smooth and constant planes and under each
+// kernel configuration (misaligned and in place too); a full mask gives the unmasked kernels'
+// bytes; the engine rejects a bad region; the host-level call says which device ran.
 std::vector<Region> masked_regions(int w, int h, std::uint32_t seed) {
   std::mt19937 rng(seed);
   auto mask = [&](auto pred) {
@@ -532,6 +534,29 @@ std::vector<Region> masked_regions(int w, int h, std::uint32_t seed) {
   return v;
 }
 
+/// A test plane of one kind: 0 random, 1 smooth (peaked tile histograms: the clip's
+/// redistribution is non-zero; 16 bits at 12-bit depth), 2 constant.
+template <class T>
+std::vector<T> plane_of_kind(std::mt19937& rng, int kind, int w, int h) {
+  constexpr int kMax = sizeof(T) == 1 ? 255 : 65535;
+  if (kind == 0) return random_plane<T>(rng, w, h, 0, kMax);
+  if (kind == 1) return smooth_plane<T>(rng, w, h, sizeof(T) == 1 ? 255 : 4095);
+  return std::vector<T>(std::size_t(w) * std::size_t(h), T(sizeof(T) == 1 ? 77 : 3000));
+}
+
+/// A one-channel mask of w x h, its bytes from value(x, y).
+template <typename Value>
+std::shared_ptr<const Image> mask_image(int w, int h, Value value) {
+  auto m = std::make_shared<Image>();
+  m->width = w;
+  m->height = h;
+  m->channels = 1;
+  m->pixels.resize(std::size_t(w) * std::size_t(h));
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) m->pixels[std::size_t(y) * std::size_t(w) + x] = value(x, y);
+  return m;
+}
+
 TEST(ClaheMaskedGpu, EqualsTheCpuTwin8And16) {
   HISTEQ_REQUIRE_GPU();
   gpu::Clahe engine;
@@ -539,28 +564,32 @@ TEST(ClaheMaskedGpu, EqualsTheCpuTwin8And16) {
   int runs = 0;
   for (const Case& c : kCases) {
     for (const Region& region : masked_regions(c.w, c.h, std::uint32_t(c.w * 7 + c.h))) {
-      ClaheOptions o;
-      o.clip_limit = c.clip;
-      o.tiles_x = c.tx;
-      o.tiles_y = c.ty;
-      o.region = region;
-      SCOPED_TRACE(std::to_string(c.w) + "x" + std::to_string(c.h) + " grid " +
-                   std::to_string(c.tx) + "x" + std::to_string(c.ty));
-      const auto s8 = random_plane<std::uint8_t>(rng, c.w, c.h, 0, 255);
-      ASSERT_EQ(gpu_plane(engine, s8, c.w, c.h, o), cpu_plane(s8, c.w, c.h, o));
-      expect_luts_equal_cpu(engine, s8, c.w, c.h, o);
-      ++runs;
-      if (c.tx * c.ty > 256) continue;  // the twin's 65536-entry LUTs: keep memory small
-      const auto s16 = random_plane<std::uint16_t>(rng, c.w, c.h, 0, 65535);
-      ASSERT_EQ(gpu_plane(engine, s16, c.w, c.h, o), cpu_plane(s16, c.w, c.h, o));
-      expect_luts_equal_cpu(engine, s16, c.w, c.h, o);
-      // the unmasked calls after a masked one: the counters were left zero
-      o.region = Region{};
-      ASSERT_EQ(gpu_plane(engine, s16, c.w, c.h, o), cpu_plane(s16, c.w, c.h, o));
-      ASSERT_EQ(gpu_plane(engine, s8, c.w, c.h, o), cpu_plane(s8, c.w, c.h, o));
+      for (int kind = 0; kind < 3; ++kind) {
+        ClaheOptions o;
+        o.clip_limit = c.clip;
+        o.tiles_x = c.tx;
+        o.tiles_y = c.ty;
+        o.region = region;
+        ClaheOptions plain = o;
+        plain.region = Region{};
+        SCOPED_TRACE(std::to_string(c.w) + "x" + std::to_string(c.h) + " grid " +
+                     std::to_string(c.tx) + "x" + std::to_string(c.ty) + " kind " +
+                     std::to_string(kind));
+        const auto s8 = plane_of_kind<std::uint8_t>(rng, kind, c.w, c.h);
+        ASSERT_EQ(gpu_plane(engine, s8, c.w, c.h, o), cpu_plane(s8, c.w, c.h, o));
+        expect_luts_equal_cpu(engine, s8, c.w, c.h, o);
+        // the unmasked call after a masked one: the counters were left zero
+        ASSERT_EQ(gpu_plane(engine, s8, c.w, c.h, plain), cpu_plane(s8, c.w, c.h, plain));
+        ++runs;
+        if (c.tx * c.ty > 256) continue;  // the twin's 65536-entry LUTs: keep memory small
+        const auto s16 = plane_of_kind<std::uint16_t>(rng, kind, c.w, c.h);
+        ASSERT_EQ(gpu_plane(engine, s16, c.w, c.h, o), cpu_plane(s16, c.w, c.h, o));
+        expect_luts_equal_cpu(engine, s16, c.w, c.h, o);
+        ASSERT_EQ(gpu_plane(engine, s16, c.w, c.h, plain), cpu_plane(s16, c.w, c.h, plain));
+      }
     }
   }
-  EXPECT_GT(runs, 80);
+  EXPECT_GT(runs, 240);
 }
 
 TEST(ClaheMaskedGpu, HostCallsSayWhichDeviceRan) {
@@ -590,6 +619,148 @@ TEST(ClaheMaskedGpu, HostCallsSayWhichDeviceRan) {
     EXPECT_NE(used, "cpu");
   }
   if (!test::gpu_available(nullptr)) GTEST_SKIP() << "the CPU half ran; no usable CUDA device";
+}
+
+TEST(ClaheMaskedGpu, EngineRejectsABadRegion) {
+  HISTEQ_REQUIRE_GPU();
+  gpu::Clahe engine;
+  const int w = 40, h = 30;
+  DeviceBuffer<std::uint8_t> d8(std::size_t(w) * h);
+  DeviceBuffer<std::uint16_t> d16(std::size_t(w) * h);
+  std::vector<Region> bad(5);
+  bad[0].mask = mask_image(w + 1, h, [](int, int) { return std::uint8_t(1); });  // wrong size
+  bad[1].mask = mask_image(w, h - 1, [](int, int) { return std::uint8_t(1); });  // wrong size
+  bad[2].roi = Roi{w - 5, 0, 10, h};                                             // past the edge
+  bad[3].mask = mask_image(w, h, [](int, int) { return std::uint8_t(0); });      // no pixel
+  bad[4].mask = mask_image(w, h, [](int x, int y) { return std::uint8_t(x + y == 0); });
+  bad[4].roi = Roi{1, 1, w - 1, h - 1};  // the mask's only pixel is outside: no pixel
+  for (std::size_t i = 0; i < bad.size(); ++i) {
+    SCOPED_TRACE("bad region " + std::to_string(i));
+    ClaheOptions o = opts(2.0, 4, 3);
+    o.region = bad[i];
+    EXPECT_THROW(engine.apply(d8.get(), d8.get(), w, h, o), UsageError);
+    EXPECT_THROW(engine.apply16(d16.get(), d16.get(), w, h, o), UsageError);
+  }
+  // the engine still works after the rejections
+  std::mt19937 rng(77);
+  ClaheOptions o = opts(2.0, 4, 3);
+  o.region = masked_regions(w, h, 3)[0];
+  const auto s8 = smooth_plane<std::uint8_t>(rng, w, h, 255);
+  EXPECT_EQ(gpu_plane(engine, s8, w, h, o), cpu_plane(s8, w, h, o));
+  const auto s16 = smooth_plane<std::uint16_t>(rng, w, h, 4095);
+  EXPECT_EQ(gpu_plane(engine, s16, w, h, o), cpu_plane(s16, w, h, o));
+}
+
+/// A region counting every pixel (a full mask: region.all() is false, so the masked kernels run)
+/// gives exactly the unmasked kernels' bytes, 8 and 16 bits, sizes the grid divides and not.
+TEST(ClaheMaskedGpu, FullMaskEqualsTheUnmaskedKernels) {
+  HISTEQ_REQUIRE_GPU();
+  gpu::Clahe engine;
+  std::mt19937 rng(5);
+  const Case cases[] = {{64, 64, 8, 8, 2.0},    {128, 96, 4, 3, 3.0},   {100, 37, 3, 7, 1.0},
+                        {1023, 777, 8, 8, 2.0}, {130, 70, 16, 16, 2.0}, {257, 129, 16, 4, 0.0}};
+  for (const Case& c : cases) {
+    ClaheOptions plain = opts(c.clip, c.tx, c.ty);
+    ClaheOptions full = plain;
+    full.region.mask =
+        mask_image(c.w, c.h, [&](int, int) { return std::uint8_t(1 + rng() % 255); });
+    ClaheOptions whole = plain;  // a rectangle of the whole image
+    whole.region.roi = Roi{0, 0, c.w, c.h};
+    ASSERT_FALSE(full.region.all());
+    ASSERT_FALSE(whole.region.all());
+    for (int kind = 0; kind < 2; ++kind) {
+      SCOPED_TRACE(std::to_string(c.w) + "x" + std::to_string(c.h) + " grid " +
+                   std::to_string(c.tx) + "x" + std::to_string(c.ty) + " kind " +
+                   std::to_string(kind));
+      const auto s8 = plane_of_kind<std::uint8_t>(rng, kind, c.w, c.h);
+      const auto want8 = gpu_plane(engine, s8, c.w, c.h, plain);
+      EXPECT_EQ(gpu_plane(engine, s8, c.w, c.h, full), want8);
+      EXPECT_EQ(gpu_plane(engine, s8, c.w, c.h, whole), want8);
+      EXPECT_EQ(want8, cpu_plane(s8, c.w, c.h, plain));
+      const auto s16 = plane_of_kind<std::uint16_t>(rng, kind, c.w, c.h);
+      const auto want16 = gpu_plane(engine, s16, c.w, c.h, plain);
+      EXPECT_EQ(gpu_plane(engine, s16, c.w, c.h, full), want16);
+      EXPECT_EQ(gpu_plane(engine, s16, c.w, c.h, whole), want16);
+      EXPECT_EQ(want16, cpu_plane(s16, c.w, c.h, plain));
+    }
+  }
+}
+
+/// The masked path under each kernel configuration (the strip and cell apply, programmatic
+/// dependent launch everywhere, ...), with a misaligned and an in-place call.
+const Case kMaskedCases[] = {
+    {7, 5, 8, 8, 2.0},        {64, 63, 8, 8, 2.0},    {257, 129, 16, 4, 4.0},
+    {130, 70, 64, 64, 2.0},   {1023, 777, 8, 8, 2.0}, {500, 300, 100, 3, 2.0},
+    {2049, 1531, 13, 5, 3.0},
+};
+
+template <class T>
+void expect_masked_configs_equal_cpu(gpu::Clahe& engine, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  int i = 0;
+  for (const Case& c : kMaskedCases) {
+    if (sizeof(T) == 2 && c.tx * c.ty > 256) continue;
+    for (const Region& region : masked_regions(c.w, c.h, std::uint32_t(c.w + 3 * c.h))) {
+      ClaheOptions o = opts(c.clip, c.tx, c.ty);
+      o.region = region;
+      const auto src = plane_of_kind<T>(rng, 1 - (i % 2), c.w, c.h);
+      const std::size_t offset = i % 3 == 1 ? 3 : 0;  // misaligned
+      const bool in_place = i % 3 == 2;
+      SCOPED_TRACE(std::to_string(c.w) + "x" + std::to_string(c.h) + " grid " +
+                   std::to_string(c.tx) + "x" + std::to_string(c.ty) + " offset " +
+                   std::to_string(offset) + (in_place ? " in place" : ""));
+      ASSERT_EQ(gpu_plane(engine, src, c.w, c.h, o, offset, in_place), cpu_plane(src, c.w, c.h, o));
+      ++i;
+    }
+  }
+  EXPECT_GT(i, 8);
+}
+
+TEST_P(ClaheGpu8, MaskedEqualsCpu) {
+  HISTEQ_REQUIRE_GPU();
+  gpu::Clahe engine = this->engine();
+  expect_masked_configs_equal_cpu<std::uint8_t>(engine, 41);
+}
+
+TEST_P(ClaheGpu16, MaskedEqualsCpu) {
+  HISTEQ_REQUIRE_GPU();
+  gpu::Clahe engine = this->engine();
+  expect_masked_configs_equal_cpu<std::uint16_t>(engine, 43);
+}
+
+/// A mask leaving one whole tile uncounted: that tile's CPU LUT is the identity (and another
+/// tile's is not), and the GPU's LUTs and output equal the CPU's, 8 and 16 bits.
+template <class T>
+void expect_identity_tile(gpu::Clahe& engine, int w, int h) {
+  constexpr std::size_t kBins = sizeof(T) == 1 ? 256 : 65536;
+  std::mt19937 rng(9);
+  ClaheOptions o = opts(2.0, 4, 4);
+  const int tw = w / 4, th = h / 4;  // w, h divisible by 4: tile (1, 2) exactly
+  o.region.mask = mask_image(w, h, [&](int x, int y) {
+    return std::uint8_t(x >= tw && x < 2 * tw && y >= 2 * th && y < 3 * th ? 0 : 1 + rng() % 255);
+  });
+  const auto src = plane_of_kind<T>(rng, 0, w, h);
+  std::vector<T> luts(16 * kBins);
+  if constexpr (sizeof(T) == 1)
+    cpu::clahe_luts(src.data(), w, h, o, luts.data());
+  else
+    cpu::clahe_luts16(src.data(), w, h, o, luts.data());
+  auto identity = [&](std::size_t tile) {
+    for (std::size_t v = 0; v < kBins; ++v)
+      if (luts[tile * kBins + v] != T(v)) return false;
+    return true;
+  };
+  EXPECT_TRUE(identity(2 * 4 + 1));
+  EXPECT_FALSE(identity(0));
+  expect_luts_equal_cpu(engine, src, w, h, o);
+  EXPECT_EQ(gpu_plane(engine, src, w, h, o), cpu_plane(src, w, h, o));
+}
+
+TEST(ClaheMaskedGpu, UncountedTileHasTheIdentityLut) {
+  HISTEQ_REQUIRE_GPU();
+  gpu::Clahe engine;
+  expect_identity_tile<std::uint8_t>(engine, 128, 96);
+  expect_identity_tile<std::uint16_t>(engine, 128, 96);
 }
 
 TEST(ClaheBench, ParsesTheClaheOption) {  // CPU-only
