@@ -9,6 +9,13 @@
 // them. The child therefore forgets the pool (pthread_atfork; the old one is leaked, never
 // touched again) and makes a new one on its first call.
 //
+// Waking: a thread that has run out of tasks spins (a pause, and a sched_yield now and then, so a
+// runnable thread of another program takes the core first) for up to kSpin before it sleeps on
+// the condition variable, and so does a caller waiting for its last tasks. Waking a sleeping
+// thread costs tens of microseconds on a virtual machine (the wake-up of an idle CPU goes through
+// the hypervisor): as much as a 1-megapixel histogram, and CLAHE and equalization start two or
+// three jobs in a row. A job queued while threads spin reaches them with no system call at all.
+//
 // Signals: the pool's threads block every asynchronous signal, so that a process-directed one
 // (SIGTERM, SIGINT, ...) is handled by a thread of the program's own; histeq's cleanup of
 // half-written files relies on that (io/signals.hpp: a thread that writes files blocks them
@@ -18,9 +25,13 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <memory>
@@ -40,6 +51,30 @@ void block_async_signals() {
   sigfillset(&set);
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGSYS}) sigdelset(&set, sig);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+/// How long a thread out of work spins before it sleeps (see above).
+constexpr std::chrono::microseconds kSpin{500};
+
+/// One step of a spin: a pause on x86, nothing elsewhere.
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/// Spins until ready() holds (true) or kSpin has passed (false).
+template <class Ready>
+bool spin_until(Ready&& ready) {
+  const auto start = std::chrono::steady_clock::now();
+  for (unsigned i = 1;; ++i) {
+    if (ready()) return true;
+    relax();
+    if (i % 64 == 0) {
+      if (std::chrono::steady_clock::now() - start >= kSpin) return ready();
+      sched_yield();
+    }
+  }
 }
 
 struct Job {
@@ -72,7 +107,10 @@ struct Job {
     }
   }
 
+  bool finished_all() const { return done.load(std::memory_order_acquire) == tasks; }
+
   void wait() {
+    if (spin_until([&] { return finished_all(); })) return;
     std::unique_lock<std::mutex> lock(m);
     finished.wait(lock, [&] { return done.load(std::memory_order_acquire) == tasks; });
   }
@@ -84,12 +122,16 @@ class Pool {
     auto job = std::make_shared<Job>(tasks, fn);
     const std::size_t helpers =
         std::min<std::size_t>(std::size_t(threads) - 1, tasks - 1);  // threads, tasks >= 2
+    std::size_t sleeping = 0;
     {
       const std::lock_guard<std::mutex> lock(m_);
       grow(helpers);
       jobs_.push_back(job);
+      queued_.fetch_add(1, std::memory_order_release);
+      sleeping = sleepers_;
     }
-    for (std::size_t i = 0; i < helpers; ++i) wake_.notify_one();
+    // Spinning threads see queued_ change; only sleeping ones need a wake-up.
+    for (std::size_t i = 0; i < std::min(helpers, sleeping); ++i) wake_.notify_one();
     job->work();
     job->wait();
     {
@@ -119,12 +161,21 @@ class Pool {
   [[noreturn]] void loop() {
     std::unique_lock<std::mutex> lock(m_);
     for (;;) {
-      wake_.wait(lock, [&] { return !jobs_.empty(); });
-      std::shared_ptr<Job> job = jobs_.front();
-      if (job->exhausted()) {  // every task handed out: nothing for this thread here
-        jobs_.pop_front();
+      while (!jobs_.empty() && jobs_.front()->exhausted()) jobs_.pop_front();  // nothing left there
+      if (jobs_.empty()) {
+        const std::uint64_t seen = queued_.load(std::memory_order_acquire);
+        lock.unlock();
+        const bool queued =
+            spin_until([&] { return queued_.load(std::memory_order_acquire) != seen; });
+        lock.lock();
+        if (!queued && jobs_.empty()) {
+          ++sleepers_;
+          wake_.wait(lock, [&] { return !jobs_.empty(); });
+          --sleepers_;
+        }
         continue;
       }
+      std::shared_ptr<Job> job = jobs_.front();
       lock.unlock();
       job->work();
       lock.lock();
@@ -134,7 +185,9 @@ class Pool {
   std::mutex m_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> jobs_;
-  std::vector<std::thread> threads_;  ///< never joined: they end with the process
+  std::atomic<std::uint64_t> queued_{0};  ///< jobs ever queued: what a spinning thread watches
+  std::size_t sleepers_ = 0;              ///< threads waiting on wake_ (guarded by m_)
+  std::vector<std::thread> threads_;      ///< never joined: they end with the process
 };
 
 std::atomic<Pool*> g_pool{nullptr};
