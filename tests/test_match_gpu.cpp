@@ -33,6 +33,18 @@
 namespace histeq {
 namespace {
 
+/// The region launch of `region` over a w x h plane (its rectangle, or the whole plane).
+kernels::RegionLaunch launch_of(const Region& region, int w, int h, const void* d_plane,
+                                const std::uint8_t* d_mask, std::uint64_t* d_hist,
+                                cudaStream_t stream) {
+  const Roi roi = region.roi.value_or(Roi{0, 0, w, h});
+  kernels::RegionLaunch r =
+      kernels::region_launch(w, h, roi.x, roi.y, roi.width, roi.height, d_mask, stream);
+  r.d_plane = d_plane;
+  r.d_hist = d_hist;
+  return r;
+}
+
 using test::download;
 using test::upload_typed;
 
@@ -228,18 +240,9 @@ Histogram region_u8(const std::vector<std::uint8_t>& plane, int w, int h, const 
   DeviceBuffer<std::uint8_t> d_mask;
   if (region.mask) d_mask = test::upload_bytes(region.mask->pixels, mask_offset);
   DeviceBuffer<std::uint64_t> d_hist(256);
-  const Roi roi = region.roi.value_or(Roi{0, 0, w, h});
-  kernels::RegionLaunch r;
-  r.d_plane = d_plane.get() + offset;
-  r.width = w;
-  r.height = h;
-  r.x = roi.x;
-  r.y = roi.y;
-  r.w = roi.width;
-  r.h = roi.height;
-  r.d_mask = region.mask ? d_mask.get() + mask_offset : nullptr;
-  r.d_hist = d_hist.get();
-  r.stream = stream.get();
+  const kernels::RegionLaunch r =
+      launch_of(region, w, h, d_plane.get() + offset,
+                region.mask ? d_mask.get() + mask_offset : nullptr, d_hist.get(), stream.get());
   HISTEQ_CUDA_CHECK(cudaMemsetAsync(d_hist.get(), 0xFF, d_hist.bytes(), stream.get()));
   kernels::region_histogram_u8(r);
   stream.sync();
@@ -307,18 +310,9 @@ Histogram region_u16(const std::vector<std::uint16_t>& plane, int w, int h, cons
   DeviceBuffer<std::uint32_t> scratch(kernels::hist_u16_scratch_words());
   HISTEQ_CUDA_CHECK(cudaMemset(scratch.get(), 0, scratch.bytes()));
   DeviceBuffer<std::uint64_t> d_hist(65536);
-  const Roi roi = region.roi.value_or(Roi{0, 0, w, h});
-  kernels::RegionLaunch r;
-  r.d_plane = d_plane.get();
-  r.width = w;
-  r.height = h;
-  r.x = roi.x;
-  r.y = roi.y;
-  r.w = roi.width;
-  r.h = roi.height;
-  r.d_mask = region.mask ? d_mask.get() : nullptr;
-  r.d_hist = d_hist.get();
-  r.stream = stream.get();
+  const kernels::RegionLaunch r =
+      launch_of(region, w, h, d_plane.get(), region.mask ? d_mask.get() : nullptr, d_hist.get(),
+                stream.get());
   HISTEQ_CUDA_CHECK(cudaMemsetAsync(d_hist.get(), 0xFF, d_hist.bytes(), stream.get()));
   kernels::hist_u16_region(r, scratch.get());
   stream.sync();
@@ -368,18 +362,9 @@ TEST(RegionHistogramGpu, SixteenBitEqualsTheCpuTwin) {
     for (const auto& [name, region] : regions(w, h)) {
       DeviceBuffer<std::uint8_t> d_mask;
       if (region.mask) d_mask = test::upload_bytes(region.mask->pixels);
-      const Roi roi = region.roi.value_or(Roi{0, 0, w, h});
-      kernels::RegionLaunch r;
-      r.d_plane = d_plane.get();
-      r.width = w;
-      r.height = h;
-      r.x = roi.x;
-      r.y = roi.y;
-      r.w = roi.width;
-      r.h = roi.height;
-      r.d_mask = region.mask ? d_mask.get() : nullptr;
-      r.d_hist = d_hist.get();
-      r.stream = stream.get();
+      const kernels::RegionLaunch r =
+          launch_of(region, w, h, d_plane.get(), region.mask ? d_mask.get() : nullptr, d_hist.get(),
+                    stream.get());
       HISTEQ_CUDA_CHECK(cudaMemsetAsync(d_hist.get(), 0xFF, d_hist.bytes(), stream.get()));
       kernels::hist_u16_region(r, scratch.get());
       stream.sync();

@@ -22,6 +22,23 @@ struct RegionLaunch {
   cudaStream_t stream = nullptr;
 };
 
+/// The launch for the rectangle (x, y, w, h) of a width x height plane, counted where d_mask is
+/// nonzero (every pixel of the rectangle when d_mask is null); d_plane and d_hist are the caller's
+/// to set, per plane.
+inline RegionLaunch region_launch(int width, int height, int x, int y, int w, int h,
+                                  const std::uint8_t* d_mask, cudaStream_t stream) {
+  RegionLaunch r;
+  r.width = width;
+  r.height = height;
+  r.x = x;
+  r.y = y;
+  r.w = w;
+  r.h = h;
+  r.d_mask = d_mask;
+  r.stream = stream;
+  return r;
+}
+
 /// The 256-bin histogram of an 8-bit plane's region (region.cu). Async on the stream: a memset of
 /// d_hist and one launch. Any alignment of the plane and the mask (16-byte loads of both where
 /// they share their phase; the mask's bytes one by one where not).

@@ -73,15 +73,9 @@ void region16_rows(const std::uint8_t* data, int w, int h, const Region& mask,
   DeviceBuffer<std::uint64_t> d_hist(65536);
   Stream stream;
   const cudaStream_t s = stream.get();
-  kernels::RegionLaunch l;
+  kernels::RegionLaunch l = kernels::region_launch(w, h, 0, 0, w, h, d_mask, s);
   l.d_plane = d_plane.get();
-  l.width = w;
-  l.height = h;
-  l.w = w;
-  l.h = h;
-  l.d_mask = d_mask;
   l.d_hist = d_hist.get();
-  l.stream = s;
   // With a mask the kernel takes no scratch (that is the unmasked whole-rows path's).
   const auto count = [&l] { kernels::hist_u16_region(l, nullptr); };
   for (const auto& [name, plane] :
@@ -143,17 +137,10 @@ void region_rows(const std::uint8_t* data, std::size_t n, std::uint8_t* d_in_n,
 
   auto launch = [&](const Region& r) {
     const Roi box = r.roi.value_or(Roi{0, 0, w, h});
-    kernels::RegionLaunch l;
+    kernels::RegionLaunch l = kernels::region_launch(w, h, box.x, box.y, box.width, box.height,
+                                                     r.mask ? d_mask.get() : nullptr, s);
     l.d_plane = d_in.get();
-    l.width = w;
-    l.height = h;
-    l.x = box.x;
-    l.y = box.y;
-    l.w = box.width;
-    l.h = box.height;
-    l.d_mask = r.mask ? d_mask.get() : nullptr;
     l.d_hist = d_hist.get();
-    l.stream = s;
     return l;
   };
   auto hist_of_device = [&] {

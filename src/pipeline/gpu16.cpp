@@ -104,17 +104,10 @@ class Planes16 {
       return;
     }
     const Roi roi = region_.roi.value_or(Roi{0, 0, w_, h_});
-    kernels::RegionLaunch r;
+    kernels::RegionLaunch r = kernels::region_launch(w_, h_, roi.x, roi.y, roi.width, roi.height,
+                                                     region_.mask ? mask_.get() : nullptr, s());
     r.d_plane = d_.get();
-    r.width = w_;
-    r.height = h_;
-    r.x = roi.x;
-    r.y = roi.y;
-    r.w = roi.width;
-    r.h = roi.height;
-    r.d_mask = region_.mask ? mask_.get() : nullptr;
     r.d_hist = hist_.get();
-    r.stream = s();
     kernels::hist_u16_region(r, scratch_.get(), eq_.tuning());
   }
 

@@ -144,15 +144,8 @@ struct ImageEngine::Impl {
       return ran.empty() ? opt.kernel : ran;
     }
     const Roi roi = opt.region.roi.value_or(Roi{0, 0, width, height});
-    kernels::RegionLaunch r;
-    r.width = width;
-    r.height = height;
-    r.x = roi.x;
-    r.y = roi.y;
-    r.w = roi.width;
-    r.h = roi.height;
-    r.d_mask = mask(opt.region);
-    r.stream = s();
+    kernels::RegionLaunch r = kernels::region_launch(width, height, roi.x, roi.y, roi.width,
+                                                     roi.height, mask(opt.region), s());
     for (int p = 0; p < planes_n; ++p) {
       r.d_plane = plane0 + std::size_t(p) * pixels;
       r.d_hist = d_hist + std::size_t(p) * kBins;
