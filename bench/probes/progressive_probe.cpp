@@ -1,25 +1,33 @@
-// progressive_probe.cpp — the CPU's floor for the JPEGs the hardware decoder refuses: how fast
-// libjpeg-turbo decodes a folder's progressive photos on 1..N threads with nothing else running,
-// in three depths of work:
-//   huffman  jpeg_read_coefficients: the entropy decoding alone (all scans into DCT blocks);
-//   planes   jpeg_read_raw_data into the file's own YCbCr planes: what histeq's CPU route to the
-//            planes does (entropy decoding, inverse DCT, no upsampling or colour conversion);
+// progressive_probe.cpp — what the CPU costs for the JPEGs the hardware decoder refuses: how
+// fast libjpeg-turbo decodes a folder's progressive photos on 1..N threads with nothing else
+// running, in three depths of work:
+//   huffman  jpeg_read_coefficients: the entropy decoding alone (all scans into DCT blocks). The
+//            least the CPU must do for a progressive file as long as its entropy decoding stays on
+//            the CPU (nvJPEG's hybrid backend also decodes it on the CPU, with its own decoder,
+//            and runs the inverse DCT on the GPU);
+//   planes   jpeg_read_raw_data into the file's own YCbCr planes: histeq's CPU route to the planes
+//            (entropy decoding and the inverse DCT, no upsampling or colour conversion);
 //   rgb      jpeg_read_scanlines to interleaved RGB (upsampling and colour conversion too).
 //
-// One-time work is done and timed apart: the files are read into memory, and each thread creates
-// its decompressor (and its output buffers, grown on first use) in a warm-up pass over its share
-// that is not timed. The timed pass starts when every thread is ready (a start barrier) and ends
-// when the last thread has finished its share; each thread takes the next file from a shared
-// counter, so no thread idles while another holds two files. Every file is decoded `repeat`
-// times per pass (the folder's photos under several names, as bench/e2e --repeat makes them).
+// One-time work is done and timed apart: the files are read into memory; for each depth and
+// thread count the threads are started, each creates its decompressor and decodes every file
+// once (a warm-up: its buffers and its malloc arena reach their size), and then --reps passes
+// run with the same threads and decompressors. A pass starts when every thread is at the start
+// barrier and ends when the last thread has finished; threads take the next file from a shared
+// counter. Every file is decoded --repeat times per pass (the photos under several names, as
+// bench/e2e --repeat makes them). malloc keeps large blocks in one heap as `histeq`'s batches do
+// (src/cli/batch.cpp): libjpeg allocates and frees a progressive file's coefficient arrays for
+// every decode, and memory given back to the kernel costs a page fault per 4 KiB when it is
+// taken again (a thread's own arena gives back its heaps whenever they fall free).
 //
 //   g++ -O2 -std=c++17 bench/probes/progressive_probe.cpp -ljpeg -lpthread -o /tmp/progressive_probe
 //   /tmp/progressive_probe [--threads 1,2,4,8,16] [--repeat 8] [--reps 3] FILE.jpg...
 //
-// Non-progressive files among the arguments are counted and left out. Prints, per depth and
-// thread count, the best of --reps timed passes: seconds, megapixels per second in all and per
-// thread. The last lines give the floor the folder's progressive share puts on a run: its
-// megapixels over the best `planes` rate, and the whole folder's megapixels over that time.
+// Files that are not progressive, or not gray or 3-component YCbCr (the planes route's files),
+// are counted and left out. Prints, per depth and thread count, the best of the passes: seconds,
+// MP/s in all and per thread, the threads' CPU time over their wall time (below 0.95: something
+// else ran; the pass is marked) and minor page faults per decode. The last lines turn the best
+// rates into what the folder's progressive share costs a run that decodes it on these threads.
 #include <cstddef>
 #include <cstdio>
 
@@ -37,6 +45,8 @@
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <malloc.h>
+#include <sys/resource.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,6 +60,7 @@ struct File {
   std::vector<unsigned char> bytes;
   long pixels = 0;
   bool progressive = false;
+  bool planes_route = false;  ///< gray, or 3 components stored as YCbCr
 };
 
 struct ErrorJump {
@@ -145,50 +156,89 @@ struct Decoder {
   }
 };
 
-/// A pass: `threads` threads decode every file `repeat` times. Returns the timed seconds (start
-/// barrier to the last thread's end); the warm-up pass, made first, is not timed.
-double pass(const std::vector<const File*>& files, int repeat, int threads, Depth depth,
-            unsigned long& checksum) {
-  std::vector<std::unique_ptr<Decoder>> decoders;  // not movable: c.err points into it
-  for (int t = 0; t < threads; ++t) decoders.push_back(std::make_unique<Decoder>());
-  const std::size_t items = files.size() * std::size_t(repeat);
-  // Warm-up (untimed): each decoder decodes each file once, so its buffers have their final size
-  // and the files' bytes are in the cache hierarchy as in a steady run.
-  for (auto& d : decoders)
-    for (const File* f : files) d->decode(*f, depth);
+struct PassResult {
+  double seconds = 0;   ///< start barrier to the last thread's end
+  double cpu_share = 0; ///< the threads' CPU time over (threads x seconds)
+  double faults = 0;    ///< minor page faults per decode
+};
 
-  std::atomic<std::size_t> next{0};
+double thread_cpu_s(long* minflt) {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  *minflt = u.ru_minflt;
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+/// `reps` passes of `threads` threads decoding every file `repeat` times, after each thread's
+/// untimed warm-up (see the header).
+std::vector<PassResult> passes(const std::vector<const File*>& files, int repeat, int threads,
+                               Depth depth, int reps, unsigned long& checksum) {
+  const std::size_t items = files.size() * std::size_t(repeat);
   std::mutex m;
   std::condition_variable cv;
-  int ready = 0;
-  bool go = false;
+  int arrived = 0, generation = 0;
+  std::atomic<std::size_t> next{0};
+  std::vector<PassResult> out(static_cast<std::size_t>(reps));
   Clock::time_point start;
   std::vector<Clock::time_point> ends(static_cast<std::size_t>(threads));
+  std::vector<double> cpu(static_cast<std::size_t>(threads));
+  std::vector<long> faults(static_cast<std::size_t>(threads));
+  std::atomic<unsigned long> sum{0};
+  // All threads meet here; the last to arrive runs `last` (under the lock) and releases them.
+  auto barrier = [&](auto&& last) {
+    std::unique_lock<std::mutex> lock(m);
+    const int gen = generation;
+    if (++arrived == threads) {
+      arrived = 0;
+      last();
+      ++generation;
+      cv.notify_all();
+    } else {
+      cv.wait(lock, [&] { return generation != gen; });
+    }
+  };
+  auto finish_pass = [&](int r) {
+    const Clock::time_point end = *std::max_element(ends.begin(), ends.end());
+    PassResult& p = out[std::size_t(r)];
+    p.seconds = std::chrono::duration<double>(end - start).count();
+    double c = 0;
+    long f = 0;
+    for (int t = 0; t < threads; ++t) {
+      c += cpu[std::size_t(t)];
+      f += faults[std::size_t(t)];
+    }
+    p.cpu_share = c / (p.seconds * threads);
+    p.faults = double(f) / double(items);
+  };
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
-      {
-        std::unique_lock<std::mutex> lock(m);
-        if (++ready == threads) {
+      Decoder d;
+      for (const File* f : files) d.decode(*f, depth);  // warm-up, untimed
+      for (int r = 0; r < reps; ++r) {
+        barrier([&] {
+          next = 0;
           start = Clock::now();
-          go = true;
-          cv.notify_all();
-        } else {
-          cv.wait(lock, [&] { return go; });
+        });
+        long f0 = 0, f1 = 0;
+        const double c0 = thread_cpu_s(&f0);
+        for (;;) {
+          const std::size_t i = next.fetch_add(1);
+          if (i >= items) break;
+          if (!d.decode(*files[i % files.size()], depth)) std::abort();
         }
+        ends[std::size_t(t)] = Clock::now();
+        cpu[std::size_t(t)] = thread_cpu_s(&f1) - c0;
+        faults[std::size_t(t)] = f1 - f0;
+        barrier([&] { finish_pass(r); });
       }
-      for (;;) {
-        const std::size_t i = next.fetch_add(1);
-        if (i >= items) break;
-        if (!decoders[std::size_t(t)]->decode(*files[i % files.size()], depth)) std::abort();
-      }
-      ends[std::size_t(t)] = Clock::now();
+      sum += d.checksum;
     });
   }
   for (auto& th : pool) th.join();
-  for (auto& d : decoders) checksum += d->checksum;
-  const Clock::time_point end = *std::max_element(ends.begin(), ends.end());
-  return std::chrono::duration<double>(end - start).count();
+  checksum += sum;
+  return out;
 }
 
 bool read_header(File& f) {
@@ -205,6 +255,8 @@ bool read_header(File& f) {
   jpeg_read_header(&c, TRUE);
   f.pixels = long(c.image_width) * long(c.image_height);
   f.progressive = c.progressive_mode != 0;
+  f.planes_route = c.num_components == 1 ||
+                   (c.num_components == 3 && c.jpeg_color_space == JCS_YCbCr);
   jpeg_destroy_decompress(&c);
   return true;
 }
@@ -222,6 +274,9 @@ std::vector<int> parse_list(const char* s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ::mallopt(M_MMAP_THRESHOLD, 256 << 20);  // as src/cli/batch.cpp
+  ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  ::mallopt(M_ARENA_MAX, 1);
   std::vector<int> threads;
   int repeat = 8, reps = 3;
   std::vector<File> all;
@@ -252,13 +307,25 @@ int main(int argc, char** argv) {
   }
   std::vector<const File*> prog;
   long prog_pixels = 0, all_pixels = 0;
+  int other_progressive = 0;
   for (const File& f : all) {
     all_pixels += f.pixels;
-    if (f.progressive) {
+    if (f.progressive && f.planes_route) {
       prog.push_back(&f);
       prog_pixels += f.pixels;
+    } else if (f.progressive) {
+      ++other_progressive;
     }
   }
+  double load[3] = {0, 0, 0};
+  if (std::FILE* la = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(la, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3) load[0] = -1;
+    std::fclose(la);
+  }
+  std::printf("load average at the start: %.2f %.2f %.2f; hardware threads: %u\n", load[0],
+              load[1], load[2], std::thread::hardware_concurrency());
+  if (other_progressive)
+    std::printf("left out: %d progressive files that are not gray or YCbCr\n", other_progressive);
   std::printf("files: %zu, %.1f MP; progressive: %zu, %.1f MP (%.0f %% of the pixels)\n",
               all.size(), all_pixels / 1e6, prog.size(), prog_pixels / 1e6,
               all_pixels ? 100.0 * double(prog_pixels) / double(all_pixels) : 0.0);
@@ -266,25 +333,36 @@ int main(int argc, char** argv) {
   std::printf("each pass: every progressive file %d times (%.1f MP); best of %d passes; "
               "libjpeg-turbo %d\n\n",
               repeat, double(prog_pixels) * repeat / 1e6, reps, LIBJPEG_TURBO_VERSION_NUMBER);
-  std::printf("| depth | threads | seconds | MP/s | MP/s per thread |\n|---|---:|---:|---:|---:|\n");
+  std::printf("| depth | threads | seconds | MP/s | MP/s per thread | CPU / wall | faults per "
+              "decode |\n|---|---:|---:|---:|---:|---:|---:|\n");
   unsigned long checksum = 0;
-  double best_planes = 0;
+  double best[3] = {0, 0, 0};
+  int best_threads[3] = {0, 0, 0};
   for (Depth d : {Depth::huffman, Depth::planes, Depth::rgb}) {
     for (int t : threads) {
-      double best = 1e300;
-      for (int r = 0; r < reps; ++r) best = std::min(best, pass(prog, repeat, t, d, checksum));
-      const double mps = double(prog_pixels) * repeat / 1e6 / best;
-      if (d == Depth::planes) best_planes = std::max(best_planes, mps);
-      std::printf("| %s | %d | %.3f | %.0f | %.1f |\n", name_of(d), t, best, mps, mps / t);
+      const std::vector<PassResult> ps = passes(prog, repeat, t, d, reps, checksum);
+      const PassResult p = *std::min_element(
+          ps.begin(), ps.end(),
+          [](const PassResult& a, const PassResult& b) { return a.seconds < b.seconds; });
+      const double mps = double(prog_pixels) * repeat / 1e6 / p.seconds;
+      if (mps > best[int(d)]) {
+        best[int(d)] = mps;
+        best_threads[int(d)] = t;
+      }
+      std::printf("| %s | %d | %.3f | %.0f | %.1f | %.2f%s | %.0f |\n", name_of(d), t, p.seconds,
+                  mps, mps / t, p.cpu_share, p.cpu_share < 0.95 ? " (shared)" : "", p.faults);
       std::fflush(stdout);
     }
   }
-  const double floor_s = double(prog_pixels) / 1e6 / best_planes;
-  std::printf("\nfloor: the progressive %.1f MP of this folder take at least %.3f s at the best "
-              "planes rate (%.0f MP/s); a run over the whole folder (%.1f MP) with every other file "
-              "free cannot beat %.0f MP/s (per name the folder is repeated under, the same)\n",
-              prog_pixels / 1e6, floor_s, best_planes, all_pixels / 1e6,
-              double(all_pixels) / 1e6 / floor_s);
+  const double mp = double(prog_pixels) / 1e6, all_mp = double(all_pixels) / 1e6;
+  for (Depth d : {Depth::huffman, Depth::planes}) {
+    const double s_min = mp / best[int(d)];
+    std::printf("\n%s: the progressive %.1f MP take %.3f s at the best rate (%.0f MP/s, %d "
+                "threads); a run over the folder (%.1f MP) that does this on the CPU and nothing "
+                "else there cannot beat %.0f MP/s",
+                name_of(d), mp, s_min, best[int(d)], best_threads[int(d)], all_mp, all_mp / s_min);
+  }
+  std::printf("\n");
   std::printf("(checksum %lu)\n", checksum);
   return 0;
 }

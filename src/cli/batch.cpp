@@ -282,9 +282,14 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
 
   // Large image buffers are freed and allocated again for every file: keep them in the heap
   // instead of returning them to the kernel each time (a fresh mmap costs a page fault per 4 KiB;
-  // 18 % of a PNG batch's time in the kernel before this).
+  // 18 % of a PNG batch's time in the kernel before this). One arena for every thread: a worker
+  // thread's own arena grows in heaps of at most 64 MiB, which glibc unmaps whenever they fall
+  // free, whatever the thresholds say, so a progressive JPEG's coefficient arrays (libjpeg
+  // allocates them for every file) were faulted in afresh each time: 10 % of its decoding
+  // (bench/probes/progressive_probe.cpp). The workers' allocations are few and large.
   ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  ::mallopt(M_ARENA_MAX, 1);
   const auto ex_owner = std::make_shared<Executor>(eo);
   Executor& ex = *ex_owner;
   Progress prog;
