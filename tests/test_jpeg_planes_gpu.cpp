@@ -178,7 +178,10 @@ TEST(JpegPlanesGpu, EncodePlanesTakesPlanesAtAnyAddress) {
       std::uint8_t* at = buf.get() + shift;
       for (int c = 0; c < p.components; ++c) {
         const std::size_t n = std::size_t(p.plane_width[c]) * std::size_t(p.plane_height[c]);
-        ASSERT_EQ(cudaMemcpy(at, p.plane[c], n, cudaMemcpyDeviceToDevice), cudaSuccess);
+        // On the codec's stream: a cudaMemcpy between device buffers does not wait for its
+        // end, and the codec's stream does not wait for the legacy default stream.
+        ASSERT_EQ(cudaMemcpyAsync(at, p.plane[c], n, cudaMemcpyDeviceToDevice, eq.stream()),
+                  cudaSuccess);
         q.plane[c] = at;
         at += n;  // end to end: the next plane starts wherever this one ends
       }

@@ -308,7 +308,7 @@ Histogram region_u16(const std::vector<std::uint16_t>& plane, int w, int h, cons
   DeviceBuffer<std::uint8_t> d_mask;
   if (region.mask) d_mask = test::upload_bytes(region.mask->pixels);
   DeviceBuffer<std::uint32_t> scratch(kernels::hist_u16_scratch_words());
-  HISTEQ_CUDA_CHECK(cudaMemset(scratch.get(), 0, scratch.bytes()));
+  HISTEQ_CUDA_CHECK(cudaMemsetAsync(scratch.get(), 0, scratch.bytes(), stream.get()));
   DeviceBuffer<std::uint64_t> d_hist(65536);
   const kernels::RegionLaunch r =
       launch_of(region, w, h, d_plane.get(), region.mask ? d_mask.get() : nullptr, d_hist.get(),
@@ -357,7 +357,7 @@ TEST(RegionHistogramGpu, SixteenBitEqualsTheCpuTwin) {
       plane[i] = std::uint16_t(1000 + (i % std::size_t(w)) * 37 + rng() % 300);
     auto d_plane = upload_typed(plane);
     DeviceBuffer<std::uint32_t> scratch(kernels::hist_u16_scratch_words());
-    HISTEQ_CUDA_CHECK(cudaMemset(scratch.get(), 0, scratch.bytes()));
+    HISTEQ_CUDA_CHECK(cudaMemsetAsync(scratch.get(), 0, scratch.bytes(), stream.get()));
     DeviceBuffer<std::uint64_t> d_hist(65536);
     for (const auto& [name, region] : regions(w, h)) {
       DeviceBuffer<std::uint8_t> d_mask;
