@@ -36,6 +36,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <csetjmp>
 #include <cstdio>
@@ -275,7 +276,7 @@ std::vector<int> parse_list(const char* s) {
 
 int main(int argc, char** argv) {
   ::mallopt(M_MMAP_THRESHOLD, 256 << 20);  // as src/cli/batch.cpp
-  ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, INT_MAX);
   ::mallopt(M_ARENA_MAX, 1);
   std::vector<int> threads;
   int repeat = 8, reps = 3;

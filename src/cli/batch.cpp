@@ -6,6 +6,7 @@
 
 #include <malloc.h>
 
+#include <climits>
 #include <iomanip>
 #include <limits>
 #include <memory>
@@ -288,7 +289,7 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
   // allocates them for every file) were faulted in afresh each time: 10 % of its decoding
   // (bench/probes/progressive_probe.cpp). The workers' allocations are few and large.
   ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, INT_MAX);  // 16 workers' buffers exceed any smaller bound
   ::mallopt(M_ARENA_MAX, 1);
   const auto ex_owner = std::make_shared<Executor>(eo);
   Executor& ex = *ex_owner;
