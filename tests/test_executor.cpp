@@ -25,6 +25,7 @@
 #include "histeq/executor.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/item.hpp"
+#include "histeq/jpeg_planes.hpp"
 #include "histeq/match.hpp"
 #include "histeq/nvjpeg_codec.hpp"
 #include "histeq/pipeline.hpp"
@@ -212,7 +213,7 @@ TEST_F(ExecutorTest, HistogramTaskMatchesImageHistograms) {
 // equalization takes on the stored-planes route (and on the device route when every JPEG goes
 // there), runs on the pixels route; the executor's output is the library's stage sequence with
 // that region, byte for byte.
-TEST_F(ExecutorTest, ARegionOrMatchingRunsOnThePixelsRoute) {
+TEST_F(ExecutorTest, ARegionRunsOnThePixelsRouteAndMatchingOnTheCpuPlanes) {
   const Image img = load_image(test::source_path("samples/chelsea.png"));
   const std::vector<std::uint8_t> jpg = encode_image(img, ".jpg", EncodeOptions{});
   Operation op;
@@ -228,12 +229,15 @@ TEST_F(ExecutorTest, ARegionOrMatchingRunsOnThePixelsRoute) {
   match.reference = std::make_shared<const MatchReference>(
       load_image(test::source_path("samples/coffee.png")), "coffee.png");
   for (const RouteChoice c : {choice, RouteChoice{true, true, true}}) {
-    for (const Operation& o : {masked, match}) {
-      p = plan_item(jpg.data(), jpg.size(), o, ".jpg", {}, kDefaultMaxPixels, c);
-      EXPECT_FALSE(p.cpu_planes);
-      EXPECT_FALSE(p.device_planes);
-      EXPECT_EQ(p.route, ItemRoute::pixels);
-    }
+    p = plan_item(jpg.data(), jpg.size(), masked, ".jpg", {}, kDefaultMaxPixels, c);
+    EXPECT_FALSE(p.cpu_planes);
+    EXPECT_FALSE(p.device_planes);
+    EXPECT_EQ(p.route, ItemRoute::pixels);
+    // Matching: the CPU's planes route, never the device's (its batched kernels equalize).
+    p = plan_item(jpg.data(), jpg.size(), match, ".jpg", {}, kDefaultMaxPixels, c);
+    EXPECT_TRUE(p.cpu_planes);
+    EXPECT_FALSE(p.device_planes);
+    EXPECT_EQ(p.route, ItemRoute::jpeg_planes);
   }
 
   {
@@ -249,12 +253,20 @@ TEST_F(ExecutorTest, ARegionOrMatchingRunsOnThePixelsRoute) {
     const std::string out = (dir_ / "out" / "c.jpg").string();
     const BatchSummary s = ex.run({{(dir_ / "c.jpg").string(), out, {}}}, [&](const ItemReport& r) {
       EXPECT_TRUE(r.ok) << r.error;
-      EXPECT_EQ(r.route, "pixels");
+      EXPECT_EQ(r.route, o.reference ? "jpeg-planes" : "pixels");
     });
     EXPECT_EQ(s.failures, 0u);
     EqualizeOptions lo = o.equalize;
+    if (o.reference) {  // Y of the stored planes matched to the reference's luma
+      lo.reference = o.reference->histograms(Mode::luma, 3, 8);
+      std::vector<std::uint8_t> want;
+      ASSERT_TRUE(equalize_jpeg_planes(jpg.data(), jpg.size(), "c.jpg", lo,
+                                       {95, jpeg::Subsampling::s420}, kDefaultMaxPixels, &want,
+                                       nullptr, nullptr, nullptr));
+      EXPECT_EQ(read_bytes(out), want);
+      continue;
+    }
     lo.mode = Mode::luma;
-    if (o.reference) lo.reference = o.reference->histograms(Mode::luma, 3, 8);
     EqualizeReport rep;
     const Image want = cpu::equalize_stages(decoded, lo, true, 1, rep);
     EXPECT_EQ(read_bytes(out), encode_image(want, ".jpg", EncodeOptions{}));

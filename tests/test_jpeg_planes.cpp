@@ -21,6 +21,7 @@
 #include "histeq/jpeg_codec.hpp"
 #include "histeq/jpeg_planes.hpp"
 #include "histeq/lut.hpp"
+#include "histeq/match.hpp"
 #include "jpeg_test_support.hpp"
 #include "test_support.hpp"
 
@@ -326,6 +327,40 @@ TEST(JpegPlanes, EqualizesTheStoredYWithTheFormulasLut) {
   }
 }
 
+// Matching on the stored planes: Y's LUT is match_lut of Y's histogram and the reference's.
+TEST(JpegPlanes, MatchesTheStoredYToAReference) {
+  Histogram ref(256, 0);
+  for (int v = 40; v < 220; ++v) ref[std::size_t(v)] = std::uint64_t(1 + (v * 37) % 11);
+  for (const Sampling& smp : kSamplings) {
+    MakeOpts o;
+    o.h_samp = smp.h;
+    o.v_samp = smp.v;
+    const Bytes j = make_jpeg(pattern(97, 61, 3, 13), o);
+    const jpeg::Planes in = jpeg::decode_planes(j.data(), j.size(), "in.jpg");
+    Histogram src(256, 0);
+    for (int y = 0; y < in.plane[0].height; ++y)
+      for (int x = 0; x < in.plane[0].width; ++x) ++src[in.plane[0].row(y)[x]];
+    EqualizeOptions eo;
+    eo.reference = std::make_shared<const std::vector<Histogram>>(1, ref);
+    EqualizeReport rep;
+    Bytes out;
+    ASSERT_TRUE(equalize_jpeg_planes(j.data(), j.size(), "in.jpg", eo,
+                                     {100, jpeg::Subsampling::s420}, kDefaultMaxPixels, &out, &rep,
+                                     nullptr, nullptr));
+    ASSERT_EQ(rep.luts.size(), 1u);
+    const Lut lut = match_lut(src.data(), ref.data());
+    EXPECT_EQ(rep.luts[0], lut) << smp.name;
+    EXPECT_NE(lut, make_lut(src.data(), Formula::opencv)) << "the test cannot tell the two apart";
+    const jpeg::Planes back = jpeg::decode_planes(out.data(), out.size(), "out.jpg");
+    int worst = 0;
+    for (int y = 0; y < 61; ++y)
+      for (int x = 0; x < 97; ++x)
+        worst = std::max(worst,
+                         std::abs(int(back.plane[0].row(y)[x]) - int(lut[in.plane[0].row(y)[x]])));
+    EXPECT_LE(worst, 2) << smp.name;
+  }
+}
+
 /// The JPEG's marker segments with `seg` inserted right after the frame header (SOF0), and its
 /// JFIF APP0 dropped when `drop_jfif` (libjpeg trusts JFIF over an Adobe marker).
 Bytes with_segment_after_sof(const Bytes& j, const Bytes& seg, bool drop_jfif) {
@@ -476,6 +511,52 @@ TEST_F(JpegPlanesFiles, CliAndExecutorWriteTheSameBytesOnTheCpuBackend) {
   const Image want =
       equalize(decode_image(in.data(), in.size(), "b420.jpg", kDefaultMaxPixels), rgb);
   EXPECT_EQ(read_all(dir / "rgb.jpg"), jpeg::encode(want, {95, jpeg::Subsampling::s420}));
+}
+
+// `histeq match` on a folder of JPEGs takes the stored planes as equalize does: the colour files
+// name the planes decoder, and their bytes are equalize_jpeg_planes' with the reference's luma
+// histogram; the gray file takes the decoded-pixel route.
+TEST_F(JpegPlanesFiles, MatchBatchTakesThePlanesRoute) {
+  const fs::path dir = dir_;
+  fs::create_directories(dir / "in");
+  const char* names[] = {"a444.jpg", "b420.jpg", "gray.jpg"};
+  const int hv[][2] = {{1, 1}, {2, 2}, {0, 0}};
+  for (int i = 0; i < 3; ++i) {
+    MakeOpts o;
+    o.h_samp = std::max(1, hv[i][0]);
+    o.v_samp = std::max(1, hv[i][1]);
+    const Bytes j = make_jpeg(pattern(203, 117, hv[i][0] ? 3 : 1, unsigned(i + 5)), o);
+    std::ofstream(dir / "in" / names[i], std::ios::binary)
+        .write(reinterpret_cast<const char*>(j.data()), std::streamsize(j.size()));
+  }
+  const Image refimg = pattern(64, 48, 3, 21);
+  save_image(refimg, (dir / "ref.png").string());
+  const std::string cli = HISTEQ_CLI;
+  ASSERT_EQ(run("(" + cli + " match " + (dir / "in").string() + " -o " + (dir / "out").string() +
+                " --reference " + (dir / "ref.png").string() + " --backend cpu --json > " +
+                (dir / "report.jsonl").string() + ")"),
+            0);
+  std::ifstream report_file(dir / "report.jsonl");
+  const std::string report((std::istreambuf_iterator<char>(report_file)),
+                           std::istreambuf_iterator<char>());
+  EXPECT_NE(report.find("\"operation\":\"match\""), std::string::npos);
+  const MatchReference reference(load_image((dir / "ref.png").string()), "ref.png");
+  EqualizeOptions eo;
+  eo.reference = reference.histograms(Mode::luma, 3, 8);
+  for (const char* n : {"a444.jpg", "b420.jpg"}) {
+    const Bytes j = read_all(dir / "in" / n);
+    Bytes want;
+    ASSERT_TRUE(equalize_jpeg_planes(j.data(), j.size(), n, eo, {95, jpeg::Subsampling::s420},
+                                     kDefaultMaxPixels, &want, nullptr, nullptr, nullptr));
+    EXPECT_EQ(read_all(dir / "out" / n), want) << n;
+  }
+  const std::string planes_decoder = "\"decoder\":\"libjpeg-turbo-ycbcr\"";
+  std::size_t planes = 0;
+  for (std::size_t at = report.find(planes_decoder); at != std::string::npos;
+       at = report.find(planes_decoder, at + 1))
+    ++planes;
+  EXPECT_EQ(planes, 2u);  // the two colour files
+  EXPECT_TRUE(fs::exists(dir / "out" / "gray.jpg"));
 }
 
 }  // namespace

@@ -42,7 +42,9 @@ bool jpeg_planes_route(const std::uint8_t* data, std::size_t size, const Equaliz
 
 /// The equalized JPEG of a file jpeg_planes_route takes, into *encoded. Fills *report like
 /// equalize() on the CPU (backend "cpu", kernel "cpu", mode luma, the Y plane's histogram and
-/// LUT, the stage times with decode and encode) and *width, *height. One thread. Returns false,
+/// LUT, the stage times with decode and encode) and *width, *height. With opt.reference (one
+/// luma histogram of 256 levels, checked by the caller: check_match_reference), Y is matched to
+/// it (match_lut) instead of equalized. One thread. Returns false,
 /// with nothing filled, when a marker after the frame header takes the file off the route
 /// (jpeg::decode_planes): the caller decodes it to pixels as usual. Errors as jpeg::decode
 /// (naming `name`), make_lut and jpeg::encode.

@@ -346,8 +346,10 @@ ItemPlan plan_item(const std::uint8_t* data, std::size_t size, const Operation& 
   p.cost = size + px * std::size_t(std::max(p.channels, 1)) * sample * 2 + px * sample;
   p.cpu_cost = p.cost;
   const std::string ext = lower_ext(out_ext);
-  // The stored-planes routes equalize the whole image: a region or another kind runs on pixels.
-  if (p.format != "jpeg" || op.kind != OpKind::equalize || p.work_bits != 8 ||
+  // The stored-planes routes equalize (or match) Y over the whole image: a region or another
+  // kind runs on pixels; matching takes the CPU's planes route only.
+  const bool match = op.kind == OpKind::match;
+  if (p.format != "jpeg" || (op.kind != OpKind::equalize && !match) || p.work_bits != 8 ||
       !op.equalize.region.all())
     return p;
   try {
@@ -361,9 +363,9 @@ ItemPlan plan_item(const std::uint8_t* data, std::size_t size, const Operation& 
   const jpeg::EncodeOptions je{enc.quality, enc.subsampling};
   p.cpu_planes = choice.cpu_planes && is_jpeg_ext(ext) && luma && op.equalize.kernel == "auto" &&
                  jpeg::planes_route(p.jpeg, je, jpeg::Orientation::apply);
-  p.device_planes = is_jpeg_ext(ext) && luma && gpu::nvjpeg_built() &&
+  p.device_planes = !match && is_jpeg_ext(ext) && luma && gpu::nvjpeg_built() &&
                     gpu::planes_candidate(p.jpeg, je, max_pixels);
-  if (choice.device_all_jpeg || (choice.device_planes && p.device_planes))
+  if (!match && (choice.device_all_jpeg || (choice.device_planes && p.device_planes)))
     p.route = ItemRoute::jpeg_device;
   else if (p.cpu_planes)
     p.route = ItemRoute::jpeg_planes;
@@ -387,9 +389,11 @@ std::vector<std::uint8_t> run_item(const ItemContext& ctx, const ItemPlan& plan,
   if (plan.cpu_planes && plan.route != ItemRoute::pixels) {
     EqualizeReport& er = rep.equalize;
     std::vector<std::uint8_t> bytes;
-    if (equalize_jpeg_planes(data, size, name, ctx.op.equalize,
-                             {ctx.encode.quality, ctx.encode.subsampling}, ctx.max_pixels, &bytes,
-                             &er, &rep.width, &rep.height)) {
+    EqualizeOptions opt = ctx.op.equalize;
+    opt.reference = reference_for(ctx.op, Mode::luma, 3, 8, name);  // null unless matching
+    if (opt.reference) check_match_reference(*opt.reference, 1, 256);
+    if (equalize_jpeg_planes(data, size, name, opt, {ctx.encode.quality, ctx.encode.subsampling},
+                             ctx.max_pixels, &bytes, &er, &rep.width, &rep.height)) {
       er.device = cpu_label(ctx.threads);
       rep.channels = rep.output_channels = 3;
       rep.decoder = rep.encoder = codec::kLibjpegTurboYcbcr;
