@@ -52,9 +52,8 @@ bool equalize_jpeg_planes(const std::uint8_t* data, std::size_t size, const std:
   rep.times.histogram_ms = ms_since(t);
   t = Clock::now();
   // Matching (opt.reference: the reference's luma histogram, checked by the caller): Y to it.
-  rep.luts.push_back(opt.reference
-                         ? match_lut(rep.histograms[0].data(), (*opt.reference)[0].data())
-                         : make_lut(rep.histograms[0].data(), opt.formula));
+  rep.luts.push_back(opt.reference ? match_lut(rep.histograms[0].data(), (*opt.reference)[0].data())
+                                   : make_lut(rep.histograms[0].data(), opt.formula));
   rep.times.cdf_lut_ms = ms_since(t);
   t = Clock::now();
   // The whole buffer, padding included: the padding repeats edge samples, and the LUT of an
