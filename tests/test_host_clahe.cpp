@@ -17,6 +17,7 @@
 
 #include "histeq/clahe.hpp"
 #include "histeq/clahe_formula.hpp"
+#include "histeq/cpu.hpp"
 #include "histeq/error.hpp"
 #include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
@@ -167,13 +168,11 @@ const Case kCases[] = {
 };
 
 /// The reference cases once with the vector apply (where the CPU has AVX2) and once with the
-/// portable loop (HISTEQ_CPU_NO_SIMD).
+/// portable loop (cpu::set_simd(false)).
 class ClaheCpuSimd : public ::testing::TestWithParam<bool> {
  protected:
-  void SetUp() override {
-    if (!GetParam()) ::setenv("HISTEQ_CPU_NO_SIMD", "1", 1);
-  }
-  void TearDown() override { ::unsetenv("HISTEQ_CPU_NO_SIMD"); }
+  void SetUp() override { cpu::set_simd(GetParam()); }
+  void TearDown() override { cpu::set_simd(true); }
 };
 
 TEST_P(ClaheCpuSimd, EqualsReferenceOnAdversarialSizesAndGrids8) {

@@ -5,7 +5,7 @@
 // the previous store to the same counter).
 // The apply precomputes the column weights once, walks each row span by span (a span: the
 // columns between two tile centres, whose four LUTs are fixed) and runs rows in parallel. On
-// x86-64 with AVX2 (checked at run time; HISTEQ_CPU_NO_SIMD forces the portable loop) eight
+// x86-64 with AVX2 (checked at run time; cpu::set_simd(false) forces the portable loop) eight
 // pixels at a time: their LUT entries gathered from 32-bit copies of the LUTs (16-bit: from the
 // LUTs themselves), then clahe_formula::blend's float32 operations, one rounding each, in its
 // order (multiplies and adds, never fused: the target is avx2 without fma), and the conversion
@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -341,7 +340,7 @@ void blend_columns(const T* src, T* dst, int x0, int x1, const Columns& c, const
 #if HISTEQ_CLAHE_AVX2
 bool use_avx2() {
   static const bool has = __builtin_cpu_supports("avx2");
-  return has && !std::getenv("HISTEQ_CPU_NO_SIMD");
+  return has && cpu::simd();
 }
 
 /// Eight entries of a LUT at the samples idx: 32-bit entries (8-bit LUTs widened), or 16-bit
