@@ -25,9 +25,11 @@
 //
 // Files that are not progressive, or not gray or 3-component YCbCr (the planes route's files),
 // are counted and left out. Prints, per depth and thread count, the best of the passes: seconds,
-// MP/s in all and per thread, the threads' CPU time over their wall time (below 0.95: something
-// else ran; the pass is marked) and minor page faults per decode. The last lines turn the best
-// rates into what the folder's progressive share costs a run that decodes it on these threads.
+// MP/s in all and per thread, the threads' CPU time over their wall time (below 0.95 the pass is
+// marked: something else ran, or a thread ran out of files before the last one finished, which
+// a pass of few large files shows; a larger --repeat evens it) and minor page faults per decode.
+// The last lines turn the best rates into what the folder's progressive share costs a run that
+// decodes it on these threads (wall-time rates: an uneven pass makes the bound a little low).
 #include <cstddef>
 #include <cstdio>
 
@@ -48,6 +50,7 @@
 #include <mutex>
 #include <malloc.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -163,12 +166,15 @@ struct PassResult {
   double faults = 0;    ///< minor page faults per decode
 };
 
+/// The calling thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID: getrusage's counts move
+/// only at scheduler ticks, milliseconds behind on a short pass) and its minor page faults.
 double thread_cpu_s(long* minflt) {
   rusage u{};
   getrusage(RUSAGE_THREAD, &u);
   *minflt = u.ru_minflt;
-  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
 
 /// `reps` passes of `threads` threads decoding every file `repeat` times, after each thread's
@@ -285,6 +291,11 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
       threads = parse_list(argv[++i]);
+      for (int t : threads)
+        if (t < 1) {
+          std::fprintf(stderr, "--threads: counts of at least 1, got %d\n", t);
+          return 2;
+        }
     } else if (a == "--repeat" && i + 1 < argc) {
       repeat = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--reps" && i + 1 < argc) {
