@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "cpu/parallel.hpp"
+#include "cpu/subhist.hpp"
 #include "histeq/color.hpp"
 #include "histeq/cpu.hpp"
 
@@ -86,22 +87,8 @@ inline void count_into(const std::uint8_t* p, std::size_t begin, std::size_t end
     std::uint64_t a, b;
     std::memcpy(&a, p + i, 8);
     std::memcpy(&b, p + i + 8, 8);
-    ++h0[a & 0xff];
-    ++h1[(a >> 8) & 0xff];
-    ++h2[(a >> 16) & 0xff];
-    ++h3[(a >> 24) & 0xff];
-    ++h0[(a >> 32) & 0xff];
-    ++h1[(a >> 40) & 0xff];
-    ++h2[(a >> 48) & 0xff];
-    ++h3[a >> 56];
-    ++h0[b & 0xff];
-    ++h1[(b >> 8) & 0xff];
-    ++h2[(b >> 16) & 0xff];
-    ++h3[(b >> 24) & 0xff];
-    ++h0[(b >> 32) & 0xff];
-    ++h1[(b >> 40) & 0xff];
-    ++h2[(b >> 48) & 0xff];
-    ++h3[b >> 56];
+    count_word8(a, h0, h1, h2, h3);
+    count_word8(b, h0, h1, h2, h3);
   }
   for (; i < end; ++i) ++h0[p[i]];
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cpu/parallel.hpp"
+#include "cpu/subhist.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/equalize16.hpp"
 
@@ -71,15 +72,7 @@ void count_masked(const std::uint8_t* p, const std::uint8_t* m, std::size_t n, s
     const std::uint64_t w = load8(m + i);
     if (w == 0) continue;
     if (all_nonzero(w)) {
-      const std::uint64_t a = load8(p + i);
-      ++h0[a & 0xff];
-      ++h1[(a >> 8) & 0xff];
-      ++h2[(a >> 16) & 0xff];
-      ++h3[(a >> 24) & 0xff];
-      ++h0[(a >> 32) & 0xff];
-      ++h1[(a >> 40) & 0xff];
-      ++h2[(a >> 48) & 0xff];
-      ++h3[a >> 56];
+      count_word8(load8(p + i), h0, h1, h2, h3);
       continue;
     }
     const std::uint8_t* q = p + i;
