@@ -197,20 +197,12 @@ void band_luts(const T* in, const cf::Geometry& g, int ty, int tx0, int tx1, std
   }
 }
 
+/// Every tile's LUT of the plane `in` (geometry g) into dst (tiles · bins entries).
 template <class T>
-cf::Geometry luts_of(const T* in, int width, int height, const ClaheOptions& opt,
-                     std::vector<T>& luts, T* luts_out, int threads) {
-  constexpr int kBins = sizeof(T) == 1 ? 256 : 65536;
-  const cf::Geometry g =
-      cf::make_geometry(width, height, opt.tiles_x, opt.tiles_y, opt.clip_limit, kBins);
-  T* dst = luts_out;
-  if (dst == nullptr) {
-    luts.assign(std::size_t(g.tiles()) * kBins, T(0));
-    dst = luts.data();
-  }
+void luts_of(const T* in, const cf::Geometry& g, T* dst, int threads) {
   // Tasks: a tile row each, cut into column groups when there are fewer tile rows than workers
   // (8-bit; 16-bit tiles are one task each).
-  threads = threads_for(std::size_t(width) * std::size_t(height), threads);
+  threads = threads_for(std::size_t(g.width) * std::size_t(g.height), threads);
   const int workers = threads;
   const int groups = sizeof(T) == 1
                          ? std::min(g.tiles_x, std::max(1, (workers + g.tiles_y - 1) / g.tiles_y))
@@ -220,7 +212,6 @@ cf::Geometry luts_of(const T* in, int width, int height, const ClaheOptions& opt
     const int ty = int(task / std::size_t(groups)), k = int(task % std::size_t(groups));
     band_luts(in, g, ty, k * g.tiles_x / groups, (k + 1) * g.tiles_x / groups, hist, dst);
   });
-  return g;
 }
 
 /// Masked CLAHE (clahe.hpp): whether each pixel of the image is counted, one byte per pixel.
@@ -260,11 +251,26 @@ void masked_tile_lut(const T* in, const std::uint8_t* flags, const cf::Geometry&
   finish_lut(hist.data(), gt, lut);
 }
 
-/// luts_of for a region (opt.region not all, already checked): one task per tile.
+/// luts_of for a region (not all, already checked): one task per tile.
 template <class T>
-cf::Geometry masked_luts_of(const T* in, int width, int height, const ClaheOptions& opt,
-                            std::vector<T>& luts, T* luts_out, int threads) {
+void masked_luts_of(const T* in, const cf::Geometry& g, const Region& region, double clip_limit,
+                    T* dst, int threads) {
   constexpr int kBins = sizeof(T) == 1 ? 256 : 65536;
+  const std::vector<std::uint8_t> flags = counted_flags(region, g.width, g.height);
+  threads = threads_for(std::size_t(g.width) * std::size_t(g.height), threads);
+  parallel_for(std::size_t(g.tiles()), threads, [&](std::size_t t) {
+    thread_local std::vector<int> hist;
+    masked_tile_lut(in, flags.data(), g, clip_limit, int(t % std::size_t(g.tiles_x)),
+                    int(t / std::size_t(g.tiles_x)), hist, dst + t * std::size_t(kBins));
+  });
+}
+
+/// The LUTs of a plane: the masked path only for a region that is not every pixel.
+template <class T>
+cf::Geometry plane_luts(const T* in, int width, int height, const ClaheOptions& opt,
+                        std::vector<T>& luts, T* luts_out, int threads) {
+  constexpr int kBins = sizeof(T) == 1 ? 256 : 65536;
+  if (!opt.region.all()) opt.region.check(width, height, "CLAHE");
   const cf::Geometry g =
       cf::make_geometry(width, height, opt.tiles_x, opt.tiles_y, opt.clip_limit, kBins);
   T* dst = luts_out;
@@ -272,23 +278,11 @@ cf::Geometry masked_luts_of(const T* in, int width, int height, const ClaheOptio
     luts.assign(std::size_t(g.tiles()) * kBins, T(0));
     dst = luts.data();
   }
-  const std::vector<std::uint8_t> flags = counted_flags(opt.region, width, height);
-  threads = threads_for(std::size_t(width) * std::size_t(height), threads);
-  parallel_for(std::size_t(g.tiles()), threads, [&](std::size_t t) {
-    thread_local std::vector<int> hist;
-    masked_tile_lut(in, flags.data(), g, opt.clip_limit, int(t % std::size_t(g.tiles_x)),
-                    int(t / std::size_t(g.tiles_x)), hist, dst + t * std::size_t(kBins));
-  });
+  if (opt.region.all())
+    luts_of(in, g, dst, threads);
+  else
+    masked_luts_of(in, g, opt.region, opt.clip_limit, dst, threads);
   return g;
-}
-
-/// The LUTs of a plane: the masked path only for a region that is not every pixel.
-template <class T>
-cf::Geometry plane_luts(const T* in, int width, int height, const ClaheOptions& opt,
-                        std::vector<T>& luts, T* luts_out, int threads) {
-  if (opt.region.all()) return luts_of<T>(in, width, height, opt, luts, luts_out, threads);
-  opt.region.check(width, height, "CLAHE");
-  return masked_luts_of<T>(in, width, height, opt, luts, luts_out, threads);
 }
 
 /// The columns between two tile centres share their four LUTs: [x0, x1) with tiles t1, t2.
