@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "clahe_model.hpp"
 #include "histeq/clahe.hpp"
 #include "histeq/clahe_formula.hpp"
 #include "histeq/cpu.hpp"
@@ -27,18 +28,15 @@
 namespace histeq {
 namespace {
 
+using test::random_plane;
+
 /// The reference: OpenCV 4.6's CLAHE as plainly as it can be written. Pads by materializing the
 /// reflect-101 copy, histograms each tile of the copy, clips with OpenCV's loops, and
-/// interpolates with the float expressions of CLAHE_Interpolation_Body.
+/// interpolates with the float expressions of CLAHE_Interpolation_Body (clahe_model.hpp).
 template <class T>
 std::vector<T> reference_clahe(const std::vector<T>& src, int w, int h, double clip_limit, int tx_n,
                                int ty_n) {
   const int bins = sizeof(T) == 1 ? 256 : 65536;
-  auto refl = [](int p, int len) {
-    if (len == 1) return 0;
-    while (p < 0 || p >= len) p = p < 0 ? -p : 2 * len - 2 - p;
-    return p;
-  };
   int pw = w, ph = h;
   if (w % tx_n != 0 || h % ty_n != 0) {
     pw = w + tx_n - w % tx_n;
@@ -47,7 +45,8 @@ std::vector<T> reference_clahe(const std::vector<T>& src, int w, int h, double c
   std::vector<T> ext(std::size_t(pw) * ph);
   for (int y = 0; y < ph; ++y)
     for (int x = 0; x < pw; ++x)
-      ext[std::size_t(y) * pw + x] = src[std::size_t(refl(y, h)) * w + refl(x, w)];
+      ext[std::size_t(y) * pw + x] =
+          src[std::size_t(test::reflect101(y, h)) * w + test::reflect101(x, w)];
   const int tw = pw / tx_n, th = ph / ty_n, area = tw * th;
   const float scale = float(bins - 1) / float(area);
   int clip = 0;
@@ -80,47 +79,7 @@ std::vector<T> reference_clahe(const std::vector<T>& src, int w, int h, double c
       }
     }
   }
-  std::vector<T> out(src.size());
-  const float inv_tw = 1.0f / float(tw), inv_th = 1.0f / float(th);
-  for (int y = 0; y < h; ++y) {
-    const float tyf = float(y) * inv_th - 0.5f;
-    int ty1 = int(std::floor(tyf));
-    int ty2 = ty1 + 1;
-    const float ya = tyf - float(ty1), ya1 = 1.0f - ya;
-    ty1 = std::max(ty1, 0);
-    ty2 = std::min(ty2, ty_n - 1);
-    for (int x = 0; x < w; ++x) {
-      const float txf = float(x) * inv_tw - 0.5f;
-      int tx1 = int(std::floor(txf));
-      int tx2 = tx1 + 1;
-      const float xa = txf - float(tx1), xa1 = 1.0f - xa;
-      tx1 = std::max(tx1, 0);
-      tx2 = std::min(tx2, tx_n - 1);
-      const int v = src[std::size_t(y) * w + x];
-      auto L = [&](int ty, int tx) {
-        return float(luts[(std::size_t(ty) * tx_n + tx) * bins + v]);
-      };
-      volatile float a = L(ty1, tx1) * xa1;  // volatile: one rounding per operation, as OpenCV's
-      volatile float b = L(ty1, tx2) * xa;   // baseline x86-64 build does it
-      volatile float top = a + b;
-      volatile float c = L(ty2, tx1) * xa1;
-      volatile float d = L(ty2, tx2) * xa;
-      volatile float bot = c + d;
-      volatile float r1 = top * ya1;
-      volatile float r2 = bot * ya;
-      const float res = r1 + r2;
-      out[std::size_t(y) * w + x] = T(std::clamp(int(std::nearbyint(res)), 0, bins - 1));
-    }
-  }
-  return out;
-}
-
-template <class T>
-std::vector<T> random_plane(std::mt19937& rng, int w, int h, int lo, int hi) {
-  std::uniform_int_distribution<int> d(lo, hi);
-  std::vector<T> v(std::size_t(w) * h);
-  for (auto& x : v) x = T(d(rng));
-  return v;
+  return test::interpolate_luts(src, w, h, luts, tw, th, tx_n, ty_n);
 }
 
 /// A smooth ramp plus noise: realistic histograms with clipped peaks.

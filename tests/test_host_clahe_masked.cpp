@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "clahe_model.hpp"
 #include "histeq/clahe.hpp"
 #include "histeq/error.hpp"
 #include "histeq/image16.hpp"
@@ -24,11 +25,7 @@
 namespace histeq {
 namespace {
 
-int reflect(int p, int len) {
-  if (len == 1) return 0;
-  while (p < 0 || p >= len) p = p < 0 ? -p : 2 * len - 2 - p;
-  return p;
-}
+using test::random_plane;
 
 /// The model's per-tile LUTs (tiles_x · tiles_y · bins ints, tile-major).
 template <class T>
@@ -45,7 +42,8 @@ std::vector<int> model_luts(const std::vector<T>& src, const std::vector<std::ui
   std::vector<std::uint8_t> ext_flags(ext.size());
   for (int y = 0; y < ph; ++y)
     for (int x = 0; x < pw; ++x) {
-      const std::size_t from = std::size_t(reflect(y, h)) * w + std::size_t(reflect(x, w));
+      const std::size_t from =
+          std::size_t(test::reflect101(y, h)) * w + std::size_t(test::reflect101(x, w));
       ext[std::size_t(y) * pw + x] = src[from];
       ext_flags[std::size_t(y) * pw + x] = flags[from];
     }
@@ -105,43 +103,7 @@ std::vector<T> model_clahe(const std::vector<T>& src, const std::vector<std::uin
   const int bins = sizeof(T) == 1 ? 256 : 65536;
   int tw = 0, th = 0;
   const std::vector<int> luts = model_luts(src, flags, w, h, clip_limit, tx_n, ty_n, &tw, &th);
-  std::vector<T> out(src.size());
-  const float inv_tw = 1.0f / float(tw), inv_th = 1.0f / float(th);
-  for (int y = 0; y < h; ++y) {
-    const float tyf = float(y) * inv_th - 0.5f;
-    const int ty0 = int(std::floor(tyf));
-    const float ya = tyf - float(ty0), ya1 = 1.0f - ya;
-    const int ty1 = std::max(ty0, 0), ty2 = std::min(ty0 + 1, ty_n - 1);
-    for (int x = 0; x < w; ++x) {
-      const float txf = float(x) * inv_tw - 0.5f;
-      const int tx0 = int(std::floor(txf));
-      const float xa = txf - float(tx0), xa1 = 1.0f - xa;
-      const int tx1 = std::max(tx0, 0), tx2 = std::min(tx0 + 1, tx_n - 1);
-      const int v = src[std::size_t(y) * w + x];
-      auto L = [&](int ty, int tx) {
-        return float(luts[(std::size_t(ty) * tx_n + tx) * bins + v]);
-      };
-      volatile float a = L(ty1, tx1) * xa1;  // volatile: one rounding per operation
-      volatile float b = L(ty1, tx2) * xa;
-      volatile float top = a + b;
-      volatile float c = L(ty2, tx1) * xa1;
-      volatile float d = L(ty2, tx2) * xa;
-      volatile float bot = c + d;
-      volatile float r1 = top * ya1;
-      volatile float r2 = bot * ya;
-      const float res = r1 + r2;
-      out[std::size_t(y) * w + x] = T(std::clamp(int(std::nearbyint(res)), 0, bins - 1));
-    }
-  }
-  return out;
-}
-
-template <class T>
-std::vector<T> random_plane(std::mt19937& rng, int w, int h, int lo, int hi) {
-  std::uniform_int_distribution<int> d(lo, hi);
-  std::vector<T> v(std::size_t(w) * h);
-  for (auto& x : v) x = T(d(rng));
-  return v;
+  return test::interpolate_luts(src, w, h, luts, tw, th, tx_n, ty_n);
 }
 
 std::shared_ptr<const Image> mask_image(int w, int h, const std::vector<std::uint8_t>& px) {
