@@ -2,7 +2,9 @@
 """histeq's CPU backend from Python against OpenCV on the same host arrays, in one run: equalize
 and CLAHE, gray and colour, at each size (default 1M and 16M pixels), timed as bench_python.py
 times host calls (perf_counter around each call, median of --reps after --warmup), the two calls
-of a pair in turn (time_pair), so that both see the same machine.
+of a pair in turn (time_pair), so that both see the same machine, and then each alone
+(time_blocks: blocks of one library's calls, in turn with the other's blocks), as a program that
+calls one of them in a loop sees it.
 
     python bench/python/bench_cpu.py [--sizes 1M,16M] [--reps 20] [--warmup 3] [--csv FILE]
 
@@ -63,6 +65,25 @@ def time_pair(a, b, reps: int, warmup: int):
             t = (time.perf_counter() - t0) * 1e6
             if i >= warmup:
                 acc.append(t)
+    return statistics.median(ta), statistics.median(tb)
+
+
+def time_blocks(a, b, reps: int, warmup: int, rounds: int = 4):
+    """Median microseconds of a() and of b(), each timed in blocks of its own calls (a block of
+    a, then a block of b, `rounds` times, each block after `warmup` untimed calls of its own):
+    what a program that calls one library in a loop sees. Called in turn (time_pair), each call
+    starts while the other library's pool threads may still be spinning for work (OpenCV's and
+    histeq's both spin before they sleep), which slows whichever runs second."""
+    ta, tb = [], []
+    per = max(1, reps // rounds)
+    for _ in range(rounds):
+        for fn, acc in ((a, ta), (b, tb)):
+            for i in range(warmup + per):
+                t0 = time.perf_counter()
+                fn()
+                t = (time.perf_counter() - t0) * 1e6
+                if i >= warmup:
+                    acc.append(t)
     return statistics.median(ta), statistics.median(tb)
 
 
@@ -145,22 +166,32 @@ def cpu_rows(sizes, reps: int, warmup: int):
             us_mine, us_theirs = time_pair(mine, theirs, reps, warmup)
             rows.append((case, "histeq CPU", us_mine))
             rows.append((case, "OpenCV", us_theirs))
+            us_mine, us_theirs = time_blocks(mine, theirs, reps, warmup)
+            rows.append((case, "histeq CPU, alone", us_mine))
+            rows.append((case, "OpenCV, alone", us_theirs))
             notes.append(f"{case}: largest difference {worst} "
                          f"({'equal' if worst == 0 else 'within one level' if agree else 'DIFFERENT'})")
     return rows, notes, ok
 
 
 def print_cpu_table(rows) -> None:
-    """| case | histeq CPU | OpenCV | OpenCV / histeq |"""
+    """| case | histeq CPU | OpenCV | OpenCV / histeq | the same, each alone |"""
     cases = list(dict.fromkeys(r[0] for r in rows))
     val = {(c, p): us for c, p, us in rows}
-    print("| case | histeq CPU | OpenCV | OpenCV / histeq |")
-    print("|---|---|---|---|")
+    print("| case | histeq CPU | OpenCV | OpenCV / histeq | histeq alone | OpenCV alone "
+          "| OpenCV / histeq, alone |")
+    print("|---|---|---|---|---|---|---|")
     for c in cases:
         a, b = val.get((c, "histeq CPU")), val.get((c, "OpenCV"))
         if a is None or b is None:
             continue
-        print(f"| {c} | {a / 1000:.2f} ms | {b / 1000:.2f} ms | {b / a:.2f}x |")
+        line = f"| {c} | {a / 1000:.2f} ms | {b / 1000:.2f} ms | {b / a:.2f}x |"
+        a1, b1 = val.get((c, "histeq CPU, alone")), val.get((c, "OpenCV, alone"))
+        if a1 is not None and b1 is not None:
+            line += f" {a1 / 1000:.2f} ms | {b1 / 1000:.2f} ms | {b1 / a1:.2f}x |"
+        else:
+            line += " | | |"
+        print(line)
 
 
 def main() -> int:
@@ -175,8 +206,9 @@ def main() -> int:
     print(f"command: {' '.join(shlex.quote(a) for a in [sys.executable] + sys.argv)}")
     print(f"commit: {commit()}  histeq {histeq.__version__}")
     print(f"device: {cpu_device()}")
-    print(f"timing: perf_counter around each call, the two calls of a pair in turn, median of "
-          f"{args.reps} after {args.warmup} warm-ups, one process")
+    print(f"timing: perf_counter around each call, median of {args.reps} after {args.warmup} "
+          f"warm-ups, one process; the two calls of a pair in turn, then each alone (blocks of "
+          f"its own calls, the two libraries' blocks in turn)")
     print()
     print_cpu_table(rows)
     for note in notes:

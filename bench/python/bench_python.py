@@ -237,8 +237,8 @@ def main() -> int:
         print(f"command: {' '.join(shlex.quote(a) for a in [sys.executable] + sys.argv)}")
         print(f"commit: {bench_cpu.commit()}  histeq {histeq.__version__}")
         print(f"device: {bench_cpu.cpu_device()}")
-        print(f"timing: perf_counter around each call, the two calls of a pair in turn, median "
-              f"of {args.reps} after {args.warmup} warm-ups")
+        print(f"timing: perf_counter around each call, median of {args.reps} after "
+              f"{args.warmup} warm-ups; the two calls of a pair in turn, then each alone")
         print()
         bench_cpu.print_cpu_table(cpu_rows)
         for note in cpu_notes:
@@ -392,7 +392,7 @@ def main() -> int:
     if cpu_rows:
         print()
         print(f"CPU: {bench_cpu.cpu_device()} (histeq's CPU backend against OpenCV on host "
-              f"arrays; perf_counter, the two calls of a pair in turn)")
+              f"arrays; perf_counter, the two calls of a pair in turn, then each alone)")
         bench_cpu.print_cpu_table(cpu_rows)
         for note in cpu_notes:
             print(f"note: {note}")
