@@ -153,6 +153,41 @@ bool planes_route(const Info& info, const EncodeOptions& out, Orientation orient
 Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::string& name,
                      const DecodeOptions& opt = {});
 
+/// One component of a JPEG as its scans code it: the quantized DCT coefficients, before the
+/// inverse DCT. `blocks_w` x `blocks_h` blocks of 64 coefficients (libjpeg's width_in_blocks and
+/// height_in_blocks: the blocks that cover the component's samples), row by row, each block in
+/// natural (row-major) order as libjpeg keeps them; `quant` the component's quantization table
+/// in the same order. `plane` is the geometry of the Plane decode_planes makes of it (width,
+/// height, stride, rows, sampling; no samples).
+struct CoefficientPlane {
+  Plane plane;
+  int blocks_w = 0, blocks_h = 0;
+  std::uint16_t quant[64] = {};
+  std::vector<std::int16_t> coef;  ///< blocks_h * blocks_w * 64
+};
+
+/// A colour JPEG's three components as coefficients (decode_coefficients), with the file's
+/// EXIF and ICC profile as decode_planes keeps them.
+struct Coefficients {
+  int width = 0, height = 0;
+  CoefficientPlane comp[3];
+  std::vector<std::uint8_t> exif, icc;
+};
+
+/// Reads every scan of a colour JPEG that decode_planes takes (the same checks, limits and
+/// errors) and returns its coefficients, so that the inverse DCT can run elsewhere (on the
+/// device, or planes_from_coefficients): the entropy decoding is most of a progressive file's
+/// decode. Returns width 0 (nothing for this route) where decode_planes does. (histeq decodes
+/// with libjpeg's block smoothing off, so a progressive file whose scans leave coefficients
+/// unrefined decodes to the plain inverse DCT of what they sent, here as in decode_planes.)
+Coefficients decode_coefficients(const std::uint8_t* data, std::size_t size,
+                                 const std::string& name, const DecodeOptions& opt = {});
+
+/// The planes of decode_coefficients' result on the CPU: libjpeg's islow inverse DCT of every
+/// block (idct_formula.hpp), padded as decode_planes pads. Equal to decode_planes of the same
+/// file byte for byte.
+Planes planes_from_coefficients(const Coefficients& c);
+
 /// `src` averaged by fx x fy (1 or 2 each) into `dst` (allocated here, sampling factors 1x1,
 /// padded as decode_planes pads), as libjpeg's jcsample.c averages: along a row
 /// (a + b + {0,1}) >> 1 and 2x2 (a + b + c + d + {1,2}) >> 2, the bias alternating with the

@@ -2,6 +2,7 @@
 //   jpeg_codec.cpp          decode: the error manager, the header read, decode, read_info
 //   jpeg_encode.cpp         encode (and the compressor's parameters, start_compress)
 //   jpeg_stored_planes.cpp  the YCbCr planes as stored: decode_planes, encode_planes
+//   jpeg_coefficients.cpp   their coefficients: decode_coefficients, planes_from_coefficients
 //   metadata.cpp            EXIF orientation, ICC profiles in JPEG and PNG
 // The libjpeg states below are C-style (trivially destructible, zeroed by their guards): every
 // function that calls setjmp holds only such locals, so a longjmp from libjpeg's error_exit skips
@@ -127,5 +128,16 @@ bool parse_info(const std::uint8_t* d, std::size_t n, Info* out);
 /// detail::jpeg_structure_problem as an Error naming `name`: components no scan covers, no scan,
 /// entropy-coded data too short for the declared size (Huffman).
 void check_structure(const std::uint8_t* d, std::size_t n, const std::string& name);
+
+/// The start that decode_planes and decode_coefficients share: the frame's checks (not a colour
+/// 4:4:4 / 4:2:2 / 4:2:0 YCbCr JPEG, too many pixels, a damaged structure: Error naming
+/// `name`), the header read into *d, and *shape's size, EXIF, ICC and each plane's geometry
+/// (width, height, stride, rows, sampling; no samples). False when a marker takes the file off
+/// the stored-planes route (decode_planes' cases: RGB by APP14, or a rotation to apply).
+bool open_stored(const std::uint8_t* data, std::size_t size, const std::string& name,
+                 const DecodeOptions& opt, Decompressor* d, Planes* shape);
+
+/// Samples right of a plane's width and below its height repeat the last column and row.
+void pad_plane(Plane* p);
 
 }  // namespace histeq::jpeg::internal

@@ -70,16 +70,6 @@ void allocate_plane(Plane* p, int width, int height, std::size_t stride, int row
 /// n rounded up to a multiple of m.
 std::size_t round_up(std::size_t n, std::size_t m) { return (n + m - 1) / m * m; }
 
-/// Samples right of width and below height repeat the last column and row.
-void pad_plane(Plane* p) {
-  for (int y = 0; y < p->height; ++y) {
-    std::uint8_t* r = p->row(y);
-    std::memset(r + p->width, r[p->width - 1], p->stride - std::size_t(p->width));
-  }
-  for (int y = p->height; y < p->rows; ++y)
-    std::memcpy(p->row(y), p->row(p->height - 1), p->stride);
-}
-
 /// Phase 2 of decode_planes: every iMCU row of raw data into the planes (allocated by the
 /// caller from the header's geometry).
 int run_decode_raw(DecodeState* s, Plane* planes) {
@@ -201,7 +191,7 @@ void average_down(const Plane& src, int fx, int fy, Plane* dst) {
                    src.row(std::min(fy * y + fy - 1, src.height - 1)), dst->row(y), 0, w, fx, fy,
                    last_x);
 #endif
-  pad_plane(dst);
+  internal::pad_plane(dst);
 }
 
 namespace {
@@ -221,17 +211,18 @@ bool planes_route(const Info& info, const EncodeOptions& out, Orientation orient
   return oh % ih == 0 && ov % iv == 0;
 }
 
-Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::string& name,
-                     const DecodeOptions& opt) {
+namespace internal {
+
+bool open_stored(const std::uint8_t* data, std::size_t size, const std::string& name,
+                 const DecodeOptions& opt, Decompressor* d, Planes* shape) {
   Info pre;
   int ih = 0, iv = 0;
   if (!is_jpeg(data, size) || !parse_info(data, size, &pre) || !stored_ycbcr(pre, &ih, &iv))
     throw Error(quoted(name) + ": not a colour JPEG with 4:4:4, 4:2:2 or 4:2:0 YCbCr planes");
   const std::uint64_t w0 = std::uint64_t(pre.width), h0 = std::uint64_t(pre.height);
   check_size(name, w0, h0, opt.max_pixels);
-  Decompressor d;
-  d.header(data, size, name);
-  DecodeState* s = d.s.get();
+  d->header(data, size, name);
+  DecodeState* s = d->s.get();
   j_decompress_ptr c = &s->cinfo;
   // libjpeg reads every marker up to the first scan: one after the frame header (an Adobe APP14
   // transform, a JFIF or EXIF segment) can make it RGB, or carry a rotation to apply. Such a
@@ -240,30 +231,54 @@ Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::stri
       c->image_width != JDIMENSION(w0) || c->image_height != JDIMENSION(h0) ||
       c->comp_info[1].h_samp_factor != 1 || c->comp_info[1].v_samp_factor != 1 ||
       c->comp_info[2].h_samp_factor != 1 || c->comp_info[2].v_samp_factor != 1)
-    return Planes{};
-  Planes p;
-  p.exif = saved_exif(c);
-  if (opt.orientation == Orientation::apply && exif_orientation(p.exif) >= 2) return Planes{};
+    return false;
+  shape->exif = saved_exif(c);
+  if (opt.orientation == Orientation::apply && exif_orientation(shape->exif) >= 2) return false;
   check_structure(data, size, name);
-  c->raw_data_out = TRUE;
-  c->out_color_space = JCS_YCbCr;
-  p.width = int(w0);
-  p.height = int(h0);
+  shape->width = int(w0);
+  shape->height = int(h0);
   // Whole MCUs of the image in every plane: libjpeg writes whole blocks of each component.
   const std::size_t mcu_w = std::size_t(c->max_h_samp_factor) * DCTSIZE;
   const std::size_t mcu_h = std::size_t(c->max_v_samp_factor) * DCTSIZE;
   const std::size_t mcus_x = round_up(w0, mcu_w) / mcu_w, mcus_y = round_up(h0, mcu_h) / mcu_h;
   for (int k = 0; k < 3; ++k) {
     const jpeg_component_info& ci = c->comp_info[k];
-    allocate_plane(&p.plane[k], int(ci.downsampled_width), int(ci.downsampled_height),
-                   mcus_x * std::size_t(ci.h_samp_factor) * DCTSIZE,
-                   int(mcus_y * std::size_t(ci.v_samp_factor) * DCTSIZE), ci.h_samp_factor,
-                   ci.v_samp_factor);
+    Plane& p = shape->plane[k];
+    p.width = int(ci.downsampled_width);
+    p.height = int(ci.downsampled_height);
+    p.stride = mcus_x * std::size_t(ci.h_samp_factor) * DCTSIZE;
+    p.rows = int(mcus_y * std::size_t(ci.v_samp_factor) * DCTSIZE);
+    p.h = ci.h_samp_factor;
+    p.v = ci.v_samp_factor;
   }
-  if (s->icc && s->icc_len > 0) p.icc.assign(s->icc, s->icc + s->icc_len);
+  if (s->icc && s->icc_len > 0) shape->icc.assign(s->icc, s->icc + s->icc_len);
+  return true;
+}
+
+void pad_plane(Plane* p) {
+  for (int y = 0; y < p->height; ++y) {
+    std::uint8_t* r = p->row(y);
+    std::memset(r + p->width, r[p->width - 1], p->stride - std::size_t(p->width));
+  }
+  for (int y = p->height; y < p->rows; ++y)
+    std::memcpy(p->row(y), p->row(p->height - 1), p->stride);
+}
+
+}  // namespace internal
+
+Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::string& name,
+                     const DecodeOptions& opt) {
+  Decompressor d;
+  Planes p;
+  if (!internal::open_stored(data, size, name, opt, &d, &p)) return Planes{};
+  DecodeState* s = d.s.get();
+  s->cinfo.raw_data_out = TRUE;
+  s->cinfo.out_color_space = JCS_YCbCr;
+  for (Plane& pl : p.plane)
+    allocate_plane(&pl, pl.width, pl.height, pl.stride, pl.rows, pl.h, pl.v);
   if (run_decode_raw(s, p.plane) != 0)
     throw Error(quoted(name) + " is not a decodable image: " + reason(s->err, &s->cinfo));
-  for (Plane& pl : p.plane) pad_plane(&pl);
+  for (Plane& pl : p.plane) internal::pad_plane(&pl);
   return p;
 }
 

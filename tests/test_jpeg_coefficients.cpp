@@ -1,0 +1,203 @@
+// test_jpeg_coefficients.cpp — a colour JPEG's coefficients (jpeg::decode_coefficients) and the
+// planes the islow inverse DCT makes of them (planes_from_coefficients, histeq/idct_formula.hpp):
+// equal to decode_planes' planes byte for byte, padding included, on synthetic and natural
+// images of every sampling the route takes, baseline and progressive, at every quality; the
+// files decode_planes declines and the progressive files libjpeg would smooth are declined;
+// broken files are refused by name. CPU only.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "histeq/error.hpp"
+#include "histeq/idct_formula.hpp"
+#include "histeq/image_io.hpp"
+#include "histeq/jpeg_codec.hpp"
+#include "jpeg_test_support.hpp"
+#include "test_support.hpp"
+
+namespace histeq {
+namespace {
+using test::Bytes;
+using test::make_jpeg;
+using test::MakeOpts;
+using test::pattern;
+using test::scan;
+
+/// The number of samples (whole padded buffers) where a and b differ, or -1 for another shape.
+long differing(const jpeg::Planes& a, const jpeg::Planes& b) {
+  if (a.width != b.width || a.height != b.height) return -1;
+  long bad = 0;
+  for (int k = 0; k < 3; ++k) {
+    const jpeg::Plane& p = a.plane[k];
+    const jpeg::Plane& q = b.plane[k];
+    if (p.width != q.width || p.height != q.height || p.stride != q.stride || p.rows != q.rows ||
+        p.h != q.h || p.v != q.v)
+      return -1;
+    for (int y = 0; y < p.rows; ++y)
+      for (std::size_t x = 0; x < p.stride; ++x) bad += p.row(y)[x] != q.row(y)[x];
+  }
+  return bad;
+}
+
+/// decode_planes and planes_from_coefficients(decode_coefficients) of j: the differing samples.
+long compare(const Bytes& j, const std::string& tag) {
+  const jpeg::Planes want = jpeg::decode_planes(j.data(), j.size(), "t.jpg");
+  const jpeg::Coefficients c = jpeg::decode_coefficients(j.data(), j.size(), "t.jpg");
+  EXPECT_EQ(c.width, want.width) << tag << ": declined";
+  if (c.width == 0) return -1;
+  for (int k = 0; k < 3; ++k) {
+    const jpeg::CoefficientPlane& cp = c.comp[k];
+    EXPECT_EQ(cp.coef.size(), std::size_t(cp.blocks_w) * std::size_t(cp.blocks_h) * 64) << tag;
+    EXPECT_EQ(cp.blocks_w, (cp.plane.width + 7) / 8) << tag << " component " << k;
+    EXPECT_EQ(cp.blocks_h, (cp.plane.height + 7) / 8) << tag << " component " << k;
+  }
+  return differing(jpeg::planes_from_coefficients(c), want);
+}
+
+struct Sampling {
+  int h, v;
+  const char* name;
+};
+const Sampling kSamplings[] = {{1, 1, "4:4:4"}, {2, 1, "4:2:2"}, {2, 2, "4:2:0"}};
+
+TEST(JpegCoefficients, TheInverseDctGivesDecodePlanesBytes) {
+  const int sizes[][2] = {{1, 1}, {7, 5}, {16, 16}, {17, 9}, {33, 31}, {129, 67}};
+  for (const Sampling& smp : kSamplings)
+    for (const auto& sz : sizes)
+      for (bool progressive : {false, true})
+        for (int quality : {10, 75, 100}) {
+          MakeOpts o;
+          o.h_samp = smp.h;
+          o.v_samp = smp.v;
+          o.progressive = progressive;
+          o.quality = quality;
+          const Bytes j = make_jpeg(pattern(sz[0], sz[1], 3, unsigned(sz[0] + 3 * sz[1])), o);
+          const std::string tag = std::string(smp.name) + " " + std::to_string(sz[0]) + "x" +
+                                  std::to_string(sz[1]) + " q" + std::to_string(quality) +
+                                  (progressive ? " progressive" : "");
+          EXPECT_EQ(compare(j, tag), 0) << tag;
+        }
+}
+
+TEST(JpegCoefficients, NaturalImagesAtEveryQuality) {
+  const std::string dir = test::shared_dir();
+  if (dir.empty()) GTEST_SKIP() << "../shared (the natural images) is not next to the checkout";
+  int done = 0;
+  for (const char* name : {"astronaut.png", "chelsea.png", "coffee.png"}) {
+    const std::string path = dir + "/natural/" + name;
+    Image img;
+    try {
+      img = load_image(path);
+    } catch (const Error&) {
+      continue;
+    }
+    if (img.channels != 3) continue;
+    for (const Sampling& smp : kSamplings)
+      for (int quality : {50, 95, 100})
+        for (bool progressive : {false, true}) {
+          MakeOpts o;
+          o.h_samp = smp.h;
+          o.v_samp = smp.v;
+          o.quality = quality;
+          o.progressive = progressive;
+          o.optimize = true;
+          const std::string tag = std::string(name) + " " + smp.name + " q" +
+                                  std::to_string(quality) + (progressive ? " progressive" : "");
+          EXPECT_EQ(compare(make_jpeg(img, o), tag), 0) << tag;
+          ++done;
+        }
+  }
+  if (done == 0) GTEST_SKIP() << "no colour image among the natural ones";
+}
+
+TEST(JpegCoefficients, TheFormulaOfADcOnlyBlockIsItsLevel) {
+  // A block with only a DC coefficient is flat: DC * q / 8 + 128, rounded, clamped.
+  for (int dc : {-1024, -129, -17, -1, 0, 1, 5, 63, 127, 1023}) {
+    std::int16_t coef[64] = {};
+    std::uint16_t quant[64];
+    for (auto& q : quant) q = 1;
+    coef[0] = std::int16_t(dc);
+    std::uint8_t out[64];
+    idct_formula::idct_islow_block(coef, quant, out, 8);
+    const long shifted = (long(dc) * 4 + 16) >> 5;  // the two passes' rounding of dc / 8
+    const long want = std::min(255L, std::max(0L, shifted + 128));
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(out[i], want) << "dc " << dc << " sample " << i;
+  }
+}
+
+TEST(JpegCoefficients, ProgressiveScriptsThatLeaveCoefficientsUnrefined) {
+  // Scans that never refine the last bit of luma's AC coefficients, or never send them at all
+  // (histeq decodes without libjpeg's block smoothing, which would estimate them): the inverse
+  // DCT of what was sent, as decode_planes gives it. A gradient, where smoothing would act.
+  Image g;
+  g.width = 64;
+  g.height = 48;
+  g.channels = 3;
+  g.pixels.resize(g.byte_count());
+  for (int y = 0; y < g.height; ++y)
+    for (int x = 0; x < g.width; ++x)
+      for (int k = 0; k < 3; ++k)
+        g.pixels[(std::size_t(y) * 64 + std::size_t(x)) * 3 + std::size_t(k)] =
+            std::uint8_t(3 * x + 2 * y + 10 * k);
+  MakeOpts o;
+  o.progressive = true;
+  o.quality = 30;
+  const std::vector<std::vector<jpeg_scan_info>> scripts = {
+      {scan({0, 1, 2}, 0, 0, 0, 0), scan({0}, 1, 63, 0, 1), scan({1}, 1, 63), scan({2}, 1, 63)},
+      {scan({0, 1, 2}, 0, 0, 0, 0), scan({1}, 1, 63), scan({2}, 1, 63)},
+      {scan({0, 1, 2}, 0, 0, 0, 1), scan({0}, 1, 5), scan({1}, 1, 63), scan({2}, 1, 63)},
+  };
+  int n = 0;
+  for (const auto& script : scripts) {
+    o.scans = script;
+    const Bytes j = make_jpeg(g, o);
+    ASSERT_TRUE(test::libjpeg_decodes_cleanly(j)) << "script " << n;
+    EXPECT_EQ(compare(j, "script " + std::to_string(n)), 0) << "script " << n;
+    ++n;
+  }
+}
+
+TEST(JpegCoefficients, FilesOffTheRouteAndBrokenFiles) {
+  // what decode_planes declines or refuses, decode_coefficients does too
+  const Bytes gray = make_jpeg(pattern(16, 16, 1));
+  EXPECT_THROW(jpeg::decode_coefficients(gray.data(), gray.size(), "gray.jpg"), Error);
+  MakeOpts rgb;
+  rgb.rgb_stored = true;
+  const Bytes stored_rgb = make_jpeg(pattern(16, 16, 3), rgb);
+  EXPECT_THROW(jpeg::decode_coefficients(stored_rgb.data(), stored_rgb.size(), "rgb.jpg"), Error);
+  const Bytes j = make_jpeg(pattern(48, 32, 3, 9), MakeOpts{});
+  jpeg::DecodeOptions small;
+  small.max_pixels = 48 * 32 - 1;
+  EXPECT_THROW(jpeg::decode_coefficients(j.data(), j.size(), "big.jpg", small), Error);
+  // truncated: refused by name (a progressive file cut inside its scans as well)
+  for (bool progressive : {false, true}) {
+    MakeOpts o;
+    o.progressive = progressive;
+    const Bytes whole = make_jpeg(pattern(64, 64, 3, 4), o);
+    const Bytes cut(whole.begin(), whole.begin() + std::ptrdiff_t(whole.size() * 2 / 3));
+    try {
+      jpeg::decode_coefficients(cut.data(), cut.size(), "cut.jpg");
+      ADD_FAILURE() << "a truncated file decoded";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("cut.jpg"), std::string::npos) << e.what();
+    }
+  }
+  // inconsistent: a frame header whose size disagrees with the data; a huge declared size
+  Bytes lying = j;
+  for (std::size_t i = 2; i + 9 < lying.size(); ++i)
+    if (lying[i] == 0xFF && lying[i + 1] == 0xC0) {
+      lying[i + 5] = 0x7F;  // height high byte: 32 → 32544 rows the scan does not hold
+      lying[i + 7] = 0x7F;  // width high byte
+      break;
+    }
+  EXPECT_THROW(jpeg::decode_coefficients(lying.data(), lying.size(), "lying.jpg"), Error);
+  const Bytes empty;
+  EXPECT_THROW(jpeg::decode_coefficients(empty.data(), 0, "empty.jpg"), Error);
+  EXPECT_THROW(jpeg::planes_from_coefficients(jpeg::Coefficients{}), Error);
+}
+
+}  // namespace
+}  // namespace histeq
