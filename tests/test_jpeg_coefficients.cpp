@@ -3,7 +3,8 @@
 // equal to decode_planes' planes byte for byte, padding included, on synthetic and natural
 // images of every sampling the route takes, baseline and progressive, at every quality; the
 // files decode_planes declines and the progressive files libjpeg would smooth are declined;
-// broken files are refused by name. CPU only.
+// broken files are refused by name. On a GPU: the device's inverse DCT (kernels/jpeg/idct.cu)
+// gives the same planes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +16,10 @@
 #include "histeq/idct_formula.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/jpeg_codec.hpp"
+#include "jpeg/idct.hpp"
 #include "jpeg_test_support.hpp"
+#include "support/cuda_check.hpp"
+#include "support/device_buffer.hpp"
 #include "test_support.hpp"
 
 namespace histeq {
@@ -197,6 +201,81 @@ TEST(JpegCoefficients, FilesOffTheRouteAndBrokenFiles) {
   const Bytes empty;
   EXPECT_THROW(jpeg::decode_coefficients(empty.data(), 0, "empty.jpg"), Error);
   EXPECT_THROW(jpeg::planes_from_coefficients(jpeg::Coefficients{}), Error);
+}
+
+/// planes_from_coefficients on the device: each component uploaded, kernels::idct_plane, the
+/// plane downloaded.
+jpeg::Planes planes_on_device(const jpeg::Coefficients& c) {
+  jpeg::Planes p;
+  p.width = c.width;
+  p.height = c.height;
+  for (int k = 0; k < 3; ++k) {
+    const jpeg::CoefficientPlane& cp = c.comp[k];
+    jpeg::Plane& pl = p.plane[k];
+    pl.width = cp.plane.width;
+    pl.height = cp.plane.height;
+    pl.stride = cp.plane.stride;
+    pl.rows = cp.plane.rows;
+    pl.h = cp.plane.h;
+    pl.v = cp.plane.v;
+    const std::size_t bytes = pl.stride * std::size_t(pl.rows);
+    pl.data.reset(new std::uint8_t[bytes]);
+    DeviceBuffer<std::int16_t> d_coef(cp.coef.size());
+    DeviceBuffer<std::uint8_t> d_plane(bytes);
+    HISTEQ_CUDA_CHECK(
+        cudaMemcpy(d_coef.get(), cp.coef.data(), d_coef.bytes(), cudaMemcpyHostToDevice));
+    HISTEQ_CUDA_CHECK(cudaMemset(d_plane.get(), 0xA5, bytes));  // no sample left as it was
+    kernels::IdctPlane a;
+    a.d_coef = d_coef.get();
+    for (int i = 0; i < 64; ++i) a.quant.q[i] = cp.quant[i];
+    a.blocks_w = cp.blocks_w;
+    a.blocks_h = cp.blocks_h;
+    a.d_plane = d_plane.get();
+    a.stride = pl.stride;
+    a.rows = pl.rows;
+    a.width = pl.width;
+    a.height = pl.height;
+    kernels::idct_plane(a, nullptr);
+    HISTEQ_CUDA_CHECK(cudaMemcpy(pl.data.get(), d_plane.get(), bytes, cudaMemcpyDeviceToHost));
+  }
+  return p;
+}
+
+TEST(JpegCoefficientsGpu, TheDevicesInverseDctGivesTheHostsPlanes) {
+  HISTEQ_REQUIRE_GPU();
+  std::vector<Bytes> files;
+  const int sizes[][2] = {{1, 1}, {9, 7}, {33, 31}, {129, 67}, {640, 480}};
+  for (const Sampling& smp : kSamplings)
+    for (const auto& sz : sizes)
+      for (bool progressive : {false, true}) {
+        MakeOpts o;
+        o.h_samp = smp.h;
+        o.v_samp = smp.v;
+        o.progressive = progressive;
+        o.quality = progressive ? 95 : 100;
+        files.push_back(make_jpeg(pattern(sz[0], sz[1], 3, unsigned(sz[0] ^ sz[1])), o));
+      }
+  const std::string dir = test::shared_dir();
+  if (!dir.empty()) {
+    try {
+      const Image img = load_image(dir + "/natural/astronaut.png");
+      MakeOpts o;
+      o.progressive = true;
+      if (img.channels == 3) files.push_back(make_jpeg(img, o));
+    } catch (const Error&) {}
+  }
+  int n = 0;
+  for (const Bytes& j : files) {
+    const jpeg::Coefficients c = jpeg::decode_coefficients(j.data(), j.size(), "t.jpg");
+    ASSERT_GT(c.width, 0) << "file " << n;
+    EXPECT_EQ(differing(planes_on_device(c), jpeg::planes_from_coefficients(c)), 0) << "file " << n;
+    EXPECT_EQ(differing(planes_on_device(c), jpeg::decode_planes(j.data(), j.size(), "t.jpg")), 0)
+        << "file " << n;
+    ++n;
+  }
+  // a geometry that does not fit is refused before any launch
+  kernels::IdctPlane bad;
+  EXPECT_THROW(kernels::idct_plane(bad, nullptr), UsageError);
 }
 
 }  // namespace

@@ -76,28 +76,38 @@ HISTEQ_HD void idct_1d(std::int64_t s0, std::int64_t s1, std::int64_t s2, std::i
   out[4] = t13 - o0;
 }
 
+/// Pass 1 of a block, column `col`: the dequantized column of `coef` (64 coefficients in natural,
+/// row-major order) times `quant` (natural order) into ws[8k + col], k = 0..7, kPass1Bits extra
+/// bits kept, as libjpeg's int workspace holds them.
+HISTEQ_HD void idct_column(const std::int16_t* coef, const std::uint16_t* quant, int col,
+                           std::int32_t* ws) {
+  std::int64_t s[8];
+  for (int k = 0; k < 8; ++k) s[k] = std::int64_t(coef[8 * k + col]) * quant[8 * k + col];
+  std::int64_t r[8];
+  idct_1d(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], r);
+  for (int k = 0; k < 8; ++k)
+    ws[8 * k + col] = std::int32_t(descale(r[k], kConstBits - kPass1Bits));
+}
+
+/// Pass 2 of a block, one row: the eight workspace values of the row → eight samples at out
+/// (level-shifted by 128, clamped to 0..255).
+HISTEQ_HD void idct_row(const std::int32_t* w, std::uint8_t* out) {
+  std::int64_t r[8];
+  idct_1d(w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], r);
+  for (int k = 0; k < 8; ++k) {
+    const std::int64_t v = descale(r[k], kConstBits + kPass1Bits + 3) + 128;
+    out[k] = std::uint8_t(v < 0 ? 0 : v > 255 ? 255 : v);
+  }
+}
+
 /// One block: `coef` (64 quantized coefficients in natural, row-major order, as libjpeg keeps
 /// them) times `quant` (the component's table, natural order) → 8x8 samples at out (rows
 /// `stride` bytes apart).
 HISTEQ_HD void idct_islow_block(const std::int16_t* coef, const std::uint16_t* quant,
                                 std::uint8_t* out, std::size_t stride) {
-  std::int64_t ws[64];
-  std::int64_t r[8];
-  for (int col = 0; col < 8; ++col) {  // pass 1: columns, 2 extra bits kept
-    std::int64_t s[8];
-    for (int k = 0; k < 8; ++k) s[k] = std::int64_t(coef[8 * k + col]) * quant[8 * k + col];
-    idct_1d(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], r);
-    for (int k = 0; k < 8; ++k) ws[8 * k + col] = descale(r[k], kConstBits - kPass1Bits);
-  }
-  for (int row = 0; row < 8; ++row) {  // pass 2: rows, then the level shift and the clamp
-    const std::int64_t* w = ws + 8 * row;
-    idct_1d(w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], r);
-    std::uint8_t* o = out + std::size_t(row) * stride;
-    for (int k = 0; k < 8; ++k) {
-      const std::int64_t v = descale(r[k], kConstBits + kPass1Bits + 3) + 128;
-      o[k] = std::uint8_t(v < 0 ? 0 : v > 255 ? 255 : v);
-    }
-  }
+  std::int32_t ws[64];
+  for (int col = 0; col < 8; ++col) idct_column(coef, quant, col, ws);
+  for (int row = 0; row < 8; ++row) idct_row(ws + 8 * row, out + std::size_t(row) * stride);
 }
 
 }  // namespace histeq::idct_formula

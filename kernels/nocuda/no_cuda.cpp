@@ -21,6 +21,7 @@
 #include "histogram/details.hpp"
 #include "histogram/region.hpp"
 #include "histogram/registry.hpp"
+#include "jpeg/idct.hpp"
 #include "support/cuda_check.hpp"
 #include "support/stream_hold.hpp"
 #include "support/stream_read.hpp"
@@ -76,6 +77,9 @@ cudaError_t probe_device_code() { return cudaErrorNoDevice; }
 
 // ---- region.hpp ----
 void region_histogram_u8(const RegionLaunch&) { no_gpu("region_histogram_u8"); }
+
+// ---- idct.hpp ----
+void idct_plane(const IdctPlane&, cudaStream_t) { no_gpu("idct_plane"); }
 
 // ---- batched.hpp ----
 std::size_t batch_scratch_bytes(std::size_t) { return 0; }
