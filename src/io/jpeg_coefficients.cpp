@@ -45,8 +45,8 @@ int run_read_coefficients(DecodeState* s, Coefficients* out, bool* taken) {
     const std::size_t row_coefs = std::size_t(p.blocks_w) * DCTSIZE2;
     p.coef.resize(row_coefs * std::size_t(p.blocks_h));
     for (int by = 0; by < p.blocks_h; ++by) {
-      JBLOCKARRAY rows = (*c->mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(c),
-                                                       arrays[k], JDIMENSION(by), 1, FALSE);
+      JBLOCKARRAY rows = (*c->mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(c), arrays[k],
+                                                       JDIMENSION(by), 1, FALSE);
       std::memcpy(p.coef.data() + std::size_t(by) * row_coefs, rows[0][0],
                   row_coefs * sizeof(JCOEF));
     }
@@ -101,8 +101,8 @@ Planes planes_from_coefficients(const Coefficients& c) {
     for (int by = 0; by < cp.blocks_h; ++by)
       for (int bx = 0; bx < cp.blocks_w; ++bx)
         idct_formula::idct_islow_block(
-            cp.coef.data() + (std::size_t(by) * std::size_t(cp.blocks_w) + std::size_t(bx)) *
-                                 DCTSIZE2,
+            cp.coef.data() +
+                (std::size_t(by) * std::size_t(cp.blocks_w) + std::size_t(bx)) * DCTSIZE2,
             cp.quant, pl.row(by * DCTSIZE) + std::size_t(bx) * DCTSIZE, pl.stride);
     internal::pad_plane(&pl);
   }
