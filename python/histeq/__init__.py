@@ -568,8 +568,8 @@ def _histogram16(image, d: Optional[_a.Dev], bins, kernel, mode, backend, batch)
         out = _a.result_like(d, (n, 65536), "int64")
         if n * h * w > 0:
             _histeq.histogram16_device(d.device, d.stream, d.ptr, n, h * w, _a.ptr(out))
-        else:
-            out.fill(0)
+        else:  # torch has zero_, CuPy fill
+            out.zero_() if hasattr(out, "zero_") else out.fill(0)
         return out if is_batch else out[0]
     if backend == "cuda":
         _a.require_cuda("backend='cuda'")

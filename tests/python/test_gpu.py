@@ -361,6 +361,19 @@ def test_torch_uint16_equalize_and_histogram(torch_cuda, shape):
                                   histeq.histogram(img, backend="cpu", batch=is_batch))
 
 
+@pytest.mark.parametrize("shape", [(0, 5), (2, 0, 5)])
+def test_torch_uint16_histogram_of_an_image_without_pixels(torch_cuda, shape):
+    """No pixel: 65536 zeros per image, as 8-bit images count 256 (the counts are zeroed with
+    zero_: a torch tensor has no fill)."""
+    torch = torch_cuda
+    if not hasattr(torch, "uint16"):
+        pytest.skip("this torch has no uint16")
+    is_batch = len(shape) == 3
+    h = histeq.histogram(torch.empty(shape, dtype=torch.uint16, device="cuda"), batch=is_batch)
+    assert h.is_cuda and h.dtype == torch.int64
+    np.testing.assert_array_equal(h.cpu().numpy(), np.zeros(shape[:-2] + (65536,), np.int64))
+
+
 def test_numpy_16bit_and_clahe_on_the_gpu(cuda):
     img16 = u16((120, 130), 6, 0, 5000)
     np.testing.assert_array_equal(histeq.equalize(img16, backend="cuda"),
