@@ -3,10 +3,10 @@
 and the caller's current stream. Private: the histeq package's functions use it.
 
 The CUDA path is the hot one (a call that queues one or two kernel launches): what can be looked
-up once is (the torch module, its dtypes, its raw-stream function, the types of torch tensors),
-and nothing is allocated per call beyond the result and one small record (Dev). Gray torch
-tensors, the common case, take torch_gray: the few reads of the tensor that the call needs, no
-record, the result allocated by the caller."""
+up once is (the torch and CuPy modules, torch's dtypes and raw-stream function, the types of torch
+tensors and CuPy arrays), and nothing is allocated per call beyond the result and one small record
+(Dev). Gray torch tensors, the common case, take torch_gray: the few reads of the tensor that the
+call needs, no record, the result allocated by the caller."""
 from __future__ import annotations
 
 import sys as _sys
@@ -152,10 +152,14 @@ class Dev:
             tdt = _torch_u8 if dtype == "uint8" else _torch_u16 if dtype == "uint16" else \
                 _torch_i64
             return _torch.empty(shape, dtype=tdt, device=self.obj.device)
-        import cupy  # type: ignore
+        cupy = _cupy
+        if cupy is None:
+            import cupy  # type: ignore
+        ndt = _U8 if dtype == "uint8" else _U16 if dtype == "uint16" else _np.int64
+        if cupy.cuda.runtime.getDevice() == self.device:  # the current device already
+            return cupy.empty(shape, dtype=ndt)
         with cupy.cuda.Device(self.device):
-            return cupy.empty(shape, dtype={"uint8": _np.uint8, "uint16": _np.uint16}.get(
-                dtype, _np.int64))
+            return cupy.empty(shape, dtype=ndt)
 
 
 _torch: Any = None          # the torch module, once a tensor has been seen
@@ -164,6 +168,10 @@ _torch_u16: Any = None
 _torch_i64: Any = None
 _torch_types: set = set()   # the classes of torch tensors seen
 _torch_raw_stream: Any = None
+_cupy: Any = None           # the cupy module, once a CuPy array has been seen
+_cupy_types: set = set()    # the classes of CuPy arrays seen
+_U8 = _np.dtype(_np.uint8)
+_U16 = _np.dtype(_np.uint16)
 
 
 def is_torch(x) -> bool:
@@ -190,7 +198,16 @@ def torch_stream(dev: int) -> int:
 
 
 def is_cupy(x) -> bool:
-    return type(x).__module__.startswith("cupy") and hasattr(x, "data") and hasattr(x, "device")
+    t = type(x)
+    if t in _cupy_types:
+        return True
+    if t.__module__.startswith("cupy") and hasattr(x, "data") and hasattr(x, "device"):
+        global _cupy
+        import cupy  # type: ignore
+        _cupy = cupy
+        _cupy_types.add(t)
+        return True
+    return False
 
 
 def torch_gray(x, batch):
@@ -300,15 +317,23 @@ def as_device(x, argname: str) -> Optional[Dev]:
         return None
     if type(x) in _torch_types or is_torch(x):
         d = _torch_device(x, argname)
-    elif is_cupy(x):
-        if x.dtype not in (_np.uint8, _np.uint16):
+    elif type(x) in _cupy_types or is_cupy(x):
+        dt = x.dtype
+        if dt is _U8 or dt is _U16:  # NumPy's own dtype objects: no comparison needed
+            dtype = "uint8" if dt is _U8 else "uint16"
+        elif dt not in (_np.uint8, _np.uint16):
             raise TypeError(f"{argname}: dtype {x.dtype}; expected uint8 or uint16")
+        else:
+            dtype = str(dt)
         if not x.flags.c_contiguous:
             check_c_contiguous(x.shape, x.strides, argname, x.dtype.itemsize)
-        import cupy  # type: ignore
-        with x.device:
-            stream = cupy.cuda.get_current_stream().ptr
-        d = Dev("cupy", x, x.data.ptr, x.shape, x.device.id, stream, str(x.dtype))
+        device = x.device
+        if _cupy.cuda.runtime.getDevice() == device.id:  # the current device: its stream
+            stream = _cupy.cuda.get_current_stream().ptr
+        else:
+            with device:
+                stream = _cupy.cuda.get_current_stream().ptr
+        d = Dev("cupy", x, x.data.ptr, x.shape, device.id, stream, dtype)
     elif isinstance(x, _np.ndarray):
         return None
     else:

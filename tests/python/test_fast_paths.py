@@ -373,3 +373,88 @@ def test_clahe_args_shortcut_equals_the_full_checks(clip, grid):
             return (type(e), str(e))
     assert outcome(clip) == outcome(np.float64(clip))
 
+
+# ------------------------------------------------------------------------------- CuPy arrays
+
+class _CupyState:
+    current = 0
+    streams = {0: 0x7000, 1: 0x7100}
+
+
+class _CupyDevice:
+    def __init__(self, i):
+        self.id = i
+
+    def __enter__(self):
+        self.prev, _CupyState.current = _CupyState.current, self.id
+        return self
+
+    def __exit__(self, *exc):
+        _CupyState.current = self.prev
+        return False
+
+
+class FakeCupyArray:
+    def __init__(self, a, device):
+        self.a, self._device = a, device
+        self.data = types.SimpleNamespace(ptr=(1 << 41) + (device << 36))
+        self.flags = types.SimpleNamespace(c_contiguous=a.flags.c_contiguous)
+
+    dtype = property(lambda self: self.a.dtype)
+    shape = property(lambda self: self.a.shape)
+    strides = property(lambda self: self.a.strides)
+    device = property(lambda self: _CupyDevice(self._device))
+
+
+FakeCupyArray.__module__ = "cupy"
+
+
+@pytest.fixture
+def fake_cupy(monkeypatch):
+    """A stand-in cupy (two devices, a current one, a current stream per device) and the device
+    calls recorded into the returned list."""
+    cupy = types.ModuleType("cupy")
+    cupy.ndarray = FakeCupyArray
+    cupy.cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(getDevice=lambda: _CupyState.current),
+        get_current_stream=lambda: types.SimpleNamespace(
+            ptr=_CupyState.streams[_CupyState.current]),
+        Device=_CupyDevice)
+    cupy.empty = lambda shape, dtype: FakeCupyArray(np.empty(shape, dtype), _CupyState.current)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setattr(_a, "_cupy", None)
+    monkeypatch.setattr(_a, "_cupy_types", set())
+    monkeypatch.setattr(_a, "_cuda_state", (True, ""))
+    monkeypatch.setattr(_CupyState, "current", 0)
+    calls: list = []
+    for name in _DEVICE_CALLS:
+        monkeypatch.setattr(_a._histeq, name,
+                            lambda *args, _n=name: calls.append((_n, args)) or "recorded")
+    return calls
+
+
+@pytest.mark.parametrize("device", [0, 1])
+@pytest.mark.parametrize("call", ["equalize", "clahe"])
+def test_cupy_arrays_run_on_their_device_s_current_stream(fake_cupy, call, device):
+    """The stream is the current stream of the array's device, read without entering the
+    device when it is the current one; the result is allocated on the array's device; the
+    current device is the caller's again after the call."""
+    calls = fake_cupy
+    x = FakeCupyArray(_u8((30, 20)), device)
+    out = getattr(histeq, call)(x)
+    assert isinstance(out, FakeCupyArray) and out._device == device and out.shape == (30, 20)
+    assert out.dtype == np.uint8 and _CupyState.current == 0
+    (_name, args), = calls
+    assert args[:3] == (device, _CupyState.streams[device], x.data.ptr)
+
+
+def test_cupy_dtypes(fake_cupy):
+    calls = fake_cupy
+    meta = np.dtype(np.uint16, metadata={"a": 1})  # equal to uint16, not NumPy's own object
+    assert meta == np.uint16 and meta is not np.dtype(np.uint16)
+    out = histeq.clahe(FakeCupyArray(_u16((30, 20)).astype(meta), 0))
+    assert out.dtype == np.uint16 and calls[0][1][7] is True  # clahe_device(..., sixteen, ...)
+    with pytest.raises(TypeError, match=r"image: dtype >u2; expected uint8 or uint16"):
+        histeq.equalize(FakeCupyArray(_u16((30, 20)).astype(">u2"), 0))
+    with pytest.raises(TypeError, match=r"image: dtype float32; expected uint8 or uint16"):
+        histeq.equalize(FakeCupyArray(np.zeros((3, 3), np.float32), 0))
