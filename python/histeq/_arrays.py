@@ -361,12 +361,15 @@ def result_like(d: Dev, shape, dtype: str = "uint8"):
     """A new array for the result: same library (CuPy for foreign CUDA arrays), same device."""
     if d.lib == "torch" and dtype == d.dtype and tuple(shape) == tuple(d.shape):
         return _torch.empty_like(d.obj)  # the input is contiguous: so is this
+    global _cupy
     if d.lib == "cai":
-        try:
-            import cupy  # type: ignore  # noqa: F401
-        except ImportError:
-            raise TypeError(f"image: cannot allocate a result for {type(d.obj).__name__}; "
-                            f"install CuPy or pass a torch or CuPy array") from None
+        if _cupy is None:
+            try:
+                import cupy  # type: ignore
+            except ImportError:
+                raise TypeError(f"image: cannot allocate a result for {type(d.obj).__name__}; "
+                                f"install CuPy or pass a torch or CuPy array") from None
+            _cupy = cupy
         d = Dev("cupy", d.obj, d.ptr, d.shape, d.device, d.stream, d.dtype)
     return d.empty(shape, dtype)
 

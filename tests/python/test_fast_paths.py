@@ -458,3 +458,23 @@ def test_cupy_dtypes(fake_cupy):
         histeq.equalize(FakeCupyArray(_u16((30, 20)).astype(">u2"), 0))
     with pytest.raises(TypeError, match=r"image: dtype float32; expected uint8 or uint16"):
         histeq.equalize(FakeCupyArray(np.zeros((3, 3), np.float32), 0))
+
+
+def test_cuda_array_interface_results_are_cupy_arrays_on_the_array_s_device(fake_cupy,
+                                                                           monkeypatch):
+    calls = fake_cupy
+
+    class Foreign:
+        __cuda_array_interface__ = {"shape": (30, 20), "typestr": "|u1", "data": (1 << 42, False),
+                                    "version": 3, "stream": 1}
+    monkeypatch.setattr(_a._histeq, "pointer_device", lambda ptr: 1)
+    out = histeq.equalize(Foreign())
+    assert isinstance(out, FakeCupyArray) and out._device == 1 and out.shape == (30, 20)
+    assert _CupyState.current == 0
+    (_name, args), = calls
+    assert args[:3] == (1, 0, 1 << 42)  # stream 1: the legacy default stream, 0
+    monkeypatch.setattr(_a, "_cupy", None)
+    monkeypatch.setitem(sys.modules, "cupy", None)  # not installed
+    with pytest.raises(TypeError, match="image: cannot allocate a result for Foreign; install "
+                                        "CuPy"):
+        histeq.equalize(Foreign())
