@@ -21,9 +21,10 @@ CuPy array, a batch (N,H,W) torch tensor and a list of N tensors; torchvision.tr
 take); kornia.enhance.equalize (float (1,1,H,W) in [0,1], converted before timing); cuCIM's
 skimage.exposure.equalize_hist; OpenCV cv2.equalizeHist on the host (perf_counter, its own
 thread count). Data: a natural-like image (smooth gradient + noise), the same for every peer.
-Diagnostic rows beside them (histeq_variants): the host time of one histeq call (queueing only),
-the compiled call alone on a preallocated output, torch's clone of the same tensor (a copy: the
-floor of any call that reads every byte and writes a new tensor), and each batched path of a gray batch
+Diagnostic rows beside them (histeq_variants): the host time of one histeq call (queueing only;
+torch and CuPy) and of the compiled call it makes, the compiled call alone on a preallocated
+output, torch's clone of the same tensor (a copy: the floor of any call that reads every byte and
+writes a new tensor), and each batched path of a gray batch
 ("histeq batch path queued / two_launch / cluster / table"): one GPU run says which path wins;
 and histeq's call timed with the L2 emptied before each call (time_cuda_flushed), beside the
 repeated-input figure.
@@ -97,7 +98,10 @@ def time_cuda_flushed(torch, fn, reps: int, warmup: int, mib: int = 256) -> floa
 
 def time_issue(torch, fn, reps: int, warmup: int) -> float:
     """Median host microseconds to make the call (queue the work), the GPU synchronized between
-    calls but not timed: when this is near time_cuda's number, the call is host-bound."""
+    calls but not timed: when this is near time_cuda's number, the call is host-bound. fn's
+    result is released inside the clock (a call that returns a new array pays its allocation and
+    its release here; the compiled rows write into an output allocated once).
+    bench_overhead.py splits a call's host time into its parts."""
     times = []
     for i in range(warmup + reps):
         torch.cuda.synchronize()
@@ -315,8 +319,14 @@ def main() -> int:
         if "histeq (torch)" not in skip:
             rows.append((case, "histeq (torch): host us per call (issue only)",
                          time_issue(torch, lambda: histeq.equalize(x), args.reps, args.warmup)))
-            for vname, fn in histeq_variants(torch, histeq, x, batch_list is not None):
+            variants = histeq_variants(torch, histeq, x, batch_list is not None)
+            rows.append((case, "histeq compiled call: host us per call (issue only)",
+                         time_issue(torch, variants[0][1], args.reps, args.warmup)))
+            for vname, fn in variants:
                 rows.append((case, vname, time_cuda(torch, fn, args.reps, args.warmup)))
+        if "histeq (cupy)" in peers and "histeq (cupy)" not in skip:
+            rows.append((case, "histeq (cupy): host us per call (issue only)",
+                         time_issue(torch, peers["histeq (cupy)"](x), args.reps, args.warmup)))
             rows.append((case, "histeq (torch), L2 emptied before each call",
                          time_cuda_flushed(torch, lambda: histeq.equalize(x), args.reps,
                                            args.warmup)))

@@ -343,6 +343,20 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
         RuntimeError: a CUDA failure.
     """
     _a.check_options(mode, formula, kernel, backend, channel_order)
+    if mask is None and roi is None and type(image) in _a._torch_types and backend != "cpu":
+        g = _a.torch_gray(image, batch)
+        if g is not None:  # a gray CUDA tensor: the general path's calls, without its steps
+            dev, stream, ptr, n, h, w, sixteen, _b = g
+            if sixteen:
+                _check16(formula, kernel)
+            out = _a._torch.empty_like(image)
+            if n * h * w > 0:
+                if sixteen:
+                    _histeq.equalize16_device(dev, stream, ptr, out.data_ptr(), n, h * w)
+                else:
+                    _histeq.equalize_device(dev, stream, ptr, out.data_ptr(), n, h * w, 1, mode,
+                                            formula, kernel, _batch_path)
+            return out
     if mask is not None or roi is not None:
         region = _r.Region(mask, roi)
         if isinstance(image, (list, tuple)):
@@ -516,6 +530,10 @@ def histogram(image, bins: Optional[int] = None, kernel: str = "auto", *,
     """
     _a.check_options(mode, "opencv", kernel, backend, channel_order)
     _check_bins(bins)
+    if mask is None and roi is None and type(image) in _a._torch_types and backend != "cpu":
+        g = _a.torch_gray(image, batch)
+        if g is not None:  # a gray CUDA tensor: the general path's calls, without its steps
+            return _histogram_torch_gray(image, g, bins, kernel, mode)
     if mask is not None or roi is not None:
         region = _r.Region(mask, roi)
         if isinstance(image, (list, tuple)):
@@ -543,6 +561,33 @@ def histogram(image, bins: Optional[int] = None, kernel: str = "auto", *,
     return out if wrap is None else wrap(out)
 
 
+def _histogram_torch_gray(x, g, bins, kernel, mode):
+    """histogram() of a gray CUDA tensor (g: _arrays.torch_gray's view of it): what
+    _histogram16 and _histogram_device do for it, the counts allocated in the result's shape."""
+    dev, stream, ptr, n, h, w, sixteen, is_batch = g
+    if sixteen:
+        if bins is not None and int(bins) != 65536:
+            raise ValueError(f"bins: 16-bit images take 65536 bins (one per level), got {bins}")
+        _check16("opencv", kernel)
+        out = _a._torch.empty((n, 65536) if is_batch else (65536,), dtype=_a._torch_i64,
+                              device=x.device)
+        if n * h * w > 0:
+            _histeq.histogram16_device(dev, stream, ptr, n, h * w, out.data_ptr())
+        else:
+            out.zero_()
+        return out
+    bins = 256 if bins is None else int(bins)
+    if bins > 4096:
+        raise ValueError(f"bins: 8-bit images take 1..4096 bins, got {bins}")
+    out = _a._torch.empty((n, bins) if is_batch else (bins,), dtype=_a._torch_i64,
+                          device=x.device)
+    optr, pixels = out.data_ptr(), h * w
+    for i in range(n):
+        _histeq.histogram_device(dev, stream, ptr + i * pixels, pixels, 1, mode, bins, kernel,
+                                 optr + i * bins * 8)
+    return out
+
+
 def _histogram16(image, d: Optional[_a.Dev], bins, kernel, mode, backend, batch):
     """histogram() of a uint16 image: 65536 bins per plane (hist_u16 on the GPU)."""
     if bins is not None and int(bins) != 65536:
@@ -568,8 +613,8 @@ def _histogram16(image, d: Optional[_a.Dev], bins, kernel, mode, backend, batch)
         out = _a.result_like(d, (n, 65536), "int64")
         if n * h * w > 0:
             _histeq.histogram16_device(d.device, d.stream, d.ptr, n, h * w, _a.ptr(out))
-        else:
-            out.fill(0)
+        else:  # torch has zero_, CuPy fill
+            out.zero_() if hasattr(out, "zero_") else out.fill(0)
         return out if is_batch else out[0]
     if backend == "cuda":
         _a.require_cuda("backend='cuda'")
@@ -662,6 +707,15 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
         _a.check_choice("backend", backend, BACKENDS)
         _a.check_choice("channel_order", channel_order, CHANNEL_ORDERS)
     clip, tx, ty = _clahe_args(clip_limit, tile_grid_size)
+    if mask is None and roi is None and type(image) in _a._torch_types and backend != "cpu":
+        g = _a.torch_gray(image, batch)
+        if g is not None:  # a gray CUDA tensor: the general path's calls, without its steps
+            dev, stream, ptr, n, h, w, sixteen, _b = g
+            out = _a._torch.empty_like(image)
+            if n * h * w > 0:
+                _histeq.clahe_device(dev, stream, ptr, out.data_ptr(), n, h, w, sixteen, clip,
+                                     tx, ty)
+            return out
     region = _r.Region(mask, roi) if mask is not None or roi is not None else None
     if isinstance(image, (list, tuple)):
         return [clahe(x, clip, (tx, ty), mode=mode, backend=backend, batch=False,
@@ -728,6 +782,28 @@ def _match_one(image, ref: _r.Reference, batch, mode, backend, order):
     return _stages_device(d, batch, mode, "opencv", "auto", order, hists=hists)
 
 
+def _match_torch_gray(image, reference, batch, mode):
+    """match_histograms() of a gray 8-bit CUDA tensor to a gray 8-bit image (H, W) or (H, W, 1)
+    with pixels on its device (both torch): what the general path queues (the reference's
+    histogram, then the matching stages), without its steps. None when the arguments are not
+    these (the general path takes them)."""
+    g = _a.torch_gray(image, batch)
+    if g is None or g[6]:
+        return None
+    r = _a.torch_gray(reference, None)
+    if r is None or r[6] or r[7] or r[0] != g[0] or r[4] * r[5] == 0:
+        return None
+    dev, stream, ptr, n, h, w, _s, _b = g
+    hists = _a._torch.empty((1, 256), dtype=_a._torch_i64, device=reference.device)
+    hptr = hists.data_ptr()
+    _histeq.histogram_device(r[0], r[1], r[2], r[4] * r[5], 1, None, 256, "auto", hptr)
+    out = _a._torch.empty_like(image)
+    if n * h * w > 0:
+        _histeq.stages_device(dev, stream, ptr, out.data_ptr(), n, h, w, 1, mode, "opencv", "auto",
+                              0, None, hptr, 1)
+    return out
+
+
 def match_histograms(image, reference, *, mode: Optional[str] = None, backend: str = "auto",
                      batch: Optional[bool] = None, channel_order: str = "rgb"):
     """Histogram matching: maps the levels of ``image`` so that its cumulative histogram follows
@@ -773,6 +849,11 @@ def match_histograms(image, reference, *, mode: Optional[str] = None, backend: s
         RuntimeError: a CUDA failure.
     """
     _a.check_options(mode, "opencv", "auto", backend, channel_order)
+    if type(image) in _a._torch_types and type(reference) in _a._torch_types and \
+            backend != "cpu":
+        out = _match_torch_gray(image, reference, batch, mode)
+        if out is not None:
+            return out
     ref = _r.Reference(reference, channel_order, backend)
     if isinstance(image, (list, tuple)):
         return [_match_one(x, ref, False, mode, backend, channel_order) for x in image]

@@ -3,8 +3,10 @@
 and the caller's current stream. Private: the histeq package's functions use it.
 
 The CUDA path is the hot one (a call that queues one or two kernel launches): what can be looked
-up once is (the torch module, its dtypes, its raw-stream function, the types of torch tensors),
-and nothing is allocated per call beyond the result and one small record (_Dev)."""
+up once is (the torch and CuPy modules, torch's dtypes and raw-stream function, the types of torch
+tensors and CuPy arrays), and nothing is allocated per call beyond the result and one small record
+(Dev). Gray torch tensors, the common case, take torch_gray: the few reads of the tensor that the
+call needs, no record, the result allocated by the caller."""
 from __future__ import annotations
 
 import sys as _sys
@@ -147,20 +149,29 @@ class Dev:
     def empty(self, shape, dtype="uint8"):
         """A new array of the same library on the same device (dtype uint8, uint16 or int64)."""
         if self.lib == "torch":
-            tdt = {"uint8": _torch.uint8, "uint16": getattr(_torch, "uint16", None)}.get(
-                dtype, _torch.int64)
+            tdt = _torch_u8 if dtype == "uint8" else _torch_u16 if dtype == "uint16" else \
+                _torch_i64
             return _torch.empty(shape, dtype=tdt, device=self.obj.device)
-        import cupy  # type: ignore
+        cupy = _cupy
+        if cupy is None:
+            import cupy  # type: ignore
+        ndt = _U8 if dtype == "uint8" else _U16 if dtype == "uint16" else _np.int64
+        if cupy.cuda.runtime.getDevice() == self.device:  # the current device already
+            return cupy.empty(shape, dtype=ndt)
         with cupy.cuda.Device(self.device):
-            return cupy.empty(shape, dtype={"uint8": _np.uint8, "uint16": _np.uint16}.get(
-                dtype, _np.int64))
+            return cupy.empty(shape, dtype=ndt)
 
 
 _torch: Any = None          # the torch module, once a tensor has been seen
 _torch_u8: Any = None
 _torch_u16: Any = None
+_torch_i64: Any = None
 _torch_types: set = set()   # the classes of torch tensors seen
 _torch_raw_stream: Any = None
+_cupy: Any = None           # the cupy module, once a CuPy array has been seen
+_cupy_types: set = set()    # the classes of CuPy arrays seen
+_U8 = _np.dtype(_np.uint8)
+_U16 = _np.dtype(_np.uint16)
 
 
 def is_torch(x) -> bool:
@@ -168,9 +179,10 @@ def is_torch(x) -> bool:
     if t in _torch_types:
         return True
     if t.__module__.startswith("torch") and hasattr(x, "data_ptr"):
-        global _torch, _torch_u8, _torch_u16, _torch_raw_stream
+        global _torch, _torch_u8, _torch_u16, _torch_i64, _torch_raw_stream
         _torch = _sys.modules["torch"]
         _torch_u8, _torch_u16 = _torch.uint8, getattr(_torch, "uint16", None)
+        _torch_i64 = _torch.int64
         # The handle of torch's current stream on a device, without building a
         # torch.cuda.Stream object (~3 us): torch._C._cuda_getCurrentRawStream where it exists.
         raw = getattr(_torch._C, "_cuda_getCurrentRawStream", None)
@@ -186,7 +198,57 @@ def torch_stream(dev: int) -> int:
 
 
 def is_cupy(x) -> bool:
-    return type(x).__module__.startswith("cupy") and hasattr(x, "data") and hasattr(x, "device")
+    t = type(x)
+    if t in _cupy_types:
+        return True
+    if t.__module__.startswith("cupy") and hasattr(x, "data") and hasattr(x, "device"):
+        global _cupy
+        import cupy  # type: ignore
+        _cupy = cupy
+        _cupy_types.add(t)
+        return True
+    return False
+
+
+def torch_gray(x, batch):
+    """The fast path of a torch tensor of gray images: (device, stream, pointer, count, height,
+    width, 16-bit, is_batch) when x is a C-contiguous uint8 or uint16 CUDA tensor whose shape
+    split_shape reads as one channel ((H, W), (H, W, 1), (N, H, W), (N, H, W, 1), batch None,
+    True or False) and the GPU is usable: then as_device and split_shape would give the same
+    values without an error. None for anything else, which the general path (as_device) takes
+    and reports. x is a tensor of a class in _torch_types."""
+    if not x.is_cuda or _cuda_state is None or not _cuda_state[0]:
+        return None
+    dt = x.dtype
+    if dt is _torch_u8:
+        sixteen = False
+    elif dt is _torch_u16 and dt is not None:
+        sixteen = True
+    else:
+        return None
+    if not x.is_contiguous():
+        return None
+    shape = x.shape
+    nd = len(shape)
+    if batch is None:  # as split_shape guesses
+        batch = nd == 4 or (nd == 3 and not 1 <= shape[2] <= 4)
+    elif batch is not True and batch is not False:
+        return None
+    if batch:
+        if nd == 3:
+            n, h, w = shape
+        elif nd == 4 and shape[3] == 1:
+            n, h, w = shape[0], shape[1], shape[2]
+        else:
+            return None
+    elif nd == 2:
+        n, h, w = 1, shape[0], shape[1]
+    elif nd == 3 and shape[2] == 1:
+        n, h, w = 1, shape[0], shape[1]
+    else:
+        return None
+    dev = x.get_device()
+    return dev, _torch_raw_stream(dev), x.data_ptr(), n, h, w, sixteen, batch
 
 
 def _contiguous_strides(shape, itemsize=1):
@@ -255,15 +317,23 @@ def as_device(x, argname: str) -> Optional[Dev]:
         return None
     if type(x) in _torch_types or is_torch(x):
         d = _torch_device(x, argname)
-    elif is_cupy(x):
-        if x.dtype not in (_np.uint8, _np.uint16):
+    elif type(x) in _cupy_types or is_cupy(x):
+        dt = x.dtype
+        if dt is _U8 or dt is _U16:  # NumPy's own dtype objects: no comparison needed
+            dtype = "uint8" if dt is _U8 else "uint16"
+        elif dt not in (_np.uint8, _np.uint16):
             raise TypeError(f"{argname}: dtype {x.dtype}; expected uint8 or uint16")
+        else:
+            dtype = str(dt)
         if not x.flags.c_contiguous:
             check_c_contiguous(x.shape, x.strides, argname, x.dtype.itemsize)
-        import cupy  # type: ignore
-        with x.device:
-            stream = cupy.cuda.get_current_stream().ptr
-        d = Dev("cupy", x, x.data.ptr, x.shape, x.device.id, stream, str(x.dtype))
+        device = x.device
+        if _cupy.cuda.runtime.getDevice() == device.id:  # the current device: its stream
+            stream = _cupy.cuda.get_current_stream().ptr
+        else:
+            with device:
+                stream = _cupy.cuda.get_current_stream().ptr
+        d = Dev("cupy", x, x.data.ptr, x.shape, device.id, stream, dtype)
     elif isinstance(x, _np.ndarray):
         return None
     else:
@@ -291,12 +361,15 @@ def result_like(d: Dev, shape, dtype: str = "uint8"):
     """A new array for the result: same library (CuPy for foreign CUDA arrays), same device."""
     if d.lib == "torch" and dtype == d.dtype and tuple(shape) == tuple(d.shape):
         return _torch.empty_like(d.obj)  # the input is contiguous: so is this
+    global _cupy
     if d.lib == "cai":
-        try:
-            import cupy  # type: ignore  # noqa: F401
-        except ImportError:
-            raise TypeError(f"image: cannot allocate a result for {type(d.obj).__name__}; "
-                            f"install CuPy or pass a torch or CuPy array") from None
+        if _cupy is None:
+            try:
+                import cupy  # type: ignore
+            except ImportError:
+                raise TypeError(f"image: cannot allocate a result for {type(d.obj).__name__}; "
+                                f"install CuPy or pass a torch or CuPy array") from None
+            _cupy = cupy
         d = Dev("cupy", d.obj, d.ptr, d.shape, d.device, d.stream, d.dtype)
     return d.empty(shape, dtype)
 
@@ -385,6 +458,11 @@ def host_dtype(x) -> str:
 
 def clahe_args(clip_limit: Any, tile_grid_size: Any) -> Tuple[float, int, int]:
     """clahe()'s checks of OpenCV's clipLimit and tileGridSize: (clip, columns, rows)."""
+    if type(clip_limit) is float and type(tile_grid_size) is tuple and len(tile_grid_size) == 2:
+        tx, ty = tile_grid_size  # the usual call (a float and a tuple of two ints): no copies
+        if type(tx) is int and type(ty) is int and 1 <= tx <= 1024 and 1 <= ty <= 1024 and \
+                clip_limit - clip_limit == 0.0:  # finite: inf - inf and nan - nan are nan
+            return clip_limit, tx, ty
     if isinstance(clip_limit, bool) or \
             not isinstance(clip_limit, (int, float, _np.integer, _np.floating)):
         raise TypeError(f"clip_limit: expected a number, got {type(clip_limit).__name__}")

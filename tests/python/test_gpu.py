@@ -335,6 +335,35 @@ def test_torch_clahe_equals_cpu(torch_cuda, dtype, shape):
     np.testing.assert_array_equal(y.cpu().numpy(), want)
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "uint16"])
+@pytest.mark.parametrize("shape", [(300, 257), (300, 257, 1), (3, 130, 170), (2, 40, 50, 1)])
+def test_torch_gray_shortcut_on_a_side_stream_equals_cpu(torch_cuda, dtype, shape):
+    """Gray tensors with the default options take the shortcut (histeq._arrays.torch_gray) in
+    every entry point: queued on the caller's side stream, the CPU backend's bytes."""
+    torch = torch_cuda
+    if dtype == "uint16" and not hasattr(torch, "uint16"):
+        pytest.skip("this torch has no uint16")
+    img = rng_image(shape, seed=12, high=220) if dtype == "uint8" else u16(shape, 12, 100, 3000)
+    ref = rng_image((90, 70), seed=13)
+    x = torch.from_numpy(img).cuda()
+    assert histeq._arrays.torch_gray(x, None) is not None
+    calls = {"equalize": histeq.equalize, "clahe": histeq.clahe, "histogram": histeq.histogram}
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        outs = {name: fn(x) for name, fn in calls.items()}
+        if dtype == "uint8":
+            outs["match"] = histeq.match_histograms(x, torch.from_numpy(ref).cuda())
+    s.synchronize()
+    for name, fn in calls.items():
+        assert outs[name].is_cuda
+        np.testing.assert_array_equal(outs[name].cpu().numpy(), fn(img, backend="cpu"),
+                                      err_msg=name)
+    if dtype == "uint8":
+        np.testing.assert_array_equal(outs["match"].cpu().numpy(),
+                                      histeq.match_histograms(img, ref, backend="cpu"))
+
+
 def test_torch_clahe_colour_goes_through_the_host(torch_cuda):
     torch = torch_cuda
     img = rng_image((40, 50, 3), seed=4)
@@ -359,6 +388,23 @@ def test_torch_uint16_equalize_and_histogram(torch_cuda, shape):
     assert h.dtype == torch.int64 and h.shape[-1] == 65536
     np.testing.assert_array_equal(h.cpu().numpy(),
                                   histeq.histogram(img, backend="cpu", batch=is_batch))
+
+
+@pytest.mark.parametrize("shortcut", [True, False])
+@pytest.mark.parametrize("shape", [(0, 5), (2, 0, 5)])
+def test_torch_uint16_histogram_of_an_image_without_pixels(torch_cuda, shape, shortcut,
+                                                           monkeypatch):
+    """No pixel: 65536 zeros per image, as 8-bit images count 256 (the counts are zeroed with
+    zero_: a torch tensor has no fill), through the gray tensors' shortcut and without it."""
+    torch = torch_cuda
+    if not hasattr(torch, "uint16"):
+        pytest.skip("this torch has no uint16")
+    if not shortcut:
+        monkeypatch.setattr(histeq._arrays, "torch_gray", lambda x, batch: None)
+    is_batch = len(shape) == 3
+    h = histeq.histogram(torch.empty(shape, dtype=torch.uint16, device="cuda"), batch=is_batch)
+    assert h.is_cuda and h.dtype == torch.int64
+    np.testing.assert_array_equal(h.cpu().numpy(), np.zeros(shape[:-2] + (65536,), np.int64))
 
 
 def test_numpy_16bit_and_clahe_on_the_gpu(cuda):
