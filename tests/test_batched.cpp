@@ -2,7 +2,8 @@
 // on an external stream: every image of a batch equals the CPU pipeline's result for it alone
 // (which the other suites tie to the GPU single-image path and to OpenCV), for sizes around the
 // chunk size, empty images, misaligned and in-place buffers, more images than one launch's table,
-// and repeated calls (the zeroed scratch must come back zero). The batch tests run once per kernel
+// and repeated calls (the zeroed scratch must come back zero); match_batch likewise against
+// match_lut of each image's histogram. The batch tests run once per kernel
 // configuration (kConfigs: the policy, the cluster path's large blocks at every size, without
 // and with programmatic dependent launch everywhere; gpu::Equalizer::set_tuning).
 #include <gtest/gtest.h>
@@ -23,6 +24,7 @@
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
 #include "histeq/lut.hpp"
+#include "histeq/match.hpp"
 #include "histeq/synthetic.hpp"
 #include "histeq/tuning.hpp"
 #include "test_support.hpp"
@@ -158,6 +160,80 @@ TEST_P(BatchedTable, MoreImagesThanOneLaunchTable) {
     EXPECT_EQ(test::download(d_out[i].get(), host[i].size()), reference(host[i], Formula::opencv))
         << "image " << i;
   }
+}
+
+/// The CPU reference of matching: match_lut(histogram(img), ref) applied to img.
+std::vector<std::uint8_t> matched(const std::vector<std::uint8_t>& img, const Histogram& ref) {
+  const Histogram h = cpu::histogram(img.data(), img.size(), SampleType::u8, 256, 1);
+  const Lut lut = match_lut(h.data(), ref.data());
+  std::vector<std::uint8_t> out(img.size());
+  for (std::size_t i = 0; i < img.size(); ++i) out[i] = lut[img[i]];
+  return out;
+}
+
+// match_batch (the JPEG device route's matching of Y planes): every image of a batch of any
+// sizes (around the chunk size, empty, misaligned, one in place, more than two launch tables)
+// equals match_lut of its own histogram applied, for references of one level, two levels, with
+// gaps and of a natural image; device_hist and device_lut hold each image's histogram and LUT;
+// a second call and an equalize_batch on the same Equalizer afterwards are unaffected.
+TEST_P(BatchedTable, MatchingEveryImageEqualsItsOwnMatch) {
+  HISTEQ_REQUIRE_GPU();
+  std::vector<std::size_t> sizes = sizes_for_test();
+  for (std::size_t i = 0; i < 2 * BatchedPolicy::kTableImages; ++i) sizes.push_back(500 + 331 * i);
+  const auto& dists = all_distributions();
+  std::vector<std::vector<std::uint8_t>> host;
+  std::vector<DeviceBuffer<std::uint8_t>> d_in, d_out;
+  std::vector<gpu::Equalizer::BatchImage> table;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    host.push_back(samples(sizes[i], dists[i % dists.size()], 31 + i));
+    const std::size_t off = i % 16;
+    d_in.push_back(test::upload_bytes(host[i], off));
+    d_out.emplace_back(host[i].size() + 16);
+    gpu::Equalizer::BatchImage b;
+    b.d_in = d_in.back().get() + off;
+    b.d_out = i == 3 ? d_in.back().get() + off : d_out.back().get() + (i * 5) % 16;
+    b.n = host[i].size();
+    table.push_back(b);
+  }
+  Histogram one(256, 0), two(256, 0), gaps(256, 0);
+  one[77] = 5;
+  two[0] = 3;
+  two[255] = 1000;
+  for (std::size_t v = 3; v < 256; v += 17) gaps[v] = 1 + v % 7;
+  const std::vector<std::uint8_t> natural = samples(200000, Distribution::natural, 2);
+  const Histogram nat = cpu::histogram(natural.data(), natural.size(), SampleType::u8, 256, 1);
+  gpu::Equalizer eq = this->eq();
+  int call = 0;
+  for (const Histogram& ref : {one, two, gaps, nat}) {
+    HISTEQ_CUDA_CHECK(cudaMemcpy(const_cast<std::uint8_t*>(table[3].d_in), host[3].data(),
+                                 host[3].size(), cudaMemcpyHostToDevice));  // in place: again
+    const DeviceBuffer<std::uint64_t> d_ref = test::upload_typed(ref);
+    eq.match_batch(table.data(), table.size(), d_ref.get());
+    eq.synchronize();
+    const auto hists = test::download(eq.device_hist(int(table.size())), table.size() * 256);
+    const auto luts = test::download(eq.device_lut(int(table.size())), table.size() * 256);
+    for (std::size_t i = 0; i < host.size(); ++i) {
+      const Histogram h = cpu::histogram(host[i].data(), host[i].size(), SampleType::u8, 256, 1);
+      const Lut lut = match_lut(h.data(), ref.data());
+      EXPECT_EQ(Histogram(hists.begin() + std::ptrdiff_t(i * 256),
+                          hists.begin() + std::ptrdiff_t(i * 256 + 256)),
+                h)
+          << "image " << i << ", reference " << call;
+      EXPECT_TRUE(std::equal(lut.begin(), lut.end(), luts.begin() + std::ptrdiff_t(i * 256)))
+          << "image " << i << ", reference " << call;
+      EXPECT_EQ(test::download(table[i].d_out, host[i].size()), matched(host[i], ref))
+          << "image " << i << " (" << host[i].size() << " bytes), reference " << call;
+    }
+    ++call;
+  }
+  // The batched equalization after matching on the same Equalizer (its zeroed scratch untouched).
+  HISTEQ_CUDA_CHECK(cudaMemcpy(const_cast<std::uint8_t*>(table[3].d_in), host[3].data(),
+                               host[3].size(), cudaMemcpyHostToDevice));
+  eq.equalize_batch(table.data(), table.size(), Formula::opencv);
+  eq.synchronize();
+  for (std::size_t i = 0; i < host.size(); ++i)
+    EXPECT_EQ(test::download(table[i].d_out, host[i].size()), reference(host[i], Formula::opencv))
+        << "image " << i << " equalized after matching";
 }
 
 TEST_P(BatchedUniform, BackToBackImagesEqualTheirOwnEqualization) {
@@ -348,6 +424,11 @@ TEST(BatchedArgs, OverlappingBuffersAreRefused) {
   gpu::Equalizer::BatchImage b{d.get(), d.get() + 8, 100};
   EXPECT_THROW(eq.equalize_batch(&b, 1, Formula::opencv), UsageError);
   EXPECT_NO_THROW(eq.equalize_batch(nullptr, 0, Formula::opencv));
+  DeviceBuffer<std::uint64_t> ref(256);
+  EXPECT_THROW(eq.match_batch(&b, 1, ref.get()), UsageError);
+  gpu::Equalizer::BatchImage ok{d.get(), d.get() + 512, 100};
+  EXPECT_THROW(eq.match_batch(&ok, 1, nullptr), UsageError);
+  EXPECT_NO_THROW(eq.match_batch(nullptr, 0, ref.get()));
 }
 
 TEST(ExternalStream, EqualizerRunsOnTheCallersStream) {

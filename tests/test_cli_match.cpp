@@ -32,6 +32,7 @@
 #include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/match.hpp"
+#include "histeq/nvjpeg_codec.hpp"
 #include "histeq/operation.hpp"
 #include "histeq/planes.hpp"
 #include "test_support.hpp"
@@ -274,8 +275,18 @@ TEST_F(CliMatch, MatchErrorsNameTheFileOrTheOption) {
   // match takes no --formula and no mask (the options of equalize it does not have)
   r = run("match " + in + " -o " + q("x.png") + " --reference " + in + " --formula exact");
   EXPECT_EQ(r.status, 2) << r;
+  // --decoder gpu: one file's match runs on the CPU (refused, saying so); a batch's JPEGs take
+  // the device route, which needs a build with nvJPEG and the CUDA backend.
   r = run("match " + in + " -o " + q("x.png") + " --reference " + in + " --decoder gpu");
   EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("several files or a folder"), std::string::npos) << r;
+  r = run("match " + in + " " + in + " -o " + q("xs") + " --reference " + in +
+          " --decoder gpu --backend cpu");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find(gpu::nvjpeg_built() ? "needs the CUDA backend" : "without nvJPEG"),
+            std::string::npos)
+      << r;
+  EXPECT_FALSE(fs::exists(path("xs")));
 
   // A 16-bit colour image matched in luma mode: no 16-bit YCbCr, a usage error naming it.
   save_image16(field16(20, 10, 3, 1), path("c16.png"));
@@ -295,6 +306,7 @@ TEST_F(CliMatch, HelpListsMatch) {
   EXPECT_NE(r.out.find("--reference REF"), std::string::npos) << r;
   EXPECT_EQ(r.out.find("--formula"), std::string::npos) << r;
   EXPECT_EQ(r.out.find("--mask"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("gpu (a batch"), std::string::npos) << r;
   r = run("help match");
   EXPECT_EQ(r.status, 0) << r;
 }
@@ -690,6 +702,29 @@ TEST_F(CliMatch, GpuMatchAndMaskEqualTheCpu) {
             0);
   for (const char* n : {"moon.png", "chelsea.png", "coins.png"})
     EXPECT_EQ(slurp(dir_ / "oc" / n), slurp(dir_ / "og" / n)) << n;
+}
+
+// --decoder gpu on a folder of JPEGs: every file on the device route (the bytes of the route
+// are test_match_jpeg_gpu's), as equalize's.
+TEST_F(CliMatch, GpuDecoderTakesAFolderOfJpegsToTheDeviceRoute) {
+  HISTEQ_REQUIRE_GPU();
+  if (!gpu::nvjpeg_built()) GTEST_SKIP() << "built without nvJPEG";
+  fs::create_directories(dir_ / "jpegs");
+  for (const char* n : {"chelsea", "coffee", "camera"})
+    save_image(load_image(sample(std::string(n) + ".png")),
+               (dir_ / "jpegs" / (std::string(n) + ".jpg")).string());
+  const std::string ref = " --reference " + quote(sample("astronaut.png"));
+  for (const char* cmd : {"equalize", "match"}) {
+    SCOPED_TRACE(cmd);
+    const Result r = run(std::string(cmd) + " " + q("jpegs") + " -o " + q(std::string("o-") + cmd) +
+                         (std::string(cmd) == "match" ? ref : "") + " --decoder gpu --json");
+    ASSERT_EQ(r.status, 0) << r;
+    const std::vector<std::string> lines = test::lines_of(r.out);
+    ASSERT_EQ(lines.size(), 4u) << r;
+    const auto summary = nlohmann::json::parse(lines.back())["summary"];
+    EXPECT_TRUE(summary["device_started"].get<bool>()) << r;
+    EXPECT_EQ(summary["routes"]["jpeg-device"]["files"].get<int>(), 3) << r;
+  }
 }
 
 }  // namespace

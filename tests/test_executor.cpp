@@ -209,11 +209,12 @@ TEST_F(ExecutorTest, HistogramTaskMatchesImageHistograms) {
   });
 }
 
-// A region or histogram matching changes the plan: a colour JPEG to JPEG in luma mode, which an
-// equalization takes on the stored-planes route (and on the device route when every JPEG goes
-// there), runs on the pixels route; the executor's output is the library's stage sequence with
-// that region, byte for byte.
-TEST_F(ExecutorTest, ARegionRunsOnThePixelsRouteAndMatchingOnTheCpuPlanes) {
+// A region changes the plan: a colour JPEG to JPEG in luma mode, which an equalization takes on
+// the stored-planes route (and on the device route when the device takes JPEGs), runs on the
+// pixels route; histogram matching is planned as the equalization is (it matches the stored Y),
+// at 8 bits. The executor's output is the library's stage sequence with that region, and the
+// CPU planes route's matching of Y, byte for byte.
+TEST_F(ExecutorTest, ARegionRunsOnThePixelsRouteAndMatchingWhereEqualizationRuns) {
   const Image img = load_image(test::source_path("samples/chelsea.png"));
   const std::vector<std::uint8_t> jpg = encode_image(img, ".jpg", EncodeOptions{});
   Operation op;
@@ -228,17 +229,31 @@ TEST_F(ExecutorTest, ARegionRunsOnThePixelsRouteAndMatchingOnTheCpuPlanes) {
   match.kind = OpKind::match;
   match.reference = std::make_shared<const MatchReference>(
       load_image(test::source_path("samples/coffee.png")), "coffee.png");
-  for (const RouteChoice c : {choice, RouteChoice{true, true, true}}) {
+  Operation match16 = match;
+  match16.depth = 16;
+  const RouteChoice device_planes{true, false, true}, device_all{true, true, true};
+  for (const RouteChoice c : {choice, device_planes, device_all}) {
+    const ItemPlan eq = plan_item(jpg.data(), jpg.size(), op, ".jpg", {}, kDefaultMaxPixels, c);
     p = plan_item(jpg.data(), jpg.size(), masked, ".jpg", {}, kDefaultMaxPixels, c);
     EXPECT_FALSE(p.cpu_planes);
     EXPECT_FALSE(p.device_planes);
     EXPECT_EQ(p.route, ItemRoute::pixels);
-    // Matching: the CPU's planes route, never the device's (its batched kernels equalize).
     p = plan_item(jpg.data(), jpg.size(), match, ".jpg", {}, kDefaultMaxPixels, c);
     EXPECT_TRUE(p.cpu_planes);
+    EXPECT_EQ(p.device_planes, eq.device_planes);
+    EXPECT_EQ(p.route, eq.route);
+    EXPECT_EQ(p.cost, eq.cost);
+    p = plan_item(jpg.data(), jpg.size(), match16, ".jpg", {}, kDefaultMaxPixels, c);
+    EXPECT_FALSE(p.cpu_planes);
     EXPECT_FALSE(p.device_planes);
-    EXPECT_EQ(p.route, ItemRoute::jpeg_planes);
+    EXPECT_EQ(p.route, ItemRoute::pixels);
   }
+  // With the device taking JPEGs, matching goes there (its planes where nvJPEG is built).
+  p = plan_item(jpg.data(), jpg.size(), match, ".jpg", {}, kDefaultMaxPixels, device_all);
+  EXPECT_EQ(p.route, ItemRoute::jpeg_device);
+  p = plan_item(jpg.data(), jpg.size(), match, ".jpg", {}, kDefaultMaxPixels, device_planes);
+  EXPECT_EQ(p.device_planes, gpu::nvjpeg_built());
+  EXPECT_EQ(p.route, gpu::nvjpeg_built() ? ItemRoute::jpeg_device : ItemRoute::jpeg_planes);
 
   {
     std::ofstream f(dir_ / "c.jpg", std::ios::binary);
@@ -297,6 +312,47 @@ TEST_F(ExecutorTest, MatchingAFolderGivesTheLibrarysBytes) {
   ExecutorOptions none = o;
   none.op.reference.reset();
   EXPECT_THROW(Executor{none}, UsageError);
+}
+
+// The executor puts a match on the JPEG device route wherever it puts an equalization: with
+// --decoder auto a run of JPEGs weighs the device route (too small here: "not started", so no
+// device is touched, with a GPU or without), and leaves it out of play (no note) for a counted
+// region, a depth of 16, the CPU backend and --decoder cpu, as for an equalization.
+TEST_F(ExecutorTest, MatchingIsWeighedForTheJpegDeviceRouteAsEqualizationIs) {
+  const std::vector<std::uint8_t> jpg =
+      encode_image(load_image(test::source_path("samples/chelsea.png")), ".jpg", EncodeOptions{});
+  {
+    std::ofstream f(dir_ / "c.jpg", std::ios::binary);
+    f.write(reinterpret_cast<const char*>(jpg.data()), std::streamsize(jpg.size()));
+  }
+  const auto weighed = [&](const ExecutorOptions& o, const char* out = "c.jpg") {
+    Executor ex(o);
+    const BatchSummary s = ex.run({{(dir_ / "c.jpg").string(), (dir_ / "out" / out).string(), {}}},
+                                  [](const ItemReport& r) { EXPECT_TRUE(r.ok) << r.error; });
+    EXPECT_FALSE(s.device_started);
+    return s.device_note.find("not started") != std::string::npos;
+  };
+  ExecutorOptions eq;
+  eq.jobs = 1;
+  ExecutorOptions match = eq;
+  match.op.kind = OpKind::match;
+  match.op.reference = std::make_shared<const MatchReference>(
+      load_image(test::source_path("samples/coffee.png")), "coffee.png");
+  EXPECT_EQ(weighed(eq), gpu::nvjpeg_built());
+  EXPECT_EQ(weighed(match), weighed(eq));
+  ExecutorOptions o = match;
+  o.op.equalize.region.roi = Roi{0, 0, 50, 50};
+  EXPECT_FALSE(weighed(o)) << "a region";
+  o = match;
+  EXPECT_EQ(weighed(o, "c.png"), gpu::nvjpeg_built()) << "a PNG output at 8 bits";
+  o.op.depth = 16;
+  EXPECT_FALSE(weighed(o, "c.png")) << "a depth of 16";
+  o = match;
+  o.op.equalize.backend = Backend::cpu;
+  EXPECT_FALSE(weighed(o)) << "the CPU backend";
+  o = match;
+  o.jpeg = JpegRoute::cpu;
+  EXPECT_FALSE(weighed(o)) << "--decoder cpu";
 }
 
 // The fast PNG decoder either declines a file or gives exactly stb_image's pixels: every PNG of

@@ -288,9 +288,11 @@ TEST(MatchReference, ColourReferencePerChannelInRgbAndItsLumaOtherwise) {
         ASSERT_EQ(l->size(), 1u);
         EXPECT_EQ((*l)[0], y) << to_string(m);
       }
-      // A gray image (one plane, whatever the mode) follows the reference's luma.
+      // A gray image (one plane, whatever the mode) follows the reference's luma: the one
+      // histogram the JPEG device route matches colour JPEGs' Y and gray JPEGs to.
       EXPECT_EQ(ref.histograms(Mode::rgb, 1, 8)->at(0), y);
       EXPECT_EQ(ref.histograms(Mode::luma, 2, 8)->at(0), y);
+      EXPECT_EQ(ref.histograms(Mode::gray, 1, 8)->at(0), y);
     }
   }
 }

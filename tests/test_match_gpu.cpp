@@ -6,7 +6,7 @@
 // Backend::cuda, equalize16 and histograms16 on the GPU) against the CPU backend in gray, rgb
 // and luma modes. Every case that needs a device skips with the reason where no CUDA device is
 // usable; the refusals that happen before any device work (a region that does not fit on the
-// CPU backend, the JPEG device route given a region) run everywhere.
+// CPU backend, the JPEG device route given a region or a per-image reference) run everywhere.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -714,9 +714,11 @@ TEST(MatchGpu, SixteenBitReferencesCheckedInTheCpuTwinsOrder) {
   }
 }
 
-// Runs without a GPU: the JPEG device route equalizes whole images with the formula only; the
-// executor never plans it with a region or a reference, and the route refuses them at once.
-TEST(JpegDeviceRoute, RefusesARegionOrAReference) {
+// Runs without a GPU: the JPEG device route counts whole images; the executor never plans it
+// with a region, and it takes matching's reference as its own option (Options::reference), not
+// as per-image histograms: the route refuses a region or those at once, and a reference with no
+// pixel (a usage error, as on the CPU) before it starts anything.
+TEST(JpegDeviceRoute, RefusesARegionOrAPerImageReference) {
   detail::JpegDevices::Options o;
   o.equalize.region.roi = Roi{0, 0, 1, 1};
   const auto done = [](detail::DeviceJob*) {};
@@ -725,6 +727,11 @@ TEST(JpegDeviceRoute, RefusesARegionOrAReference) {
   o.equalize.reference =
       std::make_shared<const std::vector<Histogram>>(std::vector<Histogram>{hist_of(256, 3, 1)});
   EXPECT_THROW(detail::JpegDevices(o, done), Error);
+  o.equalize.reference.reset();
+  Image empty;
+  empty.channels = 3;
+  o.reference = std::make_shared<const MatchReference>(empty, "empty.png");
+  EXPECT_THROW(detail::JpegDevices(o, done), UsageError);
 }
 
 TEST(RegionGpu, TheEngineChecksBeforeItTouchesTheDevice) {

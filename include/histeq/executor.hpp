@@ -52,8 +52,9 @@ inline constexpr int kMaxJobs = 1024;
 /// hardware decode, equalization, and for a JPEG output nvJPEG's encoder; only the compressed
 /// bytes come back to the host, and writer threads write them. In luma mode a JPEG → JPEG whose
 /// stored planes the device takes (gpu::planes_candidate) is decoded into its YCbCr planes, Y is
-/// equalized and the planes are encoded (the chroma passes through, averaged down only for a
-/// coarser output sampling): the device twin of the CPU's stored-planes route (jpeg_planes.hpp).
+/// equalized (or matched to the reference: OpKind::match) and the planes are encoded (the chroma
+/// passes through, averaged down only for a coarser output sampling): the device twin of the CPU's
+/// stored-planes route (jpeg_planes.hpp).
 enum class JpegRoute : std::uint8_t { automatic, gpu, cpu };
 
 /// Batches the device route runs at a time on one GPU, each on a slot thread with its own decode

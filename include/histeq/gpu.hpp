@@ -66,6 +66,14 @@ class Equalizer {
   /// apply). Asynchronous; afterwards device_lut(count) holds the LUTs (image i at i·256) until the
   /// next call. Throws UsageError for null or overlapping pointers.
   void equalize_batch(const BatchImage* images, std::size_t count, Formula formula);
+  /// Matches `count` gray images of any sizes to one reference histogram d_ref256[256] (uint64,
+  /// device memory, counting at least one pixel: the caller checks, check_match_reference), each
+  /// byte-identical to the stage sequence with that reference (256-bin histogram, match_lut,
+  /// lut[in]): per-image histograms in one launch per 64 images, the LUTs in one
+  /// (kernels/equalize/match_lut.cu), the apply in one launch per 64 images. Asynchronous;
+  /// afterwards device_hist(count) holds the histograms and device_lut(count) the LUTs (image i
+  /// at i·256) until the next call. Throws UsageError for null or overlapping pointers.
+  void match_batch(const BatchImage* images, std::size_t count, const std::uint64_t* d_ref256);
   /// The same for `count` images of n bytes each, back to back (image i at d_in + i·n → d_out +
   /// i·n). `path` picks how (kernels/batched/batched.hpp's BatchPath): automatic (the policy:
   /// cluster where it can serve the batch, else the queue for large batches, else two launches),

@@ -17,6 +17,9 @@
 //      block maps its chunk through its image's LUT held in shared memory. Uniform batches run
 //      both passes in one launch instead (batch_queued_kernel: a work queue in which image i's
 //      apply follows image i + lag's histogram, so image i is re-read from L2, not DRAM).
+//      Histogram matching takes the two passes apart (launch_histogram_batch: launch 1's counts
+//      into the caller's histograms, no ticket and no LUT; launch_apply_batch: launch 2 with the
+//      caller's LUTs), since its LUT needs the reference (launch_match_lut_planes, between them).
 #include "batched/batched.hpp"
 
 #include <cooperative_groups.h>
@@ -104,13 +107,9 @@ __device__ __forceinline__ void zero_columns(std::uint32_t* s_cols) {
 /// (word v·32 + lane, columns.cuh's layout: the 32 lanes of a warp always hit 32 different banks,
 /// whatever the data), 16-byte loads when src is aligned; then each thread sums (and zeroes,
 /// for the next chunk) one value's 32 columns and adds the sum into the image's global histogram
-/// h[256]. Returns true in every thread of the image's last block to get here, after it has
-/// written the image's LUT (lut[256]) and zeroed h and the ticket for the next call.
-__device__ __forceinline__ bool count_chunk(const std::uint8_t* src, std::size_t len,
-                                            std::uint32_t* s_cols, unsigned long long* h,
-                                            unsigned* ticket, unsigned blocks_of_image, Formula f,
-                                            std::uint8_t* lut, cdf::TempStorage& tmp,
-                                            bool& s_last) {
+/// h[256].
+__device__ __forceinline__ void count_into(const std::uint8_t* src, std::size_t len,
+                                           std::uint32_t* s_cols, unsigned long long* h) {
   const unsigned t = threadIdx.x;
   const unsigned lane = t & 31u;
   std::uint32_t* col = s_cols + lane;
@@ -147,7 +146,18 @@ __device__ __forceinline__ bool count_chunk(const std::uint8_t* src, std::size_t
     row[k] = 0;
   }
   if (sum != 0) atomicAdd(&h[t], static_cast<unsigned long long>(sum));
+}
 
+/// count_into, then the image's LUT: returns true in every thread of the image's last block to
+/// get here, after it has written the image's LUT (lut[256]) and zeroed h and the ticket for the
+/// next call.
+__device__ __forceinline__ bool count_chunk(const std::uint8_t* src, std::size_t len,
+                                            std::uint32_t* s_cols, unsigned long long* h,
+                                            unsigned* ticket, unsigned blocks_of_image, Formula f,
+                                            std::uint8_t* lut, cdf::TempStorage& tmp,
+                                            bool& s_last) {
+  count_into(src, len, s_cols, h);
+  const unsigned t = threadIdx.x;
   // The image's last block to finish turns its histogram into the LUT (threadFenceReduction).
   __threadfence();
   __syncthreads();
@@ -210,6 +220,17 @@ __global__ void __launch_bounds__(P::kBlockSize)
   count_chunk(p.in + p.begin, p.end - p.begin, s_cols, hist + std::size_t(p.image) * cdf::kLutBins,
               &tickets[p.image], p.blocks_of_image, f, luts + std::size_t(p.image) * cdf::kLutBins,
               tmp, s_last);
+}
+
+/// Matching's first launch (launch_histogram_batch): each block counts its chunk into its
+/// image's histogram hists[image·256] (zeroed before); no LUT, which needs the reference.
+template <typename Map>
+__global__ void __launch_bounds__(P::kBlockSize)
+    batch_histogram_kernel(Map map, unsigned long long* hists) {
+  __shared__ std::uint32_t s_cols[kColumnWords];
+  zero_columns(s_cols);
+  const Piece p = map.at(blockIdx.x);
+  count_into(p.in + p.begin, p.end - p.begin, s_cols, hists + std::size_t(p.image) * cdf::kLutBins);
 }
 
 /// Block b takes chunk gridDim.x − 1 − b (the chunks counted last are the likeliest still in L2
@@ -455,6 +476,15 @@ void check_overlap(const std::uint8_t* in, const std::uint8_t* out, std::size_t 
 
 constexpr std::size_t kMaxGrid = 0x7FFFFFFF;
 
+/// The apply launch of a batch: image i's chunks through its LUT luts[i·256] (after the launch
+/// before it in the stream, programmatically where the edge is on).
+template <typename Map>
+void launch_apply(const Map& map, std::size_t blocks, const std::uint8_t* luts, cudaStream_t stream,
+                  const Tuning& t) {
+  pdl::launch(pdl::kBatchApply, t, batch_apply_kernel<Map>, dim3(unsigned(blocks)),
+              dim3(P::kBlockSize), 0, stream, map, luts);
+}
+
 template <typename Map>
 void launch_pair(const Map& map, std::size_t blocks, Formula f, unsigned long long* hist,
                  unsigned* tickets, std::uint8_t* luts, cudaStream_t stream, const Tuning& t) {
@@ -463,8 +493,29 @@ void launch_pair(const Map& map, std::size_t blocks, Formula f, unsigned long lo
   batch_histogram_lut_kernel<Map>
       <<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, f, hist, tickets, luts);
   HISTEQ_CUDA_CHECK_LAUNCH();
-  pdl::launch(pdl::kBatchApply, t, batch_apply_kernel<Map>, dim3(unsigned(blocks)),
-              dim3(P::kBlockSize), 0, stream, map, static_cast<const std::uint8_t*>(luts));
+  launch_apply(map, blocks, luts, stream, t);
+}
+
+/// The map of the table of images[base, base + kTableImages) (of `count`), checked as `what`;
+/// *blocks: its blocks.
+TableMap table_at(const BatchImage* images, std::size_t count, std::size_t base,
+                  std::size_t* blocks, const std::string& what) {
+  TableMap map{};
+  map.count = int(std::min<std::size_t>(P::kTableImages, count - base));
+  std::size_t b = 0;
+  for (int k = 0; k < map.count; ++k) {
+    const BatchImage& im = images[base + std::size_t(k)];
+    check_overlap(im.d_in, im.d_out, im.n, what + ": image " + std::to_string(base + k));
+    map.in[k] = im.d_in;
+    map.out[k] = im.d_out;
+    map.n[k] = im.n;
+    map.first_block[k] = unsigned(b);
+    b += blocks_for(im.n);
+    if (b > kMaxGrid) throw UsageError(what + ": batch too large for one grid");
+  }
+  map.first_block[map.count] = unsigned(b);
+  *blocks = b;
+  return map;
 }
 
 /// The zeroed scratch, laid out by its capacity C (not by the call's count, so that calls of
@@ -502,22 +553,38 @@ void launch_equalize_batch(const BatchImage* images, std::size_t count, Formula 
   if (images == nullptr || d_luts == nullptr) throw UsageError("equalize_batch: null pointer");
   const Scratch s = split(d_zeroed_scratch, scratch_bytes, count);
   for (std::size_t base = 0; base < count; base += P::kTableImages) {
-    TableMap map{};
-    map.count = int(std::min<std::size_t>(P::kTableImages, count - base));
     std::size_t blocks = 0;
-    for (int k = 0; k < map.count; ++k) {
-      const BatchImage& im = images[base + std::size_t(k)];
-      check_overlap(im.d_in, im.d_out, im.n, "equalize_batch: image " + std::to_string(base + k));
-      map.in[k] = im.d_in;
-      map.out[k] = im.d_out;
-      map.n[k] = im.n;
-      map.first_block[k] = unsigned(blocks);
-      blocks += blocks_for(im.n);
-      if (blocks > kMaxGrid) throw UsageError("equalize_batch: batch too large for one grid");
-    }
-    map.first_block[map.count] = unsigned(blocks);
+    const TableMap map = table_at(images, count, base, &blocks, "equalize_batch");
     launch_pair(map, blocks, f, s.hist + base * cdf::kLutBins, s.tickets + base,
                 d_luts + base * cdf::kLutBins, stream, t);
+  }
+}
+
+void launch_histogram_batch(const BatchImage* images, std::size_t count, std::uint64_t* d_hists,
+                            cudaStream_t stream) {
+  if (count == 0) return;
+  if (images == nullptr || d_hists == nullptr) throw UsageError("histogram_batch: null pointer");
+  HISTEQ_CUDA_CHECK(
+      cudaMemsetAsync(d_hists, 0, count * cdf::kLutBins * sizeof(std::uint64_t), stream));
+  auto* hists = reinterpret_cast<unsigned long long*>(d_hists);
+  for (std::size_t base = 0; base < count; base += P::kTableImages) {
+    std::size_t blocks = 0;
+    const TableMap map = table_at(images, count, base, &blocks, "histogram_batch");
+    if (blocks == 0) continue;
+    batch_histogram_kernel<TableMap>
+        <<<unsigned(blocks), P::kBlockSize, 0, stream>>>(map, hists + base * cdf::kLutBins);
+    HISTEQ_CUDA_CHECK_LAUNCH();
+  }
+}
+
+void launch_apply_batch(const BatchImage* images, std::size_t count, const std::uint8_t* d_luts,
+                        cudaStream_t stream, const Tuning& t) {
+  if (count == 0) return;
+  if (images == nullptr || d_luts == nullptr) throw UsageError("apply_batch: null pointer");
+  for (std::size_t base = 0; base < count; base += P::kTableImages) {
+    std::size_t blocks = 0;
+    const TableMap map = table_at(images, count, base, &blocks, "apply_batch");
+    if (blocks > 0) launch_apply(map, blocks, d_luts + base * cdf::kLutBins, stream, t);
   }
 }
 

@@ -1,6 +1,7 @@
 // batched.hpp — equalization of N gray images of any sizes in three launches on one stream
 // (kernels/batched/batched.cu): per-image histograms with the per-image CDF + LUT done by each
-// image's last block, then one apply launch. Used by gpu::Equalizer::equalize_batch.
+// image's last block, then one apply launch. Used by gpu::Equalizer::equalize_batch; the two
+// passes apart (per-image histograms, then the apply of given LUTs) by Equalizer::match_batch.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -83,6 +84,18 @@ std::size_t batch_scratch_bytes(std::size_t count);
 void launch_equalize_batch(const BatchImage* images, std::size_t count, Formula f,
                            std::uint8_t* d_luts, void* d_zeroed_scratch, std::size_t scratch_bytes,
                            cudaStream_t stream, const Tuning& t = Tuning{});
+
+/// The two passes of launch_equalize_batch apart, for a LUT made between them (histogram
+/// matching: launch_match_lut_planes against a reference). launch_histogram_batch: each image's
+/// 256-bin histogram into d_hists[i·256, +256) (uint64, device; zeroed here, then counted:
+/// overwritten), one launch per kTableImages images, d_out unused but checked as
+/// launch_equalize_batch checks the table. launch_apply_batch: images[i].d_out =
+/// d_luts[i·256 + images[i].d_in] (in place allowed), one launch per kTableImages images. Both
+/// async on `stream`; no scratch, no host sync; UsageError for null or overlapping pointers.
+void launch_histogram_batch(const BatchImage* images, std::size_t count, std::uint64_t* d_hists,
+                            cudaStream_t stream);
+void launch_apply_batch(const BatchImage* images, std::size_t count, const std::uint8_t* d_luts,
+                        cudaStream_t stream, const Tuning& t = Tuning{});
 
 /// The same for `count` images of n bytes each, back to back: image i is d_in[i·n, (i+1)·n)
 /// → d_out[i·n, (i+1)·n), in ONE launch whatever count is: a queue of 16 KiB items claimed in

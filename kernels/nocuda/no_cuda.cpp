@@ -87,6 +87,13 @@ void launch_equalize_batch(const BatchImage*, std::size_t, Formula, std::uint8_t
                            std::size_t, cudaStream_t, const Tuning&) {
   no_gpu("launch_equalize_batch");
 }
+void launch_histogram_batch(const BatchImage*, std::size_t, std::uint64_t*, cudaStream_t) {
+  no_gpu("launch_histogram_batch");
+}
+void launch_apply_batch(const BatchImage*, std::size_t, const std::uint8_t*, cudaStream_t,
+                        const Tuning&) {
+  no_gpu("launch_apply_batch");
+}
 void launch_equalize_batch_uniform(const std::uint8_t*, std::uint8_t*, std::size_t, std::size_t,
                                    Formula, std::uint8_t*, void*, std::size_t, unsigned,
                                    cudaStream_t) {

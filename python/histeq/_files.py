@@ -247,12 +247,11 @@ def match_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str
     (decoded once, as the CLI decodes it: a 16-bit PNG/PGM/PPM stays 16-bit) or an array
     (``uint8`` / ``uint16``, ``(H, W)`` or ``(H, W, C)`` in RGB order, as files are decoded);
     its histograms are made once per depth and mode and serve every file. Every other argument
-    as :func:`equalize_files` (JPEGs are decoded on the CPU: the files run on the pixels route;
-    ``decoder``: ``"auto"`` or ``"cpu"``, both libjpeg-turbo, as ``histeq match --decoder``).
-    Returns and raises as :func:`equalize_files`; ValueError for a reference with no pixel,
-    TypeError for a list of references (every file is matched to one)."""
-    if decoder == "gpu":
-        raise ValueError("decoder: matching decodes JPEGs with libjpeg-turbo ('auto' or 'cpu')")
+    as :func:`equalize_files`, ``decoder`` included: JPEGs take equalize's routes, a colour JPEG
+    to JPEG in luma mode matched in its stored planes (its Y plane to the reference's luma) on
+    the CPU workers or on the device route. Returns and raises as :func:`equalize_files`;
+    ValueError for a reference with no pixel, TypeError for a list of references (every file is
+    matched to one)."""
     if isinstance(reference, (list, tuple)):
         raise TypeError(f"reference: expected one image (an image file or an array), got a "
                         f"{type(reference).__name__}; every file is matched to one reference")

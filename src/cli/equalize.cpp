@@ -91,9 +91,14 @@ void add_equalize_options(Command& c, OpKind kind) {
   }
   c.add("q,quality", "JPEG quality 1..100", cxxopts::value<int>()->default_value("95"), "Q");
   c.add("decoder",
-        kind != OpKind::equalize
-            ? "JPEG codec: auto or cpu, both libjpeg-turbo (" + std::string(to_string(kind)) +
-                  " decodes and encodes JPEG on the CPU)"
+        kind == OpKind::clahe
+            ? "JPEG codec: auto or cpu, both libjpeg-turbo (clahe decodes and encodes JPEG on "
+              "the CPU)"
+        : kind == OpKind::match
+            ? "JPEG codec: auto (nvJPEG for the JPEGs of a batch large enough or on the GPU "
+              "backend, where this build has it; else libjpeg-turbo), gpu (a batch of several "
+              "files or a folder: nvJPEG decode and encode; inputs it cannot take fall back to "
+              "libjpeg-turbo), cpu (libjpeg-turbo)"
             : "JPEG codec: auto (nvJPEG when the GPU backend runs and this build has it, else "
               "libjpeg-turbo), gpu (nvJPEG decode and encode; inputs it cannot take fall back "
               "to libjpeg-turbo), cpu (libjpeg-turbo)",
@@ -640,7 +645,8 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
     throw UsageError(
         "--kernel: clahe computes its tile histograms with its own kernels (valid: auto)");
   const bool region = r.count("mask") > 0 || r.count("roi") > 0;
-  if ((kind != OpKind::equalize || region) && r["decoder"].as<std::string>() == "gpu")
+  const bool gpu_decoder = r["decoder"].as<std::string>() == "gpu";
+  if ((kind == OpKind::clahe || region) && gpu_decoder)
     throw UsageError(
         "--decoder gpu: " +
         (region ? std::string("an equalization with --mask or --roi") : std::string(cmd)) +
@@ -648,6 +654,12 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
   const std::vector<std::string> inputs = r["input"].as<std::vector<std::string>>();
   const std::string output = r["output"].as<std::string>();
   if (is_batch(cmd, inputs, output)) return run_equalize_batch(r, kind, inputs, output, out, err);
+  // A match of one file runs the item's plan on the CPU (run_item); a batch's JPEGs take the
+  // executor's device route as an equalization's do.
+  if (kind == OpKind::match && gpu_decoder)
+    throw UsageError(
+        "--decoder gpu: match decodes one file's JPEG with libjpeg-turbo; several files or a "
+        "folder take the GPU's JPEG route (valid for one file: auto, cpu)");
   return run_single(r, kind, inputs.front(), output, out, err);
 }
 

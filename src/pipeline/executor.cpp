@@ -87,11 +87,11 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   m.ctx.fast_png = m.opt.fast_png_decoder;
   m.ctx.threads = 1;
   m.ctx.devices = m.opt.devices;
-  // The JPEG device route equalizes whole images: not for a region (mask, rectangle) or another
-  // kind (plan_item plans those on the pixels route).
-  m.device_possible = op.kind == OpKind::equalize && op.equalize.region.all() && op.depth != 16 &&
-                      gpu::nvjpeg_built() && op.equalize.backend != Backend::cpu &&
-                      m.opt.jpeg != JpegRoute::cpu;
+  // The JPEG device route equalizes or matches whole images: not for a region (mask,
+  // rectangle) or another kind (plan_item plans those on the pixels route).
+  m.device_possible = (op.kind == OpKind::equalize || op.kind == OpKind::match) &&
+                      op.equalize.region.all() && op.depth != 16 && gpu::nvjpeg_built() &&
+                      op.equalize.backend != Backend::cpu && m.opt.jpeg != JpegRoute::cpu;
   m.device_must =
       m.device_possible && (m.opt.jpeg == JpegRoute::gpu || op.equalize.backend == Backend::cuda);
   // The 8-bit equalize / histogram on device engines: the CUDA backend, or a kernel or devices

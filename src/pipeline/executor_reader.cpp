@@ -17,8 +17,10 @@
 #include <unistd.h>
 
 #include "executor_run.hpp"
+#include "histeq/error.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/jpeg_codec.hpp"
+#include "histeq/match.hpp"
 #include "jpeg_device.hpp"
 
 namespace histeq {
@@ -88,6 +90,16 @@ void Executor::Run::start_devices() {
   choice.cpu_planes = m.opt.codecs.empty() && m.opt.jpeg != JpegRoute::gpu &&
                       m.opt.op.equalize.backend != Backend::cuda;
   if (!m.device_possible) return;
+  if (m.opt.op.kind == OpKind::match) {
+    // The reference's one-plane histogram, as the route takes it once per run: one that cannot
+    // be matched to (no pixel) leaves every file to the CPU workers, which name the cause.
+    try {
+      check_match_reference(*m.opt.op.reference->histograms(Mode::luma, 3, 8), 1, 256);
+    } catch (const UsageError& e) {
+      sum.device_note = std::string("not started: ") + e.what();
+      return;
+    }
+  }
   if (!m.device_must) {
     const double enough = kCpuMpPerWorker * m.jobs * kDeviceBreakEvenS;
     const double mp = jpeg_megapixels_at_least(items, enough);
@@ -101,6 +113,7 @@ void Executor::Run::start_devices() {
     detail::JpegDevices::Options o;
     o.devices = m.opt.devices;
     o.equalize = m.opt.op.equalize;
+    if (m.opt.op.kind == OpKind::match) o.reference = m.opt.op.reference;
     o.encode = {m.opt.encode.quality, m.opt.encode.subsampling};
     o.max_pixels = m.opt.max_pixels;
     o.batch = m.opt.jpeg_batch;

@@ -3,7 +3,7 @@
 // another way, or failed), a queued device JPEG that a CPU worker takes back when it would
 // finish it sooner than the device would reach it (steal_pays), so the run never waits on the
 // device, and a JPEG whose stored planes a CPU worker decodes and hands to the device to
-// equalize and encode (split_to_device).
+// equalize or match and encode (split_to_device).
 #include <algorithm>
 #include <memory>
 #include <mutex>
@@ -121,8 +121,8 @@ std::unique_ptr<Loaded> Executor::Run::next_for_cpu(std::unique_lock<std::mutex>
 
 /// A colour JPEG → JPEG on the CPU's stored-planes route while the device route is ready and
 /// not behind: this worker decodes the stored planes and hands them to the device, which
-/// equalizes Y and encodes (nvJPEG's encoder, tens of times libjpeg-turbo's speed), so the CPU
-/// spends its time on the decode alone. True when the item went to the device.
+/// equalizes (or matches) Y and encodes (nvJPEG's encoder, tens of times libjpeg-turbo's
+/// speed), so the CPU spends its time on the decode alone. True when the item went to the device.
 bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
   if (!dev || !it->plan.cpu_planes || it->plan.route == ItemRoute::pixels ||
       dev->state() != detail::JpegDevices::State::ready)

@@ -6,6 +6,7 @@
 
 #include <type_traits>
 
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -119,6 +120,21 @@ void Equalizer::equalize_batch(const BatchImage* images, std::size_t count, Form
   kernels::launch_equalize_batch(reinterpret_cast<const kernels::BatchImage*>(images), count,
                                  formula, d_luts, scratch, impl_->batch_scratch.bytes(), impl_->s(),
                                  impl_->tuning);
+}
+
+void Equalizer::match_batch(const BatchImage* images, std::size_t count,
+                            const std::uint64_t* d_ref256) {
+  if (count == 0) return;
+  if (images == nullptr || d_ref256 == nullptr) throw UsageError("match_batch: null pointer");
+  if (count > std::size_t(std::numeric_limits<int>::max()))
+    throw UsageError("match_batch: too many images for one call");
+  const auto* table = reinterpret_cast<const kernels::BatchImage*>(images);
+  std::uint64_t* d_hists = device_hist(int(count));
+  std::uint8_t* d_luts = device_lut(int(count));
+  kernels::launch_histogram_batch(table, count, d_hists, impl_->s());
+  kernels::launch_match_lut_planes(d_hists, int(count), d_ref256, /*one_reference=*/true, d_luts,
+                                   impl_->s());
+  kernels::launch_apply_batch(table, count, d_luts, impl_->s(), impl_->tuning);
 }
 
 void Equalizer::equalize_batch(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t count,

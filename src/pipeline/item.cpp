@@ -346,11 +346,10 @@ ItemPlan plan_item(const std::uint8_t* data, std::size_t size, const Operation& 
   p.cost = size + px * std::size_t(std::max(p.channels, 1)) * sample * 2 + px * sample;
   p.cpu_cost = p.cost;
   const std::string ext = lower_ext(out_ext);
-  // The stored-planes routes equalize (or match) Y over the whole image: a region or another
-  // kind runs on pixels; matching takes the CPU's planes route only.
-  const bool match = op.kind == OpKind::match;
-  if (p.format != "jpeg" || (op.kind != OpKind::equalize && !match) || p.work_bits != 8 ||
-      !op.equalize.region.all())
+  // The stored-planes routes (the CPU's and the device's) equalize or match Y over the whole
+  // image: a region or another kind runs on pixels.
+  if (p.format != "jpeg" || (op.kind != OpKind::equalize && op.kind != OpKind::match) ||
+      p.work_bits != 8 || !op.equalize.region.all())
     return p;
   try {
     p.jpeg = jpeg::read_info(data, size, "");
@@ -363,9 +362,9 @@ ItemPlan plan_item(const std::uint8_t* data, std::size_t size, const Operation& 
   const jpeg::EncodeOptions je{enc.quality, enc.subsampling};
   p.cpu_planes = choice.cpu_planes && is_jpeg_ext(ext) && luma && op.equalize.kernel == "auto" &&
                  jpeg::planes_route(p.jpeg, je, jpeg::Orientation::apply);
-  p.device_planes = !match && is_jpeg_ext(ext) && luma && gpu::nvjpeg_built() &&
+  p.device_planes = is_jpeg_ext(ext) && luma && gpu::nvjpeg_built() &&
                     gpu::planes_candidate(p.jpeg, je, max_pixels);
-  if (!match && (choice.device_all_jpeg || (choice.device_planes && p.device_planes)))
+  if (choice.device_all_jpeg || (choice.device_planes && p.device_planes))
     p.route = ItemRoute::jpeg_device;
   else if (p.cpu_planes)
     p.route = ItemRoute::jpeg_planes;

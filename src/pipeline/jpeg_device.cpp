@@ -22,6 +22,7 @@
 #include "histeq/codec_names.hpp"
 #include "histeq/error.hpp"
 #include "histeq/gpu.hpp"
+#include "histeq/match.hpp"
 #include "histeq/nvjpeg_codec.hpp"
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
@@ -44,13 +45,15 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 std::size_t aligned(std::size_t n) { return (n + 255) / 256 * 256; }
 
 /// What a slot keeps for the whole run, on its device: the Equalizer (the slot's stream, shared
-/// by the codec), the codec (decode state, encoder states, buffers), the stage sequence, and the
-/// buffers of the equalized Y planes and pixels.
+/// by the codec), the codec (decode state, encoder states, buffers), the stage sequence, the
+/// buffers of the equalized Y planes and pixels, and (matching) the reference's one-plane
+/// histogram.
 struct SlotState {
   gpu::Equalizer eq;
   gpu::JpegCodec codec;
   gpu::ImageEngine engine;
   DeviceBuffer<std::uint8_t> y_out, d_out, planes_in;
+  DeviceBuffer<std::uint64_t> reference;
   std::string device = gpu::device_name();
   SlotState(const gpu::JpegCodecOptions& jo, std::shared_ptr<gpu::JpegHandles> h)
       : codec(eq.stream(), jo, std::move(h)), engine(eq) {}
@@ -68,6 +71,10 @@ void prefer_blocking_sync(int dev) {
 
 struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
   Options opt;
+  /// Matching: the histogram the Y plane of a colour JPEG (luma mode) and the plane of a gray
+  /// one are matched to, the reference's for a one-plane 8-bit image (MatchReference gives
+  /// both the same: its gray plane or its luma); null for equalization.
+  std::shared_ptr<const std::vector<Histogram>> plane_reference;
   Done done;
   mutable std::mutex mu;
   std::condition_variable cv;
@@ -197,6 +204,15 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       jo.max_pixels = opt.max_pixels;
       s = std::make_unique<SlotState>(jo, std::move(h));
       s->codec.hardware_available();  // the decode state now, not in the first batch
+      // Matching's reference on the slot's stream, ahead of its batches (the histogram lives
+      // as long as the route).
+      if (plane_reference) {
+        const Histogram& r = plane_reference->front();
+        s->reference = DeviceBuffer<std::uint64_t>(r.size());
+        HISTEQ_CUDA_CHECK(cudaMemcpyAsync(s->reference.get(), r.data(), s->reference.bytes(),
+                                          cudaMemcpyHostToDevice,
+                                          reinterpret_cast<cudaStream_t>(s->eq.stream())));
+      }
       for (;;) {
         b = take();
         if (b.empty()) break;
@@ -241,8 +257,8 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     return batch_mp > 0 ? ms * j->megapixels / batch_mp : 0;
   }
 
-  /// The planes kind: hardware decode to the stored planes, Y equalized in one batched launch
-  /// pair (each plane exactly as equalize_gray alone), encoded from the planes.
+  /// The planes kind: hardware decode to the stored planes, Y equalized or matched in one batch
+  /// (y_batch), encoded from the planes.
   void run_planes(SlotState& s, std::vector<DeviceJob*>& b, double* dec_ms, double* enc_ms) {
     std::vector<gpu::JpegInput> in;
     for (DeviceJob* j : b) in.push_back({j->bytes->data(), j->bytes->size(), j->name});
@@ -285,8 +301,8 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     }
   }
 
-  /// Y of each plane set `at` equalized in one batched launch pair (each as equalize_gray alone)
-  /// into the slot's buffer, then the sets encoded from the planes; the encoded files in order.
+  /// Y of each plane set `at` through y_batch into the slot's buffer, then the sets encoded from
+  /// the planes; the encoded files in order.
   std::vector<std::vector<std::uint8_t>> equalize_encode(SlotState& s,
                                                          const std::vector<gpu::DevicePlanes>& dec,
                                                          const std::vector<std::size_t>& at) {
@@ -305,12 +321,23 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       y += aligned(n);
     }
     if (imgs.empty()) return {};
-    s.eq.equalize_batch(imgs.data(), imgs.size(), opt.equalize.formula);
+    y_batch(s, imgs);
     return s.codec.encode_planes(enc, opt.encode);
   }
 
+  /// The operation on a batch of Y (or gray) planes, as the CPU's planes route runs it on one:
+  /// equalized (each as equalize_gray alone: the formula's LUT of its histogram) in one batched
+  /// launch pair, or matched to the reference (each plane's histogram, match_lut against the
+  /// reference's counts, the same apply) in one batch.
+  void y_batch(SlotState& s, const std::vector<gpu::Equalizer::BatchImage>& imgs) {
+    if (plane_reference)
+      s.eq.match_batch(imgs.data(), imgs.size(), s.reference.get());
+    else
+      s.eq.equalize_batch(imgs.data(), imgs.size(), opt.equalize.formula);
+  }
+
   /// The host-planes kind: the planes a CPU worker decoded, uploaded (only their width x height
-  /// samples), Y equalized and the planes encoded as the planes kind does.
+  /// samples), Y equalized or matched and the planes encoded as the planes kind does.
   void run_host_planes(SlotState& s, std::vector<DeviceJob*>& b, double* up_ms, double* enc_ms) {
     const auto t0 = Clock::now();
     std::size_t total = 0;
@@ -368,7 +395,8 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
   }
 
   /// The pixels kind: decoded to RGB or gray (hardware, hybrid or libjpeg-turbo per file),
-  /// equalized by the stage sequence, encoded by nvJPEG (a JPEG output) or downloaded.
+  /// equalized or matched (the reference's histograms for the image's mode, as the CPU's run
+  /// takes them) by the stage sequence, encoded by nvJPEG (a JPEG output) or downloaded.
   void run_pixels(SlotState& s, std::vector<DeviceJob*>& b, double* dec_ms, double* enc_ms) {
     std::vector<gpu::JpegInput> in;
     for (DeviceJob* j : b) in.push_back({j->bytes->data(), j->bytes->size(), j->name});
@@ -407,8 +435,9 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       std::uint8_t* d_out = s.d_out.get();
       try {
         EqualizeReport& er = rep.equalize;
-        s.engine.run_device(img.pixels, img.width, img.height, img.channels, opt.equalize, d_out,
-                            er);
+        EqualizeOptions eo = opt.equalize;
+        if (opt.reference) eo.reference = opt.reference->histograms(mode, img.channels, 8);
+        s.engine.run_device(img.pixels, img.width, img.height, img.channels, eo, d_out, er);
         rep.times.equalize_ms = er.times.histogram_ms + er.times.cdf_lut_ms + er.times.apply_ms;
         er.luts.clear();
         er.histograms.clear();
@@ -444,13 +473,18 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
 };
 
 JpegDevices::JpegDevices(Options opt, Done done) : impl_(std::make_shared<Impl>()) {
-  // The batched kernels count every pixel with the formula; the executor plans this route only
-  // for that (a region or a reference takes the pixels route), so either here is a planning bug.
+  // The batched kernels count every pixel; the executor plans this route only for that (a
+  // region takes the pixels route), so a region here is a planning bug, and so is a reference
+  // in the per-image field (matching's reference comes as Options::reference).
   if (!opt.equalize.region.all() || opt.equalize.reference)
     throw Error(
-        "JPEG device route: a counted region or a matching reference reached the route "
-        "that equalizes whole images only");
+        "JPEG device route: a counted region or a per-image reference reached the route "
+        "that counts whole images and takes matching's reference as its own option");
   Impl& m = *impl_;
+  if (opt.reference) {  // once per route, as the CPU route's (UsageError: no pixel)
+    m.plane_reference = opt.reference->histograms(Mode::luma, 3, 8);
+    check_match_reference(*m.plane_reference, 1, 256);
+  }
   m.opt = std::move(opt);
   m.done = std::move(done);
   std::map<int, int> slots;  // device → slots (a repeated ordinal: more slots on it)

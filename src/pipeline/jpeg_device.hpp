@@ -1,9 +1,9 @@
 // jpeg_device.hpp — the executor's device route for JPEG files: per GPU, a thread that creates
 // the CUDA context and nvJPEG's hardware handle as soon as the executor starts, then a few slot
 // threads, each with its own decode state, stream, encoder states and buffers, that take batches
-// of queued JPEGs and run them on the device: hardware decode, equalization, and (a JPEG output)
-// nvJPEG's encoder, so that only the compressed bytes come back to the host. Internal header of
-// the pipeline room (docs/architecture.md, "The executor").
+// of queued JPEGs and run them on the device: hardware decode, equalization or histogram matching,
+// and (a JPEG output) nvJPEG's encoder, so that only the compressed bytes come back to the host.
+// Internal header of the pipeline room (docs/architecture.md, "The executor").
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,11 +23,12 @@ struct DeviceJob {
   const std::vector<std::uint8_t>* bytes = nullptr;  ///< the whole file
   std::string name;                                  ///< for messages
   std::string out_ext;  ///< the output's format, lower case (".jpg", ".png", ...)
-  /// The planes kind (hardware decode to the stored planes, Y equalized, encoded from the
-  /// planes); else the pixels kind (decoded to RGB or gray, equalize(), encoded or downloaded).
+  /// The planes kind (hardware decode to the stored planes, Y equalized or matched, encoded from
+  /// the planes); else the pixels kind (decoded to RGB or gray, the stage sequence, encoded or
+  /// downloaded).
   bool planes = false;
   /// The host-planes kind: a CPU worker decoded the file's stored planes (jpeg::decode_planes);
-  /// the device uploads them, equalizes Y and encodes (the CPU is spared the encode).
+  /// the device uploads them, equalizes or matches Y and encodes (the CPU is spared the encode).
   std::shared_ptr<jpeg::Planes> host_planes;
   double megapixels = 0;
   ItemReport* rep = nullptr;  ///< filled: sizes, codecs, equalize, times
@@ -49,7 +50,13 @@ class JpegDevices {
   struct Options {
     /// CUDA device ordinals (repeats allowed); empty: every visible device.
     std::vector<int> devices;
+    /// Mode, formula and kernel; the whole image is counted (no region) and `reference` here
+    /// stays null (the route refuses both at once).
     EqualizeOptions equalize;
+    /// Histogram matching (OpKind::match): the reference the planes' Y (or gray) plane and the
+    /// pixels are matched to, its histograms taken once per route as the CPU route takes them;
+    /// null: equalization with the formula.
+    std::shared_ptr<const MatchReference> reference;
     jpeg::EncodeOptions encode;
     std::uint64_t max_pixels = kDefaultMaxPixels;
     int batch = 16;  ///< most files per hardware decode call
