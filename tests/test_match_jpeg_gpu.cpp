@@ -157,9 +157,9 @@ void run_route(detail::JpegDevices::Options opt, std::vector<detail::DeviceJob>&
 }
 
 // Both kinds of the route, matching and (the control) equalizing: each file's planes kind (the
-// hardware's planes) and, for the colour files, its host-planes kind (libjpeg-turbo's planes)
-// in batches of 3 on two slots, against nvJPEG's encode of the same planes with Y put through
-// the CPU's rule.
+// hardware's planes) and, for the colour files, its host-planes kind (libjpeg-turbo's planes,
+// and its coefficients with the device's inverse DCT) in batches of 3 on two slots, against
+// nvJPEG's encode of the same planes with Y put through the CPU's rule.
 TEST(MatchJpegGpu, BothKindsOfTheRouteEqualTheCpusRuleOnTheSamePlanes) {
   HISTEQ_REQUIRE_NVJPEG();
   gpu::Equalizer eq;
@@ -191,6 +191,12 @@ TEST(MatchJpegGpu, BothKindsOfTheRouteEqualTheCpusRuleOnTheSamePlanes) {
           std::make_shared<jpeg::Planes>(jpeg::decode_planes(bytes.data(), bytes.size(), tag));
       jobs.push_back(j);
       tags.push_back(tag + " (host planes)");
+      // its coefficients, the inverse DCT on the device: the same planes, the same bytes
+      j.host_planes.reset();
+      j.host_coefs = std::make_shared<jpeg::Coefficients>(
+          jpeg::decode_coefficients(bytes.data(), bytes.size(), tag));
+      jobs.push_back(j);
+      tags.push_back(tag + " (host coefficients)");
     }
     for (std::size_t i = 0; i < jobs.size(); ++i) jobs[i].rep = &reps[i];
     detail::JpegDevices::Options o;
@@ -387,7 +393,10 @@ TEST_F(MatchJpegFolder, AutoRunLargeEnoughMatchesOnTheDeviceRoute) {
       want = hardware_planes_on_cpu(codec, in, matching(ref));
     } else if (r.encoder == "nvjpeg") {  // the planes decoded by a CPU worker, matched and
       ++split;                           // encoded on the device
-      EXPECT_EQ(r.decoder, "libjpeg-turbo-ycbcr");
+      // the planes, or a progressive file's coefficients and the device's inverse DCT: the
+      // same samples
+      EXPECT_TRUE(r.decoder == "libjpeg-turbo-ycbcr" || r.decoder == "libjpeg-turbo-coefficients")
+          << r.decoder;
       want = host_planes_on_cpu(codec, jpeg::decode_planes(in.data(), in.size(), its[i].input),
                                 matching(ref));
     } else {

@@ -12,6 +12,10 @@ namespace histeq::codec {
 inline constexpr const char* kLibjpegTurbo = "libjpeg-turbo";
 /// JPEG in luma mode in the file's own YCbCr planes (jpeg_planes.hpp), decoder and encoder.
 inline constexpr const char* kLibjpegTurboYcbcr = "libjpeg-turbo-ycbcr";
+/// JPEG in luma mode in the file's own YCbCr planes, the entropy decoding by libjpeg-turbo
+/// (its coefficients) and the inverse DCT on the GPU (the batch's device route, progressive
+/// files): the same samples as kLibjpegTurboYcbcr's.
+inline constexpr const char* kLibjpegTurboCoefficients = "libjpeg-turbo-coefficients";
 /// nvJPEG on the GPU: the hardware decoder, the hybrid decoder, the encoder.
 inline constexpr const char* kNvjpegHardware = "nvjpeg-hw";
 inline constexpr const char* kNvjpegHybrid = "nvjpeg-hybrid";

@@ -114,9 +114,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     // The names the reports give the codecs (histeq/codec_names.hpp).
     out << "histeq " HISTEQ_VERSION "\n"
         << "codecs: JPEG " << codec::kLibjpegTurbo << ", " << codec::kLibjpegTurboYcbcr
-        << (gpu::nvjpeg_built() ? std::string(", ") + codec::kNvjpegHardware + ", " +
-                                      codec::kNvjpegHybrid + ", " + codec::kNvjpeg + " (GPU)"
-                                : std::string())
+        << (gpu::nvjpeg_built()
+                ? std::string(", ") + codec::kNvjpegHardware + ", " + codec::kNvjpegHybrid + ", " +
+                      codec::kNvjpeg + ", " + codec::kLibjpegTurboCoefficients + " (GPU)"
+                : std::string())
         << "; 8-bit PNG " << codec::kLibdeflatePng << ", " << codec::kIsalPng << ", "
         << codec::kStbImage << "; 16-bit PNG " << codec::kLibspng << "; PGM/PPM/PNM " << codec::kPnm
         << "; BMP, TGA " << codec::kStbImage << ", " << codec::kStbImageWrite << "; GIF "

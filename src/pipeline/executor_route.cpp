@@ -40,7 +40,9 @@ void Executor::Run::device_done(detail::DeviceJob* job) {
   using S = detail::DeviceJob::Status;
   const bool cpu_may = !m.device_must;
   if (job->status == S::done && !job->encoded.empty()) {
-    if (it->rep.decoder != codec::kLibjpegTurboYcbcr)  // (planes a CPU worker decoded: its route)
+    // (planes or coefficients a CPU worker decoded: split_to_device named their route)
+    if (it->rep.decoder != codec::kLibjpegTurboYcbcr &&
+        it->rep.decoder != codec::kLibjpegTurboCoefficients)
       it->rep.route = to_string(ItemRoute::jpeg_device);
     write_q.push_back(it.release());
     cv_write.notify_one();
@@ -63,6 +65,7 @@ void Executor::Run::device_done(detail::DeviceJob* job) {
     return;
   } else {  // declined, or the device failed and the CPU may take it: as the CPU would
     job->host_planes.reset();
+    job->host_coefs.reset();
     charge_cpu(*it);
     it->rep = ItemReport{};
     it->rep.index = it->index;
@@ -121,8 +124,10 @@ std::unique_ptr<Loaded> Executor::Run::next_for_cpu(std::unique_lock<std::mutex>
 
 /// A colour JPEG → JPEG on the CPU's stored-planes route while the device route is ready and
 /// not behind: this worker decodes the stored planes and hands them to the device, which
-/// equalizes (or matches) Y and encodes (nvJPEG's encoder, tens of times libjpeg-turbo's
-/// speed), so the CPU spends its time on the decode alone. True when the item went to the device.
+/// equalizes Y and encodes (nvJPEG's encoder, tens of times libjpeg-turbo's speed), so the CPU
+/// spends its time on the decode alone. A progressive file (which the hardware decoder refuses,
+/// and whose entropy decoding is most of its decode) goes as its coefficients: the device runs
+/// the inverse DCT too. True when the item went to the device.
 bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
   if (!dev || !it->plan.cpu_planes || it->plan.route == ItemRoute::pixels ||
       dev->state() != detail::JpegDevices::State::ready)
@@ -132,25 +137,34 @@ bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
   const double rate = dev->rate() > 0 ? dev->rate() : kDeviceMpPerS;
   const double cpu_s = it->plan.megapixels() / std::max(1.0, cpu_mp_per_worker.load());
   if (dev->queued_megapixels() / rate > cpu_s / 5) return false;
+  const bool coefficients = it->plan.jpeg_checked && it->plan.jpeg.progressive;
   take_slot();
   std::shared_ptr<jpeg::Planes> planes;
+  std::shared_ptr<jpeg::Coefficients> coefs;
   const auto t0 = Clock::now();
   try {
     jpeg::DecodeOptions dec;
     dec.max_pixels = m.opt.max_pixels;
-    planes = std::make_shared<jpeg::Planes>(
-        jpeg::decode_planes(it->bytes.data(), it->bytes.size(), it->rep.input, dec));
+    const std::uint8_t* data = it->bytes.data();
+    if (coefficients)
+      coefs = std::make_shared<jpeg::Coefficients>(
+          jpeg::decode_coefficients(data, it->bytes.size(), it->rep.input, dec));
+    else
+      planes = std::make_shared<jpeg::Planes>(
+          jpeg::decode_planes(data, it->bytes.size(), it->rep.input, dec));
   } catch (const std::exception&) {
     planes.reset();  // the CPU route decodes it again and reports the error
+    coefs.reset();
   }
   give_slot();
-  if (!planes || planes->width == 0) return false;
+  const int width = planes ? planes->width : coefs ? coefs->width : 0;
+  if (width == 0) return false;
   ItemReport& rep = it->rep;
   rep.times.decode_ms = ms_since(t0);
-  rep.width = planes->width;
-  rep.height = planes->height;
+  rep.width = width;
+  rep.height = planes ? planes->height : coefs->height;
   rep.channels = rep.output_channels = 3;
-  rep.decoder = codec::kLibjpegTurboYcbcr;
+  rep.decoder = planes ? codec::kLibjpegTurboYcbcr : codec::kLibjpegTurboCoefficients;
   rep.route = to_string(ItemRoute::jpeg_planes);
   detail::DeviceJob& j = it->job;
   j.bytes = &it->bytes;
@@ -159,6 +173,7 @@ bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
   j.megapixels = it->plan.megapixels();
   j.rep = &rep;
   j.host_planes = std::move(planes);
+  j.host_coefs = std::move(coefs);
   Loaded* raw = it.get();
   {
     std::lock_guard<std::mutex> lock(mu);

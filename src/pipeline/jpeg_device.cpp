@@ -27,6 +27,7 @@
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
 #include "image_engine.hpp"
+#include "jpeg/idct.hpp"
 #include "support/cuda_check.hpp"
 #include "support/device_buffer.hpp"
 
@@ -54,6 +55,8 @@ struct SlotState {
   gpu::ImageEngine engine;
   DeviceBuffer<std::uint8_t> y_out, d_out, planes_in;
   DeviceBuffer<std::uint64_t> reference;
+  DeviceBuffer<std::int16_t> coefs;     // the host-coefficients kind: one component's
+  DeviceBuffer<std::uint8_t> idct_out;  // coefficients, and its plane as the inverse DCT makes it
   std::string device = gpu::device_name();
   SlotState(const gpu::JpegCodecOptions& jo, std::shared_ptr<gpu::JpegHandles> h)
       : codec(eq.stream(), jo, std::move(h)), engine(eq) {}
@@ -141,7 +144,9 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     }
   }
 
-  static int kind_of(const DeviceJob& j) { return j.host_planes ? 2 : j.planes ? 1 : 0; }
+  static int kind_of(const DeviceJob& j) {
+    return j.host_planes || j.host_coefs ? 2 : j.planes ? 1 : 0;
+  }
 
   /// Up to opt.batch queued jobs of the kind of the first, once a batch is full, or the oldest
   /// has waited kBatchWait, or no more are coming; empty when stopping.
@@ -217,7 +222,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
         b = take();
         if (b.empty()) break;
         double dec_ms = 0, enc_ms = 0;
-        if (b.front()->host_planes)
+        if (b.front()->host_planes || b.front()->host_coefs)
           run_host_planes(*s, b, &dec_ms, &enc_ms);
         else if (b.front()->planes)
           run_planes(*s, b, &dec_ms, &enc_ms);
@@ -336,38 +341,75 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       s.eq.equalize_batch(imgs.data(), imgs.size(), opt.equalize.formula);
   }
 
+  /// One component's coefficients uploaded into the slot's coefficient buffer, the inverse DCT
+  /// into its plane buffer (decode_planes' layout), and its width x height samples copied to
+  /// `dst` (rows of width bytes), all on the slot's stream.
+  void upload_coefficients(SlotState& s, const jpeg::CoefficientPlane& cp, std::uint8_t* dst) {
+    const cudaStream_t st = reinterpret_cast<cudaStream_t>(s.eq.stream());
+    const jpeg::Plane& g = cp.plane;
+    if (s.coefs.size() < cp.coef.size()) s.coefs = DeviceBuffer<std::int16_t>(cp.coef.size());
+    const std::size_t bytes = g.stride * std::size_t(g.rows);
+    if (s.idct_out.size() < bytes) s.idct_out = DeviceBuffer<std::uint8_t>(bytes);
+    HISTEQ_CUDA_CHECK(cudaMemcpyAsync(s.coefs.get(), cp.coef.data(),
+                                      cp.coef.size() * sizeof(std::int16_t), cudaMemcpyHostToDevice,
+                                      st));
+    kernels::IdctPlane a;
+    a.d_coef = s.coefs.get();
+    for (int k = 0; k < 64; ++k) a.quant.q[k] = cp.quant[k];
+    a.blocks_w = cp.blocks_w;
+    a.blocks_h = cp.blocks_h;
+    a.d_plane = s.idct_out.get();
+    a.stride = g.stride;
+    a.rows = g.rows;
+    a.width = g.width;
+    a.height = g.height;
+    kernels::idct_plane(a, st);
+    HISTEQ_CUDA_CHECK(cudaMemcpy2DAsync(dst, std::size_t(g.width), s.idct_out.get(), g.stride,
+                                        std::size_t(g.width), std::size_t(g.height),
+                                        cudaMemcpyDeviceToDevice, st));
+  }
+
   /// The host-planes kind: the planes a CPU worker decoded, uploaded (only their width x height
-  /// samples), Y equalized or matched and the planes encoded as the planes kind does.
+  /// samples), or made here from the coefficients it read (upload_coefficients); Y equalized or
+  /// matched and the planes encoded as the planes kind does.
   void run_host_planes(SlotState& s, std::vector<DeviceJob*>& b, double* up_ms, double* enc_ms) {
     const auto t0 = Clock::now();
     std::size_t total = 0;
     for (const DeviceJob* j : b)
-      for (const jpeg::Plane& p : j->host_planes->plane)
+      for (int c = 0; c < 3; ++c) {
+        const jpeg::Plane& p =
+            j->host_planes ? j->host_planes->plane[c] : j->host_coefs->comp[c].plane;
         total += aligned(std::size_t(p.width) * std::size_t(p.height));
+      }
     if (s.planes_in.size() < total) s.planes_in = DeviceBuffer<std::uint8_t>(total + total / 4);
     std::uint8_t* d = s.planes_in.get();
     const cudaStream_t st = reinterpret_cast<cudaStream_t>(s.eq.stream());
     std::vector<gpu::DevicePlanes> dev(b.size());
     std::vector<std::size_t> at;
     for (std::size_t i = 0; i < b.size(); ++i) {
-      const jpeg::Planes& hp = *b[i]->host_planes;
+      const bool coefs = b[i]->host_coefs != nullptr;
+      const jpeg::Plane* src[3];
+      for (int c = 0; c < 3; ++c)
+        src[c] = coefs ? &b[i]->host_coefs->comp[c].plane : &b[i]->host_planes->plane[c];
       gpu::DevicePlanes& p = dev[i];
-      p.width = hp.width;
-      p.height = hp.height;
+      p.width = coefs ? b[i]->host_coefs->width : b[i]->host_planes->width;
+      p.height = coefs ? b[i]->host_coefs->height : b[i]->host_planes->height;
       p.components = 3;
-      p.chroma_h = hp.plane[0].h / std::max(1, hp.plane[1].h);
-      p.chroma_v = hp.plane[0].v / std::max(1, hp.plane[1].v);
-      p.exif = hp.exif;
-      p.icc = hp.icc;
+      p.chroma_h = src[0]->h / std::max(1, src[1]->h);
+      p.chroma_v = src[0]->v / std::max(1, src[1]->v);
+      p.exif = coefs ? b[i]->host_coefs->exif : b[i]->host_planes->exif;
+      p.icc = coefs ? b[i]->host_coefs->icc : b[i]->host_planes->icc;
       for (int c = 0; c < 3; ++c) {
-        const jpeg::Plane& src = hp.plane[c];
         p.plane[c] = d;
-        p.plane_width[c] = src.width;
-        p.plane_height[c] = src.height;
-        HISTEQ_CUDA_CHECK(cudaMemcpy2DAsync(d, std::size_t(src.width), src.data.get(), src.stride,
-                                            std::size_t(src.width), std::size_t(src.height),
-                                            cudaMemcpyHostToDevice, st));
-        d += aligned(std::size_t(src.width) * std::size_t(src.height));
+        p.plane_width[c] = src[c]->width;
+        p.plane_height[c] = src[c]->height;
+        if (coefs)
+          upload_coefficients(s, b[i]->host_coefs->comp[c], d);
+        else
+          HISTEQ_CUDA_CHECK(cudaMemcpy2DAsync(
+              d, std::size_t(src[c]->width), src[c]->data.get(), src[c]->stride,
+              std::size_t(src[c]->width), std::size_t(src[c]->height), cudaMemcpyHostToDevice, st));
+        d += aligned(std::size_t(src[c]->width) * std::size_t(src[c]->height));
       }
       at.push_back(i);
     }
@@ -390,6 +432,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       rep.times.encode_ms = share(*enc_ms, j, batch_mp);
       j->encoded = std::move(out[i]);
       j->host_planes.reset();
+      j->host_coefs.reset();
       j->status = DeviceJob::Status::done;
     }
   }

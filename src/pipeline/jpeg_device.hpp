@@ -30,6 +30,11 @@ struct DeviceJob {
   /// The host-planes kind: a CPU worker decoded the file's stored planes (jpeg::decode_planes);
   /// the device uploads them, equalizes or matches Y and encodes (the CPU is spared the encode).
   std::shared_ptr<jpeg::Planes> host_planes;
+  /// The host-coefficients kind (batched with host planes): a CPU worker read the file's
+  /// coefficients (jpeg::decode_coefficients: the entropy decoding alone, most of a progressive
+  /// file's decode); the device uploads them, makes the planes (kernels::idct_plane: libjpeg's
+  /// inverse DCT, the same samples) and goes on as with host planes.
+  std::shared_ptr<jpeg::Coefficients> host_coefs;
   double megapixels = 0;
   ItemReport* rep = nullptr;  ///< filled: sizes, codecs, equalize, times
   enum class Status : std::uint8_t {
