@@ -27,16 +27,12 @@
 #include "io/jpeg_internal.hpp"
 
 namespace histeq::jpeg {
-using internal::check_size;
-using internal::check_structure;
 using internal::Compressor;
 using internal::DecodeState;
 using internal::Decompressor;
 using internal::EncodeState;
-using internal::parse_info;
 using internal::quoted;
 using internal::reason;
-using internal::saved_exif;
 using internal::start_compress;
 
 namespace {
