@@ -501,6 +501,45 @@ TEST(BenchArgs, TuneSetsTheKernelsChoices) {
     EXPECT_NE(help.out.find(key), std::string::npos) << key;
 }
 
+// The region.* keys set RegionTuning (masked equalization's path and the region histogram's
+// variants), which the --equalize rows hist:mask-M / equalize:mask-M compare; bad values are
+// usage errors naming the valid ones.
+TEST(BenchArgs, TuneSetsTheRegionChoices) {
+  const bench::Options policy = bench::parse_args({});
+  EXPECT_EQ(policy.tune.gpu.region.equalize, RegionTuning::Equalize::automatic);
+  EXPECT_FALSE(policy.tune.gpu.region.full_vectors);
+  EXPECT_EQ(policy.tune.gpu.region.blocks_per_sm, 0);
+  EXPECT_EQ(policy.tune.gpu.region.fused_shape, RegionTuning::FusedShape::automatic);
+  const bench::Options o =
+      bench::parse_args({"--equalize", "--tune", "region.equalize=pair,region.full_vectors=1",
+                         "--tune", "region.blocks_per_sm=3", "--tune", "region.fused_shape=768x2"});
+  EXPECT_EQ(o.tune.gpu.region.equalize, RegionTuning::Equalize::pair);
+  EXPECT_TRUE(o.tune.gpu.region.full_vectors);
+  EXPECT_EQ(o.tune.gpu.region.blocks_per_sm, 3);
+  EXPECT_EQ(o.tune.gpu.region.fused_shape, RegionTuning::FusedShape::t768_v2);
+  EXPECT_EQ(bench::parse_args({"--tune", "region.equalize=stages"}).tune.gpu.region.equalize,
+            RegionTuning::Equalize::stages);
+  EXPECT_EQ(bench::parse_args({"--tune", "region.fused_shape=1024x1"}).tune.gpu.region.fused_shape,
+            RegionTuning::FusedShape::t1024_v1);
+  for (const auto& [item, needle] :
+       std::vector<std::pair<std::string, std::string>>{{"region.equalize=fast", "stages"},
+                                                        {"region.blocks_per_sm=2", "0, 3, 4"},
+                                                        {"region.blocks_per_sm=5", "0..4"},
+                                                        {"region.full_vectors=yes", "0, 1"},
+                                                        {"region.fused_shape=512x4", "768x2"}}) {
+    try {
+      bench::parse_args({"--tune", item});
+      ADD_FAILURE() << item << " was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
+  const BenchRun help = run_bench({"--help"});
+  for (const char* key : {"region.equalize=", "region.full_vectors=", "region.blocks_per_sm=",
+                          "region.fused_shape=", "equalize:mask-M"})
+    EXPECT_NE(help.out.find(key), std::string::npos) << key;
+}
+
 // The tuning of a run is in its records; CPU rows run with the CPU backend's SIMD switch as
 // given, and the switch is back as it was afterwards.
 TEST(BenchRun, TuningIsRecorded) {

@@ -62,10 +62,33 @@ struct BatchTuning {
   int cluster_threads = 0;
 };
 
+/// Masked and rectangle equalization of a gray plane in device memory (gpu::Equalizer::
+/// equalize_gray_region) and the 8-bit region histogram (kernels/histogram/region.cu).
+struct RegionTuning {
+  /// How the region's equalization runs: automatic (the policy: fused where it can serve the
+  /// call, else pair); fused: one cooperative launch that counts, builds the LUT and applies (a
+  /// mask alone, whole plane, the mask at the plane's address modulo 16, the input and output at
+  /// the same one; elsewhere it runs pair); pair: the histogram launch whose last block builds the
+  /// LUT, then the apply launch; stages: histogram (memset + launch), CDF/LUT launch, apply launch.
+  enum class Equalize : std::uint8_t { automatic, fused, pair, stages };
+  Equalize equalize = Equalize::automatic;
+  /// Mask vectors of 16 nonzero bytes counted as unmasked samples (a test per vector that spares
+  /// the per-byte mask tests of whole vectors) instead of through the per-byte path.
+  bool full_vectors = false;
+  /// Blocks per SM of the region histogram's whole-rows kernels: 3 or 4 (0: the policy's,
+  /// RegionPolicy::kBlocksPerSm).
+  int blocks_per_sm = 0;
+  /// The fused path's launch shape (fused_mask.cuh; FusedMaskPolicy): threads per block and
+  /// 16-byte vectors kept per thread from the count to the apply.
+  enum class FusedShape : std::uint8_t { automatic, t1024_v2, t1024_v1, t768_v2 };
+  FusedShape fused_shape = FusedShape::automatic;
+};
+
 struct Tuning {
   ClaheTuning clahe;
   Hist16Tuning hist16;
   BatchTuning batch;
+  RegionTuning region;
   /// Programmatic dependent launch per launch site: a sum of kernels/support/pdl.cuh's Edge values
   /// (0: none); -1: the sites where it measured faster (pdl::kDefaultEdges).
   std::int32_t pdl_edges = -1;

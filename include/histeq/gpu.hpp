@@ -123,6 +123,20 @@ class Equalizer {
   std::string equalize_gray(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t n,
                             Formula formula, const std::string& kernel = "auto");
 
+  /// Masked or rectangle equalization of a gray plane already in device memory (histeq/match.hpp's
+  /// Region rule): d_in holds width x height bytes, row-major; the histogram counts the pixels
+  /// (c, r) of the rectangle x <= c < x + w, y <= r < y + h (inside the plane) where d_mask (width
+  /// x height bytes in the plane's layout, or nullptr: every pixel of the rectangle) is nonzero;
+  /// its LUT (make_lut(histogram, formula); an empty histogram gives the identity) maps every
+  /// pixel into d_out (not overlapping d_in; the fused path also takes d_in == d_out).
+  /// Asynchronous. Afterwards device_hist() holds the histogram and device_lut() the LUT, until
+  /// the next call. tuning().region.equalize picks the path (histeq/tuning.hpp; automatic: fused
+  /// where it can serve the call, else pair); returns the one that ran: "fused", "pair" or
+  /// "stages". Throws UsageError for a rectangle outside the plane or a null pointer.
+  std::string equalize_gray_region(const std::uint8_t* d_in, std::uint8_t* d_out, int width,
+                                   int height, int x, int y, int w, int h,
+                                   const std::uint8_t* d_mask, Formula formula);
+
   /// The 256-bin histogram of the last equalize_gray call (device memory), or nullptr.
   const std::uint64_t* last_equalize_histogram() const;
 

@@ -20,6 +20,7 @@
 #include "histeq/error.hpp"
 #include "histeq/planes.hpp"
 #include "support/cuda_check.hpp"
+#include "support/pdl.cuh"
 
 namespace histeq::kernels {
 namespace {
@@ -52,11 +53,14 @@ __device__ __forceinline__ std::uint32_t map4(std::uint32_t x, const std::uint8_
 
 /// 1 channel: out[i] = lut[in[i]]. Body: uint4 loads from the first 16-byte boundary of `in`;
 /// stores as uint4 when `out` has the same offset mod 16 (kOutAligned), else byte by byte.
+/// Launched programmatically (launch_apply_gray) it waits for its producer before any global
+/// access; launched plainly the wait returns at once.
 template <bool kOutAligned>
 __global__ void apply_gray1_kernel(const std::uint8_t* __restrict__ in, std::size_t n,
                                    const std::uint8_t* __restrict__ d_lut,
                                    std::uint8_t* __restrict__ out) {
   __shared__ std::uint8_t s_lut[256];
+  pdl::wait();
   stage_luts(s_lut, d_lut, 256);
 
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -205,25 +209,26 @@ void launch_extract_planes(const std::uint8_t* d_in, std::size_t pixels, int cha
   HISTEQ_CUDA_CHECK_LAUNCH();
 }
 
+void launch_apply_gray(const std::uint8_t* d_in, std::size_t n, const std::uint8_t* d_lut,
+                       std::uint8_t* d_out, cudaStream_t stream, unsigned pdl_edge,
+                       const Tuning& t) {
+  if (n == 0) return;
+  const int grid = grid_for((n + kVecBytes - 1) / kVecBytes, kApplyPolicy);
+  const bool same_offset =
+      ((reinterpret_cast<std::uintptr_t>(d_out) - reinterpret_cast<std::uintptr_t>(d_in)) &
+       (kVecBytes - 1)) == 0;
+  pdl::launch(pdl::Edge(pdl_edge), t,
+              same_offset ? apply_gray1_kernel<true> : apply_gray1_kernel<false>,
+              dim3(unsigned(grid)), dim3(unsigned(kApplyPolicy.block_size)), 0, stream, d_in, n,
+              d_lut, d_out);
+}
+
 void launch_apply(const std::uint8_t* d_in, std::size_t pixels, int channels, Mode mode,
                   const std::uint8_t* d_luts, std::uint8_t* d_out, cudaStream_t stream) {
   check_channels(channels, "apply");
   if (pixels == 0) return;
   switch (channels) {
-    case 1: {
-      const int grid = grid_for((pixels + kVecBytes - 1) / kVecBytes, kApplyPolicy);
-      const bool same_offset =
-          ((reinterpret_cast<std::uintptr_t>(d_out) - reinterpret_cast<std::uintptr_t>(d_in)) &
-           (kVecBytes - 1)) == 0;
-      if (same_offset) {
-        apply_gray1_kernel<true>
-            <<<grid, kApplyPolicy.block_size, 0, stream>>>(d_in, pixels, d_luts, d_out);
-      } else {
-        apply_gray1_kernel<false>
-            <<<grid, kApplyPolicy.block_size, 0, stream>>>(d_in, pixels, d_luts, d_out);
-      }
-      break;
-    }
+    case 1: launch_apply_gray(d_in, pixels, d_luts, d_out, stream, 0, Tuning{}); return;
     case 2: launch_apply_c<2>(d_in, pixels, mode, d_luts, d_out, stream); break;
     case 3: launch_apply_c<3>(d_in, pixels, mode, d_luts, d_out, stream); break;
     default: launch_apply_c<4>(d_in, pixels, mode, d_luts, d_out, stream); break;

@@ -1,4 +1,5 @@
-// fused.hpp — 8-bit equalization in one cooperative launch (body and design in fused.cuh).
+// fused.hpp — 8-bit equalization in one cooperative launch (body and design in fused.cuh; the
+// masked one in fused_mask.cuh).
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -6,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "histeq/tuning.hpp"
 #include "histeq/types.hpp"
 
 namespace histeq::kernels {
@@ -26,5 +28,20 @@ bool fused_equalize_supported(std::string* why = nullptr);
 void launch_fused_equalize(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t n, Formula f,
                            std::uint64_t* d_hist, std::uint64_t* d_next_hist, std::uint8_t* d_lut,
                            cudaStream_t stream);
+
+/// The masked one-launch equalizer counts with 32-bit vector indices: planes of fewer samples.
+inline constexpr std::size_t kFusedMaskMaxSamples = std::size_t(1) << 35;
+
+/// Masked equalization of in[0,n) in one cooperative launch (fused_mask.cu): lut is the
+/// equalization LUT of the histogram of the samples in[i] with d_mask[i] != 0, and out[i] =
+/// lut[in[i]] for every i. d_mask: n bytes at d_in's address modulo 16; n < kFusedMaskMaxSamples.
+/// d_hist, d_next_hist, d_lut as launch_fused_equalize; d_hist_out (or nullptr) receives a copy
+/// of the histogram. t.region's fused_shape and full_vectors pick the launch shape and the
+/// counting variant (the same bytes). Throws UsageError for a mask of another phase, a plane too
+/// large, and as launch_fused_equalize.
+void launch_fused_equalize_masked(const std::uint8_t* d_in, std::uint8_t* d_out, std::size_t n,
+                                  const std::uint8_t* d_mask, Formula f, std::uint64_t* d_hist,
+                                  std::uint64_t* d_next_hist, std::uint64_t* d_hist_out,
+                                  std::uint8_t* d_lut, cudaStream_t stream, const Tuning& t);
 
 }  // namespace histeq::kernels

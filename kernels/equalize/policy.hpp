@@ -15,6 +15,19 @@ struct FusedPolicy {
 };
 inline constexpr FusedPolicy kFusedPolicy{};
 
+/// fused_mask (fused_mask.cuh): the masked one-launch equalizer, fused's shape: 1024 threads, 2
+/// blocks per SM (32 registers), two vectors kept per thread. The count holds the kept tile's mask
+/// vectors beside it: ptxas (sm_90) spills 8 bytes, stored before the count loop and reloaded
+/// around it, none in it. RegionTuning::fused_shape also builds 1024 threads with one vector kept
+/// (no spill, half the tile kept) and 768 threads with two (40 registers, no spill, 1536 threads
+/// per SM).
+struct FusedMaskPolicy {
+  static constexpr int kBlockSize = 1024;
+  static constexpr int kVectorsInFlight = 2;
+  static constexpr int kBlocksPerSm = 2;
+};
+inline constexpr FusedMaskPolicy kFusedMaskPolicy{};
+
 }  // namespace histeq::kernels
 
 namespace histeq::kernels {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "histeq/tuning.hpp"
 #include "histeq/types.hpp"
 
 namespace histeq::kernels {
@@ -61,6 +62,14 @@ void launch_extract_planes(const std::uint8_t* d_in, std::size_t pixels, int cha
 /// Throws UsageError for channels outside 1..4.
 void launch_apply(const std::uint8_t* d_in, std::size_t pixels, int channels, Mode mode,
                   const std::uint8_t* d_luts, std::uint8_t* d_out, cudaStream_t stream);
+
+/// launch_apply's 1-channel case (out = lut[in]), d_lut one 256-entry LUT, launched
+/// programmatically (support/pdl.cuh) after the kernel before it on the stream where pdl_edge is
+/// one of t's edges (its producer's writes are visible to it; it starts as the producer's blocks
+/// exit), else plainly. n may be 0 (nothing is launched).
+void launch_apply_gray(const std::uint8_t* d_in, std::size_t n, const std::uint8_t* d_lut,
+                       std::uint8_t* d_out, cudaStream_t stream, unsigned pdl_edge,
+                       const Tuning& t);
 
 /// cudaSuccess when this library's device code can run on the current device (it was built for
 /// the device's architecture and a context can be created); otherwise the error (e.g.

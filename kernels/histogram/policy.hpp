@@ -111,12 +111,17 @@ namespace histeq::kernels {
 /// Rectangles of whole rows (and a mask alone) are one contiguous run: a grid-stride walk with
 /// 16-byte loads of the plane and of the mask together (one pass, no masked copy), grid filling
 /// the SMs. Other rectangles: a warp per row of the rectangle. Counting into columns.cuh's
-/// lane-owned columns (32 KiB per block). kBlocksPerSm is the kernel's __launch_bounds__
-/// minimum: 3 blocks of 512 threads cap it at 42 registers, which sm_90 meets without spilling
-/// (40); 4 would cap it at 32 and spill. The grid is sized from the occupancy the device reports.
+/// lane-owned columns (32 KiB per block). kBlocksPerSm is the kernels' __launch_bounds__ minimum,
+/// one instantiation per mask reading and layout (region_count.cuh): 4 blocks of 512 threads cap
+/// them at 32 registers, which the whole-rows kernels meet without spilling on sm_90; the
+/// warp-per-row kernels with 16-byte mask loads spill 4 bytes there, so those run at
+/// kRowsBlocksPerSm (42 registers, 40 used). RegionTuning::blocks_per_sm = 3 runs the whole-rows
+/// kernels at 3 as well (the bound of the single kernel that served every case before). The grid
+/// is sized from the occupancy the device reports.
 struct RegionPolicy {
   static constexpr int kBlockSize = 512;
-  static constexpr int kBlocksPerSm = 3;
+  static constexpr int kBlocksPerSm = 4;
+  static constexpr int kRowsBlocksPerSm = 3;
   static constexpr int kVectorsInFlight = 2;
 };
 inline constexpr RegionPolicy kRegionPolicy{};

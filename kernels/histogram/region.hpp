@@ -7,6 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "histeq/tuning.hpp"
+#include "histeq/types.hpp"
+
 namespace histeq::kernels {
 
 /// One region histogram: the samples of plane (width x height, row-major, u8 or u16) at (c, r)
@@ -41,7 +44,21 @@ inline RegionLaunch region_launch(int width, int height, int x, int y, int w, in
 
 /// The 256-bin histogram of an 8-bit plane's region (region.cu). Async on the stream: a memset of
 /// d_hist and one launch. Any alignment of the plane and the mask (16-byte loads of both where
-/// they share their phase; the mask's bytes one by one where not).
-void region_histogram_u8(const RegionLaunch& r);
+/// they share their phase; the mask's bytes one by one where not). t.region.full_vectors picks
+/// the counting variant (the same counts).
+void region_histogram_u8(const RegionLaunch& r, const Tuning& t = Tuning{});
+
+/// Bytes of the grid state region_lut_u8 takes: zero when the caller allocates it (a memset
+/// once), zero again after every call, so that no call needs a memset.
+std::size_t region_state_bytes();
+
+/// The same histogram into r.d_hist in one launch without a memset, and (d_lut not null) the
+/// equalization LUT of it (formula f; histeq::make_lut's entries, an empty histogram the
+/// identity) into d_lut[0,256), built by the last block to finish. d_state: region_state_bytes()
+/// of zeroed device memory, used by one call at a time (one stream). Launched programmatically
+/// (pdl.cuh) where t's edges include pdl::kRegionEqualize: the kernel waits for the work queued
+/// before it before it reads or writes global memory.
+void region_lut_u8(const RegionLaunch& r, void* d_state, Formula f, std::uint8_t* d_lut,
+                   const Tuning& t = Tuning{});
 
 }  // namespace histeq::kernels

@@ -69,6 +69,10 @@ void launch_apply(const std::uint8_t*, std::size_t, int, Mode, const std::uint8_
                   cudaStream_t) {
   no_gpu("launch_apply");
 }
+void launch_apply_gray(const std::uint8_t*, std::size_t, const std::uint8_t*, std::uint8_t*,
+                       cudaStream_t, unsigned, const Tuning&) {
+  no_gpu("launch_apply_gray");
+}
 void launch_match_lut_planes(const std::uint64_t*, int, const std::uint64_t*, bool, std::uint8_t*,
                              cudaStream_t) {
   no_gpu("launch_match_lut_planes");
@@ -76,7 +80,11 @@ void launch_match_lut_planes(const std::uint64_t*, int, const std::uint64_t*, bo
 cudaError_t probe_device_code() { return cudaErrorNoDevice; }
 
 // ---- region.hpp ----
-void region_histogram_u8(const RegionLaunch&) { no_gpu("region_histogram_u8"); }
+void region_histogram_u8(const RegionLaunch&, const Tuning&) { no_gpu("region_histogram_u8"); }
+std::size_t region_state_bytes() { return 0; }
+void region_lut_u8(const RegionLaunch&, void*, Formula, std::uint8_t*, const Tuning&) {
+  no_gpu("region_lut_u8");
+}
 
 // ---- idct.hpp ----
 void idct_plane(const IdctPlane&, cudaStream_t) { no_gpu("idct_plane"); }
@@ -127,6 +135,11 @@ bool fused_equalize_supported(std::string* why) {
 void launch_fused_equalize(const std::uint8_t*, std::uint8_t*, std::size_t, Formula, std::uint64_t*,
                            std::uint64_t*, std::uint8_t*, cudaStream_t) {
   no_gpu("launch_fused_equalize");
+}
+void launch_fused_equalize_masked(const std::uint8_t*, std::uint8_t*, std::size_t,
+                                  const std::uint8_t*, Formula, std::uint64_t*, std::uint64_t*,
+                                  std::uint64_t*, std::uint8_t*, cudaStream_t, const Tuning&) {
+  no_gpu("launch_fused_equalize_masked");
 }
 
 // ---- hist_u16.hpp ----

@@ -3,8 +3,9 @@
 // region and the reference histograms from Python's arrays, and the calls on 8-bit CUDA arrays.
 //
 // stages_device: the stage sequence on the device with a region and/or a reference, queued on
-// the caller's stream without a host synchronization: each plane's histogram (the region
-// kernel, histogram/region.hpp, over the plane and the mask in one pass, when a mask or a
+// the caller's stream without a host synchronization: gray images with a region and no
+// reference through gpu::Equalizer::equalize_gray_region; otherwise each plane's histogram (the
+// region kernel, histogram/region.hpp, over the plane and the mask in one pass, when a mask or a
 // rectangle counts; else the Equalizer's kernels), the LUTs (the formula, or histogram
 // matching's LUT kernel to the reference's histograms, which the Python side keeps on the
 // device), the Equalizer's apply kernel. histogram_device_region: the region's histograms.
@@ -181,6 +182,15 @@ void stages_device(int device, std::uintptr_t stream, const DeviceJob& j) {
   if (j.count == 0 || pixels == 0) return;
   histeq::python::DeviceScope scope(device);
   DeviceContext& c = histeq::python::begin(device, stream);
+  if (j.region && j.channels == 1 && !j.reference) {
+    // Gray images equalized by a region: the Equalizer's region path (one cooperative launch for
+    // a mask alone, else the histogram launch whose last block builds the LUT, then the apply).
+    for (std::size_t i = 0; i < j.count; ++i)
+      c.eq.equalize_gray_region(j.in + i * pixels, j.out + i * pixels, j.width, j.height, j.rect.x,
+                                j.rect.y, j.rect.width, j.rect.height, j.mask, j.formula);
+    histeq::python::end(c);
+    return;
+  }
   const std::size_t total = j.count * std::size_t(j.planes);
   std::uint64_t* hist = c.eq.device_hist(int(total));
   std::uint8_t* luts = c.eq.device_lut(int(total));

@@ -12,6 +12,7 @@
 #include "bench/detail.hpp"
 #include "clahe/policy.hpp"
 #include "histeq/error.hpp"
+#include "histogram/policy.hpp"
 #include "support/pdl_edges.hpp"
 
 namespace histeq::bench {
@@ -65,6 +66,54 @@ Key clahe_number(const char* name, long long lo, long long hi, std::string help)
   return {name, std::move(help), [name, lo, hi](Tune& t, const std::string& v) {
             t.gpu.clahe.*Field = int(number(name, v, lo, hi));
           }};
+}
+
+/// The region.* keys (RegionTuning: masked equalization and the region histogram).
+void add_region_keys(std::vector<Key>& k) {
+  k.push_back({"region.equalize",
+               "auto|fused|pair|stages  masked 8-bit equalization in device memory (auto: fused "
+               "where it serves the call, else pair)",
+               [](Tune& t, const std::string& v) {
+                 using E = RegionTuning::Equalize;
+                 if (v == "auto")
+                   t.gpu.region.equalize = E::automatic;
+                 else if (v == "fused")
+                   t.gpu.region.equalize = E::fused;
+                 else if (v == "pair")
+                   t.gpu.region.equalize = E::pair;
+                 else if (v == "stages")
+                   t.gpu.region.equalize = E::stages;
+                 else
+                   bad_value("region.equalize", v, "auto, fused, pair, stages");
+               }});
+  k.push_back({"region.full_vectors",
+               "0|1  region histograms: mask vectors of 16 nonzero bytes counted as plain samples "
+               "(default 0)",
+               [](Tune& t, const std::string& v) {
+                 t.gpu.region.full_vectors = flag("region.full_vectors", v);
+               }});
+  k.push_back({"region.blocks_per_sm",
+               "0|3|4  region histogram, whole-rows kernels: blocks per SM (0: the policy's, " +
+                   std::to_string(kernels::RegionPolicy::kBlocksPerSm) + ")",
+               [](Tune& t, const std::string& v) {
+                 const long long n = number("region.blocks_per_sm", v, 0, 4);
+                 if (n != 0 && n != 3 && n != 4) bad_value("region.blocks_per_sm", v, "0, 3, 4");
+                 t.gpu.region.blocks_per_sm = int(n);
+               }});
+  k.push_back({"region.fused_shape",
+               "auto|1024x2|1024x1|768x2  masked one-launch equalizer: threads per block x "
+               "vectors kept per thread (auto: 1024x2)",
+               [](Tune& t, const std::string& v) {
+                 using S = RegionTuning::FusedShape;
+                 if (v == "auto" || v == "1024x2")
+                   t.gpu.region.fused_shape = v == "auto" ? S::automatic : S::t1024_v2;
+                 else if (v == "1024x1")
+                   t.gpu.region.fused_shape = S::t1024_v1;
+                 else if (v == "768x2")
+                   t.gpu.region.fused_shape = S::t768_v2;
+                 else
+                   bad_value("region.fused_shape", v, "auto, 1024x2, 1024x1, 768x2");
+               }});
 }
 
 std::vector<Key> make_keys() {
@@ -169,6 +218,7 @@ std::vector<Key> make_keys() {
                  else
                    t.gpu.pdl_edges = std::int32_t(number("pdl", v, 0, 0x7FFFFFFF));
                }});
+  add_region_keys(k);
   k.push_back({"cpu.simd",
                "0|1  the CPU backend's SIMD paths where the CPU has them (default 1) or the "
                "portable loops",

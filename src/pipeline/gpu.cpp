@@ -4,20 +4,23 @@
 
 #include <cuda_runtime_api.h>
 
-#include <type_traits>
-
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "batched/batched.hpp"
 #include "equalize/fused.hpp"
 #include "equalize/stages.hpp"
 #include "histeq/error.hpp"
+#include "histogram/region.hpp"
 #include "histogram/registry.hpp"
 #include "support/device_buffer.hpp"
+#include "support/pdl_edges.hpp"
 
 static_assert(std::is_same_v<histeq::gpu::StreamHandle, cudaStream_t>,
               "gpu.hpp's StreamHandle must be cudaStream_t");
@@ -63,6 +66,20 @@ const kernels::KernelEntry& lookup(const std::string& kernel, const kernels::His
   }
   return e;
 }
+
+/// Whether the masked one-launch equalizer serves the call: a mask alone over the whole plane,
+/// at the input's address modulo 16 as the output is, which is the input or apart from it.
+bool fused_region_serves(const std::uint8_t* d_in, const std::uint8_t* d_out, int width, int height,
+                         int x, int y, int w, int h, const std::uint8_t* d_mask) {
+  const std::size_t n = std::size_t(width) * std::size_t(height);
+  const auto a = reinterpret_cast<std::uintptr_t>(d_in),
+             b = reinterpret_cast<std::uintptr_t>(d_out);
+  const bool apart_or_same = a == b || a >= b + n || b >= a + n;
+  return d_mask != nullptr && x == 0 && y == 0 && w == width && h == height && n > 0 &&
+         n < kernels::kFusedMaskMaxSamples && a % 16 == b % 16 &&
+         reinterpret_cast<std::uintptr_t>(d_mask) % 16 == a % 16 && apart_or_same &&
+         kernels::fused_equalize_supported();
+}
 }  // namespace
 
 struct Equalizer::Impl {
@@ -78,9 +95,23 @@ struct Equalizer::Impl {
   DeviceBuffer<std::uint8_t> zeroed_scratch;
   DeviceBuffer<std::uint64_t> hist;
   DeviceBuffer<std::uint8_t> lut;
-  // The fused equalizer's two alternating histograms (each call zeroes the other one).
+  // The fused equalizers' two alternating histograms (each call zeroes the other one).
   DeviceBuffer<std::uint64_t> fused_hist;
   int fused_flip = 0;
+  // The region histogram's grid state (kernels::region_lut_u8): zeroed when allocated, left zero.
+  DeviceBuffer<std::uint8_t> region_state;
+  /// The fused histogram for this call (zero) and the one it zeroes for the next; allocated and
+  /// zeroed on first use.
+  std::pair<std::uint64_t*, std::uint64_t*> fused_pair() {
+    if (fused_hist.size() == 0) {
+      fused_hist = DeviceBuffer<std::uint64_t>(2 * kBins);
+      HISTEQ_CUDA_CHECK(cudaMemsetAsync(fused_hist.get(), 0, fused_hist.bytes(), s()));
+    }
+    std::uint64_t* cur = fused_hist.get() + fused_flip * kBins;
+    std::uint64_t* next = fused_hist.get() + (1 - fused_flip) * kBins;
+    fused_flip ^= 1;
+    return {cur, next};
+  }
   const std::uint64_t* last_hist = nullptr;
   Tuning tuning;  // the policy unless set_tuning() said otherwise
 };
@@ -221,14 +252,7 @@ std::string Equalizer::equalize_gray(const std::uint8_t* d_in, std::uint8_t* d_o
   const bool same_phase =
       reinterpret_cast<std::uintptr_t>(d_in) % 16 == reinterpret_cast<std::uintptr_t>(d_out) % 16;
   if (kernel == "auto" && same_phase && kernels::fused_equalize_supported()) {
-    if (impl_->fused_hist.size() == 0) {
-      impl_->fused_hist = DeviceBuffer<std::uint64_t>(2 * kBins);
-      HISTEQ_CUDA_CHECK(
-          cudaMemsetAsync(impl_->fused_hist.get(), 0, impl_->fused_hist.bytes(), impl_->s()));
-    }
-    std::uint64_t* cur = impl_->fused_hist.get() + impl_->fused_flip * kBins;
-    std::uint64_t* next = impl_->fused_hist.get() + (1 - impl_->fused_flip) * kBins;
-    impl_->fused_flip ^= 1;
+    const auto [cur, next] = impl_->fused_pair();
     kernels::launch_fused_equalize(d_in, d_out, n, formula, cur, next, d_lut, impl_->s());
     impl_->last_hist = cur;
     return "fused";
@@ -239,6 +263,46 @@ std::string Equalizer::equalize_gray(const std::uint8_t* d_in, std::uint8_t* d_o
   cdf_lut(d_hist, 1, formula, d_lut);
   apply(d_in, n, 1, Mode::gray, d_lut, d_out);
   return ran;
+}
+
+std::string Equalizer::equalize_gray_region(const std::uint8_t* d_in, std::uint8_t* d_out,
+                                            int width, int height, int x, int y, int w, int h,
+                                            const std::uint8_t* d_mask, Formula formula) {
+  if (width < 0 || height < 0 || x < 0 || y < 0 || w < 0 || h < 0 || std::int64_t(x) + w > width ||
+      std::int64_t(y) + h > height)
+    throw UsageError("equalize_gray_region: the rectangle is not inside the plane");
+  const std::size_t n = std::size_t(width) * std::size_t(height);
+  if (n > 0 && (d_in == nullptr || d_out == nullptr))
+    throw UsageError("equalize_gray_region: null device pointer");
+  std::uint64_t* d_hist = device_hist(1);
+  std::uint8_t* d_lut = device_lut(1);
+  const cudaStream_t s = impl_->s();
+  const Tuning& t = impl_->tuning;
+  using Path = RegionTuning::Equalize;
+  kernels::RegionLaunch r = kernels::region_launch(width, height, x, y, w, h, d_mask, s);
+  r.d_plane = d_in;
+  r.d_hist = d_hist;
+  if (t.region.equalize == Path::stages) {
+    kernels::region_histogram_u8(r, t);
+    cdf_lut(d_hist, 1, formula, d_lut);
+    apply(d_in, n, 1, Mode::gray, d_lut, d_out);
+    return "stages";
+  }
+  if (t.region.equalize != Path::pair &&
+      fused_region_serves(d_in, d_out, width, height, x, y, w, h, d_mask)) {
+    const auto [cur, next] = impl_->fused_pair();
+    kernels::launch_fused_equalize_masked(d_in, d_out, n, d_mask, formula, cur, next, d_hist, d_lut,
+                                          s, t);
+    return "fused";
+  }
+  if (impl_->region_state.size() == 0) {
+    ensure(impl_->region_state, kernels::region_state_bytes());
+    HISTEQ_CUDA_CHECK(
+        cudaMemsetAsync(impl_->region_state.get(), 0, impl_->region_state.bytes(), s));
+  }
+  kernels::region_lut_u8(r, impl_->region_state.get(), formula, d_lut, t);
+  kernels::launch_apply_gray(d_in, n, d_lut, d_out, s, kernels::pdl::kRegionEqualize, t);
+  return "pair";
 }
 
 const std::uint64_t* Equalizer::last_equalize_histogram() const { return impl_->last_hist; }
