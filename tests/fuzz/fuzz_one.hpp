@@ -76,6 +76,39 @@ inline Image cpu_equalize(const Image& in, Mode mode, Formula formula) {
   return out;
 }
 
+/// The same file through jpeg::decode_coefficients (what decode_planes decoded as `p`): a
+/// rejection is a histeq::Error naming the input; the blocks cover the planes' geometry, which
+/// is decode_planes'; planes_from_coefficients makes planes of that geometry. (Their samples equal
+/// decode_planes' for valid data, test_jpeg_coefficients; the coefficients of damaged data can be
+/// ones no encoder makes, where libjpeg-turbo's own C and SIMD transforms differ.)
+inline void coefficients_one(const std::uint8_t* data, std::size_t size,
+                             const jpeg::DecodeOptions& opt, const jpeg::Planes& p) {
+  jpeg::Coefficients c;
+  try {
+    c = jpeg::decode_coefficients(data, size, "fuzz-input", opt);
+  } catch (const Error& e) {
+    HISTEQ_FUZZ_CHECK(std::string(e.what()).find("fuzz-input") != std::string::npos);
+    return;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "decode_coefficients threw a non-histeq exception: %s\n", e.what());
+    std::abort();
+  }
+  if (c.width == 0) return;
+  HISTEQ_FUZZ_CHECK(c.width == p.width && c.height == p.height);
+  for (int k = 0; k < 3; ++k) {
+    const jpeg::CoefficientPlane& cp = c.comp[k];
+    HISTEQ_FUZZ_CHECK(cp.plane.width == p.plane[k].width && cp.plane.stride == p.plane[k].stride);
+    HISTEQ_FUZZ_CHECK(cp.plane.height == p.plane[k].height && cp.plane.rows == p.plane[k].rows);
+    HISTEQ_FUZZ_CHECK(cp.blocks_w * 8 >= cp.plane.width && cp.blocks_h * 8 >= cp.plane.height);
+    HISTEQ_FUZZ_CHECK(cp.coef.size() ==
+                      std::size_t(cp.blocks_w) * std::size_t(cp.blocks_h) * std::size_t(64));
+  }
+  const jpeg::Planes q = jpeg::planes_from_coefficients(c);
+  for (int k = 0; k < 3; ++k)
+    HISTEQ_FUZZ_CHECK(q.plane[k].data && q.plane[k].stride == p.plane[k].stride &&
+                      q.plane[k].rows == p.plane[k].rows);
+}
+
 /// A JPEG the stored-planes route takes (jpeg_planes.hpp) through jpeg::decode_planes (the same
 /// pixel limit) and, when it decodes, jpeg::encode_planes: a rejection is a histeq::Error naming
 /// the input; decoded planes have the sizes their sampling gives and whole-block buffers.
@@ -114,6 +147,7 @@ inline void planes_one(const std::uint8_t* data, std::size_t size, std::uint64_t
                  e.what());
     std::abort();
   }
+  coefficients_one(data, size, opt, p);
 }
 
 /// One fuzz input through the whole host path. Returns whether it decoded; aborts on a bug.
