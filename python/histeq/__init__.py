@@ -325,7 +325,8 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
             mask for every image of a batch or list), any integer or bool dtype, NumPy, CPU
             tensor or CUDA array. ``None`` (default): every pixel. 8-bit CUDA images run on
             their device; a mask on the device is checked there for a counted pixel, which
-            waits for the device (a torch mask: once until it is modified in place).
+            waits for the device (a torch mask: once until it is modified in place, or on every
+            call for one made under ``torch.inference_mode``, which has no version counter).
         roi: ``(x, y, width, height)``: the histograms count only the pixels of this rectangle
             (with ``mask``: the mask's pixels inside it); the LUT applies to every pixel.
 

@@ -218,21 +218,28 @@ def _empty_message(roi) -> str:
 _torch_checked: Dict[int, Tuple[Any, Any]] = {}
 
 
-def _torch_stamp(mk, device: int, contiguous: bool, roi) -> tuple:
+def _torch_stamp(mk, device: int, contiguous: bool, roi) -> Optional[tuple]:
     """What a torch mask's count check depends on: its data (torch's version counter, which
     in-place writes to the tensor and its views move, and its address), its layout (shape,
     dtype, device, and its strides unless it is C-contiguous: then the shape gives them) and the
-    rectangle. Any change makes the check run again."""
-    return (mk._version, mk.data_ptr(), mk.shape, mk.dtype, device,
+    rectangle. Any change makes the check run again. None for an inference tensor (made under
+    torch.inference_mode), which has no version counter: its check runs on every call."""
+    try:
+        version = mk._version
+    except RuntimeError:
+        if not mk.is_inference():
+            raise
+        return None
+    return (version, mk.data_ptr(), mk.shape, mk.dtype, device,
             None if contiguous else mk.stride(), roi)
 
 
-def _torch_counts(mk, m, stamp: tuple, roi, pixels: int) -> None:
+def _torch_counts(mk, m, stamp: Optional[tuple], roi, pixels: int) -> None:
     """ValueError when m (the torch mask mk as the kernels read it: one byte per pixel,
     C-contiguous) counts no pixel inside roi; the check waits for the device, so it runs once
-    per stamp of mk."""
+    per stamp of mk (on every call without a stamp)."""
     seen = _torch_checked.get(id(mk))
-    if seen is not None and seen[0]() is mk and seen[1] == stamp:
+    if stamp is not None and seen is not None and seen[0]() is mk and seen[1] == stamp:
         return
     if pixels > 0:
         if roi is not None:
@@ -240,6 +247,8 @@ def _torch_counts(mk, m, stamp: tuple, roi, pixels: int) -> None:
             m = m[y:y + rh, x:x + rw]
         if not bool(m.any()):  # waits for the device
             raise ValueError(_empty_message(roi))
+    if stamp is None:
+        return
     if len(_torch_checked) > 64:
         _torch_checked.clear()
     _torch_checked[id(mk)] = (_weakref.ref(mk), stamp)
@@ -291,10 +300,13 @@ def torch_region(mask: Any, roi: Any, device: int, h: int, w: int):
     if shape != (h, w) or not mask.is_contiguous() or mask.get_device() != device:
         return None
     ptr = mask.data_ptr()
-    stamp = (mask._version, ptr, shape, dt, device, None, roi)  # _torch_stamp's
+    try:
+        stamp: Optional[tuple] = (mask._version, ptr, shape, dt, device, None, roi)
+    except RuntimeError:  # _torch_stamp's, and its None for an inference tensor
+        stamp = _torch_stamp(mask, device, True, roi)
     m = mask != 0 if wide else mask  # contiguous, as the mask is
     seen = _torch_checked.get(id(mask))
-    if seen is None or seen[0]() is not mask or seen[1] != stamp:
+    if stamp is None or seen is None or seen[0]() is not mask or seen[1] != stamp:
         _torch_counts(mask, m, stamp, roi, h * w)
     return (m.data_ptr() if wide else ptr), roi, m
 

@@ -108,10 +108,16 @@ class FakeTensor:
     def __init__(self, a, device, base, offset=0, version=None):
         self.a, self.device, self._base, self._offset = a, device, base, offset
         self._counter = [0] if version is None else version
+        self.inference = False  # made under torch.inference_mode: no version counter
 
     @property
     def _version(self):
+        if self.inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._counter[0]
+
+    def is_inference(self):
+        return self.inference
 
     @property
     def is_cuda(self):
@@ -703,6 +709,26 @@ def test_the_shortcut_and_the_general_path_remember_one_check(fake, monkeypatch,
         got = _outcome(lambda: histeq.equalize(then, mask=m, roi=(1, 2, 5, 4)), torch, calls)
         assert got[0] == "ok" and got[-1] == 0
         torch.syncs = 0
+
+
+@pytest.mark.parametrize("kind", ["bool", "int32", "non-contiguous"])
+def test_inference_tensors_are_checked_on_every_call(fake, monkeypatch, kind):
+    """A mask made under torch.inference_mode has no version counter (reading it raises): its
+    count check runs on every call, in place writes seen."""
+    torch, calls = fake
+    x = cuda(_u8((40, 30)))
+    m = _mask(kind, 40, 30)
+    m.inference = True
+    first = m.a.copy()
+    steps = [lambda: m.__setitem__(Ellipsis, first),
+             lambda: histeq.equalize(x, mask=m),
+             lambda: histeq.equalize(x, mask=m, roi=(0, 0, 5, 5)),
+             lambda: histeq.histogram(x, mask=m),
+             lambda: m.fill_(0),
+             lambda: histeq.equalize(x, mask=m)]
+    got = _sequence_both(steps, torch, calls, monkeypatch)
+    assert _kinds(got) == ["ok", "ok", "ok", "ok", "ok", _EMPTY]
+    assert _waits(got) == [0, 1, 1, 1, 0, 1]
 
 
 def test_a_remembered_check_belongs_to_its_tensor(fake, monkeypatch):
