@@ -1,21 +1,27 @@
 #!/usr/bin/env python3
 """Where the host time of histeq's calls on CUDA arrays goes, from Python: each entry point
 (equalize, clahe, histogram, match_histograms) on one gray image of --size, 8 and 16 bits, on a
-torch tensor (and a CuPy array when CuPy is importable), against the compiled calls it makes.
+torch tensor (and a CuPy array when CuPy is importable), against the compiled calls it makes;
+8-bit masked rows beside them: equalize and histogram with a bool mask on the device (a
+letterbox: the middle three quarters of the rows counted), with roi= its rectangle, and
+equalize with both.
 Timed as bench_python.py's "host us per call (issue only)" rows: perf_counter around one call,
 the GPU synchronized before it (not timed), median of --reps after --warmup.
 
     python bench/python/bench_overhead.py [--size 1M] [--reps 200] [--warmup 20] [--csv FILE]
 
 Columns (host microseconds per call):
-- call: ``histeq.X(x)``, its result released inside the clock (as bench_python.py's rows: the
-  caller drops it).
+- call: ``histeq.X(x)`` (``X mask=``: ``histeq.X(x, mask=m)``, the mask of x's library on its
+  device; its count check, which waits for the device, is remembered from the warm-up for a
+  torch mask and made on every call for a CuPy one), its result released inside the clock (as
+  bench_python.py's rows: the caller drops it).
 - call, result kept: the same call, the result released after the clock stopped.
 - compiled: the extension calls that the Python call makes (histeq._histeq: equalize_device,
   clahe_device, ...), with the same arguments on a preallocated output, computed once.
 - Python layer: ``histeq.X(x)`` with the extension's device calls replaced by a Python no-op:
   the Python code, the array library's reads of the input and the result's allocation (kept).
 - over compiled: call - compiled, the Python layer's share of a call as a user sees it.
+A second table sets each masked row beside its entry's unmasked row (ratio: of the calls).
 Then the array library's pieces that a call uses (torch): the allocation of a result (and its
 release), the reads of a tensor (is_cuda, dtype, is_contiguous(), shape, get_device(),
 data_ptr(), the current stream), and a Python call that does nothing. Prints Markdown tables
@@ -36,7 +42,7 @@ import bench_cpu  # noqa: E402  (commit)
 import bench_python  # noqa: E402  (time_issue, natural, parse_size, square)
 
 DEVICE_CALLS = ("equalize_device", "equalize16_device", "clahe_device", "histogram_device",
-                "histogram16_device", "stages_device")
+                "histogram16_device", "stages_device", "histogram_device_region")
 
 
 def time_issue_kept(torch, fn, reps: int, warmup: int) -> float:
@@ -54,9 +60,19 @@ def time_issue_kept(torch, fn, reps: int, warmup: int) -> float:
     return statistics.median(times)
 
 
-def compiled_calls(torch, core, x, ref, sixteen: bool):
+def letterbox(torch, h: int, w: int):
+    """(mask, roi): a bool CUDA mask counting the middle three quarters of the rows, and that
+    rectangle as (x, y, width, height)."""
+    top, rows = h // 8, h - 2 * (h // 8)
+    m = torch.zeros((h, w), dtype=torch.bool, device="cuda")
+    m[top:top + rows] = True
+    return m, (0, top, w, rows)
+
+
+def compiled_calls(torch, core, x, ref, sixteen: bool, mask=None, roi=None):
     """{entry: callable} making the extension calls of each entry point on x (ref: the reference
-    of match_histograms), outputs preallocated, arguments computed once."""
+    of match_histograms; mask and roi: the masked rows' for 8 bits), outputs preallocated,
+    arguments computed once."""
     dev = x.get_device()
     stream = torch.cuda.current_stream(dev).cuda_stream
     h, w = x.shape
@@ -80,6 +96,18 @@ def compiled_calls(torch, core, x, ref, sixteen: bool):
             core.stages_device(dev, stream, ip, op, 1, h, w, 1, None, "opencv", "auto", 0, None,
                                hp, 1)
         calls["match_histograms"] = match
+        mp = mask.data_ptr()
+
+        def stages(m, r):
+            return lambda: core.stages_device(dev, stream, ip, op, 1, h, w, 1, None, "opencv",
+                                              "auto", m, r, 0, 0)
+        calls["equalize mask="] = stages(mp, None)
+        calls["equalize roi="] = stages(0, roi)
+        calls["equalize mask= roi="] = stages(mp, roi)
+        calls["histogram mask="] = lambda: core.histogram_device_region(
+            dev, stream, ip, h, w, 1, None, mp, None, hp)
+        calls["histogram roi="] = lambda: core.histogram_device_region(
+            dev, stream, ip, h, w, 1, None, 0, roi, hp)
     return calls, (out, hist)
 
 
@@ -88,10 +116,15 @@ def widen(torch, x8):
     return (x8.to(torch.int32) * 257).to(torch.uint16)
 
 
-def entry_calls(histeq, x, ref):
+def entry_calls(histeq, x, ref, mask, roi):
     return {"equalize": lambda: histeq.equalize(x), "clahe": lambda: histeq.clahe(x),
             "histogram": lambda: histeq.histogram(x),
-            "match_histograms": lambda: histeq.match_histograms(x, ref)}
+            "match_histograms": lambda: histeq.match_histograms(x, ref),
+            "equalize mask=": lambda: histeq.equalize(x, mask=mask),
+            "equalize roi=": lambda: histeq.equalize(x, roi=roi),
+            "equalize mask= roi=": lambda: histeq.equalize(x, mask=mask, roi=roi),
+            "histogram mask=": lambda: histeq.histogram(x, mask=mask),
+            "histogram roi=": lambda: histeq.histogram(x, roi=roi)}
 
 
 def python_layer(torch, core, fn, reps: int, warmup: int) -> float:
@@ -158,6 +191,7 @@ def main() -> int:
     h, w = bench_python.square(bench_python.parse_size(args.size))
     x8 = bench_python.natural(torch, h, w, seed=1)
     ref = bench_python.natural(torch, h, w, seed=2)
+    mask, roi = letterbox(torch, h, w)
     inputs = [("uint8", x8)]
     if hasattr(torch, "uint16"):
         inputs.append(("uint16", widen(torch, x8)))
@@ -166,16 +200,16 @@ def main() -> int:
     rows = []  # (entry, depth, library, call, kept, compiled, python)
     for depth, x in inputs:
         sixteen = depth == "uint16"
-        compiled, _keep = compiled_calls(torch, core, x, ref, sixteen)
-        libs = [("torch", x, ref)]
+        compiled, _keep = compiled_calls(torch, core, x, ref, sixteen, mask, roi)
+        libs = [("torch", x, ref, mask)]
         if cupy is not None:
             c8 = cupy.asarray(x8)
             libs.append(("cupy", c8.astype(cupy.uint16) * 257 if sixteen else c8,
-                         cupy.asarray(ref)))
-        for lib, xa, ra in libs:
-            for entry, fn in entry_calls(histeq, xa, ra).items():
+                         cupy.asarray(ref), cupy.asarray(mask)))
+        for lib, xa, ra, ma in libs:
+            for entry, fn in entry_calls(histeq, xa, ra, ma, roi).items():
                 if entry not in compiled:
-                    continue  # 16-bit matching goes through the host
+                    continue  # 16-bit matching and masks go through the host
                 rows.append((entry, depth, lib,
                              bench_python.time_issue(torch, fn, args.reps, args.warmup),
                              time_issue_kept(torch, fn, args.reps, args.warmup),
@@ -200,6 +234,19 @@ def main() -> int:
     for entry, depth, lib, call, kept, comp, py in rows:
         print(f"| {entry} | {depth} | {lib} | {call:.1f} | {kept:.1f} | {comp:.1f} | {py:.1f} | "
               f"{call - comp:.1f} |")
+    print()
+    print("Masked against unmasked (8 bits; host us per call):")
+    print()
+    print("| entry | array | call | unmasked call | ratio | Python layer | unmasked | compiled | "
+          "unmasked |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    by = {(r[0], r[1], r[2]): r for r in rows}
+    for entry, depth, lib, call, _kept, comp, py in rows:
+        plain = by.get((entry.split()[0], depth, lib))
+        if " " not in entry or plain is None:
+            continue
+        print(f"| {entry} | {lib} | {call:.1f} | {plain[3]:.1f} | {call / plain[3]:.2f} | "
+              f"{py:.1f} | {plain[6]:.1f} | {comp:.1f} | {plain[5]:.1f} |")
     print()
     print("| torch piece | host us |")
     print("|---|---|")

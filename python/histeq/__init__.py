@@ -325,7 +325,8 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
             mask for every image of a batch or list), any integer or bool dtype, NumPy, CPU
             tensor or CUDA array. ``None`` (default): every pixel. 8-bit CUDA images run on
             their device; a mask on the device is checked there for a counted pixel, which
-            waits for the device (a torch mask: once until it is modified in place).
+            waits for the device (a torch mask: once until it is modified in place, or on every
+            call for one made under ``torch.inference_mode``, which has no version counter).
         roi: ``(x, y, width, height)``: the histograms count only the pixels of this rectangle
             (with ``mask``: the mask's pixels inside it); the LUT applies to every pixel.
 
@@ -343,20 +344,28 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
         RuntimeError: a CUDA failure.
     """
     _a.check_options(mode, formula, kernel, backend, channel_order)
-    if mask is None and roi is None and type(image) in _a._torch_types and backend != "cpu":
+    if type(image) in _a._torch_types and backend != "cpu":
         g = _a.torch_gray(image, batch)
         if g is not None:  # a gray CUDA tensor: the general path's calls, without its steps
             dev, stream, ptr, n, h, w, sixteen, _b = g
-            if sixteen:
-                _check16(formula, kernel)
-            out = _a._torch.empty_like(image)
-            if n * h * w > 0:
+            if mask is None and roi is None:
                 if sixteen:
-                    _histeq.equalize16_device(dev, stream, ptr, out.data_ptr(), n, h * w)
-                else:
-                    _histeq.equalize_device(dev, stream, ptr, out.data_ptr(), n, h * w, 1, mode,
-                                            formula, kernel, _batch_path)
-            return out
+                    _check16(formula, kernel)
+                out = _a._torch.empty_like(image)
+                if n * h * w > 0:
+                    if sixteen:
+                        _histeq.equalize16_device(dev, stream, ptr, out.data_ptr(), n, h * w)
+                    else:
+                        _histeq.equalize_device(dev, stream, ptr, out.data_ptr(), n, h * w, 1,
+                                                mode, formula, kernel, _batch_path)
+                return out
+            r = None if sixteen else _r.torch_region(mask, roi, dev, h, w)
+            if r is not None:  # 8-bit, a mask read in place and/or a roi: _stages_device's call
+                out = _a._torch.empty_like(image)
+                if n * h * w > 0:
+                    _histeq.stages_device(dev, stream, ptr, out.data_ptr(), n, h, w, 1, mode,
+                                          formula, kernel, r[0], r[1], 0, 0)
+                return out
     if mask is not None or roi is not None:
         region = _r.Region(mask, roi)
         if isinstance(image, (list, tuple)):
@@ -530,10 +539,15 @@ def histogram(image, bins: Optional[int] = None, kernel: str = "auto", *,
     """
     _a.check_options(mode, "opencv", kernel, backend, channel_order)
     _check_bins(bins)
-    if mask is None and roi is None and type(image) in _a._torch_types and backend != "cpu":
+    if type(image) in _a._torch_types and backend != "cpu":
         g = _a.torch_gray(image, batch)
         if g is not None:  # a gray CUDA tensor: the general path's calls, without its steps
-            return _histogram_torch_gray(image, g, bins, kernel, mode)
+            if mask is None and roi is None:
+                return _histogram_torch_gray(image, g, bins, kernel, mode)
+            if not g[6] and (bins is None or (type(bins) is int and bins == 256)):
+                r = _r.torch_region(mask, roi, g[0], g[4], g[5])
+                if r is not None:
+                    return _histogram_region_torch_gray(image, g, r, mode)
     if mask is not None or roi is not None:
         region = _r.Region(mask, roi)
         if isinstance(image, (list, tuple)):
@@ -585,6 +599,24 @@ def _histogram_torch_gray(x, g, bins, kernel, mode):
     for i in range(n):
         _histeq.histogram_device(dev, stream, ptr + i * pixels, pixels, 1, mode, bins, kernel,
                                  optr + i * bins * 8)
+    return out
+
+
+def _histogram_region_torch_gray(x, g, r, mode):
+    """histogram() of a gray 8-bit CUDA tensor (g: _arrays.torch_gray's view of it) with a mask
+    and/or roi (r: _region.torch_region's): _histogram_region_device's calls, the counts
+    allocated in the result's shape."""
+    dev, stream, ptr, n, h, w, _s, is_batch = g
+    out = _a._torch.empty((n, 256) if is_batch else (256,), dtype=_a._torch_i64,
+                          device=x.device)
+    pixels = h * w
+    if pixels == 0:
+        out.zero_()
+        return out
+    optr, mptr, roi = out.data_ptr(), r[0], r[1]
+    for i in range(n):
+        _histeq.histogram_device_region(dev, stream, ptr + i * pixels, h, w, 1, mode, mptr, roi,
+                                        optr + i * 2048)
     return out
 
 

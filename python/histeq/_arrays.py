@@ -166,6 +166,9 @@ _torch: Any = None          # the torch module, once a tensor has been seen
 _torch_u8: Any = None
 _torch_u16: Any = None
 _torch_i64: Any = None
+_torch_bool: Any = None     # bool and int8: with uint8, the masks read in place as bytes
+_torch_i8: Any = None
+_torch_wide_ints: tuple = ()  # int16, int32, int64: masks read as mask != 0
 _torch_types: set = set()   # the classes of torch tensors seen
 _torch_raw_stream: Any = None
 _cupy: Any = None           # the cupy module, once a CuPy array has been seen
@@ -179,10 +182,12 @@ def is_torch(x) -> bool:
     if t in _torch_types:
         return True
     if t.__module__.startswith("torch") and hasattr(x, "data_ptr"):
-        global _torch, _torch_u8, _torch_u16, _torch_i64, _torch_raw_stream
+        global _torch, _torch_u8, _torch_u16, _torch_i64, _torch_bool, _torch_i8
+        global _torch_wide_ints, _torch_raw_stream
         _torch = _sys.modules["torch"]
         _torch_u8, _torch_u16 = _torch.uint8, getattr(_torch, "uint16", None)
-        _torch_i64 = _torch.int64
+        _torch_i64, _torch_bool, _torch_i8 = _torch.int64, _torch.bool, _torch.int8
+        _torch_wide_ints = (_torch.int16, _torch.int32, _torch.int64)
         # The handle of torch's current stream on a device, without building a
         # torch.cuda.Stream object (~3 us): torch._C._cuda_getCurrentRawStream where it exists.
         raw = getattr(_torch._C, "_cuda_getCurrentRawStream", None)

@@ -1,5 +1,10 @@
 """The pixels a histogram counts (``mask=`` / ``roi=`` of equalize and histogram) and the reference
-histograms of match_histograms. Private: the histeq package's functions use it."""
+histograms of match_histograms. Private: the histeq package's functions use it.
+
+Gray 8-bit CUDA tensors with a torch mask on their device and/or a rectangle of four ints (the
+common masked call) take torch_region: a few reads of the mask, no Region; the one costly check
+(whether the mask counts a pixel, which waits for the device) is remembered per mask as long as
+its data, layout and the rectangle stay the same, for both paths."""
 from __future__ import annotations
 
 import weakref as _weakref
@@ -145,10 +150,7 @@ class Region:
         return got
 
     def _empty_message(self) -> str:
-        # the library's words for the host path's check (Region::check)
-        if self.roi is not None:
-            return "mask: the mask counts no pixel inside the rectangle (roi)"
-        return "mask: the mask counts no pixel (every mask pixel is 0)"
+        return _empty_message(self.roi)
 
     def device(self, d: "_a.Dev", h: int, w: int):
         """(mask, roi) for the CUDA array d: the mask as a C-contiguous array of one byte per
@@ -187,15 +189,10 @@ class Region:
         _check_mask_dtype(mk.dtype)
         self._check_shape(mk.shape, h, w)
         m = mk if mk.dtype in (torch.bool, torch.uint8, torch.int8) else mk != 0
+        contiguous = mk.is_contiguous()
         m = m if m.is_contiguous() else m.contiguous()
-        stamp = (mk._version, mk.data_ptr(), tuple(mk.shape), self.roi)
-        seen = _torch_checked.get(id(mk))
-        if seen is None or seen[0]() is not mk or seen[1] != stamp:
-            if h * w > 0 and not bool(self._crop(m).any()):  # waits for the device, once
-                raise ValueError(self._empty_message())
-            if len(_torch_checked) > 64:
-                _torch_checked.clear()
-            _torch_checked[id(mk)] = (_weakref.ref(mk), stamp)
+        _torch_counts(mk, m, _torch_stamp(mk, mk.get_device(), contiguous, self.roi), self.roi,
+                      h * w)
         return m
 
     def _cupy_mask(self, mk, h: int, w: int):
@@ -210,8 +207,108 @@ class Region:
         return m
 
 
-#: torch masks found to count pixels: id → (weak reference, (version, address, shape, roi)).
+def _empty_message(roi) -> str:
+    # the library's words for the host path's check (Region::check)
+    if roi is not None:
+        return "mask: the mask counts no pixel inside the rectangle (roi)"
+    return "mask: the mask counts no pixel (every mask pixel is 0)"
+
+
+#: torch masks on the device found to count pixels: id → (weak reference, stamp).
 _torch_checked: Dict[int, Tuple[Any, Any]] = {}
+
+
+def _torch_stamp(mk, device: int, contiguous: bool, roi) -> Optional[tuple]:
+    """What a torch mask's count check depends on: its data (torch's version counter, which
+    in-place writes to the tensor and its views move, and its address), its layout (shape,
+    dtype, device, and its strides unless it is C-contiguous: then the shape gives them) and the
+    rectangle. Any change makes the check run again. None for an inference tensor (made under
+    torch.inference_mode), which has no version counter: its check runs on every call."""
+    try:
+        version = mk._version
+    except RuntimeError:
+        if not mk.is_inference():
+            raise
+        return None
+    return (version, mk.data_ptr(), mk.shape, mk.dtype, device,
+            None if contiguous else mk.stride(), roi)
+
+
+def _torch_counts(mk, m, stamp: Optional[tuple], roi, pixels: int) -> None:
+    """ValueError when m (the torch mask mk as the kernels read it: one byte per pixel,
+    C-contiguous) counts no pixel inside roi; the check waits for the device, so it runs once
+    per stamp of mk (on every call without a stamp)."""
+    seen = _torch_checked.get(id(mk))
+    if stamp is not None and seen is not None and seen[0]() is mk and seen[1] == stamp:
+        return
+    if pixels > 0:
+        if roi is not None:
+            x, y, rw, rh = roi
+            m = m[y:y + rh, x:x + rw]
+        if not bool(m.any()):  # waits for the device
+            raise ValueError(_empty_message(roi))
+    if stamp is None:
+        return
+    if len(_torch_checked) > 64:
+        _torch_checked.clear()
+    _torch_checked[id(mk)] = (_weakref.ref(mk), stamp)
+
+
+def _fast_roi(roi, h: int, w: int):
+    """roi as a tuple of four ints when it is one, or a list of four ints, of a rectangle inside
+    an image of h x w (as _roi_tuple and Region._check_roi accept it); None for anything else."""
+    if type(roi) is not tuple:
+        if type(roi) is not list:
+            return None
+        roi = tuple(roi)
+    if len(roi) != 4:
+        return None
+    x, y, rw, rh = roi
+    if type(x) is not int or type(y) is not int or type(rw) is not int or type(rh) is not int:
+        return None
+    if x < 0 or y < 0 or rw <= 0 or rh <= 0 or x + rw > w or y + rh > h or \
+            x + rw > _ROI_EDGE_MAX or y + rh > _ROI_EDGE_MAX:
+        return None
+    return roi
+
+
+def torch_region(mask: Any, roi: Any, device: int, h: int, w: int):
+    """The shortcut of a mask and/or roi for gray 8-bit CUDA tensors of h x w on device:
+    (address, roi, keep) when Region and Region.device would take them without an error, with
+    address the mask's device address (0 without a mask), roi a tuple or None, and keep the
+    tensor at that address, which the caller holds until its compiled calls are queued (freed
+    earlier, the result could be allocated in its memory). roi: None or four ints (a tuple or a
+    list) of a rectangle inside the image; mask: None or a C-contiguous CUDA tensor of h x w on
+    the same device, bool, uint8 or int8 (read in place) or int16, int32, int64 (read as
+    mask != 0, a new tensor per call, as Region.device makes it). Its count check is
+    Region.device's, remembered as that remembers it (the same ValueError for a mask that
+    counts no pixel). None for anything else: the general path takes it and reports any
+    error."""
+    if roi is not None:
+        roi = _fast_roi(roi, h, w)
+        if roi is None:
+            return None
+    if mask is None:
+        return 0, roi, None
+    if type(mask) not in _a._torch_types or not mask.is_cuda:
+        return None
+    dt = mask.dtype
+    wide = dt is not _a._torch_bool and dt is not _a._torch_u8 and dt is not _a._torch_i8
+    if wide and dt not in _a._torch_wide_ints:
+        return None
+    shape = mask.shape
+    if shape != (h, w) or not mask.is_contiguous() or mask.get_device() != device:
+        return None
+    ptr = mask.data_ptr()
+    try:
+        stamp: Optional[tuple] = (mask._version, ptr, shape, dt, device, None, roi)
+    except RuntimeError:  # _torch_stamp's, and its None for an inference tensor
+        stamp = _torch_stamp(mask, device, True, roi)
+    m = mask != 0 if wide else mask  # contiguous, as the mask is
+    seen = _torch_checked.get(id(mask))
+    if stamp is None or seen is None or seen[0]() is not mask or seen[1] != stamp:
+        _torch_counts(mask, m, stamp, roi, h * w)
+    return (m.data_ptr() if wide else ptr), roi, m
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,20 +1,25 @@
 """The shortcuts of gray CUDA torch tensors (histeq._arrays.torch_gray and the calls that take it in
-equalize, clahe, histogram and match_histograms) against the general path they skip, on the CPU:
-a stand-in torch module whose "CUDA" tensors are host memory, and the extension's device calls
-recorded instead of run. For each case the shortcut must queue the same compiled calls with the
-same arguments and return an array of the same kind, shape, dtype, device and contents as the
-general path (histeq._arrays.torch_gray replaced by one that declines), or raise the same error
-with the same message."""
+equalize, clahe, histogram and match_histograms; with a mask or roi, histeq._region.torch_region
+in equalize and histogram) against the general path they skip, on the CPU: a stand-in torch
+module whose "CUDA" tensors are host memory, and the extension's device calls recorded instead of
+run, with the memory their addresses point to at the time of the call. For each case the
+shortcut must queue the same compiled calls with the same arguments and memory and return an
+array of the same kind, shape, dtype, device and contents as the general path (histeq._arrays.
+torch_gray replaced by one that declines), or raise the same error with the same message, and
+wait for the device (a mask's count check) as often; no call may be given the address of a
+released allocation."""
 from __future__ import annotations
 
 import sys
 import types
+import weakref
 
 import numpy as np
 import pytest
 
 import histeq
 from histeq import _arrays as _a
+from histeq import _region as _r
 
 _DEVICE_CALLS = ("equalize_device", "equalize16_device", "clahe_device", "histogram_device",
                  "histogram16_device", "stages_device", "equalize_device_list",
@@ -52,17 +57,36 @@ class _Torch(types.ModuleType):
         super().__init__("torch")
         self.uint8, self.uint16 = _Dtype("uint8"), _Dtype("uint16")
         self.int64, self.float32, self.int16 = _Dtype("int64"), _Dtype("float32"), _Dtype("int16")
+        self.bool, self.int8, self.int32 = _Dtype("bool"), _Dtype("int8"), _Dtype("int32")
         self._by_np = {d.np: d for d in (self.uint8, self.uint16, self.int64, self.float32,
-                                         self.int16)}
+                                         self.int16, self.bool, self.int8, self.int32)}
         self._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda dev: 0x5000 + dev)
         self.allocs = []
         self.next_base = 1 << 40
+        self.syncs = 0  # reads of device memory from the host (bool() of a tensor, .cpu())
+        self.memory = {}  # base >> 32 → weak reference to the allocation's array (its owner)
+        self.freed_reads = []  # compiled calls given the address of a released allocation
 
     def tensor_of(self, a, device):
         base = self.next_base
         self.next_base += 1 << 32
+        if a.base is not None:  # an array of its own: alive while a tensor (a view) holds it
+            a = a.copy()
         self.allocs.append((base, a.nbytes))
+        self.memory[base >> 32] = weakref.ref(a)
         return FakeTensor(a, device, base)
+
+    def memory_at(self, address):
+        """The bytes of the allocation address is in, at the time of the call (None: not one
+        of this torch's); a released allocation is noted in freed_reads."""
+        ref = self.memory.get(address >> 32)
+        if ref is None:
+            return None
+        a = ref()
+        if a is None:
+            self.freed_reads.append(address)
+            return "released"
+        return a.tobytes()
 
     def empty(self, shape, dtype, device):
         return self.tensor_of(np.full(tuple(shape), 0x5A, dtype.np), device)
@@ -78,8 +102,22 @@ class _Torch(types.ModuleType):
 
 
 class FakeTensor:
-    def __init__(self, a, device, base, offset=0):
+    """A tensor over the NumPy array a at address base + offset. Views (indexing, reshape,
+    detach) share their base's version counter, which in-place writes move, as torch's do."""
+
+    def __init__(self, a, device, base, offset=0, version=None):
         self.a, self.device, self._base, self._offset = a, device, base, offset
+        self._counter = [0] if version is None else version
+        self.inference = False  # made under torch.inference_mode: no version counter
+
+    @property
+    def _version(self):
+        if self.inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
+        return self._counter[0]
+
+    def is_inference(self):
+        return self.inference
 
     @property
     def is_cuda(self):
@@ -112,7 +150,12 @@ class FakeTensor:
         return self.a.size
 
     def cpu(self):
+        if self.is_cuda:
+            _torch().syncs += 1
         return FakeTensor(self.a.copy(), _Device("cpu"), 0)
+
+    def detach(self):
+        return FakeTensor(self.a, self.device, self._base, self._offset, self._counter)
 
     def numpy(self):
         assert not self.is_cuda
@@ -122,11 +165,34 @@ class FakeTensor:
         return _torch().tensor_of(np.ascontiguousarray(self.a), device)
 
     def reshape(self, *shape):
-        return FakeTensor(self.a.reshape(*shape), self.device, self._base, self._offset)
+        return FakeTensor(self.a.reshape(*shape), self.device, self._base, self._offset,
+                          self._counter)
 
     def __getitem__(self, i):
-        return FakeTensor(self.a[i], self.device, self._base,
-                          self._offset + i * self.a[0].nbytes)
+        v = self.a[i]
+        if not isinstance(v, np.ndarray):
+            v = self.a[i:i + 1].reshape(())
+        start = v.__array_interface__["data"][0] - self.a.__array_interface__["data"][0]
+        return FakeTensor(v, self.device, self._base, self._offset + start, self._counter)
+
+    def __setitem__(self, i, value):
+        self.a[i] = value
+        self._counter[0] += 1
+
+    def __ne__(self, other):
+        return _torch().tensor_of(self.a != other, self.device)
+
+    def any(self):
+        return FakeTensor(np.array(self.a.any()), self.device, 0)
+
+    def __bool__(self):
+        if self.a.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        if self.is_cuda:
+            _torch().syncs += 1
+        return bool(self.a.reshape(()))
+
+    __hash__ = object.__hash__
 
     def index_select(self, dim, index):
         return _torch().tensor_of(np.take(self.a, index.a, axis=dim), self.device)
@@ -135,7 +201,17 @@ class FakeTensor:
         return self if self.a.flags.c_contiguous else self.to(self.device)
 
     def zero_(self):
-        self.a[...] = 0
+        return self.fill_(0)
+
+    def fill_(self, value):
+        self.a[...] = value
+        self._counter[0] += 1
+        return self
+
+    def set_(self, source):
+        """The storage, shape and strides of source (this stand-in does not move the version
+        counter: the address tells the change)."""
+        self.a, self._base, self._offset = source.a, source._base, source._offset
         return self
 
 
@@ -149,17 +225,27 @@ def _torch() -> _Torch:
 @pytest.fixture
 def fake(monkeypatch):
     """The stand-in torch installed, histeq's torch state reset to it, the GPU "usable", and the
-    device calls recorded into the returned list."""
+    device calls recorded into the returned list: (name, arguments, the bytes of the allocations
+    that its address arguments point into, at the time of the call)."""
     torch = _Torch()
     monkeypatch.setitem(sys.modules, "torch", torch)
-    for name in ("_torch", "_torch_u8", "_torch_u16", "_torch_i64", "_torch_raw_stream"):
+    for name in ("_torch", "_torch_u8", "_torch_u16", "_torch_i64", "_torch_bool", "_torch_i8",
+                 "_torch_wide_ints", "_torch_raw_stream"):
         monkeypatch.setattr(_a, name, None)
     monkeypatch.setattr(_a, "_torch_types", set())
     monkeypatch.setattr(_a, "_cuda_state", (True, ""))
+    monkeypatch.setattr(_r, "_torch_checked", {})
     calls: list = []
+
+    def recorder(name):
+        def call(*args):
+            memory = tuple(torch.memory_at(v) for v in args
+                           if isinstance(v, int) and not isinstance(v, bool) and v >= 1 << 40)
+            calls.append((name, args, memory))
+            return "recorded"
+        return call
     for name in _DEVICE_CALLS:
-        monkeypatch.setattr(_a._histeq, name,
-                            lambda *args, _n=name: calls.append((_n, args)) or "recorded")
+        monkeypatch.setattr(_a._histeq, name, recorder(name))
     assert _a.is_torch(cuda(np.zeros((1, 1), np.uint8)))
     return torch, calls
 
@@ -178,40 +264,64 @@ def _norm(v, allocs):
 
 
 def _outcome(fn, torch, calls):
+    """("ok", the compiled calls (arguments with addresses as _norm gives them, and the memory
+    they point to), the result, the device waits) or ("error", type, message, device waits)."""
     torch.allocs.clear()
     calls.clear()
+    syncs, torch.syncs = torch.syncs, 0
     try:
-        out = fn()
-    except Exception as e:  # noqa: BLE001 — the error is the outcome compared
-        return ("error", type(e), str(e))
-    allocs = list(torch.allocs)
-    recorded = [(n, tuple(_norm(v, allocs) for v in args)) for n, args in calls]
-    if isinstance(out, FakeTensor):
-        kind = ("tensor", out.shape, repr(out.dtype), repr(out.device),
-                _norm(out.data_ptr(), allocs), out.a.tobytes())
-    else:
-        kind = ("other", type(out).__name__, np.asarray(out).tobytes())
-    return ("ok", recorded, kind)
+        try:
+            out = fn()
+        except Exception as e:  # noqa: BLE001 — the error is the outcome compared
+            return ("error", type(e), str(e), torch.syncs)
+        allocs = list(torch.allocs)
+        recorded = [(n, tuple(_norm(v, allocs) for v in args), memory)
+                    for n, args, memory in calls]
+        def kind(out):
+            if isinstance(out, FakeTensor):
+                return ("tensor", out.shape, repr(out.dtype), repr(out.device),
+                        _norm(out.data_ptr(), allocs), out.a.tobytes())
+            if isinstance(out, list):
+                return ("list", [kind(o) for o in out])
+            return ("other", type(out).__name__, np.asarray(out).tobytes())
+        return ("ok", recorded, kind(out), torch.syncs)
+    finally:
+        torch.syncs += syncs
 
 
-def _both(fn, torch, calls, monkeypatch, fast_expected):
-    """fn's outcome with the shortcuts, then with torch_gray declining: equal; the shortcut taken
-    when fast_expected says so."""
-    taken = []
-    real = _a.torch_gray
+def _both(fn, torch, calls, monkeypatch, fast_expected, region=False):
+    """fn's outcome with the shortcuts, then with torch_gray declining, each from no remembered
+    mask check: equal; the shortcut taken when fast_expected says so (region: with a mask or roi,
+    _region.torch_region's shortcut too). No compiled call was given a released allocation."""
+    taken, region_taken = [], []
+    real, real_region = _a.torch_gray, _r.torch_region
 
     def spy(x, batch):
         g = real(x, batch)
         taken.append(g is not None)
         return g
+
+    def region_spy(*args):
+        r = real_region(*args)
+        region_taken.append(r is not None)
+        return r
     monkeypatch.setattr(_a, "torch_gray", spy)
+    monkeypatch.setattr(_r, "torch_region", region_spy)
+    _r._torch_checked.clear()
     fast = _outcome(fn, torch, calls)
     monkeypatch.setattr(_a, "torch_gray", lambda x, batch: None)
+    _r._torch_checked.clear()
     general = _outcome(fn, torch, calls)
     monkeypatch.setattr(_a, "torch_gray", real)
+    monkeypatch.setattr(_r, "torch_region", real_region)
+    assert not torch.freed_reads
     assert fast == general
+    if callable(fast_expected):
+        fast_expected = fast_expected(fast)
     if fast_expected:
         assert taken and all(taken), "the shortcut was not taken"
+        if region:
+            assert region_taken and all(region_taken), "the region's shortcut was not taken"
     return fast
 
 
@@ -346,7 +456,7 @@ def test_match_takes_the_shortcut_for_a_gray_reference_of_one_channel(fake, monk
     x, ref = cuda(_u8((30, 20))), cuda(_u8((25, 15, 1), seed=1))
     got = _both(lambda: histeq.match_histograms(x, ref), torch, calls, monkeypatch,
                 fast_expected=True)
-    assert [n for n, _args in got[1]] == ["histogram_device", "stages_device"]
+    assert [c[0] for c in got[1]] == ["histogram_device", "stages_device"]
 
 
 def test_the_batch_path_knob_reaches_the_compiled_call(fake, monkeypatch):
@@ -358,6 +468,296 @@ def test_the_batch_path_knob_reaches_the_compiled_call(fake, monkeypatch):
     finally:
         histeq._set_batch_path(prev)
     assert got[1][0][1][-1] == "queued"
+
+
+# ------------------------------------------------------------------------- masks and rectangles
+
+_IN_PLACE = ("bool", "uint8", "int8")      # the kernels read these masks as they are
+_CONVERTED = ("int16", "int32", "int64")   # these as mask != 0 (a new tensor per call)
+
+
+def _mask(kind, h, w, seed=3):
+    """A mask for images of h x w, about half of it counted, as kind says."""
+    m = np.random.default_rng(seed).random((h, w)) < 0.5
+    if h * w:
+        m.flat[0] = True
+    values = {"bool": m, "uint8": m * np.uint8(200), "int8": m * np.int8(-3),
+              "int16": m * np.int16(300), "int32": m * np.int32(70000),
+              "int64": m * np.int64(1 << 40), "uint16": m * np.uint16(257),
+              "float32": m.astype(np.float32)}
+    if kind in values:
+        return cuda(values[kind])
+    if kind == "non-contiguous":  # a transposed view of a (w, h) tensor
+        t = cuda(np.ascontiguousarray(m.T))
+        return FakeTensor(t.a.T, t.device, t._base, 0, t._counter)
+    if kind == "other device":
+        return cuda(m, index=1)
+    if kind == "cpu tensor":
+        return _torch().from_numpy(m)
+    if kind == "numpy":
+        return m
+    if kind == "list":
+        return m.tolist()
+    if kind == "empty":
+        return cuda(np.zeros((h, w), bool))
+    if kind == "transposed shape":
+        return cuda(np.ones((w, h), bool))
+    if kind == "3-d":
+        return cuda(np.ones((h, w, 1), bool))
+    if kind == "scalar":
+        return True
+    raise AssertionError(kind)
+
+
+_MASK_KINDS = _IN_PLACE + _CONVERTED + (
+    "uint16", "float32", "non-contiguous", "other device", "cpu tensor", "numpy", "list", "empty",
+    "transposed shape", "3-d", "scalar")
+
+
+def _takes_region_shortcut(kind):
+    return lambda outcome: kind in _IN_PLACE + _CONVERTED and outcome[0] == "ok"
+
+
+@pytest.mark.parametrize("kind", _MASK_KINDS)
+@pytest.mark.parametrize("roi", [None, (1, 2, 5, 4)])
+@pytest.mark.parametrize("shape,batch", [((40, 30), None), ((40, 30, 1), None),
+                                         ((5, 20, 10), None), ((3, 20, 10, 1), True),
+                                         ((20, 10, 1), False), ((0, 7), None),
+                                         ((0, 20, 10), None), ((1, 1), None)])
+@pytest.mark.parametrize("call", ["equalize", "histogram"])
+def test_masked_gray_tensors(fake, monkeypatch, call, shape, batch, roi, kind):
+    """Every kind of mask, with and without a rectangle, on the gray shapes (a rectangle outside
+    the image and masks that do not fit it included): the region's shortcut gives the general
+    path's calls, result, errors and device waits."""
+    torch, calls = fake
+    x = cuda(_u8(shape))
+    nd = len(shape) - (1 if shape[-1] == 1 and len(shape) > 2 else 0)
+    h, w = shape[nd - 2], shape[nd - 1]
+    m = _mask(kind, h, w)
+    fn = getattr(histeq, call)
+    _both(lambda: fn(x, batch=batch, mask=m, roi=roi), torch, calls, monkeypatch,
+          fast_expected=_takes_region_shortcut(kind), region=True)
+
+
+@pytest.mark.parametrize("roi", [
+    (0, 0, 30, 40), (29, 39, 1, 1), [1, 2, 5, 4], (np.int64(1), 2, 5, 4), (True, 0, 1, 1),
+    (0, 0, 0, 4), (0, 0, 4, -2), (-1, 0, 4, 4), (0, 0, 31, 1), (0, 1, 30, 40), (1, 2, 5),
+    (1, 2, 5, 4.0), (2**31 - 2, 0, 1, 1), (0, 2**31, 1, 1), (2**64, 0, 1, 1), "1,2,5,4", 7,
+    [1, 2, 5, 4, 0], (5, 5, 4, 4)])
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("call", ["equalize", "histogram"])
+def test_rectangles(fake, monkeypatch, call, masked, roi):
+    torch, calls = fake
+    x = cuda(_u8((40, 30)))
+    m = None
+    if masked:  # counts one pixel, outside (5, 5, 4, 4)
+        a = np.zeros((40, 30), bool)
+        a[2, 1] = True
+        m = cuda(a)
+    fn = getattr(histeq, call)
+    _both(lambda: fn(x, mask=m, roi=roi), torch, calls, monkeypatch,
+          fast_expected=lambda o: o[0] == "ok" and (
+              type(roi) is tuple or type(roi) is list) and all(type(t) is int for t in roi),
+          region=True)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"mode": "rgb"}, {"mode": "gray"}, {"mode": "luma"}, {"mode": "ycbcr"}, {"formula": "exact"},
+    {"formula": 3}, {"kernel": "no-such-kernel"}, {"backend": "cpu"}, {"backend": "cuda"},
+    {"backend": "gpu"}, {"channel_order": "bgr"}, {"batch": True}, {"batch": 1},
+    {"bins": 256}, {"bins": np.int64(256)}, {"bins": 16}, {"bins": 65536}, {"bins": 300},
+    {"bins": True}])
+@pytest.mark.parametrize("depth", [8, 16])
+@pytest.mark.parametrize("call", ["equalize", "histogram"])
+def test_masked_options(fake, monkeypatch, call, depth, kwargs):
+    torch, calls = fake
+    if ("bins" in kwargs) != (call == "histogram"):
+        pytest.skip("equalize takes no bins; histogram's options are tested unmasked")
+    x = cuda(_u8((30, 20)) if depth == 8 else _u16((30, 20)))
+    m = _mask("bool", 30, 20)
+    fn = getattr(histeq, call)
+    _both(lambda: fn(x, mask=m, roi=(2, 3, 10, 12), **kwargs), torch, calls, monkeypatch,
+          fast_expected=False)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: cuda(_u8((20, 10, 3))), lambda: cuda(_u8((20, 10, 2))),
+    lambda: cuda(_u8((2, 20, 10, 4))), lambda: cuda(_u16((20, 10))),
+    lambda: FakeTensor(_u8((10, 20)).T, _Device("cuda", 0), 1 << 39),
+    lambda: _torch().from_numpy(_u8((20, 10))), lambda: cuda(_u8((20, 10)), index=1),
+    lambda: [cuda(_u8((20, 10))), cuda(_u8((20, 10), seed=1))],
+    lambda: [cuda(_u8((20, 10))), cuda(_u8((10, 20)))]])
+@pytest.mark.parametrize("call", ["equalize", "histogram"])
+def test_masked_other_images_keep_the_general_path(fake, monkeypatch, call, make):
+    torch, calls = fake
+    x = make()
+    m = _mask("bool", 20, 10)
+    fn = getattr(histeq, call)
+    _both(lambda: fn(x, mask=m), torch, calls, monkeypatch, fast_expected=False)
+    _both(lambda: fn(x, roi=(1, 1, 5, 5)), torch, calls, monkeypatch, fast_expected=False)
+
+
+def test_the_rectangle_shortcut_accepts_what_the_general_checks_accept():
+    """_region._fast_roi against _roi_tuple and Region's check per image, on images up to
+    2**32 wide (sizes no stand-in allocates): it takes a tuple or list of four ints exactly when
+    they pass, as the same tuple, and nothing else."""
+    edge = 2**31 - 1
+    values = [-1, 0, 1, 5, 2**31 - 3, 2**31 - 2, edge, 2**31, 2**32]
+    sizes = [(0, 7), (1, 1), (40, 30), (3, edge), (edge, 2), (2, 2**32)]
+    rng = np.random.default_rng(7)
+    for _ in range(4000):
+        roi = tuple(int(v) for v in rng.choice(values, 4))
+        h, w = sizes[rng.integers(len(sizes))]
+        try:
+            region = _r.Region(None, roi)
+            region._check_roi(h, w)
+            want = region.roi
+        except ValueError:
+            want = None
+        assert _r._fast_roi(roi, h, w) == want
+        assert _r._fast_roi(list(roi), h, w) == want
+    for other in [(np.int64(1), 2, 3, 4), (True, 0, 1, 1), (1.0, 2, 3, 4), (1, 2, 3), "1234",
+                  range(1, 5), np.array([1, 2, 3, 4]), (1, 2, 3, 4, 5)]:
+        assert _r._fast_roi(other, 40, 30) is None
+
+
+def _sequence_both(steps, torch, calls, monkeypatch):
+    """The outcomes of steps (calls, and writes to the masks between them) in turn with the
+    shortcuts, then in turn with torch_gray declining, each run from no remembered mask check:
+    equal step by step. The first step must restore what the others change."""
+    real, runs = _a.torch_gray, []
+    for gray in (real, lambda x, batch: None):
+        monkeypatch.setattr(_a, "torch_gray", gray)
+        _r._torch_checked.clear()
+        runs.append([_outcome(step, torch, calls) for step in steps])
+    monkeypatch.setattr(_a, "torch_gray", real)
+    assert not torch.freed_reads
+    assert runs[0] == runs[1]
+    return runs[0]
+
+
+def _waits(outcomes):
+    return [o[-1] for o in outcomes]
+
+
+def _kinds(outcomes):
+    return [o[0] if o[0] == "ok" else o[2] for o in outcomes]
+
+
+_EMPTY = "mask: the mask counts no pixel (every mask pixel is 0)"
+_EMPTY_IN_ROI = "mask: the mask counts no pixel inside the rectangle (roi)"
+
+
+@pytest.mark.parametrize("kind", _IN_PLACE + _CONVERTED + ("non-contiguous",))
+def test_a_mask_written_in_place_is_checked_again(fake, monkeypatch, kind):
+    """The count check waits for the device once per mask until the mask, a view of it or the
+    rectangle changes; a mask emptied in place gives the error, filled again the result."""
+    torch, calls = fake
+    x = cuda(_u8((40, 30)))
+    m = _mask(kind, 40, 30)
+    first = m.a.copy()
+    steps = [lambda: m.__setitem__(Ellipsis, first),
+             lambda: histeq.equalize(x, mask=m),
+             lambda: histeq.equalize(x, mask=m),            # remembered: no wait
+             lambda: histeq.histogram(x, mask=m),           # the same check
+             lambda: m.fill_(0),
+             lambda: histeq.equalize(x, mask=m),
+             lambda: m.__setitem__((3, 4), 1),
+             lambda: histeq.equalize(x, mask=m),
+             lambda: histeq.equalize(x, mask=m, roi=(0, 0, 5, 5)),    # another rectangle
+             lambda: histeq.equalize(x, mask=m, roi=(10, 10, 5, 5)),
+             lambda: histeq.equalize(x, mask=m, roi=(0, 0, 5, 5)),
+             lambda: m[2:6].fill_(0),                       # through a view
+             lambda: histeq.histogram(x, mask=m)]
+    got = _sequence_both(steps, torch, calls, monkeypatch)
+    assert _kinds(got) == ["ok", "ok", "ok", "ok", "ok", _EMPTY, "ok", "ok", "ok", _EMPTY_IN_ROI,
+                           "ok", "ok", _EMPTY]
+    assert _waits(got) == [0, 1, 0, 0, 0, 1, 0, 1, 1, 1, 0, 0, 1]
+    masks = [c[2][-1] for o in got if o[0] == "ok" for c in o[1]]
+    assert len(set(masks)) == 3  # the mask's bytes as each call read them: three versions
+
+
+def test_masks_of_the_same_shape_are_told_apart(fake, monkeypatch):
+    torch, calls = fake
+    x = cuda(_u8((40, 30)))
+    counted, empty = _mask("bool", 40, 30), cuda(np.zeros((40, 30), bool))
+    other, full = cuda(np.zeros((40, 30), bool)), cuda(np.zeros((40, 30), bool))
+    steps = [lambda: full.set_(counted),
+             lambda: histeq.equalize(x, mask=full),
+             lambda: histeq.equalize(x, mask=empty),
+             lambda: histeq.equalize(x, mask=full),
+             lambda: histeq.equalize(x, mask=empty),        # an error is not remembered
+             lambda: full.set_(other),                      # another address, same version
+             lambda: histeq.equalize(x, mask=full),
+             lambda: full.set_(counted),
+             lambda: histeq.equalize(x, mask=full)]         # remembered
+    got = _sequence_both(steps, torch, calls, monkeypatch)
+    assert _kinds(got) == ["ok", "ok", _EMPTY, "ok", _EMPTY, "ok", _EMPTY, "ok", "ok"]
+    assert _waits(got) == [0, 1, 1, 0, 1, 0, 1, 0, 0]
+
+
+@pytest.mark.parametrize("kind", _IN_PLACE + _CONVERTED)
+def test_the_shortcut_and_the_general_path_remember_one_check(fake, monkeypatch, kind):
+    """A check the general path remembered (a list of images) spares the shortcut's, and the
+    other way round."""
+    torch, calls = fake
+    x, m = cuda(_u8((40, 30))), _mask(kind, 40, 30)
+    for first, then in (([x], x), (x, [x])):
+        _r._torch_checked.clear()
+        _outcome(lambda: histeq.equalize(first, mask=m, roi=[1, 2, 5, 4]), torch, calls)
+        assert torch.syncs == 1
+        got = _outcome(lambda: histeq.equalize(then, mask=m, roi=(1, 2, 5, 4)), torch, calls)
+        assert got[0] == "ok" and got[-1] == 0
+        torch.syncs = 0
+
+
+@pytest.mark.parametrize("kind", ["bool", "int32", "non-contiguous"])
+def test_inference_tensors_are_checked_on_every_call(fake, monkeypatch, kind):
+    """A mask made under torch.inference_mode has no version counter (reading it raises): its
+    count check runs on every call, in place writes seen."""
+    torch, calls = fake
+    x = cuda(_u8((40, 30)))
+    m = _mask(kind, 40, 30)
+    m.inference = True
+    first = m.a.copy()
+    steps = [lambda: m.__setitem__(Ellipsis, first),
+             lambda: histeq.equalize(x, mask=m),
+             lambda: histeq.equalize(x, mask=m, roi=(0, 0, 5, 5)),
+             lambda: histeq.histogram(x, mask=m),
+             lambda: m.fill_(0),
+             lambda: histeq.equalize(x, mask=m)]
+    got = _sequence_both(steps, torch, calls, monkeypatch)
+    assert _kinds(got) == ["ok", "ok", "ok", "ok", "ok", _EMPTY]
+    assert _waits(got) == [0, 1, 1, 1, 0, 1]
+
+
+def test_a_remembered_check_belongs_to_its_tensor(fake, monkeypatch):
+    """A remembered check whose tensor is gone (its id taken by a new tensor) is not the new
+    tensor's."""
+    torch, calls = fake
+    x = cuda(_u8((40, 30)))
+    empty = cuda(np.zeros((40, 30), bool))
+    stand_in = cuda(np.ones((40, 30), bool))
+    stamp = _r._torch_stamp(empty, 0, True, None)
+    for gray in (_a.torch_gray, lambda x, batch: None):
+        monkeypatch.setattr(_a, "torch_gray", gray)
+        _r._torch_checked[id(empty)] = (weakref.ref(stand_in), stamp)
+        with pytest.raises(ValueError, match="counts no pixel"):
+            histeq.equalize(x, mask=empty)
+
+
+def test_a_converted_mask_lives_until_the_calls_are_queued(fake, monkeypatch):
+    """The mask != 0 of a wide integer mask is held until the compiled calls are queued (the
+    stand-in notes any call given the address of a released allocation)."""
+    torch, calls = fake
+    x = cuda(_u8((3, 40, 30)))
+    m = _mask("int32", 40, 30)
+    for call in (histeq.equalize, histeq.histogram):
+        got = _both(lambda: call(x, mask=m), torch, calls, monkeypatch, fast_expected=True,
+                    region=True)
+        assert all(c[2] and "released" not in c[2] for c in got[1])
+        assert all(c[2][-1] == (_mask("int32", 40, 30).a != 0).tobytes() for c in got[1]
+                   if c[0] == "stages_device")
 
 
 @pytest.mark.parametrize("clip", [40.0, 0.0, -3.5, 1e308, float("inf"), float("-inf"),

@@ -364,6 +364,58 @@ def test_torch_gray_shortcut_on_a_side_stream_equals_cpu(torch_cuda, dtype, shap
                                       histeq.match_histograms(img, ref, backend="cpu"))
 
 
+@pytest.mark.parametrize("shortcut", [True, False])
+@pytest.mark.parametrize("shape", [(300, 257), (300, 257, 1), (3, 130, 170), (2, 40, 50, 1),
+                                   (0, 7)])
+def test_torch_masked_gray_on_a_side_stream_equals_cpu(torch_cuda, shape, shortcut,
+                                                       monkeypatch):
+    """Gray 8-bit tensors with a device mask (bool, uint8, int8 in place; int32 as != 0) and/or
+    a rectangle take the region's shortcut (histeq._region.torch_region) in equalize and
+    histogram: queued on the caller's side stream, the CPU backend's bytes; the same without
+    the shortcut. A mask emptied in place gives the error."""
+    torch = torch_cuda
+    if not shortcut:
+        monkeypatch.setattr(histeq._arrays, "torch_gray", lambda x, batch: None)
+    img = rng_image(shape, seed=14, high=220)
+    is_batch = len(shape) == 4 or (len(shape) == 3 and shape[2] > 4)
+    h, w = shape[1:3] if is_batch else shape[:2]
+    counted = np.random.default_rng(15).random((h, w)) < 0.4
+    counted[h // 3:, : w // 2] = False  # none in the lower left
+    counted.flat[:1] = True
+    roi = (0, 0, max(w // 2, 1), max(h // 3, 1)) if h * w else None
+    x = torch.from_numpy(img).cuda()
+    masks = [torch.from_numpy(counted).cuda(), torch.from_numpy(counted * np.uint8(200)).cuda(),
+             torch.from_numpy(counted * np.int8(-3)).cuda(),
+             torch.from_numpy(counted * np.int32(70000)).cuda()]
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    for kw_dev, kw_host in [({"mask": m}, {"mask": counted}) for m in masks] + [
+            ({"roi": roi}, {"roi": roi}), ({"mask": masks[0], "roi": roi},
+                                           {"mask": counted, "roi": roi})]:
+        if kw_host.get("roi", 0) is None:
+            continue
+        if shortcut:
+            got = histeq._region.torch_region(kw_dev.get("mask"), kw_dev.get("roi"),
+                                              x.get_device(), h, w)
+            assert got is not None
+        with torch.cuda.stream(s):
+            eq = histeq.equalize(x, batch=is_batch, **kw_dev)
+            hs = histeq.histogram(x, batch=is_batch, **kw_dev)
+        s.synchronize()
+        np.testing.assert_array_equal(
+            eq.cpu().numpy(), histeq.equalize(img, batch=is_batch, backend="cpu", **kw_host))
+        np.testing.assert_array_equal(
+            hs.cpu().numpy(), histeq.histogram(img, batch=is_batch, backend="cpu", **kw_host))
+    if h * w:
+        m = masks[0]
+        m[: h // 3].zero_()  # through views: torch's version counter moves for m too
+        m[h // 3:].zero_()
+        with pytest.raises(ValueError, match="mask: the mask counts no pixel"):
+            histeq.equalize(x, batch=is_batch, mask=m)
+        with pytest.raises(ValueError, match="mask: the mask counts no pixel"):
+            histeq.histogram(x, batch=is_batch, mask=m)
+
+
 def test_torch_clahe_colour_goes_through_the_host(torch_cuda):
     torch = torch_cuda
     img = rng_image((40, 50, 3), seed=4)

@@ -279,6 +279,30 @@ def test_torch_device_masks_are_checked_again_once_modified(torch_cuda):
         histeq.equalize(x, mask=torch.ones((40, 50), dtype=torch.float32, device="cuda"))
 
 
+def test_torch_inference_mode_masks(torch_cuda):
+    """Tensors made under torch.inference_mode have no version counter (reading it raises): their
+    count check runs on every call, so a mask emptied in place gives the error."""
+    torch = torch_cuda
+    img = rng_image((40, 50), 23)
+    with torch.inference_mode():
+        x = torch.from_numpy(img).cuda()
+        m = torch.zeros((40, 50), dtype=torch.bool, device="cuda")
+        m[5:30, 10:40] = True
+        assert m.is_inference()
+        host = m.cpu().numpy()
+        want = equalize_model(img, host)
+        want_hist = histeq.histogram(img, mask=host, backend="cpu")
+        for mk in (m, m.to(torch.int32), m.t().contiguous().t()):  # in place, != 0, a copy
+            for _ in range(2):
+                np.testing.assert_array_equal(histeq.equalize(x, mask=mk).cpu().numpy(), want)
+            np.testing.assert_array_equal(histeq.histogram(x, mask=mk).cpu().numpy(), want_hist)
+        m.zero_()
+        with pytest.raises(ValueError, match="mask: the mask counts no pixel"):
+            histeq.equalize(x, mask=m)
+        with pytest.raises(ValueError, match="mask: the mask counts no pixel"):
+            histeq.histogram(x, mask=m)
+
+
 # ---------------------------------------------------------------------------------- files, CLI
 
 def test_masks_equal_the_cli_and_equalize_files(tmp_path):
