@@ -206,24 +206,15 @@ TEST(JpegCoefficients, FilesOffTheRouteAndBrokenFiles) {
 /// planes_from_coefficients on the device: each component uploaded, kernels::idct_plane, the
 /// plane downloaded.
 jpeg::Planes planes_on_device(const jpeg::Coefficients& c) {
-  jpeg::Planes p;
-  p.width = c.width;
-  p.height = c.height;
+  jpeg::Planes p = jpeg::planes_from_coefficients(c);  // the geometry; its samples overwritten
   for (int k = 0; k < 3; ++k) {
     const jpeg::CoefficientPlane& cp = c.comp[k];
     jpeg::Plane& pl = p.plane[k];
-    pl.width = cp.plane.width;
-    pl.height = cp.plane.height;
-    pl.stride = cp.plane.stride;
-    pl.rows = cp.plane.rows;
-    pl.h = cp.plane.h;
-    pl.v = cp.plane.v;
     const std::size_t bytes = pl.stride * std::size_t(pl.rows);
-    pl.data.reset(new std::uint8_t[bytes]);
     DeviceBuffer<std::int16_t> d_coef(cp.coef.size());
     DeviceBuffer<std::uint8_t> d_plane(bytes);
-    HISTEQ_CUDA_CHECK(
-        cudaMemcpy(d_coef.get(), cp.coef.data(), d_coef.bytes(), cudaMemcpyHostToDevice));
+    HISTEQ_CUDA_CHECK(cudaMemcpy(d_coef.get(), cp.coef.data(), d_coef.bytes(),
+                                 cudaMemcpyHostToDevice));
     HISTEQ_CUDA_CHECK(cudaMemset(d_plane.get(), 0xA5, bytes));  // no sample left as it was
     kernels::IdctPlane a;
     a.d_coef = d_coef.get();

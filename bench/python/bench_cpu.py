@@ -42,16 +42,17 @@ def parse_size(s: str) -> int:
     return int(s[:-1]) * mult[s[-1]] if s[-1] in mult else int(s)
 
 
+def timed(fn) -> float:
+    """Microseconds of one call of fn() (perf_counter)."""
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1e6
+
+
 def time_host(fn, reps: int, warmup: int) -> float:
     """Median microseconds of fn() (perf_counter), after `warmup` untimed calls."""
-    times = []
-    for i in range(warmup + reps):
-        t0 = time.perf_counter()
-        fn()
-        t = (time.perf_counter() - t0) * 1e6
-        if i >= warmup:
-            times.append(t)
-    return statistics.median(times)
+    times = [timed(fn) for _ in range(warmup + reps)]
+    return statistics.median(times[warmup:])
 
 
 def time_pair(a, b, reps: int, warmup: int):
@@ -60,9 +61,7 @@ def time_pair(a, b, reps: int, warmup: int):
     ta, tb = [], []
     for i in range(warmup + reps):
         for fn, acc in ((a, ta), (b, tb)):
-            t0 = time.perf_counter()
-            fn()
-            t = (time.perf_counter() - t0) * 1e6
+            t = timed(fn)
             if i >= warmup:
                 acc.append(t)
     return statistics.median(ta), statistics.median(tb)
@@ -78,12 +77,7 @@ def time_blocks(a, b, reps: int, warmup: int, rounds: int = 4):
     per = max(1, reps // rounds)
     for _ in range(rounds):
         for fn, acc in ((a, ta), (b, tb)):
-            for i in range(warmup + per):
-                t0 = time.perf_counter()
-                fn()
-                t = (time.perf_counter() - t0) * 1e6
-                if i >= warmup:
-                    acc.append(t)
+            acc.extend([timed(fn) for _ in range(warmup + per)][warmup:])
     return statistics.median(ta), statistics.median(tb)
 
 
