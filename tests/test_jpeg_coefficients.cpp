@@ -213,8 +213,8 @@ jpeg::Planes planes_on_device(const jpeg::Coefficients& c) {
     const std::size_t bytes = pl.stride * std::size_t(pl.rows);
     DeviceBuffer<std::int16_t> d_coef(cp.coef.size());
     DeviceBuffer<std::uint8_t> d_plane(bytes);
-    HISTEQ_CUDA_CHECK(cudaMemcpy(d_coef.get(), cp.coef.data(), d_coef.bytes(),
-                                 cudaMemcpyHostToDevice));
+    HISTEQ_CUDA_CHECK(
+        cudaMemcpy(d_coef.get(), cp.coef.data(), d_coef.bytes(), cudaMemcpyHostToDevice));
     HISTEQ_CUDA_CHECK(cudaMemset(d_plane.get(), 0xA5, bytes));  // no sample left as it was
     kernels::IdctPlane a;
     a.d_coef = d_coef.get();
