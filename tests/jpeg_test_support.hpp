@@ -224,3 +224,12 @@ inline bool libjpeg_decodes_cleanly(const Bytes& j) {
 }
 
 }  // namespace histeq::test
+
+/// In a GPU JPEG test: skip with the reason when the build has no nvJPEG or no device is usable
+/// (the test includes histeq/nvjpeg_codec.hpp and test_support.hpp).
+#define HISTEQ_REQUIRE_NVJPEG()                                                                   \
+  do {                                                                                            \
+    if (!::histeq::gpu::nvjpeg_built()) GTEST_SKIP() << "this build has no nvJPEG";               \
+    std::string why_;                                                                             \
+    if (!::histeq::test::gpu_available(&why_)) GTEST_SKIP() << "no usable CUDA device: " << why_; \
+  } while (0)

@@ -27,10 +27,14 @@
 #include "histeq/match.hpp"
 #include "histeq/synthetic.hpp"
 #include "histeq/tuning.hpp"
+#include "region_test_support.hpp"
 #include "test_support.hpp"
 
 namespace histeq {
 namespace {
+
+using test::Config;
+using test::config;
 
 using kernels::BatchedPolicy;
 
@@ -49,20 +53,6 @@ std::vector<std::uint8_t> reference(const std::vector<std::uint8_t>& img, Formul
   std::vector<std::uint8_t> out(img.size());
   for (std::size_t i = 0; i < img.size(); ++i) out[i] = lut[img[i]];
   return out;
-}
-
-/// A kernel configuration the batch tests run under: its name (the test's suffix) and tuning.
-struct Config {
-  const char* name;
-  Tuning tuning;
-};
-void PrintTo(const Config& c, std::ostream* os) { *os << c.name; }
-
-template <typename Set>
-Config config(const char* name, Set set) {
-  Config c{name, Tuning{}};
-  set(c.tuning);
-  return c;
 }
 
 /// The policy; the cluster path with 1024-thread blocks at every size (the policy takes them

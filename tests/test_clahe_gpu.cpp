@@ -27,10 +27,14 @@
 #include "histeq/image_io.hpp"
 #include "histeq/match.hpp"
 #include "histeq/tuning.hpp"
+#include "region_test_support.hpp"
 #include "test_support.hpp"
 
 namespace histeq {
 namespace {
+
+using test::Config;
+using test::config;
 
 template <class T>
 std::vector<T> random_plane(std::mt19937& rng, int w, int h, int lo, int hi) {
@@ -59,20 +63,6 @@ ClaheOptions opts(double clip, int tx, int ty) {
   o.tiles_x = tx;
   o.tiles_y = ty;
   return o;
-}
-
-/// A kernel configuration the engine tests run under: its name (the test's suffix) and tuning.
-struct Config {
-  const char* name;
-  Tuning tuning;
-};
-void PrintTo(const Config& c, std::ostream* os) { *os << c.name; }
-
-template <typename Set>
-Config config(const char* name, Set set) {
-  Config c{name, Tuning{}};
-  set(c.tuning);
-  return c;
 }
 
 /// Programmatic dependent launch on every launch site (kernels/support/pdl.cuh's edges, all bits).

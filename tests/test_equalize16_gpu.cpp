@@ -13,10 +13,14 @@
 #include "histeq/equalize16.hpp"
 #include "histeq/gpu16.hpp"
 #include "histeq/tuning.hpp"
+#include "region_test_support.hpp"
 #include "test_support.hpp"
 
 namespace histeq {
 namespace {
+
+using test::Config;
+using test::config;
 
 std::vector<std::uint16_t> data(std::size_t n, int kind, std::uint32_t seed) {
   std::mt19937 rng(seed);
@@ -34,23 +38,16 @@ std::vector<std::uint16_t> data(std::size_t n, int kind, std::uint32_t seed) {
   return v;
 }
 
-/// A kernel configuration: its name (the test's suffix) and tuning.
-struct Config {
-  const char* name;
-  Tuning tuning;
-};
-void PrintTo(const Config& c, std::ostream* os) { *os << c.name; }
-
 /// The policy; single blocks instead of clusters of two (the path where no pair fits); no
 /// programmatic dependent launch; programmatic launch on every site.
-Config config(const char* name, bool pairs, std::int32_t pdl) {
-  Config c{name, Tuning{}};
-  c.tuning.hist16.pairs = pairs;
-  c.tuning.pdl_edges = pdl;
-  return c;
+Config config16(const char* name, bool pairs, std::int32_t pdl) {
+  return config(name, [&](Tuning& t) {
+    t.hist16.pairs = pairs;
+    t.pdl_edges = pdl;
+  });
 }
-const Config kConfigs[] = {config("policy", true, -1), config("unpaired", false, -1),
-                           config("no_pdl", true, 0), config("every_pdl", true, 0x7FFFFFFF)};
+const Config kConfigs[] = {config16("policy", true, -1), config16("unpaired", false, -1),
+                           config16("no_pdl", true, 0), config16("every_pdl", true, 0x7FFFFFFF)};
 
 class HistU16Gpu : public ::testing::TestWithParam<Config> {
  protected:

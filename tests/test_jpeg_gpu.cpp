@@ -34,13 +34,6 @@ using test::make_jpeg;
 using test::MakeOpts;
 using test::pattern;
 
-#define HISTEQ_REQUIRE_NVJPEG()                                                                   \
-  do {                                                                                            \
-    if (!gpu::nvjpeg_built()) GTEST_SKIP() << "this build has no nvJPEG";                         \
-    std::string why_;                                                                             \
-    if (!::histeq::test::gpu_available(&why_)) GTEST_SKIP() << "no usable CUDA device: " << why_; \
-  } while (0)
-
 Image download(const gpu::DeviceImage& d) {
   Image img;
   img.width = d.width;

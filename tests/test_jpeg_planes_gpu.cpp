@@ -38,13 +38,6 @@ using test::make_jpeg;
 using test::MakeOpts;
 using test::pattern;
 
-#define HISTEQ_REQUIRE_NVJPEG()                                                                   \
-  do {                                                                                            \
-    if (!gpu::nvjpeg_built()) GTEST_SKIP() << "this build has no nvJPEG";                         \
-    std::string why_;                                                                             \
-    if (!::histeq::test::gpu_available(&why_)) GTEST_SKIP() << "no usable CUDA device: " << why_; \
-  } while (0)
-
 std::vector<std::uint8_t> to_host(const std::uint8_t* d, std::size_t n) {
   std::vector<std::uint8_t> h(n);
   EXPECT_EQ(cudaMemcpy(h.data(), d, n, cudaMemcpyDeviceToHost), cudaSuccess);

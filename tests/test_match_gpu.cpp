@@ -26,12 +26,15 @@
 #include "histogram/region.hpp"
 #include "pipeline/image_engine.hpp"
 #include "pipeline/jpeg_device.hpp"
+#include "region_test_support.hpp"
 #include "support/device_buffer.hpp"
 #include "test_support.hpp"
 #include "u16/hist_u16.hpp"
 
 namespace histeq {
 namespace {
+
+using test::mask_of;
 
 /// The region launch of `region` over a w x h plane (its rectangle, or the whole plane).
 kernels::RegionLaunch launch_of(const Region& region, int w, int h, const void* d_plane,
@@ -180,28 +183,6 @@ Image smooth_image(int w, int h, int channels, std::uint32_t seed) {
         img.pixels[(std::size_t(y) * std::size_t(w) + std::size_t(x)) * std::size_t(channels) +
                    std::size_t(c)] = std::uint8_t((x * (2 + c) + y * 3 + int(rng() % 9)) / 3 % 256);
   return img;
-}
-
-/// A mask of the image's size: kind 0 a disc, 1 random pixels, 2 every pixel, 3 one pixel.
-std::shared_ptr<const Image> mask_of(int w, int h, int kind, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  auto m = std::make_shared<Image>();
-  m->width = w;
-  m->height = h;
-  m->channels = 1;
-  m->pixels.assign(std::size_t(w) * std::size_t(h), 0);
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x) {
-      const std::size_t i = std::size_t(y) * std::size_t(w) + std::size_t(x);
-      const int dx = 2 * x - w, dy = 2 * y - h;
-      switch (kind) {
-        case 0: m->pixels[i] = dx * dx + dy * dy < w * h / 2 ? 255 : 0; break;
-        case 1: m->pixels[i] = std::uint8_t(rng() % 3 == 0 ? 1 + rng() % 255 : 0); break;
-        case 2: m->pixels[i] = 7; break;
-        default: m->pixels[i] = (x == w / 2 && y == h / 3) ? 1 : 0; break;
-      }
-    }
-  return m;
 }
 
 /// The regions the tests count: a rectangle inside, a rectangle of whole rows (alone and with a

@@ -21,11 +21,17 @@
 #include "histeq/lut.hpp"
 #include "histeq/match.hpp"
 #include "histogram/region.hpp"
+#include "region_test_support.hpp"
 #include "support/device_buffer.hpp"
 #include "test_support.hpp"
 
 namespace histeq {
 namespace {
+
+using test::Config;
+using test::config;
+using test::kMaskKinds;
+using test::mask_of;
 
 using test::download;
 
@@ -38,53 +44,6 @@ std::vector<std::uint8_t> plane_of(int w, int h, std::uint32_t seed) {
       p[std::size_t(y) * std::size_t(w) + std::size_t(x)] =
           std::uint8_t((x * 3 + y * 2 + int(rng() % 11)) / 3 % 256);
   return p;
-}
-
-/// Mask kinds: 0 a disc (255 inside); 1 random pixels of random nonzero values; 2 every pixel
-/// (7); 3 one pixel; 4 the central 80 % of rows and columns (a letterbox); 5 runs of 16 and 48
-/// pixels on and off along the buffer (whole zero, whole nonzero and mixed 16-byte vectors at
-/// any phase); 6 nothing.
-std::shared_ptr<const Image> mask_of(int w, int h, int kind, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  auto m = std::make_shared<Image>();
-  m->width = w;
-  m->height = h;
-  m->channels = 1;
-  m->pixels.assign(std::size_t(w) * std::size_t(h), 0);
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x) {
-      const std::size_t i = std::size_t(y) * std::size_t(w) + std::size_t(x);
-      const int dx = 2 * x - w, dy = 2 * y - h;
-      std::uint8_t v = 0;
-      switch (kind) {
-        case 0: v = dx * dx + dy * dy < w * h / 2 ? 255 : 0; break;
-        case 1: v = std::uint8_t(rng() % 3 == 0 ? 1 + rng() % 255 : 0); break;
-        case 2: v = 7; break;
-        case 3: v = (x == w / 2 && y == h / 3) ? 1 : 0; break;
-        case 4: v = x >= w / 10 && x < w - w / 10 && y >= h / 10 && y < h - h / 10 ? 1 : 0; break;
-        case 5:
-          v = (i / 16) % 4 == 1 ? std::uint8_t(0x80 + i % 3) : (i / 48) % 2 == 0 ? 0 : 1;
-          break;
-        default: break;
-      }
-      m->pixels[i] = v;
-    }
-  return m;
-}
-constexpr int kMaskKinds = 7;
-
-/// A tuning the region tests run under: its name (the test's suffix) and tuning.
-struct Config {
-  const char* name;
-  Tuning tuning;
-};
-void PrintTo(const Config& c, std::ostream* os) { *os << c.name; }
-
-template <typename Set>
-Config config(const char* name, Set set) {
-  Config c{name, Tuning{}};
-  set(c.tuning);
-  return c;
 }
 
 using Path = RegionTuning::Equalize;
