@@ -1,13 +1,15 @@
 // test_jpeg_coefficients.cpp — a colour JPEG's coefficients (jpeg::decode_coefficients) and the
 // planes the islow inverse DCT makes of them (planes_from_coefficients, histeq/idct_formula.hpp):
 // equal to decode_planes' planes byte for byte, padding included, on synthetic and natural
-// images of every sampling the route takes, baseline and progressive, at every quality; the
-// files decode_planes declines and the progressive files libjpeg would smooth are declined;
-// broken files are refused by name. On a GPU: the device's inverse DCT (kernels/jpeg/idct.cu)
-// gives the same planes.
+// images of every sampling the route takes, baseline and progressive, at every quality, and
+// progressive scripts that leave coefficients unrefined; the files decode_planes declines, and
+// coefficients beyond any 8-bit image's, are declined; broken files are refused by name. On a GPU:
+// the device's inverse DCT (kernels/jpeg/idct.cu) gives the same planes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -164,6 +166,70 @@ TEST(JpegCoefficients, ProgressiveScriptsThatLeaveCoefficientsUnrefined) {
   }
 }
 
+/// A 4:2:0 progressive JPEG of 32x16 pixels written from coefficients chosen here (libjpeg's
+/// jpeg_write_coefficients): every quantization value `q`, every block a DC of `dc` and, in
+/// luma's first block, one AC coefficient (row 1, column 2) of `ac`.
+Bytes jpeg_of_coefficients(int q, int dc, int ac) {
+  jpeg_compress_struct c;
+  jpeg_error_mgr err;
+  c.err = jpeg_std_error(&err);
+  jpeg_create_compress(&c);
+  unsigned char* buf = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&c, &buf, &size);
+  c.image_width = 32;
+  c.image_height = 16;
+  c.input_components = 3;
+  c.in_color_space = JCS_YCbCr;
+  jpeg_set_defaults(&c);
+  for (int t = 0; t < 2; ++t)
+    for (int i = 0; i < 64; ++i) c.quant_tbl_ptrs[t]->quantval[i] = UINT16(q);
+  jpeg_simple_progression(&c);
+  jvirt_barray_ptr arrays[3];
+  JDIMENSION bw[3], bh[3];
+  for (int k = 0; k < 3; ++k) {
+    const jpeg_component_info& ci = c.comp_info[k];
+    bw[k] = k == 0 ? 4 : 2;  // whole MCUs: 32x16 luma samples, 16x8 chroma
+    bh[k] = k == 0 ? 2 : 1;
+    arrays[k] = (*c.mem->request_virt_barray)(reinterpret_cast<j_common_ptr>(&c), JPOOL_IMAGE, TRUE,
+                                              bw[k], bh[k], JDIMENSION(ci.v_samp_factor));
+  }
+  jpeg_write_coefficients(&c, arrays);
+  for (int k = 0; k < 3; ++k)
+    for (JDIMENSION by = 0; by < bh[k]; ++by) {
+      JBLOCKARRAY rows =
+          (*c.mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(&c), arrays[k], by, 1, TRUE);
+      for (JDIMENSION bx = 0; bx < bw[k]; ++bx) {
+        std::memset(rows[0][bx], 0, sizeof(JBLOCK));
+        rows[0][bx][0] = JCOEF(dc);
+        if (k == 0 && by == 0 && bx == 0) rows[0][bx][8 + 2] = JCOEF(ac);
+      }
+    }
+  jpeg_finish_compress(&c);
+  jpeg_destroy_compress(&c);
+  Bytes out(buf, buf + size);
+  std::free(buf);
+  return out;
+}
+
+TEST(JpegCoefficients, CoefficientsBeyondAnyEncodersAreDeclined) {
+  // Up to ±2048 dequantized (the most an encoder writes): taken, decode_planes' bytes.
+  for (const auto& [q, dc, ac] :
+       {std::array<int, 3>{1, 0, 2048}, {8, 5, -256}, {2048, 1, 1}, {16, -64, 128}}) {
+    const Bytes j = jpeg_of_coefficients(q, dc, ac);
+    EXPECT_EQ(compare(j, "q " + std::to_string(q)), 0) << q << " " << dc << " " << ac;
+  }
+  // Beyond (damaged or crafted data: libjpeg-turbo's C and SIMD transforms differ there):
+  // declined, while decode_planes still decodes the file.
+  for (const auto& [q, dc, ac] :
+       {std::array<int, 3>{1, 0, 2049}, {8, 300, 0}, {255, 0, -9}, {32767, 1, 0}}) {
+    const Bytes j = jpeg_of_coefficients(q, dc, ac);
+    EXPECT_GT(jpeg::decode_planes(j.data(), j.size(), "crafted.jpg").width, 0);
+    EXPECT_EQ(jpeg::decode_coefficients(j.data(), j.size(), "crafted.jpg").width, 0)
+        << q << " " << dc << " " << ac;
+  }
+}
+
 TEST(JpegCoefficients, FilesOffTheRouteAndBrokenFiles) {
   // what decode_planes declines or refuses, decode_coefficients does too
   const Bytes gray = make_jpeg(pattern(16, 16, 1));
@@ -189,15 +255,31 @@ TEST(JpegCoefficients, FilesOffTheRouteAndBrokenFiles) {
       EXPECT_NE(std::string(e.what()).find("cut.jpg"), std::string::npos) << e.what();
     }
   }
-  // inconsistent: a frame header whose size disagrees with the data; a huge declared size
-  Bytes lying = j;
-  for (std::size_t i = 2; i + 9 < lying.size(); ++i)
-    if (lying[i] == 0xFF && lying[i + 1] == 0xC0) {
-      lying[i + 5] = 0x7F;  // height high byte: 32 → 32544 rows the scan does not hold
-      lying[i + 7] = 0x7F;  // width high byte
-      break;
+  // inconsistent: a frame header declaring 288 rows where the scans hold 32 (too little data
+  // for the declared size); huge: 32544 x 32544, over the pixel limit before any allocation
+  const auto with_size = [&](std::uint8_t height_high, std::uint8_t width_high) {
+    Bytes b = j;
+    for (std::size_t i = 2; i + 9 < b.size(); ++i)
+      if (b[i] == 0xFF && b[i + 1] == 0xC0) {
+        b[i + 5] = height_high;
+        b[i + 7] = width_high;
+        break;
+      }
+    return b;
+  };
+  for (const auto& [bytes, what] : {std::pair{with_size(0x01, 0x00), "too little data"},
+                                    std::pair{with_size(0x7F, 0x7F), "over the limit"}}) {
+    try {
+      jpeg::decode_coefficients(bytes.data(), bytes.size(), "lying.jpg");
+      ADD_FAILURE() << what << ": decoded";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("lying.jpg"), std::string::npos) << e.what();
+      if (std::string(what) == "over the limit")
+        EXPECT_NE(std::string(e.what()).find("limit"), std::string::npos) << e.what();
+      else
+        EXPECT_EQ(std::string(e.what()).find("limit"), std::string::npos) << e.what();
     }
-  EXPECT_THROW(jpeg::decode_coefficients(lying.data(), lying.size(), "lying.jpg"), Error);
+  }
   const Bytes empty;
   EXPECT_THROW(jpeg::decode_coefficients(empty.data(), 0, "empty.jpg"), Error);
   EXPECT_THROW(jpeg::planes_from_coefficients(jpeg::Coefficients{}), Error);

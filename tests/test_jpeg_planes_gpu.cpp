@@ -275,10 +275,11 @@ TEST(JpegPlanesGpu, AutoRunLargeEnoughStartsTheDeviceRoute) {
   fs::create_directories(dir / "in");
   fs::create_directories(dir / "out");
   std::vector<WorkItem> items;
-  for (int k = 0; k < 20; ++k) {  // 20 x 6 MP
+  for (int k = 0; k < 20; ++k) {  // 20 x 6 MP, every fourth progressive
     MakeOpts o;
     o.h_samp = k % 3 == 0 ? 1 : 2;
     o.v_samp = k % 3 == 2 ? 2 : 1;
+    o.progressive = k % 4 == 3;
     const Bytes b = make_jpeg(pattern(3000, 2000, 3, unsigned(k + 1)), o);
     const std::string name = "p" + std::to_string(k) + ".jpg";
     std::ofstream(dir / "in" / name, std::ios::binary)
@@ -294,7 +295,7 @@ TEST(JpegPlanesGpu, AutoRunLargeEnoughStartsTheDeviceRoute) {
   ASSERT_EQ(reps.size(), items.size());
   gpu::Equalizer eq;
   gpu::JpegCodec codec(eq.stream());
-  std::size_t on_device = 0, split = 0;
+  std::size_t on_device = 0, split = 0, split_coefficients = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
     const ItemReport& r = reps[i];
     ASSERT_TRUE(r.ok) << r.error;
@@ -314,11 +315,14 @@ TEST(JpegPlanesGpu, AutoRunLargeEnoughStartsTheDeviceRoute) {
       continue;
     }
     EXPECT_EQ(r.route, "jpeg-planes");
-    // the planes on the CPU, or a progressive file's coefficients there and its inverse DCT on
-    // the device (the same samples)
+    // the planes on the CPU, or (split to the device) a progressive file's coefficients there
+    // and its inverse DCT on the device (the same samples)
+    const bool progressive = i % 4 == 3;
     const bool coefficients = r.decoder == "libjpeg-turbo-coefficients";
     EXPECT_TRUE(r.decoder == "libjpeg-turbo-ycbcr" || coefficients) << r.decoder;
     if (coefficients) EXPECT_EQ(r.encoder, "nvjpeg") << items[i].input;
+    if (r.encoder == "nvjpeg") EXPECT_EQ(coefficients, progressive) << items[i].input;
+    split_coefficients += coefficients ? 1 : 0;
     ASSERT_TRUE(equalize_jpeg_planes(in.data(), in.size(), items[i].input, EqualizeOptions{},
                                      {95, jpeg::Subsampling::s420}, kDefaultMaxPixels, &want,
                                      nullptr, nullptr, nullptr));
@@ -340,8 +344,9 @@ TEST(JpegPlanesGpu, AutoRunLargeEnoughStartsTheDeviceRoute) {
   }
   std::printf(
       "[ measure  ] %zu of %zu files on the device route, %zu decoded on the CPU and "
-      "encoded on the device; device ready after %.0f ms\n",
-      on_device, items.size(), split, s.device_init_ms);
+      "encoded on the device (%zu of them progressive, their inverse DCT there too); device "
+      "ready after %.0f ms\n",
+      on_device, items.size(), split, split_coefficients, s.device_init_ms);
   EXPECT_EQ(s.routes.count("jpeg-device") ? s.routes.at("jpeg-device").files : 0u, on_device);
   fs::remove_all(dir);
 }

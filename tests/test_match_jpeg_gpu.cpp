@@ -165,7 +165,7 @@ TEST(MatchJpegGpu, BothKindsOfTheRouteEqualTheCpusRuleOnTheSamePlanes) {
     SCOPED_TRACE(match ? "matching" : "equalizing (the control)");
     const LutRule rule = match ? matching(ref) : kEqualizing;
     std::vector<detail::DeviceJob> jobs;
-    std::vector<ItemReport> reps(2 * inputs.size());
+    std::vector<ItemReport> reps;
     std::vector<std::string> tags;
     for (const auto& [tag, bytes] : inputs) {
       detail::DeviceJob j;
@@ -191,6 +191,7 @@ TEST(MatchJpegGpu, BothKindsOfTheRouteEqualTheCpusRuleOnTheSamePlanes) {
       jobs.push_back(j);
       tags.push_back(tag + " (host coefficients)");
     }
+    reps.resize(jobs.size());  // up to three jobs per input
     for (std::size_t i = 0; i < jobs.size(); ++i) jobs[i].rep = &reps[i];
     detail::JpegDevices::Options o;
     o.encode = kEnc;

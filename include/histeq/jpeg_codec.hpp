@@ -177,7 +177,9 @@ struct Coefficients {
 /// Reads every scan of a colour JPEG that decode_planes takes (the same checks, limits and
 /// errors) and returns its coefficients, so that the inverse DCT can run elsewhere (on the
 /// device, or planes_from_coefficients): the entropy decoding is most of a progressive file's
-/// decode. Returns width 0 (nothing for this route) where decode_planes does. (histeq decodes
+/// decode. Returns width 0 (nothing for this route) where decode_planes does, and where a
+/// dequantized coefficient is beyond ±2048, more than any encoder writes (damaged or crafted
+/// data, where libjpeg-turbo's own transforms differ from each other). (histeq decodes
 /// with libjpeg's block smoothing off, so a progressive file whose scans leave coefficients
 /// unrefined decodes to the plain inverse DCT of what they sent, here as in decode_planes.)
 Coefficients decode_coefficients(const std::uint8_t* data, std::size_t size,

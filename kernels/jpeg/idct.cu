@@ -4,6 +4,7 @@
 // per row, eight samples stored at once. Then the plane's padding: each sample right of the
 // component's width or below its height takes the last column's or row's (clamped source).
 // Exact: yes (integer arithmetic, the host's definition). Tuning: IdctPolicy (policy.hpp).
+#include <algorithm>
 #include <string>
 
 #include "histeq/error.hpp"
@@ -19,8 +20,9 @@ namespace {
 constexpr int kPerCta = IdctPolicy::kBlocksPerCta;
 
 __global__ void __launch_bounds__(kPerCta * 8)
-    idct_kernel(const std::int16_t* __restrict__ coef, IdctQuant quant, int blocks_w,
-                std::size_t blocks, std::uint8_t* __restrict__ plane, std::size_t stride) {
+    idct_kernel(const std::int16_t* __restrict__ coef, const __grid_constant__ IdctQuant quant,
+                int blocks_w, std::size_t blocks, std::uint8_t* __restrict__ plane,
+                std::size_t stride) {
   __shared__ std::int16_t c[kPerCta][64];
   __shared__ std::int32_t ws[kPerCta][64];
   __shared__ std::uint16_t q[64];
@@ -32,9 +34,10 @@ __global__ void __launch_bounds__(kPerCta * 8)
     reinterpret_cast<uint4*>(c[local])[lane] = v;
   }
   __syncthreads();
-  if (block >= blocks) return;
-  idct_formula::idct_column(c[local], q, lane, ws[local]);
-  __syncwarp();
+  const bool valid = block < blocks;
+  if (valid) idct_formula::idct_column(c[local], q, lane, ws[local]);
+  __syncwarp();  // every lane of the warp here: a block's eight threads share one warp
+  if (!valid) return;
   const std::size_t by = block / std::size_t(blocks_w), bx = block % std::size_t(blocks_w);
   std::uint8_t out[8];
   idct_formula::idct_row(ws[local] + 8 * lane, out);
@@ -47,17 +50,18 @@ __global__ void __launch_bounds__(kPerCta * 8)
   *reinterpret_cast<uint2*>(dst) = packed;  // stride and bx * 8 are multiples of 8
 }
 
+/// Grid: x over a row's samples (kPadThreads each), y over the rows (grid-stride).
 __global__ void pad_kernel(std::uint8_t* __restrict__ plane, std::size_t stride, int rows,
                            int width, int height) {
-  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::size_t n = stride * std::size_t(rows);
-  if (i >= n) return;
-  const std::size_t y = i / stride, x = i % stride;
-  if (x < std::size_t(width) && y < std::size_t(height)) return;
-  const std::size_t sy = y < std::size_t(height) ? y : std::size_t(height - 1);
+  const std::size_t x = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (x >= stride) return;
   const std::size_t sx = x < std::size_t(width) ? x : std::size_t(width - 1);
-  // Reads only samples inside width x height, which no thread writes.
-  plane[i] = plane[sy * stride + sx];
+  for (int y = int(blockIdx.y); y < rows; y += int(gridDim.y)) {
+    if (x < std::size_t(width) && y < height) continue;
+    const std::size_t sy = std::size_t(y < height ? y : height - 1);
+    // Reads only samples inside width x height, which no thread writes.
+    plane[std::size_t(y) * stride + x] = plane[sy * stride + sx];
+  }
 }
 
 }  // namespace
@@ -79,9 +83,11 @@ void idct_plane(const IdctPlane& p, cudaStream_t stream) {
   idct_kernel<<<unsigned(detail::ceil_div(blocks, kPerCta)), kPerCta * 8, 0, stream>>>(
       p.d_coef, p.quant, p.blocks_w, blocks, p.d_plane, p.stride);
   HISTEQ_CUDA_CHECK_LAUNCH();
-  const std::size_t n = p.stride * std::size_t(p.rows);
-  pad_kernel<<<unsigned(detail::ceil_div(n, IdctPolicy::kPadThreads)), IdctPolicy::kPadThreads, 0,
-               stream>>>(p.d_plane, p.stride, p.rows, p.width, p.height);
+  if (!p.pad) return;
+  const dim3 grid(unsigned(detail::ceil_div(p.stride, IdctPolicy::kPadThreads)),
+                  unsigned(std::min(p.rows, 65535)));
+  pad_kernel<<<grid, IdctPolicy::kPadThreads, 0, stream>>>(p.d_plane, p.stride, p.rows, p.width,
+                                                           p.height);
   HISTEQ_CUDA_CHECK_LAUNCH();
 }
 

@@ -28,10 +28,14 @@ struct IdctPlane {
   std::size_t stride = 0;
   int rows = 0;
   int width = 0, height = 0;
+  /// Whether the samples right of width and below height repeat the edge (decode_planes'
+  /// layout); false leaves them as the blocks' transform wrote them or untouched (a caller that
+  /// reads only width x height).
+  bool pad = true;
 };
 
-/// The inverse DCT of every block, then the padding (two launches on `stream`). Throws
-/// UsageError for a geometry that does not fit (null pointers, blocks outside the plane, an
+/// The inverse DCT of every block, then (p.pad) the padding: one or two launches on `stream`.
+/// Throws UsageError for a geometry that does not fit (null pointers, blocks outside the plane, an
 /// image larger than its blocks).
 void idct_plane(const IdctPlane& p, cudaStream_t stream);
 

@@ -55,6 +55,26 @@ int run_read_coefficients(DecodeState* s, Coefficients* out, bool* taken) {
   return 0;
 }
 
+/// Whether every dequantized coefficient of the component is within ±2048: the most any
+/// encoder's file holds (an 8-bit block's DCT coefficients are within ±1024, and a quantized one
+/// is at most twice its value), so that the transform here, libjpeg-turbo's C one and its SIMD
+/// ones (16-bit lanes) all give the same samples. Beyond it (damaged or crafted data) they
+/// differ, each its own way.
+bool within_encoder_range(const CoefficientPlane& cp) {
+  constexpr int kMaxDequantized = 2048;
+  int limit[DCTSIZE2];
+  for (int k = 0; k < DCTSIZE2; ++k)
+    limit[k] = cp.quant[k] == 0 ? 32767 : kMaxDequantized / cp.quant[k];
+  const std::size_t blocks = cp.coef.size() / DCTSIZE2;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::int16_t* c = cp.coef.data() + b * DCTSIZE2;
+    bool ok = true;
+    for (int k = 0; k < DCTSIZE2; ++k) ok &= (c[k] < 0 ? -int(c[k]) : int(c[k])) <= limit[k];
+    if (!ok) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Coefficients decode_coefficients(const std::uint8_t* data, std::size_t size,
@@ -74,6 +94,8 @@ Coefficients decode_coefficients(const std::uint8_t* data, std::size_t size,
   if (run_read_coefficients(s, &out, &taken) != 0)
     throw Error(quoted(name) + " is not a decodable image: " + reason(s->err, &s->cinfo));
   if (!taken) return Coefficients{};
+  for (const CoefficientPlane& cp : out.comp)
+    if (!within_encoder_range(cp)) return Coefficients{};
   return out;
 }
 
@@ -95,6 +117,7 @@ Planes planes_from_coefficients(const Coefficients& c) {
     pl.h = cp.plane.h;
     pl.v = cp.plane.v;
     if (std::size_t(cp.blocks_w) * DCTSIZE > pl.stride || cp.blocks_h * DCTSIZE > pl.rows ||
+        cp.blocks_w * DCTSIZE < pl.width || cp.blocks_h * DCTSIZE < pl.height ||
         cp.coef.size() != std::size_t(cp.blocks_w) * std::size_t(cp.blocks_h) * DCTSIZE2)
       throw Error("planes_from_coefficients: blocks that do not fit the plane");
     pl.data.reset(new std::uint8_t[pl.stride * std::size_t(pl.rows)]);

@@ -369,9 +369,11 @@ ItemPlan plan_item(const std::uint8_t* data, std::size_t size, const Operation& 
   else if (p.cpu_planes)
     p.route = ItemRoute::jpeg_planes;
   if (p.cpu_planes) {
-    // On the planes route the pixels never exist as RGB: the file, the planes, the output.
+    // On the planes route the pixels never exist as RGB: the file, the planes, the output. A
+    // progressive file's decode first holds every coefficient (2 bytes a sample, libjpeg's
+    // arrays), and the device route's copy of them (split_to_device) as many again.
     const std::size_t planes = px * 3;
-    p.cost = size + planes + planes / 2;
+    p.cost = p.jpeg.progressive ? size + 4 * planes : size + planes + planes / 2;
   }
   p.cpu_cost = p.cost;
   // On the device route the host holds the file and the encoded output (at most a few times the

@@ -341,15 +341,30 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       s.eq.equalize_batch(imgs.data(), imgs.size(), opt.equalize.formula);
   }
 
-  /// One component's coefficients uploaded into the slot's coefficient buffer, the inverse DCT
-  /// into its plane buffer (decode_planes' layout), and its width x height samples copied to
-  /// `dst` (rows of width bytes), all on the slot's stream.
+  /// The slot's coefficient and transform buffers large enough for every component of the
+  /// batch's coefficient jobs, grown (with room to spare) only after the slot's stream has
+  /// finished with the old ones.
+  static void size_coefficient_buffers(SlotState& s, const std::vector<DeviceJob*>& b) {
+    std::size_t coefs = 0, bytes = 0;
+    for (const DeviceJob* j : b)
+      if (j->host_coefs)
+        for (const jpeg::CoefficientPlane& cp : j->host_coefs->comp) {
+          coefs = std::max(coefs, cp.coef.size());
+          bytes = std::max(bytes, cp.plane.stride * std::size_t(cp.plane.rows));
+        }
+    if (s.coefs.size() >= coefs && s.idct_out.size() >= bytes) return;
+    s.eq.synchronize();
+    if (s.coefs.size() < coefs) s.coefs = DeviceBuffer<std::int16_t>(coefs + coefs / 4);
+    if (s.idct_out.size() < bytes) s.idct_out = DeviceBuffer<std::uint8_t>(bytes + bytes / 4);
+  }
+
+  /// One component's coefficients uploaded into the slot's coefficient buffer (sized by
+  /// size_coefficient_buffers), the inverse DCT into its plane buffer (decode_planes' layout),
+  /// and its width x height samples copied to `dst` (rows of width bytes), all on the slot's
+  /// stream.
   void upload_coefficients(SlotState& s, const jpeg::CoefficientPlane& cp, std::uint8_t* dst) {
     const cudaStream_t st = reinterpret_cast<cudaStream_t>(s.eq.stream());
     const jpeg::Plane& g = cp.plane;
-    if (s.coefs.size() < cp.coef.size()) s.coefs = DeviceBuffer<std::int16_t>(cp.coef.size());
-    const std::size_t bytes = g.stride * std::size_t(g.rows);
-    if (s.idct_out.size() < bytes) s.idct_out = DeviceBuffer<std::uint8_t>(bytes);
     HISTEQ_CUDA_CHECK(cudaMemcpyAsync(s.coefs.get(), cp.coef.data(),
                                       cp.coef.size() * sizeof(std::int16_t), cudaMemcpyHostToDevice,
                                       st));
@@ -363,6 +378,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     a.rows = g.rows;
     a.width = g.width;
     a.height = g.height;
+    a.pad = false;  // only the width x height samples are copied out
     kernels::idct_plane(a, st);
     HISTEQ_CUDA_CHECK(cudaMemcpy2DAsync(dst, std::size_t(g.width), s.idct_out.get(), g.stride,
                                         std::size_t(g.width), std::size_t(g.height),
@@ -381,7 +397,11 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
             j->host_planes ? j->host_planes->plane[c] : j->host_coefs->comp[c].plane;
         total += aligned(std::size_t(p.width) * std::size_t(p.height));
       }
-    if (s.planes_in.size() < total) s.planes_in = DeviceBuffer<std::uint8_t>(total + total / 4);
+    if (s.planes_in.size() < total) {
+      s.eq.synchronize();  // the slot's stream done with the old buffer
+      s.planes_in = DeviceBuffer<std::uint8_t>(total + total / 4);
+    }
+    size_coefficient_buffers(s, b);
     std::uint8_t* d = s.planes_in.get();
     const cudaStream_t st = reinterpret_cast<cudaStream_t>(s.eq.stream());
     std::vector<gpu::DevicePlanes> dev(b.size());
@@ -609,11 +629,16 @@ void JpegDevices::push(DeviceJob* job) {
 
 DeviceJob* JpegDevices::steal() {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  if (impl_->q.empty()) return nullptr;
-  DeviceJob* j = impl_->q.back();
-  impl_->q.pop_back();
-  impl_->q_mp -= j->megapixels;
-  return j;
+  // The last queued job a CPU worker has not decoded already (host planes or coefficients are a
+  // worker's finished decode: the device only has the rest to do).
+  for (auto it = impl_->q.rbegin(); it != impl_->q.rend(); ++it) {
+    DeviceJob* j = *it;
+    if (j->host_planes || j->host_coefs) continue;
+    impl_->q.erase(std::next(it).base());
+    impl_->q_mp -= j->megapixels;
+    return j;
+  }
+  return nullptr;
 }
 
 std::size_t JpegDevices::queued() const {

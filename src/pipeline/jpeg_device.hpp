@@ -85,7 +85,8 @@ class JpegDevices {
 
   /// Queues a job (its route runs it in a batch); a failed route hands it back at once.
   void push(DeviceJob* job);
-  /// The last queued job, taken back (nullptr when none is queued).
+  /// The last queued job that no CPU worker has decoded (no host planes or coefficients), taken
+  /// back; nullptr when there is none.
   DeviceJob* steal();
   std::size_t queued() const;
   double queued_megapixels() const;
