@@ -11,8 +11,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "histeq/types.hpp"
@@ -160,10 +162,30 @@ Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::stri
 /// in the same order. `plane` is the geometry of the Plane decode_planes makes of it (width,
 /// height, stride, rows, sampling; no samples).
 struct CoefficientPlane {
+  /// A std::allocator whose resize leaves new elements uninitialized (the decode writes every
+  /// one): no pass of zeros over the coefficients before they are copied in.
+  template <typename T>
+  struct Uninitialized : std::allocator<T> {
+    template <typename U>
+    struct rebind {
+      using other = Uninitialized<U>;
+    };
+    Uninitialized() = default;
+    template <typename U>
+    explicit Uninitialized(const Uninitialized<U>&) noexcept {}
+    template <typename U>
+    void construct(U* p) noexcept {
+      ::new (static_cast<void*>(p)) U;
+    }
+    template <typename U, typename... A>
+    void construct(U* p, A&&... a) {
+      ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+    }
+  };
   Plane plane;
   int blocks_w = 0, blocks_h = 0;
   std::uint16_t quant[64] = {};
-  std::vector<std::int16_t> coef;  ///< blocks_h * blocks_w * 64
+  std::vector<std::int16_t, Uninitialized<std::int16_t>> coef;  ///< blocks_h * blocks_w * 64
 };
 
 /// A colour JPEG's three components as coefficients (decode_coefficients), with the file's

@@ -23,10 +23,40 @@ using internal::reason;
 
 namespace {
 
+/// The largest |coefficient| at each position of a block that a file an encoder wrote holds:
+/// dequantized within ±2048 (an 8-bit block's DCT coefficients are within ±1024, and a quantized
+/// one is at most twice its value), where the transform here, libjpeg-turbo's C one and its SIMD
+/// ones (16-bit lanes) all give the same samples. Beyond it (damaged or crafted data) they
+/// differ, each its own way, and decode_planes takes the file.
+struct EncoderRange {
+  std::int32_t limit[DCTSIZE2];
+  std::uint32_t span[DCTSIZE2];  ///< 2 * limit
+};
+
+void encoder_range(const std::uint16_t* quant, EncoderRange* r) {
+  constexpr std::int32_t kMaxDequantized = 2048;
+  for (int k = 0; k < DCTSIZE2; ++k) {
+    r->limit[k] = quant[k] == 0 ? 32767 : kMaxDequantized / std::int32_t(quant[k]);
+    r->span[k] = 2 * std::uint32_t(r->limit[k]);
+  }
+}
+
+/// Nonzero when a coefficient of the `blocks` blocks at c is beyond r: |c| <= L is
+/// unsigned(c + L) <= 2 L, one compare a coefficient and no branch (the loop vectorizes), on a
+/// row just copied (still in cache).
+std::uint32_t beyond_range(const std::int16_t* c, std::size_t blocks, const EncoderRange& r) {
+  std::uint32_t beyond = 0;
+  for (std::size_t b = 0; b < blocks; ++b, c += DCTSIZE2)
+    for (int k = 0; k < DCTSIZE2; ++k)
+      beyond |= std::uint32_t(std::uint32_t(std::int32_t(c[k]) + r.limit[k]) > r.span[k]);
+  return beyond;
+}
+
 /// Phase 2 of decode_coefficients: every scan read, then each component's blocks and table
 /// copied into *out (whose planes' geometry open_stored set). *taken false: a component no scan
-/// latched a table for. histeq's decoders do no block smoothing (jpeg_codec.cpp), so a
-/// progressive file's coefficients as read, whatever its scans refined, are what they transform.
+/// latched a table for, or a coefficient beyond EncoderRange. histeq's decoders do no block
+/// smoothing (jpeg_codec.cpp), so a progressive file's coefficients as read, whatever its scans
+/// refined, are what they transform.
 int run_read_coefficients(DecodeState* s, Coefficients* out, bool* taken) {
   if (setjmp(s->err.jump)) return 1;
   j_decompress_ptr c = &s->cinfo;
@@ -40,39 +70,24 @@ int run_read_coefficients(DecodeState* s, Coefficients* out, bool* taken) {
     }
     CoefficientPlane& p = out->comp[k];
     for (int i = 0; i < DCTSIZE2; ++i) p.quant[i] = ci.quant_table->quantval[i];
+    EncoderRange range;
+    encoder_range(p.quant, &range);
     p.blocks_w = int(ci.width_in_blocks);
     p.blocks_h = int(ci.height_in_blocks);
     const std::size_t row_coefs = std::size_t(p.blocks_w) * DCTSIZE2;
     p.coef.resize(row_coefs * std::size_t(p.blocks_h));
+    std::uint32_t beyond = 0;
     for (int by = 0; by < p.blocks_h; ++by) {
       JBLOCKARRAY rows = (*c->mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(c), arrays[k],
                                                        JDIMENSION(by), 1, FALSE);
-      std::memcpy(p.coef.data() + std::size_t(by) * row_coefs, rows[0][0],
-                  row_coefs * sizeof(JCOEF));
+      std::int16_t* dst = p.coef.data() + std::size_t(by) * row_coefs;
+      std::memcpy(dst, rows[0][0], row_coefs * sizeof(JCOEF));
+      beyond |= beyond_range(dst, std::size_t(p.blocks_w), range);
     }
+    if (beyond != 0) *taken = false;
   }
   if (*taken) jpeg_finish_decompress(c);
   return 0;
-}
-
-/// Whether every dequantized coefficient of the component is within ±2048: the most any
-/// encoder's file holds (an 8-bit block's DCT coefficients are within ±1024, and a quantized one
-/// is at most twice its value), so that the transform here, libjpeg-turbo's C one and its SIMD
-/// ones (16-bit lanes) all give the same samples. Beyond it (damaged or crafted data) they
-/// differ, each its own way.
-bool within_encoder_range(const CoefficientPlane& cp) {
-  constexpr int kMaxDequantized = 2048;
-  int limit[DCTSIZE2];
-  for (int k = 0; k < DCTSIZE2; ++k)
-    limit[k] = cp.quant[k] == 0 ? 32767 : kMaxDequantized / cp.quant[k];
-  const std::size_t blocks = cp.coef.size() / DCTSIZE2;
-  for (std::size_t b = 0; b < blocks; ++b) {
-    const std::int16_t* c = cp.coef.data() + b * DCTSIZE2;
-    bool ok = true;
-    for (int k = 0; k < DCTSIZE2; ++k) ok &= (c[k] < 0 ? -int(c[k]) : int(c[k])) <= limit[k];
-    if (!ok) return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -94,8 +109,6 @@ Coefficients decode_coefficients(const std::uint8_t* data, std::size_t size,
   if (run_read_coefficients(s, &out, &taken) != 0)
     throw Error(quoted(name) + " is not a decodable image: " + reason(s->err, &s->cinfo));
   if (!taken) return Coefficients{};
-  for (const CoefficientPlane& cp : out.comp)
-    if (!within_encoder_range(cp)) return Coefficients{};
   return out;
 }
 
