@@ -4,7 +4,8 @@
 torch tensor (and a CuPy array when CuPy is importable), against the compiled calls it makes;
 8-bit masked rows beside them: equalize and histogram with a bool mask on the device (a
 letterbox: the middle three quarters of the rows counted), with roi= its rectangle, and
-equalize with both.
+equalize with both. Each call again with out= (``histeq.X(x, out=o)``, o an array of the
+result's kind allocated once: no result allocated or released per call).
 Timed as bench_python.py's "host us per call (issue only)" rows: perf_counter around one call,
 the GPU synchronized before it (not timed), median of --reps after --warmup.
 
@@ -14,14 +15,16 @@ Columns (host microseconds per call):
 - call: ``histeq.X(x)`` (``X mask=``: ``histeq.X(x, mask=m)``, the mask of x's library on its
   device; its count check, which waits for the device, is remembered from the warm-up for a
   torch mask and made on every call for a CuPy one), its result released inside the clock (as
-  bench_python.py's rows: the caller drops it).
+  bench_python.py's rows: the caller drops it); ``X out=`` rows: ``histeq.X(x, out=o)``.
 - call, result kept: the same call, the result released after the clock stopped.
 - compiled: the extension calls that the Python call makes (histeq._histeq: equalize_device,
   clahe_device, ...), with the same arguments on a preallocated output, computed once.
 - Python layer: ``histeq.X(x)`` with the extension's device calls replaced by a Python no-op:
   the Python code, the array library's reads of the input and the result's allocation (kept).
 - over compiled: call - compiled, the Python layer's share of a call as a user sees it.
-A second table sets each masked row beside its entry's unmasked row (ratio: of the calls).
+A second table sets each masked row beside its entry's unmasked row (ratio: of the calls), a
+third each call with out= beside the same call without (saved: the result's allocation and
+release, less the reads of out).
 Then the array library's pieces that a call uses (torch): the allocation of a result (and its
 release), the reads of a tensor (is_cuda, dtype, is_contiguous(), shape, get_device(),
 data_ptr(), the current stream), and a Python call that does nothing. Prints Markdown tables
@@ -127,6 +130,23 @@ def entry_calls(histeq, x, ref, mask, roi):
             "histogram roi=": lambda: histeq.histogram(x, roi=roi)}
 
 
+def out_calls(histeq, x, ref, mask, roi, outs):
+    """entry_calls' calls with out=: outs[entry] (an array of the entry's result, allocated
+    once) written by every call."""
+    o = outs
+    return {"equalize": lambda: histeq.equalize(x, out=o["equalize"]),
+            "clahe": lambda: histeq.clahe(x, out=o["clahe"]),
+            "histogram": lambda: histeq.histogram(x, out=o["histogram"]),
+            "match_histograms": lambda: histeq.match_histograms(x, ref,
+                                                                out=o["match_histograms"]),
+            "equalize mask=": lambda: histeq.equalize(x, mask=mask, out=o["equalize mask="]),
+            "equalize roi=": lambda: histeq.equalize(x, roi=roi, out=o["equalize roi="]),
+            "equalize mask= roi=": lambda: histeq.equalize(x, mask=mask, roi=roi,
+                                                           out=o["equalize mask= roi="]),
+            "histogram mask=": lambda: histeq.histogram(x, mask=mask, out=o["histogram mask="]),
+            "histogram roi=": lambda: histeq.histogram(x, roi=roi, out=o["histogram roi="])}
+
+
 def python_layer(torch, core, fn, reps: int, warmup: int) -> float:
     """fn's host time with the extension's device calls replaced by a no-op."""
     saved = {name: getattr(core, name) for name in DEVICE_CALLS}
@@ -197,7 +217,7 @@ def main() -> int:
         inputs.append(("uint16", widen(torch, x8)))
     torch.cuda.synchronize()
 
-    rows = []  # (entry, depth, library, call, kept, compiled, python)
+    rows = []  # (entry, depth, library, call, kept, compiled, python); out= rows: "X out="
     for depth, x in inputs:
         sixteen = depth == "uint16"
         compiled, _keep = compiled_calls(torch, core, x, ref, sixteen, mask, roi)
@@ -207,13 +227,17 @@ def main() -> int:
             libs.append(("cupy", c8.astype(cupy.uint16) * 257 if sixteen else c8,
                          cupy.asarray(ref), cupy.asarray(mask)))
         for lib, xa, ra, ma in libs:
-            for entry, fn in entry_calls(histeq, xa, ra, ma, roi).items():
-                if entry not in compiled:
+            plain = entry_calls(histeq, xa, ra, ma, roi)
+            outs = {entry: fn() for entry, fn in plain.items() if entry in compiled}
+            with_out = out_calls(histeq, xa, ra, ma, roi, outs)
+            for entry, fn in list(plain.items()) + [(e + " out=", with_out[e]) for e in plain]:
+                base = entry[:-len(" out=")] if entry.endswith(" out=") else entry
+                if base not in compiled:
                     continue  # 16-bit matching and masks go through the host
                 rows.append((entry, depth, lib,
                              bench_python.time_issue(torch, fn, args.reps, args.warmup),
                              time_issue_kept(torch, fn, args.reps, args.warmup),
-                             bench_python.time_issue(torch, compiled[entry], args.reps,
+                             bench_python.time_issue(torch, compiled[base], args.reps,
                                                      args.warmup),
                              python_layer(torch, core, fn, args.reps, args.warmup)))
     pieces = piece_rows(torch, x8, args.reps, args.warmup)
@@ -243,10 +267,22 @@ def main() -> int:
     by = {(r[0], r[1], r[2]): r for r in rows}
     for entry, depth, lib, call, _kept, comp, py in rows:
         plain = by.get((entry.split()[0], depth, lib))
-        if " " not in entry or plain is None:
+        if " " not in entry or entry.endswith(" out=") or plain is None:
             continue
         print(f"| {entry} | {lib} | {call:.1f} | {plain[3]:.1f} | {call / plain[3]:.2f} | "
               f"{py:.1f} | {plain[6]:.1f} | {comp:.1f} | {plain[5]:.1f} |")
+    print()
+    print("With out= against without (host us per call; saved: call - call with out=):")
+    print()
+    print("| entry | depth | array | call | call, out= | saved | Python layer | Python layer, "
+          "out= | compiled | out= over compiled |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for entry, depth, lib, call, _kept, comp, py in rows:
+        o = by.get((entry + " out=", depth, lib))
+        if o is None:
+            continue
+        print(f"| {entry} | {depth} | {lib} | {call:.1f} | {o[3]:.1f} | {call - o[3]:.1f} | "
+              f"{py:.1f} | {o[6]:.1f} | {comp:.1f} | {o[3] - comp:.1f} |")
     print()
     print("| torch piece | host us |")
     print("|---|---|")

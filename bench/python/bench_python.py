@@ -10,7 +10,8 @@ stream, synchronized after it, median of 30 after 5 warm-ups (so Python and laun
 The same run also prints histeq's CPU backend against OpenCV on host arrays (bench_cpu.py:
 equalize and CLAHE, gray and BGR colour, at --cpu-sizes), and, where torch or a usable GPU is
 missing, that table alone with the reason the GPU rows are skipped. The CLAHE rows on gray CUDA
-tensors (--clahe-sizes) give the call, its host cost and the compiled call alone, so that the
+tensors (--clahe-sizes) give the call, its host cost (also with out=) and the compiled call
+alone, so that the
 Python layer's share of a call shows beside `histeq bench --clahe`'s C++ figure. Last, the rows of
 bench_match.py at --match-sizes: histogram matching against scikit-image (host) and cuCIM
 (device), and masked against unmasked equalization, host and device.
@@ -22,7 +23,8 @@ take); kornia.enhance.equalize (float (1,1,H,W) in [0,1], converted before timin
 skimage.exposure.equalize_hist; OpenCV cv2.equalizeHist on the host (perf_counter, its own
 thread count). Data: a natural-like image (smooth gradient + noise), the same for every peer.
 Diagnostic rows beside them (histeq_variants): the host time of one histeq call (queueing only;
-torch and CuPy) and of the compiled call it makes, the compiled call alone on a preallocated
+torch and CuPy; torch also with out=, the result written into a tensor allocated once) and of
+the compiled call it makes, the compiled call alone on a preallocated
 output, torch's clone of the same tensor (a copy: the floor of any call that reads every byte and
 writes a new tensor), and each batched path of a gray batch
 ("histeq batch path queued / two_launch / cluster / table"): one GPU run says which path wins;
@@ -141,8 +143,9 @@ def histeq_variants(torch, histeq, x, batched: bool):
 
 def clahe_rows(torch, histeq, x, case: str, reps: int, warmup: int):
     """(case, name, us) rows of histeq.clahe on the gray CUDA tensor x: the whole call (CUDA
-    events), its host cost per call (issue only), and the compiled call alone on a preallocated
-    output (no Python layer, no allocation): their difference is the Python layer's share."""
+    events), its host cost per call (issue only; again with out=, no result allocated), and the
+    compiled call alone on a preallocated output (no Python layer, no allocation): their
+    difference is the Python layer's share."""
     from histeq import _histeq as core
     out = torch.empty_like(x)
     dev = x.get_device()
@@ -154,6 +157,8 @@ def clahe_rows(torch, histeq, x, case: str, reps: int, warmup: int):
                                                      warmup)),
             (case, "histeq.clahe (torch): host us per call (issue only)",
              time_issue(torch, lambda: histeq.clahe(x), reps, warmup)),
+            (case, "histeq.clahe (torch, out=): host us per call (issue only)",
+             time_issue(torch, lambda: histeq.clahe(x, out=out), reps, warmup)),
             (case, "histeq clahe (compiled call only, output preallocated)",
              time_cuda(torch, compiled, reps, warmup)),
             (case, "histeq clahe compiled call: host us per call (issue only)",
@@ -319,6 +324,10 @@ def main() -> int:
         if "histeq (torch)" not in skip:
             rows.append((case, "histeq (torch): host us per call (issue only)",
                          time_issue(torch, lambda: histeq.equalize(x), args.reps, args.warmup)))
+            out = torch.empty_like(x)
+            rows.append((case, "histeq (torch, out=): host us per call (issue only)",
+                         time_issue(torch, lambda: histeq.equalize(x, out=out), args.reps,
+                                    args.warmup)))
             variants = histeq_variants(torch, histeq, x, batch_list is not None)
             rows.append((case, "histeq compiled call: host us per call (issue only)",
                          time_issue(torch, variants[0][1], args.reps, args.warmup)))

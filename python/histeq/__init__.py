@@ -27,6 +27,17 @@ Arrays
 * Channel order: colour images are RGB(A) unless ``channel_order="bgr"`` says BGR(A), as
   ``cv2.imread`` gives them. It matters to ``mode="luma"`` (the default) and ``"gray"``, whose
   luma weighs red and blue differently; :func:`load_image` returns RGB.
+* ``out=`` (keyword-only, in :func:`equalize`, :func:`clahe`, :func:`match_histograms` and
+  :func:`histogram`, as NumPy's ``out=`` and OpenCV's ``dst``): the result is written into
+  ``out``, which is returned, and nothing is allocated for it. ``out`` must be the kind of
+  array the call returns for the image (NumPy for a NumPy array, a CPU tensor for a CPU tensor,
+  the same library's array for a CUDA array, CuPy for ``__cuda_array_interface__`` and DLPack
+  arrays), on the image's device, C-contiguous and writable, with exactly the result's shape and
+  dtype (``TypeError`` for another kind or dtype, ``ValueError`` for another device, shape or
+  layout); one image or batch, not a list. It may be the image itself (in place) or overlap it:
+  gray CUDA images are written in place by the kernels that take it (:func:`equalize` with
+  ``kernel="auto"`` and no mask or roi, 8 or 16 bits; :func:`clahe`); every other path writes
+  a new array and copies it into ``out`` after the image was read.
 
 A build without the CUDA toolkit (``pip install .`` on a machine without nvcc) has the CPU
 backend only, with the same results; :func:`cuda_available` is then False and says why.
@@ -85,24 +96,27 @@ def _cpu_with_cuda_array() -> ValueError:
 # equalize
 # ------------------------------------------------------------------------------------------
 
-def _equalize_host(a: _np.ndarray, batch, mode, formula, kernel, backend, order, region=None):
+def _equalize_host(a: _np.ndarray, batch, mode, formula, kernel, backend, order, region=None,
+                   out=None, wrap=None):
+    """The NumPy result (out's memory where the calls can write it: _arrays.host_target)."""
     n, h, w, c, is_batch = _a.split_shape(a.shape, batch, "image")
     if region is not None:
         mask, roi = region.host(h, w)
-        out = _np.empty(_a.out_shape(a.shape, mode, n, h, w, c, is_batch), _np.uint8)
+        res = _a.host_target(out, wrap, _a.out_shape(a.shape, mode, n, h, w, c, is_batch),
+                             "uint8", a)
         if n * h * w > 0:
-            _histeq.equalize_host(a, out, n, h, w, c, mode, formula, kernel, backend, order,
+            _histeq.equalize_host(a, res, n, h, w, c, mode, formula, kernel, backend, order,
                                   mask=mask, roi=roi)
-        return out
+        return res
     if is_batch and c == 1 and n > 1 and h * w > 0 and kernel == "auto" and backend != "cpu":
         # gray batch: one upload, the batched device path, one download (None: no GPU)
-        out = _histeq.equalize_host_batch(a, n, h * w, formula, backend)
-        if out is not None:
-            return out.reshape(a.shape)
-    out = _np.empty(_a.out_shape(a.shape, mode, n, h, w, c, is_batch), _np.uint8)
+        res = _histeq.equalize_host_batch(a, n, h * w, formula, backend)
+        if res is not None:
+            return res.reshape(a.shape)
+    res = _a.host_target(out, wrap, _a.out_shape(a.shape, mode, n, h, w, c, is_batch), "uint8", a)
     if n * h * w > 0:
-        _histeq.equalize_host(a, out, n, h, w, c, mode, formula, kernel, backend, order)
-    return out
+        _histeq.equalize_host(a, res, n, h, w, c, mode, formula, kernel, backend, order)
+    return res
 
 
 #: How gray batches of one size run on the GPU (see _set_batch_path).
@@ -124,19 +138,26 @@ def _set_batch_path(path: str) -> str:
     return prev
 
 
-def _equalize_device(d: _a.Dev, batch, mode, formula, kernel, order):
+def _equalize_device(d: _a.Dev, batch, mode, formula, kernel, order, out=None):
     n, h, w, c, is_batch = _a.split_shape(d.shape, batch, "image")
     swap = order == "bgr" and c >= 3 and mode != "rgb"
     if swap:  # the device stages compute luma from RGB: a swapped copy, and back for luma
         d = _a.swap_red_blue(d)
-    out = _a.result_like(d, _a.out_shape(d.shape, mode, n, h, w, c, is_batch))
+    # In place (out is the image): gray images with kernel "auto" (the batched kernels, and the
+    # list kernel for one image, take in == out); the other paths (the per-plane apply kernel,
+    # and a named histogram kernel's stages) write a new array that is copied into out.
+    res = _a.device_target(d, out, _a.out_shape(d.shape, mode, n, h, w, c, is_batch),
+                           in_place=c == 1 and kernel == "auto")
+    rptr = _a.ptr(res)
     if n * h * w > 0:
-        _histeq.equalize_device(d.device, d.stream, d.ptr,
-                                out.data_ptr() if d.lib == "torch" else out.data.ptr, n, h * w,
-                                c, mode, formula, kernel, _batch_path)
+        if n == 1 and res is out and rptr == d.ptr:
+            _histeq.equalize_device_list(d.device, d.stream, [d.ptr], [rptr], [h * w], formula)
+        else:
+            _histeq.equalize_device(d.device, d.stream, d.ptr, rptr, n, h * w, c, mode, formula,
+                                    kernel, _batch_path)
     if swap and _a.out_channels(mode, c) == c:
-        out = _a.unswap_red_blue(out)
-    return out
+        res = _a.unswap_red_blue(res)
+    return _a.finish(out, res, d)
 
 
 def _equalize_torch_list(images, formula):
@@ -194,6 +215,7 @@ def _per_image_host(a: _np.ndarray, batch, fn):
 
 
 def _equalize16_host(a: _np.ndarray, batch, mode, backend, region=None, reference=None):
+    """The NumPy result: a new array (the compiled 16-bit calls return theirs)."""
     if region is None and reference is None:
         return _per_image_host(
             a, batch, lambda img, h, w, c: _histeq.equalize_host16(img, h, w, c, mode, backend)[0])
@@ -204,14 +226,14 @@ def _equalize16_host(a: _np.ndarray, batch, mode, backend, region=None, referenc
             img, h, w, c, mode, backend, mask=mask, roi=roi, reference=reference)[0])
 
 
-def _equalize16_device(d: _a.Dev, batch, mode):
+def _equalize16_device(d: _a.Dev, batch, mode, out=None):
     n, h, w, c, is_batch = _a.split_shape(d.shape, batch, "image")
     if c != 1:  # gray+alpha and colour: the whole-image path on the host
-        return _a.via_host(d, lambda a: _equalize16_host(a, batch, mode, "auto"))
-    out = _a.result_like(d, d.shape, "uint16")
+        return _a.via_host(d, lambda a: _equalize16_host(a, batch, mode, "auto"), out)
+    res = _a.device_target(d, out, d.shape, "uint16", in_place=True)  # Equalizer16: in == out
     if n * h * w > 0:
-        _histeq.equalize16_device(d.device, d.stream, d.ptr, _a.ptr(out), n, h * w)
-    return out
+        _histeq.equalize16_device(d.device, d.stream, d.ptr, _a.ptr(res), n, h * w)
+    return _a.finish(out, res, d)
 
 
 def _equalize_list(images, mode, formula, kernel, backend, order):
@@ -242,53 +264,59 @@ def _equalize_list(images, mode, formula, kernel, backend, order):
     return outs
 
 
-def _stages_device(d: _a.Dev, batch, mode, formula, kernel, order, region=None, hists=None):
+def _stages_device(d: _a.Dev, batch, mode, formula, kernel, order, region=None, hists=None,
+                   out=None):
     """equalize() with a mask or roi, or match_histograms() (hists: the reference's histograms
-    on the device), on 8-bit CUDA arrays: histeq._histeq.stages_device on the caller's stream."""
+    on the device), on 8-bit CUDA arrays: histeq._histeq.stages_device on the caller's stream.
+    Never in place (the apply kernel's input and output do not overlap): an out that overlaps
+    the image or the mask gets the result through a new array."""
     n, h, w, c, is_batch = _a.split_shape(d.shape, batch, "image")
     mask, roi = region.device(d, h, w) if region is not None else (None, None)
     swap = order == "bgr" and c >= 3 and mode != "rgb"
     if swap:  # the device stages compute luma from RGB: a swapped copy, and back for luma
         d = _a.swap_red_blue(d)
-    out = _a.result_like(d, _a.out_shape(d.shape, mode, n, h, w, c, is_batch))
+    res = _a.device_target(d, out, _a.out_shape(d.shape, mode, n, h, w, c, is_batch),
+                           mask=mask, mask_bytes=h * w)
     if n * h * w > 0:
-        _histeq.stages_device(d.device, d.stream, d.ptr, _a.ptr(out), n, h, w, c, mode, formula,
+        _histeq.stages_device(d.device, d.stream, d.ptr, _a.ptr(res), n, h, w, c, mode, formula,
                               kernel, 0 if mask is None else _a.ptr(mask), roi,
                               0 if hists is None else _a.ptr(hists),
                               0 if hists is None else int(hists.shape[0]))
     if swap and _a.out_channels(mode, c) == c:
-        out = _a.unswap_red_blue(out)
-    return out
+        res = _a.unswap_red_blue(res)
+    return _a.finish(out, res, d)
 
 
-def _equalize_region_host(a: _np.ndarray, region, batch, mode, formula, kernel, backend, order):
+def _equalize_region_host(a: _np.ndarray, region, batch, mode, formula, kernel, backend, order,
+                          out=None, wrap=None):
     if a.dtype == _np.uint16:
         _check16(formula, kernel)
         return _equalize16_host(a, batch, mode, backend, region)
-    return _equalize_host(a, batch, mode, formula, kernel, backend, order, region)
+    return _equalize_host(a, batch, mode, formula, kernel, backend, order, region, out, wrap)
 
 
-def _equalize_region(image, region: _r.Region, batch, mode, formula, kernel, backend, order):
+def _equalize_region(image, region: _r.Region, batch, mode, formula, kernel, backend, order,
+                     out=None):
     """equalize() with a mask or roi: one image or a batch."""
     d = _a.as_device(image, "image")
     if d is not None:
         if backend == "cpu":
             raise _cpu_with_cuda_array()
         if d.dtype == "uint8":
-            return _stages_device(d, batch, mode, formula, kernel, order, region=region)
+            return _stages_device(d, batch, mode, formula, kernel, order, region=region, out=out)
         _check16(formula, kernel)  # 16-bit CUDA arrays: the whole-image path through the host
         return _a.via_host(d, lambda a: _equalize_region_host(a, region, batch, mode, formula,
-                                                               kernel, "auto", order))
+                                                               kernel, "auto", order), out)
     if backend == "cuda":
         _a.require_cuda("backend='cuda'")
     a, wrap = _a.host_array(image, "image")
-    out = _equalize_region_host(a, region, batch, mode, formula, kernel, backend, order)
-    return out if wrap is None else wrap(out)
+    res = _equalize_region_host(a, region, batch, mode, formula, kernel, backend, order, out, wrap)
+    return _a.host_finish(out, wrap, res)
 
 
 def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kernel: str = "auto",
              backend: str = "auto", batch: Optional[bool] = None, channel_order: str = "rgb",
-             mask=None, roi=None):
+             mask=None, roi=None, out=None):
     """Equalizes the histogram of 8- or 16-bit images, as ``histeq equalize`` (and
     ``cv::equalizeHist``; 16-bit: its formula over 65536 levels, include/histeq/equalize16.hpp).
 
@@ -329,18 +357,33 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
             call for one made under ``torch.inference_mode``, which has no version counter).
         roi: ``(x, y, width, height)``: the histograms count only the pixels of this rectangle
             (with ``mask``: the mask's pixels inside it); the LUT applies to every pixel.
+        out: an array the result is written into and which is returned (no result is
+            allocated): the kind of array the call returns for ``image`` (a NumPy array for
+            a NumPy array, a CPU tensor for a CPU tensor, the same library's array on the
+            image's device for a CUDA array, a CuPy array for a ``__cuda_array_interface__`` or
+            DLPack one), C-contiguous and writable, with exactly the result's shape and dtype;
+            for one image or a batch (not a list). It may be the image itself (in place) or
+            overlap it: gray CUDA images (8-bit with ``kernel="auto"`` and no ``mask`` or
+            ``roi``, and 16-bit) are equalized in place by the batched kernels, the list kernel
+            for one 8-bit image, and the 16-bit engine; the other paths (host arrays, colour, a
+            mask or roi, a named kernel) write a new array and copy it into ``out`` after the
+            image was read. On a CUDA array the work, and that copy, are queued on the caller's
+            stream as without ``out``.
 
     Returns:
         The equalized image(s): same shape, except ``mode="gray"`` on colour gives ``(H, W)``
-        (``(N, H, W)`` for a batch); same kind of array (a list for a list or tuple).
+        (``(N, H, W)`` for a batch); same kind of array (a list for a list or tuple); ``out``
+        when given.
 
     Raises:
         TypeError: ``image`` is not an array (or list of them) or not ``uint8``/``uint16``;
-            ``mask`` not of a bool or integer dtype; ``roi`` not four ints.
+            ``mask`` not of a bool or integer dtype; ``roi`` not four ints; ``out`` not of the
+            result's kind or dtype, or given with a list or tuple of images.
         ValueError: bad shape or strides, unknown ``mode``/``formula``/``kernel``/``backend``/
             ``channel_order``, a CUDA array with ``backend="cpu"``, ``backend="cuda"`` without
             a usable GPU; a ``mask`` of another height x width, a ``roi`` outside the image or
-            empty, a mask that counts no pixel.
+            empty, a mask that counts no pixel; ``out`` on another device, of another shape,
+            not C-contiguous or read-only.
         RuntimeError: a CUDA failure.
     """
     _a.check_options(mode, formula, kernel, backend, channel_order)
@@ -351,28 +394,53 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
             if mask is None and roi is None:
                 if sixteen:
                     _check16(formula, kernel)
-                out = _a._torch.empty_like(image)
-                if n * h * w > 0:
-                    if sixteen:
-                        _histeq.equalize16_device(dev, stream, ptr, out.data_ptr(), n, h * w)
-                    else:
-                        _histeq.equalize_device(dev, stream, ptr, out.data_ptr(), n, h * w, 1,
-                                                mode, formula, kernel, _batch_path)
-                return out
-            r = None if sixteen else _r.torch_region(mask, roi, dev, h, w)
-            if r is not None:  # 8-bit, a mask read in place and/or a roi: _stages_device's call
-                out = _a._torch.empty_like(image)
-                if n * h * w > 0:
-                    _histeq.stages_device(dev, stream, ptr, out.data_ptr(), n, h, w, 1, mode,
-                                          formula, kernel, r[0], r[1], 0, 0)
-                return out
+                if out is None:
+                    out = _a._torch.empty_like(image)
+                    if n * h * w > 0:
+                        if sixteen:
+                            _histeq.equalize16_device(dev, stream, ptr, out.data_ptr(), n, h * w)
+                        else:
+                            _histeq.equalize_device(dev, stream, ptr, out.data_ptr(), n, h * w,
+                                                    1, mode, formula, kernel, _batch_path)
+                    return out
+                # out=: in place with the 16-bit engine, and the batched kernels with "auto"
+                nbytes = n * h * w * (2 if sixteen else 1)
+                optr = _a.torch_out(out, dev, image.shape, image.dtype, nbytes, ptr, nbytes,
+                                    sixteen or kernel == "auto")
+                if optr is not None:
+                    if n * h * w > 0:
+                        if sixteen:
+                            _histeq.equalize16_device(dev, stream, ptr, optr, n, h * w)
+                        elif n == 1 and optr == ptr:  # in place: the list kernel takes it
+                            _histeq.equalize_device_list(dev, stream, [ptr], [ptr], [h * w],
+                                                         formula)
+                        else:
+                            _histeq.equalize_device(dev, stream, ptr, optr, n, h * w, 1, mode,
+                                                    formula, kernel, _batch_path)
+                    return out
+            else:
+                r = None if sixteen else _r.torch_region(mask, roi, dev, h, w)
+                if r is not None:  # 8-bit, a mask read in place and/or a roi: _stages_device's
+                    if out is None:
+                        out = _a._torch.empty_like(image)
+                        optr = out.data_ptr()
+                    else:  # the stages' apply kernel: never in place
+                        optr = _a.torch_out(out, dev, image.shape, image.dtype, n * h * w, ptr,
+                                            n * h * w, False, r[0], h * w)
+                    if optr is not None:
+                        if n * h * w > 0:
+                            _histeq.stages_device(dev, stream, ptr, optr, n, h, w, 1, mode,
+                                                  formula, kernel, r[0], r[1], 0, 0)
+                        return out
+    if isinstance(image, (list, tuple)):
+        _a.no_list_out(out)
     if mask is not None or roi is not None:
         region = _r.Region(mask, roi)
         if isinstance(image, (list, tuple)):
             return [_equalize_region(x, region, False, mode, formula, kernel, backend,
                                      channel_order) for x in image]
         return _equalize_region(image, region, batch, mode, formula, kernel, backend,
-                                channel_order)
+                                channel_order, out)
     if isinstance(image, (list, tuple)):
         return _equalize_list(list(image), mode, formula, kernel, backend, channel_order)
     d = _a.as_device(image, "image")
@@ -381,17 +449,18 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
             raise _cpu_with_cuda_array()
         if d.dtype == "uint16":
             _check16(formula, kernel)
-            return _equalize16_device(d, batch, mode)
-        return _equalize_device(d, batch, mode, formula, kernel, channel_order)
+            return _equalize16_device(d, batch, mode, out)
+        return _equalize_device(d, batch, mode, formula, kernel, channel_order, out)
     if backend == "cuda":
         _a.require_cuda("backend='cuda'")
     a, wrap = _a.host_array(image, "image")
     if a.dtype == _np.uint16:
         _check16(formula, kernel)
-        out = _equalize16_host(a, batch, mode, backend)
+        res = _equalize16_host(a, batch, mode, backend)
     else:
-        out = _equalize_host(a, batch, mode, formula, kernel, backend, channel_order)
-    return out if wrap is None else wrap(out)
+        res = _equalize_host(a, batch, mode, formula, kernel, backend, channel_order, out=out,
+                             wrap=wrap)
+    return _a.host_finish(out, wrap, res)
 
 
 # ------------------------------------------------------------------------------------------
@@ -405,22 +474,26 @@ def _check_bins(bins) -> None:
         raise ValueError(f"bins: must be in 1..4096 (8-bit) or 65536 (16-bit), got {bins}")
 
 
-def _histogram_device(d: _a.Dev, bins, kernel, mode, batch, order):
+def _counts_shape(n: int, planes: int, bins: int, is_batch: bool) -> tuple:
+    """The shape of histogram()'s counts: (N,) for a batch, then (planes,) when more than one,
+    then (bins,); C-contiguous, image i's plane p at (i * planes + p) * bins."""
+    return ((n,) if is_batch else ()) + ((planes, bins) if planes > 1 else (bins,))
+
+
+def _histogram_device(d: _a.Dev, bins, kernel, mode, batch, order, out=None):
     n, h, w, c, is_batch = _a.split_shape(d.shape, batch, "image")
     if c != 1 and bins != 256:
         raise ValueError(f"bins: colour images take 256 bins only; got {bins}")
     if order == "bgr" and c >= 3 and mode != "rgb":
         d = _a.swap_red_blue(d)
     planes = 3 if (c >= 3 and mode == "rgb") else 1
-    out = _a.result_like(d, (n, planes, bins), "int64")
-    optr = _a.ptr(out)
+    res = _a.device_target(d, out, _counts_shape(n, planes, bins, is_batch), "int64")
+    optr = _a.ptr(res)
     step = h * w * c
     for i in range(n):
         _histeq.histogram_device(d.device, d.stream, d.ptr + i * step, h * w, c, mode, bins,
                                  kernel, optr + i * planes * bins * 8)
-    if planes == 1:
-        out = out.reshape(n, bins)
-    return out if is_batch else out[0]
+    return _a.finish(out, res, d)
 
 
 def _histogram_host(a: _np.ndarray, bins, kernel, mode, backend, batch, order):
@@ -461,25 +534,26 @@ def _histogram_region_host(a: _np.ndarray, region: _r.Region, bins, kernel, mode
     return _np.stack(res) if is_batch else res[0]
 
 
-def _histogram_region_device(d: _a.Dev, region: _r.Region, mode, n, h, w, c, is_batch, order):
+def _histogram_region_device(d: _a.Dev, region: _r.Region, mode, n, h, w, c, is_batch, order,
+                             out=None):
     """The 256-bin histograms of the counted pixels of 8-bit CUDA images, on their device."""
     mask, roi = region.device(d, h, w)
     if order == "bgr" and c >= 3 and mode != "rgb":
         d = _a.swap_red_blue(d)
     planes = 3 if (c >= 3 and mode == "rgb") else 1
-    out = _a.result_like(d, (n, planes, 256), "int64")
-    optr, mptr = _a.ptr(out), 0 if mask is None else _a.ptr(mask)
+    res = _a.device_target(d, out, _counts_shape(n, planes, 256, is_batch), "int64", mask=mask,
+                           mask_bytes=h * w)
+    optr, mptr = _a.ptr(res), 0 if mask is None else _a.ptr(mask)
     if h * w == 0:
-        out.fill_(0) if hasattr(out, "fill_") else out.fill(0)
+        res.fill_(0) if hasattr(res, "fill_") else res.fill(0)
     for i in range(n if h * w > 0 else 0):
         _histeq.histogram_device_region(d.device, d.stream, d.ptr + i * h * w * c, h, w, c, mode,
                                         mptr, roi, optr + i * planes * 256 * 8)
-    if planes == 1:
-        out = out.reshape(n, 256)
-    return out if is_batch else out[0]
+    return _a.finish(out, res, d)
 
 
-def _histogram_region(image, region: _r.Region, bins, kernel, mode, backend, batch, order):
+def _histogram_region(image, region: _r.Region, bins, kernel, mode, backend, batch, order,
+                      out=None):
     """histogram() with a mask or roi: one image or a batch."""
     d = _a.as_device(image, "image")
     if (d.dtype if d is not None else _a.host_dtype(image)) == "uint16":
@@ -496,19 +570,19 @@ def _histogram_region(image, region: _r.Region, bins, kernel, mode, backend, bat
             raise _cpu_with_cuda_array()
         n, h, w, c, is_batch = _a.split_shape(d.shape, batch, "image")
         if d.dtype == "uint8" and bins == 256:
-            return _histogram_region_device(d, region, mode, n, h, w, c, is_batch, order)
+            return _histogram_region_device(d, region, mode, n, h, w, c, is_batch, order, out)
         return _a.via_host(d, lambda a: _histogram_region_host(a, region, bins, kernel, mode,
-                                                                "auto", batch, order))
+                                                                "auto", batch, order), out)
     if backend == "cuda":
         _a.require_cuda("backend='cuda'")
     a, wrap = _a.host_array(image, "image")
-    out = _histogram_region_host(a, region, bins, kernel, mode, backend, batch, order)
-    return out if wrap is None else wrap(out)
+    res = _histogram_region_host(a, region, bins, kernel, mode, backend, batch, order)
+    return _a.host_finish(out, wrap, res)
 
 
 def histogram(image, bins: Optional[int] = None, kernel: str = "auto", *,
               mode: Optional[str] = None, backend: str = "auto", batch: Optional[bool] = None,
-              channel_order: str = "rgb", mask=None, roi=None):
+              channel_order: str = "rgb", mask=None, roi=None, out=None):
     """The histogram(s) of the planes ``equalize`` would equalize, as ``histeq histogram``.
 
     Args:
@@ -524,6 +598,11 @@ def histogram(image, bins: Optional[int] = None, kernel: str = "auto", *,
         channel_order: as :func:`equalize` (which channel is red, for Y).
         mask: as :func:`equalize`: only the pixels where the mask is nonzero are counted.
         roi: as :func:`equalize`: only the pixels of ``(x, y, width, height)`` are counted.
+        out: an array the counts are written into and which is returned, as :func:`equalize`
+            takes it: the kind of array the call returns (NumPy for host input, the image's
+            library on its device), C-contiguous, ``int64``, with exactly the result's shape.
+            The kernels count 8-bit CUDA images and 16-bit gray ones into it directly (unless it
+            overlaps the image or the mask); the other paths copy their counts into it.
 
     Returns:
         Counts (``int64``, as ``numpy.histogram`` and scikit-image give them) of one image:
@@ -531,11 +610,11 @@ def histogram(image, bins: Optional[int] = None, kernel: str = "auto", *,
         images: always the three channels; gray and gray+alpha: the gray channel); a batch adds
         a leading ``N``; a list gives a list. NumPy for host input; on a CUDA array the same
         library's array on the same device (``torch.int64``, ``cupy.int64``), queued on the
-        current stream.
+        current stream; ``out`` when given.
 
     Raises:
-        as :func:`equalize` (``mask`` and ``roi`` included); ValueError for ``bins`` outside
-        1..4096 or not 256 on colour, or not 65536 on ``uint16``.
+        as :func:`equalize` (``mask``, ``roi`` and ``out`` included); ValueError for ``bins``
+        outside 1..4096 or not 256 on colour, or not 65536 on ``uint16``.
     """
     _a.check_options(mode, "opencv", kernel, backend, channel_order)
     _check_bins(bins)
@@ -543,84 +622,121 @@ def histogram(image, bins: Optional[int] = None, kernel: str = "auto", *,
         g = _a.torch_gray(image, batch)
         if g is not None:  # a gray CUDA tensor: the general path's calls, without its steps
             if mask is None and roi is None:
-                return _histogram_torch_gray(image, g, bins, kernel, mode)
-            if not g[6] and (bins is None or (type(bins) is int and bins == 256)):
+                res = _histogram_torch_gray(image, g, bins, kernel, mode, out)
+                if res is not None:
+                    return res
+            elif not g[6] and (bins is None or (type(bins) is int and bins == 256)):
                 r = _r.torch_region(mask, roi, g[0], g[4], g[5])
                 if r is not None:
-                    return _histogram_region_torch_gray(image, g, r, mode)
+                    res = _histogram_region_torch_gray(image, g, r, mode, out)
+                    if res is not None:
+                        return res
+    if isinstance(image, (list, tuple)):
+        _a.no_list_out(out)
     if mask is not None or roi is not None:
         region = _r.Region(mask, roi)
         if isinstance(image, (list, tuple)):
             return [_histogram_region(x, region, bins, kernel, mode, backend, False,
                                       channel_order) for x in image]
         return _histogram_region(image, region, bins, kernel, mode, backend, batch,
-                                 channel_order)
+                                 channel_order, out)
     if isinstance(image, (list, tuple)):
         return [histogram(x, bins, kernel, mode=mode, backend=backend, batch=False,
                           channel_order=channel_order) for x in image]
     d = _a.as_device(image, "image")
     if (d.dtype if d is not None else _a.host_dtype(image)) == "uint16":
-        return _histogram16(image, d, bins, kernel, mode, backend, batch)
+        return _histogram16(image, d, bins, kernel, mode, backend, batch, out)
     bins = 256 if bins is None else int(bins)
     if bins > 4096:
         raise ValueError(f"bins: 8-bit images take 1..4096 bins, got {bins}")
     if d is not None:
         if backend == "cpu":
             raise _cpu_with_cuda_array()
-        return _histogram_device(d, bins, kernel, mode, batch, channel_order)
+        return _histogram_device(d, bins, kernel, mode, batch, channel_order, out)
     if backend == "cuda":
         _a.require_cuda("backend='cuda'")
     a, wrap = _a.host_array(image, "image")
-    out = _histogram_host(a, bins, kernel, mode, backend, batch, channel_order)
-    return out if wrap is None else wrap(out)
+    res = _histogram_host(a, bins, kernel, mode, backend, batch, channel_order)
+    return _a.host_finish(out, wrap, res)
 
 
-def _histogram_torch_gray(x, g, bins, kernel, mode):
+def _torch_counts(g, shape, out, mask: int = 0):
+    """(out, its address) for the histogram shortcuts when out (not None) is a tensor their
+    calls can write the counts of shape into (_arrays.torch_out; the image and the mask at
+    address mask are read); (None, None) for any other out."""
+    dev, _st, ptr, n, h, w, sixteen, _b = g
+    optr = _a.torch_out(out, dev, shape, _a._torch_i64, _a._count(shape) * 8, ptr,
+                        n * h * w * (2 if sixteen else 1), False, mask, h * w)
+    return (None, None) if optr is None else (out, optr)
+
+
+def _histogram_torch_gray(x, g, bins, kernel, mode, out):
     """histogram() of a gray CUDA tensor (g: _arrays.torch_gray's view of it): what
-    _histogram16 and _histogram_device do for it, the counts allocated in the result's shape."""
+    _histogram16 and _histogram_device do for it, the counts allocated in the result's shape
+    (or written into out). None when out is not one these calls can write (the general path
+    takes it)."""
     dev, stream, ptr, n, h, w, sixteen, is_batch = g
     if sixteen:
         if bins is not None and int(bins) != 65536:
             raise ValueError(f"bins: 16-bit images take 65536 bins (one per level), got {bins}")
         _check16("opencv", kernel)
-        out = _a._torch.empty((n, 65536) if is_batch else (65536,), dtype=_a._torch_i64,
-                              device=x.device)
-        if n * h * w > 0:
-            _histeq.histogram16_device(dev, stream, ptr, n, h * w, out.data_ptr())
+        shape = (n, 65536) if is_batch else (65536,)
+        if out is None:
+            res = _a._torch.empty(shape, dtype=_a._torch_i64, device=x.device)
+            optr = res.data_ptr()
         else:
-            out.zero_()
-        return out
+            res, optr = _torch_counts(g, shape, out)
+            if res is None:
+                return None
+        if n * h * w > 0:
+            _histeq.histogram16_device(dev, stream, ptr, n, h * w, optr)
+        else:
+            res.zero_()
+        return res
     bins = 256 if bins is None else int(bins)
     if bins > 4096:
         raise ValueError(f"bins: 8-bit images take 1..4096 bins, got {bins}")
-    out = _a._torch.empty((n, bins) if is_batch else (bins,), dtype=_a._torch_i64,
-                          device=x.device)
-    optr, pixels = out.data_ptr(), h * w
+    if out is None:
+        res = _a._torch.empty((n, bins) if is_batch else (bins,), dtype=_a._torch_i64,
+                              device=x.device)
+        optr = res.data_ptr()
+    else:
+        res, optr = _torch_counts(g, (n, bins) if is_batch else (bins,), out)
+        if res is None:
+            return None
+    pixels = h * w
     for i in range(n):
         _histeq.histogram_device(dev, stream, ptr + i * pixels, pixels, 1, mode, bins, kernel,
                                  optr + i * bins * 8)
-    return out
+    return res
 
 
-def _histogram_region_torch_gray(x, g, r, mode):
+def _histogram_region_torch_gray(x, g, r, mode, out):
     """histogram() of a gray 8-bit CUDA tensor (g: _arrays.torch_gray's view of it) with a mask
     and/or roi (r: _region.torch_region's): _histogram_region_device's calls, the counts
-    allocated in the result's shape."""
+    allocated in the result's shape (or written into out). None when out is not one these
+    calls can write (the general path takes it)."""
     dev, stream, ptr, n, h, w, _s, is_batch = g
-    out = _a._torch.empty((n, 256) if is_batch else (256,), dtype=_a._torch_i64,
-                          device=x.device)
+    if out is None:
+        res = _a._torch.empty((n, 256) if is_batch else (256,), dtype=_a._torch_i64,
+                              device=x.device)
+        optr = res.data_ptr()
+    else:
+        res, optr = _torch_counts(g, (n, 256) if is_batch else (256,), out, r[0])
+        if res is None:
+            return None
     pixels = h * w
     if pixels == 0:
-        out.zero_()
-        return out
-    optr, mptr, roi = out.data_ptr(), r[0], r[1]
+        res.zero_()
+        return res
+    mptr, roi = r[0], r[1]
     for i in range(n):
         _histeq.histogram_device_region(dev, stream, ptr + i * pixels, h, w, 1, mode, mptr, roi,
                                         optr + i * 2048)
-    return out
+    return res
 
 
-def _histogram16(image, d: Optional[_a.Dev], bins, kernel, mode, backend, batch):
+def _histogram16(image, d: Optional[_a.Dev], bins, kernel, mode, backend, batch, out=None):
     """histogram() of a uint16 image: 65536 bins per plane (hist_u16 on the GPU)."""
     if bins is not None and int(bins) != 65536:
         raise ValueError(f"bins: 16-bit images take 65536 bins (one per level), got {bins}")
@@ -641,18 +757,18 @@ def _histogram16(image, d: Optional[_a.Dev], bins, kernel, mode, backend, batch)
             raise _cpu_with_cuda_array()
         n, h, w, c, is_batch = _a.split_shape(d.shape, batch, "image")
         if c != 1:  # gray+alpha and colour: their planes on the host
-            return _a.via_host(d, lambda a: host(a, "auto"))
-        out = _a.result_like(d, (n, 65536), "int64")
+            return _a.via_host(d, lambda a: host(a, "auto"), out)
+        res = _a.device_target(d, out, _counts_shape(n, 1, 65536, is_batch), "int64")
         if n * h * w > 0:
-            _histeq.histogram16_device(d.device, d.stream, d.ptr, n, h * w, _a.ptr(out))
+            _histeq.histogram16_device(d.device, d.stream, d.ptr, n, h * w, _a.ptr(res))
         else:  # torch has zero_, CuPy fill
-            out.zero_() if hasattr(out, "zero_") else out.fill(0)
-        return out if is_batch else out[0]
+            res.zero_() if hasattr(res, "zero_") else res.fill(0)
+        return _a.finish(out, res, d)
     if backend == "cuda":
         _a.require_cuda("backend='cuda'")
     a, wrap = _a.host_array(image, "image")
-    out = host(a, backend)
-    return out if wrap is None else wrap(out)
+    res = host(a, backend)
+    return _a.host_finish(out, wrap, res)
 
 
 # ------------------------------------------------------------------------------------------
@@ -662,25 +778,28 @@ def _histogram16(image, d: Optional[_a.Dev], bins, kernel, mode, backend, batch)
 _clahe_args = _a.clahe_args
 
 
-def _clahe_host(a: _np.ndarray, batch, mode, clip, tx, ty, backend, order, region=None):
+def _clahe_host(a: _np.ndarray, batch, mode, clip, tx, ty, backend, order, region=None,
+                out=None, wrap=None):
+    """The NumPy result (out's memory where the calls can write it: _arrays.host_target)."""
     n, h, w, c, is_batch = _a.split_shape(a.shape, batch, "image")
     mask, roi = region.host(h, w) if region is not None and n * h * w > 0 else (None, None)
     if a.dtype == _np.uint16:  # 16-bit images keep their channels
-        out = _np.empty(a.shape, _np.uint16)
+        res = _a.host_target(out, wrap, a.shape, "uint16", a)
         if n * h * w > 0:
-            _histeq.clahe_host16(a, out, n, h, w, c, mode, clip, tx, ty, backend,
+            _histeq.clahe_host16(a, res, n, h, w, c, mode, clip, tx, ty, backend,
                                  mask=mask, roi=roi)
-        return out
-    out = _np.empty(_a.out_shape(a.shape, mode, n, h, w, c, is_batch), _np.uint8)
+        return res
+    res = _a.host_target(out, wrap, _a.out_shape(a.shape, mode, n, h, w, c, is_batch), "uint8",
+                         a)
     if n * h * w > 0:
-        _histeq.clahe_host(a, out, n, h, w, c, mode, clip, tx, ty, backend, order,
+        _histeq.clahe_host(a, res, n, h, w, c, mode, clip, tx, ty, backend, order,
                            mask=mask, roi=roi)
-    return out
+    return res
 
 
 def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
           mode: Optional[str] = None, backend: str = "auto", batch: Optional[bool] = None,
-          channel_order: str = "rgb", mask=None, roi=None):
+          channel_order: str = "rgb", mask=None, roi=None, out=None):
     """Contrast-limited adaptive histogram equalization, as ``histeq clahe`` and OpenCV's
     ``cv2.createCLAHE(clipLimit, tileGridSize).apply(img)``, with OpenCV's names (as
     scikit-image's and kornia's ``clip_limit``) and defaults: ``histeq.clahe(g)`` equals
@@ -718,10 +837,15 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
             array.
         roi: ``(x, y, width, height)``: the tile histograms count only the pixels of this
             rectangle (with ``mask``: the mask's pixels inside it), as ``mask``.
+        out: an array the result is written into and which is returned, as :func:`equalize`
+            takes it (the result's kind, device, shape and dtype; C-contiguous; not with a
+            list). It may be the image itself (in place): gray CUDA images (8 and 16 bits, no
+            ``mask`` or ``roi``) are written in place by the CLAHE kernels; host arrays, colour
+            and masked CLAHE write a new array and copy it into ``out``.
 
     Returns:
         The result, same shape and dtype (``mode="gray"`` on colour gives ``(H, W)``), the same
-        kind of array (a list for a list or tuple).
+        kind of array (a list for a list or tuple); ``out`` when given.
 
     Raises:
         TypeError: ``image`` not an array of ``uint8``/``uint16``; ``clip_limit`` not a number;
@@ -731,7 +855,7 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
             ``channel_order``, ``mode`` other than ``"rgb"`` on 16-bit colour, a CUDA array with
             ``backend="cpu"``; a ``mask`` or ``roi`` that does not fit the image or counts no
             pixel (TypeError for a ``mask`` not of a bool or integer dtype, a ``roi`` not four
-            ints).
+            ints); ``out`` as :func:`equalize` says.
         RuntimeError: a CUDA failure.
     """
     if mode is not None or backend != "auto" or channel_order != "rgb":
@@ -743,13 +867,21 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
         g = _a.torch_gray(image, batch)
         if g is not None:  # a gray CUDA tensor: the general path's calls, without its steps
             dev, stream, ptr, n, h, w, sixteen, _b = g
-            out = _a._torch.empty_like(image)
-            if n * h * w > 0:
-                _histeq.clahe_device(dev, stream, ptr, out.data_ptr(), n, h, w, sixteen, clip,
-                                     tx, ty)
-            return out
+            if out is None:
+                out = _a._torch.empty_like(image)
+                if n * h * w > 0:
+                    _histeq.clahe_device(dev, stream, ptr, out.data_ptr(), n, h, w, sixteen, clip,
+                                         tx, ty)
+                return out
+            nbytes = n * h * w * (2 if sixteen else 1)  # out=: the CLAHE engine takes in == out
+            optr = _a.torch_out(out, dev, image.shape, image.dtype, nbytes, ptr, nbytes, True)
+            if optr is not None:
+                if n * h * w > 0:
+                    _histeq.clahe_device(dev, stream, ptr, optr, n, h, w, sixteen, clip, tx, ty)
+                return out
     region = _r.Region(mask, roi) if mask is not None or roi is not None else None
     if isinstance(image, (list, tuple)):
+        _a.no_list_out(out)
         return [clahe(x, clip, (tx, ty), mode=mode, backend=backend, batch=False,
                       channel_order=channel_order, mask=mask, roi=roi) for x in image]
     d = _a.as_device(image, "image")
@@ -759,17 +891,17 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
         n, h, w, c, is_batch = _a.split_shape(d.shape, batch, "image")
         if c != 1 or region is not None:  # colour, or masked CLAHE: through the host
             return _a.via_host(d, lambda a: _clahe_host(a, batch, mode, clip, tx, ty, "auto",
-                                                         channel_order, region))
-        out = _a.result_like(d, d.shape, d.dtype)
+                                                         channel_order, region), out)
+        res = _a.device_target(d, out, d.shape, d.dtype, in_place=True)  # in == out: the engine
         if n * h * w > 0:
-            _histeq.clahe_device(d.device, d.stream, d.ptr, _a.ptr(out), n, h, w,
+            _histeq.clahe_device(d.device, d.stream, d.ptr, _a.ptr(res), n, h, w,
                                  d.dtype == "uint16", clip, tx, ty)
-        return out
+        return _a.finish(out, res, d)
     if backend == "cuda":
         _a.require_cuda("backend='cuda'")
     a, wrap = _a.host_array(image, "image")
-    out = _clahe_host(a, batch, mode, clip, tx, ty, backend, channel_order, region)
-    return out if wrap is None else wrap(out)
+    res = _clahe_host(a, batch, mode, clip, tx, ty, backend, channel_order, region, out, wrap)
+    return _a.host_finish(out, wrap, res)
 
 
 # ------------------------------------------------------------------------------------------
@@ -783,38 +915,40 @@ def _match_planes(mode, c: int, sixteen: bool) -> int:
     return 3 if sixteen or (mode or "luma") == "rgb" else 1
 
 
-def _match_host(a: _np.ndarray, ref: _r.Reference, batch, mode, backend, order):
+def _match_host(a: _np.ndarray, ref: _r.Reference, batch, mode, backend, order, out=None,
+                wrap=None):
+    """The NumPy result (out's memory where the calls can write it: _arrays.host_target)."""
     n, h, w, c, is_batch = _a.split_shape(a.shape, batch, "image")
     sixteen = a.dtype == _np.uint16
     hists = ref.histograms(_match_planes(mode, c, sixteen), 16 if sixteen else 8)
     if sixteen:
         return _per_image_host(a, batch, lambda img, h, w, c: _histeq.equalize_host16(
             img, h, w, c, mode, backend, reference=hists)[0])
-    out = _np.empty(_a.out_shape(a.shape, mode, n, h, w, c, is_batch), _np.uint8)
+    res = _a.host_target(out, wrap, _a.out_shape(a.shape, mode, n, h, w, c, is_batch), "uint8", a)
     if n * h * w > 0:
-        _histeq.equalize_host(a, out, n, h, w, c, mode, "opencv", "auto", backend, order,
+        _histeq.equalize_host(a, res, n, h, w, c, mode, "opencv", "auto", backend, order,
                               reference=hists)
-    return out
+    return res
 
 
-def _match_one(image, ref: _r.Reference, batch, mode, backend, order):
+def _match_one(image, ref: _r.Reference, batch, mode, backend, order, out=None):
     d = _a.as_device(image, "image")
     if d is None:
         if backend == "cuda":
             _a.require_cuda("backend='cuda'")
         a, wrap = _a.host_array(image, "image")
-        out = _match_host(a, ref, batch, mode, backend, order)
-        return out if wrap is None else wrap(out)
+        res = _match_host(a, ref, batch, mode, backend, order, out, wrap)
+        return _a.host_finish(out, wrap, res)
     if backend == "cpu":
         raise _cpu_with_cuda_array()
     c = _a.split_shape(d.shape, batch, "image")[3]
     if d.dtype == "uint16":  # 16-bit CUDA arrays: the whole-image path through the host
-        return _a.via_host(d, lambda a: _match_host(a, ref, batch, mode, "auto", order))
+        return _a.via_host(d, lambda a: _match_host(a, ref, batch, mode, "auto", order), out)
     hists = ref.device_histograms(_match_planes(mode, c, False), d)
-    return _stages_device(d, batch, mode, "opencv", "auto", order, hists=hists)
+    return _stages_device(d, batch, mode, "opencv", "auto", order, hists=hists, out=out)
 
 
-def _match_torch_gray(image, reference, batch, mode):
+def _match_torch_gray(image, reference, batch, mode, out):
     """match_histograms() of a gray 8-bit CUDA tensor to a gray 8-bit image (H, W) or (H, W, 1)
     with pixels on its device (both torch): what the general path queues (the reference's
     histogram, then the matching stages), without its steps. None when the arguments are not
@@ -826,18 +960,25 @@ def _match_torch_gray(image, reference, batch, mode):
     if r is None or r[6] or r[7] or r[0] != g[0] or r[4] * r[5] == 0:
         return None
     dev, stream, ptr, n, h, w, _s, _b = g
+    if out is not None:  # the stages' apply kernel: never in place
+        nbytes = n * h * w
+        optr = _a.torch_out(out, dev, image.shape, image.dtype, nbytes, ptr, nbytes, False)
+        if optr is None:
+            return None
     hists = _a._torch.empty((1, 256), dtype=_a._torch_i64, device=reference.device)
     hptr = hists.data_ptr()
     _histeq.histogram_device(r[0], r[1], r[2], r[4] * r[5], 1, None, 256, "auto", hptr)
-    out = _a._torch.empty_like(image)
+    if out is None:
+        out = _a._torch.empty_like(image)
+        optr = out.data_ptr()
     if n * h * w > 0:
-        _histeq.stages_device(dev, stream, ptr, out.data_ptr(), n, h, w, 1, mode, "opencv", "auto",
-                              0, None, hptr, 1)
+        _histeq.stages_device(dev, stream, ptr, optr, n, h, w, 1, mode, "opencv", "auto", 0, None,
+                              hptr, 1)
     return out
 
 
 def match_histograms(image, reference, *, mode: Optional[str] = None, backend: str = "auto",
-                     batch: Optional[bool] = None, channel_order: str = "rgb"):
+                     batch: Optional[bool] = None, channel_order: str = "rgb", out=None):
     """Histogram matching: maps the levels of ``image`` so that its cumulative histogram follows
     the reference's, as ``histeq match`` and scikit-image's ``exposure.match_histograms``:
     byte-identical to ``np.rint(skimage.exposure.match_histograms(image, reference))`` cast to
@@ -866,27 +1007,35 @@ def match_histograms(image, reference, *, mode: Optional[str] = None, backend: s
         batch: as :func:`equalize`.
         channel_order: as :func:`equalize`: which channel of a colour image and of a colour
             reference is red, for their luma.
+        out: an array the result is written into and which is returned, as :func:`equalize`
+            takes it (the result's kind, device, shape and dtype; C-contiguous; not with a
+            list). It may be the image (in place) or the reference: the reference's histograms
+            are counted first, and the image's LUTs are applied into a new array copied into
+            ``out`` when ``out`` overlaps the image (the apply kernel does not write in place).
 
     Returns:
         The matched image(s): same shape and dtype (``mode="gray"`` on colour gives ``(H,
-        W)``), the same kind of array (a list for a list or tuple).
+        W)``), the same kind of array (a list for a list or tuple); ``out`` when given.
 
     Raises:
         TypeError: ``image`` or ``reference`` not an array of ``uint8``/``uint16``; a list as
-            ``reference``.
+            ``reference``; ``out`` as :func:`equalize` says.
         ValueError: bad shapes, a reference with no pixel, unknown ``mode``/``backend``/
             ``channel_order``, ``mode`` other than ``"rgb"`` on 16-bit colour or a 16-bit
             colour reference for a gray image (no 16-bit YCbCr), a CUDA array with
-            ``backend="cpu"``, ``backend="cuda"`` without a usable GPU.
+            ``backend="cpu"``, ``backend="cuda"`` without a usable GPU; ``out`` as
+            :func:`equalize` says.
         RuntimeError: a CUDA failure.
     """
     _a.check_options(mode, "opencv", "auto", backend, channel_order)
     if type(image) in _a._torch_types and type(reference) in _a._torch_types and \
             backend != "cpu":
-        out = _match_torch_gray(image, reference, batch, mode)
-        if out is not None:
-            return out
+        res = _match_torch_gray(image, reference, batch, mode, out)
+        if res is not None:
+            return res
+    if isinstance(image, (list, tuple)):
+        _a.no_list_out(out)
     ref = _r.Reference(reference, channel_order, backend)
     if isinstance(image, (list, tuple)):
         return [_match_one(x, ref, False, mode, backend, channel_order) for x in image]
-    return _match_one(image, ref, batch, mode, backend, channel_order)
+    return _match_one(image, ref, batch, mode, backend, channel_order, out)

@@ -34,55 +34,62 @@ _Mask = Any
 _Roi = Union[Tuple[int, int, int, int], Sequence[int]]
 
 #: A NumPy uint8 or uint16 array, a PyTorch tensor, a CuPy array or any CUDA array
-#: (__cuda_array_interface__ / DLPack); the result is of the same kind.
+#: (__cuda_array_interface__ / DLPack); the result is of the same kind. out= (keyword-only,
+#: one image or batch: no list) takes an array of that kind, on the image's device,
+#: C-contiguous, of exactly the result's shape and dtype, and returns it.
 _A = TypeVar("_A")
 
 @overload
 def equalize(image: Union[List[_A], Tuple[_A, ...]], *, mode: Optional[_Mode] = ...,
              formula: _Formula = ..., kernel: str = ..., backend: _Backend = ...,
              batch: Optional[bool] = ..., channel_order: _Order = ...,
-             mask: Optional[_Mask] = ..., roi: Optional[_Roi] = ...) -> List[_A]: ...
+             mask: Optional[_Mask] = ..., roi: Optional[_Roi] = ...,
+             out: None = ...) -> List[_A]: ...
 @overload
 def equalize(image: _A, *, mode: Optional[_Mode] = ..., formula: _Formula = ...,
              kernel: str = ..., backend: _Backend = ..., batch: Optional[bool] = ...,
              channel_order: _Order = ..., mask: Optional[_Mask] = ...,
-             roi: Optional[_Roi] = ...) -> _A: ...
+             roi: Optional[_Roi] = ..., out: Optional[_A] = ...) -> _A: ...
 
 @overload
 def histogram(image: Union[List[Any], Tuple[Any, ...]], bins: Optional[int] = ...,
               kernel: str = ..., *, mode: Optional[_Mode] = ..., backend: _Backend = ...,
               batch: Optional[bool] = ..., channel_order: _Order = ...,
-              mask: Optional[_Mask] = ..., roi: Optional[_Roi] = ...) -> List[Any]: ...
+              mask: Optional[_Mask] = ..., roi: Optional[_Roi] = ...,
+              out: None = ...) -> List[Any]: ...
 @overload
 def histogram(image: npt.NDArray[Any], bins: Optional[int] = ..., kernel: str = ..., *,
               mode: Optional[_Mode] = ..., backend: _Backend = ..., batch: Optional[bool] = ...,
               channel_order: _Order = ..., mask: Optional[_Mask] = ...,
-              roi: Optional[_Roi] = ...) -> npt.NDArray[np.int64]: ...
+              roi: Optional[_Roi] = ...,
+              out: Optional[npt.NDArray[np.int64]] = ...) -> npt.NDArray[np.int64]: ...
 @overload
 def histogram(image: Any, bins: Optional[int] = ..., kernel: str = ..., *,
               mode: Optional[_Mode] = ..., backend: _Backend = ..., batch: Optional[bool] = ...,
               channel_order: _Order = ..., mask: Optional[_Mask] = ...,
-              roi: Optional[_Roi] = ...) -> Any: ...
+              roi: Optional[_Roi] = ..., out: Optional[Any] = ...) -> Any: ...
 
 @overload
 def match_histograms(image: Union[List[_A], Tuple[_A, ...]], reference: Any, *,
                      mode: Optional[_Mode] = ..., backend: _Backend = ...,
-                     batch: Optional[bool] = ..., channel_order: _Order = ...) -> List[_A]: ...
+                     batch: Optional[bool] = ..., channel_order: _Order = ...,
+                     out: None = ...) -> List[_A]: ...
 @overload
 def match_histograms(image: _A, reference: Any, *, mode: Optional[_Mode] = ...,
                      backend: _Backend = ..., batch: Optional[bool] = ...,
-                     channel_order: _Order = ...) -> _A: ...
+                     channel_order: _Order = ..., out: Optional[_A] = ...) -> _A: ...
 
 @overload
 def clahe(image: Union[List[_A], Tuple[_A, ...]], clip_limit: float = ...,
           tile_grid_size: _Grid = ..., *, mode: Optional[_Mode] = ..., backend: _Backend = ...,
           batch: Optional[bool] = ..., channel_order: _Order = ...,
-          mask: Optional[_Mask] = ..., roi: Optional[_Roi] = ...) -> List[_A]: ...
+          mask: Optional[_Mask] = ..., roi: Optional[_Roi] = ...,
+          out: None = ...) -> List[_A]: ...
 @overload
 def clahe(image: _A, clip_limit: float = ..., tile_grid_size: _Grid = ..., *,
           mode: Optional[_Mode] = ..., backend: _Backend = ..., batch: Optional[bool] = ...,
           channel_order: _Order = ..., mask: Optional[_Mask] = ...,
-          roi: Optional[_Roi] = ...) -> _A: ...
+          roi: Optional[_Roi] = ..., out: Optional[_A] = ...) -> _A: ...
 
 def kernels() -> List[Dict[str, Any]]: ...
 def cuda_available() -> bool: ...

@@ -6,7 +6,9 @@ The CUDA path is the hot one (a call that queues one or two kernel launches): wh
 up once is (the torch and CuPy modules, torch's dtypes and raw-stream function, the types of torch
 tensors and CuPy arrays), and nothing is allocated per call beyond the result and one small record
 (Dev). Gray torch tensors, the common case, take torch_gray: the few reads of the tensor that the
-call needs, no record, the result allocated by the caller."""
+call needs, no record, the result allocated by the caller, or given as out= (torch_out: its reads
+and a check that its memory is apart from the input's, or is the input's where the kernels take
+that)."""
 from __future__ import annotations
 
 import sys as _sys
@@ -384,18 +386,28 @@ def ptr(arr) -> int:
     return arr.data_ptr() if hasattr(arr, "data_ptr") else arr.data.ptr
 
 
-def via_host(d: Dev, fn):
+def via_host(d: Dev, fn, out=None):
     """Runs fn(numpy array) on a copy of the CUDA array d on the host and returns its NumPy
-    result as a new array of d's library on d's device. The copies synchronize the caller's
-    stream: the path of the calls the device engines take only for gray planes (colour CLAHE and
-    16-bit colour on CUDA arrays)."""
+    result as a new array of d's library on d's device, or copied into out (checked against
+    the result as check_out does) and out returned. The copies synchronize the caller's stream:
+    the path of the calls the device engines take only for gray planes (colour CLAHE and 16-bit
+    colour on CUDA arrays)."""
     if d.lib == "torch":
         res = fn(_np.ascontiguousarray(d.obj.cpu().numpy()))
+        if out is not None:
+            check_device_out(out, d, res.shape, res.dtype.name)
+            out.copy_(_torch.from_numpy(res))
+            return out
         return _torch.from_numpy(res).to(d.obj.device)
     import cupy  # type: ignore
     host = cupy.asnumpy(d.obj if d.lib == "cupy" else cupy.asarray(d.obj))
     res = fn(_np.ascontiguousarray(host))
+    if out is not None:
+        check_device_out(out, d, res.shape, res.dtype.name)
     with cupy.cuda.Device(d.device):
+        if out is not None:
+            out.set(res)
+            return out
         return cupy.asarray(res)
 
 
@@ -423,6 +435,177 @@ def unswap_red_blue(arr):
         return arr.index_select(arr.dim() - 1, _torch.tensor(order, device=arr.device))
     import cupy  # type: ignore
     return cupy.ascontiguousarray(arr[..., order])
+
+
+# ------------------------------------------------------------------------------------------
+# out=: the caller's array for the result
+# ------------------------------------------------------------------------------------------
+
+_ITEMSIZE = {"uint8": 1, "uint16": 2, "int64": 8}
+
+#: The _region module (set by it when imported): before the compiled calls write a torch tensor
+#: given as out= (which does not move torch's version counter), _written forgets the count checks
+#: it remembers of masks in that memory.
+_region: Any = None
+
+
+def _written(address: int, nbytes: int) -> None:
+    if _region is not None and _region._torch_checked:
+        _region.forget_written(address, nbytes)
+
+
+def _apart(a: int, a_bytes: int, b: int, b_bytes: int) -> bool:
+    """Whether the byte ranges [a, a + a_bytes) and [b, b + b_bytes) do not overlap."""
+    return a + a_bytes <= b or b + b_bytes <= a
+
+
+def _count(shape) -> int:
+    n = 1
+    for e in shape:
+        n *= int(e)
+    return n
+
+
+def check_out(out, lib: str, device: Optional[int], shape, dtype: str) -> None:
+    """The rules of out=: an array of the kind the call returns (lib "numpy", "torch" or
+    "cupy"), on its device (torch: -1 for the CPU), C-contiguous, writable, of exactly its shape
+    and dtype ("uint8", "uint16" or "int64"). TypeError for another kind or dtype, ValueError for
+    another device, shape or layout, each naming out and what was expected."""
+    if lib == "numpy":
+        if not isinstance(out, _np.ndarray):
+            raise TypeError(f"out: expected a NumPy array (the kind of array this call returns "
+                            f"for this image), got {type(out).__name__}")
+    elif lib == "torch":
+        if not hasattr(out, "is_contiguous") or not is_torch(out):  # a tensor, no storage
+            raise TypeError(f"out: expected a torch tensor (the kind of array this call returns "
+                            f"for this image), got {type(out).__name__}")
+        where = f"cuda:{device}" if device is not None and device >= 0 else "cpu"
+        if (out.get_device() if out.is_cuda else -1) != device or \
+                (not out.is_cuda and out.device.type != "cpu"):
+            raise ValueError(f"out: a tensor on {out.device}; expected one on {where}, the "
+                             f"image's device")
+    else:
+        if not is_cupy(out):
+            raise TypeError(f"out: expected a CuPy array (the kind of array this call returns "
+                            f"for this image), got {type(out).__name__}")
+        if out.device.id != device:
+            raise ValueError(f"out: an array on device {out.device.id}; expected one on device "
+                             f"{device}, the image's device")
+    if lib == "torch":
+        want = _torch_u8 if dtype == "uint8" else _torch_u16 if dtype == "uint16" else _torch_i64
+        if want is None or out.dtype is not want:
+            raise TypeError(f"out: dtype {out.dtype}; expected torch.{dtype}, the result's dtype")
+    elif out.dtype != _np.dtype(dtype):
+        raise TypeError(f"out: dtype {out.dtype}; expected {dtype}, the result's dtype")
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"out: shape {tuple(out.shape)}; expected {tuple(shape)}, the result's "
+                         f"shape")
+    if not (out.is_contiguous() if lib == "torch" else out.flags.c_contiguous):
+        raise ValueError("out: not C-contiguous; expected a C-contiguous array (the result is "
+                         "written into its memory in order)")
+    if lib == "numpy" and not out.flags.writeable:
+        raise ValueError("out: a read-only array; expected a writable one")
+
+
+def check_device_out(out, d: Dev, shape, dtype: str) -> None:
+    """check_out for the result of the CUDA array d: its library's array (CuPy for a
+    __cuda_array_interface__ array, as result_like allocates) on d's device."""
+    check_out(out, "torch" if d.lib == "torch" else "cupy", d.device, shape, dtype)
+
+
+def device_target(d: Dev, out, shape, dtype: str = "uint8", in_place: bool = False,
+                  mask: Any = None, mask_bytes: int = 0):
+    """The array the compiled calls write the result of the CUDA array d into: a new one
+    (result_like) when out is None; else out, checked (check_device_out), when its memory is
+    apart from d's and from the mask the calls read (mask: its device array, or None), or is
+    d's memory itself and in_place says the calls take that; else a new array, which finish
+    copies into out after the calls."""
+    if out is None:
+        return result_like(d, shape, dtype)
+    check_device_out(out, d, shape, dtype)
+    optr, nbytes = ptr(out), _count(shape) * _ITEMSIZE[dtype]
+    in_bytes = _count(d.shape) * _ITEMSIZE[d.dtype]
+    if not (_apart(optr, nbytes, d.ptr, in_bytes) or (in_place and optr == d.ptr)) or \
+            (mask is not None and not _apart(optr, nbytes, ptr(mask), mask_bytes)):
+        return result_like(d, shape, dtype)
+    if d.lib == "torch":
+        _written(optr, nbytes)
+    return out
+
+
+def finish(out, res, d: Dev):
+    """The call's return value: res when out is None or res is out; else res copied into out
+    (on the stream the calls ran on) and out."""
+    if out is None or res is out:
+        return res
+    if d.lib == "torch":
+        out.copy_(res)  # torch's version counter sees this write (the masks' checks)
+        return out
+    cupy = _cupy
+    with cupy.cuda.Device(d.device):
+        if d.lib == "cai":  # the calls ran on the interface's stream: the copy too
+            stream = cupy.cuda.ExternalStream(d.stream) if d.stream else cupy.cuda.Stream.null
+            with stream:
+                cupy.copyto(out, res)
+        else:
+            cupy.copyto(out, res)
+    return out
+
+
+def torch_out(out, dev: int, shape, dtype, nbytes: int, in_ptr: int, in_bytes: int,
+              in_place: bool, mask: int = 0, mask_bytes: int = 0) -> Optional[int]:
+    """The shortcuts' out=: out's address when out is a C-contiguous CUDA tensor on device dev
+    of exactly shape and dtype (a torch dtype) whose nbytes are apart from the input's
+    [in_ptr, + in_bytes) and the mask's (address mask, 0: none), or are the input's own and
+    in_place says the calls take that; None for anything else, which the general path takes
+    (and reports, or writes through a new array)."""
+    if type(out) not in _torch_types or not out.is_cuda or out.dtype is not dtype or \
+            out.shape != shape or not out.is_contiguous() or out.get_device() != dev:
+        return None
+    optr = out.data_ptr()
+    if not (optr + nbytes <= in_ptr or in_ptr + in_bytes <= optr or
+            (in_place and optr == in_ptr)):
+        return None
+    if mask and not (optr + nbytes <= mask or mask + mask_bytes <= optr):
+        return None
+    if _region is not None and _region._torch_checked:  # _written, inline
+        _region.forget_written(optr, nbytes)
+    return optr
+
+
+def host_target(out, wrap, shape, dtype: str, image: _np.ndarray) -> _np.ndarray:
+    """The NumPy array a host call writes its result into: a new one when out is None; else
+    out (a NumPy array, or a CPU tensor's memory when wrap says the image was a tensor), checked
+    as check_out does, when it is apart from the image (the host calls read the image while
+    they write); else a new array, which host_finish copies into out."""
+    if out is None:
+        return _np.empty(shape, dtype)
+    check_out(out, "numpy" if wrap is None else "torch", None if wrap is None else -1, shape,
+              dtype)
+    o = out if wrap is None else out.numpy()
+    if _np.may_share_memory(o, image):
+        return _np.empty(shape, dtype)
+    return o
+
+
+def host_finish(out, wrap, res: _np.ndarray):
+    """The return value of a host call whose NumPy result is res: res (wrapped into the image's
+    kind) when out is None; else out, res copied into it unless res is out's memory (out checked
+    against res as check_out does)."""
+    if out is None:
+        return res if wrap is None else wrap(res)
+    check_out(out, "numpy" if wrap is None else "torch", None if wrap is None else -1, res.shape,
+              res.dtype.name)
+    o = out if wrap is None else out.numpy()
+    if res.__array_interface__["data"][0] != o.__array_interface__["data"][0]:
+        _np.copyto(o, res)
+    return out
+
+
+def no_list_out(out) -> None:
+    if out is not None:
+        raise TypeError("out: not supported for a list or tuple of images (each has a result of "
+                        "its own); pass out=None, or one array (or a batch) per call")
 
 
 # ------------------------------------------------------------------------------------------

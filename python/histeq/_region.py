@@ -7,6 +7,7 @@ common masked call) take torch_region: a few reads of the mask, no Region; the o
 its data, layout and the rectangle stay the same, for both paths."""
 from __future__ import annotations
 
+import sys as _sys
 import weakref as _weakref
 from typing import Any, Dict, Optional, Tuple
 
@@ -252,6 +253,27 @@ def _torch_counts(mk, m, stamp: Optional[tuple], roi, pixels: int) -> None:
     if len(_torch_checked) > 64:
         _torch_checked.clear()
     _torch_checked[id(mk)] = (_weakref.ref(mk), stamp)
+
+
+def forget_written(address: int, nbytes: int) -> None:
+    """Forgets the remembered count checks of the torch masks whose memory overlaps
+    [address, address + nbytes): a call with out= is about to write it, which torch's version
+    counter does not see (_arrays._written)."""
+    for key, (_ref, stamp) in list(_torch_checked.items()):
+        _version, p, shape, dtype, _device, strides, _roi = stamp
+        if strides is None:  # C-contiguous
+            count = 1
+            for e in shape:
+                count *= int(e)
+        else:
+            count = 0 if 0 in tuple(shape) else \
+                1 + sum((int(e) - 1) * abs(int(s)) for e, s in zip(shape, strides))
+        span = count * int(getattr(dtype, "itemsize", 8))
+        if p < address + nbytes and address < p + span:
+            del _torch_checked[key]
+
+
+_a._region = _sys.modules[__name__]
 
 
 def _fast_roi(roi, h: int, w: int):

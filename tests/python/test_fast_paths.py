@@ -7,7 +7,10 @@ shortcut must queue the same compiled calls with the same arguments and memory a
 array of the same kind, shape, dtype, device and contents as the general path (histeq._arrays.
 torch_gray replaced by one that declines), or raise the same error with the same message, and
 wait for the device (a mask's count check) as often; no call may be given the address of a
-released allocation."""
+released allocation. out=: the compiled calls get out's address (no result allocated), or the
+image's own where their kernels write in place, else a new array's that is copied into out; a
+wrong out is refused with the general path's error (the shortcuts decline it). CuPy arrays and
+__cuda_array_interface__ objects on a stand-in cupy."""
 from __future__ import annotations
 
 import sys
@@ -208,6 +211,13 @@ class FakeTensor:
         self._counter[0] += 1
         return self
 
+    def copy_(self, source):
+        """source's values into this tensor's memory (a CPU source into a CUDA tensor: an upload,
+        no wait); moves the version counter, as torch's in-place operations do."""
+        self.a[...] = source.a
+        self._counter[0] += 1
+        return self
+
     def set_(self, source):
         """The storage, shape and strides of source (this stand-in does not move the version
         counter: the address tells the change)."""
@@ -289,10 +299,11 @@ def _outcome(fn, torch, calls):
         torch.syncs += syncs
 
 
-def _both(fn, torch, calls, monkeypatch, fast_expected, region=False):
+def _both(fn, torch, calls, monkeypatch, fast_expected, region=False, before=None):
     """fn's outcome with the shortcuts, then with torch_gray declining, each from no remembered
-    mask check: equal; the shortcut taken when fast_expected says so (region: with a mask or roi,
-    _region.torch_region's shortcut too). No compiled call was given a released allocation."""
+    mask check (and after before(), when given): equal; the shortcut taken when fast_expected
+    says so (region: with a mask or roi, _region.torch_region's shortcut too). No compiled call
+    was given a released allocation."""
     taken, region_taken = [], []
     real, real_region = _a.torch_gray, _r.torch_region
 
@@ -308,9 +319,13 @@ def _both(fn, torch, calls, monkeypatch, fast_expected, region=False):
     monkeypatch.setattr(_a, "torch_gray", spy)
     monkeypatch.setattr(_r, "torch_region", region_spy)
     _r._torch_checked.clear()
+    if before is not None:
+        before()
     fast = _outcome(fn, torch, calls)
     monkeypatch.setattr(_a, "torch_gray", lambda x, batch: None)
     _r._torch_checked.clear()
+    if before is not None:
+        before()
     general = _outcome(fn, torch, calls)
     monkeypatch.setattr(_a, "torch_gray", real)
     monkeypatch.setattr(_r, "torch_region", real_region)
@@ -779,6 +794,25 @@ def test_clahe_args_shortcut_equals_the_full_checks(clip, grid):
 class _CupyState:
     current = 0
     streams = {0: 0x7000, 1: 0x7100}
+    entered = None  # a stream made current by `with stream:` (ExternalStream, Stream.null)
+
+    @staticmethod
+    def stream():
+        return _CupyState.entered if _CupyState.entered is not None else \
+            _CupyState.streams[_CupyState.current]
+
+
+class _CupyStream:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    def __enter__(self):
+        self.prev, _CupyState.entered = _CupyState.entered, self.ptr
+        return self
+
+    def __exit__(self, *exc):
+        _CupyState.entered = self.prev
+        return False
 
 
 class _CupyDevice:
@@ -795,15 +829,27 @@ class _CupyDevice:
 
 
 class FakeCupyArray:
-    def __init__(self, a, device):
+    """A CuPy array over the NumPy array a: an address of its own on its device (or ptr), the
+    stream current when set and copyto wrote it in `writes`."""
+    next_address = 0
+
+    def __init__(self, a, device, ptr=None):
         self.a, self._device = a, device
-        self.data = types.SimpleNamespace(ptr=(1 << 41) + (device << 36))
+        if ptr is None:
+            FakeCupyArray.next_address += 1
+            ptr = (1 << 41) + (device << 36) + (FakeCupyArray.next_address << 24)
+        self.data = types.SimpleNamespace(ptr=ptr)
         self.flags = types.SimpleNamespace(c_contiguous=a.flags.c_contiguous)
+        self.writes = []
 
     dtype = property(lambda self: self.a.dtype)
     shape = property(lambda self: self.a.shape)
     strides = property(lambda self: self.a.strides)
     device = property(lambda self: _CupyDevice(self._device))
+
+    def set(self, host):
+        self.a[...] = host
+        self.writes.append(("set", _CupyState.current, _CupyState.stream()))
 
 
 FakeCupyArray.__module__ = "cupy"
@@ -817,15 +863,23 @@ def fake_cupy(monkeypatch):
     cupy.ndarray = FakeCupyArray
     cupy.cuda = types.SimpleNamespace(
         runtime=types.SimpleNamespace(getDevice=lambda: _CupyState.current),
-        get_current_stream=lambda: types.SimpleNamespace(
-            ptr=_CupyState.streams[_CupyState.current]),
-        Device=_CupyDevice)
-    cupy.empty = lambda shape, dtype: FakeCupyArray(np.empty(shape, dtype), _CupyState.current)
+        get_current_stream=lambda: types.SimpleNamespace(ptr=_CupyState.stream()),
+        Device=_CupyDevice, ExternalStream=_CupyStream,
+        Stream=types.SimpleNamespace(null=_CupyStream(0)))
+    cupy.empty = lambda shape, dtype: FakeCupyArray(np.full(shape, 0x5A, dtype),
+                                                    _CupyState.current)
+
+    def copyto(dst, src):
+        assert dst._device == src._device == _CupyState.current
+        dst.a[...] = src.a
+        dst.writes.append(("copyto", _CupyState.current, _CupyState.stream()))
+    cupy.copyto = copyto
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     monkeypatch.setattr(_a, "_cupy", None)
     monkeypatch.setattr(_a, "_cupy_types", set())
     monkeypatch.setattr(_a, "_cuda_state", (True, ""))
     monkeypatch.setattr(_CupyState, "current", 0)
+    monkeypatch.setattr(_CupyState, "entered", None)
     calls: list = []
     for name in _DEVICE_CALLS:
         monkeypatch.setattr(_a._histeq, name,
@@ -878,3 +932,381 @@ def test_cuda_array_interface_results_are_cupy_arrays_on_the_array_s_device(fake
     with pytest.raises(TypeError, match="image: cannot allocate a result for Foreign; install "
                                         "CuPy"):
         histeq.equalize(Foreign())
+
+
+# ------------------------------------------------------------------------------------------ out=
+
+def _calls_of(name, x, ref=None):
+    """fn(out) for the entry point name on x (ref: match_histograms' reference)."""
+    return {"equalize": lambda out: histeq.equalize(x, out=out),
+            "clahe": lambda out: histeq.clahe(x, out=out),
+            "histogram": lambda out: histeq.histogram(x, out=out),
+            "match": lambda out: histeq.match_histograms(x, ref, out=out)}[name]
+
+
+def _fresh_like(t, fill=7):
+    """A new CUDA tensor of t's shape and dtype on t's device, filled with fill."""
+    return _torch().tensor_of(np.full(t.shape, fill, t.a.dtype), t.device)
+
+
+def _calls_into(outcome, address):
+    """An outcome's compiled calls (names, arguments) with its result's allocation at address."""
+    result = outcome[2][4]  # ("alloc", index, 0): the result was allocated by the call
+
+    def at(v):
+        if isinstance(v, tuple) and v[:2] == ("alloc", result[1]):
+            return address + v[2]
+        return v
+    return [(name, tuple(at(v) for v in args)) for name, args, _memory in outcome[1]]
+
+
+@pytest.mark.parametrize("shape,batch", _GRAY_SHAPES)
+@pytest.mark.parametrize("depth", [8, 16])
+@pytest.mark.parametrize("call", ["equalize", "clahe", "histogram", "match"])
+def test_out_takes_the_result_of_gray_tensors(fake, monkeypatch, call, depth, shape, batch):
+    """The shortcut writes into out: the compiled calls of the out=None call with out's address
+    in place of the result's, no allocation of a result, out returned; the general path gives
+    the same."""
+    torch, calls = fake
+    if call == "match" and depth == 16:
+        pytest.skip("16-bit matching on CUDA arrays goes through the host")
+    x = cuda(_u8(shape) if depth == 8 else _u16(shape))
+    ref = cuda(_u8((25, 15), seed=1))
+    fn = {"equalize": lambda out: histeq.equalize(x, batch=batch, out=out),
+          "clahe": lambda out: histeq.clahe(x, batch=batch, out=out),
+          "histogram": lambda out: histeq.histogram(x, batch=batch, out=out),
+          "match": lambda out: histeq.match_histograms(x, ref, batch=batch, out=out)}[call]
+    plain = _outcome(lambda: fn(None), torch, calls)
+    out = _fresh_like(fn(None))
+    got = _both(lambda: fn(out), torch, calls, monkeypatch, fast_expected=True)
+    assert got[0] == "ok" and got[2][4] == out.data_ptr()
+    assert [(name, args) for name, args, _m in got[1]] == _calls_into(plain, out.data_ptr())
+    torch.allocs.clear()
+    assert fn(out) is out
+    assert len(torch.allocs) == (1 if call == "match" else 0)  # match: the reference's counts
+
+
+@pytest.mark.parametrize("kind", ["bool", "uint8", "int32"])
+@pytest.mark.parametrize("call", ["equalize", "histogram"])
+def test_out_takes_the_masked_result(fake, monkeypatch, call, kind):
+    torch, calls = fake
+    x = cuda(_u8((3, 40, 30)))
+    m = _mask(kind, 40, 30)
+    fn = getattr(histeq, call)
+    plain = _outcome(lambda: fn(x, mask=m, roi=(1, 2, 20, 30)), torch, calls)
+    out = _fresh_like(fn(x, mask=m))
+    got = _both(lambda: fn(x, mask=m, roi=(1, 2, 20, 30), out=out), torch, calls, monkeypatch,
+                fast_expected=True, region=True)
+    assert got[0] == "ok" and got[2][4] == out.data_ptr()
+    assert [(name, args) for name, args, _m in got[1]] == _calls_into(plain, out.data_ptr())
+
+
+def _wrong_outs(want):
+    """(name, out) pairs that break one rule each for a result like want (a stand-in tensor)."""
+    other = np.uint16 if want.a.dtype != np.uint16 else np.uint8
+    shape = want.shape
+    return [
+        ("dtype", cuda(np.zeros(shape, other))),
+        ("float32", cuda(np.zeros(shape, np.float32))),
+        ("shape", cuda(np.zeros(shape + (1,), want.a.dtype))),
+        ("fewer", cuda(np.zeros(shape[1:] or (1,), want.a.dtype))),
+        ("strides", FakeTensor(np.zeros(shape + (2,), want.a.dtype)[..., 0], _Device("cuda", 0),
+                               1 << 39)),
+        ("cpu tensor", _torch().from_numpy(np.zeros(shape, want.a.dtype))),
+        ("other device", cuda(np.zeros(shape, want.a.dtype), index=1)),
+        ("meta tensor", FakeTensor(np.zeros(shape, want.a.dtype), _Device("meta"), 0)),
+        ("numpy", np.zeros(shape, want.a.dtype)),
+        ("list", np.zeros(shape, want.a.dtype).tolist()),
+        ("none of the kinds", 3)]
+
+
+_OUT_ERRORS = {"dtype": TypeError, "float32": TypeError, "shape": ValueError, "fewer": ValueError,
+               "strides": ValueError, "cpu tensor": ValueError, "other device": ValueError,
+               "meta tensor": ValueError, "numpy": TypeError, "list": TypeError,
+               "none of the kinds": TypeError}
+
+
+@pytest.mark.parametrize("shape", [(40, 30), (3, 20, 10), (20, 10, 1), (0, 7)])
+@pytest.mark.parametrize("depth", [8, 16])
+@pytest.mark.parametrize("call", ["equalize", "clahe", "histogram", "match"])
+def test_every_wrong_out_is_refused_with_the_general_path_s_error(fake, monkeypatch, call, depth,
+                                                                 shape):
+    torch, calls = fake
+    x = cuda(_u8(shape) if depth == 8 else _u16(shape))
+    fn = _calls_of(call, x, cuda(_u8((25, 15), seed=1)))
+    want = fn(None)
+    for name, out in _wrong_outs(want):
+        if name == "strides" and not want.a.size:
+            continue  # an empty array is C-contiguous whatever its strides
+        got = _both(lambda: fn(out), torch, calls, monkeypatch, fast_expected=False)
+        assert got[0] == "error" and got[1] is _OUT_ERRORS[name], (name, got)
+        assert got[2].startswith("out: "), got[2]
+        if not (call == "match" and depth == 16):  # 16 bits: checked against the host's result
+            assert not got[3]
+
+
+def test_the_messages_say_what_out_should_be(fake):
+    x = cuda(_u8((40, 30)))
+    out = cuda(np.zeros((40, 30), np.uint16))
+    with pytest.raises(TypeError, match=r"^out: dtype torch\.uint16; expected torch\.uint8, the "
+                                        r"result's dtype$"):
+        histeq.equalize(x, out=out)
+    with pytest.raises(ValueError, match=r"^out: shape \(30, 40\); expected \(40, 30\), the "
+                                         r"result's shape$"):
+        histeq.clahe(x, out=cuda(np.zeros((30, 40), np.uint8)))
+    with pytest.raises(ValueError, match=r"^out: a tensor on cuda:1; expected one on cuda:0, "
+                                         r"the image's device$"):
+        histeq.equalize(x, out=cuda(np.zeros((40, 30), np.uint8), index=1))
+    with pytest.raises(ValueError, match=r"^out: not C-contiguous"):
+        histeq.equalize(x, out=FakeTensor(np.zeros((30, 40), np.uint8).T, _Device("cuda", 0),
+                                          1 << 39))
+    with pytest.raises(TypeError, match=r"^out: expected a torch tensor \(the kind of array this "
+                                        r"call returns for this image\), got ndarray$"):
+        histeq.equalize(x, out=np.zeros((40, 30), np.uint8))
+    with pytest.raises(TypeError, match=r"^out: dtype torch\.uint8; expected torch\.int64"):
+        histeq.histogram(x, out=cuda(np.zeros(256, np.uint8)))
+    with pytest.raises(ValueError, match=r"^out: shape \(256,\); expected \(3, 256\)"):
+        histeq.histogram(cuda(_u8((3, 40, 30))), out=cuda(np.zeros(256, np.int64)))
+
+
+@pytest.mark.parametrize("call", ["equalize", "clahe", "histogram", "match"])
+def test_lists_take_no_out(fake, call):
+    x = [cuda(_u8((40, 30))), cuda(_u8((20, 10), seed=1))]
+    for images in (x, tuple(x)):
+        with pytest.raises(TypeError, match=r"^out: not supported for a list or tuple of images"):
+            _calls_of(call, images, cuda(_u8((25, 15), seed=1)))(cuda(_u8((40, 30))))
+
+
+# In place: which calls write the image's memory themselves (their kernels take in == out).
+_IN_PLACE_CASES = [
+    # (call, shape, depth, kwargs, the compiled call that writes in place, or None: a copy)
+    ("equalize", (40, 30), 8, {}, "equalize_device_list"),     # one image: the list kernel
+    ("equalize", (40, 30, 1), 8, {}, "equalize_device_list"),
+    ("equalize", (4, 20, 10), 8, {}, "equalize_device"),       # a batch: the batched kernels
+    ("equalize", (40, 30), 16, {}, "equalize16_device"),
+    ("equalize", (3, 20, 10), 16, {}, "equalize16_device"),
+    ("clahe", (40, 30), 8, {}, "clahe_device"),
+    ("clahe", (3, 20, 10, 1), 8, {}, "clahe_device"),
+    ("clahe", (40, 30), 16, {}, "clahe_device"),
+    ("match", (40, 30), 8, {}, None),                          # the stages' apply kernel
+    ("match", (3, 20, 10), 8, {}, None),
+    ("equalize", (40, 30), 8, {"roi": (1, 2, 5, 4)}, None),
+    ("equalize", (20, 10, 3), 8, {}, None),                    # colour: the apply kernel
+    ("equalize", (20, 10, 4), 8, {"channel_order": "bgr"}, None),
+    ("equalize", (2, 20, 10, 3), 8, {"mode": "rgb"}, None),
+]
+
+
+@pytest.mark.parametrize("call,shape,depth,kwargs,direct", _IN_PLACE_CASES)
+def test_in_place(fake, monkeypatch, call, shape, depth, kwargs, direct):
+    """out=image: the calls whose kernels take in == out get the image's address as their
+    output and nothing is allocated; the others write a new array that is copied into the
+    image afterwards (on the stand-in, whose calls write nothing: the new array's fill)."""
+    torch, calls = fake
+    first = _u8(shape) if depth == 8 else _u16(shape)
+    x = cuda(first.copy())  # first stays as it was
+    ref = cuda(_u8((25, 15), seed=1))
+    fns = {"equalize": lambda: histeq.equalize(x, out=x, **kwargs),
+           "clahe": lambda: histeq.clahe(x, out=x, **kwargs),
+           "match": lambda: histeq.match_histograms(x, ref, out=x, **kwargs)}
+    restore = lambda: x.a.__setitem__(Ellipsis, first)  # noqa: E731
+    got = _both(fns[call], torch, calls, monkeypatch, fast_expected=direct is not None,
+                before=restore)
+    assert got[0] == "ok" and got[2][4] == x.data_ptr()
+    p = x.data_ptr()
+    writes = [c for c in got[1] if c[0] != "histogram_device"]
+    if direct is not None:
+        (name, args, _memory), = writes
+        assert name == direct
+        if name == "equalize_device_list":
+            assert args[2:5] == ([p], [p], [first.size])
+        else:
+            assert args[2] == args[3] == p
+        assert got[2][5] == first.tobytes()  # the stand-in's calls write nothing
+    elif kwargs.get("channel_order") == "bgr":  # the calls read a swapped copy, write x
+        (_name, args, _memory), = writes
+        assert args[2] != p and args[3] == p
+    else:
+        (_name, args, _memory), = writes
+        assert args[2] == p and args[3][0] == "alloc"  # a new array
+        assert got[2][5] == bytes([0x5A]) * first.nbytes  # the new array's bytes, copied
+    restore()
+    assert fns[call]() is x
+
+
+def test_in_place_with_a_named_kernel_writes_a_copy(fake, monkeypatch):
+    torch, calls = fake
+    names = _a.kernel_names()
+    if not names:
+        pytest.skip("a build without CUDA has no histogram kernels to name")
+    first = _u8((40, 30))
+    x = cuda(first.copy())  # first stays as it was
+    got = _both(lambda: histeq.equalize(x, kernel=names[0], out=x), torch, calls, monkeypatch,
+                fast_expected=False, before=lambda: x.a.__setitem__(Ellipsis, first))
+    (name, args, _memory), = got[1]
+    assert name == "equalize_device" and args[3] == ("alloc", 0, 0)
+
+
+@pytest.mark.parametrize("call", ["equalize", "clahe", "match"])
+def test_an_out_overlapping_the_image_gets_a_copy(fake, monkeypatch, call):
+    """out a view that overlaps the image without being it (rows 1..4 of a batch whose rows
+    0..3 are the image): the calls write a new array, copied into out afterwards."""
+    torch, calls = fake
+    first = _u8((5, 20, 10))
+    base = cuda(first.copy())
+    x, out = base[0:4], base[1:5]
+    assert x.is_contiguous() and out.is_contiguous()
+    fn = _calls_of(call, x, cuda(_u8((25, 15), seed=1)))
+    got = _both(lambda: fn(out), torch, calls, monkeypatch, fast_expected=False,
+                before=lambda: base.a.__setitem__(Ellipsis, first))
+    assert got[0] == "ok" and got[2][4] == out.data_ptr()
+    (_name, args, memory), = [c for c in got[1] if c[0] != "histogram_device"]
+    assert args[2] == x.data_ptr() and args[3] != out.data_ptr()
+    assert memory[0] == first.tobytes()  # the batch as it was: nothing written before
+    assert got[2][5] == bytes([0x5A]) * out.a.nbytes
+
+
+def test_the_same_memory_as_another_tensor_is_in_place(fake, monkeypatch):
+    """An out that is another tensor over the image's memory (a view of all of it) is the
+    image: written in place."""
+    torch, calls = fake
+    first = _u8((4, 20, 10))
+    x = cuda(first.copy())  # first stays as it was
+    view = x.reshape(4, 200).reshape(4, 20, 10)
+    assert view is not x and view.data_ptr() == x.data_ptr()
+    got = _both(lambda: histeq.clahe(x, out=view), torch, calls, monkeypatch, fast_expected=True,
+                before=lambda: x.a.__setitem__(Ellipsis, first))
+    (_name, args, _memory), = got[1]
+    assert args[2] == args[3] == x.data_ptr()
+
+
+@pytest.mark.parametrize("call", ["equalize", "histogram"])
+def test_an_out_overlapping_the_mask_gets_a_copy(fake, monkeypatch, call):
+    torch, calls = fake
+    x = cuda(_u8((40, 30)))
+    m = _mask("uint8", 40, 30)
+    mask_bytes = m.a.tobytes()
+    if call == "equalize":
+        out = m
+    else:  # int64 counts over the mask's first bytes
+        out = FakeTensor(np.zeros(256, np.int64), m.device, m.data_ptr())
+    fn = getattr(histeq, call)
+    got = _both(lambda: fn(x, mask=m, out=out), torch, calls, monkeypatch, fast_expected=False,
+                before=lambda: m.a.__setitem__(Ellipsis, np.frombuffer(mask_bytes, np.uint8)
+                                               .reshape(40, 30)))
+    assert got[0] == "ok"
+    assert all(args[-1] != out.data_ptr() and args[3] != out.data_ptr() for _n, args, _m in got[1])
+
+
+def test_a_mask_written_through_out_is_checked_again(fake, monkeypatch):
+    """A call that writes a remembered mask's memory through out= (which torch's version counter
+    does not see) makes its count check run again."""
+    torch, calls = fake
+    x, y = cuda(_u8((40, 30))), cuda(_u8((40, 30), seed=1))
+    m = _mask("uint8", 40, 30)
+    first = m.a.copy()
+    other = cuda(np.zeros((40, 30), np.uint8))
+    steps = [lambda: m.__setitem__(Ellipsis, first),
+             lambda: histeq.equalize(x, mask=m),
+             lambda: histeq.equalize(x, mask=m),          # remembered: no wait
+             lambda: histeq.clahe(y, out=other),          # another tensor's memory
+             lambda: histeq.equalize(x, mask=m),          # still remembered
+             lambda: histeq.clahe(y, out=m),              # the mask's memory, written in place
+             lambda: histeq.equalize(x, mask=m),          # checked again
+             lambda: histeq.histogram(x, mask=m, out=cuda(np.zeros(256, np.int64))),
+             lambda: histeq.equalize(y[20:], out=m[20:]),  # a view of its second half
+             lambda: histeq.histogram(x, mask=m)]
+    got = _sequence_both(steps, torch, calls, monkeypatch)
+    assert _kinds(got) == ["ok"] * len(steps)
+    assert _waits(got) == [0, 1, 0, 0, 0, 0, 1, 0, 0, 1]
+
+
+@pytest.mark.parametrize("call,shape,depth", [
+    ("clahe", (20, 10, 3), 8), ("clahe", (2, 20, 10, 3), 8), ("equalize", (20, 10, 3), 16),
+    ("histogram", (20, 10, 3), 16), ("match", (30, 20), 16), ("clahe_masked", (30, 20), 8)])
+def test_out_of_the_calls_through_the_host(fake, monkeypatch, call, shape, depth):
+    """The CUDA arrays the host computes for (colour CLAHE, 16-bit colour, 16-bit matching,
+    masked CLAHE): the host's result is copied into out (an upload), out returned; the same
+    bytes as the out=None call's result; a wrong out refused before the upload."""
+    torch, calls = fake
+    x = cuda(_u8(shape) if depth == 8 else _u16(shape))
+    m = _mask("bool", 30, 20)
+    ref = cuda(_u8((25, 15), seed=1))
+    fn = {"clahe": lambda out: histeq.clahe(x, 2.0, (2, 3), out=out),
+          "equalize": lambda out: histeq.equalize(x, out=out),
+          "histogram": lambda out: histeq.histogram(x, out=out),
+          "match": lambda out: histeq.match_histograms(x, ref, out=out),
+          "clahe_masked": lambda out: histeq.clahe(x, 2.0, (2, 3), mask=m, out=out)}[call]
+    want = fn(None)
+    out = _fresh_like(want)
+    version = out._version
+    assert fn(out) is out and out.a.tobytes() == want.a.tobytes() and out._version > version
+    bad = cuda(np.zeros(want.shape + (1,), want.a.dtype))
+    with pytest.raises(ValueError, match=r"^out: shape "):
+        fn(bad)
+    assert not bad.a.any()
+
+
+def test_cpu_tensors_take_a_cpu_tensor(fake):
+    """A CPU tensor's result is a CPU tensor: out is one (written through its NumPy view)."""
+    torch, _calls = fake
+    a = _u8((30, 20, 3))
+    x = torch.from_numpy(a)
+    out = torch.from_numpy(np.zeros((30, 20), np.uint8))
+    assert histeq.equalize(x, mode="gray", out=out) is out
+    assert (out.a == histeq.equalize(a, mode="gray")).all()
+    want = histeq.equalize(a)
+    assert histeq.equalize(x, out=x) is x and (a == want).all()  # x's memory is a
+    with pytest.raises(ValueError, match=r"^out: a tensor on cuda:0; expected one on cpu"):
+        histeq.equalize(torch.from_numpy(a), out=cuda(a))
+    with pytest.raises(TypeError, match=r"^out: expected a torch tensor"):
+        histeq.equalize(torch.from_numpy(a), out=a.copy())
+
+
+@pytest.mark.parametrize("device", [0, 1])
+@pytest.mark.parametrize("call", ["equalize", "clahe", "histogram"])
+def test_cupy_out(fake_cupy, call, device):
+    """A CuPy array's out: a CuPy array on its device; the compiled call gets its address."""
+    calls = fake_cupy
+    x = FakeCupyArray(_u8((30, 20)), device)
+    shape, dtype = ((256,), np.int64) if call == "histogram" else ((30, 20), np.uint8)
+    out = FakeCupyArray(np.zeros(shape, dtype), device)
+    assert getattr(histeq, call)(x, out=out) is out and _CupyState.current == 0
+    (_name, args), = calls
+    assert out.data.ptr in args and x.data.ptr in args
+    with pytest.raises(ValueError, match=f"^out: an array on device {1 - device}; expected one "
+                                         f"on device {device}, the image's device$"):
+        getattr(histeq, call)(x, out=FakeCupyArray(np.zeros(shape, dtype), 1 - device))
+    with pytest.raises(TypeError, match=r"^out: expected a CuPy array"):
+        getattr(histeq, call)(x, out=np.zeros(shape, dtype))
+    with pytest.raises(TypeError, match=r"^out: dtype uint16; expected "):
+        getattr(histeq, call)(x, out=FakeCupyArray(np.zeros(shape, np.uint16), device))
+
+
+@pytest.mark.parametrize("device", [0, 1])
+def test_cupy_in_place_colour_is_copied_on_the_array_s_stream(fake_cupy, device):
+    calls = fake_cupy
+    x = FakeCupyArray(_u8((30, 20, 3)), device)
+    assert histeq.equalize(x, out=x) is x
+    (_name, args), = calls
+    assert args[2] == x.data.ptr and args[3] != x.data.ptr
+    assert x.writes == [("copyto", device, _CupyState.streams[device])]
+    assert (x.a == 0x5A).all() and _CupyState.current == 0
+
+
+def test_cuda_array_interface_out_is_a_cupy_array_copied_on_the_interface_s_stream(fake_cupy,
+                                                                                 monkeypatch):
+    calls = fake_cupy
+
+    class Foreign:
+        __cuda_array_interface__ = {"shape": (30, 20, 3), "typestr": "|u1",
+                                    "data": (1 << 42, False), "version": 3, "stream": 0x9000}
+    monkeypatch.setattr(_a._histeq, "pointer_device", lambda ptr: 1)
+    apart = FakeCupyArray(np.zeros((30, 20, 3), np.uint8), 1)
+    assert histeq.equalize(Foreign(), out=apart) is apart
+    assert calls[-1][1][:4] == (1, 0x9000, 1 << 42, apart.data.ptr) and not apart.writes
+    alias = FakeCupyArray(np.zeros((30, 20, 3), np.uint8), 1, ptr=1 << 42)  # the same memory
+    assert histeq.equalize(Foreign(), out=alias) is alias
+    assert calls[-1][1][3] != 1 << 42 and alias.writes == [("copyto", 1, 0x9000)]
+    with pytest.raises(TypeError, match=r"^out: expected a CuPy array"):
+        histeq.equalize(Foreign(), out=Foreign())

@@ -545,3 +545,124 @@ def test_cuda_bgr_arrays(request, lib, mode):
         histeq.histogram(bgr, mode=mode, channel_order="bgr", backend="cpu"))
     np.testing.assert_array_equal(  # host arrays on the GPU backend: swapped on the host
         histeq.equalize(bgr, mode=mode, channel_order="bgr", backend="cuda"), want)
+
+
+# ---------------------------------------------------------------------------------------- out=
+
+_OUT_MASK = np.random.default_rng(15).random((130, 170)) < 0.4
+#: (entry point, host image, keyword arguments) for out= on CUDA arrays: every way a call reaches
+#: the device (the shortcuts and the general path, the kernels that write in place and those
+#: that do not, the calls through the host).
+_GPU_OUT_CASES = [
+    ("equalize", rng_image((300, 257), seed=20, high=220), {}),
+    ("equalize", rng_image((5, 130, 170), seed=21, high=220), {}),
+    ("equalize", rng_image((130, 170, 3), seed=22), {}),
+    ("equalize", rng_image((130, 170, 4), seed=23), {"channel_order": "bgr"}),
+    ("equalize", rng_image((2, 130, 170, 3), seed=24), {"mode": "rgb"}),
+    ("equalize", rng_image((130, 170, 3), seed=25), {"mode": "gray"}),
+    ("equalize", rng_image((130, 170), seed=26), {"mask": _OUT_MASK}),
+    ("equalize", rng_image((3, 130, 170), seed=27), {"roi": (5, 6, 60, 70)}),
+    ("equalize", u16((300, 257), 28, 100, 3000), {}),
+    ("equalize", u16((3, 130, 170), 29, 100, 3000), {}),
+    ("equalize", u16((130, 170, 3), 30), {"mode": "rgb"}),
+    ("clahe", rng_image((300, 257), seed=31, high=220), {}),
+    ("clahe", rng_image((3, 130, 170), seed=32, high=220), {}),
+    ("clahe", u16((300, 257), 33, 100, 3000), {}),
+    ("clahe", rng_image((130, 170, 3), seed=34), {}),
+    ("clahe", rng_image((130, 170), seed=35), {"mask": _OUT_MASK}),
+    ("match_histograms", rng_image((300, 257), seed=36, high=220), {}),
+    ("match_histograms", rng_image((130, 170, 3), seed=37), {}),
+    ("match_histograms", u16((130, 170), 38, 100, 3000), {}),
+    ("histogram", rng_image((300, 257), seed=39), {}),
+    ("histogram", rng_image((4, 130, 170), seed=40), {}),
+    ("histogram", rng_image((130, 170, 3), seed=41), {"mode": "rgb"}),
+    ("histogram", rng_image((130, 170), seed=42), {"mask": _OUT_MASK}),
+    ("histogram", u16((300, 257), 43), {}),
+]
+_OUT_REF = rng_image((90, 70), seed=13)
+
+
+@pytest.mark.parametrize("shortcut", [True, False])
+@pytest.mark.parametrize("lib", ["torch_cuda", "cupy_cuda"])
+@pytest.mark.parametrize("fn,img,kw", _GPU_OUT_CASES)
+def test_out_on_a_side_stream_equals_cpu(request, fn, img, kw, lib, shortcut, monkeypatch):
+    """out= on CUDA arrays, queued on the caller's side stream: out holds the CPU backend's
+    bytes and is returned; so does the image itself as out (in place) where the result has its
+    shape and dtype, and an out that overlaps the image (the same rows, one row down)."""
+    m = request.getfixturevalue(lib)
+    if lib == "torch_cuda" and img.dtype == np.uint16 and not hasattr(m, "uint16"):
+        pytest.skip("this torch has no uint16")
+    if not shortcut:
+        monkeypatch.setattr(histeq._arrays, "torch_gray", lambda x, batch: None)
+    to_host = (lambda a: a.cpu().numpy()) if lib == "torch_cuda" else m.asnumpy
+
+    def up(a):
+        return m.from_numpy(np.ascontiguousarray(a)).cuda() if lib == "torch_cuda" else \
+            m.asarray(a)
+    if fn == "match_histograms":
+        want = histeq.match_histograms(img, _OUT_REF, backend="cpu")
+        dev_ref = up(_OUT_REF)
+        call = lambda x, out: histeq.match_histograms(x, dev_ref, out=out)  # noqa: E731
+    else:
+        want = getattr(histeq, fn)(img, backend="cpu", **kw)
+        dev_kw = {k: up(v) if k == "mask" else v for k, v in kw.items()}
+        call = lambda x, out: getattr(histeq, fn)(x, out=out, **dev_kw)  # noqa: E731
+    x, out = up(img), up(np.full(want.shape, 7, want.dtype))
+    in_place = want.shape == img.shape and want.dtype == img.dtype
+    x2 = up(img)
+    base = up(np.concatenate([img, img[:1]]))  # base[:-1] is img; base[1:] overlaps it
+    if lib == "torch_cuda":
+        m.cuda.synchronize()
+        s = m.cuda.Stream()
+        ctx = m.cuda.stream(s)
+    else:
+        m.cuda.Device().synchronize()
+        s = m.cuda.Stream(non_blocking=True)
+        ctx = s
+    below = base[1:]
+    with ctx:
+        got = call(x, out)
+        if in_place:
+            got2 = call(x2, x2)
+            got3 = call(base[:-1], below)
+    s.synchronize()
+    assert got is out
+    np.testing.assert_array_equal(to_host(out), want)
+    if in_place:
+        assert got2 is x2 and got3 is below
+        np.testing.assert_array_equal(to_host(x2), want, err_msg="in place")
+        np.testing.assert_array_equal(to_host(below), want, err_msg="overlapping")
+        np.testing.assert_array_equal(to_host(base[:1]), img[:1])
+
+
+@pytest.mark.parametrize("path", ["auto", "queued", "two_launch", "cluster", "table"])
+@pytest.mark.parametrize("n,h,w", [(1, 1000, 1001), (7, 100, 333), (6, 1080, 1920),
+                                   (3, 512, 512)])
+def test_torch_equalize_in_place_on_every_batch_path(torch_cuda, n, h, w, path, batch_path):
+    """Gray tensors equalized in place: the batched kernels (every path) and, for one image,
+    the list kernel write the image's own memory; the CPU backend's bytes."""
+    torch = torch_cuda
+    batch_path(path)
+    img = rng_image((n, h, w), seed=n + h, high=180)
+    x = torch.from_numpy(img).cuda()
+    assert histeq.equalize(x, out=x) is x
+    got = x.cpu().numpy()
+    for k in range(n):
+        np.testing.assert_array_equal(got[k], ref(img[k]))
+    one = torch.from_numpy(img[0]).cuda()
+    assert histeq.equalize(one, out=one) is one
+    np.testing.assert_array_equal(one.cpu().numpy(), ref(img[0]))
+
+
+def test_torch_wrong_outs(torch_cuda):
+    torch = torch_cuda
+    x = torch.from_numpy(rng_image((40, 30))).cuda()
+    for out, error in [(torch.empty((40, 30), dtype=torch.int16, device="cuda"), TypeError),
+                       (torch.empty((30, 40), dtype=torch.uint8, device="cuda"), ValueError),
+                       (torch.empty((30, 40), dtype=torch.uint8, device="cuda").t(), ValueError),
+                       (torch.empty((40, 30), dtype=torch.uint8), ValueError),
+                       (np.empty((40, 30), np.uint8), TypeError)]:
+        with pytest.raises(error, match="^out: "):
+            histeq.equalize(x, out=out)
+    with pytest.raises(TypeError, match="^out: dtype torch.uint8; expected torch.int64"):
+        histeq.histogram(x, out=torch.empty(256, dtype=torch.uint8, device="cuda"))
