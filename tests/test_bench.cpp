@@ -460,6 +460,22 @@ TEST(BenchArgs, Help) {
 // --tune KEY=VALUE: each key sets its field of the run's Tuning (the rest stay the policy's),
 // repeated and comma-separated items apply in order, and a bad item is a usage error naming
 // the keys or the valid values; --help lists every key.
+/// Each `--tune ITEM` is a usage error whose message names its needle (the valid values), and
+/// `--help` names every key.
+void expect_tune_refused(const std::vector<std::pair<std::string, std::string>>& refused,
+                         const std::vector<const char*>& help_keys) {
+  for (const auto& [item, needle] : refused) {
+    try {
+      bench::parse_args({"--tune", item});
+      ADD_FAILURE() << item << " was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
+  const BenchRun help = run_bench({"--help"});
+  for (const char* key : help_keys) EXPECT_NE(help.out.find(key), std::string::npos) << key;
+}
+
 TEST(BenchArgs, TuneSetsTheKernelsChoices) {
   const bench::Options policy = bench::parse_args({});
   EXPECT_TRUE(policy.tune.given.empty());
@@ -482,23 +498,13 @@ TEST(BenchArgs, TuneSetsTheKernelsChoices) {
   EXPECT_EQ(o.tune.given.size(), 8u);
   EXPECT_EQ(bench::parse_args({"--tune", "pdl=all"}).tune.gpu.pdl_edges, 0x7FFFFFFF);
 
-  for (const auto& [item, needle] :
-       std::vector<std::pair<std::string, std::string>>{{"clahe.nosuch=1", "clahe.apply"},
-                                                        {"pdl", "KEY=VALUE"},
-                                                        {"clahe.apply=fast", "strip"},
-                                                        {"clahe.strip_waves=-1", "0..64"},
-                                                        {"hist16.pairs=2", "0, 1"},
-                                                        {"clahe16.pairs=maybe", "auto"}}) {
-    try {
-      bench::parse_args({"--tune", item});
-      ADD_FAILURE() << item << " was accepted";
-    } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
-  }
-  const BenchRun help = run_bench({"--help"});
-  for (const char* key : {"clahe.apply=", "clahe16.cells=", "hist16.pairs=", "pdl=", "cpu.simd="})
-    EXPECT_NE(help.out.find(key), std::string::npos) << key;
+  expect_tune_refused({{"clahe.nosuch=1", "clahe.apply"},
+                       {"pdl", "KEY=VALUE"},
+                       {"clahe.apply=fast", "strip"},
+                       {"clahe.strip_waves=-1", "0..64"},
+                       {"hist16.pairs=2", "0, 1"},
+                       {"clahe16.pairs=maybe", "auto"}},
+                      {"clahe.apply=", "clahe16.cells=", "hist16.pairs=", "pdl=", "cpu.simd="});
 }
 
 // The region.* keys set RegionTuning (masked equalization's path and the region histogram's
@@ -521,23 +527,13 @@ TEST(BenchArgs, TuneSetsTheRegionChoices) {
             RegionTuning::Equalize::stages);
   EXPECT_EQ(bench::parse_args({"--tune", "region.fused_shape=1024x1"}).tune.gpu.region.fused_shape,
             RegionTuning::FusedShape::t1024_v1);
-  for (const auto& [item, needle] :
-       std::vector<std::pair<std::string, std::string>>{{"region.equalize=fast", "stages"},
-                                                        {"region.blocks_per_sm=2", "0, 3, 4"},
-                                                        {"region.blocks_per_sm=5", "0..4"},
-                                                        {"region.full_vectors=yes", "0, 1"},
-                                                        {"region.fused_shape=512x4", "768x2"}}) {
-    try {
-      bench::parse_args({"--tune", item});
-      ADD_FAILURE() << item << " was accepted";
-    } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
-  }
-  const BenchRun help = run_bench({"--help"});
-  for (const char* key : {"region.equalize=", "region.full_vectors=", "region.blocks_per_sm=",
-                          "region.fused_shape=", "equalize:mask-M"})
-    EXPECT_NE(help.out.find(key), std::string::npos) << key;
+  expect_tune_refused({{"region.equalize=fast", "stages"},
+                       {"region.blocks_per_sm=2", "0, 3, 4"},
+                       {"region.blocks_per_sm=5", "0..4"},
+                       {"region.full_vectors=yes", "0, 1"},
+                       {"region.fused_shape=512x4", "768x2"}},
+                      {"region.equalize=", "region.full_vectors=", "region.blocks_per_sm=",
+                       "region.fused_shape=", "equalize:mask-M"});
 }
 
 // The tuning of a run is in its records; CPU rows run with the CPU backend's SIMD switch as
