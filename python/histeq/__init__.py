@@ -396,17 +396,11 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
                     _check16(formula, kernel)
                 if out is None:
                     out = _a._torch.empty_like(image)
-                    if n * h * w > 0:
-                        if sixteen:
-                            _histeq.equalize16_device(dev, stream, ptr, out.data_ptr(), n, h * w)
-                        else:
-                            _histeq.equalize_device(dev, stream, ptr, out.data_ptr(), n, h * w,
-                                                    1, mode, formula, kernel, _batch_path)
-                    return out
-                # out=: in place with the 16-bit engine, and the batched kernels with "auto"
-                nbytes = n * h * w * (2 if sixteen else 1)
-                optr = _a.torch_out(out, dev, image.shape, image.dtype, nbytes, ptr, nbytes,
-                                    sixteen or kernel == "auto")
+                    optr = out.data_ptr()
+                else:  # in place with the 16-bit engine, and the batched kernels with "auto"
+                    nbytes = n * h * w * (2 if sixteen else 1)
+                    optr = _a.torch_out(out, dev, image.shape, image.dtype, nbytes, ptr, nbytes,
+                                        sixteen or kernel == "auto")
                 if optr is not None:
                     if n * h * w > 0:
                         if sixteen:
@@ -660,10 +654,14 @@ def histogram(image, bins: Optional[int] = None, kernel: str = "auto", *,
     return _a.host_finish(out, wrap, res)
 
 
-def _torch_counts(g, shape, out, mask: int = 0):
-    """(out, its address) for the histogram shortcuts when out (not None) is a tensor their
-    calls can write the counts of shape into (_arrays.torch_out; the image and the mask at
-    address mask are read); (None, None) for any other out."""
+def _counts_target(x, g, shape, out, mask: int = 0):
+    """(the counts' tensor, its address) for the histogram shortcuts: a new int64 tensor of
+    shape on x's device when out is None, else out when their calls can write the counts into
+    it (_arrays.torch_out; the image and the mask at address mask are read); (None, None) for
+    any other out (the general path takes it)."""
+    if out is None:
+        res = _a._torch.empty(shape, dtype=_a._torch_i64, device=x.device)
+        return res, res.data_ptr()
     dev, _st, ptr, n, h, w, sixteen, _b = g
     optr = _a.torch_out(out, dev, shape, _a._torch_i64, _a._count(shape) * 8, ptr,
                         n * h * w * (2 if sixteen else 1), False, mask, h * w)
@@ -680,14 +678,9 @@ def _histogram_torch_gray(x, g, bins, kernel, mode, out):
         if bins is not None and int(bins) != 65536:
             raise ValueError(f"bins: 16-bit images take 65536 bins (one per level), got {bins}")
         _check16("opencv", kernel)
-        shape = (n, 65536) if is_batch else (65536,)
-        if out is None:
-            res = _a._torch.empty(shape, dtype=_a._torch_i64, device=x.device)
-            optr = res.data_ptr()
-        else:
-            res, optr = _torch_counts(g, shape, out)
-            if res is None:
-                return None
+        res, optr = _counts_target(x, g, (n, 65536) if is_batch else (65536,), out)
+        if res is None:
+            return None
         if n * h * w > 0:
             _histeq.histogram16_device(dev, stream, ptr, n, h * w, optr)
         else:
@@ -696,14 +689,9 @@ def _histogram_torch_gray(x, g, bins, kernel, mode, out):
     bins = 256 if bins is None else int(bins)
     if bins > 4096:
         raise ValueError(f"bins: 8-bit images take 1..4096 bins, got {bins}")
-    if out is None:
-        res = _a._torch.empty((n, bins) if is_batch else (bins,), dtype=_a._torch_i64,
-                              device=x.device)
-        optr = res.data_ptr()
-    else:
-        res, optr = _torch_counts(g, (n, bins) if is_batch else (bins,), out)
-        if res is None:
-            return None
+    res, optr = _counts_target(x, g, (n, bins) if is_batch else (bins,), out)
+    if res is None:
+        return None
     pixels = h * w
     for i in range(n):
         _histeq.histogram_device(dev, stream, ptr + i * pixels, pixels, 1, mode, bins, kernel,
@@ -717,14 +705,9 @@ def _histogram_region_torch_gray(x, g, r, mode, out):
     allocated in the result's shape (or written into out). None when out is not one these
     calls can write (the general path takes it)."""
     dev, stream, ptr, n, h, w, _s, is_batch = g
-    if out is None:
-        res = _a._torch.empty((n, 256) if is_batch else (256,), dtype=_a._torch_i64,
-                              device=x.device)
-        optr = res.data_ptr()
-    else:
-        res, optr = _torch_counts(g, (n, 256) if is_batch else (256,), out, r[0])
-        if res is None:
-            return None
+    res, optr = _counts_target(x, g, (n, 256) if is_batch else (256,), out, r[0])
+    if res is None:
+        return None
     pixels = h * w
     if pixels == 0:
         res.zero_()
@@ -869,12 +852,10 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
             dev, stream, ptr, n, h, w, sixteen, _b = g
             if out is None:
                 out = _a._torch.empty_like(image)
-                if n * h * w > 0:
-                    _histeq.clahe_device(dev, stream, ptr, out.data_ptr(), n, h, w, sixteen, clip,
-                                         tx, ty)
-                return out
-            nbytes = n * h * w * (2 if sixteen else 1)  # out=: the CLAHE engine takes in == out
-            optr = _a.torch_out(out, dev, image.shape, image.dtype, nbytes, ptr, nbytes, True)
+                optr = out.data_ptr()
+            else:  # the CLAHE engine takes in == out
+                nbytes = n * h * w * (2 if sixteen else 1)
+                optr = _a.torch_out(out, dev, image.shape, image.dtype, nbytes, ptr, nbytes, True)
             if optr is not None:
                 if n * h * w > 0:
                     _histeq.clahe_device(dev, stream, ptr, optr, n, h, w, sixteen, clip, tx, ty)
