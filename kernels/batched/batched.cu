@@ -465,13 +465,18 @@ __global__ void __launch_bounds__(T, 1024 / T)
 
 std::size_t blocks_for(std::size_t n) { return (n + P::kChunkBytes - 1) / P::kChunkBytes; }
 
+constexpr std::size_t kNoImage = ~std::size_t(0);
+
+/// Refuses null pointers and overlapping (not identical) buffers, naming `what` and, where it
+/// is one of a batch, the image (the message built only when it throws: this runs per image).
 void check_overlap(const std::uint8_t* in, const std::uint8_t* out, std::size_t n,
-                   const std::string& what) {
+                   const std::string& what, std::size_t image = kNoImage) {
   const auto a = reinterpret_cast<std::uintptr_t>(in), b = reinterpret_cast<std::uintptr_t>(out);
-  if (n > 0 && (in == nullptr || out == nullptr)) throw UsageError(what + ": null device pointer");
-  if (a != b && a < b + n && b < a + n) {
-    throw UsageError(what + ": input and output overlap without being the same buffer");
-  }
+  const bool null = n > 0 && (in == nullptr || out == nullptr);
+  if (!null && !(a != b && a < b + n && b < a + n)) return;
+  const std::string who = image == kNoImage ? what : what + ": image " + std::to_string(image);
+  if (null) throw UsageError(who + ": null device pointer");
+  throw UsageError(who + ": input and output overlap without being the same buffer");
 }
 
 constexpr std::size_t kMaxGrid = 0x7FFFFFFF;
@@ -505,7 +510,7 @@ TableMap table_at(const BatchImage* images, std::size_t count, std::size_t base,
   std::size_t b = 0;
   for (int k = 0; k < map.count; ++k) {
     const BatchImage& im = images[base + std::size_t(k)];
-    check_overlap(im.d_in, im.d_out, im.n, what + ": image " + std::to_string(base + k));
+    check_overlap(im.d_in, im.d_out, im.n, what, base + std::size_t(k));
     map.in[k] = im.d_in;
     map.out[k] = im.d_out;
     map.n[k] = im.n;
