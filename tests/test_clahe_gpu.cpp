@@ -753,6 +753,90 @@ TEST(ClaheMaskedGpu, UncountedTileHasTheIdentityLut) {
   expect_identity_tile<std::uint16_t>(engine, 128, 96);
 }
 
+/// apply_region / apply16_region (the region on the device, as Python's CUDA arrays give it):
+/// the bytes of apply with that ClaheOptions::region, 8 and 16 bits, masks, rectangles and
+/// both, misaligned and in place; a region counting no pixel leaves the plane as it was; a
+/// rectangle not inside the plane, or a host region as well, is refused.
+template <class T>
+std::vector<T> gpu_plane_region(gpu::Clahe& engine, const std::vector<T>& src, int w, int h,
+                                const ClaheOptions& o, const Region& region, std::size_t offset,
+                                bool in_place) {
+  std::vector<T> padded(offset + src.size(), T(0));
+  std::copy(src.begin(), src.end(), padded.begin() + std::ptrdiff_t(offset));
+  auto d_in = test::upload_typed(padded);
+  DeviceBuffer<T> d_out(src.size() + offset);
+  T* out = in_place ? d_in.get() + offset : d_out.get() + offset;
+  DeviceBuffer<std::uint8_t> d_mask;
+  if (region.mask) d_mask = test::upload_typed(region.mask->pixels);
+  const Roi r = region.roi ? *region.roi : Roi{0, 0, w, h};
+  if constexpr (sizeof(T) == 1)
+    engine.apply_region(d_in.get() + offset, out, w, h, o, r.x, r.y, r.width, r.height,
+                        d_mask.get());
+  else
+    engine.apply16_region(d_in.get() + offset, out, w, h, o, r.x, r.y, r.width, r.height,
+                          d_mask.get());
+  engine.synchronize();
+  return test::download(out, src.size());
+}
+
+template <class T>
+void expect_device_regions_equal_cpu(gpu::Clahe& engine, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  int i = 0;
+  for (const Case& c : kMaskedCases) {
+    if (sizeof(T) == 2 && c.tx * c.ty > 256) continue;
+    for (const Region& region : masked_regions(c.w, c.h, std::uint32_t(c.w + 5 * c.h))) {
+      ClaheOptions with = opts(c.clip, c.tx, c.ty);
+      with.region = region;
+      const ClaheOptions plain = opts(c.clip, c.tx, c.ty);
+      const auto src = plane_of_kind<T>(rng, i % 2, c.w, c.h);
+      const std::size_t offset = i % 3 == 1 ? 3 : 0;
+      const bool in_place = i % 3 == 2;
+      SCOPED_TRACE(std::to_string(c.w) + "x" + std::to_string(c.h) + " offset " +
+                   std::to_string(offset) + (in_place ? " in place" : ""));
+      ASSERT_EQ(gpu_plane_region(engine, src, c.w, c.h, plain, region, offset, in_place),
+                cpu_plane(src, c.w, c.h, with));
+      ++i;
+    }
+  }
+  EXPECT_GT(i, 8);
+  // a region counting no pixel: every LUT the identity, the plane unchanged
+  const int w = 70, h = 45;
+  Region none;
+  none.mask = mask_image(w, h, [](int, int) { return std::uint8_t(0); });
+  const auto src = plane_of_kind<T>(rng, 0, w, h);
+  EXPECT_EQ(gpu_plane_region(engine, src, w, h, opts(2.0, 4, 3), none, 0, false), src);
+  // refused: a rectangle not inside the plane, an empty one, and a host region as well
+  DeviceBuffer<T> d(std::size_t(w) * h);
+  const Roi bad[] = {{-1, 0, 10, 10},  {0, 0, w + 1, h}, {w - 5, 0, 6, h},
+                     {0, h - 1, w, 2}, {0, 0, 0, h},     {0, 0, w, 0}};
+  for (const Roi& r : bad) {
+    if constexpr (sizeof(T) == 1)
+      EXPECT_THROW(engine.apply_region(d.get(), d.get(), w, h, opts(2.0, 4, 3), r.x, r.y, r.width,
+                                       r.height, nullptr),
+                   UsageError);
+    else
+      EXPECT_THROW(engine.apply16_region(d.get(), d.get(), w, h, opts(2.0, 4, 3), r.x, r.y, r.width,
+                                         r.height, nullptr),
+                   UsageError);
+  }
+  ClaheOptions both = opts(2.0, 4, 3);
+  both.region.roi = Roi{0, 0, 10, 10};
+  if constexpr (sizeof(T) == 1)
+    EXPECT_THROW(engine.apply_region(d.get(), d.get(), w, h, both, 0, 0, w, h, nullptr),
+                 UsageError);
+  else
+    EXPECT_THROW(engine.apply16_region(d.get(), d.get(), w, h, both, 0, 0, w, h, nullptr),
+                 UsageError);
+}
+
+TEST(ClaheMaskedGpu, DeviceRegionEqualsTheHostRegion) {
+  HISTEQ_REQUIRE_GPU();
+  gpu::Clahe engine;
+  expect_device_regions_equal_cpu<std::uint8_t>(engine, 51);
+  expect_device_regions_equal_cpu<std::uint16_t>(engine, 53);
+}
+
 TEST(ClaheBench, ParsesTheClaheOption) {  // CPU-only
   const bench::Options o = bench::parse_args({"--clahe", "--size", "1M"});
   EXPECT_TRUE(o.clahe);

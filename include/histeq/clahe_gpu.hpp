@@ -43,14 +43,28 @@ class Clahe {
 
   /// CLAHE of one 8-bit plane: d_in[0, width·height) → d_out (rows contiguous, device memory,
   /// any alignment; d_out may equal d_in, must not otherwise overlap). Asynchronous. Equal to
-  /// cpu::clahe_plane byte for byte. opt.mode is ignored. A region (masked CLAHE) is made into
-  /// counted flags on the host and uploaded on each call (synchronous with the host for that
-  /// copy); UsageError for a region that does not fit or counts no pixel.
+  /// cpu::clahe_plane byte for byte. opt.mode is ignored. A region (masked CLAHE): its mask is
+  /// uploaded when the engine has not uploaded that mask image before (Region's rule; the copy
+  /// is synchronous with the host); UsageError for a region that does not fit or counts no pixel.
   void apply(const std::uint8_t* d_in, std::uint8_t* d_out, int width, int height,
              const ClaheOptions& opt);
   /// The same for 16-bit planes (65536 bins; cpu::clahe_plane16).
   void apply16(const std::uint16_t* d_in, std::uint16_t* d_out, int width, int height,
                const ClaheOptions& opt);
+  /// Masked CLAHE with the region in device memory (as gpu::Equalizer::equalize_gray_region):
+  /// the counted pixels are those of the rectangle (x, y, w, h), which must lie inside the
+  /// plane, where d_mask (width·height bytes of device memory, rows contiguous; nullptr: every
+  /// pixel of the rectangle) is nonzero. Equal to apply / apply16 with that ClaheOptions::region
+  /// (which must be empty here) but never synchronous with the host, and it does not check
+  /// that the region counts a pixel: a region counting none leaves every tile's LUT the
+  /// identity (the output equals the input). d_out may equal d_in; d_mask must not overlap
+  /// d_out. UsageError for a rectangle not inside the plane.
+  void apply_region(const std::uint8_t* d_in, std::uint8_t* d_out, int width, int height,
+                    const ClaheOptions& opt, int x, int y, int w, int h,
+                    const std::uint8_t* d_mask);
+  void apply16_region(const std::uint16_t* d_in, std::uint16_t* d_out, int width, int height,
+                      const ClaheOptions& opt, int x, int y, int w, int h,
+                      const std::uint8_t* d_mask);
   /// Only the per-tile LUTs (as cpu::clahe_luts / clahe_luts16) of the plane; returns the
   /// device pointer to tiles_x·tiles_y·bins entries (uint8 or uint16), valid until the next call.
   const void* luts(const void* d_in, int width, int height, const ClaheOptions& opt, bool sixteen);

@@ -65,12 +65,21 @@ void clahe_apply(const void* d_in, void* d_out, const clahe_formula::Geometry& g
                  const void* d_luts, cudaStream_t stream, const void* d_pair_luts = nullptr,
                  const Tuning& t = Tuning{});
 
-/// Masked CLAHE (ClaheOptions::region; clahe_masked.cu): the LUTs of the tiles' counted pixels,
-/// d_flags[0, width·height) nonzero where a pixel is counted (the padding takes the flags of the
-/// pixels reflect-101 maps it to); hist: tiles·bins uint32, zero on entry and left zero; luts as
-/// clahe_luts's (equal to cpu::clahe_luts with the region; the identity for a tile with no
-/// counted pixel). clip_limit: ClaheOptions::clip_limit (the clip is computed per tile).
-void clahe_masked_luts(const void* d_in, const std::uint8_t* d_flags,
+/// The counted pixels of masked CLAHE on the device: those of the rectangle [x, x + width) x
+/// [y, y + height) (inside the plane) where mask (the plane's width·height bytes in device
+/// memory, rows contiguous; nullptr: every pixel of the rectangle) is nonzero.
+struct ClaheRegion {
+  const std::uint8_t* mask = nullptr;
+  int x = 0, y = 0, width = 0, height = 0;
+};
+
+/// Masked CLAHE (ClaheOptions::region; clahe_masked.cu): the LUTs of the tiles' counted pixels
+/// (the padding takes the counted flags of the pixels reflect-101 maps it to); hist:
+/// tiles·bins uint32, zero on entry and left zero; luts as clahe_luts's (equal to
+/// cpu::clahe_luts with the region; the identity for a tile with no counted pixel).
+/// clip_limit: ClaheOptions::clip_limit (the clip is computed per tile). UsageError for a
+/// rectangle not inside the plane or empty.
+void clahe_masked_luts(const void* d_in, const ClaheRegion& region,
                        const clahe_formula::Geometry& g, double clip_limit, std::uint32_t* hist,
                        void* luts, cudaStream_t stream);
 /// The 8-bit strip path of clahe_apply (clahe_apply_strip.cu); false, with nothing launched,

@@ -181,7 +181,7 @@ void clahe_apply(const void*, void*, const clahe_formula::Geometry&, const void*
                  const void*, const Tuning&) {
   no_gpu("clahe_apply");
 }
-void clahe_masked_luts(const void*, const std::uint8_t*, const clahe_formula::Geometry&, double,
+void clahe_masked_luts(const void*, const ClaheRegion&, const clahe_formula::Geometry&, double,
                        std::uint32_t*, void*, cudaStream_t) {
   no_gpu("clahe_masked_luts");
 }

@@ -815,16 +815,16 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
             a tile with no counted pixel keeps the identity LUT; every pixel is interpolated as
             OpenCV does. A mask counting every pixel gives exactly the unmasked result. Masks as
             :func:`equalize` takes them (one ``(H, W)`` mask for every image of a batch).
-            Host arrays run on ``backend`` (equal bytes); CUDA arrays with a ``mask`` or ``roi``
-            take a copy through the host (synchronizing) and come back as the same library's
-            array.
+            Host arrays run on ``backend`` (equal bytes); gray CUDA arrays run on their device
+            on the caller's stream (a mask on the device is checked there for a counted pixel,
+            as :func:`equalize` says), colour ones through the host.
         roi: ``(x, y, width, height)``: the tile histograms count only the pixels of this
             rectangle (with ``mask``: the mask's pixels inside it), as ``mask``.
         out: an array the result is written into and which is returned, as :func:`equalize`
             takes it (the result's kind, device, shape and dtype; C-contiguous; not with a
-            list). It may be the image itself (in place): gray CUDA images (8 and 16 bits, no
-            ``mask`` or ``roi``) are written in place by the CLAHE kernels; host arrays, colour
-            and masked CLAHE write a new array and copy it into ``out``.
+            list). It may be the image itself (in place): gray CUDA images (8 and 16 bits) are
+            written in place by the CLAHE kernels; host arrays and colour CLAHE write a new
+            array and copy it into ``out``.
 
     Returns:
         The result, same shape and dtype (``mode="gray"`` on colour gives ``(H, W)``), the same
@@ -870,13 +870,20 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
         if backend == "cpu":
             raise _cpu_with_cuda_array()
         n, h, w, c, is_batch = _a.split_shape(d.shape, batch, "image")
-        if c != 1 or region is not None:  # colour, or masked CLAHE: through the host
+        if c != 1:  # colour: through the host
             return _a.via_host(d, lambda a: _clahe_host(a, batch, mode, clip, tx, ty, "auto",
                                                          channel_order, region), out)
-        res = _a.device_target(d, out, d.shape, d.dtype, in_place=True)  # in == out: the engine
+        mask, roi = region.device(d, h, w) if region is not None else (None, None)
+        # in == out: the engine takes it; the mask must stay apart from out
+        res = _a.device_target(d, out, d.shape, d.dtype, in_place=True, mask=mask,
+                               mask_bytes=h * w)
         if n * h * w > 0:
-            _histeq.clahe_device(d.device, d.stream, d.ptr, _a.ptr(res), n, h, w,
-                                 d.dtype == "uint16", clip, tx, ty)
+            args = (d.device, d.stream, d.ptr, _a.ptr(res), n, h, w, d.dtype == "uint16", clip,
+                    tx, ty)
+            if region is None:
+                _histeq.clahe_device(*args)
+            else:
+                _histeq.clahe_device(*args, 0 if mask is None else _a.ptr(mask), roi)
         return _a.finish(out, res, d)
     if backend == "cuda":
         _a.require_cuda("backend='cuda'")

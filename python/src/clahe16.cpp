@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -233,8 +234,12 @@ void bind_clahe16(nb::module_& m) {
       "clahe_device",
       [](int device, std::uintptr_t stream, std::uintptr_t in, std::uintptr_t out,
          std::size_t count, int height, int width, bool sixteen, double clip, int tiles_x,
-         int tiles_y) {
+         int tiles_y, std::uintptr_t mask, std::optional<histeq::python::RoiTuple> roi) {
         const histeq::ClaheOptions o = clahe_options(clip, tiles_x, tiles_y);
+        const bool masked = mask != 0 || roi.has_value();
+        int x = 0, y = 0, w = width, h = height;
+        if (roi) std::tie(x, y, w, h) = *roi;
+        const auto* m = reinterpret_cast<const std::uint8_t*>(mask);
         histeq::python::DeviceScope scope(device);
         histeq::python::DeviceContext& ctx = histeq::python::begin(device, stream);
         histeq::gpu::Clahe& c = ctx.clahe_engine();
@@ -242,17 +247,25 @@ void bind_clahe16(nb::module_& m) {
             std::size_t(height) * std::size_t(width) * (sixteen ? sizeof(std::uint16_t) : 1);
         for (std::size_t i = 0; i < count; ++i) {
           if (sixteen) {
-            c.apply16(reinterpret_cast<const std::uint16_t*>(in + i * step),
-                      reinterpret_cast<std::uint16_t*>(out + i * step), width, height, o);
+            const auto* src = reinterpret_cast<const std::uint16_t*>(in + i * step);
+            auto* dst = reinterpret_cast<std::uint16_t*>(out + i * step);
+            if (masked)
+              c.apply16_region(src, dst, width, height, o, x, y, w, h, m);
+            else
+              c.apply16(src, dst, width, height, o);
           } else {
-            c.apply(reinterpret_cast<const std::uint8_t*>(in + i * step),
-                    reinterpret_cast<std::uint8_t*>(out + i * step), width, height, o);
+            const auto* src = reinterpret_cast<const std::uint8_t*>(in + i * step);
+            auto* dst = reinterpret_cast<std::uint8_t*>(out + i * step);
+            if (masked)
+              c.apply_region(src, dst, width, height, o, x, y, w, h, m);
+            else
+              c.apply(src, dst, width, height, o);
           }
         }
         histeq::python::end(ctx);
       },
       "device"_a, "stream"_a, "input"_a, "output"_a, "count"_a, "height"_a, "width"_a, "sixteen"_a,
-      "clip"_a, "tiles_x"_a, "tiles_y"_a);
+      "clip"_a, "tiles_x"_a, "tiles_y"_a, "mask"_a = 0, "roi"_a.none() = nb::none());
 
   m.def(
       "equalize16_device",

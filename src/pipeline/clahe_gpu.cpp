@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,10 @@ struct Clahe::Impl {
   DeviceBuffer<std::uint32_t> pair_luts;  // 16-bit LUT pairs for the apply
   bool pairs_ready = false;               // pair_luts written by the last prepare()
   Tuning tuning;                          // the policy unless set_tuning() said otherwise
-  DeviceBuffer<std::uint8_t> flags;       // masked CLAHE: the region's counted flags
-  std::vector<std::uint8_t> host_flags;   // their host copy (staged by each upload)
+  DeviceBuffer<std::uint8_t> mask;        // masked CLAHE: a host region's mask, uploaded
+  std::shared_ptr<const Image> mask_of;   // the mask image uploaded (kept: its key, Region's rule)
+  const std::uint8_t* mask_pixels = nullptr;  // its pixels' address and size when uploaded
+  std::size_t mask_size = 0;
 
   /// Grows a buffer to `count` elements; a new counter buffer is zeroed once (the kernels keep
   /// it zero afterwards).
@@ -40,18 +43,24 @@ struct Clahe::Impl {
     return buf.get();
   }
 
-  clahe_formula::Geometry prepare(const void* d_in, const void* d_out, int width, int height,
-                                  const ClaheOptions& opt, int bins) {
+  /// The geometry of a call, after checking its arguments.
+  static clahe_formula::Geometry geometry(const void* d_in, const void* d_out, int width,
+                                          int height, const ClaheOptions& opt, int bins) {
     validate(opt, bins);
     if (width < 1 || height < 1) {
       throw UsageError("CLAHE of an empty plane (" + std::to_string(width) + "x" +
                        std::to_string(height) + ")");
     }
     if (d_in == nullptr || d_out == nullptr) throw UsageError("CLAHE: null device pointer");
-    const auto g =
-        clahe_formula::make_geometry(width, height, opt.tiles_x, opt.tiles_y, opt.clip_limit, bins);
+    return clahe_formula::make_geometry(width, height, opt.tiles_x, opt.tiles_y, opt.clip_limit,
+                                        bins);
+  }
+
+  clahe_formula::Geometry prepare(const void* d_in, const void* d_out, int width, int height,
+                                  const ClaheOptions& opt, int bins) {
+    const auto g = geometry(d_in, d_out, width, height, opt, bins);
+    if (!opt.region.all()) return prepare_masked(d_in, g, opt.clip_limit, device_region(g, opt));
     const std::size_t entries = std::size_t(g.tiles()) * std::size_t(bins);
-    if (!opt.region.all()) return prepare_masked(d_in, g, opt, entries);
     ensure(hist, entries, true);
     ensure(tickets, kernels::clahe_ticket_words(g), true);
     ensure(luts, entries * (bins == 256 ? 1 : 2), false);
@@ -67,27 +76,55 @@ struct Clahe::Impl {
     return g;
   }
 
-  /// Masked CLAHE (clahe.hpp): the region's counted flags made on the host and uploaded, then
-  /// the masked tile histograms and LUTs (kernels/clahe/clahe_masked.cu); the apply is the
-  /// unmasked one (without LUT pairs).
+  /// A host region (ClaheOptions::region) on the device: its rectangle (the whole plane
+  /// without one) and its mask, uploaded once per mask image (Region's rule: kept by the mask
+  /// object and its pixels' address and size).
+  kernels::ClaheRegion device_region(const clahe_formula::Geometry& g, const ClaheOptions& opt) {
+    const Region& region = opt.region;
+    region.check(g.width, g.height, "CLAHE");
+    kernels::ClaheRegion r;
+    r.width = g.width;
+    r.height = g.height;
+    if (region.roi)
+      r = {nullptr, region.roi->x, region.roi->y, region.roi->width, region.roi->height};
+    if (region.mask) {
+      const std::vector<std::uint8_t>& m = region.mask->pixels;
+      if (region.mask != mask_of || m.data() != mask_pixels || m.size() != mask_size) {
+        mask_of.reset();
+        ensure(mask, m.size(), false);
+        // From pageable memory: returns once the bytes are staged.
+        HISTEQ_CUDA_CHECK(
+            cudaMemcpyAsync(mask.get(), m.data(), m.size(), cudaMemcpyHostToDevice, s()));
+        mask_of = region.mask;
+        mask_pixels = m.data();
+        mask_size = m.size();
+      }
+      r.mask = mask.get();
+    }
+    return r;
+  }
+
+  /// Masked CLAHE (clahe.hpp): the masked tile histograms and LUTs of the region's counted
+  /// pixels (kernels/clahe/clahe_masked.cu); the apply is the unmasked one (without LUT pairs).
   clahe_formula::Geometry prepare_masked(const void* d_in, const clahe_formula::Geometry& g,
-                                         const ClaheOptions& opt, std::size_t entries) {
-    opt.region.check(g.width, g.height, "CLAHE");
-    const std::size_t n = std::size_t(g.width) * std::size_t(g.height);
-    host_flags.resize(n);
-    for (int y = 0; y < g.height; ++y)
-      for (int x = 0; x < g.width; ++x)
-        host_flags[std::size_t(y) * std::size_t(g.width) + std::size_t(x)] =
-            opt.region.counts(x, y, g.width) ? 1 : 0;
-    ensure(flags, n, false);
-    // From pageable memory: returns once the bytes are staged, so host_flags may change after.
-    HISTEQ_CUDA_CHECK(
-        cudaMemcpyAsync(flags.get(), host_flags.data(), n, cudaMemcpyHostToDevice, s()));
+                                         double clip_limit, const kernels::ClaheRegion& r) {
+    const std::size_t entries = std::size_t(g.tiles()) * std::size_t(g.hist_size);
     ensure(hist, entries, true);
     ensure(luts, entries * (g.hist_size == 256 ? 1 : 2), false);
     pairs_ready = false;
-    kernels::clahe_masked_luts(d_in, flags.get(), g, opt.clip_limit, hist.get(), luts.get(), s());
+    kernels::clahe_masked_luts(d_in, r, g, clip_limit, hist.get(), luts.get(), s());
     return g;
+  }
+
+  /// apply_region / apply16_region: a region given on the device.
+  template <typename T>
+  void apply_region(const T* d_in, T* d_out, int width, int height, const ClaheOptions& opt,
+                    const kernels::ClaheRegion& r) {
+    if (!opt.region.all())
+      throw UsageError("CLAHE: a region on the device and ClaheOptions::region both given");
+    const auto g = geometry(d_in, d_out, width, height, opt, sizeof(T) == 1 ? 256 : 65536);
+    prepare_masked(d_in, g, opt.clip_limit, r);
+    kernels::clahe_apply(d_in, d_out, g, luts.get(), s(), nullptr, tuning);
   }
 };
 
@@ -113,6 +150,18 @@ void Clahe::apply16(const std::uint16_t* d_in, std::uint16_t* d_out, int width, 
   const auto g = impl_->prepare(d_in, d_out, width, height, opt, 65536);
   kernels::clahe_apply(d_in, d_out, g, impl_->luts.get(), impl_->s(),
                        impl_->pairs_ready ? impl_->pair_luts.get() : nullptr, impl_->tuning);
+}
+
+void Clahe::apply_region(const std::uint8_t* d_in, std::uint8_t* d_out, int width, int height,
+                         const ClaheOptions& opt, int x, int y, int w, int h,
+                         const std::uint8_t* d_mask) {
+  impl_->apply_region(d_in, d_out, width, height, opt, kernels::ClaheRegion{d_mask, x, y, w, h});
+}
+
+void Clahe::apply16_region(const std::uint16_t* d_in, std::uint16_t* d_out, int width, int height,
+                           const ClaheOptions& opt, int x, int y, int w, int h,
+                           const std::uint8_t* d_mask) {
+  impl_->apply_region(d_in, d_out, width, height, opt, kernels::ClaheRegion{d_mask, x, y, w, h});
 }
 
 const void* Clahe::luts(const void* d_in, int width, int height, const ClaheOptions& opt,

@@ -1223,11 +1223,11 @@ def test_a_mask_written_through_out_is_checked_again(fake, monkeypatch):
 
 @pytest.mark.parametrize("call,shape,depth", [
     ("clahe", (20, 10, 3), 8), ("clahe", (2, 20, 10, 3), 8), ("equalize", (20, 10, 3), 16),
-    ("histogram", (20, 10, 3), 16), ("match", (30, 20), 16), ("clahe_masked", (30, 20), 8)])
+    ("histogram", (20, 10, 3), 16), ("match", (30, 20), 16), ("clahe_masked", (30, 20, 3), 8)])
 def test_out_of_the_calls_through_the_host(fake, monkeypatch, call, shape, depth):
-    """The CUDA arrays the host computes for (colour CLAHE, 16-bit colour, 16-bit matching,
-    masked CLAHE): the host's result is copied into out (an upload), out returned; the same
-    bytes as the out=None call's result; a wrong out refused before the upload."""
+    """The CUDA arrays the host computes for (colour CLAHE, masked too, 16-bit colour, 16-bit
+    matching): the host's result is copied into out (an upload), out returned; the same bytes
+    as the out=None call's result; a wrong out refused before the upload."""
     torch, calls = fake
     x = cuda(_u8(shape) if depth == 8 else _u16(shape))
     m = _mask("bool", 30, 20)
@@ -1245,6 +1245,63 @@ def test_out_of_the_calls_through_the_host(fake, monkeypatch, call, shape, depth
     with pytest.raises(ValueError, match=r"^out: shape "):
         fn(bad)
     assert not bad.a.any()
+
+
+@pytest.mark.parametrize("depth", [8, 16])
+@pytest.mark.parametrize("kind", ["uint8", "bool", "int32", "host", "roi only"])
+def test_masked_clahe_of_gray_tensors_runs_on_the_device(fake, monkeypatch, depth, kind):
+    """Masked CLAHE of a gray CUDA tensor (one image and a batch, 8 and 16 bits): one
+    clahe_device call per image set with the mask on the device (a bool or 8-bit torch mask
+    read in place, other dtypes as mask != 0, a host mask copied up) and the rectangle; nothing
+    through the host; in place with out=x; an out over the mask's memory gets a new array; a
+    mask counting no pixel is refused before any call."""
+    torch, calls = fake
+    make = _u8 if depth == 8 else _u16
+    roi = (3, 2, 20, 30)
+    if kind == "host":
+        m = np.random.default_rng(5).random((40, 30)) < 0.5
+    elif kind == "roi only":
+        m = None
+    else:
+        m = _mask(kind, 40, 30)
+    for shape in ((40, 30), (3, 40, 30)):
+        x = cuda(make(shape))
+        got = _both(lambda: histeq.clahe(x, 2.0, (4, 3), mask=m, roi=roi), torch, calls,
+                    monkeypatch, fast_expected=False)
+        assert got[0] == "ok"
+        (name, args, memory), = got[1]
+        assert name == "clahe_device" and args[2] == x.data_ptr()
+        assert args[4:11] == (x.a.size // 1200, 40, 30, depth == 16, 2.0, 4, 3)
+        assert args[12] == roi
+        if m is None:
+            assert args[11] == 0
+        elif kind in ("bool", "uint8"):
+            assert args[11] == m.data_ptr()  # read in place
+        else:  # the mask's memory at the call (the last address given) is mask != 0
+            counted = (m if isinstance(m, np.ndarray) else m.a) != 0
+            assert memory[-1] == counted.astype(np.uint8).tobytes()
+    first = make((40, 30))
+    x = cuda(first.copy())
+    got = _both(lambda: histeq.clahe(x, 2.0, (4, 3), mask=m, roi=roi, out=x), torch, calls,
+                monkeypatch, fast_expected=False, before=lambda: x.a.__setitem__(Ellipsis, first))
+    (_name, args, _memory), = got[1]
+    assert args[2] == args[3] == x.data_ptr()
+    if kind in ("uint8", "bool") and depth == 8:
+        x = cuda(make((40, 30)))
+        mask_bytes = m.a.tobytes()
+        out = FakeTensor(m.a.view(np.uint8), m.device, m.data_ptr()) if kind == "bool" else m
+        got = _both(lambda: histeq.clahe(x, 2.0, (4, 3), mask=m, out=out), torch, calls,
+                    monkeypatch, fast_expected=False,
+                    before=lambda: m.a.__setitem__(Ellipsis, np.frombuffer(
+                        mask_bytes, m.a.dtype).reshape(40, 30)))
+        (_name, args, _memory), = got[1]
+        assert args[3] != out.data_ptr() and args[11] == m.data_ptr()
+    if m is not None:
+        empty = cuda(np.zeros((40, 30), np.uint8)) if kind != "host" else np.zeros((40, 30), bool)
+        got = _both(lambda: histeq.clahe(cuda(make((40, 30))), mask=empty), torch, calls,
+                    monkeypatch, fast_expected=False)
+        assert got[:3] == ("error", ValueError, _EMPTY)
+        assert not calls
 
 
 def test_cpu_tensors_take_a_cpu_tensor(fake):
