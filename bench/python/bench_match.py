@@ -20,6 +20,8 @@ distribution; the reference's histogram is computed in every call, by every peer
   letterbox mask (the central 80 % of the rows and columns counted) and a random half of the
   pixels, CPU backend and CUDA tensors (mask on the device); scikit-image's
   ``equalize_hist(g, mask=m)`` on the host for scale (its own rule: float output).
+- ``CLAHE gray (2.0, 8x8), masked``: on CUDA tensors, ``histeq.clahe(g, 2.0, mask=m)`` /
+  ``histeq.clahe(g, 2.0)`` with the same masks (the masked call equal to the CPU backend's).
 bench_python.py prints these rows too (its --match-sizes).
 """
 from __future__ import annotations
@@ -143,6 +145,15 @@ def gpu_rows(sizes, reps: int, warmup: int):
                          time_cuda(torch, lambda: histeq.equalize(g, mask=md), reps, warmup)))
             rows.append((case, "histeq (torch) unmasked",
                          time_cuda(torch, lambda: histeq.equalize(g), reps, warmup)))
+            case = f"{s} CLAHE gray (2.0, 8x8), {mname}"
+            same = bool(np.array_equal(histeq.clahe(g, 2.0, mask=md).cpu().numpy(),
+                                       histeq.clahe(g_host, 2.0, mask=m, backend="cpu")))
+            ok = ok and same
+            notes.append(f"{case}: histeq on the GPU == CPU backend: {same}")
+            rows.append((case, "histeq (torch) masked",
+                         time_cuda(torch, lambda: histeq.clahe(g, 2.0, mask=md), reps, warmup)))
+            rows.append((case, "histeq (torch) unmasked",
+                         time_cuda(torch, lambda: histeq.clahe(g, 2.0), reps, warmup)))
         del g, ref
         torch.cuda.empty_cache()
     return rows, notes, ok
