@@ -338,6 +338,40 @@ TEST(Equalizer, EqualizeGrayOnDeviceDataMatchesCpuChain) {
   }
 }
 
+TEST(Equalizer, ARefusedFusedCallLeavesTheAlternatingHistogramsReady) {
+  HISTEQ_REQUIRE_GPU();
+  // The fused equalizers count into one of two histograms and zero the other for the next call.
+  // A call refused before its launch (overlapping buffers) must not move on to the other one: it
+  // still holds the previous call's counts, which only the refused launch would have zeroed.
+  const std::size_t n = 4099;
+  std::mt19937_64 rng(7);
+  std::vector<std::uint8_t> img(n);
+  for (auto& b : img) b = static_cast<std::uint8_t>((rng() % 256) * (rng() % 256) / 255);
+  const Histogram h = cpu::histogram(img.data(), n, SampleType::u8, 256, 1);
+  const Lut lut = make_lut(h.data(), Formula::opencv);
+  std::vector<std::uint8_t> want(n);
+  cpu::apply(img.data(), n, 1, Mode::gray, &lut, want.data(), 1);
+  gpu::Equalizer eq;
+  auto d_in = upload(img);
+  auto d_mask = upload(std::vector<std::uint8_t>(n, 1));  // counts every pixel
+  DeviceBuffer<std::uint8_t> d_out(n), d_big(n + 16);
+  ASSERT_EQ(eq.equalize_gray(d_in.get(), d_out.get(), n, Formula::opencv), "fused");
+  eq.synchronize();
+  EXPECT_EQ(want, download(d_out.get(), n));
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_THROW(eq.equalize_gray(d_big.get(), d_big.get() + 16, n, Formula::opencv), UsageError);
+    const std::string ran = round == 0
+                                ? eq.equalize_gray_region(d_in.get(), d_out.get(), int(n), 1, 0, 0,
+                                                          int(n), 1, d_mask.get(), Formula::opencv)
+                                : eq.equalize_gray(d_in.get(), d_out.get(), n, Formula::opencv);
+    eq.synchronize();
+    EXPECT_EQ(ran, "fused") << "round " << round;
+    EXPECT_EQ(want, download(d_out.get(), n)) << "round " << round;
+    EXPECT_EQ(std::vector<std::uint8_t>(lut.begin(), lut.end()), download(eq.device_lut(1), 256))
+        << "round " << round;
+  }
+}
+
 TEST(Equalizer, UnknownKernelIsUsageError) {
   HISTEQ_REQUIRE_GPU();
   gpu::Equalizer eq;

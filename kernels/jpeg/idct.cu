@@ -23,7 +23,9 @@ __global__ void __launch_bounds__(kPerCta * 8)
     idct_kernel(const std::int16_t* __restrict__ coef, const __grid_constant__ IdctQuant quant,
                 int blocks_w, std::size_t blocks, std::uint8_t* __restrict__ plane,
                 std::size_t stride) {
-  __shared__ std::int16_t c[kPerCta][64];
+  // 16-byte aligned: each thread stores a uint4 into it (an int16 array is only 2-byte aligned
+  // by its type, and ptxas may place it at any such offset).
+  __shared__ __align__(16) std::int16_t c[kPerCta][64];
   __shared__ std::int32_t ws[kPerCta][64];
   __shared__ std::uint16_t q[64];
   const int local = int(threadIdx.x / 8), lane = int(threadIdx.x % 8);

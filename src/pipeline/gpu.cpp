@@ -101,7 +101,9 @@ struct Equalizer::Impl {
   // The region histogram's grid state (kernels::region_lut_u8): zeroed when allocated, left zero.
   DeviceBuffer<std::uint8_t> region_state;
   /// The fused histogram for this call (zero) and the one it zeroes for the next; allocated and
-  /// zeroed on first use.
+  /// zeroed on first use. The caller calls fused_launched() once its launch is queued: a launch
+  /// that throws leaves the pair as it was (this call's histogram still zero), so that the next
+  /// call does not count into the histogram the failed one should have zeroed.
   std::pair<std::uint64_t*, std::uint64_t*> fused_pair() {
     if (fused_hist.size() == 0) {
       fused_hist = DeviceBuffer<std::uint64_t>(2 * kBins);
@@ -109,9 +111,9 @@ struct Equalizer::Impl {
     }
     std::uint64_t* cur = fused_hist.get() + fused_flip * kBins;
     std::uint64_t* next = fused_hist.get() + (1 - fused_flip) * kBins;
-    fused_flip ^= 1;
     return {cur, next};
   }
+  void fused_launched() { fused_flip ^= 1; }
   const std::uint64_t* last_hist = nullptr;
   Tuning tuning;  // the policy unless set_tuning() said otherwise
 };
@@ -254,6 +256,7 @@ std::string Equalizer::equalize_gray(const std::uint8_t* d_in, std::uint8_t* d_o
   if (kernel == "auto" && same_phase && kernels::fused_equalize_supported()) {
     const auto [cur, next] = impl_->fused_pair();
     kernels::launch_fused_equalize(d_in, d_out, n, formula, cur, next, d_lut, impl_->s());
+    impl_->fused_launched();
     impl_->last_hist = cur;
     return "fused";
   }
@@ -293,6 +296,7 @@ std::string Equalizer::equalize_gray_region(const std::uint8_t* d_in, std::uint8
     const auto [cur, next] = impl_->fused_pair();
     kernels::launch_fused_equalize_masked(d_in, d_out, n, d_mask, formula, cur, next, d_hist, d_lut,
                                           s, t);
+    impl_->fused_launched();
     return "fused";
   }
   if (impl_->region_state.size() == 0) {
