@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -168,8 +169,10 @@ TEST(JpegCoefficients, ProgressiveScriptsThatLeaveCoefficientsUnrefined) {
 
 /// A 4:2:0 progressive JPEG of 32x16 pixels written from coefficients chosen here (libjpeg's
 /// jpeg_write_coefficients): every quantization value `q`, every block a DC of `dc` and, in
-/// luma's first block, one AC coefficient (row 1, column 2) of `ac`.
-Bytes jpeg_of_coefficients(int q, int dc, int ac) {
+/// luma's first block, one AC coefficient (row 1, column 2) of `ac`; then `first(block)` may
+/// rewrite luma's first block (64 coefficients, natural order).
+template <typename First>
+Bytes jpeg_of_coefficients(int q, int dc, int ac, First first) {
   jpeg_compress_struct c;
   jpeg_error_mgr err;
   c.err = jpeg_std_error(&err);
@@ -202,7 +205,10 @@ Bytes jpeg_of_coefficients(int q, int dc, int ac) {
       for (JDIMENSION bx = 0; bx < bw[k]; ++bx) {
         std::memset(rows[0][bx], 0, sizeof(JBLOCK));
         rows[0][bx][0] = JCOEF(dc);
-        if (k == 0 && by == 0 && bx == 0) rows[0][bx][8 + 2] = JCOEF(ac);
+        if (k == 0 && by == 0 && bx == 0) {
+          rows[0][bx][8 + 2] = JCOEF(ac);
+          first(rows[0][bx]);
+        }
       }
     }
   jpeg_finish_compress(&c);
@@ -212,22 +218,80 @@ Bytes jpeg_of_coefficients(int q, int dc, int ac) {
   return out;
 }
 
+Bytes jpeg_of_coefficients(int q, int dc, int ac) {
+  return jpeg_of_coefficients(q, dc, ac, [](JCOEF*) {});
+}
+
 TEST(JpegCoefficients, CoefficientsBeyondAnyEncodersAreDeclined) {
-  // Up to ±2048 dequantized (the most an encoder writes): taken, decode_planes' bytes.
+  // Up to ±2048 dequantized (the most an encoder writes), samples within 511 of the level shift:
+  // taken, decode_planes' bytes (sums of the block's coefficients at and above the safe sum
+  // included: 2048 of DC or AC alone, DC -1024 with AC 1024).
   for (const auto& [q, dc, ac] :
-       {std::array<int, 3>{1, 0, 2048}, {8, 5, -256}, {2048, 1, 1}, {16, -64, 128}}) {
+       {std::array<int, 3>{1, 0, 2048}, {8, 5, -256}, {2048, 1, 0}, {16, -64, 64}, {16, -64, 0}}) {
     const Bytes j = jpeg_of_coefficients(q, dc, ac);
     EXPECT_EQ(compare(j, "q " + std::to_string(q)), 0) << q << " " << dc << " " << ac;
   }
-  // Beyond (damaged or crafted data: libjpeg-turbo's C and SIMD transforms differ there):
-  // declined, while decode_planes still decodes the file.
-  for (const auto& [q, dc, ac] :
-       {std::array<int, 3>{1, 0, 2049}, {8, 300, 0}, {255, 0, -9}, {32767, 1, 0}}) {
+  // Beyond (damaged or crafted data: libjpeg-turbo's C and SIMD transforms differ there), a
+  // coefficient or a sample: declined, while decode_planes still decodes the file.
+  for (const auto& [q, dc, ac] : {std::array<int, 3>{1, 0, 2049},
+                                  {8, 300, 0},
+                                  {255, 0, -9},
+                                  {32767, 1, 0},
+                                  {2048, 1, 1},
+                                  {16, -64, 128}}) {
     const Bytes j = jpeg_of_coefficients(q, dc, ac);
     EXPECT_GT(jpeg::decode_planes(j.data(), j.size(), "crafted.jpg").width, 0);
     EXPECT_EQ(jpeg::decode_coefficients(j.data(), j.size(), "crafted.jpg").width, 0)
         << q << " " << dc << " " << ac;
   }
+}
+
+TEST(JpegCoefficients, BlocksWhoseSamplesLeaveTheRangeAreDeclined) {
+  // Every coefficient within ±2048 dequantized, but the block's 64 coefficients of one sign
+  // pile up at one sample (every basis function is positive at the block's first sample): far
+  // beyond 0..255 before clamping, where libjpeg-turbo's C transform wraps and its SIMD ones
+  // saturate in 16-bit lanes. Declined, while decode_planes still decodes the file.
+  for (const int amplitude : {1023, 512, 341, 300}) {
+    const Bytes j = jpeg_of_coefficients(2, 0, 0, [&](JCOEF* b) {
+      for (int k = 0; k < 64; ++k) b[k] = JCOEF(amplitude);
+    });
+    EXPECT_GT(jpeg::decode_planes(j.data(), j.size(), "crafted.jpg").width, 0);
+    EXPECT_EQ(jpeg::decode_coefficients(j.data(), j.size(), "crafted.jpg").width, 0)
+        << "amplitude " << amplitude;
+  }
+  // Random blocks around the bound (sums of |dequantized coefficients| from tens to tens of
+  // thousands, each coefficient within range): whatever decode_coefficients takes gives
+  // decode_planes' bytes; blocks above the safe sum are taken where they stay in range (signs
+  // that cancel) and declined where they do not.
+  std::mt19937 rng(17);
+  int taken_above = 0, declined = 0;
+  for (int i = 0; i < 300; ++i) {
+    const int amplitude = 16 + int(rng() % 600);  // q = 2: up to 1,230 dequantized
+    const int count = 2 + int(rng() % 40);
+    std::vector<int> values(64, 0);
+    long sum = 0;
+    for (int n = 0; n < count; ++n) {
+      const int k = int(rng() % 64);
+      values[std::size_t(k)] = int(rng() % std::uint32_t(2 * amplitude + 1)) - amplitude;
+    }
+    for (int v : values) sum += 2L * std::abs(v);
+    const Bytes j = jpeg_of_coefficients(2, 0, 0, [&](JCOEF* b) {
+      for (int k = 0; k < 64; ++k) b[k] = JCOEF(values[std::size_t(k)]);
+    });
+    const jpeg::Coefficients c = jpeg::decode_coefficients(j.data(), j.size(), "random.jpg");
+    if (c.width == 0) {
+      ++declined;
+      EXPECT_GT(sum, 2040) << "block " << i << ": a block within the safe sum was declined";
+      continue;
+    }
+    taken_above += sum > 2040;
+    ASSERT_EQ(differing(jpeg::planes_from_coefficients(c),
+                        jpeg::decode_planes(j.data(), j.size(), "random.jpg")),
+              0)
+        << "block " << i << ", sum " << sum;
+  }
+  EXPECT_GT(taken_above, 10);
+  EXPECT_GT(declined, 10);
 }
 
 TEST(JpegCoefficients, FilesOffTheRouteAndBrokenFiles) {

@@ -3,7 +3,7 @@
 // 4:2:0) and the planes of a file a CPU worker decoded (1.5 bytes per pixel), copied from host
 // memory to the device as the route copies them (cudaMemcpyAsync of contiguous coefficients;
 // cudaMemcpy2DAsync of planes whose rows are padded), from pageable memory (std::vector, as the
-// route does today) and from pinned memory (cudaMallocHost), on 1..N host threads at once, each
+// route does) and from pinned memory (cudaMallocHost), on 1..N host threads at once, each
 // with its own stream (the route's slots run in parallel).
 //
 // Timed apart: one-time work (the context, the buffers, cudaMallocHost, cudaHostRegister of a

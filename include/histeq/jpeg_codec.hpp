@@ -200,8 +200,10 @@ struct Coefficients {
 /// errors) and returns its coefficients, so that the inverse DCT can run elsewhere (on the
 /// device, or planes_from_coefficients): the entropy decoding is most of a progressive file's
 /// decode. Returns width 0 (nothing for this route) where decode_planes does, and where a
-/// dequantized coefficient is beyond ±2048, more than any encoder writes (damaged or crafted
-/// data, where libjpeg-turbo's own transforms differ from each other). (histeq decodes
+/// dequantized coefficient is beyond ±2048 (more than any encoder writes) or a block's samples
+/// before clamping lie more than 511 from the level shift: damaged or crafted data, where
+/// libjpeg-turbo's own transforms (its C one wraps, its SIMD ones saturate) differ from each
+/// other and from planes_from_coefficients. (histeq decodes
 /// with libjpeg's block smoothing off, so a progressive file whose scans leave coefficients
 /// unrefined decodes to the plain inverse DCT of what they sent, here as in decode_planes.)
 Coefficients decode_coefficients(const std::uint8_t* data, std::size_t size,

@@ -25,12 +25,13 @@ namespace {
 
 /// The largest |coefficient| at each position of a block that a file an encoder wrote holds:
 /// dequantized within ±2048 (an 8-bit block's DCT coefficients are within ±1024, and a quantized
-/// one is at most twice its value), where the transform here, libjpeg-turbo's C one and its SIMD
-/// ones (16-bit lanes) all give the same samples. Beyond it (damaged or crafted data) they
-/// differ, each its own way, and decode_planes takes the file.
+/// one is at most twice its value), so that dequantizing fits libjpeg-turbo's SIMD transforms'
+/// 16-bit lanes. Beyond it (damaged or crafted data) decode_planes takes the file.
 struct EncoderRange {
   std::int32_t limit[DCTSIZE2];
-  std::uint32_t span[DCTSIZE2];  ///< 2 * limit
+  std::uint32_t span[DCTSIZE2];    ///< 2 * limit
+  std::int16_t quant16[DCTSIZE2];  ///< the table for the blocks' sums (a value over 32767,
+                                   ///< whose limit is 0, wraps: only zeros meet it in range)
 };
 
 void encoder_range(const std::uint16_t* quant, EncoderRange* r) {
@@ -38,17 +39,57 @@ void encoder_range(const std::uint16_t* quant, EncoderRange* r) {
   for (int k = 0; k < DCTSIZE2; ++k) {
     r->limit[k] = quant[k] == 0 ? 32767 : kMaxDequantized / std::int32_t(quant[k]);
     r->span[k] = 2 * std::uint32_t(r->limit[k]);
+    r->quant16[k] = std::int16_t(quant[k]);
   }
 }
 
-/// Nonzero when a coefficient of the `blocks` blocks at c is beyond r: |c| <= L is
-/// unsigned(c + L) <= 2 L, one compare a coefficient and no branch (the loop vectorizes), on a
-/// row just copied (still in cache).
-std::uint32_t beyond_range(const std::int16_t* c, std::size_t blocks, const EncoderRange& r) {
+/// A block whose dequantized coefficients' absolute values sum to at most this transforms the
+/// same in idct_formula, libjpeg-turbo's C transform and its SIMD ones: no sample lies more than
+/// 511 from the level shift (the most a coefficient moves a sample is a quarter of it), so the
+/// C transform's range-limit table does not wrap, and no value between the two passes exceeds
+/// about 11,400 (at most 5.6 times a column's sum), so the SIMD transforms' 16-bit lanes (sums
+/// of two such values included) do not saturate. Blocks above it are checked one by one
+/// (block_agrees).
+constexpr std::int32_t kSafeBlockSum = 2040;
+
+/// The exact check of a block above kSafeBlockSum: its values between the passes within ±16383
+/// (any two of them sum within a 16-bit lane) and its samples before clamping within 511 of the
+/// level shift. False: the transforms may disagree, and decode_planes takes the file.
+bool block_agrees(const std::int16_t* coef, const std::uint16_t* quant) {
+  namespace f = idct_formula;
+  std::int32_t ws[DCTSIZE2];
+  for (int col = 0; col < DCTSIZE; ++col) f::idct_column(coef, quant, col, ws);
+  for (std::int32_t w : ws)
+    if (w > 16383 || w < -16383) return false;
+  for (int row = 0; row < DCTSIZE; ++row) {
+    const std::int32_t* w = ws + DCTSIZE * row;
+    std::int64_t r[DCTSIZE];
+    f::idct_1d(w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], r);
+    for (std::int64_t v : r) {
+      const std::int64_t sample = f::descale(v, f::kConstBits + f::kPass1Bits + 3);
+      if (sample > 511 || sample < -512) return false;
+    }
+  }
+  return true;
+}
+
+/// Nonzero when a coefficient of the `blocks` blocks at c is beyond r (|c| <= L is
+/// unsigned(c + L) <= 2 L: one compare a coefficient, no branch), or a block's dequantized sum
+/// exceeds kSafeBlockSum and block_agrees says no; on a row just copied (still in cache).
+std::uint32_t beyond_range(const std::int16_t* c, std::size_t blocks, const EncoderRange& r,
+                           const std::uint16_t* quant) {
   std::uint32_t beyond = 0;
-  for (std::size_t b = 0; b < blocks; ++b, c += DCTSIZE2)
-    for (int k = 0; k < DCTSIZE2; ++k)
-      beyond |= std::uint32_t(std::uint32_t(std::int32_t(c[k]) + r.limit[k]) > r.span[k]);
+  for (std::size_t b = 0; b < blocks; ++b, c += DCTSIZE2) {
+    // The sum in products of 16-bit values (one multiply-add instruction a pair); exact while
+    // every coefficient is within range (each product at most 2048, the sum below 2^17).
+    std::int32_t sum = 0;
+    for (int k = 0; k < DCTSIZE2; ++k) {
+      const std::int16_t v = c[k];
+      beyond |= std::uint32_t(std::uint32_t(std::int32_t(v) + r.limit[k]) > r.span[k]);
+      sum += std::int32_t(std::int16_t(v < 0 ? -v : v)) * std::int32_t(r.quant16[k]);
+    }
+    if (sum > kSafeBlockSum && beyond == 0 && !block_agrees(c, quant)) beyond = 1;
+  }
   return beyond;
 }
 
@@ -82,7 +123,7 @@ int run_read_coefficients(DecodeState* s, Coefficients* out, bool* taken) {
                                                        JDIMENSION(by), 1, FALSE);
       std::int16_t* dst = p.coef.data() + std::size_t(by) * row_coefs;
       std::memcpy(dst, rows[0][0], row_coefs * sizeof(JCOEF));
-      beyond |= beyond_range(dst, std::size_t(p.blocks_w), range);
+      beyond |= beyond_range(dst, std::size_t(p.blocks_w), range, p.quant);
     }
     if (beyond != 0) *taken = false;
   }
