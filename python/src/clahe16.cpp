@@ -190,6 +190,10 @@ void bind_clahe16(nb::module_& m) {
         histeq::Image16 in = image16_from(a, height, width, channels);
         const histeq::Mode md = mode16(mode, channels);
         const histeq::Backend b = histeq::parse_backend(backend);
+        if (std::size_t(height) * std::size_t(width) == 0) {  // no pixel: zero counts, as 8 bits
+          const std::size_t planes = channels >= 3 ? 3 : 1;
+          return to_numpy(std::vector<std::int64_t>(planes * kBins16, 0), {planes, kBins16});
+        }
         const histeq::Region region = histeq::python::region_of(mask, roi, width, height);
         std::vector<std::int64_t> flat;  // int64, as NumPy's and scikit-image's histograms
         {
