@@ -42,6 +42,7 @@ using namespace nb::literals;
 
 namespace {
 
+using histeq::python::FsPath;
 using histeq::python::HostU16;
 using histeq::python::HostU8;
 using histeq::python::OutU16;
@@ -210,25 +211,26 @@ void bind_clahe16(nb::module_& m) {
   // ---- 16-bit files ----
   m.def(
       "load_image16",
-      [](std::string path) {
+      [](const FsPath& path) {
         histeq::Image16 img;
         {
           nb::gil_scoped_release release;
-          img = histeq::load_image16(path);
+          img = histeq::load_image16(path.bytes);
         }
         return to_numpy(std::move(img.pixels), image_shape(img.height, img.width, img.channels));
       },
       "path"_a);
 
   m.def(
-      "is_16bit_image", [](std::string path) { return histeq::is_16bit_image(path); }, "path"_a);
+      "is_16bit_image", [](const FsPath& path) { return histeq::is_16bit_image(path.bytes); },
+      "path"_a);
 
   m.def(
       "save_image16",
-      [](HostU16 a, int height, int width, int channels, std::string path) {
+      [](HostU16 a, int height, int width, int channels, const FsPath& path) {
         histeq::Image16 img = image16_from(a, height, width, channels);
         nb::gil_scoped_release release;
-        histeq::save_image16(img, path);
+        histeq::save_image16(img, path.bytes);
       },
       "image"_a, "height"_a, "width"_a, "channels"_a, "path"_a);
 
