@@ -229,8 +229,7 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
                          "equalization with mask or roi runs on pixels ('auto' or 'cpu')")
     return _batch("equalize", None, inputs, output_dir, mode, formula, kernel, backend, format,
                   recursive, jobs, max_inflight_mb, devices, quality, png_level, subsampling,
-                  decoder, suffix, max_pixels, errors, depth, mask=_file_mask(mask),
-                  roi=None if roi is None else _r._roi_tuple(roi))
+                  decoder, suffix, max_pixels, errors, depth, **_file_region(mask, roi))
 
 
 def match_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str, os.PathLike],
@@ -266,6 +265,19 @@ def match_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str
                   recursive, jobs, max_inflight_mb, devices, quality, png_level, subsampling,
                   decoder, suffix, max_pixels, errors, depth,
                   reference=_np.ascontiguousarray(ref))
+
+
+def _file_region(mask: Any, roi: Any) -> Dict[str, Any]:
+    """equalize_files' mask and roi, checked once before any file is read: the rectangle as
+    equalize checks it, the mask by _file_mask, and, when the rectangle lies inside the mask, a
+    counted pixel inside it (the mask and the rectangle are every file's)."""
+    r = None if roi is None else _r._roi_tuple(roi)
+    m = _file_mask(mask)
+    if m is not None and r is not None:
+        x, y, w, h = r
+        if x + w <= m.shape[1] and y + h <= m.shape[0] and not m[y:y + h, x:x + w].any():
+            raise ValueError(_r._empty_message(r))
+    return {"mask": m, "roi": r}
 
 
 def _file_mask(mask: Any) -> Optional[_np.ndarray]:
