@@ -314,12 +314,15 @@ def clahe_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str
                 devices: Optional[Sequence[int]] = None, quality: int = 95,
                 png_level: Optional[int] = None, subsampling: Union[str, int] = "420",
                 decoder: str = "auto", suffix: str = "", max_pixels: int = 1 << 28,
-                errors: str = "report", depth: Optional[int] = None) -> List[Dict[str, Any]]:
+                errors: str = "report", depth: Optional[int] = None, mask: Any = None,
+                roi: Any = None) -> List[Dict[str, Any]]:
     """CLAHE of image files into ``output_dir`` with the many-files executor: the engine of
     ``histeq clahe INPUT... -o FOLDER``, byte for byte its outputs. ``clip_limit`` and
     ``tile_grid_size`` as :func:`clahe` (OpenCV's names and defaults); every other argument as
-    :func:`equalize_files` (``decoder``: ``"auto"`` or ``"cpu"``, both libjpeg-turbo for CLAHE).
-    Returns and raises as :func:`equalize_files`."""
+    :func:`equalize_files` (``decoder``: ``"auto"`` or ``"cpu"``, both libjpeg-turbo for CLAHE;
+    ``mask`` and ``roi``: masked CLAHE, ``histeq clahe --mask/--roi``, each tile's histogram of
+    the counted pixels as :func:`clahe` takes them). Returns and raises as
+    :func:`equalize_files`."""
     clip, tx, ty = _a.clahe_args(clip_limit, tile_grid_size)  # the checks of clahe()
     if clip < 0:
         raise ValueError(f"clip_limit: must be >= 0, got {clip}")
@@ -327,7 +330,8 @@ def clahe_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str
         raise ValueError("decoder: CLAHE decodes JPEGs with libjpeg-turbo ('auto' or 'cpu')")
     return _batch("clahe", (clip, tx, ty), inputs, output_dir, mode, "opencv", "auto", backend,
                   format, recursive, jobs, max_inflight_mb, devices, quality, png_level,
-                  subsampling, decoder, suffix, max_pixels, errors, depth)
+                  subsampling, decoder, suffix, max_pixels, errors, depth,
+                  **_file_region(mask, roi))
 
 
 def _batch(operation, clahe, inputs, output_dir, mode, formula, kernel, backend, format,
