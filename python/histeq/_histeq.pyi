@@ -1,5 +1,5 @@
 """The compiled core (nanobind); private: use the histeq package's functions."""
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -39,10 +39,10 @@ def histogram_device(device: int, stream: int, input: int, pixels: int, channels
 def equalize_file(input: _FsPath, output: _FsPath, mode: Optional[str], formula: str, kernel: str,
                   backend: str, quality: int, max_pixels: int) -> Dict[str, Any]: ...
 def default_max_inflight_bytes(jobs: int) -> int: ...
-def plan_files(inputs: List[_FsPath], output_dir: _FsPath, format: str, suffix: str,
+def plan_files(inputs: Sequence[_FsPath], output_dir: _FsPath, format: str, suffix: str,
                recursive: bool) -> Tuple[List[Tuple[str, str, str]],
                                          List[Tuple[str, str, int]]]: ...
-def run_files(items: List[Tuple[_FsPath, _FsPath, str]], mode: Optional[str], formula: str, kernel: str,
+def run_files(items: Sequence[Tuple[_FsPath, _FsPath, str]], mode: Optional[str], formula: str, kernel: str,
               backend: str, quality: int, png_level: int, subsampling: str, jobs: int,
               max_inflight_bytes: int, devices: List[int],
               max_pixels: int, decoder: str = ..., operation: str = ...,
