@@ -549,6 +549,43 @@ TEST_F(CliMatch, RegionErrorsNameTheFile) {
   EXPECT_FALSE(fs::exists(dir_ / "out" / "coins.png"));
 }
 
+TEST_F(CliMatch, AMaskThatCountsNoPixelInsideTheRectangleIsAUsageErrorBeforeAnyFile) {
+  // The mask and the rectangle are the same for every file: a mask with no counted pixel
+  // inside the rectangle is refused once, naming both (as a mask with no counted pixel at
+  // all), before any input is read, in a batch as for one file; nothing is written.
+  fs::create_directories(dir_ / "in");
+  fs::copy_file(sample("moon.png"), dir_ / "in" / "moon.png");
+  fs::copy_file(sample("camera.png"), dir_ / "in" / "camera.png");
+  save_image(mask8(512, 512, [](int x, int y) { return x >= 100 && y >= 100; }), path("m.png"));
+  for (const char* cmd : {"equalize", "clahe"}) {
+    for (const std::string& in : {q("in"), quote((dir_ / "in" / "moon.png").string())}) {
+      const bool batch = in == q("in");
+      const std::string out = batch ? q("out") : q("x.png");
+      Result r = run(std::string(cmd) + " " + in + " -o " + out + " --backend cpu --mask " +
+                     q("m.png") + " --roi 0,0,100,512");
+      EXPECT_EQ(r.status, 2) << cmd << r;
+      EXPECT_NE(r.err.find("m.png"), std::string::npos) << cmd << r;
+      EXPECT_NE(r.err.find("0,0,100,512"), std::string::npos) << cmd << r;
+      EXPECT_NE(r.err.find("no pixel"), std::string::npos) << cmd << r;
+      EXPECT_EQ(r.err.find("camera.png"), std::string::npos) << cmd << r;  // no file was read
+      EXPECT_FALSE(fs::exists(dir_ / "out")) << cmd;
+      EXPECT_FALSE(fs::exists(path("x.png"))) << cmd;
+    }
+  }
+  Result r =
+      run("histogram " + q("in") + " --backend cpu --mask " + q("m.png") + " --roi 0,0,512,100");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_TRUE(r.out.empty()) << r;
+  // a rectangle that reaches a counted pixel runs; one outside the mask fails per file
+  r = run("equalize " + q("in") + " -o " + q("out") + " --backend cpu --mask " + q("m.png") +
+          " --roi 0,0,101,101");
+  EXPECT_EQ(r.status, 0) << r;
+  r = run("equalize " + q("in") + " -o " + q("out2") + " --backend cpu --mask " + q("m.png") +
+          " --roi 0,0,600,10");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("camera.png"), std::string::npos) << r;
+}
+
 TEST_F(CliMatch, AMaskOfThreeEqualChannelsIsGray) {
   // histeq (and OpenCV) write a gray BMP with a palette, which decodes as three equal channels.
   const std::string in = quote(sample("moon.png"));

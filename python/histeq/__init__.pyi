@@ -128,4 +128,5 @@ def clahe_files(inputs: Iterable[Union[str, "os.PathLike[str]"]],
                 png_level: Optional[int] = ..., subsampling: Union[str, int] = ...,
                 decoder: Literal["auto", "cpu"] = ..., suffix: str = ..., max_pixels: int = ...,
                 errors: Literal["report", "raise"] = ...,
-                depth: Optional[Literal[8, 16]] = ...) -> List[Dict[str, Any]]: ...
+                depth: Optional[Literal[8, 16]] = ..., mask: Optional[Any] = ...,
+                roi: Optional[_Roi] = ...) -> List[Dict[str, Any]]: ...

@@ -229,8 +229,7 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
                          "equalization with mask or roi runs on pixels ('auto' or 'cpu')")
     return _batch("equalize", None, inputs, output_dir, mode, formula, kernel, backend, format,
                   recursive, jobs, max_inflight_mb, devices, quality, png_level, subsampling,
-                  decoder, suffix, max_pixels, errors, depth, mask=_file_mask(mask),
-                  roi=None if roi is None else _r._roi_tuple(roi))
+                  decoder, suffix, max_pixels, errors, depth, **_file_region(mask, roi))
 
 
 def match_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str, os.PathLike],
@@ -268,6 +267,19 @@ def match_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str
                   reference=_np.ascontiguousarray(ref))
 
 
+def _file_region(mask: Any, roi: Any) -> Dict[str, Any]:
+    """equalize_files' mask and roi, checked once before any file is read: the rectangle as
+    equalize checks it, the mask by _file_mask, and, when the rectangle lies inside the mask, a
+    counted pixel inside it (the mask and the rectangle are every file's)."""
+    r = None if roi is None else _r._roi_tuple(roi)
+    m = _file_mask(mask)
+    if m is not None and r is not None:
+        x, y, w, h = r
+        if x + w <= m.shape[1] and y + h <= m.shape[0] and not m[y:y + h, x:x + w].any():
+            raise ValueError(_r._empty_message(r))
+    return {"mask": m, "roi": r}
+
+
 def _file_mask(mask: Any) -> Optional[_np.ndarray]:
     """equalize_files' mask as a C-contiguous uint8 (H, W) array (nonzero: counted). A mask file
     decoded as three equal channels (a gray BMP, a gray palette) is gray, as ``histeq --mask``
@@ -302,12 +314,15 @@ def clahe_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str
                 devices: Optional[Sequence[int]] = None, quality: int = 95,
                 png_level: Optional[int] = None, subsampling: Union[str, int] = "420",
                 decoder: str = "auto", suffix: str = "", max_pixels: int = 1 << 28,
-                errors: str = "report", depth: Optional[int] = None) -> List[Dict[str, Any]]:
+                errors: str = "report", depth: Optional[int] = None, mask: Any = None,
+                roi: Any = None) -> List[Dict[str, Any]]:
     """CLAHE of image files into ``output_dir`` with the many-files executor: the engine of
     ``histeq clahe INPUT... -o FOLDER``, byte for byte its outputs. ``clip_limit`` and
     ``tile_grid_size`` as :func:`clahe` (OpenCV's names and defaults); every other argument as
-    :func:`equalize_files` (``decoder``: ``"auto"`` or ``"cpu"``, both libjpeg-turbo for CLAHE).
-    Returns and raises as :func:`equalize_files`."""
+    :func:`equalize_files` (``decoder``: ``"auto"`` or ``"cpu"``, both libjpeg-turbo for CLAHE;
+    ``mask`` and ``roi``: masked CLAHE, ``histeq clahe --mask/--roi``, each tile's histogram of
+    the counted pixels as :func:`clahe` takes them). Returns and raises as
+    :func:`equalize_files`."""
     clip, tx, ty = _a.clahe_args(clip_limit, tile_grid_size)  # the checks of clahe()
     if clip < 0:
         raise ValueError(f"clip_limit: must be >= 0, got {clip}")
@@ -315,7 +330,8 @@ def clahe_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str
         raise ValueError("decoder: CLAHE decodes JPEGs with libjpeg-turbo ('auto' or 'cpu')")
     return _batch("clahe", (clip, tx, ty), inputs, output_dir, mode, "opencv", "auto", backend,
                   format, recursive, jobs, max_inflight_mb, devices, quality, png_level,
-                  subsampling, decoder, suffix, max_pixels, errors, depth)
+                  subsampling, decoder, suffix, max_pixels, errors, depth,
+                  **_file_region(mask, roi))
 
 
 def _batch(operation, clahe, inputs, output_dir, mode, formula, kernel, backend, format,

@@ -54,6 +54,7 @@ using histeq::python::caller_stream;
 using histeq::python::DeviceContext;
 using histeq::python::DeviceScope;
 using histeq::python::end;
+using histeq::python::FsPath;
 using histeq::python::HostHists;
 using histeq::python::HostU8;
 using histeq::python::image_from;
@@ -241,6 +242,19 @@ void histeq::python::for_images(std::size_t count, std::size_t pixels, Backend b
     if (e) std::rethrow_exception(e);
 }
 
+namespace {
+
+/// PyErr_SetString for a message that may hold bytes that are not UTF-8 (the name of a file):
+/// those bytes as \xNN (PyErr_SetString would raise a UnicodeDecodeError instead).
+void set_error(PyObject* type, const std::string& msg) {
+  PyObject* text = PyUnicode_DecodeUTF8(msg.data(), Py_ssize_t(msg.size()), "backslashreplace");
+  if (text == nullptr) return;  // that failure is the error set
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
+}
+
+}  // namespace
+
 NB_MODULE(_histeq, m) {
   m.doc() = "Compiled core of histeq (see the histeq package for the documented API).";
 
@@ -251,13 +265,16 @@ NB_MODULE(_histeq, m) {
     try {
       std::rethrow_exception(p);
     } catch (const histeq::UsageError& e) {
-      PyErr_SetString(PyExc_ValueError, histeq::python::python_words(e.what()).c_str());
+      set_error(PyExc_ValueError, histeq::python::python_words(e.what()));
     } catch (const histeq::DecodeError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      set_error(PyExc_ValueError, e.what());
     } catch (const histeq::FileError& e) {
       if (e.code() > 0) {
-        PyObject* args =
-            Py_BuildValue("(isN)", e.code(), e.what(), PyUnicode_DecodeFSDefault(e.path().c_str()));
+        const std::string what = e.what();
+        PyObject* args = Py_BuildValue(
+            "(iNN)", e.code(),
+            PyUnicode_DecodeUTF8(what.data(), Py_ssize_t(what.size()), "backslashreplace"),
+            PyUnicode_DecodeFSDefaultAndSize(e.path().data(), Py_ssize_t(e.path().size())));
         if (args != nullptr) {
           PyObject* exc = PyObject_Call(PyExc_OSError, args, nullptr);
           Py_DECREF(args);
@@ -267,10 +284,10 @@ NB_MODULE(_histeq, m) {
           }
         }
       } else {
-        PyErr_SetString(PyExc_OSError, e.what());
+        set_error(PyExc_OSError, e.what());
       }
     } catch (const histeq::Error& e) {
-      PyErr_SetString(PyExc_RuntimeError, histeq::python::python_words(e.what()).c_str());
+      set_error(PyExc_RuntimeError, histeq::python::python_words(e.what()));
     }
   });
 
@@ -551,9 +568,11 @@ NB_MODULE(_histeq, m) {
   // ---- one file (the single-file API) ----
   m.def(
       "equalize_file",
-      [](std::string input, std::string output, std::optional<std::string> mode,
+      [](const FsPath& input_path, const FsPath& output_path, std::optional<std::string> mode,
          std::string formula, std::string kernel, std::string backend, int quality,
          std::uint64_t max_pixels) {
+        const std::string& input = input_path.bytes;
+        const std::string& output = output_path.bytes;
         const histeq::EqualizeOptions o = options(mode, formula, kernel, backend);
         histeq::check_output_path(output);
         if (quality < 1 || quality > 100) {
@@ -572,8 +591,8 @@ NB_MODULE(_histeq, m) {
           histeq::save_image(out, output, quality);
         }
         nb::dict d;
-        d["input"] = input;
-        d["output"] = output;
+        d["input"] = histeq::python::fs_text(input);
+        d["output"] = histeq::python::fs_text(output);
         d["width"] = w;
         d["height"] = h;
         d["channels"] = ch;
@@ -591,11 +610,11 @@ NB_MODULE(_histeq, m) {
 
   m.def(
       "load_image",
-      [](std::string path) {
+      [](const FsPath& path) {
         histeq::Image img;
         {
           nb::gil_scoped_release release;
-          img = histeq::load_image(path);
+          img = histeq::load_image(path.bytes);
         }
         std::vector<std::size_t> shape{std::size_t(img.height), std::size_t(img.width)};
         if (img.channels > 1) shape.push_back(std::size_t(img.channels));
@@ -605,10 +624,10 @@ NB_MODULE(_histeq, m) {
 
   m.def(
       "save_image",
-      [](HostU8 a, int height, int width, int channels, std::string path, int quality) {
+      [](HostU8 a, int height, int width, int channels, const FsPath& path, int quality) {
         histeq::Image img = image_from(a, height, width, channels);
         nb::gil_scoped_release release;
-        histeq::save_image(img, path, quality);
+        histeq::save_image(img, path.bytes, quality);
       },
       "image"_a, "height"_a, "width"_a, "channels"_a, "path"_a, "quality"_a);
 }

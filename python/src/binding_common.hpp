@@ -30,6 +30,28 @@ namespace histeq::python {
 
 namespace nb = nanobind;
 
+/// A file path from Python: a str (encoded as os.fsencode encodes it, so a name that is not
+/// UTF-8, held as surrogate escapes, keeps its bytes) or bytes. Back to Python it is a str as
+/// os.fsdecode gives it, the form of the names os.listdir returns.
+struct FsPath {
+  std::string bytes;
+};
+
+/// Text for Python that may hold bytes that are not UTF-8 (a message naming such a file):
+/// those bytes written as \xNN, so that the str prints anywhere.
+inline nb::str text(const std::string& s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), Py_ssize_t(s.size()), "backslashreplace");
+  if (o == nullptr) throw nb::python_error();
+  return nb::steal<nb::str>(o);
+}
+
+/// A path for Python, as os.fsdecode gives it.
+inline nb::str fs_text(const std::string& path) {
+  PyObject* o = PyUnicode_DecodeFSDefaultAndSize(path.data(), Py_ssize_t(path.size()));
+  if (o == nullptr) throw nb::python_error();
+  return nb::steal<nb::str>(o);
+}
+
 using HostU8 = nb::ndarray<const std::uint8_t, nb::c_contig, nb::device::cpu>;
 using HostU16 = nb::ndarray<const std::uint16_t, nb::c_contig, nb::device::cpu>;
 /// A result array the Python side allocated (np.empty), written in place.
@@ -157,3 +179,36 @@ nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, std::vector<std::size_t> 
 }
 
 }  // namespace histeq::python
+
+namespace nanobind::detail {
+
+/// histeq::python::FsPath from and to Python (str or bytes in; a str out).
+template <>
+struct type_caster<histeq::python::FsPath> {
+  NB_TYPE_CASTER(histeq::python::FsPath, const_name("str | bytes"))
+
+  template <typename Flags>  // uint8_t in nanobind 2, uint32_t in 3
+  bool from_python(handle src, Flags, cleanup_list*) noexcept {
+    PyObject* b = nullptr;
+    if (PyBytes_Check(src.ptr())) {
+      b = src.inc_ref().ptr();
+    } else if (PyUnicode_Check(src.ptr())) {
+      b = PyUnicode_EncodeFSDefault(src.ptr());
+      if (b == nullptr) {
+        PyErr_Clear();
+        return false;
+      }
+    } else {
+      return false;
+    }
+    value.bytes.assign(PyBytes_AS_STRING(b), std::size_t(PyBytes_GET_SIZE(b)));
+    Py_DECREF(b);
+    return true;
+  }
+
+  static handle from_cpp(const histeq::python::FsPath& p, rv_policy, cleanup_list*) noexcept {
+    return PyUnicode_DecodeFSDefaultAndSize(p.bytes.data(), Py_ssize_t(p.bytes.size()));
+  }
+};
+
+}  // namespace nanobind::detail

@@ -43,6 +43,7 @@ using namespace nb::literals;
 
 namespace {
 
+using histeq::python::FsPath;
 using histeq::python::HostU16;
 using histeq::python::HostU8;
 using histeq::python::OutU16;
@@ -191,6 +192,10 @@ void bind_clahe16(nb::module_& m) {
         histeq::Image16 in = image16_from(a, height, width, channels);
         const histeq::Mode md = mode16(mode, channels);
         const histeq::Backend b = histeq::parse_backend(backend);
+        if (std::size_t(height) * std::size_t(width) == 0) {  // no pixel: zero counts, as 8 bits
+          const std::size_t planes = channels >= 3 ? 3 : 1;
+          return to_numpy(std::vector<std::int64_t>(planes * kBins16, 0), {planes, kBins16});
+        }
         const histeq::Region region = histeq::python::region_of(mask, roi, width, height);
         std::vector<std::int64_t> flat;  // int64, as NumPy's and scikit-image's histograms
         {
@@ -207,25 +212,26 @@ void bind_clahe16(nb::module_& m) {
   // ---- 16-bit files ----
   m.def(
       "load_image16",
-      [](std::string path) {
+      [](const FsPath& path) {
         histeq::Image16 img;
         {
           nb::gil_scoped_release release;
-          img = histeq::load_image16(path);
+          img = histeq::load_image16(path.bytes);
         }
         return to_numpy(std::move(img.pixels), image_shape(img.height, img.width, img.channels));
       },
       "path"_a);
 
   m.def(
-      "is_16bit_image", [](std::string path) { return histeq::is_16bit_image(path); }, "path"_a);
+      "is_16bit_image", [](const FsPath& path) { return histeq::is_16bit_image(path.bytes); },
+      "path"_a);
 
   m.def(
       "save_image16",
-      [](HostU16 a, int height, int width, int channels, std::string path) {
+      [](HostU16 a, int height, int width, int channels, const FsPath& path) {
         histeq::Image16 img = image16_from(a, height, width, channels);
         nb::gil_scoped_release release;
-        histeq::save_image16(img, path);
+        histeq::save_image16(img, path.bytes);
       },
       "image"_a, "height"_a, "width"_a, "channels"_a, "path"_a);
 

@@ -33,6 +33,7 @@ using namespace nb::literals;
 
 namespace {
 
+using histeq::python::FsPath;
 using histeq::python::HostU8;
 
 /// A host image of 8 or 16 bits ((H, W) or (H, W, C), C-contiguous).
@@ -100,13 +101,13 @@ nb::dict times_dict(const histeq::ItemTimes& t) {
 
 nb::dict report_dict(const histeq::ItemReport& r) {
   nb::dict d;
-  d["input"] = r.input;
-  d["output"] = r.output;
+  d["input"] = histeq::python::fs_text(r.input);
+  d["output"] = histeq::python::fs_text(r.output);
   d["ok"] = r.ok;
   if (r.ok) {
     d["error"] = nb::none();
   } else {
-    d["error"] = histeq::python::python_words(r.error);
+    d["error"] = histeq::python::text(histeq::python::python_words(r.error));
   }
   d["width"] = r.width;
   d["height"] = r.height;
@@ -139,10 +140,13 @@ void bind_files(nb::module_& m) {
   // errno) for the inputs that could not be listed, which Python reports or raises as OSError.
   m.def(
       "plan_files",
-      [](const std::vector<std::string>& inputs, const std::string& output_dir,
+      [](const std::vector<FsPath>& input_paths, const FsPath& output_dir,
          const std::string& format, const std::string& suffix, bool recursive) {
+        std::vector<std::string> inputs;
+        inputs.reserve(input_paths.size());
+        for (const FsPath& p : input_paths) inputs.push_back(p.bytes);
         histeq::FilePlanOptions po;
-        po.output_dir = output_dir;
+        po.output_dir = output_dir.bytes;
         po.naming.format = format;
         po.naming.suffix = suffix;
         po.recursive = recursive;
@@ -160,17 +164,19 @@ void bind_files(nb::module_& m) {
         }
         nb::list items;
         for (const histeq::WorkItem& w : plan.items)
-          items.append(nb::make_tuple(w.input, w.output, w.format));
+          items.append(nb::make_tuple(histeq::python::fs_text(w.input),
+                                      histeq::python::fs_text(w.output), w.format));
         nb::list unlisted;
         for (const histeq::UnlistedInput& u : plan.unlisted)
-          unlisted.append(nb::make_tuple(u.path, u.message(), u.code));
+          unlisted.append(nb::make_tuple(histeq::python::fs_text(u.path),
+                                         histeq::python::text(u.message()), u.code));
         return nb::make_tuple(items, unlisted);
       },
       "inputs"_a, "output_dir"_a, "format"_a, "suffix"_a, "recursive"_a);
   // items: (input, output, format) with format "" (the output's extension) or ".png" etc.
   m.def(
       "run_files",
-      [](const std::vector<std::tuple<std::string, std::string, std::string>>& items,
+      [](const std::vector<std::tuple<FsPath, FsPath, std::string>>& items,
          std::optional<std::string> mode, std::string formula, std::string kernel,
          std::string backend, int quality, int png_level, std::string subsampling, int jobs,
          std::size_t max_inflight_bytes, std::vector<int> devices, std::uint64_t max_pixels,
@@ -212,7 +218,7 @@ void bind_files(nb::module_& m) {
                                      : histeq::JpegRoute::automatic;
         std::vector<histeq::WorkItem> work;
         work.reserve(items.size());
-        for (const auto& [in, out, fmt] : items) work.push_back({in, out, fmt});
+        for (const auto& [in, out, fmt] : items) work.push_back({in.bytes, out.bytes, fmt});
         std::vector<histeq::ItemReport> reports;
         reports.reserve(work.size());
         std::string fallback;

@@ -474,6 +474,22 @@ void read_region(const cxxopts::ParseResult& r, Common& cm) {
   if (std::none_of(mask.pixels.begin(), mask.pixels.end(), [](std::uint8_t v) { return v != 0; }))
     throw UsageError("--mask '" + path +
                      "' counts no pixel (every sample is 0): there is no histogram to take");
+  // The rectangle and the mask are every image's: when the rectangle lies inside the mask and
+  // the mask counts no pixel there, no image can run (one outside it fails per image, on size).
+  if (const auto& roi = cm.opt.region.roi;
+      roi && roi->x + roi->width <= mask.width && roi->y + roi->height <= mask.height) {
+    bool counted = false;
+    for (int y = roi->y; y < roi->y + roi->height && !counted; ++y) {
+      const std::uint8_t* row = &mask.pixels[std::size_t(y) * std::size_t(mask.width)];
+      counted = std::any_of(row + roi->x, row + roi->x + roi->width,
+                            [](std::uint8_t v) { return v != 0; });
+    }
+    if (!counted)
+      throw UsageError("--mask '" + path + "' counts no pixel inside the rectangle --roi " +
+                       std::to_string(roi->x) + "," + std::to_string(roi->y) + "," +
+                       std::to_string(roi->width) + "," + std::to_string(roi->height) +
+                       ": there is no histogram to take");
+  }
   mask.icc.clear();
   mask.exif.clear();
   cm.mask_name = path;

@@ -270,3 +270,20 @@ def test_bytes_paths(tmp_path):
     p16 = os.fsencode(tmp_path / "b16.png")
     histeq.save_image(p16, g)
     np.testing.assert_array_equal(histeq.load_image(p16, depth=None), g)
+
+
+@pytest.mark.parametrize("shape,planes", [((0, 4), 1), ((3, 0), 1), ((0, 4, 2), 1),
+                                          ((0, 4, 3), 3), ((0, 4, 4), 3)])
+def test_empty_16bit_image_histogram_is_zero_counts(shape, planes):
+    """An image without pixels has an all-zero histogram at 16 bits as at 8 bits (it is not a
+    CUDA failure): (65536,) per plane, the planes a non-empty image of its channels has; also
+    with a mask of its size and in a batch."""
+    z = np.zeros(shape, np.uint16)
+    want = (planes, 65536) if planes > 1 else (65536,)
+    for kw in ({}, {"backend": "cpu"}, {"mask": np.zeros(shape[:2], bool)}):
+        h = histeq.histogram(z, **kw)
+        assert h.dtype == np.int64 and h.shape == want and not h.any()
+    out = np.full(want, 7, np.int64)
+    assert histeq.histogram(z, out=out) is out and not out.any()
+    batch = histeq.histogram(np.zeros((2,) + shape, np.uint16), batch=True)
+    assert batch.shape == (2,) + want and not batch.any()

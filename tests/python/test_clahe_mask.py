@@ -202,6 +202,46 @@ def test_masked_clahe_equals_the_cli(tmp_path):
         np.testing.assert_array_equal(histeq.load_image(dst), histeq.clahe(img, 2.0, **kw))
 
 
+def test_clahe_files_take_the_clis_mask_and_roi(tmp_path):
+    """clahe_files runs `histeq clahe FOLDER --mask/--roi` (the batch engine takes them) with
+    equalize_files' mask= and roi=: the CLI's bytes, the array call's pixels, a file of another
+    size failing alone, the same errors before any file is read."""
+    import subprocess
+    from test_files import _cli
+    cli = _cli()
+    img = PHOTOS[0][1]
+    h, w = img.shape
+    m = np.zeros((h, w), np.uint8)
+    m[h // 6:h - h // 5, w // 7:w - w // 3] = 255
+    src = tmp_path / "in"
+    src.mkdir()
+    histeq.save_image(src / "a.png", img)
+    histeq.save_image(src / "b.png", img[::-1].copy())
+    histeq.save_image(src / "small.png", img[:h // 2])
+    histeq.save_image(tmp_path / "mask.png", m)
+    roi = (w // 5, h // 4, w // 2, h // 3)
+    for opts, kw in ((["--mask", str(tmp_path / "mask.png")], {"mask": m}),
+                     (["--mask", str(tmp_path / "mask.png")], {"mask": tmp_path / "mask.png"}),
+                     (["--roi", ",".join(map(str, roi))], {"roi": roi})):
+        subprocess.run([cli, "clahe", str(src), "-o", str(tmp_path / "cli"), "--backend", "cpu",
+                        "--clip-limit", "2", "--tile-grid-size", "4x3", "--quiet"] + opts)
+        reps = histeq.clahe_files([src], tmp_path / "py", 2.0, (4, 3), backend="cpu", **kw)
+        assert [r["ok"] for r in reps] == [True, True, False]  # small.png: another size
+        for name, arr in (("a.png", img), ("b.png", img[::-1].copy())):
+            got = (tmp_path / "py" / name).read_bytes()
+            assert got == (tmp_path / "cli" / name).read_bytes()
+            want = histeq.clahe(arr, 2.0, (4, 3), mask=m if "mask" in kw else None,
+                                roi=kw.get("roi"))
+            np.testing.assert_array_equal(histeq.load_image(tmp_path / "py" / name), want)
+    with pytest.raises(ValueError, match="counts no pixel"):
+        histeq.clahe_files([src], tmp_path / "never", mask=m * 0)
+    with pytest.raises(ValueError, match="counts no pixel inside the rectangle"):
+        histeq.clahe_files([src], tmp_path / "never", mask=m, roi=(0, 0, 2, 2))
+    with pytest.raises(ValueError, match="roi"):
+        histeq.clahe_files([src], tmp_path / "never", roi=(0, 0, 0, 2))
+    assert not (tmp_path / "never").exists()
+
+
 def test_torch_goes_through_the_host(torch_cuda):
     torch = torch_cuda
     img = rng_image((40, 70), 11)

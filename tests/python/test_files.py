@@ -270,3 +270,44 @@ def test_the_batch_depth_option(tmp_path):
         histeq.equalize_files([tmp_path / "in"], tmp_path / "x", depth=12)
     with pytest.raises(ValueError):
         histeq.clahe_files([tmp_path / "in"], tmp_path / "x", -1.0)
+
+
+def test_file_names_that_are_not_utf8(tmp_path):
+    """Linux file names are bytes: a name that is not UTF-8 is a path as os.fsencode gives it
+    (bytes) or os.fsdecode (str with surrogate escapes), as Python's own os and open take it.
+    load_image, save_image, equalize_files and match_files read and write such files (also found
+    by listing a folder), report their paths as os.fsdecode gives them, and say in printable
+    words why one failed."""
+    img = rng_image((12, 10), seed=11)
+    name = os.fsencode(tmp_path) + b"/n\xff.png"
+    histeq.save_image(name, img)
+    np.testing.assert_array_equal(histeq.load_image(name), img)
+    np.testing.assert_array_equal(histeq.load_image(os.fsdecode(name)), img)
+    g16 = np.arange(120, dtype=np.uint16).reshape(12, 10) * 500
+    name16 = os.fsencode(tmp_path) + b"/w\xfe.png"
+    histeq.save_image(os.fsdecode(name16), g16)
+    np.testing.assert_array_equal(histeq.load_image(name16, depth=None), g16)
+    out_dir = os.fsencode(tmp_path) + b"/out\xfd"
+    for call in (lambda ins: histeq.equalize_files(ins, out_dir, backend="cpu"),
+                 lambda ins: histeq.match_files(ins, out_dir, name16, backend="cpu")):
+        for inputs in ([name], [os.fsdecode(name)], [tmp_path]):
+            reports = call(inputs)
+            by_name = {r["input"]: r for r in reports}
+            r = by_name[os.fsdecode(name)]
+            assert r["ok"], r["error"]
+            assert r["output"] == os.fsdecode(out_dir + b"/n\xff.png")
+            assert os.path.exists(os.fsencode(r["output"]))
+    missing = os.fsencode(tmp_path) + b"/gone\xff.png"
+    with pytest.raises(FileNotFoundError) as e:
+        histeq.load_image(missing)
+    assert e.value.filename == os.fsdecode(missing)
+    str(e.value).encode("utf-8")  # printable: no lone surrogates
+    bad = os.fsencode(tmp_path) + b"/bad\xff.png"
+    with open(bad, "wb") as f:
+        f.write(b"not an image")
+    with pytest.raises(ValueError) as v:
+        histeq.load_image(bad)
+    str(v.value).encode("utf-8")
+    [r] = histeq.equalize_files([bad], out_dir, backend="cpu")
+    assert not r["ok"] and r["input"] == os.fsdecode(bad)
+    r["error"].encode("utf-8")

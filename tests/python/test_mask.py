@@ -336,6 +336,20 @@ def test_masks_equal_the_cli_and_equalize_files(tmp_path):
         histeq.equalize_files([tmp_path / "in.png"], tmp_path / "bad", mask=m * 0)
     with pytest.raises(ValueError, match="decoder"):
         histeq.equalize_files([tmp_path / "in.png"], tmp_path / "bad", mask=m, decoder="gpu")
+    # a mask with no counted pixel inside the rectangle: refused before any file, as equalize
+    # refuses it (the rectangle and the mask are every file's)
+    inside = (w // 7 + 1, h // 6 + 1, 3, 3)
+    outside = (0, 0, w // 7, h)
+    assert histeq.equalize(img, mask=m, roi=inside).shape == img.shape
+    with pytest.raises(ValueError, match="counts no pixel inside the rectangle"):
+        histeq.equalize(img, mask=m, roi=outside)
+    for mk in (m, tmp_path / "mask.png"):
+        with pytest.raises(ValueError, match="counts no pixel inside the rectangle"):
+            histeq.equalize_files([tmp_path / "in.png", tmp_path / "missing.png"],
+                                  tmp_path / "never", mask=mk, roi=outside)
+        assert not (tmp_path / "never").exists()
+        assert histeq.equalize_files([tmp_path / "in.png"], tmp_path / "ok", mask=mk,
+                                     roi=inside)[0]["ok"]
 
 
 @pytest.mark.parametrize("roi,words", [
