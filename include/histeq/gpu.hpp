@@ -137,7 +137,8 @@ class Equalizer {
                                    int height, int x, int y, int w, int h,
                                    const std::uint8_t* d_mask, Formula formula);
 
-  /// The 256-bin histogram of the last equalize_gray call (device memory), or nullptr.
+  /// The 256-bin histogram of the last equalize_gray call (device memory), or nullptr (also
+  /// after a call that reuses its buffer: equalize_gray_region, match_batch).
   const std::uint64_t* last_equalize_histogram() const;
 
   /// The Equalizer's own device buffers for `planes` 256-bin histograms (uint64) and LUTs (u8),

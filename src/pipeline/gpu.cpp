@@ -162,6 +162,7 @@ void Equalizer::match_batch(const BatchImage* images, std::size_t count,
   if (count > std::size_t(std::numeric_limits<int>::max()))
     throw UsageError("match_batch: too many images for one call");
   const auto* table = reinterpret_cast<const kernels::BatchImage*>(images);
+  impl_->last_hist = nullptr;  // last_equalize_histogram: equalize_gray's, which this overwrites
   std::uint64_t* d_hists = device_hist(int(count));
   std::uint8_t* d_luts = device_lut(int(count));
   kernels::launch_histogram_batch(table, count, d_hists, impl_->s());
@@ -277,6 +278,7 @@ std::string Equalizer::equalize_gray_region(const std::uint8_t* d_in, std::uint8
   const std::size_t n = std::size_t(width) * std::size_t(height);
   if (n > 0 && (d_in == nullptr || d_out == nullptr))
     throw UsageError("equalize_gray_region: null device pointer");
+  impl_->last_hist = nullptr;  // last_equalize_histogram: equalize_gray's, which this overwrites
   std::uint64_t* d_hist = device_hist(1);
   std::uint8_t* d_lut = device_lut(1);
   const cudaStream_t s = impl_->s();

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -197,7 +198,17 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
           mp_done += j->megapixels;
         }
     }
-    for (DeviceJob* j : b) done(j);
+    // Every job is handed over once, even when a hand-over throws (the first error is
+    // rethrown after the others: the slot then fails, with no job of this batch in hand).
+    std::exception_ptr first;
+    for (DeviceJob* j : b) {
+      try {
+        done(j);
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
   }
 
   void slot_loop(int dev, std::shared_ptr<gpu::JpegHandles> h) {
@@ -228,8 +239,9 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
           run_planes(*s, b, &dec_ms, &enc_ms);
         else
           run_pixels(*s, b, &dec_ms, &enc_ms);
-        finished(b, dec_ms, enc_ms);
-        b.clear();
+        const std::vector<DeviceJob*> ran = std::move(b);
+        b.clear();  // handed over by finished(): not fail_all's to hand back
+        finished(ran, dec_ms, enc_ms);
       }
     } catch (const std::exception& e) {
       fail_all(b, e.what());
