@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -113,6 +114,30 @@ TEST_F(CliJpeg, GrayJpegStaysOneChannelAndSubsamplingOption) {
           " --backend cpu --decoder gpu");
   EXPECT_EQ(r.status, gpu::nvjpeg_built() ? 1 : 2) << r;
   EXPECT_NE(r.err.find("--decoder gpu"), std::string::npos) << r;
+}
+
+// --decoder gpu on a folder where no CUDA device is usable: one error before any file (as
+// --backend cuda's), naming the option and the device's trouble, and no output; not an error
+// per file followed by "ran on the CPU".
+TEST_F(CliJpeg, GpuDecoderOnAFolderWithoutADeviceIsOneErrorBeforeAnyFile) {
+  if (!gpu::nvjpeg_built()) GTEST_SKIP() << "built without nvJPEG: --decoder gpu is a usage error";
+  if (test::gpu_available(nullptr)) GTEST_SKIP() << "a CUDA device is usable here";
+  std::filesystem::create_directories(path("in"));
+  write("in/a.jpg", jpeg::encode(test::pattern(48, 32, 3)));
+  write("in/b.jpg", jpeg::encode(test::pattern(40, 24, 3)));
+  for (const char* cmd : {"equalize", "match"}) {
+    SCOPED_TRACE(cmd);
+    const std::string out = path(std::string("out-") + cmd);
+    const Result r = run(std::string(cmd) + " " + q(path("in")) + " -o " + q(out) +
+                         (std::string(cmd) == "match" ? " --reference " + q(path("in/a.jpg")) : "") +
+                         " --decoder gpu");
+    EXPECT_EQ(r.status, 1) << r;
+    EXPECT_NE(r.err.find("no usable CUDA device for GPU JPEG decoding"), std::string::npos) << r;
+    EXPECT_NE(r.err.find("asked for by --decoder gpu"), std::string::npos) << r;
+    EXPECT_EQ(r.err.find("a.jpg"), std::string::npos) << r;  // no file's error
+    EXPECT_EQ(r.err.find("ran on the CPU"), std::string::npos) << r;
+    EXPECT_FALSE(std::filesystem::exists(out + "/a.jpg")) << r;
+  }
 }
 
 TEST_F(CliJpeg, GrayJpegEqualizedOnTheCpuEqualsEqualizingLibjpegsDecode) {

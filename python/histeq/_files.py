@@ -186,7 +186,8 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
         subsampling: JPEG chroma subsampling of colour outputs: ``"444"``, ``"422"``, ``"420"``.
         decoder: JPEG route: ``"auto"`` (nvJPEG on the device workers when the build has it and
             a GPU runs, libjpeg-turbo on the CPU workers meanwhile), ``"gpu"`` (every JPEG waits
-            for nvJPEG), ``"cpu"`` (libjpeg-turbo only).
+            for nvJPEG; ``RuntimeError`` before any file when no CUDA device is usable),
+            ``"cpu"`` (libjpeg-turbo only).
         max_pixels: refuse images with more pixels (checked from the header).
         depth: ``None`` (default): each file's own (8 or 16 bits per sample); ``8``: 16-bit
             inputs narrowed (``round(v / 257)``); ``16``: 8-bit inputs widened. A 16-bit result

@@ -128,6 +128,10 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
     const std::string why = cpu_fallback_reason();
     if (!why.empty()) throw Error(kNoDeviceForCuda + why + ")");
   }
+  if (m.opt.jpeg == JpegRoute::gpu) {  // as the CUDA backend: one error, before any file
+    const std::string why = cpu_fallback_reason();
+    if (!why.empty()) throw Error(kNoDeviceForGpuJpeg + why + ")");
+  }
   if (m.use_engines && !m.engines && cpu_fallback_reason().empty())
     m.engines = std::make_unique<EnginePool>(m.opt.devices, std::max(2, m.jobs / 4));
   Run r(m, items);
