@@ -128,9 +128,10 @@ TEST_F(CliJpeg, GpuDecoderOnAFolderWithoutADeviceIsOneErrorBeforeAnyFile) {
   for (const char* cmd : {"equalize", "match"}) {
     SCOPED_TRACE(cmd);
     const std::string out = path(std::string("out-") + cmd);
-    const Result r = run(std::string(cmd) + " " + q(path("in")) + " -o " + q(out) +
-                         (std::string(cmd) == "match" ? " --reference " + q(path("in/a.jpg")) : "") +
-                         " --decoder gpu");
+    const Result r =
+        run(std::string(cmd) + " " + q(path("in")) + " -o " + q(out) +
+            (std::string(cmd) == "match" ? " --reference " + q(path("in/a.jpg")) : "") +
+            " --decoder gpu");
     EXPECT_EQ(r.status, 1) << r;
     EXPECT_NE(r.err.find("no usable CUDA device for GPU JPEG decoding"), std::string::npos) << r;
     EXPECT_NE(r.err.find("asked for by --decoder gpu"), std::string::npos) << r;
