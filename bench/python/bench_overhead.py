@@ -2,9 +2,9 @@
 """Where the host time of histeq's calls on CUDA arrays goes, from Python: each entry point
 (equalize, clahe, histogram, match_histograms) on one gray image of --size, 8 and 16 bits, on a
 torch tensor (and a CuPy array when CuPy is importable), against the compiled calls it makes;
-8-bit masked rows beside them: equalize and histogram with a bool mask on the device (a
-letterbox: the middle three quarters of the rows counted), with roi= its rectangle, and
-equalize with both. Each call again with out= (``histeq.X(x, out=o)``, o an array of the
+8-bit masked rows beside them: equalize, histogram and clahe with a bool mask on the device (a
+letterbox: the middle three quarters of the rows counted), equalize and histogram with roi= its
+rectangle, and equalize with both. Each call again with out= (``histeq.X(x, out=o)``, o an array of the
 result's kind allocated once: no result allocated or released per call).
 Timed as bench_python.py's "host us per call (issue only)" rows: perf_counter around one call,
 the GPU synchronized before it (not timed), median of --reps after --warmup.
@@ -111,6 +111,8 @@ def compiled_calls(torch, core, x, ref, sixteen: bool, mask=None, roi=None):
             dev, stream, ip, h, w, 1, None, mp, None, hp)
         calls["histogram roi="] = lambda: core.histogram_device_region(
             dev, stream, ip, h, w, 1, None, 0, roi, hp)
+        calls["clahe mask="] = lambda: core.clahe_device(dev, stream, ip, op, 1, h, w, False,
+                                                         40.0, 8, 8, mp, None)
     return calls, (out, hist)
 
 
@@ -127,7 +129,8 @@ def entry_calls(histeq, x, ref, mask, roi):
             "equalize roi=": lambda: histeq.equalize(x, roi=roi),
             "equalize mask= roi=": lambda: histeq.equalize(x, mask=mask, roi=roi),
             "histogram mask=": lambda: histeq.histogram(x, mask=mask),
-            "histogram roi=": lambda: histeq.histogram(x, roi=roi)}
+            "histogram roi=": lambda: histeq.histogram(x, roi=roi),
+            "clahe mask=": lambda: histeq.clahe(x, mask=mask)}
 
 
 def out_calls(histeq, x, ref, mask, roi, outs):
@@ -144,7 +147,8 @@ def out_calls(histeq, x, ref, mask, roi, outs):
             "equalize mask= roi=": lambda: histeq.equalize(x, mask=mask, roi=roi,
                                                            out=o["equalize mask= roi="]),
             "histogram mask=": lambda: histeq.histogram(x, mask=mask, out=o["histogram mask="]),
-            "histogram roi=": lambda: histeq.histogram(x, roi=roi, out=o["histogram roi="])}
+            "histogram roi=": lambda: histeq.histogram(x, roi=roi, out=o["histogram roi="]),
+            "clahe mask=": lambda: histeq.clahe(x, mask=mask, out=o["clahe mask="])}
 
 
 def python_layer(torch, core, fn, reps: int, warmup: int) -> float:

@@ -846,20 +846,30 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
         _a.check_choice("backend", backend, BACKENDS)
         _a.check_choice("channel_order", channel_order, CHANNEL_ORDERS)
     clip, tx, ty = _clahe_args(clip_limit, tile_grid_size)
-    if mask is None and roi is None and type(image) in _a._torch_types and backend != "cpu":
+    if type(image) in _a._torch_types and backend != "cpu":
         g = _a.torch_gray(image, batch)
         if g is not None:  # a gray CUDA tensor: the general path's calls, without its steps
             dev, stream, ptr, n, h, w, sixteen, _b = g
-            if out is None:
-                out = _a._torch.empty_like(image)
-                optr = out.data_ptr()
-            else:  # the CLAHE engine takes in == out
-                nbytes = n * h * w * (2 if sixteen else 1)
-                optr = _a.torch_out(out, dev, image.shape, image.dtype, nbytes, ptr, nbytes, True)
-            if optr is not None:
-                if n * h * w > 0:
-                    _histeq.clahe_device(dev, stream, ptr, optr, n, h, w, sixteen, clip, tx, ty)
-                return out
+            plain = mask is None and roi is None
+            # a mask read in place and/or a roi (kept alive in r until the calls are queued)
+            r = None if plain else _r.torch_region(mask, roi, dev, h, w)
+            if plain or r is not None:
+                if out is None:
+                    out = _a._torch.empty_like(image)
+                    optr = out.data_ptr()
+                else:  # the CLAHE engine takes in == out; the mask stays apart from out
+                    nbytes = n * h * w * (2 if sixteen else 1)
+                    optr = _a.torch_out(out, dev, image.shape, image.dtype, nbytes, ptr, nbytes,
+                                        True, 0 if r is None else r[0], 0 if r is None else h * w)
+                if optr is not None:
+                    if n * h * w > 0:
+                        if r is None:
+                            _histeq.clahe_device(dev, stream, ptr, optr, n, h, w, sixteen, clip,
+                                                 tx, ty)
+                        else:
+                            _histeq.clahe_device(dev, stream, ptr, optr, n, h, w, sixteen, clip,
+                                                 tx, ty, r[0], r[1])
+                    return out
     region = _r.Region(mask, roi) if mask is not None or roi is not None else None
     if isinstance(image, (list, tuple)):
         _a.no_list_out(out)

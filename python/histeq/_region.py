@@ -295,7 +295,8 @@ def _fast_roi(roi, h: int, w: int):
 
 
 def torch_region(mask: Any, roi: Any, device: int, h: int, w: int):
-    """The shortcut of a mask and/or roi for gray 8-bit CUDA tensors of h x w on device:
+    """The shortcut of a mask and/or roi for gray CUDA tensors of h x w on device (8-bit for
+    equalize and histogram, 8 and 16 for clahe):
     (address, roi, keep) when Region and Region.device would take them without an error, with
     address the mask's device address (0 without a mask), roi a tuple or None, and keep the
     tensor at that address, which the caller holds until its compiled calls are queued (freed
