@@ -251,22 +251,25 @@ void bind_clahe16(nb::module_& m) {
         histeq::gpu::Clahe& c = ctx.clahe_engine();
         const std::size_t step =
             std::size_t(height) * std::size_t(width) * (sixteen ? sizeof(std::uint16_t) : 1);
-        for (std::size_t i = 0; i < count; ++i) {
-          if (sixteen) {
-            const auto* src = reinterpret_cast<const std::uint16_t*>(in + i * step);
-            auto* dst = reinterpret_cast<std::uint16_t*>(out + i * step);
-            if (masked)
-              c.apply16_region(src, dst, width, height, o, x, y, w, h, m);
-            else
-              c.apply16(src, dst, width, height, o);
-          } else {
-            const auto* src = reinterpret_cast<const std::uint8_t*>(in + i * step);
-            auto* dst = reinterpret_cast<std::uint8_t*>(out + i * step);
+        auto one = [&](auto* src, auto* dst) {  // one plane: std::uint8_t or std::uint16_t
+          if constexpr (sizeof(*src) == 1) {
             if (masked)
               c.apply_region(src, dst, width, height, o, x, y, w, h, m);
             else
               c.apply(src, dst, width, height, o);
+          } else if (masked) {
+            c.apply16_region(src, dst, width, height, o, x, y, w, h, m);
+          } else {
+            c.apply16(src, dst, width, height, o);
           }
+        };
+        for (std::size_t i = 0; i < count; ++i) {
+          if (sixteen)
+            one(reinterpret_cast<const std::uint16_t*>(in + i * step),
+                reinterpret_cast<std::uint16_t*>(out + i * step));
+          else
+            one(reinterpret_cast<const std::uint8_t*>(in + i * step),
+                reinterpret_cast<std::uint8_t*>(out + i * step));
         }
         histeq::python::end(ctx);
       },
