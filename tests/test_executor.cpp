@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -31,6 +32,7 @@
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
 #include "io/png_fast.hpp"
+#include "pipeline/executor_run.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -312,6 +314,69 @@ TEST_F(ExecutorTest, MatchingAFolderGivesTheLibrarysBytes) {
   ExecutorOptions none = o;
   none.op.reference.reset();
   EXPECT_THROW(Executor{none}, UsageError);
+}
+
+// The device route's start rule: finite seconds >= 0, the policy's by default.
+TEST_F(ExecutorTest, TheDeviceStartRuleIsValidated) {
+  EXPECT_EQ(ExecutorOptions{}.device_start_cpu_s, kDeviceStartCpuS);
+  for (const double bad : {-1.0, -1e-9, std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+    ExecutorOptions o;
+    o.device_start_cpu_s = bad;
+    try {
+      Executor ex(o);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("device_start_cpu_s"), std::string::npos) << e.what();
+    }
+  }
+  for (const double good : {0.0, 0.25, 1e9}) {
+    ExecutorOptions o;
+    o.device_start_cpu_s = good;
+    EXPECT_NO_THROW(Executor{o}) << good;
+  }
+}
+
+// The rule weighs the run's JPEGs (from their headers) against the CPU workers at the router's
+// assumed rate: one JPEG of W x H pixels with one worker starts the device route (backend auto,
+// decoder auto) under W*H/1e6 / kCpuMpPerWorker seconds, and not from there; 0 starts it for
+// any JPEG. Where no device can run, it started and failed (the note says why) and the CPU ran
+// the file, the same bytes; with no nvJPEG in the build it is never in play.
+TEST_F(ExecutorTest, TheDeviceStartRuleWeighsTheJpegsAgainstTheCpuWorkers) {
+  const Image img = load_image(test::source_path("samples/chelsea.png"));
+  const std::vector<std::uint8_t> jpg = encode_image(img, ".jpg", EncodeOptions{});
+  {
+    std::ofstream f(dir_ / "c.jpg", std::ios::binary);
+    f.write(reinterpret_cast<const char*>(jpg.data()), std::streamsize(jpg.size()));
+  }
+  const double cpu_s = double(img.pixel_count()) / 1e6 / detail::kCpuMpPerWorker;
+  std::string why;
+  const bool gpu = test::gpu_available(&why);
+  int runs = 0;
+  const auto run = [&](double start_s) {
+    ExecutorOptions o;
+    o.jobs = 1;
+    o.device_start_cpu_s = start_s;
+    Executor ex(o);
+    const std::string out = (dir_ / "out" / ("c" + std::to_string(runs++) + ".jpg")).string();
+    const BatchSummary s = ex.run({{(dir_ / "c.jpg").string(), out, {}}},
+                                  [](const ItemReport& r) { EXPECT_TRUE(r.ok) << r.error; });
+    EXPECT_EQ(s.failures, 0u);
+    if (!gpu) EXPECT_EQ(read_bytes(out), read_bytes(dir_ / "out" / "c0.jpg")) << start_s;
+    return s;
+  };
+  const BatchSummary policy = run(kDeviceStartCpuS), above = run(cpu_s * 1.02),
+                     below = run(cpu_s * 0.98), zero = run(0);
+  for (const BatchSummary* s : {&policy, &above}) {
+    EXPECT_FALSE(s->device_started);
+    EXPECT_EQ(s->device_note.rfind("not started", 0) == 0, gpu::nvjpeg_built()) << s->device_note;
+  }
+  for (const BatchSummary* s : {&below, &zero}) {
+    EXPECT_EQ(s->device_started, gpu::nvjpeg_built()) << s->device_note;
+    EXPECT_EQ(s->device_note.find("not started"), std::string::npos) << s->device_note;
+    if (gpu::nvjpeg_built() && !gpu)
+      EXPECT_EQ(s->device_note.rfind("failed: ", 0), 0u) << s->device_note;
+    if (gpu) EXPECT_TRUE(s->device_note.empty()) << s->device_note;
+  }
 }
 
 // The executor puts a match on the JPEG device route wherever it puts an equalization: with

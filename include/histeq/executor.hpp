@@ -62,6 +62,13 @@ enum class JpegRoute : std::uint8_t { automatic, gpu, cpu };
 /// hardware decoder busy while a slot waits on its host work).
 inline constexpr int kJpegSlotsPerDevice = 3;
 
+/// The policy's start rule of the device route (ExecutorOptions::device_start_cpu_s): it starts
+/// once the CPU workers alone would need more than two seconds for the run's JPEGs. On the
+/// plasma photos with 16 workers (H200 machine, bench/results/h200/e2e) the device route lost at
+/// 1.0 GP (1.70 s against the CPU backend's 1.52) and won at 10.3 GP (7.14 against 10.68); a line
+/// through the two crosses near 1.5 GP, 1.9 s of the CPU's.
+inline constexpr double kDeviceStartCpuS = 2.0;
+
 struct ExecutorOptions {
   /// What each image goes through: the kind (equalize, CLAHE, histogram), its parameters, the
   /// backend (auto: the CPU, and the device route for JPEGs; cuda: every item's operation on
@@ -87,6 +94,13 @@ struct ExecutorOptions {
   bool fast_png_decoder = true;
   JpegRoute jpeg = JpegRoute::automatic;  ///< see JpegRoute
   int jpeg_batch = 16;                    ///< most JPEG items per hardware decode call (>= 1)
+  /// The start rule of the device route where it is not forced (backend auto, JpegRoute
+  /// automatic): it starts when the CPU workers alone would need more than this many seconds for
+  /// the run's JPEG → JPEG items, estimated from their headers at the router's assumed rate of a
+  /// CPU worker (about 50 MP/s). 0: whenever the run holds such a JPEG and a device can run.
+  /// Finite and >= 0 (else UsageError). The policy's kDeviceStartCpuS by default; `histeq bench
+  /// --folder` measures others.
+  double device_start_cpu_s = kDeviceStartCpuS;
 };
 
 /// One file to process. output empty for OpKind::histogram; the output's format is the extension

@@ -170,6 +170,8 @@ std::string format_size(std::size_t n) {
 std::string usage() {
   std::ostringstream o;
   o << "Usage: histeq bench [OPTIONS]\n"
+       "       histeq bench --folder IN... -o OUTDIR [--jobs N] [--decoder auto|cpu|gpu]\n"
+       "                    [--backend auto|cpu|cuda] [--tune router.device_start_s=SECONDS]\n"
        "\n"
        "Runs histogram kernels over a sweep of synthetic arrays (or decoded images), checks each\n"
        "result against the CPU reference (PASS/FAIL), then times it with CUDA events after a\n"
@@ -227,6 +229,16 @@ std::string usage() {
        "  --json FILE       the same as JSON\n"
        "  --plot FILE.png   throughput against size per kernel and distribution\n"
        "                    (runs bench/plot.py with python3 and python3-matplotlib)\n"
+       "  --folder IN...    no sweep: one batch of 'histeq equalize IN... -o OUTDIR' (the same\n"
+       "                    files, outputs and defaults) through the executor, then what it did:\n"
+       "                    files, failures, MP, wall s, MP/s, whether the JPEG device route\n"
+       "                    started (or why not), start-up ms, routes, decoders. Exit status 0\n"
+       "                    when no file failed, else 1. It takes only these options, the\n"
+       "                    --tune keys router.device_start_s and cpu.simd, and --help:\n"
+       "  -o OUTDIR         the output folder (made if missing)\n"
+       "  --jobs N          CPU workers (default 0: the cores)\n"
+       "  --decoder NAME    auto (default), cpu, gpu: as histeq equalize --decoder\n"
+       "  --backend NAME    auto (default), cpu, cuda: as histeq equalize --backend\n"
        "  -h, --help        this text\n"
        "\n"
        "Singular and plural spellings are aliases (--kernel, --size, --dists, --blocks ...).\n"
@@ -262,7 +274,35 @@ VS take_images(const VS& args, Options& opt) {
   return rest;
 }
 
-/// Every option but --images; list options take text that parse_* splits on commas.
+/// --folder IN... takes every argument up to the next option (one starting with "-", so that -o
+/// ends it; "-" alone is taken, and refused): those go to opt.folder.inputs; the other arguments
+/// are returned.
+VS take_folder(const VS& args, Options& opt) {
+  VS rest;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--folder") {
+      std::size_t j = i + 1;
+      for (; j < args.size() && (args[j].size() < 2 || args[j][0] != '-'); ++j)
+        opt.folder.inputs.push_back(args[j]);
+      if (j == i + 1) throw UsageError("--folder needs at least one image file or folder");
+      i = j - 1;
+    } else if (a.rfind("--folder=", 0) == 0) {
+      const std::string v = a.substr(a.find('=') + 1);
+      if (v.empty()) throw UsageError(a + ": empty path");
+      opt.folder.inputs.push_back(v);
+    } else {
+      rest.push_back(a);
+    }
+  }
+  for (const std::string& in : opt.folder.inputs)
+    if (in.empty() || in == "-")
+      throw UsageError("--folder takes image files and folders, not '" + in + "'");
+  return rest;
+}
+
+/// Every option but --images and --folder; list options take text that parse_* splits on
+/// commas.
 cxxopts::Options make_parser() {
   cxxopts::Options o("histeq bench", "histogram kernel benchmark");
   // clang-format off
@@ -286,6 +326,10 @@ cxxopts::Options make_parser() {
       ("csv", "", cxxopts::value<std::string>())
       ("json", "", cxxopts::value<std::string>())
       ("plot", "", cxxopts::value<std::string>())
+      ("o,output", "", cxxopts::value<std::string>())
+      ("jobs", "", cxxopts::value<std::string>())
+      ("decoder", "", cxxopts::value<std::string>())
+      ("backend", "", cxxopts::value<std::string>())
       ("h,help", "");
   // clang-format on
   return o;
@@ -555,6 +599,67 @@ void apply_case(const cxxopts::ParseResult& r, Options& opt) {
   opt.dists_given = true;
 }
 
+/// The --tune keys of the executor's router (they apply to --folder only).
+bool router_key(const std::string& key_value) { return key_value.rfind("router.", 0) == 0; }
+
+/// Without --folder: its options and the router.* keys are refused.
+void refuse_folder_options(const cxxopts::ParseResult& r, const Options& opt) {
+  const std::pair<const char*, const char*> folder_only[] = {
+      {"output", "-o"}, {"jobs", "--jobs"}, {"decoder", "--decoder"}, {"backend", "--backend"}};
+  for (const auto& [name, spelled] : folder_only)
+    if (r.count(name))
+      throw UsageError(std::string(spelled) +
+                       " goes with --folder (a batch through the executor), not the kernel sweep");
+  for (const std::string& kv : opt.tune.given)
+    if (router_key(kv))
+      throw UsageError("--tune " + kv +
+                       " tunes the executor's router: it applies to --folder runs only");
+}
+
+/// --folder: the sweep's options are refused, then -o, --jobs, --decoder, --backend and --tune
+/// (router.* and cpu.simd only).
+void parse_folder(const cxxopts::ParseResult& r, Options& opt) {
+  const char* sweep[] = {"kernels",    "kernel",   "types",  "type", "bins",   "bin",
+                         "sizes",      "size",     "dists",  "dist", "blocks", "block",
+                         "run-length", "reps",     "warmup", "seed", "l2",     "timing",
+                         "case",       "equalize", "clahe",  "csv",  "json",   "plot"};
+  for (const char* name : sweep)
+    if (r.count(name))
+      throw UsageError(std::string("--folder runs one batch through the executor; --") + name +
+                       " belongs to the kernel sweep (drop it, or drop --folder)");
+  if (!opt.images.empty())
+    throw UsageError(
+        "--folder and --images: choose one (--folder runs a batch, --images adds cases to the "
+        "kernel sweep)");
+  if (!r.count("output") || r["output"].as<std::string>().empty())
+    throw UsageError("--folder needs -o OUTDIR, the folder the outputs are written to");
+  opt.folder.output = r["output"].as<std::string>();
+  if (r.count("jobs"))
+    opt.folder.jobs = int(parse_int("jobs", r["jobs"].as<std::string>(), 0, kMaxJobs));
+  if (r.count("decoder")) {
+    const std::string d = lower(trim(r["decoder"].as<std::string>()));
+    if (d == "auto")
+      opt.folder.decoder = JpegRoute::automatic;
+    else if (d == "cpu")
+      opt.folder.decoder = JpegRoute::cpu;
+    else if (d == "gpu")
+      opt.folder.decoder = JpegRoute::gpu;
+    else
+      throw UsageError("bad value '" + d + "' for --decoder; valid: auto, cpu, gpu");
+  }
+  if (r.count("backend")) {
+    const std::string b = lower(trim(r["backend"].as<std::string>()));
+    if (b != "auto" && b != "cpu" && b != "cuda")
+      throw UsageError("bad value '" + b + "' for --backend; valid: auto, cpu, cuda");
+    opt.folder.backend = parse_backend(b);
+  }
+  parse_tune(r, opt);
+  for (const std::string& kv : opt.tune.given)
+    if (!router_key(kv) && kv.rfind("cpu.simd=", 0) != 0)
+      throw UsageError("--tune " + kv +
+                       " tunes the kernel sweep; with --folder the keys are router.* and cpu.simd");
+}
+
 }  // namespace
 
 Options parse_args(const std::vector<std::string>& args) {
@@ -562,9 +667,13 @@ Options parse_args(const std::vector<std::string>& args) {
   opt.command_line = "histeq bench";
   for (const auto& a : args) opt.command_line += " " + shell_quote(a);
 
-  const cxxopts::ParseResult r = run_parser(take_images(args, opt));
+  const cxxopts::ParseResult r = run_parser(take_images(take_folder(args, opt), opt));
   if (r.count("help")) {
     opt.help = true;
+    return opt;
+  }
+  if (!opt.folder.inputs.empty()) {
+    parse_folder(r, opt);
     return opt;
   }
   parse_kernels(r, opt);
@@ -576,6 +685,7 @@ Options parse_args(const std::vector<std::string>& args) {
   parse_scalars(r, opt);
   parse_outputs(r, opt);
   parse_tune(r, opt);
+  refuse_folder_options(r, opt);
   apply_clahe(r, opt);
   apply_equalize(r, opt);
   apply_case(r, opt);

@@ -1,6 +1,7 @@
 // bench.cpp — `histeq bench` (bench/bench.hpp): parse the options (bench/args.cpp), check that
 // every output file can be written, run the sweep (bench/sweep.cpp), write the reports
-// (bench/report.cpp). The commit comes from the header CMake generates at build time.
+// (bench/report.cpp); or, with --folder, run one batch (bench/folder.cpp). The commit comes from
+// the header CMake generates at build time.
 #include <cstdlib>
 #include <ostream>
 
@@ -70,6 +71,7 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
     return 0;
   }
   try {
+    if (!opt.folder.inputs.empty()) return run_folder(opt, out, err);
     return run(opt, out, err);
   } catch (const UsageError& e) {
     err << "histeq bench: " << e.what() << '\n';

@@ -1,6 +1,8 @@
 // bench/bench.hpp — `histeq bench`: every histogram kernel of the registry (plus the CPU
 // reference) over element types × bins × sizes × distributions (or decoded images) × block
 // sizes × L2 state; each cell checked against the CPU reference, then timed with CUDA events.
+// `histeq bench --folder IN... -o OUTDIR` instead runs one batch of equalize through the
+// executor and says what it did (bench/folder.cpp): the router's start rule measured end to end.
 //
 // The option parsing, the skip rules, the speed-up bookkeeping and the table/CSV/JSON writers are
 // separate functions here so that they are tested without a GPU (tests/test_bench.cpp). Files:
@@ -14,10 +16,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "histeq/executor.hpp"
 #include "histeq/synthetic.hpp"
 #include "histeq/tuning.hpp"
 #include "histeq/types.hpp"
@@ -28,7 +32,8 @@ namespace histeq::bench {
 /// The table goes to `out`; progress, notes and errors to `err` (each error printed once).
 /// Returns 0 when every cell PASSed or was skipped, 1 on any FAIL or runtime error (a CUDA
 /// failure; a --csv/--json/--plot file that cannot be written, found before the sweep runs),
-/// 2 on a usage error. Throws nothing.
+/// 2 on a usage error; with --folder, 0 when no file failed, else 1 (2 on a usage error).
+/// Throws nothing.
 int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 /// The name of the CPU reference (histeq::cpu::histogram) on the kernel axis.
@@ -53,11 +58,16 @@ const char* to_string(L2 l);
 enum class Timing : std::uint8_t { gpu, enqueue };
 const char* to_string(Timing t);
 
-/// --tune KEY=VALUE (bench/tune.cpp): the kernels' run-time choices and the CPU backend's SIMD
-/// switch for the whole run; the defaults are the policy.
+/// --tune KEY=VALUE (bench/tune.cpp): the kernels' run-time choices, the CPU backend's SIMD
+/// switch and, for --folder, the executor's router, for the whole run; the defaults are the
+/// policy.
 struct Tune {
   Tuning gpu;
   bool cpu_simd = true;
+  /// router.device_start_s (--folder only): ExecutorOptions::device_start_cpu_s, the seconds of
+  /// the CPU workers from which the JPEG device route starts; unset: the policy's
+  /// (kDeviceStartCpuS).
+  std::optional<double> device_start_s;
   std::vector<std::string> given;  ///< each KEY=VALUE applied, in order (for the records)
 };
 
@@ -66,6 +76,17 @@ struct Tune {
 void apply_tune(Tune& t, std::string_view key_value);
 /// The --tune keys for --help: each with its values, what it chooses and the policy's default.
 std::string tune_help();
+
+/// --folder IN... -o OUTDIR (bench/folder.cpp): one executor pass of equalize over the inputs,
+/// planned as `histeq equalize IN... -o OUTDIR` plans them, with the command line's defaults
+/// but for these.
+struct FolderRun {
+  std::vector<std::string> inputs;           ///< files and folders; empty: not a folder run
+  std::string output;                        ///< -o OUTDIR
+  int jobs = 0;                              ///< --jobs N (0: the usable CPUs)
+  JpegRoute decoder = JpegRoute::automatic;  ///< --decoder auto|cpu|gpu
+  Backend backend = Backend::automatic;      ///< --backend auto|cpu|cuda
+};
 
 /// Everything the command line selects. Defaults are the default sweep.
 struct Options {
@@ -100,7 +121,8 @@ struct Options {
   /// from the case's bytes, also checked (their gbps counts 2 bytes per sample). 256 bins only
   /// for the u8 rows.
   bool clahe = false;
-  Tune tune;  ///< --tune
+  Tune tune;         ///< --tune
+  FolderRun folder;  ///< --folder: no sweep, one batch through the executor
   bool help = false;
   std::string command_line;  ///< "histeq bench ARGS..." as given (for the records)
 };
@@ -110,7 +132,9 @@ struct Options {
 /// Lists are comma-separated and options may repeat; singular and plural spellings are aliases
 /// (--kernel/--kernels, --type/--types, --bin/--bins, --size/--sizes, --dist/--dists,
 /// --block/--blocks, --image/--images). --images takes every following argument up to the next
-/// one that starts with "--".
+/// one that starts with "--", --folder every following one up to the next that starts with "-".
+/// --folder refuses the sweep's options and the --tune keys of the kernels (cpu.simd and
+/// router.* apply to it); -o, --jobs, --decoder, --backend and the router.* keys need --folder.
 Options parse_args(const std::vector<std::string>& args);
 
 /// The --help text.

@@ -3,6 +3,7 @@
 //   bench/timing.cpp  the GPU context, CUDA-event timing, read bandwidth and launch floor
 //   bench/sweep.cpp   the cases, the checks against the CPU reference, bench::measure
 //   bench/report.cpp  derived figures, table/CSV/JSON writers, output files, the plot
+//   bench/folder.cpp  --folder: one batch through the executor, and what it did
 //   bench.cpp         `histeq bench` itself: checks outputs, measures, reports
 #pragma once
 #include <cuda_runtime_api.h>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "bench/bench.hpp"
+#include "histeq/cpu.hpp"
 #include "histeq/types.hpp"
 #include "support/device_buffer.hpp"
 
@@ -74,6 +76,25 @@ using SkipFn = std::function<void(const std::string& kernel, const std::string& 
 void region_rows(const std::uint8_t* data, std::size_t n, std::uint8_t* d_in, std::uint8_t* d_out,
                  const Options& opt, Gpu& g, const RowFn& row, const RowFn& row16,
                  const SkipFn& skip);
+
+/// cpu::set_simd for a run's lifetime (the setting is process-wide: `histeq bench` may run
+/// inside a longer process, the tests).
+class CpuSimd {
+ public:
+  explicit CpuSimd(bool on) : before_(cpu::simd()) { cpu::set_simd(on); }
+  ~CpuSimd() { cpu::set_simd(before_); }
+  CpuSimd(const CpuSimd&) = delete;
+  CpuSimd& operator=(const CpuSimd&) = delete;
+
+ private:
+  bool before_;
+};
+
+// ----- --folder (bench/folder.cpp) -----
+/// Runs opt.folder through the executor and prints what it did to `out` (errors of files to
+/// `err`). Returns 0 when no file failed, else 1; throws UsageError (nothing to do, the
+/// executor's options) and Error (the output folder cannot be made).
+int run_folder(const Options& opt, std::ostream& out, std::ostream& err);
 
 // ----- reports (bench/report.cpp) -----
 /// Writes `path` through body; throws Error naming `what` and the path when it cannot.

@@ -649,19 +649,6 @@ RunInfo start_info(const Options& opt) {
   return info;
 }
 
-/// cpu::set_simd for the sweep's lifetime (the setting is process-wide: `histeq bench` may run
-/// inside a longer process, the tests).
-class CpuSimd {
- public:
-  explicit CpuSimd(bool on) : before_(cpu::simd()) { cpu::set_simd(on); }
-  ~CpuSimd() { cpu::set_simd(before_); }
-  CpuSimd(const CpuSimd&) = delete;
-  CpuSimd& operator=(const CpuSimd&) = delete;
-
- private:
-  bool before_;
-};
-
 }  // namespace
 
 Measured measure(const Options& opt, std::ostream& err) {

@@ -1,9 +1,11 @@
 // bench/tune.cpp — `histeq bench --tune KEY=VALUE`: the only place where the kernels' run-time
-// choices (histeq/tuning.hpp) and the CPU backend's SIMD switch are read from text. Each key
-// names one field; its help line gives the values and the policy's default
-// (kernels/clahe/policy.hpp), so that a variant the policy rejected can be measured again beside
-// the default.
+// choices (histeq/tuning.hpp), the CPU backend's SIMD switch and the executor's router rule
+// (--folder) are read from text. Each key names one field; its help line gives the values and the
+// policy's default (kernels/clahe/policy.hpp, histeq/executor.hpp), so that a variant the policy
+// rejected can be measured again beside the default.
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -44,6 +46,18 @@ long long number(const std::string& key, const std::string& value, long long lo,
   if (!digits || errno != 0 || v < lo || v > hi) {
     bad_value(key, value, "an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
   }
+  return v;
+}
+
+/// A finite number >= 0 (decimal, as strtod reads it).
+double seconds(const std::string& key, const std::string& value) {
+  const bool plain = !value.empty() && value.size() <= 24 &&
+                     value.find_first_not_of("0123456789.eE+-") == std::string::npos;
+  errno = 0;
+  char* end = nullptr;
+  const double v = plain ? std::strtod(value.c_str(), &end) : -1;
+  if (!plain || errno != 0 || end != value.c_str() + value.size() || !std::isfinite(v) || v < 0)
+    bad_value(key, value, "a number of seconds >= 0 (e.g. 0, 0.5, 2)");
   return v;
 }
 
@@ -219,6 +233,16 @@ std::vector<Key> make_keys() {
                    t.gpu.pdl_edges = std::int32_t(number("pdl", v, 0, 0x7FFFFFFF));
                }});
   add_region_keys(k);
+  char policy_s[32];
+  std::snprintf(policy_s, sizeof policy_s, "%g", kDeviceStartCpuS);
+  k.push_back({"router.device_start_s",
+               "SECONDS  --folder only: the JPEG device route starts (backend auto, decoder auto) "
+               "when the CPU workers alone would need more than SECONDS for the run's JPEGs (0: "
+               "whenever a device can run; default " +
+                   std::string(policy_s) + ")",
+               [](Tune& t, const std::string& v) {
+                 t.device_start_s = seconds("router.device_start_s", v);
+               }});
   k.push_back({"cpu.simd",
                "0|1  the CPU backend's SIMD paths where the CPU has them (default 1) or the "
                "portable loops",

@@ -22,9 +22,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -78,6 +80,14 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
       throw UsageError("GPU JPEG decoding needs the CUDA backend, not the CPU backend");
   }
   if (m.opt.jpeg_batch < 1) throw UsageError("the JPEG batch must be at least 1");
+  if (!std::isfinite(m.opt.device_start_cpu_s) || m.opt.device_start_cpu_s < 0) {
+    std::ostringstream got;
+    got << m.opt.device_start_cpu_s;
+    throw UsageError(
+        "the device route's start rule (device_start_cpu_s) must be a finite number of seconds "
+        ">= 0, got " +
+        got.str());
+  }
   if (op.kind == OpKind::match && !op.reference)
     throw UsageError("histogram matching needs a reference image");
   m.ctx.op = op;

@@ -81,7 +81,6 @@ double jpeg_megapixels_at_least(const std::vector<WorkItem>& items, double enoug
 
 using detail::Clock;
 using detail::kCpuMpPerWorker;
-using detail::kDeviceBreakEvenS;
 using detail::Loaded;
 using detail::ms_since;
 
@@ -101,7 +100,7 @@ void Executor::Run::start_devices() {
     }
   }
   if (!m.device_must) {
-    const double enough = kCpuMpPerWorker * m.jobs * kDeviceBreakEvenS;
+    const double enough = kCpuMpPerWorker * m.jobs * m.opt.device_start_cpu_s;
     const double mp = jpeg_megapixels_at_least(items, enough);
     if (mp <= enough) {
       sum.device_note = "not started: the JPEGs hold " + std::to_string(int(mp)) +

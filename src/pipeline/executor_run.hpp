@@ -47,14 +47,12 @@ inline double ms_since(Clock::time_point t0) {
 
 /// What the router assumes before it has measured (H200 machine, docs/benchmarks.md "JPEG on
 /// the device"): a CPU worker runs a photo's JPEG → JPEG luma route at about 50 MP/s; the
-/// device is ready about 0.9 s after it starts and then runs about 3,000 MP/s. The device route
-/// starts once the CPU workers alone would need two seconds: on the plasma photos with 16 workers
-/// (bench/results/h200/e2e) it lost at 1.0 GP (1.70 s against --backend cpu's 1.52) and won at
-/// 10.3 GP (7.14 against 10.68); a line through the two crosses near 1.5 GP, 1.9 s of the CPU's.
+/// device is ready about 0.9 s after it starts and then runs about 3,000 MP/s. When the device
+/// route starts is ExecutorOptions::device_start_cpu_s (kDeviceStartCpuS by default), in seconds
+/// of the CPU workers at kCpuMpPerWorker.
 constexpr double kCpuMpPerWorker = 50;
 constexpr double kDeviceMpPerS = 3000;
 constexpr double kDeviceReadyS = 0.9;
-constexpr double kDeviceBreakEvenS = 2.0;
 
 /// One item on its way.
 struct Loaded {

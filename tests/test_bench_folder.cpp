@@ -1,0 +1,318 @@
+// test_bench_folder.cpp — `histeq bench --folder IN... -o OUTDIR`: its options (the sweep's
+// refused with it, its own and the router.* keys refused without it), the bytes it writes (those
+// of `histeq equalize IN -o OUT`, spawned), its report (files, megapixels, routes, decoders, the
+// device route and why it did not start), its exit status.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/bench.hpp"
+#include "histeq/error.hpp"
+#include "histeq/executor.hpp"
+#include "histeq/image_io.hpp"
+#include "histeq/nvjpeg_codec.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+using namespace histeq;
+using bench::parse_args;
+
+namespace {
+
+using VS = std::vector<std::string>;
+
+std::string q(const std::string& s) { return "'" + s + "'"; }
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+/// A textured image: a gradient per channel, a brighter corner, some noise.
+Image textured(int w, int h, int c, unsigned seed) {
+  Image img;
+  img.width = w;
+  img.height = h;
+  img.channels = c;
+  img.pixels.resize(img.byte_count());
+  unsigned s = seed;
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int k = 0; k < c; ++k) {
+        s = s * 1103515245u + 12345u;
+        const int v = (x * 160 / w + y * 50 / h + 20 * k) + int((s >> 16) & 31);
+        img.pixels[(std::size_t(y) * std::size_t(w) + std::size_t(x)) * std::size_t(c) +
+                   std::size_t(k)] = std::uint8_t(x < w / 4 && y < h / 3 ? v / 2 + 100 : v);
+      }
+  return img;
+}
+
+/// "name  value" lines of a report: name → value (the last one of a name; route and decoder
+/// repeat, see lines_named).
+std::map<std::string, std::string> facts(const std::string& report) {
+  std::map<std::string, std::string> m;
+  for (const std::string& line : test::lines_of(report)) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::size_t sp = line.find(' ');
+    const std::size_t value = line.find_first_not_of(' ', sp);
+    m[line.substr(0, sp)] = value == std::string::npos ? "" : line.substr(value);
+  }
+  return m;
+}
+
+/// The values of every line named `name`.
+VS lines_named(const std::string& report, const std::string& name) {
+  VS v;
+  for (const std::string& line : test::lines_of(report))
+    if (line.rfind(name + " ", 0) == 0)
+      v.push_back(line.substr(line.find_first_not_of(' ', name.size())));
+  return v;
+}
+
+/// The leading number of text ("12 files ..." → 12).
+double leading(const std::string& text) { return std::strtod(text.c_str(), nullptr); }
+
+class BenchFolder : public test::TempDirTest {
+ protected:
+  BenchFolder() : TempDirTest("histeq-bench-folder-") {}
+  void SetUp() override {
+    TempDirTest::SetUp();
+    fs::create_directories(dir_ / "in");
+    const struct {
+      const char* name;
+      int w, h, c;
+    } files[] = {{"a.jpg", 96, 64, 3},
+                 {"b.jpg", 70, 50, 1},
+                 {"c.png", 40, 30, 3},
+                 {"d.png", 33, 17, 1},
+                 {"e.jpeg", 48, 40, 3}};
+    unsigned seed = 7;
+    for (const auto& f : files) {
+      const fs::path p = dir_ / "in" / f.name;
+      const std::vector<std::uint8_t> bytes =
+          encode_image(textured(f.w, f.h, f.c, seed++), p.extension().string(), EncodeOptions{});
+      std::ofstream(p, std::ios::binary)
+          .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+      names_.push_back(f.name);
+      megapixels_ += double(f.w) * f.h / 1e6;
+    }
+  }
+
+  /// bench::main in this process: its status, and what it printed.
+  int bench(const VS& args) {
+    out_.str("");
+    err_.str("");
+    return bench::main(args, out_, err_);
+  }
+
+  /// `histeq equalize ARGS` spawned (the built tool): its status.
+  int cli(const std::string& args) {
+    const std::string o = path("cli-stdout.txt"), e = path("cli-stderr.txt");
+    const int raw =
+        std::system((q(HISTEQ_CLI) + " equalize " + args + " >" + q(o) + " 2>" + q(e)).c_str());
+    cli_err_ = slurp(e);
+    return raw != -1 && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  }
+
+  /// Every file of the inputs has an output in both folders, byte for byte the same.
+  void expect_same_outputs(const std::string& a, const std::string& b) {
+    for (const std::string& n : names_) {
+      ASSERT_TRUE(fs::exists(dir_ / a / n)) << a << "/" << n;
+      ASSERT_TRUE(fs::exists(dir_ / b / n)) << b << "/" << n;
+      EXPECT_EQ(slurp(dir_ / a / n), slurp(dir_ / b / n)) << n;
+    }
+    std::size_t count = 0;
+    for (const auto& e : fs::directory_iterator(dir_ / a)) count += e.is_regular_file();
+    EXPECT_EQ(count, names_.size()) << "no other file in " << a;
+  }
+
+  VS names_;
+  double megapixels_ = 0;
+  std::ostringstream out_, err_;
+  std::string cli_err_;
+};
+
+TEST(BenchFolderArgs, ParsesTheFolderRunAndItsOptions) {
+  const bench::Options o =
+      parse_args({"--folder", "a", "b/", "-o", "out", "--jobs", "3", "--decoder", "cpu",
+                  "--backend", "cpu", "--tune", "router.device_start_s=0.5,cpu.simd=0"});
+  EXPECT_EQ(o.folder.inputs, (VS{"a", "b/"}));
+  EXPECT_EQ(o.folder.output, "out");
+  EXPECT_EQ(o.folder.jobs, 3);
+  EXPECT_EQ(o.folder.decoder, JpegRoute::cpu);
+  EXPECT_EQ(o.folder.backend, Backend::cpu);
+  ASSERT_TRUE(o.tune.device_start_s.has_value());
+  EXPECT_EQ(*o.tune.device_start_s, 0.5);
+  EXPECT_FALSE(o.tune.cpu_simd);
+  EXPECT_EQ(o.tune.given, (VS{"router.device_start_s=0.5", "cpu.simd=0"}));
+
+  const bench::Options d = parse_args({"--folder=in", "--output", "out"});
+  EXPECT_EQ(d.folder.inputs, VS{"in"});
+  EXPECT_EQ(d.folder.jobs, 0);
+  EXPECT_EQ(d.folder.decoder, JpegRoute::automatic);
+  EXPECT_EQ(d.folder.backend, Backend::automatic);
+  EXPECT_FALSE(d.tune.device_start_s.has_value()) << "the policy's unless given";
+  EXPECT_EQ(parse_args({"--folder", "in", "-o", "o", "--tune", "router.device_start_s=0"})
+                .tune.device_start_s.value_or(-1),
+            0.0);
+  EXPECT_TRUE(parse_args({"--kernels", "atomic"}).folder.inputs.empty());
+}
+
+// Each refusal names what is wrong; bench::main says it and returns 2.
+TEST(BenchFolderArgs, RefusesWhatDoesNotGoTogether) {
+  const std::vector<std::pair<VS, std::string>> bad = {
+      {{"--folder", "in", "-o", "o", "--kernels", "atomic"}, "--kernels"},
+      {{"--folder", "in", "-o", "o", "--sizes", "1M"}, "--sizes"},
+      {{"--folder", "in", "-o", "o", "--equalize"}, "--equalize"},
+      {{"--folder", "in", "-o", "o", "--clahe"}, "--clahe"},
+      {{"--folder", "in", "-o", "o", "--csv", "x.csv"}, "--csv"},
+      {{"--folder", "in", "-o", "o", "--images", "x.png"}, "--images"},
+      {{"--folder", "in"}, "-o OUTDIR"},
+      {{"--folder"}, "at least one"},
+      {{"--folder", "-", "-o", "o"}, "'-'"},
+      {{"--folder", "in", "-o", "o", "--tune", "pdl=none"}, "pdl=none"},
+      {{"--folder", "in", "-o", "o", "--jobs", "-1"}, "--jobs"},
+      {{"--folder", "in", "-o", "o", "--jobs", "many"}, "--jobs"},
+      {{"--folder", "in", "-o", "o", "--decoder", "nvjpeg"}, "--decoder"},
+      {{"--folder", "in", "-o", "o", "--backend", "gpu"}, "--backend"},
+      {{"--folder", "in", "-o", "o", "--tune", "router.device_start_s=-1"}, "-1"},
+      {{"--folder", "in", "-o", "o", "--tune", "router.device_start_s=nan"}, "nan"},
+      {{"--folder", "in", "-o", "o", "--tune", "router.device_start_s=inf"}, "inf"},
+      {{"--folder", "in", "-o", "o", "--tune", "router.device_start_s=1e999"}, "1e999"},
+      {{"--folder", "in", "-o", "o", "--tune", "router.device_start_s=2s"}, "2s"},
+      {{"--folder", "in", "-o", "o", "--tune", "router.start=1"}, "router.start"},
+      {{"--tune", "router.device_start_s=1"}, "--folder"},
+      {{"--sizes", "1M", "--tune", "router.device_start_s=0"}, "--folder"},
+      {{"-o", "out"}, "-o"},
+      {{"--jobs", "2"}, "--jobs"},
+      {{"--decoder", "cpu"}, "--decoder"},
+      {{"--backend", "cpu"}, "--backend"},
+  };
+  for (const auto& [args, named] : bad) {
+    std::string all;
+    for (const std::string& a : args) all += a + " ";
+    try {
+      parse_args(args);
+      ADD_FAILURE() << "accepted: " << all;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << all << ": " << e.what();
+    }
+    std::ostringstream out, err;
+    EXPECT_EQ(bench::main(args, out, err), 2) << all;
+    EXPECT_NE(err.str().find("histeq bench: "), std::string::npos) << all;
+    EXPECT_TRUE(out.str().empty()) << all;
+  }
+}
+
+TEST(BenchFolderArgs, HelpDescribesTheFolderRunAndTheRouterKey) {
+  const std::string u = bench::usage();
+  EXPECT_NE(u.find("--folder IN..."), std::string::npos);
+  EXPECT_NE(u.find("router.device_start_s="), std::string::npos);
+  EXPECT_NE(bench::tune_help().find("router.device_start_s=SECONDS"), std::string::npos);
+  std::ostringstream policy;
+  policy << "default " << kDeviceStartCpuS << ")";
+  EXPECT_NE(bench::tune_help().find(policy.str()), std::string::npos) << bench::tune_help();
+}
+
+// The same files, the same outputs, the same bytes as the command line's batch; the report says
+// what ran.
+TEST_F(BenchFolder, WritesWhatEqualizeWritesAndReportsTheRun) {
+  ASSERT_EQ(cli(q(path("in")) + " -o " + q(path("cli")) + " --backend cpu --quiet"), 0) << cli_err_;
+  ASSERT_EQ(bench({"--folder", path("in"), "-o", path("bench"), "--backend", "cpu"}), 0)
+      << out_.str() << err_.str();
+  expect_same_outputs("cli", "bench");
+  const std::string r = out_.str();
+  const auto f = facts(r);
+  EXPECT_EQ(f.at("files"), std::to_string(names_.size()) + " (0 failed)") << r;
+  EXPECT_NEAR(leading(f.at("megapixels")), megapixels_, 0.0006) << r;
+  EXPECT_GT(leading(f.at("wall_s")), 0.0) << r;
+  EXPECT_EQ(f.at("device").rfind("not in play", 0), 0u) << "the CPU backend: " << r;
+  EXPECT_NE(f.at("device_start_s").find("(the policy)"), std::string::npos) << r;
+  EXPECT_EQ(f.at("tune"), "none (the policy)") << r;
+  for (const char* k : {"mp_per_s", "device_init_ms", "nvjpeg_init_ms", "first_file_ms"})
+    EXPECT_EQ(f.count(k), 1u) << k << ": " << r;
+  double files = 0, mp = 0, decoded = 0;
+  for (const std::string& v : lines_named(r, "route")) {
+    std::istringstream in(v);
+    std::string route, word;
+    double n = 0, m = 0;
+    in >> route >> n >> word >> m;
+    EXPECT_TRUE(route == "jpeg-planes" || route == "pixels") << v;
+    files += n;
+    mp += m;
+  }
+  for (const std::string& v : lines_named(r, "decoder")) decoded += leading(v.substr(v.find(' ')));
+  EXPECT_EQ(files, double(names_.size())) << r;
+  EXPECT_NEAR(mp, megapixels_, 0.003) << r;
+  EXPECT_EQ(decoded, double(names_.size())) << r;
+  EXPECT_EQ(r.rfind("# histeq bench on ", 0), 0u) << r;
+  EXPECT_NE(r.find("(commit " + bench::run_commit() + ")"), std::string::npos) << r;
+  EXPECT_NE(r.find("--folder " + path("in")), std::string::npos) << "the command line: " << r;
+}
+
+// router.device_start_s=0 asks for the device route whatever the size: here (no GPU) it still
+// runs every file on the CPU, with the same bytes, and says why the device did not run; the
+// policy's rule does not even start it for these few pixels, and says so.
+TEST_F(BenchFolder, DeviceStartZeroRunsAndSaysWhyWithoutADevice) {
+  std::string why;
+  const bool gpu = test::gpu_available(&why);
+  ASSERT_EQ(bench({"--folder", path("in"), "-o", path("cpu"), "--backend", "cpu"}), 0)
+      << err_.str();
+  ASSERT_EQ(bench({"--folder", path("in"), "-o", path("policy")}), 0) << err_.str();
+  auto f = facts(out_.str());
+  if (gpu::nvjpeg_built())
+    EXPECT_EQ(f.at("device").rfind("not started: the JPEGs hold 0 MP", 0), 0u) << out_.str();
+  else
+    EXPECT_EQ(f.at("device").rfind("not in play", 0), 0u) << out_.str();
+  expect_same_outputs("cpu", "policy");
+
+  ASSERT_EQ(
+      bench({"--folder", path("in"), "-o", path("zero"), "--tune", "router.device_start_s=0"}), 0)
+      << out_.str() << err_.str();
+  const std::string r = out_.str();
+  f = facts(r);
+  EXPECT_EQ(f.at("files"), std::to_string(names_.size()) + " (0 failed)") << r;
+  EXPECT_EQ(f.at("tune"), "router.device_start_s=0") << r;
+  EXPECT_NE(r.find("# tuning (not the policy): router.device_start_s=0"), std::string::npos) << r;
+  EXPECT_EQ(f.at("device_start_s").rfind("0 (the policy's: ", 0), 0u) << r;
+  if (!gpu::nvjpeg_built()) {
+    EXPECT_EQ(f.at("device").rfind("not in play", 0), 0u) << r;
+  } else if (gpu) {
+    EXPECT_EQ(f.at("device"), "started") << r;
+  } else {
+    EXPECT_EQ(f.at("device").rfind("failed (", 0), 0u) << r;
+    EXPECT_NE(f.at("device").find("the CPU workers ran its files"), std::string::npos) << r;
+    EXPECT_EQ(f.at("cuda").rfind("no usable CUDA device (", 0), 0u) << r;
+    for (const std::string& v : lines_named(r, "route")) EXPECT_NE(v.rfind("jpeg-device", 0), 0u);
+    expect_same_outputs("cpu", "zero");
+  }
+}
+
+TEST_F(BenchFolder, AFileThatFailsMakesTheStatusOne) {
+  std::ofstream(dir_ / "in" / "broken.png", std::ios::binary) << "not a PNG at all";
+  EXPECT_EQ(bench({"--folder", path("in"), "-o", path("out"), "--backend", "cpu"}), 1);
+  const auto f = facts(out_.str());
+  EXPECT_EQ(f.at("files"), std::to_string(names_.size() + 1) + " (1 failed)") << out_.str();
+  EXPECT_NE(err_.str().find("broken.png"), std::string::npos) << err_.str();
+  for (const std::string& n : names_) EXPECT_TRUE(fs::exists(dir_ / "out" / n)) << n;
+}
+
+TEST_F(BenchFolder, NothingToDoIsRefused) {
+  fs::create_directories(dir_ / "empty");
+  EXPECT_EQ(bench({"--folder", path("empty"), "-o", path("out")}), 2);
+  EXPECT_NE(err_.str().find("no image files"), std::string::npos) << err_.str();
+  EXPECT_EQ(bench({"--folder", path("missing"), "-o", path("out")}), 1);
+  EXPECT_NE(err_.str().find("missing"), std::string::npos) << err_.str();
+  EXPECT_TRUE(out_.str().empty()) << out_.str();
+}
+
+}  // namespace
