@@ -12,29 +12,11 @@
 #include <jpeglib.h>
 
 #include "histeq/types.hpp"
+#include "test_support.hpp"  // pattern()
 
 namespace histeq::test {
 
 using Bytes = std::vector<std::uint8_t>;
-
-/// A deterministic, textured, asymmetric test image (no two quadrants alike).
-inline Image pattern(int w, int h, int c, unsigned seed = 1) {
-  Image img;
-  img.width = w;
-  img.height = h;
-  img.channels = c;
-  img.pixels.resize(img.byte_count());
-  unsigned s = seed;
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x)
-      for (int k = 0; k < c; ++k) {
-        s = s * 1103515245u + 12345u;
-        const int smooth = (x * 255 / std::max(1, w - 1) * (k + 1) + y * 3) & 255;
-        img.pixels[(std::size_t(y) * w + x) * c + k] = std::uint8_t(
-            (smooth * 3 + int((s >> 16) & 63)) / 4 + (x < w / 3 && y < h / 2 ? 60 : 0));
-      }
-  return img;
-}
 
 struct MakeOpts {
   int quality = 90;

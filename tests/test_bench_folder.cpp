@@ -37,25 +37,6 @@ std::string slurp(const fs::path& p) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-/// A textured image: a gradient per channel, a brighter corner, some noise.
-Image textured(int w, int h, int c, unsigned seed) {
-  Image img;
-  img.width = w;
-  img.height = h;
-  img.channels = c;
-  img.pixels.resize(img.byte_count());
-  unsigned s = seed;
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x)
-      for (int k = 0; k < c; ++k) {
-        s = s * 1103515245u + 12345u;
-        const int v = (x * 160 / w + y * 50 / h + 20 * k) + int((s >> 16) & 31);
-        img.pixels[(std::size_t(y) * std::size_t(w) + std::size_t(x)) * std::size_t(c) +
-                   std::size_t(k)] = std::uint8_t(x < w / 4 && y < h / 3 ? v / 2 + 100 : v);
-      }
-  return img;
-}
-
 /// "name  value" lines of a report: name → value (the last one of a name; route and decoder
 /// repeat, see lines_named).
 std::map<std::string, std::string> facts(const std::string& report) {
@@ -98,8 +79,8 @@ class BenchFolder : public test::TempDirTest {
     unsigned seed = 7;
     for (const auto& f : files) {
       const fs::path p = dir_ / "in" / f.name;
-      const std::vector<std::uint8_t> bytes =
-          encode_image(textured(f.w, f.h, f.c, seed++), p.extension().string(), EncodeOptions{});
+      const std::vector<std::uint8_t> bytes = encode_image(test::pattern(f.w, f.h, f.c, seed++),
+                                                           p.extension().string(), EncodeOptions{});
       std::ofstream(p, std::ios::binary)
           .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
       names_.push_back(f.name);
