@@ -145,13 +145,13 @@ TEST(BenchFolderArgs, ParsesTheFolderRunAndItsOptions) {
   EXPECT_EQ(parse_args({"--folder", "in", "-o", "o", "--tune", "router.device_start_s=0"})
                 .tune.device_start_s.value_or(-1),
             0.0);
-  EXPECT_TRUE(parse_args({"--kernels", "atomic"}).folder.inputs.empty());
+  EXPECT_TRUE(parse_args({"--kernels", "cpu"}).folder.inputs.empty());
 }
 
 // Each refusal names what is wrong; bench::main says it and returns 2.
 TEST(BenchFolderArgs, RefusesWhatDoesNotGoTogether) {
   const std::vector<std::pair<VS, std::string>> bad = {
-      {{"--folder", "in", "-o", "o", "--kernels", "atomic"}, "--kernels"},
+      {{"--folder", "in", "-o", "o", "--kernels", "cpu"}, "--kernels"},
       {{"--folder", "in", "-o", "o", "--sizes", "1M"}, "--sizes"},
       {{"--folder", "in", "-o", "o", "--equalize"}, "--equalize"},
       {{"--folder", "in", "-o", "o", "--clahe"}, "--clahe"},
