@@ -294,6 +294,21 @@ TEST(JpegCoefficients, BlocksWhoseSamplesLeaveTheRangeAreDeclined) {
   EXPECT_GT(declined, 10);
 }
 
+TEST(JpegCoefficients, FarOutOfRangeBlocksOfSixteenBitTablesAreDeclined) {
+  // 16-bit quantization values and coefficients far beyond range: each block's sum of
+  // |coefficient| x quant (read only for blocks within range) would pass 2^31 in 32-bit signed
+  // arithmetic (64 x 4000 x 32767), undefined behaviour that the fuzz build's UBSan stops on
+  // (tests/fuzz/crashes/decode/jpeg-coefficient-sum-past-int32.jpg is this file). Declined,
+  // while decode_planes still decodes the file.
+  for (const int q : {32767, 40000, 65535}) {
+    const Bytes j = jpeg_of_coefficients(q, 0, 0, [](JCOEF* b) {
+      for (int k = 0; k < 64; ++k) b[k] = JCOEF(k % 2 ? 4000 : -4000);
+    });
+    EXPECT_GT(jpeg::decode_planes(j.data(), j.size(), "crafted.jpg").width, 0) << q;
+    EXPECT_EQ(jpeg::decode_coefficients(j.data(), j.size(), "crafted.jpg").width, 0) << q;
+  }
+}
+
 TEST(JpegCoefficients, FilesOffTheRouteAndBrokenFiles) {
   // what decode_planes declines or refuses, decode_coefficients does too
   const Bytes gray = make_jpeg(pattern(16, 16, 1));
