@@ -81,14 +81,17 @@ std::uint32_t beyond_range(const std::int16_t* c, std::size_t blocks, const Enco
   std::uint32_t beyond = 0;
   for (std::size_t b = 0; b < blocks; ++b, c += DCTSIZE2) {
     // The sum in products of 16-bit values (one multiply-add instruction a pair); exact while
-    // every coefficient is within range (each product at most 2048, the sum below 2^17).
-    std::int32_t sum = 0;
+    // every coefficient is within range (each product at most 2048, the sum below 2^17). Beyond
+    // range (beyond set, the sum not read) a product reaches 2^30 and 64 of them pass 2^31:
+    // the sum is unsigned, so that it wraps instead of overflowing.
+    std::uint32_t sum = 0;
     for (int k = 0; k < DCTSIZE2; ++k) {
       const std::int16_t v = c[k];
       beyond |= std::uint32_t(std::uint32_t(std::int32_t(v) + r.limit[k]) > r.span[k]);
-      sum += std::int32_t(std::int16_t(v < 0 ? -v : v)) * std::int32_t(r.quant16[k]);
+      const std::int32_t a = std::int16_t(v < 0 ? -v : v);
+      sum += std::uint32_t(a * std::int32_t(r.quant16[k]));
     }
-    if (sum > kSafeBlockSum && beyond == 0 && !block_agrees(c, quant)) beyond = 1;
+    if (sum > std::uint32_t(kSafeBlockSum) && beyond == 0 && !block_agrees(c, quant)) beyond = 1;
   }
   return beyond;
 }
