@@ -13,7 +13,7 @@
 #       unpacks the bundle where the build machine had it (the test binaries hold the source
 #       folder's absolute path, so that path is made a link to this checkout when it differs),
 #       then runs every CTest entry, 16 at a time, with their GoogleTest output; writes
-#       OUTDIR/gpu_test_summary.txt (one line per binary: its PASSED/FAILED/SKIPPED counts) and
+#       OUTDIR/gpu_test_summary.txt (one line per CTest entry: its PASSED/FAILED/SKIPPED counts) and
 #       OUTDIR/ctest.log. Exit 0 when every entry passed.
 #   scripts/gpu_prebuilt_suite.sh --unpack OUTDIR       on the GPU machine: unpacks as above and
 #       stops before the tests (for benchmarks and probes of the same build; then
