@@ -7,7 +7,6 @@
 // routes and the decoders. What the GPU machine runs to set that rule again.
 #include <malloc.h>
 
-#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
@@ -151,14 +150,10 @@ int run_folder(const Options& opt, std::ostream& out, std::ostream& err) {
   ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
   ::mallopt(M_TRIM_THRESHOLD, INT_MAX);
   ::mallopt(M_ARENA_MAX, 1);
-  // wall_s from here: on a route that must have the device (--decoder gpu, --backend cuda),
-  // run() checks the device (which creates its context) before its own clock starts.
-  const auto t0 = std::chrono::steady_clock::now();
   Executor ex(eo);  // kept until the report is printed (its devices' figures are read from it)
   BatchSummary sum = ex.run(items, [&err](const ItemReport& r) {
     if (!r.ok) err << "histeq bench: error: " << r.error << '\n';
   });
-  sum.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   sum.files += unlisted.size();
   sum.failures += unlisted.size();
   std::string no_device;

@@ -134,6 +134,9 @@ bool Executor::wanted_device() const {
 BatchSummary Executor::run(const std::vector<WorkItem>& items,
                            const std::function<void(const ItemReport&)>& on_done) {
   Impl& m = *impl_;
+  // The run's clock starts here: the checks below create the device's context on a route that
+  // must have the device, and that start-up is the run's.
+  const Clock::time_point started = Clock::now();
   if (m.opt.op.equalize.backend == Backend::cuda) {
     const std::string why = cpu_fallback_reason();
     if (!why.empty()) throw Error(kNoDeviceForCuda + why + ")");
@@ -145,6 +148,7 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
   if (m.use_engines && !m.engines && cpu_fallback_reason().empty())
     m.engines = std::make_unique<EnginePool>(m.opt.devices, std::max(2, m.jobs / 4));
   Run r(m, items);
+  r.t_run = started;
   m.current = &r;
   struct Current {
     Impl& m;
