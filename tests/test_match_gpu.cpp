@@ -549,6 +549,53 @@ Image16 image16(int w, int h, int channels, std::uint32_t seed) {
   return img;
 }
 
+// gpu::Equalizer16::equalize_region (the region and the reference in device memory, as
+// Python's CUDA arrays give them): the CPU's equalize16 of a gray plane with that Region and
+// reference, every region kind, equalized and matched (one reference, one with gaps), in place
+// and not; a rectangle not inside the plane is refused.
+TEST(MatchGpu, SixteenBitRegionOnTheDeviceEqualsTheCpu) {
+  HISTEQ_REQUIRE_GPU();
+  gpu::Equalizer16 q;
+  const int w = 97, h = 41;
+  const Image16 img = image16(w, h, 1, 5);
+  const std::vector<Histogram> one{
+      histograms16(image16(50, 30, 1, 6), Mode::rgb, Backend::cpu).front()};
+  const std::vector<Histogram> gappy{hist_of(65536, 3, 8)};
+  std::vector<std::pair<std::string, Region>> rs = regions(w, h);
+  rs.emplace_back("every pixel", Region{});
+  int runs = 0;
+  for (const auto& [name, region] : rs) {
+    for (const std::vector<Histogram>* r :
+         {static_cast<const std::vector<Histogram>*>(nullptr), &one, &gappy}) {
+      for (const bool in_place : {false, true}) {
+        SCOPED_TRACE(name + (r == nullptr ? ", equalize" : ", matched") +
+                     (in_place ? ", in place" : ""));
+        auto d_in = upload_typed(img.pixels);
+        DeviceBuffer<std::uint16_t> d_out(img.pixels.size());
+        DeviceBuffer<std::uint8_t> d_mask;
+        if (region.mask) d_mask = upload_typed(region.mask->pixels);
+        DeviceBuffer<std::uint64_t> d_ref;
+        if (r != nullptr) d_ref = upload_typed(std::vector<std::uint64_t>(r->front()));
+        const Roi roi = region.roi.value_or(Roi{0, 0, w, h});
+        std::uint16_t* out = in_place ? d_in.get() : d_out.get();
+        q.equalize_region(d_in.get(), out, w, h, roi.x, roi.y, roi.width, roi.height, d_mask.get(),
+                          d_ref.get());
+        q.synchronize();
+        EXPECT_EQ(download(out, img.pixels.size()),
+                  cpu::equalize16(img, Mode::rgb, 0, region, r).pixels);
+        ++runs;
+      }
+    }
+  }
+  EXPECT_GT(runs, 40);
+  DeviceBuffer<std::uint16_t> d(std::size_t(w) * h);
+  for (const Roi& bad :
+       {Roi{-1, 0, 5, 5}, Roi{0, 0, w + 1, h}, Roi{w - 2, 0, 3, h}, Roi{0, 0, 0, h}})
+    EXPECT_THROW(
+        q.equalize_region(d.get(), d.get(), w, h, bad.x, bad.y, bad.width, bad.height, nullptr),
+        UsageError);
+}
+
 TEST(MatchGpu, SixteenBitEqualize16EqualsTheCpu) {
   HISTEQ_REQUIRE_GPU();
   for (int channels : {1, 2, 3, 4}) {

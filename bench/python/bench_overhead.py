@@ -45,7 +45,7 @@ import bench_cpu  # noqa: E402  (commit)
 import bench_python  # noqa: E402  (time_issue, natural, parse_size, square)
 
 DEVICE_CALLS = ("equalize_device", "equalize16_device", "clahe_device", "histogram_device",
-                "histogram16_device", "stages_device", "histogram_device_region")
+                "histogram16_device", "stages_device", "stages16_device", "histogram_device_region")
 
 
 def time_issue_kept(torch, fn, reps: int, warmup: int) -> float:

@@ -45,6 +45,19 @@ class Equalizer16 {
   /// Equalizes a plane: histogram → LUT (equalize16.hpp) → apply, d_in → d_out (may be equal).
   /// Afterwards device_hist() / device_lut() hold this call's histogram and LUT.
   void equalize(const std::uint16_t* d_in, std::uint16_t* d_out, std::size_t n);
+  /// The stages of a plane with a counted region and/or a reference, all in device memory (as
+  /// gpu::Equalizer::equalize_gray_region): the 65536-bin histogram of the pixels of the
+  /// rectangle (x, y, w, h), which must lie inside the width x height plane, where d_mask
+  /// (width·height bytes, rows contiguous, nonzero: counted; nullptr: every pixel of the
+  /// rectangle) is nonzero; the LUT of equalize16.hpp's formula, or with d_ref (65536 uint64
+  /// counts in device memory, at least one sample) histogram matching's match_lut16; applied to
+  /// every pixel d_in → d_out (may be equal; d_mask and d_ref must not overlap d_out).
+  /// Asynchronous. Equal to equalize16 on the CPU with that Region (and reference). The caller
+  /// checks that the region counts a pixel. UsageError for a rectangle not inside the plane or a
+  /// null plane pointer.
+  void equalize_region(const std::uint16_t* d_in, std::uint16_t* d_out, int width, int height,
+                       int x, int y, int w, int h, const std::uint8_t* d_mask,
+                       const std::uint64_t* d_ref = nullptr);
   const std::uint64_t* device_hist() const;
   const std::uint16_t* device_lut() const;
 

@@ -287,6 +287,22 @@ def _stages_device(d: _a.Dev, batch, mode, formula, kernel, order, region=None, 
     return _a.finish(out, res, d)
 
 
+def _stages16_device(d: _a.Dev, batch, region=None, hists=None, out=None):
+    """equalize() with a mask or roi, or match_histograms() (hists: the reference's 65536 counts
+    on the device, shape (1, 65536)), of gray 16-bit CUDA arrays: histeq._histeq.stages16_device
+    on the caller's stream, image by image (the region's histogram, the LUT, the apply). In place
+    where out is the image (each image is counted before it is written); an out overlapping the
+    mask or the image otherwise gets the result through a new array."""
+    n, h, w, _c, _is_batch = _a.split_shape(d.shape, batch, "image")
+    mask, roi = region.device(d, h, w) if region is not None else (None, None)
+    res = _a.device_target(d, out, d.shape, d.dtype, in_place=True, mask=mask, mask_bytes=h * w)
+    if n * h * w > 0:
+        _histeq.stages16_device(d.device, d.stream, d.ptr, _a.ptr(res), n, h, w,
+                                0 if mask is None else _a.ptr(mask), roi,
+                                0 if hists is None else _a.ptr(hists))
+    return _a.finish(out, res, d)
+
+
 def _equalize_region_host(a: _np.ndarray, region, batch, mode, formula, kernel, backend, order,
                           out=None, wrap=None):
     if a.dtype == _np.uint16:
@@ -304,7 +320,10 @@ def _equalize_region(image, region: _r.Region, batch, mode, formula, kernel, bac
             raise _cpu_with_cuda_array()
         if d.dtype == "uint8":
             return _stages_device(d, batch, mode, formula, kernel, order, region=region, out=out)
-        _check16(formula, kernel)  # 16-bit CUDA arrays: the whole-image path through the host
+        _check16(formula, kernel)
+        if _a.split_shape(d.shape, batch, "image")[3] == 1:  # gray: on the device
+            return _stages16_device(d, batch, region=region, out=out)
+        # 16-bit colour CUDA arrays: the whole-image path through the host
         return _a.via_host(d, lambda a: _equalize_region_host(a, region, batch, mode, formula,
                                                                kernel, "auto", order), out)
     if backend == "cuda":
@@ -351,10 +370,11 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
             nonzero, and the LUT made from them (OpenCV's formula with N = the counted pixels)
             applies to every pixel. An array of the image's height x width (``(H, W)``; one
             mask for every image of a batch or list), any integer or bool dtype, NumPy, CPU
-            tensor or CUDA array. ``None`` (default): every pixel. 8-bit CUDA images run on
-            their device; a mask on the device is checked there for a counted pixel, which
-            waits for the device (a torch mask: once until it is modified in place, or on every
-            call for one made under ``torch.inference_mode``, which has no version counter).
+            tensor or CUDA array. ``None`` (default): every pixel. 8-bit CUDA images and 16-bit
+            gray ones run on their device; a mask on the device is checked there for a counted
+            pixel, which waits for the device (a torch mask: once until it is modified in place,
+            or on every call for one made under ``torch.inference_mode``, which has no version
+            counter).
         roi: ``(x, y, width, height)``: the histograms count only the pixels of this rectangle
             (with ``mask``: the mask's pixels inside it); the LUT applies to every pixel.
         out: an array the result is written into and which is returned (no result is
@@ -364,9 +384,10 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
             DLPack one), C-contiguous and writable, with exactly the result's shape and dtype;
             for one image or a batch (not a list). It may be the image itself (in place) or
             overlap it: gray CUDA images (8-bit with ``kernel="auto"`` and no ``mask`` or
-            ``roi``, and 16-bit) are equalized in place by the batched kernels, the list kernel
-            for one 8-bit image, and the 16-bit engine; the other paths (host arrays, colour, a
-            mask or roi, a named kernel) write a new array and copy it into ``out`` after the
+            ``roi``, and 16-bit, masked too, unless ``out`` overlaps the mask) are equalized in
+            place by the batched kernels, the list kernel for one 8-bit image, and the 16-bit
+            engine; the other paths (host arrays, colour, an 8-bit mask or roi, a named kernel)
+            write a new array and copy it into ``out`` after the
             image was read. On a CUDA array the work, and that copy, are queued on the caller's
             stream as without ``out``.
 
@@ -940,7 +961,10 @@ def _match_one(image, ref: _r.Reference, batch, mode, backend, order, out=None):
     if backend == "cpu":
         raise _cpu_with_cuda_array()
     c = _a.split_shape(d.shape, batch, "image")[3]
-    if d.dtype == "uint16":  # 16-bit CUDA arrays: the whole-image path through the host
+    if d.dtype == "uint16":
+        if c == 1:  # gray: on the device, to the reference's 65536 counts there
+            return _stages16_device(d, batch, hists=ref.device_histograms(1, d, 16), out=out)
+        # 16-bit colour CUDA arrays: the whole-image path through the host
         return _a.via_host(d, lambda a: _match_host(a, ref, batch, mode, "auto", order), out)
     hists = ref.device_histograms(_match_planes(mode, c, False), d)
     return _stages_device(d, batch, mode, "opencv", "auto", order, hists=hists, out=out)
@@ -990,8 +1014,9 @@ def match_histograms(image, reference, *, mode: Optional[str] = None, backend: s
     Args:
         image: as :func:`equalize` (``uint8`` or ``uint16``; one image, a batch ``(N, H, W[,
             C])`` or a list; NumPy, CPU tensor or CUDA array, the result of the same kind). 8-bit
-            CUDA arrays run on their device, queued on the caller's current stream without
-            synchronizing; 16-bit CUDA arrays go through the host.
+            CUDA arrays and 16-bit gray ones run on their device, queued on the caller's
+            current stream without synchronizing; 16-bit colour CUDA arrays go through the
+            host.
         reference: one image (``uint8`` or ``uint16``, ``(H, W)`` or ``(H, W, C)``, NumPy, CPU
             tensor or CUDA array) every image is matched to. A gray reference gives its
             histogram to every plane; a colour one its channels (``mode="rgb"``) or its luma

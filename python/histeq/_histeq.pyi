@@ -81,6 +81,9 @@ def save_image16(image: npt.NDArray[np.uint16], height: int, width: int, channel
 def clahe_device(device: int, stream: int, input: int, output: int, count: int, height: int,
                  width: int, sixteen: bool, clip: float, tiles_x: int, tiles_y: int,
                  mask: int = ..., roi: Optional[Tuple[int, int, int, int]] = ...) -> None: ...
+def stages16_device(device: int, stream: int, input: int, output: int, count: int, height: int,
+                    width: int, mask: int, roi: Optional[Tuple[int, int, int, int]],
+                    reference: int) -> None: ...
 def equalize16_device(device: int, stream: int, input: int, output: int, count: int,
                       pixels: int) -> None: ...
 def histogram16_device(device: int, stream: int, input: int, count: int, pixels: int,

@@ -395,20 +395,21 @@ class Reference:
             self._hists[key] = got
         return got
 
-    def device_histograms(self, planes: int, d: "_a.Dev"):
-        """The histograms for an 8-bit CUDA image d as an int64 array of d's library on d's
-        device, (1 or planes, 256): counted on the device, without waiting for it, when the
-        reference is an 8-bit array of the same library and device; else the host's copied
-        up. Kept per (planes, library, device)."""
-        key = (planes, d.lib, d.device)
+    def device_histograms(self, planes: int, d: "_a.Dev", bits: int = 8):
+        """The histograms for a CUDA image d of `bits` bits as an int64 array of d's library on
+        d's device, (1 or planes, 256 or 65536 bins): counted on the device, without waiting for
+        it, when the reference is an array of that depth of the same library and device; else
+        the host's copied up. Kept per (planes, bits, library, device)."""
+        key = (planes, bits, d.lib, d.device)
         got = self._dev_hists.get(key)
         if got is not None:
             return got
         r = self.dev
-        if r is not None and r.lib == d.lib and r.device == d.device and self.bits == 8:
-            got = self._histogram(self.obj, planes, 8, "auto").reshape(-1, 256)
+        if r is not None and r.lib == d.lib and r.device == d.device and self.bits == bits:
+            got = self._histogram(self.obj, planes, bits, "auto").reshape(
+                -1, 65536 if bits == 16 else 256)
         else:
-            hs = self.histograms(planes, 8)
+            hs = self.histograms(planes, bits)
             if d.lib == "torch":
                 got = _a._torch.from_numpy(hs).to(d.obj.device)
             else:

@@ -293,6 +293,28 @@ void bind_clahe16(nb::module_& m) {
       "device"_a, "stream"_a, "input"_a, "output"_a, "count"_a, "pixels"_a);
 
   m.def(
+      "stages16_device",
+      [](int device, std::uintptr_t stream, std::uintptr_t in, std::uintptr_t out,
+         std::size_t count, int height, int width, std::uintptr_t mask,
+         std::optional<histeq::python::RoiTuple> roi, std::uintptr_t reference) {
+        int x = 0, y = 0, w = width, h = height;
+        if (roi) std::tie(x, y, w, h) = *roi;
+        histeq::python::DeviceScope scope(device);
+        histeq::python::DeviceContext& ctx = histeq::python::begin(device, stream);
+        histeq::gpu::Equalizer16& q = ctx.eq16_engine();
+        const std::size_t step = std::size_t(height) * std::size_t(width) * sizeof(std::uint16_t);
+        for (std::size_t i = 0; i < count; ++i) {
+          q.equalize_region(reinterpret_cast<const std::uint16_t*>(in + i * step),
+                            reinterpret_cast<std::uint16_t*>(out + i * step), width, height, x, y,
+                            w, h, reinterpret_cast<const std::uint8_t*>(mask),
+                            reinterpret_cast<const std::uint64_t*>(reference));
+        }
+        histeq::python::end(ctx);
+      },
+      "device"_a, "stream"_a, "input"_a, "output"_a, "count"_a, "height"_a, "width"_a, "mask"_a,
+      "roi"_a.none(), "reference"_a);
+
+  m.def(
       "histogram16_device",
       [](int device, std::uintptr_t stream, std::uintptr_t in, std::size_t count,
          std::size_t pixels, std::uintptr_t out) {

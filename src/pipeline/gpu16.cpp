@@ -26,7 +26,8 @@ struct Equalizer16::Impl {
   DeviceBuffer<std::uint16_t> lut{std::size_t(kBins16)};
   // Packed partials and spill; the spill must be zero before the first call (and is left so).
   DeviceBuffer<std::uint32_t> scratch{kernels::hist_u16_scratch_words()};
-  Tuning tuning;  // the policy unless set_tuning() said otherwise
+  Tuning tuning;                              // the policy unless set_tuning() said otherwise
+  DeviceBuffer<std::uint64_t> match_scratch;  // match_lut_u16's (any contents), on first use
   Impl() {
     HISTEQ_CUDA_CHECK(
         cudaMemsetAsync(scratch.get(), 0, scratch.size() * sizeof(std::uint32_t), stream.get()));
@@ -55,6 +56,29 @@ void Equalizer16::equalize(const std::uint16_t* d_in, std::uint16_t* d_out, std:
   histogram(d_in, n, impl_->hist.get());
   kernels::lut_u16(impl_->hist.get(), impl_->lut.get(), impl_->s(), impl_->tuning);
   kernels::apply_u16(d_in, d_out, n, impl_->lut.get(), impl_->s(), impl_->tuning);
+}
+
+void Equalizer16::equalize_region(const std::uint16_t* d_in, std::uint16_t* d_out, int width,
+                                  int height, int x, int y, int w, int h,
+                                  const std::uint8_t* d_mask, const std::uint64_t* d_ref) {
+  if (width < 1 || height < 1 || x < 0 || y < 0 || w < 1 || h < 1 || x > width - w ||
+      y > height - h)
+    throw UsageError("equalize16_region: the rectangle is empty or not inside the plane");
+  if (d_in == nullptr || d_out == nullptr) throw UsageError("equalize16_region: null pointer");
+  Impl& m = *impl_;
+  kernels::RegionLaunch r = kernels::region_launch(width, height, x, y, w, h, d_mask, m.s());
+  r.d_plane = d_in;
+  r.d_hist = m.hist.get();
+  kernels::hist_u16_region(r, m.scratch.get(), m.tuning);
+  if (d_ref != nullptr) {
+    if (m.match_scratch.size() == 0)
+      m.match_scratch = DeviceBuffer<std::uint64_t>(kernels::match_lut_u16_scratch_words());
+    kernels::match_lut_u16(m.hist.get(), d_ref, m.lut.get(), m.match_scratch.get(), m.s());
+  } else {
+    kernels::lut_u16(m.hist.get(), m.lut.get(), m.s(), m.tuning);
+  }
+  const std::size_t n = std::size_t(width) * std::size_t(height);
+  kernels::apply_u16(d_in, d_out, n, m.lut.get(), m.s(), m.tuning);
 }
 
 }  // namespace histeq::gpu

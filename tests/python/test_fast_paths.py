@@ -25,7 +25,7 @@ from histeq import _arrays as _a
 from histeq import _region as _r
 
 _DEVICE_CALLS = ("equalize_device", "equalize16_device", "clahe_device", "histogram_device",
-                 "histogram16_device", "stages_device", "equalize_device_list",
+                 "histogram16_device", "stages_device", "stages16_device", "equalize_device_list",
                  "histogram_device_region")
 
 
@@ -1223,7 +1223,7 @@ def test_a_mask_written_through_out_is_checked_again(fake, monkeypatch):
 
 @pytest.mark.parametrize("call,shape,depth", [
     ("clahe", (20, 10, 3), 8), ("clahe", (2, 20, 10, 3), 8), ("equalize", (20, 10, 3), 16),
-    ("histogram", (20, 10, 3), 16), ("match", (30, 20), 16), ("clahe_masked", (30, 20, 3), 8)])
+    ("histogram", (20, 10, 3), 16), ("match", (30, 20, 3), 16), ("clahe_masked", (30, 20, 3), 8)])
 def test_out_of_the_calls_through_the_host(fake, monkeypatch, call, shape, depth):
     """The CUDA arrays the host computes for (colour CLAHE, masked too, 16-bit colour, 16-bit
     matching): the host's result is copied into out (an upload), out returned; the same bytes
@@ -1303,6 +1303,90 @@ def test_masked_clahe_of_gray_tensors_runs_on_the_device(fake, monkeypatch, dept
                     monkeypatch, fast_expected=False)
         assert got[:3] == ("error", ValueError, _EMPTY)
         assert not calls
+
+
+@pytest.mark.parametrize("kind", ["uint8", "int32", "host", "roi only"])
+def test_masked_16bit_equalize_of_gray_tensors_runs_on_the_device(fake, monkeypatch, kind):
+    """equalize(mask=/roi=) of a gray 16-bit CUDA tensor (one image and a batch): one
+    stages16_device call with the mask on the device (a uint8 torch mask read in place, other
+    dtypes as mask != 0, a host mask copied up), the rectangle and no reference; nothing through
+    the host; in place with out=x; an out over the mask's memory gets a new array; a mask
+    counting no pixel refused before any call."""
+    torch, calls = fake
+    roi = (3, 2, 20, 30)
+    m = {"host": np.random.default_rng(5).random((40, 30)) < 0.5, "roi only": None}.get(kind)
+    if kind in ("uint8", "int32"):
+        m = _mask(kind, 40, 30)
+    for shape in ((40, 30), (3, 40, 30), (40, 30, 1)):
+        x = cuda(_u16(shape))
+        got = _both(lambda: histeq.equalize(x, mask=m, roi=roi), torch, calls, monkeypatch,
+                    fast_expected=False)
+        assert got[0] == "ok"
+        (name, args, memory), = got[1]
+        assert name == "stages16_device" and args[2] == x.data_ptr()
+        assert args[4:7] == (x.a.size // 1200, 40, 30) and args[8] == roi and args[9] == 0
+        if m is None:
+            assert args[7] == 0
+        elif kind == "uint8":
+            assert args[7] == m.data_ptr()  # read in place
+        else:  # the mask's memory at the call (the last address given) is mask != 0
+            counted = (m if isinstance(m, np.ndarray) else m.a) != 0
+            assert memory[-1] == counted.astype(np.uint8).tobytes()
+    first = _u16((40, 30))
+    x = cuda(first.copy())
+    got = _both(lambda: histeq.equalize(x, mask=m, roi=roi, out=x), torch, calls, monkeypatch,
+                fast_expected=False, before=lambda: x.a.__setitem__(Ellipsis, first))
+    (_name, args, _memory), = got[1]
+    assert args[2] == args[3] == x.data_ptr()
+    if kind == "uint8":  # out (2400 bytes) over memory whose first 1200 bytes are the mask
+        backing = np.zeros(2400, np.uint8)
+        backing[:1200] = m.a.ravel()
+        big = cuda(backing.copy())
+        mk = big[:1200].reshape(40, 30)
+        out = FakeTensor(big.a.view(np.uint16).reshape(40, 30), big.device, big.data_ptr())
+        x = cuda(_u16((40, 30)))
+        got = _both(lambda: histeq.equalize(x, mask=mk, out=out), torch, calls, monkeypatch,
+                    fast_expected=False, before=lambda: big.a.__setitem__(Ellipsis, backing))
+        assert got[0] == "ok"
+        (_name, args, _memory), = got[1]
+        assert args[3] != out.data_ptr() and args[7] == mk.data_ptr()
+    if m is not None:
+        empty = cuda(np.zeros((40, 30), np.uint8)) if kind != "host" else np.zeros((40, 30), bool)
+        got = _both(lambda: histeq.equalize(cuda(_u16((40, 30))), mask=empty), torch, calls,
+                    monkeypatch, fast_expected=False)
+        assert got[:3] == ("error", ValueError, _EMPTY)
+        assert not calls
+
+
+@pytest.mark.parametrize("ref_kind", ["cuda16", "cuda8", "host16"])
+def test_16bit_gray_matching_of_tensors_runs_on_the_device(fake, monkeypatch, ref_kind):
+    """match_histograms of a gray 16-bit CUDA tensor: one stages16_device call with the
+    reference's 65536 counts on the device (counted there by histogram16_device for a 16-bit
+    reference tensor on the same device; the host's counts copied up otherwise), no mask; in
+    place with out=x."""
+    torch, calls = fake
+    ref_host = _u16((25, 15), seed=1)
+    ref = {"cuda16": lambda: cuda(ref_host), "cuda8": lambda: cuda(_u8((25, 15), seed=1)),
+           "host16": lambda: ref_host}[ref_kind]()
+    for shape in ((40, 30), (3, 40, 30)):
+        x = cuda(_u16(shape))
+        got = _both(lambda: histeq.match_histograms(x, ref), torch, calls, monkeypatch,
+                    fast_expected=False)
+        assert got[0] == "ok"
+        names = [c[0] for c in got[1]]
+        assert names == (["histogram16_device", "stages16_device"] if ref_kind == "cuda16"
+                         else ["stages16_device"])
+        _name, args, memory = got[1][-1]
+        assert args[2] == x.data_ptr() and args[7] == 0 and args[8] is None and args[9] != 0
+        if ref_kind == "host16":  # the reference's counts as uploaded
+            want = np.bincount(ref_host.ravel(), minlength=65536).astype(np.int64)
+            assert memory[-1] == want.tobytes()
+    x = cuda(_u16((40, 30)))
+    first = x.a.copy()
+    got = _both(lambda: histeq.match_histograms(x, ref, out=x), torch, calls, monkeypatch,
+                fast_expected=False, before=lambda: x.a.__setitem__(Ellipsis, first))
+    _name, args, _memory = got[1][-1]
+    assert args[2] == args[3] == x.data_ptr()
 
 
 def test_cpu_tensors_take_a_cpu_tensor(fake):
