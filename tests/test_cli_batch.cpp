@@ -602,9 +602,16 @@ TEST_F(Batch, GpuBatchOnTwoWorkersOfOneDeviceMatchesTheCpu) {
     EXPECT_EQ(nlohmann::json::parse(lines[i]).at("backend").get<std::string>(), "cuda") << lines[i];
   for (const char* n : {"moon.png", "chelsea.png", "sub/coins.png"})
     EXPECT_EQ(read_bytes(p("gpu") / n), single(p("in").string() + "/" + n, ".png")) << n;
-  EXPECT_EQ(
-      run("equalize " + q("in") + " -o " + q("gpu2") + " --backend cuda --devices 999").status, 1)
-      << "a device that does not exist";
+  // a device that does not exist: one usage error before any file, whatever the backend
+  for (const char* backend : {"cuda", "auto"}) {
+    const Result bad = run("equalize " + q("in") + " -r -o " + q("gpu2") + " --backend " + backend +
+                           " --devices 0,999");
+    EXPECT_EQ(bad.status, 2) << bad;
+    EXPECT_NE(bad.err.find("no CUDA device 999: "), std::string::npos) << bad;
+    EXPECT_NE(bad.err.find("(--devices names ordinals from 0)"), std::string::npos) << bad;
+    EXPECT_EQ(bad.err.find("moon.png"), std::string::npos) << bad;  // no file's error
+    EXPECT_FALSE(fs::exists(p("gpu2") / "moon.png")) << bad;
+  }
 }
 
 // The note "no usable CUDA device (...); ran on the CPU" is for runs that wanted the GPU (CLAHE

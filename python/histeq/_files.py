@@ -180,7 +180,8 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
         max_inflight_mb: cap on the megabytes of images in flight (None: the CLI's default,
             max(256, 128 x jobs) MB, at most a quarter of the RAM).
         devices: CUDA device ordinals, one device worker each (repeats allowed; default every
-            visible device).
+            visible device). An ordinal past the visible devices is a ``ValueError`` before any
+            file.
         quality: JPEG quality 1..100. png_level: PNG deflate level 0..9 (default the CLI's,
             1: ISA-L's igzip on several threads; 2..9: libdeflate, 9 smallest).
         subsampling: JPEG chroma subsampling of colour outputs: ``"444"``, ``"422"``, ``"420"``.

@@ -137,6 +137,16 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
   // The run's clock starts here: the checks below create the device's context on a route that
   // must have the device, and that start-up is the run's.
   const Clock::time_point started = Clock::now();
+  if (!m.opt.devices.empty() && m.opt.op.equalize.backend != Backend::cpu) {
+    // An ordinal past the devices there are: one error before any file (with none at all, the
+    // run goes on as it would with no device named).
+    const int count = cuda_device_count();
+    for (int d : m.opt.devices)
+      if (count > 0 && (d < 0 || d >= count))
+        throw UsageError("no CUDA device " + std::to_string(d) + ": " + std::to_string(count) +
+                         (count == 1 ? " device is" : " devices are") + " visible (ordinals 0.." +
+                         std::to_string(count - 1) + ")");
+  }
   if (m.opt.op.equalize.backend == Backend::cuda) {
     const std::string why = cpu_fallback_reason();
     if (!why.empty()) throw Error(kNoDeviceForCuda + why + ")");
