@@ -22,6 +22,8 @@ distribution; the reference's histogram is computed in every call, by every peer
   ``equalize_hist(g, mask=m)`` on the host for scale (its own rule: float output).
 - ``CLAHE gray (2.0, 8x8), masked``: on CUDA tensors, ``histeq.clahe(g, 2.0, mask=m)`` /
   ``histeq.clahe(g, 2.0)`` with the same masks (the masked call equal to the CPU backend's).
+- ``match gray 16-bit`` and ``equalize gray 16-bit, masked`` (the letterbox): the same image and
+  reference widened to 16 bits (v * 257) on CUDA tensors, against the unmasked 16-bit equalize.
 bench_python.py prints these rows too (its --match-sizes).
 """
 from __future__ import annotations
@@ -154,6 +156,33 @@ def gpu_rows(sizes, reps: int, warmup: int):
                          time_cuda(torch, lambda: histeq.clahe(g, 2.0, mask=md), reps, warmup)))
             rows.append((case, "histeq (torch) unmasked",
                          time_cuda(torch, lambda: histeq.clahe(g, 2.0), reps, warmup)))
+        if hasattr(torch, "uint16"):  # 16-bit gray on the device: matching and a mask
+            g16_host = (g_host.astype(np.uint32) * 257).astype(np.uint16)
+            ref16_host = (ref_host.astype(np.uint32) * 257).astype(np.uint16)
+            g16, ref16 = torch.from_numpy(g16_host).cuda(), torch.from_numpy(ref16_host).cuda()
+            case = f"{s} match gray 16-bit"
+            same = bool(np.array_equal(histeq.match_histograms(g16, ref16).cpu().numpy(),
+                                       histeq.match_histograms(g16_host, ref16_host,
+                                                               backend="cpu")))
+            ok = ok and same
+            notes.append(f"{case}: histeq on the GPU == CPU backend: {same}")
+            rows.append((case, "histeq (torch)",
+                         time_cuda(torch, lambda: histeq.match_histograms(g16, ref16), reps,
+                                   warmup)))
+            rows.append((case, "histeq.equalize (torch), for scale",
+                         time_cuda(torch, lambda: histeq.equalize(g16), reps, warmup)))
+            mname, m = masks_host(np, side)[0]
+            md = torch.from_numpy(m).cuda()
+            case = f"{s} equalize gray 16-bit, {mname}"
+            same = bool(np.array_equal(histeq.equalize(g16, mask=md).cpu().numpy(),
+                                       histeq.equalize(g16_host, mask=m, backend="cpu")))
+            ok = ok and same
+            notes.append(f"{case}: histeq on the GPU == CPU backend: {same}")
+            rows.append((case, "histeq (torch) masked",
+                         time_cuda(torch, lambda: histeq.equalize(g16, mask=md), reps, warmup)))
+            rows.append((case, "histeq (torch) unmasked",
+                         time_cuda(torch, lambda: histeq.equalize(g16), reps, warmup)))
+            del g16, ref16
         del g, ref
         torch.cuda.empty_cache()
     return rows, notes, ok
