@@ -160,6 +160,7 @@ TEST(BenchFolderArgs, RefusesWhatDoesNotGoTogether) {
       {{"--folder", "in"}, "-o OUTDIR"},
       {{"--folder"}, "at least one"},
       {{"--folder", "-", "-o", "o"}, "'-'"},
+      {{"--folder", "in", "-o", "-"}, "-o -"},
       {{"--folder", "in", "-o", "o", "--tune", "pdl=none"}, "pdl=none"},
       {{"--folder", "in", "-o", "o", "--jobs", "-1"}, "--jobs"},
       {{"--folder", "in", "-o", "o", "--jobs", "many"}, "--jobs"},

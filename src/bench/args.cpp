@@ -634,6 +634,10 @@ void parse_folder(const cxxopts::ParseResult& r, Options& opt) {
   if (!r.count("output") || r["output"].as<std::string>().empty())
     throw UsageError("--folder needs -o OUTDIR, the folder the outputs are written to");
   opt.folder.output = r["output"].as<std::string>();
+  if (opt.folder.output == "-")  // equalize's batch refuses it too: a folder, not a stream
+    throw UsageError(
+        "--folder writes one output file per input: -o - (standard output) cannot "
+        "take them; -o names a folder");
   if (r.count("jobs"))
     opt.folder.jobs = int(parse_int("jobs", r["jobs"].as<std::string>(), 0, kMaxJobs));
   if (r.count("decoder")) {
