@@ -19,6 +19,7 @@
 #include "histeq/error.hpp"
 #include "histeq/executor.hpp"
 #include "histeq/image_io.hpp"
+#include "histeq/inputs.hpp"
 #include "histeq/nvjpeg_codec.hpp"
 #include "test_support.hpp"
 
@@ -295,6 +296,18 @@ TEST_F(BenchFolder, NothingToDoIsRefused) {
   EXPECT_EQ(bench({"--folder", path("missing"), "-o", path("out")}), 1);
   EXPECT_NE(err_.str().find("missing"), std::string::npos) << err_.str();
   EXPECT_TRUE(out_.str().empty()) << out_.str();
+}
+
+// A file histeq cannot write in its own format (a GIF among the photos): the plan refuses the run
+// (exit 2, as equalize's batch without --format), and the way out it names is one bench takes:
+// bench --folder has no --format.
+TEST_F(BenchFolder, AFileOfAFormatHisteqDoesNotWriteNamesAWayOutBenchHas) {
+  std::ofstream(dir_ / "in" / "f.gif", std::ios::binary) << "GIF89a";
+  EXPECT_EQ(bench({"--folder", path("in"), "-o", path("out")}), 2);
+  EXPECT_NE(err_.str().find("f.gif"), std::string::npos) << err_.str();
+  EXPECT_EQ(err_.str().find(kGiveAnOutputFormat), std::string::npos) << err_.str();
+  EXPECT_NE(err_.str().find("no --format"), std::string::npos) << err_.str();
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
 }
 
 }  // namespace

@@ -46,7 +46,20 @@ std::vector<WorkItem> plan(const FolderRun& f, std::vector<UnlistedInput>& unlis
                            std::ostream& err) {
   FilePlanOptions po;
   po.output_dir = f.output;
-  FilePlan p = plan_files(f.inputs, po);
+  FilePlan p;
+  try {
+    p = plan_files(f.inputs, po);
+  } catch (const UsageError& e) {
+    // The library leaves the way to give an output format to the front end; bench --folder has
+    // none (it writes what equalize writes without --format).
+    std::string m = e.what();
+    const std::string give = std::string(kGiveAnOutputFormat) + "png (or jpg, bmp, tga, pnm)";
+    const std::size_t at = m.find(give);
+    if (at != std::string::npos)
+      m.replace(at, give.size(),
+                "bench --folder has no --format (leave the file out, or convert it first)");
+    throw UsageError(m);
+  }
   unlisted = std::move(p.unlisted);
   if (p.items.empty() && !unlisted.empty()) {  // nothing to do but say why, as the CLI says it
     std::string message = unlisted.front().message();
