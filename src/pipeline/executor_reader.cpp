@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -103,7 +104,14 @@ void Executor::Run::start_devices() {
     const double enough = kCpuMpPerWorker * m.jobs * m.opt.device_start_cpu_s;
     const double mp = jpeg_megapixels_at_least(items, enough);
     if (mp <= enough) {
-      sum.device_note = "not started: the JPEGs hold " + std::to_string(int(mp)) +
+      // Whole megapixels from 10 on; below, three digits (a few small JPEGs are not "0 MP").
+      std::string held = std::to_string(int(mp));
+      if (mp < 10) {
+        char digits[32];
+        std::snprintf(digits, sizeof digits, "%.3g", mp);
+        held = digits;
+      }
+      sum.device_note = "not started: the JPEGs hold " + held +
                         " MP, which the CPU workers finish before the device would be ready";
       return;
     }
