@@ -36,7 +36,8 @@ Arrays
   dtype (``TypeError`` for another kind or dtype, ``ValueError`` for another device, shape or
   layout); one image or batch, not a list. It may be the image itself (in place) or overlap it:
   gray CUDA images are written in place by the kernels that take it (:func:`equalize` with
-  ``kernel="auto"`` and no mask or roi, 8 or 16 bits; :func:`clahe`); every other path writes
+  ``kernel="auto"`` and no mask or roi, 8 or 16 bits, and 16-bit masked too; :func:`clahe`;
+  16-bit :func:`match_histograms`), unless ``out`` overlaps the mask; every other path writes
   a new array and copies it into ``out`` after the image was read.
 
 A build without the CUDA toolkit (``pip install .`` on a machine without nvcc) has the CPU
@@ -1034,7 +1035,8 @@ def match_histograms(image, reference, *, mode: Optional[str] = None, backend: s
             takes it (the result's kind, device, shape and dtype; C-contiguous; not with a
             list). It may be the image (in place) or the reference: the reference's histograms
             are counted first, and the image's LUTs are applied into a new array copied into
-            ``out`` when ``out`` overlaps the image (the apply kernel does not write in place).
+            ``out`` when ``out`` overlaps the image (the 8-bit apply kernel does not write in
+            place; 16-bit gray CUDA images are matched in place by the 16-bit engine).
 
     Returns:
         The matched image(s): same shape and dtype (``mode="gray"`` on colour gives ``(H,
