@@ -169,6 +169,7 @@ TEST(BenchFolderArgs, RefusesWhatDoesNotGoTogether) {
       {{"--folder", "in", "-o", "o", "--jobs", "many"}, "--jobs"},
       {{"--folder", "in", "-o", "o", "--decoder", "nvjpeg"}, "--decoder"},
       {{"--folder", "in", "-o", "o", "--backend", "gpu"}, "--backend"},
+      {{"--folder", "in", "-o", "o", "--decoder", "gpu", "--backend", "cpu"}, "--backend cpu"},
       {{"--folder", "in", "-o", "o", "--tune", "router.device_start_s=-1"}, "-1"},
       {{"--folder", "in", "-o", "o", "--tune", "router.device_start_s=nan"}, "nan"},
       {{"--folder", "in", "-o", "o", "--tune", "router.device_start_s=inf"}, "inf"},
@@ -314,6 +315,15 @@ TEST_F(BenchFolder, AFileOfAFormatHisteqDoesNotWriteNamesAWayOutBenchHas) {
   EXPECT_NE(err_.str().find("f.gif"), std::string::npos) << err_.str();
   EXPECT_EQ(err_.str().find(kGiveAnOutputFormat), std::string::npos) << err_.str();
   EXPECT_NE(err_.str().find("no --format"), std::string::npos) << err_.str();
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
+// Options that cannot go together are refused before the output folder is made, as in
+// equalize's batch.
+TEST_F(BenchFolder, AUsageErrorMakesNoOutputFolder) {
+  EXPECT_EQ(
+      bench({"--folder", path("in"), "-o", path("out"), "--decoder", "gpu", "--backend", "cpu"}),
+      2);
   EXPECT_FALSE(fs::exists(dir_ / "out"));
 }
 

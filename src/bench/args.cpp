@@ -14,6 +14,7 @@
 
 #include "bench/detail.hpp"
 #include "histeq/error.hpp"
+#include "histeq/nvjpeg_codec.hpp"
 #include "histeq/synthetic.hpp"
 #include "histogram/registry.hpp"
 
@@ -656,6 +657,13 @@ void parse_folder(const cxxopts::ParseResult& r, Options& opt) {
     if (b != "auto" && b != "cpu" && b != "cuda")
       throw UsageError("bad value '" + b + "' for --backend; valid: auto, cpu, cuda");
     opt.folder.backend = parse_backend(b);
+  }
+  if (opt.folder.decoder == JpegRoute::gpu) {  // as equalize refuses them, before any work
+    if (!gpu::nvjpeg_built())
+      throw UsageError(
+          "--decoder gpu: this histeq was built without nvJPEG (valid here: auto, cpu)");
+    if (opt.folder.backend == Backend::cpu)
+      throw UsageError("--decoder gpu needs the CUDA backend (not --backend cpu)");
   }
   parse_tune(r, opt);
   for (const std::string& kv : opt.tune.given)
