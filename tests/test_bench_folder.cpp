@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -151,6 +152,21 @@ TEST(BenchFolderArgs, ParsesTheFolderRunAndItsOptions) {
   EXPECT_TRUE(parse_args({"--kernels", "cpu"}).folder.inputs.empty());
 }
 
+// Numbers of seconds >= 0 as strtod reads them, at the edges: -0 is 0 (the report prints 0, not
+// -0), and a value too small for a normal double is still such a number.
+TEST(BenchFolderArgs, TakesEveryNumberOfSecondsAtLeastZero) {
+  const auto start_s = [](const std::string& v) {
+    return parse_args({"--folder", "in", "-o", "o", "--tune", "router.device_start_s=" + v})
+        .tune.device_start_s.value_or(-1);
+  };
+  EXPECT_EQ(start_s("-0"), 0.0);
+  EXPECT_FALSE(std::signbit(start_s("-0")));
+  EXPECT_FALSE(std::signbit(start_s("-0.0e5")));
+  EXPECT_GT(start_s("1e-320"), 0.0);
+  EXPECT_LT(start_s("1e-320"), 1e-300);
+  EXPECT_EQ(start_s("1e308"), 1e308);
+}
+
 // Each refusal names what is wrong; bench::main says it and returns 2.
 TEST(BenchFolderArgs, RefusesWhatDoesNotGoTogether) {
   const std::vector<std::pair<VS, std::string>> bad = {
@@ -175,6 +191,7 @@ TEST(BenchFolderArgs, RefusesWhatDoesNotGoTogether) {
       {{"--folder", "in", "-o", "o", "--tune", "router.device_start_s=inf"}, "inf"},
       {{"--folder", "in", "-o", "o", "--tune", "router.device_start_s=1e999"}, "1e999"},
       {{"--folder", "in", "-o", "o", "--tune", "router.device_start_s=2s"}, "2s"},
+      {{"--folder", "in", "-o", "o", "--tune", "router.device_start_s=-1e-400"}, "-1e-400"},
       {{"--folder", "in", "-o", "o", "--tune", "router.start=1"}, "router.start"},
       {{"--tune", "router.device_start_s=1"}, "--folder"},
       {{"--sizes", "1M", "--tune", "router.device_start_s=0"}, "--folder"},

@@ -49,16 +49,21 @@ long long number(const std::string& key, const std::string& value, long long lo,
   return v;
 }
 
-/// A finite number >= 0 (decimal, as strtod reads it).
+/// A finite number >= 0 (decimal, as strtod reads it; -0 is 0, and a value below the normal
+/// doubles, which strtod reads with ERANGE, is taken as it reads it).
 double seconds(const std::string& key, const std::string& value) {
   const bool plain = !value.empty() && value.size() <= 24 &&
                      value.find_first_not_of("0123456789.eE+-") == std::string::npos;
   errno = 0;
   char* end = nullptr;
   const double v = plain ? std::strtod(value.c_str(), &end) : -1;
-  if (!plain || errno != 0 || end != value.c_str() + value.size() || !std::isfinite(v) || v < 0)
+  // Underflow (a positive value below the normal doubles); overflow gives HUGE_VAL, and a
+  // negative value that underflows (-1e-400 reads as -0) is below 0.
+  const bool underflow = errno == ERANGE && std::fabs(v) <= 1.0 && !std::signbit(v);
+  if (!plain || (errno != 0 && !underflow) || end != value.c_str() + value.size() ||
+      !std::isfinite(v) || v < 0)
     bad_value(key, value, "a number of seconds >= 0 (e.g. 0, 0.5, 2)");
-  return v;
+  return v + 0.0;  // -0 + 0 is +0
 }
 
 bool flag(const std::string& key, const std::string& value) {
