@@ -220,6 +220,9 @@ TEST(BenchFolderArgs, HelpDescribesTheFolderRunAndTheRouterKey) {
   const std::string u = bench::usage();
   EXPECT_NE(u.find("--folder IN..."), std::string::npos);
   EXPECT_NE(u.find("router.device_start_s="), std::string::npos);
+  EXPECT_NE(u.find("[--tune cpu.simd=0|1]"), std::string::npos) << "the other key it takes";
+  EXPECT_NE(u.find("not its\n                    subfolders'"), std::string::npos)
+      << "folders are not walked into: " << u;
   EXPECT_NE(bench::tune_help().find("router.device_start_s=SECONDS"), std::string::npos);
   std::ostringstream policy;
   policy << "default " << kDeviceStartCpuS << ")";
