@@ -185,7 +185,7 @@ TEST(BenchFolderArgs, RefusesWhatDoesNotGoTogether) {
       {{"--folder", "in", "-o", "o", "--jobs", "many"}, "--jobs"},
       {{"--folder", "in", "-o", "o", "--decoder", "nvjpeg"}, "--decoder"},
       {{"--folder", "in", "-o", "o", "--backend", "gpu"}, "--backend"},
-      {{"--folder", "in", "-o", "o", "--decoder", "gpu", "--backend", "cpu"}, "--backend cpu"},
+      {{"--folder", "in", "-o", "o", "--decoder", "gpu", "--backend", "cpu"}, "--decoder gpu"},
       {{"--folder", "in", "-o", "o", "--tune", "router.device_start_s=-1"}, "-1"},
       {{"--folder", "in", "-o", "o", "--tune", "router.device_start_s=nan"}, "nan"},
       {{"--folder", "in", "-o", "o", "--tune", "router.device_start_s=inf"}, "inf"},
