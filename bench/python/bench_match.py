@@ -136,52 +136,38 @@ def gpu_rows(sizes, reps: int, warmup: int):
                 rows.append((case, "cuCIM match_histograms",
                              time_cuda(torch, lambda: cu_exposure.match_histograms(gc, rc), reps,
                                        warmup)))
+        def pair(case, on_gpu, on_cpu, labels, first, second):
+            """One case: on_gpu() against on_cpu() (equal bytes or not, in the notes), then
+            first and second timed as labels (0 and 1) name them."""
+            nonlocal ok
+            same = bool(np.array_equal(on_gpu().cpu().numpy(), on_cpu()))
+            ok = ok and same
+            notes.append(f"{case}: histeq on the GPU == CPU backend: {same}")
+            rows.append((case, labels[0], time_cuda(torch, first, reps, warmup)))
+            rows.append((case, labels[1], time_cuda(torch, second, reps, warmup)))
+
+        masked = ("histeq (torch) masked", "histeq (torch) unmasked")
         for mname, m in masks_host(np, side):
             md = torch.from_numpy(m).cuda()
-            case = f"{s} equalize gray, {mname}"
-            same = bool(np.array_equal(histeq.equalize(g, mask=md).cpu().numpy(),
-                                       histeq.equalize(g_host, mask=m, backend="cpu")))
-            ok = ok and same
-            notes.append(f"{case}: histeq on the GPU == CPU backend: {same}")
-            rows.append((case, "histeq (torch) masked",
-                         time_cuda(torch, lambda: histeq.equalize(g, mask=md), reps, warmup)))
-            rows.append((case, "histeq (torch) unmasked",
-                         time_cuda(torch, lambda: histeq.equalize(g), reps, warmup)))
-            case = f"{s} CLAHE gray (2.0, 8x8), {mname}"
-            same = bool(np.array_equal(histeq.clahe(g, 2.0, mask=md).cpu().numpy(),
-                                       histeq.clahe(g_host, 2.0, mask=m, backend="cpu")))
-            ok = ok and same
-            notes.append(f"{case}: histeq on the GPU == CPU backend: {same}")
-            rows.append((case, "histeq (torch) masked",
-                         time_cuda(torch, lambda: histeq.clahe(g, 2.0, mask=md), reps, warmup)))
-            rows.append((case, "histeq (torch) unmasked",
-                         time_cuda(torch, lambda: histeq.clahe(g, 2.0), reps, warmup)))
+            pair(f"{s} equalize gray, {mname}", lambda: histeq.equalize(g, mask=md),
+                 lambda: histeq.equalize(g_host, mask=m, backend="cpu"), masked,
+                 lambda: histeq.equalize(g, mask=md), lambda: histeq.equalize(g))
+            pair(f"{s} CLAHE gray (2.0, 8x8), {mname}", lambda: histeq.clahe(g, 2.0, mask=md),
+                 lambda: histeq.clahe(g_host, 2.0, mask=m, backend="cpu"), masked,
+                 lambda: histeq.clahe(g, 2.0, mask=md), lambda: histeq.clahe(g, 2.0))
         if hasattr(torch, "uint16"):  # 16-bit gray on the device: matching and a mask
             g16_host = (g_host.astype(np.uint32) * 257).astype(np.uint16)
             ref16_host = (ref_host.astype(np.uint32) * 257).astype(np.uint16)
             g16, ref16 = torch.from_numpy(g16_host).cuda(), torch.from_numpy(ref16_host).cuda()
-            case = f"{s} match gray 16-bit"
-            same = bool(np.array_equal(histeq.match_histograms(g16, ref16).cpu().numpy(),
-                                       histeq.match_histograms(g16_host, ref16_host,
-                                                               backend="cpu")))
-            ok = ok and same
-            notes.append(f"{case}: histeq on the GPU == CPU backend: {same}")
-            rows.append((case, "histeq (torch)",
-                         time_cuda(torch, lambda: histeq.match_histograms(g16, ref16), reps,
-                                   warmup)))
-            rows.append((case, "histeq.equalize (torch), for scale",
-                         time_cuda(torch, lambda: histeq.equalize(g16), reps, warmup)))
+            pair(f"{s} match gray 16-bit", lambda: histeq.match_histograms(g16, ref16),
+                 lambda: histeq.match_histograms(g16_host, ref16_host, backend="cpu"),
+                 ("histeq (torch)", "histeq.equalize (torch), for scale"),
+                 lambda: histeq.match_histograms(g16, ref16), lambda: histeq.equalize(g16))
             mname, m = masks_host(np, side)[0]
             md = torch.from_numpy(m).cuda()
-            case = f"{s} equalize gray 16-bit, {mname}"
-            same = bool(np.array_equal(histeq.equalize(g16, mask=md).cpu().numpy(),
-                                       histeq.equalize(g16_host, mask=m, backend="cpu")))
-            ok = ok and same
-            notes.append(f"{case}: histeq on the GPU == CPU backend: {same}")
-            rows.append((case, "histeq (torch) masked",
-                         time_cuda(torch, lambda: histeq.equalize(g16, mask=md), reps, warmup)))
-            rows.append((case, "histeq (torch) unmasked",
-                         time_cuda(torch, lambda: histeq.equalize(g16), reps, warmup)))
+            pair(f"{s} equalize gray 16-bit, {mname}", lambda: histeq.equalize(g16, mask=md),
+                 lambda: histeq.equalize(g16_host, mask=m, backend="cpu"), masked,
+                 lambda: histeq.equalize(g16, mask=md), lambda: histeq.equalize(g16))
             del g16, ref16
         del g, ref
         torch.cuda.empty_cache()
