@@ -211,6 +211,38 @@ TEST_F(ExecutorTest, HistogramTaskMatchesImageHistograms) {
   });
 }
 
+// A JPEG's plan has its size from the header (which the router and the byte budget weigh), on
+// every route, and its budget counts the decoded samples: the stored planes on the planes route
+// (4:2:0 stores 1.5 samples a pixel), the pixels twice and a plane on the pixels route.
+TEST_F(ExecutorTest, AJpegsPlanHasItsSizeAndCountsItsSamples) {
+  const Image img = load_image(test::source_path("samples/chelsea.png"));
+  const std::vector<std::uint8_t> jpg = encode_image(img, ".jpg", EncodeOptions{});
+  const std::size_t px = std::size_t(img.width) * std::size_t(img.height);
+  Operation op;
+  op.equalize.backend = Backend::cpu;
+  const ItemPlan planes = plan_item(jpg.data(), jpg.size(), op, ".jpg", {}, kDefaultMaxPixels, {});
+  EXPECT_EQ(planes.format, "jpeg");
+  EXPECT_EQ(planes.width, img.width);
+  EXPECT_EQ(planes.height, img.height);
+  EXPECT_EQ(planes.channels, 3);
+  EXPECT_DOUBLE_EQ(planes.megapixels(), double(px) / 1e6);
+  ASSERT_EQ(planes.route, ItemRoute::jpeg_planes);
+  const std::size_t samples = px + px / 2;  // EncodeOptions{}: 4:2:0
+  EXPECT_EQ(planes.cost, jpg.size() + samples + samples / 2);
+  Operation clahe = op;
+  clahe.kind = OpKind::clahe;
+  const ItemPlan pixels =
+      plan_item(jpg.data(), jpg.size(), clahe, ".jpg", {}, kDefaultMaxPixels, {});
+  EXPECT_EQ(pixels.route, ItemRoute::pixels);
+  EXPECT_EQ(pixels.width, img.width);
+  EXPECT_EQ(pixels.cost, jpg.size() + px * 3 * 2 + px);
+  // a JPEG whose header is cut before its frame: no size, the file alone
+  const std::size_t cut = 20;
+  const ItemPlan none = plan_item(jpg.data(), cut, op, ".jpg", {}, kDefaultMaxPixels, {});
+  EXPECT_EQ(none.width, 0);
+  EXPECT_EQ(none.cost, cut);
+}
+
 // A region changes the plan: a colour JPEG to JPEG in luma mode, which an equalization takes on
 // the stored-planes route (and on the device route when the device takes JPEGs), runs on the
 // pixels route; histogram matching is planned as the equalization is (it matches the stored Y),

@@ -328,6 +328,18 @@ bool holds_16bit(const std::string& ext) {
   return e == ".png" || e == ".pgm" || e == ".ppm" || e == ".pnm";
 }
 
+namespace {
+/// Samples a JPEG of px pixels stores over its components (Y at full size, chroma as sampled):
+/// 1.5 px for 4:2:0 and 4:1:1, 2 px for 4:2:2 and 4:4:0, 1 px for gray, 3 px otherwise.
+std::size_t stored_samples(const jpeg::Info& info, std::size_t px) {
+  const std::string& s = info.subsampling;
+  if (s == "gray") return px;
+  if (s == "4:2:0" || s == "4:1:1") return px + px / 2;
+  if (s == "4:2:2" || s == "4:4:0") return 2 * px;
+  return 3 * px;
+}
+}  // namespace
+
 ItemPlan plan_item(const std::uint8_t* data, std::size_t size, const Operation& op,
                    const std::string& out_ext, const EncodeOptions& enc, std::uint64_t max_pixels,
                    const RouteChoice& choice) {
@@ -336,7 +348,14 @@ ItemPlan plan_item(const std::uint8_t* data, std::size_t size, const Operation& 
   p.bits = is_16bit_data(data, size) ? 16 : 8;
   p.work_bits = op.depth == 16 || (p.bits == 16 && op.depth != 8) ? 16 : 8;
   int w = 0, h = 0, c = 0;
-  if (image_info(data, size, &w, &h, &c)) {
+  jpeg::Info head;
+  if (p.format == "jpeg") {  // stb_image reads no JPEG here: libjpeg-turbo decodes them
+    if (jpeg::read_header(data, size, &head)) {
+      p.width = head.width;
+      p.height = head.height;
+      p.channels = head.components == 1 ? 1 : 3;  // as decoded (CMYK/YCCK: RGB)
+    }
+  } else if (image_info(data, size, &w, &h, &c)) {
     p.width = w;
     p.height = h;
     p.channels = c;
@@ -372,7 +391,7 @@ ItemPlan plan_item(const std::uint8_t* data, std::size_t size, const Operation& 
     // On the planes route the pixels never exist as RGB: the file, the planes, the output. A
     // progressive file's decode first holds every coefficient (2 bytes a sample, libjpeg's
     // arrays), and the device route's copy of them (split_to_device) as many again.
-    const std::size_t planes = px * 3;
+    const std::size_t planes = stored_samples(p.jpeg, px);
     p.cost = p.jpeg.progressive ? size + 4 * planes : size + planes + planes / 2;
   }
   p.cpu_cost = p.cost;
