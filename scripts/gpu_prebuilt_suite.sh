@@ -93,6 +93,16 @@ sed -n 's/^[A-Z_]*_LIBRARY:FILEPATH=//p' "$here/$build/CMakeCache.txt" | while r
     [ -e "$have" ] && mkdir -p "$(dirname "$lib")" && ln -sfn "$have" "$lib" && break
   done
 done
+# nvJPEG is found without the cache (HISTEQ_NVJPEG_ROOT on the build machine): the exported
+# targets name its path; where that is missing, link it to this machine's libnvjpeg.
+grep -rhoE '/[^";]*libnvjpeg\.so[.0-9]*' "$here/$build/CMakeFiles/Export" 2>/dev/null | sort -u |
+  while read -r lib; do
+    [ -e "$lib" ] && continue
+    have=$(ldconfig -p 2>/dev/null | sed -n 's/.*libnvjpeg\.so\.[0-9]* .*=> //p' | head -1)
+    [ -n "$have" ] || have=$(ls /usr/local/cuda*/lib64/libnvjpeg.so.[0-9]* \
+                               /usr/local/cuda*/targets/*/lib/libnvjpeg.so.[0-9]* 2>/dev/null | head -1)
+    [ -n "$have" ] && mkdir -p "$(dirname "$lib")" && ln -sfn "$have" "$lib"
+  done
 echo "unpacked in $((SECONDS - t0)) s" >"$out/steps.txt"
 [ "$unpack_only" = 1 ] && exit 0
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
