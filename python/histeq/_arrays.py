@@ -406,6 +406,7 @@ def via_host(d: Dev, fn, out=None):
         check_device_out(out, d, res.shape, res.dtype.name)
     with cupy.cuda.Device(d.device):
         if out is not None:
+            _written(ptr(out), res.nbytes)
             out.set(res)
             return out
         return cupy.asarray(res)
@@ -443,14 +444,14 @@ def unswap_red_blue(arr):
 
 _ITEMSIZE = {"uint8": 1, "uint16": 2, "int64": 8}
 
-#: The _region module (set by it when imported): before the compiled calls write a torch tensor
-#: given as out= (which does not move torch's version counter), _written forgets the count checks
-#: it remembers of masks in that memory.
+#: The _region module (set by it when imported): before a call writes an array given as out=
+#: (CuPy moves no counter, torch's raw writes do not move its version counter), _written forgets
+#: the count checks remembered of masks in that memory.
 _region: Any = None
 
 
 def _written(address: int, nbytes: int) -> None:
-    if _region is not None and _region._torch_checked:
+    if _region is not None and _region._mask_checked:
         _region.forget_written(address, nbytes)
 
 
@@ -524,12 +525,13 @@ def device_target(d: Dev, out, shape, dtype: str = "uint8", in_place: bool = Fal
         return result_like(d, shape, dtype)
     check_device_out(out, d, shape, dtype)
     optr, nbytes = ptr(out), _count(shape) * _ITEMSIZE[dtype]
+    # out's memory is written (here or by finish's copy): the mask checks remembered of what it
+    # holds are forgotten (CuPy's writes move no counter; torch's raw writes neither)
+    _written(optr, nbytes)
     in_bytes = _count(d.shape) * _ITEMSIZE[d.dtype]
     if not (_apart(optr, nbytes, d.ptr, in_bytes) or (in_place and optr == d.ptr)) or \
             (mask is not None and not _apart(optr, nbytes, ptr(mask), mask_bytes)):
         return result_like(d, shape, dtype)
-    if d.lib == "torch":
-        _written(optr, nbytes)
     return out
 
 
@@ -568,7 +570,7 @@ def torch_out(out, dev: int, shape, dtype, nbytes: int, in_ptr: int, in_bytes: i
         return None
     if mask and not (optr + nbytes <= mask or mask + mask_bytes <= optr):
         return None
-    if _region is not None and _region._torch_checked:  # _written, inline
+    if _region is not None and _region._mask_checked:  # _written, inline
         _region.forget_written(optr, nbytes)
     return optr
 

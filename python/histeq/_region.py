@@ -203,8 +203,20 @@ class Region:
         with mk.device:
             m = mk if mk.dtype in (_np.bool_, _np.uint8, _np.int8) else mk != 0
             m = cupy.ascontiguousarray(m)
+            stamp = (None, mk.data.ptr, tuple(mk.shape), mk.dtype, mk.device.id,
+                     tuple(mk.strides), self.roi)
+            seen = _mask_checked.get(id(mk))
+            if seen is not None and seen[0]() is mk and seen[1] == stamp:
+                return m
             if h * w > 0 and not bool(self._crop(m).any()):  # waits for the device
                 raise ValueError(self._empty_message())
+            try:
+                ref = _weakref.ref(mk)
+            except TypeError:  # not weakly referable: checked on every call
+                return m
+            if len(_mask_checked) > 64:
+                _mask_checked.clear()
+            _mask_checked[id(mk)] = (ref, stamp)
         return m
 
 
@@ -215,8 +227,12 @@ def _empty_message(roi) -> str:
     return "mask: the mask counts no pixel (every mask pixel is 0)"
 
 
-#: torch masks on the device found to count pixels: id → (weak reference, stamp).
-_torch_checked: Dict[int, Tuple[Any, Any]] = {}
+#: Device masks found to count pixels: id → (weak reference, stamp). A torch mask's stamp holds
+#: its version counter, so writes to it through torch are seen; a CuPy array has none, so its
+#: stamp is its address, layout and the rectangle: a CuPy mask emptied in place afterwards is not
+#: checked again (its histogram is then empty: the identity LUT, the image unchanged), while a
+#: new array always is. Writes through out= are forgotten (forget_written).
+_mask_checked: Dict[int, Tuple[Any, Any]] = {}
 
 
 def _torch_stamp(mk, device: int, contiguous: bool, roi) -> Optional[tuple]:
@@ -239,7 +255,7 @@ def _torch_counts(mk, m, stamp: Optional[tuple], roi, pixels: int) -> None:
     """ValueError when m (the torch mask mk as the kernels read it: one byte per pixel,
     C-contiguous) counts no pixel inside roi; the check waits for the device, so it runs once
     per stamp of mk (on every call without a stamp)."""
-    seen = _torch_checked.get(id(mk))
+    seen = _mask_checked.get(id(mk))
     if stamp is not None and seen is not None and seen[0]() is mk and seen[1] == stamp:
         return
     if pixels > 0:
@@ -250,16 +266,16 @@ def _torch_counts(mk, m, stamp: Optional[tuple], roi, pixels: int) -> None:
             raise ValueError(_empty_message(roi))
     if stamp is None:
         return
-    if len(_torch_checked) > 64:
-        _torch_checked.clear()
-    _torch_checked[id(mk)] = (_weakref.ref(mk), stamp)
+    if len(_mask_checked) > 64:
+        _mask_checked.clear()
+    _mask_checked[id(mk)] = (_weakref.ref(mk), stamp)
 
 
 def forget_written(address: int, nbytes: int) -> None:
     """Forgets the remembered count checks of the torch masks whose memory overlaps
     [address, address + nbytes): a call with out= is about to write it, which torch's version
     counter does not see (_arrays._written)."""
-    for key, (_ref, stamp) in list(_torch_checked.items()):
+    for key, (_ref, stamp) in list(_mask_checked.items()):
         _version, p, shape, dtype, _device, strides, _roi = stamp
         if strides is None:  # C-contiguous
             count = 1
@@ -270,7 +286,7 @@ def forget_written(address: int, nbytes: int) -> None:
                 1 + sum((int(e) - 1) * abs(int(s)) for e, s in zip(shape, strides))
         span = count * int(getattr(dtype, "itemsize", 8))
         if p < address + nbytes and address < p + span:
-            del _torch_checked[key]
+            del _mask_checked[key]
 
 
 _a._region = _sys.modules[__name__]
@@ -328,7 +344,7 @@ def torch_region(mask: Any, roi: Any, device: int, h: int, w: int):
     except RuntimeError:  # _torch_stamp's, and its None for an inference tensor
         stamp = _torch_stamp(mask, device, True, roi)
     m = mask != 0 if wide else mask  # contiguous, as the mask is
-    seen = _torch_checked.get(id(mask))
+    seen = _mask_checked.get(id(mask))
     if stamp is None or seen is None or seen[0]() is not mask or seen[1] != stamp:
         _torch_counts(mask, m, stamp, roi, h * w)
     return (m.data_ptr() if wide else ptr), roi, m

@@ -244,7 +244,7 @@ def fake(monkeypatch):
         monkeypatch.setattr(_a, name, None)
     monkeypatch.setattr(_a, "_torch_types", set())
     monkeypatch.setattr(_a, "_cuda_state", (True, ""))
-    monkeypatch.setattr(_r, "_torch_checked", {})
+    monkeypatch.setattr(_r, "_mask_checked", {})
     calls: list = []
 
     def recorder(name):
@@ -318,12 +318,12 @@ def _both(fn, torch, calls, monkeypatch, fast_expected, region=False, before=Non
         return r
     monkeypatch.setattr(_a, "torch_gray", spy)
     monkeypatch.setattr(_r, "torch_region", region_spy)
-    _r._torch_checked.clear()
+    _r._mask_checked.clear()
     if before is not None:
         before()
     fast = _outcome(fn, torch, calls)
     monkeypatch.setattr(_a, "torch_gray", lambda x, batch: None)
-    _r._torch_checked.clear()
+    _r._mask_checked.clear()
     if before is not None:
         before()
     general = _outcome(fn, torch, calls)
@@ -643,7 +643,7 @@ def _sequence_both(steps, torch, calls, monkeypatch):
     real, runs = _a.torch_gray, []
     for gray in (real, lambda x, batch: None):
         monkeypatch.setattr(_a, "torch_gray", gray)
-        _r._torch_checked.clear()
+        _r._mask_checked.clear()
         runs.append([_outcome(step, torch, calls) for step in steps])
     monkeypatch.setattr(_a, "torch_gray", real)
     assert not torch.freed_reads
@@ -718,7 +718,7 @@ def test_the_shortcut_and_the_general_path_remember_one_check(fake, monkeypatch,
     torch, calls = fake
     x, m = cuda(_u8((40, 30))), _mask(kind, 40, 30)
     for first, then in (([x], x), (x, [x])):
-        _r._torch_checked.clear()
+        _r._mask_checked.clear()
         _outcome(lambda: histeq.equalize(first, mask=m, roi=[1, 2, 5, 4]), torch, calls)
         assert torch.syncs == 1
         got = _outcome(lambda: histeq.equalize(then, mask=m, roi=(1, 2, 5, 4)), torch, calls)
@@ -756,7 +756,7 @@ def test_a_remembered_check_belongs_to_its_tensor(fake, monkeypatch):
     stamp = _r._torch_stamp(empty, 0, True, None)
     for gray in (_a.torch_gray, lambda x, batch: None):
         monkeypatch.setattr(_a, "torch_gray", gray)
-        _r._torch_checked[id(empty)] = (weakref.ref(stand_in), stamp)
+        _r._mask_checked[id(empty)] = (weakref.ref(stand_in), stamp)
         with pytest.raises(ValueError, match="counts no pixel"):
             histeq.equalize(x, mask=empty)
 

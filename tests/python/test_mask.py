@@ -279,6 +279,48 @@ def test_torch_device_masks_are_checked_again_once_modified(torch_cuda):
         histeq.equalize(x, mask=torch.ones((40, 50), dtype=torch.float32, device="cuda"))
 
 
+def test_cupy_device_masks_are_checked_once_per_array(cupy_cuda, monkeypatch):
+    """A CuPy mask's count check (a wait for the device) runs once per array, address, layout and
+    rectangle (CuPy has no version counter): the second call skips it; a new array, another
+    rectangle or an out= write over the mask checks again; an empty new array is refused; a mask
+    emptied in place afterwards gives the empty histogram's identity (the image unchanged)."""
+    cupy = cupy_cuda
+    import histeq._region as _r
+    img = rng_image((40, 50), 22)
+    x = cupy.asarray(img)
+    host = np.zeros((40, 50), np.uint8)
+    host[5:30, 10:40] = 1
+    m = cupy.asarray(host)
+    want = equalize_model(img, host != 0)
+    waits = []  # the checks: each crops the mask to the rectangle, then waits on its any()
+    real_crop = _r.Region._crop
+
+    def counting_crop(self, mk):
+        waits.append(1)
+        return real_crop(self, mk)
+    monkeypatch.setattr(_r.Region, "_crop", counting_crop)
+    _r._mask_checked.clear()
+    for n in (1, 1):  # checked on the first call only
+        np.testing.assert_array_equal(cupy.asnumpy(histeq.equalize(x, mask=m)), want)
+        assert len(waits) == n
+    np.testing.assert_array_equal(cupy.asnumpy(histeq.histogram(x, mask=m)),
+                                  histeq.histogram(img, mask=host, backend="cpu"))
+    assert len(waits) == 1
+    histeq.equalize(x, mask=m, roi=(10, 5, 30, 25))  # another rectangle: checked again
+    assert len(waits) == 2
+    histeq.equalize(x, mask=m.copy())  # another array
+    assert len(waits) == 3
+    with pytest.raises(ValueError, match="mask: the mask counts no pixel"):
+        histeq.equalize(x, mask=cupy.zeros((40, 50), cupy.bool_))
+    m.fill(0)  # in place: not seen
+    np.testing.assert_array_equal(cupy.asnumpy(histeq.equalize(x, mask=m)), img)
+    m[...] = cupy.asarray(host)
+    before = len(waits)
+    histeq.equalize(x, mask=m, out=m.view(cupy.uint8))  # out= over the mask: forgotten
+    histeq.equalize(x, mask=m)
+    assert len(waits) > before
+
+
 def test_torch_inference_mode_masks(torch_cuda):
     """Tensors made under torch.inference_mode have no version counter (reading it raises): their
     count check runs on every call, so a mask emptied in place gives the error."""
