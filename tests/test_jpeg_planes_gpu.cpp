@@ -264,9 +264,9 @@ TEST(JpegPlanesGpu, TheRouteAgainstTheCpuStoredPlanesRoute) {
   }
 }
 
-// A run with more JPEG megapixels than one CPU worker finish in about a second (kDeviceStartCpuS)
-// starts the device route with --backend auto; what it writes equals the single-file GPU path's
-// bytes, and what the CPU workers took equals the CPU's stored-planes route.
+// A run with more JPEG megapixels than one CPU worker finishes in about two seconds
+// (kDeviceStartCpuS) starts the device route with --backend auto; what it writes equals the
+// single-file GPU path's bytes, and what the CPU workers took equals the CPU's stored-planes route.
 TEST(JpegPlanesGpu, AutoRunLargeEnoughStartsTheDeviceRoute) {
   HISTEQ_REQUIRE_NVJPEG();
   const fs::path dir =

@@ -63,13 +63,13 @@ enum class JpegRoute : std::uint8_t { automatic, gpu, cpu };
 inline constexpr int kJpegSlotsPerDevice = 3;
 
 /// The policy's start rule of the device route (ExecutorOptions::device_start_cpu_s): it starts
-/// once the CPU workers alone would need more than a second for the run's JPEGs (about 800 MP
-/// on 16 workers). Measured with `histeq bench --folder` on copies of the plasma photos (H200
-/// machine, 16 workers; bench/results/h200/router.txt): starting the device lost at 0.26 GP
-/// (0.62-0.68 s against 0.50-0.56 s without it; the CPU alone needs about 0.55 s) and won at
-/// 1.0 GP (1.22-1.26 s against 1.41-1.48 s; the CPU alone about 1.4 s): the two cross near
-/// 0.9 s of the CPU's, the device being ready after about 0.85 s.
-inline constexpr double kDeviceStartCpuS = 1.0;
+/// once the CPU workers alone would need more than two seconds for the run's JPEGs. On the
+/// plasma photos with 16 workers (H200 machine; bench/results/h200/e2e/router.txt) starting it
+/// lost at 0.26 GP (executor 0.62-0.68 s against 0.50-0.56 s) and won at 1.0 GP by 0.19 s of
+/// executor time (1.22-1.26 s against 1.41-1.48 s), which the process's end with a CUDA context
+/// (about 0.2 s, nvjpeg_probe_exit.txt) takes back: whole-process, 1 GP is even, and the device
+/// pays from about 2 GP (2.1 against 2.7 s executor).
+inline constexpr double kDeviceStartCpuS = 2.0;
 
 struct ExecutorOptions {
   /// What each image goes through: the kind (equalize, CLAHE, histogram), its parameters, the

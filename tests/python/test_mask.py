@@ -306,19 +306,22 @@ def test_cupy_device_masks_are_checked_once_per_array(cupy_cuda, monkeypatch):
     np.testing.assert_array_equal(cupy.asnumpy(histeq.histogram(x, mask=m)),
                                   histeq.histogram(img, mask=host, backend="cpu"))
     assert len(waits) == 1
+    m.fill(0)  # in place: not seen; the empty histogram's identity
+    np.testing.assert_array_equal(cupy.asnumpy(histeq.equalize(x, mask=m)), img)
+    assert len(waits) == 1
+    m[...] = cupy.asarray(host)
     histeq.equalize(x, mask=m, roi=(10, 5, 30, 25))  # another rectangle: checked again
     assert len(waits) == 2
     histeq.equalize(x, mask=m.copy())  # another array
     assert len(waits) == 3
     with pytest.raises(ValueError, match="mask: the mask counts no pixel"):
         histeq.equalize(x, mask=cupy.zeros((40, 50), cupy.bool_))
-    m.fill(0)  # in place: not seen
-    np.testing.assert_array_equal(cupy.asnumpy(histeq.equalize(x, mask=m)), img)
-    m[...] = cupy.asarray(host)
-    before = len(waits)
-    histeq.equalize(x, mask=m, out=m.view(cupy.uint8))  # out= over the mask: forgotten
+    histeq.equalize(x, mask=m)  # the rectangle's stamp replaced: checked again
+    assert len(waits) == 5
+    histeq.equalize(x, mask=m, out=m)  # remembered; out= over the mask forgets it
+    assert len(waits) == 5
     histeq.equalize(x, mask=m)
-    assert len(waits) > before
+    assert len(waits) == 6
 
 
 def test_torch_inference_mode_masks(torch_cuda):
