@@ -328,18 +328,6 @@ bool holds_16bit(const std::string& ext) {
   return e == ".png" || e == ".pgm" || e == ".ppm" || e == ".pnm";
 }
 
-namespace {
-/// Samples a JPEG of px pixels stores over its components (Y at full size, chroma as sampled):
-/// 1.5 px for 4:2:0 and 4:1:1, 2 px for 4:2:2 and 4:4:0, 1 px for gray, 3 px otherwise.
-std::size_t stored_samples(const jpeg::Info& info, std::size_t px) {
-  const std::string& s = info.subsampling;
-  if (s == "gray") return px;
-  if (s == "4:2:0" || s == "4:1:1") return px + px / 2;
-  if (s == "4:2:2" || s == "4:4:0") return 2 * px;
-  return 3 * px;
-}
-}  // namespace
-
 ItemPlan plan_item(const std::uint8_t* data, std::size_t size, const Operation& op,
                    const std::string& out_ext, const EncodeOptions& enc, std::uint64_t max_pixels,
                    const RouteChoice& choice) {
@@ -388,11 +376,14 @@ ItemPlan plan_item(const std::uint8_t* data, std::size_t size, const Operation& 
   else if (p.cpu_planes)
     p.route = ItemRoute::jpeg_planes;
   if (p.cpu_planes) {
-    // On the planes route the pixels never exist as RGB: the file, the planes, the output. A
-    // progressive file's decode first holds every coefficient (2 bytes a sample, libjpeg's
-    // arrays), and the device route's copy of them (split_to_device) as many again.
-    const std::size_t planes = stored_samples(p.jpeg, px);
-    p.cost = p.jpeg.progressive ? size + 4 * planes : size + planes + planes / 2;
+    // The budget counts what an item holds while it waits. On the planes route the pixels never
+    // exist as RGB, and the planes (or a progressive file's coefficients) exist only while a
+    // worker decodes it, at most --jobs at once, and while the device route takes its part: the
+    // file is what waits. Counting a progressive file's coefficients too (4 bytes a stored
+    // sample: libjpeg's arrays and their copy) filled the default cap with split files waiting
+    // for the device's inverse DCT: the 10 GP plasma run took 8.0 s against 5.9 s (H200
+    // machine, a14868c against 42a482c; bench/results/h200/e2e/plasma80_budget.txt).
+    p.cost = size;
   }
   p.cpu_cost = p.cost;
   // On the device route the host holds the file and the encoded output (at most a few times the
