@@ -98,9 +98,10 @@ done
 grep -rhoE '/[^";]*libnvjpeg\.so[.0-9]*' "$here/$build/CMakeFiles/Export" 2>/dev/null | sort -u |
   while read -r lib; do
     [ -e "$lib" ] && continue
-    have=$(ldconfig -p 2>/dev/null | sed -n 's/.*libnvjpeg\.so\.[0-9]* .*=> //p' | head -1)
-    [ -n "$have" ] || have=$(ls /usr/local/cuda*/lib64/libnvjpeg.so.[0-9]* \
-                               /usr/local/cuda*/targets/*/lib/libnvjpeg.so.[0-9]* 2>/dev/null | head -1)
+    name=$(basename "$lib")  # the same major version (libnvjpeg.so.13)
+    have=$(ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n {print $NF; exit}')
+    [ -n "$have" ] || have=$(ls /usr/local/cuda*/lib64/"$name" \
+                               /usr/local/cuda*/targets/*/lib/"$name" 2>/dev/null | head -1)
     [ -n "$have" ] && mkdir -p "$(dirname "$lib")" && ln -sfn "$have" "$lib"
   done
 echo "unpacked in $((SECONDS - t0)) s" >"$out/steps.txt"

@@ -240,6 +240,26 @@ TEST_F(ExecutorTest, AJpegsPlanHasItsSizeAndCountsItsSamples) {
   const ItemPlan none = plan_item(jpg.data(), cut, op, ".jpg", {}, kDefaultMaxPixels, {});
   EXPECT_EQ(none.width, 0);
   EXPECT_EQ(none.cost, cut);
+  // a frame header declaring 60000 x 60000, past --max-pixels: the decoder refuses it, so the
+  // budget counts the file alone (not 25 GB that would drain the run before it)
+  std::vector<std::uint8_t> huge = jpg;
+  std::size_t sof = 2;
+  while (sof + 9 < huge.size() &&
+         !(huge[sof] == 0xFF &&
+           (huge[sof + 1] == 0xC0 || huge[sof + 1] == 0xC1 || huge[sof + 1] == 0xC2)))
+    ++sof;
+  ASSERT_LT(sof + 9, huge.size());
+  for (const std::size_t at : {sof + 5, sof + 7}) {  // height, width: 60000 = 0xEA60
+    huge[at] = 0xEA;
+    huge[at + 1] = 0x60;
+  }
+  const ItemPlan big =
+      plan_item(huge.data(), huge.size(), clahe, ".jpg", {}, kDefaultMaxPixels, {});
+  EXPECT_EQ(big.width, 60000);
+  EXPECT_EQ(big.cost, huge.size());
+  const ItemPlan allowed =
+      plan_item(huge.data(), huge.size(), clahe, ".jpg", {}, std::uint64_t(1) << 32, {});
+  EXPECT_GT(allowed.cost, std::size_t(60000) * 60000);
 }
 
 // A region changes the plan: a colour JPEG to JPEG in luma mode, which an equalization takes on

@@ -56,10 +56,11 @@ struct ItemPlan {
   /// The device's planes route takes it (gpu::planes_candidate with this output).
   bool device_planes = false;
   ItemRoute route = ItemRoute::pixels;
-  /// Bytes the item may hold on the host at its worst moment on its route (the executor's byte
-  /// budget): on the CPU the file, the decoded pixels twice and one plane (the stored planes and
-  /// their output on the planes route); on the device route the file and its encoded output
-  /// (the pixels are on the GPU).
+  /// Bytes the item holds on the host while it waits (the executor's byte budget): on the pixels
+  /// route the file, the decoded pixels twice and one plane; on the stored-planes route the file
+  /// (its planes exist only while a worker decodes it); on the device route the file and its
+  /// encoded output (the pixels are on the GPU). A header declaring more than max_pixels: the
+  /// file (the decoder refuses it).
   std::size_t cost = 0;
   /// The same on the CPU, for a device item that a CPU worker takes after all.
   std::size_t cpu_cost = 0;

@@ -272,20 +272,26 @@ def _torch_counts(mk, m, stamp: Optional[tuple], roi, pixels: int) -> None:
 
 
 def forget_written(address: int, nbytes: int) -> None:
-    """Forgets the remembered count checks of the torch masks whose memory overlaps
-    [address, address + nbytes): a call with out= is about to write it, which torch's version
-    counter does not see (_arrays._written)."""
+    """Forgets the remembered count checks of the device masks whose memory overlaps
+    [address, address + nbytes): a call with out= is about to write it, which neither torch's
+    version counter nor CuPy sees (_arrays._written)."""
     for key, (_ref, stamp) in list(_mask_checked.items()):
-        _version, p, shape, dtype, _device, strides, _roi = stamp
+        version, p, shape, dtype, _device, strides, _roi = stamp
+        itemsize = int(getattr(dtype, "itemsize", 8))
+        if 0 in tuple(shape):
+            continue
         if strides is None:  # C-contiguous
             count = 1
             for e in shape:
                 count *= int(e)
-        else:
-            count = 0 if 0 in tuple(shape) else \
-                1 + sum((int(e) - 1) * abs(int(s)) for e, s in zip(shape, strides))
-        span = count * int(getattr(dtype, "itemsize", 8))
-        if p < address + nbytes and address < p + span:
+            lo, hi = p, p + count * itemsize
+        elif version is None:  # CuPy: strides in bytes, possibly negative
+            lo = p + sum(min(0, (int(e) - 1) * int(s)) for e, s in zip(shape, strides))
+            hi = p + sum(max(0, (int(e) - 1) * int(s)) for e, s in zip(shape, strides)) + itemsize
+        else:  # torch: strides in elements
+            last = sum((int(e) - 1) * abs(int(s)) for e, s in zip(shape, strides))
+            lo, hi = p, p + (1 + last) * itemsize
+        if lo < address + nbytes and address < hi:
             del _mask_checked[key]
 
 

@@ -104,7 +104,11 @@ std::unique_ptr<Loaded> Executor::Run::next_for_cpu(std::unique_lock<std::mutex>
     cpu_q.pop_front();
     return it;
   }
-  if (!dev || dev->queued() == 0) return nullptr;
+  // A ready device keeps its queue (steal_pays), and so does one the run must use: taking a job
+  // only to push it back would restart the slots' batch wait on every idle worker's poll.
+  if (!dev || dev->queued() == 0 || m.device_must ||
+      dev->state() == detail::JpegDevices::State::ready)
+    return nullptr;
   lock.unlock();
   detail::DeviceJob* j = dev->steal();
   lock.lock();

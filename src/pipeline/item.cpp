@@ -351,6 +351,7 @@ ItemPlan plan_item(const std::uint8_t* data, std::size_t size, const Operation& 
   const std::size_t px = std::size_t(std::max(p.width, 0)) * std::size_t(std::max(p.height, 0));
   const std::size_t sample = p.work_bits == 16 ? 2 : 1;
   p.cost = size + px * std::size_t(std::max(p.channels, 1)) * sample * 2 + px * sample;
+  if (px > max_pixels) p.cost = size;  // refused by its decoder: no pixels to hold
   p.cpu_cost = p.cost;
   const std::string ext = lower_ext(out_ext);
   // The stored-planes routes (the CPU's and the device's) equalize or match Y over the whole

@@ -461,3 +461,26 @@ def test_mask_file_of_three_equal_channels_is_gray(tmp_path):
     with pytest.raises(ValueError, match="mask: .*ga.png.* has 2 channels"):
         histeq.equalize_files([tmp_path / "a.png"], tmp_path / "out2", mask=tmp_path / "ga.png")
     assert not (tmp_path / "out2").exists()
+
+
+def test_forget_written_spans_cupy_strides_in_bytes_and_downward():
+    """A CuPy mask's stamp (version None) holds strides in bytes, possibly negative (a view
+    such as m[::-1] starts at its last row): an out= write reaching the bytes the view covers
+    forgets its check, a write ending before them or starting after them does not."""
+    import weakref
+    import histeq._region as _r
+
+    class Stand:
+        pass
+    keep = Stand()
+    p, rows, cols = 1 << 40, 4, 10
+    for strides, lo, hi in (((cols, 1), p, p + rows * cols),
+                            ((-cols, 1), p - (rows - 1) * cols, p + cols)):
+        for address, nbytes, forgotten in ((lo - 8, 8, False), (lo - 1, 2, True),
+                                           (hi - 1, 1, True), (hi, 4, False)):
+            _r._mask_checked.clear()
+            _r._mask_checked[1] = (weakref.ref(keep), (None, p, (rows, cols), np.dtype(np.uint8),
+                                                       0, strides, None))
+            _r.forget_written(address, nbytes)
+            assert (1 not in _r._mask_checked) == forgotten, (strides, address, nbytes)
+    _r._mask_checked.clear()
