@@ -205,18 +205,11 @@ class Region:
             m = cupy.ascontiguousarray(m)
             stamp = (None, mk.data.ptr, tuple(mk.shape), mk.dtype, mk.device.id,
                      tuple(mk.strides), self.roi)
-            seen = _mask_checked.get(id(mk))
-            if seen is not None and seen[0]() is mk and seen[1] == stamp:
+            if _checked(mk, stamp):
                 return m
             if h * w > 0 and not bool(self._crop(m).any()):  # waits for the device
                 raise ValueError(self._empty_message())
-            try:
-                ref = _weakref.ref(mk)
-            except TypeError:  # not weakly referable: checked on every call
-                return m
-            if len(_mask_checked) > 64:
-                _mask_checked.clear()
-            _mask_checked[id(mk)] = (ref, stamp)
+            _remember(mk, stamp)
         return m
 
 
@@ -233,6 +226,26 @@ def _empty_message(roi) -> str:
 #: checked again (its histogram is then empty: the identity LUT, the image unchanged), while a
 #: new array always is. Writes through out= are forgotten (forget_written).
 _mask_checked: Dict[int, Tuple[Any, Any]] = {}
+
+
+def _checked(mk, stamp: Optional[tuple]) -> bool:
+    """Whether mk's count check is remembered with this stamp (never for a None stamp)."""
+    seen = _mask_checked.get(id(mk))
+    return stamp is not None and seen is not None and seen[0]() is mk and seen[1] == stamp
+
+
+def _remember(mk, stamp: Optional[tuple]) -> None:
+    """Remembers that mk counts pixels under this stamp (not without a stamp, nor for an array
+    that takes no weak reference: those are checked on every call)."""
+    if stamp is None:
+        return
+    try:
+        ref = _weakref.ref(mk)
+    except TypeError:
+        return
+    if len(_mask_checked) > 64:
+        _mask_checked.clear()
+    _mask_checked[id(mk)] = (ref, stamp)
 
 
 def _torch_stamp(mk, device: int, contiguous: bool, roi) -> Optional[tuple]:
@@ -255,8 +268,7 @@ def _torch_counts(mk, m, stamp: Optional[tuple], roi, pixels: int) -> None:
     """ValueError when m (the torch mask mk as the kernels read it: one byte per pixel,
     C-contiguous) counts no pixel inside roi; the check waits for the device, so it runs once
     per stamp of mk (on every call without a stamp)."""
-    seen = _mask_checked.get(id(mk))
-    if stamp is not None and seen is not None and seen[0]() is mk and seen[1] == stamp:
+    if _checked(mk, stamp):
         return
     if pixels > 0:
         if roi is not None:
@@ -264,11 +276,7 @@ def _torch_counts(mk, m, stamp: Optional[tuple], roi, pixels: int) -> None:
             m = m[y:y + rh, x:x + rw]
         if not bool(m.any()):  # waits for the device
             raise ValueError(_empty_message(roi))
-    if stamp is None:
-        return
-    if len(_mask_checked) > 64:
-        _mask_checked.clear()
-    _mask_checked[id(mk)] = (_weakref.ref(mk), stamp)
+    _remember(mk, stamp)
 
 
 def forget_written(address: int, nbytes: int) -> None:
@@ -350,8 +358,7 @@ def torch_region(mask: Any, roi: Any, device: int, h: int, w: int):
     except RuntimeError:  # _torch_stamp's, and its None for an inference tensor
         stamp = _torch_stamp(mask, device, True, roi)
     m = mask != 0 if wide else mask  # contiguous, as the mask is
-    seen = _mask_checked.get(id(mask))
-    if stamp is None or seen is None or seen[0]() is not mask or seen[1] != stamp:
+    if not _checked(mask, stamp):
         _torch_counts(mask, m, stamp, roi, h * w)
     return (m.data_ptr() if wide else ptr), roi, m
 
