@@ -1247,6 +1247,15 @@ def test_out_of_the_calls_through_the_host(fake, monkeypatch, call, shape, depth
     assert not bad.a.any()
 
 
+def _refuses_an_empty_mask(call, kind, torch, calls, monkeypatch):
+    """call(mask) with a 40 x 30 mask counting no pixel (a device mask, or a host one for kind
+    "host"): the ValueError, on both paths, before any compiled call."""
+    empty = cuda(np.zeros((40, 30), np.uint8)) if kind != "host" else np.zeros((40, 30), bool)
+    got = _both(lambda: call(empty), torch, calls, monkeypatch, fast_expected=False)
+    assert got[:3] == ("error", ValueError, _EMPTY)
+    assert not calls
+
+
 @pytest.mark.parametrize("depth", [8, 16])
 @pytest.mark.parametrize("kind", ["uint8", "bool", "int32", "host", "roi only"])
 def test_masked_clahe_of_gray_tensors_runs_on_the_device(fake, monkeypatch, depth, kind):
@@ -1298,11 +1307,8 @@ def test_masked_clahe_of_gray_tensors_runs_on_the_device(fake, monkeypatch, dept
         (_name, args, _memory), = got[1]
         assert args[3] != out.data_ptr() and args[11] == m.data_ptr()
     if m is not None:
-        empty = cuda(np.zeros((40, 30), np.uint8)) if kind != "host" else np.zeros((40, 30), bool)
-        got = _both(lambda: histeq.clahe(cuda(make((40, 30))), mask=empty), torch, calls,
-                    monkeypatch, fast_expected=False)
-        assert got[:3] == ("error", ValueError, _EMPTY)
-        assert not calls
+        _refuses_an_empty_mask(lambda empty: histeq.clahe(cuda(make((40, 30))), mask=empty), kind,
+                               torch, calls, monkeypatch)
 
 
 @pytest.mark.parametrize("kind", ["uint8", "int32", "host", "roi only"])
@@ -1351,11 +1357,8 @@ def test_masked_16bit_equalize_of_gray_tensors_runs_on_the_device(fake, monkeypa
         (_name, args, _memory), = got[1]
         assert args[3] != out.data_ptr() and args[7] == mk.data_ptr()
     if m is not None:
-        empty = cuda(np.zeros((40, 30), np.uint8)) if kind != "host" else np.zeros((40, 30), bool)
-        got = _both(lambda: histeq.equalize(cuda(_u16((40, 30))), mask=empty), torch, calls,
-                    monkeypatch, fast_expected=False)
-        assert got[:3] == ("error", ValueError, _EMPTY)
-        assert not calls
+        _refuses_an_empty_mask(lambda empty: histeq.equalize(cuda(_u16((40, 30))), mask=empty),
+                               kind, torch, calls, monkeypatch)
 
 
 @pytest.mark.parametrize("ref_kind", ["cuda16", "cuda8", "host16"])
