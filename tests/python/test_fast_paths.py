@@ -1247,6 +1247,18 @@ def test_out_of_the_calls_through_the_host(fake, monkeypatch, call, shape, depth
     assert not bad.a.any()
 
 
+def _mask_given(m, address, memory, in_place):
+    """The mask argument of a compiled call: 0 without a mask; the mask's own address when the
+    kernels read it in place; else memory at the call's last address holding mask != 0."""
+    if m is None:
+        assert address == 0
+    elif in_place:
+        assert address == m.data_ptr()
+    else:
+        counted = (m if isinstance(m, np.ndarray) else m.a) != 0
+        assert memory[-1] == counted.astype(np.uint8).tobytes()
+
+
 def _refuses_an_empty_mask(call, kind, torch, calls, monkeypatch):
     """call(mask) with a 40 x 30 mask counting no pixel (a device mask, or a host one for kind
     "host"): the ValueError, on both paths, before any compiled call."""
@@ -1283,13 +1295,7 @@ def test_masked_clahe_of_gray_tensors_runs_on_the_device(fake, monkeypatch, dept
         assert name == "clahe_device" and args[2] == x.data_ptr()
         assert args[4:11] == (x.a.size // 1200, 40, 30, depth == 16, 2.0, 4, 3)
         assert args[12] == roi
-        if m is None:
-            assert args[11] == 0
-        elif kind in ("bool", "uint8"):
-            assert args[11] == m.data_ptr()  # read in place
-        else:  # the mask's memory at the call (the last address given) is mask != 0
-            counted = (m if isinstance(m, np.ndarray) else m.a) != 0
-            assert memory[-1] == counted.astype(np.uint8).tobytes()
+        _mask_given(m, args[11], memory, in_place=kind in ("bool", "uint8"))
     first = make((40, 30))
     x = cuda(first.copy())
     got = _both(lambda: histeq.clahe(x, 2.0, (4, 3), mask=m, roi=roi, out=x), torch, calls,
@@ -1331,13 +1337,7 @@ def test_masked_16bit_equalize_of_gray_tensors_runs_on_the_device(fake, monkeypa
         (name, args, memory), = got[1]
         assert name == "stages16_device" and args[2] == x.data_ptr()
         assert args[4:7] == (x.a.size // 1200, 40, 30) and args[8] == roi and args[9] == 0
-        if m is None:
-            assert args[7] == 0
-        elif kind == "uint8":
-            assert args[7] == m.data_ptr()  # read in place
-        else:  # the mask's memory at the call (the last address given) is mask != 0
-            counted = (m if isinstance(m, np.ndarray) else m.a) != 0
-            assert memory[-1] == counted.astype(np.uint8).tobytes()
+        _mask_given(m, args[7], memory, in_place=kind == "uint8")
     first = _u16((40, 30))
     x = cuda(first.copy())
     got = _both(lambda: histeq.equalize(x, mask=m, roi=roi, out=x), torch, calls, monkeypatch,
