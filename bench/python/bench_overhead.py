@@ -25,10 +25,11 @@ Columns (host microseconds per call):
 A second table sets each masked row beside its entry's unmasked row (ratio: of the calls), a
 third each call with out= beside the same call without (saved: the result's allocation and
 release, less the reads of out).
-Then the array library's pieces that a call uses (torch): the allocation of a result (and its
-release), the reads of a tensor (is_cuda, dtype, is_contiguous(), shape, get_device(),
-data_ptr(), the current stream), and a Python call that does nothing. Prints Markdown tables
-with command, commit and device; --csv writes the rows.
+Then the array library's pieces that a call uses (torch, and CuPy when importable): the
+allocation of a result (and its release; for the counts, three ways), the reads of an array
+(torch: is_cuda, dtype, is_contiguous(), shape, get_device(), data_ptr(), the current stream;
+CuPy: dtype, flags, shape, data, the current device and stream), and a Python call that does
+nothing. Prints Markdown tables with command, commit and device; --csv writes the rows.
 """
 from __future__ import annotations
 
@@ -167,6 +168,8 @@ def piece_rows(torch, x, reps: int, warmup: int):
     """(name, us) of the torch operations a call on x makes, alone."""
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     dev = x.get_device()
+    where = x.device
+    template = torch.empty((256,), dtype=torch.int64, device=x.device)
 
     def reads():
         if x.is_cuda and x.dtype is torch.uint8 and x.is_contiguous():
@@ -190,6 +193,34 @@ def piece_rows(torch, x, reps: int, warmup: int):
         ("x.get_device()", kept(lambda: x.get_device())),
         ("torch._C._cuda_getCurrentRawStream(dev)",
          kept(lambda: raw(dev)) if raw else float("nan")),
+        ("torch.empty((256,), dtype=int64, device=<a torch.device kept>), kept",
+         kept(lambda: torch.empty((256,), dtype=torch.int64, device=where))),
+        ("torch.empty((256,), dtype=int64, device=<the index>), kept",
+         kept(lambda: torch.empty((256,), dtype=torch.int64, device=dev))),
+        ("torch.empty_like(<a (256,) int64 tensor kept>), kept",
+         kept(lambda: torch.empty_like(template))),
+    ]
+
+
+def cupy_piece_rows(torch, cupy, x, reps: int, warmup: int):
+    """(name, us) of the CuPy operations a call on the CuPy array x makes, alone."""
+    kept = lambda fn: time_issue_kept(torch, fn, reps, warmup)  # noqa: E731
+    runtime = cupy.cuda.runtime
+
+    def reads():
+        if x.dtype == cupy.uint8 and x.flags.c_contiguous:
+            mem = x.data
+            return (x.shape, mem.device_id, mem.ptr, runtime.getDevice(),
+                    cupy.cuda.get_current_stream().ptr)
+        return None
+    return [
+        ("cupy.empty(x.shape, x.dtype), kept", kept(lambda: cupy.empty(x.shape, x.dtype))),
+        ("cupy.empty_like(x), kept", kept(lambda: cupy.empty_like(x))),
+        ("cupy.empty((256,), int64), kept", kept(lambda: cupy.empty((256,), cupy.int64))),
+        ("reads of x: dtype, flags.c_contiguous, shape, data.device_id, data.ptr, the current "
+         "device and stream", kept(reads)),
+        ("x.flags.c_contiguous", kept(lambda: x.flags.c_contiguous)),
+        ("cupy.cuda.get_current_stream().ptr", kept(lambda: cupy.cuda.get_current_stream().ptr)),
     ]
 
 
@@ -245,6 +276,8 @@ def main() -> int:
                                                      args.warmup),
                              python_layer(torch, core, fn, args.reps, args.warmup)))
     pieces = piece_rows(torch, x8, args.reps, args.warmup)
+    cupy_pieces = cupy_piece_rows(torch, cupy, cupy.asarray(x8), args.reps, args.warmup) \
+        if cupy is not None else []
 
     commit = bench_cpu.commit()
     print(f"command: {' '.join(shlex.quote(a) for a in [sys.executable] + sys.argv)}")
@@ -292,6 +325,12 @@ def main() -> int:
     print("|---|---|")
     for name, us in pieces:
         print(f"| {name} | {us:.2f} |")
+    if cupy_pieces:
+        print()
+        print("| CuPy piece | host us |")
+        print("|---|---|")
+        for name, us in cupy_pieces:
+            print(f"| {name} | {us:.2f} |")
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             wr = csv.writer(f)
@@ -300,9 +339,10 @@ def main() -> int:
             for r in rows:
                 wr.writerow(list(r[:3]) + [f"{v:.2f}" for v in r[3:]] +
                             [commit, torch.cuda.get_device_name()])
-            for name, us in pieces:
-                wr.writerow([name, "", "torch", f"{us:.2f}", "", "", "", commit,
-                             torch.cuda.get_device_name()])
+            for lib, rows_of in (("torch", pieces), ("cupy", cupy_pieces)):
+                for name, us in rows_of:
+                    wr.writerow([name, "", lib, f"{us:.2f}", "", "", "", commit,
+                                 torch.cuda.get_device_name()])
     return 0
 
 

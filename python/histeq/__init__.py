@@ -409,45 +409,43 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
         RuntimeError: a CUDA failure.
     """
     _a.check_options(mode, formula, kernel, backend, channel_order)
-    if type(image) in _a._torch_types and backend != "cpu":
-        g = _a.torch_gray(image, batch)
-        if g is not None:  # a gray CUDA tensor: the general path's calls, without its steps
-            dev, stream, ptr, n, h, w, sixteen, _b = g
-            if mask is None and roi is None:
-                if sixteen:
-                    _check16(formula, kernel)
+    g = _a.fast_gray(image, batch) if backend != "cpu" else None
+    if g is not None:  # a gray CUDA tensor or CuPy array: the general path's calls, no steps
+        dev, stream, ptr, n, h, w, sixteen, _b = g
+        if mask is None and roi is None:
+            if sixteen:
+                _check16(formula, kernel)
+            if out is None:
+                out = _a.fast_empty_like(image)
+                optr = _a.fast_ptr(out)
+            else:  # in place with the 16-bit engine, and the batched kernels with "auto"
+                nbytes = n * h * w * (2 if sixteen else 1)
+                optr = _a.fast_out(out, image, dev, image.shape, image.dtype, nbytes, ptr,
+                                   nbytes, sixteen or kernel == "auto")
+            if optr is not None:
+                if n * h * w > 0:
+                    if sixteen:
+                        _histeq.equalize16_device(dev, stream, ptr, optr, n, h * w)
+                    elif n == 1 and optr == ptr:  # in place: the list kernel takes it
+                        _histeq.equalize_device_list(dev, stream, [ptr], [ptr], [h * w], formula)
+                    else:
+                        _histeq.equalize_device(dev, stream, ptr, optr, n, h * w, 1, mode,
+                                                formula, kernel, _batch_path)
+                return out
+        else:
+            r = None if sixteen else _r.fast_region(mask, roi, image, dev, h, w)
+            if r is not None:  # 8-bit, a mask read in place and/or a roi: _stages_device's
                 if out is None:
-                    out = _a._torch.empty_like(image)
-                    optr = out.data_ptr()
-                else:  # in place with the 16-bit engine, and the batched kernels with "auto"
-                    nbytes = n * h * w * (2 if sixteen else 1)
-                    optr = _a.torch_out(out, dev, image.shape, image.dtype, nbytes, ptr, nbytes,
-                                        sixteen or kernel == "auto")
+                    out = _a.fast_empty_like(image)
+                    optr = _a.fast_ptr(out)
+                else:  # the stages' apply kernel: never in place
+                    optr = _a.fast_out(out, image, dev, image.shape, image.dtype, n * h * w,
+                                       ptr, n * h * w, False, r[0], h * w)
                 if optr is not None:
                     if n * h * w > 0:
-                        if sixteen:
-                            _histeq.equalize16_device(dev, stream, ptr, optr, n, h * w)
-                        elif n == 1 and optr == ptr:  # in place: the list kernel takes it
-                            _histeq.equalize_device_list(dev, stream, [ptr], [ptr], [h * w],
-                                                         formula)
-                        else:
-                            _histeq.equalize_device(dev, stream, ptr, optr, n, h * w, 1, mode,
-                                                    formula, kernel, _batch_path)
+                        _histeq.stages_device(dev, stream, ptr, optr, n, h, w, 1, mode, formula,
+                                              kernel, r[0], r[1], 0, 0)
                     return out
-            else:
-                r = None if sixteen else _r.torch_region(mask, roi, dev, h, w)
-                if r is not None:  # 8-bit, a mask read in place and/or a roi: _stages_device's
-                    if out is None:
-                        out = _a._torch.empty_like(image)
-                        optr = out.data_ptr()
-                    else:  # the stages' apply kernel: never in place
-                        optr = _a.torch_out(out, dev, image.shape, image.dtype, n * h * w, ptr,
-                                            n * h * w, False, r[0], h * w)
-                    if optr is not None:
-                        if n * h * w > 0:
-                            _histeq.stages_device(dev, stream, ptr, optr, n, h, w, 1, mode,
-                                                  formula, kernel, r[0], r[1], 0, 0)
-                        return out
     if isinstance(image, (list, tuple)):
         _a.no_list_out(out)
     if mask is not None or roi is not None:
@@ -634,19 +632,18 @@ def histogram(image, bins: Optional[int] = None, kernel: str = "auto", *,
     """
     _a.check_options(mode, "opencv", kernel, backend, channel_order)
     _check_bins(bins)
-    if type(image) in _a._torch_types and backend != "cpu":
-        g = _a.torch_gray(image, batch)
-        if g is not None:  # a gray CUDA tensor: the general path's calls, without its steps
-            if mask is None and roi is None:
-                res = _histogram_torch_gray(image, g, bins, kernel, mode, out)
+    g = _a.fast_gray(image, batch) if backend != "cpu" else None
+    if g is not None:  # a gray CUDA tensor or CuPy array: the general path's calls, no steps
+        if mask is None and roi is None:
+            res = _histogram_fast_gray(image, g, bins, kernel, mode, out)
+            if res is not None:
+                return res
+        elif not g[6] and (bins is None or (type(bins) is int and bins == 256)):
+            r = _r.fast_region(mask, roi, image, g[0], g[4], g[5])
+            if r is not None:
+                res = _histogram_region_fast_gray(image, g, r, mode, out)
                 if res is not None:
                     return res
-            elif not g[6] and (bins is None or (type(bins) is int and bins == 256)):
-                r = _r.torch_region(mask, roi, g[0], g[4], g[5])
-                if r is not None:
-                    res = _histogram_region_torch_gray(image, g, r, mode, out)
-                    if res is not None:
-                        return res
     if isinstance(image, (list, tuple)):
         _a.no_list_out(out)
     if mask is not None or roi is not None:
@@ -677,21 +674,21 @@ def histogram(image, bins: Optional[int] = None, kernel: str = "auto", *,
 
 
 def _counts_target(x, g, shape, out, mask: int = 0):
-    """(the counts' tensor, its address) for the histogram shortcuts: a new int64 tensor of
-    shape on x's device when out is None, else out when their calls can write the counts into
-    it (_arrays.torch_out; the image and the mask at address mask are read); (None, None) for
-    any other out (the general path takes it)."""
+    """(the counts' array, its address) for the histogram shortcuts: a new int64 array of x's
+    library of shape on x's device when out is None, else out when their calls can write the
+    counts into it (_arrays.fast_out; the image and the mask at address mask are read); (None,
+    None) for any other out (the general path takes it)."""
     if out is None:
-        res = _a._torch.empty(shape, dtype=_a._torch_i64, device=x.device)
-        return res, res.data_ptr()
+        res = _a.fast_empty(x, shape, "int64")
+        return res, _a.fast_ptr(res)
     dev, _st, ptr, n, h, w, sixteen, _b = g
-    optr = _a.torch_out(out, dev, shape, _a._torch_i64, _a._count(shape) * 8, ptr,
-                        n * h * w * (2 if sixteen else 1), False, mask, h * w)
+    optr = _a.fast_out(out, x, dev, shape, _a.i64_of(x), _a._count(shape) * 8, ptr,
+                       n * h * w * (2 if sixteen else 1), False, mask, h * w)
     return (None, None) if optr is None else (out, optr)
 
 
-def _histogram_torch_gray(x, g, bins, kernel, mode, out):
-    """histogram() of a gray CUDA tensor (g: _arrays.torch_gray's view of it): what
+def _histogram_fast_gray(x, g, bins, kernel, mode, out):
+    """histogram() of a gray CUDA tensor or CuPy array (g: _arrays.fast_gray's view of it): what
     _histogram16 and _histogram_device do for it, the counts allocated in the result's shape
     (or written into out). None when out is not one these calls can write (the general path
     takes it)."""
@@ -706,7 +703,7 @@ def _histogram_torch_gray(x, g, bins, kernel, mode, out):
         if n * h * w > 0:
             _histeq.histogram16_device(dev, stream, ptr, n, h * w, optr)
         else:
-            res.zero_()
+            _a.fast_zero(res)
         return res
     bins = 256 if bins is None else int(bins)
     if bins > 4096:
@@ -721,18 +718,18 @@ def _histogram_torch_gray(x, g, bins, kernel, mode, out):
     return res
 
 
-def _histogram_region_torch_gray(x, g, r, mode, out):
-    """histogram() of a gray 8-bit CUDA tensor (g: _arrays.torch_gray's view of it) with a mask
-    and/or roi (r: _region.torch_region's): _histogram_region_device's calls, the counts
-    allocated in the result's shape (or written into out). None when out is not one these
-    calls can write (the general path takes it)."""
+def _histogram_region_fast_gray(x, g, r, mode, out):
+    """histogram() of a gray 8-bit CUDA tensor or CuPy array (g: _arrays.fast_gray's view of
+    it) with a mask and/or roi (r: _region.fast_region's): _histogram_region_device's calls,
+    the counts allocated in the result's shape (or written into out). None when out is not one
+    these calls can write (the general path takes it)."""
     dev, stream, ptr, n, h, w, _s, is_batch = g
     res, optr = _counts_target(x, g, (n, 256) if is_batch else (256,), out, r[0])
     if res is None:
         return None
     pixels = h * w
     if pixels == 0:
-        res.zero_()
+        _a.fast_zero(res)
         return res
     mptr, roi = r[0], r[1]
     for i in range(n):
@@ -868,30 +865,30 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
         _a.check_choice("backend", backend, BACKENDS)
         _a.check_choice("channel_order", channel_order, CHANNEL_ORDERS)
     clip, tx, ty = _clahe_args(clip_limit, tile_grid_size)
-    if type(image) in _a._torch_types and backend != "cpu":
-        g = _a.torch_gray(image, batch)
-        if g is not None:  # a gray CUDA tensor: the general path's calls, without its steps
-            dev, stream, ptr, n, h, w, sixteen, _b = g
-            plain = mask is None and roi is None
-            # a mask read in place and/or a roi (kept alive in r until the calls are queued)
-            r = None if plain else _r.torch_region(mask, roi, dev, h, w)
-            if plain or r is not None:
-                if out is None:
-                    out = _a._torch.empty_like(image)
-                    optr = out.data_ptr()
-                else:  # the CLAHE engine takes in == out; the mask stays apart from out
-                    nbytes = n * h * w * (2 if sixteen else 1)
-                    optr = _a.torch_out(out, dev, image.shape, image.dtype, nbytes, ptr, nbytes,
-                                        True, 0 if r is None else r[0], 0 if r is None else h * w)
-                if optr is not None:
-                    if n * h * w > 0:
-                        if r is None:
-                            _histeq.clahe_device(dev, stream, ptr, optr, n, h, w, sixteen, clip,
-                                                 tx, ty)
-                        else:
-                            _histeq.clahe_device(dev, stream, ptr, optr, n, h, w, sixteen, clip,
-                                                 tx, ty, r[0], r[1])
-                    return out
+    g = _a.fast_gray(image, batch) if backend != "cpu" else None
+    if g is not None:  # a gray CUDA tensor or CuPy array: the general path's calls, no steps
+        dev, stream, ptr, n, h, w, sixteen, _b = g
+        plain = mask is None and roi is None
+        # a mask read in place and/or a roi (kept alive in r until the calls are queued)
+        r = None if plain else _r.fast_region(mask, roi, image, dev, h, w)
+        if plain or r is not None:
+            if out is None:
+                out = _a.fast_empty_like(image)
+                optr = _a.fast_ptr(out)
+            else:  # the CLAHE engine takes in == out; the mask stays apart from out
+                nbytes = n * h * w * (2 if sixteen else 1)
+                optr = _a.fast_out(out, image, dev, image.shape, image.dtype, nbytes, ptr,
+                                   nbytes, True, 0 if r is None else r[0],
+                                   0 if r is None else h * w)
+            if optr is not None:
+                if n * h * w > 0:
+                    if r is None:
+                        _histeq.clahe_device(dev, stream, ptr, optr, n, h, w, sixteen, clip, tx,
+                                             ty)
+                    else:
+                        _histeq.clahe_device(dev, stream, ptr, optr, n, h, w, sixteen, clip, tx,
+                                             ty, r[0], r[1])
+                return out
     region = _r.Region(mask, roi) if mask is not None or roi is not None else None
     if isinstance(image, (list, tuple)):
         _a.no_list_out(out)
@@ -971,29 +968,29 @@ def _match_one(image, ref: _r.Reference, batch, mode, backend, order, out=None):
     return _stages_device(d, batch, mode, "opencv", "auto", order, hists=hists, out=out)
 
 
-def _match_torch_gray(image, reference, batch, mode, out):
-    """match_histograms() of a gray 8-bit CUDA tensor to a gray 8-bit image (H, W) or (H, W, 1)
-    with pixels on its device (both torch): what the general path queues (the reference's
-    histogram, then the matching stages), without its steps. None when the arguments are not
-    these (the general path takes them)."""
-    g = _a.torch_gray(image, batch)
+def _match_fast_gray(image, reference, batch, mode, out):
+    """match_histograms() of a gray 8-bit CUDA tensor or CuPy array to a gray 8-bit image (H, W)
+    or (H, W, 1) with pixels on its device (both of one library): what the general path queues
+    (the reference's histogram, then the matching stages), without its steps. None when the
+    arguments are not these (the general path takes them)."""
+    g = _a.fast_gray(image, batch)
     if g is None or g[6]:
         return None
-    r = _a.torch_gray(reference, None)
+    r = _a.fast_gray(reference, None)
     if r is None or r[6] or r[7] or r[0] != g[0] or r[4] * r[5] == 0:
         return None
     dev, stream, ptr, n, h, w, _s, _b = g
     if out is not None:  # the stages' apply kernel: never in place
         nbytes = n * h * w
-        optr = _a.torch_out(out, dev, image.shape, image.dtype, nbytes, ptr, nbytes, False)
+        optr = _a.fast_out(out, image, dev, image.shape, image.dtype, nbytes, ptr, nbytes, False)
         if optr is None:
             return None
-    hists = _a._torch.empty((1, 256), dtype=_a._torch_i64, device=reference.device)
-    hptr = hists.data_ptr()
+    hists = _a.fast_empty(reference, (1, 256), "int64")
+    hptr = _a.fast_ptr(hists)
     _histeq.histogram_device(r[0], r[1], r[2], r[4] * r[5], 1, None, 256, "auto", hptr)
     if out is None:
-        out = _a._torch.empty_like(image)
-        optr = out.data_ptr()
+        out = _a.fast_empty_like(image)
+        optr = _a.fast_ptr(out)
     if n * h * w > 0:
         _histeq.stages_device(dev, stream, ptr, optr, n, h, w, 1, mode, "opencv", "auto", 0, None,
                               hptr, 1)
@@ -1053,9 +1050,8 @@ def match_histograms(image, reference, *, mode: Optional[str] = None, backend: s
         RuntimeError: a CUDA failure.
     """
     _a.check_options(mode, "opencv", "auto", backend, channel_order)
-    if type(image) in _a._torch_types and type(reference) in _a._torch_types and \
-            backend != "cpu":
-        res = _match_torch_gray(image, reference, batch, mode, out)
+    if backend != "cpu" and _a.same_library(image, reference):
+        res = _match_fast_gray(image, reference, batch, mode, out)
         if res is not None:
             return res
     if isinstance(image, (list, tuple)):

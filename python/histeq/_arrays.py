@@ -5,10 +5,10 @@ and the caller's current stream. Private: the histeq package's functions use it.
 The CUDA path is the hot one (a call that queues one or two kernel launches): what can be looked
 up once is (the torch and CuPy modules, torch's dtypes and raw-stream function, the types of torch
 tensors and CuPy arrays), and nothing is allocated per call beyond the result and one small record
-(Dev). Gray torch tensors, the common case, take torch_gray: the few reads of the tensor that the
-call needs, no record, the result allocated by the caller, or given as out= (torch_out: its reads
-and a check that its memory is apart from the input's, or is the input's where the kernels take
-that)."""
+(Dev). Gray torch tensors and CuPy arrays, the common case, take fast_gray (torch_gray,
+cupy_gray): the few reads of the array that the call needs, no record, the result allocated by
+the caller, or given as out= (fast_out: its reads and a check that its memory is apart from the
+input's, or is the input's where the kernels take that)."""
 from __future__ import annotations
 
 import sys as _sys
@@ -177,6 +177,7 @@ _cupy: Any = None           # the cupy module, once a CuPy array has been seen
 _cupy_types: set = set()    # the classes of CuPy arrays seen
 _U8 = _np.dtype(_np.uint8)
 _U16 = _np.dtype(_np.uint16)
+_I64 = _np.dtype(_np.int64)
 
 
 def is_torch(x) -> bool:
@@ -217,13 +218,34 @@ def is_cupy(x) -> bool:
     return False
 
 
+def gray_dims(shape, batch):
+    """(count, height, width, is_batch) of a shape that split_shape reads as gray images ((H, W),
+    (H, W, 1), (N, H, W), (N, H, W, 1); batch None, True or False as split_shape takes it), None
+    for any other shape or batch."""
+    nd = len(shape)
+    if batch is None:  # as split_shape guesses
+        batch = nd == 4 or (nd == 3 and not 1 <= shape[2] <= 4)
+    elif batch is not True and batch is not False:
+        return None
+    if batch:
+        if nd == 3:
+            return shape[0], shape[1], shape[2], True
+        if nd == 4 and shape[3] == 1:
+            return shape[0], shape[1], shape[2], True
+        return None
+    if nd == 2:
+        return 1, shape[0], shape[1], False
+    if nd == 3 and shape[2] == 1:
+        return 1, shape[0], shape[1], False
+    return None
+
+
 def torch_gray(x, batch):
     """The fast path of a torch tensor of gray images: (device, stream, pointer, count, height,
     width, 16-bit, is_batch) when x is a C-contiguous uint8 or uint16 CUDA tensor whose shape
-    split_shape reads as one channel ((H, W), (H, W, 1), (N, H, W), (N, H, W, 1), batch None,
-    True or False) and the GPU is usable: then as_device and split_shape would give the same
-    values without an error. None for anything else, which the general path (as_device) takes
-    and reports. x is a tensor of a class in _torch_types."""
+    split_shape reads as one channel (gray_dims) and the GPU is usable: then as_device and
+    split_shape would give the same values without an error. None for anything else, which the
+    general path (as_device) takes and reports. x is a tensor of a class in _torch_types."""
     if not x.is_cuda or _cuda_state is None or not _cuda_state[0]:
         return None
     dt = x.dtype
@@ -235,27 +257,85 @@ def torch_gray(x, batch):
         return None
     if not x.is_contiguous():
         return None
-    shape = x.shape
-    nd = len(shape)
-    if batch is None:  # as split_shape guesses
-        batch = nd == 4 or (nd == 3 and not 1 <= shape[2] <= 4)
-    elif batch is not True and batch is not False:
+    dims = gray_dims(x.shape, batch)
+    if dims is None:
         return None
-    if batch:
-        if nd == 3:
-            n, h, w = shape
-        elif nd == 4 and shape[3] == 1:
-            n, h, w = shape[0], shape[1], shape[2]
-        else:
-            return None
-    elif nd == 2:
-        n, h, w = 1, shape[0], shape[1]
-    elif nd == 3 and shape[2] == 1:
-        n, h, w = 1, shape[0], shape[1]
-    else:
-        return None
+    n, h, w, batch = dims
     dev = x.get_device()
     return dev, _torch_raw_stream(dev), x.data_ptr(), n, h, w, sixteen, batch
+
+
+def cupy_gray(x, batch):
+    """torch_gray for a CuPy array (of a class in _cupy_types) on the current device: the
+    values as_device gives it (its stream: the device's current one). None for an array on
+    another device than the current one, and for anything torch_gray declines."""
+    if _cuda_state is None or not _cuda_state[0]:
+        return None
+    dt = x.dtype
+    if dt is _U8 or dt == _U8:
+        sixteen = False
+    elif dt is _U16 or dt == _U16:
+        sixteen = True
+    else:
+        return None
+    if not x.flags.c_contiguous:
+        return None
+    dims = gray_dims(x.shape, batch)
+    if dims is None:
+        return None
+    mem = x.data
+    dev = mem.device_id
+    if dev != _cupy.cuda.runtime.getDevice():
+        return None
+    n, h, w, batch = dims
+    return dev, _cupy.cuda.get_current_stream().ptr, mem.ptr, n, h, w, sixteen, batch
+
+
+def fast_gray(x, batch):
+    """torch_gray or cupy_gray of x by its library; None for anything else (the general path)."""
+    t = type(x)
+    if t in _torch_types:
+        return torch_gray(x, batch)
+    if t in _cupy_types:
+        return cupy_gray(x, batch)
+    return None
+
+
+def same_library(x, y) -> bool:
+    """Whether x and y are both torch tensors or both CuPy arrays (of the classes seen)."""
+    tx, ty = type(x), type(y)
+    return (tx in _torch_types and ty in _torch_types) or \
+        (tx in _cupy_types and ty in _cupy_types)
+
+
+def fast_empty(x, shape, dtype: str = "uint8"):
+    """A new array of x's library (a fast path's torch tensor or CuPy array) on x's device:
+    uint8, uint16 or int64. A CuPy array's device is the current one (cupy_gray)."""
+    if type(x) in _torch_types:
+        tdt = _torch_u8 if dtype == "uint8" else _torch_u16 if dtype == "uint16" else _torch_i64
+        return _torch.empty(shape, dtype=tdt, device=x.device)
+    return _cupy.empty(shape, _U8 if dtype == "uint8" else _U16 if dtype == "uint16" else
+                       _I64)
+
+
+def fast_empty_like(x):
+    """A new array of x's shape, dtype, library and device (x: a fast path's array)."""
+    if type(x) in _torch_types:
+        return _torch.empty_like(x)
+    return _cupy.empty(x.shape, x.dtype)
+
+
+def fast_zero(res) -> None:
+    """Sets the fast path's new array res to zeros."""
+    if type(res) in _torch_types:
+        res.zero_()
+    else:
+        res.fill(0)
+
+
+def fast_ptr(res) -> int:
+    """The device address of a fast path's array."""
+    return res.data_ptr() if type(res) in _torch_types else res.data.ptr
 
 
 def _contiguous_strides(shape, itemsize=1):
@@ -564,7 +644,40 @@ def torch_out(out, dev: int, shape, dtype, nbytes: int, in_ptr: int, in_bytes: i
     if type(out) not in _torch_types or not out.is_cuda or out.dtype is not dtype or \
             out.shape != shape or not out.is_contiguous() or out.get_device() != dev:
         return None
-    optr = out.data_ptr()
+    return _out_apart(out.data_ptr(), nbytes, in_ptr, in_bytes, in_place, mask, mask_bytes)
+
+
+def cupy_out(out, dev: int, shape, dtype, nbytes: int, in_ptr: int, in_bytes: int,
+             in_place: bool, mask: int = 0, mask_bytes: int = 0) -> Optional[int]:
+    """torch_out for a CuPy out (dtype: a NumPy dtype)."""
+    if type(out) not in _cupy_types or out.dtype != dtype or out.shape != tuple(shape) or \
+            not out.flags.c_contiguous:
+        return None
+    mem = out.data
+    if mem.device_id != dev:
+        return None
+    return _out_apart(mem.ptr, nbytes, in_ptr, in_bytes, in_place, mask, mask_bytes)
+
+
+def fast_out(out, x, dev: int, shape, dtype, nbytes: int, in_ptr: int, in_bytes: int,
+             in_place: bool, mask: int = 0, mask_bytes: int = 0) -> Optional[int]:
+    """torch_out or cupy_out by the library of the image x (dtype: of that library)."""
+    if type(x) in _torch_types:
+        return torch_out(out, dev, shape, dtype, nbytes, in_ptr, in_bytes, in_place, mask,
+                         mask_bytes)
+    return cupy_out(out, dev, shape, dtype, nbytes, in_ptr, in_bytes, in_place, mask,
+                    mask_bytes)
+
+
+def i64_of(x):
+    """int64 in the library of the fast path's array x."""
+    return _torch_i64 if type(x) in _torch_types else _I64
+
+
+def _out_apart(optr: int, nbytes: int, in_ptr: int, in_bytes: int, in_place: bool, mask: int,
+               mask_bytes: int) -> Optional[int]:
+    """optr when out's nbytes there are apart from the input and the mask as torch_out says
+    (its remembered mask checks forgotten: out is about to be written), else None."""
     if not (optr + nbytes <= in_ptr or in_ptr + in_bytes <= optr or
             (in_place and optr == in_ptr)):
         return None

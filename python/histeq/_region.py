@@ -1,10 +1,11 @@
 """The pixels a histogram counts (``mask=`` / ``roi=`` of equalize and histogram) and the reference
 histograms of match_histograms. Private: the histeq package's functions use it.
 
-Gray 8-bit CUDA tensors with a torch mask on their device and/or a rectangle of four ints (the
-common masked call) take torch_region: a few reads of the mask, no Region; the one costly check
-(whether the mask counts a pixel, which waits for the device) is remembered per mask as long as
-its data, layout and the rectangle stay the same, for both paths."""
+Gray 8-bit CUDA tensors (CuPy arrays) with a mask of their library on their device and/or a
+rectangle of four ints (the common masked call) take fast_region (torch_region, cupy_region): a
+few reads of the mask, no Region; the one costly check (whether the mask counts a pixel, which
+waits for the device) is remembered per mask as long as its data, layout and the rectangle stay
+the same, for both paths."""
 from __future__ import annotations
 
 import sys as _sys
@@ -361,6 +362,49 @@ def torch_region(mask: Any, roi: Any, device: int, h: int, w: int):
     if not _checked(mask, stamp):
         _torch_counts(mask, m, stamp, roi, h * w)
     return (m.data_ptr() if wide else ptr), roi, m
+
+
+def cupy_region(mask: Any, roi: Any, device: int, h: int, w: int):
+    """torch_region for the gray CuPy arrays of h x w on device (the current one, cupy_gray):
+    mask None or a C-contiguous CuPy array of h x w on that device, bool, uint8 or int8 (read
+    in place) or a wider integer type (read as mask != 0); its count check is Region.device's
+    (_cupy_mask), remembered under the same stamp. None for anything else."""
+    if roi is not None:
+        roi = _fast_roi(roi, h, w)
+        if roi is None:
+            return None
+    if mask is None:
+        return 0, roi, None
+    if type(mask) not in _a._cupy_types:
+        return None
+    dt = mask.dtype
+    kind = dt.kind
+    if kind not in "biu":
+        return None
+    shape = mask.shape
+    if shape != (h, w) or not mask.flags.c_contiguous:
+        return None
+    mem = mask.data
+    if mem.device_id != device:
+        return None
+    wide = kind != "b" and dt.itemsize != 1
+    m = mask != 0 if wide else mask  # contiguous, as the mask is
+    stamp = (None, mem.ptr, shape, dt, device, mask.strides, roi)
+    if not _checked(mask, stamp):
+        if h * w > 0:
+            c = m if roi is None else m[roi[1]:roi[1] + roi[3], roi[0]:roi[0] + roi[2]]
+            if not bool(c.any()):  # waits for the device
+                raise ValueError(_empty_message(roi))
+        _remember(mask, stamp)
+    return (m.data.ptr if wide else mem.ptr), roi, m
+
+
+def fast_region(mask: Any, roi: Any, x: Any, device: int, h: int, w: int):
+    """torch_region or cupy_region by the library of the image x (a mask of the other library
+    is the general path's)."""
+    if type(x) in _a._torch_types:
+        return torch_region(mask, roi, device, h, w)
+    return cupy_region(mask, roi, device, h, w)
 
 
 # ------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 import types
 import weakref
+from typing import Optional
 
 import numpy as np
 import pytest
@@ -795,6 +796,8 @@ class _CupyState:
     current = 0
     streams = {0: 0x7000, 1: 0x7100}
     entered = None  # a stream made current by `with stream:` (ExternalStream, Stream.null)
+    allocs: list = []  # the arrays cupy.empty made, in order
+    syncs = 0  # reads of device memory from the host (bool() of an array)
 
     @staticmethod
     def stream():
@@ -838,7 +841,7 @@ class FakeCupyArray:
         if ptr is None:
             FakeCupyArray.next_address += 1
             ptr = (1 << 41) + (device << 36) + (FakeCupyArray.next_address << 24)
-        self.data = types.SimpleNamespace(ptr=ptr)
+        self.data = types.SimpleNamespace(ptr=ptr, device_id=device)
         self.flags = types.SimpleNamespace(c_contiguous=a.flags.c_contiguous)
         self.writes = []
 
@@ -850,6 +853,45 @@ class FakeCupyArray:
     def set(self, host):
         self.a[...] = host
         self.writes.append(("set", _CupyState.current, _CupyState.stream()))
+
+    def fill(self, value):
+        self.a[...] = value
+        self.writes.append(("fill", _CupyState.current, _CupyState.stream()))
+
+    def _made(self, a):
+        """A new array of this one's device (an operation's result) over a."""
+        return _cupy_empty(a.shape, a.dtype, a, self._device)
+
+    def __ne__(self, other):
+        return self._made(self.a != other)
+
+    __hash__ = object.__hash__
+
+    def any(self):
+        return self._made(np.array(self.a.any()))
+
+    def reshape(self, *shape):  # a view of the same memory
+        return FakeCupyArray(self.a.reshape(*shape), self._device, self.data.ptr)
+
+    def __getitem__(self, i):  # a view: its address is the element's
+        v = self.a[i]
+        start = v.__array_interface__["data"][0] - self.a.__array_interface__["data"][0]
+        return FakeCupyArray(v, self._device, self.data.ptr + start)
+
+    def __bool__(self):
+        if self.a.size != 1:
+            raise ValueError("The truth value of an array with more than one element is "
+                             "ambiguous.")
+        _CupyState.syncs += 1
+        return bool(self.a.reshape(()))
+
+
+def _cupy_empty(shape, dtype, values=None, device=None):
+    """cupy.empty (filled with 0x5A, or values) on the current device (or device), recorded."""
+    a = np.full(shape, 0x5A, dtype) if values is None else np.ascontiguousarray(values, dtype)
+    arr = FakeCupyArray(a, _CupyState.current if device is None else device)
+    _CupyState.allocs.append(arr)
+    return arr
 
 
 FakeCupyArray.__module__ = "cupy"
@@ -866,8 +908,9 @@ def fake_cupy(monkeypatch):
         get_current_stream=lambda: types.SimpleNamespace(ptr=_CupyState.stream()),
         Device=_CupyDevice, ExternalStream=_CupyStream,
         Stream=types.SimpleNamespace(null=_CupyStream(0)))
-    cupy.empty = lambda shape, dtype: FakeCupyArray(np.full(shape, 0x5A, dtype),
-                                                    _CupyState.current)
+    cupy.empty = lambda shape, dtype: _cupy_empty(shape, dtype)
+    cupy.ascontiguousarray = lambda x: x if x.a.flags.c_contiguous else \
+        _cupy_empty(x.shape, x.dtype, x.a, x._device)
 
     def copyto(dst, src):
         assert dst._device == src._device == _CupyState.current
@@ -880,6 +923,9 @@ def fake_cupy(monkeypatch):
     monkeypatch.setattr(_a, "_cuda_state", (True, ""))
     monkeypatch.setattr(_CupyState, "current", 0)
     monkeypatch.setattr(_CupyState, "entered", None)
+    monkeypatch.setattr(_CupyState, "allocs", [])
+    monkeypatch.setattr(_CupyState, "syncs", 0)
+    monkeypatch.setattr(_r, "_mask_checked", {})
     calls: list = []
     for name in _DEVICE_CALLS:
         monkeypatch.setattr(_a._histeq, name,
@@ -1455,3 +1501,157 @@ def test_cuda_array_interface_out_is_a_cupy_array_copied_on_the_interface_s_stre
     assert calls[-1][1][3] != 1 << 42 and alias.writes == [("copyto", 1, 0x9000)]
     with pytest.raises(TypeError, match=r"^out: expected a CuPy array"):
         histeq.equalize(Foreign(), out=Foreign())
+
+
+# ----------------------------------------------------------------- the shortcuts of CuPy arrays
+
+def _cupy_outcome(fn, calls):
+    """fn's outcome on the stand-in cupy, as _outcome gives a torch call's: ("ok", the compiled
+    calls with the addresses of this call's allocations as (allocation, offset), the result,
+    the device waits, the current device after it) or ("error", type, message, waits)."""
+    _CupyState.allocs.clear()
+    calls.clear()
+    _CupyState.syncs = 0
+    try:
+        out = fn()
+    except Exception as e:  # noqa: BLE001 — the error is the outcome compared
+        return ("error", type(e), str(e), _CupyState.syncs)
+    allocs = [(a.data.ptr, a.a.nbytes) for a in _CupyState.allocs]
+    recorded = [(name, tuple(_norm(v, allocs) for v in args)) for name, args in calls]
+    assert isinstance(out, FakeCupyArray)
+    result = (out.shape, out.dtype.str, out._device, _norm(out.data.ptr, allocs), out.a.tobytes())
+    return ("ok", recorded, result, _CupyState.syncs, _CupyState.current)
+
+
+def _cupy_both(fn, calls, monkeypatch, fast_expected: Optional[bool] = True, region=False):
+    """fn's outcome with the shortcuts, then with cupy_gray declining (each from no remembered
+    mask check): equal; the shortcut (and with region, cupy_region's) taken when fast_expected
+    is True, not taken when False (None: either)."""
+    assert _a.is_cupy(FakeCupyArray(np.zeros((1, 1), np.uint8), 0))  # the class seen before
+    taken, region_taken = [], []
+    real, real_region = _a.cupy_gray, _r.cupy_region
+
+    def spy(x, batch):
+        g = real(x, batch)
+        taken.append(g is not None)
+        return g
+
+    def region_spy(*args):
+        r = real_region(*args)
+        region_taken.append(r is not None)
+        return r
+    monkeypatch.setattr(_a, "cupy_gray", spy)
+    monkeypatch.setattr(_r, "cupy_region", region_spy)
+    _r._mask_checked.clear()
+    fast = _cupy_outcome(fn, calls)
+    monkeypatch.setattr(_a, "cupy_gray", lambda x, batch: None)
+    _r._mask_checked.clear()
+    general = _cupy_outcome(fn, calls)
+    monkeypatch.setattr(_a, "cupy_gray", real)
+    monkeypatch.setattr(_r, "cupy_region", real_region)
+    assert fast == general
+    if fast_expected is True:
+        assert taken and all(taken), "the shortcut was not taken"
+        if region:
+            assert region_taken and all(region_taken), "the region's shortcut was not taken"
+    elif fast_expected is False:
+        assert not any(taken), "the shortcut was taken"
+    return fast
+
+
+def _cupy_call(call, x, ref=None, **kw):
+    if call == "match":
+        return lambda: histeq.match_histograms(x, ref, **kw)
+    return lambda: getattr(histeq, call)(x, **kw)
+
+
+@pytest.mark.parametrize("shape,batch", _GRAY_SHAPES)
+@pytest.mark.parametrize("depth", [8, 16])
+@pytest.mark.parametrize("call", ["equalize", "clahe", "histogram", "match"])
+def test_gray_cupy_arrays_take_the_shortcut_with_the_general_path_s_calls(
+        fake_cupy, monkeypatch, call, depth, shape, batch):
+    """Gray CuPy arrays on the current device: the compiled calls of the general path, on the
+    device's current stream, the same result (a CuPy array on that device)."""
+    calls = fake_cupy
+    x = FakeCupyArray(_u8(shape) if depth == 8 else _u16(shape), 0)
+    ref = FakeCupyArray(_u8((25, 15), seed=1) if depth == 8 else _u16((25, 15), seed=1), 0)
+    # 16-bit matching: the general path (the reference's histogram takes the shortcut)
+    got = _cupy_both(_cupy_call(call, x, ref, batch=batch), calls, monkeypatch,
+                     fast_expected=None if call == "match" and depth == 16 else True)
+    assert got[0] == "ok"
+    assert all(args[1] == _CupyState.streams[0] for _name, args in got[1])
+
+
+@pytest.mark.parametrize("call", ["equalize", "clahe", "histogram", "match"])
+def test_cupy_arrays_the_shortcut_declines(fake_cupy, monkeypatch, call):
+    """Colour images, another device than the current one, a non-contiguous array, a reference
+    of another device: the general path, with the same outcome."""
+    calls = fake_cupy
+    ref = FakeCupyArray(_u8((25, 15), seed=1), 0)
+    for x, r in [(FakeCupyArray(_u8((20, 10, 3)), 0), ref),
+                 (FakeCupyArray(_u8((20, 10)), 1), FakeCupyArray(_u8((25, 15), seed=1), 1)),
+                 (FakeCupyArray(_u8((20, 10)), 0)[:, ::2], ref)]:
+        # (matching: the reference's histogram may take the shortcut)
+        _cupy_both(_cupy_call(call, x, r), calls, monkeypatch,
+                   fast_expected=None if call == "match" else False)
+    if call == "match":  # the reference on another device than the image
+        x = FakeCupyArray(_u8((20, 10)), 0)
+        _cupy_both(_cupy_call(call, x, FakeCupyArray(_u8((25, 15), seed=1), 1)), calls,
+                   monkeypatch, fast_expected=None)
+
+
+@pytest.mark.parametrize("kind", ["bool", "uint8", "int8", "int32", "uint16"])
+@pytest.mark.parametrize("roi", [None, (1, 2, 5, 4)])
+@pytest.mark.parametrize("shape", [(40, 30), (3, 40, 30)])
+@pytest.mark.parametrize("call", ["equalize", "histogram", "clahe"])
+def test_masked_cupy_arrays(fake_cupy, monkeypatch, call, shape, roi, kind):
+    """A CuPy mask on the image's device, with or without a rectangle, and a rectangle alone:
+    the general path's calls and result; a mask that counts no pixel: its error, after as many
+    waits for the device."""
+    calls = fake_cupy
+    x = FakeCupyArray(_u8(shape), 0)
+    m = np.zeros((40, 30), kind)
+    m[3:30, 2:20] = 1
+    mask = FakeCupyArray(m, 0)
+    kw = {"mask": mask} if roi is None else {"mask": mask, "roi": roi}
+    got = _cupy_both(_cupy_call(call, x, **kw), calls, monkeypatch, region=True)
+    assert got[0] == "ok" and got[3] == 1  # one wait: the mask's count check
+    if roi is not None:
+        assert _cupy_both(_cupy_call(call, x, roi=roi), calls, monkeypatch, region=True)[0] == "ok"
+    empty = FakeCupyArray(np.zeros((40, 30), kind), 0)
+    got = _cupy_both(_cupy_call(call, x, mask=empty, roi=roi), calls, monkeypatch)
+    assert got[0] == "error" and got[1] is ValueError and "counts no pixel" in got[2]
+
+
+def test_a_cupy_mask_s_check_is_remembered_by_both_paths(fake_cupy, monkeypatch):
+    """The shortcut and the general path remember one count check per mask (one wait), and a
+    mask of another address (a new array) is checked again."""
+    calls = fake_cupy
+    x = FakeCupyArray(_u8((40, 30)), 0)
+    mask = FakeCupyArray(np.ones((40, 30), bool), 0)
+    _CupyState.syncs = 0
+    histeq.equalize(x, mask=mask)
+    monkeypatch.setattr(_a, "cupy_gray", lambda x, batch: None)
+    histeq.equalize(x, mask=mask)
+    assert _CupyState.syncs == 1
+    histeq.equalize(x, mask=FakeCupyArray(np.ones((40, 30), bool), 0))
+    assert _CupyState.syncs == 2 and len(calls) == 3
+
+
+@pytest.mark.parametrize("call", ["equalize", "clahe", "histogram", "match"])
+def test_cupy_out_takes_the_shortcut(fake_cupy, monkeypatch, call):
+    """out= a CuPy array of the result: the compiled calls write it (no result allocated), as
+    the general path's; out on another device or of another shape: the general path's
+    outcome."""
+    calls = fake_cupy
+    x = FakeCupyArray(_u8((3, 20, 10)), 0)
+    ref = FakeCupyArray(_u8((25, 15), seed=1), 0)
+    shape, dtype = ((3, 256), np.int64) if call == "histogram" else ((3, 20, 10), np.uint8)
+    out = FakeCupyArray(np.zeros(shape, dtype), 0)
+    got = _cupy_both(_cupy_call(call, x, ref, out=out), calls, monkeypatch)
+    assert got[0] == "ok" and got[2][3] == out.data.ptr
+    assert sum(a.a.nbytes > 256 * 8 for a in _CupyState.allocs) == 0  # no result allocated
+    for wrong in (FakeCupyArray(np.zeros(shape, dtype), 1),
+                  FakeCupyArray(np.zeros(shape[1:], dtype), 0)):
+        _cupy_both(_cupy_call(call, x, ref, out=wrong), calls, monkeypatch,
+                   fast_expected=None)
