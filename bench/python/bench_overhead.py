@@ -95,11 +95,8 @@ def compiled_calls(torch, core, x, ref, sixteen: bool, mask=None, roi=None):
     if not sixteen:
         rp, rn = ref.data_ptr(), ref.numel()
 
-        def match():
-            core.histogram_device(dev, stream, rp, rn, 1, None, 256, "auto", hp)
-            core.stages_device(dev, stream, ip, op, 1, h, w, 1, None, "opencv", "auto", 0, None,
-                               hp, 1)
-        calls["match_histograms"] = match
+        calls["match_histograms"] = lambda: core.stages_device(  # the reference counted there
+            dev, stream, ip, op, 1, h, w, 1, None, "opencv", "auto", 0, None, 0, 0, rp, rn)
         mp = mask.data_ptr()
 
         def stages(m, r):

@@ -266,11 +266,12 @@ def _equalize_list(images, mode, formula, kernel, backend, order):
 
 
 def _stages_device(d: _a.Dev, batch, mode, formula, kernel, order, region=None, hists=None,
-                   out=None):
+                   out=None, ref_image=(0, 0)):
     """equalize() with a mask or roi, or match_histograms() (hists: the reference's histograms
-    on the device), on 8-bit CUDA arrays: histeq._histeq.stages_device on the caller's stream.
-    Never in place (the apply kernel's input and output do not overlap): an out that overlaps
-    the image or the mask gets the result through a new array."""
+    on the device; or ref_image: the address and pixel count of a gray 8-bit reference image on
+    the device, counted by the call), on 8-bit CUDA arrays: histeq._histeq.stages_device on the
+    caller's stream. Never in place (the apply kernel's input and output do not overlap): an
+    out that overlaps the image or the mask gets the result through a new array."""
     n, h, w, c, is_batch = _a.split_shape(d.shape, batch, "image")
     mask, roi = region.device(d, h, w) if region is not None else (None, None)
     swap = order == "bgr" and c >= 3 and mode != "rgb"
@@ -279,10 +280,10 @@ def _stages_device(d: _a.Dev, batch, mode, formula, kernel, order, region=None, 
     res = _a.device_target(d, out, _a.out_shape(d.shape, mode, n, h, w, c, is_batch),
                            mask=mask, mask_bytes=h * w)
     if n * h * w > 0:
+        refs = (0 if hists is None else _a.ptr(hists), 0 if hists is None else
+                int(hists.shape[0])) + (ref_image if ref_image[0] else ())
         _histeq.stages_device(d.device, d.stream, d.ptr, _a.ptr(res), n, h, w, c, mode, formula,
-                              kernel, 0 if mask is None else _a.ptr(mask), roi,
-                              0 if hists is None else _a.ptr(hists),
-                              0 if hists is None else int(hists.shape[0]))
+                              kernel, 0 if mask is None else _a.ptr(mask), roi, *refs)
     if swap and _a.out_channels(mode, c) == c:
         res = _a.unswap_red_blue(res)
     return _a.finish(out, res, d)
@@ -948,7 +949,11 @@ def _match_host(a: _np.ndarray, ref: _r.Reference, batch, mode, backend, order, 
     return res
 
 
-def _match_one(image, ref: _r.Reference, batch, mode, backend, order, out=None):
+def _match_one(image, ref: _r.Reference, batch, mode, backend, order, out=None,
+               count_ref=True):
+    """match_histograms() of one image or batch. count_ref: a gray 8-bit CUDA image whose
+    reference is a gray 8-bit image on its device (same library) has the reference counted by
+    its own compiled call (no array of counts); False (a list of images): counted once, kept."""
     d = _a.as_device(image, "image")
     if d is None:
         if backend == "cuda":
@@ -964,6 +969,11 @@ def _match_one(image, ref: _r.Reference, batch, mode, backend, order, out=None):
             return _stages16_device(d, batch, hists=ref.device_histograms(1, d, 16), out=out)
         # 16-bit colour CUDA arrays: the whole-image path through the host
         return _a.via_host(d, lambda a: _match_host(a, ref, batch, mode, "auto", order), out)
+    if c == 1 and count_ref:
+        ref_image = ref.device_image(d)
+        if ref_image is not None:
+            return _stages_device(d, batch, mode, "opencv", "auto", order, out=out,
+                                  ref_image=ref_image)
     hists = ref.device_histograms(_match_planes(mode, c, False), d)
     return _stages_device(d, batch, mode, "opencv", "auto", order, hists=hists, out=out)
 
@@ -971,8 +981,8 @@ def _match_one(image, ref: _r.Reference, batch, mode, backend, order, out=None):
 def _match_fast_gray(image, reference, batch, mode, out):
     """match_histograms() of a gray 8-bit CUDA tensor or CuPy array to a gray 8-bit image (H, W)
     or (H, W, 1) with pixels on its device (both of one library): what the general path queues
-    (the reference's histogram, then the matching stages), without its steps. None when the
-    arguments are not these (the general path takes them)."""
+    (one stages_device call that counts the reference and matches), without its steps. None
+    when the arguments are not these (the general path takes them)."""
     g = _a.fast_gray(image, batch)
     if g is None or g[6]:
         return None
@@ -985,15 +995,12 @@ def _match_fast_gray(image, reference, batch, mode, out):
         optr = _a.fast_out(out, image, dev, image.shape, image.dtype, nbytes, ptr, nbytes, False)
         if optr is None:
             return None
-    hists = _a.fast_empty(reference, (1, 256), "int64")
-    hptr = _a.fast_ptr(hists)
-    _histeq.histogram_device(r[0], r[1], r[2], r[4] * r[5], 1, None, 256, "auto", hptr)
     if out is None:
         out = _a.fast_empty_like(image)
         optr = _a.fast_ptr(out)
-    if n * h * w > 0:
+    if n * h * w > 0:  # the reference counted by the call (stages_device's ref_image)
         _histeq.stages_device(dev, stream, ptr, optr, n, h, w, 1, mode, "opencv", "auto", 0, None,
-                              hptr, 1)
+                              0, 0, r[2], r[4] * r[5])
     return out
 
 
@@ -1058,5 +1065,6 @@ def match_histograms(image, reference, *, mode: Optional[str] = None, backend: s
         _a.no_list_out(out)
     ref = _r.Reference(reference, channel_order, backend)
     if isinstance(image, (list, tuple)):
-        return [_match_one(x, ref, False, mode, backend, channel_order) for x in image]
+        return [_match_one(x, ref, False, mode, backend, channel_order, count_ref=False)
+                for x in image]
     return _match_one(image, ref, batch, mode, backend, channel_order, out)

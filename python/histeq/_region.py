@@ -492,6 +492,16 @@ class Reference:
         self._dev_hists[key] = got
         return got
 
+    def device_image(self, d: "_a.Dev"):
+        """(address, pixels) of the reference for a compiled call on the CUDA image d that counts
+        it itself: a gray 8-bit image ((H, W) or (H, W, 1)) of d's library on d's device; None
+        for any other reference."""
+        r = self.dev
+        if r is None or r.lib != d.lib or r.device != d.device or self.bits != 8:
+            return None
+        _n, h, w, c, _b = _a.split_shape(self.shape, False, "reference")
+        return (r.ptr, h * w) if c == 1 else None
+
     def _histogram(self, ref, planes: int, bits: int, backend: str):
         """histogram() of the reference in the mode that gives the planes' histograms: its gray
         plane, its luma, or its colour channels."""

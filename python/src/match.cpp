@@ -8,7 +8,9 @@
 // region kernel, histogram/region.hpp, over the plane and the mask in one pass, when a mask or a
 // rectangle counts; else the Equalizer's kernels), the LUTs (the formula, or histogram
 // matching's LUT kernel to the reference's histograms, which the Python side keeps on the
-// device), the Equalizer's apply kernel. histogram_device_region: the region's histograms.
+// device or, for a gray 8-bit reference image on the device, which this call counts into its
+// own buffer: no array allocated for them per call), the Equalizer's apply kernel.
+// histogram_device_region: the region's histograms.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -98,6 +100,10 @@ struct DeviceJob {
   bool region = false;                       ///< a mask or a rectangle: the region kernel counts
   const std::uint64_t* reference = nullptr;  ///< ref_planes x 256 counts on the device, or null
   int ref_planes = 0;
+  /// Or the reference as a gray 8-bit image of ref_pixels on the device (null: none), counted
+  /// into the context's histogram buffer after the images' (one plane: ref_planes 1).
+  const std::uint8_t* ref_image = nullptr;
+  std::size_t ref_pixels = 0;
 };
 
 DeviceJob make_job(std::uintptr_t in, std::uintptr_t out, std::size_t count, int height, int width,
@@ -174,6 +180,10 @@ void queue_histograms(DeviceContext& c, const DeviceJob& j, std::uint64_t* hist)
 /// images back to back in device memory: histograms → LUTs (the formula, or matching to the
 /// reference) → apply, all queued on the caller's stream.
 void stages_device(int device, std::uintptr_t stream, const DeviceJob& j) {
+  if (j.ref_image && (j.reference || j.ref_pixels == 0)) {
+    throw histeq::UsageError(j.reference ? "reference: its counts and its image, both"
+                                         : "reference: an image of no pixel");
+  }
   if (j.reference && j.ref_planes != 1 && j.ref_planes != j.planes) {
     throw histeq::UsageError("reference: " + std::to_string(j.ref_planes) + " histograms for " +
                              std::to_string(j.planes) + " planes");
@@ -182,7 +192,7 @@ void stages_device(int device, std::uintptr_t stream, const DeviceJob& j) {
   if (j.count == 0 || pixels == 0) return;
   histeq::python::DeviceScope scope(device);
   DeviceContext& c = histeq::python::begin(device, stream);
-  if (j.region && j.channels == 1 && !j.reference) {
+  if (j.region && j.channels == 1 && !j.reference && !j.ref_image) {
     // Gray images equalized by a region: the Equalizer's region path (one cooperative launch for
     // a mask alone, else the histogram launch whose last block builds the LUT, then the apply).
     for (std::size_t i = 0; i < j.count; ++i)
@@ -192,14 +202,21 @@ void stages_device(int device, std::uintptr_t stream, const DeviceJob& j) {
     return;
   }
   const std::size_t total = j.count * std::size_t(j.planes);
-  std::uint64_t* hist = c.eq.device_hist(int(total));
+  std::uint64_t* hist = c.eq.device_hist(int(total) + (j.ref_image ? 1 : 0));
   std::uint8_t* luts = c.eq.device_lut(int(total));
+  const std::uint64_t* reference = j.reference;
+  if (j.ref_image) {  // the reference's one histogram, after the images'
+    std::uint64_t* ref_hist = hist + total * kBins;
+    c.eq.histogram("auto", j.ref_image, j.ref_pixels, histeq::SampleType::u8, kBins, ref_hist);
+    reference = ref_hist;
+  }
   queue_histograms(c, j, hist);
   const std::size_t step = std::size_t(j.planes) * kBins;
-  if (j.reference) {
+  if (reference) {
     for (std::size_t i = 0; i < j.count; ++i) {
-      histeq::kernels::launch_match_lut_planes(hist + i * step, j.planes, j.reference,
-                                               j.ref_planes == 1, luts + i * step, c.current);
+      histeq::kernels::launch_match_lut_planes(hist + i * step, j.planes, reference,
+                                               j.ref_image || j.ref_planes == 1, luts + i * step,
+                                               c.current);
     }
   } else {
     c.eq.cdf_lut(hist, int(total), j.formula, luts);
@@ -218,23 +235,27 @@ void bind_match(nb::module_& m) {
   // count images of height x width x channels back to back → out. mask: the device address of a
   // height x width byte mask (nonzero: counted) or 0; roi: the counted rectangle or None;
   // reference: the device address of ref_planes x 256 int64 counts (histogram matching), or 0
-  // (equalization with `formula`).
+  // (equalization with `formula`); or ref_image: the device address of a gray 8-bit reference
+  // image of ref_pixels (counted here, on the device, into the call's own buffer), or 0.
   m.def(
       "stages_device",
       [](int device, std::uintptr_t stream, std::uintptr_t in, std::uintptr_t out,
          std::size_t count, int height, int width, int channels, std::optional<std::string> mode,
          std::string formula, std::string kernel, std::uintptr_t mask,
-         std::optional<histeq::python::RoiTuple> roi, std::uintptr_t reference, int ref_planes) {
+         std::optional<histeq::python::RoiTuple> roi, std::uintptr_t reference, int ref_planes,
+         std::uintptr_t ref_image, std::size_t ref_pixels) {
         DeviceJob j = make_job(in, out, count, height, width, channels, mode, mask, roi);
         j.formula = histeq::parse_formula(formula);
         j.kernel = kernel;
         j.reference = reinterpret_cast<const std::uint64_t*>(reference);
         j.ref_planes = ref_planes;
+        j.ref_image = reinterpret_cast<const std::uint8_t*>(ref_image);
+        j.ref_pixels = ref_pixels;
         stages_device(device, stream, j);
       },
       "device"_a, "stream"_a, "input"_a, "output"_a, "count"_a, "height"_a, "width"_a, "channels"_a,
       "mode"_a.none(), "formula"_a, "kernel"_a, "mask"_a, "roi"_a.none(), "reference"_a,
-      "ref_planes"_a);
+      "ref_planes"_a, "ref_image"_a = 0, "ref_pixels"_a = 0);
 
   // The 256-bin histograms of one image's planes counted in a region (mask and/or roi, as
   // stages_device's) into output (planes x 256 int64, device), queued on the caller's stream.
