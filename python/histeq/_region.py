@@ -325,6 +325,15 @@ def _fast_roi(roi, h: int, w: int):
     return roi
 
 
+def _fast_roi_of(roi, h: int, w: int):
+    """A region shortcut's roi: None for none, the tuple _fast_roi gives, or False for a roi the
+    shortcuts decline (the general path takes it)."""
+    if roi is None:
+        return None
+    r = _fast_roi(roi, h, w)
+    return False if r is None else r
+
+
 def torch_region(mask: Any, roi: Any, device: int, h: int, w: int):
     """The shortcut of a mask and/or roi for gray CUDA tensors of h x w on device (8-bit for
     equalize and histogram, 8 and 16 for clahe):
@@ -338,10 +347,9 @@ def torch_region(mask: Any, roi: Any, device: int, h: int, w: int):
     Region.device's, remembered as that remembers it (the same ValueError for a mask that
     counts no pixel). None for anything else: the general path takes it and reports any
     error."""
-    if roi is not None:
-        roi = _fast_roi(roi, h, w)
-        if roi is None:
-            return None
+    roi = _fast_roi_of(roi, h, w)
+    if roi is False:
+        return None
     if mask is None:
         return 0, roi, None
     if type(mask) not in _a._torch_types or not mask.is_cuda:
@@ -369,10 +377,9 @@ def cupy_region(mask: Any, roi: Any, device: int, h: int, w: int):
     mask None or a C-contiguous CuPy array of h x w on that device, bool, uint8 or int8 (read
     in place) or a wider integer type (read as mask != 0); its count check is Region.device's
     (_cupy_mask), remembered under the same stamp. None for anything else."""
-    if roi is not None:
-        roi = _fast_roi(roi, h, w)
-        if roi is None:
-            return None
+    roi = _fast_roi_of(roi, h, w)
+    if roi is False:
+        return None
     if mask is None:
         return 0, roi, None
     if type(mask) not in _a._cupy_types:

@@ -300,13 +300,12 @@ def _outcome(fn, torch, calls):
         torch.syncs += syncs
 
 
-def _both(fn, torch, calls, monkeypatch, fast_expected, region=False, before=None):
-    """fn's outcome with the shortcuts, then with torch_gray declining, each from no remembered
-    mask check (and after before(), when given): equal; the shortcut taken when fast_expected
-    says so (region: with a mask or roi, _region.torch_region's shortcut too). No compiled call
-    was given a released allocation."""
+def _spy_shortcuts(monkeypatch, lib):
+    """_arrays.LIB_gray and _region.LIB_region (lib: "torch" or "cupy") replaced by spies that
+    note whether each call took the shortcut: (the notes of the first, of the second, the real
+    functions)."""
     taken, region_taken = [], []
-    real, real_region = _a.torch_gray, _r.torch_region
+    real, real_region = getattr(_a, lib + "_gray"), getattr(_r, lib + "_region")
 
     def spy(x, batch):
         g = real(x, batch)
@@ -317,8 +316,17 @@ def _both(fn, torch, calls, monkeypatch, fast_expected, region=False, before=Non
         r = real_region(*args)
         region_taken.append(r is not None)
         return r
-    monkeypatch.setattr(_a, "torch_gray", spy)
-    monkeypatch.setattr(_r, "torch_region", region_spy)
+    monkeypatch.setattr(_a, lib + "_gray", spy)
+    monkeypatch.setattr(_r, lib + "_region", region_spy)
+    return taken, region_taken, real, real_region
+
+
+def _both(fn, torch, calls, monkeypatch, fast_expected, region=False, before=None):
+    """fn's outcome with the shortcuts, then with torch_gray declining, each from no remembered
+    mask check (and after before(), when given): equal; the shortcut taken when fast_expected
+    says so (region: with a mask or roi, _region.torch_region's shortcut too). No compiled call
+    was given a released allocation."""
+    taken, region_taken, real, real_region = _spy_shortcuts(monkeypatch, "torch")
     _r._mask_checked.clear()
     if before is not None:
         before()
@@ -1530,20 +1538,7 @@ def _cupy_both(fn, calls, monkeypatch, fast_expected: Optional[bool] = True, reg
     mask check): equal; the shortcut (and with region, cupy_region's) taken when fast_expected
     is True, not taken when False (None: either)."""
     assert _a.is_cupy(FakeCupyArray(np.zeros((1, 1), np.uint8), 0))  # the class seen before
-    taken, region_taken = [], []
-    real, real_region = _a.cupy_gray, _r.cupy_region
-
-    def spy(x, batch):
-        g = real(x, batch)
-        taken.append(g is not None)
-        return g
-
-    def region_spy(*args):
-        r = real_region(*args)
-        region_taken.append(r is not None)
-        return r
-    monkeypatch.setattr(_a, "cupy_gray", spy)
-    monkeypatch.setattr(_r, "cupy_region", region_spy)
+    taken, region_taken, real, real_region = _spy_shortcuts(monkeypatch, "cupy")
     _r._mask_checked.clear()
     fast = _cupy_outcome(fn, calls)
     monkeypatch.setattr(_a, "cupy_gray", lambda x, batch: None)
