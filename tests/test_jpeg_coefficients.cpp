@@ -226,14 +226,27 @@ TEST(JpegCoefficients, CoefficientsBeyondAnyEncodersAreDeclined) {
   // Up to ±2048 dequantized (the most an encoder writes), samples within 511 of the level shift:
   // taken, decode_planes' bytes (sums of the block's coefficients at and above the safe sum
   // included: 2048 of DC or AC alone, DC -1024 with AC 1024).
-  for (const auto& [q, dc, ac] :
-       {std::array<int, 3>{1, 0, 2048}, {8, 5, -256}, {2048, 1, 0}, {16, -64, 64}, {16, -64, 0}}) {
+  for (const auto& [q, dc, ac] : {std::array<int, 3>{1, 0, 2048},
+                                  {1, 0, -2048},
+                                  {8, 5, -256},
+                                  {8, 5, 256},
+                                  {2048, 1, 0},
+                                  {2048, -1, 0},
+                                  {16, -64, 64},
+                                  {16, -64, 0}}) {
     const Bytes j = jpeg_of_coefficients(q, dc, ac);
     EXPECT_EQ(compare(j, "q " + std::to_string(q)), 0) << q << " " << dc << " " << ac;
   }
   // Beyond (damaged or crafted data: libjpeg-turbo's C and SIMD transforms differ there), a
   // coefficient or a sample: declined, while decode_planes still decodes the file.
+  // (the check compares in 16 bits: |c| <= L as (c + L) mod 2^16 <= 2 L, so the bounds on
+  // both sides are here, and ±4095, the largest libjpeg's progressive encoder writes here)
   for (const auto& [q, dc, ac] : {std::array<int, 3>{1, 0, 2049},
+                                  {1, 0, -2049},
+                                  {1, 0, 4095},
+                                  {1, 0, -4095},
+                                  {8, 257, 0},
+                                  {8, 0, -257},
                                   {8, 300, 0},
                                   {255, 0, -9},
                                   {32767, 1, 0},

@@ -28,17 +28,17 @@ namespace {
 /// one is at most twice its value), so that dequantizing fits libjpeg-turbo's SIMD transforms'
 /// 16-bit lanes. Beyond it (damaged or crafted data) decode_planes takes the file.
 struct EncoderRange {
-  std::int32_t limit[DCTSIZE2];
-  std::uint32_t span[DCTSIZE2];    ///< 2 * limit
+  std::uint16_t limit[DCTSIZE2];   ///< at most 32767
+  std::uint16_t span[DCTSIZE2];    ///< 2 * limit
   std::int16_t quant16[DCTSIZE2];  ///< the table for the blocks' sums (a value over 32767,
                                    ///< whose limit is 0, wraps: only zeros meet it in range)
 };
 
 void encoder_range(const std::uint16_t* quant, EncoderRange* r) {
-  constexpr std::int32_t kMaxDequantized = 2048;
+  constexpr int kMaxDequantized = 2048;
   for (int k = 0; k < DCTSIZE2; ++k) {
-    r->limit[k] = quant[k] == 0 ? 32767 : kMaxDequantized / std::int32_t(quant[k]);
-    r->span[k] = 2 * std::uint32_t(r->limit[k]);
+    r->limit[k] = std::uint16_t(quant[k] == 0 ? 32767 : kMaxDequantized / int(quant[k]));
+    r->span[k] = std::uint16_t(2 * r->limit[k]);
     r->quant16[k] = std::int16_t(quant[k]);
   }
 }
@@ -73,25 +73,31 @@ bool block_agrees(const std::int16_t* coef, const std::uint16_t* quant) {
   return true;
 }
 
-/// Nonzero when a coefficient of the `blocks` blocks at c is beyond r (|c| <= L is
-/// unsigned(c + L) <= 2 L: one compare a coefficient, no branch), or a block's dequantized sum
-/// exceeds kSafeBlockSum and block_agrees says no; on a row just copied (still in cache).
-std::uint32_t beyond_range(const std::int16_t* c, std::size_t blocks, const EncoderRange& r,
-                           const std::uint16_t* quant) {
+/// Copies the `blocks` blocks at src to dst and returns nonzero when a coefficient is beyond r,
+/// or a block's dequantized sum exceeds kSafeBlockSum and block_agrees says no: one pass over
+/// the row as libjpeg holds it (the check reads what it copies; a copy and then a check of the
+/// copy cost a third more on the progressive photographs, build machine). |c| <= L is
+/// (c + L) mod 2^16 <= 2 L in 16 bits (L <= 32767: a c below -L wraps above 2 L): one compare a
+/// coefficient in 16-bit lanes, no branch.
+std::uint32_t copy_checked(const std::int16_t* src, std::int16_t* dst, std::size_t blocks,
+                           const EncoderRange& r, const std::uint16_t* quant) {
   std::uint32_t beyond = 0;
-  for (std::size_t b = 0; b < blocks; ++b, c += DCTSIZE2) {
+  for (std::size_t b = 0; b < blocks; ++b, src += DCTSIZE2, dst += DCTSIZE2) {
     // The sum in products of 16-bit values (one multiply-add instruction a pair); exact while
     // every coefficient is within range (each product at most 2048, the sum below 2^17). Beyond
-    // range (beyond set, the sum not read) a product reaches 2^30 and 64 of them pass 2^31:
-    // the sum is unsigned, so that it wraps instead of overflowing.
+    // range (out set, the sum not read) a product reaches 2^30 and 64 of them pass 2^31: the
+    // sum is unsigned, so that it wraps instead of overflowing.
+    std::uint16_t out = 0;
     std::uint32_t sum = 0;
     for (int k = 0; k < DCTSIZE2; ++k) {
-      const std::int16_t v = c[k];
-      beyond |= std::uint32_t(std::uint32_t(std::int32_t(v) + r.limit[k]) > r.span[k]);
-      const std::int32_t a = std::int16_t(v < 0 ? -v : v);
-      sum += std::uint32_t(a * std::int32_t(r.quant16[k]));
+      const std::int16_t v = src[k];
+      dst[k] = v;
+      out |= std::uint16_t(std::uint16_t(std::uint16_t(v) + r.limit[k]) > r.span[k]);
+      const std::int16_t a = std::int16_t(v < 0 ? -v : v);
+      sum += std::uint32_t(std::int32_t(a) * std::int32_t(r.quant16[k]));
     }
-    if (sum > std::uint32_t(kSafeBlockSum) && beyond == 0 && !block_agrees(c, quant)) beyond = 1;
+    beyond |= out;
+    if (sum > std::uint32_t(kSafeBlockSum) && beyond == 0 && !block_agrees(dst, quant)) beyond = 1;
   }
   return beyond;
 }
@@ -125,8 +131,7 @@ int run_read_coefficients(DecodeState* s, Coefficients* out, bool* taken) {
       JBLOCKARRAY rows = (*c->mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(c), arrays[k],
                                                        JDIMENSION(by), 1, FALSE);
       std::int16_t* dst = p.coef.data() + std::size_t(by) * row_coefs;
-      std::memcpy(dst, rows[0][0], row_coefs * sizeof(JCOEF));
-      beyond |= beyond_range(dst, std::size_t(p.blocks_w), range, p.quant);
+      beyond |= copy_checked(rows[0][0], dst, std::size_t(p.blocks_w), range, p.quant);
     }
     if (beyond != 0) *taken = false;
   }
