@@ -501,10 +501,13 @@ class Reference:
 
     def device_image(self, d: "_a.Dev"):
         """(address, pixels) of the reference for a compiled call on the CUDA image d that counts
-        it itself: a gray 8-bit image ((H, W) or (H, W, 1)) of d's library on d's device; None
-        for any other reference."""
+        it itself: a gray 8-bit image ((H, W) or (H, W, 1)) of d's library on d's device and
+        stream (the call reads it on d's stream: a reference on another stream, as a
+        __cuda_array_interface__ may name, is counted on its own, the call ordered after it);
+        None for any other reference."""
         r = self.dev
-        if r is None or r.lib != d.lib or r.device != d.device or self.bits != 8:
+        if r is None or r.lib != d.lib or r.device != d.device or r.stream != d.stream or \
+                self.bits != 8:
             return None
         _n, h, w, c, _b = _a.split_shape(self.shape, False, "reference")
         return (r.ptr, h * w) if c == 1 else None

@@ -453,7 +453,8 @@ def test_match_gray_tensors(fake, monkeypatch, shape, batch):
     got = _both(lambda: histeq.match_histograms(x, ref, batch=batch), torch, calls, monkeypatch,
                 fast_expected=True)
     # one call: the reference counted by stages_device itself (its ref_image), no array of counts
-    assert got[0] == "ok" and [c[0] for c in got[1]] == (["stages_device"] if got[1] else [])
+    pixels = int(np.prod(shape))
+    assert got[0] == "ok" and [c[0] for c in got[1]] == (["stages_device"] if pixels else [])
     assert all(c[1][-2:] == (ref.data_ptr(), 25 * 15) for c in got[1])
 
 
@@ -1518,7 +1519,8 @@ def test_cuda_array_interface_out_is_a_cupy_array_copied_on_the_interface_s_stre
 def _cupy_outcome(fn, calls):
     """fn's outcome on the stand-in cupy, as _outcome gives a torch call's: ("ok", the compiled
     calls with the addresses of this call's allocations as (allocation, offset), the result,
-    the device waits, the current device after it) or ("error", type, message, waits)."""
+    the device waits, the current device after it, the number of allocations) or ("error",
+    type, message, waits)."""
     _CupyState.allocs.clear()
     calls.clear()
     _CupyState.syncs = 0
@@ -1530,7 +1532,7 @@ def _cupy_outcome(fn, calls):
     recorded = [(name, tuple(_norm(v, allocs) for v in args)) for name, args in calls]
     assert isinstance(out, FakeCupyArray)
     result = (out.shape, out.dtype.str, out._device, _norm(out.data.ptr, allocs), out.a.tobytes())
-    return ("ok", recorded, result, _CupyState.syncs, _CupyState.current)
+    return ("ok", recorded, result, _CupyState.syncs, _CupyState.current, len(allocs))
 
 
 def _cupy_both(fn, calls, monkeypatch, fast_expected: Optional[bool] = True, region=False):
@@ -1646,9 +1648,36 @@ def test_cupy_out_takes_the_shortcut(fake_cupy, monkeypatch, call):
     shape, dtype = ((3, 256), np.int64) if call == "histogram" else ((3, 20, 10), np.uint8)
     out = FakeCupyArray(np.zeros(shape, dtype), 0)
     got = _cupy_both(_cupy_call(call, x, ref, out=out), calls, monkeypatch)
-    assert got[0] == "ok" and got[2][3] == out.data.ptr
-    assert sum(a.a.nbytes > 256 * 8 for a in _CupyState.allocs) == 0  # no result allocated
+    # out written, nothing allocated (matching: the reference counted by the call itself)
+    assert got[0] == "ok" and got[2][3] == out.data.ptr and got[5] == 0
     for wrong in (FakeCupyArray(np.zeros(shape, dtype), 1),
                   FakeCupyArray(np.zeros(shape[1:], dtype), 0)):
         _cupy_both(_cupy_call(call, x, ref, out=wrong), calls, monkeypatch,
                    fast_expected=None)
+
+
+@pytest.mark.parametrize("ref_stream", [0x9000, 0xA000])
+def test_a_cuda_array_interface_reference_on_another_stream_is_counted_on_it(fake_cupy,
+                                                                             monkeypatch,
+                                                                             ref_stream):
+    """match_histograms of __cuda_array_interface__ arrays: a gray reference on the image's
+    stream is counted by the matching call itself (ref_image); one on another stream is counted
+    on its own stream first (the matching call ordered after it by the compiled core), as
+    before the reference was counted in the call."""
+    calls = fake_cupy
+    assert _a.is_cupy(FakeCupyArray(np.zeros((1, 1), np.uint8), 0))
+
+    def cai(shape, ptr, stream):
+        return type("Foreign", (), {"__cuda_array_interface__": {
+            "shape": shape, "typestr": "|u1", "data": (ptr, False), "version": 3,
+            "stream": stream}})()
+    monkeypatch.setattr(_a._histeq, "pointer_device", lambda ptr: 0)
+    image, ref = cai((30, 20), 1 << 42, 0x9000), cai((25, 15), 1 << 43, ref_stream)
+    histeq.match_histograms(image, ref)
+    if ref_stream == 0x9000:
+        assert [(n, a[1], a[-2:]) for n, a in calls] == [("stages_device", 0x9000,
+                                                          (1 << 43, 25 * 15))]
+    else:
+        assert [(n, a[1], a[2]) for n, a in calls] == [("histogram_device", 0xA000, 1 << 43),
+                                                       ("stages_device", 0x9000, 1 << 42)]
+        assert len(calls[1][1]) == 15  # the counts' address and planes: no ref_image

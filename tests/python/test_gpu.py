@@ -594,6 +594,7 @@ def test_out_on_a_side_stream_equals_cpu(request, fn, img, kw, lib, shortcut, mo
         pytest.skip("this torch has no uint16")
     if not shortcut:
         monkeypatch.setattr(histeq._arrays, "torch_gray", lambda x, batch: None)
+        monkeypatch.setattr(histeq._arrays, "cupy_gray", lambda x, batch: None)
     to_host = (lambda a: a.cpu().numpy()) if lib == "torch_cuda" else m.asnumpy
 
     def up(a):

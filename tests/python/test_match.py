@@ -404,3 +404,16 @@ def test_match_files_decoder(tmp_path):
     with pytest.raises(ValueError, match="decoder"):
         histeq.match_files([tmp_path / "a.jpg"], tmp_path / "g", r, decoder="fast")
     assert not (tmp_path / "g").exists()
+
+
+def test_the_compiled_matching_call_takes_one_form_of_reference():
+    """stages_device's reference: counts (reference, ref_planes) or a gray image (ref_image,
+    ref_pixels), not both, and an image of pixels: refused before any device work."""
+    core = histeq._histeq
+    if not hasattr(core, "stages_device"):
+        pytest.skip("this build has no device calls (CPU-only)")
+    args = (0, 0, 1 << 40, 1 << 41, 1, 2, 2, 1, None, "opencv", "auto", 0, None)
+    with pytest.raises(ValueError, match="reference: its counts and its image, both"):
+        core.stages_device(*args, 1 << 42, 1, 1 << 43, 4)
+    with pytest.raises(ValueError, match="reference: an image of no pixel"):
+        core.stages_device(*args, 0, 0, 1 << 43, 0)
