@@ -165,9 +165,13 @@ class Executor {
 
   /// Processes every item; calls on_done(report) once per item, in input order, from one thread
   /// (the caller's). An item that fails does not stop the others. Throws only for errors that
-  /// concern the whole run (a usage error in the options).
+  /// concern the whole run (a usage error in the options, no usable device where the options
+  /// need one: checked first). before_files, when given, runs once those checks have passed and
+  /// before any file is read (the output folders: make_output_folders), so that a run that
+  /// cannot start leaves nothing behind; what it throws ends the run.
   BatchSummary run(const std::vector<WorkItem>& items,
-                   const std::function<void(const ItemReport&)>& on_done = {});
+                   const std::function<void(const ItemReport&)>& on_done = {},
+                   const std::function<void()>& before_files = {});
 
   /// Waits for the device initialization; empty when devices are in use (or the backend is
   /// cpu), else why none is usable (backend auto then runs everything on the CPU).
@@ -183,6 +187,7 @@ class Executor {
 
  private:
   struct Impl;
+  void check_devices();
   struct Run;
   std::unique_ptr<Impl> impl_;
 };

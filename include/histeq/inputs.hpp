@@ -100,4 +100,10 @@ struct FilePlanOptions {
 /// plan is no error here: whether nothing to do is one is the caller's to say.
 FilePlan plan_files(const std::vector<std::string>& inputs, const FilePlanOptions& options);
 
+/// The output folder (FileError naming it when it cannot be made: the batch's error), then the
+/// folders the items' outputs go in (-r); one of these failing fails only the outputs in it,
+/// when they are written, each with its reason. For Executor::run's before_files, so that a run
+/// that cannot start (no usable device) makes no folder.
+void make_output_folders(const std::vector<WorkItem>& items, const std::string& output_dir);
+
 }  // namespace histeq

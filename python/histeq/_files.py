@@ -172,7 +172,8 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
 
     Args:
         inputs: files and folders (a list; a single path is a TypeError).
-        output_dir: created (with subfolders) if missing.
+        output_dir: created (with subfolders) if missing, once the run can start (a run
+            without the device it needs makes no folder); ``OSError`` when it cannot be made.
         mode, formula, kernel, backend: as :func:`equalize` (files are RGB).
         format: ``"png"``, ``"jpg"``, ``"bmp"``, ``"tga"``, ``"pgm"``, ``"ppm"``, ``"pnm"``.
         recursive: descend into subfolders of folder inputs.
@@ -379,14 +380,14 @@ def _batch(operation, clahe, inputs, output_dir, mode, formula, kernel, backend,
         if unlisted:  # nothing to do but say why
             raise _unlisted_error(unlisted[0])
         return []
-    for d in sorted({os.path.dirname(o) for _, o, _ in items}):
-        if d:
-            os.makedirs(d, exist_ok=True)
     clip, tx, ty = clahe if clahe else (40.0, 8, 8)
+    # The run makes the output folders once it can start (histeq::make_output_folders: an
+    # OSError for the output folder; a subfolder that cannot be made fails its outputs).
     reports, _fallback = _histeq.run_files(items, mode, formula, kernel, backend, quality,
                                            png_level, subsampling, jobs, max_inflight_mb << 20,
                                            devs, max_pixels, decoder, operation, clip, tx, ty,
-                                           depth or 0, reference=reference, mask=mask, roi=roi)
+                                           depth or 0, reference=reference, mask=mask, roi=roi,
+                                           output_dir=os.fsdecode(output_dir))
     # Inputs that could not be listed fail as items, named first, as the CLI names them.
     reports = [_unlisted_report(path, message) for path, message, _ in unlisted] + reports
     if errors == "raise":

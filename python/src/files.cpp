@@ -182,7 +182,7 @@ void bind_files(nb::module_& m) {
          std::size_t max_inflight_bytes, std::vector<int> devices, std::uint64_t max_pixels,
          std::string decoder, std::string operation, double clip_limit, int tiles_x, int tiles_y,
          int depth, std::optional<HostImage> reference, std::optional<HostU8> mask,
-         std::optional<histeq::python::RoiTuple> roi) {
+         std::optional<histeq::python::RoiTuple> roi, std::optional<FsPath> output_dir) {
         histeq::ExecutorOptions eo;
         if (operation == "match") {
           if (!reference) throw histeq::UsageError("reference: missing for operation 'match'");
@@ -225,7 +225,12 @@ void bind_files(nb::module_& m) {
         {
           nb::gil_scoped_release release;
           histeq::Executor ex(std::move(eo));
-          ex.run(work, [&](const histeq::ItemReport& r) { reports.push_back(r); });
+          // The output folders once the run can start (none made by a run without its device).
+          const auto folders = [&] {
+            if (output_dir) histeq::make_output_folders(work, output_dir->bytes);
+          };
+          ex.run(
+              work, [&](const histeq::ItemReport& r) { reports.push_back(r); }, folders);
           // Asked only of a run that wanted the GPU: asking starts CUDA (a context) otherwise.
           if (ex.wanted_device()) fallback = ex.cpu_fallback_reason();
         }
@@ -237,5 +242,6 @@ void bind_files(nb::module_& m) {
       "subsampling"_a, "jobs"_a, "max_inflight_bytes"_a, "devices"_a, "max_pixels"_a,
       "decoder"_a = "auto", "operation"_a = "equalize", "clip_limit"_a = 40.0, "tiles_x"_a = 8,
       "tiles_y"_a = 8, "depth"_a = 0, "reference"_a.none() = nb::none(),
-      "mask"_a.none() = nb::none(), "roi"_a.none() = nb::none());
+      "mask"_a.none() = nb::none(), "roi"_a.none() = nb::none(),
+      "output_dir"_a.none() = nb::none());
 }

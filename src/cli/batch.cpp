@@ -164,21 +164,6 @@ void refuse_unused_encode_options(const cxxopts::ParseResult& r,
   if (png_out.empty()) refuse_png_options(r, jpeg_out.empty() ? other : jpeg_out);
 }
 
-/// The output folder, then the subfolders the outputs need (-r). The output folder failing is
-/// the batch's error; a subfolder failing (a path over PATH_MAX, say) fails only the outputs in
-/// it, when they are written, each with its reason.
-void make_output_folders(const std::vector<WorkItem>& items, const std::string& outdir) {
-  std::error_code ec;
-  if (!fs::is_directory(outdir, ec)) {
-    fs::create_directories(outdir, ec);
-    if (ec) throw Error("cannot create folder '" + outdir + "': " + ec.message());
-  }
-  for (const WorkItem& w : items) {
-    const fs::path parent = fs::path(w.output).parent_path();
-    if (!parent.empty() && !fs::is_directory(parent, ec)) fs::create_directories(parent, ec);
-  }
-}
-
 /// --timing of a batch: per stage the summed milliseconds, the wall time, start-up, decoders.
 void print_batch_timing(std::ostream& tout, const BatchSummary& sum, int jobs) {
   const ItemTimes& t = sum.summed;
@@ -268,10 +253,7 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
   // Plan every output before any work: formats, collisions, options that would do nothing.
   std::vector<UnlistedInput> unlisted;  // folders that could not be listed: each a failure
   const std::vector<WorkItem> items = plan_items(r, writes, inputs, outdir, format, unlisted);
-  if (writes) {
-    refuse_unused_encode_options(r, items);
-    make_output_folders(items, outdir);
-  }
+  if (writes) refuse_unused_encode_options(r, items);
   for (const UnlistedInput& u : unlisted) {  // named first, as find and cp -r do; the rest goes on
     err << "histeq: error: " << u.message() << '\n';
     if (json) {
@@ -296,8 +278,12 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
   Progress prog;
   prog.on = !quiet && stderr_is_tty(err);
   prog.total = items.size();
-  BatchSummary sum =
-      ex.run(items, ItemPrinter{json, writes, op, cm.mask_name, print_item, out, err, prog});
+  // The output folders once the run can start (no folder left by a run without its device).
+  const auto folders = [&] {
+    if (writes) make_output_folders(items, outdir);
+  };
+  BatchSummary sum = ex.run(
+      items, ItemPrinter{json, writes, op, cm.mask_name, print_item, out, err, prog}, folders);
   sum.files += unlisted.size();  // an unlisted folder counts as one failed item
   sum.failures += unlisted.size();
   prog.clear(err);

@@ -131,12 +131,10 @@ bool Executor::wanted_device() const {
          (m.fallback_checked || m.dev != nullptr || m.per_item_backend.load());
 }
 
-BatchSummary Executor::run(const std::vector<WorkItem>& items,
-                           const std::function<void(const ItemReport&)>& on_done) {
+/// The checks of the devices before any file: a device ordinal past those visible, the CUDA
+/// backend or GPU JPEG decoding with no usable device.
+void Executor::check_devices() {
   Impl& m = *impl_;
-  // The run's clock starts here: the checks below create the device's context on a route that
-  // must have the device, and that start-up is the run's.
-  const Clock::time_point started = Clock::now();
   if (!m.opt.devices.empty() && m.opt.op.equalize.backend != Backend::cpu) {
     // An ordinal past the devices there are: one error before any file (with none at all, the
     // run goes on as it would with no device named).
@@ -155,6 +153,17 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
     const std::string why = cpu_fallback_reason();
     if (!why.empty()) throw Error(kNoDeviceForGpuJpeg + why + ")");
   }
+}
+
+BatchSummary Executor::run(const std::vector<WorkItem>& items,
+                           const std::function<void(const ItemReport&)>& on_done,
+                           const std::function<void()>& before_files) {
+  Impl& m = *impl_;
+  // The run's clock starts here: the checks create the device's context on a route that must
+  // have the device, and that start-up is the run's.
+  const Clock::time_point started = Clock::now();
+  check_devices();
+  if (before_files) before_files();
   if (m.use_engines && !m.engines && cpu_fallback_reason().empty())
     m.engines = std::make_unique<EnginePool>(m.opt.devices, std::max(2, m.jobs / 4));
   Run r(m, items);

@@ -174,4 +174,18 @@ FilePlan plan_files(const std::vector<std::string>& inputs, const FilePlanOption
   return {plan_outputs(list.files, options.output_dir, options.naming), std::move(list.unlisted)};
 }
 
+void make_output_folders(const std::vector<WorkItem>& items, const std::string& output_dir) {
+  std::error_code ec;
+  if (!output_dir.empty() && !fs::is_directory(output_dir, ec)) {
+    fs::create_directories(output_dir, ec);
+    if (ec)
+      throw FileError("cannot create folder '" + output_dir + "': " + ec.message(), ec.value(),
+                      output_dir);
+  }
+  for (const WorkItem& w : items) {
+    const fs::path parent = fs::path(w.output).parent_path();
+    if (!parent.empty() && !fs::is_directory(parent, ec)) fs::create_directories(parent, ec);
+  }
+}
+
 }  // namespace histeq

@@ -166,6 +166,28 @@ def test_messages_speak_python():
     assert "--" not in str(e.value)
 
 
+def test_a_run_that_cannot_start_makes_no_output_folder(tmp_path):
+    """decoder='gpu' with no usable device: the documented RuntimeError, before any file and
+    before any folder (the run makes its output folders once it can start)."""
+    if not histeq._histeq.CUDA_BUILT or histeq.cuda_available():
+        pytest.skip("needs a CUDA build without a usable device")
+    src = tmp_path / "in.png"
+    histeq.save_image(src, IMG)
+    with pytest.raises(RuntimeError, match="no usable CUDA device"):
+        histeq.equalize_files([src], tmp_path / "a" / "b", decoder="gpu")
+    assert not (tmp_path / "a").exists()
+
+
+def test_an_output_folder_that_cannot_be_made_is_an_oserror(tmp_path):
+    src = tmp_path / "in.png"
+    histeq.save_image(src, IMG)
+    (tmp_path / "file").write_bytes(b"x")  # a file where a folder should be
+    with pytest.raises(OSError) as e:
+        histeq.equalize_files([src], tmp_path / "file" / "out")
+    assert e.value.filename is not None and "file" in str(e.value.filename)
+    assert not isinstance(e.value, RuntimeError)
+
+
 def test_cuda_array_interface_with_wrong_dtype():
     class Fake:
         __cuda_array_interface__ = {"shape": (4, 4), "typestr": "<f4", "data": (0, False),
