@@ -432,6 +432,23 @@ TEST_F(CliClahe16, SixteenBitsToAn8BitFormatIsAnErrorSuggestingDepth8) {
   }
 }
 
+// --formula exact is 8-bit equalization's: on a 16-bit file it is the file's usage error naming
+// the ways out (not ignored), and with --depth 8 it runs.
+TEST_F(CliClahe16, FormulaExactOnA16BitFileIsAnError) {
+  save_image16(band16(40, 30, 1000, 1200, 1), path("band.png"));
+  Result r = run("equalize " + q("band.png") + " -o " + q("fx.png") + " --formula exact" +
+                 " --backend cpu");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("'exact'"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("--formula opencv"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("--depth 8"), std::string::npos) << r;
+  EXPECT_FALSE(fs::exists(path("fx.png")));
+  r = run("equalize " + q("band.png") + " -o " + q("fx8.png") + " --formula exact --depth 8" +
+          " --backend cpu");
+  EXPECT_EQ(r.status, 0) << r;
+  EXPECT_FALSE(is_16bit_image(path("fx8.png")));
+}
+
 // 8-bit results are written as 8-bit PGM/PPM (maxval 255), as histeq reads them: .pgm gray,
 // .ppm colour, .pnm either; the pixels are those of the PNG output. A colour result as .pgm (or
 // gray as .ppm) is a usage error naming the extension that fits.

@@ -221,6 +221,15 @@ TEST_F(CliMatch, SixteenBitMatchIsTheLibrarysAndTakesAnEightBitReference) {
   const auto hc = mc.histograms(Mode::rgb, 3, 16);
   EXPECT_TRUE(load_image16(path("rgbout16.png")).pixels ==
               cpu::equalize16(rgb, Mode::rgb, 0, Region{}, hc.get()).pixels);
+
+  // A gray 16-bit image and a colour 16-bit reference (its luma has no 16-bit form): the ways
+  // out, --mode rgb only for a colour image (a gray one is gray whatever --mode says).
+  r = run("match " + q("in16.png") + " -o " + q("none16.png") + " --reference " +
+          q("rgbref16.png") + " --mode rgb --backend cpu");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("use a gray reference or 8 bits (a colour image: or --mode rgb)"),
+            std::string::npos)
+      << r;
 }
 
 TEST_F(CliMatch, AFolderRunEqualsTheFilesOneByOne) {

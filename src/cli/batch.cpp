@@ -29,6 +29,8 @@ std::string with_option_hints(const std::string& message) {
       {"process it at a depth of 8", "add --depth 8 to convert to 8 bits"},
       {"or a depth of 8", "or --depth 8"},
       {"use mode rgb", "use --mode rgb"},
+      {"use the formula opencv", "use --formula opencv"},
+      {"a colour image: or mode rgb", "a colour image: or --mode rgb"},
       {kGiveAnOutputFormat, "add --format "},
   };
   for (const auto& [from, to] : phrases) {

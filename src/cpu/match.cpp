@@ -202,7 +202,7 @@ std::vector<Histogram> reference_hists16(const Image16& img, int planes, const s
     throw UsageError(name +
                      ": a colour reference gives a one-plane 16-bit image (gray, or a mode "
                      "other than rgb) its luma, and 16-bit luma (YCbCr) does not exist: "
-                     "use a gray reference, mode rgb, or 8 bits");
+                     "use a gray reference or 8 bits (a colour image: or mode rgb)");
   const int k = img.channels >= 3 ? 3 : 1;
   std::vector<std::uint16_t> plane(n);
   std::vector<Histogram> hs;

@@ -228,6 +228,11 @@ Image16 run16(const ItemContext& ctx, const Image16& img, const std::string& nam
     er.histograms = histograms16(img, m, op.equalize.backend, &used, region);
     er.kernel = used == "cpu" ? "cpu" : "hist_u16";
   } else if (op.kind == OpKind::equalize || op.kind == OpKind::match) {
+    if (op.kind == OpKind::equalize && op.equalize.formula != Formula::opencv)
+      throw UsageError("'" + name + "' is 16-bit: the formula '" +
+                       std::string(to_string(op.equalize.formula)) +
+                       "' is for 8-bit images, and 16 bits take OpenCV's over 65536 levels: use "
+                       "the formula opencv, or a depth of 8");
     const auto reference = reference_for(op, m, img.channels, 16, name);
     out = equalize16(img, m, op.equalize.backend, &used, region, reference.get());
     er.kernel = used == "cpu" ? "cpu" : "hist_u16";
