@@ -399,7 +399,7 @@ void emit(const Single& s, const std::vector<std::uint8_t>& encoded, std::ostrea
 
 /// The single-file report of the per-file operation: clahe, match, a region, 16 bits (text,
 /// --timing, --json).
-void print_item_op_report(const Single& s, const ItemReport& rep, double total_ms,
+void print_item_op_report(const Single& s, const ItemReport& rep, double total_ms, bool jpeg_input,
                           std::ostream& out, std::ostream& err) {
   const ItemTimes& t = rep.times;
   std::ostream& rout = s.to_stdout ? err : out;
@@ -423,7 +423,10 @@ void print_item_op_report(const Single& s, const ItemReport& rep, double total_m
     const std::string words = operation_words(s.io, s.cm);
     if (!words.empty()) rout << words << ", ";
     rout << "mode " << to_string(er.mode) << ", kernel " << er.kernel << " on " << er.device << ", "
-         << num(total_ms, 1) << " ms\n";
+         << num(total_ms, 1) << " ms";
+    // a JPEG input names its codecs, as report_single's line does
+    if (jpeg_input) rout << " (decoder " << rep.decoder << ", encoder " << rep.encoder << ")";
+    rout << '\n';
   }
 }
 
@@ -596,7 +599,8 @@ int run_single(const cxxopts::ParseResult& r, OpKind kind, const std::string& in
     if (needs_item_op(s.io, is_16bit_data(bytes.data(), bytes.size()))) {
       ItemReport ir;
       emit(s, run_item(s.io, bytes.data(), bytes.size(), s.name, s.out_ext, ir), out);
-      print_item_op_report(s, ir, ms_since(t_start), out, err);
+      print_item_op_report(s, ir, ms_since(t_start), jpeg::is_jpeg(bytes.data(), bytes.size()), out,
+                           err);
     } else {
       report_single(s, equalize_one(s, bytes, t_start, out, err), out, err);
     }
