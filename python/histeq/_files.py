@@ -29,12 +29,15 @@ def load_image(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
     arrays from ``cv2.imread``, or reverse the channels).
 
     depth: ``8`` (default, as ``cv2.imread``'s default): ``uint8``, 16-bit files reduced to 8
-    bits; ``16``: ``uint16`` (PNG and PGM/PPM only; 8-bit samples widened as ``v * 257``);
+    bits as ``cv2.imread`` reduces them (``v >> 8``; ``histeq --depth 8`` and the batch calls'
+    ``depth=8`` round instead: ``(v + 128) // 257``);
+    ``16``: ``uint16`` (PNG and PGM/PPM only; 8-bit samples widened as ``v * 257``);
     ``None``: the file's own depth (``uint16`` for a 16-bit PNG or a PGM/PPM with maxval > 255,
     as ``histeq`` keeps them).
 
     Raises: ``FileNotFoundError``, ``PermissionError``, ``IsADirectoryError`` or another
-    ``OSError`` when the file cannot be read (``errno`` and ``filename`` set); ``ValueError``
+    ``OSError`` when the file cannot be read (``errno`` and ``filename`` set; a path that is not a
+    regular file, a device or a FIFO: an ``OSError`` with the message alone); ``ValueError``
     when it is not a decodable image (empty, truncated, corrupt, an unknown format) and for
     another depth."""
     if depth not in (8, 16, None) or isinstance(depth, bool):
@@ -54,9 +57,9 @@ def save_image(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
     ``uint16`` images as 16-bit .png/.pgm/.ppm/.pnm only. (``save_image(image, path)``, the
     order of histeq 0.1, still works and warns.)
 
-    Raises: ``ValueError`` for another extension, quality outside 1..100, or an image the format
-    cannot hold (colour as .pgm, gray as .ppm, alpha in PGM/PPM: the message names the extension
-    that fits); ``OSError`` (``FileNotFoundError`` for a missing folder, ``PermissionError``,
+    Raises: ``ValueError`` for another extension, quality outside 1..100, an image of no pixel,
+    or an image the format cannot hold (colour as .pgm, gray as .ppm, alpha in PGM/PPM: the
+    message names the extension that fits); ``OSError`` (``FileNotFoundError`` for a missing folder, ``PermissionError``,
     ...) when the file cannot be written."""
     if not _is_path(path) and _is_path(image):
         warnings.warn("save_image(image, path) is save_image(path, image) now (cv2.imwrite's "
@@ -71,6 +74,9 @@ def save_image(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
     path = os.fsdecode(path)
     a, _ = _a.host_array(image, "image", lists=False)
     _, h, w, c, _ = _a.split_shape(a.shape, False, "image")
+    if h * w == 0:  # no image file holds one (cv2.imwrite refuses it too)
+        raise ValueError(f"image: shape {tuple(a.shape)} has no pixel; an image file needs at "
+                         f"least one")
     if a.dtype == _np.uint16:
         ext = os.path.splitext(path)[1].lower()
         if ext not in (".png", ".pgm", ".ppm", ".pnm"):
@@ -321,14 +327,14 @@ def clahe_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[str
                 roi: Any = None) -> List[Dict[str, Any]]:
     """CLAHE of image files into ``output_dir`` with the many-files executor: the engine of
     ``histeq clahe INPUT... -o FOLDER``, byte for byte its outputs. ``clip_limit`` and
-    ``tile_grid_size`` as :func:`clahe` (OpenCV's names and defaults); every other argument as
+    ``tile_grid_size`` as :func:`clahe` (OpenCV's names and defaults; a clip limit of 0 or less
+    disables clipping: ``--clip-limit 0``); every other argument as
     :func:`equalize_files` (``decoder``: ``"auto"`` or ``"cpu"``, both libjpeg-turbo for CLAHE;
     ``mask`` and ``roi``: masked CLAHE, ``histeq clahe --mask/--roi``, each tile's histogram of
     the counted pixels as :func:`clahe` takes them). Returns and raises as
     :func:`equalize_files`."""
     clip, tx, ty = _a.clahe_args(clip_limit, tile_grid_size)  # the checks of clahe()
-    if clip < 0:
-        raise ValueError(f"clip_limit: must be >= 0, got {clip}")
+    clip = max(clip, 0.0)  # as clahe() and OpenCV: 0 or less, no clipping (the CLI's --clip 0)
     if decoder == "gpu":
         raise ValueError("decoder: CLAHE decodes JPEGs with libjpeg-turbo ('auto' or 'cpu')")
     return _batch("clahe", (clip, tx, ty), inputs, output_dir, mode, "opencv", "auto", backend,

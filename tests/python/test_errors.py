@@ -166,6 +166,13 @@ def test_messages_speak_python():
     assert "--" not in str(e.value)
 
 
+@pytest.mark.parametrize("shape", [(0, 4), (3, 0), (0, 0, 3)])
+def test_save_image_of_no_pixel_is_a_value_error(tmp_path, shape):
+    with pytest.raises(ValueError, match="no pixel"):
+        histeq.save_image(tmp_path / "z.png", np.zeros(shape, np.uint8))
+    assert not (tmp_path / "z.png").exists()
+
+
 def test_a_run_that_cannot_start_makes_no_output_folder(tmp_path):
     """decoder='gpu' with no usable device: the documented RuntimeError, before any file and
     before any folder (the run makes its output folders once it can start)."""

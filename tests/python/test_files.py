@@ -268,8 +268,15 @@ def test_the_batch_depth_option(tmp_path):
     assert all("16 bits" in r["error"] for r in reports if not r["ok"])
     with pytest.raises(ValueError):
         histeq.equalize_files([tmp_path / "in"], tmp_path / "x", depth=12)
-    with pytest.raises(ValueError):
-        histeq.clahe_files([tmp_path / "in"], tmp_path / "x", -1.0)
+    # a clip limit of 0 or less: no clipping, as clahe() and OpenCV take it (the CLI's --clip 0)
+    neg = histeq.clahe_files([tmp_path / "in"], tmp_path / "neg", -1.0, backend="cpu")
+    zero = histeq.clahe_files([tmp_path / "in"], tmp_path / "zero", 0.0, backend="cpu")
+    assert neg and all(r["ok"] for r in neg + zero)
+    for r, z in zip(neg, zero):
+        a = histeq.load_image(r["output"], depth=None)
+        np.testing.assert_array_equal(a, histeq.load_image(z["output"], depth=None))
+        np.testing.assert_array_equal(
+            a, histeq.clahe(histeq.load_image(r["input"], depth=None), -1.0, backend="cpu"))
 
 
 def test_file_names_that_are_not_utf8(tmp_path):
