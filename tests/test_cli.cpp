@@ -518,6 +518,18 @@ TEST_F(Cli, HistogramCsvGray) {
   EXPECT_EQ(sum, in.pixel_count());
 }
 
+// --timing on one file: the stages on stderr (stdout keeps the histogram alone).
+TEST_F(Cli, HistogramTimingOfOneFile) {
+  for (const char* extra : {"", " --roi 0,0,40,30"}) {
+    const Result r =
+        run("histogram " + quote(sample("coins.png")) + " --backend cpu --csv --timing" + extra);
+    ASSERT_EQ(r.status, 0) << r;
+    EXPECT_EQ(lines_of(r.out).size(), 257u) << r;
+    for (const char* stage : {"stage", "read", "decode", "histogram", "total"})
+      EXPECT_NE(r.err.find(stage), std::string::npos) << stage << "\n" << r;
+  }
+}
+
 TEST_F(Cli, HistogramCsvRgbHasThreeColumns) {
   const Result r =
       run("histogram " + quote(sample("chelsea.png")) + " --backend cpu --csv --mode rgb");
