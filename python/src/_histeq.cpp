@@ -176,6 +176,8 @@ void histeq::python::end(DeviceContext& c) {
 std::string histeq::python::python_words(const std::string& msg) {
   static const char* const kValues[] = {"auto", "cpu", "cuda", "gpu", "luma", "rgb", "gray"};
   std::string out;
+  // The library's CLAHE grid errors name the grid; Python's argument is tile_grid_size.
+  if (msg.rfind("CLAHE tile grid ", 0) == 0) out = "tile_grid_size: ";
   std::size_t i = 0;
   while (i < msg.size()) {
     const bool option = msg.compare(i, 2, "--") == 0 && i + 2 < msg.size() &&

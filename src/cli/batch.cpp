@@ -31,6 +31,7 @@ std::string with_option_hints(const std::string& message) {
       {"use mode rgb", "use --mode rgb"},
       {"use the formula opencv", "use --formula opencv"},
       {"a colour image: or mode rgb", "a colour image: or --mode rgb"},
+      {"a gray result (mode gray)", "a gray result (--mode gray)"},
       {kGiveAnOutputFormat, "add --format "},
   };
   for (const auto& [from, to] : phrases) {

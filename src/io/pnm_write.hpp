@@ -26,7 +26,7 @@ inline char pnm_kind(const std::string& ext, int channels, int bits) {
   if (ext == ".pgm" && channels == 3)
     throw UsageError(what + " holds gray images and this one is colour (3 channels): write .ppm, " +
                      "or .pnm (PGM for gray, PPM for colour)" +
-                     (bits == 8 ? std::string(", or equalize in mode gray") : std::string()));
+                     (bits == 8 ? std::string(", or a gray result (mode gray)") : std::string()));
   if (ext == ".ppm" && channels == 1)
     throw UsageError(what +
                      " holds colour images and this one is gray (1 channel): write .pgm, or .pnm "

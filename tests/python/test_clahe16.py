@@ -118,7 +118,7 @@ def test_clahe_argument_errors():
         histeq.clahe(img, tile_grid_size=(0, 8))
     with pytest.raises(ValueError, match="tile_grid_size"):
         histeq.clahe(img, tile_grid_size=(8, 2000))
-    with pytest.raises(ValueError, match="tiles|LUT|4096|2\\^28"):
+    with pytest.raises(ValueError, match="^tile_grid_size: .*LUT entries"):  # Python's name
         histeq.clahe(img.astype(np.uint16), tile_grid_size=(100, 100))  # 10000 tiles x 65536 bins
     with pytest.raises(ValueError, match="mode"):
         histeq.clahe(img, mode="hsv")
