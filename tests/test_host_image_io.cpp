@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -280,6 +281,25 @@ TEST_F(ImageIo, SampleImagesLoadWithTheirChannels) {
   const Image hubble = load_image(test::source_path("samples/hubble_deep_field.jpg"));
   EXPECT_EQ(hubble.width, 1000);
   EXPECT_EQ(hubble.height, 872);
+}
+
+// stb_image gives every GIF as RGBA: an opaque GIF comes back as RGB, one whose palette is gray
+// as one gray channel (as ImageMagick reads them), the same samples.
+TEST_F(ImageIo, OpaqueGifsKeepNoAlphaAndGrayOnesOneChannel) {
+  const std::string src = test::source_path("tests/fuzz/corpus/decode/still.gif");
+  std::ifstream f(src, std::ios::binary);
+  std::vector<std::uint8_t> colour((std::istreambuf_iterator<char>(f)), {});
+  ASSERT_GT(colour.size(), 13u + 12u);
+  ASSERT_EQ(colour[10] & 0x80, 0x80) << "a global colour table of 4 entries";
+  const Image c = decode_image(colour.data(), colour.size(), "still.gif");
+  EXPECT_EQ(c.channels, 3);
+  std::vector<std::uint8_t> gray = colour;
+  for (int e = 0; e < 4; ++e)  // each palette entry (r, g, b) made (r, r, r)
+    gray[13 + 3 * e + 1] = gray[13 + 3 * e + 2] = gray[13 + 3 * e];
+  const Image g = decode_image(gray.data(), gray.size(), "gray.gif");
+  ASSERT_EQ(g.channels, 1);
+  ASSERT_EQ(g.pixel_count(), c.pixel_count());
+  for (std::size_t i = 0; i < g.pixel_count(); ++i) EXPECT_EQ(g.pixels[i], c.pixels[3 * i]) << i;
 }
 
 TEST_F(ImageIo, OutputMayBeTheInputFile) {

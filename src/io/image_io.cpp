@@ -299,6 +299,27 @@ const char* pnm_header_problem(const std::uint8_t* d, std::size_t len) {
   return nullptr;
 }
 
+/// stb_image gives a GIF as RGBA whatever its palette: an opaque one keeps no alpha, and one
+/// whose every pixel is gray is a gray image (1 channel), as ImageMagick reads them; a GIF with
+/// a transparent pixel stays RGBA.
+void opaque_gif_channels(Image& img) {
+  if (img.channels != 4) return;
+  const std::size_t n = img.pixel_count();
+  const std::uint8_t* p = img.pixels.data();
+  bool gray = true;
+  for (std::size_t i = 0; i < n; ++i, p += 4) {
+    if (p[3] != 255) return;
+    gray = gray && p[0] == p[1] && p[1] == p[2];
+  }
+  const int c = gray ? 1 : 3;
+  std::vector<std::uint8_t> out(n * std::size_t(c));
+  p = img.pixels.data();
+  for (std::size_t i = 0; i < n; ++i, p += 4)
+    for (int k = 0; k < c; ++k) out[i * std::size_t(c) + std::size_t(k)] = p[k];
+  img.pixels = std::move(out);
+  img.channels = c;
+}
+
 }  // namespace
 
 namespace {
@@ -418,6 +439,7 @@ Image decode_image_checked(const std::uint8_t* data, std::size_t size, const std
   img.channels = dc;
   img.pixels.assign(px.get(), px.get() + img.byte_count());
   img.icc = png::read_iccp(data, size);  // empty unless a PNG with an iCCP chunk
+  if (size >= 4 && std::memcmp(data, "GIF8", 4) == 0) opaque_gif_channels(img);
   used = codec::kStbImage;
   return img;
 }
