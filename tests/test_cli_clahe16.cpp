@@ -447,6 +447,12 @@ TEST_F(CliClahe16, FormulaExactOnA16BitFileIsAnError) {
           " --backend cpu");
   EXPECT_EQ(r.status, 0) << r;
   EXPECT_FALSE(is_16bit_image(path("fx8.png")));
+  // an 8-bit file at --depth 16: the depth asked for, not the file, says why
+  r = run("equalize " + quote(test::source_path("samples/moon.png")) + " -o " + q("fx16.png") +
+          " --formula exact --depth 16 --backend cpu");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("(depth 16)"), std::string::npos) << r;
+  EXPECT_EQ(r.err.find("16-bit file"), std::string::npos) << r;
 }
 
 // 8-bit results are written as 8-bit PGM/PPM (maxval 255), as histeq reads them: .pgm gray,

@@ -71,12 +71,7 @@ std::vector<WorkItem> plan(const FolderRun& f, std::vector<UnlistedInput>& unlis
     throw UsageError(
         "--folder: no image files in the inputs (folders are searched for .png .jpg .jpeg .bmp "
         ".tga .gif .pnm .pgm .ppm)");
-  std::error_code ec;
-  if (!fs::is_directory(f.output, ec)) {
-    fs::create_directories(f.output, ec);
-    if (ec) throw Error("cannot create folder '" + f.output + "': " + ec.message());
-  }
-  return std::move(p.items);
+  return std::move(p.items);  // (the run makes the output folder: make_output_folders)
 }
 
 /// The machine, named after the run (asking CUDA before it would take the driver's start-up
@@ -164,9 +159,13 @@ int run_folder(const Options& opt, std::ostream& out, std::ostream& err) {
   ::mallopt(M_TRIM_THRESHOLD, INT_MAX);
   ::mallopt(M_ARENA_MAX, 1);
   Executor ex(eo);  // kept until the report is printed (its devices' figures are read from it)
-  BatchSummary sum = ex.run(items, [&err](const ItemReport& r) {
-    if (!r.ok) err << "histeq bench: error: " << r.error << '\n';
-  });
+  // The output folders once the run can start, inside its clock, as the command line makes them.
+  BatchSummary sum = ex.run(
+      items,
+      [&err](const ItemReport& r) {
+        if (!r.ok) err << "histeq bench: error: " << r.error << '\n';
+      },
+      [&] { make_output_folders(items, opt.folder.output); });
   sum.files += unlisted.size();
   sum.failures += unlisted.size();
   std::string no_device;

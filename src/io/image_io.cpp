@@ -299,25 +299,15 @@ const char* pnm_header_problem(const std::uint8_t* d, std::size_t len) {
   return nullptr;
 }
 
-/// stb_image gives a GIF as RGBA whatever its palette: an opaque one keeps no alpha, and one
-/// whose every pixel is gray is a gray image (1 channel), as ImageMagick reads them; a GIF with
-/// a transparent pixel stays RGBA.
-void opaque_gif_channels(Image& img) {
-  if (img.channels != 4) return;
-  const std::size_t n = img.pixel_count();
-  const std::uint8_t* p = img.pixels.data();
+/// The channels to keep of a GIF, which stb_image gives as RGBA whatever its palette: 4 with a
+/// transparent pixel, else 3, or 1 when every pixel is gray (as ImageMagick reads them).
+int gif_channels(const std::uint8_t* rgba, std::size_t pixels) {
   bool gray = true;
-  for (std::size_t i = 0; i < n; ++i, p += 4) {
-    if (p[3] != 255) return;
-    gray = gray && p[0] == p[1] && p[1] == p[2];
+  for (std::size_t i = 0; i < pixels; ++i, rgba += 4) {
+    if (rgba[3] != 255) return 4;
+    gray = gray && rgba[0] == rgba[1] && rgba[1] == rgba[2];
   }
-  const int c = gray ? 1 : 3;
-  std::vector<std::uint8_t> out(n * std::size_t(c));
-  p = img.pixels.data();
-  for (std::size_t i = 0; i < n; ++i, p += 4)
-    for (int k = 0; k < c; ++k) out[i * std::size_t(c) + std::size_t(k)] = p[k];
-  img.pixels = std::move(out);
-  img.channels = c;
+  return gray ? 1 : 3;
 }
 
 }  // namespace
@@ -436,10 +426,18 @@ Image decode_image_checked(const std::uint8_t* data, std::size_t size, const std
   Image img;
   img.width = dw;
   img.height = dh;
-  img.channels = dc;
-  img.pixels.assign(px.get(), px.get() + img.byte_count());
+  const std::size_t n = std::size_t(dw) * std::size_t(dh);
+  const bool gif = size >= 4 && std::memcmp(data, "GIF8", 4) == 0 && dc == 4;
+  img.channels = gif ? gif_channels(px.get(), n) : dc;
+  if (img.channels == dc) {
+    img.pixels.assign(px.get(), px.get() + img.byte_count());
+  } else {  // the kept channels of each RGBA pixel, straight from stb's buffer
+    img.pixels.resize(img.byte_count());
+    const std::size_t c = std::size_t(img.channels);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t k = 0; k < c; ++k) img.pixels[i * c + k] = px.get()[i * 4 + k];
+  }
   img.icc = png::read_iccp(data, size);  // empty unless a PNG with an iCCP chunk
-  if (size >= 4 && std::memcmp(data, "GIF8", 4) == 0) opaque_gif_channels(img);
   used = codec::kStbImage;
   return img;
 }

@@ -182,9 +182,12 @@ void make_output_folders(const std::vector<WorkItem>& items, const std::string& 
       throw FileError("cannot create folder '" + output_dir + "': " + ec.message(), ec.value(),
                       output_dir);
   }
+  std::string last;  // the outputs of one folder come together: one stat per folder
   for (const WorkItem& w : items) {
     const fs::path parent = fs::path(w.output).parent_path();
-    if (!parent.empty() && !fs::is_directory(parent, ec)) fs::create_directories(parent, ec);
+    if (parent.empty() || parent.native() == last) continue;
+    last = parent.native();
+    if (!fs::is_directory(parent, ec)) fs::create_directories(parent, ec);
   }
 }
 

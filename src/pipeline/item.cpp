@@ -228,11 +228,6 @@ Image16 run16(const ItemContext& ctx, const Image16& img, const std::string& nam
     er.histograms = histograms16(img, m, op.equalize.backend, &used, region);
     er.kernel = used == "cpu" ? "cpu" : "hist_u16";
   } else if (op.kind == OpKind::equalize || op.kind == OpKind::match) {
-    if (op.kind == OpKind::equalize && op.equalize.formula != Formula::opencv)
-      throw UsageError("'" + name + "' is 16-bit: the formula '" +
-                       std::string(to_string(op.equalize.formula)) +
-                       "' is for 8-bit images, and 16 bits take OpenCV's over 65536 levels: use "
-                       "the formula opencv, or a depth of 8");
     const auto reference = reference_for(op, m, img.channels, 16, name);
     out = equalize16(img, m, op.equalize.backend, &used, region, reference.get());
     er.kernel = used == "cpu" ? "cpu" : "hist_u16";
@@ -257,6 +252,12 @@ std::vector<std::uint8_t> run_pixels(const ItemContext& ctx, const ItemPlan& pla
   const bool in16 = plan.bits == 16;
   const bool work16 = plan.work_bits == 16;
   check_output(op, name, ext, work16);
+  if (work16 && op.kind == OpKind::equalize && op.equalize.formula != Formula::opencv)
+    throw UsageError("'" + name + "' is equalized at 16 bits (" +
+                     (in16 ? "a 16-bit file" : "depth 16") + "), and the formula '" +
+                     to_string(op.equalize.formula) +
+                     "' is 8-bit equalization's: 16 bits take OpenCV's over 65536 levels; use the "
+                     "formula opencv, or a depth of 8");
   rep.bit_depth = work16 ? 16 : 8;
   next_device(ctx);
   auto t0 = Clock::now();
