@@ -106,7 +106,8 @@ int Executor::jobs() const { return 1; }
 bool Executor::wanted_device() const { return false; }
 std::string Executor::cpu_fallback_reason() { return "fuzz build: no device"; }
 BatchSummary Executor::run(const std::vector<WorkItem>&,
-                           const std::function<void(const ItemReport&)>&) {
+                           const std::function<void(const ItemReport&)>&,
+                           const std::function<void()>&) {
   throw Error("fuzz build: the executor is not run");
 }
 #endif
