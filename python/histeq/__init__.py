@@ -680,7 +680,7 @@ def _counts_target(x, g, shape, out, mask: int = 0):
     counts into it (_arrays.fast_out; the image and the mask at address mask are read); (None,
     None) for any other out (the general path takes it)."""
     if out is None:
-        res = _a.fast_empty(x, shape, "int64")
+        res = _a.fast_counts(x, shape)
         return res, _a.fast_ptr(res)
     dev, _st, ptr, n, h, w, sixteen, _b = g
     optr = _a.fast_out(out, x, dev, shape, _a.i64_of(x), _a._count(shape) * 8, ptr,

@@ -308,14 +308,12 @@ def same_library(x, y) -> bool:
         (tx in _cupy_types and ty in _cupy_types)
 
 
-def fast_empty(x, shape, dtype: str = "uint8"):
-    """A new array of x's library (a fast path's torch tensor or CuPy array) on x's device:
-    uint8, uint16 or int64. A CuPy array's device is the current one (cupy_gray)."""
+def fast_counts(x, shape):
+    """A new int64 array of x's library (a fast path's torch tensor or CuPy array) on x's
+    device, for counts. A CuPy array's device is the current one (cupy_gray)."""
     if type(x) in _torch_types:
-        tdt = _torch_u8 if dtype == "uint8" else _torch_u16 if dtype == "uint16" else _torch_i64
-        return _torch.empty(shape, dtype=tdt, device=x.device)
-    return _cupy.empty(shape, _U8 if dtype == "uint8" else _U16 if dtype == "uint16" else
-                       _I64)
+        return _torch.empty(shape, dtype=_torch_i64, device=x.device)
+    return _cupy.empty(shape, _I64)
 
 
 def fast_empty_like(x):
