@@ -405,13 +405,10 @@ void print_item_op_report(const Single& s, const ItemReport& rep, double total_m
   std::ostream& rout = s.to_stdout ? err : out;
   if (s.timing) {
     std::ostream& tout = (s.json || s.to_stdout) ? err : out;
-    const std::pair<const char*, double> rows[] = {{"decode", t.decode_ms},
-                                                   {to_string(s.io.op.kind), t.equalize_ms},
-                                                   {"encode", t.encode_ms},
-                                                   {"total", total_ms}};
-    tout << "stage            ms\n";
-    for (const auto& [name, ms] : rows)
-      tout << std::left << std::setw(10) << name << std::right << std::setw(9) << num(ms) << '\n';
+    print_stage_table(tout, {{"decode", t.decode_ms},
+                             {to_string(s.io.op.kind), t.equalize_ms},
+                             {"encode", t.encode_ms},
+                             {"total", total_ms}});
   }
   const EqualizeReport& er = rep.equalize;
   if (s.json) {

@@ -2,7 +2,6 @@
 // an image's planes as text or CSV; several files or --json: a batch (cli/batch.hpp).
 #include <chrono>
 #include <cstdint>
-#include <iomanip>
 #include <new>
 #include <ostream>
 #include <string>
@@ -114,16 +113,11 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
   } catch (const std::bad_alloc&) {
     throw Error("'" + name + "': out of memory");
   }
-  if (r.count("timing")) {  // on stderr: stdout holds the histogram
-    const std::pair<const char*, double> rows[] = {{"read", read_ms},
-                                                   {"decode", decode_ms},
-                                                   {"histogram", histogram_ms},
-                                                   {"total", ms(t0, Clock::now())}};
-    err << "stage            ms\n";
-    for (const auto& [stage, t] : rows)
-      err << std::left << std::setw(10) << stage << std::right << std::setw(9) << std::fixed
-          << std::setprecision(3) << t << '\n';
-  }
+  if (r.count("timing"))  // on stderr: stdout holds the histogram
+    print_stage_table(err, {{"read", read_ms},
+                            {"decode", decode_ms},
+                            {"histogram", histogram_ms},
+                            {"total", ms(t0, Clock::now())}});
 
   const char sep = csv ? ',' : ' ';
   if (csv) out << (hs.size() == 3 ? "bin,r,g,b" : "bin,count") << '\n';

@@ -41,6 +41,12 @@ std::string num(double v, int prec) {
   return s.str();
 }
 
+void print_stage_table(std::ostream& o, const std::vector<std::pair<const char*, double>>& rows) {
+  o << "stage            ms\n";
+  for (const auto& [name, ms] : rows)
+    o << std::left << std::setw(10) << name << std::right << std::setw(9) << num(ms) << '\n';
+}
+
 namespace {
 
 // cxxopts quotes names with ‘…’; our messages use plain ASCII quotes.

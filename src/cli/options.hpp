@@ -10,6 +10,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cxxopts.hpp>
@@ -37,6 +38,9 @@ double ms_since(Clock::time_point t0);
 
 /// v with `prec` decimals ("null" when not finite), for the text reports.
 std::string num(double v, int prec = 3);
+
+/// A single file's --timing table: "stage ms", then a row per (stage, milliseconds).
+void print_stage_table(std::ostream& o, const std::vector<std::pair<const char*, double>>& rows);
 
 /// One command's options plus the list of their names, for "valid options: ..." messages.
 struct Command {
