@@ -193,7 +193,7 @@ class Region:
         m = mk if mk.dtype in (torch.bool, torch.uint8, torch.int8) else mk != 0
         contiguous = mk.is_contiguous()
         m = m if m.is_contiguous() else m.contiguous()
-        _torch_counts(mk, m, _torch_stamp(mk, mk.get_device(), contiguous, self.roi), self.roi,
+        _device_counts(mk, m, _torch_stamp(mk, mk.get_device(), contiguous, self.roi), self.roi,
                       h * w)
         return m
 
@@ -206,11 +206,7 @@ class Region:
             m = cupy.ascontiguousarray(m)
             stamp = (None, mk.data.ptr, tuple(mk.shape), mk.dtype, mk.device.id,
                      tuple(mk.strides), self.roi)
-            if _checked(mk, stamp):
-                return m
-            if h * w > 0 and not bool(self._crop(m).any()):  # waits for the device
-                raise ValueError(self._empty_message())
-            _remember(mk, stamp)
+            _device_counts(mk, m, stamp, self.roi, h * w)
         return m
 
 
@@ -265,10 +261,10 @@ def _torch_stamp(mk, device: int, contiguous: bool, roi) -> Optional[tuple]:
             None if contiguous else mk.stride(), roi)
 
 
-def _torch_counts(mk, m, stamp: Optional[tuple], roi, pixels: int) -> None:
-    """ValueError when m (the torch mask mk as the kernels read it: one byte per pixel,
-    C-contiguous) counts no pixel inside roi; the check waits for the device, so it runs once
-    per stamp of mk (on every call without a stamp)."""
+def _device_counts(mk, m, stamp: Optional[tuple], roi, pixels: int) -> None:
+    """ValueError when m (the device mask mk, torch or CuPy, as the kernels read it: one byte
+    per pixel, C-contiguous) counts no pixel inside roi; the check waits for the device, so it
+    runs once per stamp of mk (on every call without a stamp)."""
     if _checked(mk, stamp):
         return
     if pixels > 0:
@@ -368,7 +364,7 @@ def torch_region(mask: Any, roi: Any, device: int, h: int, w: int):
         stamp = _torch_stamp(mask, device, True, roi)
     m = mask != 0 if wide else mask  # contiguous, as the mask is
     if not _checked(mask, stamp):
-        _torch_counts(mask, m, stamp, roi, h * w)
+        _device_counts(mask, m, stamp, roi, h * w)
     return (m.data_ptr() if wide else ptr), roi, m
 
 
@@ -398,11 +394,7 @@ def cupy_region(mask: Any, roi: Any, device: int, h: int, w: int):
     m = mask != 0 if wide else mask  # contiguous, as the mask is
     stamp = (None, mem.ptr, shape, dt, device, mask.strides, roi)
     if not _checked(mask, stamp):
-        if h * w > 0:
-            c = m if roi is None else m[roi[1]:roi[1] + roi[3], roi[0]:roi[0] + roi[2]]
-            if not bool(c.any()):  # waits for the device
-                raise ValueError(_empty_message(roi))
-        _remember(mask, stamp)
+        _device_counts(mask, m, stamp, roi, h * w)
     return (m.data.ptr if wide else mem.ptr), roi, m
 
 
