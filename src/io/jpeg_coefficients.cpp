@@ -5,7 +5,6 @@
 // jpeg_codec.cpp explains.
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
