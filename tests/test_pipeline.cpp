@@ -182,7 +182,7 @@ TEST(PipelineCpu, EverySampleEveryModeShapesHistogramsAndReport) {
       EXPECT_EQ(rep.backend, "cpu");
       EXPECT_EQ(rep.kernel, "cpu");
       EXPECT_EQ(rep.device.rfind("CPU (", 0), 0u) << rep.device;
-      EXPECT_EQ(rep.mode, s.image.channels == 1 ? Mode::gray : m);  // the mode that ran
+      EXPECT_EQ(rep.mode, mode_that_runs(m, s.image.channels));  // the mode that ran
       EXPECT_EQ(rep.racy_lost, 0u);
       ASSERT_EQ(rep.histograms.size(), std::size_t(plane_count(m, s.image.channels)));
       ASSERT_EQ(rep.luts.size(), rep.histograms.size());
@@ -232,6 +232,11 @@ TEST(PipelineCpu, GrayAlphaDefaultKeepsAlpha) {
     EXPECT_EQ(out.pixels[2 * i + 1], ga.pixels[2 * i + 1]) << "alpha of pixel " << i;
     EXPECT_EQ(out.pixels[2 * i], gray_out.pixels[i]) << "gray of pixel " << i;
   }
+  // Mode rgb runs the same (one plane: the gray channel, alpha kept), and the report says luma.
+  o.mode = Mode::rgb;
+  EqualizeReport rep;
+  EXPECT_EQ(equalize(ga, o, &rep).pixels, out.pixels);
+  EXPECT_EQ(rep.mode, Mode::luma);
 }
 
 TEST(PipelineCpu, GoldensGrayExactColourWithinOne) {

@@ -16,5 +16,13 @@ inline int output_channels(Mode mode, int channels) { return mode == Mode::gray 
 /// Default mode for an image: gray for one channel; luma for everything else, so that the alpha
 /// channel of gray+alpha and RGBA input is kept (luma of gray+alpha is its gray channel).
 inline Mode default_mode(int channels) { return channels == 1 ? Mode::gray : Mode::luma; }
+/// The mode that runs when `asked` is: one channel is gray whatever was asked; gray+alpha's gray
+/// channel with its alpha kept is luma, also when rgb was asked; otherwise the mode asked. Reports
+/// name this one.
+inline Mode mode_that_runs(Mode asked, int channels) {
+  if (channels == 1) return Mode::gray;
+  if (channels == 2 && asked == Mode::rgb) return Mode::luma;
+  return asked;
+}
 
 }  // namespace histeq

@@ -58,15 +58,6 @@ void validate(const ClaheOptions& opt, int bins) {
   }
 }
 
-namespace {
-/// The mode rules of planes.hpp for CLAHE, on either sample type.
-Mode effective_mode(int channels, Mode requested) {
-  return channels == 1
-             ? Mode::gray
-             : (channels == 2 ? (requested == Mode::gray ? Mode::gray : Mode::luma) : requested);
-}
-}  // namespace
-
 namespace cpu {
 namespace {
 namespace cf = clahe_formula;
@@ -481,7 +472,7 @@ void clahe_into(const ImageView<std::uint8_t>& img, const ClaheOptions& opt_in, 
   validate(opt_in);
   check_view(img.width, img.height, img.channels, img.pixels, out);
   const int c = img.channels;
-  const Mode mode = effective_mode(c, opt_in.mode);
+  const Mode mode = mode_that_runs(opt_in.mode, c);
   const std::size_t n = img.pixel_count();
   const std::uint8_t* in = img.pixels;
   if (c == 1) {  // the plane itself, in place: no copy
@@ -525,7 +516,7 @@ Image clahe_image(const Image& img, const ClaheOptions& opt, const PlaneFn8& pla
   Image out;
   out.width = img.width;
   out.height = img.height;
-  out.channels = output_channels(effective_mode(img.channels, opt.mode), img.channels);
+  out.channels = output_channels(mode_that_runs(opt.mode, img.channels), img.channels);
   out.pixels.resize(out.byte_count());
   clahe_into(ImageView<std::uint8_t>{img.pixels.data(), img.width, img.height, img.channels}, opt,
              out.pixels.data(), plane_fn);
@@ -537,7 +528,7 @@ void clahe_into(const ImageView<std::uint16_t>& img, const ClaheOptions& opt_in,
   validate(opt_in);
   check_view(img.width, img.height, img.channels, img.pixels, out);
   const int c = img.channels;
-  const Mode mode = effective_mode(c, opt_in.mode);
+  const Mode mode = mode_that_runs(opt_in.mode, c);
   if (c >= 3 && mode != Mode::rgb) {
     throw UsageError(std::string("CLAHE of a 16-bit colour image: mode '") + to_string(mode) +
                      "' needs 16-bit YCbCr, which histeq does not have; use mode rgb (or 8 bits)");

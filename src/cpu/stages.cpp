@@ -38,7 +38,7 @@ void equalize_stages_into(const ImageView<std::uint8_t>& in, const EqualizeOptio
   rep.backend = "cpu";
   rep.device = "CPU (" + std::to_string(n_threads) + (n_threads == 1 ? " thread)" : " threads)");
   rep.kernel = "cpu";
-  rep.mode = in.channels == 1 ? Mode::gray : mode;  // one channel: gray, whatever the mode
+  rep.mode = mode_that_runs(mode, in.channels);
 
   auto t0 = Clock::now();
   std::vector<std::uint8_t> planes_buf;

@@ -239,7 +239,7 @@ void ImageEngine::run_into(const ImageView<std::uint8_t>& in, const EqualizeOpti
   const std::size_t out_bytes = pixels * std::size_t(out_ch);
   rep.backend = "cuda";
   rep.device = device_name();
-  rep.mode = in.channels == 1 ? Mode::gray : mode;  // one channel: gray, whatever the mode
+  rep.mode = mode_that_runs(mode, in.channels);
   const bool swap = opt.order == ChannelOrder::bgr && in.channels >= 3 && mode != Mode::rgb;
   std::vector<std::uint8_t> swapped;
   const std::uint8_t* src = in.pixels;
@@ -308,7 +308,7 @@ Image ImageEngine::run(const Image& in, Image* reuse, const EqualizeOptions& opt
   const std::size_t out_bytes = pixels * std::size_t(out_ch);
   rep.backend = "cuda";
   rep.device = device_name();
-  rep.mode = in.channels == 1 ? Mode::gray : mode;  // one channel: gray, whatever the mode
+  rep.mode = mode_that_runs(mode, in.channels);
 
   std::uint8_t* d_in = grow(m.d_in, std::max<std::size_t>(in_bytes, 1));
   std::uint8_t* d_out = apply ? grow(m.d_out, std::max<std::size_t>(out_bytes, 1)) : nullptr;
@@ -380,7 +380,7 @@ void ImageEngine::run_device(const std::uint8_t* d_in, int width, int height, in
   const std::size_t pixels = std::size_t(width) * std::size_t(height);
   rep.backend = "cuda";
   rep.device = device_name();
-  rep.mode = channels == 1 ? Mode::gray : mode;  // one channel: gray, whatever the mode
+  rep.mode = mode_that_runs(mode, channels);
   m.e_start.record(m.s());
   m.e_up.record(m.s());
   rep.kernel = m.stages(d_in, width, height, channels, mode, opt, true, d_out);

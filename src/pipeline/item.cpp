@@ -177,7 +177,7 @@ Image run8(const ItemContext& ctx, Image&& img, const std::string& name, ItemRep
     co.region = op.equalize.region;
     std::string used;
     Image out = clahe(img, co, op.equalize.backend, &used);
-    er.mode = img.channels == 1 ? Mode::gray : co.mode;
+    er.mode = mode_that_runs(co.mode, img.channels);
     er.kernel = used == "cpu" ? "cpu" : "clahe";
     er.backend = used == "cpu" ? "cpu" : "cuda";
     er.device = device_label(used, ctx.threads);
