@@ -247,7 +247,7 @@ def _equalize_list(images, mode, formula, kernel, backend, order):
     kw = dict(mode=mode, formula=formula, kernel=kernel, backend=backend, batch=False,
               channel_order=order)
     if all(d is None for d in devs):
-        return [equalize(x, **kw) for x in images]
+        return _a.each(images, lambda x: equalize(x, **kw))
     if any(d is None for d in devs):
         raise ValueError("image: a list mixes host and CUDA arrays; pass one kind")
     if len({(d.lib, d.device) for d in devs}) != 1:
@@ -255,10 +255,10 @@ def _equalize_list(images, mode, formula, kernel, backend, order):
     if backend == "cpu":
         raise ValueError("backend: 'cpu' cannot take CUDA arrays; copy them to the host first")
     if any(d.dtype != "uint8" for d in devs):
-        return [equalize(x, **kw) for x in images]
+        return _a.each(images, lambda x: equalize(x, **kw))
     shapes = [_a.split_shape(d.shape, False, f"image[{i}]") for i, d in enumerate(devs)]
     if kernel != "auto" or any(s[3] != 1 for s in shapes):
-        return [_equalize_device(d, False, mode, formula, kernel, order) for d in devs]
+        return _a.each(devs, lambda d: _equalize_device(d, False, mode, formula, kernel, order))
     outs = [_a.result_like(d, d.shape) for d in devs]
     _histeq.equalize_device_list(devs[0].device, devs[0].stream, [d.ptr for d in devs],
                                  [_a.ptr(o) for o in outs], [s[1] * s[2] for s in shapes], formula)
@@ -452,8 +452,8 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
     if mask is not None or roi is not None:
         region = _r.Region(mask, roi)
         if isinstance(image, (list, tuple)):
-            return [_equalize_region(x, region, False, mode, formula, kernel, backend,
-                                     channel_order) for x in image]
+            return _a.each(image, lambda x: _equalize_region(x, region, False, mode, formula,
+                                                             kernel, backend, channel_order))
         return _equalize_region(image, region, batch, mode, formula, kernel, backend,
                                 channel_order, out)
     if isinstance(image, (list, tuple)):
@@ -650,13 +650,13 @@ def histogram(image, bins: Optional[int] = None, kernel: str = "auto", *,
     if mask is not None or roi is not None:
         region = _r.Region(mask, roi)
         if isinstance(image, (list, tuple)):
-            return [_histogram_region(x, region, bins, kernel, mode, backend, False,
-                                      channel_order) for x in image]
+            return _a.each(image, lambda x: _histogram_region(x, region, bins, kernel, mode,
+                                                              backend, False, channel_order))
         return _histogram_region(image, region, bins, kernel, mode, backend, batch,
                                  channel_order, out)
     if isinstance(image, (list, tuple)):
-        return [histogram(x, bins, kernel, mode=mode, backend=backend, batch=False,
-                          channel_order=channel_order) for x in image]
+        return _a.each(image, lambda x: histogram(x, bins, kernel, mode=mode, backend=backend,
+                                                  batch=False, channel_order=channel_order))
     d = _a.as_device(image, "image")
     if (d.dtype if d is not None else _a.host_dtype(image)) == "uint16":
         return _histogram16(image, d, bins, kernel, mode, backend, batch, out)
@@ -893,8 +893,9 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
     region = _r.Region(mask, roi) if mask is not None or roi is not None else None
     if isinstance(image, (list, tuple)):
         _a.no_list_out(out)
-        return [clahe(x, clip, (tx, ty), mode=mode, backend=backend, batch=False,
-                      channel_order=channel_order, mask=mask, roi=roi) for x in image]
+        return _a.each(image, lambda x: clahe(x, clip, (tx, ty), mode=mode, backend=backend,
+                                              batch=False, channel_order=channel_order,
+                                              mask=mask, roi=roi))
     d = _a.as_device(image, "image")
     if d is not None:
         if backend == "cpu":
@@ -1065,6 +1066,6 @@ def match_histograms(image, reference, *, mode: Optional[str] = None, backend: s
         _a.no_list_out(out)
     ref = _r.Reference(reference, channel_order, backend)
     if isinstance(image, (list, tuple)):
-        return [_match_one(x, ref, False, mode, backend, channel_order, count_ref=False)
-                for x in image]
+        return _a.each(image, lambda x: _match_one(x, ref, False, mode, backend, channel_order,
+                                                   count_ref=False))
     return _match_one(image, ref, batch, mode, backend, channel_order, out)

@@ -721,6 +721,22 @@ def no_list_out(out) -> None:
                         "its own); pass out=None, or one array (or a batch) per call")
 
 
+def each(images, fn) -> list:
+    """[fn(x) for x in images], where a ValueError or TypeError about image i names it: its
+    message ends with ' (image[i] of the list)', so that a wrong roi, mask or dtype in a long
+    list can be found."""
+    outs = []
+    for i, x in enumerate(images):
+        try:
+            outs.append(fn(x))
+        except (ValueError, TypeError) as e:
+            if type(e) not in (ValueError, TypeError) or len(e.args) != 1 or \
+                    not isinstance(e.args[0], str) or "of the list)" in e.args[0]:
+                raise
+            raise type(e)(f"{e.args[0]} (image[{i}] of the list)") from None
+    return outs
+
+
 # ------------------------------------------------------------------------------------------
 # Host arrays
 # ------------------------------------------------------------------------------------------

@@ -233,3 +233,26 @@ def test_mixed_list():
         pytest.skip("the fake device array would be probed on a real device")
     with pytest.raises((ValueError, RuntimeError)):
         histeq.equalize([IMG, Fake()])
+
+
+@pytest.mark.parametrize("call, regions", [
+    (lambda imgs, **kw: histeq.equalize(imgs, **kw), True),
+    (lambda imgs, **kw: histeq.clahe(imgs, **kw), True),
+    (lambda imgs, **kw: histeq.histogram(imgs, **kw), True),
+    (lambda imgs, **kw: histeq.match_histograms(imgs, imgs[0], **kw), False),
+])
+def test_a_list_error_names_the_image(call, regions):
+    """An error about one image of a list says which: a region outside it, a mask of another
+    size, a dtype the functions do not take."""
+    big, small = np.zeros((40, 40), np.uint8), np.zeros((10, 10), np.uint8)
+    if regions:
+        with pytest.raises(ValueError, match=r"roi.*\(image\[1\] of the list\)$"):
+            call([big, small], roi=(5, 5, 20, 20))
+        with pytest.raises(ValueError, match=r"mask.*\(image\[2\] of the list\)$"):
+            call([big, big, small], mask=np.ones((40, 40), bool))
+    with pytest.raises(TypeError, match=r"dtype float32.*\(image\[1\] of the list\)$"):
+        call([big, small.astype(np.float32)])
+    # an option's error is the call's, not an image's
+    with pytest.raises(ValueError) as e:
+        call([big, small], mode="hsv")
+    assert "of the list" not in str(e.value)
