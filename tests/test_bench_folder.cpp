@@ -150,6 +150,12 @@ TEST(BenchFolderArgs, ParsesTheFolderRunAndItsOptions) {
                 .tune.device_start_s.value_or(-1),
             0.0);
   EXPECT_TRUE(parse_args({"--kernels", "cpu"}).folder.inputs.empty());
+  EXPECT_FALSE(d.tune.progressive_hybrid) << "libjpeg-turbo's coefficients unless given";
+  EXPECT_TRUE(parse_args({"--folder", "in", "-o", "o", "--tune", "jpeg.progressive=hybrid"})
+                  .tune.progressive_hybrid);
+  EXPECT_FALSE(parse_args({"--folder", "in", "-o", "o", "--tune",
+                           "jpeg.progressive=hybrid,jpeg.progressive=libjpeg"})
+                   .tune.progressive_hybrid);
 }
 
 // Numbers of seconds >= 0 as strtod reads them, at the edges: -0 is 0 (the report prints 0, not
@@ -194,6 +200,8 @@ TEST(BenchFolderArgs, RefusesWhatDoesNotGoTogether) {
       {{"--folder", "in", "-o", "o", "--tune", "router.device_start_s=-1e-400"}, "-1e-400"},
       {{"--folder", "in", "-o", "o", "--tune", "router.start=1"}, "router.start"},
       {{"--tune", "router.device_start_s=1"}, "--folder"},
+      {{"--tune", "jpeg.progressive=hybrid"}, "--folder"},
+      {{"--folder", "in", "-o", "o", "--tune", "jpeg.progressive=nvjpeg"}, "libjpeg, hybrid"},
       {{"--sizes", "1M", "--tune", "router.device_start_s=0"}, "--folder"},
       {{"-o", "out"}, "-o"},
       {{"--jobs", "2"}, "--jobs"},
@@ -243,6 +251,7 @@ TEST_F(BenchFolder, WritesWhatEqualizeWritesAndReportsTheRun) {
   EXPECT_GT(leading(f.at("wall_s")), 0.0) << r;
   EXPECT_EQ(f.at("device").rfind("not in play", 0), 0u) << "the CPU backend: " << r;
   EXPECT_NE(f.at("device_start_s").find("(the policy)"), std::string::npos) << r;
+  EXPECT_EQ(f.at("progressive").rfind("libjpeg", 0), 0u) << r;
   EXPECT_EQ(f.at("tune"), "none (the policy)") << r;
   for (const char* k : {"mp_per_s", "device_init_ms", "nvjpeg_init_ms", "first_file_ms"})
     EXPECT_EQ(f.count(k), 1u) << k << ": " << r;

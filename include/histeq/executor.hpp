@@ -103,6 +103,13 @@ struct ExecutorOptions {
   /// Finite and >= 0 (else UsageError). The policy's kDeviceStartCpuS by default; `histeq bench
   /// --folder` measures others.
   double device_start_cpu_s = kDeviceStartCpuS;
+  /// Where the device route runs (a single GPU), a CPU worker decodes a progressive JPEG with
+  /// nvJPEG's hybrid decoder: its entropy decoding on the worker, the inverse DCT on the device,
+  /// the planes handed to the route on the device (decoder "nvjpeg-hybrid"); a file nvJPEG does
+  /// not take goes on as before. false: libjpeg-turbo reads its coefficients (decoder
+  /// "libjpeg-turbo-coefficients"). `histeq bench --folder --tune jpeg.progressive=hybrid`
+  /// measures it (bench/probes/hybrid_probe.cu: the decoder alone).
+  bool progressive_hybrid = false;
 };
 
 /// One file to process. output empty for OpKind::histogram; the output's format is the extension

@@ -173,7 +173,7 @@ std::string usage() {
   o << "Usage: histeq bench [OPTIONS]\n"
        "       histeq bench --folder IN... -o OUTDIR [--jobs N] [--decoder auto|cpu|gpu]\n"
        "                    [--backend auto|cpu|cuda] [--tune router.device_start_s=SECONDS]\n"
-       "                    [--tune cpu.simd=0|1]\n"
+       "                    [--tune cpu.simd=0|1] [--tune jpeg.progressive=libjpeg|hybrid]\n"
        "\n"
        "Runs histogram kernels over a sweep of synthetic arrays (or decoded images), checks each\n"
        "result against the CPU reference (PASS/FAIL), then times it with CUDA events after a\n"
@@ -237,7 +237,8 @@ std::string usage() {
        "                    files, failures, MP, wall s, MP/s, whether the JPEG device route\n"
        "                    started (or why not), start-up ms, routes, decoders. Exit status 0\n"
        "                    when no file failed, else 1. It takes only these options, the\n"
-       "                    --tune keys router.device_start_s and cpu.simd, and --help:\n"
+       "                    --tune keys router.device_start_s, jpeg.progressive and cpu.simd,\n"
+       "                    and --help:\n"
        "  -o OUTDIR         the output folder (made if missing)\n"
        "  --jobs N          CPU workers (default 0: the cores)\n"
        "  --decoder NAME    auto (default), cpu, gpu: as histeq equalize --decoder\n"
@@ -603,7 +604,10 @@ void apply_case(const cxxopts::ParseResult& r, Options& opt) {
 }
 
 /// The --tune keys of the executor's router (they apply to --folder only).
-bool router_key(const std::string& key_value) { return key_value.rfind("router.", 0) == 0; }
+/// The --tune keys of the executor (--folder runs only): router.* and jpeg.*.
+bool executor_key(const std::string& key_value) {
+  return key_value.rfind("router.", 0) == 0 || key_value.rfind("jpeg.", 0) == 0;
+}
 
 /// Without --folder: its options and the router.* keys are refused.
 void refuse_folder_options(const cxxopts::ParseResult& r, const Options& opt) {
@@ -614,13 +618,12 @@ void refuse_folder_options(const cxxopts::ParseResult& r, const Options& opt) {
       throw UsageError(std::string(spelled) +
                        " goes with --folder (a batch through the executor), not the kernel sweep");
   for (const std::string& kv : opt.tune.given)
-    if (router_key(kv))
-      throw UsageError("--tune " + kv +
-                       " tunes the executor's router: it applies to --folder runs only");
+    if (executor_key(kv))
+      throw UsageError("--tune " + kv + " tunes the executor: it applies to --folder runs only");
 }
 
 /// --folder: the sweep's options are refused, then -o, --jobs, --decoder, --backend and --tune
-/// (router.* and cpu.simd only).
+/// (router.*, jpeg.* and cpu.simd only).
 void parse_folder(const cxxopts::ParseResult& r, Options& opt) {
   const char* sweep[] = {"kernels",    "kernel",   "types",  "type", "bins",   "bin",
                          "sizes",      "size",     "dists",  "dist", "blocks", "block",
@@ -669,9 +672,10 @@ void parse_folder(const cxxopts::ParseResult& r, Options& opt) {
   }
   parse_tune(r, opt);
   for (const std::string& kv : opt.tune.given)
-    if (!router_key(kv) && kv.rfind("cpu.simd=", 0) != 0)
+    if (!executor_key(kv) && kv.rfind("cpu.simd=", 0) != 0)
       throw UsageError("--tune " + kv +
-                       " tunes the kernel sweep; with --folder the keys are router.* and cpu.simd");
+                       " tunes the kernel sweep; with --folder the keys are router.*, jpeg.* and "
+                       "cpu.simd");
 }
 
 }  // namespace

@@ -68,6 +68,9 @@ struct Tune {
   /// the CPU workers from which the JPEG device route starts; unset: the policy's
   /// (kDeviceStartCpuS).
   std::optional<double> device_start_s;
+  /// jpeg.progressive (--folder only): ExecutorOptions::progressive_hybrid, progressive JPEGs
+  /// on the device route decoded by nvJPEG's hybrid decoder (true) or libjpeg-turbo (false).
+  bool progressive_hybrid = false;
   std::vector<std::string> given;  ///< each KEY=VALUE applied, in order (for the records)
 };
 

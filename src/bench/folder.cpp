@@ -37,6 +37,7 @@ ExecutorOptions executor_options(const Options& opt) {
   eo.jobs = opt.folder.jobs;
   eo.jpeg = opt.folder.decoder;
   if (opt.tune.device_start_s) eo.device_start_cpu_s = *opt.tune.device_start_s;
+  eo.progressive_hybrid = opt.tune.progressive_hybrid;
   return eo;
 }
 
@@ -126,6 +127,9 @@ void write_report(std::ostream& out, const Options& opt, const BatchSummary& s, 
                            << " (the policy's: " << seconds_text(kDeviceStartCpuS) << ")\n";
   else
     line("device_start_s") << seconds_text(kDeviceStartCpuS) << " (the policy)\n";
+  line("progressive") << (opt.tune.progressive_hybrid ? "hybrid (nvJPEG, jpeg.progressive=hybrid)"
+                                                      : "libjpeg (libjpeg-turbo's coefficients)")
+                      << '\n';
   line("device") << device_words(s) << '\n';
   if (!no_device.empty()) line("cuda") << "no usable CUDA device (" << no_device << ")\n";
   line("device_init_ms") << fmt(s.device_init_ms, 1) << '\n';

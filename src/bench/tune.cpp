@@ -135,6 +135,33 @@ void add_region_keys(std::vector<Key>& k) {
                }});
 }
 
+/// The executor's keys (--folder runs only): the router's start rule and the progressive
+/// JPEGs' decoder on the device route.
+void add_executor_keys(std::vector<Key>& k) {
+  char policy_s[32];
+  std::snprintf(policy_s, sizeof policy_s, "%g", kDeviceStartCpuS);
+  k.push_back({"router.device_start_s",
+               "SECONDS  --folder only: the JPEG device route starts (backend auto, decoder auto) "
+               "when the CPU workers alone would need more than SECONDS for the run's JPEGs (0: "
+               "whenever a device can run; default " +
+                   std::string(policy_s) + ")",
+               [](Tune& t, const std::string& v) {
+                 t.device_start_s = seconds("router.device_start_s", v);
+               }});
+  k.push_back({"jpeg.progressive",
+               "libjpeg|hybrid  --folder only: on the JPEG device route, a CPU worker reads a "
+               "progressive JPEG's coefficients with libjpeg-turbo (default) or decodes it with "
+               "nvJPEG's hybrid decoder into planes on the device",
+               [](Tune& t, const std::string& v) {
+                 if (v == "libjpeg")
+                   t.progressive_hybrid = false;
+                 else if (v == "hybrid")
+                   t.progressive_hybrid = true;
+                 else
+                   bad_value("jpeg.progressive", v, "libjpeg, hybrid");
+               }});
+}
+
 std::vector<Key> make_keys() {
   using Apply = ClaheTuning::Apply;
   using Tiles16 = ClaheTuning::Tiles16;
@@ -238,16 +265,7 @@ std::vector<Key> make_keys() {
                    t.gpu.pdl_edges = std::int32_t(number("pdl", v, 0, 0x7FFFFFFF));
                }});
   add_region_keys(k);
-  char policy_s[32];
-  std::snprintf(policy_s, sizeof policy_s, "%g", kDeviceStartCpuS);
-  k.push_back({"router.device_start_s",
-               "SECONDS  --folder only: the JPEG device route starts (backend auto, decoder auto) "
-               "when the CPU workers alone would need more than SECONDS for the run's JPEGs (0: "
-               "whenever a device can run; default " +
-                   std::string(policy_s) + ")",
-               [](Tune& t, const std::string& v) {
-                 t.device_start_s = seconds("router.device_start_s", v);
-               }});
+  add_executor_keys(k);
   k.push_back({"cpu.simd",
                "0|1  the CPU backend's SIMD paths where the CPU has them (default 1) or the "
                "portable loops",

@@ -14,6 +14,7 @@
 #include "histeq/codec_names.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "jpeg_device.hpp"
+#include "nvjpeg_hybrid.hpp"
 
 namespace histeq {
 
@@ -42,7 +43,8 @@ void Executor::Run::device_done(detail::DeviceJob* job) {
   if (job->status == S::done && !job->encoded.empty()) {
     // (planes or coefficients a CPU worker decoded: split_to_device named their route)
     if (it->rep.decoder != codec::kLibjpegTurboYcbcr &&
-        it->rep.decoder != codec::kLibjpegTurboCoefficients)
+        it->rep.decoder != codec::kLibjpegTurboCoefficients &&
+        it->rep.decoder != codec::kNvjpegHybrid)
       it->rep.route = to_string(ItemRoute::jpeg_device);
     write_q.push_back(it.release());
     cv_write.notify_one();
@@ -66,6 +68,7 @@ void Executor::Run::device_done(detail::DeviceJob* job) {
   } else {  // declined, or the device failed and the CPU may take it: as the CPU would
     job->host_planes.reset();
     job->host_coefs.reset();
+    job->device_planes.reset();
     charge_cpu(*it);
     it->rep = ItemReport{};
     it->rep.index = it->index;
@@ -132,7 +135,9 @@ std::unique_ptr<Loaded> Executor::Run::next_for_cpu(std::unique_lock<std::mutex>
 /// equalizes Y and encodes (nvJPEG's encoder, tens of times libjpeg-turbo's speed), so the CPU
 /// spends its time on the decode alone. A progressive file (which the hardware decoder refuses,
 /// and whose entropy decoding is most of its decode) goes as its coefficients: the device runs
-/// the inverse DCT too. True when the item went to the device.
+/// the inverse DCT too; with ExecutorOptions::progressive_hybrid, nvJPEG's hybrid decoder takes
+/// it instead (entropy decoding here, the rest on the device: the planes never leave it). True
+/// when the item went to the device.
 bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
   if (!dev || !it->plan.cpu_planes || it->plan.route == ItemRoute::pixels ||
       dev->state() != detail::JpegDevices::State::ready)
@@ -145,30 +150,46 @@ bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
   take_slot();
   std::shared_ptr<jpeg::Planes> planes;
   std::shared_ptr<jpeg::Coefficients> coefs;
+  std::shared_ptr<gpu::HybridPlanes> on_dev;
   const auto t0 = Clock::now();
   try {
     jpeg::DecodeOptions dec;
     dec.max_pixels = m.opt.max_pixels;
     const std::uint8_t* data = it->bytes.data();
-    if (coefficients)
+    // (nvJPEG decodes a scan with an undefined Huffman table differently: libjpeg-turbo takes it)
+    if (coefficients && m.opt.progressive_hybrid && !it->plan.jpeg.undefined_huffman_table) {
+      if (gpu::HybridDecoder* h = dev->lease_hybrid()) {
+        try {
+          on_dev = h->decode(data, it->bytes.size(), m.opt.max_pixels);
+        } catch (...) {
+          dev->return_hybrid(h);
+          throw;
+        }
+        dev->return_hybrid(h);
+      }
+    }
+    if (!on_dev && coefficients)
       coefs = std::make_shared<jpeg::Coefficients>(
           jpeg::decode_coefficients(data, it->bytes.size(), it->rep.input, dec));
-    else
+    else if (!on_dev)
       planes = std::make_shared<jpeg::Planes>(
           jpeg::decode_planes(data, it->bytes.size(), it->rep.input, dec));
   } catch (const std::exception&) {
     planes.reset();  // the CPU route decodes it again and reports the error
     coefs.reset();
+    on_dev.reset();
   }
   give_slot();
-  const int width = planes ? planes->width : coefs ? coefs->width : 0;
+  const int width = planes ? planes->width : coefs ? coefs->width : on_dev ? on_dev->width : 0;
   if (width == 0) return false;
   ItemReport& rep = it->rep;
   rep.times.decode_ms = ms_since(t0);
   rep.width = width;
-  rep.height = planes ? planes->height : coefs->height;
+  rep.height = planes ? planes->height : coefs ? coefs->height : on_dev->height;
   rep.channels = rep.output_channels = 3;
-  rep.decoder = planes ? codec::kLibjpegTurboYcbcr : codec::kLibjpegTurboCoefficients;
+  rep.decoder = planes  ? codec::kLibjpegTurboYcbcr
+                : coefs ? codec::kLibjpegTurboCoefficients
+                        : codec::kNvjpegHybrid;
   rep.route = to_string(ItemRoute::jpeg_planes);
   detail::DeviceJob& j = it->job;
   j.bytes = &it->bytes;
@@ -178,6 +199,7 @@ bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
   j.rep = &rep;
   j.host_planes = std::move(planes);
   j.host_coefs = std::move(coefs);
+  j.device_planes = std::move(on_dev);
   Loaded* raw = it.get();
   {
     std::lock_guard<std::mutex> lock(mu);

@@ -29,6 +29,7 @@
 #include "histeq/planes.hpp"
 #include "image_engine.hpp"
 #include "jpeg/idct.hpp"
+#include "nvjpeg_hybrid.hpp"
 #include "support/cuda_check.hpp"
 #include "support/device_buffer.hpp"
 
@@ -97,6 +98,12 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
   Stats st_totals;
   int devices_pending = 0;
   std::vector<std::thread> init_threads, slot_threads;
+  /// The CPU workers' hybrid decoders (lease_hybrid): on the route's one device (-1: several
+  /// devices, no hybrid decoders), each leased to one worker at a time.
+  int hybrid_device = -1;
+  bool hybrid_failed = false;
+  std::vector<std::unique_ptr<gpu::HybridDecoder>> hybrids;
+  std::vector<gpu::HybridDecoder*> hybrid_free;
 
   /// Makes device `dev`'s context and handles, then starts its slots.
   void init_device(int dev, int slots) {
@@ -145,9 +152,10 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     }
   }
 
-  static int kind_of(const DeviceJob& j) {
-    return j.host_planes || j.host_coefs ? 2 : j.planes ? 1 : 0;
+  static bool worker_decoded(const DeviceJob& j) {
+    return j.host_planes || j.host_coefs || j.device_planes;
   }
+  static int kind_of(const DeviceJob& j) { return worker_decoded(j) ? 2 : j.planes ? 1 : 0; }
 
   /// Up to opt.batch queued jobs of the kind of the first, once a batch is full, or the oldest
   /// has waited kBatchWait, or no more are coming; empty when stopping.
@@ -233,7 +241,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
         b = take();
         if (b.empty()) break;
         double dec_ms = 0, enc_ms = 0;
-        if (b.front()->host_planes || b.front()->host_coefs)
+        if (worker_decoded(*b.front()))
           run_host_planes(*s, b, &dec_ms, &enc_ms);
         else if (b.front()->planes)
           run_planes(*s, b, &dec_ms, &enc_ms);
@@ -404,7 +412,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     const auto t0 = Clock::now();
     std::size_t total = 0;
     for (const DeviceJob* j : b)
-      for (int c = 0; c < 3; ++c) {
+      for (int c = 0; c < 3 && !j->device_planes; ++c) {
         const jpeg::Plane& p =
             j->host_planes ? j->host_planes->plane[c] : j->host_coefs->comp[c].plane;
         total += aligned(std::size_t(p.width) * std::size_t(p.height));
@@ -419,6 +427,25 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     std::vector<gpu::DevicePlanes> dev(b.size());
     std::vector<std::size_t> at;
     for (std::size_t i = 0; i < b.size(); ++i) {
+      if (b[i]->device_planes) {  // decoded on the device already: wait for them, no copy
+        const gpu::HybridPlanes& hp = *b[i]->device_planes;
+        hp.wait_on(st);
+        gpu::DevicePlanes& p = dev[i];
+        p.width = hp.width;
+        p.height = hp.height;
+        p.components = 3;
+        p.chroma_h = hp.chroma_h;
+        p.chroma_v = hp.chroma_v;
+        p.exif = hp.exif;
+        p.icc = hp.icc;
+        for (int c = 0; c < 3; ++c) {
+          p.plane[c] = hp.plane[c];
+          p.plane_width[c] = hp.plane_width[c];
+          p.plane_height[c] = hp.plane_height[c];
+        }
+        at.push_back(i);
+        continue;
+      }
       const bool coefs = b[i]->host_coefs != nullptr;
       const jpeg::Plane* src[3];
       for (int c = 0; c < 3; ++c)
@@ -465,6 +492,10 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       j->encoded = std::move(out[i]);
       j->host_planes.reset();
       j->host_coefs.reset();
+      if (j->device_planes) {  // encoded: the planes' memory goes back after this stream's work
+        j->device_planes->release(st);
+        j->device_planes.reset();
+      }
       j->status = DeviceJob::Status::done;
     }
   }
@@ -579,6 +610,7 @@ JpegDevices::JpegDevices(Options opt, Done done) : impl_(std::make_shared<Impl>(
     for (int d : m.opt.devices) slots[d] += m.opt.slots;
   }
   m.devices_pending = int(slots.size());
+  if (slots.size() == 1) m.hybrid_device = slots.begin()->first;
   for (const auto& [dev, n] : slots) {
     auto self = impl_;
     m.init_threads.emplace_back([self, dev = dev, n = n] { self->init_device(dev, n); });
@@ -645,12 +677,43 @@ DeviceJob* JpegDevices::steal() {
   // worker's finished decode: the device only has the rest to do).
   for (auto it = impl_->q.rbegin(); it != impl_->q.rend(); ++it) {
     DeviceJob* j = *it;
-    if (j->host_planes || j->host_coefs) continue;
+    if (Impl::worker_decoded(*j)) continue;
     impl_->q.erase(std::next(it).base());
     impl_->q_mp -= j->megapixels;
     return j;
   }
   return nullptr;
+}
+
+gpu::HybridDecoder* JpegDevices::lease_hybrid() {
+  Impl& m = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    if (m.st != State::ready || m.hybrid_device < 0 || m.hybrid_failed || !gpu::hybrid_built())
+      return nullptr;
+    if (!m.hybrid_free.empty()) {
+      gpu::HybridDecoder* d = m.hybrid_free.back();
+      m.hybrid_free.pop_back();
+      return d;
+    }
+  }
+  std::unique_ptr<gpu::HybridDecoder> made;
+  try {
+    made = std::make_unique<gpu::HybridDecoder>(m.hybrid_device);
+  } catch (const std::exception&) {  // the workers go on with libjpeg-turbo
+    std::lock_guard<std::mutex> lock(m.mu);
+    m.hybrid_failed = true;
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(m.mu);
+  m.hybrids.push_back(std::move(made));
+  return m.hybrids.back().get();
+}
+
+void JpegDevices::return_hybrid(gpu::HybridDecoder* d) {
+  if (!d) return;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->hybrid_free.push_back(d);
 }
 
 std::size_t JpegDevices::queued() const {

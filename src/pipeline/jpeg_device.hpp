@@ -16,6 +16,11 @@
 #include "histeq/jpeg_codec.hpp"
 #include "histeq/operation.hpp"
 
+namespace histeq::gpu {
+class HybridDecoder;
+class HybridPlanes;
+}  // namespace histeq::gpu
+
 namespace histeq::detail {
 
 /// One file handed to the device route, and what the route made of it.
@@ -35,6 +40,11 @@ struct DeviceJob {
   /// file's decode); the device uploads them, makes the planes (kernels::idct_plane: libjpeg's
   /// inverse DCT, the same samples) and goes on as with host planes.
   std::shared_ptr<jpeg::Coefficients> host_coefs;
+  /// The device-planes kind (batched with host planes): a CPU worker decoded a progressive file
+  /// with nvJPEG's hybrid decoder (nvjpeg_hybrid.hpp: its entropy decoding on the worker, the
+  /// inverse DCT on the device) into planes already on the device; the slot waits for them,
+  /// equalizes or matches Y and encodes, then gives their memory back.
+  std::shared_ptr<gpu::HybridPlanes> device_planes;
   double megapixels = 0;
   ItemReport* rep = nullptr;  ///< filled: sizes, codecs, equalize, times
   enum class Status : std::uint8_t {
@@ -85,9 +95,15 @@ class JpegDevices {
 
   /// Queues a job (its route runs it in a batch); a failed route hands it back at once.
   void push(DeviceJob* job);
-  /// The last queued job that no CPU worker has decoded (no host planes or coefficients), taken
-  /// back; nullptr when there is none.
+  /// The last queued job that no CPU worker has decoded (no host planes, coefficients or device
+  /// planes), taken back; nullptr when there is none.
   DeviceJob* steal();
+  /// A hybrid decoder on the route's device for one file of a CPU worker's (ExecutorOptions::
+  /// progressive_hybrid), made on first need and reused; null when the route is not ready, runs
+  /// on more than one device, or cannot make one (no nvJPEG, or it failed once). Given back with
+  /// return_hybrid.
+  gpu::HybridDecoder* lease_hybrid();
+  void return_hybrid(gpu::HybridDecoder* d);
   std::size_t queued() const;
   double queued_megapixels() const;
   /// Jobs queued or in a batch.

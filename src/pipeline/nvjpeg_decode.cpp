@@ -19,39 +19,53 @@
 namespace histeq::gpu {
 
 using nvjpeg_detail::align_up;
+using nvjpeg_detail::chroma_factors;
+using nvjpeg_detail::ends_with_eoi;
 
 namespace {
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
-/// The entropy-coded data ends with EOI (FF D9), possibly followed by a little padding (some
-/// writers append zeros or a few bytes). A file cut short does not: it goes to the CPU decoder,
-/// whose strict check names the truncation (nvJPEG may decode what is there silently).
-bool ends_with_eoi(const std::uint8_t* d, std::size_t n) {
+enum class Route { hw, hybrid, cpu };
+
+/// An nvJPEG-decoded image's EXIF and ICC profile (jpeg::decode, which keeps them for
+/// CPU-decoded ones, is not run for it).
+void copy_metadata(const JpegInput& in, DeviceImage& out) {
+  nvjpeg_detail::read_metadata(in.data, in.size, &out.exif, &out.icc);
+}
+
+}  // namespace
+
+bool nvjpeg_detail::chroma_factors(nvjpegChromaSubsampling_t css, int* h, int* v) {
+  switch (css) {
+    case NVJPEG_CSS_444: *h = 1, *v = 1; return true;
+    case NVJPEG_CSS_422: *h = 2, *v = 1; return true;
+    case NVJPEG_CSS_420: *h = 2, *v = 2; return true;
+    default: return false;
+  }
+}
+
+bool nvjpeg_detail::ends_with_eoi(const std::uint8_t* d, std::size_t n) {
   const std::size_t tail = std::min<std::size_t>(n, 64);
   for (std::size_t i = n - tail; i + 1 < n; ++i)
     if (d[i] == 0xFF && d[i + 1] == 0xD9) return true;
   return false;
 }
 
-enum class Route { hw, hybrid, cpu };
-
-// The EXIF segment and the (possibly multi-part) ICC profile of a JPEG, read from its markers
-// before the first scan, into `out` (an nvJPEG-decoded image: jpeg::decode, which does this for
-// CPU-decoded ones, is not run for it). An incomplete ICC profile is dropped.
-void copy_metadata(const JpegInput& in, DeviceImage& out) {
+void nvjpeg_detail::read_metadata(const std::uint8_t* data, std::size_t size,
+                                  std::vector<std::uint8_t>* exif, std::vector<std::uint8_t>* icc) {
   std::vector<std::uint8_t> icc_parts[256];
   int icc_count = 0;
   std::size_t pos = 2;
-  while (pos + 4 <= in.size && in.data[pos] == 0xFF) {
-    const std::uint8_t mk = in.data[pos + 1];
+  while (pos + 4 <= size && data[pos] == 0xFF) {
+    const std::uint8_t mk = data[pos + 1];
     if (mk == 0xDA || mk == 0xD9) break;
-    const std::size_t len = std::size_t(in.data[pos + 2]) << 8 | in.data[pos + 3];
-    if (len < 2 || pos + 2 + len > in.size) break;
-    const std::uint8_t* seg = in.data + pos + 4;
+    const std::size_t len = std::size_t(data[pos + 2]) << 8 | data[pos + 3];
+    if (len < 2 || pos + 2 + len > size) break;
+    const std::uint8_t* seg = data + pos + 4;
     const std::size_t sl = len - 2;
-    if (mk == 0xE1 && sl >= 6 && std::memcmp(seg, "Exif\0\0", 6) == 0 && out.exif.empty())
-      out.exif.assign(seg, seg + sl);
+    if (mk == 0xE1 && sl >= 6 && std::memcmp(seg, "Exif\0\0", 6) == 0 && exif->empty())
+      exif->assign(seg, seg + sl);
     if (mk == 0xE2 && sl > 14 && std::memcmp(seg, "ICC_PROFILE\0", 12) == 0 && seg[12] >= 1) {
       icc_count = seg[13];
       icc_parts[seg[12]].assign(seg + 14, seg + sl);
@@ -62,20 +76,8 @@ void copy_metadata(const JpegInput& in, DeviceImage& out) {
   for (int k = 1; k <= icc_count; ++k) complete = complete && !icc_parts[k].empty();
   if (complete)
     for (int k = 1; k <= icc_count; ++k)
-      out.icc.insert(out.icc.end(), icc_parts[k].begin(), icc_parts[k].end());
+      icc->insert(icc->end(), icc_parts[k].begin(), icc_parts[k].end());
 }
-
-/// The luma factors (h, v) of a file's chroma sampling that the planes route takes.
-bool chroma_factors(nvjpegChromaSubsampling_t css, int* h, int* v) {
-  switch (css) {
-    case NVJPEG_CSS_444: *h = 1, *v = 1; return true;
-    case NVJPEG_CSS_422: *h = 2, *v = 1; return true;
-    case NVJPEG_CSS_420: *h = 2, *v = 2; return true;
-    default: return false;
-  }
-}
-
-}  // namespace
 
 /// Whether the hardware decoder takes this file (parsed with the hardware handle).
 bool JpegCodec::Impl::hw_supports(const JpegInput& in) {

@@ -9,6 +9,7 @@
 //                         and to the stored planes (hardware batches)
 //   nvjpeg_encode.cpp     encode from pixels and from planes
 //   nvjpeg_on_device.cpp  one JPEG decoded, equalized and encoded on the device
+//   nvjpeg_hybrid.cpp     progressive files' planes by the hybrid decoder, for the executor
 // Internal header of the pipeline room (not installed).
 #pragma once
 #include <cuda_runtime_api.h>
@@ -27,6 +28,20 @@ namespace nvjpeg_detail {
 
 /// Throws Error naming the call and the status unless `s` is NVJPEG_STATUS_SUCCESS.
 void check(nvjpegStatus_t s, const char* what);
+
+/// Whether a JPEG's entropy-coded data ends with EOI (FF D9), allowing a little padding after it
+/// (some writers append zeros or a few bytes). A file cut short does not: it goes to the CPU
+/// decoder, whose strict check names the truncation (nvJPEG may decode what is there silently).
+bool ends_with_eoi(const std::uint8_t* d, std::size_t n);
+
+/// The EXIF segment and the (possibly multi-part) ICC profile of a JPEG, read from its markers
+/// before the first scan (libjpeg-turbo's decoders keep them themselves; nvJPEG's do not). An
+/// incomplete ICC profile is dropped.
+void read_metadata(const std::uint8_t* data, std::size_t size, std::vector<std::uint8_t>* exif,
+                   std::vector<std::uint8_t>* icc);
+
+/// The luma factors (h, v) of a chroma sampling the planes route takes (4:4:4, 4:2:2, 4:2:0).
+bool chroma_factors(nvjpegChromaSubsampling_t css, int* h, int* v);
 
 constexpr std::size_t kAlign = 256;
 inline std::size_t align_up(std::size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }

@@ -1,0 +1,247 @@
+// test_jpeg_hybrid_gpu.cpp — progressive JPEGs through nvJPEG's hybrid decoder
+// (pipeline/nvjpeg_hybrid.hpp): the planes it leaves on the device have decode_planes' geometry
+// and libjpeg-turbo's samples within a level or two (its inverse DCT is nvJPEG's; the figure is
+// printed), the files it must not take come back null, and the executor's route with
+// ExecutorOptions::progressive_hybrid writes outputs of the same size whose pixels stay within
+// the CPU planes route's. GPU cases skip without a device or without nvJPEG.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "histeq/executor.hpp"
+#include "histeq/image_io.hpp"
+#include "histeq/jpeg_codec.hpp"
+#include "histeq/jpeg_planes.hpp"
+#include "histeq/nvjpeg_codec.hpp"
+#include "jpeg_test_support.hpp"
+#include "pipeline/nvjpeg_hybrid.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+using namespace histeq;
+
+namespace {
+
+#define REQUIRE_HYBRID()                                              \
+  do {                                                                \
+    HISTEQ_REQUIRE_GPU();                                             \
+    if (!gpu::hybrid_built()) GTEST_SKIP() << "built without nvJPEG"; \
+  } while (0)
+
+std::vector<std::uint8_t> progressive(int w, int h, int hs, int vs, int seed) {
+  test::MakeOpts o;
+  o.progressive = true;
+  o.h_samp = hs;
+  o.v_samp = vs;
+  return test::make_jpeg(test::pattern(w, h, 3, seed), o);
+}
+
+/// The planes on the device, each plane_width x plane_height, copied to the host.
+std::vector<std::vector<std::uint8_t>> to_host(const gpu::HybridPlanes& p) {
+  cudaStream_t s = nullptr;
+  EXPECT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  p.wait_on(s);
+  std::vector<std::vector<std::uint8_t>> out(3);
+  for (int c = 0; c < 3; ++c) {
+    out[c].resize(std::size_t(p.plane_width[c]) * std::size_t(p.plane_height[c]));
+    EXPECT_EQ(cudaMemcpyAsync(out[c].data(), p.plane[c], out[c].size(), cudaMemcpyDeviceToHost, s),
+              cudaSuccess);
+  }
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  cudaStreamDestroy(s);
+  return out;
+}
+
+TEST(HybridDecoder, PlanesHaveDecodePlanesGeometryAndLibjpegSamplesWithinTwoLevels) {
+  REQUIRE_HYBRID();
+  gpu::HybridDecoder dec(0);
+  struct Case {
+    int w, h, hs, vs;
+  };
+  // 4:2:0, 4:2:2, 4:4:4; odd sizes (the chroma planes round up)
+  for (const Case& k :
+       {Case{640, 480, 2, 2}, Case{333, 211, 2, 2}, Case{401, 300, 2, 1}, Case{257, 129, 1, 1}}) {
+    SCOPED_TRACE(std::to_string(k.w) + "x" + std::to_string(k.h) + " " + std::to_string(k.hs) +
+                 "x" + std::to_string(k.vs));
+    const auto bytes = progressive(k.w, k.h, k.hs, k.vs, k.w);
+    const jpeg::Planes want = jpeg::decode_planes(bytes.data(), bytes.size(), "test.jpg");
+    ASSERT_EQ(want.width, k.w);
+    std::unique_ptr<gpu::HybridPlanes> got = dec.decode(bytes.data(), bytes.size(), 1u << 28);
+    ASSERT_NE(got, nullptr);
+    EXPECT_EQ(got->width, k.w);
+    EXPECT_EQ(got->height, k.h);
+    EXPECT_EQ(got->chroma_h, k.hs);
+    EXPECT_EQ(got->chroma_v, k.vs);
+    const auto host = to_host(*got);
+    int worst = 0;
+    double sum = 0, n = 0;
+    for (int c = 0; c < 3; ++c) {
+      const jpeg::Plane& w = want.plane[c];
+      ASSERT_EQ(got->plane_width[c], w.width) << "plane " << c;
+      ASSERT_EQ(got->plane_height[c], w.height) << "plane " << c;
+      for (int y = 0; y < w.height; ++y)
+        for (int x = 0; x < w.width; ++x) {
+          const int d =
+              std::abs(int(host[c][std::size_t(y) * std::size_t(w.width) + x]) - int(w.row(y)[x]));
+          worst = std::max(worst, d);
+          sum += d;
+          n += 1;
+        }
+    }
+    std::cout << "[ hybrid  ] " << k.w << "x" << k.h << " " << k.hs << "x" << k.vs
+              << ": largest difference from libjpeg-turbo's planes " << worst << ", mean "
+              << sum / n << "\n";
+    EXPECT_LE(worst, 2);
+    EXPECT_LT(sum / n, 0.25);
+  }
+}
+
+TEST(HybridDecoder, BackToBackFilesEachGetTheirOwnPlanes) {
+  REQUIRE_HYBRID();
+  gpu::HybridDecoder dec(0);
+  // Decoded one after the other without waiting (the host phase of each file beside the device
+  // phase of the one before), then each compared with the same file decoded alone.
+  std::vector<std::vector<std::uint8_t>> files;
+  for (int i = 0; i < 5; ++i) files.push_back(progressive(320 + 16 * i, 240, 2, 2, 10 + i));
+  std::vector<std::unique_ptr<gpu::HybridPlanes>> all;
+  for (const auto& f : files) all.push_back(dec.decode(f.data(), f.size(), 1u << 28));
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    ASSERT_NE(all[i], nullptr);
+    const auto together = to_host(*all[i]);
+    all[i].reset();
+    auto alone_planes = dec.decode(files[i].data(), files[i].size(), 1u << 28);
+    ASSERT_NE(alone_planes, nullptr);
+    EXPECT_EQ(together, to_host(*alone_planes)) << "file " << i;
+  }
+}
+
+TEST(HybridDecoder, RefusesWhatItMustNotTake) {
+  REQUIRE_HYBRID();
+  gpu::HybridDecoder dec(0);
+  const auto good = progressive(200, 150, 2, 2, 3);
+  auto cut = good;
+  cut.resize(cut.size() / 2);  // no EOI: libjpeg-turbo names the truncation
+  EXPECT_EQ(dec.decode(cut.data(), cut.size(), 1u << 28), nullptr);
+  test::MakeOpts g;
+  g.progressive = true;
+  const auto gray = test::make_jpeg(test::pattern(200, 150, 1, 4), g);
+  EXPECT_EQ(dec.decode(gray.data(), gray.size(), 1u << 28), nullptr);       // not 3 components
+  EXPECT_EQ(dec.decode(good.data(), good.size(), 200 * 150 - 1), nullptr);  // over the limit
+  const std::uint8_t junk[] = {0xFF, 0xD8, 0xFF, 0xD9};
+  EXPECT_EQ(dec.decode(junk, sizeof junk, 1u << 28), nullptr);
+  // and it still decodes after all that
+  EXPECT_NE(dec.decode(good.data(), good.size(), 1u << 28), nullptr);
+}
+
+TEST(HybridDecoder, KeepsExifAndIcc) {
+  REQUIRE_HYBRID();
+  gpu::HybridDecoder dec(0);
+  auto bytes = progressive(240, 160, 2, 2, 5);
+  // Orientation 1 (the planes route takes only unrotated files): a minimal little-endian TIFF.
+  const std::vector<std::uint8_t> exif = {'E', 'x', 'i', 'f', 0, 0,    'I', 'I', 42, 0, 8,
+                                          0,   0,   0,   1,   0, 0x12, 1,   3,   0,  1, 0,
+                                          0,   0,   1,   0,   0, 0,    0,   0,   0,  0};
+  std::vector<std::uint8_t> icc(70000);  // an RGB profile's header, in two APP2 segments
+  for (std::size_t i = 0; i < icc.size(); ++i) icc[i] = std::uint8_t(i * 7 + 3);
+  icc[0] = 0;
+  icc[1] = std::uint8_t(icc.size() >> 16);
+  icc[2] = std::uint8_t(icc.size() >> 8);
+  icc[3] = std::uint8_t(icc.size());
+  std::memcpy(&icc[16], "RGB ", 4);
+  jpeg::insert_metadata(bytes, exif, icc, 3);
+  auto got = dec.decode(bytes.data(), bytes.size(), 1u << 28);
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(got->exif, exif);
+  EXPECT_EQ(got->icc, icc);
+}
+
+std::vector<std::uint8_t> read_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+TEST(HybridRoute, ProgressiveFilesThroughTheHybridDecoderStayWithinTheCpuPlanesRoute) {
+  REQUIRE_HYBRID();
+  std::string tmpl = (fs::path(::testing::TempDir()) / "histeq-hybrid-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = tmpl;
+  fs::create_directories(dir / "in");
+  std::vector<std::string> inputs;
+  for (int i = 0; i < 12; ++i) {
+    const fs::path p = dir / "in" / ("p" + std::to_string(i) + ".jpg");
+    const auto b = progressive(480 + 32 * (i % 3), 360, i % 2 ? 2 : 1, i % 2 ? 2 : 1, 20 + i);
+    std::ofstream(p, std::ios::binary)
+        .write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+    inputs.push_back(p.string());
+  }
+  ExecutorOptions o;  // the defaults' route: automatic, the device route started at once
+  o.jobs = 4;
+  o.device_start_cpu_s = 0;
+  o.progressive_hybrid = true;
+  Executor ex(o);
+  // The device route starts with the first run and comes up in the background: runs repeat
+  // (each writing every output) until the progressive files went through the hybrid decoder.
+  bool hybrid = false;
+  for (int attempt = 0; attempt < 20 && !hybrid; ++attempt) {
+    const fs::path out = dir / ("out" + std::to_string(attempt));
+    fs::create_directories(out);
+    std::vector<WorkItem> items;
+    for (const std::string& in : inputs) {
+      WorkItem w;
+      w.input = in;
+      w.output = (out / fs::path(in).filename()).string();
+      items.push_back(w);
+    }
+    std::vector<ItemReport> reps;
+    ex.run(items, [&](const ItemReport& r) { reps.push_back(r); });
+    ASSERT_EQ(reps.size(), items.size());
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const ItemReport& r = reps[i];
+      ASSERT_TRUE(r.ok) << r.input << ": " << r.error;
+      if (r.decoder != "nvjpeg-hybrid") continue;
+      hybrid = true;
+      EXPECT_EQ(r.route, "jpeg-planes");
+      EXPECT_EQ(r.encoder, "nvjpeg");
+      // Against the CPU planes route's output (libjpeg-turbo's planes and encoder): the same
+      // size, pixels within a level or two on average (two decoders and two encoders apart).
+      const auto in = read_bytes(items[i].input);
+      EqualizeOptions cpu;
+      cpu.backend = Backend::cpu;
+      std::vector<std::uint8_t> want;
+      ASSERT_TRUE(equalize_jpeg_planes(in.data(), in.size(), items[i].input, cpu,
+                                       {95, jpeg::Subsampling::s420}, kDefaultMaxPixels, &want,
+                                       nullptr, nullptr, nullptr));
+      const auto got = read_bytes(items[i].output);
+      const Image a = decode_image(got.data(), got.size(), items[i].output);
+      const Image b = decode_image(want.data(), want.size(), "want.jpg");
+      ASSERT_EQ(a.width, b.width);
+      ASSERT_EQ(a.height, b.height);
+      ASSERT_EQ(a.channels, b.channels);
+      double sum = 0;
+      for (std::size_t k = 0; k < a.pixels.size(); ++k)
+        sum += std::abs(int(a.pixels[k]) - int(b.pixels[k]));
+      EXPECT_LT(sum / double(a.pixels.size()), 1.5) << items[i].input;
+    }
+    if (!hybrid) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  EXPECT_TRUE(hybrid) << "the device route never took a progressive file through the hybrid "
+                         "decoder";
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+}  // namespace
