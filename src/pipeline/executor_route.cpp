@@ -41,10 +41,9 @@ void Executor::Run::device_done(detail::DeviceJob* job) {
   using S = detail::DeviceJob::Status;
   const bool cpu_may = !m.device_must;
   if (job->status == S::done && !job->encoded.empty()) {
-    // (planes or coefficients a CPU worker decoded: split_to_device named their route)
-    if (it->rep.decoder != codec::kLibjpegTurboYcbcr &&
-        it->rep.decoder != codec::kLibjpegTurboCoefficients &&
-        it->rep.decoder != codec::kNvjpegHybrid)
+    // (what a CPU worker decoded, split_to_device named jpeg-planes; the slot's own decodes,
+    // hybrid ones of the pixels kind included, are the device route's)
+    if (it->rep.route != to_string(ItemRoute::jpeg_planes))
       it->rep.route = to_string(ItemRoute::jpeg_device);
     write_q.push_back(it.release());
     cv_write.notify_one();
@@ -159,13 +158,13 @@ bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
     // (nvJPEG decodes a scan with an undefined Huffman table differently: libjpeg-turbo takes it)
     if (coefficients && m.opt.progressive_hybrid && !it->plan.jpeg.undefined_huffman_table) {
       if (gpu::HybridDecoder* h = dev->lease_hybrid()) {
+        bool broken = false;  // a CUDA or nvJPEG failure: no more hybrid decodes this route
         try {
           on_dev = h->decode(data, it->bytes.size(), m.opt.max_pixels);
-        } catch (...) {
-          dev->return_hybrid(h);
-          throw;
+        } catch (const std::exception&) {
+          broken = true;  // this file: libjpeg-turbo's coefficients below
         }
-        dev->return_hybrid(h);
+        dev->return_hybrid(h, broken);
       }
     }
     if (!on_dev && coefficients)

@@ -252,6 +252,9 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
         finished(ran, dec_ms, enc_ms);
       }
     } catch (const std::exception& e) {
+      // Planes on the device that the batch in hand read: its stream's work done (or failed)
+      // before they can be freed (best effort: the device is in trouble).
+      if (s) cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(s->eq.stream()));
       fail_all(b, e.what());
     }
   }
@@ -710,10 +713,13 @@ gpu::HybridDecoder* JpegDevices::lease_hybrid() {
   return m.hybrids.back().get();
 }
 
-void JpegDevices::return_hybrid(gpu::HybridDecoder* d) {
+void JpegDevices::return_hybrid(gpu::HybridDecoder* d, bool broken) {
   if (!d) return;
   std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->hybrid_free.push_back(d);
+  if (broken)
+    impl_->hybrid_failed = true;
+  else
+    impl_->hybrid_free.push_back(d);
 }
 
 std::size_t JpegDevices::queued() const {

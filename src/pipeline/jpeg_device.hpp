@@ -103,7 +103,8 @@ class JpegDevices {
   /// on more than one device, or cannot make one (no nvJPEG, or it failed once). Given back with
   /// return_hybrid.
   gpu::HybridDecoder* lease_hybrid();
-  void return_hybrid(gpu::HybridDecoder* d);
+  /// broken: it failed (CUDA or nvJPEG): it is not leased again, nor is any other.
+  void return_hybrid(gpu::HybridDecoder* d, bool broken = false);
   std::size_t queued() const;
   double queued_megapixels() const;
   /// Jobs queued or in a batch.

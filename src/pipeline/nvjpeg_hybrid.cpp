@@ -12,7 +12,6 @@
 #include <nvjpeg.h>
 
 #include <cstdint>
-#include <limits>
 #include <utility>
 
 #include "nvjpeg_state.hpp"
@@ -67,8 +66,10 @@ class OnDevice {
 HybridPlanes::~HybridPlanes() {
   if (!base_ && !ready_) return;
   OnDevice on(device);
+  // The decoder's work on the planes is done at `ready` (recorded whenever base_ is set); a
+  // consumer that queued work on them and did not release them has synchronized its stream.
   if (ready_) cudaEventSynchronize(static_cast<cudaEvent_t>(ready_));
-  if (base_) cudaFree(base_);  // pool memory: freed once the device is done with it
+  if (base_) cudaFree(base_);
   if (ready_) cudaEventDestroy(static_cast<cudaEvent_t>(ready_));
 }
 
@@ -105,11 +106,11 @@ struct HybridDecoder::Impl {
     OnDevice on(device);
     if (stream) cudaStreamSynchronize(stream);
     if (params) nvjpegDecodeParamsDestroy(params);
+    if (state) nvjpegJpegStateDestroy(state);  // before the buffers attached to it
     for (int i = 0; i < 2; ++i) {
       if (parsed[i]) nvjpegJpegStreamDestroy(parsed[i]);
       if (pinned[i]) nvjpegBufferPinnedDestroy(pinned[i]);
     }
-    if (state) nvjpegJpegStateDestroy(state);
     if (device_buffer) nvjpegBufferDeviceDestroy(device_buffer);
     if (decoder) nvjpegDecoderDestroy(decoder);
     if (handle) nvjpegDestroy(handle);
@@ -138,16 +139,18 @@ HybridDecoder::HybridDecoder(int device) : impl_(std::make_unique<Impl>()) {
   check(nvjpegDecodeParamsSetOutputFormat(m.params, NVJPEG_OUTPUT_YUV),
         "nvjpegDecodeParamsSetOutputFormat");
   HISTEQ_CUDA_CHECK(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
-  HISTEQ_CUDA_CHECK(cudaEventCreateWithFlags(&m.done, cudaEventDisableTiming));
+  HISTEQ_CUDA_CHECK(
+      cudaEventCreateWithFlags(&m.done, cudaEventDisableTiming | cudaEventBlockingSync));
   HISTEQ_CUDA_CHECK(cudaEventRecord(m.done, m.stream));
-  // The planes' pool keeps what is freed into it (a photo's planes are tens of megabytes, and
-  // the same sizes come back file after file).
+  // The planes' pool keeps up to 256 MiB of what is freed into it (a photo's planes are tens
+  // of megabytes, and the same sizes come back file after file); beyond that it gives memory
+  // back at synchronizations.
   cudaMemPoolProps props{};
   props.allocType = cudaMemAllocationTypePinned;
   props.location.type = cudaMemLocationTypeDevice;
   props.location.id = device;
   HISTEQ_CUDA_CHECK(cudaMemPoolCreate(&m.pool, &props));
-  std::uint64_t keep = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t keep = std::uint64_t(256) << 20;
   HISTEQ_CUDA_CHECK(cudaMemPoolSetAttribute(m.pool, cudaMemPoolAttrReleaseThreshold, &keep));
 }
 
@@ -200,6 +203,12 @@ std::unique_ptr<HybridPlanes> HybridDecoder::decode(const std::uint8_t* data, st
   p.device = m.device;
   p.width = int(w);
   p.height = int(h);
+  // `ready` exists before the memory does, and is recorded after whatever was queued on it
+  // (a failure below included), so the planes' destructor never frees memory still written.
+  cudaEvent_t ready = nullptr;
+  HISTEQ_CUDA_CHECK(
+      cudaEventCreateWithFlags(&ready, cudaEventDisableTiming | cudaEventBlockingSync));
+  p.ready_ = ready;
   HISTEQ_CUDA_CHECK(cudaMallocFromPoolAsync(&p.base_, bytes, m.pool, m.stream));
   nvjpegImage_t out{};
   for (int c = 0; c < 3; ++c) {
@@ -211,15 +220,16 @@ std::unique_ptr<HybridPlanes> HybridDecoder::decode(const std::uint8_t* data, st
       nvjpegDecodeJpegTransferToDevice(m.handle, m.decoder, m.state, js, m.stream) ==
           NVJPEG_STATUS_SUCCESS &&
       nvjpegDecodeJpegDevice(m.handle, m.decoder, m.state, &out, m.stream) == NVJPEG_STATUS_SUCCESS;
+  const cudaError_t recorded = cudaEventRecord(ready, m.stream);
   HISTEQ_CUDA_CHECK(cudaEventRecord(m.done, m.stream));
+  if (recorded != cudaSuccess) {  // nothing marks the planes' end: wait for it here
+    cudaStreamSynchronize(m.stream);
+    HISTEQ_CUDA_CHECK(recorded);
+  }
   if (!ok) {
-    p.release(m.stream);
+    p.release(m.stream);  // freed after what was queued
     return nullptr;
   }
-  cudaEvent_t ready = nullptr;
-  HISTEQ_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-  p.ready_ = ready;
-  HISTEQ_CUDA_CHECK(cudaEventRecord(ready, m.stream));
   nvjpeg_detail::read_metadata(data, size, &p.exif, &p.icc);
   return planes;
 }
