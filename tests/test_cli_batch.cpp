@@ -216,6 +216,17 @@ TEST_F(Batch, AMissingFolderIsNamedAndTheOtherInputsRun) {
   EXPECT_EQ(r.status, 1) << r;
   EXPECT_NE(r.err.find(named), std::string::npos) << r;
   EXPECT_FALSE(fs::exists(p("none")));
+  // The mistyped folder alone, into an -o that is no image file name: the same (it was "unknown
+  // output extension '(none)' for 'none'", exit 2); into an image file name, the file's error.
+  for (const char* cmd : {"equalize ", "clahe "}) {
+    r = run(cmd + q("photso") + " -o " + q("none") + " --backend cpu");
+    EXPECT_EQ(r.status, 1) << r;
+    EXPECT_NE(r.err.find(named), std::string::npos) << r;
+    EXPECT_FALSE(fs::exists(p("none")));
+  }
+  r = run("equalize " + q("photso") + " -o " + q("none.png") + " --backend cpu");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("cannot read"), std::string::npos) << r;
 }
 
 TEST_F(Batch, InputFormatWeCannotWriteAsksForFormat) {

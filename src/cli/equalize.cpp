@@ -123,7 +123,7 @@ void add_equalize_options(Command& c, OpKind kind) {
 }
 
 /// True when the command line is a batch: several inputs, or a folder input / an existing folder
-/// as -o, or -o ending in '/'. Refuses several inputs, or a folder, into one image file name (-o
+/// as -o, or -o ending in '/', or one missing input with an -o that is no image file name. Refuses several inputs, or a folder, into one image file name (-o
 /// with an image extension that is not an existing folder): a usage error, before any work.
 bool is_batch(const std::string& cmd, const std::vector<std::string>& inputs,
               const std::string& output) {
@@ -147,8 +147,12 @@ bool is_batch(const std::string& cmd, const std::vector<std::string>& inputs,
                      "' is an image file name; with a folder input -o names the output folder "
                      "(see 'histeq " +
                      cmd + " --help')");
+  // One input that is not there, into an -o that is no image file name: most likely a folder
+  // mistyped, said as the batch says it ("no such folder (or file)"), not as an -o without an
+  // image extension.
+  const bool in_missing = input != "-" && !fs::exists(fs::symlink_status(input, ec));
   return inputs.size() > 1 || (!output.empty() && output.back() == '/') || in_is_dir ||
-         (!out_is_image_name && out_is_dir);
+         (!out_is_image_name && (out_is_dir || in_missing));
 }
 
 /// What a report line says of the operation besides the mode: CLAHE's parameters, matching's
