@@ -237,23 +237,23 @@ TEST_F(CliClahe16, ClaheOptionErrorsNameTheOptionAndRange) {
   struct Case {
     const char* args;
     const char* want;
-  } cases[] = {{"--clip -1", "--clip"},
-               {"--tiles 0x8", "1..1024"},
-               {"--tiles 8", "--tiles"},
+  } cases[] = {{"--tiles 0x8", "1..1024"},
+               {"--tiles 0", "1..1024"},
+               {"--tile-grid-size 8y", "--tile-grid-size takes WxH"},
                {"--tiles 8x", "--tiles"},
                {"--tiles 2000x4", "1..1024"},
                {"--tiles ax4", "--tiles"},
                {"--depth 12", "--depth"},
                {"--kernel racy", "--kernel"},
                // junk after the number: read as 0 (clipping off) or 2 before, silently
-               {"--clip 0x10", "--clip takes a finite number >= 0, got '0x10'"},
-               {"--clip 2,5", "--clip takes a finite number >= 0, got '2,5'"},
-               {"--clip 2abc", "--clip takes a finite number >= 0, got '2abc'"},
-               {"--clip=1e", "--clip takes a finite number >= 0"},
-               {"--clip 2.5.1", "--clip takes a finite number >= 0"},
-               {"--clip inf", "--clip takes a finite number >= 0"},
-               {"--clip nan", "--clip takes a finite number >= 0"},
-               {"--clip ''", "--clip takes a finite number >= 0"},
+               {"--clip 0x10", "--clip takes a finite number (0 or less: no clipping), got '0x10'"},
+               {"--clip 2,5", "--clip takes a finite number (0 or less: no clipping), got '2,5'"},
+               {"--clip 2abc", "--clip takes a finite number (0 or less: no clipping), got '2abc'"},
+               {"--clip=1e", "--clip takes a finite number"},
+               {"--clip 2.5.1", "--clip takes a finite number"},
+               {"--clip inf", "--clip takes a finite number"},
+               {"--clip nan", "--clip takes a finite number"},
+               {"--clip ''", "--clip takes a finite number"},
                {"--tiles 8x8x", "--tiles takes WxH"},
                {"--tiles 8x8,", "--tiles takes WxH"},
                {"--tiles ' 8x8'", "--tiles takes WxH"},
@@ -266,15 +266,31 @@ TEST_F(CliClahe16, ClaheOptionErrorsNameTheOptionAndRange) {
     EXPECT_FALSE(fs::exists(path("x.png")));
     fs::remove(path("x.png"));  // each case on its own
   }
-  // Decimal numbers in full are taken as they are written.
-  for (const auto& [arg, clip] : std::vector<std::pair<std::string, double>>{
-           {"2.5", 2.5}, {".5", 0.5}, {"3.", 3.0}, {"1e1", 10.0}, {"+4", 4.0}, {"0", 0.0}}) {
+  // Decimal numbers in full are taken as they are written; 0 or less is no clipping, as
+  // OpenCV's clipLimit and Python's clip_limit take it.
+  for (const auto& [arg, clip] : std::vector<std::pair<std::string, double>>{{"2.5", 2.5},
+                                                                             {".5", 0.5},
+                                                                             {"3.", 3.0},
+                                                                             {"1e1", 10.0},
+                                                                             {"+4", 4.0},
+                                                                             {"0", 0.0},
+                                                                             {"-1", -1.0},
+                                                                             {"=-0.5", -0.5}}) {
     SCOPED_TRACE(arg);
-    const Result r =
-        run("clahe " + quote(in) + " -o " + q("x.png") + " --backend cpu --json --clip " + arg);
+    const Result r = run("clahe " + quote(in) + " -o " + q("x.png") +
+                         " --backend cpu --json --clip" + (arg[0] == '=' ? "" : " ") + arg);
     ASSERT_EQ(r.status, 0) << r;
     EXPECT_EQ(nlohmann::json::parse(r.out)["clip_limit"].get<double>(), clip) << r;
   }
+  const auto bytes_with = [&](const std::string& args) {
+    const Result r = run("clahe " + quote(in) + " -o " + q("y.png") + " --backend cpu " + args);
+    EXPECT_EQ(r.status, 0) << r;
+    return slurp(path("y.png"));
+  };
+  EXPECT_EQ(bytes_with("--clip -1"), bytes_with("--clip 0"));  // both: no clipping
+  // One number is a square grid, as Python's tile_grid_size=N.
+  EXPECT_EQ(bytes_with("--tile-grid-size 4"), bytes_with("--tile-grid-size 4x4"));
+  EXPECT_EQ(bytes_with("--tiles 3"), bytes_with("--tiles 3x3"));
 }
 
 TEST_F(CliClahe16, HelpDocumentsClahe) {

@@ -68,13 +68,13 @@ void add_equalize_options(Command& c, OpKind kind) {
   if (clahe) {
     c.add("clip-limit",
           "contrast limit, OpenCV's clipLimit and its default: each tile's histogram is clipped "
-          "at max(1, int(C * tile pixels / bins)) and the excess redistributed; 0: no clipping; "
-          ">= 0 (2 to 4 suit photographs)",
+          "at max(1, int(C * tile pixels / bins)) and the excess redistributed; 0 or less: no "
+          "clipping (2 to 4 suit photographs)",
           cxxopts::value<double>()->default_value("40"), "C");
     c.add("clip", "the same as --clip-limit", cxxopts::value<double>(), "C");
     c.add("tile-grid-size",
           "tile grid, OpenCV's tileGridSize: W columns by H rows, each 1.." +
-              std::to_string(kMaxClaheTiles),
+              std::to_string(kMaxClaheTiles) + "; N: NxN",
           cxxopts::value<std::string>()->default_value("8x8"), "WxH");
     c.add("tiles", "the same as --tile-grid-size", cxxopts::value<std::string>(), "WxH");
     add_region_options(c, /*writes=*/true, /*tiles=*/true);
@@ -123,8 +123,10 @@ void add_equalize_options(Command& c, OpKind kind) {
 }
 
 /// True when the command line is a batch: several inputs, or a folder input / an existing folder
-/// as -o, or -o ending in '/', or one missing input with an -o that is no image file name. Refuses several inputs, or a folder, into one image file name (-o
-/// with an image extension that is not an existing folder): a usage error, before any work.
+/// as -o, or -o ending in '/', or one missing input named as no image file (a mistyped folder, as
+/// the batch's plan reads it) with an -o that is no image file name. Refuses
+/// several inputs, or a folder, into one image file name (-o with an image extension that is not an
+/// existing folder): a usage error, before any work.
 bool is_batch(const std::string& cmd, const std::vector<std::string>& inputs,
               const std::string& output) {
   std::error_code ec;
@@ -147,10 +149,11 @@ bool is_batch(const std::string& cmd, const std::vector<std::string>& inputs,
                      "' is an image file name; with a folder input -o names the output folder "
                      "(see 'histeq " +
                      cmd + " --help')");
-  // One input that is not there, into an -o that is no image file name: most likely a folder
-  // mistyped, said as the batch says it ("no such folder (or file)"), not as an -o without an
-  // image extension.
-  const bool in_missing = input != "-" && !fs::exists(fs::symlink_status(input, ec));
+  // One input that is not there and is named as no image file, into an -o that is no image file
+  // name: a folder mistyped, said as the batch says it ("no such folder (or file)"), not as an
+  // -o without an image extension.
+  const bool in_missing = input != "-" && !readable_ext(lower_ext(fs::path(input))) &&
+                          !fs::exists(fs::symlink_status(input, ec));
   return inputs.size() > 1 || (!output.empty() && output.back() == '/') || in_is_dir ||
          (!out_is_image_name && (out_is_dir || in_missing));
 }

@@ -69,8 +69,8 @@ const std::map<std::string, std::string>& value_ranges() {
       {"--png-level", "a whole number in 0..9"},
       {"--quality", "a whole number in 1..100"},
       {"--depth", "8 or 16"},
-      {"--clip", "a finite number >= 0"},
-      {"--clip-limit", "a finite number >= 0"},
+      {"--clip", "a finite number (0 or less: no clipping)"},
+      {"--clip-limit", "a finite number (0 or less: no clipping)"},
       {"--bins", "a whole number in 1..4096"},
   };
   return m;
@@ -303,21 +303,24 @@ const char* alias_or_option(const cxxopts::ParseResult& r, const char* alias, co
   return alias;
 }
 
-void parse_tiles(const std::string& s, ClaheOptions& o) {
+void parse_tiles(const std::string& s, ClaheOptions& o, const std::string& option) {
   const std::string range = "1.." + std::to_string(kMaxClaheTiles);
+  const std::string takes = "--" + option + " takes WxH (columns x rows, each " + range +
+                            ") or N for NxN, e.g. 8x8; got '" + s + "'";
   const auto x = s.find_first_of("xX");
   auto side = [&](const std::string& t, int& v) {
     if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos)
-      throw UsageError("--tiles takes WxH (columns x rows, each " + range + "), e.g. 8x8; got '" +
-                       s + "'");
+      throw UsageError(takes);
     const long n = std::stol(t);
     if (n < 1 || n > kMaxClaheTiles)
-      throw UsageError("--tiles: each side must be in " + range + ", got '" + s + "'");
+      throw UsageError("--" + option + ": each side must be in " + range + ", got '" + s + "'");
     v = int(n);
   };
-  if (x == std::string::npos)
-    throw UsageError("--tiles takes WxH (columns x rows, each " + range + "), e.g. 8x8; got '" + s +
-                     "'");
+  if (x == std::string::npos) {  // one number: a square grid
+    side(s, o.tiles_x);
+    o.tiles_y = o.tiles_x;
+    return;
+  }
   side(s.substr(0, x), o.tiles_x);
   side(s.substr(x + 1), o.tiles_y);
 }
@@ -722,14 +725,16 @@ ItemOpOptions item_op_options(const cxxopts::ParseResult& r, const Common& cm, O
     // --clip and --tiles: the earlier names of --clip-limit and --tile-grid-size.
     const char* clip = alias_or_option(r, "clip", "clip-limit");
     io.op.clahe.clip_limit = r[clip].as<double>();
-    if (!(io.op.clahe.clip_limit >= 0) || !std::isfinite(io.op.clahe.clip_limit)) {
+    if (!std::isfinite(io.op.clahe.clip_limit)) {  // (the value text's check says it first)
       std::ostringstream v;
       v << io.op.clahe.clip_limit;
       throw UsageError("--" + std::string(clip) +
-                       " must be a finite number >= 0 (OpenCV's clipLimit; 0: no clipping), got " +
+                       " must be a finite number (OpenCV's clipLimit; 0 or less: no clipping), "
+                       "got " +
                        v.str());
     }
-    parse_tiles(r[alias_or_option(r, "tiles", "tile-grid-size")].as<std::string>(), io.op.clahe);
+    const char* tiles = alias_or_option(r, "tiles", "tile-grid-size");
+    parse_tiles(r[tiles].as<std::string>(), io.op.clahe, tiles);
     validate(io.op.clahe);
   }
   return io;

@@ -85,8 +85,9 @@ int read_depth(const cxxopts::ParseResult& r);
 /// Both given: UsageError.
 const char* alias_or_option(const cxxopts::ParseResult& r, const char* alias, const char* option);
 
-/// --tile-grid-size (--tiles) WxH: W columns by H rows, each 1..kMaxClaheTiles.
-void parse_tiles(const std::string& s, ClaheOptions& o);
+/// --tile-grid-size (--tiles, the option given: `option`, without dashes) WxH: W columns by H
+/// rows, each 1..kMaxClaheTiles; one number N is NxN (as Python's tile_grid_size=N).
+void parse_tiles(const std::string& s, ClaheOptions& o, const std::string& option);
 
 /// The options every image command takes: kernel, backend, mode, max-pixels.
 struct Common {
