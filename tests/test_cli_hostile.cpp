@@ -277,7 +277,8 @@ TEST_F(Hostile, TgaWithBadType) {
 }
 TEST_F(Hostile, AsciiPgmIsNotSupported) {
   const std::string s = "P2\n2 2\n255\n0 64\n128 255\n";
-  expect_bad_input("ascii.pgm", Bytes(s.begin(), s.end()), "unknown image type");
+  expect_bad_input("ascii.pgm", Bytes(s.begin(), s.end()),
+                   "a text or bitmap Netpbm file (P1-P4); histeq reads binary PGM and PPM");
 }
 TEST_F(Hostile, JpegHuffmanTableOverflow) {
   // The fuzzer's finding in stb_image 2.27 (tests/fuzz/crashes/decode): refused before stb.

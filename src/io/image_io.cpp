@@ -171,6 +171,10 @@ const char* format_failure_reason(const std::uint8_t* data, int len) {
     }
     return "corrupt header";  // only the full probe failed (should not happen)
   }
+  // Netpbm's text variants (P1 bitmap, P2 graymap, P3 pixmap) and its bitmap P4: histeq reads
+  // the binary graymap and pixmap only.
+  if (len >= 2 && data[0] == 'P' && data[1] >= '1' && data[1] <= '4')
+    return "a text or bitmap Netpbm file (P1-P4); histeq reads binary PGM and PPM (P5, P6)";
   return "unknown image type";
 }
 
