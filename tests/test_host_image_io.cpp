@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
@@ -281,6 +282,60 @@ TEST_F(ImageIo, SampleImagesLoadWithTheirChannels) {
   const Image hubble = load_image(test::source_path("samples/hubble_deep_field.jpg"));
   EXPECT_EQ(hubble.width, 1000);
   EXPECT_EQ(hubble.height, 872);
+}
+
+/// An 8-bit paletted BMP (BITMAPINFOHEADER) of w x h palette indices, with `colours` palette
+/// entries (biClrUsed), entry i being (b, g, r) = palette(i).
+std::vector<std::uint8_t> paletted_bmp(int w, int h, int colours,
+                                       const std::vector<std::uint8_t>& index,
+                                       std::array<std::uint8_t, 3> (*palette)(int)) {
+  const int row = (w + 3) / 4 * 4;
+  const std::uint32_t offset = 14 + 40 + 4 * std::uint32_t(colours);
+  const std::uint32_t size = offset + std::uint32_t(row * h);
+  std::vector<std::uint8_t> b(size, 0);
+  const auto put = [&](std::size_t at, std::uint32_t v, int bytes) {
+    for (int k = 0; k < bytes; ++k) b[at + std::size_t(k)] = std::uint8_t(v >> (8 * k));
+  };
+  b[0] = 'B';
+  b[1] = 'M';
+  put(2, size, 4);
+  put(10, offset, 4);
+  put(14, 40, 4);
+  put(18, std::uint32_t(w), 4);
+  put(22, std::uint32_t(h), 4);  // bottom-up rows
+  put(26, 1, 2);
+  put(28, 8, 2);
+  put(46, std::uint32_t(colours), 4);
+  for (int i = 0; i < colours; ++i) {
+    const auto e = palette(i);
+    for (int k = 0; k < 3; ++k) b[54 + 4 * std::size_t(i) + std::size_t(k)] = e[std::size_t(k)];
+  }
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      b[offset + std::size_t((h - 1 - y) * row + x)] = index[std::size_t(y * w + x)];
+  return b;
+}
+
+// An 8-bit BMP with a gray palette is one gray channel, as OpenCV's imread reads it (stb_image
+// gives it as RGB); a colour palette keeps three channels.
+TEST_F(ImageIo, GrayPaletteBmpsAreOneChannel) {
+  const int w = 13, h = 7, colours = 16;
+  std::vector<std::uint8_t> index(std::size_t(w * h));
+  for (std::size_t i = 0; i < index.size(); ++i) index[i] = std::uint8_t(i * 5 % colours);
+  const auto gray = paletted_bmp(w, h, colours, index, [](int i) {
+    const auto v = std::uint8_t(i * 17);
+    return std::array<std::uint8_t, 3>{v, v, v};
+  });
+  const Image g = decode_image(gray.data(), gray.size(), "gray.bmp");
+  ASSERT_EQ(g.channels, 1);
+  ASSERT_EQ(g.width, w);
+  for (std::size_t i = 0; i < index.size(); ++i) EXPECT_EQ(g.pixels[i], index[i] * 17) << i;
+  const auto colour = paletted_bmp(w, h, colours, index, [](int i) {
+    const auto v = std::uint8_t(i * 17);
+    return std::array<std::uint8_t, 3>{v, v, std::uint8_t(i == 15 ? 0 : v)};  // one entry red-less
+  });
+  const Image c = decode_image(colour.data(), colour.size(), "colour.bmp");
+  EXPECT_EQ(c.channels, 3);
 }
 
 // stb_image gives every GIF as RGBA: an opaque GIF comes back as RGB, one whose palette is gray

@@ -314,6 +314,34 @@ int gif_channels(const std::uint8_t* rgba, std::size_t pixels) {
   return gray ? 1 : 3;
 }
 
+/// Whether a BMP is one gray channel as OpenCV's imread reads it: 8 bits or fewer per pixel
+/// and a gray palette (stb_image gives it as RGB); 16 to 32 bits per pixel, or a colour palette,
+/// stays colour. The palette as OpenCV reads it: biClrUsed entries (2^bits when 0), 4 bytes each
+/// (3 in an OS/2 core header), the rest of the 2^bits black.
+bool gray_palette_bmp(const std::uint8_t* d, std::size_t size) {
+  if (size < 30 || d[0] != 'B' || d[1] != 'M') return false;
+  const auto le = [&](std::size_t at, int bytes) {
+    std::uint32_t v = 0;
+    for (int k = bytes - 1; k >= 0; --k) v = v << 8 | d[at + std::size_t(k)];
+    return v;
+  };
+  const std::uint32_t header = le(14, 4);
+  const bool core = header == 12;
+  const std::uint32_t bits = core ? le(24, 2) : le(28, 2);
+  if (bits == 0 || bits > 8 || (!core && size < 50)) return false;
+  const std::uint32_t all = 1u << bits;
+  std::uint32_t used = core ? all : le(46, 4);
+  if (used == 0 || used > all) used = all;
+  const std::size_t entry = core ? 3 : 4;
+  const std::size_t at = 14 + std::size_t(header);
+  if (header > size || at + std::size_t(used) * entry > size) return false;
+  for (std::uint32_t i = 0; i < used; ++i) {
+    const std::uint8_t* e = d + at + std::size_t(i) * entry;
+    if (e[0] != e[1] || e[1] != e[2]) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 namespace {
@@ -432,14 +460,15 @@ Image decode_image_checked(const std::uint8_t* data, std::size_t size, const std
   img.height = dh;
   const std::size_t n = std::size_t(dw) * std::size_t(dh);
   const bool gif = size >= 4 && std::memcmp(data, "GIF8", 4) == 0 && dc == 4;
-  img.channels = gif ? gif_channels(px.get(), n) : dc;
+  const bool gray_bmp = dc == 3 && gray_palette_bmp(data, size);
+  img.channels = gif ? gif_channels(px.get(), n) : gray_bmp ? 1 : dc;
   if (img.channels == dc) {
     img.pixels.assign(px.get(), px.get() + img.byte_count());
-  } else {  // the kept channels of each RGBA pixel, straight from stb's buffer
+  } else {  // the kept channels of each pixel, straight from stb's buffer
     img.pixels.resize(img.byte_count());
-    const std::size_t c = std::size_t(img.channels);
+    const std::size_t c = std::size_t(img.channels), from = std::size_t(dc);
     for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t k = 0; k < c; ++k) img.pixels[i * c + k] = px.get()[i * 4 + k];
+      for (std::size_t k = 0; k < c; ++k) img.pixels[i * c + k] = px.get()[i * from + k];
   }
   img.icc = png::read_iccp(data, size);  // empty unless a PNG with an iCCP chunk
   used = codec::kStbImage;
