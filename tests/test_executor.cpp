@@ -624,6 +624,44 @@ TEST_F(ExecutorTest, DefaultBudgetKeepsEveryWorkerBusyOnBigImages) {
   EXPECT_EQ(s1.peak_busy_workers, 1);  // each item alone costs more than the cap
 }
 
+TEST_F(ExecutorTest, CancelStopsStartingFilesAndTheNextRunStartsAfresh) {
+  std::vector<WorkItem> its;
+  for (int k = 0; k < 30; ++k)
+    for (const auto& n : names_) {
+      WorkItem w;
+      w.input = test::source_path("samples/" + n);
+      w.output = (dir_ / "out" / (std::to_string(k) + "-" + fs::path(n).stem().string() + ".png"))
+                     .string();
+      its.push_back(w);
+    }
+  ExecutorOptions o;
+  o.op.equalize.backend = Backend::cpu;
+  o.jobs = 1;
+  Executor ex(o);
+  // Cancelled from the first report: the files in progress finish, the others are not started.
+  std::size_t ok = 0, cancelled = 0, next = 0;
+  const BatchSummary s = ex.run(its, [&](const ItemReport& r) {
+    EXPECT_EQ(r.index, next++) << "in input order still";
+    if (r.index == 0) ex.cancel();
+    if (r.ok) {
+      ++ok;
+      EXPECT_TRUE(fs::exists(r.output)) << r.output;
+    } else {
+      EXPECT_EQ(r.error, "'" + r.input + "': cancelled");
+      EXPECT_FALSE(fs::exists(r.output)) << r.output;
+      ++cancelled;
+    }
+  });
+  EXPECT_EQ(next, its.size());
+  EXPECT_GE(ok, 1u);
+  EXPECT_GT(cancelled, 0u) << "one worker: files had not started";
+  EXPECT_EQ(s.failures, cancelled);
+  // The next run is not cancelled.
+  std::size_t again = 0;
+  ex.run(its, [&](const ItemReport& r) { again += r.ok ? 1 : 0; });
+  EXPECT_EQ(again, its.size());
+}
+
 TEST_F(ExecutorTest, ManyItemsOfMixedSizesReportInInputOrder) {
   // More items than the report window (64), of different sizes: the reader takes the largest
   // first within windows; every report must still come in input order, and nothing deadlocks.

@@ -231,7 +231,9 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
         done (else a failed report). With ``errors="raise"``: the first failed input (see
         ``errors``).
 
-    The call releases the GIL while the files run (other Python threads go on).
+    The call releases the GIL while the files run (other Python threads go on). Ctrl-C
+    cancels the run: the files in progress are finished and written, no other is started,
+    and KeyboardInterrupt is raised.
     """
     if decoder == "gpu" and (mask is not None or roi is not None):
         raise ValueError("decoder: 'gpu' decodes JPEGs for the whole-image routes; an "

@@ -11,10 +11,15 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -222,6 +227,7 @@ void bind_files(nb::module_& m) {
         std::vector<histeq::ItemReport> reports;
         reports.reserve(work.size());
         std::string fallback;
+        bool interrupted = false;
         {
           nb::gil_scoped_release release;
           histeq::Executor ex(std::move(eo));
@@ -229,11 +235,42 @@ void bind_files(nb::module_& m) {
           const auto folders = [&] {
             if (output_dir) histeq::make_output_folders(work, output_dir->bytes);
           };
-          ex.run(
-              work, [&](const histeq::ItemReport& r) { reports.push_back(r); }, folders);
+          // The run on a thread of its own; this one looks for Ctrl-C (Python's signal handlers
+          // run only when asked, on the main thread) every 0.1 s, and cancels the run: the
+          // files in progress finish, no other starts, and KeyboardInterrupt is raised.
+          std::mutex mu;
+          std::condition_variable cv;
+          bool done = false;
+          std::exception_ptr error;
+          std::thread runner([&] {
+            try {
+              ex.run(
+                  work, [&](const histeq::ItemReport& r) { reports.push_back(r); }, folders);
+            } catch (...) {
+              error = std::current_exception();
+            }
+            std::lock_guard<std::mutex> lock(mu);
+            done = true;
+            cv.notify_all();
+          });
+          for (;;) {
+            std::unique_lock<std::mutex> lock(mu);
+            if (cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return done; })) break;
+            lock.unlock();
+            if (!interrupted) {
+              nb::gil_scoped_acquire gil;
+              if (PyErr_CheckSignals() != 0) {
+                interrupted = true;  // the exception stays set for python_error below
+                ex.cancel();
+              }
+            }
+          }
+          runner.join();
+          if (error && !interrupted) std::rethrow_exception(error);
           // Asked only of a run that wanted the GPU: asking starts CUDA (a context) otherwise.
-          if (ex.wanted_device()) fallback = ex.cpu_fallback_reason();
+          if (!interrupted && ex.wanted_device()) fallback = ex.cpu_fallback_reason();
         }
+        if (interrupted) throw nb::python_error();
         nb::list out;
         for (const auto& r : reports) out.append(report_dict(r));
         return nb::make_tuple(out, fallback);

@@ -125,6 +125,17 @@ std::string Executor::cpu_fallback_reason() {
   return m.fallback_why;
 }
 
+void Executor::cancel() {
+  impl_->cancelled = true;
+  if (Run* r = impl_->current.load()) {
+    {
+      std::lock_guard<std::mutex> lock(r->mu);  // the waits below see the flag
+    }
+    r->cv_budget.notify_all();
+    r->cv_work.notify_all();
+  }
+}
+
 bool Executor::wanted_device() const {
   const Impl& m = *impl_;
   return m.opt.op.equalize.backend != Backend::cpu &&
@@ -166,6 +177,7 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
   if (before_files) before_files();
   if (m.use_engines && !m.engines && cpu_fallback_reason().empty())
     m.engines = std::make_unique<EnginePool>(m.opt.devices, std::max(2, m.jobs / 4));
+  m.cancelled = false;
   Run r(m, items);
   r.t_run = started;
   m.current = &r;

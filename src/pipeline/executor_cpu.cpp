@@ -62,6 +62,15 @@ void Executor::Run::cpu_worker() {
           cv_work.wait(lock);
       }
     }
+    if (m.cancelled && !it->encode_host) {  // Executor::cancel: not started
+      it->rep = ItemReport{};
+      it->rep.index = it->index;
+      it->rep.input = items[it->index].input;
+      it->rep.output = items[it->index].output;
+      it->rep.error = "cancelled";
+      finish(std::move(it));
+      continue;
+    }
     if (split_to_device(it)) continue;
     process(*it);
     finish(std::move(it));

@@ -154,6 +154,11 @@ void Executor::Run::reader_loop() {
       cv_budget.wait(lock, [&] { return inflight_items < max_items; });
       ++inflight_items;
     }
+    if (m.cancelled) {  // Executor::cancel: not read, reported at once
+      it->rep.error = "cancelled";
+      finish(std::move(it));
+      continue;
+    }
     const auto t0 = Clock::now();
     try {
       it->bytes = read_image_file(items[i].input);
@@ -170,8 +175,16 @@ void Executor::Run::reader_loop() {
     it->cost = it->plan.cost;
     std::unique_lock<std::mutex> lock(mu);
     cv_budget.wait(lock, [&] {
-      return inflight_bytes == 0 || inflight_bytes + it->cost <= m.opt.max_inflight_bytes;
+      return inflight_bytes == 0 || inflight_bytes + it->cost <= m.opt.max_inflight_bytes ||
+             m.cancelled;
     });
+    if (m.cancelled) {
+      lock.unlock();
+      it->cost = 0;  // never charged
+      it->rep.error = "cancelled";
+      finish(std::move(it));
+      continue;
+    }
     inflight_bytes += it->cost;
     sum.peak_inflight_bytes = std::max(sum.peak_inflight_bytes, inflight_bytes);
     if (dev && it->plan.route == ItemRoute::jpeg_device) {

@@ -143,6 +143,8 @@ struct Executor::Impl {
   /// jobs come back to the run in progress.
   std::unique_ptr<detail::JpegDevices> dev;
   std::atomic<Run*> current{nullptr};
+  /// cancel() was called: the run in progress stops starting files (reset by each run()).
+  std::atomic<bool> cancelled{false};
 };
 
 /// One run(): the reader, the CPU workers, the writers, the device route and the in-order

@@ -318,3 +318,28 @@ def test_file_names_that_are_not_utf8(tmp_path):
     [r] = histeq.equalize_files([bad], out_dir, backend="cpu")
     assert not r["ok"] and r["input"] == os.fsdecode(bad)
     r["error"].encode("utf-8")
+
+
+def test_ctrl_c_stops_a_batch_and_raises_keyboardinterrupt(tmp_path):
+    """Ctrl-C (here _thread.interrupt_main, as the SIGINT handler does) during equalize_files
+    cancels the run: the files in progress finish, no other starts, no temporary file stays, and
+    KeyboardInterrupt is raised from the call (it was raised only after every file was done)."""
+    import _thread
+    import threading
+    src = tmp_path / "in"
+    src.mkdir()
+    big = rng_image((700, 900, 3), seed=11)
+    for i in range(60):
+        histeq.save_image(src / f"{i:02d}.png", big)
+    timer = threading.Timer(0.05, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            histeq.equalize_files([src], tmp_path / "out", backend="cpu", png_level=9, jobs=1)
+    finally:
+        timer.cancel()
+    written = sorted(os.listdir(tmp_path / "out"))
+    assert len(written) < 60, "cancelled: files not started are not written"
+    assert all(name.endswith(".png") for name in written), written  # no temporary files
+    for name in written:  # what was written is whole
+        assert histeq.load_image(tmp_path / "out" / name).shape == big.shape
