@@ -457,7 +457,7 @@ TEST_P(KernelProps, ZeroedScratchIsLeftZero) {
   Stream stream;
   DeviceBuffer<std::uint8_t> scratch(bytes);
   histeq::kernels::prepare_scratch(e, scratch.get(), scratch.bytes(), stream.get());
-  DeviceBuffer<std::uint64_t> d_hist(std::size_t(histeq::kMaxBins));
+  DeviceBuffer<std::uint64_t> d_hist{std::size_t(histeq::kMaxBins)};
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const Step& st = steps[i];
     if (e.unsupported(st.type, st.bins)) continue;

@@ -676,7 +676,8 @@ std::string check_message(const Region& r) {
 // image or the mask), with Region::check's messages.
 TEST(Region16Cpu, ARegionThatDoesNotFitIsRefusedBeforeAnyCount) {
   const Image16 img = image16(20, 10, 3, 1);
-  for (const auto& [name, region] : bad_regions()) {
+  for (const auto& [name, bad] : bad_regions()) {
+    const Region& region = bad;  // (a structured binding is not captured by a C++17 lambda)
     const std::string want = check_message(region);
     ASSERT_FALSE(want.empty()) << name;
     bool usage = false;
@@ -697,9 +698,10 @@ TEST(Region16Gpu, ARegionThatDoesNotFitIsRefusedAsOnTheCpu) {
   HISTEQ_REQUIRE_GPU();
   const Image16 img = image16(20, 10, 3, 1);
   const std::vector<Histogram> ref{hist_of(65536, 3, 1)};
-  for (const auto& [name, region] : bad_regions())
+  for (const auto& [name, bad] : bad_regions())
     for (const std::vector<Histogram>* r :
          {static_cast<const std::vector<Histogram>*>(nullptr), &ref}) {
+      const Region& region = bad;  // (a structured binding is not captured by a C++17 lambda)
       bool usage_cpu = false, usage_gpu = false;
       const std::string cpu = error_of(
           [&] { equalize16(img, Mode::rgb, Backend::cpu, nullptr, region, r); }, &usage_cpu);
