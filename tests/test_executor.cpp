@@ -19,6 +19,7 @@
 #include <iterator>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "histeq/cpu.hpp"
@@ -656,10 +657,36 @@ TEST_F(ExecutorTest, CancelStopsStartingFilesAndTheNextRunStartsAfresh) {
   EXPECT_GE(ok, 1u);
   EXPECT_GT(cancelled, 0u) << "one worker: files had not started";
   EXPECT_EQ(s.failures, cancelled);
-  // The next run is not cancelled.
+  // The next run is not cancelled, nor is one after a cancel() that came with no run.
+  ex.cancel();
   std::size_t again = 0;
   ex.run(its, [&](const ItemReport& r) { again += r.ok ? 1 : 0; });
   EXPECT_EQ(again, its.size());
+  // Cancelled before any file is read (during the run's checks and before_files): nothing is
+  // read, nothing written, every item reported cancelled.
+  const fs::path none = dir_ / "none";
+  std::vector<WorkItem> elsewhere = its;
+  for (WorkItem& w : elsewhere) w.output = (none / fs::path(w.output).filename()).string();
+  std::size_t cancelled_early = 0;
+  ex.run(
+      elsewhere, [&](const ItemReport& r) { cancelled_early += r.ok ? 0 : 1; },
+      [&] { ex.cancel(); });
+  EXPECT_EQ(cancelled_early, elsewhere.size());
+  EXPECT_FALSE(fs::exists(none));
+  // From another thread, while the run goes: it returns, each item written or cancelled.
+  std::size_t written = 0, stopped = 0;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    ex.cancel();
+  });
+  ex.run(its, [&](const ItemReport& r) {
+    if (r.ok)
+      ++written;
+    else if (r.error == "'" + r.input + "': cancelled")
+      ++stopped;
+  });
+  canceller.join();
+  EXPECT_EQ(written + stopped, its.size());
 }
 
 TEST_F(ExecutorTest, ManyItemsOfMixedSizesReportInInputOrder) {

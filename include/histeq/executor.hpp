@@ -192,11 +192,12 @@ class Executor {
   /// The effective number of CPU workers.
   int jobs() const;
 
-  /// Asks the run in progress (on another thread) to stop soon: no further file is read or
-  /// started; the files in progress are finished (their outputs written as usual, atomically),
-  /// and every item not started is reported failed ("'INPUT': cancelled"), so run() returns
-  /// once the files in progress are done. Thread-safe; a later run() starts afresh. (Python's
-  /// equalize_files calls it on Ctrl-C.)
+  /// Asks the run in progress (on another thread, from its start: its device checks and
+  /// before_files included) to stop soon: no further file is read or started, queued device
+  /// jobs are taken back; the files in progress are finished (their outputs written as usual,
+  /// atomically), and every other item is reported failed ("'INPUT': cancelled"), so run()
+  /// returns once the files in progress are done. Thread-safe; without a run in progress it does
+  /// nothing, and a later run() is not cancelled. (Python's equalize_files calls it on Ctrl-C.)
   void cancel();
 
  private:

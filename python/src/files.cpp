@@ -228,6 +228,12 @@ void bind_files(nb::module_& m) {
         reports.reserve(work.size());
         std::string fallback;
         bool interrupted = false;
+        // Python runs signal handlers on its main thread only: a batch called from another
+        // thread is not watched (and its waiting thread never takes the GIL, which a daemon
+        // thread may not at interpreter exit).
+        const nb::object threading = nb::module_::import_("threading");
+        const bool main_thread =
+            threading.attr("main_thread")().attr("ident").equal(threading.attr("get_ident")());
         {
           nb::gil_scoped_release release;
           histeq::Executor ex(std::move(eo));
@@ -242,7 +248,14 @@ void bind_files(nb::module_& m) {
           std::condition_variable cv;
           bool done = false;
           std::exception_ptr error;
-          std::thread runner([&] {
+          std::thread runner;
+          struct Join {  // whatever happens below, the runner is joined before it is destroyed
+            std::thread& t;
+            ~Join() {
+              if (t.joinable()) t.join();
+            }
+          } join{runner};
+          runner = std::thread([&] {
             try {
               ex.run(
                   work, [&](const histeq::ItemReport& r) { reports.push_back(r); }, folders);
@@ -255,6 +268,10 @@ void bind_files(nb::module_& m) {
           });
           for (;;) {
             std::unique_lock<std::mutex> lock(mu);
+            if (!main_thread) {
+              cv.wait(lock, [&] { return done; });
+              break;
+            }
             if (cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return done; })) break;
             lock.unlock();
             if (!interrupted) {

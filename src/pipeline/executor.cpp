@@ -126,8 +126,11 @@ std::string Executor::cpu_fallback_reason() {
 }
 
 void Executor::cancel() {
-  impl_->cancelled = true;
-  if (Run* r = impl_->current.load()) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> guard(m.cancel_mu);
+  if (!m.active) return;  // no run in progress: nothing to stop (the next run is not cancelled)
+  m.cancelled = true;
+  if (Run* r = m.current.load()) {
     {
       std::lock_guard<std::mutex> lock(r->mu);  // the waits below see the flag
     }
@@ -173,17 +176,32 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
   // The run's clock starts here: the checks create the device's context on a route that must
   // have the device, and that start-up is the run's.
   const Clock::time_point started = Clock::now();
+  {  // from here a cancel() is this run's (during the checks too: then no file is read)
+    std::lock_guard<std::mutex> guard(m.cancel_mu);
+    m.active = true;
+    m.cancelled = false;
+  }
+  struct Active {
+    Impl& m;
+    ~Active() {
+      std::lock_guard<std::mutex> guard(m.cancel_mu);
+      m.active = false;
+      m.cancelled = false;
+    }
+  } active{m};
   check_devices();
   if (before_files) before_files();
   if (m.use_engines && !m.engines && cpu_fallback_reason().empty())
     m.engines = std::make_unique<EnginePool>(m.opt.devices, std::max(2, m.jobs / 4));
-  m.cancelled = false;
   Run r(m, items);
   r.t_run = started;
   m.current = &r;
   struct Current {
     Impl& m;
-    ~Current() { m.current = nullptr; }
+    ~Current() {
+      std::lock_guard<std::mutex> guard(m.cancel_mu);  // a cancel() is done with the Run
+      m.current = nullptr;
+    }
   } current{m};
   r.start_devices();
   // `jobs` CPU slots, and an eighth more threads: a worker writing its file (fsync) holds no

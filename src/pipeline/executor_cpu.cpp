@@ -42,15 +42,40 @@ void Executor::Run::give_slot() {
   cv_work.notify_all();
 }
 
+/// Executor::cancel: the device jobs still queued (in no batch, decoded by no worker) are taken
+/// back and reported cancelled.
+void Executor::Run::cancel_device_queue() {
+  if (!dev) return;
+  std::vector<std::unique_ptr<Loaded>> back;
+  while (detail::DeviceJob* j = dev->steal()) {
+    std::lock_guard<std::mutex> lock(mu);
+    Loaded* raw = take_back(j);
+    if (!raw) continue;
+    back.push_back(std::move(on_device[raw]));
+    on_device.erase(raw);
+  }
+  for (std::unique_ptr<Loaded>& it : back) {
+    it->rep.error = "cancelled";
+    finish(std::move(it));
+  }
+}
+
 void Executor::Run::cpu_worker() {
   // With the device route running, its slot threads need a core at once when their batch comes
   // back (to issue the next one): the CPU workers yield to them (a lower priority, per thread).
   if (dev) ::setpriority(PRIO_PROCESS, pid_t(::syscall(SYS_gettid)), 4);
+  bool drained = false;  // the device's queue taken back once cancelled
   for (;;) {
     std::unique_ptr<Loaded> it;
     {
       std::unique_lock<std::mutex> lock(mu);
       for (;;) {
+        if (m.cancelled && !drained) {
+          drained = true;
+          lock.unlock();
+          cancel_device_queue();
+          lock.lock();
+        }
         it = next_for_cpu(lock);
         if (it) break;
         const bool device_busy = dev && !on_device.empty();

@@ -143,7 +143,12 @@ struct Executor::Impl {
   /// jobs come back to the run in progress.
   std::unique_ptr<detail::JpegDevices> dev;
   std::atomic<Run*> current{nullptr};
-  /// cancel() was called: the run in progress stops starting files (reset by each run()).
+  /// cancel(): `active` from the start of run() to its end (its checks and before_files
+  /// included), `cancelled` set by a cancel() while active (and cleared when the run ends), and
+  /// cancel_mu held by cancel() while it wakes `current`'s threads and by run() while it sets
+  /// `active` or clears `current`, so that the Run it wakes is alive.
+  std::mutex cancel_mu;
+  bool active = false;
   std::atomic<bool> cancelled{false};
 };
 
@@ -186,6 +191,7 @@ struct Executor::Run {
   bool steal_pays(const detail::Loaded& it) const;
   void process(detail::Loaded& it);
   bool split_to_device(std::unique_ptr<detail::Loaded>& it);
+  void cancel_device_queue();
   void write_output(detail::Loaded& it, const std::vector<std::uint8_t>& bytes, bool holds_slot);
   void finish(std::unique_ptr<detail::Loaded> it);
   detail::Loaded* take_back(detail::DeviceJob* job);

@@ -343,3 +343,21 @@ def test_ctrl_c_stops_a_batch_and_raises_keyboardinterrupt(tmp_path):
     assert all(name.endswith(".png") for name in written), written  # no temporary files
     for name in written:  # what was written is whole
         assert histeq.load_image(tmp_path / "out" / name).shape == big.shape
+
+
+def test_a_batch_from_another_thread_runs_to_its_end(tmp_path):
+    """Python runs signal handlers on its main thread only: a batch called from another thread
+    is not watched for Ctrl-C, and runs as before."""
+    import threading
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(4):
+        histeq.save_image(src / f"{i}.png", rng_image((30, 40), seed=20 + i))
+    result = {}
+
+    def work():
+        result["reports"] = histeq.equalize_files([src], tmp_path / "out", backend="cpu")
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert [r["ok"] for r in result["reports"]] == [True] * 4
