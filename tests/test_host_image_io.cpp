@@ -336,6 +336,27 @@ TEST_F(ImageIo, GrayPaletteBmpsAreOneChannel) {
   });
   const Image c = decode_image(colour.data(), colour.size(), "colour.bmp");
   EXPECT_EQ(c.channels, 3);
+  // A biClrUsed beyond 2^8 is read as 256 entries (OpenCV's reading; the palette check stays
+  // inside the file), a header size past the end or a cut palette is no gray palette, and a
+  // file cut in its pixels is an error: every sample comes from the file or none is given.
+  std::vector<std::uint8_t> huge_used = gray;
+  for (int k = 0; k < 4; ++k) huge_used[46 + std::size_t(k)] = 0xFF;
+  try {
+    const Image h2 = decode_image(huge_used.data(), huge_used.size(), "used.bmp");
+    EXPECT_TRUE(h2.channels == 1 || h2.channels == 3);
+  } catch (const Error&) {
+  }
+  std::vector<std::uint8_t> big_header = gray;
+  big_header[17] = 0x7F;  // biSize 0x7F000028
+  try {
+    const Image b = decode_image(big_header.data(), big_header.size(), "header.bmp");
+    EXPECT_NE(b.channels, 1) << "no gray palette is read from outside the file";
+  } catch (const Error&) {
+  }
+  for (std::size_t cut : {std::size_t(40), std::size_t(54 + 30), gray.size() - 10}) {
+    const std::vector<std::uint8_t> part(gray.begin(), gray.begin() + std::ptrdiff_t(cut));
+    EXPECT_THROW(decode_image(part.data(), part.size(), "cut.bmp"), Error) << cut;
+  }
 }
 
 // stb_image gives every GIF as RGBA: an opaque GIF comes back as RGB, one whose palette is gray
