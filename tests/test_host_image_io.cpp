@@ -344,15 +344,13 @@ TEST_F(ImageIo, GrayPaletteBmpsAreOneChannel) {
   try {
     const Image h2 = decode_image(huge_used.data(), huge_used.size(), "used.bmp");
     EXPECT_TRUE(h2.channels == 1 || h2.channels == 3);
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   std::vector<std::uint8_t> big_header = gray;
   big_header[17] = 0x7F;  // biSize 0x7F000028
   try {
     const Image b = decode_image(big_header.data(), big_header.size(), "header.bmp");
     EXPECT_NE(b.channels, 1) << "no gray palette is read from outside the file";
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   for (std::size_t cut : {std::size_t(40), std::size_t(54 + 30), gray.size() - 10}) {
     const std::vector<std::uint8_t> part(gray.begin(), gray.begin() + std::ptrdiff_t(cut));
     EXPECT_THROW(decode_image(part.data(), part.size(), "cut.bmp"), Error) << cut;
