@@ -325,12 +325,16 @@ def test_ctrl_c_stops_a_batch_and_raises_keyboardinterrupt(tmp_path):
     cancels the run: the files in progress finish, no other starts, no temporary file stays, and
     KeyboardInterrupt is raised from the call (it was raised only after every file was done)."""
     import _thread
+    import signal
     import threading
     src = tmp_path / "in"
     src.mkdir()
     big = rng_image((700, 900, 3), seed=11)
     for i in range(60):
         histeq.save_image(src / f"{i:02d}.png", big)
+    # Python's own SIGINT handler, whatever this process inherited (a shell's background job
+    # starts with SIGINT ignored, and then interrupt_main does nothing).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.05, _thread.interrupt_main)
     timer.start()
     try:
@@ -338,6 +342,7 @@ def test_ctrl_c_stops_a_batch_and_raises_keyboardinterrupt(tmp_path):
             histeq.equalize_files([src], tmp_path / "out", backend="cpu", png_level=9, jobs=1)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     written = sorted(os.listdir(tmp_path / "out"))
     assert len(written) < 60, "cancelled: files not started are not written"
     assert all(name.endswith(".png") for name in written), written  # no temporary files
