@@ -194,8 +194,8 @@ TEST(HybridRoute, ProgressiveFilesThroughTheHybridDecoderStayWithinTheCpuPlanesR
   o.device_start_cpu_s = 0;
   o.progressive_hybrid = true;
   Executor ex(o);
-  // The device route starts with the first run and comes up in the background: runs repeat
-  // (each writing every output) until the progressive files went through the hybrid decoder.
+  // The device route starts with the executor's earliest run() and comes up in the background: runs
+  // repeat (each writing every output) until the progressive files went through the hybrid decoder.
   bool hybrid = false;
   for (int attempt = 0; attempt < 20 && !hybrid; ++attempt) {
     const fs::path out = dir / ("out" + std::to_string(attempt));
