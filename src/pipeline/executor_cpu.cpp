@@ -54,10 +54,7 @@ void Executor::Run::cancel_device_queue() {
     back.push_back(std::move(on_device[raw]));
     on_device.erase(raw);
   }
-  for (std::unique_ptr<Loaded>& it : back) {
-    it->rep.error = "cancelled";
-    finish(std::move(it));
-  }
+  for (std::unique_ptr<Loaded>& it : back) finish_cancelled(std::move(it));
 }
 
 void Executor::Run::cpu_worker() {
@@ -88,12 +85,7 @@ void Executor::Run::cpu_worker() {
       }
     }
     if (m.cancelled && !it->encode_host) {  // Executor::cancel: not started
-      it->rep = ItemReport{};
-      it->rep.index = it->index;
-      it->rep.input = items[it->index].input;
-      it->rep.output = items[it->index].output;
-      it->rep.error = "cancelled";
-      finish(std::move(it));
+      finish_cancelled(std::move(it));
       continue;
     }
     if (split_to_device(it)) continue;

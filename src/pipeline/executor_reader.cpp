@@ -155,8 +155,7 @@ void Executor::Run::reader_loop() {
       ++inflight_items;
     }
     if (m.cancelled) {  // Executor::cancel: not read, reported at once
-      it->rep.error = "cancelled";
-      finish(std::move(it));
+      finish_cancelled(std::move(it));
       continue;
     }
     const auto t0 = Clock::now();
@@ -181,8 +180,7 @@ void Executor::Run::reader_loop() {
     if (m.cancelled) {
       lock.unlock();
       it->cost = 0;  // never charged
-      it->rep.error = "cancelled";
-      finish(std::move(it));
+      finish_cancelled(std::move(it));
       continue;
     }
     inflight_bytes += it->cost;

@@ -69,10 +69,7 @@ void Executor::Run::device_done(detail::DeviceJob* job) {
     job->host_coefs.reset();
     job->device_planes.reset();
     charge_cpu(*it);
-    it->rep = ItemReport{};
-    it->rep.index = it->index;
-    it->rep.input = items[it->index].input;
-    it->rep.output = items[it->index].output;
+    fresh_report(*it);
   }
   cpu_q.push_front(std::move(it));
   cv_work.notify_one();

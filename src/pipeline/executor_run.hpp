@@ -192,6 +192,21 @@ struct Executor::Run {
   void process(detail::Loaded& it);
   bool split_to_device(std::unique_ptr<detail::Loaded>& it);
   void cancel_device_queue();
+  /// The item's report as the reader made it (index, input, output; nothing of a route that
+  /// gave it up).
+  void fresh_report(detail::Loaded& it) const {
+    it.rep = ItemReport{};
+    it.rep.index = it.index;
+    it.rep.input = items[it.index].input;
+    it.rep.output = items[it.index].output;
+  }
+  /// Executor::cancel: the item, not started, is reported cancelled (its cost, if charged,
+  /// leaves the budget in finish).
+  void finish_cancelled(std::unique_ptr<detail::Loaded> it) {
+    fresh_report(*it);
+    it->rep.error = "cancelled";
+    finish(std::move(it));
+  }
   void write_output(detail::Loaded& it, const std::vector<std::uint8_t>& bytes, bool holds_slot);
   void finish(std::unique_ptr<detail::Loaded> it);
   detail::Loaded* take_back(detail::DeviceJob* job);
