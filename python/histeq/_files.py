@@ -136,7 +136,7 @@ def _unlisted_report(path: str, message: str) -> Dict[str, Any]:
     read, a missing folder): a failed item, as the CLI's --json line for it."""
     return {"input": path, "output": "", "ok": False, "error": message, "width": 0, "height": 0,
             "channels": 0, "output_channels": 0, "decoder": "", "encoder": "",
-            "output_bytes": 0, "bit_depth": 8, "route": "", "mode": None, "backend": "",
+            "output_bytes": 0, "bit_depth": None, "route": "", "mode": None, "backend": "",
             "kernel": "", "device": "",
             "times": dict.fromkeys(("read", "decode", "upload", "equalize", "download", "encode",
                                     "write"), 0.0)}
@@ -221,7 +221,8 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
         height channels output_channels decoder encoder output_bytes bit_depth route mode
         backend kernel device times`` (``route``: ``"pixels"``, ``"jpeg-planes"`` or
         ``"jpeg-device"``, where it ran) (``times``: milliseconds per stage ``read decode upload equalize download
-        encode write``). ``error`` is None when ``ok``.
+        encode write``). ``error`` is None when ``ok``; ``bit_depth`` and ``mode`` are None when
+        not ``ok``.
 
     Raises:
         TypeError: ``inputs`` is a single path. ValueError: bad options, an input that cannot

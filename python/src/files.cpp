@@ -121,11 +121,14 @@ nb::dict report_dict(const histeq::ItemReport& r) {
   d["decoder"] = r.decoder;
   d["encoder"] = r.encoder;
   d["output_bytes"] = r.output_bytes;
-  d["bit_depth"] = r.bit_depth;
   d["route"] = r.route;
+  // bit_depth and mode are what the image was processed at: None for a failed item (as the CLI's
+  // --json line leaves them out), not the defaults of a report nothing filled in.
   if (r.ok) {
+    d["bit_depth"] = r.bit_depth;
     d["mode"] = histeq::to_string(r.equalize.mode);
   } else {
+    d["bit_depth"] = nb::none();
     d["mode"] = nb::none();
   }
   d["backend"] = r.equalize.backend;

@@ -86,6 +86,9 @@ def test_failed_file_is_reported_not_raised(tmp_path):
     reports = histeq.equalize_files([bad, good, missing], tmp_path / "out", backend="cpu")
     assert [r["ok"] for r in reports] == [False, True, False]
     assert "n.png" in reports[0]["error"] and "missing.png" in reports[2]["error"]
+    # what a failed file was processed at is unknown, not a default
+    assert [(r["bit_depth"], r["mode"]) for r in reports] == \
+        [(None, None), (8, "gray"), (None, None)]
     assert (tmp_path / "out" / "g.png").exists()
     with pytest.raises(ValueError, match="n.png"):
         histeq.equalize_files([good, bad], tmp_path / "out2", backend="cpu", errors="raise")
@@ -169,6 +172,7 @@ def test_what_cannot_be_listed_is_a_failed_report_and_the_rest_runs(tmp_path):
     assert reports[0]["error"] == f"cannot read '{src / 'loop.png'}': Too many levels of " \
         "symbolic links"
     assert reports[1]["error"] == f"no such folder (or file): '{missing}'"
+    assert reports[1]["bit_depth"] is None and reports[1]["mode"] is None
     assert set(reports[0]) == set(reports[2])  # the keys of every report
     with pytest.raises(OSError) as e:
         histeq.equalize_files([src], tmp_path / "raise", backend="cpu", errors="raise")
