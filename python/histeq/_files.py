@@ -106,12 +106,18 @@ def _item_error(r: Dict[str, Any]) -> Exception:
         return IsADirectoryError(errno.EISDIR, msg, inp)
     if not os.access(inp, os.R_OK):
         return PermissionError(errno.EACCES, msg, inp)
-    if "cannot write" in msg:
+    # The library's words, without the paths it quotes (the input, the output and the output's
+    # folders), so that a folder named "CUDA runs" does not make a decode error a RuntimeError.
+    words, p = msg.replace(f"'{inp}'", "''"), out
+    while p and p not in (os.sep, "."):
+        words = words.replace(f"'{p}'", "''")
+        p = os.path.dirname(p) if os.path.dirname(p) != p else ""
+    if "cannot write" in words:
         folder = os.path.dirname(out) or "."
         if not os.access(folder, os.W_OK):
             return PermissionError(errno.EACCES, msg, out)
         return OSError(msg)
-    if "CUDA" in msg:
+    if "CUDA" in words:
         return RuntimeError(msg)
     return ValueError(msg)
 

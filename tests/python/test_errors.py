@@ -256,3 +256,16 @@ def test_a_list_error_names_the_image(call, regions):
     with pytest.raises(ValueError) as e:
         call([big, small], mode="hsv")
     assert "of the list" not in str(e.value)
+
+
+@pytest.mark.parametrize("folder", ["CUDA runs", "cannot write"])
+def test_raised_type_does_not_depend_on_the_words_of_a_path(tmp_path, folder):
+    """errors="raise" picks the exception from the failure, not from words that happen to be in
+    the file's path: an undecodable file is a ValueError wherever it lies."""
+    d = tmp_path / folder
+    d.mkdir()
+    junk = d / "junk.png"
+    junk.write_bytes(b"not an image")
+    with pytest.raises(ValueError, match="junk.png") as e:
+        histeq.equalize_files([junk], tmp_path / "out", backend="cpu", errors="raise")
+    assert type(e.value) is ValueError
