@@ -88,9 +88,10 @@ def save_image(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
 
 def _check_int(name: str, value: Any, low: int, high: Optional[int] = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, _np.integer)) or value < low or \
-            (high is not None and value > high):
-        rng = f"{low}..{high}" if high is not None else f">= {low}"
+    rng = f"{low}..{high}" if high is not None else f">= {low}"
+    if isinstance(value, bool) or not isinstance(value, (int, _np.integer)):
+        raise TypeError(f"{name}: expected an int {rng}, got {type(value).__name__} {value!r}")
+    if value < low or (high is not None and value > high):
         raise ValueError(f"{name}: must be an int {rng}, got {value!r}")
     return int(value)
 
@@ -231,8 +232,10 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
         not ``ok``.
 
     Raises:
-        TypeError: ``inputs`` is a single path. ValueError: bad options, an input that cannot
-        be written back without ``format``, two inputs that would write the same output.
+        TypeError: ``inputs`` is a single path; an option of the wrong type (``jobs``,
+        ``quality``, ``png_level``, ``max_inflight_mb``, ``max_pixels``, ``devices`` take ints).
+        ValueError: bad options, an input that cannot be written back without ``format``, two
+        inputs that would write the same output.
         FileNotFoundError: an input that does not exist and is not named as an image file (a
         missing folder), OSError: a folder that cannot be listed, when no other file is to be
         done (else a failed report). With ``errors="raise"``: the first failed input (see
