@@ -22,6 +22,15 @@ def _is_path(x: Any) -> bool:
     return isinstance(x, (str, bytes, os.PathLike))
 
 
+def _path_text(name: str, x: Any) -> str:
+    """os.fsdecode(x), or a TypeError naming the argument when x is no path."""
+    try:
+        return os.fsdecode(x)
+    except TypeError:
+        raise TypeError(f"{name}: expected a str, bytes or os.PathLike, got "
+                        f"{type(x).__name__}") from None
+
+
 def load_image(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
                depth: Optional[int] = 8) -> _np.ndarray:
     """Decodes PNG/JPEG/BMP/TGA/GIF/PNM into an array ``(H, W)`` or ``(H, W, C)``, colour
@@ -42,7 +51,7 @@ def load_image(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
     another depth."""
     if depth not in (8, 16, None) or isinstance(depth, bool):
         raise ValueError(f"depth: 8, 16 or None, got {depth!r}")
-    p = os.fsdecode(path)
+    p = _path_text("path", path)
     if depth == 16 or (depth is None and _histeq.is_16bit_image(p)):
         return _histeq.load_image16(p)
     return _histeq.load_image(p)
@@ -365,7 +374,13 @@ def _batch(operation, clahe, inputs, output_dir, mode, formula, kernel, backend,
         raise TypeError("inputs: expected a list of paths, got a single path")
     if depth not in (None, 8, 16) or isinstance(depth, bool):
         raise ValueError(f"depth: None, 8 or 16, got {depth!r}")
-    paths = [os.fsdecode(p) for p in inputs]
+    try:
+        listed = list(inputs)
+    except TypeError:
+        raise TypeError(f"inputs: expected a list of paths, got {type(inputs).__name__}") \
+            from None
+    paths = [_path_text(f"inputs[{i}]", p) for i, p in enumerate(listed)]
+    out_dir = _path_text("output_dir", output_dir)
     quality, png_level, subsampling = _encode_options(quality, png_level, subsampling)
     jobs = _check_int("jobs", jobs, 0)
     max_inflight_mb = (0 if max_inflight_mb is None
@@ -392,7 +407,7 @@ def _batch(operation, clahe, inputs, output_dir, mode, formula, kernel, backend,
     if backend == "cuda":
         _a.require_cuda("backend='cuda'")
     # The library's plan, the CLI's: the same files, names and collisions (histeq/inputs.hpp).
-    items, unlisted = _histeq.plan_files(paths, os.fsdecode(output_dir), fmt or "", suffix,
+    items, unlisted = _histeq.plan_files(paths, out_dir, fmt or "", suffix,
                                          bool(recursive))
     if not items:
         if unlisted:  # nothing to do but say why
@@ -405,7 +420,7 @@ def _batch(operation, clahe, inputs, output_dir, mode, formula, kernel, backend,
                                            png_level, subsampling, jobs, max_inflight_mb << 20,
                                            devs, max_pixels, decoder, operation, clip, tx, ty,
                                            depth or 0, reference=reference, mask=mask, roi=roi,
-                                           output_dir=os.fsdecode(output_dir))
+                                           output_dir=out_dir)
     # Inputs that could not be listed fail as items, named first, as the CLI names them.
     reports = [_unlisted_report(path, message) for path, message, _ in unlisted] + reports
     if errors == "raise":

@@ -283,3 +283,19 @@ def test_files_option_of_a_wrong_type_is_a_type_error(tmp_path, kw):
             fn(["a.png"], tmp_path, **kw)
     with pytest.raises(TypeError, match=name):
         histeq.match_files(["a.png"], tmp_path, IMG, **kw)
+
+
+def test_a_path_argument_that_is_no_path_is_named(tmp_path):
+    """A path of the wrong type is a TypeError naming the argument (os.fsdecode's own message
+    names none)."""
+    for fn in (histeq.equalize_files, histeq.clahe_files):
+        with pytest.raises(TypeError, match=r"inputs\[1\]"):
+            fn(["a.png", 3], tmp_path)
+        with pytest.raises(TypeError, match="output_dir"):
+            fn(["a.png"], None)
+    with pytest.raises(TypeError, match=r"inputs\[0\]"):
+        histeq.match_files([None], tmp_path, IMG)
+    with pytest.raises(TypeError, match="inputs"):
+        histeq.equalize_files(None, tmp_path)
+    with pytest.raises(TypeError, match="path"):
+        histeq.load_image(3)
