@@ -25,6 +25,8 @@ _Formula = Literal["opencv", "exact"]
 _Backend = Literal["auto", "cuda", "cpu"]
 _Order = Literal["rgb", "bgr"]
 _Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+#: An int, or NumPy's (np.int64(16)).
+_Int = Union[int, np.integer[Any]]
 #: Two ints (columns, rows) as a tuple, list or array, or one int n for (n, n).
 _Grid = Union[int, Sequence[int], npt.NDArray[np.integer[Any]]]
 
@@ -52,19 +54,19 @@ def equalize(image: _A, *, mode: Optional[_Mode] = ..., formula: _Formula = ...,
              roi: Optional[_Roi] = ..., out: Optional[_A] = ...) -> _A: ...
 
 @overload
-def histogram(image: Union[List[Any], Tuple[Any, ...]], bins: Optional[int] = ...,
+def histogram(image: Union[List[Any], Tuple[Any, ...]], bins: Optional[_Int] = ...,
               kernel: str = ..., *, mode: Optional[_Mode] = ..., backend: _Backend = ...,
               batch: Optional[bool] = ..., channel_order: _Order = ...,
               mask: Optional[_Mask] = ..., roi: Optional[_Roi] = ...,
               out: None = ...) -> List[Any]: ...
 @overload
-def histogram(image: npt.NDArray[Any], bins: Optional[int] = ..., kernel: str = ..., *,
+def histogram(image: npt.NDArray[Any], bins: Optional[_Int] = ..., kernel: str = ..., *,
               mode: Optional[_Mode] = ..., backend: _Backend = ..., batch: Optional[bool] = ...,
               channel_order: _Order = ..., mask: Optional[_Mask] = ...,
               roi: Optional[_Roi] = ...,
               out: Optional[npt.NDArray[np.int64]] = ...) -> npt.NDArray[np.int64]: ...
 @overload
-def histogram(image: Any, bins: Optional[int] = ..., kernel: str = ..., *,
+def histogram(image: Any, bins: Optional[_Int] = ..., kernel: str = ..., *,
               mode: Optional[_Mode] = ..., backend: _Backend = ..., batch: Optional[bool] = ...,
               channel_order: _Order = ..., mask: Optional[_Mask] = ...,
               roi: Optional[_Roi] = ..., out: Optional[Any] = ...) -> Any: ...
@@ -97,8 +99,7 @@ def _cuda_why() -> str: ...
 def _set_batch_path(path: str) -> str: ...
 def load_image(path: _Path, depth: Optional[Literal[8, 16]] = ...) -> npt.NDArray[Any]: ...
 def save_image(path: _Path, image: Any, quality: int = ...) -> None: ...
-def equalize_files(inputs: Iterable[Union[str, "os.PathLike[str]"]],
-                   output_dir: Union[str, "os.PathLike[str]"], *,
+def equalize_files(inputs: Iterable[_Path], output_dir: _Path, *,
                    mode: Optional[_Mode] = ..., formula: _Formula = ..., kernel: str = ...,
                    backend: _Backend = ..., format: Optional[str] = ..., recursive: bool = ...,
                    jobs: int = ..., max_inflight_mb: Optional[int] = ...,
@@ -109,8 +110,7 @@ def equalize_files(inputs: Iterable[Union[str, "os.PathLike[str]"]],
                    errors: Literal["report", "raise"] = ...,
                    depth: Optional[Literal[8, 16]] = ..., mask: Optional[Any] = ...,
                    roi: Optional[_Roi] = ...) -> List[Dict[str, Any]]: ...
-def match_files(inputs: Iterable[Union[str, "os.PathLike[str]"]],
-                output_dir: Union[str, "os.PathLike[str]"], reference: Any, *,
+def match_files(inputs: Iterable[_Path], output_dir: _Path, reference: Any, *,
                 mode: Optional[_Mode] = ..., backend: _Backend = ...,
                 format: Optional[str] = ..., recursive: bool = ..., jobs: int = ...,
                 max_inflight_mb: Optional[int] = ..., devices: Optional[Sequence[int]] = ...,
@@ -119,8 +119,7 @@ def match_files(inputs: Iterable[Union[str, "os.PathLike[str]"]],
                 decoder: Literal["auto", "cpu", "gpu"] = ..., suffix: str = ...,
                 max_pixels: int = ..., errors: Literal["report", "raise"] = ...,
                 depth: Optional[Literal[8, 16]] = ...) -> List[Dict[str, Any]]: ...
-def clahe_files(inputs: Iterable[Union[str, "os.PathLike[str]"]],
-                output_dir: Union[str, "os.PathLike[str]"], clip_limit: float = ...,
+def clahe_files(inputs: Iterable[_Path], output_dir: _Path, clip_limit: float = ...,
                 tile_grid_size: _Grid = ..., *, mode: Optional[_Mode] = ...,
                 backend: _Backend = ..., format: Optional[str] = ..., recursive: bool = ...,
                 jobs: int = ..., max_inflight_mb: Optional[int] = ...,
