@@ -544,8 +544,9 @@ def _histogram_region_host(a: _np.ndarray, region: _r.Region, bins, kernel, mode
                 _np.add.at(rebinned, (slice(None), _np.arange(256) * bins // 256), hs)
                 hs = rebinned
         res.append(hs[0] if hs.shape[0] == 1 else hs)
-    if not res:
-        return _np.zeros((0, bins), _np.int64)
+    if not res:  # a batch of no image: the counts' shape of a batch of one, N = 0
+        planes = 3 if c >= 3 and (a.dtype == _np.uint16 or mode == "rgb") else 1
+        return _np.zeros(_counts_shape(0, planes, bins, True), _np.int64)
     return _np.stack(res) if is_batch else res[0]
 
 
@@ -751,8 +752,8 @@ def _histogram16(image, d: Optional[_a.Dev], bins, kernel, mode, backend, batch,
             return hs[0] if hs.shape[0] == 1 else hs
         n, h, w, c, is_batch = _a.split_shape(a.shape, batch, "image")
         res = [one(_np.ascontiguousarray(a[i] if is_batch else a), h, w, c) for i in range(n)]
-        if not res:
-            return _np.zeros((0, 65536), _np.int64)
+        if not res:  # a batch of no image: (0, 3, 65536) for colour (its channels), N = 0
+            return _np.zeros(_counts_shape(0, 3 if c >= 3 else 1, 65536, True), _np.int64)
         return _np.stack(res) if is_batch else res[0]
 
     if d is not None:

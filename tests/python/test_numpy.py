@@ -158,6 +158,26 @@ def test_histogram_batch_and_list():
     assert isinstance(hl, list) and int(hl[1].sum()) == 60
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+@pytest.mark.parametrize("shape,mode", [((5, 6, 3), "rgb"), ((5, 6, 4), "rgb"), ((5, 6, 3), None),
+                                        ((5, 6, 2), "rgb"), ((5, 6), None)])
+def test_histogram_of_an_empty_batch_has_the_shape_of_a_full_one(dtype, shape, mode):
+    """A batch of no image has the counts' shape of a batch of one with its first extent 0
+    (three planes for mode="rgb", and for 16-bit colour), with a mask and a roi as without."""
+    if dtype == np.uint16 and len(shape) == 3 and shape[2] >= 3:
+        mode = "rgb"  # 16-bit colour: per channel only
+    one = histeq.histogram(np.zeros((1,) + shape, dtype), mode=mode, batch=True)
+    region = {"mask": np.ones(shape[:2], bool), "roi": (1, 1, 2, 2)}
+    for kw in ({}, {"mask": region["mask"]}, {"roi": region["roi"]}, region):
+        for backend in BACKENDS:
+            h = histeq.histogram(np.zeros((0,) + shape, dtype), mode=mode, batch=True,
+                                 backend=backend, **kw)
+            assert h.dtype == np.int64 and h.shape == (0,) + one.shape[1:], (kw, h.shape)
+            out = np.empty((0,) + one.shape[1:], np.int64)
+            assert histeq.histogram(np.zeros((0,) + shape, dtype), mode=mode, batch=True,
+                                    backend=backend, out=out, **kw) is out
+
+
 @pytest.mark.parametrize("kernel", [k["name"] for k in histeq.kernels() if k["exact"]])
 def test_every_exact_kernel_gives_the_same_result(kernel):
     img = rng_image((100, 101), seed=1, high=200)
