@@ -101,6 +101,9 @@ def split_shape(shape: Sequence[int], batch: Optional[bool], argname: str):
     nd = len(shape)
     if batch is None:
         batch = nd == 4 or (nd == 3 and not 1 <= shape[2] <= 4)
+    elif batch is not True and batch is not False and not isinstance(batch, _np.bool_):
+        raise TypeError(f"batch: expected True, False or None, got {type(batch).__name__} "
+                        f"{batch!r}")
     if batch:
         if nd == 3:
             return shape[0], shape[1], shape[2], 1, True

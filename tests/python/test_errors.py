@@ -54,6 +54,19 @@ def test_bad_batch_flag_shapes():
         histeq.equalize(np.zeros((2, 3, 4, 5), np.uint8), batch=False)
 
 
+@pytest.mark.parametrize("flag", ["yes", "False", 1, [True]])
+def test_a_batch_flag_that_is_no_bool_is_a_type_error(flag):
+    """batch takes True, False or None: another value is a TypeError naming it (a truthy "yes"
+    or "False" read as True said that a 2-D image is no batch)."""
+    for fn in (histeq.equalize, histeq.clahe, histeq.histogram):
+        with pytest.raises(TypeError, match="batch"):
+            fn(IMG, batch=flag)
+    with pytest.raises(TypeError, match="batch"):
+        histeq.match_histograms(IMG, IMG, batch=flag)
+    out = histeq.equalize(np.zeros((2, 4, 4), np.uint8), batch=np.bool_(True))  # NumPy's bool
+    assert out.shape == (2, 4, 4)
+
+
 @pytest.mark.parametrize("bins,exc", [(0, ValueError), (4097, ValueError), (-1, ValueError),
                                       (2.5, TypeError), (True, TypeError)])
 def test_bad_bins(bins, exc):
