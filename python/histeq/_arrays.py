@@ -99,6 +99,7 @@ def require_cuda(argname: str) -> None:
 def split_shape(shape: Sequence[int], batch: Optional[bool], argname: str):
     """(count, height, width, channels, is_batch) of a channels-last shape."""
     nd = len(shape)
+    one = batch is not None  # batch=False: one image is expected (a batch is no way out)
     if batch is None:
         batch = nd == 4 or (nd == 3 and not 1 <= shape[2] <= 4)
     elif batch is not True and batch is not False and not isinstance(batch, _np.bool_):
@@ -121,6 +122,9 @@ def split_shape(shape: Sequence[int], batch: Optional[bool], argname: str):
         if not 1 <= c <= 4:
             raise ValueError(f"{argname}: {c} channels in shape {tuple(shape)}; expected 1..4")
         return 1, shape[0], shape[1], c, False
+    if one:
+        raise ValueError(f"{argname}: expected one image, of shape (H, W) or (H, W, C); got "
+                         f"{tuple(shape)}")
     raise ValueError(f"{argname}: expected shape (H, W) or (H, W, C), or a batch "
                      f"(N, H, W) / (N, H, W, C); got {tuple(shape)}")
 

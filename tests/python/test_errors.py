@@ -67,6 +67,23 @@ def test_a_batch_flag_that_is_no_bool_is_a_type_error(flag):
     assert out.shape == (2, 4, 4)
 
 
+def test_where_one_image_is_expected_a_batch_is_not_offered():
+    """A 4-D array where one image is expected (save_image's image, a reference, an image with
+    batch=False, an image of a list) is refused without naming a batch as the way out."""
+    four = np.zeros((2, 4, 4, 3), np.uint8)
+    calls = [lambda: histeq.save_image("x.png", four),
+             lambda: histeq.match_histograms(IMG, four),
+             lambda: histeq.match_files(["a.png"], "out", four),
+             lambda: histeq.equalize(four, batch=False),
+             lambda: histeq.equalize([IMG, four])]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"shape \(H, W\) or \(H, W, C\)") as e:
+            call()
+        assert "batch (N" not in str(e.value), str(e.value)
+    with pytest.raises(ValueError, match="batch"):  # where a batch is taken, it is named
+        histeq.equalize(np.zeros((2, 2, 4, 4, 3), np.uint8))
+
+
 @pytest.mark.parametrize("bins,exc", [(0, ValueError), (4097, ValueError), (-1, ValueError),
                                       (2.5, TypeError), (True, TypeError)])
 def test_bad_bins(bins, exc):
