@@ -37,12 +37,17 @@ def load_image(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
     channels in RGB(A) order (not OpenCV's BGR: pass ``channel_order="bgr"`` to the calls for
     arrays from ``cv2.imread``, or reverse the channels).
 
-    depth: ``8`` (default, as ``cv2.imread``'s default): ``uint8``, 16-bit files reduced to 8
+    depth: ``8`` (default, as ``cv2.imread``'s default): ``uint8``, 16-bit PNGs reduced to 8
     bits as ``cv2.imread`` reduces them (``v >> 8``; ``histeq --depth 8`` and the batch calls'
     ``depth=8`` round instead: ``(v + 128) // 257``);
     ``16``: ``uint16`` (PNG and PGM/PPM only; 8-bit samples widened as ``v * 257``);
     ``None``: the file's own depth (``uint16`` for a 16-bit PNG or a PGM/PPM with maxval > 255,
     as ``histeq`` keeps them).
+
+    PGM/PPM samples are scaled from ``0..maxval`` to the full range of the result, rounded:
+    ``round(v * 255 / maxval)`` for ``uint8`` (a 16-bit file too: not ``v >> 8``),
+    ``round(v * 65535 / maxval)`` for ``uint16``; ``cv2.imread`` keeps them unscaled (a maxval
+    of 1000 reads as 0..1000 there, 0..65535 here).
 
     Raises: ``FileNotFoundError``, ``PermissionError``, ``IsADirectoryError`` or another
     ``OSError`` when the file cannot be read (``errno`` and ``filename`` set; a path that is not a

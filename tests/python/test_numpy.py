@@ -197,3 +197,20 @@ def test_save_and_load_round_trip(tmp_path):
     p = tmp_path / "x.png"
     histeq.save_image(p, img)
     np.testing.assert_array_equal(histeq.load_image(p), img)
+
+
+@pytest.mark.parametrize("maxval", [15, 300, 1000, 65535])
+def test_load_image_scales_pnm_samples_as_its_docstring_says(tmp_path, maxval):
+    """PGM samples scaled from 0..maxval, rounded: round(v * 255 / maxval) at 8 bits (a 16-bit
+    file too, not v >> 8 as a 16-bit PNG), round(v * 65535 / maxval) at 16."""
+    v = np.random.default_rng(maxval).integers(0, maxval + 1, (9, 11)).astype(np.uint16)
+    v[0, 0], v[0, 1] = maxval, 0
+    wide = maxval > 255
+    p = tmp_path / "v.pgm"
+    p.write_bytes(f"P5\n11 9\n{maxval}\n".encode() +
+                  (v.astype(">u2") if wide else v.astype(np.uint8)).tobytes())
+    scaled = v.astype(np.float64) / maxval
+    np.testing.assert_array_equal(histeq.load_image(p), np.floor(scaled * 255 + 0.5))
+    np.testing.assert_array_equal(histeq.load_image(p, depth=16), np.floor(scaled * 65535 + 0.5)
+                                  if wide else np.floor(scaled * 255 + 0.5) * 257)
+    assert "round(v * 255 / maxval)" in " ".join(histeq.load_image.__doc__.split())
