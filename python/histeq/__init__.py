@@ -818,7 +818,9 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
         clip_limit: OpenCV's clipLimit: the per-bin limit is
             ``max(1, int(clip_limit * tile_area / bins))``; ``0`` (or less) disables clipping.
             Default 40.0 (OpenCV's). 40 barely limits the contrast of 8x8 tiles of a large
-            image; 2.0 to 4.0 is the usual choice for photographs (less noise amplified).
+            image; 2.0 to 4.0 is the usual choice for photographs (less noise amplified). A
+            limit so large that OpenCV's ``int`` of it overflows (above about ``2**31 * bins /
+            tile_area``) is no clipping here, where OpenCV clips at 1.
         tile_grid_size: OpenCV's tileGridSize ``(columns, rows)``, each 1..1024: two ints as a
             tuple, list or array, or one int n for ``(n, n)``. Default ``(8, 8)``. Sizes the
             grid does not divide are padded as OpenCV pads them (BORDER_REFLECT_101) for the

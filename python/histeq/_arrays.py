@@ -790,7 +790,10 @@ def clahe_args(clip_limit: Any, tile_grid_size: Any) -> Tuple[float, int, int]:
     if isinstance(clip_limit, bool) or \
             not isinstance(clip_limit, (int, float, _np.integer, _np.floating)):
         raise TypeError(f"clip_limit: expected a number, got {type(clip_limit).__name__}")
-    clip = float(clip_limit)
+    try:
+        clip = float(clip_limit)
+    except OverflowError:  # an int past float's range
+        raise ValueError(f"clip_limit: must be finite, got {clip_limit}") from None
     if clip != clip or clip in (float("inf"), float("-inf")):
         raise ValueError(f"clip_limit: must be finite, got {clip}")
     grid = tile_grid_size

@@ -110,6 +110,10 @@ def test_clahe_argument_errors():
         histeq.clahe(img, clip_limit="2")
     with pytest.raises(ValueError, match="clip_limit"):
         histeq.clahe(img, clip_limit=float("inf"))
+    with pytest.raises(ValueError, match="clip_limit"):  # an int past float's range
+        histeq.clahe(img, clip_limit=10**400)
+    with pytest.raises(ValueError, match="clip_limit"):
+        histeq.clahe_files(["a.png"], "out", clip_limit=10**400)
     with pytest.raises(TypeError, match="tile_grid_size"):
         histeq.clahe(img, tile_grid_size=(8,))
     with pytest.raises(TypeError, match="tile_grid_size"):
