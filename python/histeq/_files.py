@@ -391,6 +391,10 @@ def _batch(operation, clahe, inputs, output_dir, mode, formula, kernel, backend,
     max_inflight_mb = (0 if max_inflight_mb is None
                        else _check_int("max_inflight_mb", max_inflight_mb, 1))
     max_pixels = _check_int("max_pixels", max_pixels, 1)
+    if devices is not None and (isinstance(devices, (str, bytes)) or
+                                not hasattr(devices, "__iter__")):
+        raise TypeError(f"devices: expected a list of CUDA device ordinals, got "
+                        f"{type(devices).__name__}")
     devs = [] if devices is None else [_check_int("devices", d, 0, 1024) for d in devices]
     if devices is not None and not devs:
         raise ValueError("devices: empty list")

@@ -303,7 +303,7 @@ def test_raised_type_does_not_depend_on_the_words_of_a_path(tmp_path, folder):
 
 @pytest.mark.parametrize("kw", [{"jobs": "2"}, {"quality": 90.0}, {"png_level": 1.5},
                                 {"max_inflight_mb": "64"}, {"max_pixels": 1e6},
-                                {"devices": [0.0]}, {"jobs": True}])
+                                {"devices": [0.0]}, {"devices": 0}, {"jobs": True}])
 def test_files_option_of_a_wrong_type_is_a_type_error(tmp_path, kw):
     """An option that is not an int is a TypeError naming it (as save_image's quality, and
     NumPy's 'cannot be interpreted as an integer'); an int out of range stays a ValueError."""
