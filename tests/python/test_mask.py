@@ -292,13 +292,14 @@ def test_cupy_device_masks_are_checked_once_per_array(cupy_cuda, monkeypatch):
     host[5:30, 10:40] = 1
     m = cupy.asarray(host)
     want = equalize_model(img, host != 0)
-    waits = []  # the checks: each crops the mask to the rectangle, then waits on its any()
-    real_crop = _r.Region._crop
+    waits = []  # the checks that ran: each waits on the mask's any() (or refuses it)
+    real_counts = _r._device_counts
 
-    def counting_crop(self, mk):
-        waits.append(1)
-        return real_crop(self, mk)
-    monkeypatch.setattr(_r.Region, "_crop", counting_crop)
+    def counting_counts(mk, mm, stamp, roi, pixels):
+        if not _r._checked(mk, stamp):
+            waits.append(1)
+        return real_counts(mk, mm, stamp, roi, pixels)
+    monkeypatch.setattr(_r, "_device_counts", counting_counts)
     _r._mask_checked.clear()
     for n in (1, 1):  # checked on the first call only
         np.testing.assert_array_equal(cupy.asnumpy(histeq.equalize(x, mask=m)), want)
