@@ -69,7 +69,7 @@ std::vector<std::vector<std::uint8_t>> to_host(const gpu::HybridPlanes& p) {
 
 TEST(HybridDecoder, PlanesHaveDecodePlanesGeometryAndLibjpegSamplesWithinAFewLevels) {
   REQUIRE_HYBRID();
-  gpu::HybridDecoder dec(0);
+  gpu::HybridDecoder dec(gpu::make_jpeg_handles(0));
   struct Case {
     int w, h, hs, vs;
   };
@@ -113,7 +113,7 @@ TEST(HybridDecoder, PlanesHaveDecodePlanesGeometryAndLibjpegSamplesWithinAFewLev
 
 TEST(HybridDecoder, BackToBackFilesEachGetTheirOwnPlanes) {
   REQUIRE_HYBRID();
-  gpu::HybridDecoder dec(0);
+  gpu::HybridDecoder dec(gpu::make_jpeg_handles(0));
   // Decoded one after the other without waiting (the host phase of each file beside the device
   // phase of the one before), then each compared with the same file decoded alone.
   std::vector<std::vector<std::uint8_t>> files;
@@ -130,9 +130,54 @@ TEST(HybridDecoder, BackToBackFilesEachGetTheirOwnPlanes) {
   }
 }
 
+TEST(HybridDecoder, DecodersSharingTheDevicesHandlesDecodeOnThreadsAtOnce) {
+  REQUIRE_HYBRID();
+  // As the route's CPU workers do: one decoder per thread, all on one set of handles (one
+  // default-backend handle), decoding at the same time; each file's planes equal the planes of
+  // the same file decoded by a decoder alone.
+  std::vector<std::vector<std::uint8_t>> files;
+  for (int i = 0; i < 4; ++i) files.push_back(progressive(480 + 8 * i, 320, 2, 2, 40 + i));
+  std::vector<std::vector<std::vector<std::uint8_t>>> alone;
+  {
+    gpu::HybridDecoder dec(gpu::make_jpeg_handles(0));
+    for (const auto& f : files) {
+      auto p = dec.decode(f.data(), f.size(), 1u << 28);
+      ASSERT_NE(p, nullptr);
+      alone.push_back(to_host(*p));
+    }
+  }
+  const auto handles = gpu::make_jpeg_handles(0);
+  constexpr int kThreads = 4;
+  std::vector<std::vector<std::vector<std::vector<std::uint8_t>>>> got(kThreads);
+  std::vector<int> failed(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      gpu::HybridDecoder dec(handles);
+      for (int r = 0; r < 3; ++r)
+        for (std::size_t i = 0; i < files.size(); ++i) {
+          const auto& f = files[(i + std::size_t(t)) % files.size()];
+          auto p = dec.decode(f.data(), f.size(), 1u << 28);
+          if (!p) {
+            ++failed[std::size_t(t)];
+            continue;
+          }
+          got[std::size_t(t)].push_back(to_host(*p));
+        }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_EQ(failed[std::size_t(t)], 0) << "thread " << t;
+    ASSERT_EQ(got[std::size_t(t)].size(), 3 * files.size());
+    for (std::size_t k = 0; k < got[std::size_t(t)].size(); ++k)
+      EXPECT_EQ(got[std::size_t(t)][k], alone[(k + std::size_t(t)) % files.size()])
+          << "thread " << t << ", decode " << k;
+  }
+}
+
 TEST(HybridDecoder, RefusesWhatItMustNotTake) {
   REQUIRE_HYBRID();
-  gpu::HybridDecoder dec(0);
+  gpu::HybridDecoder dec(gpu::make_jpeg_handles(0));
   const auto good = progressive(200, 150, 2, 2, 3);
   auto cut = good;
   cut.resize(cut.size() / 2);  // no EOI: libjpeg-turbo names the truncation
@@ -150,7 +195,7 @@ TEST(HybridDecoder, RefusesWhatItMustNotTake) {
 
 TEST(HybridDecoder, KeepsExifAndIcc) {
   REQUIRE_HYBRID();
-  gpu::HybridDecoder dec(0);
+  gpu::HybridDecoder dec(gpu::make_jpeg_handles(0));
   auto bytes = progressive(240, 160, 2, 2, 5);
   // Orientation 1 (the planes route takes only unrotated files): a minimal little-endian TIFF.
   const std::vector<std::uint8_t> exif = {'E', 'x', 'i', 'f', 0, 0,    'I', 'I', 42, 0, 8,

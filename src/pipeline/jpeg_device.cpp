@@ -74,11 +74,34 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
   int devices_pending = 0;
   std::vector<std::thread> init_threads, slot_threads;
   /// The CPU workers' hybrid decoders (lease_hybrid): on the route's one device (-1: several
-  /// devices, no hybrid decoders), each leased to one worker at a time.
+  /// devices, no hybrid decoders), each leased to one worker at a time, all on the device's
+  /// shared handles (hybrid_handles, set before the route is ready). The first is made on its
+  /// own thread (hybrid_init: it creates the default-backend handle, about 0.5 s), while the
+  /// workers go on with libjpeg-turbo; the others are made by the worker that needs one.
   int hybrid_device = -1;
+  std::shared_ptr<gpu::JpegHandles> hybrid_handles;
   bool hybrid_failed = false;
+  bool hybrid_first_asked = false, hybrid_first_made = false;
+  std::thread hybrid_init;
   std::vector<std::unique_ptr<gpu::HybridDecoder>> hybrids;
   std::vector<gpu::HybridDecoder*> hybrid_free;
+
+  /// hybrid_init's work: the first decoder, then in the free list (or hybrid_failed).
+  void make_first_hybrid() {
+    std::unique_ptr<gpu::HybridDecoder> d;
+    try {
+      d = std::make_unique<gpu::HybridDecoder>(hybrid_handles);
+    } catch (const std::exception&) {  // the workers go on with libjpeg-turbo
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    hybrid_first_made = true;
+    if (!d) {
+      hybrid_failed = true;
+      return;
+    }
+    hybrid_free.push_back(d.get());
+    hybrids.push_back(std::move(d));
+  }
 
   /// Makes device `dev`'s context and handles, then starts its slots.
   void init_device(int dev, int slots) {
@@ -100,6 +123,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       std::lock_guard<std::mutex> lock(mu);
       --devices_pending;
       if (err.empty()) {
+        if (dev == hybrid_device) hybrid_handles = h;
         if (st != State::ready) ready_ms = ms_between(t0, Clock::now());
         st = State::ready;
         if (!stop)
@@ -310,11 +334,14 @@ JpegDevices::~JpegDevices() {
   m.hand_back(back, DeviceJob::Status::declined, "");
   for (auto& t : m.init_threads) t.join();
   std::vector<std::thread> slots;
+  std::thread hybrid_init;
   {
     std::lock_guard<std::mutex> lock(m.mu);
     slots.swap(m.slot_threads);
+    hybrid_init.swap(m.hybrid_init);  // none is started once stop is set
   }
   for (auto& t : slots) t.join();
+  if (hybrid_init.joinable()) hybrid_init.join();
 }
 
 JpegDevices::State JpegDevices::state() const {
@@ -366,19 +393,29 @@ DeviceJob* JpegDevices::steal() {
 
 gpu::HybridDecoder* JpegDevices::lease_hybrid() {
   Impl& m = *impl_;
+  std::shared_ptr<gpu::JpegHandles> handles;
   {
     std::lock_guard<std::mutex> lock(m.mu);
-    if (m.st != State::ready || m.hybrid_device < 0 || m.hybrid_failed || !gpu::hybrid_built())
+    if (m.st != State::ready || m.stop || !m.hybrid_handles || m.hybrid_failed ||
+        !gpu::hybrid_built())
       return nullptr;
     if (!m.hybrid_free.empty()) {
       gpu::HybridDecoder* d = m.hybrid_free.back();
       m.hybrid_free.pop_back();
       return d;
     }
+    if (!m.hybrid_first_asked) {  // this file and those until it is made: libjpeg-turbo
+      m.hybrid_first_asked = true;
+      auto self = m.shared_from_this();
+      m.hybrid_init = std::thread([self] { self->make_first_hybrid(); });
+      return nullptr;
+    }
+    if (!m.hybrid_first_made) return nullptr;
+    handles = m.hybrid_handles;
   }
   std::unique_ptr<gpu::HybridDecoder> made;
   try {
-    made = std::make_unique<gpu::HybridDecoder>(m.hybrid_device);
+    made = std::make_unique<gpu::HybridDecoder>(std::move(handles));
   } catch (const std::exception&) {  // the workers go on with libjpeg-turbo
     std::lock_guard<std::mutex> lock(m.mu);
     m.hybrid_failed = true;

@@ -100,8 +100,9 @@ class JpegDevices {
   DeviceJob* steal();
   /// A hybrid decoder on the route's device for one file of a CPU worker's (ExecutorOptions::
   /// progressive_hybrid), made on first need and reused; null when the route is not ready, runs
-  /// on more than one device, or cannot make one (no nvJPEG, or it failed once). Given back with
-  /// return_hybrid.
+  /// on more than one device, or cannot make one (no nvJPEG, or it failed once), and while the
+  /// first one is being made (on a thread of its own: the first ask starts it). Given back
+  /// with return_hybrid.
   gpu::HybridDecoder* lease_hybrid();
   /// broken: it failed (CUDA or nvJPEG): it is not leased again, nor is any other.
   void return_hybrid(gpu::HybridDecoder* d, bool broken = false);

@@ -187,6 +187,13 @@ std::shared_ptr<JpegHandles> make_jpeg_handles(int device, bool use_hardware) {
 
 double jpeg_handles_create_ms(const JpegHandles& h) { return h.create_ms; }
 
+nvjpegHandle_t nvjpeg_detail::default_handle(JpegHandles& h) {
+  unsigned flags = 0;
+  return h.default_handle(&flags);
+}
+
+int nvjpeg_detail::handles_device(const JpegHandles& h) { return h.device; }
+
 JpegCodec::Impl::~Impl() {
   for (nvjpegEncoderParams_t p : css_params)
     if (p) nvjpegEncoderParamsDestroy(p);

@@ -27,7 +27,9 @@ HybridPlanes::~HybridPlanes() = default;
 void HybridPlanes::wait_on(void*) const {}
 void HybridPlanes::release(void*) {}
 struct HybridDecoder::Impl {};
-HybridDecoder::HybridDecoder(int) { throw Error("nvJPEG is not built into this histeq"); }
+HybridDecoder::HybridDecoder(std::shared_ptr<JpegHandles>) {
+  throw Error("nvJPEG is not built into this histeq");
+}
 HybridDecoder::~HybridDecoder() = default;
 std::unique_ptr<HybridPlanes> HybridDecoder::decode(const std::uint8_t*, std::size_t,
                                                     std::uint64_t) {
@@ -90,6 +92,7 @@ void HybridPlanes::release(void* stream) {
 
 struct HybridDecoder::Impl {
   int device = 0;
+  std::shared_ptr<JpegHandles> handles;  ///< keeps `handle` (theirs, shared) alive
   nvjpegHandle_t handle = nullptr;
   nvjpegJpegDecoder_t decoder = nullptr;
   nvjpegJpegState_t state = nullptr;
@@ -113,7 +116,6 @@ struct HybridDecoder::Impl {
     }
     if (device_buffer) nvjpegBufferDeviceDestroy(device_buffer);
     if (decoder) nvjpegDecoderDestroy(decoder);
-    if (handle) nvjpegDestroy(handle);
     if (done) cudaEventDestroy(done);
     if (stream) cudaStreamDestroy(stream);
     // Planes still out keep their memory: the pool goes once they are all freed.
@@ -121,12 +123,15 @@ struct HybridDecoder::Impl {
   }
 };
 
-HybridDecoder::HybridDecoder(int device) : impl_(std::make_unique<Impl>()) {
+HybridDecoder::HybridDecoder(std::shared_ptr<JpegHandles> handles)
+    : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
+  if (!handles) throw Error("HybridDecoder: no nvJPEG handles");
+  const int device = nvjpeg_detail::handles_device(*handles);
   m.device = device;
   HISTEQ_CUDA_CHECK(cudaSetDevice(device));
-  check(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT, &m.handle),
-        "nvjpegCreateEx");
+  m.handle = nvjpeg_detail::default_handle(*handles);
+  m.handles = std::move(handles);
   check(nvjpegDecoderCreate(m.handle, NVJPEG_BACKEND_HYBRID, &m.decoder), "nvjpegDecoderCreate");
   check(nvjpegDecoderStateCreate(m.handle, m.decoder, &m.state), "nvjpegDecoderStateCreate");
   for (int i = 0; i < 2; ++i) {

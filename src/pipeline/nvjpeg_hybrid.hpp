@@ -14,6 +14,8 @@
 
 namespace histeq::gpu {
 
+struct JpegHandles;  // histeq/nvjpeg_codec.hpp
+
 /// Whether this build has nvJPEG (the hybrid decoder can be made).
 bool hybrid_built();
 
@@ -49,16 +51,20 @@ class HybridPlanes {
   void* ready_ = nullptr;  ///< cudaEvent_t recorded after the device phase
 };
 
-/// nvJPEG's hybrid decoder on one device, for one thread at a time: its own handle, decoder,
-/// decode state, two pinned buffers and two parsed streams in turn, a device buffer, a stream,
-/// and a memory pool for the planes it returns. Files follow NVIDIA's decoupled order: the host
-/// phase of a file runs while the device phase of the file before may still run, then waits for
-/// it before its own transfer, so one file at a time is on the state's device side.
+/// nvJPEG's hybrid decoder on one device, for one thread at a time: a decoder on the device's
+/// shared default-backend handle, its own decode state, two pinned buffers and two parsed
+/// streams in turn, a device buffer, a stream, and a memory pool for the planes it returns. Files
+/// follow NVIDIA's decoupled order: the host phase of a file runs while the device phase of the
+/// file before may still run, then waits for it before its own transfer, so one file at a time is
+/// on the state's device side.
 class HybridDecoder {
  public:
-  /// Makes everything on `device` (made current on the calling thread). Throws Error or
+  /// Makes everything on the device of `handles` (made current on the calling thread), on its
+  /// default-backend handle: the first decoder of a device creates that handle (about 0.5 s;
+  /// one handle per decoder cost that each time, one creation after another), the others
+  /// share it (nvJPEG handles may be used by several threads at once). Throws Error or
   /// CudaError when nvJPEG or CUDA fails.
-  explicit HybridDecoder(int device);
+  explicit HybridDecoder(std::shared_ptr<JpegHandles> handles);
   ~HybridDecoder();
   HybridDecoder(const HybridDecoder&) = delete;
   HybridDecoder& operator=(const HybridDecoder&) = delete;

@@ -43,6 +43,11 @@ void read_metadata(const std::uint8_t* data, std::size_t size, std::vector<std::
 /// The luma factors (h, v) of a chroma sampling the planes route takes (4:4:4, 4:2:2, 4:2:0).
 bool chroma_factors(nvjpegChromaSubsampling_t css, int* h, int* v);
 
+/// The default-backend handle of `h` (made on first need, about 0.5 s, under h's lock; then
+/// shared by every caller) and the device the handles belong to.
+nvjpegHandle_t default_handle(JpegHandles& h);
+int handles_device(const JpegHandles& h);
+
 constexpr std::size_t kAlign = 256;
 inline std::size_t align_up(std::size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
