@@ -52,8 +52,7 @@ std::string equalize_description(OpKind kind) {
 
 void add_equalize_options(Command& c, OpKind kind) {
   const bool clahe = kind == OpKind::clahe;
-  c.options.add_options()("input", "input images or folders ('-': standard input)",
-                          cxxopts::value<std::vector<std::string>>());
+  add_inputs(c);
   c.add("o,output",
         "output image (one input; the format follows the extension .png .jpg .jpeg .bmp .tga .pgm "
         ".ppm .pnm; may equal INPUT; '-': standard output, needs --format), or the output folder "
@@ -659,7 +658,7 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
         "--decoder gpu: " +
         (region ? std::string("an equalization with --mask or --roi") : std::string(cmd)) +
         " decodes JPEG with libjpeg-turbo (valid: auto, cpu)");
-  const std::vector<std::string> inputs = r["input"].as<std::vector<std::string>>();
+  const std::vector<std::string> inputs = inputs_of(r);
   const std::string output = r["output"].as<std::string>();
   if (is_batch(cmd, inputs, output)) return run_equalize_batch(r, kind, inputs, output, out, err);
   // A match of one file runs the item's plan on the CPU (run_item); a batch's JPEGs take the

@@ -20,8 +20,7 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
             "Prints the 256-bin histogram of an image's planes: one plane (gray, or Y for luma "
             "and gray modes) or three (R, G, B for --mode rgb on a colour image); with --mask or "
             "--roi, of the counted pixels only.");
-  c.options.add_options()("input", "input images or folders ('-': standard input)",
-                          cxxopts::value<std::vector<std::string>>());
+  add_inputs(c);
   add_kernel_backend(c, OpKind::histogram);
   add_batch_options(c, false);
   add_depth(c, /*writes=*/false);
@@ -46,7 +45,7 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
   }
   if (!r.count("input"))
     throw UsageError("histogram: missing INPUT (usage: histeq histogram INPUT)");
-  const std::vector<std::string> inputs = r["input"].as<std::vector<std::string>>();
+  const std::vector<std::string> inputs = inputs_of(r);
   const std::string& input = inputs.front();
   Common cm = read_common(r);
   read_region(r, cm);

@@ -71,6 +71,29 @@ struct Command {
   std::string missing_value(const std::string& cxxopts_message) const;
 };
 
+/// An input as the command line named it. cxxopts splits the value of a std::vector<std::string>
+/// option at commas, and a file name may hold one ("IMG_1,2.jpg"): the input list is a vector of
+/// this type instead, which parse_value below takes whole, one argument one input.
+struct InputArg {
+  std::string path;
+};
+/// cxxopts' parser of the input list (found by argument-dependent lookup, and preferred to its
+/// template that splits at commas): the argument as it is.
+inline void parse_value(const std::string& text, std::vector<InputArg>& inputs) {
+  inputs.push_back(InputArg{text});
+}
+/// The positional "input" option of the image commands: images or folders, '-' standard input.
+inline void add_inputs(Command& c) {
+  c.options.add_options()("input", "input images or folders ('-': standard input)",
+                          cxxopts::value<std::vector<InputArg>>());
+}
+/// The inputs of a parsed command line, each argument whole (add_inputs).
+inline std::vector<std::string> inputs_of(const cxxopts::ParseResult& r) {
+  std::vector<std::string> v;
+  for (const InputArg& a : r["input"].as<std::vector<InputArg>>()) v.push_back(a.path);
+  return v;
+}
+
 // ---- shared option groups ----
 
 /// --kernel, --backend, --mode (its help per command: what `kind` does to a colour image),
