@@ -80,4 +80,33 @@ TEST_F(CliArguments, CommaInAnInputNameIsPartOfTheName) {
   EXPECT_EQ(read_bytes(path("e,f/a,b.png")), read_bytes(path("ref.png"))) << r;
 }
 
+// Standard input into an output folder: the image has no name to be written under there. The
+// message says so and how to name the output, not that '-' must be the one input (it is).
+TEST_F(CliArguments, StandardInputIntoAFolderSaysItHasNoName) {
+  fs::create_directory(path("out"));
+  for (const std::string o : {"out", "out/", "new/"}) {
+    const Result r = run("equalize - -o " + o + " --format png --backend cpu", sample("moon.png"));
+    EXPECT_EQ(r.status, 2) << o << "\n" << r;
+    EXPECT_NE(r.err.find("no file name"), std::string::npos) << o << "\n" << r;
+    EXPECT_NE(r.err.find("-o -"), std::string::npos) << o << "\n" << r;
+    EXPECT_EQ(r.err.find("the one input"), std::string::npos) << o << "\n" << r;
+  }
+  EXPECT_TRUE(fs::is_empty(path("out")));
+  EXPECT_FALSE(fs::exists(path("new")));
+  // '-' among several inputs is still that.
+  const Result r = run("equalize - " + quote(sample("moon.png")) + " -o out --backend cpu");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("the one input"), std::string::npos) << r;
+}
+
+// -o - with a folder: standard output takes one image file, and the message names the folder.
+TEST_F(CliArguments, StandardOutputOfAFolderNamesTheFolder) {
+  fs::create_directory(path("in"));
+  fs::copy_file(sample("moon.png"), path("in/moon.png"));
+  const Result r = run("equalize in -o - --format png --backend cpu");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("'in' is a folder"), std::string::npos) << r;
+  EXPECT_TRUE(r.out.empty()) << r;
+}
+
 }  // namespace

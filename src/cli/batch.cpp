@@ -246,8 +246,15 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
   const bool writes = op.writes();
   const bool quiet = r.count("quiet") > 0;
   const bool json = r.count("json") > 0;
-  for (const std::string& in : inputs)
-    if (in == "-") throw UsageError("'-' (standard input) can only be the one input");
+  for (const std::string& in : inputs) {
+    if (in != "-") continue;
+    if (inputs.size() > 1) throw UsageError("'-' (standard input) can only be the one input");
+    // The one input, into a folder (-o an existing folder, or a name ending in '/'): an image
+    // from standard input has no name to write there under.
+    throw UsageError("'-' (standard input) has no file name to write into the folder '" + outdir +
+                     "': name the output file (-o " + (fs::path(outdir) / "NAME.png").string() +
+                     "), or write standard output (-o - --format FMT)");
+  }
   refuse_kernel_on_cpu(cm);
   const ExecutorOptions eo = executor_options(r, cm, op);
   std::string format;

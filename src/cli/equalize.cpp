@@ -178,7 +178,11 @@ ItemOpOptions read_operation(const cxxopts::ParseResult& r, OpKind kind, Common&
 int run_equalize_batch(const cxxopts::ParseResult& r, OpKind kind,
                        const std::vector<std::string>& inputs, const std::string& output,
                        std::ostream& out, std::ostream& err) {
-  if (output == "-") throw UsageError("-o - (standard output) takes exactly one input");
+  if (output == "-")
+    throw UsageError(inputs.size() == 1 ? "-o - (standard output) takes one image file, and '" +
+                                              inputs.front() + "' is a folder"
+                                        : std::string("-o - (standard output) takes exactly one "
+                                                      "input"));
   Common cm = read_common(r);
   read_quality(r);
   const ItemOpOptions io = read_operation(r, kind, cm);
