@@ -109,4 +109,68 @@ TEST_F(CliArguments, StandardOutputOfAFolderNamesTheFolder) {
   EXPECT_TRUE(r.out.empty()) << r;
 }
 
+// A long option written with one dash, as ImageMagick spells its options: cxxopts would read
+// '-output' as -o with the value 'utput' (a folder of that name was made and written), and
+// '-quality 90' as -q 'uality'. Each is refused, naming the option with its two dashes.
+TEST_F(CliArguments, LongOptionWithOneDashIsRefusedNotMisread) {
+  fs::copy_file(sample("moon.png"), path("in.png"));
+  const struct {
+    std::string args, option;
+  } cases[] = {
+      {"equalize in.png -output out.png", "--output"},
+      {"equalize in.png -output=out.png", "--output"},
+      {"equalize in.png -o out.jpg -quality 90", "--quality"},
+      {"equalize in.png -o - -format png", "--format"},
+      {"equalize in.png -o out.png -mode rgb", "--mode"},
+      {"equalize in.png -o out.png -depth 16", "--depth"},
+      {"clahe in.png -o out.png -clip-limit 2", "--clip-limit"},
+      {"histogram in.png -csv", "--csv"},
+  };
+  for (const auto& c : cases) {
+    const Result r = run(c.args + " --backend cpu");
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r;
+    EXPECT_NE(r.err.find("two dashes: " + c.option), std::string::npos) << c.args << "\n" << r;
+    EXPECT_TRUE(r.out.empty()) << c.args << "\n" << r;
+    EXPECT_EQ(listing(), std::vector<std::string>{"in.png"}) << c.args << "\n" << r;
+  }
+  // Short options keep their value glued on (-ofile, -q90), and a file named like a long option
+  // after "--" is a file.
+  fs::copy_file(sample("moon.png"), path("-mode"));
+  Result r = run("equalize -oglued.jpg -q90 --backend cpu -- -mode");
+  EXPECT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(fs::exists(path("glued.jpg"))) << r;
+}
+
+// An option where a value belongs: '-o --backend cpu' took '--backend' as the output (a folder
+// of that name was made) and 'cpu' as an input. The missing value is named instead; a file
+// named like an option is still written as ./NAME or with --output=NAME.
+TEST_F(CliArguments, OptionWhereAValueBelongsIsAMissingValue) {
+  fs::copy_file(sample("moon.png"), path("in.png"));
+  const struct {
+    std::string args, missing, found;
+  } cases[] = {
+      {"equalize in.png -o --backend cpu", "-o/--output needs a value", "'--backend'"},
+      {"equalize in.png -o -b cpu", "-o/--output needs a value", "'-b'"},
+      {"equalize in.png -o out.png --mask --roi 0,0,4,4", "--mask needs a value", "'--roi'"},
+      {"match in.png -o out.png --reference --json", "--reference needs a value", "'--json'"},
+      {"histogram in.png --roi --csv", "--roi needs a value", "'--csv'"},
+  };
+  for (const auto& c : cases) {
+    const Result r = run(c.args);
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r;
+    EXPECT_NE(r.err.find(c.missing), std::string::npos) << c.args << "\n" << r;
+    EXPECT_NE(r.err.find(c.found), std::string::npos) << c.args << "\n" << r;
+    EXPECT_EQ(listing(), std::vector<std::string>{"in.png"}) << c.args << "\n" << r;
+  }
+  Result r = run("equalize in.png -o ./--b.png --backend cpu");
+  EXPECT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(fs::exists(path("--b.png"))) << r;
+  r = run("equalize in.png --output=--c.png --backend cpu");
+  EXPECT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(fs::exists(path("--c.png"))) << r;
+  // A value that only starts with a dash is a value.
+  r = run("clahe in.png -o d.png --clip-limit -1 --backend cpu");
+  EXPECT_EQ(r.status, 0) << r;
+}
+
 }  // namespace

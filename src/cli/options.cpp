@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "cli/batch.hpp"
+#include "cli/mistakes.hpp"
 #include "histeq/error.hpp"
 #include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
@@ -200,6 +201,7 @@ cxxopts::ParseResult Command::parse(const std::vector<std::string>& args) {
   const std::string prog = "histeq " + name;
   argv.push_back(prog.c_str());
   for (const auto& a : args) argv.push_back(a.c_str());
+  refuse_misread_options(args, options, name);
   try {
     cxxopts::ParseResult r = options.parse(static_cast<int>(argv.size()), argv.data());
     if (!r.unmatched().empty()) {
