@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/mistakes.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -171,6 +172,47 @@ TEST_F(CliArguments, OptionWhereAValueBelongsIsAMissingValue) {
   // A value that only starts with a dash is a value.
   r = run("clahe in.png -o d.png --clip-limit -1 --backend cpu");
   EXPECT_EQ(r.status, 0) << r;
+}
+
+// A mistyped command or option is answered with the name it most likely meant.
+TEST_F(CliArguments, MistypedNamesGetTheirLikelyName) {
+  const struct {
+    std::string args, meant;
+  } cases[] = {
+      {"equalise x.png -o y.png", "'equalize'"},
+      {"EQUALIZE x.png -o y.png", "'equalize'"},
+      {"hist x.png", "'histogram'"},
+      {"histgram x.png", "'histogram'"},
+      {"clache x.png -o y.png", "'clahe'"},
+      {"help equalise", "'equalize'"},
+      {"equalize x.png -o y.png --qualty 90", "'--quality'"},
+      {"equalize x.png --out y.png", "'--output'"},
+      {"clahe x.png -o y.png --clip-limt 2", "'--clip-limit'"},
+      {"histogram x.png --cvs", "'--csv'"},
+  };
+  for (const auto& c : cases) {
+    const Result r = run(c.args);
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r;
+    EXPECT_NE(r.err.find("did you mean " + c.meant + "?"), std::string::npos) << c.args << "\n"
+                                                                              << r;
+  }
+  for (const std::string args : {"frobnicate", "equalize x.png -o y.png --bogus"}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r;
+    EXPECT_EQ(r.err.find("did you mean"), std::string::npos) << args << "\n" << r;
+  }
+}
+
+TEST(ClosestName, OnlyAClearFavourite) {
+  using histeq::cli::closest_name;
+  const std::vector<std::string> names{"--tiles", "--tile-grid-size", "--timing", "--roi"};
+  EXPECT_EQ(closest_name("--tile", names), "--tiles");                // one edit from one name only
+  EXPECT_EQ(closest_name("--tile-grid", names), "--tile-grid-size");  // the one it begins
+  EXPECT_EQ(closest_name("--ti", names), "");                         // begins three: no favourite
+  EXPECT_EQ(closest_name("--rio", names), "--roi");                   // two neighbours swapped
+  EXPECT_EQ(closest_name("--x", names), "");                          // too short to guess
+  EXPECT_EQ(closest_name("--zzzzzz", names), "");                     // nothing near
+  EXPECT_EQ(closest_name("--TIMING", names), "--timing");
 }
 
 }  // namespace

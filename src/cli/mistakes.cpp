@@ -2,6 +2,9 @@
 // (cli/mistakes.hpp).
 #include "cli/mistakes.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <cstddef>
 #include <map>
 
 #include "histeq/error.hpp"
@@ -36,6 +39,27 @@ std::map<std::string, OptionWord> option_words(const cxxopts::Options& options) 
 /// The word before any "=VALUE".
 std::string before_equals(const std::string& a) { return a.substr(0, a.find('=')); }
 
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+/// The edits that turn a into b (optimal string alignment: a swap of neighbours is one edit).
+std::size_t edits(const std::string& a, const std::string& b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t change = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + change});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
 }  // namespace
 
 void refuse_misread_options(const std::vector<std::string>& args, const cxxopts::Options& options,
@@ -64,6 +88,37 @@ void refuse_misread_options(const std::vector<std::string>& args, const cxxopts:
     const auto it = words.find(a);  // "--output" or "-o" alone: its value is the next argument
     if (it != words.end() && it->second.takes_value) wants_value = &it->second;
   }
+}
+
+std::string closest_name(const std::string& typed, const std::vector<std::string>& names) {
+  const std::size_t dashes = std::min(typed.find_first_not_of('-'), typed.size());
+  if (typed.size() - dashes < 2) return "";
+  for (const std::string& n : names)
+    if (lower(n) == lower(typed)) return n;
+  std::vector<std::string> begun;
+  for (const std::string& n : names)
+    if (n.size() > typed.size() && n.compare(0, typed.size(), typed) == 0) begun.push_back(n);
+  if (begun.size() == 1) return begun.front();
+  const std::size_t most = std::max<std::size_t>(1, (typed.size() - dashes + 2) / 4);
+  std::string best;
+  std::size_t best_edits = most + 1;
+  bool tie = false;
+  for (const std::string& n : names) {
+    const std::size_t e = edits(lower(typed), lower(n));
+    if (e < best_edits) {
+      best = n;
+      best_edits = e;
+      tie = false;
+    } else if (e == best_edits) {
+      tie = true;
+    }
+  }
+  return tie ? std::string() : best;
+}
+
+std::string did_you_mean(const std::string& typed, const std::vector<std::string>& names) {
+  const std::string n = closest_name(typed, names);
+  return n.empty() ? std::string() : " (did you mean '" + n + "'?)";
 }
 
 }  // namespace histeq::cli

@@ -216,8 +216,8 @@ cxxopts::ParseResult Command::parse(const std::vector<std::string>& args) {
     const auto a = msg.find('\''), b = msg.rfind('\'');
     std::string opt = (a != std::string::npos && b > a) ? msg.substr(a + 1, b - a - 1) : msg;
     if (!opt.empty() && opt[0] != '-') opt = (opt.size() == 1 ? "-" : "--") + opt;
-    throw UsageError("unknown option '" + opt + "' for 'histeq " + name +
-                     "'; valid options: " + valid());
+    throw UsageError("unknown option '" + opt + "' for 'histeq " + name + "'" +
+                     did_you_mean(opt, names) + "; valid options: " + valid());
   } catch (const cxxopts::exceptions::missing_argument& e) {
     throw UsageError(missing_value(ascii_quotes(e.what())));
   } catch (const cxxopts::exceptions::option_requires_argument& e) {

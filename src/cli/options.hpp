@@ -33,6 +33,9 @@ inline constexpr const char* kOutputFormats = "png, jpg, bmp, tga, pgm, ppm, pnm
 /// The commands, for "unknown command" messages.
 inline constexpr const char* kCommands =
     "equalize, clahe, match, histogram, kernels, bench, lesson";
+/// The same, one name each, for "did you mean".
+inline const std::vector<std::string> kCommandNames{"equalize", "clahe", "match", "histogram",
+                                                    "kernels",  "bench", "lesson"};
 
 double ms_since(Clock::time_point t0);
 
