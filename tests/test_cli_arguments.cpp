@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -213,6 +214,29 @@ TEST(ClosestName, OnlyAClearFavourite) {
   EXPECT_EQ(closest_name("--x", names), "");                          // too short to guess
   EXPECT_EQ(closest_name("--zzzzzz", names), "");                     // nothing near
   EXPECT_EQ(closest_name("--TIMING", names), "--timing");
+}
+
+// histogram --help said "the 256-bin histogram": a 16-bit image has 65536 bins. --json works
+// for one file as for several, and standard input with it is refused, as the help now says.
+TEST_F(CliArguments, HistogramHelpSaysWhatItPrints) {
+  Result r = run("histogram --help");
+  EXPECT_EQ(r.status, 0) << r;
+  std::string help;  // the words, one space between each (the help wraps its lines)
+  for (const char ch : r.out)
+    if (!std::isspace(static_cast<unsigned char>(ch)))
+      help += ch;
+    else if (!help.empty() && help.back() != ' ')
+      help += ' ';
+  EXPECT_NE(help.find("65536"), std::string::npos) << r;
+  EXPECT_EQ(help.find("256-bin"), std::string::npos) << r;
+  EXPECT_NE(help.find("not standard input"), std::string::npos) << r;
+  r = run("histogram - --json --backend cpu", sample("moon.png"));
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("standard input"), std::string::npos) << r;
+  fs::copy_file(sample("moon.png"), path("in.png"));
+  r = run("histogram in.png --json --backend cpu");
+  EXPECT_EQ(r.status, 0) << r;
+  EXPECT_EQ(histeq::test::lines_of(r.out).size(), 2u) << r;  // the file's object, the summary
 }
 
 }  // namespace
