@@ -239,4 +239,27 @@ TEST_F(CliArguments, HistogramHelpSaysWhatItPrints) {
   EXPECT_EQ(histeq::test::lines_of(r.out).size(), 2u) << r;  // the file's object, the summary
 }
 
+// One image into a name without an extension that does not exist: an output folder to be, most
+// often (mogrify -path), or a file without its extension. The message said "unknown output
+// extension '(none)'"; it now says what is missing and how to name a folder.
+TEST_F(CliArguments, OutputWithoutExtensionSaysHowToNameAFolder) {
+  fs::copy_file(sample("moon.png"), path("in.png"));
+  Result r = run("equalize in.png -o outdir --backend cpu");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("has no extension"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("--format"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("'outdir/'"), std::string::npos) << r;
+  EXPECT_EQ(listing(), std::vector<std::string>{"in.png"}) << r;
+  r = run("equalize - -o outdir --backend cpu", sample("moon.png"));  // no folder for stdin
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("has no extension"), std::string::npos) << r;
+  EXPECT_EQ(r.err.find("folder"), std::string::npos) << r;
+  r = run("equalize in.png -o outdir/ --backend cpu --quiet");  // as the message says
+  EXPECT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(fs::exists(path("outdir/in.png"))) << r;
+  r = run("equalize in.png -o bare --format png --backend cpu");  // a file without extension
+  EXPECT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(fs::is_regular_file(path("bare"))) << r;
+}
+
 }  // namespace

@@ -357,6 +357,16 @@ Single settle_single(const cxxopts::ParseResult& r, OpKind kind, const std::stri
                      kOutputFormats + ")");
   } else {
     s.out_ext = fs::path(output).extension().string();
+    // A name without an extension that is not there is most often an output folder to be.
+    std::error_code ec;
+    const bool folder_to_be = input != "-" && !fs::exists(fs::symlink_status(output, ec));
+    if (s.out_ext.empty())
+      throw UsageError("-o '" + output +
+                       "' has no extension to give the output format: name the file .png, "
+                       ".jpg, .jpeg, .bmp, .tga, .pgm, .ppm or .pnm, or add --format FMT" +
+                       (folder_to_be
+                            ? "; for an output folder write '" + output + "/' (created if missing)"
+                            : std::string()));
     check_output_path(output);  // before any work: an unknown extension is a usage error
   }
   s.cm = read_common(r);
