@@ -262,4 +262,17 @@ TEST_F(CliArguments, OutputWithoutExtensionSaysHowToNameAFolder) {
   EXPECT_TRUE(fs::is_regular_file(path("bare"))) << r;
 }
 
+// A file in a format histeq does not read (TIFF, WebP, HEIC, ...) said only "unknown image
+// type", as a corrupt file does; the message now names the formats it reads.
+TEST_F(CliArguments, UnreadableFormatNamesTheFormatsRead) {
+  const std::string tiff("II*\0\x08\0\0\0\0\0\0\0", 12);  // a little-endian TIFF's header
+  std::ofstream(path("photo.tif"), std::ios::binary) << tiff;
+  for (const std::string cmd : {"equalize photo.tif -o out.png", "histogram photo.tif"}) {
+    const Result r = run(cmd + " --backend cpu");
+    EXPECT_EQ(r.status, 1) << cmd << "\n" << r;
+    EXPECT_NE(r.err.find("unknown image type"), std::string::npos) << cmd << "\n" << r;
+    EXPECT_NE(r.err.find("histeq reads JPEG, PNG"), std::string::npos) << cmd << "\n" << r;
+  }
+}
+
 }  // namespace

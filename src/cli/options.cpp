@@ -761,6 +761,7 @@ std::string with_hints(const std::string& message) {
   if (m.find("no CUDA device ") != std::string::npos && !has("--devices")) {
     m += " (--devices names ordinals from 0)";
   }
+  if (has("unknown image type")) m += " (histeq reads JPEG, PNG, BMP, TGA, GIF, binary PGM/PPM)";
   return m;
 }
 
