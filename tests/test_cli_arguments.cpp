@@ -275,4 +275,23 @@ TEST_F(CliArguments, UnreadableFormatNamesTheFormatsRead) {
   }
 }
 
+// An output folder whose name is taken by a file: the message said "File exists" (for -o
+// photo.png/) or "Not a directory" (for -o notes); it now names the file in the way.
+TEST_F(CliArguments, OutputFolderTakenByAFileNamesTheFile) {
+  fs::create_directory(path("in"));
+  fs::copy_file(sample("moon.png"), path("in/moon.png"));
+  std::ofstream(path("notes")) << "text\n";
+  std::ofstream(path("taken.png")) << "text\n";
+  const struct {
+    std::string output, file;
+  } cases[] = {{"notes", "'notes'"}, {"taken.png/", "'taken.png'"}, {"notes/sub", "'notes'"}};
+  for (const auto& c : cases) {
+    const Result r = run("equalize in -o " + c.output + " --backend cpu");
+    EXPECT_EQ(r.status, 1) << c.output << "\n" << r;
+    EXPECT_NE(r.err.find(c.file + " is a file, not a folder"), std::string::npos)
+        << c.output << "\n"
+        << r;
+  }
+}
+
 }  // namespace
