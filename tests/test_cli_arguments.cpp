@@ -254,6 +254,10 @@ TEST_F(CliArguments, OutputWithoutExtensionSaysHowToNameAFolder) {
   EXPECT_EQ(r.status, 2) << r;
   EXPECT_NE(r.err.find("has no extension"), std::string::npos) << r;
   EXPECT_EQ(r.err.find("folder"), std::string::npos) << r;
+  r = run("equalize in.png -o '' --backend cpu");  // no name at all: no folder either
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("has no extension"), std::string::npos) << r;
+  EXPECT_EQ(r.err.find("folder"), std::string::npos) << r;
   r = run("equalize in.png -o outdir/ --backend cpu --quiet");  // as the message says
   EXPECT_EQ(r.status, 0) << r;
   EXPECT_TRUE(fs::exists(path("outdir/in.png"))) << r;

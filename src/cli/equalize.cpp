@@ -359,7 +359,8 @@ Single settle_single(const cxxopts::ParseResult& r, OpKind kind, const std::stri
     s.out_ext = fs::path(output).extension().string();
     // A name without an extension that is not there is most often an output folder to be.
     std::error_code ec;
-    const bool folder_to_be = input != "-" && !fs::exists(fs::symlink_status(output, ec));
+    const bool folder_to_be =
+        input != "-" && !output.empty() && !fs::exists(fs::symlink_status(output, ec));
     if (s.out_ext.empty())
       throw UsageError("-o '" + output +
                        "' has no extension to give the output format: name the file .png, "
