@@ -298,4 +298,32 @@ TEST_F(CliArguments, OutputFolderTakenByAFileNamesTheFile) {
   }
 }
 
+// The image asked for on a closed standard output (`-o - >&-`): main opens /dev/null there (so
+// that reports go nowhere and no file takes descriptor 1), and the image went there too, with
+// exit status 0. It is a runtime failure that says so; a file output is still written.
+TEST_F(CliArguments, ImageToAClosedStandardOutputIsAnError) {
+  fs::copy_file(sample("moon.png"), path("in.png"));
+  const auto closed_stdout = [&](const std::string& args) {
+    const fs::path e = dir_ / "stderr.txt";
+    const std::string cmd = "cd " + quote(dir_.string()) + " && " + quote(HISTEQ_CLI) + " " + args +
+                            " >&- 2>" + quote(e.string());
+    const int raw = std::system(cmd.c_str());
+    Result r;
+    r.status = (raw != -1 && WIFEXITED(raw)) ? WEXITSTATUS(raw) : -1;
+    const auto eb = read_bytes(e);
+    r.err.assign(eb.begin(), eb.end());
+    fs::remove(e);
+    return r;
+  };
+  Result r = closed_stdout("equalize in.png -o - --format png --backend cpu");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("standard output is closed"), std::string::npos) << r;
+  r = closed_stdout("clahe - -o - --format png --backend cpu <in.png");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("standard output is closed"), std::string::npos) << r;
+  r = closed_stdout("equalize in.png -o out.png --backend cpu");  // as documented: status 0
+  EXPECT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(fs::is_regular_file(path("out.png"))) << r;
+}
+
 }  // namespace

@@ -46,7 +46,11 @@ int dispatch(const std::string& cmd, const std::vector<std::string>& rest, std::
 
 namespace {
 bool g_exit_without_teardown = false;
-}
+bool g_stdout_closed_at_start = false;
+}  // namespace
+
+void set_stdout_closed_at_start(bool closed) { g_stdout_closed_at_start = closed; }
+bool stdout_closed_at_start() { return g_stdout_closed_at_start; }
 
 void set_exit_without_teardown(bool on) { g_exit_without_teardown = on; }
 bool exit_without_teardown() { return g_exit_without_teardown; }

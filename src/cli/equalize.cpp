@@ -370,6 +370,8 @@ Single settle_single(const cxxopts::ParseResult& r, OpKind kind, const std::stri
                             : std::string()));
     check_output_path(output);  // before any work: an unknown extension is a usage error
   }
+  if (output == "-" && stdout_closed_at_start())  // the image would go to /dev/null
+    throw Error("-o -: standard output is closed, so the image has nowhere to go (give -o a file)");
   s.cm = read_common(r);
   s.io = read_operation(r, kind, s.cm);
   s.enc.quality = read_quality(r);
