@@ -3,6 +3,7 @@
 // could take for separators, standard input into a folder, and the messages for a mistyped
 // command. CPU backend throughout (runs in CI).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cctype>
@@ -324,6 +325,16 @@ TEST_F(CliArguments, ImageToAClosedStandardOutputIsAnError) {
   r = closed_stdout("equalize in.png -o out.png --backend cpu");  // as documented: status 0
   EXPECT_EQ(r.status, 0) << r;
   EXPECT_TRUE(fs::is_regular_file(path("out.png"))) << r;
+}
+
+// A pipe named as the input (/dev/stdin, a shell's <(...)) is refused, as a FIFO could block
+// forever; the message now says how a pipe's image is read: standard input, '-'.
+TEST_F(CliArguments, PipeAsAnInputNamesStandardInput) {
+  ASSERT_EQ(::mkfifo(path("pipe.png").c_str(), 0600), 0);
+  const Result r = run("equalize pipe.png -o out.png --backend cpu");
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("FIFO"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("standard input, '-'"), std::string::npos) << r;
 }
 
 }  // namespace

@@ -762,6 +762,7 @@ std::string with_hints(const std::string& message) {
     m += " (--devices names ordinals from 0)";
   }
   if (has("unknown image type")) m += " (histeq reads JPEG, PNG, BMP, TGA, GIF, binary PGM/PPM)";
+  if (has("it is a FIFO (named pipe)")) m += "; a pipe's image is read as standard input, '-'";
   return m;
 }
 
