@@ -337,4 +337,14 @@ TEST_F(CliArguments, PipeAsAnInputNamesStandardInput) {
   EXPECT_NE(r.err.find("standard input, '-'"), std::string::npos) << r;
 }
 
+// histogram --csv --json printed JSON and dropped --csv without a word; an option that would do
+// nothing is refused, as elsewhere (CliOptions.OptionsThatWouldDoNothingAreRefused).
+TEST_F(CliArguments, HistogramCsvAndJsonTogetherAreRefused) {
+  fs::copy_file(sample("moon.png"), path("in.png"));
+  const Result r = run("histogram in.png --csv --json --backend cpu");
+  EXPECT_EQ(r.status, 2) << r;
+  EXPECT_NE(r.err.find("--csv and --json"), std::string::npos) << r;
+  EXPECT_TRUE(r.out.empty()) << r;
+}
+
 }  // namespace

@@ -50,6 +50,8 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
   Common cm = read_common(r);
   read_region(r, cm);
   const bool csv = r.count("csv") > 0;
+  if (csv && r.count("json"))  // --json's objects hold the bins: --csv would do nothing
+    throw UsageError("--csv and --json are two ways to print the bins: give one of them");
   ItemOpOptions io = item_op_options(r, cm, OpKind::histogram);
   {
     std::error_code ec;
