@@ -347,4 +347,18 @@ TEST_F(CliArguments, HistogramCsvAndJsonTogetherAreRefused) {
   EXPECT_TRUE(r.out.empty()) << r;
 }
 
+// --devices with --backend cpu: no CUDA starts, so the list did nothing, silently; it is refused
+// as the other options that would do nothing are.
+TEST_F(CliArguments, DevicesWithTheCpuBackendAreRefused) {
+  fs::create_directory(path("in"));
+  fs::copy_file(sample("moon.png"), path("in/moon.png"));
+  for (const std::string cmd : {"equalize in -o out", "clahe in -o out", "histogram in"}) {
+    const Result r = run(cmd + " --devices 0 --backend cpu");
+    EXPECT_EQ(r.status, 2) << cmd << "\n" << r;
+    EXPECT_NE(r.err.find("--devices"), std::string::npos) << cmd << "\n" << r;
+    EXPECT_NE(r.err.find("--backend cpu"), std::string::npos) << cmd << "\n" << r;
+  }
+  EXPECT_FALSE(fs::exists(path("out")));
+}
+
 }  // namespace

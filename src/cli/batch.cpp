@@ -97,7 +97,13 @@ ExecutorOptions executor_options(const cxxopts::ParseResult& r, const Common& cm
                        std::to_string(kMaxMb) + ", got " + std::to_string(mb));
     eo.max_inflight_bytes = mb << 20;
   }
-  if (r.count("devices")) eo.devices = parse_devices(r["devices"].as<std::string>());
+  if (r.count("devices")) {
+    eo.devices = parse_devices(r["devices"].as<std::string>());
+    if (cm.opt.backend == Backend::cpu)  // no CUDA starts: the list would do nothing
+      throw UsageError(
+          "--devices names CUDA devices, and --backend cpu starts none (leave "
+          "--devices out, or use --backend auto or cuda)");
+  }
   if (!op.writes()) return eo;
   eo.encode.quality = read_quality(r);
   eo.encode.png_level = read_png_level(r);
