@@ -97,7 +97,13 @@ ExecutorOptions executor_options(const cxxopts::ParseResult& r, const Common& cm
                        std::to_string(kMaxMb) + ", got " + std::to_string(mb));
     eo.max_inflight_bytes = mb << 20;
   }
-  if (r.count("devices")) eo.devices = parse_devices(r["devices"].as<std::string>());
+  if (r.count("devices")) {
+    eo.devices = parse_devices(r["devices"].as<std::string>());
+    if (cm.opt.backend == Backend::cpu)  // no CUDA starts: the list would do nothing
+      throw UsageError(
+          "--devices names CUDA devices, and --backend cpu starts none (leave "
+          "--devices out, or use --backend auto or cuda)");
+  }
   if (!op.writes()) return eo;
   eo.encode.quality = read_quality(r);
   eo.encode.png_level = read_png_level(r);
@@ -246,8 +252,15 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
   const bool writes = op.writes();
   const bool quiet = r.count("quiet") > 0;
   const bool json = r.count("json") > 0;
-  for (const std::string& in : inputs)
-    if (in == "-") throw UsageError("'-' (standard input) can only be the one input");
+  for (const std::string& in : inputs) {
+    if (in != "-") continue;
+    if (inputs.size() > 1) throw UsageError("'-' (standard input) can only be the one input");
+    // The one input, into a folder (-o an existing folder, or a name ending in '/'): an image
+    // from standard input has no name to write there under.
+    throw UsageError("'-' (standard input) has no file name to write into the folder '" + outdir +
+                     "': name the output file (-o " + (fs::path(outdir) / "NAME.png").string() +
+                     "), or write standard output (-o - --format FMT)");
+  }
   refuse_kernel_on_cpu(cm);
   const ExecutorOptions eo = executor_options(r, cm, op);
   std::string format;

@@ -13,6 +13,7 @@
 #include "bench/lesson.hpp"
 #include "cli/batch.hpp"
 #include "cli/commands.hpp"
+#include "cli/mistakes.hpp"
 #include "cli/options.hpp"
 #include "histeq/codec_names.hpp"
 #include "histeq/error.hpp"
@@ -37,14 +38,19 @@ int dispatch(const std::string& cmd, const std::vector<std::string>& rest, std::
   if (!cmd.empty() && cmd[0] == '-') {
     throw UsageError("unknown option '" + cmd + "'; valid before a command: --help, --version");
   }
-  throw UsageError("unknown command '" + cmd + "'; commands: " + kCommands);
+  throw UsageError("unknown command '" + cmd + "'" + did_you_mean(cmd, kCommandNames) +
+                   "; commands: " + kCommands);
 }
 
 }  // namespace
 
 namespace {
 bool g_exit_without_teardown = false;
-}
+bool g_stdout_closed_at_start = false;
+}  // namespace
+
+void set_stdout_closed_at_start(bool closed) { g_stdout_closed_at_start = closed; }
+bool stdout_closed_at_start() { return g_stdout_closed_at_start; }
 
 void set_exit_without_teardown(bool on) { g_exit_without_teardown = on; }
 bool exit_without_teardown() { return g_exit_without_teardown; }
@@ -104,7 +110,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         rest.front() == "equalize" || rest.front() == "clahe" || rest.front() == "match" ||
         rest.front() == "histogram")
       return run(h, out, err);
-    throw UsageError("help: unknown command '" + rest.front() + "'; commands: " + kCommands);
+    throw UsageError("help: unknown command '" + rest.front() + "'" +
+                     did_you_mean(rest.front(), kCommandNames) + "; commands: " + kCommands);
   }
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     out << usage();

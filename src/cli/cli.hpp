@@ -33,4 +33,10 @@ void set_exit_without_teardown(bool on);
 bool exit_without_teardown();
 void keep_until_exit(std::shared_ptr<void> object);
 
+/// Standard output closed when the process started (`>&-`): main.cpp opens /dev/null on it, so
+/// that reports go nowhere and no file takes its number, and says so here; an image asked for on
+/// standard output (`-o -`) is then an error, not bytes thrown away. Off by default.
+void set_stdout_closed_at_start(bool closed);
+bool stdout_closed_at_start();
+
 }  // namespace histeq::cli

@@ -52,8 +52,7 @@ std::string equalize_description(OpKind kind) {
 
 void add_equalize_options(Command& c, OpKind kind) {
   const bool clahe = kind == OpKind::clahe;
-  c.options.add_options()("input", "input images or folders ('-': standard input)",
-                          cxxopts::value<std::vector<std::string>>());
+  add_inputs(c);
   c.add("o,output",
         "output image (one input; the format follows the extension .png .jpg .jpeg .bmp .tga .pgm "
         ".ppm .pnm; may equal INPUT; '-': standard output, needs --format), or the output folder "
@@ -179,7 +178,11 @@ ItemOpOptions read_operation(const cxxopts::ParseResult& r, OpKind kind, Common&
 int run_equalize_batch(const cxxopts::ParseResult& r, OpKind kind,
                        const std::vector<std::string>& inputs, const std::string& output,
                        std::ostream& out, std::ostream& err) {
-  if (output == "-") throw UsageError("-o - (standard output) takes exactly one input");
+  if (output == "-")
+    throw UsageError(inputs.size() == 1 ? "-o - (standard output) takes one image file, and '" +
+                                              inputs.front() + "' is a folder"
+                                        : std::string("-o - (standard output) takes exactly one "
+                                                      "input"));
   Common cm = read_common(r);
   read_quality(r);
   const ItemOpOptions io = read_operation(r, kind, cm);
@@ -354,8 +357,21 @@ Single settle_single(const cxxopts::ParseResult& r, OpKind kind, const std::stri
                      kOutputFormats + ")");
   } else {
     s.out_ext = fs::path(output).extension().string();
+    // A name without an extension that is not there is most often an output folder to be.
+    std::error_code ec;
+    const bool folder_to_be =
+        input != "-" && !output.empty() && !fs::exists(fs::symlink_status(output, ec));
+    if (s.out_ext.empty())
+      throw UsageError("-o '" + output +
+                       "' has no extension to give the output format: name the file .png, "
+                       ".jpg, .jpeg, .bmp, .tga, .pgm, .ppm or .pnm, or add --format FMT" +
+                       (folder_to_be
+                            ? "; for an output folder write '" + output + "/' (created if missing)"
+                            : std::string()));
     check_output_path(output);  // before any work: an unknown extension is a usage error
   }
+  if (output == "-" && stdout_closed_at_start())  // the image would go to /dev/null
+    throw Error("-o -: standard output is closed, so the image has nowhere to go (give -o a file)");
   s.cm = read_common(r);
   s.io = read_operation(r, kind, s.cm);
   s.enc.quality = read_quality(r);
@@ -659,7 +675,7 @@ int cmd_equalize(const std::vector<std::string>& args, std::ostream& out, std::o
         "--decoder gpu: " +
         (region ? std::string("an equalization with --mask or --roi") : std::string(cmd)) +
         " decodes JPEG with libjpeg-turbo (valid: auto, cpu)");
-  const std::vector<std::string> inputs = r["input"].as<std::vector<std::string>>();
+  const std::vector<std::string> inputs = inputs_of(r);
   const std::string output = r["output"].as<std::string>();
   if (is_batch(cmd, inputs, output)) return run_equalize_batch(r, kind, inputs, output, out, err);
   // A match of one file runs the item's plan on the CPU (run_item); a batch's JPEGs take the

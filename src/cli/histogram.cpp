@@ -17,11 +17,10 @@ namespace histeq::cli {
 
 int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   Command c("histogram",
-            "Prints the 256-bin histogram of an image's planes: one plane (gray, or Y for luma "
-            "and gray modes) or three (R, G, B for --mode rgb on a colour image); with --mask or "
-            "--roi, of the counted pixels only.");
-  c.options.add_options()("input", "input images or folders ('-': standard input)",
-                          cxxopts::value<std::vector<std::string>>());
+            "Prints the histogram of an image's planes, 256 bins (65536 for a 16-bit image): "
+            "one plane (gray, or Y for luma and gray modes) or three (R, G, B for --mode rgb on "
+            "a colour image); with --mask or --roi, of the counted pixels only.");
+  add_inputs(c);
   add_kernel_backend(c, OpKind::histogram);
   add_batch_options(c, false);
   add_depth(c, /*writes=*/false);
@@ -29,9 +28,9 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
   c.add_flag("csv",
              "CSV: header 'bin,count' (three planes: 'bin,r,g,b'), then one line per bin; several "
              "files: a block per file with a first column 'file'");
-  c.add_flag(
-      "json",
-      "several files: one JSON object per file per line (JSON Lines), then a summary object");
+  c.add_flag("json",
+             "one JSON object per file per line (JSON Lines), then a summary object (files, not "
+             "standard input)");
   c.add_flag("timing",
              "per stage the milliseconds (several files: summed over the files, and the wall "
              "time) on stderr");
@@ -46,11 +45,13 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
   }
   if (!r.count("input"))
     throw UsageError("histogram: missing INPUT (usage: histeq histogram INPUT)");
-  const std::vector<std::string> inputs = r["input"].as<std::vector<std::string>>();
+  const std::vector<std::string> inputs = inputs_of(r);
   const std::string& input = inputs.front();
   Common cm = read_common(r);
   read_region(r, cm);
   const bool csv = r.count("csv") > 0;
+  if (csv && r.count("json"))  // --json's objects hold the bins: --csv would do nothing
+    throw UsageError("--csv and --json are two ways to print the bins: give one of them");
   ItemOpOptions io = item_op_options(r, cm, OpKind::histogram);
   {
     std::error_code ec;

@@ -37,6 +37,7 @@ namespace {
 void open_standard_descriptors() {
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    if (fd == 1) histeq::cli::set_stdout_closed_at_start(true);  // -o - then has nowhere to go
     const int got = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
     if (got < 0) std::_Exit(125);  // no /dev/null: nothing can be written safely
     if (got != fd) {               // an earlier number was closed too: opened there first

@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "cli/batch.hpp"
+#include "cli/mistakes.hpp"
 #include "histeq/error.hpp"
 #include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
@@ -200,6 +201,7 @@ cxxopts::ParseResult Command::parse(const std::vector<std::string>& args) {
   const std::string prog = "histeq " + name;
   argv.push_back(prog.c_str());
   for (const auto& a : args) argv.push_back(a.c_str());
+  refuse_misread_options(args, options, name);
   try {
     cxxopts::ParseResult r = options.parse(static_cast<int>(argv.size()), argv.data());
     if (!r.unmatched().empty()) {
@@ -214,8 +216,8 @@ cxxopts::ParseResult Command::parse(const std::vector<std::string>& args) {
     const auto a = msg.find('\''), b = msg.rfind('\'');
     std::string opt = (a != std::string::npos && b > a) ? msg.substr(a + 1, b - a - 1) : msg;
     if (!opt.empty() && opt[0] != '-') opt = (opt.size() == 1 ? "-" : "--") + opt;
-    throw UsageError("unknown option '" + opt + "' for 'histeq " + name +
-                     "'; valid options: " + valid());
+    throw UsageError("unknown option '" + opt + "' for 'histeq " + name + "'" +
+                     did_you_mean(opt, names) + "; valid options: " + valid());
   } catch (const cxxopts::exceptions::missing_argument& e) {
     throw UsageError(missing_value(ascii_quotes(e.what())));
   } catch (const cxxopts::exceptions::option_requires_argument& e) {
@@ -759,6 +761,8 @@ std::string with_hints(const std::string& message) {
   if (m.find("no CUDA device ") != std::string::npos && !has("--devices")) {
     m += " (--devices names ordinals from 0)";
   }
+  if (has("unknown image type")) m += " (histeq reads JPEG, PNG, BMP, TGA, GIF, binary PGM/PPM)";
+  if (has("it is a FIFO (named pipe)")) m += "; a pipe's image is read as standard input, '-'";
   return m;
 }
 

@@ -33,6 +33,9 @@ inline constexpr const char* kOutputFormats = "png, jpg, bmp, tga, pgm, ppm, pnm
 /// The commands, for "unknown command" messages.
 inline constexpr const char* kCommands =
     "equalize, clahe, match, histogram, kernels, bench, lesson";
+/// The same, one name each, for "did you mean".
+inline const std::vector<std::string> kCommandNames{"equalize", "clahe", "match", "histogram",
+                                                    "kernels",  "bench", "lesson"};
 
 double ms_since(Clock::time_point t0);
 
@@ -70,6 +73,29 @@ struct Command {
   /// The message for an option given without its value (cxxopts' missing_argument).
   std::string missing_value(const std::string& cxxopts_message) const;
 };
+
+/// An input as the command line named it. cxxopts splits the value of a std::vector<std::string>
+/// option at commas, and a file name may hold one ("IMG_1,2.jpg"): the input list is a vector of
+/// this type instead, which parse_value below takes whole, one argument one input.
+struct InputArg {
+  std::string path;
+};
+/// cxxopts' parser of the input list (found by argument-dependent lookup, and preferred to its
+/// template that splits at commas): the argument as it is.
+inline void parse_value(const std::string& text, std::vector<InputArg>& inputs) {
+  inputs.push_back(InputArg{text});
+}
+/// The positional "input" option of the image commands: images or folders, '-' standard input.
+inline void add_inputs(Command& c) {
+  c.options.add_options()("input", "input images or folders ('-': standard input)",
+                          cxxopts::value<std::vector<InputArg>>());
+}
+/// The inputs of a parsed command line, each argument whole (add_inputs).
+inline std::vector<std::string> inputs_of(const cxxopts::ParseResult& r) {
+  std::vector<std::string> v;
+  for (const InputArg& a : r["input"].as<std::vector<InputArg>>()) v.push_back(a.path);
+  return v;
+}
 
 // ---- shared option groups ----
 

@@ -178,9 +178,20 @@ void make_output_folders(const std::vector<WorkItem>& items, const std::string& 
   std::error_code ec;
   if (!output_dir.empty() && !fs::is_directory(output_dir, ec)) {
     fs::create_directories(output_dir, ec);
-    if (ec)
-      throw FileError("cannot create folder '" + output_dir + "': " + ec.message(), ec.value(),
-                      output_dir);
+    if (ec) {
+      // errno's words mislead here ("File exists" for -o photo.png/ when photo.png is a file, "Not
+      // a directory" for -o notes.txt): name the file in the way.
+      std::string why = ec.message();
+      for (fs::path p = output_dir; !p.empty() && p != p.parent_path(); p = p.parent_path()) {
+        std::error_code st_ec;
+        const fs::file_status st = fs::status(p, st_ec);
+        if (fs::exists(st) && !fs::is_directory(st)) {
+          why = "'" + p.string() + "' is a file, not a folder";
+          break;
+        }
+      }
+      throw FileError("cannot create folder '" + output_dir + "': " + why, ec.value(), output_dir);
+    }
   }
   std::string last;  // the outputs of one folder come together: one stat per folder
   for (const WorkItem& w : items) {
