@@ -34,20 +34,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using histeq::test::file_bytes;
 using histeq::test::lines_of;
 using histeq::test::Result;
 using histeq::test::sample;
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::vector<std::uint8_t> read_bytes(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
+using histeq::test::shell_quote;
 
 void write_bytes(const fs::path& p, const std::vector<std::uint8_t>& b) {
   std::ofstream f(p, std::ios::binary);
@@ -55,7 +46,7 @@ void write_bytes(const fs::path& p, const std::vector<std::uint8_t>& b) {
 }
 
 std::string read_text(const fs::path& p) {
-  const auto b = read_bytes(p);
+  const auto b = file_bytes(p);
   return std::string(b.begin(), b.end());
 }
 
@@ -84,8 +75,8 @@ class Cli : public ::testing::Test {
   // args: already shell-quoted where needed.
   Result run(const std::string& args) {
     const fs::path o = dir_ / "io" / "stdout", e = dir_ / "io" / "stderr";
-    const std::string cmd =
-        quote(HISTEQ_CLI) + " " + args + " >" + quote(o.string()) + " 2>" + quote(e.string());
+    const std::string cmd = shell_quote(HISTEQ_CLI) + " " + args + " >" + shell_quote(o.string()) +
+                            " 2>" + shell_quote(e.string());
     const int raw = std::system(cmd.c_str());
     Result r;
     r.status = (raw != -1 && WIFEXITED(raw)) ? WEXITSTATUS(raw) : -1;
@@ -109,9 +100,9 @@ class Cli : public ::testing::Test {
                     const std::string& must_name) {
     std::vector<std::uint8_t> before;
     const bool input_is_file = fs::is_regular_file(input);
-    if (input_is_file) before = read_bytes(input);
-    const Result r = run("equalize " + quote(input) + " -o " + quote(out("o.png").string()) +
-                         " --backend cpu " + extra);
+    if (input_is_file) before = file_bytes(input);
+    const Result r = run("equalize " + shell_quote(input) + " -o " +
+                         shell_quote(out("o.png").string()) + " --backend cpu " + extra);
     EXPECT_EQ(r.status, status) << r;
     EXPECT_NE(r.err.find(must_name), std::string::npos)
         << "stderr should name " << must_name << "\n"
@@ -119,7 +110,7 @@ class Cli : public ::testing::Test {
     EXPECT_EQ(count_of(r.err, "histeq: "), 1u) << "one message, printed once\n" << r;
     EXPECT_TRUE(r.out.empty()) << r;
     EXPECT_TRUE(out_files().empty()) << "left behind: " << out_files().front();
-    if (input_is_file) EXPECT_EQ(read_bytes(input), before) << "input modified";
+    if (input_is_file) EXPECT_EQ(file_bytes(input), before) << "input modified";
   }
 
   fs::path dir_;
@@ -168,8 +159,8 @@ TEST_F(Cli, DevicesHelpGivesTheWorkersPerGpu) {
 }
 
 TEST_F(Cli, UsageErrorsExitTwoAndNameTheChoices) {
-  const std::string in = quote(sample("camera.png"));
-  const std::string o = " -o " + quote(out("o.png").string());
+  const std::string in = shell_quote(sample("camera.png"));
+  const std::string o = " -o " + shell_quote(out("o.png").string());
   struct Case {
     std::string args, names, choices;
   } cases[] = {
@@ -181,7 +172,7 @@ TEST_F(Cli, UsageErrorsExitTwoAndNameTheChoices) {
       {"equalize " + in + o + " --mode sepia", "'sepia'", "luma"},
       {"equalize " + in + o + " --formula magic", "'magic'", "opencv"},
       {"equalize " + in + o + " --backend opencl", "'opencl'", "cuda"},
-      {"equalize " + in + " -o " + quote(out("o.webp").string()), ".webp", ".png"},
+      {"equalize " + in + " -o " + shell_quote(out("o.webp").string()), ".webp", ".png"},
       {"equalize " + in + o + " --quality 0", "--quality", "1..100"},
       {"equalize " + in + o + " --quality many", "many", "--help"},
       {"equalize " + o, "missing INPUT", "usage"},
@@ -241,7 +232,7 @@ TEST_F(Cli, NotAnImage) {
 }
 
 TEST_F(Cli, TruncatedPng) {
-  auto b = read_bytes(sample("camera.png"));
+  auto b = file_bytes(sample("camera.png"));
   ASSERT_GT(b.size(), 1000u);
   b.resize(b.size() / 2);
   write_bytes(dir_ / "cut.png", b);
@@ -249,7 +240,7 @@ TEST_F(Cli, TruncatedPng) {
 }
 
 TEST_F(Cli, TruncatedJpeg) {
-  auto b = read_bytes(sample("hubble_deep_field.jpg"));
+  auto b = file_bytes(sample("hubble_deep_field.jpg"));
   ASSERT_GT(b.size(), 1000u);
   b.resize(b.size() / 2);
   write_bytes(dir_ / "cut.jpg", b);
@@ -296,15 +287,15 @@ TEST_F(Cli, OverThePixelLimit) {
   const fs::path in = dir_ / "camera.png";
   fs::copy_file(sample("camera.png"), in);
   expect_fails(in.string(), "--max-pixels 100", 1, "camera.png");
-  const Result r = run("histogram " + quote(in.string()) + " --backend cpu --max-pixels 100");
+  const Result r = run("histogram " + shell_quote(in.string()) + " --backend cpu --max-pixels 100");
   EXPECT_EQ(r.status, 1) << r;
   EXPECT_NE(r.err.find("100"), std::string::npos) << "names the limit\n" << r;
 }
 
 TEST_F(Cli, OutputFolderMissing) {
   const std::string o = (dir_ / "out" / "no" / "such" / "o.png").string();
-  const Result r =
-      run("equalize " + quote(sample("camera.png")) + " -o " + quote(o) + " --backend cpu");
+  const Result r = run("equalize " + shell_quote(sample("camera.png")) + " -o " + shell_quote(o) +
+                       " --backend cpu");
   EXPECT_EQ(r.status, 1) << r;
   EXPECT_NE(r.err.find(o), std::string::npos) << r;
   EXPECT_TRUE(out_files().empty());
@@ -312,7 +303,7 @@ TEST_F(Cli, OutputFolderMissing) {
 
 TEST_F(Cli, OutputFolderNotWritableProc) {
   // /proc refuses new files even for root.
-  const Result r = run("equalize " + quote(sample("camera.png")) +
+  const Result r = run("equalize " + shell_quote(sample("camera.png")) +
                        " -o /proc/histeq-test-out.png --backend cpu");
   EXPECT_EQ(r.status, 1) << r;
   EXPECT_NE(r.err.find("/proc/histeq-test-out.png"), std::string::npos) << r;
@@ -324,8 +315,8 @@ TEST_F(Cli, OutputFolderNotWritable) {
                     "(OutputFolderNotWritableProc covers the case with /proc)";
   }
   fs::permissions(dir_ / "out", fs::perms::owner_read | fs::perms::owner_exec);
-  const Result r = run("equalize " + quote(sample("camera.png")) + " -o " +
-                       quote(out("o.png").string()) + " --backend cpu");
+  const Result r = run("equalize " + shell_quote(sample("camera.png")) + " -o " +
+                       shell_quote(out("o.png").string()) + " --backend cpu");
   fs::permissions(dir_ / "out", fs::perms::owner_all);
   EXPECT_EQ(r.status, 1) << r;
   EXPECT_NE(r.err.find(out("o.png").string()), std::string::npos) << r;
@@ -334,8 +325,8 @@ TEST_F(Cli, OutputFolderNotWritable) {
 
 TEST_F(Cli, UnknownOutputExtensionDoesNoWork) {
   // A missing input and a bad extension: the extension is checked first (exit 2).
-  const Result r = run("equalize " + quote((dir_ / "nope.png").string()) + " -o " +
-                       quote(out("o.xyz").string()));
+  const Result r = run("equalize " + shell_quote((dir_ / "nope.png").string()) + " -o " +
+                       shell_quote(out("o.xyz").string()));
   EXPECT_EQ(r.status, 2) << r;
   EXPECT_NE(r.err.find(".xyz"), std::string::npos) << r;
   EXPECT_TRUE(out_files().empty());
@@ -356,16 +347,17 @@ void expect_same_pixels(const std::string& a, const std::string& b) {
 // for /dev/null and other devices, which a test should not touch) gets the image through the
 // pipe and stays a FIFO; `-o FIFO --format png` as `-o /dev/null --format png` would be used.
 TEST_F(Cli, OutputFifoIsWrittenNotReplaced) {
-  const std::string in = quote(sample("coins.png"));
-  ASSERT_EQ(
-      run("equalize " + in + " -o " + quote(out("ref.png").string()) + " --backend cpu").status, 0);
-  const std::vector<std::uint8_t> ref = read_bytes(out("ref.png"));
+  const std::string in = shell_quote(sample("coins.png"));
+  ASSERT_EQ(run("equalize " + in + " -o " + shell_quote(out("ref.png").string()) + " --backend cpu")
+                .status,
+            0);
+  const std::vector<std::uint8_t> ref = file_bytes(out("ref.png"));
   for (const char* name : {"f.png", "sink"}) {
     SCOPED_TRACE(name);
     const fs::path f = dir_ / name;
     ASSERT_EQ(::mkfifo(f.c_str(), 0644), 0);
     histeq::test::FifoReader reader(f);
-    const Result r = run("equalize " + in + " -o " + quote(f.string()) + " --backend cpu" +
+    const Result r = run("equalize " + in + " -o " + shell_quote(f.string()) + " --backend cpu" +
                          (std::string(name) == "sink" ? " --format png" : ""));
     const std::vector<std::uint8_t> got = reader.finish();
     EXPECT_EQ(r.status, 0) << r;
@@ -376,8 +368,8 @@ TEST_F(Cli, OutputFifoIsWrittenNotReplaced) {
 }
 
 TEST_F(Cli, EqualizeCpuMatchesOpenCvGolden) {
-  const Result r = run("equalize " + quote(sample("camera.png")) + " -o " +
-                       quote(out("camera.png").string()) + " --backend cpu");
+  const Result r = run("equalize " + shell_quote(sample("camera.png")) + " -o " +
+                       shell_quote(out("camera.png").string()) + " --backend cpu");
   ASSERT_EQ(r.status, 0) << r;
   EXPECT_TRUE(r.err.empty()) << "an explicit --backend cpu needs no notice\n" << r;
   expect_same_pixels(out("camera.png").string(),
@@ -388,8 +380,8 @@ TEST_F(Cli, EqualizeCpuMatchesOpenCvGolden) {
 TEST_F(Cli, OutputMayEqualInput) {
   const fs::path p = dir_ / "out" / "moon.png";
   fs::copy_file(sample("moon.png"), p);
-  const Result r =
-      run("equalize " + quote(p.string()) + " -o " + quote(p.string()) + " --backend cpu");
+  const Result r = run("equalize " + shell_quote(p.string()) + " -o " + shell_quote(p.string()) +
+                       " --backend cpu");
   ASSERT_EQ(r.status, 0) << r;
   expect_same_pixels(p.string(),
                      histeq::test::source_path("tests/data/golden-opencv-4.6/moon.png"));
@@ -397,8 +389,8 @@ TEST_F(Cli, OutputMayEqualInput) {
 }
 
 TEST_F(Cli, JsonIsOneObjectWithTheDocumentedKeys) {
-  const Result r = run("equalize " + quote(sample("coins.png")) + " -o " +
-                       quote(out("c.jpg").string()) + " --backend cpu --json --timing");
+  const Result r = run("equalize " + shell_quote(sample("coins.png")) + " -o " +
+                       shell_quote(out("c.jpg").string()) + " --backend cpu --json --timing");
   ASSERT_EQ(r.status, 0) << r;
   ASSERT_FALSE(r.out.empty());
   EXPECT_EQ(r.out.front(), '{') << r;
@@ -456,26 +448,26 @@ TEST_F(Cli, OutputChannelsAreThoseOfTheFileWritten) {
     for (const char* cmd : {"equalize", "clahe"}) {  // the 8-bit path and the per-file operation
       SCOPED_TRACE(std::string(cmd) + " " + c.in + " -> " + c.out + " " + c.extra);
       const fs::path o = out(c.out);
-      const Result r = run(std::string(cmd) + " " + quote((dir_ / c.in).string()) + " -o " +
-                           quote(o.string()) + " --backend cpu --json " + c.extra);
+      const Result r = run(std::string(cmd) + " " + shell_quote((dir_ / c.in).string()) + " -o " +
+                           shell_quote(o.string()) + " --backend cpu --json " + c.extra);
       ASSERT_EQ(r.status, 0) << r;
       const nlohmann::json j = nlohmann::json::parse(r.out);
       const histeq::Image back = histeq::load_image(o.string());
       EXPECT_EQ(back.channels, c.channels);
       EXPECT_EQ(j["output_channels"], c.channels) << r;
-      const Result t = run(std::string(cmd) + " " + quote((dir_ / c.in).string()) + " -o " +
-                           quote(o.string()) + " --backend cpu " + c.extra);
+      const Result t = run(std::string(cmd) + " " + shell_quote((dir_ / c.in).string()) + " -o " +
+                           shell_quote(o.string()) + " --backend cpu " + c.extra);
       ASSERT_EQ(t.status, 0) << t;
       EXPECT_NE(t.out.find(", " + std::to_string(c.channels) + " channel"), std::string::npos) << t;
       fs::remove(o);
     }
   }
   // The BMP of gray+alpha holds the equalized gray in R, G and B and the alpha unchanged.
-  const Result r = run("equalize " + quote((dir_ / "ga.png").string()) + " -o " +
-                       quote(out("ga.bmp").string()) + " --backend cpu");
+  const Result r = run("equalize " + shell_quote((dir_ / "ga.png").string()) + " -o " +
+                       shell_quote(out("ga.bmp").string()) + " --backend cpu");
   ASSERT_EQ(r.status, 0) << r;
-  ASSERT_EQ(run("equalize " + quote((dir_ / "ga.png").string()) + " -o " +
-                quote(out("ga-eq.png").string()) + " --backend cpu")
+  ASSERT_EQ(run("equalize " + shell_quote((dir_ / "ga.png").string()) + " -o " +
+                shell_quote(out("ga-eq.png").string()) + " --backend cpu")
                 .status,
             0);
   const histeq::Image bmp = histeq::load_image(out("ga.bmp").string());
@@ -489,8 +481,8 @@ TEST_F(Cli, OutputChannelsAreThoseOfTheFileWritten) {
 }
 
 TEST_F(Cli, TimingTableHasEveryStage) {
-  const Result r = run("equalize " + quote(sample("chelsea.png")) + " -o " +
-                       quote(out("c.png").string()) + " --backend cpu --timing");
+  const Result r = run("equalize " + shell_quote(sample("chelsea.png")) + " -o " +
+                       shell_quote(out("c.png").string()) + " --backend cpu --timing");
   ASSERT_EQ(r.status, 0) << r;
   for (const char* stage :
        {"decode", "upload", "histogram", "CDF+LUT", "apply", "download", "encode", "total"}) {
@@ -501,7 +493,7 @@ TEST_F(Cli, TimingTableHasEveryStage) {
 
 // Sum of column `col` (1-based after the bin) of a CSV body.
 TEST_F(Cli, HistogramCsvGray) {
-  const Result r = run("histogram " + quote(sample("coins.png")) + " --backend cpu --csv");
+  const Result r = run("histogram " + shell_quote(sample("coins.png")) + " --backend cpu --csv");
   ASSERT_EQ(r.status, 0) << r;
   const auto ls = lines_of(r.out);
   ASSERT_EQ(ls.size(), 257u) << r;
@@ -521,8 +513,8 @@ TEST_F(Cli, HistogramCsvGray) {
 // --timing on one file: the stages on stderr (stdout keeps the histogram alone).
 TEST_F(Cli, HistogramTimingOfOneFile) {
   for (const char* extra : {"", " --roi 0,0,40,30"}) {
-    const Result r =
-        run("histogram " + quote(sample("coins.png")) + " --backend cpu --csv --timing" + extra);
+    const Result r = run("histogram " + shell_quote(sample("coins.png")) +
+                         " --backend cpu --csv --timing" + extra);
     ASSERT_EQ(r.status, 0) << r;
     EXPECT_EQ(lines_of(r.out).size(), 257u) << r;
     for (const char* stage : {"stage", "read", "decode", "histogram", "total"})
@@ -532,7 +524,7 @@ TEST_F(Cli, HistogramTimingOfOneFile) {
 
 TEST_F(Cli, HistogramCsvRgbHasThreeColumns) {
   const Result r =
-      run("histogram " + quote(sample("chelsea.png")) + " --backend cpu --csv --mode rgb");
+      run("histogram " + shell_quote(sample("chelsea.png")) + " --backend cpu --csv --mode rgb");
   ASSERT_EQ(r.status, 0) << r;
   const auto ls = lines_of(r.out);
   ASSERT_EQ(ls.size(), 257u) << r;
@@ -552,7 +544,7 @@ TEST_F(Cli, HistogramCsvRgbHasThreeColumns) {
 }
 
 TEST_F(Cli, HistogramPlainHasOneLinePerBin) {
-  const Result r = run("histogram " + quote(sample("moon.png")) + " --backend cpu");
+  const Result r = run("histogram " + shell_quote(sample("moon.png")) + " --backend cpu");
   ASSERT_EQ(r.status, 0) << r;
   EXPECT_EQ(lines_of(r.out).size(), 256u) << r;
 }
@@ -584,8 +576,8 @@ TEST_F(Cli, BenchIsDispatched) {
 TEST_F(Cli, BackendAutoWithoutGpuSaysSoOnce) {
   std::string why;
   if (histeq::cuda_available(&why)) GTEST_SKIP() << "a CUDA device is usable; no fallback to check";
-  const Result r =
-      run("equalize " + quote(sample("moon.png")) + " -o " + quote(out("m.png").string()));
+  const Result r = run("equalize " + shell_quote(sample("moon.png")) + " -o " +
+                       shell_quote(out("m.png").string()));
   ASSERT_EQ(r.status, 0) << r;
   EXPECT_EQ(count_of(r.err, "CPU"), 1u) << r;
   EXPECT_EQ(count_of(r.err, "histeq: "), 1u) << r;
@@ -595,13 +587,13 @@ TEST_F(Cli, QuietSilencesTheNotesOfOneFile) {
   // Without a GPU the note "no usable CUDA device" is what --quiet must hold back (with one, the
   // run has no note to print): either way stderr holds nothing, and the report still prints.
   for (const std::string cmd : {"equalize", "clahe"}) {
-    const Result r = run(cmd + " " + quote(sample("moon.png")) + " -o " +
-                         quote(out(cmd + ".png").string()) + " --quiet");
+    const Result r = run(cmd + " " + shell_quote(sample("moon.png")) + " -o " +
+                         shell_quote(out(cmd + ".png").string()) + " --quiet");
     ASSERT_EQ(r.status, 0) << r;
     EXPECT_EQ(r.err, "") << cmd << "\n" << r;
     EXPECT_NE(r.out.find(cmd + ".png"), std::string::npos) << r;
   }
-  const Result h = run("histogram " + quote(sample("moon.png")) + " --quiet");
+  const Result h = run("histogram " + shell_quote(sample("moon.png")) + " --quiet");
   ASSERT_EQ(h.status, 0) << h;
   EXPECT_EQ(h.err, "") << h;
 }
@@ -609,8 +601,8 @@ TEST_F(Cli, QuietSilencesTheNotesOfOneFile) {
 TEST_F(Cli, BackendCudaWithoutGpuIsAnError) {
   std::string why;
   if (histeq::cuda_available(&why)) GTEST_SKIP() << "a CUDA device is usable";
-  const Result r = run("equalize " + quote(sample("moon.png")) + " -o " +
-                       quote(out("m.png").string()) + " --backend cuda");
+  const Result r = run("equalize " + shell_quote(sample("moon.png")) + " -o " +
+                       shell_quote(out("m.png").string()) + " --backend cuda");
   EXPECT_EQ(r.status, 1) << r;
   EXPECT_NE(r.err.find(histeq::kNoDeviceForCuda), std::string::npos) << r;
   EXPECT_NE(r.err.find("--backend cuda"), std::string::npos) << "the CLI's hint\n" << r;
@@ -649,8 +641,8 @@ TEST_F(Cli, RacyKernelWarnsAndReportsLostCounts) {
   if (!has_racy) GTEST_SKIP() << "no 'racy' kernel in the registry";
   std::string why;
   if (!histeq::cuda_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-  const Result r = run("equalize " + quote(sample("moon.png")) + " -o " +
-                       quote(out("m.png").string()) + " --kernel racy --backend cuda");
+  const Result r = run("equalize " + shell_quote(sample("moon.png")) + " -o " +
+                       shell_quote(out("m.png").string()) + " --kernel racy --backend cuda");
   ASSERT_EQ(r.status, 0) << r;
   EXPECT_NE(r.err.find("not exact"), std::string::npos) << r;
   EXPECT_NE(r.err.find("lost"), std::string::npos) << r;
@@ -659,11 +651,11 @@ TEST_F(Cli, RacyKernelWarnsAndReportsLostCounts) {
 TEST_F(Cli, GpuEqualizeMatchesCpu) {
   HISTEQ_REQUIRE_GPU();
   for (const char* s : {"camera.png", "chelsea.png"}) {
-    const Result g = run("equalize " + quote(sample(s)) + " -o " + quote(out("g.png").string()) +
-                         " --backend cuda");
+    const Result g = run("equalize " + shell_quote(sample(s)) + " -o " +
+                         shell_quote(out("g.png").string()) + " --backend cuda");
     ASSERT_EQ(g.status, 0) << g;
-    const Result c = run("equalize " + quote(sample(s)) + " -o " + quote(out("c.png").string()) +
-                         " --backend cpu");
+    const Result c = run("equalize " + shell_quote(sample(s)) + " -o " +
+                         shell_quote(out("c.png").string()) + " --backend cpu");
     ASSERT_EQ(c.status, 0) << c;
     expect_same_pixels(out("g.png").string(), out("c.png").string());
   }
@@ -683,8 +675,8 @@ TEST_F(CliOptions, SingleFileJsonWithNonUtf8NameParses) {
   const fs::path in = dir_ / "caf\xE9.png";
   fs::copy_file(sample("coins.png"), in);
   const fs::path o = out("r\xE9sultat.png");
-  const Result r =
-      run("equalize " + quote(in.string()) + " -o " + quote(o.string()) + " --backend cpu --json");
+  const Result r = run("equalize " + shell_quote(in.string()) + " -o " + shell_quote(o.string()) +
+                       " --backend cpu --json");
   ASSERT_EQ(r.status, 0) << r;
   nlohmann::json j;
   ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << r;
@@ -703,8 +695,8 @@ TEST_F(CliOptions, SingleFileJsonWithNonUtf8NameParses) {
   EXPECT_TRUE(j["times_ms"].contains("histogram")) << r;
   EXPECT_TRUE(fs::exists(o));
   // A valid UTF-8 name has no _bytes_hex key.
-  const Result plain = run("equalize " + quote(sample("coins.png")) + " -o " +
-                           quote(out("plain.png").string()) + " --backend cpu --json");
+  const Result plain = run("equalize " + shell_quote(sample("coins.png")) + " -o " +
+                           shell_quote(out("plain.png").string()) + " --backend cpu --json");
   ASSERT_EQ(plain.status, 0) << plain;
   EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("input_bytes_hex")) << plain;
 }
@@ -712,32 +704,33 @@ TEST_F(CliOptions, SingleFileJsonWithNonUtf8NameParses) {
 // Options that used to do nothing are refused (exit 2, nothing written) naming the option and
 // what would make it act.
 TEST_F(CliOptions, OptionsThatWouldDoNothingAreRefused) {
-  const std::string in = quote(sample("coins.png"));
+  const std::string in = shell_quote(sample("coins.png"));
   struct Case {
     std::string args, names, hint;
   };
   const std::vector<Case> cases = {
-      {"equalize " + in + " -o " + quote(out("a.png").string()) + " --quality 50", "--quality",
-       "JPEG"},
-      {"equalize " + in + " -o " + quote(out("a.png").string()) + " --subsampling 444",
+      {"equalize " + in + " -o " + shell_quote(out("a.png").string()) + " --quality 50",
+       "--quality", "JPEG"},
+      {"equalize " + in + " -o " + shell_quote(out("a.png").string()) + " --subsampling 444",
        "--subsampling", "JPEG"},
-      {"equalize " + in + " -o " + quote(out("a.jpg").string()) + " --png-level 3", "--png-level",
-       "PNG"},
-      {"equalize " + in + " -o " + quote(out("a.png").string()) + " --kernel columns",
+      {"equalize " + in + " -o " + shell_quote(out("a.jpg").string()) + " --png-level 3",
+       "--png-level", "PNG"},
+      {"equalize " + in + " -o " + shell_quote(out("a.png").string()) + " --kernel columns",
        "--kernel columns", "--backend cpu"},
       {"histogram " + in + " --kernel columns", "--kernel columns", "--backend cpu"},
       // a batch: every output is PNG, so --quality cannot act; --kernel on the CPU neither
-      {"equalize " + in + " " + quote(sample("camera.png")) + " -o " + quote(out("many").string()) +
-           " --quality 50",
+      {"equalize " + in + " " + shell_quote(sample("camera.png")) + " -o " +
+           shell_quote(out("many").string()) + " --quality 50",
        "--quality", "JPEG"},
-      {"equalize " + in + " " + quote(sample("camera.png")) + " -o " + quote(out("many").string()) +
-           " --kernel atomic",
+      {"equalize " + in + " " + shell_quote(sample("camera.png")) + " -o " +
+           shell_quote(out("many").string()) + " --kernel atomic",
        "--kernel atomic", "--backend cpu"},
       // batch-only options on one input file
-      {"equalize " + in + " -o " + quote(out("a.png").string()) + " --jobs 4", "--jobs", "batch"},
-      {"clahe " + in + " -o " + quote(out("a.png").string()) + " --devices 0", "--devices",
+      {"equalize " + in + " -o " + shell_quote(out("a.png").string()) + " --jobs 4", "--jobs",
        "batch"},
-      {"equalize " + in + " -o " + quote(out("a.png").string()) + " --max-inflight-mb 64",
+      {"clahe " + in + " -o " + shell_quote(out("a.png").string()) + " --devices 0", "--devices",
+       "batch"},
+      {"equalize " + in + " -o " + shell_quote(out("a.png").string()) + " --max-inflight-mb 64",
        "--max-inflight-mb", "batch"},
       {"histogram " + in + " --jobs 2", "--jobs", "batch"},
       {"kernels --type i32", "--type", "--details"},
@@ -757,17 +750,18 @@ TEST_F(CliOptions, OptionsThatWouldDoNothingAreRefused) {
     EXPECT_TRUE(out_files().empty()) << args;
   }
   // ... and act where they can: --quality on a JPEG output, --png-level on a PNG output.
-  const Result q =
-      run("equalize " + in + " -o " + quote(out("q.jpg").string()) + " --backend cpu --quality 50");
+  const Result q = run("equalize " + in + " -o " + shell_quote(out("q.jpg").string()) +
+                       " --backend cpu --quality 50");
   EXPECT_EQ(q.status, 0) << q;
-  const Result p = run("equalize " + in + " -o " + quote(out("p.png").string()) +
+  const Result p = run("equalize " + in + " -o " + shell_quote(out("p.png").string()) +
                        " --backend cpu --png-level 9");
   EXPECT_EQ(p.status, 0) << p;
 }
 
 // A value cxxopts cannot read: the message names the option and its range, not only the value.
 TEST_F(CliOptions, ParseErrorsNameTheOptionAndTheRange) {
-  const std::string in = quote(sample("coins.png")) + " -o " + quote(out("a.png").string());
+  const std::string in =
+      shell_quote(sample("coins.png")) + " -o " + shell_quote(out("a.png").string());
   struct Case {
     std::string args, names, range;
   };
@@ -810,9 +804,9 @@ TEST_F(CliOptions, ParseErrorsNameTheOptionAndTheRange) {
   }
   // --devices: decimal ordinals only (strtol also took " 1" and "+1").
   for (const char* d : {"' 0'", "+0", "0x0", "0,", "0,,1", "1a"}) {
-    const Result r =
-        run("equalize " + quote(sample("coins.png")) + " " + quote(sample("camera.png")) + " -o " +
-            quote(out("many").string()) + " --backend cpu --devices " + d);
+    const Result r = run("equalize " + shell_quote(sample("coins.png")) + " " +
+                         shell_quote(sample("camera.png")) + " -o " +
+                         shell_quote(out("many").string()) + " --backend cpu --devices " + d);
     EXPECT_EQ(r.status, 2) << d << "\n" << r;
     EXPECT_NE(r.err.find("--devices takes CUDA device ordinals"), std::string::npos) << d << r;
   }
@@ -820,14 +814,14 @@ TEST_F(CliOptions, ParseErrorsNameTheOptionAndTheRange) {
 
 // The pixel limit's error names the option that sets it, for one file and in a batch.
 TEST_F(CliOptions, PixelLimitErrorNamesMaxPixels) {
-  const Result one = run("equalize " + quote(sample("coins.png")) + " -o " +
-                         quote(out("a.png").string()) + " --backend cpu --max-pixels 100");
+  const Result one = run("equalize " + shell_quote(sample("coins.png")) + " -o " +
+                         shell_quote(out("a.png").string()) + " --backend cpu --max-pixels 100");
   EXPECT_EQ(one.status, 1) << one;
   EXPECT_NE(one.err.find("over the limit of 100 pixels"), std::string::npos) << one;
   EXPECT_NE(one.err.find("--max-pixels"), std::string::npos) << one;
   const Result batch =
-      run("equalize " + quote(sample("coins.png")) + " " + quote(sample("camera.png")) + " -o " +
-          quote(out("b").string()) + " --backend cpu --max-pixels 100 --json");
+      run("equalize " + shell_quote(sample("coins.png")) + " " + shell_quote(sample("camera.png")) +
+          " -o " + shell_quote(out("b").string()) + " --backend cpu --max-pixels 100 --json");
   EXPECT_EQ(batch.status, 1) << batch;
   EXPECT_EQ(count_of(batch.err, "--max-pixels"), 2u) << batch;
   const std::vector<std::string> lines = lines_of(batch.out);

@@ -22,19 +22,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using histeq::test::file_bytes;
 using histeq::test::Result;
 using histeq::test::sample;
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::vector<std::uint8_t> read_bytes(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
+using histeq::test::shell_quote;
 
 class CliArguments : public histeq::test::TempDirTest {
  protected:
@@ -43,13 +34,13 @@ class CliArguments : public histeq::test::TempDirTest {
   /// Runs the CLI with `args` (shell-quoted where needed) in the test's folder.
   Result run(const std::string& args, const std::string& stdin_file = "") {
     const fs::path o = dir_ / "stdout.txt", e = dir_ / "stderr.txt";
-    std::string cmd = "cd " + quote(dir_.string()) + " && " + quote(HISTEQ_CLI) + " " + args +
-                      " >" + quote(o.string()) + " 2>" + quote(e.string());
-    if (!stdin_file.empty()) cmd += " <" + quote(stdin_file);
+    std::string cmd = "cd " + shell_quote(dir_.string()) + " && " + shell_quote(HISTEQ_CLI) + " " +
+                      args + " >" + shell_quote(o.string()) + " 2>" + shell_quote(e.string());
+    if (!stdin_file.empty()) cmd += " <" + shell_quote(stdin_file);
     const int raw = std::system(cmd.c_str());
     Result r;
     r.status = (raw != -1 && WIFEXITED(raw)) ? WEXITSTATUS(raw) : -1;
-    const auto ob = read_bytes(o), eb = read_bytes(e);
+    const auto ob = file_bytes(o), eb = file_bytes(e);
     r.out.assign(ob.begin(), ob.end());
     r.err.assign(eb.begin(), eb.end());
     fs::remove(o);
@@ -68,7 +59,7 @@ TEST_F(CliArguments, CommaInAnInputNameIsPartOfTheName) {
   fs::copy_file(sample("moon.png"), path("moon-copy.png"));
   r = run("equalize moon-copy.png -o ref.png --backend cpu");
   ASSERT_EQ(r.status, 0) << r;
-  EXPECT_EQ(read_bytes(path("plain.png")), read_bytes(path("ref.png")));
+  EXPECT_EQ(file_bytes(path("plain.png")), file_bytes(path("ref.png")));
 
   r = run("histogram 'a,b.png' --backend cpu");
   EXPECT_EQ(r.status, 0) << r;
@@ -79,8 +70,8 @@ TEST_F(CliArguments, CommaInAnInputNameIsPartOfTheName) {
   fs::copy_file(sample("moon.png"), path("c,d/moon.png"));
   r = run("equalize 'c,d' 'a,b.png' -o 'e,f' --backend cpu");
   EXPECT_EQ(r.status, 0) << r;
-  EXPECT_EQ(read_bytes(path("e,f/moon.png")), read_bytes(path("ref.png"))) << r;
-  EXPECT_EQ(read_bytes(path("e,f/a,b.png")), read_bytes(path("ref.png"))) << r;
+  EXPECT_EQ(file_bytes(path("e,f/moon.png")), file_bytes(path("ref.png"))) << r;
+  EXPECT_EQ(file_bytes(path("e,f/a,b.png")), file_bytes(path("ref.png"))) << r;
 }
 
 // Standard input into an output folder: the image has no name to be written under there. The
@@ -97,7 +88,7 @@ TEST_F(CliArguments, StandardInputIntoAFolderSaysItHasNoName) {
   EXPECT_TRUE(fs::is_empty(path("out")));
   EXPECT_FALSE(fs::exists(path("new")));
   // '-' among several inputs is still that.
-  const Result r = run("equalize - " + quote(sample("moon.png")) + " -o out --backend cpu");
+  const Result r = run("equalize - " + shell_quote(sample("moon.png")) + " -o out --backend cpu");
   EXPECT_EQ(r.status, 2) << r;
   EXPECT_NE(r.err.find("the one input"), std::string::npos) << r;
 }
@@ -306,12 +297,12 @@ TEST_F(CliArguments, ImageToAClosedStandardOutputIsAnError) {
   fs::copy_file(sample("moon.png"), path("in.png"));
   const auto closed_stdout = [&](const std::string& args) {
     const fs::path e = dir_ / "stderr.txt";
-    const std::string cmd = "cd " + quote(dir_.string()) + " && " + quote(HISTEQ_CLI) + " " + args +
-                            " >&- 2>" + quote(e.string());
+    const std::string cmd = "cd " + shell_quote(dir_.string()) + " && " + shell_quote(HISTEQ_CLI) +
+                            " " + args + " >&- 2>" + shell_quote(e.string());
     const int raw = std::system(cmd.c_str());
     Result r;
     r.status = (raw != -1 && WIFEXITED(raw)) ? WEXITSTATUS(raw) : -1;
-    const auto eb = read_bytes(e);
+    const auto eb = file_bytes(e);
     r.err.assign(eb.begin(), eb.end());
     fs::remove(e);
     return r;

@@ -26,20 +26,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using histeq::test::file_bytes;
 using histeq::test::lines_of;
 using histeq::test::Result;
 using histeq::test::sample;
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::vector<std::uint8_t> read_bytes(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
+using histeq::test::shell_quote;
 
 void write_bytes(const fs::path& p, const std::vector<std::uint8_t>& b) {
   std::ofstream f(p, std::ios::binary);
@@ -66,29 +57,29 @@ class Batch : public ::testing::Test {
 
   Result run(const std::string& args, const std::string& stdin_file = "") {
     const fs::path o = dir_ / "io" / "stdout", e = dir_ / "io" / "stderr";
-    std::string cmd =
-        quote(HISTEQ_CLI) + " " + args + " >" + quote(o.string()) + " 2>" + quote(e.string());
-    if (!stdin_file.empty()) cmd += " <" + quote(stdin_file);
+    std::string cmd = shell_quote(HISTEQ_CLI) + " " + args + " >" + shell_quote(o.string()) +
+                      " 2>" + shell_quote(e.string());
+    if (!stdin_file.empty()) cmd += " <" + shell_quote(stdin_file);
     const int raw = std::system(cmd.c_str());
     Result r;
     r.status = (raw != -1 && WIFEXITED(raw)) ? WEXITSTATUS(raw) : -1;
-    const auto ob = read_bytes(o), eb = read_bytes(e);
+    const auto ob = file_bytes(o), eb = file_bytes(e);
     r.out.assign(ob.begin(), ob.end());
     r.err.assign(eb.begin(), eb.end());
     return r;
   }
 
   fs::path p(const std::string& rel) const { return dir_ / rel; }
-  std::string q(const std::string& rel) const { return quote((dir_ / rel).string()); }
+  std::string q(const std::string& rel) const { return shell_quote((dir_ / rel).string()); }
 
   // What the single-file command writes for `input` (extra options appended).
   std::vector<std::uint8_t> single(const std::string& input, const std::string& ext,
                                    const std::string& extra = "") {
     const fs::path o = dir_ / "io" / ("single" + ext);
-    const Result r =
-        run("equalize " + quote(input) + " -o " + quote(o.string()) + " --backend cpu " + extra);
+    const Result r = run("equalize " + shell_quote(input) + " -o " + shell_quote(o.string()) +
+                         " --backend cpu " + extra);
     EXPECT_EQ(r.status, 0) << r;
-    auto b = read_bytes(o);
+    auto b = file_bytes(o);
     fs::remove(o);
     return b;
   }
@@ -111,7 +102,7 @@ TEST_F(Batch, FolderToFolderMatchesTheSingleFilePathByteForByte) {
   EXPECT_EQ(files_under("out/new"), (std::vector<std::string>{"chelsea.png", "moon.png"}))
       << "without -r the subfolder is not entered";
   for (const char* n : {"moon.png", "chelsea.png"})
-    EXPECT_EQ(read_bytes(p("out/new") / n), single(p("in").string() + "/" + n, ".png")) << n;
+    EXPECT_EQ(file_bytes(p("out/new") / n), single(p("in").string() + "/" + n, ".png")) << n;
   EXPECT_NE(r.err.find("2 files"), std::string::npos) << "summary line\n" << r;
   EXPECT_NE(r.err.find("0 failures"), std::string::npos) << r;
 }
@@ -122,7 +113,7 @@ TEST_F(Batch, RecursiveKeepsRelativePathsAndFormatChangesTheExtension) {
   ASSERT_EQ(r.status, 0) << r;
   EXPECT_EQ(files_under("out"),
             (std::vector<std::string>{"chelsea.jpg", "moon.jpg", "sub/coins.jpg"}));
-  EXPECT_EQ(read_bytes(p("out/sub/coins.jpg")),
+  EXPECT_EQ(file_bytes(p("out/sub/coins.jpg")),
             single(p("in/sub/coins.png").string(), ".jpg", "--quality 90"));
 }
 
@@ -131,7 +122,7 @@ TEST_F(Batch, SeveralFileInputsGoToTheFolder) {
                        q("several") + " --backend cpu --png-level 6");
   ASSERT_EQ(r.status, 0) << r;
   EXPECT_EQ(files_under("several"), (std::vector<std::string>{"coins.png", "moon.png"}));
-  EXPECT_EQ(read_bytes(p("several/coins.png")),
+  EXPECT_EQ(file_bytes(p("several/coins.png")),
             single(p("in/sub/coins.png").string(), ".png", "--png-level 6"));
 }
 
@@ -160,7 +151,7 @@ TEST_F(Batch, StandardInputAndOutput) {
 
   r = run("equalize - -o " + q("from-stdin.bmp") + " --backend cpu", p("in/moon.png").string());
   ASSERT_EQ(r.status, 0) << r;
-  EXPECT_EQ(read_bytes(p("from-stdin.bmp")), single(p("in/moon.png").string(), ".bmp"));
+  EXPECT_EQ(file_bytes(p("from-stdin.bmp")), single(p("in/moon.png").string(), ".bmp"));
 
   // Without --format the message lists every format -o - can write, and each one it lists works.
   r = run("equalize " + q("in/moon.png") + " -o - --backend cpu");
@@ -243,7 +234,7 @@ TEST_F(Batch, InputFormatWeCannotWriteAsksForFormat) {
   write_bytes(p("in/g.pgm"), pgm);
   r = run("equalize " + q("in") + " -o " + q("out") + " --backend cpu");
   EXPECT_EQ(r.status, 0) << r;
-  EXPECT_EQ(read_bytes(p("out/g.pgm")), single(p("in/g.pgm").string(), ".pgm"));
+  EXPECT_EQ(file_bytes(p("out/g.pgm")), single(p("in/g.pgm").string(), ".pgm"));
   r = run("equalize " + q("in") + " -o " + q("out") + " --backend cpu --format png");
   EXPECT_EQ(r.status, 0) << r;
   EXPECT_TRUE(fs::exists(p("out/g.png")));
@@ -339,13 +330,13 @@ TEST_F(Batch, AFifoInTheOutputFolderIsWrittenNotReplaced) {
   ASSERT_EQ(r.status, 0) << r;
   EXPECT_TRUE(fs::is_fifo(p("fo/moon.png")));
   EXPECT_EQ(got, single(p("in/moon.png").string(), ".png"));
-  EXPECT_EQ(read_bytes(p("fo/chelsea.png")), single(p("in/chelsea.png").string(), ".png"));
+  EXPECT_EQ(file_bytes(p("fo/chelsea.png")), single(p("in/chelsea.png").string(), ".png"));
 }
 
 TEST_F(Batch, CorruptFileInTheMiddleFailsAloneAndLeavesNothing) {
   fs::create_directories(p("mix"));
   fs::copy_file(sample("moon.png"), p("mix/a.png"));
-  auto b = read_bytes(sample("camera.png"));
+  auto b = file_bytes(sample("camera.png"));
   b.resize(b.size() / 2);  // truncated
   write_bytes(p("mix/b.png"), b);
   fs::copy_file(sample("coins.png"), p("mix/c.png"));
@@ -355,7 +346,7 @@ TEST_F(Batch, CorruptFileInTheMiddleFailsAloneAndLeavesNothing) {
       << "the others written, nothing (not even a temporary) for the corrupt one";
   EXPECT_NE(r.err.find("b.png"), std::string::npos) << r;
   EXPECT_NE(r.err.find("1 failure"), std::string::npos) << r;
-  EXPECT_EQ(read_bytes(p("mix/b.png")), b) << "input unchanged";
+  EXPECT_EQ(file_bytes(p("mix/b.png")), b) << "input unchanged";
 }
 
 TEST_F(Batch, NoProgressBarWhenStderrIsNotATerminalAndQuietSilences) {
@@ -461,34 +452,34 @@ TEST_F(Batch, OverwriteKeepsPermissionsRefusesReadOnlyFollowsSymlinks) {
   // Permissions kept.
   write_bytes(p("kept.png"), {1, 2, 3});
   fs::permissions(p("kept.png"), fs::perms(0640), fs::perm_options::replace);
-  Result r = run("equalize " + quote(in) + " -o " + q("kept.png") + " --backend cpu");
+  Result r = run("equalize " + shell_quote(in) + " -o " + q("kept.png") + " --backend cpu");
   ASSERT_EQ(r.status, 0) << r;
   EXPECT_EQ(fs::status(p("kept.png")).permissions() & fs::perms::all, fs::perms(0640));
-  EXPECT_EQ(read_bytes(p("kept.png")), expected);
+  EXPECT_EQ(file_bytes(p("kept.png")), expected);
   // Read-only refused, untouched, no temporary left.
   fs::create_directories(p("ro"));
   write_bytes(p("ro/ro.png"), {9, 9});
   fs::permissions(p("ro/ro.png"), fs::perms(0444), fs::perm_options::replace);
-  r = run("equalize " + quote(in) + " -o " + q("ro/ro.png") + " --backend cpu");
+  r = run("equalize " + shell_quote(in) + " -o " + q("ro/ro.png") + " --backend cpu");
   EXPECT_EQ(r.status, 1) << r;
   EXPECT_NE(r.err.find("read-only"), std::string::npos) << r;
-  EXPECT_EQ(read_bytes(p("ro/ro.png")), (std::vector<std::uint8_t>{9, 9}));
+  EXPECT_EQ(file_bytes(p("ro/ro.png")), (std::vector<std::uint8_t>{9, 9}));
   EXPECT_EQ(files_under("ro"), (std::vector<std::string>{"ro.png"}));
   // Symlink: the target is written, the link stays a link.
   fs::create_directories(p("t"));
   write_bytes(p("t/target.png"), {7});
   fs::create_symlink("t/target.png", p("link.png"));
-  r = run("equalize " + quote(in) + " -o " + q("link.png") + " --backend cpu");
+  r = run("equalize " + shell_quote(in) + " -o " + q("link.png") + " --backend cpu");
   ASSERT_EQ(r.status, 0) << r;
   EXPECT_TRUE(fs::is_symlink(fs::symlink_status(p("link.png"))));
-  EXPECT_EQ(read_bytes(p("t/target.png")), expected);
+  EXPECT_EQ(file_bytes(p("t/target.png")), expected);
   // The same in a batch: an existing read-only output fails alone (exit 1).
   fs::create_directories(p("bo"));
   write_bytes(p("bo/moon.png"), {5});
   fs::permissions(p("bo/moon.png"), fs::perms(0444), fs::perm_options::replace);
   r = run("equalize " + q("in") + " -o " + q("bo") + " --backend cpu");
   EXPECT_EQ(r.status, 1) << r;
-  EXPECT_EQ(read_bytes(p("bo/moon.png")), (std::vector<std::uint8_t>{5}));
+  EXPECT_EQ(file_bytes(p("bo/moon.png")), (std::vector<std::uint8_t>{5}));
   EXPECT_EQ(files_under("bo"), (std::vector<std::string>{"chelsea.png", "moon.png"}));
 }
 
@@ -536,16 +527,19 @@ TEST_F(Batch, BusyWorkersNeverExceedJobs) {
 TEST_F(Batch, CodecNamesAreTheSameForOneFileAndABatch) {
   fs::create_directories(p("codecs"));
   const std::string moon = p("in/moon.png").string();
-  ASSERT_EQ(
-      run("equalize " + quote(moon) + " -o " + q("codecs/pgm8.pgm") + " --backend cpu").status, 0);
-  ASSERT_EQ(
-      run("equalize " + quote(moon) + " -o " + q("codecs/bmp8.bmp") + " --backend cpu").status, 0);
-  ASSERT_EQ(
-      run("equalize " + quote(moon) + " -o " + q("codecs/jpg8.jpg") + " --backend cpu").status, 0);
-  ASSERT_EQ(
-      run("equalize " + quote(moon) + " -o " + q("codecs/png16.png") + " --backend cpu --depth 16")
-          .status,
-      0);
+  ASSERT_EQ(run("equalize " + shell_quote(moon) + " -o " + q("codecs/pgm8.pgm") + " --backend cpu")
+                .status,
+            0);
+  ASSERT_EQ(run("equalize " + shell_quote(moon) + " -o " + q("codecs/bmp8.bmp") + " --backend cpu")
+                .status,
+            0);
+  ASSERT_EQ(run("equalize " + shell_quote(moon) + " -o " + q("codecs/jpg8.jpg") + " --backend cpu")
+                .status,
+            0);
+  ASSERT_EQ(run("equalize " + shell_quote(moon) + " -o " + q("codecs/png16.png") +
+                " --backend cpu --depth 16")
+                .status,
+            0);
   fs::copy_file(moon, p("codecs/png8.png"));
   const std::map<std::string, std::string> decoder = {{"png8.png", "libdeflate-png"},
                                                       {"pgm8.pgm", "histeq-pnm"},
@@ -612,7 +606,7 @@ TEST_F(Batch, GpuBatchOnTwoWorkersOfOneDeviceMatchesTheCpu) {
   for (std::size_t i = 0; i + 1 < lines.size(); ++i)
     EXPECT_EQ(nlohmann::json::parse(lines[i]).at("backend").get<std::string>(), "cuda") << lines[i];
   for (const char* n : {"moon.png", "chelsea.png", "sub/coins.png"})
-    EXPECT_EQ(read_bytes(p("gpu") / n), single(p("in").string() + "/" + n, ".png")) << n;
+    EXPECT_EQ(file_bytes(p("gpu") / n), single(p("in").string() + "/" + n, ".png")) << n;
   // a device that does not exist: one usage error before any file, whatever the backend
   for (const char* backend : {"cuda", "auto"}) {
     const Result bad = run("equalize " + q("in") + " -r -o " + q("gpu2") + " --backend " + backend +

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #ifndef HISTEQ_HOST_ONLY
 #include "histeq/pipeline.hpp"
@@ -100,6 +102,17 @@ std::vector<std::string> TempDirTest::listing() const {
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::vector<std::uint8_t> file_bytes(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
 std::vector<std::string> lines_of(const std::string& text) {

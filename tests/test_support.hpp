@@ -27,6 +27,12 @@ inline std::string sample(const std::string& name) { return source_path("samples
 /// The lines of a text (without their newlines).
 std::vector<std::string> lines_of(const std::string& text);
 
+/// `s` quoted for a POSIX shell command line (single quotes; a quote inside as '\'').
+std::string shell_quote(const std::string& s);
+
+/// A file's bytes (empty when it cannot be read).
+std::vector<std::uint8_t> file_bytes(const std::filesystem::path& p);
+
 /// What a spawned CLI run gave: its exit status and captured standard output and error.
 struct Result {
   int status = -1;
