@@ -19,6 +19,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -146,14 +147,19 @@ TEST(HybridDecoder, DecodersSharingTheDevicesHandlesDecodeOnThreadsAtOnce) {
       alone.push_back(to_host(*p));
     }
   }
-  const auto handles = gpu::make_jpeg_handles(0);
   constexpr int kThreads = 4;
+  std::vector<std::unique_ptr<gpu::HybridDecoder>> decoders;
+  {
+    auto handles = gpu::make_jpeg_handles(0);
+    for (int t = 0; t < kThreads; ++t)
+      decoders.push_back(std::make_unique<gpu::HybridDecoder>(handles));
+  }  // the decoders keep the handles they share alive
   std::vector<std::vector<std::vector<std::vector<std::uint8_t>>>> got(kThreads);
   std::vector<int> failed(kThreads, 0);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
-      gpu::HybridDecoder dec(handles);
+      gpu::HybridDecoder& dec = *decoders[std::size_t(t)];
       for (int r = 0; r < 3; ++r)
         for (std::size_t i = 0; i < files.size(); ++i) {
           const auto& f = files[(i + std::size_t(t)) % files.size()];
