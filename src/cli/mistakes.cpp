@@ -3,10 +3,10 @@
 #include "cli/mistakes.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cstddef>
 #include <map>
 
+#include "cli/options.hpp"
 #include "histeq/error.hpp"
 
 namespace histeq::cli {
@@ -38,11 +38,6 @@ std::map<std::string, OptionWord> option_words(const cxxopts::Options& options) 
 
 /// The word before any "=VALUE".
 std::string before_equals(const std::string& a) { return a.substr(0, a.find('=')); }
-
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 /// The edits that turn a into b (optimal string alignment: a swap of neighbours is one edit).
 std::size_t edits(const std::string& a, const std::string& b) {

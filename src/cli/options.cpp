@@ -20,6 +20,7 @@
 #include <new>
 #include <ostream>
 #include <sstream>
+#include <utility>
 
 #include "cli/batch.hpp"
 #include "cli/mistakes.hpp"
@@ -558,19 +559,19 @@ void add_batch_options(Command& c, bool equalize) {
   }
 }
 
-std::string lower_ext(const fs::path& p) {
-  std::string e = p.extension().string();
-  for (char& ch : e) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-  return e;
+std::string lower(std::string s) {
+  for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
 }
+
+std::string lower_ext(const fs::path& p) { return lower(p.extension().string()); }
 
 // The library's lists (histeq/inputs.hpp): the batch's folders are listed by the same.
 bool readable_ext(const std::string& e) { return readable_extension(e); }
 bool writable_ext(const std::string& e) { return writable_extension(e); }
 
 std::string parse_format(const std::string& f) {
-  std::string e = f;
-  for (char& ch : e) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  std::string e = lower(f);
   if (!e.empty() && e[0] == '.') e.erase(0, 1);
   if (e == "png" || e == "jpg" || e == "bmp" || e == "tga") return "." + e;
   if (e == "jpeg") return ".jpg";
@@ -600,7 +601,7 @@ std::vector<int> parse_devices(const std::string& s) {
 bool jpeg_ext(const std::string& e) { return e == ".jpg" || e == ".jpeg"; }
 
 bool pnm_ext(std::string e) {
-  for (char& ch : e) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  e = lower(std::move(e));
   return e == ".pgm" || e == ".ppm" || e == ".pnm";
 }
 
@@ -706,9 +707,7 @@ std::string fs_extension_lower(const std::string& path) {
   const std::size_t slash = path.find_last_of('/');
   const std::size_t dot = path.find_last_of('.');
   if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
-  std::string e = path.substr(dot);
-  for (char& ch : e) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-  return e;
+  return lower(path.substr(dot));
 }
 
 ItemOpOptions item_op_options(const cxxopts::ParseResult& r, const Common& cm, OpKind kind) {

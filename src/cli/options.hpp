@@ -172,6 +172,8 @@ void refuse_batch_only_options(const cxxopts::ParseResult& r);
 /// A stream that discards what is written to it (the notes under --quiet).
 std::ostream& discarded_stream();
 
+/// `s` with ASCII letters in lower case (extensions, format names, typed option names).
+std::string lower(std::string s);
 std::string lower_ext(const fs::path& p);
 bool readable_ext(const std::string& e);
 bool writable_ext(const std::string& e);
