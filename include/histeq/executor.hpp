@@ -107,9 +107,10 @@ struct ExecutorOptions {
   /// nvJPEG's hybrid decoder: its entropy decoding on the worker, the inverse DCT on the device,
   /// the planes handed to the route on the device (decoder "nvjpeg-hybrid"); a file nvJPEG does
   /// not take goes on as before. false: libjpeg-turbo reads its coefficients (decoder
-  /// "libjpeg-turbo-coefficients"). `histeq bench --folder --tune jpeg.progressive=hybrid`
-  /// measures it (bench/probes/hybrid_probe.cu: the decoder alone).
-  bool progressive_hybrid = false;
+  /// "libjpeg-turbo-coefficients"), which took the 10 GP plasma folder 7.7-8.0 s against
+  /// 6.9-7.0 s (H100 machine, in turns; docs/benchmarks.md). `histeq bench --folder --tune
+  /// jpeg.progressive=libjpeg` measures it (bench/probes/hybrid_probe.cu: the decoder alone).
+  bool progressive_hybrid = true;
 };
 
 /// One file to process. output empty for OpKind::histogram; the output's format is the extension

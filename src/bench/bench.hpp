@@ -69,8 +69,9 @@ struct Tune {
   /// (kDeviceStartCpuS).
   std::optional<double> device_start_s;
   /// jpeg.progressive (--folder only): ExecutorOptions::progressive_hybrid, progressive JPEGs
-  /// on the device route decoded by nvJPEG's hybrid decoder (true) or libjpeg-turbo (false).
-  bool progressive_hybrid = false;
+  /// on the device route decoded by nvJPEG's hybrid decoder (true, the policy's) or
+  /// libjpeg-turbo (false).
+  bool progressive_hybrid = ExecutorOptions{}.progressive_hybrid;
   std::vector<std::string> given;  ///< each KEY=VALUE applied, in order (for the records)
 };
 

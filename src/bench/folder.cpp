@@ -127,9 +127,11 @@ void write_report(std::ostream& out, const Options& opt, const BatchSummary& s, 
                            << " (the policy's: " << seconds_text(kDeviceStartCpuS) << ")\n";
   else
     line("device_start_s") << seconds_text(kDeviceStartCpuS) << " (the policy)\n";
-  line("progressive") << (opt.tune.progressive_hybrid ? "hybrid (nvJPEG, jpeg.progressive=hybrid)"
+  line("progressive") << (opt.tune.progressive_hybrid ? "hybrid (nvJPEG's hybrid decoder)"
                                                       : "libjpeg (libjpeg-turbo's coefficients)")
-                      << '\n';
+                      << (opt.tune.progressive_hybrid == ExecutorOptions{}.progressive_hybrid
+                              ? " (the policy)\n"
+                              : " (jpeg.progressive)\n");
   line("device") << device_words(s) << '\n';
   if (!no_device.empty()) line("cuda") << "no usable CUDA device (" << no_device << ")\n";
   line("device_init_ms") << fmt(s.device_init_ms, 1) << '\n';

@@ -150,8 +150,8 @@ void add_executor_keys(std::vector<Key>& k) {
                }});
   k.push_back({"jpeg.progressive",
                "libjpeg|hybrid  --folder only: on the JPEG device route, a CPU worker reads a "
-               "progressive JPEG's coefficients with libjpeg-turbo (default) or decodes it with "
-               "nvJPEG's hybrid decoder into planes on the device",
+               "progressive JPEG's coefficients with libjpeg-turbo or decodes it with nvJPEG's "
+               "hybrid decoder into planes on the device (default)",
                [](Tune& t, const std::string& v) {
                  if (v == "libjpeg")
                    t.progressive_hybrid = false;
