@@ -655,6 +655,44 @@ TEST(JpegOrientation, AllEightBothEndiansBothWays) {
   }
 }
 
+// apply_orientation against the EXIF table written out pixel by pixel: every channel count the
+// images have, sizes around and across its 64-sample tiles, odd and one-pixel ones.
+TEST(JpegOrientation, ApplyOrientationMovesEveryPixelAsTheTableSays) {
+  const int sizes[][2] = {{1, 1}, {7, 5}, {64, 64}, {65, 3}, {130, 67}, {3, 200}};
+  for (int c = 1; c <= 4; ++c) {
+    for (const auto& wh : sizes) {
+      Image img;
+      img.width = wh[0];
+      img.height = wh[1];
+      img.channels = c;
+      img.pixels.resize(img.byte_count());
+      for (std::size_t i = 0; i < img.pixels.size(); ++i)
+        img.pixels[i] = std::uint8_t(i * 2654435761u >> 13);
+      for (int o = 1; o <= 8; ++o) {
+        SCOPED_TRACE(std::to_string(c) + " channels " + std::to_string(wh[0]) + "x" +
+                     std::to_string(wh[1]) + " orientation " + std::to_string(o));
+        const Image out = jpeg::apply_orientation(img, o);
+        const bool turned = o >= 5;
+        ASSERT_EQ(out.width, turned ? wh[1] : wh[0]);
+        ASSERT_EQ(out.height, turned ? wh[0] : wh[1]);
+        int bad = 0;
+        for (int y = 0; y < out.height; ++y) {
+          for (int x = 0; x < out.width; ++x) {
+            const int tx = turned ? y : x, ty = turned ? x : y;
+            const bool fx = o == 2 || o == 3 || o == 7 || o == 8;
+            const bool fy = o == 3 || o == 4 || o == 6 || o == 7;
+            const int sx = fx ? wh[0] - 1 - tx : tx, sy = fy ? wh[1] - 1 - ty : ty;
+            for (int k = 0; k < c; ++k)
+              bad += out.pixels[(std::size_t(y) * out.width + x) * c + k] !=
+                     img.pixels[(std::size_t(sy) * wh[0] + sx) * c + k];
+          }
+        }
+        EXPECT_EQ(bad, 0);
+      }
+    }
+  }
+}
+
 TEST(JpegOrientation, AbsentOrBogusTagChangesNothing) {
   const Bytes plain = make_jpeg(pattern(24, 8, 3));
   const Image a = jpeg::decode(plain.data(), plain.size(), "a");

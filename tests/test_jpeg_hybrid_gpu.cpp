@@ -203,7 +203,7 @@ TEST(HybridDecoder, KeepsExifAndIcc) {
   REQUIRE_HYBRID();
   gpu::HybridDecoder dec(gpu::make_jpeg_handles(0));
   auto bytes = progressive(240, 160, 2, 2, 5);
-  // Orientation 1 (the planes route takes only unrotated files): a minimal little-endian TIFF.
+  // Orientation 1 (the device route takes only unrotated files): a minimal little-endian TIFF.
   const std::vector<std::uint8_t> exif = {'E', 'x', 'i', 'f', 0, 0,    'I', 'I', 42, 0, 8,
                                           0,   0,   0,   1,   0, 0x12, 1,   3,   0,  1, 0,
                                           0,   0,   1,   0,   0, 0,    0,   0,   0,  0};

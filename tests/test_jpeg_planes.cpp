@@ -112,7 +112,7 @@ TEST(JpegPlanes, DecodeGivesTheStoredSamplesAndPadsWithTheEdge) {
   }
 }
 
-TEST(JpegPlanes, RouteTakesOnlyWhatNeedsNoUpsamplingNorRotation) {
+TEST(JpegPlanes, RouteTakesWhatNeedsNoUpsamplingOnceTurned) {
   const Image img = pattern(40, 24, 3);
   auto info_of = [](const Bytes& j) {
     jpeg::Info i;
@@ -139,10 +139,27 @@ TEST(JpegPlanes, RouteTakesOnlyWhatNeedsNoUpsamplingNorRotation) {
   h1v2.h_samp = 1;
   h1v2.v_samp = 2;
   EXPECT_FALSE(jpeg::planes_route(info_of(make_jpeg(img, h1v2)), to420, apply));
-  jpeg::Info rotated = info_of(make_jpeg(img));
-  rotated.orientation = 6;
-  EXPECT_FALSE(jpeg::planes_route(rotated, to420, apply));
-  EXPECT_TRUE(jpeg::planes_route(rotated, to420, jpeg::Orientation::keep));
+  // An EXIF orientation to apply turns the planes: a transpose makes 4:2:2 planes 4:4:0 (to 4:2:0
+  // only); a size that is not a whole number of chroma samples takes the decoded-pixel route.
+  for (const Sampling& smp : kSamplings) {
+    for (int o = 2; o <= 8; ++o) {
+      MakeOpts mo;
+      mo.h_samp = smp.h;
+      mo.v_samp = smp.v;
+      jpeg::Info i = info_of(make_jpeg(img, mo));  // 40 x 24: whole chroma samples
+      i.orientation = o;
+      const bool turned = o >= 5;
+      SCOPED_TRACE(std::string(smp.name) + " orientation " + std::to_string(o));
+      EXPECT_TRUE(jpeg::planes_route(i, to420, apply));
+      EXPECT_EQ(jpeg::planes_route(i, to422, apply), (turned ? smp.h : smp.v) == 1);
+      EXPECT_EQ(jpeg::planes_route(i, to444, apply), smp.h == 1 && smp.v == 1);
+      EXPECT_EQ(jpeg::planes_route(i, to444, jpeg::Orientation::keep), smp.h == 1);
+      jpeg::Info odd = info_of(make_jpeg(pattern(41, 25, 3), mo));
+      odd.orientation = o;
+      EXPECT_EQ(jpeg::planes_route(odd, to420, apply), smp.h == 1 && smp.v == 1);
+      EXPECT_TRUE(jpeg::planes_route(odd, to420, jpeg::Orientation::keep));
+    }
+  }
   // the bytes-level route: luma mode only
   const Bytes j = make_jpeg(img);
   EqualizeOptions eo;
@@ -401,8 +418,10 @@ TEST(JpegPlanes, MarkersAfterTheFrameHeaderTakeTheFileOffTheRoute) {
   // An Adobe APP14 with transform 0 after the SOF (no JFIF): libjpeg reads RGB components.
   const Bytes adobe = {0xFF, 0xEE, 0, 14, 'A', 'd', 'o', 'b', 'e', 0, 100, 0, 0, 0, 0, 0};
   const Bytes rgb = with_segment_after_sof(base, adobe, true);
-  // EXIF orientation 6 (rotate 90 clockwise) after the SOF: the pixels must be rotated.
-  const Bytes rotated = with_segment_after_sof(base, exif_segment(6), false);
+  // EXIF orientation 6 (rotate 90 clockwise) after the SOF of a 4:2:0 file of odd width: the
+  // planes cannot turn sample for sample, the pixels must be rotated.
+  const Bytes rotated =
+      with_segment_after_sof(make_jpeg(pattern(41, 24, 3, 9)), exif_segment(6), false);
   const jpeg::EncodeOptions enc{95, jpeg::Subsampling::s420};
   EqualizeOptions eo;
   for (const Bytes* j : {&rgb, &rotated}) {
@@ -415,7 +434,122 @@ TEST(JpegPlanes, MarkersAfterTheFrameHeaderTakeTheFileOffTheRoute) {
   }
   jpeg::DecodeOptions keep;
   keep.orientation = jpeg::Orientation::keep;
-  EXPECT_EQ(jpeg::decode_planes(rotated.data(), rotated.size(), "x.jpg", keep).width, 40);
+  EXPECT_EQ(jpeg::decode_planes(rotated.data(), rotated.size(), "x.jpg", keep).width, 41);
+  // the same orientation on the even-sized file: the planes turn (24 x 40)
+  const Bytes even = with_segment_after_sof(base, exif_segment(6), false);
+  const jpeg::Planes p = jpeg::decode_planes(even.data(), even.size(), "x.jpg");
+  EXPECT_EQ(p.width, 24);
+  EXPECT_EQ(p.height, 40);
+  EXPECT_EQ(jpeg::exif_orientation(p.exif), 1);
+}
+
+/// The stored sample (sx, sy) shown at (x, y) under EXIF orientation o, in a w x h image: the
+/// EXIF table written out (0th row / 0th column), independent of the library's tiles.
+void stored_sample(int o, int w, int h, int x, int y, int* sx, int* sy) {
+  const int tx = o >= 5 ? y : x, ty = o >= 5 ? x : y;  // 5..8: the transpose first
+  const bool flip_x = o == 2 || o == 3 || o == 7 || o == 8;
+  const bool flip_y = o == 3 || o == 4 || o == 6 || o == 7;
+  *sx = flip_x ? w - 1 - tx : tx;
+  *sy = flip_y ? h - 1 - ty : ty;
+}
+
+// decode_planes with the EXIF orientation applied: each plane is the stored plane turned sample
+// for sample (the chroma with its luma), in the geometry a file of the turned shape decodes to,
+// padded with its edge; the size turns, the sampling factors swap for 5..8, and the EXIF says 1.
+TEST(JpegPlanes, AnExifOrientationTurnsTheStoredPlanes) {
+  const int sizes[][2] = {{40, 24}, {34, 22}, {64, 48}, {130, 66}};
+  for (const Sampling& smp : kSamplings) {
+    for (const auto& wh : sizes) {
+      MakeOpts mo;
+      mo.h_samp = smp.h;
+      mo.v_samp = smp.v;
+      const Bytes plain = make_jpeg(pattern(wh[0], wh[1], 3, 11), mo);
+      for (int o = 1; o <= 8; ++o) {
+        SCOPED_TRACE(std::string(smp.name) + " " + std::to_string(wh[0]) + "x" +
+                     std::to_string(wh[1]) + " orientation " + std::to_string(o));
+        Bytes j = plain;
+        const Bytes seg = exif_segment(o);  // its payload: insert_metadata writes the marker
+        jpeg::insert_metadata(j, std::vector<std::uint8_t>(seg.begin() + 4, seg.end()), {}, 3);
+        jpeg::DecodeOptions keep;
+        keep.orientation = jpeg::Orientation::keep;
+        const jpeg::Planes stored = jpeg::decode_planes(j.data(), j.size(), "s.jpg", keep);
+        const jpeg::Planes shown = jpeg::decode_planes(j.data(), j.size(), "o.jpg");
+        const bool turned = o >= 5;
+        ASSERT_EQ(shown.width, turned ? wh[1] : wh[0]);
+        ASSERT_EQ(shown.height, turned ? wh[0] : wh[1]);
+        EXPECT_EQ(jpeg::exif_orientation(shown.exif), 1);
+        EXPECT_EQ(jpeg::exif_orientation(stored.exif), o);
+        // the geometry of a file of the turned shape: whole MCUs in every plane
+        const int mh = turned ? smp.v : smp.h, mv = turned ? smp.h : smp.v;
+        const int mcus_x = (shown.width + 8 * mh - 1) / (8 * mh);
+        const int mcus_y = (shown.height + 8 * mv - 1) / (8 * mv);
+        for (int k = 0; k < 3; ++k) {
+          const jpeg::Plane& a = stored.plane[k];
+          const jpeg::Plane& b = shown.plane[k];
+          SCOPED_TRACE("plane " + std::to_string(k));
+          EXPECT_EQ(b.h, turned ? a.v : a.h);
+          EXPECT_EQ(b.v, turned ? a.h : a.v);
+          ASSERT_EQ(b.width, turned ? a.height : a.width);
+          ASSERT_EQ(b.height, turned ? a.width : a.height);
+          EXPECT_EQ(b.stride, std::size_t(mcus_x * b.h * 8));
+          EXPECT_EQ(b.rows, mcus_y * b.v * 8);
+          int bad = 0;
+          for (int y = 0; y < b.rows; ++y) {
+            for (int x = 0; x < int(b.stride); ++x) {
+              int sx = 0, sy = 0;  // past the edge: the edge sample
+              stored_sample(o, a.width, a.height, std::min(x, b.width - 1),
+                            std::min(y, b.height - 1), &sx, &sy);
+              bad += b.row(y)[x] != a.row(sy)[sx];
+            }
+          }
+          EXPECT_EQ(bad, 0);
+        }
+      }
+    }
+  }
+}
+
+// A turned file through equalize_jpeg_planes: the LUT of the stored Y (turning moves samples,
+// not their counts), written turned with the EXIF orientation 1, as the stored file's planes
+// equalized and turned would be.
+TEST(JpegPlanes, EqualizesATurnedFileInItsPlanes) {
+  Bytes j = make_jpeg(pattern(64, 40, 3, 13));
+  const Bytes plain = j;
+  const Bytes seg = exif_segment(8);
+  jpeg::insert_metadata(j, std::vector<std::uint8_t>(seg.begin() + 4, seg.end()), {}, 3);
+  const jpeg::EncodeOptions enc{95, jpeg::Subsampling::s420};
+  EqualizeOptions eo;
+  ASSERT_TRUE(jpeg_planes_route(j.data(), j.size(), eo, enc));
+  Bytes got, upright;
+  EqualizeReport rep, rep_plain;
+  int w = 0, h = 0;
+  ASSERT_TRUE(equalize_jpeg_planes(j.data(), j.size(), "t.jpg", eo, enc, kDefaultMaxPixels, &got,
+                                   &rep, &w, &h));
+  EXPECT_EQ(w, 40);
+  EXPECT_EQ(h, 64);
+  ASSERT_TRUE(equalize_jpeg_planes(plain.data(), plain.size(), "p.jpg", eo, enc, kDefaultMaxPixels,
+                                   &upright, &rep_plain, nullptr, nullptr));
+  EXPECT_EQ(rep.histograms, rep_plain.histograms);
+  EXPECT_EQ(rep.luts, rep_plain.luts);
+  // the output's own planes: the stored output's turned (8: 90 degrees counterclockwise)
+  const jpeg::Planes out = jpeg::decode_planes(got.data(), got.size(), "got.jpg");
+  EXPECT_EQ(out.width, 40);
+  EXPECT_EQ(jpeg::exif_orientation(out.exif), 1);
+  const Image shown = jpeg::decode(got.data(), got.size(), "got.jpg");
+  const Image stored = jpeg::decode(upright.data(), upright.size(), "upright.jpg");
+  ASSERT_EQ(shown.width, 40);
+  ASSERT_EQ(shown.height, 64);
+  double diff = 0;
+  for (int y = 0; y < shown.height; ++y)
+    for (int x = 0; x < shown.width; ++x) {
+      int sx = 0, sy = 0;
+      stored_sample(8, stored.width, stored.height, x, y, &sx, &sy);
+      for (int c = 0; c < 3; ++c)
+        diff += std::abs(int(shown.pixels[(std::size_t(y) * 40 + x) * 3 + c]) -
+                         int(stored.pixels[(std::size_t(sy) * 64 + sx) * 3 + c]));
+    }
+  // the same samples, encoded on a turned block grid: the encoders' rounding apart
+  EXPECT_LT(diff / (40.0 * 64 * 3), 1.5);
 }
 
 Bytes read_all(const fs::path& p) {
@@ -436,13 +570,17 @@ class JpegPlanesFiles : public test::TempDirTest {
 TEST_F(JpegPlanesFiles, CliAndExecutorWriteTheSameBytesOnTheCpuBackend) {
   const fs::path dir = dir_;
   fs::create_directories(dir / "in");
-  const char* names[] = {"a444.jpg", "b420.jpg", "c422.jpg", "gray.jpg"};
-  const int hv[][2] = {{1, 1}, {2, 2}, {2, 1}, {0, 0}};
-  for (int i = 0; i < 4; ++i) {
+  const char* names[] = {"a444.jpg", "b420.jpg", "c422.jpg", "gray.jpg", "d420_turned.jpg"};
+  const int hv[][2] = {{1, 1}, {2, 2}, {2, 1}, {0, 0}, {2, 2}};
+  for (int i = 0; i < 5; ++i) {
     MakeOpts o;
     o.h_samp = std::max(1, hv[i][0]);
     o.v_samp = std::max(1, hv[i][1]);
-    const Bytes j = make_jpeg(pattern(203, 117, hv[i][0] ? 3 : 1, unsigned(i + 3)), o);
+    Bytes j = make_jpeg(pattern(i == 4 ? 202 : 203, 118, hv[i][0] ? 3 : 1, unsigned(i + 3)), o);
+    if (i == 4) {  // EXIF orientation 6: the planes turn (118 x 202)
+      const Bytes seg = exif_segment(6);
+      jpeg::insert_metadata(j, std::vector<std::uint8_t>(seg.begin() + 4, seg.end()), {}, 3);
+    }
     std::ofstream(dir / "in" / names[i], std::ios::binary)
         .write(reinterpret_cast<const char*>(j.data()), std::streamsize(j.size()));
   }
@@ -474,13 +612,20 @@ TEST_F(JpegPlanesFiles, CliAndExecutorWriteTheSameBytesOnTheCpuBackend) {
   });
   EXPECT_EQ(decoder["a444.jpg"], "libjpeg-turbo-ycbcr");
   EXPECT_EQ(decoder["b420.jpg"], "libjpeg-turbo-ycbcr");
+  EXPECT_EQ(decoder["d420_turned.jpg"], "libjpeg-turbo-ycbcr");
   EXPECT_EQ(decoder["gray.jpg"], "libjpeg-turbo");
+  const Bytes turned = read_all(dir / "batch" / "d420_turned.jpg");
+  const jpeg::Info ti = jpeg::read_info(turned.data(), turned.size(), "turned");
+  EXPECT_EQ(ti.width, 118);
+  EXPECT_EQ(ti.height, 202);
+  EXPECT_EQ(ti.orientation, 1);
   for (const char* n : names)
     EXPECT_EQ(read_all(dir / "exec" / n), read_all(dir / "batch" / n)) << n;
   // Files that markers after the frame header take off the route: the decoded-pixel route, in
-  // the batch and alone (upright, for the EXIF rotation).
+  // the batch and alone (upright, for the EXIF rotation; an odd width of 4:2:0 planes cannot
+  // turn sample for sample).
   fs::create_directories(dir / "off");
-  const Bytes base = make_jpeg(pattern(40, 24, 3, 9));
+  const Bytes base = make_jpeg(pattern(41, 24, 3, 9));
   const Bytes adobe = {0xFF, 0xEE, 0, 14, 'A', 'd', 'o', 'b', 'e', 0, 100, 0, 0, 0, 0, 0};
   const std::pair<const char*, Bytes> off[] = {
       {"rgb.jpg", with_segment_after_sof(base, adobe, true)},
@@ -498,7 +643,7 @@ TEST_F(JpegPlanesFiles, CliAndExecutorWriteTheSameBytesOnTheCpuBackend) {
     const Bytes got = read_all(dir / "off_out" / n);
     EXPECT_EQ(got, jpeg::encode(want, {95, jpeg::Subsampling::s420})) << n;
     const Image back = decode_image(got.data(), got.size(), n, kDefaultMaxPixels);
-    EXPECT_EQ(back.width, std::string(n) == "rot.jpg" ? 24 : 40) << n;
+    EXPECT_EQ(back.width, std::string(n) == "rot.jpg" ? 24 : 41) << n;
   }
   // --mode rgb, a PNG output: the decoded-pixel route (its output equals the library's)
   ASSERT_EQ(run(cli + " equalize " + (dir / "in" / "b420.jpg").string() + " -o " +

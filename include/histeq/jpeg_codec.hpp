@@ -133,7 +133,8 @@ struct Plane {
 /// A colour (YCbCr) JPEG's three planes: Y (plane 0), Cb, Cr at their stored sampling, with the
 /// file's EXIF (APP1) and ICC profile (APP2) as decode() keeps them.
 struct Planes {
-  int width = 0, height = 0;  ///< the image's size (as stored: no EXIF orientation is applied)
+  int width = 0, height = 0;  ///< the image's size (in display orientation where decode_planes
+                              ///< applied the EXIF orientation)
   Plane plane[3];
   std::vector<std::uint8_t> exif, icc;
 };
@@ -141,8 +142,11 @@ struct Planes {
 /// True when a file with these header facts can go through decode_planes and encode_planes to a
 /// JPEG with `out`'s subsampling: 8 bits, 3 components coded as YCbCr (not stored as RGB) with
 /// 4:4:4, 4:2:2 or 4:2:0 sampling, an output subsampling that needs no chroma upsampling (4:4:4
-/// goes to any, 4:2:2 to 4:2:2 and 4:2:0, 4:2:0 to 4:2:0), and no EXIF rotation to apply
-/// (orientation 1, or Orientation::keep). Everything else takes decode() and encode().
+/// goes to any, 4:2:2 to 4:2:2 and 4:2:0, 4:2:0 to 4:2:0, each as the planes stand once turned).
+/// An EXIF orientation to apply (2..8 with Orientation::apply) turns the planes, which needs a
+/// width and height that are whole multiples of the luma's sampling factors (a flip then moves
+/// whole chroma samples); a transposing orientation makes 4:2:2 planes 4:4:0, which goes to
+/// 4:2:0 only. Everything else takes decode() and encode().
 bool planes_route(const Info& info, const EncodeOptions& out, Orientation orientation);
 
 /// Decodes a colour JPEG into its stored planes (no upsampling, no colour conversion: the Y
@@ -150,8 +154,11 @@ bool planes_route(const Info& info, const EncodeOptions& out, Orientation orient
 /// errors as decode(); throws Error when the frame header does not fit planes_route (callers ask
 /// it first). Returns planes of width 0 (nothing decoded) when a marker planes_route cannot see,
 /// one after the frame header, takes the file off the route: libjpeg then reads it as RGB (an
-/// Adobe APP14 transform), or its EXIF orientation is 2..8 and opt.orientation is apply. The
-/// caller then decodes the file to pixels (decode()).
+/// Adobe APP14 transform), or its EXIF orientation is 2..8 and opt.orientation is apply while
+/// the size is not one planes_route turns. The caller then decodes the file to pixels
+/// (decode()). With opt.orientation apply, an EXIF orientation of 2..8 is applied to the planes
+/// (the pixels decode() gives, turned and flipped the same way, have them as their planes) and
+/// the planes' EXIF orientation is set to 1.
 Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::string& name,
                      const DecodeOptions& opt = {});
 

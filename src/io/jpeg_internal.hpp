@@ -140,4 +140,11 @@ bool open_stored(const std::uint8_t* data, std::size_t size, const std::string& 
 /// Samples right of a plane's width and below its height repeat the last column and row.
 void pad_plane(Plane* p);
 
+/// The w x h samples of `channels` bytes each at src (rows `src_stride` bytes apart), turned into
+/// display orientation `orientation` (EXIF 2..8: flips, and for 5..8 a transpose, so that the
+/// result is h x w) at dst (rows `dst_stride` bytes apart). The transposing orientations go tile
+/// by tile, so that neither side is read or written a whole column at a time.
+void orient_samples(const std::uint8_t* src, std::size_t src_stride, int w, int h, int channels,
+                    int orientation, std::uint8_t* dst, std::size_t dst_stride);
+
 }  // namespace histeq::jpeg::internal

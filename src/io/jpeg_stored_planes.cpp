@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -197,12 +198,55 @@ bool stored_ycbcr(const Info& info, int* h, int* v) {
   return info.precision == 8 && info.components == 3 && !info.rgb_stored && !info.lossless &&
          input_factors(info.subsampling, h, v);
 }
+
+/// Whether the planes of a width x height image with luma factors h, v turn and flip into
+/// display orientation sample for sample: each chroma sample covers whole luma samples on every
+/// edge (a width a multiple of h, a height of v). Otherwise a flip would shift the chroma against
+/// the luma by a fraction of a chroma sample, and the file takes the decoded-pixel route.
+bool orientable(int width, int height, int h, int v) {
+  return width > 0 && height > 0 && width % h == 0 && height % v == 0;
+}
+
+/// The planes of *p turned into display orientation o (2..8): each plane's visible samples
+/// moved by internal::orient_samples into a plane of the geometry decode_planes gives a file
+/// of the turned shape (whole MCUs, the sampling factors swapped for 5..8), then padded; the
+/// image's size swapped for 5..8, and the EXIF orientation set to 1.
+void orient_planes(Planes* p, int o) {
+  const bool swap = o >= 5;
+  const int w = swap ? p->height : p->width, h = swap ? p->width : p->height;
+  int max_h = 1, max_v = 1;
+  for (const Plane& pl : p->plane) {
+    max_h = std::max(max_h, swap ? pl.v : pl.h);
+    max_v = std::max(max_v, swap ? pl.h : pl.v);
+  }
+  const std::size_t mcus_x =
+      round_up(std::size_t(w), std::size_t(max_h) * DCTSIZE) / (std::size_t(max_h) * DCTSIZE);
+  const std::size_t mcus_y =
+      round_up(std::size_t(h), std::size_t(max_v) * DCTSIZE) / (std::size_t(max_v) * DCTSIZE);
+  for (Plane& src : p->plane) {
+    Plane dst;
+    const int fh = swap ? src.v : src.h, fv = swap ? src.h : src.v;
+    allocate_plane(&dst, swap ? src.height : src.width, swap ? src.width : src.height,
+                   mcus_x * std::size_t(fh) * DCTSIZE, int(mcus_y * std::size_t(fv) * DCTSIZE), fh,
+                   fv);
+    internal::orient_samples(src.data.get(), src.stride, src.width, src.height, 1, o,
+                             dst.data.get(), dst.stride);
+    internal::pad_plane(&dst);
+    src = std::move(dst);
+  }
+  p->width = w;
+  p->height = h;
+  set_exif_orientation(p->exif, 1);
+}
 }  // namespace
 
 bool planes_route(const Info& info, const EncodeOptions& out, Orientation orientation) {
   int ih = 0, iv = 0, oh = 0, ov = 0;
   if (!stored_ycbcr(info, &ih, &iv)) return false;
-  if (orientation == Orientation::apply && info.orientation != 1) return false;
+  if (orientation == Orientation::apply && info.orientation >= 2 && info.orientation <= 8) {
+    if (!orientable(info.width, info.height, ih, iv)) return false;
+    if (info.orientation >= 5) std::swap(ih, iv);  // the planes turned: 4:2:2 becomes 4:4:0
+  }
   luma_factors(out.subsampling, &oh, &ov);
   return oh % ih == 0 && ov % iv == 0;
 }
@@ -266,7 +310,11 @@ Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::stri
                      const DecodeOptions& opt) {
   Decompressor d;
   Planes p;
-  if (!internal::open_stored(data, size, name, opt, &d, &p)) return Planes{};
+  DecodeOptions stored = opt;  // as stored; a rotation to apply is applied to the planes below
+  stored.orientation = Orientation::keep;
+  if (!internal::open_stored(data, size, name, stored, &d, &p)) return Planes{};
+  const int o = opt.orientation == Orientation::apply ? exif_orientation(p.exif) : 1;
+  if (o >= 2 && !orientable(p.width, p.height, p.plane[0].h, p.plane[0].v)) return Planes{};
   DecodeState* s = d.s.get();
   s->cinfo.raw_data_out = TRUE;
   s->cinfo.out_color_space = JCS_YCbCr;
@@ -275,6 +323,7 @@ Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::stri
   if (run_decode_raw(s, p.plane) != 0)
     throw Error(quoted(name) + " is not a decodable image: " + reason(s->err, &s->cinfo));
   for (Plane& pl : p.plane) internal::pad_plane(&pl);
+  if (o >= 2) orient_planes(&p, o);
   return p;
 }
 

@@ -84,6 +84,82 @@ bool set_exif_orientation(std::vector<std::uint8_t>& exif, int orientation) {
   return true;
 }
 
+namespace internal {
+namespace {
+
+/// The stored sample shown at (x, y) of the oriented image: (sx, sy) of the w x h stored one.
+inline void stored_at(int orientation, int w, int h, int x, int y, int* sx, int* sy) {
+  switch (orientation) {
+    case 2: *sx = w - 1 - x, *sy = y; break;
+    case 3: *sx = w - 1 - x, *sy = h - 1 - y; break;
+    case 4: *sx = x, *sy = h - 1 - y; break;
+    case 5: *sx = y, *sy = x; break;
+    case 6: *sx = y, *sy = h - 1 - x; break;
+    case 7: *sx = w - 1 - y, *sy = h - 1 - x; break;
+    case 8: *sx = w - 1 - y, *sy = x; break;
+    default: *sx = x, *sy = y; break;
+  }
+}
+
+/// orient_samples for C bytes a sample (C a constant: the copies are moves of a fixed size).
+template <int C>
+void orient_fixed(const std::uint8_t* src, std::size_t ss, int w, int h, int o, std::uint8_t* dst,
+                  std::size_t ds) {
+  if (o < 5) {  // flips: whole rows, reversed when the columns flip
+    for (int y = 0; y < h; ++y) {
+      const std::uint8_t* s = src + std::size_t(o == 3 || o == 4 ? h - 1 - y : y) * ss;
+      std::uint8_t* d = dst + std::size_t(y) * ds;
+      if (o == 4) {
+        std::memcpy(d, s, std::size_t(w) * C);
+        continue;
+      }
+      for (int x = 0; x < w; ++x)
+        std::memcpy(d + std::size_t(x) * C, s + std::size_t(w - 1 - x) * C, C);
+    }
+    return;
+  }
+  // 5..8: the output (h x w) in tiles of kTile x kTile samples; a tile's source columns and
+  // output rows both stay in the cache.
+  constexpr int kTile = 64;
+  const int ow = h, oh = w;
+  for (int ty = 0; ty < oh; ty += kTile) {
+    const int y1 = std::min(ty + kTile, oh);
+    for (int tx = 0; tx < ow; tx += kTile) {
+      const int x1 = std::min(tx + kTile, ow);
+      for (int y = ty; y < y1; ++y) {
+        std::uint8_t* d = dst + std::size_t(y) * ds;
+        int sx = 0, sy = 0;
+        stored_at(o, w, h, tx, y, &sx, &sy);  // along a row of the output, sy steps by +-1
+        const int dir = o == 5 || o == 8 ? 1 : -1;
+        const std::uint8_t* col = src + std::size_t(sx) * C;
+        for (int x = tx; x < x1; ++x, sy += dir)
+          std::memcpy(d + std::size_t(x) * C, col + std::size_t(sy) * ss, C);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void orient_samples(const std::uint8_t* src, std::size_t src_stride, int w, int h, int channels,
+                    int orientation, std::uint8_t* dst, std::size_t dst_stride) {
+  if (orientation < 2 || orientation > 8) {
+    for (int y = 0; y < h; ++y)
+      std::memcpy(dst + std::size_t(y) * dst_stride, src + std::size_t(y) * src_stride,
+                  std::size_t(w) * std::size_t(channels));
+    return;
+  }
+  switch (channels) {
+    case 1: return orient_fixed<1>(src, src_stride, w, h, orientation, dst, dst_stride);
+    case 2: return orient_fixed<2>(src, src_stride, w, h, orientation, dst, dst_stride);
+    case 3: return orient_fixed<3>(src, src_stride, w, h, orientation, dst, dst_stride);
+    case 4: return orient_fixed<4>(src, src_stride, w, h, orientation, dst, dst_stride);
+    default: throw Error("orient_samples: " + std::to_string(channels) + " channels");
+  }
+}
+
+}  // namespace internal
+
 Image apply_orientation(const Image& img, int orientation) {
   if (orientation < 2 || orientation > 8) return img;
   const int w = img.width, h = img.height, c = img.channels;
@@ -95,43 +171,8 @@ Image apply_orientation(const Image& img, int orientation) {
   out.exif = img.exif;
   out.icc = img.icc;
   out.pixels.resize(img.byte_count());
-  for (int y = 0; y < out.height; ++y) {
-    for (int x = 0; x < out.width; ++x) {
-      int sx = x, sy = y;  // the stored pixel shown at (x, y)
-      switch (orientation) {
-        case 2:
-          sx = w - 1 - x;
-          sy = y;
-          break;
-        case 3:
-          sx = w - 1 - x;
-          sy = h - 1 - y;
-          break;
-        case 4:
-          sx = x;
-          sy = h - 1 - y;
-          break;
-        case 5:
-          sx = y;
-          sy = x;
-          break;
-        case 6:
-          sx = y;
-          sy = h - 1 - x;
-          break;
-        case 7:
-          sx = w - 1 - y;
-          sy = h - 1 - x;
-          break;
-        case 8:
-          sx = w - 1 - y;
-          sy = x;
-          break;
-      }
-      std::memcpy(&out.pixels[(std::size_t(y) * out.width + x) * c],
-                  &img.pixels[(std::size_t(sy) * w + sx) * c], std::size_t(c));
-    }
-  }
+  internal::orient_samples(img.pixels.data(), std::size_t(w) * std::size_t(c), w, h, c, orientation,
+                           out.pixels.data(), std::size_t(out.width) * std::size_t(c));
   return out;
 }
 
