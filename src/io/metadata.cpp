@@ -13,6 +13,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <libdeflate.h>
 
 #include "histeq/error.hpp"
@@ -101,6 +105,51 @@ inline void stored_at(int orientation, int w, int h, int x, int y, int* sx, int*
   }
 }
 
+/// Output rows [y0, y1) x columns [x0, x1) of a transposing orientation (5..8), sample by sample:
+/// along an output row the source row steps by one.
+template <int C>
+void turn_rows(const std::uint8_t* src, std::size_t ss, int w, int h, int o, std::uint8_t* dst,
+               std::size_t ds, int y0, int y1, int x0, int x1) {
+  const int dir = o == 5 || o == 8 ? 1 : -1;
+  for (int y = y0; y < y1; ++y) {
+    std::uint8_t* d = dst + std::size_t(y) * ds;
+    int sx = 0, sy = 0;
+    stored_at(o, w, h, x0, y, &sx, &sy);
+    const std::uint8_t* col = src + std::size_t(sx) * C;
+    for (int x = x0; x < x1; ++x, sy += dir)
+      std::memcpy(d + std::size_t(x) * C, col + std::size_t(sy) * ss, C);
+  }
+}
+
+#if defined(__SSE2__)
+/// The 8 x 8 output block at (bx, by) of a transposing orientation, one byte a sample: 8 source
+/// rows of 8 samples (the block's source columns), transposed in registers, each source column
+/// stored as an output row.
+void turn_block8(const std::uint8_t* src, std::size_t ss, int w, int h, int o, std::uint8_t* dst,
+                 std::size_t ds, int bx, int by) {
+  const bool rows_up = o == 5 || o == 8;  // the source row of output column x: x, or h-1-x
+  const bool cols_up = o == 5 || o == 6;  // the source column of output row y: y, or w-1-y
+  const int c0 = cols_up ? by : w - 8 - by;
+  __m128i r[8];
+  for (int i = 0; i < 8; ++i) {
+    const int sy = rows_up ? bx + i : h - 1 - (bx + i);
+    r[i] = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + std::size_t(sy) * ss + c0));
+  }
+  // bytes, then pairs, then quads interleaved: column j of the 8 rows in 8 bytes
+  const __m128i a0 = _mm_unpacklo_epi8(r[0], r[1]), a1 = _mm_unpacklo_epi8(r[2], r[3]);
+  const __m128i a2 = _mm_unpacklo_epi8(r[4], r[5]), a3 = _mm_unpacklo_epi8(r[6], r[7]);
+  const __m128i b0 = _mm_unpacklo_epi16(a0, a1), b1 = _mm_unpackhi_epi16(a0, a1);
+  const __m128i b2 = _mm_unpacklo_epi16(a2, a3), b3 = _mm_unpackhi_epi16(a2, a3);
+  const __m128i cols[4] = {_mm_unpacklo_epi32(b0, b2), _mm_unpackhi_epi32(b0, b2),
+                           _mm_unpacklo_epi32(b1, b3), _mm_unpackhi_epi32(b1, b3)};
+  for (int j = 0; j < 8; ++j) {
+    const __m128i t = j % 2 == 0 ? cols[j / 2] : _mm_unpackhi_epi64(cols[j / 2], cols[j / 2]);
+    const int y = cols_up ? by + j : by + 7 - j;
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + std::size_t(y) * ds + bx), t);
+  }
+}
+#endif
+
 /// orient_samples for C bytes a sample (C a constant: the copies are moves of a fixed size).
 template <int C>
 void orient_fixed(const std::uint8_t* src, std::size_t ss, int w, int h, int o, std::uint8_t* dst,
@@ -119,22 +168,24 @@ void orient_fixed(const std::uint8_t* src, std::size_t ss, int w, int h, int o, 
     return;
   }
   // 5..8: the output (h x w) in tiles of kTile x kTile samples; a tile's source columns and
-  // output rows both stay in the cache.
+  // output rows both stay in the cache. One byte a sample: whole 8 x 8 blocks in registers.
   constexpr int kTile = 64;
   const int ow = h, oh = w;
   for (int ty = 0; ty < oh; ty += kTile) {
     const int y1 = std::min(ty + kTile, oh);
     for (int tx = 0; tx < ow; tx += kTile) {
       const int x1 = std::min(tx + kTile, ow);
-      for (int y = ty; y < y1; ++y) {
-        std::uint8_t* d = dst + std::size_t(y) * ds;
-        int sx = 0, sy = 0;
-        stored_at(o, w, h, tx, y, &sx, &sy);  // along a row of the output, sy steps by +-1
-        const int dir = o == 5 || o == 8 ? 1 : -1;
-        const std::uint8_t* col = src + std::size_t(sx) * C;
-        for (int x = tx; x < x1; ++x, sy += dir)
-          std::memcpy(d + std::size_t(x) * C, col + std::size_t(sy) * ss, C);
+      int y = ty;
+#if defined(__SSE2__)
+      if constexpr (C == 1) {
+        for (; y + 8 <= y1; y += 8) {
+          int x = tx;
+          for (; x + 8 <= x1; x += 8) turn_block8(src, ss, w, h, o, dst, ds, x, y);
+          turn_rows<C>(src, ss, w, h, o, dst, ds, y, y + 8, x, x1);
+        }
       }
+#endif
+      turn_rows<C>(src, ss, w, h, o, dst, ds, y, y1, tx, x1);
     }
   }
 }
