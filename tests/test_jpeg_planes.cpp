@@ -509,6 +509,33 @@ TEST(JpegPlanes, AnExifOrientationTurnsTheStoredPlanes) {
   }
 }
 
+// A turned file's defects are the stored file's: a truncated one, one over the pixel limit
+// (whichever way it turns) and a bogus orientation (9: none) are refused or ignored as before.
+TEST(JpegPlanes, ATurnedFileIsCheckedAsTheStoredOne) {
+  Bytes j = make_jpeg(pattern(48, 32, 3, 17));
+  const Bytes seg6 = exif_segment(6);
+  jpeg::insert_metadata(j, std::vector<std::uint8_t>(seg6.begin() + 4, seg6.end()), {}, 3);
+  const Bytes cut(j.begin(), j.begin() + std::ptrdiff_t(j.size() * 2 / 3));
+  try {
+    jpeg::decode_planes(cut.data(), cut.size(), "cut_turned.jpg");
+    ADD_FAILURE() << "a truncated file decoded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cut_turned.jpg"), std::string::npos) << e.what();
+  }
+  jpeg::DecodeOptions small;
+  small.max_pixels = 48 * 32 - 1;
+  EXPECT_THROW(jpeg::decode_planes(j.data(), j.size(), "big_turned.jpg", small), Error);
+  Bytes bogus = make_jpeg(pattern(48, 32, 3, 17));
+  const Bytes seg9 = exif_segment(9);
+  jpeg::insert_metadata(bogus, std::vector<std::uint8_t>(seg9.begin() + 4, seg9.end()), {}, 3);
+  const jpeg::Planes p = jpeg::decode_planes(bogus.data(), bogus.size(), "bogus.jpg");
+  EXPECT_EQ(p.width, 48);
+  EXPECT_EQ(p.height, 32);
+  jpeg::Info info;
+  ASSERT_TRUE(jpeg::read_header(bogus.data(), bogus.size(), &info));
+  EXPECT_EQ(info.orientation, 1);
+}
+
 // A turned file through equalize_jpeg_planes: the LUT of the stored Y (turning moves samples,
 // not their counts), written turned with the EXIF orientation 1, as the stored file's planes
 // equalized and turned would be.
