@@ -435,12 +435,24 @@ TEST(JpegPlanes, MarkersAfterTheFrameHeaderTakeTheFileOffTheRoute) {
   jpeg::DecodeOptions keep;
   keep.orientation = jpeg::Orientation::keep;
   EXPECT_EQ(jpeg::decode_planes(rotated.data(), rotated.size(), "x.jpg", keep).width, 41);
-  // the same orientation on the even-sized file: the planes turn (24 x 40)
-  const Bytes even = with_segment_after_sof(base, exif_segment(6), false);
-  const jpeg::Planes p = jpeg::decode_planes(even.data(), even.size(), "x.jpg");
-  EXPECT_EQ(p.width, 24);
-  EXPECT_EQ(p.height, 40);
-  EXPECT_EQ(jpeg::exif_orientation(p.exif), 1);
+  // The same orientation after the SOF of even-sized files: the header walk (planes_route, the
+  // executor's plan) saw none, so the planes are not turned behind its back: a 4:2:2 file turned
+  // would be 4:4:0, which a 4:2:2 output cannot take. The decoded-pixel route instead.
+  for (const Sampling& smp : kSamplings) {
+    MakeOpts mo;
+    mo.h_samp = smp.h;
+    mo.v_samp = smp.v;
+    const Bytes even =
+        with_segment_after_sof(make_jpeg(pattern(40, 24, 3, 9), mo), exif_segment(6), false);
+    const jpeg::EncodeOptions to422{95, jpeg::Subsampling::s422};
+    EXPECT_TRUE(jpeg_planes_route(even.data(), even.size(), eo, to422) == (smp.v == 1)) << smp.name;
+    EXPECT_EQ(jpeg::decode_planes(even.data(), even.size(), "x.jpg").width, 0) << smp.name;
+    Bytes out;
+    EXPECT_FALSE(equalize_jpeg_planes(even.data(), even.size(), "x.jpg", eo, to422,
+                                      kDefaultMaxPixels, &out, nullptr, nullptr, nullptr))
+        << smp.name;
+    EXPECT_EQ(jpeg::decode_planes(even.data(), even.size(), "x.jpg", keep).width, 40);
+  }
 }
 
 /// The stored sample (sx, sy) shown at (x, y) under EXIF orientation o, in a w x h image: the

@@ -134,8 +134,11 @@ void check_structure(const std::uint8_t* d, std::size_t n, const std::string& na
 /// `name`), the header read into *d, and *shape's size, EXIF, ICC and each plane's geometry
 /// (width, height, stride, rows, sampling; no samples). False when a marker takes the file off
 /// the stored-planes route (decode_planes' cases: RGB by APP14, or a rotation to apply).
+/// *walked_orientation (when given): the EXIF orientation the header walk before the frame
+/// header saw (Info::orientation, what planes_route and the executor's plan were told).
 bool open_stored(const std::uint8_t* data, std::size_t size, const std::string& name,
-                 const DecodeOptions& opt, Decompressor* d, Planes* shape);
+                 const DecodeOptions& opt, Decompressor* d, Planes* shape,
+                 int* walked_orientation = nullptr);
 
 /// Samples right of a plane's width and below its height repeat the last column and row.
 void pad_plane(Plane* p);

@@ -254,11 +254,13 @@ bool planes_route(const Info& info, const EncodeOptions& out, Orientation orient
 namespace internal {
 
 bool open_stored(const std::uint8_t* data, std::size_t size, const std::string& name,
-                 const DecodeOptions& opt, Decompressor* d, Planes* shape) {
+                 const DecodeOptions& opt, Decompressor* d, Planes* shape,
+                 int* walked_orientation) {
   Info pre;
   int ih = 0, iv = 0;
   if (!is_jpeg(data, size) || !parse_info(data, size, &pre) || !stored_ycbcr(pre, &ih, &iv))
     throw Error(quoted(name) + ": not a colour JPEG with 4:4:4, 4:2:2 or 4:2:0 YCbCr planes");
+  if (walked_orientation) *walked_orientation = pre.orientation;
   const std::uint64_t w0 = std::uint64_t(pre.width), h0 = std::uint64_t(pre.height);
   check_size(name, w0, h0, opt.max_pixels);
   d->header(data, size, name);
@@ -312,8 +314,14 @@ Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::stri
   Planes p;
   DecodeOptions stored = opt;  // as stored; a rotation to apply is applied to the planes below
   stored.orientation = Orientation::keep;
-  if (!internal::open_stored(data, size, name, stored, &d, &p)) return Planes{};
-  const int o = opt.orientation == Orientation::apply ? exif_orientation(p.exif) : 1;
+  int walked = 1;
+  if (!internal::open_stored(data, size, name, stored, &d, &p, &walked)) return Planes{};
+  const int tag = opt.orientation == Orientation::apply ? exif_orientation(p.exif) : 1;
+  const int o = tag == 0 ? 1 : tag;  // 0: no tag, or none of 1..8
+  // Turned only as planes_route was told: an orientation the header walk did not see (an EXIF
+  // segment after the frame header) may turn 4:2:2 planes into a shape the planned output
+  // cannot take, so such a file takes the decoded-pixel route, as does a size not orientable.
+  if (opt.orientation == Orientation::apply && o != walked) return Planes{};
   if (o >= 2 && !orientable(p.width, p.height, p.plane[0].h, p.plane[0].v)) return Planes{};
   DecodeState* s = d.s.get();
   s->cinfo.raw_data_out = TRUE;
