@@ -143,9 +143,10 @@ struct Planes {
 /// JPEG with `out`'s subsampling: 8 bits, 3 components coded as YCbCr (not stored as RGB) with
 /// 4:4:4, 4:2:2 or 4:2:0 sampling, an output subsampling that needs no chroma upsampling (4:4:4
 /// goes to any, 4:2:2 to 4:2:2 and 4:2:0, 4:2:0 to 4:2:0, each as the planes stand once turned).
-/// An EXIF orientation to apply (2..8 with Orientation::apply) turns the planes, which needs a
-/// width and height that are whole multiples of the luma's sampling factors (a flip then moves
-/// whole chroma samples); a transposing orientation makes 4:2:2 planes 4:4:0, which goes to
+/// An EXIF orientation to apply (2..8 with Orientation::apply) turns the planes, which needs
+/// whole chroma samples along each axis the orientation flips (a width that is a multiple of
+/// the luma's horizontal sampling factor where the stored columns flip, a height of the vertical
+/// one where the rows do); a transposing orientation makes 4:2:2 planes 4:4:0, which goes to
 /// 4:2:0 only. Everything else takes decode() and encode().
 bool planes_route(const Info& info, const EncodeOptions& out, Orientation orientation);
 

@@ -199,12 +199,18 @@ bool stored_ycbcr(const Info& info, int* h, int* v) {
          input_factors(info.subsampling, h, v);
 }
 
-/// Whether the planes of a width x height image with luma factors h, v turn and flip into
-/// display orientation sample for sample: each chroma sample covers whole luma samples on every
-/// edge (a width a multiple of h, a height of v). Otherwise a flip would shift the chroma against
-/// the luma by a fraction of a chroma sample, and the file takes the decoded-pixel route.
-bool orientable(int width, int height, int h, int v) {
-  return width > 0 && height > 0 && width % h == 0 && height % v == 0;
+/// Whether the planes of a width x height image with luma factors h, v turn into display
+/// orientation o sample for sample: where o flips the stored columns (2, 3, 7, 8) the last
+/// chroma column covers whole luma columns (a width a multiple of h), where it flips the stored
+/// rows (3, 4, 6, 7) the last chroma row whole luma rows (a height a multiple of v). Otherwise
+/// the flip would move the chroma against the luma by a fraction of a chroma sample, and the
+/// file takes the decoded-pixel route. A transpose alone (5) keeps every chroma sample on its
+/// luma samples, a part-covered last one included.
+bool orientable(int width, int height, int h, int v, int o) {
+  const bool flips_columns = o == 2 || o == 3 || o == 7 || o == 8;
+  const bool flips_rows = o == 3 || o == 4 || o == 6 || o == 7;
+  return width > 0 && height > 0 && (!flips_columns || width % h == 0) &&
+         (!flips_rows || height % v == 0);
 }
 
 /// The planes of *p turned into display orientation o (2..8): each plane's visible samples
@@ -244,7 +250,7 @@ bool planes_route(const Info& info, const EncodeOptions& out, Orientation orient
   int ih = 0, iv = 0, oh = 0, ov = 0;
   if (!stored_ycbcr(info, &ih, &iv)) return false;
   if (orientation == Orientation::apply && info.orientation >= 2 && info.orientation <= 8) {
-    if (!orientable(info.width, info.height, ih, iv)) return false;
+    if (!orientable(info.width, info.height, ih, iv, info.orientation)) return false;
     if (info.orientation >= 5) std::swap(ih, iv);  // the planes turned: 4:2:2 becomes 4:4:0
   }
   luma_factors(out.subsampling, &oh, &ov);
@@ -322,7 +328,7 @@ Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::stri
   // segment after the frame header) may turn 4:2:2 planes into a shape the planned output
   // cannot take, so such a file takes the decoded-pixel route, as does a size not orientable.
   if (opt.orientation == Orientation::apply && o != walked) return Planes{};
-  if (o >= 2 && !orientable(p.width, p.height, p.plane[0].h, p.plane[0].v)) return Planes{};
+  if (o >= 2 && !orientable(p.width, p.height, p.plane[0].h, p.plane[0].v, o)) return Planes{};
   DecodeState* s = d.s.get();
   s->cinfo.raw_data_out = TRUE;
   s->cinfo.out_color_space = JCS_YCbCr;
