@@ -278,6 +278,21 @@ TEST(JpegPlanes, EncodeKeepsOrAveragesTheChromaAndWritesTheAskedSampling) {
   EXPECT_THROW(jpeg::encode_planes(p, {0, jpeg::Subsampling::s420}), UsageError);
 }
 
+/// decode_planes refuses j cut to two thirds, and j over a pixel limit one below its 48 x 32, with
+/// an Error; the cut one names `name`.
+void expect_cut_and_large_refused(const Bytes& j, const std::string& name) {
+  const Bytes cut(j.begin(), j.begin() + std::ptrdiff_t(j.size() * 2 / 3));
+  try {
+    jpeg::decode_planes(cut.data(), cut.size(), name);
+    ADD_FAILURE() << "a truncated file decoded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+  }
+  jpeg::DecodeOptions small;
+  small.max_pixels = 48 * 32 - 1;
+  EXPECT_THROW(jpeg::decode_planes(j.data(), j.size(), "big_" + name, small), Error);
+}
+
 TEST(JpegPlanes, MetadataTravelsAndBrokenFilesAreRefusedByName) {
   Image img = pattern(48, 32, 3);
   Bytes j = make_jpeg(img);
@@ -294,17 +309,7 @@ TEST(JpegPlanes, MetadataTravelsAndBrokenFilesAreRefusedByName) {
   const Image back = jpeg::decode(out.data(), out.size(), "out.jpg");
   EXPECT_EQ(back.exif, exif);
   EXPECT_EQ(back.icc, icc);
-
-  const Bytes cut(j.begin(), j.begin() + std::ptrdiff_t(j.size() * 2 / 3));
-  try {
-    jpeg::decode_planes(cut.data(), cut.size(), "cut.jpg");
-    ADD_FAILURE() << "a truncated file decoded";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cut.jpg"), std::string::npos) << e.what();
-  }
-  jpeg::DecodeOptions small;
-  small.max_pixels = 48 * 32 - 1;
-  EXPECT_THROW(jpeg::decode_planes(j.data(), j.size(), "big.jpg", small), Error);
+  expect_cut_and_large_refused(j, "cut.jpg");
   const Bytes gray = make_jpeg(pattern(8, 8, 1));
   EXPECT_THROW(jpeg::decode_planes(gray.data(), gray.size(), "gray.jpg"), Error);
 }
@@ -539,16 +544,7 @@ TEST(JpegPlanes, ATurnedFileIsCheckedAsTheStoredOne) {
   Bytes j = make_jpeg(pattern(48, 32, 3, 17));
   const Bytes seg6 = exif_segment(6);
   jpeg::insert_metadata(j, std::vector<std::uint8_t>(seg6.begin() + 4, seg6.end()), {}, 3);
-  const Bytes cut(j.begin(), j.begin() + std::ptrdiff_t(j.size() * 2 / 3));
-  try {
-    jpeg::decode_planes(cut.data(), cut.size(), "cut_turned.jpg");
-    ADD_FAILURE() << "a truncated file decoded";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cut_turned.jpg"), std::string::npos) << e.what();
-  }
-  jpeg::DecodeOptions small;
-  small.max_pixels = 48 * 32 - 1;
-  EXPECT_THROW(jpeg::decode_planes(j.data(), j.size(), "big_turned.jpg", small), Error);
+  expect_cut_and_large_refused(j, "cut_turned.jpg");
   Bytes bogus = make_jpeg(pattern(48, 32, 3, 17));
   const Bytes seg9 = exif_segment(9);
   jpeg::insert_metadata(bogus, std::vector<std::uint8_t>(seg9.begin() + 4, seg9.end()), {}, 3);
