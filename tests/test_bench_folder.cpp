@@ -157,6 +157,10 @@ TEST(BenchFolderArgs, ParsesTheFolderRunAndItsOptions) {
   EXPECT_TRUE(parse_args({"--folder", "in", "-o", "o", "--tune",
                           "jpeg.progressive=libjpeg,jpeg.progressive=hybrid"})
                   .tune.progressive_hybrid);
+  EXPECT_EQ(d.tune.report_window, 0u) << "the policy's unless given";
+  EXPECT_EQ(parse_args({"--folder", "in", "-o", "o", "--tune", "executor.report_window=4096"})
+                .tune.report_window,
+            4096u);
 }
 
 // Numbers of seconds >= 0 as strtod reads them, at the edges: -0 is 0 (the report prints 0, not
@@ -202,6 +206,8 @@ TEST(BenchFolderArgs, RefusesWhatDoesNotGoTogether) {
       {{"--folder", "in", "-o", "o", "--tune", "router.start=1"}, "router.start"},
       {{"--tune", "router.device_start_s=1"}, "--folder"},
       {{"--tune", "jpeg.progressive=hybrid"}, "--folder"},
+      {{"--tune", "executor.report_window=512"}, "--folder"},
+      {{"--folder", "in", "-o", "o", "--tune", "executor.report_window=-1"}, "0..1048576"},
       {{"--folder", "in", "-o", "o", "--tune", "jpeg.progressive=nvjpeg"}, "libjpeg, hybrid"},
       {{"--sizes", "1M", "--tune", "router.device_start_s=0"}, "--folder"},
       {{"-o", "out"}, "-o"},

@@ -115,6 +115,30 @@ TEST_F(ExecutorTest, CpuWithATinyInflightCapMatchesTheSingleFilePath) {
   EXPECT_GT(s.peak_inflight_bytes, 0u);
 }
 
+// ExecutorOptions::report_window caps the items read and not yet reported: with 2 (and 1, taken
+// as 2: the reading order needs a window of one) at most that many workers are ever busy, and
+// every item still comes out, in input order, with the single-file path's bytes.
+TEST_F(ExecutorTest, AReportWindowCapsTheItemsInFlight) {
+  for (std::size_t window : {std::size_t(1), std::size_t(2)}) {
+    ExecutorOptions o;
+    o.op.equalize.backend = Backend::cpu;
+    o.jobs = 3;
+    o.report_window = window;
+    Executor ex(o);
+    const auto its = items("w" + std::to_string(window));
+    std::vector<std::size_t> order;
+    const BatchSummary s = ex.run(its, [&](const ItemReport& r) {
+      order.push_back(r.index);
+      EXPECT_TRUE(r.ok) << r.error;
+    });
+    EXPECT_EQ(s.failures, 0u);
+    ASSERT_EQ(order.size(), its.size());
+    for (std::size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], i) << window;
+    EXPECT_LE(s.peak_busy_workers, 2) << window;
+    for (const WorkItem& w : its) EXPECT_EQ(read_bytes(w.output), reference(w)) << w.input;
+  }
+}
+
 TEST_F(ExecutorTest, FailuresAreIsolatedAndNameTheFile) {
   ExecutorOptions o;
   o.op.equalize.backend = Backend::cpu;

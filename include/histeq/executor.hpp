@@ -71,6 +71,11 @@ inline constexpr int kJpegSlotsPerDevice = 3;
 /// pays from about 2 GP (2.1 against 2.7 s executor).
 inline constexpr double kDeviceStartCpuS = 2.0;
 
+/// The policy's report window (ExecutorOptions::report_window): items a CPU worker, and the
+/// least.
+inline constexpr std::size_t kReportWindowPerJob = 16;
+inline constexpr std::size_t kMinReportWindow = 256;
+
 struct ExecutorOptions {
   /// What each image goes through: the kind (equalize, CLAHE, histogram), its parameters, the
   /// backend (auto: the CPU, and the device route for JPEGs; cuda: every item's operation on
@@ -85,6 +90,12 @@ struct ExecutorOptions {
   /// nothing else is in flight, so a single image larger than the cap still runs.
   /// 0: default_max_inflight_bytes(jobs).
   std::size_t max_inflight_bytes = 0;
+  /// Cap on the items read and not yet reported (reports go out in input order, so a finished
+  /// item waits there for every earlier one: a few hundred bytes once its output is written);
+  /// the reading order sorts the files by size within windows of half of it. 0: the policy's,
+  /// kReportWindowPerJob items a worker and at least kMinReportWindow. At least 2 otherwise.
+  /// `histeq bench --folder --tune executor.report_window=N` measures others.
+  std::size_t report_window = 0;
   /// CUDA device ordinals (repeats allowed: {0, 0} gives GPU 0 twice the device slots). Empty:
   /// every visible device. Ignored by the CPU backend.
   std::vector<int> devices;

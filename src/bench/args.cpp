@@ -174,6 +174,7 @@ std::string usage() {
        "       histeq bench --folder IN... -o OUTDIR [--jobs N] [--decoder auto|cpu|gpu]\n"
        "                    [--backend auto|cpu|cuda] [--tune router.device_start_s=SECONDS]\n"
        "                    [--tune cpu.simd=0|1] [--tune jpeg.progressive=libjpeg|hybrid]\n"
+       "                    [--tune executor.report_window=N]\n"
        "\n"
        "Runs histogram kernels over a sweep of synthetic arrays (or decoded images), checks each\n"
        "result against the CPU reference (PASS/FAIL), then times it with CUDA events after a\n"
@@ -237,7 +238,8 @@ std::string usage() {
        "                    files, failures, MP, wall s, MP/s, whether the JPEG device route\n"
        "                    started (or why not), start-up ms, routes, decoders. Exit status 0\n"
        "                    when no file failed, else 1. It takes only these options, the\n"
-       "                    --tune keys router.device_start_s, jpeg.progressive and cpu.simd,\n"
+       "                    --tune keys router.device_start_s, jpeg.progressive,\n"
+       "                    executor.report_window and cpu.simd,\n"
        "                    and --help:\n"
        "  -o OUTDIR         the output folder (made if missing)\n"
        "  --jobs N          CPU workers (default 0: the cores)\n"
@@ -603,10 +605,10 @@ void apply_case(const cxxopts::ParseResult& r, Options& opt) {
   opt.dists_given = true;
 }
 
-/// The --tune keys of the executor's router (they apply to --folder only).
-/// The --tune keys of the executor (--folder runs only): router.* and jpeg.*.
+/// The --tune keys of the executor (--folder runs only): router.*, jpeg.* and executor.*.
 bool executor_key(const std::string& key_value) {
-  return key_value.rfind("router.", 0) == 0 || key_value.rfind("jpeg.", 0) == 0;
+  return key_value.rfind("router.", 0) == 0 || key_value.rfind("jpeg.", 0) == 0 ||
+         key_value.rfind("executor.", 0) == 0;
 }
 
 /// Without --folder: its options and the router.* keys are refused.
@@ -623,7 +625,7 @@ void refuse_folder_options(const cxxopts::ParseResult& r, const Options& opt) {
 }
 
 /// --folder: the sweep's options are refused, then -o, --jobs, --decoder, --backend and --tune
-/// (router.*, jpeg.* and cpu.simd only).
+/// (router.*, jpeg.*, executor.* and cpu.simd only).
 void parse_folder(const cxxopts::ParseResult& r, Options& opt) {
   const char* sweep[] = {"kernels",    "kernel",   "types",  "type", "bins",   "bin",
                          "sizes",      "size",     "dists",  "dist", "blocks", "block",
@@ -674,8 +676,8 @@ void parse_folder(const cxxopts::ParseResult& r, Options& opt) {
   for (const std::string& kv : opt.tune.given)
     if (!executor_key(kv) && kv.rfind("cpu.simd=", 0) != 0)
       throw UsageError("--tune " + kv +
-                       " tunes the kernel sweep; with --folder the keys are router.*, jpeg.* and "
-                       "cpu.simd");
+                       " tunes the kernel sweep; with --folder the keys are router.*, jpeg.*, "
+                       "executor.* and cpu.simd");
 }
 
 }  // namespace

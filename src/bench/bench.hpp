@@ -72,6 +72,9 @@ struct Tune {
   /// on the device route decoded by nvJPEG's hybrid decoder (true, the policy's) or
   /// libjpeg-turbo (false).
   bool progressive_hybrid = ExecutorOptions{}.progressive_hybrid;
+  /// executor.report_window (--folder only): ExecutorOptions::report_window, the items read and
+  /// not yet reported; 0: the policy's.
+  std::size_t report_window = 0;
   std::vector<std::string> given;  ///< each KEY=VALUE applied, in order (for the records)
 };
 

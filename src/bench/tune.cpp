@@ -160,6 +160,14 @@ void add_executor_keys(std::vector<Key>& k) {
                  else
                    bad_value("jpeg.progressive", v, "libjpeg, hybrid");
                }});
+  k.push_back({"executor.report_window",
+               "N  --folder only: at most N items read and not yet reported (reports go out in "
+               "input order; 0: the policy's, " +
+                   std::to_string(kReportWindowPerJob) + " a worker and at least " +
+                   std::to_string(kMinReportWindow) + ")",
+               [](Tune& t, const std::string& v) {
+                 t.report_window = std::size_t(number("executor.report_window", v, 0, 1 << 20));
+               }});
 }
 
 std::vector<Key> make_keys() {

@@ -176,7 +176,9 @@ struct Executor::Run {
   Run(Impl& impl, const std::vector<WorkItem>& it) : m(impl), items(it) {
     // Reports wait here until their turn (input order): a few hundred bytes each once their
     // image is written. The reading-order window is half of this.
-    max_items = std::size_t(std::max(256, 16 * m.jobs));
+    max_items = m.opt.report_window != 0
+                    ? std::max<std::size_t>(2, m.opt.report_window)
+                    : std::max(kMinReportWindow, kReportWindowPerJob * std::size_t(m.jobs));
     sum.max_inflight_bytes = m.opt.max_inflight_bytes;
     slots_free = m.jobs;
   }
