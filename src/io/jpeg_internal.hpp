@@ -143,6 +143,11 @@ bool open_stored(const std::uint8_t* data, std::size_t size, const std::string& 
 /// Samples right of a plane's width and below its height repeat the last column and row.
 void pad_plane(Plane* p);
 
+/// Whether EXIF orientation o shows the stored columns right to left (2, 3, 7, 8), and the
+/// stored rows bottom to top (3, 4, 6, 7); 5..8 also transpose (a stored row becomes a column).
+inline bool flips_stored_columns(int o) { return o == 2 || o == 3 || o == 7 || o == 8; }
+inline bool flips_stored_rows(int o) { return o == 3 || o == 4 || o == 6 || o == 7; }
+
 /// The w x h samples of `channels` bytes each at src (rows `src_stride` bytes apart), turned into
 /// display orientation `orientation` (EXIF 2..8: flips, and for 5..8 a transpose, so that the
 /// result is h x w) at dst (rows `dst_stride` bytes apart). The transposing orientations go tile

@@ -207,10 +207,8 @@ bool stored_ycbcr(const Info& info, int* h, int* v) {
 /// file takes the decoded-pixel route. A transpose alone (5) keeps every chroma sample on its
 /// luma samples, a part-covered last one included.
 bool orientable(int width, int height, int h, int v, int o) {
-  const bool flips_columns = o == 2 || o == 3 || o == 7 || o == 8;
-  const bool flips_rows = o == 3 || o == 4 || o == 6 || o == 7;
-  return width > 0 && height > 0 && (!flips_columns || width % h == 0) &&
-         (!flips_rows || height % v == 0);
+  return width > 0 && height > 0 && (!internal::flips_stored_columns(o) || width % h == 0) &&
+         (!internal::flips_stored_rows(o) || height % v == 0);
 }
 
 /// The planes of *p turned into display orientation o (2..8): each plane's visible samples

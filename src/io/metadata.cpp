@@ -91,18 +91,12 @@ bool set_exif_orientation(std::vector<std::uint8_t>& exif, int orientation) {
 namespace internal {
 namespace {
 
-/// The stored sample shown at (x, y) of the oriented image: (sx, sy) of the w x h stored one.
-inline void stored_at(int orientation, int w, int h, int x, int y, int* sx, int* sy) {
-  switch (orientation) {
-    case 2: *sx = w - 1 - x, *sy = y; break;
-    case 3: *sx = w - 1 - x, *sy = h - 1 - y; break;
-    case 4: *sx = x, *sy = h - 1 - y; break;
-    case 5: *sx = y, *sy = x; break;
-    case 6: *sx = y, *sy = h - 1 - x; break;
-    case 7: *sx = w - 1 - y, *sy = h - 1 - x; break;
-    case 8: *sx = w - 1 - y, *sy = x; break;
-    default: *sx = x, *sy = y; break;
-  }
+/// The stored sample shown at (x, y) of the image in orientation o (2..8): (sx, sy) of the
+/// w x h stored one.
+inline void stored_at(int o, int w, int h, int x, int y, int* sx, int* sy) {
+  const int tx = o >= 5 ? y : x, ty = o >= 5 ? x : y;
+  *sx = flips_stored_columns(o) ? w - 1 - tx : tx;
+  *sy = flips_stored_rows(o) ? h - 1 - ty : ty;
 }
 
 /// Output rows [y0, y1) x columns [x0, x1) of a transposing orientation (5..8), sample by sample:
@@ -110,7 +104,7 @@ inline void stored_at(int orientation, int w, int h, int x, int y, int* sx, int*
 template <int C>
 void turn_rows(const std::uint8_t* src, std::size_t ss, int w, int h, int o, std::uint8_t* dst,
                std::size_t ds, int y0, int y1, int x0, int x1) {
-  const int dir = o == 5 || o == 8 ? 1 : -1;
+  const int dir = flips_stored_rows(o) ? -1 : 1;
   for (int y = y0; y < y1; ++y) {
     std::uint8_t* d = dst + std::size_t(y) * ds;
     int sx = 0, sy = 0;
@@ -127,8 +121,8 @@ void turn_rows(const std::uint8_t* src, std::size_t ss, int w, int h, int o, std
 /// stored as an output row.
 void turn_block8(const std::uint8_t* src, std::size_t ss, int w, int h, int o, std::uint8_t* dst,
                  std::size_t ds, int bx, int by) {
-  const bool rows_up = o == 5 || o == 8;  // the source row of output column x: x, or h-1-x
-  const bool cols_up = o == 5 || o == 6;  // the source column of output row y: y, or w-1-y
+  const bool rows_up = !flips_stored_rows(o);     // the source row of output column x: x or h-1-x
+  const bool cols_up = !flips_stored_columns(o);  // the source column of output row y: y or w-1-y
   const int c0 = cols_up ? by : w - 8 - by;
   __m128i r[8];
   for (int i = 0; i < 8; ++i) {
@@ -156,9 +150,9 @@ void orient_fixed(const std::uint8_t* src, std::size_t ss, int w, int h, int o, 
                   std::size_t ds) {
   if (o < 5) {  // flips: whole rows, reversed when the columns flip
     for (int y = 0; y < h; ++y) {
-      const std::uint8_t* s = src + std::size_t(o == 3 || o == 4 ? h - 1 - y : y) * ss;
+      const std::uint8_t* s = src + std::size_t(flips_stored_rows(o) ? h - 1 - y : y) * ss;
       std::uint8_t* d = dst + std::size_t(y) * ds;
-      if (o == 4) {
+      if (!flips_stored_columns(o)) {
         std::memcpy(d, s, std::size_t(w) * C);
         continue;
       }
