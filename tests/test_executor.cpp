@@ -714,8 +714,9 @@ TEST_F(ExecutorTest, CancelStopsStartingFilesAndTheNextRunStartsAfresh) {
 }
 
 TEST_F(ExecutorTest, ManyItemsOfMixedSizesReportInInputOrder) {
-  // More items than the report window (64), of different sizes: the reader takes the largest
-  // first within windows; every report must still come in input order, and nothing deadlocks.
+  // More items than the report window (16 here; the policy's is larger than this test's
+  // items), of different sizes: the reader takes the largest first within windows of 8; every
+  // report must still come in input order, and nothing deadlocks.
   std::vector<WorkItem> its;
   for (int k = 0; k < 15; ++k)
     for (const auto& n : names_) {
@@ -728,6 +729,7 @@ TEST_F(ExecutorTest, ManyItemsOfMixedSizesReportInInputOrder) {
   ExecutorOptions o;
   o.op.equalize.backend = Backend::cpu;
   o.jobs = 2;
+  o.report_window = 16;
   Executor ex(o);
   std::size_t next = 0;
   const BatchSummary s = ex.run(its, [&](const ItemReport& r) {
