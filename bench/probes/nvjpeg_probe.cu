@@ -32,6 +32,7 @@
 #include <dirent.h>
 #include <nvjpeg.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -150,7 +151,10 @@ __global__ void apply_lut(unsigned char* y, std::size_t n, const unsigned char* 
 /// each encoded, 8 pinned and 8 device buffers of 44 MB): prints CLOCK_MONOTONIC in ns just
 /// before it ends, so that the caller (same machine, same clock) can time the rest. MODE: _exit
 /// (std::_Exit), free (everything destroyed, then _Exit), return (return from main: atexit
-/// handlers and the runtime's teardown). FILE: a JPEG the hardware decoder takes.
+/// handlers and the runtime's teardown), handoff (a child process that inherits the driver's
+/// descriptors and closes the others waits for this one to end, then ends itself: the driver's
+/// teardown runs on the last close, in the child, after the caller has this process's status).
+/// FILE: a JPEG the hardware decoder takes.
 int exit_probe(const std::string& mode, const std::string& file) {
   std::ifstream f(file, std::ios::binary);
   std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(f)), {});
@@ -208,6 +212,29 @@ int exit_probe(const std::string& mode, const std::string& file) {
   std::printf("%lld\n", (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
   std::fflush(stdout);
   if (mode == "return") return 0;
+  if (mode == "handoff") {
+    int fds[2];
+    if (pipe(fds) == 0) {
+      const pid_t pid = fork();
+      if (pid == 0) {
+        // Every descriptor but the pipe's read end and the driver's (/dev/nvidia*) closed: the
+        // caller's pipes see their end when the parent ends.
+        for (int fd = 0; fd < 1024; ++fd) {
+          if (fd == fds[0]) continue;
+          char link[64], target[256];
+          std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+          const ssize_t n = readlink(link, target, sizeof target - 1);
+          if (n < 0) continue;
+          target[n] = 0;
+          if (std::strncmp(target, "/dev/nvidia", 11) != 0) close(fd);
+        }
+        char c;
+        while (read(fds[0], &c, 1) > 0) {
+        }
+        _exit(0);
+      }
+    }
+  }
   std::_Exit(0);
 }
 

@@ -1,0 +1,114 @@
+"""How the histeq command ends after using a GPU: with the NVIDIA driver's files open, a child
+process takes their teardown over (src/cli/main.cpp, hand_off_driver_teardown), so that the
+caller gets the status without waiting for it. The driver's file is played here by a FIFO under
+/dev named like one (root can make it; the tests skip otherwise), and this process becomes the
+child subreaper, so that the child, orphaned when histeq ends, is this process's to reap."""
+
+import ctypes
+import os
+import select
+import subprocess
+import time
+
+import pytest
+
+import histeq
+from conftest import rng_image
+from test_files import _cli
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _subreaper(on):
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+        pytest.skip("prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+@pytest.fixture
+def driver_file():
+    """A FIFO named like a driver file: (read end, write end), this process a subreaper."""
+    path = f"/dev/nvidia-histeq-test-{os.getpid()}"
+    try:
+        os.mkfifo(path, 0o600)
+    except OSError as e:
+        pytest.skip(f"cannot make {path} ({e.strerror}): the test needs a writable /dev")
+    r = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    w = os.open(path, os.O_WRONLY)
+    _subreaper(True)
+    try:
+        yield r, w
+    finally:
+        _subreaper(False)
+        os.close(r)
+        try:
+            os.close(w)
+        except OSError:
+            pass
+        os.unlink(path)
+
+
+def _reap(timeout=20.0):
+    """The (pid, status) of the next child of this process that ends, or None at the timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if pid:
+            return pid, status
+        time.sleep(0.01)
+    return None
+
+
+def _run(cli, args, fds=()):
+    return subprocess.run([cli, *args], pass_fds=fds, capture_output=True, text=True, timeout=120)
+
+
+def _image(tmp_path):
+    src = tmp_path / "in.png"
+    histeq.save_image(src, rng_image((40, 50, 3), seed=3, high=120))
+    return src
+
+
+def test_with_the_driver_open_a_child_ends_after_the_run(tmp_path, driver_file):
+    cli = _cli()
+    r, w = driver_file
+    src = _image(tmp_path)
+    out = tmp_path / "out.png"
+    p = _run(cli, ["equalize", str(src), "-o", str(out), "--backend", "cpu"], fds=(w,))
+    os.close(w)
+    assert p.returncode == 0, p.stderr
+    assert str(out) in p.stdout  # the report whole: the child closed its copy of the pipes
+    assert out.is_file()
+    assert histeq.load_image(out).shape == (40, 50, 3)
+    reaped = _reap()
+    assert reaped is not None, "no child took the driver's teardown over, or it never ended"
+    assert os.WIFEXITED(reaped[1]) and os.WEXITSTATUS(reaped[1]) == 0
+    # Every holder of the driver's file has closed it: the FIFO reads its end.
+    ready, _, _ = select.select([r], [], [], 10)
+    assert ready and os.read(r, 1) == b""
+
+
+def test_with_the_driver_open_a_failure_keeps_its_status(tmp_path, driver_file):
+    cli = _cli()
+    _, w = driver_file
+    p = _run(cli, ["equalize", str(tmp_path / "missing.png"), "-o", str(tmp_path / "o.png")],
+             fds=(w,))
+    os.close(w)
+    assert p.returncode == 1
+    assert "missing.png" in p.stderr
+    assert _reap() is not None
+
+
+def test_without_the_driver_no_child_is_made(tmp_path):
+    cli = _cli()
+    src = _image(tmp_path)
+    _subreaper(True)
+    try:
+        p = _run(cli, ["equalize", str(src), "-o", str(tmp_path / "out.png"), "--backend", "cpu"])
+        assert p.returncode == 0, p.stderr
+        assert _reap(timeout=0.5) is None
+    finally:
+        _subreaper(False)
