@@ -215,7 +215,7 @@ int exit_probe(const std::string& mode, const std::string& file) {
   if (mode == "handoff") {
     int fds[2];
     if (pipe(fds) == 0) {
-      const pid_t pid = fork();
+      const pid_t pid = _Fork();  // as histeq (src/cli/main.cpp): no atfork handlers
       if (pid == 0) {
         // Every descriptor but the pipe's read end and the driver's (/dev/nvidia*) closed: the
         // caller's pipes see their end when the parent ends.

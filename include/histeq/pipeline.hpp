@@ -21,6 +21,10 @@ bool cuda_available(std::string* why = nullptr);
 /// runs this build's code.
 int cuda_device_count();
 
+/// Whether a visible CUDA device is in the exclusive-process compute mode (one context on it at
+/// a time, across processes); false without a driver or a device.
+bool cuda_exclusive_process_device();
+
 /// Resolves Backend::automatic; Backend::cuda without a usable device throws Error naming the
 /// cause. Prints nothing (the CLI says once that it falls back to the CPU).
 Backend resolve_backend(Backend requested, std::string* why_cpu = nullptr);

@@ -50,6 +50,7 @@ enum cudaDeviceAttr : int {
   cudaDevAttrMaxSharedMemoryPerMultiprocessor = 81,
   cudaDevAttrCooperativeLaunch = 95,
   cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
+  cudaDevAttrComputeMode = 20,
 };
 
 struct cudaPointerAttributes {

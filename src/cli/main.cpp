@@ -4,8 +4,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -18,19 +20,22 @@
 #include "cli/cli.hpp"
 #include "histeq/error.hpp"
 #include "histeq/image_io.hpp"
+#include "histeq/pipeline.hpp"
 
 namespace {
 
-/// Ending a process that holds a CUDA context costs the driver's teardown, 0.18-0.20 s on the
-/// H200 machine even with std::_Exit (bench/probes/nvjpeg_probe.cu, --exit), and the caller waits
-/// for it although every output is written. With the driver's files open, a child process takes
-/// their teardown over: it inherits the descriptors, closes every other one (the caller's pipes
-/// see their end with this process), waits until this process has ended, and ends itself, so
-/// that the last close (the teardown) is the child's, after the caller has the status. Nothing
-/// happens when the driver's files are not open (no device was used) or fork fails.
+/// Ending a process that holds a CUDA context costs the driver's teardown, 0.17-0.23 s on the
+/// H100 and H200 machines even with std::_Exit (bench/probes/nvjpeg_probe.cu, --exit), and the
+/// caller waits for it although every output is written. With the driver's files open, a child
+/// process takes their teardown over: it inherits the descriptors, closes every other one (the
+/// caller's pipes see their end with this process), waits until this process has ended, and
+/// ends itself, so that the last close (the teardown, and the release of this process's memory,
+/// which the driver holds until then) is the child's, after the caller has the status. Nothing
+/// happens when the driver's files are not open (no device was used), when a device is in the
+/// exclusive-process compute mode (the next process could not make a context until the child
+/// ends), or when fork fails. The fork copies the page tables (about 15 ms a GB in use).
 void hand_off_driver_teardown() {
-  std::vector<int> others;  // the descriptors the child closes
-  bool driver = false;
+  std::vector<unsigned> keep;  // the driver's descriptors and the pipe's read end, ascending
   if (DIR* dir = ::opendir("/proc/self/fd")) {
     const int own = ::dirfd(dir);
     while (const dirent* e = ::readdir(dir)) {
@@ -40,15 +45,20 @@ void hand_off_driver_teardown() {
       char target[64];
       const std::string link = std::string("/proc/self/fd/") + e->d_name;
       const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
-      const bool nv = n >= 11 && std::string(target, 11) == "/dev/nvidia";
-      driver = driver || nv;
-      if (!nv) others.push_back(fd);
+      if (n >= 11 && std::string(target, 11) == "/dev/nvidia") keep.push_back(unsigned(fd));
     }
     ::closedir(dir);
   }
-  if (!driver) return;
+  if (keep.empty() || histeq::cuda_exclusive_process_device()) return;
+  rlimit files{};
+  const unsigned last_fd =
+      ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
+          ? unsigned(std::min<rlim_t>(files.rlim_cur, rlim_t(1) << 20)) - 1
+          : (1u << 20) - 1;
   int ended[2];
-  if (::pipe(ended) != 0) return;
+  if (::pipe2(ended, O_CLOEXEC) != 0) return;
+  keep.push_back(unsigned(ended[0]));
+  std::sort(keep.begin(), keep.end());
   // _Fork: no atfork handlers (the CUDA driver's would take its locks, which a thread still
   // making a handle may hold); the child makes async-signal-safe calls alone.
   const pid_t pid = ::_Fork();
@@ -58,9 +68,20 @@ void hand_off_driver_teardown() {
   }
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::sigaction(sig, &dfl, nullptr);
-  for (int fd : others) ::close(fd);
-  ::close(ended[1]);
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);  // no cleanup handler
+  const auto close_between = [last_fd](unsigned from, unsigned to) {
+    if (from > to) return;
+    if (::close_range(from, to, 0) == 0) return;
+    for (unsigned fd = from; fd <= std::min(to, last_fd); ++fd) ::close(int(fd));
+  };
+  unsigned from = 0;
+  for (unsigned fd : keep) {
+    if (fd > from) close_between(from, fd - 1);
+    from = fd + 1;
+  }
+  close_between(from, ~0u);
+  if (::chdir("/") != 0) {  // the working folder not held either (best effort)
+  }
   char c;
   while (::read(ended[0], &c, 1) < 0 && errno == EINTR) {  // 0 (EOF): the parent has ended
   }

@@ -92,6 +92,19 @@ int cuda_device_count() {
   return count;
 }
 
+bool cuda_exclusive_process_device() {
+  const int count = cuda_device_count();
+  for (int d = 0; d < count; ++d) {
+    int mode = 0;
+    if (cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, d) != cudaSuccess) {
+      cudaGetLastError();
+      continue;
+    }
+    if (mode == 3) return true;  // cudaComputeModeExclusiveProcess
+  }
+  return false;
+}
+
 bool cuda_available(std::string* why) {
   try {
     int count = 0;

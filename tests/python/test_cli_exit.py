@@ -29,13 +29,14 @@ def _subreaper(on):
 def driver_file():
     """A FIFO named like a driver file: (read end, write end), this process a subreaper."""
     path = f"/dev/nvidia-histeq-test-{os.getpid()}"
+    _subreaper(True)
     try:
         os.mkfifo(path, 0o600)
     except OSError as e:
+        _subreaper(False)
         pytest.skip(f"cannot make {path} ({e.strerror}): the test needs a writable /dev")
     r = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     w = os.open(path, os.O_WRONLY)
-    _subreaper(True)
     try:
         yield r, w
     finally:
@@ -48,22 +49,43 @@ def driver_file():
         os.unlink(path)
 
 
-def _reap(timeout=20.0):
-    """The (pid, status) of the next child of this process that ends, or None at the timeout."""
+def _children():
+    """The pids whose parent is this process (an orphan of a subreaper's child included)."""
+    me, found = os.getpid(), set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+            found.add(int(d))
+    return found
+
+
+def _reap_new(before, not_pid, timeout=20.0):
+    """(pid, status) of a child of this process that was not one before and is not not_pid, once
+    it has ended; None if none ends within the timeout."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return None
-        if pid:
-            return pid, status
+        for pid in sorted(_children() - before - {not_pid}):
+            got, status = os.waitpid(pid, os.WNOHANG)
+            if got:
+                return got, status
         time.sleep(0.01)
     return None
 
 
 def _run(cli, args, fds=()):
-    return subprocess.run([cli, *args], pass_fds=fds, capture_output=True, text=True, timeout=120)
+    """Runs histeq to its end (status and pipes' end); also the children this process had
+    before, and histeq's pid."""
+    before = _children()
+    p = subprocess.Popen([cli, *args], pass_fds=fds, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    out, err = p.communicate(timeout=120)
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err), before, p.pid
 
 
 def _image(tmp_path):
@@ -77,13 +99,14 @@ def test_with_the_driver_open_a_child_ends_after_the_run(tmp_path, driver_file):
     r, w = driver_file
     src = _image(tmp_path)
     out = tmp_path / "out.png"
-    p = _run(cli, ["equalize", str(src), "-o", str(out), "--backend", "cpu"], fds=(w,))
+    p, before, pid = _run(cli, ["equalize", str(src), "-o", str(out), "--backend", "cpu"],
+                          fds=(w,))
     os.close(w)
     assert p.returncode == 0, p.stderr
     assert str(out) in p.stdout  # the report whole: the child closed its copy of the pipes
     assert out.is_file()
     assert histeq.load_image(out).shape == (40, 50, 3)
-    reaped = _reap()
+    reaped = _reap_new(before, pid)
     assert reaped is not None, "no child took the driver's teardown over, or it never ended"
     assert os.WIFEXITED(reaped[1]) and os.WEXITSTATUS(reaped[1]) == 0
     # Every holder of the driver's file has closed it: the FIFO reads its end.
@@ -94,12 +117,12 @@ def test_with_the_driver_open_a_child_ends_after_the_run(tmp_path, driver_file):
 def test_with_the_driver_open_a_failure_keeps_its_status(tmp_path, driver_file):
     cli = _cli()
     _, w = driver_file
-    p = _run(cli, ["equalize", str(tmp_path / "missing.png"), "-o", str(tmp_path / "o.png")],
-             fds=(w,))
+    p, before, pid = _run(
+        cli, ["equalize", str(tmp_path / "missing.png"), "-o", str(tmp_path / "o.png")], fds=(w,))
     os.close(w)
     assert p.returncode == 1
     assert "missing.png" in p.stderr
-    assert _reap() is not None
+    assert _reap_new(before, pid) is not None
 
 
 def test_without_the_driver_no_child_is_made(tmp_path):
@@ -107,8 +130,9 @@ def test_without_the_driver_no_child_is_made(tmp_path):
     src = _image(tmp_path)
     _subreaper(True)
     try:
-        p = _run(cli, ["equalize", str(src), "-o", str(tmp_path / "out.png"), "--backend", "cpu"])
+        p, before, pid = _run(
+            cli, ["equalize", str(src), "-o", str(tmp_path / "out.png"), "--backend", "cpu"])
         assert p.returncode == 0, p.stderr
-        assert _reap(timeout=0.5) is None
+        assert _reap_new(before, pid, timeout=0.5) is None
     finally:
         _subreaper(False)
