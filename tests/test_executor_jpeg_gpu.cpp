@@ -160,6 +160,12 @@ TEST_F(ExecutorJpeg, GpuRouteWritesTheSingleFileGpuBytes) {
     std::size_t counted = 0;
     for (const auto& [name, n] : s.decoders) counted += n;
     EXPECT_EQ(counted, its.size() - s.failures);
+    // The route's share and when it delivered: its first and last file done, within the run.
+    EXPECT_EQ(s.device.files, its.size() - s.failures);
+    EXPECT_GT(s.device.batches, 0u);
+    EXPECT_GT(s.device.first_done_ms, 0.0);
+    EXPECT_LE(s.device.first_done_ms, s.device.last_done_ms);
+    EXPECT_LE(s.device.last_done_ms, s.wall_s * 1000.0);
   }
 }
 

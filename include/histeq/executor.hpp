@@ -168,6 +168,10 @@ struct BatchSummary {
   struct DeviceRoute {
     std::size_t batches = 0, files = 0;
     double megapixels = 0, decode_ms = 0, encode_ms = 0;
+    /// Milliseconds from the start of run() to the first and the last file the device route
+    /// handed back done (0: none): when it started to deliver, and how long after that it
+    /// worked.
+    double first_done_ms = 0, last_done_ms = 0;
   };
   DeviceRoute device;
   /// Milliseconds from the start of run() to the first item that succeeded (0: none did).

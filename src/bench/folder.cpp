@@ -142,7 +142,9 @@ void write_report(std::ostream& out, const Options& opt, const BatchSummary& s, 
     line("device_work") << s.device.batches << " batches, " << s.device.files << " files, "
                         << fmt(s.device.megapixels, 1) << " MP; decode "
                         << fmt(s.device.decode_ms, 1) << " ms, equalize+encode "
-                        << fmt(s.device.encode_ms, 1) << " ms (its slots, summed)\n";
+                        << fmt(s.device.encode_ms, 1) << " ms (its slots, summed); done from "
+                        << fmt(s.device.first_done_ms, 1) << " to " << fmt(s.device.last_done_ms, 1)
+                        << " ms\n";
   for (const auto& [route, share] : s.routes)
     line("route") << route << ' ' << share.files << " files " << fmt(share.megapixels, 3)
                   << " MP\n";

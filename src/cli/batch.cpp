@@ -199,7 +199,8 @@ void print_batch_timing(std::ostream& tout, const BatchSummary& sum, int jobs) {
     tout << "device route: " << sum.device.files << " files (" << num(sum.device.megapixels, 1)
          << " MP) in " << sum.device.batches << " batches; its slots spent "
          << num(sum.device.decode_ms) << " ms decoding and " << num(sum.device.encode_ms)
-         << " ms equalizing and encoding (summed)\n";
+         << " ms equalizing and encoding (summed); its files done from "
+         << num(sum.device.first_done_ms) << " to " << num(sum.device.last_done_ms) << " ms\n";
   tout << "routes:";
   for (const auto& [route, share] : sum.routes)
     tout << ' ' << route << ' ' << plural(share.files, "file") << " (" << num(share.megapixels, 1)

@@ -164,7 +164,9 @@ Json batch_summary_json(const BatchSummary& sum, int jobs) {
                                     {"files", sum.device.files},
                                     {"megapixels", ms3(sum.device.megapixels)},
                                     {"decode_ms", ms3(sum.device.decode_ms)},
-                                    {"encode_ms", ms3(sum.device.encode_ms)}};
+                                    {"encode_ms", ms3(sum.device.encode_ms)},
+                                    {"first_done_ms", ms3(sum.device.first_done_ms)},
+                                    {"last_done_ms", ms3(sum.device.last_done_ms)}};
   return s;
 }
 

@@ -250,7 +250,7 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
   for (auto& t : writers) t.join();
   BatchSummary sum = std::move(r.sum);
   sum.wall_s = std::chrono::duration<double>(Clock::now() - r.t_run).count();
-  if (r.dev) {
+  if (r.dev) {  // (first_done_ms, last_done_ms: set by device_done)
     const detail::JpegDevices::Stats now = r.dev->stats();
     sum.device.batches = now.batches - r.stats_before.batches;
     sum.device.files = now.files - r.stats_before.files;

@@ -40,6 +40,10 @@ void Executor::Run::device_done(detail::DeviceJob* job) {
   on_device.erase(raw);
   using S = detail::DeviceJob::Status;
   const bool cpu_may = !m.device_must;
+  if (job->status == S::done) {
+    sum.device.last_done_ms = ms_since(t_run);
+    if (sum.device.first_done_ms == 0) sum.device.first_done_ms = sum.device.last_done_ms;
+  }
   if (job->status == S::done && !job->encoded.empty()) {
     // (what a CPU worker decoded, split_to_device named jpeg-planes; the slot's own decodes,
     // hybrid ones of the pixels kind included, are the device route's)
