@@ -172,6 +172,10 @@ struct BatchSummary {
     /// handed back done (0: none): when it started to deliver, and how long after that it
     /// worked.
     double first_done_ms = 0, last_done_ms = 0;
+    /// Host ms since the route started (it serves later runs too): its slots' states
+    /// (streams, encoders, hardware decode states, made before it is ready) and the slowest
+    /// slot's first batch (decode; equalize + encode).
+    double slot_start_ms = 0, first_decode_ms = 0, first_encode_ms = 0;
   };
   DeviceRoute device;
   /// Milliseconds from the start of run() to the first item that succeeded (0: none did).

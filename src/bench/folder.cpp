@@ -145,6 +145,11 @@ void write_report(std::ostream& out, const Options& opt, const BatchSummary& s, 
                         << fmt(s.device.encode_ms, 1) << " ms (its slots, summed); done from "
                         << fmt(s.device.first_done_ms, 1) << " to " << fmt(s.device.last_done_ms, 1)
                         << " ms\n";
+  if (s.device.batches > 0)
+    line("device_slots") << "states " << fmt(s.device.slot_start_ms, 1)
+                         << " ms (before ready), first batch: decode "
+                         << fmt(s.device.first_decode_ms, 1) << " ms, equalize+encode "
+                         << fmt(s.device.first_encode_ms, 1) << " ms (the slowest slot)\n";
   for (const auto& [route, share] : s.routes)
     line("route") << route << ' ' << share.files << " files " << fmt(share.megapixels, 3)
                   << " MP\n";

@@ -257,6 +257,9 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
     sum.device.megapixels = now.megapixels - r.stats_before.megapixels;
     sum.device.decode_ms = now.decode_ms - r.stats_before.decode_ms;
     sum.device.encode_ms = now.encode_ms - r.stats_before.encode_ms;
+    sum.device.slot_start_ms = now.slot_start_ms;
+    sum.device.first_decode_ms = now.first_decode_ms;
+    sum.device.first_encode_ms = now.first_encode_ms;
     sum.device_init_ms = r.dev->ready_ms();
     sum.nvjpeg_init_ms = r.dev->handles_ms();
     if (r.dev->state() == detail::JpegDevices::State::failed)

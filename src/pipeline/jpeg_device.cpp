@@ -103,9 +103,15 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     hybrids.push_back(std::move(d));
   }
 
-  /// Makes device `dev`'s context and handles, then starts its slots.
+  /// Makes device `dev`'s context and handles and its slots' states, then starts its slots.
+  /// The slots' hardware decode states are made here, before the route is ready: nvJPEG makes
+  /// states one at a time (about 0.1-0.17 s each on the H100 machine, beside busy CPU workers),
+  /// and the CPU workers' hybrid decoders, leased once the route is ready, make theirs too;
+  /// made by the slot threads after that, the last slot's waited behind them, 2.4-2.5 s on the
+  /// 10 GP folder, during which the device did nothing (bench/results/h100/e2e/slots.txt).
   void init_device(int dev, int slots) {
     std::shared_ptr<gpu::JpegHandles> h;
+    std::vector<std::shared_ptr<SlotState>> made;
     std::string err;
     try {
       prefer_blocking_sync(dev);
@@ -113,8 +119,17 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       HISTEQ_CUDA_CHECK(cudaFree(nullptr));  // the context
       const auto th = Clock::now();
       h = gpu::make_jpeg_handles(dev);
+      const auto ts = Clock::now();
+      gpu::JpegCodecOptions jo;
+      jo.max_pixels = opt.max_pixels;
+      for (int k = 0; k < slots; ++k) {
+        auto s = std::make_shared<SlotState>(jo, h);
+        s->codec.hardware_available();  // the decode state now, not in the first batch
+        made.push_back(std::move(s));
+      }
       std::lock_guard<std::mutex> lock(mu);
-      handles_ms = std::max(handles_ms, ms_between(th, Clock::now()));
+      handles_ms = std::max(handles_ms, ms_between(th, ts));
+      st_totals.slot_start_ms = std::max(st_totals.slot_start_ms, ms_between(ts, Clock::now()));
     } catch (const std::exception& e) {
       err = e.what();
     }
@@ -127,9 +142,9 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
         if (st != State::ready) ready_ms = ms_between(t0, Clock::now());
         st = State::ready;
         if (!stop)
-          for (int k = 0; k < slots; ++k) {
+          for (auto& s : made) {
             auto self = shared_from_this();
-            slot_threads.emplace_back([self, dev, h] { self->slot_loop(dev, h); });
+            slot_threads.emplace_back([self, dev, s] { self->slot_loop(dev, s); });
           }
       } else if (st != State::ready && devices_pending == 0) {
         st = State::failed;
@@ -218,16 +233,12 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     if (first) std::rethrow_exception(first);
   }
 
-  void slot_loop(int dev, std::shared_ptr<gpu::JpegHandles> h) {
-    std::unique_ptr<SlotState> s;
+  void slot_loop(int dev, const std::shared_ptr<SlotState>& s) {
     std::vector<DeviceJob*> b;
+    bool first = true;
     try {
       HISTEQ_CUDA_CHECK(cudaSetDevice(dev));
-      gpu::JpegCodecOptions jo;
-      jo.max_pixels = opt.max_pixels;
-      s = std::make_unique<SlotState>(jo, std::move(h));
       SlotBatches run(opt, plane_reference);
-      s->codec.hardware_available();  // the decode state now, not in the first batch
       // Matching's reference on the slot's stream, ahead of its batches (the histogram lives
       // as long as the route).
       if (plane_reference) {
@@ -247,6 +258,12 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
           run.run_planes(*s, b, &dec_ms, &enc_ms);
         else
           run.run_pixels(*s, b, &dec_ms, &enc_ms);
+        if (first) {
+          first = false;
+          std::lock_guard<std::mutex> lock(mu);
+          st_totals.first_decode_ms = std::max(st_totals.first_decode_ms, dec_ms);
+          st_totals.first_encode_ms = std::max(st_totals.first_encode_ms, enc_ms);
+        }
         const std::vector<DeviceJob*> ran = std::move(b);
         b.clear();  // handed over by finished(): not fail_all's to hand back
         finished(ran, dec_ms, enc_ms);

@@ -123,6 +123,10 @@ class JpegDevices {
     std::size_t batches = 0, files = 0;
     double megapixels = 0;
     double decode_ms = 0, encode_ms = 0;  ///< host wall time in decode / equalize + encode, summed
+    /// Host ms: the slots' states (streams, encoders, hardware decode states; made one after
+    /// another before the route is ready), and the slowest slot's first batch (decode;
+    /// equalize + encode): what the route costs before it runs at its rate.
+    double slot_start_ms = 0, first_decode_ms = 0, first_encode_ms = 0;
   };
   Stats stats() const;
 
