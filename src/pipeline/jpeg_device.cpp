@@ -105,10 +105,12 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
 
   /// Makes device `dev`'s context and handles and its slots' states, then starts its slots.
   /// The slots' hardware decode states are made here, before the route is ready: nvJPEG makes
-  /// states one at a time (about 0.1-0.17 s each on the H100 machine, beside busy CPU workers),
-  /// and the CPU workers' hybrid decoders, leased once the route is ready, make theirs too;
-  /// made by the slot threads after that, the last slot's waited behind them, 2.4-2.5 s on the
-  /// 10 GP folder, during which the device did nothing (bench/results/h100/e2e/slots.txt).
+  /// states one at a time (0.2-0.25 s each on the H100 machine beside 16 busy CPU workers), and
+  /// the CPU workers' hybrid decoders, leased once the route is ready, make theirs too. Made by
+  /// the slot threads after that, the last slot's waited behind them (2.4-2.5 s on the 10 GP
+  /// folder); made here, the three take 0.6-0.75 s before ready, and the slowest first batch's
+  /// equalize + encode takes 2.0-2.3 s instead: the device still delivers its first file 2.6-3.9
+  /// s into that run (bench/results/h100/e2e/slots.txt).
   void init_device(int dev, int slots) {
     std::shared_ptr<gpu::JpegHandles> h;
     std::vector<std::shared_ptr<SlotState>> made;
