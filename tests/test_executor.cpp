@@ -412,6 +412,22 @@ TEST_F(ExecutorTest, TheDeviceStartRuleIsValidated) {
   }
 }
 
+// The count of hybrid decoders: >= 0 (0: the policy's).
+TEST_F(ExecutorTest, TheHybridDecoderCountIsValidated) {
+  ExecutorOptions o;
+  o.hybrid_decoders = -1;
+  try {
+    Executor ex(o);
+    ADD_FAILURE() << "accepted -1";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("hybrid decoders"), std::string::npos) << e.what();
+  }
+  for (const int good : {0, 1, 8}) {
+    o.hybrid_decoders = good;
+    EXPECT_NO_THROW(Executor{o}) << good;
+  }
+}
+
 // The rule weighs the run's JPEGs (from their headers) against the CPU workers at the router's
 // assumed rate: one JPEG of W x H pixels with one worker starts the device route (backend auto,
 // decoder auto) under W*H/1e6 / kCpuMpPerWorker seconds, and not from there; 0 starts it for

@@ -240,58 +240,65 @@ TEST(HybridRoute, ProgressiveFilesThroughTheHybridDecoderStayWithinTheCpuPlanesR
         .write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
     inputs.push_back(p.string());
   }
-  ExecutorOptions o;  // the defaults' route: automatic, the device route started at once
-  o.jobs = 4;
-  o.device_start_cpu_s = 0;
-  o.progressive_hybrid = true;
-  Executor ex(o);
-  // The device route starts with the executor's earliest run() and comes up in the background: runs
-  // repeat (each writing every output) until the progressive files went through the hybrid decoder.
-  bool hybrid = false;
-  for (int attempt = 0; attempt < 20 && !hybrid; ++attempt) {
-    const fs::path out = dir / ("out" + std::to_string(attempt));
-    fs::create_directories(out);
-    std::vector<WorkItem> items;
-    for (const std::string& in : inputs) {
-      WorkItem w;
-      w.input = in;
-      w.output = (out / fs::path(in).filename()).string();
-      items.push_back(w);
+  // The policy's decoders (one for each worker that asks), and two made on the route's thread
+  // (ExecutorOptions::hybrid_decoders).
+  for (const int count : {0, 2}) {
+    SCOPED_TRACE("hybrid_decoders " + std::to_string(count));
+    ExecutorOptions o;  // the defaults' route: automatic, the device route started at once
+    o.jobs = 4;
+    o.device_start_cpu_s = 0;
+    o.progressive_hybrid = true;
+    o.hybrid_decoders = count;
+    Executor ex(o);
+    // The device route starts with the executor's earliest run() and comes up in the background:
+    // runs repeat (each writing every output) until the progressive files went through the hybrid
+    // decoder.
+    bool hybrid = false;
+    for (int attempt = 0; attempt < 20 && !hybrid; ++attempt) {
+      const fs::path out = dir / ("out" + std::to_string(count) + "-" + std::to_string(attempt));
+      fs::create_directories(out);
+      std::vector<WorkItem> items;
+      for (const std::string& in : inputs) {
+        WorkItem w;
+        w.input = in;
+        w.output = (out / fs::path(in).filename()).string();
+        items.push_back(w);
+      }
+      std::vector<ItemReport> reps;
+      ex.run(items, [&](const ItemReport& r) { reps.push_back(r); });
+      ASSERT_EQ(reps.size(), items.size());
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        const ItemReport& r = reps[i];
+        ASSERT_TRUE(r.ok) << r.input << ": " << r.error;
+        if (r.decoder != "nvjpeg-hybrid") continue;
+        hybrid = true;
+        EXPECT_EQ(r.route, "jpeg-planes");
+        EXPECT_EQ(r.encoder, "nvjpeg");
+        // Against the CPU planes route's output (libjpeg-turbo's planes and encoder): the same
+        // size, pixels within a level or two on average (two decoders and two encoders apart).
+        const auto in = read_bytes(items[i].input);
+        EqualizeOptions cpu;
+        cpu.backend = Backend::cpu;
+        std::vector<std::uint8_t> want;
+        ASSERT_TRUE(equalize_jpeg_planes(in.data(), in.size(), items[i].input, cpu,
+                                         {95, jpeg::Subsampling::s420}, kDefaultMaxPixels, &want,
+                                         nullptr, nullptr, nullptr));
+        const auto got = read_bytes(items[i].output);
+        const Image a = decode_image(got.data(), got.size(), items[i].output);
+        const Image b = decode_image(want.data(), want.size(), "want.jpg");
+        ASSERT_EQ(a.width, b.width);
+        ASSERT_EQ(a.height, b.height);
+        ASSERT_EQ(a.channels, b.channels);
+        double sum = 0;
+        for (std::size_t k = 0; k < a.pixels.size(); ++k)
+          sum += std::abs(int(a.pixels[k]) - int(b.pixels[k]));
+        EXPECT_LT(sum / double(a.pixels.size()), 1.5) << items[i].input;
+      }
+      if (!hybrid) std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
-    std::vector<ItemReport> reps;
-    ex.run(items, [&](const ItemReport& r) { reps.push_back(r); });
-    ASSERT_EQ(reps.size(), items.size());
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      const ItemReport& r = reps[i];
-      ASSERT_TRUE(r.ok) << r.input << ": " << r.error;
-      if (r.decoder != "nvjpeg-hybrid") continue;
-      hybrid = true;
-      EXPECT_EQ(r.route, "jpeg-planes");
-      EXPECT_EQ(r.encoder, "nvjpeg");
-      // Against the CPU planes route's output (libjpeg-turbo's planes and encoder): the same
-      // size, pixels within a level or two on average (two decoders and two encoders apart).
-      const auto in = read_bytes(items[i].input);
-      EqualizeOptions cpu;
-      cpu.backend = Backend::cpu;
-      std::vector<std::uint8_t> want;
-      ASSERT_TRUE(equalize_jpeg_planes(in.data(), in.size(), items[i].input, cpu,
-                                       {95, jpeg::Subsampling::s420}, kDefaultMaxPixels, &want,
-                                       nullptr, nullptr, nullptr));
-      const auto got = read_bytes(items[i].output);
-      const Image a = decode_image(got.data(), got.size(), items[i].output);
-      const Image b = decode_image(want.data(), want.size(), "want.jpg");
-      ASSERT_EQ(a.width, b.width);
-      ASSERT_EQ(a.height, b.height);
-      ASSERT_EQ(a.channels, b.channels);
-      double sum = 0;
-      for (std::size_t k = 0; k < a.pixels.size(); ++k)
-        sum += std::abs(int(a.pixels[k]) - int(b.pixels[k]));
-      EXPECT_LT(sum / double(a.pixels.size()), 1.5) << items[i].input;
-    }
-    if (!hybrid) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    EXPECT_TRUE(hybrid) << "the device route never took a progressive file through the hybrid "
+                           "decoder";
   }
-  EXPECT_TRUE(hybrid) << "the device route never took a progressive file through the hybrid "
-                         "decoder";
   std::error_code ec;
   fs::remove_all(dir, ec);
 }

@@ -127,6 +127,13 @@ struct ExecutorOptions {
   /// 6.9-7.0 s (H100 machine, in turns; docs/benchmarks.md). `histeq bench --folder --tune
   /// jpeg.progressive=libjpeg` measures it (bench/probes/hybrid_probe.cu: the decoder alone).
   bool progressive_hybrid = true;
+  /// The hybrid decoders (progressive_hybrid): 0, the policy's, one for each CPU worker that
+  /// asks, the first made on a thread of its own and each other by the worker that needs it; N:
+  /// at most N, all made one after another on that thread (a worker that finds none free reads
+  /// the coefficients with libjpeg-turbo), so that fewer nvJPEG states are made, none by a
+  /// worker, while the device's slots start. `histeq bench --folder --tune
+  /// jpeg.hybrid_decoders=N` measures it.
+  int hybrid_decoders = 0;
 };
 
 /// One file to process. output empty for OpKind::histogram; the output's format is the extension

@@ -75,6 +75,8 @@ struct Tune {
   /// executor.report_window (--folder only): ExecutorOptions::report_window, the items read and
   /// not yet reported; 0: the policy's.
   std::size_t report_window = 0;
+  /// jpeg.hybrid_decoders (--folder only): ExecutorOptions::hybrid_decoders; 0: the policy's.
+  int hybrid_decoders = 0;
   std::vector<std::string> given;  ///< each KEY=VALUE applied, in order (for the records)
 };
 

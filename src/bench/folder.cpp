@@ -39,6 +39,7 @@ ExecutorOptions executor_options(const Options& opt) {
   if (opt.tune.device_start_s) eo.device_start_cpu_s = *opt.tune.device_start_s;
   eo.progressive_hybrid = opt.tune.progressive_hybrid;
   eo.report_window = opt.tune.report_window;
+  eo.hybrid_decoders = opt.tune.hybrid_decoders;
   return eo;
 }
 

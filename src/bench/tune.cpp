@@ -168,6 +168,13 @@ void add_executor_keys(std::vector<Key>& k) {
                [](Tune& t, const std::string& v) {
                  t.report_window = std::size_t(number("executor.report_window", v, 0, 1 << 20));
                }});
+  k.push_back({"jpeg.hybrid_decoders",
+               "N  --folder only: at most N hybrid decoders for progressive JPEGs, all made on "
+               "the device route's own thread (0: the policy's, one for each CPU worker that "
+               "asks, made by that worker)",
+               [](Tune& t, const std::string& v) {
+                 t.hybrid_decoders = int(number("jpeg.hybrid_decoders", v, 0, kMaxJobs));
+               }});
 }
 
 std::vector<Key> make_keys() {

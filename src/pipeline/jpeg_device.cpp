@@ -86,21 +86,26 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
   std::vector<std::unique_ptr<gpu::HybridDecoder>> hybrids;
   std::vector<gpu::HybridDecoder*> hybrid_free;
 
-  /// hybrid_init's work: the first decoder, then in the free list (or hybrid_failed).
-  void make_first_hybrid() {
-    std::unique_ptr<gpu::HybridDecoder> d;
-    try {
-      d = std::make_unique<gpu::HybridDecoder>(hybrid_handles);
-    } catch (const std::exception&) {  // the workers go on with libjpeg-turbo
+  /// hybrid_init's work: the first decoder (or opt.hybrid_decoders of them, one after another),
+  /// each in the free list once made (or hybrid_failed).
+  void make_first_hybrids() {
+    const int n = std::max(1, opt.hybrid_decoders);
+    for (int k = 0; k < n; ++k) {
+      std::unique_ptr<gpu::HybridDecoder> d;
+      try {
+        d = std::make_unique<gpu::HybridDecoder>(hybrid_handles);
+      } catch (const std::exception&) {  // the workers go on with libjpeg-turbo
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      hybrid_first_made = true;
+      if (!d) {
+        hybrid_failed = true;
+        return;
+      }
+      hybrid_free.push_back(d.get());
+      hybrids.push_back(std::move(d));
+      if (stop) return;
     }
-    std::lock_guard<std::mutex> lock(mu);
-    hybrid_first_made = true;
-    if (!d) {
-      hybrid_failed = true;
-      return;
-    }
-    hybrid_free.push_back(d.get());
-    hybrids.push_back(std::move(d));
   }
 
   /// Makes device `dev`'s context and handles and its slots' states, then starts its slots.
@@ -426,10 +431,11 @@ gpu::HybridDecoder* JpegDevices::lease_hybrid() {
     if (!m.hybrid_first_asked) {  // this file and those until it is made: libjpeg-turbo
       m.hybrid_first_asked = true;
       auto self = m.shared_from_this();
-      m.hybrid_init = std::thread([self] { self->make_first_hybrid(); });
+      m.hybrid_init = std::thread([self] { self->make_first_hybrids(); });
       return nullptr;
     }
-    if (!m.hybrid_first_made) return nullptr;
+    // (with a count, the hybrid_init thread makes them all: none here)
+    if (!m.hybrid_first_made || m.opt.hybrid_decoders > 0) return nullptr;
     handles = m.hybrid_handles;
   }
   std::unique_ptr<gpu::HybridDecoder> made;

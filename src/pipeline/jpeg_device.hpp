@@ -76,6 +76,10 @@ class JpegDevices {
     std::uint64_t max_pixels = kDefaultMaxPixels;
     int batch = 16;  ///< most files per hardware decode call
     int slots = 3;   ///< batches in flight per device, each on a thread of its own
+    /// ExecutorOptions::hybrid_decoders: 0, a hybrid decoder for each worker that asks (the
+    /// first made on a thread of its own, the others by the worker); N, at most N, all made on
+    /// that thread.
+    int hybrid_decoders = 0;
   };
   /// Called on a slot thread for every job, once it is done (in any status).
   using Done = std::function<void(DeviceJob*)>;
