@@ -344,20 +344,26 @@ TEST_F(MatchJpegFolder, DecoderGpuWritesTheRoutesBytes) {
   }
 }
 
-// An automatic run large enough for the device route (as equalize's, 20 x 6 MP for one CPU
-// worker): the route's files are the hardware planes matched, the files a CPU worker decoded
-// and the device matched and encoded are libjpeg-turbo's planes matched, and the files the
-// CPU ran alone are the CPU planes route's bytes. The wall times of the match and of the
-// equalization of the same folder are printed (measures, not assertions).
+// An automatic run large enough for the device route (60 x 6 MP for one CPU worker: 20 photos
+// under three names each): the route's files are the hardware planes matched, the files a CPU
+// worker decoded and the device matched and encoded are libjpeg-turbo's planes matched, and
+// the files the CPU ran alone are the CPU planes route's bytes. The device's context exists
+// before the run (the codec below), so the route is ready long before one worker is through
+// the folder (20 x 6 MP alone took a fast host's worker 0.87 s, under the suite's load, before
+// the route had taken a file). The wall times of the match and of the equalization of the same
+// folder are printed (measures, not assertions).
 TEST_F(MatchJpegFolder, AutoRunLargeEnoughMatchesOnTheDeviceRoute) {
   HISTEQ_REQUIRE_NVJPEG();
   for (int k = 0; k < 20; ++k) {
     MakeOpts o;
     o.h_samp = k % 3 == 0 ? 1 : 2;
     o.v_samp = k % 3 == 2 ? 2 : 1;
-    write_bytes(dir_ / "in" / ("p" + std::to_string(k) + ".jpg"),
-                make_jpeg(pattern(3000, 2000, 3, unsigned(k + 1)), o));
+    const Bytes bytes = make_jpeg(pattern(3000, 2000, 3, unsigned(k + 1)), o);
+    for (const char* name : {"p", "q", "r"})
+      write_bytes(dir_ / "in" / (name + std::to_string(k) + ".jpg"), bytes);
   }
+  gpu::Equalizer eq;
+  gpu::JpegCodec codec(eq.stream());
   const auto reference = coffee();
   const Histogram ref = reference->histograms(Mode::luma, 3, 8)->at(0);
   ExecutorOptions o;
@@ -372,8 +378,6 @@ TEST_F(MatchJpegFolder, AutoRunLargeEnoughMatchesOnTheDeviceRoute) {
     s = ex.run(its, [&](const ItemReport& r) { reps[r.index] = r; });
   }
   ASSERT_TRUE(s.device_started) << s.device_note;
-  gpu::Equalizer eq;
-  gpu::JpegCodec codec(eq.stream());
   std::size_t on_device = 0, split = 0, cpu_only = 0;
   EqualizeOptions cpu_opt;
   cpu_opt.reference = reference->histograms(Mode::luma, 3, 8);
