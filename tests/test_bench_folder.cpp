@@ -150,13 +150,17 @@ TEST(BenchFolderArgs, ParsesTheFolderRunAndItsOptions) {
                 .tune.device_start_s.value_or(-1),
             0.0);
   EXPECT_TRUE(parse_args({"--kernels", "cpu"}).folder.inputs.empty());
-  EXPECT_TRUE(d.tune.progressive_hybrid) << "the policy's hybrid decoder unless given";
-  EXPECT_TRUE(ExecutorOptions{}.progressive_hybrid);
-  EXPECT_FALSE(parse_args({"--folder", "in", "-o", "o", "--tune", "jpeg.progressive=libjpeg"})
-                   .tune.progressive_hybrid);
-  EXPECT_TRUE(parse_args({"--folder", "in", "-o", "o", "--tune",
-                          "jpeg.progressive=libjpeg,jpeg.progressive=hybrid"})
-                  .tune.progressive_hybrid);
+  EXPECT_EQ(d.tune.progressive, ExecutorOptions{}.progressive) << "the policy's unless given";
+  EXPECT_EQ(parse_args({"--folder", "in", "-o", "o", "--tune", "jpeg.progressive=libjpeg"})
+                .tune.progressive,
+            ProgressiveJpeg::libjpeg);
+  EXPECT_EQ(parse_args({"--folder", "in", "-o", "o", "--tune",
+                        "jpeg.progressive=libjpeg,jpeg.progressive=hybrid"})
+                .tune.progressive,
+            ProgressiveJpeg::hybrid);
+  EXPECT_EQ(
+      parse_args({"--folder", "in", "-o", "o", "--tune", "jpeg.progressive=gpu"}).tune.progressive,
+      ProgressiveJpeg::gpu);
   EXPECT_EQ(d.tune.report_window, 0u) << "the policy's unless given";
   EXPECT_EQ(parse_args({"--folder", "in", "-o", "o", "--tune", "executor.report_window=4096"})
                 .tune.report_window,
@@ -215,7 +219,7 @@ TEST(BenchFolderArgs, RefusesWhatDoesNotGoTogether) {
       {{"--folder", "in", "-o", "o", "--tune", "executor.report_window=-1"}, "0..1048576"},
       {{"--tune", "jpeg.hybrid_decoders=4"}, "--folder"},
       {{"--folder", "in", "-o", "o", "--tune", "jpeg.hybrid_decoders=-1"}, "0..1024"},
-      {{"--folder", "in", "-o", "o", "--tune", "jpeg.progressive=nvjpeg"}, "libjpeg, hybrid"},
+      {{"--folder", "in", "-o", "o", "--tune", "jpeg.progressive=nvjpeg"}, "libjpeg, hybrid, gpu"},
       {{"--sizes", "1M", "--tune", "router.device_start_s=0"}, "--folder"},
       {{"-o", "out"}, "-o"},
       {{"--jobs", "2"}, "--jobs"},
@@ -265,7 +269,7 @@ TEST_F(BenchFolder, WritesWhatEqualizeWritesAndReportsTheRun) {
   EXPECT_GT(leading(f.at("wall_s")), 0.0) << r;
   EXPECT_EQ(f.at("device").rfind("not in play", 0), 0u) << "the CPU backend: " << r;
   EXPECT_NE(f.at("device_start_s").find("(the policy)"), std::string::npos) << r;
-  EXPECT_EQ(f.at("progressive"), "hybrid (nvJPEG's hybrid decoder) (the policy)") << r;
+  EXPECT_EQ(f.at("progressive"), "gpu (nvJPEG's GPU Huffman decoding) (the policy)") << r;
   EXPECT_EQ(f.at("tune"), "none (the policy)") << r;
   for (const char* k : {"mp_per_s", "device_init_ms", "nvjpeg_init_ms", "first_file_ms"})
     EXPECT_EQ(f.count(k), 1u) << k << ": " << r;

@@ -3,13 +3,15 @@
 // and libjpeg-turbo's samples within a few levels (its inverse DCT is nvJPEG's: the figure is
 // printed, and bench/probes/hybrid_probe.cu measures it on photographs; a misplaced or
 // misread plane is tens of levels off), the files it must not take come back null, and the
-// executor's route with ExecutorOptions::progressive_hybrid writes outputs of the same size whose
-// pixels stay within the CPU planes route's. GPU cases skip without a device or without nvJPEG.
+// executor's route with ExecutorOptions::progressive hybrid or gpu writes outputs of the same size
+// whose pixels stay within the CPU planes route's. GPU cases skip without a device or without
+// nvJPEG.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -131,6 +133,38 @@ TEST(HybridDecoder, BackToBackFilesEachGetTheirOwnPlanes) {
   }
 }
 
+// Where the GPU has a JPEG engine the decoders are made on its hardware-backend handle; a
+// device's handles made without it (make_jpeg_handles(device, false): the default-backend
+// handle alone, as on a GPU without an engine) give the same planes, byte for byte, and so does
+// a decoder with the GPU's Huffman decoding, growing files and shrinking ones through the same
+// decoder (its buffers reused and regrown).
+TEST(HybridDecoder, HardwareHandleDefaultHandleAndGpuHuffmanGiveTheSamePlanes) {
+  REQUIRE_HYBRID();
+  auto with_engine = gpu::make_jpeg_handles(0);
+  gpu::HybridDecoder a(with_engine);
+  gpu::HybridDecoder b(gpu::make_jpeg_handles(0, false));
+  gpu::HybridDecoder c(with_engine, true);  // the GPU's Huffman decoding
+  EXPECT_FALSE(a.gpu_huffman());
+  EXPECT_TRUE(c.gpu_huffman());
+  int k = 0;
+  for (const auto& [w, h, hs, vs] : {std::array<int, 4>{320, 240, 2, 2},
+                                     {1280, 720, 2, 1},
+                                     {200, 150, 1, 1},
+                                     {1600, 1200, 2, 2},
+                                     {96, 64, 2, 2}}) {
+    const auto f = progressive(w, h, hs, vs, 40 + k++);
+    auto pa = a.decode(f.data(), f.size(), 1u << 28);
+    auto pb = b.decode(f.data(), f.size(), 1u << 28);
+    auto pc = c.decode(f.data(), f.size(), 1u << 28);
+    ASSERT_NE(pa, nullptr) << w << "x" << h;
+    ASSERT_NE(pb, nullptr) << w << "x" << h;
+    ASSERT_NE(pc, nullptr) << w << "x" << h;
+    const auto planes = to_host(*pa);
+    EXPECT_EQ(planes, to_host(*pb)) << w << "x" << h;
+    EXPECT_EQ(planes, to_host(*pc)) << w << "x" << h << " (GPU Huffman decoding)";
+  }
+}
+
 TEST(HybridDecoder, DecodersSharingTheDevicesHandlesDecodeOnThreadsAtOnce) {
   REQUIRE_HYBRID();
   // As the route's CPU workers do: one decoder per thread, all on one set of handles (one
@@ -240,14 +274,22 @@ TEST(HybridRoute, ProgressiveFilesThroughTheHybridDecoderStayWithinTheCpuPlanesR
         .write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
     inputs.push_back(p.string());
   }
-  // The policy's decoders (one for each worker that asks), and two made on the route's thread
-  // (ExecutorOptions::hybrid_decoders).
-  for (const int count : {0, 2}) {
-    SCOPED_TRACE("hybrid_decoders " + std::to_string(count));
+  // The policy's decoders (one for each worker that asks), two made on the route's thread
+  // (ExecutorOptions::hybrid_decoders), and the GPU's Huffman decoding.
+  struct Run_ {
+    ProgressiveJpeg how;
+    int count;
+    const char* decoder;
+  };
+  for (const Run_ k : {Run_{ProgressiveJpeg::hybrid, 0, "nvjpeg-hybrid"},
+                       Run_{ProgressiveJpeg::hybrid, 2, "nvjpeg-hybrid"},
+                       Run_{ProgressiveJpeg::gpu, 0, "nvjpeg-gpu-hybrid"}}) {
+    const int count = k.count;
+    SCOPED_TRACE(std::string(k.decoder) + ", hybrid_decoders " + std::to_string(count));
     ExecutorOptions o;  // the defaults' route: automatic, the device route started at once
     o.jobs = 4;
     o.device_start_cpu_s = 0;
-    o.progressive_hybrid = true;
+    o.progressive = k.how;
     o.hybrid_decoders = count;
     Executor ex(o);
     // The device route starts with the executor's earliest run() and comes up in the background:
@@ -255,7 +297,8 @@ TEST(HybridRoute, ProgressiveFilesThroughTheHybridDecoderStayWithinTheCpuPlanesR
     // decoder.
     bool hybrid = false;
     for (int attempt = 0; attempt < 20 && !hybrid; ++attempt) {
-      const fs::path out = dir / ("out" + std::to_string(count) + "-" + std::to_string(attempt));
+      const fs::path out = dir / ("out" + std::to_string(int(k.how)) + std::to_string(count) + "-" +
+                                  std::to_string(attempt));
       fs::create_directories(out);
       std::vector<WorkItem> items;
       for (const std::string& in : inputs) {
@@ -270,7 +313,7 @@ TEST(HybridRoute, ProgressiveFilesThroughTheHybridDecoderStayWithinTheCpuPlanesR
       for (std::size_t i = 0; i < items.size(); ++i) {
         const ItemReport& r = reps[i];
         ASSERT_TRUE(r.ok) << r.input << ": " << r.error;
-        if (r.decoder != "nvjpeg-hybrid") continue;
+        if (r.decoder != k.decoder) continue;
         hybrid = true;
         EXPECT_EQ(r.route, "jpeg-planes");
         EXPECT_EQ(r.encoder, "nvjpeg");

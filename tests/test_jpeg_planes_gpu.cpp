@@ -290,7 +290,7 @@ TEST(JpegPlanesGpu, AutoRunLargeEnoughStartsTheDeviceRoute) {
   o.jobs = 1;  // the break-even is per CPU worker: 120 MP is over it for one
   // libjpeg-turbo's coefficients for the progressive files, whose planes are the CPU route's
   // (nvJPEG's hybrid decoder, the default, differs by a level: test_jpeg_hybrid_gpu)
-  o.progressive_hybrid = false;
+  o.progressive = ProgressiveJpeg::libjpeg;
   Executor ex(o);
   std::vector<ItemReport> reps;
   const BatchSummary s = ex.run(items, [&](const ItemReport& r) { reps.push_back(r); });

@@ -16,9 +16,11 @@ inline constexpr const char* kLibjpegTurboYcbcr = "libjpeg-turbo-ycbcr";
 /// (its coefficients) and the inverse DCT on the GPU (the batch's device route, progressive
 /// files): the same samples as kLibjpegTurboYcbcr's.
 inline constexpr const char* kLibjpegTurboCoefficients = "libjpeg-turbo-coefficients";
-/// nvJPEG on the GPU: the hardware decoder, the hybrid decoder, the encoder.
+/// nvJPEG on the GPU: the hardware decoder, the hybrid decoder (entropy decoding on the CPU),
+/// the decoder with the GPU's Huffman decoding (GPU_HYBRID), the encoder.
 inline constexpr const char* kNvjpegHardware = "nvjpeg-hw";
 inline constexpr const char* kNvjpegHybrid = "nvjpeg-hybrid";
+inline constexpr const char* kNvjpegGpuHybrid = "nvjpeg-gpu-hybrid";
 inline constexpr const char* kNvjpeg = "nvjpeg";
 /// histeq's own PNG code for 8-bit PNGs: the reader of the common PNG (8-bit gray, gray+alpha,
 /// RGB, RGBA, not interlaced, no tRNS/PLTE) with libdeflate's inflate, and the writer (Paeth

@@ -81,6 +81,24 @@ inline constexpr double kDeviceStartCpuS = 2.0;
 inline constexpr std::size_t kReportWindowPerJob = 16;
 inline constexpr std::size_t kMinReportWindow = 4096;
 
+/// How a CPU worker of a run whose JPEG device route runs (on a single GPU) decodes a
+/// progressive colour JPEG, whose planes then go to the route (ExecutorOptions::progressive).
+enum class ProgressiveJpeg : std::uint8_t {
+  /// libjpeg-turbo reads its coefficients on the worker (entropy decoding), the device runs the
+  /// inverse DCT (decoder "libjpeg-turbo-coefficients"): the 10 GP plasma folder took 7.7-8.0 s
+  /// against hybrid's 6.9-7.0 s (H100 machine, in turns; docs/benchmarks.md).
+  libjpeg,
+  /// nvJPEG's hybrid decoder: its entropy decoding on the worker, the inverse DCT on the device,
+  /// the planes handed to the route on the device (decoder "nvjpeg-hybrid").
+  hybrid,
+  /// nvJPEG's decoder with the GPU's Huffman decoding (NVJPEG_BACKEND_GPU_HYBRID): the worker
+  /// only parses the file and queues it; the entropy decoding and the inverse DCT run on the
+  /// device, the same planes as hybrid's, byte for byte (decoder "nvjpeg-gpu-hybrid"). The 10 GP
+  /// plasma folder: 3.69-3.96 s of executor wall and 37-38 s of CPU time against hybrid's
+  /// 4.94-5.18 s and 57-61 s (H100 machine, in turns; docs/benchmarks.md).
+  gpu,
+};
+
 struct ExecutorOptions {
   /// What each image goes through: the kind (equalize, CLAHE, histogram), its parameters, the
   /// backend (auto: the CPU, and the device route for JPEGs; cuda: every item's operation on
@@ -119,17 +137,14 @@ struct ExecutorOptions {
   /// Finite and >= 0 (else UsageError). The policy's kDeviceStartCpuS by default; `histeq bench
   /// --folder` measures others.
   double device_start_cpu_s = kDeviceStartCpuS;
-  /// Where the device route runs (a single GPU), a CPU worker decodes a progressive JPEG with
-  /// nvJPEG's hybrid decoder: its entropy decoding on the worker, the inverse DCT on the device,
-  /// the planes handed to the route on the device (decoder "nvjpeg-hybrid"); a file nvJPEG does
-  /// not take goes on as before. false: libjpeg-turbo reads its coefficients (decoder
-  /// "libjpeg-turbo-coefficients"), which took the 10 GP plasma folder 7.7-8.0 s against
-  /// 6.9-7.0 s (H100 machine, in turns; docs/benchmarks.md). `histeq bench --folder --tune
-  /// jpeg.progressive=libjpeg` measures it (bench/probes/hybrid_probe.cu: the decoder alone).
-  bool progressive_hybrid = true;
-  /// The hybrid decoders (progressive_hybrid): 0, the policy's, one for each CPU worker that
-  /// asks, the first made on a thread of its own and each other by the worker that needs it; N:
-  /// at most N, all made one after another on that thread (a worker that finds none free reads
+  /// Where the device route runs (a single GPU), how a CPU worker decodes a progressive JPEG
+  /// (ProgressiveJpeg); a file nvJPEG does not take goes on as with libjpeg. `histeq bench
+  /// --folder --tune jpeg.progressive=libjpeg|hybrid|gpu` measures them
+  /// (bench/probes/hybrid_probe.cu and start_probe.cu: the decoders alone).
+  ProgressiveJpeg progressive = ProgressiveJpeg::gpu;
+  /// The hybrid decoders (ProgressiveJpeg::hybrid, gpu): 0, the policy's, one for each CPU worker
+  /// that asks, the first made on a thread of its own and each other by the worker that needs it;
+  /// N: at most N, all made one after another on that thread (a worker that finds none free reads
   /// the coefficients with libjpeg-turbo), so that fewer nvJPEG states are made, none by a
   /// worker, while the device's slots start. `histeq bench --folder --tune
   /// jpeg.hybrid_decoders=N` measures it.

@@ -68,10 +68,10 @@ struct Tune {
   /// the CPU workers from which the JPEG device route starts; unset: the policy's
   /// (kDeviceStartCpuS).
   std::optional<double> device_start_s;
-  /// jpeg.progressive (--folder only): ExecutorOptions::progressive_hybrid, progressive JPEGs
-  /// on the device route decoded by nvJPEG's hybrid decoder (true, the policy's) or
-  /// libjpeg-turbo (false).
-  bool progressive_hybrid = ExecutorOptions{}.progressive_hybrid;
+  /// jpeg.progressive (--folder only): ExecutorOptions::progressive, how progressive JPEGs on
+  /// the device route are decoded (libjpeg-turbo's coefficients, nvJPEG's hybrid decoder, or
+  /// nvJPEG's GPU Huffman decoding).
+  ProgressiveJpeg progressive = ExecutorOptions{}.progressive;
   /// executor.report_window (--folder only): ExecutorOptions::report_window, the items read and
   /// not yet reported; 0: the policy's.
   std::size_t report_window = 0;

@@ -37,7 +37,7 @@ ExecutorOptions executor_options(const Options& opt) {
   eo.jobs = opt.folder.jobs;
   eo.jpeg = opt.folder.decoder;
   if (opt.tune.device_start_s) eo.device_start_cpu_s = *opt.tune.device_start_s;
-  eo.progressive_hybrid = opt.tune.progressive_hybrid;
+  eo.progressive = opt.tune.progressive;
   eo.report_window = opt.tune.report_window;
   eo.hybrid_decoders = opt.tune.hybrid_decoders;
   return eo;
@@ -129,11 +129,12 @@ void write_report(std::ostream& out, const Options& opt, const BatchSummary& s, 
                            << " (the policy's: " << seconds_text(kDeviceStartCpuS) << ")\n";
   else
     line("device_start_s") << seconds_text(kDeviceStartCpuS) << " (the policy)\n";
-  line("progressive") << (opt.tune.progressive_hybrid ? "hybrid (nvJPEG's hybrid decoder)"
-                                                      : "libjpeg (libjpeg-turbo's coefficients)")
-                      << (opt.tune.progressive_hybrid == ExecutorOptions{}.progressive_hybrid
-                              ? " (the policy)\n"
-                              : " (jpeg.progressive)\n");
+  const ProgressiveJpeg pj = opt.tune.progressive;
+  line("progressive") << (pj == ProgressiveJpeg::libjpeg  ? "libjpeg (libjpeg-turbo's coefficients)"
+                          : pj == ProgressiveJpeg::hybrid ? "hybrid (nvJPEG's hybrid decoder)"
+                                                          : "gpu (nvJPEG's GPU Huffman decoding)")
+                      << (pj == ExecutorOptions{}.progressive ? " (the policy)\n"
+                                                              : " (jpeg.progressive)\n");
   line("device") << device_words(s) << '\n';
   if (!no_device.empty()) line("cuda") << "no usable CUDA device (" << no_device << ")\n";
   line("device_init_ms") << fmt(s.device_init_ms, 1) << '\n';

@@ -149,16 +149,23 @@ void add_executor_keys(std::vector<Key>& k) {
                  t.device_start_s = seconds("router.device_start_s", v);
                }});
   k.push_back({"jpeg.progressive",
-               "libjpeg|hybrid  --folder only: on the JPEG device route, a CPU worker reads a "
-               "progressive JPEG's coefficients with libjpeg-turbo or decodes it with nvJPEG's "
-               "hybrid decoder into planes on the device (default)",
+               std::string("libjpeg|hybrid|gpu  --folder only: on the JPEG device route, a CPU "
+                           "worker reads a progressive JPEG's coefficients with libjpeg-turbo, "
+                           "decodes it with nvJPEG's hybrid decoder into planes on the device, "
+                           "or queues it for nvJPEG's GPU Huffman decoding (default: ") +
+                   (ExecutorOptions{}.progressive == ProgressiveJpeg::gpu      ? "gpu"
+                    : ExecutorOptions{}.progressive == ProgressiveJpeg::hybrid ? "hybrid"
+                                                                               : "libjpeg") +
+                   ")",
                [](Tune& t, const std::string& v) {
                  if (v == "libjpeg")
-                   t.progressive_hybrid = false;
+                   t.progressive = ProgressiveJpeg::libjpeg;
                  else if (v == "hybrid")
-                   t.progressive_hybrid = true;
+                   t.progressive = ProgressiveJpeg::hybrid;
+                 else if (v == "gpu")
+                   t.progressive = ProgressiveJpeg::gpu;
                  else
-                   bad_value("jpeg.progressive", v, "libjpeg, hybrid");
+                   bad_value("jpeg.progressive", v, "libjpeg, hybrid, gpu");
                }});
   k.push_back({"executor.report_window",
                "N  --folder only: at most N items read and not yet reported (reports go out in "

@@ -123,7 +123,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         << "codecs: JPEG " << codec::kLibjpegTurbo << ", " << codec::kLibjpegTurboYcbcr
         << (gpu::nvjpeg_built()
                 ? std::string(", ") + codec::kNvjpegHardware + ", " + codec::kNvjpegHybrid + ", " +
-                      codec::kNvjpeg + ", " + codec::kLibjpegTurboCoefficients + " (GPU)"
+                      codec::kNvjpegGpuHybrid + ", " + codec::kNvjpeg + ", " +
+                      codec::kLibjpegTurboCoefficients + " (GPU)"
                 : std::string())
         << "; 8-bit PNG " << codec::kLibdeflatePng << ", " << codec::kIsalPng << ", "
         << codec::kStbImage << "; 16-bit PNG " << codec::kLibspng << "; PGM/PPM/PNM " << codec::kPnm

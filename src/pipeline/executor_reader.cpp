@@ -126,6 +126,7 @@ void Executor::Run::start_devices() {
     o.batch = m.opt.jpeg_batch;
     o.slots = kJpegSlotsPerDevice;
     o.hybrid_decoders = m.opt.hybrid_decoders;
+    o.gpu_huffman = m.opt.progressive == ProgressiveJpeg::gpu;
     Impl* impl = &m;
     m.dev = std::make_unique<detail::JpegDevices>(o, [impl](detail::DeviceJob* j) {
       if (Run* run = impl->current.load()) run->device_done(j);

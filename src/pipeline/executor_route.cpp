@@ -135,8 +135,9 @@ std::unique_ptr<Loaded> Executor::Run::next_for_cpu(std::unique_lock<std::mutex>
 /// equalizes Y and encodes (nvJPEG's encoder, tens of times libjpeg-turbo's speed), so the CPU
 /// spends its time on the decode alone. A progressive file (which the hardware decoder refuses,
 /// and whose entropy decoding is most of its decode) goes as its coefficients: the device runs
-/// the inverse DCT too; with ExecutorOptions::progressive_hybrid, nvJPEG's hybrid decoder takes
-/// it instead (entropy decoding here, the rest on the device: the planes never leave it). True
+/// the inverse DCT too; with ExecutorOptions::progressive hybrid or gpu, nvJPEG's decoder takes
+/// it instead (entropy decoding here or on the device, the rest on the device: the planes never
+/// leave it). True
 /// when the item went to the device. A file whose EXIF orientation turns its planes stays on
 /// the CPU's planes route (neither the coefficients nor nvJPEG's planes are turned).
 bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
@@ -152,15 +153,18 @@ bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
   std::shared_ptr<jpeg::Planes> planes;
   std::shared_ptr<jpeg::Coefficients> coefs;
   std::shared_ptr<gpu::HybridPlanes> on_dev;
+  bool gpu_huffman = false;
   const auto t0 = Clock::now();
   try {
     jpeg::DecodeOptions dec;
     dec.max_pixels = m.opt.max_pixels;
     const std::uint8_t* data = it->bytes.data();
     // (nvJPEG decodes a scan with an undefined Huffman table differently: libjpeg-turbo takes it)
-    if (coefficients && m.opt.progressive_hybrid && !it->plan.jpeg.undefined_huffman_table) {
+    if (coefficients && m.opt.progressive != ProgressiveJpeg::libjpeg &&
+        !it->plan.jpeg.undefined_huffman_table) {
       if (gpu::HybridDecoder* h = dev->lease_hybrid()) {
         bool broken = false;  // a CUDA or nvJPEG failure: no more hybrid decodes this route
+        gpu_huffman = h->gpu_huffman();
         try {
           on_dev = h->decode(data, it->bytes.size(), m.opt.max_pixels);
         } catch (const std::exception&) {
@@ -188,9 +192,10 @@ bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
   rep.width = width;
   rep.height = planes ? planes->height : coefs ? coefs->height : on_dev->height;
   rep.channels = rep.output_channels = 3;
-  rep.decoder = planes  ? codec::kLibjpegTurboYcbcr
-                : coefs ? codec::kLibjpegTurboCoefficients
-                        : codec::kNvjpegHybrid;
+  rep.decoder = planes        ? codec::kLibjpegTurboYcbcr
+                : coefs       ? codec::kLibjpegTurboCoefficients
+                : gpu_huffman ? codec::kNvjpegGpuHybrid
+                              : codec::kNvjpegHybrid;
   rep.route = to_string(ItemRoute::jpeg_planes);
   detail::DeviceJob& j = it->job;
   j.bytes = &it->bytes;

@@ -76,8 +76,9 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
   /// The CPU workers' hybrid decoders (lease_hybrid): on the route's one device (-1: several
   /// devices, no hybrid decoders), each leased to one worker at a time, all on the device's
   /// shared handles (hybrid_handles, set before the route is ready). The first is made on its
-  /// own thread (hybrid_init: it creates the default-backend handle, about 0.5 s), while the
-  /// workers go on with libjpeg-turbo; the others are made by the worker that needs one.
+  /// own thread (hybrid_init: on a GPU without a JPEG engine it creates the default-backend
+  /// handle, about 0.3-0.5 s), while the workers go on with libjpeg-turbo; the others are made
+  /// by the worker that needs one (a few milliseconds).
   int hybrid_device = -1;
   std::shared_ptr<gpu::JpegHandles> hybrid_handles;
   bool hybrid_failed = false;
@@ -93,7 +94,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     for (int k = 0; k < n; ++k) {
       std::unique_ptr<gpu::HybridDecoder> d;
       try {
-        d = std::make_unique<gpu::HybridDecoder>(hybrid_handles);
+        d = std::make_unique<gpu::HybridDecoder>(hybrid_handles, opt.gpu_huffman);
       } catch (const std::exception&) {  // the workers go on with libjpeg-turbo
       }
       std::lock_guard<std::mutex> lock(mu);
@@ -440,7 +441,7 @@ gpu::HybridDecoder* JpegDevices::lease_hybrid() {
   }
   std::unique_ptr<gpu::HybridDecoder> made;
   try {
-    made = std::make_unique<gpu::HybridDecoder>(std::move(handles));
+    made = std::make_unique<gpu::HybridDecoder>(std::move(handles), m.opt.gpu_huffman);
   } catch (const std::exception&) {  // the workers go on with libjpeg-turbo
     std::lock_guard<std::mutex> lock(m.mu);
     m.hybrid_failed = true;

@@ -80,6 +80,8 @@ class JpegDevices {
     /// first made on a thread of its own, the others by the worker); N, at most N, all made on
     /// that thread.
     int hybrid_decoders = 0;
+    /// ProgressiveJpeg::gpu: the hybrid decoders run nvJPEG's GPU Huffman decoding.
+    bool gpu_huffman = false;
   };
   /// Called on a slot thread for every job, once it is done (in any status).
   using Done = std::function<void(DeviceJob*)>;
@@ -103,8 +105,8 @@ class JpegDevices {
   /// planes), taken back; nullptr when there is none.
   DeviceJob* steal();
   /// A hybrid decoder on the route's device for one file of a CPU worker's (ExecutorOptions::
-  /// progressive_hybrid), made on first need and reused; null when the route is not ready, runs
-  /// on more than one device, or cannot make one (no nvJPEG, or it failed once), and while the
+  /// progressive: hybrid or gpu), made on first need and reused; null when the route is not ready,
+  /// runs on more than one device, or cannot make one (no nvJPEG, or it failed once), and while the
   /// first one is being made (on a thread of its own: the first ask starts it). Given back
   /// with return_hybrid.
   gpu::HybridDecoder* lease_hybrid();

@@ -192,6 +192,10 @@ nvjpegHandle_t nvjpeg_detail::default_handle(JpegHandles& h) {
   return h.default_handle(&flags);
 }
 
+nvjpegHandle_t nvjpeg_detail::decoder_handle(JpegHandles& h) {
+  return h.hw ? h.hw : default_handle(h);
+}
+
 int nvjpeg_detail::handles_device(const JpegHandles& h) { return h.device; }
 
 JpegCodec::Impl::~Impl() {

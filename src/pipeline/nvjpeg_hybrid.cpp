@@ -12,6 +12,7 @@
 #include <nvjpeg.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <utility>
 
 #include "nvjpeg_state.hpp"
@@ -27,7 +28,7 @@ HybridPlanes::~HybridPlanes() = default;
 void HybridPlanes::wait_on(void*) const {}
 void HybridPlanes::release(void*) {}
 struct HybridDecoder::Impl {};
-HybridDecoder::HybridDecoder(std::shared_ptr<JpegHandles>) {
+HybridDecoder::HybridDecoder(std::shared_ptr<JpegHandles>, bool) {
   throw Error("nvJPEG is not built into this histeq");
 }
 HybridDecoder::~HybridDecoder() = default;
@@ -36,6 +37,7 @@ std::unique_ptr<HybridPlanes> HybridDecoder::decode(const std::uint8_t*, std::si
   return nullptr;
 }
 int HybridDecoder::device() const { return 0; }
+bool HybridDecoder::gpu_huffman() const { return false; }
 
 #else
 
@@ -62,6 +64,30 @@ class OnDevice {
  private:
   int old_ = -1;
 };
+
+/// The host buffers nvJPEG's entropy decoding writes the coefficients into: ordinary memory.
+/// From nvJPEG's own pinned allocator, the host phase of a progressive file (whose refinement
+/// scans read the coefficients back) took 4x as long, and pinning them (cudaHostAlloc, a file's
+/// coefficients at a time, on 16 threads) stalled every other CUDA call of the process, the
+/// device route's encodes among them, for up to 0.2 s each (bench/probes/start_probe.cu). The
+/// transfer from them is staged by the driver, a few milliseconds a photo.
+int host_malloc(void*, void** p, std::size_t n, cudaStream_t) {
+  *p = std::malloc(n);
+  return *p ? 0 : 1;
+}
+int host_free(void*, void* p, std::size_t, cudaStream_t) {
+  std::free(p);
+  return 0;
+}
+/// nvJPEG's device buffers, stream-ordered from the decoder's pool (no cudaMalloc or cudaFree,
+/// which waits for the whole device, when a larger file grows them).
+int pool_malloc(void* pool, void** p, std::size_t n, cudaStream_t s) {
+  return cudaMallocFromPoolAsync(p, n, *static_cast<cudaMemPool_t*>(pool), s) == cudaSuccess ? 0
+                                                                                             : 1;
+}
+int pool_free(void*, void* p, std::size_t, cudaStream_t s) {
+  return cudaFreeAsync(p, s) == cudaSuccess ? 0 : 1;
+}
 
 }  // namespace
 
@@ -104,6 +130,7 @@ struct HybridDecoder::Impl {
   cudaEvent_t done = nullptr;  ///< recorded after each device phase
   cudaMemPool_t pool = nullptr;
   int turn = 0;
+  bool gpu_huffman = false;
 
   ~Impl() {
     OnDevice on(device);
@@ -123,22 +150,37 @@ struct HybridDecoder::Impl {
   }
 };
 
-HybridDecoder::HybridDecoder(std::shared_ptr<JpegHandles> handles)
+HybridDecoder::HybridDecoder(std::shared_ptr<JpegHandles> handles, bool gpu_huffman)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   if (!handles) throw Error("HybridDecoder: no nvJPEG handles");
   const int device = nvjpeg_detail::handles_device(*handles);
   m.device = device;
   HISTEQ_CUDA_CHECK(cudaSetDevice(device));
-  m.handle = nvjpeg_detail::default_handle(*handles);
+  m.handle = nvjpeg_detail::decoder_handle(*handles);
   m.handles = std::move(handles);
-  check(nvjpegDecoderCreate(m.handle, NVJPEG_BACKEND_HYBRID, &m.decoder), "nvjpegDecoderCreate");
+  // The planes' pool keeps up to 256 MiB of what is freed into it (a photo's planes are tens
+  // of megabytes, and the same sizes come back file after file); beyond that it gives memory
+  // back at synchronizations. nvJPEG's device buffer comes from it too.
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device;
+  HISTEQ_CUDA_CHECK(cudaMemPoolCreate(&m.pool, &props));
+  std::uint64_t keep = std::uint64_t(256) << 20;
+  HISTEQ_CUDA_CHECK(cudaMemPoolSetAttribute(m.pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  m.gpu_huffman = gpu_huffman;
+  check(nvjpegDecoderCreate(
+            m.handle, gpu_huffman ? NVJPEG_BACKEND_GPU_HYBRID : NVJPEG_BACKEND_HYBRID, &m.decoder),
+        "nvjpegDecoderCreate");
   check(nvjpegDecoderStateCreate(m.handle, m.decoder, &m.state), "nvjpegDecoderStateCreate");
+  nvjpegPinnedAllocatorV2_t host{host_malloc, host_free, nullptr};
+  nvjpegDevAllocatorV2_t dev{pool_malloc, pool_free, &m.pool};
   for (int i = 0; i < 2; ++i) {
-    check(nvjpegBufferPinnedCreate(m.handle, nullptr, &m.pinned[i]), "nvjpegBufferPinnedCreate");
+    check(nvjpegBufferPinnedCreateV2(m.handle, &host, &m.pinned[i]), "nvjpegBufferPinnedCreateV2");
     check(nvjpegJpegStreamCreate(m.handle, &m.parsed[i]), "nvjpegJpegStreamCreate");
   }
-  check(nvjpegBufferDeviceCreate(m.handle, nullptr, &m.device_buffer), "nvjpegBufferDeviceCreate");
+  check(nvjpegBufferDeviceCreateV2(m.handle, &dev, &m.device_buffer), "nvjpegBufferDeviceCreateV2");
   check(nvjpegStateAttachDeviceBuffer(m.state, m.device_buffer), "nvjpegStateAttachDeviceBuffer");
   check(nvjpegDecodeParamsCreate(m.handle, &m.params), "nvjpegDecodeParamsCreate");
   check(nvjpegDecodeParamsSetOutputFormat(m.params, NVJPEG_OUTPUT_YUV),
@@ -147,21 +189,12 @@ HybridDecoder::HybridDecoder(std::shared_ptr<JpegHandles> handles)
   HISTEQ_CUDA_CHECK(
       cudaEventCreateWithFlags(&m.done, cudaEventDisableTiming | cudaEventBlockingSync));
   HISTEQ_CUDA_CHECK(cudaEventRecord(m.done, m.stream));
-  // The planes' pool keeps up to 256 MiB of what is freed into it (a photo's planes are tens
-  // of megabytes, and the same sizes come back file after file); beyond that it gives memory
-  // back at synchronizations.
-  cudaMemPoolProps props{};
-  props.allocType = cudaMemAllocationTypePinned;
-  props.location.type = cudaMemLocationTypeDevice;
-  props.location.id = device;
-  HISTEQ_CUDA_CHECK(cudaMemPoolCreate(&m.pool, &props));
-  std::uint64_t keep = std::uint64_t(256) << 20;
-  HISTEQ_CUDA_CHECK(cudaMemPoolSetAttribute(m.pool, cudaMemPoolAttrReleaseThreshold, &keep));
 }
 
 HybridDecoder::~HybridDecoder() = default;
 
 int HybridDecoder::device() const { return impl_->device; }
+bool HybridDecoder::gpu_huffman() const { return impl_->gpu_huffman; }
 
 std::unique_ptr<HybridPlanes> HybridDecoder::decode(const std::uint8_t* data, std::size_t size,
                                                     std::uint64_t max_pixels) {

@@ -1,10 +1,11 @@
-// nvjpeg_hybrid.hpp — progressive JPEGs decoded by nvJPEG's hybrid decoder on a CPU worker's
-// thread, into planes in device memory (gpu::HybridDecoder): the entropy decoding runs on the
-// calling thread (nvjpegDecodeJpegHost), the inverse DCT on the GPU, and the planes go to the
-// device route's slots, which equalize Y and encode (jpeg_device.cpp) without the coefficients
-// ever crossing to the device. Chosen by ExecutorOptions::progressive_hybrid (`histeq bench
-// --folder --tune jpeg.progressive=hybrid`); bench/probes/hybrid_probe.cu measures the decoder
-// against libjpeg-turbo apart from the executor. Without nvJPEG, hybrid_built() is false and
+// nvjpeg_hybrid.hpp — progressive JPEGs decoded by nvJPEG from a CPU worker's thread into planes
+// in device memory (gpu::HybridDecoder): with the hybrid backend the entropy decoding runs on the
+// calling thread (nvjpegDecodeJpegHost) and the inverse DCT on the GPU; with the GPU_HYBRID
+// backend both run on the GPU, the thread only parses the file and queues it. The planes go to
+// the device route's slots, which equalize Y and encode (jpeg_device.cpp) without the
+// coefficients ever crossing to the host. Chosen by ExecutorOptions::progressive (`histeq bench
+// --folder --tune jpeg.progressive=hybrid|gpu`); bench/probes/hybrid_probe.cu and start_probe.cu
+// measure the decoders apart from the executor. Without nvJPEG, hybrid_built() is false and
 // nothing here is made. Internal header of the pipeline room (not installed).
 #pragma once
 #include <cstddef>
@@ -52,19 +53,22 @@ class HybridPlanes {
 };
 
 /// nvJPEG's hybrid decoder on one device, for one thread at a time: a decoder on the device's
-/// shared default-backend handle, its own decode state, two pinned buffers and two parsed
-/// streams in turn, a device buffer, a stream, and a memory pool for the planes it returns. Files
+/// shared handle, its own decode state, two host buffers (ordinary memory, not pinned) and two
+/// parsed streams in turn, a device buffer, a stream, and a memory pool for the device buffer
+/// and the planes it returns. Files
 /// follow NVIDIA's decoupled order: the host phase of a file runs while the device phase of the
 /// file before may still run, then waits for it before its own transfer, so one file at a time is
 /// on the state's device side.
 class HybridDecoder {
  public:
   /// Makes everything on the device of `handles` (made current on the calling thread), on its
-  /// default-backend handle: the first decoder of a device creates that handle (about 0.5 s;
-  /// one handle per decoder cost that each time, one creation after another), the others
-  /// share it (nvJPEG handles may be used by several threads at once). Throws Error or
+  /// hardware-backend handle where the GPU has a JPEG engine, else on its default-backend
+  /// handle, which the first decoder of a device creates (about 0.3-0.5 s); every decoder
+  /// shares the handle (nvJPEG handles may be used by several threads at once). Throws Error or
   /// CudaError when nvJPEG or CUDA fails.
-  explicit HybridDecoder(std::shared_ptr<JpegHandles> handles);
+  /// gpu_huffman: nvJPEG's GPU_HYBRID backend, whose entropy decoding runs on the device too
+  /// (the calling thread parses the file and queues the rest; the same planes).
+  explicit HybridDecoder(std::shared_ptr<JpegHandles> handles, bool gpu_huffman = false);
   ~HybridDecoder();
   HybridDecoder(const HybridDecoder&) = delete;
   HybridDecoder& operator=(const HybridDecoder&) = delete;
@@ -77,6 +81,7 @@ class HybridDecoder {
                                        std::uint64_t max_pixels);
 
   int device() const;
+  bool gpu_huffman() const;
 
  private:
   struct Impl;

@@ -46,6 +46,10 @@ bool chroma_factors(nvjpegChromaSubsampling_t css, int* h, int* v);
 /// The default-backend handle of `h` (made on first need, about 0.5 s, under h's lock; then
 /// shared by every caller) and the device the handles belong to.
 nvjpegHandle_t default_handle(JpegHandles& h);
+/// The handle hybrid decoders are made on: the hardware-backend handle where the GPU has a JPEG
+/// engine (a HYBRID decoder on it decodes the same planes, byte for byte, and no second handle
+/// is made: bench/probes/start_probe.cu --check), else the default-backend handle.
+nvjpegHandle_t decoder_handle(JpegHandles& h);
 int handles_device(const JpegHandles& h);
 
 constexpr std::size_t kAlign = 256;
