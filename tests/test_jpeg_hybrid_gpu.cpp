@@ -72,64 +72,70 @@ std::vector<std::vector<std::uint8_t>> to_host(const gpu::HybridPlanes& p) {
 
 TEST(HybridDecoder, PlanesHaveDecodePlanesGeometryAndLibjpegSamplesWithinAFewLevels) {
   REQUIRE_HYBRID();
-  gpu::HybridDecoder dec(gpu::make_jpeg_handles(0));
-  struct Case {
-    int w, h, hs, vs;
-  };
-  // 4:2:0, 4:2:2, 4:4:4; odd sizes (the chroma planes round up)
-  for (const Case& k :
-       {Case{640, 480, 2, 2}, Case{333, 211, 2, 2}, Case{401, 300, 2, 1}, Case{257, 129, 1, 1}}) {
-    SCOPED_TRACE(std::to_string(k.w) + "x" + std::to_string(k.h) + " " + std::to_string(k.hs) +
-                 "x" + std::to_string(k.vs));
-    const auto bytes = progressive(k.w, k.h, k.hs, k.vs, k.w);
-    const jpeg::Planes want = jpeg::decode_planes(bytes.data(), bytes.size(), "test.jpg");
-    ASSERT_EQ(want.width, k.w);
-    std::unique_ptr<gpu::HybridPlanes> got = dec.decode(bytes.data(), bytes.size(), 1u << 28);
-    ASSERT_NE(got, nullptr);
-    EXPECT_EQ(got->width, k.w);
-    EXPECT_EQ(got->height, k.h);
-    EXPECT_EQ(got->chroma_h, k.hs);
-    EXPECT_EQ(got->chroma_v, k.vs);
-    const auto host = to_host(*got);
-    int worst = 0;
-    double sum = 0, n = 0;
-    for (int c = 0; c < 3; ++c) {
-      const jpeg::Plane& w = want.plane[c];
-      ASSERT_EQ(got->plane_width[c], w.width) << "plane " << c;
-      ASSERT_EQ(got->plane_height[c], w.height) << "plane " << c;
-      for (int y = 0; y < w.height; ++y)
-        for (int x = 0; x < w.width; ++x) {
-          const int d =
-              std::abs(int(host[c][std::size_t(y) * std::size_t(w.width) + x]) - int(w.row(y)[x]));
-          worst = std::max(worst, d);
-          sum += d;
-          n += 1;
-        }
+  for (const bool gpu_huffman : {false, true}) {
+    SCOPED_TRACE(gpu_huffman ? "GPU Huffman decoding" : "hybrid");
+    gpu::HybridDecoder dec(gpu::make_jpeg_handles(0), gpu_huffman);
+    struct Case {
+      int w, h, hs, vs;
+    };
+    // 4:2:0, 4:2:2, 4:4:4; odd sizes (the chroma planes round up)
+    for (const Case& k :
+         {Case{640, 480, 2, 2}, Case{333, 211, 2, 2}, Case{401, 300, 2, 1}, Case{257, 129, 1, 1}}) {
+      SCOPED_TRACE(std::to_string(k.w) + "x" + std::to_string(k.h) + " " + std::to_string(k.hs) +
+                   "x" + std::to_string(k.vs));
+      const auto bytes = progressive(k.w, k.h, k.hs, k.vs, k.w);
+      const jpeg::Planes want = jpeg::decode_planes(bytes.data(), bytes.size(), "test.jpg");
+      ASSERT_EQ(want.width, k.w);
+      std::unique_ptr<gpu::HybridPlanes> got = dec.decode(bytes.data(), bytes.size(), 1u << 28);
+      ASSERT_NE(got, nullptr);
+      EXPECT_EQ(got->width, k.w);
+      EXPECT_EQ(got->height, k.h);
+      EXPECT_EQ(got->chroma_h, k.hs);
+      EXPECT_EQ(got->chroma_v, k.vs);
+      const auto host = to_host(*got);
+      int worst = 0;
+      double sum = 0, n = 0;
+      for (int c = 0; c < 3; ++c) {
+        const jpeg::Plane& w = want.plane[c];
+        ASSERT_EQ(got->plane_width[c], w.width) << "plane " << c;
+        ASSERT_EQ(got->plane_height[c], w.height) << "plane " << c;
+        for (int y = 0; y < w.height; ++y)
+          for (int x = 0; x < w.width; ++x) {
+            const int d = std::abs(int(host[c][std::size_t(y) * std::size_t(w.width) + x]) -
+                                   int(w.row(y)[x]));
+            worst = std::max(worst, d);
+            sum += d;
+            n += 1;
+          }
+      }
+      std::cout << (gpu_huffman ? "[ gpu-hyb ] " : "[ hybrid  ] ") << k.w << "x" << k.h << " "
+                << k.hs << "x" << k.vs << ": largest difference from libjpeg-turbo's planes "
+                << worst << ", mean " << sum / n << "\n";
+      EXPECT_LE(worst, 16);
+      EXPECT_LT(sum / n, 1.0);
     }
-    std::cout << "[ hybrid  ] " << k.w << "x" << k.h << " " << k.hs << "x" << k.vs
-              << ": largest difference from libjpeg-turbo's planes " << worst << ", mean "
-              << sum / n << "\n";
-    EXPECT_LE(worst, 16);
-    EXPECT_LT(sum / n, 1.0);
   }
 }
 
 TEST(HybridDecoder, BackToBackFilesEachGetTheirOwnPlanes) {
   REQUIRE_HYBRID();
-  gpu::HybridDecoder dec(gpu::make_jpeg_handles(0));
-  // Decoded one after the other without waiting (the host phase of each file beside the device
-  // phase of the one before), then each compared with the same file decoded alone.
-  std::vector<std::vector<std::uint8_t>> files;
-  for (int i = 0; i < 5; ++i) files.push_back(progressive(320 + 16 * i, 240, 2, 2, 10 + i));
-  std::vector<std::unique_ptr<gpu::HybridPlanes>> all;
-  for (const auto& f : files) all.push_back(dec.decode(f.data(), f.size(), 1u << 28));
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    ASSERT_NE(all[i], nullptr);
-    const auto together = to_host(*all[i]);
-    all[i].reset();
-    auto alone_planes = dec.decode(files[i].data(), files[i].size(), 1u << 28);
-    ASSERT_NE(alone_planes, nullptr);
-    EXPECT_EQ(together, to_host(*alone_planes)) << "file " << i;
+  for (const bool gpu_huffman : {false, true}) {
+    SCOPED_TRACE(gpu_huffman ? "GPU Huffman decoding" : "hybrid");
+    gpu::HybridDecoder dec(gpu::make_jpeg_handles(0), gpu_huffman);
+    // Decoded one after the other without waiting (the host phase of each file beside the device
+    // phase of the one before), then each compared with the same file decoded alone.
+    std::vector<std::vector<std::uint8_t>> files;
+    for (int i = 0; i < 5; ++i) files.push_back(progressive(320 + 16 * i, 240, 2, 2, 10 + i));
+    std::vector<std::unique_ptr<gpu::HybridPlanes>> all;
+    for (const auto& f : files) all.push_back(dec.decode(f.data(), f.size(), 1u << 28));
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      ASSERT_NE(all[i], nullptr);
+      const auto together = to_host(*all[i]);
+      all[i].reset();
+      auto alone_planes = dec.decode(files[i].data(), files[i].size(), 1u << 28);
+      ASSERT_NE(alone_planes, nullptr);
+      EXPECT_EQ(together, to_host(*alone_planes)) << "file " << i;
+    }
   }
 }
 
@@ -142,8 +148,10 @@ TEST(HybridDecoder, HardwareHandleDefaultHandleAndGpuHuffmanGiveTheSamePlanes) {
   REQUIRE_HYBRID();
   auto with_engine = gpu::make_jpeg_handles(0);
   gpu::HybridDecoder a(with_engine);
-  gpu::HybridDecoder b(gpu::make_jpeg_handles(0, false));
-  gpu::HybridDecoder c(with_engine, true);  // the GPU's Huffman decoding
+  auto without_engine = gpu::make_jpeg_handles(0, false);
+  gpu::HybridDecoder b(without_engine);
+  gpu::HybridDecoder c(with_engine, true);     // the GPU's Huffman decoding
+  gpu::HybridDecoder d(without_engine, true);  // and on the default-backend handle
   EXPECT_FALSE(a.gpu_huffman());
   EXPECT_TRUE(c.gpu_huffman());
   int k = 0;
@@ -156,81 +164,90 @@ TEST(HybridDecoder, HardwareHandleDefaultHandleAndGpuHuffmanGiveTheSamePlanes) {
     auto pa = a.decode(f.data(), f.size(), 1u << 28);
     auto pb = b.decode(f.data(), f.size(), 1u << 28);
     auto pc = c.decode(f.data(), f.size(), 1u << 28);
+    auto pd = d.decode(f.data(), f.size(), 1u << 28);
     ASSERT_NE(pa, nullptr) << w << "x" << h;
     ASSERT_NE(pb, nullptr) << w << "x" << h;
     ASSERT_NE(pc, nullptr) << w << "x" << h;
+    ASSERT_NE(pd, nullptr) << w << "x" << h;
     const auto planes = to_host(*pa);
     EXPECT_EQ(planes, to_host(*pb)) << w << "x" << h;
     EXPECT_EQ(planes, to_host(*pc)) << w << "x" << h << " (GPU Huffman decoding)";
+    EXPECT_EQ(planes, to_host(*pd)) << w << "x" << h << " (GPU Huffman, default handle)";
   }
 }
 
 TEST(HybridDecoder, DecodersSharingTheDevicesHandlesDecodeOnThreadsAtOnce) {
   REQUIRE_HYBRID();
-  // As the route's CPU workers do: one decoder per thread, all on one set of handles (one
-  // default-backend handle), decoding at the same time; each file's planes equal the planes of
-  // the same file decoded by a decoder alone.
-  std::vector<std::vector<std::uint8_t>> files;
-  for (int i = 0; i < 4; ++i) files.push_back(progressive(480 + 8 * i, 320, 2, 2, 40 + i));
-  std::vector<std::vector<std::vector<std::uint8_t>>> alone;
-  {
-    gpu::HybridDecoder dec(gpu::make_jpeg_handles(0));
-    for (const auto& f : files) {
-      auto p = dec.decode(f.data(), f.size(), 1u << 28);
-      ASSERT_NE(p, nullptr);
-      alone.push_back(to_host(*p));
+  for (const bool gpu_huffman : {false, true}) {
+    SCOPED_TRACE(gpu_huffman ? "GPU Huffman decoding" : "hybrid");
+    // As the route's CPU workers do: one decoder per thread, all on one set of handles (one
+    // default-backend handle), decoding at the same time; each file's planes equal the planes of
+    // the same file decoded by a decoder alone.
+    std::vector<std::vector<std::uint8_t>> files;
+    for (int i = 0; i < 4; ++i) files.push_back(progressive(480 + 8 * i, 320, 2, 2, 40 + i));
+    std::vector<std::vector<std::vector<std::uint8_t>>> alone;
+    {
+      gpu::HybridDecoder dec(gpu::make_jpeg_handles(0));
+      for (const auto& f : files) {
+        auto p = dec.decode(f.data(), f.size(), 1u << 28);
+        ASSERT_NE(p, nullptr);
+        alone.push_back(to_host(*p));
+      }
     }
-  }
-  constexpr int kThreads = 4;
-  std::vector<std::unique_ptr<gpu::HybridDecoder>> decoders;
-  {
-    auto handles = gpu::make_jpeg_handles(0);
+    constexpr int kThreads = 4;
+    std::vector<std::unique_ptr<gpu::HybridDecoder>> decoders;
+    {
+      auto handles = gpu::make_jpeg_handles(0);
+      for (int t = 0; t < kThreads; ++t)
+        decoders.push_back(std::make_unique<gpu::HybridDecoder>(handles, gpu_huffman));
+    }  // the decoders keep the handles they share alive
+    std::vector<std::vector<std::vector<std::vector<std::uint8_t>>>> got(kThreads);
+    std::vector<int> failed(kThreads, 0);
+    std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t)
-      decoders.push_back(std::make_unique<gpu::HybridDecoder>(handles));
-  }  // the decoders keep the handles they share alive
-  std::vector<std::vector<std::vector<std::vector<std::uint8_t>>>> got(kThreads);
-  std::vector<int> failed(kThreads, 0);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      gpu::HybridDecoder& dec = *decoders[std::size_t(t)];
-      for (int r = 0; r < 3; ++r)
-        for (std::size_t i = 0; i < files.size(); ++i) {
-          const auto& f = files[(i + std::size_t(t)) % files.size()];
-          auto p = dec.decode(f.data(), f.size(), 1u << 28);
-          if (!p) {
-            ++failed[std::size_t(t)];
-            continue;
+      threads.emplace_back([&, t] {
+        gpu::HybridDecoder& dec = *decoders[std::size_t(t)];
+        for (int r = 0; r < 3; ++r)
+          for (std::size_t i = 0; i < files.size(); ++i) {
+            const auto& f = files[(i + std::size_t(t)) % files.size()];
+            auto p = dec.decode(f.data(), f.size(), 1u << 28);
+            if (!p) {
+              ++failed[std::size_t(t)];
+              continue;
+            }
+            got[std::size_t(t)].push_back(to_host(*p));
           }
-          got[std::size_t(t)].push_back(to_host(*p));
-        }
-    });
-  for (auto& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) {
-    ASSERT_EQ(failed[std::size_t(t)], 0) << "thread " << t;
-    ASSERT_EQ(got[std::size_t(t)].size(), 3 * files.size());
-    for (std::size_t k = 0; k < got[std::size_t(t)].size(); ++k)
-      EXPECT_EQ(got[std::size_t(t)][k], alone[(k + std::size_t(t)) % files.size()])
-          << "thread " << t << ", decode " << k;
+      });
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t) {
+      ASSERT_EQ(failed[std::size_t(t)], 0) << "thread " << t;
+      ASSERT_EQ(got[std::size_t(t)].size(), 3 * files.size());
+      for (std::size_t k = 0; k < got[std::size_t(t)].size(); ++k)
+        EXPECT_EQ(got[std::size_t(t)][k], alone[(k + std::size_t(t)) % files.size()])
+            << "thread " << t << ", decode " << k;
+    }
   }
 }
 
 TEST(HybridDecoder, RefusesWhatItMustNotTake) {
   REQUIRE_HYBRID();
-  gpu::HybridDecoder dec(gpu::make_jpeg_handles(0));
-  const auto good = progressive(200, 150, 2, 2, 3);
-  auto cut = good;
-  cut.resize(cut.size() / 2);  // no EOI: libjpeg-turbo names the truncation
-  EXPECT_EQ(dec.decode(cut.data(), cut.size(), 1u << 28), nullptr);
-  test::MakeOpts g;
-  g.progressive = true;
-  const auto gray = test::make_jpeg(test::pattern(200, 150, 1, 4), g);
-  EXPECT_EQ(dec.decode(gray.data(), gray.size(), 1u << 28), nullptr);       // not 3 components
-  EXPECT_EQ(dec.decode(good.data(), good.size(), 200 * 150 - 1), nullptr);  // over the limit
-  const std::uint8_t junk[] = {0xFF, 0xD8, 0xFF, 0xD9};
-  EXPECT_EQ(dec.decode(junk, sizeof junk, 1u << 28), nullptr);
-  // and it still decodes after all that
-  EXPECT_NE(dec.decode(good.data(), good.size(), 1u << 28), nullptr);
+  for (const bool gpu_huffman : {false, true}) {
+    SCOPED_TRACE(gpu_huffman ? "GPU Huffman decoding" : "hybrid");
+    gpu::HybridDecoder dec(gpu::make_jpeg_handles(0), gpu_huffman);
+    const auto good = progressive(200, 150, 2, 2, 3);
+    auto cut = good;
+    cut.resize(cut.size() / 2);  // no EOI: libjpeg-turbo names the truncation
+    EXPECT_EQ(dec.decode(cut.data(), cut.size(), 1u << 28), nullptr);
+    test::MakeOpts g;
+    g.progressive = true;
+    const auto gray = test::make_jpeg(test::pattern(200, 150, 1, 4), g);
+    EXPECT_EQ(dec.decode(gray.data(), gray.size(), 1u << 28), nullptr);       // not 3 components
+    EXPECT_EQ(dec.decode(good.data(), good.size(), 200 * 150 - 1), nullptr);  // over the limit
+    const std::uint8_t junk[] = {0xFF, 0xD8, 0xFF, 0xD9};
+    EXPECT_EQ(dec.decode(junk, sizeof junk, 1u << 28), nullptr);
+    // and it still decodes after all that
+    EXPECT_NE(dec.decode(good.data(), good.size(), 1u << 28), nullptr);
+  }
 }
 
 TEST(HybridDecoder, KeepsExifAndIcc) {
@@ -283,7 +300,8 @@ TEST(HybridRoute, ProgressiveFilesThroughTheHybridDecoderStayWithinTheCpuPlanesR
   };
   for (const Run_ k : {Run_{ProgressiveJpeg::hybrid, 0, "nvjpeg-hybrid"},
                        Run_{ProgressiveJpeg::hybrid, 2, "nvjpeg-hybrid"},
-                       Run_{ProgressiveJpeg::gpu, 0, "nvjpeg-gpu-hybrid"}}) {
+                       Run_{ProgressiveJpeg::gpu, 0, "nvjpeg-gpu-hybrid"},
+                       Run_{ProgressiveJpeg::gpu, 2, "nvjpeg-gpu-hybrid"}}) {
     const int count = k.count;
     SCOPED_TRACE(std::string(k.decoder) + ", hybrid_decoders " + std::to_string(count));
     ExecutorOptions o;  // the defaults' route: automatic, the device route started at once

@@ -65,12 +65,15 @@ class OnDevice {
   int old_ = -1;
 };
 
-/// The host buffers nvJPEG's entropy decoding writes the coefficients into: ordinary memory.
-/// From nvJPEG's own pinned allocator, the host phase of a progressive file (whose refinement
-/// scans read the coefficients back) took 4x as long, and pinning them (cudaHostAlloc, a file's
-/// coefficients at a time, on 16 threads) stalled every other CUDA call of the process, the
-/// device route's encodes among them, for up to 0.2 s each (bench/probes/start_probe.cu). The
-/// transfer from them is staged by the driver, a few milliseconds a photo.
+/// The host buffers nvJPEG's host phase writes into (the entropy-decoded coefficients, or with
+/// GPU_HYBRID the bitstream): ordinary memory. From nvJPEG's own pinned allocator, 16 CPU
+/// workers growing them as larger files came stalled every other CUDA call of the process, the
+/// device route's encodes among them, for 0.1-0.2 s at a time, and their first decodes took
+/// 2-4x as long; from malloc the encoder's worst iteration stayed under 13 ms
+/// (bench/probes/start_probe.cu). One thread alone decodes as fast either way. The transfer
+/// from them is staged by the driver (cudaMemcpyAsync from pageable memory returns once the
+/// bytes are staged), a few milliseconds a photo; the buffer is reused two files later, after
+/// the file before has left the device side.
 int host_malloc(void*, void** p, std::size_t n, cudaStream_t) {
   *p = std::malloc(n);
   return *p ? 0 : 1;
@@ -78,15 +81,6 @@ int host_malloc(void*, void** p, std::size_t n, cudaStream_t) {
 int host_free(void*, void* p, std::size_t, cudaStream_t) {
   std::free(p);
   return 0;
-}
-/// nvJPEG's device buffers, stream-ordered from the decoder's pool (no cudaMalloc or cudaFree,
-/// which waits for the whole device, when a larger file grows them).
-int pool_malloc(void* pool, void** p, std::size_t n, cudaStream_t s) {
-  return cudaMallocFromPoolAsync(p, n, *static_cast<cudaMemPool_t*>(pool), s) == cudaSuccess ? 0
-                                                                                             : 1;
-}
-int pool_free(void*, void* p, std::size_t, cudaStream_t s) {
-  return cudaFreeAsync(p, s) == cudaSuccess ? 0 : 1;
 }
 
 }  // namespace
@@ -161,7 +155,7 @@ HybridDecoder::HybridDecoder(std::shared_ptr<JpegHandles> handles, bool gpu_huff
   m.handles = std::move(handles);
   // The planes' pool keeps up to 256 MiB of what is freed into it (a photo's planes are tens
   // of megabytes, and the same sizes come back file after file); beyond that it gives memory
-  // back at synchronizations. nvJPEG's device buffer comes from it too.
+  // back at synchronizations.
   cudaMemPoolProps props{};
   props.allocType = cudaMemAllocationTypePinned;
   props.location.type = cudaMemLocationTypeDevice;
@@ -175,12 +169,11 @@ HybridDecoder::HybridDecoder(std::shared_ptr<JpegHandles> handles, bool gpu_huff
         "nvjpegDecoderCreate");
   check(nvjpegDecoderStateCreate(m.handle, m.decoder, &m.state), "nvjpegDecoderStateCreate");
   nvjpegPinnedAllocatorV2_t host{host_malloc, host_free, nullptr};
-  nvjpegDevAllocatorV2_t dev{pool_malloc, pool_free, &m.pool};
   for (int i = 0; i < 2; ++i) {
     check(nvjpegBufferPinnedCreateV2(m.handle, &host, &m.pinned[i]), "nvjpegBufferPinnedCreateV2");
     check(nvjpegJpegStreamCreate(m.handle, &m.parsed[i]), "nvjpegJpegStreamCreate");
   }
-  check(nvjpegBufferDeviceCreateV2(m.handle, &dev, &m.device_buffer), "nvjpegBufferDeviceCreateV2");
+  check(nvjpegBufferDeviceCreate(m.handle, nullptr, &m.device_buffer), "nvjpegBufferDeviceCreate");
   check(nvjpegStateAttachDeviceBuffer(m.state, m.device_buffer), "nvjpegStateAttachDeviceBuffer");
   check(nvjpegDecodeParamsCreate(m.handle, &m.params), "nvjpegDecodeParamsCreate");
   check(nvjpegDecodeParamsSetOutputFormat(m.params, NVJPEG_OUTPUT_YUV),

@@ -54,8 +54,8 @@ class HybridPlanes {
 
 /// nvJPEG's hybrid decoder on one device, for one thread at a time: a decoder on the device's
 /// shared handle, its own decode state, two host buffers (ordinary memory, not pinned) and two
-/// parsed streams in turn, a device buffer, a stream, and a memory pool for the device buffer
-/// and the planes it returns. Files
+/// parsed streams in turn, a device buffer, a stream, and a memory pool for the planes it
+/// returns. Files
 /// follow NVIDIA's decoupled order: the host phase of a file runs while the device phase of the
 /// file before may still run, then waits for it before its own transfer, so one file at a time is
 /// on the state's device side.
