@@ -229,6 +229,46 @@ TEST(HybridDecoder, DecodersSharingTheDevicesHandlesDecodeOnThreadsAtOnce) {
   }
 }
 
+// A progressive file whose entropy-coded data was overwritten in its middle (the markers and
+// the EOI intact), which libjpeg-turbo refuses (its data warnings are errors): a decoder must
+// refuse it too (null: the CPU decoder then names the defect), not hand over planes made of
+// whatever it decoded. Each variant's outcome per backend is printed.
+TEST(HybridDecoder, RefusesEntropyDataLibjpegRefuses) {
+  REQUIRE_HYBRID();
+  const auto good = progressive(640, 480, 2, 2, 7);
+  // The last scan's entropy-coded data: from after the last SOS segment to the EOI.
+  std::size_t sos = 0;
+  for (std::size_t i = 2; i + 3 < good.size(); ++i)
+    if (good[i] == 0xFF && good[i + 1] == 0xDA) sos = i;
+  ASSERT_GT(sos, 0u);
+  const std::size_t data = sos + 2 + (std::size_t(good[sos + 2]) << 8 | good[sos + 3]);
+  const std::size_t end = good.size() - 2;
+  ASSERT_LT(data + 64, end);
+  std::vector<std::vector<std::uint8_t>> refused;
+  for (int v = 0; v < 24 && refused.size() < 6; ++v) {
+    auto bad = good;
+    const std::size_t at = data + (end - data) * std::size_t(1 + v % 8) / 10;
+    for (std::size_t k = 0; k < 24 && at + k < end; ++k)
+      bad[at + k] = std::uint8_t((v * 37 + int(k) * 11) % 255);  // never 0xFF: no marker
+    try {
+      (void)jpeg::decode_planes(bad.data(), bad.size(), "bad.jpg");
+    } catch (const std::exception&) {
+      refused.push_back(bad);
+    }
+  }
+  ASSERT_FALSE(refused.empty()) << "no overwrite made libjpeg-turbo refuse the file";
+  for (const bool gpu_huffman : {false, true}) {
+    gpu::HybridDecoder dec(gpu::make_jpeg_handles(0), gpu_huffman);
+    int handed = 0;
+    for (const auto& bad : refused)
+      if (dec.decode(bad.data(), bad.size(), 1u << 28)) ++handed;
+    std::cout << (gpu_huffman ? "[ gpu-hyb ] " : "[ hybrid  ] ") << handed << " of "
+              << refused.size() << " files libjpeg-turbo refuses came back as planes\n";
+    EXPECT_EQ(handed, 0) << (gpu_huffman ? "GPU Huffman decoding" : "hybrid");
+    EXPECT_NE(dec.decode(good.data(), good.size(), 1u << 28), nullptr);  // still decodes
+  }
+}
+
 TEST(HybridDecoder, RefusesWhatItMustNotTake) {
   REQUIRE_HYBRID();
   for (const bool gpu_huffman : {false, true}) {
