@@ -58,6 +58,13 @@ const char* to_string(L2 l);
 enum class Timing : std::uint8_t { gpu, enqueue };
 const char* to_string(Timing t);
 
+/// jpeg.progressive's value for a ProgressiveJpeg: "libjpeg", "hybrid", "gpu".
+inline const char* progressive_name(ProgressiveJpeg p) {
+  return p == ProgressiveJpeg::libjpeg  ? "libjpeg"
+         : p == ProgressiveJpeg::hybrid ? "hybrid"
+                                        : "gpu";
+}
+
 /// --tune KEY=VALUE (bench/tune.cpp): the kernels' run-time choices, the CPU backend's SIMD
 /// switch and, for --folder, the executor's router, for the whole run; the defaults are the
 /// policy.

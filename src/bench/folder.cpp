@@ -130,9 +130,10 @@ void write_report(std::ostream& out, const Options& opt, const BatchSummary& s, 
   else
     line("device_start_s") << seconds_text(kDeviceStartCpuS) << " (the policy)\n";
   const ProgressiveJpeg pj = opt.tune.progressive;
-  line("progressive") << (pj == ProgressiveJpeg::libjpeg  ? "libjpeg (libjpeg-turbo's coefficients)"
-                          : pj == ProgressiveJpeg::hybrid ? "hybrid (nvJPEG's hybrid decoder)"
-                                                          : "gpu (nvJPEG's GPU Huffman decoding)")
+  line("progressive") << progressive_name(pj)
+                      << (pj == ProgressiveJpeg::libjpeg  ? " (libjpeg-turbo's coefficients)"
+                          : pj == ProgressiveJpeg::hybrid ? " (nvJPEG's hybrid decoder)"
+                                                          : " (nvJPEG's GPU Huffman decoding)")
                       << (pj == ExecutorOptions{}.progressive ? " (the policy)\n"
                                                               : " (jpeg.progressive)\n");
   line("device") << device_words(s) << '\n';

@@ -153,19 +153,15 @@ void add_executor_keys(std::vector<Key>& k) {
                            "worker reads a progressive JPEG's coefficients with libjpeg-turbo, "
                            "decodes it with nvJPEG's hybrid decoder into planes on the device, "
                            "or queues it for nvJPEG's GPU Huffman decoding (default: ") +
-                   (ExecutorOptions{}.progressive == ProgressiveJpeg::gpu      ? "gpu"
-                    : ExecutorOptions{}.progressive == ProgressiveJpeg::hybrid ? "hybrid"
-                                                                               : "libjpeg") +
-                   ")",
+                   progressive_name(ExecutorOptions{}.progressive) + ")",
                [](Tune& t, const std::string& v) {
-                 if (v == "libjpeg")
-                   t.progressive = ProgressiveJpeg::libjpeg;
-                 else if (v == "hybrid")
-                   t.progressive = ProgressiveJpeg::hybrid;
-                 else if (v == "gpu")
-                   t.progressive = ProgressiveJpeg::gpu;
-                 else
-                   bad_value("jpeg.progressive", v, "libjpeg, hybrid, gpu");
+                 for (const ProgressiveJpeg p :
+                      {ProgressiveJpeg::libjpeg, ProgressiveJpeg::hybrid, ProgressiveJpeg::gpu})
+                   if (v == progressive_name(p)) {
+                     t.progressive = p;
+                     return;
+                   }
+                 bad_value("jpeg.progressive", v, "libjpeg, hybrid, gpu");
                }});
   k.push_back({"executor.report_window",
                "N  --folder only: at most N items read and not yet reported (reports go out in "

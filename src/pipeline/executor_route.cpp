@@ -137,9 +137,9 @@ std::unique_ptr<Loaded> Executor::Run::next_for_cpu(std::unique_lock<std::mutex>
 /// and whose entropy decoding is most of its decode) goes as its coefficients: the device runs
 /// the inverse DCT too; with ExecutorOptions::progressive hybrid or gpu, nvJPEG's decoder takes
 /// it instead (entropy decoding here or on the device, the rest on the device: the planes never
-/// leave it). True
-/// when the item went to the device. A file whose EXIF orientation turns its planes stays on
-/// the CPU's planes route (neither the coefficients nor nvJPEG's planes are turned).
+/// leave it). True when the item went to the device. A file whose EXIF orientation turns its
+/// planes stays on the CPU's planes route (neither the coefficients nor nvJPEG's planes are
+/// turned).
 bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
   if (!dev || !it->plan.cpu_planes || it->plan.route == ItemRoute::pixels ||
       it->plan.jpeg.orientation != 1 || dev->state() != detail::JpegDevices::State::ready)
