@@ -173,7 +173,7 @@ std::string usage() {
   o << "Usage: histeq bench [OPTIONS]\n"
        "       histeq bench --folder IN... -o OUTDIR [--jobs N] [--decoder auto|cpu|gpu]\n"
        "                    [--backend auto|cpu|cuda] [--tune router.device_start_s=SECONDS]\n"
-       "                    [--tune cpu.simd=0|1] [--tune jpeg.progressive=libjpeg|hybrid]\n"
+       "                    [--tune cpu.simd=0|1] [--tune jpeg.progressive=libjpeg|hybrid|gpu]\n"
        "                    [--tune executor.report_window=N] [--tune jpeg.hybrid_decoders=N]\n"
        "\n"
        "Runs histogram kernels over a sweep of synthetic arrays (or decoded images), checks each\n"
