@@ -53,6 +53,13 @@ enum cudaDeviceAttr : int {
   cudaDevAttrComputeMode = 20,
 };
 
+enum cudaComputeMode {
+  cudaComputeModeDefault = 0,
+  cudaComputeModeExclusive = 1,
+  cudaComputeModeProhibited = 2,
+  cudaComputeModeExclusiveProcess = 3,
+};
+
 struct cudaPointerAttributes {
   cudaMemoryType type = cudaMemoryTypeUnregistered;
   int device = 0;

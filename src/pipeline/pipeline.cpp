@@ -100,7 +100,7 @@ bool cuda_exclusive_process_device() {
       cudaGetLastError();
       continue;
     }
-    if (mode == 3) return true;  // cudaComputeModeExclusiveProcess
+    if (mode == cudaComputeModeExclusiveProcess) return true;
   }
   return false;
 }
