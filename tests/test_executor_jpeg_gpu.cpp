@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -263,6 +264,102 @@ TEST_F(ExecutorJpeg, GpuMixedFolderAndAutoRouteGiveTheBytesOfTheRouteThatRan) {
     }
     EXPECT_LE(s.failures, 1u);
   }
+}
+
+/// `good` with 24 bytes of its last scan's entropy-coded data overwritten (markers and EOI
+/// intact), at one of eight places; none of the bytes is 0xFF (no marker made).
+std::vector<std::uint8_t> overwrite_last_scan(const std::vector<std::uint8_t>& good, int v) {
+  std::size_t sos = 0;
+  for (std::size_t i = 2; i + 3 < good.size(); ++i)
+    if (good[i] == 0xFF && good[i + 1] == 0xDA) sos = i;
+  const std::size_t data = sos + 2 + (std::size_t(good[sos + 2]) << 8 | good[sos + 3]);
+  const std::size_t end = good.size() - 2;
+  auto bad = good;
+  if (sos == 0 || data + 64 >= end) return bad;
+  const std::size_t at = data + (end - data) * std::size_t(1 + v % 8) / 10;
+  for (std::size_t k = 0; k < 24 && at + k < end; ++k)
+    bad[at + k] = std::uint8_t((v * 37 + int(k) * 11) % 255);
+  return bad;
+}
+
+// Files whose entropy-coded data libjpeg-turbo refuses (its data warnings are errors) fail on
+// every route, not only on the CPU's: the device route (the hardware decoder for baseline files,
+// GPU Huffman decoding for progressive ones, as the policy runs them) and the single-file GPU
+// path must not write an image made of whatever their decoder made of the data. How many each
+// decoder handed back is printed.
+TEST_F(ExecutorJpeg, EntropyDataTheCpuRouteRefusesFailsOnTheDeviceRouteToo) {
+  struct Kind {
+    const char* name;
+    int w, h, channels, hs, vs;
+    bool progressive;
+  };
+  std::vector<std::string> bad_inputs;
+  for (const Kind k :
+       {Kind{"b420", 640, 480, 3, 2, 2, false}, Kind{"b444", 333, 211, 3, 1, 1, false},
+        Kind{"gray", 400, 300, 1, 1, 1, false}, Kind{"p420", 640, 480, 3, 2, 2, true}}) {
+    test::MakeOpts mo;
+    mo.h_samp = k.hs;
+    mo.v_samp = k.vs;
+    mo.progressive = k.progressive;
+    const auto good = test::make_jpeg(test::pattern(k.w, k.h, k.channels, 9), mo);
+    int kept = 0;
+    for (int v = 0; v < 24 && kept < 4; ++v) {
+      const auto bad = overwrite_last_scan(good, v);
+      try {
+        (void)decode_image(bad.data(), bad.size(), "bad.jpg");
+        continue;  // libjpeg-turbo decodes this one cleanly: not a refused file
+      } catch (const std::exception&) {}
+      const fs::path p = dir_ / "in" / (std::string(k.name) + "_" + std::to_string(v) + ".jpg");
+      write_bytes(p, bad);
+      bad_inputs.push_back(p.string());
+      ++kept;
+    }
+  }
+  ASSERT_GE(bad_inputs.size(), 8u) << "too few overwrites made libjpeg-turbo refuse the file";
+  inputs_ = bad_inputs;
+  {
+    ExecutorOptions c;
+    c.jpeg = JpegRoute::cpu;
+    c.jobs = 2;
+    Executor ex(c);
+    const auto its = items("cpu", ".jpg");
+    ex.run(its, [](const ItemReport& r) { EXPECT_FALSE(r.ok) << r.input; });
+  }
+  HISTEQ_REQUIRE_GPU();
+  if (!gpu::nvjpeg_built()) GTEST_SKIP() << "built without nvJPEG";
+  ExecutorOptions o;  // the device route for every JPEG, as --decoder gpu runs a batch
+  o.jpeg = JpegRoute::gpu;
+  o.jobs = 4;
+  Executor ex(o);
+  const auto its = items("device", ".jpg");
+  std::vector<ItemReport> reps;
+  ex.run(its, [&](const ItemReport& r) { reps.push_back(r); });
+  ASSERT_EQ(reps.size(), its.size());
+  int written = 0;
+  for (const ItemReport& r : reps) {
+    if (!r.ok) continue;
+    ++written;
+    ADD_FAILURE() << r.input << ": written by decoder " << r.decoder << " (route " << r.route
+                  << ")";
+  }
+  std::cout << "[ device  ] " << written << " of " << reps.size()
+            << " files libjpeg-turbo refuses were written\n";
+  gpu::Equalizer eq;
+  gpu::JpegCodec codec(eq.stream());
+  EqualizeOptions eo;
+  eo.backend = Backend::cuda;
+  int single = 0;
+  for (const std::string& in_path : bad_inputs) {
+    const auto in = read_bytes(in_path);
+    try {
+      const gpu::JpegOnDevice r = gpu::equalize_jpeg_on_device(
+          eq, codec, {in.data(), in.size(), in_path}, eo, {95, jpeg::Subsampling::s420});
+      ++single;
+      ADD_FAILURE() << in_path << ": the single-file GPU path decoded it with " << r.decoder;
+    } catch (const std::exception&) {}
+  }
+  std::cout << "[ single  ] " << single << " of " << bad_inputs.size()
+            << " files libjpeg-turbo refuses were decoded\n";
 }
 
 }  // namespace

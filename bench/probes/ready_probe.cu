@@ -1,0 +1,271 @@
+// ready_probe.cu — what the JPEG device route's start-up costs, step by step, and where: the
+// CUDA context, the hardware-backend nvJPEG handle, then each slot's state as histeq makes it
+// (a stream, the hardware decode state and JPEG stream, an encoder state and parameters),
+// optionally beside --load threads that spin as busy CPU workers do. nvJPEG's device and pinned
+// allocations are counted and timed through allocators passed to nvjpegCreateEx that call what
+// nvJPEG's defaults call (cudaMalloc/cudaFree, cudaHostAlloc/cudaFreeHost), so each step's line
+// says how much of its time was allocation. Variants, each in a process of its own:
+//
+//   --allocators default|logged|pool  nvJPEG's own allocators (nothing counted), the logged ones
+//                          above, or device memory from a stream-ordered pool reserved when the
+//                          context is made (pinned memory logged as above)
+//   --states K (3)         slot states made one after another on the starting thread
+//   --threads              the K states made on K threads at once (after the handle)
+//   --load N (0)           N threads spinning from before the context until the end
+//   --decode FILE          once the states exist, one baseline FILE decoded on slot 0's state
+//                          (nvjpegDecodeJpeg, hardware backend), its first and second decode
+//
+// Everything is timed with steady_clock from the process's first line in main; nothing is torn
+// down (the process ends with _exit, as histeq's handoff does), so no step includes teardown.
+//
+//   nvcc -O2 -std=c++17 -arch=sm_90 bench/probes/ready_probe.cu -I<nvjpeg include>
+//        -Xlinker <nvjpeg lib>/libnvjpeg.so.13 -lpthread -o ready_probe
+//   ./ready_probe [options]
+#include <cuda_runtime.h>
+#include <nvjpeg.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+Clock::time_point g_t0;
+double now_ms() { return std::chrono::duration<double, std::milli>(Clock::now() - g_t0).count(); }
+
+#define CK(x)                                                                     \
+  do {                                                                            \
+    auto s_ = (x);                                                                \
+    if (int(s_) != 0) {                                                           \
+      std::fprintf(stderr, "%s:%d %s -> %d\n", __FILE__, __LINE__, #x, int(s_)); \
+      std::_Exit(1);                                                              \
+    }                                                                             \
+  } while (0)
+
+// ---- allocation counters (all threads) ----
+struct Counts {
+  long dev_n = 0, pin_n = 0;
+  double dev_mb = 0, pin_mb = 0, dev_ms = 0, pin_ms = 0;
+};
+std::mutex g_mu;
+Counts g_counts;
+Counts snapshot() {
+  std::lock_guard<std::mutex> l(g_mu);
+  return g_counts;
+}
+void add(bool dev, std::size_t n, double ms) {
+  std::lock_guard<std::mutex> l(g_mu);
+  if (dev) {
+    ++g_counts.dev_n;
+    g_counts.dev_mb += n / 1048576.0;
+    g_counts.dev_ms += ms;
+  } else {
+    ++g_counts.pin_n;
+    g_counts.pin_mb += n / 1048576.0;
+    g_counts.pin_ms += ms;
+  }
+}
+
+int dev_malloc(void** p, size_t n) {
+  const double t = now_ms();
+  const int r = cudaMalloc(p, n) == cudaSuccess ? 0 : 1;
+  add(true, n, now_ms() - t);
+  return r;
+}
+int dev_free(void* p) { return cudaFree(p) == cudaSuccess ? 0 : 1; }
+int pin_malloc(void** p, size_t n, unsigned int flags) {
+  const double t = now_ms();
+  const int r = cudaHostAlloc(p, n, flags) == cudaSuccess ? 0 : 1;
+  add(false, n, now_ms() - t);
+  return r;
+}
+int pin_free(void* p) { return cudaFreeHost(p) == cudaSuccess ? 0 : 1; }
+
+cudaMemPool_t g_pool = nullptr;
+int pool_malloc(void*, void** p, size_t n, cudaStream_t s) {
+  const double t = now_ms();
+  const int r = cudaMallocFromPoolAsync(p, n, g_pool, s) == cudaSuccess ? 0 : 1;
+  add(true, n, now_ms() - t);
+  return r;
+}
+int pool_free(void*, void* p, size_t, cudaStream_t s) {
+  return cudaFreeAsync(p, s) == cudaSuccess ? 0 : 1;
+}
+int pin_malloc2(void*, void** p, size_t n, cudaStream_t) {
+  const double t = now_ms();
+  const int r = cudaHostAlloc(p, n, cudaHostAllocDefault) == cudaSuccess ? 0 : 1;
+  add(false, n, now_ms() - t);
+  return r;
+}
+int pin_free2(void*, void* p, size_t, cudaStream_t) {
+  return cudaFreeHost(p) == cudaSuccess ? 0 : 1;
+}
+
+struct Options {
+  std::string allocators = "logged";
+  int states = 3, load = 0;
+  bool threads = false;
+  std::string decode;
+};
+
+/// One step's line: its wall time and the allocations it made.
+void report(const char* what, double t0, const Counts& a) {
+  const Counts b = snapshot();
+  std::printf("%-34s %8.1f ms  (at %7.1f)  device %3ld allocs %8.1f MB %6.1f ms  pinned %3ld "
+              "allocs %7.1f MB %6.1f ms\n",
+              what, now_ms() - t0, now_ms(), b.dev_n - a.dev_n, b.dev_mb - a.dev_mb,
+              b.dev_ms - a.dev_ms, b.pin_n - a.pin_n, b.pin_mb - a.pin_mb, b.pin_ms - a.pin_ms);
+}
+
+struct Slot {
+  cudaStream_t s = nullptr;
+  nvjpegJpegState_t st = nullptr;
+  nvjpegJpegStream_t js = nullptr;
+  nvjpegEncoderState_t enc = nullptr;
+  nvjpegEncoderParams_t prm = nullptr;
+};
+
+/// A slot's state as histeq's SlotState makes its nvJPEG part, each call timed.
+void make_slot(nvjpegHandle_t h, Slot& k, int i, bool quiet) {
+  char name[64];
+  Counts a = snapshot();
+  double t = now_ms();
+  CK(cudaStreamCreateWithFlags(&k.s, cudaStreamNonBlocking));
+  std::snprintf(name, sizeof name, "slot %d: stream", i);
+  if (!quiet) report(name, t, a);
+  a = snapshot();
+  t = now_ms();
+  CK(nvjpegJpegStateCreate(h, &k.st));
+  std::snprintf(name, sizeof name, "slot %d: decode state", i);
+  if (!quiet) report(name, t, a);
+  a = snapshot();
+  t = now_ms();
+  CK(nvjpegJpegStreamCreate(h, &k.js));
+  std::snprintf(name, sizeof name, "slot %d: jpeg stream", i);
+  if (!quiet) report(name, t, a);
+  a = snapshot();
+  t = now_ms();
+  CK(nvjpegEncoderStateCreate(h, &k.enc, k.s));
+  CK(nvjpegEncoderParamsCreate(h, &k.prm, k.s));
+  std::snprintf(name, sizeof name, "slot %d: encoder state+params", i);
+  if (!quiet) report(name, t, a);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  g_t0 = Clock::now();
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--allocators") o.allocators = next();
+    else if (a == "--states") o.states = std::atoi(next().c_str());
+    else if (a == "--load") o.load = std::atoi(next().c_str());
+    else if (a == "--threads") o.threads = true;
+    else if (a == "--decode") o.decode = next();
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  std::printf("# ready_probe --allocators %s --states %d --load %d%s%s%s\n", o.allocators.c_str(),
+              o.states, o.load, o.threads ? " --threads" : "", o.decode.empty() ? "" : " --decode ",
+              o.decode.c_str());
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> spin;
+  for (int i = 0; i < o.load; ++i)
+    spin.emplace_back([&stop] {
+      volatile unsigned x = 1;
+      while (!stop.load(std::memory_order_relaxed)) x = x * 1664525u + 1013904223u;
+    });
+  Counts a = snapshot();
+  double t = now_ms();
+  CK(cudaFree(nullptr));
+  report("context (cudaFree(0))", t, a);
+  if (o.allocators == "pool") {
+    a = snapshot();
+    t = now_ms();
+    cudaMemPoolProps p{};
+    p.allocType = cudaMemAllocationTypePinned;
+    p.location.type = cudaMemLocationTypeDevice;
+    p.location.id = 0;
+    CK(cudaMemPoolCreate(&g_pool, &p));
+    std::uint64_t keep = ~0ull;
+    CK(cudaMemPoolSetAttribute(g_pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    void* warm = nullptr;  // reserve 512 MB once, so later pool allocations map nothing
+    CK(cudaMallocFromPoolAsync(&warm, 512u << 20, g_pool, nullptr));
+    CK(cudaFreeAsync(warm, nullptr));
+    CK(cudaStreamSynchronize(nullptr));
+    report("pool reserve (512 MB)", t, a);
+  }
+  nvjpegDevAllocator_t da{dev_malloc, dev_free};
+  nvjpegPinnedAllocator_t pa{pin_malloc, pin_free};
+  nvjpegHandle_t h = nullptr;
+  a = snapshot();
+  t = now_ms();
+  if (o.allocators == "pool") {
+    nvjpegDevAllocatorV2_t da2{pool_malloc, pool_free, nullptr};
+    nvjpegPinnedAllocatorV2_t pa2{pin_malloc2, pin_free2, nullptr};
+    CK(nvjpegCreateExV2(NVJPEG_BACKEND_HARDWARE, &da2, &pa2, NVJPEG_FLAGS_BITSTREAM_STRICT, &h));
+  } else {
+    const bool logged = o.allocators == "logged";
+    CK(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, logged ? &da : nullptr, logged ? &pa : nullptr,
+                      NVJPEG_FLAGS_BITSTREAM_STRICT, &h));
+  }
+  report("handle (hardware backend)", t, a);
+  std::vector<Slot> slots(o.states);
+  a = snapshot();
+  t = now_ms();
+  if (o.threads) {
+    std::vector<std::thread> th;
+    for (int i = 0; i < o.states; ++i)
+      th.emplace_back([&, i] {
+        const double ti = now_ms();
+        make_slot(h, slots[i], i, true);
+        std::printf("  slot %d made on its thread in %.1f ms (done at %.1f)\n", i, now_ms() - ti,
+                    now_ms());
+      });
+    for (auto& x : th) x.join();
+  } else {
+    for (int i = 0; i < o.states; ++i) make_slot(h, slots[i], i, false);
+  }
+  report("all slot states", t, a);
+  std::printf("%-34s %8.1f ms\n", "ready (from main's first line)", now_ms());
+  if (!o.decode.empty()) {
+    std::ifstream in(o.decode, std::ios::binary);
+    std::vector<unsigned char> bytes{std::istreambuf_iterator<char>(in), {}};
+    int nc = 0, w[NVJPEG_MAX_COMPONENT] = {}, hh[NVJPEG_MAX_COMPONENT] = {};
+    nvjpegChromaSubsampling_t css;
+    CK(nvjpegGetImageInfo(h, bytes.data(), bytes.size(), &nc, &css, w, hh));
+    nvjpegImage_t img{};
+    for (int c = 0; c < 3; ++c) {
+      CK(cudaMalloc(&img.channel[c], std::size_t(w[0]) * hh[0]));
+      img.pitch[c] = w[0];
+    }
+    for (int r = 0; r < 2; ++r) {
+      a = snapshot();
+      t = now_ms();
+      CK(nvjpegDecodeBatchedInitialize(h, slots[0].st, 1, 1, NVJPEG_OUTPUT_YUV));
+      const unsigned char* d = bytes.data();
+      std::size_t n = bytes.size();
+      CK(nvjpegDecodeBatched(h, slots[0].st, &d, &n, &img, slots[0].s));
+      CK(cudaStreamSynchronize(slots[0].s));
+      report(r == 0 ? "first decode (batched init+decode)" : "second decode", t, a);
+    }
+  }
+  stop = true;
+  for (auto& x : spin) x.join();
+  std::fflush(stdout);
+  _exit(0);
+}
