@@ -13,7 +13,8 @@
 //   --threads              the K states made on K threads at once (after the handle)
 //   --load N (0)           N threads spinning from before the context until the end
 //   --decode FILE          once the states exist, one baseline FILE decoded on slot 0's state
-//                          (nvjpegDecodeJpeg, hardware backend), its first and second decode
+//                          (nvjpegDecodeBatched, hardware backend), its first and second
+//                          decode, then its planes encoded twice on slot 0's encoder state
 //
 // Everything is timed with steady_clock from the process's first line in main; nothing is torn
 // down (the process ends with _exit, as histeq's handoff does), so no step includes teardown.
@@ -263,6 +264,25 @@ int main(int argc, char** argv) {
       CK(cudaStreamSynchronize(slots[0].s));
       report(r == 0 ? "first decode (batched init+decode)" : "second decode", t, a);
     }
+    // The decoded planes encoded at q95 4:2:0 on slot 0's encoder state, twice: what the first
+    // use of an encoder state costs over a later one.
+    CK(nvjpegEncoderParamsSetQuality(slots[0].prm, 95, slots[0].s));
+    CK(nvjpegEncoderParamsSetSamplingFactors(slots[0].prm, NVJPEG_CSS_420, slots[0].s));
+    std::vector<unsigned char> out;
+    for (int r = 0; r < 2; ++r) {
+      a = snapshot();
+      t = now_ms();
+      CK(nvjpegEncodeYUV(h, slots[0].enc, slots[0].prm, &img, NVJPEG_CSS_420, w[0], hh[0],
+                         slots[0].s));
+      std::size_t len = 0;
+      CK(nvjpegEncodeRetrieveBitstream(h, slots[0].enc, nullptr, &len, slots[0].s));
+      out.resize(len);
+      CK(nvjpegEncodeRetrieveBitstream(h, slots[0].enc, out.data(), &len, slots[0].s));
+      CK(cudaStreamSynchronize(slots[0].s));
+      report(r == 0 ? "first encode (q95 4:2:0)" : "second encode", t, a);
+    }
+    std::printf("# decoded %s: %dx%d, %d components; encoded %zu bytes\n", o.decode.c_str(), w[0],
+                hh[0], nc, out.size());
   }
   stop = true;
   for (auto& x : spin) x.join();
