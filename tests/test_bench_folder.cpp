@@ -170,6 +170,11 @@ TEST(BenchFolderArgs, ParsesTheFolderRunAndItsOptions) {
   EXPECT_EQ(parse_args({"--folder", "in", "-o", "o", "--tune", "jpeg.hybrid_decoders=4"})
                 .tune.hybrid_decoders,
             4);
+  EXPECT_EQ(d.tune.gpu_huffman_decoders, 0) << "the policy's unless given";
+  EXPECT_EQ(ExecutorOptions{}.gpu_huffman_decoders, 0);
+  EXPECT_EQ(parse_args({"--folder", "in", "-o", "o", "--tune", "jpeg.gpu_huffman_decoders=6"})
+                .tune.gpu_huffman_decoders,
+            6);
 }
 
 // Numbers of seconds >= 0 as strtod reads them, at the edges: -0 is 0 (the report prints 0, not
@@ -219,6 +224,8 @@ TEST(BenchFolderArgs, RefusesWhatDoesNotGoTogether) {
       {{"--folder", "in", "-o", "o", "--tune", "executor.report_window=-1"}, "0..1048576"},
       {{"--tune", "jpeg.hybrid_decoders=4"}, "--folder"},
       {{"--folder", "in", "-o", "o", "--tune", "jpeg.hybrid_decoders=-1"}, "0..1024"},
+      {{"--tune", "jpeg.gpu_huffman_decoders=4"}, "--folder"},
+      {{"--folder", "in", "-o", "o", "--tune", "jpeg.gpu_huffman_decoders=-1"}, "0..1024"},
       {{"--folder", "in", "-o", "o", "--tune", "jpeg.progressive=nvjpeg"}, "libjpeg, hybrid, gpu"},
       {{"--sizes", "1M", "--tune", "router.device_start_s=0"}, "--folder"},
       {{"-o", "out"}, "-o"},

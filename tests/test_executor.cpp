@@ -426,6 +426,17 @@ TEST_F(ExecutorTest, TheHybridDecoderCountIsValidated) {
     o.hybrid_decoders = good;
     EXPECT_NO_THROW(Executor{o}) << good;
   }
+  o.gpu_huffman_decoders = -1;  // and the count of GPU Huffman ones among them
+  try {
+    Executor ex(o);
+    ADD_FAILURE() << "accepted -1 GPU Huffman decoders";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("GPU Huffman decoders"), std::string::npos) << e.what();
+  }
+  for (const int good : {0, 2}) {
+    o.gpu_huffman_decoders = good;
+    EXPECT_NO_THROW(Executor{o}) << good;
+  }
 }
 
 // The rule weighs the run's JPEGs (from their headers) against the CPU workers at the router's

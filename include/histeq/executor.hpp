@@ -149,6 +149,12 @@ struct ExecutorOptions {
   /// worker, while the device's slots start. `histeq bench --folder --tune
   /// jpeg.hybrid_decoders=N` measures it.
   int hybrid_decoders = 0;
+  /// With ProgressiveJpeg::gpu, how many of the hybrid decoders run nvJPEG's GPU Huffman decoding:
+  /// 0, the policy's, all of them; N, at most N, the others nvJPEG's hybrid decoder (entropy
+  /// decoding on the worker), and a worker takes a free GPU one first, so that the GPU's and the
+  /// CPU's share of the progressive files can be weighed. `histeq bench --folder --tune
+  /// jpeg.gpu_huffman_decoders=N` measures it.
+  int gpu_huffman_decoders = 0;
 };
 
 /// One file to process. output empty for OpKind::histogram; the output's format is the extension

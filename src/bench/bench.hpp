@@ -84,6 +84,9 @@ struct Tune {
   std::size_t report_window = 0;
   /// jpeg.hybrid_decoders (--folder only): ExecutorOptions::hybrid_decoders; 0: the policy's.
   int hybrid_decoders = 0;
+  /// jpeg.gpu_huffman_decoders (--folder only): ExecutorOptions::gpu_huffman_decoders; 0: the
+  /// policy's (all of them).
+  int gpu_huffman_decoders = 0;
   std::vector<std::string> given;  ///< each KEY=VALUE applied, in order (for the records)
 };
 

@@ -40,6 +40,7 @@ ExecutorOptions executor_options(const Options& opt) {
   eo.progressive = opt.tune.progressive;
   eo.report_window = opt.tune.report_window;
   eo.hybrid_decoders = opt.tune.hybrid_decoders;
+  eo.gpu_huffman_decoders = opt.tune.gpu_huffman_decoders;
   return eo;
 }
 

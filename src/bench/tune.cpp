@@ -178,6 +178,13 @@ void add_executor_keys(std::vector<Key>& k) {
                [](Tune& t, const std::string& v) {
                  t.hybrid_decoders = int(number("jpeg.hybrid_decoders", v, 0, kMaxJobs));
                }});
+  k.push_back({"jpeg.gpu_huffman_decoders",
+               "N  --folder only, with jpeg.progressive=gpu: at most N of the hybrid decoders run "
+               "GPU Huffman decoding, the others the hybrid decoder's CPU entropy decoding (0: "
+               "the policy's, all of them)",
+               [](Tune& t, const std::string& v) {
+                 t.gpu_huffman_decoders = int(number("jpeg.gpu_huffman_decoders", v, 0, kMaxJobs));
+               }});
 }
 
 std::vector<Key> make_keys() {

@@ -82,6 +82,9 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   if (m.opt.jpeg_batch < 1) throw UsageError("the JPEG batch must be at least 1");
   if (m.opt.hybrid_decoders < 0)
     throw UsageError("the number of hybrid decoders must be at least 0 (0: the policy's)");
+  if (m.opt.gpu_huffman_decoders < 0)
+    throw UsageError(
+        "the number of GPU Huffman decoders must be at least 0 (0: the policy's, all of them)");
   if (!std::isfinite(m.opt.device_start_cpu_s) || m.opt.device_start_cpu_s < 0) {
     std::ostringstream got;
     got << m.opt.device_start_cpu_s;

@@ -18,6 +18,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -86,6 +87,15 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
   std::thread hybrid_init;
   std::vector<std::unique_ptr<gpu::HybridDecoder>> hybrids;
   std::vector<gpu::HybridDecoder*> hybrid_free;
+  int gpu_huffman_made = 0;
+
+  /// Whether the next hybrid decoder made runs GPU Huffman decoding (counted; under mu).
+  bool next_gpu_huffman() {
+    if (!opt.gpu_huffman) return false;
+    if (opt.gpu_huffman_decoders > 0 && gpu_huffman_made >= opt.gpu_huffman_decoders) return false;
+    ++gpu_huffman_made;
+    return true;
+  }
 
   /// hybrid_init's work: the first decoder (or opt.hybrid_decoders of them, one after another),
   /// each in the free list once made (or hybrid_failed).
@@ -93,8 +103,13 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     const int n = std::max(1, opt.hybrid_decoders);
     for (int k = 0; k < n; ++k) {
       std::unique_ptr<gpu::HybridDecoder> d;
+      bool gpu_huffman = false;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        gpu_huffman = next_gpu_huffman();
+      }
       try {
-        d = std::make_unique<gpu::HybridDecoder>(hybrid_handles, opt.gpu_huffman);
+        d = std::make_unique<gpu::HybridDecoder>(hybrid_handles, gpu_huffman);
       } catch (const std::exception&) {  // the workers go on with libjpeg-turbo
       }
       std::lock_guard<std::mutex> lock(mu);
@@ -419,14 +434,18 @@ DeviceJob* JpegDevices::steal() {
 gpu::HybridDecoder* JpegDevices::lease_hybrid() {
   Impl& m = *impl_;
   std::shared_ptr<gpu::JpegHandles> handles;
+  bool gpu_huffman = false;
   {
     std::lock_guard<std::mutex> lock(m.mu);
     if (m.st != State::ready || m.stop || !m.hybrid_handles || m.hybrid_failed ||
         !gpu::hybrid_built())
       return nullptr;
-    if (!m.hybrid_free.empty()) {
-      gpu::HybridDecoder* d = m.hybrid_free.back();
-      m.hybrid_free.pop_back();
+    if (!m.hybrid_free.empty()) {  // a GPU Huffman one first (the last such in the list)
+      auto it = std::find_if(m.hybrid_free.rbegin(), m.hybrid_free.rend(),
+                             [](const gpu::HybridDecoder* d) { return d->gpu_huffman(); });
+      const auto at = it == m.hybrid_free.rend() ? m.hybrid_free.end() - 1 : std::next(it).base();
+      gpu::HybridDecoder* d = *at;
+      m.hybrid_free.erase(at);
       return d;
     }
     if (!m.hybrid_first_asked) {  // this file and those until it is made: libjpeg-turbo
@@ -438,10 +457,11 @@ gpu::HybridDecoder* JpegDevices::lease_hybrid() {
     // (with a count, the hybrid_init thread makes them all: none here)
     if (!m.hybrid_first_made || m.opt.hybrid_decoders > 0) return nullptr;
     handles = m.hybrid_handles;
+    gpu_huffman = m.next_gpu_huffman();
   }
   std::unique_ptr<gpu::HybridDecoder> made;
   try {
-    made = std::make_unique<gpu::HybridDecoder>(std::move(handles), m.opt.gpu_huffman);
+    made = std::make_unique<gpu::HybridDecoder>(std::move(handles), gpu_huffman);
   } catch (const std::exception&) {  // the workers go on with libjpeg-turbo
     std::lock_guard<std::mutex> lock(m.mu);
     m.hybrid_failed = true;

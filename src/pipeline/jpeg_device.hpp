@@ -82,6 +82,9 @@ class JpegDevices {
     int hybrid_decoders = 0;
     /// ProgressiveJpeg::gpu: the hybrid decoders run nvJPEG's GPU Huffman decoding.
     bool gpu_huffman = false;
+    /// ExecutorOptions::gpu_huffman_decoders: 0, every decoder GPU Huffman (with gpu_huffman);
+    /// N, at most N, the others hybrid; lease_hybrid hands out a free GPU Huffman one first.
+    int gpu_huffman_decoders = 0;
   };
   /// Called on a slot thread for every job, once it is done (in any status).
   using Done = std::function<void(DeviceJob*)>;
