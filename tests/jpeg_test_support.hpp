@@ -205,6 +205,24 @@ inline bool libjpeg_decodes_cleanly(const Bytes& j) {
          warnings == 0;
 }
 
+/// `good` with 24 bytes of its last scan's entropy-coded data overwritten (markers and EOI
+/// intact), at one of eight places picked by v; none of the bytes is 0xFF (no marker made). The
+/// file as given when it has no scan with 64 bytes of data.
+inline Bytes overwrite_last_scan(const Bytes& good, int v) {
+  std::size_t sos = 0;
+  for (std::size_t i = 2; i + 3 < good.size(); ++i)
+    if (good[i] == 0xFF && good[i + 1] == 0xDA) sos = i;
+  Bytes bad = good;
+  if (sos == 0) return bad;
+  const std::size_t data = sos + 2 + (std::size_t(good[sos + 2]) << 8 | good[sos + 3]);
+  const std::size_t end = good.size() - 2;
+  if (data + 64 >= end) return bad;
+  const std::size_t at = data + (end - data) * std::size_t(1 + v % 8) / 10;
+  for (std::size_t k = 0; k < 24 && at + k < end; ++k)
+    bad[at + k] = std::uint8_t((v * 37 + int(k) * 11) % 255);
+  return bad;
+}
+
 }  // namespace histeq::test
 
 /// In a GPU JPEG test: skip with the reason when the build has no nvJPEG or no device is usable

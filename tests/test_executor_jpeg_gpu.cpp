@@ -266,22 +266,6 @@ TEST_F(ExecutorJpeg, GpuMixedFolderAndAutoRouteGiveTheBytesOfTheRouteThatRan) {
   }
 }
 
-/// `good` with 24 bytes of its last scan's entropy-coded data overwritten (markers and EOI
-/// intact), at one of eight places; none of the bytes is 0xFF (no marker made).
-std::vector<std::uint8_t> overwrite_last_scan(const std::vector<std::uint8_t>& good, int v) {
-  std::size_t sos = 0;
-  for (std::size_t i = 2; i + 3 < good.size(); ++i)
-    if (good[i] == 0xFF && good[i + 1] == 0xDA) sos = i;
-  const std::size_t data = sos + 2 + (std::size_t(good[sos + 2]) << 8 | good[sos + 3]);
-  const std::size_t end = good.size() - 2;
-  auto bad = good;
-  if (sos == 0 || data + 64 >= end) return bad;
-  const std::size_t at = data + (end - data) * std::size_t(1 + v % 8) / 10;
-  for (std::size_t k = 0; k < 24 && at + k < end; ++k)
-    bad[at + k] = std::uint8_t((v * 37 + int(k) * 11) % 255);
-  return bad;
-}
-
 // Files whose entropy-coded data libjpeg-turbo refuses (its data warnings are errors) fail on
 // every route, not only on the CPU's: the device route (the hardware decoder for baseline files,
 // GPU Huffman decoding for progressive ones, as the policy runs them) and the single-file GPU
@@ -304,7 +288,7 @@ TEST_F(ExecutorJpeg, EntropyDataTheCpuRouteRefusesFailsOnTheDeviceRouteToo) {
     const auto good = test::make_jpeg(test::pattern(k.w, k.h, k.channels, 9), mo);
     int kept = 0;
     for (int v = 0; v < 24 && kept < 4; ++v) {
-      const auto bad = overwrite_last_scan(good, v);
+      const auto bad = test::overwrite_last_scan(good, v);
       try {
         (void)decode_image(bad.data(), bad.size(), "bad.jpg");
         continue;  // libjpeg-turbo decodes this one cleanly: not a refused file

@@ -239,20 +239,9 @@ TEST(HybridDecoder, DecodersSharingTheDevicesHandlesDecodeOnThreadsAtOnce) {
 TEST(HybridDecoder, RefusesEntropyDataLibjpegRefuses) {
   REQUIRE_HYBRID();
   const auto good = progressive(640, 480, 2, 2, 7);
-  // The last scan's entropy-coded data: from after the last SOS segment to the EOI.
-  std::size_t sos = 0;
-  for (std::size_t i = 2; i + 3 < good.size(); ++i)
-    if (good[i] == 0xFF && good[i + 1] == 0xDA) sos = i;
-  ASSERT_GT(sos, 0u);
-  const std::size_t data = sos + 2 + (std::size_t(good[sos + 2]) << 8 | good[sos + 3]);
-  const std::size_t end = good.size() - 2;
-  ASSERT_LT(data + 64, end);
   std::vector<std::vector<std::uint8_t>> refused;
   for (int v = 0; v < 24 && refused.size() < 6; ++v) {
-    auto bad = good;
-    const std::size_t at = data + (end - data) * std::size_t(1 + v % 8) / 10;
-    for (std::size_t k = 0; k < 24 && at + k < end; ++k)
-      bad[at + k] = std::uint8_t((v * 37 + int(k) * 11) % 255);  // never 0xFF: no marker
+    const auto bad = test::overwrite_last_scan(good, v);
     try {
       (void)jpeg::decode_planes(bad.data(), bad.size(), "bad.jpg");
     } catch (const std::exception&) {
