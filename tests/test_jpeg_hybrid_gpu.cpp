@@ -233,9 +233,10 @@ TEST(HybridDecoder, DecodersSharingTheDevicesHandlesDecodeOnThreadsAtOnce) {
 // the EOI intact), which libjpeg-turbo refuses (its data warnings are errors): GPU Huffman
 // decoding, the policy's decoder for progressive files on the device route, must refuse it too
 // (null: the CPU decoder then names the defect), not hand over planes made of whatever it
-// decoded. nvJPEG's hybrid backend (the Huffman decoding on the CPU; only with histeq bench
-// --tune jpeg.progressive=hybrid) decodes such data without an error: on an H100 it handed back
-// all 6 variants. Each backend's count is printed; both must still decode the intact file.
+// decoded. nvJPEG's hybrid backend (the Huffman decoding on the CPU: histeq bench --tune
+// jpeg.progressive=hybrid, and the single-file GPU path's progressive files) decodes such data
+// without an error: on an H100 it handed back all 6 variants (docs/reliability.md). Each
+// backend's count is printed; both must still decode the intact file.
 TEST(HybridDecoder, RefusesEntropyDataLibjpegRefuses) {
   REQUIRE_HYBRID();
   const auto good = progressive(640, 480, 2, 2, 7);
