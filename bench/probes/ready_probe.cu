@@ -281,8 +281,9 @@ int main(int argc, char** argv) {
       CK(cudaStreamSynchronize(slots[0].s));
       report(r == 0 ? "first encode (q95 4:2:0)" : "second encode", t, a);
     }
-    std::printf("# decoded %s: %dx%d, %d components; encoded %zu bytes\n", o.decode.c_str(), w[0],
-                hh[0], nc, out.size());
+    std::printf("# decoded %s: %dx%d, %d components, nvjpegChromaSubsampling_t %d; encoded at "
+                "4:2:0, %zu bytes\n",
+                o.decode.c_str(), w[0], hh[0], nc, int(css), out.size());
   }
   stop = true;
   for (auto& x : spin) x.join();

@@ -153,7 +153,8 @@ struct ExecutorOptions {
   /// 0, the policy's, all of them; N, at most N, the others nvJPEG's hybrid decoder (entropy
   /// decoding on the worker), and a worker takes a free GPU one first, so that the GPU's and the
   /// CPU's share of the progressive files can be weighed. `histeq bench --folder --tune
-  /// jpeg.gpu_huffman_decoders=N` measures it.
+  /// jpeg.gpu_huffman_decoders=N` measures it: on the 10 GP folder 8, 4 and 2 were each slower
+  /// than all (H100 machine, bench/results/h100/e2e/gpu_huffman_split.txt).
   int gpu_huffman_decoders = 0;
 };
 
