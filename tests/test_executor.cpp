@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -393,6 +394,46 @@ TEST_F(ExecutorTest, MatchingAFolderGivesTheLibrarysBytes) {
 }
 
 // The device route's start rule: finite seconds >= 0, the policy's by default.
+// Each failed item says what kind of failure it was (ItemReport::error_kind, from the exception's
+// type), so that callers (the Python package) need not read the message: a missing input and an
+// output that is a folder are file failures with their errno and path, bytes that are no image
+// a decode failure; a good item none.
+TEST_F(ExecutorTest, FailedItemsNameTheirKindOfFailure) {
+  fs::create_directories(dir_ / "kinds" / "taken.png");  // an output path that is a folder
+  const fs::path junk = dir_ / "kinds" / "junk.png";
+  std::ofstream(junk, std::ios::binary) << "not an image at all";
+  std::vector<WorkItem> its(4);
+  its[0].input = (dir_ / "kinds" / "missing.png").string();
+  its[0].output = (dir_ / "kinds" / "out0.png").string();
+  its[1].input = test::source_path("samples/moon.png");
+  its[1].output = (dir_ / "kinds" / "taken.png").string();
+  its[2].input = junk.string();
+  its[2].output = (dir_ / "kinds" / "out2.png").string();
+  its[3].input = test::source_path("samples/coins.png");
+  its[3].output = (dir_ / "kinds" / "out3.png").string();
+  ExecutorOptions o;
+  o.op.equalize.backend = Backend::cpu;
+  o.jobs = 2;
+  Executor ex(o);
+  std::vector<ItemReport> reps;
+  ex.run(its, [&](const ItemReport& r) { reps.push_back(r); });
+  ASSERT_EQ(reps.size(), 4u);
+  EXPECT_EQ(reps[0].error_kind, ItemError::file) << reps[0].error;
+  EXPECT_EQ(reps[0].error_errno, ENOENT);
+  EXPECT_EQ(reps[0].error_path, its[0].input);
+  EXPECT_EQ(reps[1].error_kind, ItemError::file) << reps[1].error;
+  EXPECT_EQ(reps[1].error_errno, EISDIR);
+  EXPECT_EQ(reps[1].error_path, its[1].output);
+  EXPECT_FALSE(reps[2].ok);
+  EXPECT_NE(reps[2].error_kind, ItemError::file) << reps[2].error;
+  EXPECT_NE(reps[2].error_kind, ItemError::none) << reps[2].error;
+  EXPECT_EQ(reps[2].error_errno, 0);
+  EXPECT_TRUE(reps[3].ok) << reps[3].error;
+  EXPECT_EQ(reps[3].error_kind, ItemError::none);
+  EXPECT_STREQ(to_string(ItemError::file), "file");
+  EXPECT_STREQ(to_string(ItemError::cancelled), "cancelled");
+}
+
 TEST_F(ExecutorTest, TheDeviceStartRuleIsValidated) {
   EXPECT_EQ(ExecutorOptions{}.device_start_cpu_s, kDeviceStartCpuS);
   for (const double bad : {-1.0, -1e-9, std::nan(""), HUGE_VAL, -HUGE_VAL}) {
@@ -700,6 +741,7 @@ TEST_F(ExecutorTest, CancelStopsStartingFilesAndTheNextRunStartsAfresh) {
       EXPECT_TRUE(fs::exists(r.output)) << r.output;
     } else {
       EXPECT_EQ(r.error, "'" + r.input + "': cancelled");
+      EXPECT_EQ(r.error_kind, ItemError::cancelled);
       EXPECT_FALSE(fs::exists(r.output)) << r.output;
       ++cancelled;
     }

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,13 @@ enum class ItemRoute : std::uint8_t {
 };
 /// "pixels", "jpeg-planes", "jpeg-device".
 const char* to_string(ItemRoute r);
+
+/// The kind of failure an exception is (ItemError: by its type in histeq/error.hpp).
+ItemError error_kind_of(const std::exception& e);
+
+/// A failed item's report from the exception that failed it: `ok` false, `error` its message,
+/// `error_kind` from its type (error_kind_of), and for a FileError its errno and path.
+void set_error(ItemReport& rep, const std::exception& e);
 
 /// What the plan may choose from (the executor's and the command line's options).
 struct RouteChoice {

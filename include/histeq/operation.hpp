@@ -92,11 +92,31 @@ struct ItemTimes {
 };
 
 /// Everything about one item: what progress, --timing and --json read.
+/// What kind of failure a failed item's error is (ItemReport::error_kind), from the exception
+/// that carried it (histeq/error.hpp): so that a caller picks its own error type without reading
+/// the message.
+enum class ItemError : std::uint8_t {
+  none,       ///< the item succeeded
+  file,       ///< FileError: the input could not be read or the output written (error_errno)
+  decode,     ///< DecodeError: the input's data is not an image histeq decodes
+  device,     ///< CudaError (DeviceOutOfMemory too): the GPU failed
+  memory,     ///< host memory ran out (std::bad_alloc)
+  usage,      ///< UsageError: an option this item cannot take
+  cancelled,  ///< Executor::cancel before the item started
+  other,      ///< any other failure
+};
+
+/// "none", "file", "decode", "device", "memory", "usage", "cancelled", "other".
+const char* to_string(ItemError e);
+
 struct ItemReport {
   std::size_t index = 0;  ///< position in the input list
   std::string input, output;
   bool ok = false;
-  std::string error;  ///< the cause, naming the file, when !ok
+  std::string error;                       ///< the cause, naming the file, when !ok
+  ItemError error_kind = ItemError::none;  ///< what kind of failure `error` is
+  int error_errno = 0;     ///< ItemError::file: the errno of the failure (0: none applies)
+  std::string error_path;  ///< ItemError::file: the file that could not be read or written
   int width = 0, height = 0, channels = 0, output_channels = 0;
   std::string decoder, encoder;  ///< the codecs that ran ("libjpeg-turbo", "nvjpeg-hw", ...)
   std::string route;             ///< where it ran: "pixels", "jpeg-planes", "jpeg-device"

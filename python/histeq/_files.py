@@ -3,7 +3,6 @@ executor). Part of the histeq
 package (imported from it); see histeq/__init__.py for the module documentation."""
 from __future__ import annotations
 
-import errno
 import os
 import warnings
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -111,29 +110,18 @@ def _check_int(name: str, value: Any, low: int, high: Optional[int] = None) -> i
 
 
 def _item_error(r: Dict[str, Any]) -> Exception:
-    """The exception of a failed item, as load_image and save_image would raise it: an OSError
-    for an input that cannot be read (errno from the input's state) or an output that cannot be
-    written, RuntimeError for a CUDA failure, else ValueError (the input's data)."""
-    msg, inp, out = r["error"], r["input"], r["output"]
-    if not os.path.lexists(inp):
-        return FileNotFoundError(errno.ENOENT, msg, inp)
-    if os.path.isdir(inp):
-        return IsADirectoryError(errno.EISDIR, msg, inp)
-    if not os.access(inp, os.R_OK):
-        return PermissionError(errno.EACCES, msg, inp)
-    # The library's words, without the paths it quotes (the input, the output and the output's
-    # folders), so that a folder named "CUDA runs" does not make a decode error a RuntimeError.
-    words, p = msg.replace(f"'{inp}'", "''"), out
-    while p and p not in (os.sep, "."):
-        words = words.replace(f"'{p}'", "''")
-        p = os.path.dirname(p) if os.path.dirname(p) != p else ""
-    if "cannot write" in words:
-        folder = os.path.dirname(out) or "."
-        if not os.access(folder, os.W_OK):
-            return PermissionError(errno.EACCES, msg, out)
-        return OSError(msg)
-    if "CUDA" in words:
+    """The exception of a failed item, as load_image and save_image would raise it, from the
+    report's ``error_kind``: an OSError for a file that could not be read or written (its errno
+    picks the subclass: FileNotFoundError, PermissionError, IsADirectoryError, ...),
+    RuntimeError for a GPU failure, MemoryError for host memory, else ValueError (the input's
+    data, or an option the file cannot take)."""
+    msg, kind = r["error"], r.get("error_kind")
+    if kind == "file":
+        return OSError(r["errno"] or 0, msg, r["error_path"] or r["input"])
+    if kind == "device":
         return RuntimeError(msg)
+    if kind == "memory":
+        return MemoryError(msg)
     return ValueError(msg)
 
 
@@ -152,10 +140,11 @@ def _encode_options(quality, png_level, subsampling):
     return quality, png_level, subsampling
 
 
-def _unlisted_report(path: str, message: str) -> Dict[str, Any]:
+def _unlisted_report(path: str, message: str, code: int) -> Dict[str, Any]:
     """The report of an input that could not be listed (a folder, an entry whose type cannot be
     read, a missing folder): a failed item, as the CLI's --json line for it."""
-    return {"input": path, "output": "", "ok": False, "error": message, "width": 0, "height": 0,
+    return {"input": path, "output": "", "ok": False, "error": message, "error_kind": "file",
+            "errno": code, "error_path": path, "width": 0, "height": 0,
             "channels": 0, "output_channels": 0, "decoder": "", "encoder": "",
             "output_bytes": 0, "bit_depth": None, "route": "", "mode": None, "backend": "",
             "kernel": "", "device": "",
@@ -238,12 +227,16 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
             file is read (a file the rectangle does not fit is a failed item).
 
     Returns:
-        One dict per file, in input order (folders expanded): ``input output ok error width
-        height channels output_channels decoder encoder output_bytes bit_depth route mode
-        backend kernel device times`` (``route``: ``"pixels"``, ``"jpeg-planes"`` or
-        ``"jpeg-device"``, where it ran) (``times``: milliseconds per stage ``read decode upload equalize download
-        encode write``). ``error`` is None when ``ok``; ``bit_depth`` and ``mode`` are None when
-        not ``ok``.
+        One dict per file, in input order (folders expanded): ``input output ok error
+        error_kind errno error_path width height channels output_channels decoder encoder
+        output_bytes bit_depth route mode backend kernel device times`` (``route``:
+        ``"pixels"``, ``"jpeg-planes"`` or ``"jpeg-device"``, where it ran) (``times``:
+        milliseconds per stage ``read decode upload equalize download encode write``). ``error``
+        is None when ``ok``; ``error_kind`` says what failed: ``"file"`` (the input could not be
+        read or the output written: ``errno``, 0 where none applies, and ``error_path``),
+        ``"decode"``, ``"device"`` (the GPU), ``"memory"``, ``"usage"``, ``"cancelled"`` or
+        ``"other"``; ``errno`` and ``error_path`` are None for the others; ``bit_depth`` and
+        ``mode`` are None when not ``ok``.
 
     Raises:
         TypeError: ``inputs`` is a single path; an option of the wrong type (``jobs``,
@@ -431,7 +424,7 @@ def _batch(operation, clahe, inputs, output_dir, mode, formula, kernel, backend,
                                            depth or 0, reference=reference, mask=mask, roi=roi,
                                            output_dir=out_dir)
     # Inputs that could not be listed fail as items, named first, as the CLI names them.
-    reports = [_unlisted_report(path, message) for path, message, _ in unlisted] + reports
+    reports = [_unlisted_report(path, message, code) for path, message, code in unlisted] + reports
     if errors == "raise":
         if unlisted:
             raise _unlisted_error(unlisted[0])

@@ -111,8 +111,18 @@ nb::dict report_dict(const histeq::ItemReport& r) {
   d["ok"] = r.ok;
   if (r.ok) {
     d["error"] = nb::none();
+    d["error_kind"] = nb::none();
   } else {
     d["error"] = histeq::python::text(histeq::python::python_words(r.error));
+    d["error_kind"] = histeq::to_string(r.error_kind);
+  }
+  // A file that could not be read or written: the errno (0 where none applies) and the file.
+  if (!r.ok && r.error_kind == histeq::ItemError::file) {
+    d["errno"] = r.error_errno;
+    d["error_path"] = histeq::python::fs_text(r.error_path);
+  } else {
+    d["errno"] = nb::none();
+    d["error_path"] = nb::none();
   }
   d["width"] = r.width;
   d["height"] = r.height;

@@ -149,8 +149,7 @@ void Executor::Run::process(Loaded& it) {
     }
     rep.ok = true;
   } catch (const std::exception& e) {
-    rep.ok = false;
-    rep.error = e.what();
+    set_error(rep, e);
   }
   if (holds_slot) give_slot();
 }

@@ -31,9 +31,12 @@ void add(ItemTimes& a, const ItemTimes& b) {
 /// themselves; a cause that names neither gets the input's path in front, as the others read.
 void name_the_file(ItemReport& rep) {
   if (rep.error.empty()) return;
+  if (rep.error_kind == ItemError::none) rep.error_kind = ItemError::other;
   // A failed allocation says only "std::bad_alloc": say what it means.
-  if (rep.error == std::bad_alloc().what() || rep.error == std::bad_array_new_length().what())
+  if (rep.error == std::bad_alloc().what() || rep.error == std::bad_array_new_length().what()) {
     rep.error = "out of memory";
+    rep.error_kind = ItemError::memory;
+  }
   const auto names = [&](const std::string& path) {
     return !path.empty() && rep.error.find("'" + path + "'") != std::string::npos;
   };
@@ -90,8 +93,7 @@ void Executor::Run::writer() {
       write_output(*it, bytes, false);
       it->rep.ok = true;
     } catch (const std::exception& e) {
-      it->rep.ok = false;
-      it->rep.error = e.what();
+      set_error(it->rep, e);
     }
     finish(std::move(it));
   }

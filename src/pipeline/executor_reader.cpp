@@ -167,7 +167,7 @@ void Executor::Run::reader_loop() {
       it->plan = plan_item(it->bytes.data(), it->bytes.size(), m.opt.op, it->ext, m.opt.encode,
                            m.opt.max_pixels, choice);
     } catch (const std::exception& e) {
-      it->rep.error = e.what();
+      set_error(it->rep, e);
     }
     it->rep.times.read_ms = ms_since(t0);
     if (!it->rep.error.empty()) {

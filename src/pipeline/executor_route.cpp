@@ -65,6 +65,7 @@ void Executor::Run::device_done(detail::DeviceJob* job) {
     return;
   } else if (job->status == S::failed || (job->status == S::device_failed && !cpu_may)) {
     it->rep.error = job->error;
+    it->rep.error_kind = job->error_kind;
     lock.unlock();
     finish(std::move(it));
     return;

@@ -207,6 +207,7 @@ struct Executor::Run {
   void finish_cancelled(std::unique_ptr<detail::Loaded> it) {
     fresh_report(*it);
     it->rep.error = "cancelled";
+    it->rep.error_kind = ItemError::cancelled;
     finish(std::move(it));
   }
   void write_output(detail::Loaded& it, const std::vector<std::uint8_t>& bytes, bool holds_slot);

@@ -321,6 +321,38 @@ std::vector<std::uint8_t> encode_item(const ItemContext& ctx, const Image& img,
   return encode8(ctx, img, lower_ext(ext), encoder);
 }
 
+const char* to_string(ItemError e) {
+  switch (e) {
+    case ItemError::none: return "none";
+    case ItemError::file: return "file";
+    case ItemError::decode: return "decode";
+    case ItemError::device: return "device";
+    case ItemError::memory: return "memory";
+    case ItemError::usage: return "usage";
+    case ItemError::cancelled: return "cancelled";
+    case ItemError::other: return "other";
+  }
+  return "other";
+}
+
+ItemError error_kind_of(const std::exception& e) {
+  if (dynamic_cast<const FileError*>(&e)) return ItemError::file;
+  if (dynamic_cast<const DecodeError*>(&e)) return ItemError::decode;
+  if (dynamic_cast<const CudaError*>(&e)) return ItemError::device;
+  if (dynamic_cast<const UsageError*>(&e)) return ItemError::usage;
+  if (dynamic_cast<const std::bad_alloc*>(&e)) return ItemError::memory;
+  return ItemError::other;
+}
+
+void set_error(ItemReport& rep, const std::exception& e) {
+  rep.ok = false;
+  rep.error = e.what();
+  rep.error_kind = error_kind_of(e);
+  const auto* f = dynamic_cast<const FileError*>(&e);
+  rep.error_errno = f ? f->code() : 0;
+  rep.error_path = f ? f->path() : std::string();
+}
+
 const char* to_string(ItemRoute r) {
   switch (r) {
     case ItemRoute::jpeg_planes: return "jpeg-planes";

@@ -185,6 +185,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     for (DeviceJob* j : jobs) {
       j->status = s;
       j->error = e;
+      j->error_kind = s == DeviceJob::Status::device_failed ? ItemError::device : ItemError::other;
       done(j);
     }
   }

@@ -55,6 +55,7 @@ struct DeviceJob {
   };
   Status status = Status::done;
   std::string error;
+  ItemError error_kind = ItemError::other;  ///< failed: what kind of failure `error` is
   std::vector<std::uint8_t> encoded;
   Image host;  ///< the equalized pixels when the output is not a JPEG
 };

@@ -10,6 +10,7 @@
 
 #include "histeq/codec_names.hpp"
 #include "histeq/error.hpp"
+#include "histeq/item.hpp"
 #include "histeq/match.hpp"
 #include "histeq/pipeline.hpp"
 #include "histeq/planes.hpp"
@@ -287,6 +288,7 @@ struct SlotBatches::Impl {
       if (!img.error.empty()) {
         j.status = DeviceJob::Status::failed;
         j.error = img.error;
+        j.error_kind = ItemError::decode;  // (a CUDA failure throws: the slot fails)
         continue;
       }
       ItemReport& rep = *j.rep;
@@ -336,6 +338,7 @@ struct SlotBatches::Impl {
       } catch (const std::exception& e) {
         j.status = DeviceJob::Status::failed;
         j.error = e.what();
+        j.error_kind = error_kind_of(e);
       }
     }
   }

@@ -329,3 +329,30 @@ def test_a_path_argument_that_is_no_path_is_named(tmp_path):
         histeq.equalize_files(None, tmp_path)
     with pytest.raises(TypeError, match="path"):
         histeq.load_image(3)
+
+
+def test_a_failed_report_says_its_kind_errno_and_path(tmp_path):
+    """A failed item's report names what failed (error_kind, from the library's exception type)
+    and, for a file that could not be read or written, its errno and path; errors="raise" raises
+    from them (an output that is a folder: IsADirectoryError naming the output)."""
+    missing = tmp_path / "missing.png"
+    junk = tmp_path / "junk.png"
+    junk.write_bytes(b"not an image")
+    good = tmp_path / "good.png"
+    histeq.save_image(good, IMG)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "good.png").mkdir()  # the good input's output path is a folder
+    reps = histeq.equalize_files([missing, junk, good], out, backend="cpu")
+    by = {os.path.basename(r["input"]): r for r in reps}
+    m, j, g = by["missing.png"], by["junk.png"], by["good.png"]
+    assert (m["error_kind"], m["errno"], m["error_path"]) == ("file", errno.ENOENT, str(missing))
+    assert j["error_kind"] not in (None, "file") and j["errno"] is None
+    assert j["error_path"] is None
+    assert (g["error_kind"], g["errno"]) == ("file", errno.EISDIR)
+    assert g["error_path"] == str(out / "good.png")
+    ok = histeq.equalize_files([good], tmp_path / "out2", backend="cpu")[0]
+    assert ok["ok"] and ok["error_kind"] is None and ok["errno"] is None
+    with pytest.raises(IsADirectoryError) as e:
+        histeq.equalize_files([good], out, backend="cpu", errors="raise")
+    assert e.value.filename == str(out / "good.png")
