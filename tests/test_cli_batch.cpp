@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include <cerrno>
 #include <nlohmann/json.hpp>
 
 #include "histeq/image_io.hpp"
@@ -384,6 +385,31 @@ TEST_F(Batch, JsonLinesParseWithASummaryAndNonUtf8Names) {
   EXPECT_EQ(s.at("summary").at("files").get<int>(), 4);
   EXPECT_EQ(s.at("summary").at("failures").get<int>(), 0);
   EXPECT_TRUE(fs::exists(p("out") / bad));
+}
+
+// A failed file's JSON line says what kind of failure it was, as the library's report does: a
+// missing input and an unlistable folder are "file" with their errno, bytes that are no image
+// are not.
+TEST_F(Batch, FailedJsonLinesNameTheirKindOfFailure) {
+  fs::create_directories(p("kinds"));
+  std::ofstream(p("kinds") / "junk.png", std::ios::binary) << "not an image";
+  const Result r = run("equalize " + q("kinds/junk.png") + " " + q("kinds/missing.png") + " " +
+                       q("no-such-folder") + " -o " + q("out-kinds") + " --backend cpu --json");
+  EXPECT_EQ(r.status, 1) << r;
+  std::map<std::string, nlohmann::json> by;
+  for (const std::string& line : lines_of(r.out)) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.contains("input")) by[fs::path(j.at("input").get<std::string>()).filename()] = j;
+  }
+  ASSERT_EQ(by.count("junk.png"), 1u) << r;
+  ASSERT_EQ(by.count("missing.png"), 1u) << r;
+  ASSERT_EQ(by.count("no-such-folder"), 1u) << r;
+  EXPECT_EQ(by["missing.png"].at("error_kind"), "file");
+  EXPECT_EQ(by["missing.png"].at("errno"), ENOENT);
+  EXPECT_EQ(by["no-such-folder"].at("error_kind"), "file");
+  EXPECT_EQ(by["no-such-folder"].at("errno"), ENOENT);
+  EXPECT_NE(by["junk.png"].at("error_kind"), "file");
+  EXPECT_FALSE(by["junk.png"].contains("errno"));
 }
 
 TEST_F(Batch, OutputChannelsInTheJsonAreThoseOfTheFileWritten) {

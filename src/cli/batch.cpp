@@ -276,6 +276,9 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
     if (json) {
       ItemReport folder;  // ok = false
       folder.input = u.path;
+      folder.error_kind = ItemError::file;
+      folder.error_errno = u.code;
+      folder.error_path = u.path;
       out << dump_line(batch_item_json(folder, false, u.message(), nullptr)) << '\n';
     }
   }

@@ -112,6 +112,9 @@ Json batch_item_json(const ItemReport& rep, bool with_output, const std::string&
   j["ok"] = rep.ok;
   if (!rep.ok) {
     j["error"] = error;
+    j["error_kind"] =
+        to_string(rep.error_kind == ItemError::none ? ItemError::other : rep.error_kind);
+    if (rep.error_kind == ItemError::file) j["errno"] = rep.error_errno;
     return j;
   }
   j["width"] = rep.width;
