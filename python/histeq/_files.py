@@ -110,19 +110,20 @@ def _check_int(name: str, value: Any, low: int, high: Optional[int] = None) -> i
 
 
 def _item_error(r: Dict[str, Any]) -> Exception:
-    """The exception of a failed item, as load_image and save_image would raise it, from the
-    report's ``error_kind``: an OSError for a file that could not be read or written (its errno
-    picks the subclass: FileNotFoundError, PermissionError, IsADirectoryError, ...),
-    RuntimeError for a GPU failure, MemoryError for host memory, else ValueError (the input's
-    data, or an option the file cannot take)."""
+    """The exception of a failed item from the report's ``error_kind``, as load_image and
+    save_image raise the library's errors: an OSError for a file that could not be read or
+    written (its errno picks the subclass: FileNotFoundError, PermissionError,
+    IsADirectoryError, ...), ValueError for the input's data or an option the file cannot
+    take, MemoryError for host memory, else RuntimeError (the GPU, an encoder)."""
     msg, kind = r["error"], r.get("error_kind")
     if kind == "file":
-        return OSError(r["errno"] or 0, msg, r["error_path"] or r["input"])
-    if kind == "device":
-        return RuntimeError(msg)
+        code = r["errno"] or 0
+        return OSError(code, msg, r["error_path"] or r["input"]) if code > 0 else OSError(msg)
+    if kind in ("decode", "usage"):
+        return ValueError(msg)
     if kind == "memory":
         return MemoryError(msg)
-    return ValueError(msg)
+    return RuntimeError(msg)
 
 
 _DECODERS = ("auto", "cpu", "gpu")

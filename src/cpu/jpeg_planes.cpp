@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "histeq/cpu.hpp"
+#include "histeq/error.hpp"
 #include "histeq/lut.hpp"
 #include "histeq/match.hpp"
 
@@ -34,7 +35,15 @@ bool equalize_jpeg_planes(const std::uint8_t* data, std::size_t size, const std:
   jpeg::DecodeOptions dec;
   dec.max_pixels = max_pixels;
   dec.orientation = jpeg::Orientation::apply;  // a rotation to apply: off the route (below)
-  jpeg::Planes p = jpeg::decode_planes(data, size, name, dec);
+  jpeg::Planes p = [&] {
+    try {
+      return jpeg::decode_planes(data, size, name, dec);
+    } catch (const DecodeError&) {
+      throw;
+    } catch (const Error& e) {  // every refusal of the decoder is about the data (decode_image)
+      throw DecodeError(e.what());
+    }
+  }();
   if (p.width == 0) return false;
   EqualizeReport local;
   EqualizeReport& rep = report ? *report : local;
