@@ -107,7 +107,19 @@ enum class ItemError : std::uint8_t {
 };
 
 /// "none", "file", "decode", "device", "memory", "usage", "cancelled", "other".
-const char* to_string(ItemError e);
+inline const char* to_string(ItemError e) {
+  switch (e) {
+    case ItemError::none: return "none";
+    case ItemError::file: return "file";
+    case ItemError::decode: return "decode";
+    case ItemError::device: return "device";
+    case ItemError::memory: return "memory";
+    case ItemError::usage: return "usage";
+    case ItemError::cancelled: return "cancelled";
+    case ItemError::other: return "other";
+  }
+  return "other";
+}
 
 struct ItemReport {
   std::size_t index = 0;  ///< position in the input list

@@ -321,20 +321,6 @@ std::vector<std::uint8_t> encode_item(const ItemContext& ctx, const Image& img,
   return encode8(ctx, img, lower_ext(ext), encoder);
 }
 
-const char* to_string(ItemError e) {
-  switch (e) {
-    case ItemError::none: return "none";
-    case ItemError::file: return "file";
-    case ItemError::decode: return "decode";
-    case ItemError::device: return "device";
-    case ItemError::memory: return "memory";
-    case ItemError::usage: return "usage";
-    case ItemError::cancelled: return "cancelled";
-    case ItemError::other: return "other";
-  }
-  return "other";
-}
-
 ItemError error_kind_of(const std::exception& e) {
   if (dynamic_cast<const FileError*>(&e)) return ItemError::file;
   if (dynamic_cast<const DecodeError*>(&e)) return ItemError::decode;
