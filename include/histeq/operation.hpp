@@ -91,7 +91,6 @@ struct ItemTimes {
          write_ms = 0;
 };
 
-/// Everything about one item: what progress, --timing and --json read.
 /// What kind of failure a failed item's error is (ItemReport::error_kind), from the exception
 /// that carried it (histeq/error.hpp): so that a caller picks its own error type without reading
 /// the message.
@@ -121,6 +120,7 @@ inline const char* to_string(ItemError e) {
   return "other";
 }
 
+/// Everything about one item: what progress, --timing and --json read.
 struct ItemReport {
   std::size_t index = 0;  ///< position in the input list
   std::string input, output;
