@@ -5,7 +5,6 @@
 #include <chrono>
 
 #include "histeq/cpu.hpp"
-#include "histeq/error.hpp"
 #include "histeq/lut.hpp"
 #include "histeq/match.hpp"
 
@@ -35,15 +34,7 @@ bool equalize_jpeg_planes(const std::uint8_t* data, std::size_t size, const std:
   jpeg::DecodeOptions dec;
   dec.max_pixels = max_pixels;
   dec.orientation = jpeg::Orientation::apply;  // a rotation to apply: off the route (below)
-  jpeg::Planes p = [&] {
-    try {
-      return jpeg::decode_planes(data, size, name, dec);
-    } catch (const DecodeError&) {
-      throw;
-    } catch (const Error& e) {  // every refusal of the decoder is about the data (decode_image)
-      throw DecodeError(e.what());
-    }
-  }();
+  jpeg::Planes p = jpeg::decode_planes(data, size, name, dec);
   if (p.width == 0) return false;
   EqualizeReport local;
   EqualizeReport& rep = report ? *report : local;

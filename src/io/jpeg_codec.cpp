@@ -84,12 +84,12 @@ namespace internal {
 void check_size(const std::string& name, std::uint64_t w, std::uint64_t h,
                 std::uint64_t max_pixels) {
   if (w == 0 || h == 0)
-    throw Error(quoted(name) + " has zero width or height: " + std::to_string(w) + "x" +
-                std::to_string(h));
+    throw DecodeError(quoted(name) + " has zero width or height: " + std::to_string(w) + "x" +
+                      std::to_string(h));
   if (w * h > max_pixels)
-    throw Error(quoted(name) + " is " + std::to_string(w) + "x" + std::to_string(h) + " = " +
-                std::to_string(w * h) + " pixels, over the limit of " + std::to_string(max_pixels) +
-                " pixels");
+    throw DecodeError(quoted(name) + " is " + std::to_string(w) + "x" + std::to_string(h) + " = " +
+                      std::to_string(w * h) + " pixels, over the limit of " +
+                      std::to_string(max_pixels) + " pixels");
 }
 
 void init_error(ErrorState* st) {
@@ -209,8 +209,8 @@ bool is_jpeg(const std::uint8_t* d, std::size_t n) {
 Image decode(const std::uint8_t* data, std::size_t size, const std::string& name,
              const DecodeOptions& opt) {
   if (!is_jpeg(data, size))
-    throw Error(quoted(name) +
-                " is not a decodable image: not a JPEG file (no start-of-image marker)");
+    throw DecodeError(quoted(name) +
+                      " is not a decodable image: not a JPEG file (no start-of-image marker)");
   auto check_dims = [&](std::uint64_t w, std::uint64_t h) {
     check_size(name, w, h, opt.max_pixels);
   };
@@ -239,7 +239,7 @@ Image decode(const std::uint8_t* data, std::size_t size, const std::string& name
   if (s->icc && s->icc_len > 0 && img.channels != 4 && s->cinfo.out_color_space != JCS_CMYK)
     img.icc.assign(s->icc, s->icc + s->icc_len);
   if (run_decode(s, img.pixels.data(), img.channels) != 0)
-    throw Error(quoted(name) + " is not a decodable image: " + reason(s->err, &s->cinfo));
+    throw DecodeError(quoted(name) + " is not a decodable image: " + reason(s->err, &s->cinfo));
   if (opt.orientation == Orientation::apply) {
     const int o = exif_orientation(img.exif);
     if (o >= 2) {
@@ -256,10 +256,11 @@ bool read_header(const std::uint8_t* d, std::size_t n, Info* info) {
 }
 
 Info read_info(const std::uint8_t* d, std::size_t n, const std::string& name) {
-  if (!is_jpeg(d, n)) throw Error(quoted(name) + " is not a JPEG file (no start-of-image marker)");
+  if (!is_jpeg(d, n))
+    throw DecodeError(quoted(name) + " is not a JPEG file (no start-of-image marker)");
   Info info;
   if (!parse_info(d, n, &info))
-    throw Error(
+    throw DecodeError(
         quoted(name) +
         " is not a decodable image: truncated or corrupt JPEG header (no frame header found)");
   check_structure(d, n, name);
@@ -347,7 +348,7 @@ bool parse_info(const std::uint8_t* d, std::size_t n, Info* out) {
 
 void check_structure(const std::uint8_t* d, std::size_t n, const std::string& name) {
   const std::string why = detail::jpeg_structure_problem(d, n);
-  if (!why.empty()) throw Error(quoted(name) + " is not a decodable image: " + why);
+  if (!why.empty()) throw DecodeError(quoted(name) + " is not a decodable image: " + why);
 }
 
 }  // namespace internal

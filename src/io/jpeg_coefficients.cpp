@@ -155,7 +155,7 @@ Coefficients decode_coefficients(const std::uint8_t* data, std::size_t size,
   bool taken = false;
   DecodeState* s = d.s.get();
   if (run_read_coefficients(s, &out, &taken) != 0)
-    throw Error(quoted(name) + " is not a decodable image: " + reason(s->err, &s->cinfo));
+    throw DecodeError(quoted(name) + " is not a decodable image: " + reason(s->err, &s->cinfo));
   if (!taken) return Coefficients{};
   return out;
 }

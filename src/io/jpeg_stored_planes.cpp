@@ -263,7 +263,7 @@ bool open_stored(const std::uint8_t* data, std::size_t size, const std::string& 
   Info pre;
   int ih = 0, iv = 0;
   if (!is_jpeg(data, size) || !parse_info(data, size, &pre) || !stored_ycbcr(pre, &ih, &iv))
-    throw Error(quoted(name) + ": not a colour JPEG with 4:4:4, 4:2:2 or 4:2:0 YCbCr planes");
+    throw DecodeError(quoted(name) + ": not a colour JPEG with 4:4:4, 4:2:2 or 4:2:0 YCbCr planes");
   if (walked_orientation) *walked_orientation = pre.orientation;
   const std::uint64_t w0 = std::uint64_t(pre.width), h0 = std::uint64_t(pre.height);
   check_size(name, w0, h0, opt.max_pixels);
@@ -333,7 +333,7 @@ Planes decode_planes(const std::uint8_t* data, std::size_t size, const std::stri
   for (Plane& pl : p.plane)
     allocate_plane(&pl, pl.width, pl.height, pl.stride, pl.rows, pl.h, pl.v);
   if (run_decode_raw(s, p.plane) != 0)
-    throw Error(quoted(name) + " is not a decodable image: " + reason(s->err, &s->cinfo));
+    throw DecodeError(quoted(name) + " is not a decodable image: " + reason(s->err, &s->cinfo));
   for (Plane& pl : p.plane) internal::pad_plane(&pl);
   if (o >= 2) orient_planes(&p, o);
   return p;
