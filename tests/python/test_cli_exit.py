@@ -1,8 +1,9 @@
-"""How the histeq command ends after using a GPU: with the NVIDIA driver's files open, a child
-process takes their teardown over (src/cli/main.cpp, hand_off_driver_teardown), so that the
-caller gets the status without waiting for it. The driver's file is played here by a FIFO under
-/dev named like one (root can make it; the tests skip otherwise), and this process becomes the
-child subreaper, so that the child, orphaned when histeq ends, is this process's to reap."""
+"""How the histeq command ends: with the NVIDIA driver's files open (after using a GPU), or with
+at least 128 MB of memory in use, a child process that shares its memory takes their teardown
+and the release of the memory over (src/cli/main.cpp, teardown_handoff), so that the caller gets
+the status without waiting for them. The driver's file is played here by a FIFO under /dev named
+like one (root can make it; those tests skip otherwise), and this process becomes the child
+subreaper, so that the child, orphaned when histeq ends, is this process's to reap."""
 
 import ctypes
 import os
@@ -10,6 +11,7 @@ import select
 import subprocess
 import time
 
+import numpy as np
 import pytest
 
 import histeq
@@ -136,3 +138,26 @@ def test_without_the_driver_no_child_is_made(tmp_path):
         assert _reap_new(before, pid, timeout=0.5) is None
     finally:
         _subreaper(False)
+
+
+def test_a_run_that_leaves_much_memory_hands_its_release_to_a_child(tmp_path):
+    # A folder of one 100 MP gray image: its decoded and equalized planes alone hold 200 MB,
+    # which a batch keeps in its heap for the next file (a single file's path frees them).
+    cli = _cli()
+    (tmp_path / "in").mkdir()
+    big = np.zeros((10000, 10000), np.uint8)
+    big[::7, ::3] = 200
+    histeq.save_image(tmp_path / "in" / "big.png", big)
+    out = tmp_path / "out" / "big.png"
+    _subreaper(True)
+    try:
+        p, before, pid = _run(cli, ["equalize", str(tmp_path / "in"), "-o", str(tmp_path / "out"),
+                                    "--backend", "cpu"])
+        assert p.returncode == 0, p.stderr
+        assert str(out) in p.stdout  # the report whole: the child closed its copy of the pipes
+        reaped = _reap_new(before, pid)
+        assert reaped is not None, "no child took the memory's release over, or it never ended"
+        assert os.WIFEXITED(reaped[1]) and os.WEXITSTATUS(reaped[1]) == 0
+    finally:
+        _subreaper(False)
+    assert histeq.load_image(out).shape == (10000, 10000)
