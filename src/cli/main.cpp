@@ -3,6 +3,7 @@
 //   success 0 · histeq::Error (runtime failure) 1 · histeq::UsageError (bad command line) 2.
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -30,18 +32,31 @@ namespace {
 /// the release takes a few milliseconds: about 35 ms a GB on the build machine and the H100's).
 constexpr std::uint64_t kHandOffResidentBytes = std::uint64_t(128) << 20;
 
-/// This process's resident memory (/proc/self/statm), 0 where it cannot be read.
-std::uint64_t resident_bytes() {
+/// This process's resident memory that is not a file's (/proc/self/statm: resident less shared,
+/// the anonymous pages whose release takes the time), 0 where it cannot be read.
+std::uint64_t resident_anonymous_bytes() {
   const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   char buf[128] = {};
   const ssize_t n = ::read(fd, buf, sizeof buf - 1);
   ::close(fd);
   if (n <= 0) return 0;
-  unsigned long long size = 0, resident = 0;
-  if (std::sscanf(buf, "%llu %llu", &size, &resident) != 2) return 0;
+  unsigned long long size = 0, resident = 0, shared = 0;
+  if (std::sscanf(buf, "%llu %llu %llu", &size, &resident, &shared) != 3 || shared > resident)
+    return 0;
   const long page = ::sysconf(_SC_PAGESIZE);
-  return resident * std::uint64_t(page > 0 ? page : 4096);
+  return (resident - shared) * std::uint64_t(page > 0 ? page : 4096);
+}
+
+/// Whether the driver's files are mapped into this process (/proc/self/maps), open or not.
+bool driver_mapped() {
+  std::FILE* f = std::fopen("/proc/self/maps", "re");
+  if (!f) return false;
+  char line[512];
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, f)) found = std::strstr(line, "/dev/nvidia");
+  std::fclose(f);
+  return found;
 }
 
 /// What the teardown child keeps open (the driver's descriptors and the pipe's read end,
@@ -55,11 +70,17 @@ unsigned g_last_fd = 0;
 alignas(64) char g_child_stack[64 << 10];
 
 /// The teardown child (teardown_handoff): it shares the parent's memory and runs on the parent's
-/// thread pointer, so it makes system calls alone (no allocation, no lock, no stdio).
+/// thread pointer, so it makes system calls alone (no allocation, no lock, no stdio; every symbol
+/// was bound at start: CMakeLists.txt links histeq with -z now). It starts with every signal
+/// blocked, resets their handlers (the parent's cleanup handler would unlink its files), then
+/// unblocks them; it returns to glibc's clone, which ends it.
 int teardown_child(void*) {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);  // no cleanup handler
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   const auto close_between = [](unsigned from, unsigned to) {
     if (from > to) return;
     if (::close_range(from, to, 0) == 0) return;
@@ -76,7 +97,7 @@ int teardown_child(void*) {
   char c;
   while (::read(g_ended_read, &c, 1) < 0 && errno == EINTR) {  // 0 (EOF): the parent has ended
   }
-  ::_exit(0);
+  return 0;
 }
 
 /// Ending a process costs the release of its memory (the 1 GP folder's 16 workers leave about
@@ -107,8 +128,10 @@ void teardown_handoff() {
     }
     ::closedir(dir);
   }
-  if (g_kept_count > 0 ? histeq::cuda_exclusive_process_device()
-                       : resident_bytes() < kHandOffResidentBytes)
+  // (the driver mapped with no file of it open: a CUDA start still in progress on another thread)
+  const bool driver = g_kept_count > 0 || driver_mapped();
+  if (driver ? histeq::cuda_exclusive_process_device()
+             : resident_anonymous_bytes() < kHandOffResidentBytes)
     return;
   rlimit files{};
   g_last_fd = ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
@@ -120,10 +143,16 @@ void teardown_handoff() {
   g_kept[g_kept_count++] = unsigned(ended[0]);
   std::sort(g_kept, g_kept + g_kept_count);
   // clone, not fork: no page table is copied and no atfork handler runs (the CUDA driver's would
-  // take its locks, which a thread still making a handle may hold).
+  // take its locks, which a thread still making a handle may hold). Every signal blocked across
+  // it (posix_spawn's way): none reaches the child before it has reset the handlers; this
+  // process keeps them blocked and ends next.
+  sigset_t all, before;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &before);
   if (::clone(teardown_child, g_child_stack + sizeof g_child_stack, CLONE_VM | SIGCHLD, nullptr) <
       0) {
     ::close(ended[1]);
+    ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   }
   ::close(ended[0]);  // this process ends next (the write end with it), and the child sees that
 }
