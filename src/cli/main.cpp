@@ -101,15 +101,16 @@ int teardown_child(void*) {
 }
 
 /// Ending a process costs the release of its memory (the 1 GP folder's 16 workers leave about
-/// 2.4 GB: 85-90 ms on the build machine and on the H100's) and, if it holds a CUDA context, the
+/// 2.4 GB: 85-100 ms on the build machine and on the H100's) and, if it holds a CUDA context, the
 /// driver's teardown (0.17-0.23 s on the H100 and H200 machines even with std::_Exit:
 /// bench/probes/nvjpeg_probe.cu, --exit), and the caller waits for both although every output is
 /// written. A child process that shares this process's memory (clone with CLONE_VM: nothing is
 /// copied) takes them over: it inherits the descriptors, closes every other one than the
 /// driver's (the caller's pipes see their end with this process), waits until this process has
 /// ended, and ends itself, so that the last user of the memory and the last close of the
-/// driver's files is the child, after the caller has the status (4-10 ms instead of 85-170 for
-/// 2.4 GB on the build machine). Nothing happens when neither the driver's files are open nor
+/// driver's files is the child, after the caller has the status (the 1 GP folder's process ended
+/// 6-9 ms after its executor instead of 97-100: bench/results/build-machine/exit_memory.txt).
+/// Nothing happens when neither the driver's files are open nor
 /// kHandOffResidentBytes are in use, when a device is in the exclusive-process compute mode
 /// (the next process could not make a context until the child ends), or when clone fails.
 void teardown_handoff() {
