@@ -110,9 +110,9 @@ int teardown_child(void*) {
 /// ended, and ends itself, so that the last user of the memory and the last close of the
 /// driver's files is the child, after the caller has the status (the 1 GP folder's process ended
 /// 6-9 ms after its executor instead of 97-100: bench/results/build-machine/exit_memory.txt).
-/// Nothing happens when neither the driver's files are open nor
-/// kHandOffResidentBytes are in use, when a device is in the exclusive-process compute mode
-/// (the next process could not make a context until the child ends), or when clone fails.
+/// Nothing happens when neither the driver's files are open nor kHandOffResidentBytes are in
+/// use, when a device is in the exclusive-process compute mode (the next process could not make
+/// a context until the child ends), or when clone fails.
 void teardown_handoff() {
   g_kept_count = 0;
   if (DIR* dir = ::opendir("/proc/self/fd")) {
