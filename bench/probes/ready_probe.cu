@@ -15,6 +15,13 @@
 //   --decode FILE          once the states exist, one baseline FILE decoded on slot 0's state
 //                          (nvjpegDecodeBatched, hardware backend), its first and second
 //                          decode, then its planes encoded twice on slot 0's encoder state
+//   --encoders K (0)       then K encoder states of their own (a stream, a state, q95 4:2:0
+//                          parameters), and a textured 5120x2880 4:2:0 image encoded twice on
+//                          each (nvjpegEncodeYUV, the bitstream retrieved, the stream synced):
+//                          whether a state's first use costs more than later ones, per state or
+//                          once, and how soon after the process's start a first image is encoded
+//   --enc-threads          the K encoder states made and used on K threads at once (their
+//                          lines' allocation columns then count every thread's)
 //
 // Everything is timed with steady_clock from the process's first line in main; nothing is torn
 // down (the process ends with _exit, as histeq's handoff does), so no step includes teardown.
@@ -115,7 +122,8 @@ int pin_free2(void*, void* p, size_t, cudaStream_t) {
 struct Options {
   std::string allocators = "logged";
   int states = 3, load = 0;
-  bool threads = false;
+  bool threads = false, enc_threads = false;
+  int encoders = 0;
   std::string decode;
 };
 
@@ -162,6 +170,49 @@ void make_slot(nvjpegHandle_t h, Slot& k, int i, bool quiet) {
   if (!quiet) report(name, t, a);
 }
 
+/// A textured plane (not flat: the encoder's entropy coding has work to do).
+__global__ void fill_plane(unsigned char* p, int w, int h, int salt) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+  if (x < w && y < h)
+    p[std::size_t(y) * w + x] =
+        (unsigned char)((x * 7 + y * 13 + ((x * y) >> 5) + salt) ^ (x >> 3));
+}
+
+/// One encoder of its own: a stream, a state and q95 4:2:0 parameters; its first and second
+/// encodes of `img` timed (each: encode, the bitstream's size and bytes retrieved, synchronized).
+void run_encoder(nvjpegHandle_t h, int i, const nvjpegImage_t& img, int w, int hh, bool quiet,
+                 std::atomic<double>* first_done) {
+  char name[96];
+  Counts a = snapshot();
+  double t = now_ms();
+  cudaStream_t s = nullptr;
+  nvjpegEncoderState_t enc = nullptr;
+  nvjpegEncoderParams_t prm = nullptr;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CK(nvjpegEncoderStateCreate(h, &enc, s));
+  CK(nvjpegEncoderParamsCreate(h, &prm, s));
+  CK(nvjpegEncoderParamsSetQuality(prm, 95, s));
+  CK(nvjpegEncoderParamsSetSamplingFactors(prm, NVJPEG_CSS_420, s));
+  std::snprintf(name, sizeof name, "encoder %d: stream, state, params", i);
+  if (!quiet) report(name, t, a);
+  std::vector<unsigned char> out;
+  for (int r = 0; r < 2; ++r) {
+    a = snapshot();
+    t = now_ms();
+    CK(nvjpegEncodeYUV(h, enc, prm, &img, NVJPEG_CSS_420, w, hh, s));
+    std::size_t len = 0;
+    CK(nvjpegEncodeRetrieveBitstream(h, enc, nullptr, &len, s));
+    out.resize(len);
+    CK(nvjpegEncodeRetrieveBitstream(h, enc, out.data(), &len, s));
+    CK(cudaStreamSynchronize(s));
+    double expected = 0;
+    first_done->compare_exchange_strong(expected, now_ms());
+    std::snprintf(name, sizeof name, "encoder %d: %s encode (%zu bytes)", i,
+                  r == 0 ? "first" : "second", len);
+    report(name, t, a);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -175,14 +226,21 @@ int main(int argc, char** argv) {
     else if (a == "--load") o.load = std::atoi(next().c_str());
     else if (a == "--threads") o.threads = true;
     else if (a == "--decode") o.decode = next();
+    else if (a == "--encoders") o.encoders = std::atoi(next().c_str());
+    else if (a == "--enc-threads") o.enc_threads = true;
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
     }
   }
-  std::printf("# ready_probe --allocators %s --states %d --load %d%s%s%s\n", o.allocators.c_str(),
-              o.states, o.load, o.threads ? " --threads" : "", o.decode.empty() ? "" : " --decode ",
-              o.decode.c_str());
+  if (!o.decode.empty() && o.states < 1) {
+    std::fprintf(stderr, "--decode needs --states 1 or more\n");
+    return 2;
+  }
+  std::printf("# ready_probe --allocators %s --states %d --load %d%s%s%s --encoders %d%s\n",
+              o.allocators.c_str(), o.states, o.load, o.threads ? " --threads" : "",
+              o.decode.empty() ? "" : " --decode ", o.decode.c_str(), o.encoders,
+              o.enc_threads ? " --enc-threads" : "");
   std::atomic<bool> stop{false};
   std::vector<std::thread> spin;
   for (int i = 0; i < o.load; ++i)
@@ -284,6 +342,32 @@ int main(int argc, char** argv) {
     std::printf("# decoded %s: %dx%d, %d components, nvjpegChromaSubsampling_t %d; encoded at "
                 "4:2:0, %zu bytes\n",
                 o.decode.c_str(), w[0], hh[0], nc, int(css), out.size());
+  }
+  if (o.encoders > 0) {
+    constexpr int kW = 5120, kH = 2880;
+    a = snapshot();
+    t = now_ms();
+    nvjpegImage_t img{};
+    for (int c = 0; c < 3; ++c) {
+      const int w = c == 0 ? kW : kW / 2, hh = c == 0 ? kH : kH / 2;
+      CK(cudaMalloc(&img.channel[c], std::size_t(w) * hh));
+      img.pitch[c] = std::size_t(w);
+      fill_plane<<<dim3((w + 255) / 256, hh), 256>>>(img.channel[c], w, hh, 31 * c);
+    }
+    CK(cudaDeviceSynchronize());
+    report("image: 5120x2880 4:2:0 planes made", t, a);
+    std::atomic<double> first_done{0};
+    t = now_ms();
+    if (o.enc_threads) {
+      std::vector<std::thread> th;
+      for (int i = 0; i < o.encoders; ++i)
+        th.emplace_back([&, i] { run_encoder(h, i, img, kW, kH, true, &first_done); });
+      for (auto& x : th) x.join();
+    } else {
+      for (int i = 0; i < o.encoders; ++i) run_encoder(h, i, img, kW, kH, false, &first_done);
+    }
+    std::printf("%-34s %8.1f ms  (first image encoded at %.1f from main's first line)\n",
+                "all encoders, two images each", now_ms() - t, first_done.load());
   }
   stop = true;
   for (auto& x : spin) x.join();
