@@ -16,12 +16,16 @@
 //                          (nvjpegDecodeBatched, hardware backend), its first and second
 //                          decode, then its planes encoded twice on slot 0's encoder state
 //   --encoders K (0)       then K encoder states of their own (a stream, a state, q95 4:2:0
-//                          parameters), and a textured 5120x2880 4:2:0 image encoded twice on
-//                          each (nvjpegEncodeYUV, the bitstream retrieved, the stream synced):
-//                          whether a state's first use costs more than later ones, per state or
-//                          once, and how soon after the process's start a first image is encoded
-//   --enc-threads          the K encoder states made and used on K threads at once (their
-//                          lines' allocation columns then count every thread's)
+//                          parameters), and a 5120x2880 4:2:0 image (smooth shading and a little
+//                          noise: about 4.2 MB at q95 4:2:0, a 14.7 MP photograph 3.2-3.5 MB)
+//                          encoded twice on each (nvjpegEncodeYUV, the bitstream retrieved into a
+//                          host buffer made beforehand, the stream synced): whether a state's first
+//                          use costs more than later ones, per state or once, and how soon after
+//                          the process's start a first image is encoded. Run it with --states 0
+//                          (no other encoder state made or used first); not with --decode
+//   --enc-threads          the K encoder states made and used on K threads at once, all made
+//                          before any encodes and every first encode done before any second
+//                          (their lines' allocation columns count every thread's)
 //
 // Everything is timed with steady_clock from the process's first line in main; nothing is torn
 // down (the process ends with _exit, as histeq's handoff does), so no step includes teardown.
@@ -130,9 +134,10 @@ struct Options {
 /// One step's line: its wall time and the allocations it made.
 void report(const char* what, double t0, const Counts& a) {
   const Counts b = snapshot();
+  const double n = now_ms();
   std::printf("%-34s %8.1f ms  (at %7.1f)  device %3ld allocs %8.1f MB %6.1f ms  pinned %3ld "
               "allocs %7.1f MB %6.1f ms\n",
-              what, now_ms() - t0, now_ms(), b.dev_n - a.dev_n, b.dev_mb - a.dev_mb,
+              what, n - t0, n, b.dev_n - a.dev_n, b.dev_mb - a.dev_mb,
               b.dev_ms - a.dev_ms, b.pin_n - a.pin_n, b.pin_mb - a.pin_mb, b.pin_ms - a.pin_ms);
 }
 
@@ -170,19 +175,32 @@ void make_slot(nvjpegHandle_t h, Slot& k, int i, bool quiet) {
   if (!quiet) report(name, t, a);
 }
 
-/// A textured plane (not flat: the encoder's entropy coding has work to do).
+/// A plane of smooth shading and a little noise (about a photograph's entropy-coding work at q95).
 __global__ void fill_plane(unsigned char* p, int w, int h, int salt) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
-  if (x < w && y < h)
-    p[std::size_t(y) * w + x] =
-        (unsigned char)((x * 7 + y * 13 + ((x * y) >> 5) + salt) ^ (x >> 3));
+  if (x >= w || y >= h) return;
+  unsigned r = unsigned(x) * 73856093u ^ unsigned(y) * 19349663u ^ unsigned(salt) * 83492791u;
+  r = (r ^ (r >> 13)) * 0x5bd1e995u;
+  const float v = 128.f + 70.f * __sinf(x / 151.f + salt) * __cosf(y / 97.f) + float(r >> 29);
+  p[std::size_t(y) * w + x] = (unsigned char)fminf(fmaxf(v, 0.f), 255.f);
 }
+
+/// Every encoder thread waits here until all have arrived (a spinning barrier of one use).
+struct Barrier {
+  std::atomic<int> left;
+  explicit Barrier(int n) : left(n) {}
+  void arrive_and_wait() {
+    left.fetch_sub(1);
+    while (left.load() > 0) std::this_thread::yield();
+  }
+};
 
 /// One encoder of its own: a stream, a state and q95 4:2:0 parameters; its first and second
 /// encodes of `img` timed (each: encode, the bitstream's size and bytes retrieved, synchronized).
-void run_encoder(nvjpegHandle_t h, int i, const nvjpegImage_t& img, int w, int hh, bool quiet,
-                 std::atomic<double>* first_done) {
-  char name[96];
+void run_encoder(nvjpegHandle_t h, int i, const nvjpegImage_t& img, int w, int hh,
+                 std::atomic<double>* first_done, Barrier* made, Barrier* first) {
+  const char* all = made ? " (all threads)" : "";
+  char name[128];
   Counts a = snapshot();
   double t = now_ms();
   cudaStream_t s = nullptr;
@@ -193,22 +211,25 @@ void run_encoder(nvjpegHandle_t h, int i, const nvjpegImage_t& img, int w, int h
   CK(nvjpegEncoderParamsCreate(h, &prm, s));
   CK(nvjpegEncoderParamsSetQuality(prm, 95, s));
   CK(nvjpegEncoderParamsSetSamplingFactors(prm, NVJPEG_CSS_420, s));
-  std::snprintf(name, sizeof name, "encoder %d: stream, state, params", i);
-  if (!quiet) report(name, t, a);
-  std::vector<unsigned char> out;
+  std::snprintf(name, sizeof name, "encoder %d: stream, state, params%s", i, all);
+  report(name, t, a);
+  std::vector<unsigned char> out(std::size_t(64) << 20);  // made and touched before any encode
+  if (made) made->arrive_and_wait();
   for (int r = 0; r < 2; ++r) {
+    if (r == 1 && first) first->arrive_and_wait();
     a = snapshot();
     t = now_ms();
     CK(nvjpegEncodeYUV(h, enc, prm, &img, NVJPEG_CSS_420, w, hh, s));
     std::size_t len = 0;
     CK(nvjpegEncodeRetrieveBitstream(h, enc, nullptr, &len, s));
-    out.resize(len);
+    CK(cudaStreamSynchronize(s));
+    if (len > out.size()) out.resize(len);
     CK(nvjpegEncodeRetrieveBitstream(h, enc, out.data(), &len, s));
     CK(cudaStreamSynchronize(s));
     double expected = 0;
     first_done->compare_exchange_strong(expected, now_ms());
-    std::snprintf(name, sizeof name, "encoder %d: %s encode (%zu bytes)", i,
-                  r == 0 ? "first" : "second", len);
+    std::snprintf(name, sizeof name, "encoder %d: %s encode (%zu bytes)%s", i,
+                  r == 0 ? "first" : "second", len, all);
     report(name, t, a);
   }
 }
@@ -237,10 +258,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--decode needs --states 1 or more\n");
     return 2;
   }
+  if (!o.decode.empty() && o.encoders > 0) {
+    std::fprintf(stderr, "--encoders times first encodes: not with --decode (which encodes)\n");
+    return 2;
+  }
   std::printf("# ready_probe --allocators %s --states %d --load %d%s%s%s --encoders %d%s\n",
               o.allocators.c_str(), o.states, o.load, o.threads ? " --threads" : "",
               o.decode.empty() ? "" : " --decode ", o.decode.c_str(), o.encoders,
               o.enc_threads ? " --enc-threads" : "");
+  std::printf("# %u hardware threads\n", std::thread::hardware_concurrency());
   std::atomic<bool> stop{false};
   std::vector<std::thread> spin;
   for (int i = 0; i < o.load; ++i)
@@ -355,19 +381,25 @@ int main(int argc, char** argv) {
       fill_plane<<<dim3((w + 255) / 256, hh), 256>>>(img.channel[c], w, hh, 31 * c);
     }
     CK(cudaDeviceSynchronize());
-    report("image: 5120x2880 4:2:0 planes made", t, a);
+    report("image planes (cudaMalloc, not logged)", t, a);
+    const double planes_done = now_ms();
     std::atomic<double> first_done{0};
     t = now_ms();
     if (o.enc_threads) {
+      Barrier made(o.encoders), first(o.encoders);
       std::vector<std::thread> th;
       for (int i = 0; i < o.encoders; ++i)
-        th.emplace_back([&, i] { run_encoder(h, i, img, kW, kH, true, &first_done); });
+        th.emplace_back(
+            [&, i] { run_encoder(h, i, img, kW, kH, &first_done, &made, &first); });
       for (auto& x : th) x.join();
     } else {
-      for (int i = 0; i < o.encoders; ++i) run_encoder(h, i, img, kW, kH, false, &first_done);
+      for (int i = 0; i < o.encoders; ++i)
+        run_encoder(h, i, img, kW, kH, &first_done, nullptr, nullptr);
     }
-    std::printf("%-34s %8.1f ms  (first image encoded at %.1f from main's first line)\n",
-                "all encoders, two images each", now_ms() - t, first_done.load());
+    std::printf("%-34s %8.1f ms  (first image encoded at %.1f from main's first line, %.1f after "
+                "the planes were made)\n",
+                "encoders made, two images each", now_ms() - t, first_done.load(),
+                first_done.load() - planes_done);
   }
   stop = true;
   for (auto& x : spin) x.join();
