@@ -213,7 +213,7 @@ void run_encoder(nvjpegHandle_t h, int i, const nvjpegImage_t& img, int w, int h
   CK(nvjpegEncoderParamsSetSamplingFactors(prm, NVJPEG_CSS_420, s));
   std::snprintf(name, sizeof name, "encoder %d: stream, state, params%s", i, all);
   report(name, t, a);
-  std::vector<unsigned char> out(std::size_t(64) << 20);  // made and touched before any encode
+  std::vector<unsigned char> out(std::size_t(16) << 20);  // made and touched before any encode
   if (made) made->arrive_and_wait();
   for (int r = 0; r < 2; ++r) {
     if (r == 1 && first) first->arrive_and_wait();
