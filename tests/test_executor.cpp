@@ -158,6 +158,42 @@ TEST_F(ExecutorTest, FailuresAreIsolatedAndNameTheFile) {
     if (i != 2) EXPECT_EQ(read_bytes(its[i].output), reference(its[i])) << its[i].input;
 }
 
+// on_progress counts the files as they finish, in any order, while the reports wait for input
+// order: the files are read largest first, so the first report (moon, the sixth largest of the
+// seven photos) comes after at least five have finished (one worker: each thread finishes an item
+// before it takes the next, so of the five taken before moon at most one is unfinished). A file
+// that fails counts among the files, not the megapixels.
+TEST_F(ExecutorTest, ProgressCountsFinishedFilesBeforeTheirReports) {
+  ExecutorOptions o;
+  o.op.equalize.backend = Backend::cpu;
+  o.jobs = 1;
+  std::vector<std::pair<std::size_t, double>> told;
+  o.on_progress = [&](std::size_t files, double mp) { told.emplace_back(files, mp); };
+  Executor ex(o);
+  auto its = items("p");
+  WorkItem missing;
+  missing.input = (dir_ / "missing.png").string();
+  missing.output = (dir_ / "p" / "missing.png").string();
+  its.push_back(missing);
+  std::size_t at_first_report = 0;
+  std::vector<ItemReport> reps;
+  const BatchSummary s = ex.run(its, [&](const ItemReport& r) {
+    if (reps.empty()) at_first_report = told.empty() ? 0 : told.back().first;
+    reps.push_back(r);
+  });
+  ASSERT_EQ(reps.size(), its.size());
+  EXPECT_EQ(s.failures, 1u);
+  EXPECT_GE(at_first_report, 5u);
+  ASSERT_FALSE(told.empty());
+  for (std::size_t k = 1; k < told.size(); ++k) {
+    EXPECT_GT(told[k].first, told[k - 1].first);
+    EXPECT_GE(told[k].second, told[k - 1].second);
+  }
+  EXPECT_EQ(told.back().first, its.size());
+  EXPECT_NEAR(told.back().second, s.megapixels, 1e-9);
+  EXPECT_GT(s.megapixels, 0);
+}
+
 // A decoder that refuses one file with a cause that does not name it.
 struct UnnamedFailure : Codec {
   std::string name() const override { return "unnamed"; }

@@ -122,6 +122,11 @@ struct ExecutorOptions {
   /// CUDA device ordinals (repeats allowed: {0, 0} gives GPU 0 twice the device slots). Empty:
   /// every visible device. Ignored by the CPU backend.
   std::vector<int> devices;
+  /// Called from the caller's thread while run() waits for the next report in input order,
+  /// whenever more items have finished (in any order) since the last call: the items finished so
+  /// far and the megapixels of those that succeeded. The files are read largest first, so the
+  /// first report may wait for much of the run: a progress display takes its counts from here.
+  std::function<void(std::size_t files, double megapixels)> on_progress;
   /// Tried in order before the built-in codecs (see Codec).
   std::vector<std::shared_ptr<Codec>> codecs;
   /// Built in after `codecs`: PNG decoding by libdeflate for 8-bit gray/GA/RGB/RGBA PNGs without

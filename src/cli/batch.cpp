@@ -59,6 +59,8 @@ std::string plural(std::size_t n, const char* noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
+/// The progress bar on a terminal: files finished of the total (ExecutorOptions::on_progress),
+/// MP/s, ETA.
 struct Progress {
   bool on = false;
   std::size_t total = 0, done = 0;
@@ -227,9 +229,7 @@ struct ItemPrinter {
   Progress& prog;
 
   void operator()(const ItemReport& rep) const {
-    ++prog.done;
     const std::string error = rep.ok ? std::string() : with_hints(rep.error);
-    if (rep.ok) prog.mp += double(rep.width) * rep.height / 1e6;
     if (!rep.ok) {
       prog.clear(err);
       err << "histeq: error: " << error << '\n';
@@ -263,7 +263,7 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
                      "), or write standard output (-o - --format FMT)");
   }
   refuse_kernel_on_cpu(cm);
-  const ExecutorOptions eo = executor_options(r, cm, op);
+  ExecutorOptions eo = executor_options(r, cm, op);
   std::string format;
   if (writes && r.count("format")) format = parse_format(r["format"].as<std::string>());
 
@@ -293,11 +293,19 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
   ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
   ::mallopt(M_TRIM_THRESHOLD, INT_MAX);  // 16 workers' buffers exceed any smaller bound
   ::mallopt(M_ARENA_MAX, 1);
-  const auto ex_owner = std::make_shared<Executor>(eo);
-  Executor& ex = *ex_owner;
   Progress prog;
   prog.on = !quiet && stderr_is_tty(err);
   prog.total = items.size();
+  // The counts of the files finished (in any order), not of those reported: the reports go out
+  // in input order, and the files are read largest first.
+  if (prog.on)
+    eo.on_progress = [&prog, &err](std::size_t files, double megapixels) {
+      prog.done = files;
+      prog.mp = megapixels;
+      prog.update(err);
+    };
+  const auto ex_owner = std::make_shared<Executor>(eo);
+  Executor& ex = *ex_owner;
   // The output folders once the run can start (no folder left by a run without its device).
   const auto folders = [&] {
     if (writes) make_output_folders(items, outdir);

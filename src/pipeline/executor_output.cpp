@@ -56,6 +56,9 @@ void Executor::Run::finish(std::unique_ptr<Loaded> it) {
   it->cost = 0;
   if (it->rep.ok && it->rep.error.empty() && sum.first_file_ms == 0)
     sum.first_file_ms = std::max(ms_since(t_run), 1e-3);
+  ++finished_files;
+  if (it->rep.ok && it->rep.error.empty())
+    finished_mp += double(it->rep.width) * double(it->rep.height) / 1e6;
   const std::size_t idx = it->index;
   finished.emplace(idx, std::move(it));
   cv_budget.notify_all();
@@ -104,11 +107,28 @@ void Executor::Run::writer() {
 std::exception_ptr Executor::Run::report_loop(
     const std::function<void(const ItemReport&)>& on_done) {
   std::exception_ptr callback_error;
+  const auto& on_progress = m.opt.on_progress;
+  std::size_t told = 0;  // the finished items on_progress was last told of
   for (std::size_t next = 0; next < items.size(); ++next) {
     std::unique_ptr<Loaded> it;
     {
       std::unique_lock<std::mutex> lock(mu);
-      cv_done.wait(lock, [&] { return finished.count(next) > 0; });
+      for (;;) {
+        if (on_progress && !callback_error && finished_files != told) {
+          told = finished_files;
+          const double mp = finished_mp;
+          lock.unlock();
+          try {
+            on_progress(told, mp);
+          } catch (...) {
+            callback_error = std::current_exception();
+          }
+          lock.lock();
+          continue;
+        }
+        if (finished.count(next) > 0) break;
+        cv_done.wait(lock);
+      }
       it = std::move(finished[next]);
       finished.erase(next);
     }

@@ -162,6 +162,8 @@ struct Executor::Run {
   std::mutex mu;
   std::condition_variable cv_budget, cv_work, cv_done, cv_write;
   std::size_t inflight_bytes = 0, inflight_items = 0, max_items = 0;
+  std::size_t finished_files = 0;  ///< items finished, in any order (ExecutorOptions::on_progress)
+  double finished_mp = 0;          ///< their megapixels, of those that succeeded
   int busy = 0, slots_free = 0;
   std::deque<std::unique_ptr<detail::Loaded>> cpu_q;  ///< for the CPU workers
   std::deque<detail::Loaded*> write_q;                ///< device outputs for the writers
