@@ -126,6 +126,7 @@ struct ExecutorOptions {
   /// whenever more items have finished (in any order) since the last call: the items finished so
   /// far and the megapixels of those that succeeded. The files are read largest first, so the
   /// first report may wait for much of the run: a progress display takes its counts from here.
+  /// What it throws is kept and rethrown by run() as on_done's is (no callback is called after).
   std::function<void(std::size_t files, double megapixels)> on_progress;
   /// Tried in order before the built-in codecs (see Codec).
   std::vector<std::shared_ptr<Codec>> codecs;

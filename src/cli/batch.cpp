@@ -297,7 +297,8 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
   prog.on = !quiet && stderr_is_tty(err);
   prog.total = items.size();
   // The counts of the files finished (in any order), not of those reported: the reports go out
-  // in input order, and the files are read largest first.
+  // in input order, and the files are read largest first. Called only inside ex.run(), so the
+  // references to prog and err outlive every call (the executor itself is kept until exit).
   if (prog.on)
     eo.on_progress = [&prog, &err](std::size_t files, double megapixels) {
       prog.done = files;

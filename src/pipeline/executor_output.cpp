@@ -102,8 +102,9 @@ void Executor::Run::writer() {
   }
 }
 
-/// Reports in input order, on the calling thread; the first exception of on_done is kept (and
-/// rethrown by run() once every item is done).
+/// Reports in input order, on the calling thread; the first exception of on_done or on_progress
+/// is kept (and rethrown by run() once every item is done), and neither callback is called after
+/// it.
 std::exception_ptr Executor::Run::report_loop(
     const std::function<void(const ItemReport&)>& on_done) {
   std::exception_ptr callback_error;
