@@ -43,6 +43,9 @@ void name_the_file(ItemReport& rep) {
   if (!names(rep.input) && !names(rep.output)) rep.error = "'" + rep.input + "': " + rep.error;
 }
 
+/// An item's megapixels, as the summary and on_progress count them.
+double megapixels(const ItemReport& rep) { return double(rep.width) * double(rep.height) / 1e6; }
+
 }  // namespace
 
 using detail::Clock;
@@ -54,11 +57,10 @@ void Executor::Run::finish(std::unique_ptr<Loaded> it) {
   std::lock_guard<std::mutex> lock(mu);
   inflight_bytes -= it->cost;
   it->cost = 0;
-  if (it->rep.ok && it->rep.error.empty() && sum.first_file_ms == 0)
-    sum.first_file_ms = std::max(ms_since(t_run), 1e-3);
+  it->rep.ok = it->rep.ok && it->rep.error.empty();  // what the report says from here on
+  if (it->rep.ok && sum.first_file_ms == 0) sum.first_file_ms = std::max(ms_since(t_run), 1e-3);
   ++finished_files;
-  if (it->rep.ok && it->rep.error.empty())
-    finished_mp += double(it->rep.width) * double(it->rep.height) / 1e6;
+  if (it->rep.ok) finished_mp += megapixels(it->rep);
   const std::size_t idx = it->index;
   finished.emplace(idx, std::move(it));
   cv_budget.notify_all();
@@ -133,13 +135,12 @@ std::exception_ptr Executor::Run::report_loop(
       it = std::move(finished[next]);
       finished.erase(next);
     }
-    ItemReport& rep = it->rep;
-    rep.ok = rep.error.empty() && rep.ok;
+    ItemReport& rep = it->rep;  // (rep.ok final since finish)
     ++sum.files;
     if (!rep.ok) {
       ++sum.failures;
     } else {
-      const double mp = double(rep.width) * double(rep.height) / 1e6;
+      const double mp = megapixels(rep);
       sum.megapixels += mp;
       if (!rep.decoder.empty()) ++sum.decoders[rep.decoder];
       BatchSummary::Share& sh = sum.routes[rep.route.empty() ? "pixels" : rep.route];
