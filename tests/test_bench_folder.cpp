@@ -170,6 +170,18 @@ TEST(BenchFolderArgs, ParsesTheFolderRunAndItsOptions) {
   EXPECT_EQ(parse_args({"--folder", "in", "-o", "o", "--tune", "jpeg.hybrid_decoders=4"})
                 .tune.hybrid_decoders,
             4);
+  EXPECT_FALSE(d.tune.encoder_start_s) << "the policy's unless given";
+  EXPECT_FALSE(d.tune.encoder_slots) << "the policy's unless given";
+  EXPECT_EQ(*parse_args({"--folder", "in", "-o", "o", "--tune", "router.encoder_start_s=0.5"})
+                 .tune.encoder_start_s,
+            0.5);
+  EXPECT_EQ(*parse_args({"--folder", "in", "-o", "o", "--tune", "jpeg.encoder_slots=0"})
+                 .tune.encoder_slots,
+            0);
+  EXPECT_FALSE(d.tune.encoder_states) << "the policy's unless given";
+  EXPECT_EQ(*parse_args({"--folder", "in", "-o", "o", "--tune", "jpeg.encoder_states=4"})
+                 .tune.encoder_states,
+            4);
   EXPECT_EQ(d.tune.gpu_huffman_decoders, 0) << "the policy's unless given";
   EXPECT_EQ(ExecutorOptions{}.gpu_huffman_decoders, 0);
   EXPECT_EQ(parse_args({"--folder", "in", "-o", "o", "--tune", "jpeg.gpu_huffman_decoders=6"})
@@ -225,6 +237,12 @@ TEST(BenchFolderArgs, RefusesWhatDoesNotGoTogether) {
       {{"--tune", "jpeg.hybrid_decoders=4"}, "--folder"},
       {{"--folder", "in", "-o", "o", "--tune", "jpeg.hybrid_decoders=-1"}, "0..1024"},
       {{"--tune", "jpeg.gpu_huffman_decoders=4"}, "--folder"},
+      {{"--tune", "router.encoder_start_s=1"}, "--folder"},
+      {{"--folder", "in", "-o", "o", "--tune", "router.encoder_start_s=-1"}, "-1"},
+      {{"--tune", "jpeg.encoder_slots=1"}, "--folder"},
+      {{"--folder", "in", "-o", "o", "--tune", "jpeg.encoder_slots=17"}, "0..16"},
+      {{"--tune", "jpeg.encoder_states=2"}, "--folder"},
+      {{"--folder", "in", "-o", "o", "--tune", "jpeg.encoder_states=-1"}, "0..64"},
       {{"--folder", "in", "-o", "o", "--tune", "jpeg.gpu_huffman_decoders=-1"}, "0..1024"},
       {{"--folder", "in", "-o", "o", "--tune", "jpeg.progressive=nvjpeg"}, "libjpeg, hybrid, gpu"},
       {{"--sizes", "1M", "--tune", "router.device_start_s=0"}, "--folder"},

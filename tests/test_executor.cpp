@@ -495,6 +495,31 @@ TEST_F(ExecutorTest, TheDeviceStartRuleIsValidated) {
     o.device_start_cpu_s = good;
     EXPECT_NO_THROW(Executor{o}) << good;
   }
+  // and the encoder's: the same, by its own name; its slots >= 0
+  EXPECT_EQ(ExecutorOptions{}.encoder_start_cpu_s, kEncoderStartCpuS);
+  EXPECT_LT(kEncoderStartCpuS, kDeviceStartCpuS) << "the policy has an encoder-only band";
+  for (const double bad : {-1.0, std::nan(""), HUGE_VAL}) {
+    ExecutorOptions o;
+    o.encoder_start_cpu_s = bad;
+    try {
+      Executor ex(o);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("encoder_start_cpu_s"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(ExecutorOptions{}.encoder_slots, kJpegEncoderSlotsPerDevice);
+  ExecutorOptions slots;
+  slots.encoder_slots = -1;
+  EXPECT_THROW(Executor{slots}, UsageError);
+  slots.encoder_slots = 0;
+  EXPECT_NO_THROW(Executor{slots});
+  EXPECT_EQ(ExecutorOptions{}.encoder_states, 0) << "the policy's";
+  ExecutorOptions states;
+  states.encoder_states = -1;
+  EXPECT_THROW(Executor{states}, UsageError);
+  states.encoder_states = 2;
+  EXPECT_NO_THROW(Executor{states});
 }
 
 // The count of hybrid decoders: >= 0 (0: the policy's).
@@ -540,10 +565,13 @@ TEST_F(ExecutorTest, TheDeviceStartRuleWeighsTheJpegsAgainstTheCpuWorkers) {
   std::string why;
   const bool gpu = test::gpu_available(&why);
   int runs = 0;
-  const auto run = [&](double start_s) {
+  const auto run = [&](double start_s, double encoder_s = kEncoderStartCpuS,
+                       int encoder_slots = kJpegEncoderSlotsPerDevice) {
     ExecutorOptions o;
     o.jobs = 1;
     o.device_start_cpu_s = start_s;
+    o.encoder_start_cpu_s = encoder_s;
+    o.encoder_slots = encoder_slots;
     Executor ex(o);
     const std::string out = (dir_ / "out" / ("c" + std::to_string(runs++) + ".jpg")).string();
     const BatchSummary s = ex.run({{(dir_ / "c.jpg").string(), out, {}}},
@@ -565,6 +593,20 @@ TEST_F(ExecutorTest, TheDeviceStartRuleWeighsTheJpegsAgainstTheCpuWorkers) {
       EXPECT_EQ(s->device_note.rfind("failed: ", 0), 0u) << s->device_note;
     if (gpu) EXPECT_TRUE(s->device_note.empty()) << s->device_note;
   }
+  // Between the encoder's rule and the whole route's, the encoder alone starts: the CPU worker
+  // decodes (no hardware decoder is made, nothing is queued for it).
+  const BatchSummary encoder = run(cpu_s * 1.02, cpu_s * 0.98);
+  EXPECT_EQ(encoder.device_started, gpu::nvjpeg_built()) << encoder.device_note;
+  if (gpu::nvjpeg_built() && !gpu)
+    EXPECT_EQ(encoder.device_note.rfind("failed: ", 0), 0u) << encoder.device_note;
+  if (gpu) {
+    EXPECT_EQ(encoder.device_note.rfind("encoder only: ", 0), 0u) << encoder.device_note;
+    EXPECT_EQ(encoder.device_init_ms, 0.0) << "no hardware decoder";
+    EXPECT_EQ(encoder.routes.count("jpeg-device"), 0u);
+  }
+  // ... and with no encoder slot, or a rule not below the whole route's, nothing starts.
+  for (const BatchSummary& s : {run(cpu_s * 1.02, 0, 0), run(cpu_s * 1.02, cpu_s * 1.03)})
+    EXPECT_FALSE(s.device_started) << s.device_note;
 }
 
 // The executor puts a match on the JPEG device route wherever it puts an equalization: with

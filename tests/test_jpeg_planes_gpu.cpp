@@ -186,6 +186,40 @@ TEST(JpegPlanesGpu, EncodePlanesTakesPlanesAtAnyAddress) {
   }
 }
 
+// encode_planes with a few encoder states (JpegCodecOptions::encoder_states: the images of a
+// call encoded that many at a time) writes, image for image, the bytes it writes with one state
+// per image: a state reused within a call starts each image afresh. The batch mixes samplings,
+// gray and sizes, twice over, so every state is reused.
+TEST(JpegPlanesGpu, EncodePlanesWritesTheSameBytesWithFewerStates) {
+  HISTEQ_REQUIRE_NVJPEG();
+  gpu::Equalizer eq;
+  gpu::JpegCodec codec(eq.stream());
+  if (!codec.hardware_available()) GTEST_SKIP() << "this GPU has no JPEG engine";
+  const std::vector<Sample> files = samples();
+  std::vector<gpu::JpegInput> in;
+  for (int round = 0; round < 2; ++round)
+    for (const Sample& s : files) in.push_back({s.bytes.data(), s.bytes.size(), s.tag});
+  const std::vector<gpu::DevicePlanes> planes = codec.decode_planes(in);
+  ASSERT_EQ(planes.size(), in.size());
+  for (const gpu::DevicePlanes& p : planes) ASSERT_FALSE(p.declined);
+  for (const jpeg::Subsampling ss : {jpeg::Subsampling::s420, jpeg::Subsampling::s444}) {
+    const std::vector<std::vector<std::uint8_t>> want = codec.encode_planes(planes, {95, ss});
+    ASSERT_EQ(want.size(), in.size());
+    for (const int states : {1, 2, 3, int(in.size()) + 1}) {
+      gpu::JpegCodecOptions o;
+      o.encoder_states = states;
+      gpu::JpegCodec few(eq.stream(), o);  // on the decoder's stream: its planes are ready
+      const std::vector<std::vector<std::uint8_t>> got = few.encode_planes(planes, {95, ss});
+      ASSERT_EQ(got.size(), want.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        EXPECT_FALSE(got[i].empty());
+        EXPECT_EQ(got[i], want[i]) << in[i].name << " (image " << i << "), " << states
+                                   << " states, " << jpeg::to_string(ss);
+      }
+    }
+  }
+}
+
 TEST(JpegPlanesGpu, FilesTheHardwareDoesNotTakeAreDeclined) {
   HISTEQ_REQUIRE_NVJPEG();
   gpu::JpegCodec codec(nullptr);

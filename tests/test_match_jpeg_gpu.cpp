@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "gpu_test_support.hpp"
+#include "histeq/codec_names.hpp"
 #include "histeq/cpu.hpp"
 #include "histeq/executor.hpp"
 #include "histeq/jpeg_codec.hpp"
@@ -215,6 +216,92 @@ TEST(MatchJpegGpu, BothKindsOfTheRouteEqualTheCpusRuleOnTheSamePlanes) {
     }
     EXPECT_EQ(k, jobs.size());
   }
+}
+
+// A route started without its decode slots (the executor's encoder-only start): its encoder slot
+// runs from the context and the handle on, equalizes and encodes what CPU workers decoded (host
+// planes and coefficients, the same bytes as the CPU's rule on those planes), and makes no
+// hardware decode state until decoders are wanted; then the route is ready and the hardware's
+// planes kind runs too.
+TEST(MatchJpegGpu, TheEncoderSlotRunsWorkerDecodedJobsBeforeTheDecoders) {
+  HISTEQ_REQUIRE_NVJPEG();
+  gpu::Equalizer eq;
+  gpu::JpegCodec codec(eq.stream());
+  if (!codec.hardware_available()) GTEST_SKIP() << "this GPU has no JPEG engine";
+  const auto inputs = files();
+  std::vector<std::pair<std::string, const Bytes*>> colour;
+  for (const auto& [tag, bytes] : inputs) {
+    const jpeg::Info info = jpeg::read_info(bytes.data(), bytes.size(), tag);
+    if (info.components == 3 && jpeg::planes_route(info, kEnc, jpeg::Orientation::apply))
+      colour.emplace_back(tag, &bytes);
+  }
+  ASSERT_GE(colour.size(), 3u);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::size_t back = 0;
+  detail::JpegDevices::Options o;
+  o.encode = kEnc;
+  o.batch = 3;
+  o.slots = 2;
+  o.encoder_slots = 1;
+  o.decoders = false;
+  detail::JpegDevices dev(o, [&](detail::DeviceJob*) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++back;
+    cv.notify_all();
+  });
+  ASSERT_EQ(dev.wait_started(), detail::JpegDevices::State::encoding) << dev.failure();
+  EXPECT_TRUE(dev.encodes());
+  const auto wait_back = [&](std::size_t n) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return back == n; });
+  };
+  std::vector<detail::DeviceJob> jobs(2 * colour.size() + 1);
+  std::vector<ItemReport> reps(jobs.size());
+  for (std::size_t i = 0; i < 2 * colour.size(); ++i) {
+    const auto& [tag, bytes] = colour[i / 2];
+    detail::DeviceJob& j = jobs[i];
+    j.bytes = bytes;
+    j.name = tag;
+    j.out_ext = ".jpg";
+    j.megapixels = 0.1;
+    j.rep = &reps[i];
+    if (i % 2 == 0)
+      j.host_planes =
+          std::make_shared<jpeg::Planes>(jpeg::decode_planes(bytes->data(), bytes->size(), tag));
+    else
+      j.host_coefs = std::make_shared<jpeg::Coefficients>(
+          jpeg::decode_coefficients(bytes->data(), bytes->size(), tag));
+    dev.push(&j);
+  }
+  dev.set_feeding(false);
+  wait_back(2 * colour.size());
+  EXPECT_EQ(dev.state(), detail::JpegDevices::State::encoding) << "no decoder was wanted";
+  EXPECT_GT(dev.encoder_ready_ms(), 0.0);
+  EXPECT_EQ(dev.ready_ms(), 0.0);
+  for (std::size_t i = 0; i < 2 * colour.size(); ++i) {
+    const auto& [tag, bytes] = colour[i / 2];
+    ASSERT_EQ(jobs[i].status, detail::DeviceJob::Status::done) << tag << ": " << jobs[i].error;
+    EXPECT_EQ(jobs[i].encoded,
+              host_planes_on_cpu(codec, jpeg::decode_planes(bytes->data(), bytes->size(), tag),
+                                 kEqualizing))
+        << tag << (i % 2 ? " (host coefficients)" : " (host planes)");
+  }
+  dev.want_decoders();
+  ASSERT_EQ(dev.wait_started(), detail::JpegDevices::State::ready) << dev.failure();
+  EXPECT_GE(dev.ready_ms(), dev.encoder_ready_ms());
+  detail::DeviceJob& hw = jobs.back();
+  hw.bytes = colour.front().second;
+  hw.name = colour.front().first;
+  hw.out_ext = ".jpg";
+  hw.planes = true;
+  hw.megapixels = 0.1;
+  hw.rep = &reps.back();
+  dev.push(&hw);
+  wait_back(jobs.size());
+  ASSERT_EQ(hw.status, detail::DeviceJob::Status::done) << hw.error;
+  EXPECT_EQ(reps.back().decoder, histeq::codec::kNvjpegHardware);
+  EXPECT_EQ(hw.encoded, hardware_planes_on_cpu(codec, *hw.bytes, kEqualizing));
 }
 
 // The pixels kind (a file the hardware decoder declines, or a PNG output) matches the decoded

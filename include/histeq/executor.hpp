@@ -62,6 +62,18 @@ enum class JpegRoute : std::uint8_t { automatic, gpu, cpu };
 /// hardware decoder busy while a slot waits on its host work).
 inline constexpr int kJpegSlotsPerDevice = 3;
 
+/// Encoder slots the device route runs on one GPU (ExecutorOptions::encoder_slots): threads with a
+/// stream and encoder states but no hardware decode state, which equalize and encode what the CPU
+/// workers decoded from about half a second after the start (the context and the handle), while
+/// the decode slots' states are still being made, or in a run too small for them.
+inline constexpr int kJpegEncoderSlotsPerDevice = 1;
+
+/// The policy's start rule of the device route's encoder alone (ExecutorOptions::
+/// encoder_start_cpu_s): between it and kDeviceStartCpuS seconds of the CPU workers, the route
+/// starts without decode slots, and the CPU workers decode every file and hand its planes to the
+/// GPU's encoder.
+inline constexpr double kEncoderStartCpuS = 1.0;
+
 /// The policy's start rule of the device route (ExecutorOptions::device_start_cpu_s): it starts
 /// once the CPU workers alone would need more than two seconds for the run's JPEGs. On the
 /// plasma photos with 16 workers (H200 machine; bench/results/h200/e2e/router.txt) starting it
@@ -143,6 +155,25 @@ struct ExecutorOptions {
   /// Finite and >= 0 (else UsageError). The policy's kDeviceStartCpuS by default; `histeq bench
   /// --folder` measures others.
   double device_start_cpu_s = kDeviceStartCpuS;
+  /// The start rule of the route's encoder alone: where the CPU workers would need more than
+  /// this many seconds for the run's JPEG → JPEG items (estimated as for device_start_cpu_s) but
+  /// no more than device_start_cpu_s, the route starts with its encoder slots only (no hardware
+  /// decode state is made): the CPU workers decode every file, and once the encoder runs they
+  /// hand it the planes to equalize and encode. Where it is not below device_start_cpu_s, the
+  /// route starts whole or not at all. Finite and >= 0 (else UsageError). The policy's
+  /// kEncoderStartCpuS by default; `histeq bench --folder --tune router.encoder_start_s=SECONDS`
+  /// measures others.
+  double encoder_start_cpu_s = kEncoderStartCpuS;
+  /// Encoder slots per device (kJpegEncoderSlotsPerDevice by default; 0: none, the route encodes
+  /// once its decode slots are ready, and encoder_start_cpu_s starts nothing). `histeq bench
+  /// --folder --tune jpeg.encoder_slots=N` measures others.
+  int encoder_slots = kJpegEncoderSlotsPerDevice;
+  /// Encoder states per slot of the device route: 0, the policy's (a decode slot one per image of
+  /// its batch, an encoder slot two); N, N in every slot (the images of a batch encoded N at a
+  /// time). Each state holds about 190 MB of device memory for a 5120x2880 image and its first
+  /// encode costs 10-30 ms. >= 0 (else UsageError); `histeq bench --folder --tune
+  /// jpeg.encoder_states=N` measures others.
+  int encoder_states = 0;
   /// Where the device route runs (a single GPU), how a CPU worker decodes a progressive JPEG
   /// (ProgressiveJpeg); a file nvJPEG does not take goes on as with libjpeg. `histeq bench
   /// --folder --tune jpeg.progressive=libjpeg|hybrid|gpu` measures them
@@ -187,6 +218,8 @@ struct BatchSummary {
   /// context and nvJPEG handle, on threads of their own), and the nvJPEG handle alone (0 when
   /// no device started).
   double device_init_ms = 0, nvjpeg_init_ms = 0;
+  /// Host ms from the start of the devices to the first encoder slot running (0: none ran).
+  double encoder_ready_ms = 0;
   /// Whether the device route ran, and if not, why (the run was too small for the device's
   /// start-up to pay, no usable device, ...); empty when it was not in play at all.
   bool device_started = false;
@@ -207,7 +240,7 @@ struct BatchSummary {
     /// handed back done (0: none): when it started to deliver, and how long after that it
     /// worked.
     double first_done_ms = 0, last_done_ms = 0;
-    /// Host ms since the route started (it serves later runs too): its slots' states
+    /// Host ms since the route started (it serves later runs too): its decode slots' states
     /// (streams, encoders, hardware decode states, made before it is ready) and the slowest
     /// slot's first batch (decode; equalize + encode).
     double slot_start_ms = 0, first_decode_ms = 0, first_encode_ms = 0;

@@ -109,6 +109,11 @@ struct JpegCodecOptions {
   std::uint64_t max_pixels = std::uint64_t(1) << 28;  ///< as load_image's limit
   bool use_hardware = true;  ///< false: no hardware decoder (tests of the hybrid route)
   bool use_gpu = true;       ///< false: every image goes to libjpeg-turbo (then uploaded)
+  /// The most encoder states encode_planes keeps (0: one per image of a call, all encodes queued
+  /// before one synchronize; N: the images encoded N at a time). Each state's first encode of a
+  /// 5120x2880 image costs 10-30 ms and about 190 MB of device memory (bench/probes/ready_probe
+  /// --encoders, H100 machine), so a few states serve a first batch sooner than one per image.
+  int encoder_states = 0;
 };
 
 /// nvJPEG's library handles of one device: the hardware-backend handle (absent on GPUs without

@@ -75,6 +75,15 @@ struct Tune {
   /// the CPU workers from which the JPEG device route starts; unset: the policy's
   /// (kDeviceStartCpuS).
   std::optional<double> device_start_s;
+  /// router.encoder_start_s (--folder only): ExecutorOptions::encoder_start_cpu_s, the seconds of
+  /// the CPU workers from which the route's encoder alone starts; unset: the policy's
+  /// (kEncoderStartCpuS).
+  std::optional<double> encoder_start_s;
+  /// jpeg.encoder_slots (--folder only): ExecutorOptions::encoder_slots; unset: the policy's
+  /// (kJpegEncoderSlotsPerDevice).
+  std::optional<int> encoder_slots;
+  /// jpeg.encoder_states (--folder only): ExecutorOptions::encoder_states; unset: the policy's.
+  std::optional<int> encoder_states;
   /// jpeg.progressive (--folder only): ExecutorOptions::progressive, how progressive JPEGs on
   /// the device route are decoded (libjpeg-turbo's coefficients, nvJPEG's hybrid decoder, or
   /// nvJPEG's GPU Huffman decoding).

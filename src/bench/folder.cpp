@@ -37,6 +37,9 @@ ExecutorOptions executor_options(const Options& opt) {
   eo.jobs = opt.folder.jobs;
   eo.jpeg = opt.folder.decoder;
   if (opt.tune.device_start_s) eo.device_start_cpu_s = *opt.tune.device_start_s;
+  if (opt.tune.encoder_start_s) eo.encoder_start_cpu_s = *opt.tune.encoder_start_s;
+  if (opt.tune.encoder_slots) eo.encoder_slots = *opt.tune.encoder_slots;
+  if (opt.tune.encoder_states) eo.encoder_states = *opt.tune.encoder_states;
   eo.progressive = opt.tune.progressive;
   eo.report_window = opt.tune.report_window;
   eo.hybrid_decoders = opt.tune.hybrid_decoders;
@@ -104,7 +107,7 @@ std::string device_words(const BatchSummary& s) {
   const std::string failed = "failed: ";
   if (s.device_note.rfind(failed, 0) == 0)  // started, and its devices failed
     return "failed (" + s.device_note.substr(failed.size()) + "); the CPU workers ran its files";
-  if (s.device_started) return "started";
+  if (s.device_started) return s.device_note.empty() ? "started" : "started, " + s.device_note;
   if (!s.device_note.empty()) return s.device_note;
   return "not in play (the CPU backend, --decoder cpu, or no nvJPEG in this build)";
 }
@@ -130,6 +133,11 @@ void write_report(std::ostream& out, const Options& opt, const BatchSummary& s, 
                            << " (the policy's: " << seconds_text(kDeviceStartCpuS) << ")\n";
   else
     line("device_start_s") << seconds_text(kDeviceStartCpuS) << " (the policy)\n";
+  if (opt.tune.encoder_start_s)
+    line("encoder_start_s") << seconds_text(*opt.tune.encoder_start_s)
+                            << " (the policy's: " << seconds_text(kEncoderStartCpuS) << ")\n";
+  else
+    line("encoder_start_s") << seconds_text(kEncoderStartCpuS) << " (the policy)\n";
   const ProgressiveJpeg pj = opt.tune.progressive;
   line("progressive") << progressive_name(pj)
                       << (pj == ProgressiveJpeg::libjpeg  ? " (libjpeg-turbo's coefficients)"
@@ -141,6 +149,7 @@ void write_report(std::ostream& out, const Options& opt, const BatchSummary& s, 
   if (!no_device.empty()) line("cuda") << "no usable CUDA device (" << no_device << ")\n";
   line("device_init_ms") << fmt(s.device_init_ms, 1) << '\n';
   line("nvjpeg_init_ms") << fmt(s.nvjpeg_init_ms, 1) << '\n';
+  line("encoder_init_ms") << fmt(s.encoder_ready_ms, 1) << '\n';
   line("first_file_ms") << fmt(s.first_file_ms, 1) << '\n';
   if (s.device.batches > 0)
     line("device_work") << s.device.batches << " batches, " << s.device.files << " files, "

@@ -148,6 +148,30 @@ void add_executor_keys(std::vector<Key>& k) {
                [](Tune& t, const std::string& v) {
                  t.device_start_s = seconds("router.device_start_s", v);
                }});
+  std::snprintf(policy_s, sizeof policy_s, "%g", kEncoderStartCpuS);
+  k.push_back({"router.encoder_start_s",
+               "SECONDS  --folder only: below router.device_start_s, the JPEG device route's "
+               "encoder alone starts (no hardware decoder: the CPU workers decode, the GPU "
+               "encodes) when the CPU workers alone would need more than SECONDS for the run's "
+               "JPEGs (default " +
+                   std::string(policy_s) + ")",
+               [](Tune& t, const std::string& v) {
+                 t.encoder_start_s = seconds("router.encoder_start_s", v);
+               }});
+  k.push_back({"jpeg.encoder_slots",
+               "N  --folder only: encoder slots per GPU, which encode what the CPU workers "
+               "decoded from the moment the context and the handle exist (0: none; default " +
+                   std::to_string(kJpegEncoderSlotsPerDevice) + ")",
+               [](Tune& t, const std::string& v) {
+                 t.encoder_slots = int(number("jpeg.encoder_slots", v, 0, 16));
+               }});
+  k.push_back({"jpeg.encoder_states",
+               "N  --folder only: encoder states per slot of the JPEG device route, the images "
+               "of a batch encoded N at a time (0: the policy's, a decode slot one per image, an "
+               "encoder slot 2)",
+               [](Tune& t, const std::string& v) {
+                 t.encoder_states = int(number("jpeg.encoder_states", v, 0, 64));
+               }});
   k.push_back({"jpeg.progressive",
                std::string("libjpeg|hybrid|gpu  --folder only: on the JPEG device route, a CPU "
                            "worker reads a progressive JPEG's coefficients with libjpeg-turbo, "

@@ -188,12 +188,21 @@ void print_batch_timing(std::ostream& tout, const BatchSummary& sum, int jobs) {
     tout << std::left << std::setw(10) << name << std::right << std::setw(12) << num(ms) << '\n';
   tout << std::left << std::setw(10) << "wall" << std::right << std::setw(12)
        << num(sum.wall_s * 1000.0) << '\n';
-  if (sum.device_started)
-    tout << "start-up: device ready after " << num(sum.device_init_ms)
-         << " ms (CUDA context and nvJPEG handle, in the background; the handle "
+  if (sum.device_started) {
+    tout << "start-up: ";
+    if (sum.encoder_ready_ms > 0)
+      tout << "the device's encoder ready after " << num(sum.encoder_ready_ms) << " ms, ";
+    if (sum.device_init_ms > 0)
+      tout << (sum.encoder_ready_ms > 0 ? "its hardware decoder" : "device ready") << " after "
+           << num(sum.device_init_ms) << " ms";
+    else if (!sum.device_note.empty())
+      tout << "no hardware decoder (" << sum.device_note << ")";
+    else
+      tout << "the device not ready before the run ended";
+    tout << " (CUDA context and nvJPEG handle, in the background; the handle "
          << num(sum.nvjpeg_init_ms) << " ms); first file written after " << num(sum.first_file_ms)
          << " ms\n";
-  else
+  } else
     tout << "start-up: no device route"
          << (sum.device_note.empty() ? "" : " (" + sum.device_note + ")")
          << "; first file written after " << num(sum.first_file_ms) << " ms\n";

@@ -155,6 +155,7 @@ Json batch_summary_json(const BatchSummary& sum, int jobs) {
   s["summary"]["decoders"] = sum.decoders;
   s["summary"]["device_init_ms"] = ms3(sum.device_init_ms);
   s["summary"]["nvjpeg_init_ms"] = ms3(sum.nvjpeg_init_ms);
+  s["summary"]["encoder_ready_ms"] = ms3(sum.encoder_ready_ms);
   s["summary"]["first_file_ms"] = ms3(sum.first_file_ms);
   s["summary"]["device_started"] = sum.device_started;
   if (!sum.device_note.empty()) s["summary"]["device_note"] = sum.device_note;

@@ -85,14 +85,20 @@ Executor::Executor(ExecutorOptions opt) : impl_(std::make_unique<Impl>()) {
   if (m.opt.gpu_huffman_decoders < 0)
     throw UsageError(
         "the number of GPU Huffman decoders must be at least 0 (0: the policy's, all of them)");
-  if (!std::isfinite(m.opt.device_start_cpu_s) || m.opt.device_start_cpu_s < 0) {
+  if (m.opt.encoder_slots < 0)
+    throw UsageError("the number of encoder slots must be at least 0 (0: none)");
+  if (m.opt.encoder_states < 0)
+    throw UsageError("the number of encoder states must be at least 0 (0: the policy's)");
+  const auto check_seconds = [](double v, const char* what) {
+    if (std::isfinite(v) && v >= 0) return;
     std::ostringstream got;
-    got << m.opt.device_start_cpu_s;
-    throw UsageError(
-        "the device route's start rule (device_start_cpu_s) must be a finite number of seconds "
-        ">= 0, got " +
-        got.str());
-  }
+    got << v;
+    throw UsageError(std::string(what) + " must be a finite number of seconds >= 0, got " +
+                     got.str());
+  };
+  check_seconds(m.opt.device_start_cpu_s, "the device route's start rule (device_start_cpu_s)");
+  check_seconds(m.opt.encoder_start_cpu_s,
+                "the start rule of the device route's encoder (encoder_start_cpu_s)");
   if (op.kind == OpKind::match && !op.reference)
     throw UsageError("histogram matching needs a reference image");
   m.ctx.op = op;
@@ -266,6 +272,7 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
     sum.device.first_decode_ms = now.first_decode_ms;
     sum.device.first_encode_ms = now.first_encode_ms;
     sum.device_init_ms = r.dev->ready_ms();
+    sum.encoder_ready_ms = r.dev->encoder_ready_ms();
     sum.nvjpeg_init_ms = r.dev->handles_ms();
     if (r.dev->state() == detail::JpegDevices::State::failed)
       sum.device_note = "failed: " + r.dev->failure();

@@ -100,10 +100,20 @@ void Executor::Run::start_devices() {
       return;
     }
   }
+  // Whole (decode slots too) where the CPU workers alone would need more than
+  // device_start_cpu_s, its encoder alone from encoder_start_cpu_s (and an encoder slot).
+  bool decoders = true;
   if (!m.device_must) {
-    const double enough = kCpuMpPerWorker * m.jobs * m.opt.device_start_cpu_s;
-    const double mp = jpeg_megapixels_at_least(items, enough);
-    if (mp <= enough) {
+    const double per_s = kCpuMpPerWorker * m.jobs;
+    const double whole = per_s * m.opt.device_start_cpu_s;
+    const double encoder =
+        m.opt.encoder_slots > 0 && m.opt.encoder_start_cpu_s < m.opt.device_start_cpu_s
+            ? per_s * m.opt.encoder_start_cpu_s
+            : whole;
+    const double mp = jpeg_megapixels_at_least(items, whole);
+    // A route a previous run left with its decode slots stays whole.
+    decoders = mp > whole || (m.dev && m.dev->state() == detail::JpegDevices::State::ready);
+    if (mp <= encoder) {
       // Whole megapixels from 10 on; below, three digits (a few small JPEGs are not "0 MP").
       std::string held = std::to_string(int(mp));
       if (mp < 10) {
@@ -115,6 +125,10 @@ void Executor::Run::start_devices() {
                         " MP, which the CPU workers finish before the device would be ready";
       return;
     }
+    if (!decoders)
+      sum.device_note = "encoder only: the JPEGs hold " + std::to_string(int(mp)) +
+                        " MP, which the CPU workers decode before the hardware decoder would "
+                        "be ready";
   }
   if (!m.dev) {
     detail::JpegDevices::Options o;
@@ -125,6 +139,9 @@ void Executor::Run::start_devices() {
     o.max_pixels = m.opt.max_pixels;
     o.batch = m.opt.jpeg_batch;
     o.slots = kJpegSlotsPerDevice;
+    o.encoder_slots = m.opt.encoder_slots;
+    o.encoder_states = m.opt.encoder_states;
+    o.decoders = decoders;
     o.hybrid_decoders = m.opt.hybrid_decoders;
     o.gpu_huffman = m.opt.progressive == ProgressiveJpeg::gpu;
     o.gpu_huffman_decoders = m.opt.gpu_huffman_decoders;
@@ -132,12 +149,15 @@ void Executor::Run::start_devices() {
     m.dev = std::make_unique<detail::JpegDevices>(o, [impl](detail::DeviceJob* j) {
       if (Run* run = impl->current.load()) run->device_done(j);
     });
+  } else if (decoders) {
+    m.dev->want_decoders();
   }
   dev = m.dev.get();
   dev->set_feeding(true);
   stats_before = dev->stats();
   sum.device_started = true;
-  choice.device_planes = true;
+  // (without decode slots no file is queued for the device: the CPU workers decode them all)
+  choice.device_planes = decoders;
   choice.device_all_jpeg = m.device_must;
 }
 

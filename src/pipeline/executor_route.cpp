@@ -89,6 +89,8 @@ bool Executor::Run::steal_pays(const Loaded& it) const {
   switch (dev->state()) {
     case detail::JpegDevices::State::failed: return true;
     case detail::JpegDevices::State::starting: break;
+    case detail::JpegDevices::State::encoding:
+      break;  // (its hardware decoder is not ready)
     // A ready device is never robbed: its engines decode a file tens of times faster than a CPU
     // worker, and the CPU's own work (the files the hardware refuses) bounds the run. Weighing
     // the device's queue against one file's CPU time instead took the 10 GP plasma run from
@@ -131,19 +133,19 @@ std::unique_ptr<Loaded> Executor::Run::next_for_cpu(std::unique_lock<std::mutex>
   return it;
 }
 
-/// A colour JPEG → JPEG on the CPU's stored-planes route while the device route is ready and
-/// not behind: this worker decodes the stored planes and hands them to the device, which
-/// equalizes Y and encodes (nvJPEG's encoder, tens of times libjpeg-turbo's speed), so the CPU
-/// spends its time on the decode alone. A progressive file (which the hardware decoder refuses,
-/// and whose entropy decoding is most of its decode) goes as its coefficients: the device runs
-/// the inverse DCT too; with ExecutorOptions::progressive hybrid or gpu, nvJPEG's decoder takes
-/// it instead (entropy decoding here or on the device, the rest on the device: the planes never
-/// leave it). True when the item went to the device. A file whose EXIF orientation turns its
-/// planes stays on the CPU's planes route (neither the coefficients nor nvJPEG's planes are
-/// turned).
+/// A colour JPEG → JPEG on the CPU's stored-planes route while the device route encodes (ready, or
+/// its encoder slots running before or without its decode slots): this worker decodes the stored
+/// planes and hands them to the device, which equalizes Y and encodes (nvJPEG's encoder, tens of
+/// times libjpeg-turbo's speed), so the CPU spends its time on the decode alone. A progressive file
+/// (which the hardware decoder refuses, and whose entropy decoding is most of its decode) goes as
+/// its coefficients: the device runs the inverse DCT too; with ExecutorOptions::progressive hybrid
+/// or gpu, nvJPEG's decoder takes it instead (entropy decoding here or on the device, the rest on
+/// the device: the planes never leave it). True when the item went to the device. A file whose EXIF
+/// orientation turns its planes stays on the CPU's planes route (neither the coefficients nor
+/// nvJPEG's planes are turned).
 bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
   if (!dev || !it->plan.cpu_planes || it->plan.route == ItemRoute::pixels ||
-      it->plan.jpeg.orientation != 1 || dev->state() != detail::JpegDevices::State::ready)
+      it->plan.jpeg.orientation != 1 || !dev->encodes())
     return false;
   // Whatever the device's queue: the worker's part (the decode) is the same either way, and a
   // worker that encodes too is off the progressive files that only the CPU decodes (declining

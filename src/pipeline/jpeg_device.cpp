@@ -48,6 +48,13 @@ void prefer_blocking_sync(int dev) {
   cudaGetLastError();
 }
 
+/// Encoder states of an encoder slot (JpegDevices::Options::encoder_states 0): each state's first
+/// encode costs 10-30 ms beside 16 busy CPU workers (bench/probes/ready_probe --encoders, H100
+/// machine), so the first batch of a slot with one state per image (16) waited 0.23-0.35 s for
+/// them (bench/results/h100/e2e/encoder_slot.txt); two keep the encoder busy while one image's
+/// bitstream is retrieved.
+constexpr int kEncoderSlotStates = 2;
+
 }  // namespace
 
 struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
@@ -67,7 +74,9 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
   bool stop = false;
   Clock::time_point t0 = Clock::now(), t_first{};
   bool started_batches = false;
-  double mp_done = 0, ready_ms = 0, handles_ms = 0;
+  double mp_done = 0, ready_ms = 0, handles_ms = 0, encoder_ready_ms = 0;
+  /// Options::decoders, or want_decoders() called: the init threads make the decode slots.
+  bool decoders_wanted = true;
   std::size_t n_done = 0;
   bool feeding = true;
   Clock::time_point t_nonempty{};  ///< when the queue last became non-empty
@@ -124,18 +133,31 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     }
   }
 
-  /// Makes device `dev`'s context and handles and its slots' states, then starts its slots.
-  /// The slots' hardware decode states are made here, before the route is ready: nvJPEG makes
-  /// states one at a time (0.2-0.25 s each on the H100 machine beside 16 busy CPU workers), and
-  /// the CPU workers' hybrid decoders, leased once the route is ready, make theirs too. Made by
-  /// the slot threads after that, the last slot's waited behind them (2.4-2.5 s on the 10 GP
+  /// Makes device `dev`'s context and handles and its encoder slots' states, starts those slots
+  /// (the route encodes from then on), then, once decoders are wanted, its decode slots' states,
+  /// and starts them (the route is ready).
+  /// The decode slots' hardware decode states are made here, before the route is ready: nvJPEG
+  /// makes states one at a time (0.2-0.25 s each on the H100 machine beside 16 busy CPU workers),
+  /// and the CPU workers' hybrid decoders, leased once the route is ready, make theirs too. Made
+  /// by the slot threads after that, the last slot's waited behind them (2.4-2.5 s on the 10 GP
   /// folder); made here, the three take 0.6-0.75 s before ready, and the slowest first batch's
   /// equalize + encode takes 2.0-2.3 s instead: the device still delivers its first file 2.6-3.9
-  /// s into that run (bench/results/h100/e2e/slots.txt).
+  /// s into that run (bench/results/h100/e2e/slots.txt). An encoder slot makes no decode state:
+  /// it runs from about 0.5 s after the start (context and handle), while the CPU workers decode.
   void init_device(int dev, int slots) {
     std::shared_ptr<gpu::JpegHandles> h;
     std::vector<std::shared_ptr<SlotState>> made;
     std::string err;
+    gpu::JpegCodecOptions jo;
+    jo.max_pixels = opt.max_pixels;
+    jo.encoder_states = opt.encoder_states;
+    gpu::JpegCodecOptions eo = jo;  // an encoder slot's: a few states (their first use is paid
+    if (eo.encoder_states == 0) eo.encoder_states = kEncoderSlotStates;  // in its first batch)
+    bool encoder_first = false;  // the encoder slots only where the route starts without decoders
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      encoder_first = !decoders_wanted;
+    }
     try {
       prefer_blocking_sync(dev);
       HISTEQ_CUDA_CHECK(cudaSetDevice(dev));
@@ -143,32 +165,52 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       const auto th = Clock::now();
       h = gpu::make_jpeg_handles(dev);
       const auto ts = Clock::now();
-      gpu::JpegCodecOptions jo;
-      jo.max_pixels = opt.max_pixels;
-      for (int k = 0; k < slots; ++k) {
-        auto s = std::make_shared<SlotState>(jo, h);
-        s->codec.hardware_available();  // the decode state now, not in the first batch
-        made.push_back(std::move(s));
-      }
+      std::vector<std::shared_ptr<SlotState>> encoders;
+      for (int k = 0; encoder_first && k < opt.encoder_slots; ++k)
+        encoders.push_back(std::make_shared<SlotState>(eo, h));
       std::lock_guard<std::mutex> lock(mu);
       handles_ms = std::max(handles_ms, ms_between(th, ts));
-      st_totals.slot_start_ms = std::max(st_totals.slot_start_ms, ms_between(ts, Clock::now()));
+      if (!encoders.empty() && st == State::starting) {
+        st = State::encoding;
+        encoder_ready_ms = ms_between(t0, Clock::now());
+      }
+      if (!stop) start_slots(dev, encoders, true);
     } catch (const std::exception& e) {
       err = e.what();
+    }
+    cv.notify_all();
+    if (err.empty()) {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return decoders_wanted || stop || st == State::failed; });
+      if (stop || st == State::failed) {  // (an encoder slot failed: the route with it)
+        --devices_pending;
+        return;
+      }
+    }
+    if (err.empty()) {
+      try {
+        const auto ts = Clock::now();
+        for (int k = 0; k < slots; ++k) {
+          auto s = std::make_shared<SlotState>(jo, h);
+          s->codec.hardware_available();  // the decode state now, not in the first batch
+          made.push_back(std::move(s));
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        st_totals.slot_start_ms = std::max(st_totals.slot_start_ms, ms_between(ts, Clock::now()));
+      } catch (const std::exception& e) {
+        err = e.what();
+      }
     }
     std::vector<DeviceJob*> back;
     {
       std::lock_guard<std::mutex> lock(mu);
       --devices_pending;
-      if (err.empty()) {
+      if (st == State::failed) {  // meanwhile, in a slot: the route stays failed
+      } else if (err.empty()) {
         if (dev == hybrid_device) hybrid_handles = h;
         if (st != State::ready) ready_ms = ms_between(t0, Clock::now());
         st = State::ready;
-        if (!stop)
-          for (auto& s : made) {
-            auto self = shared_from_this();
-            slot_threads.emplace_back([self, dev, s] { self->slot_loop(dev, s); });
-          }
+        if (!stop) start_slots(dev, made, false);
       } else if (st != State::ready && devices_pending == 0) {
         st = State::failed;
         why = err;
@@ -179,6 +221,14 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     }
     cv.notify_all();
     hand_back(back, DeviceJob::Status::device_failed, err);
+  }
+
+  /// Starts a slot thread for each state (under mu); host_only: encoder slots.
+  void start_slots(int dev, const std::vector<std::shared_ptr<SlotState>>& states, bool host_only) {
+    for (const auto& s : states) {
+      auto self = shared_from_this();
+      slot_threads.emplace_back([self, dev, s, host_only] { self->slot_loop(dev, s, host_only); });
+    }
   }
 
   void hand_back(const std::vector<DeviceJob*>& jobs, DeviceJob::Status s, const std::string& e) {
@@ -195,27 +245,47 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
   }
   static int kind_of(const DeviceJob& j) { return worker_decoded(j) ? 2 : j.planes ? 1 : 0; }
 
-  /// Up to opt.batch queued jobs of the kind of the first, once a batch is full, or the oldest
-  /// has waited kBatchWait, or no more are coming; empty when stopping.
-  std::vector<DeviceJob*> take() {
+  /// Queued jobs a CPU worker decoded (under mu).
+  std::size_t queued_worker_decoded() const {
+    return std::size_t(
+        std::count_if(q.begin(), q.end(), [](const DeviceJob* j) { return worker_decoded(*j); }));
+  }
+
+  /// Up to opt.batch queued jobs of the kind of the first (host_only, an encoder slot's: of the
+  /// jobs a CPU worker decoded, wherever they are in the queue), once a batch is full, or the
+  /// oldest has waited kBatchWait, or no more are coming; empty when stopping.
+  std::vector<DeviceJob*> take(bool host_only) {
     constexpr auto kBatchWait = std::chrono::milliseconds(3);
+    const std::size_t batch = std::size_t(std::max(1, opt.batch));
     std::unique_lock<std::mutex> lock(mu);
     for (;;) {
-      if (st == State::failed || (stop && q.empty())) return {};
-      if (!q.empty() && (int(q.size()) >= std::max(1, opt.batch) || !feeding || stop ||
-                         Clock::now() - t_nonempty >= kBatchWait))
+      const std::size_t n = host_only ? queued_worker_decoded() : q.size();
+      if (st == State::failed || (stop && n == 0)) return {};
+      if (n > 0 && (n >= batch || !feeding || stop || Clock::now() - t_nonempty >= kBatchWait))
         break;
-      if (q.empty())
+      if (n == 0)
         cv.wait(lock);
       else
         cv.wait_until(lock, t_nonempty + kBatchWait);
     }
     std::vector<DeviceJob*> b;
-    const int kind = kind_of(*q.front());
-    while (!q.empty() && kind_of(*q.front()) == kind && int(b.size()) < std::max(1, opt.batch)) {
-      b.push_back(q.front());
-      q_mp -= q.front()->megapixels;
-      q.pop_front();
+    if (host_only) {
+      for (auto it = q.begin(); it != q.end() && b.size() < batch;) {
+        if (!worker_decoded(**it)) {
+          ++it;
+          continue;
+        }
+        b.push_back(*it);
+        q_mp -= (*it)->megapixels;
+        it = q.erase(it);
+      }
+    } else {
+      const int kind = kind_of(*q.front());
+      while (!q.empty() && kind_of(*q.front()) == kind && b.size() < batch) {
+        b.push_back(q.front());
+        q_mp -= q.front()->megapixels;
+        q.pop_front();
+      }
     }
     running += b.size();
     if (!q.empty()) t_nonempty = Clock::now();
@@ -257,7 +327,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     if (first) std::rethrow_exception(first);
   }
 
-  void slot_loop(int dev, const std::shared_ptr<SlotState>& s) {
+  void slot_loop(int dev, const std::shared_ptr<SlotState>& s, bool host_only) {
     std::vector<DeviceJob*> b;
     bool first = true;
     try {
@@ -273,7 +343,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
                                           reinterpret_cast<cudaStream_t>(s->eq.stream())));
       }
       for (;;) {
-        b = take();
+        b = take(host_only);
         if (b.empty()) break;
         double dec_ms = 0, enc_ms = 0;
         if (worker_decoded(*b.front()))
@@ -337,6 +407,7 @@ JpegDevices::JpegDevices(Options opt, Done done) : impl_(std::make_shared<Impl>(
   }
   m.opt = std::move(opt);
   m.done = std::move(done);
+  m.decoders_wanted = m.opt.decoders || m.opt.encoder_slots < 1;
   std::map<int, int> slots;  // device → slots (a repeated ordinal: more slots on it)
   if (m.opt.devices.empty()) {
     int count = 0;
@@ -391,9 +462,26 @@ JpegDevices::State JpegDevices::state() const {
 }
 
 JpegDevices::State JpegDevices::wait_started() {
-  std::unique_lock<std::mutex> lock(impl_->mu);
-  impl_->cv.wait(lock, [&] { return impl_->st != State::starting; });
-  return impl_->st;
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> lock(m.mu);
+  m.cv.wait(lock, [&] {
+    return m.st == State::ready || m.st == State::failed ||
+           (m.st == State::encoding && !m.decoders_wanted);
+  });
+  return m.st;
+}
+
+bool JpegDevices::encodes() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->st == State::encoding || impl_->st == State::ready;
+}
+
+void JpegDevices::want_decoders() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->decoders_wanted = true;
+  }
+  impl_->cv.notify_all();
 }
 
 std::string JpegDevices::failure() const {
@@ -410,7 +498,7 @@ void JpegDevices::push(DeviceJob* job) {
       if (m.q.empty()) m.t_nonempty = Clock::now();
       m.q.push_back(job);
       m.q_mp += job->megapixels;
-      m.cv.notify_one();
+      m.cv.notify_all();  // (encoder slots take only some kinds: each slot looks)
       return;
     }
     why = m.why;
@@ -525,6 +613,11 @@ double JpegDevices::ready_ms() const {
 double JpegDevices::handles_ms() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->handles_ms;
+}
+
+double JpegDevices::encoder_ready_ms() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->encoder_ready_ms;
 }
 
 }  // namespace histeq::detail

@@ -1,8 +1,10 @@
 // jpeg_device.hpp — the executor's device route for JPEG files: per GPU, a thread that creates
-// the CUDA context and nvJPEG's hardware handle as soon as the executor starts, then a few slot
-// threads, each with its own decode state, stream, encoder states and buffers, that take batches
-// of queued JPEGs and run them on the device: hardware decode, equalization or histogram matching,
-// and (a JPEG output) nvJPEG's encoder, so that only the compressed bytes come back to the host.
+// the CUDA context and nvJPEG's hardware handle as soon as the executor starts, then encoder slot
+// threads (a stream, encoder states and buffers each) that equalize and encode what CPU workers
+// decoded, then (when wanted) a few decode slot threads, each with its own hardware decode state
+// too, that take batches of queued JPEGs and run them on the device: hardware decode,
+// equalization or histogram matching, and (a JPEG output) nvJPEG's encoder, so that only the
+// compressed bytes come back to the host.
 // Internal header of the pipeline room (docs/architecture.md, "The executor").
 #pragma once
 #include <cstddef>
@@ -76,7 +78,19 @@ class JpegDevices {
     jpeg::EncodeOptions encode;
     std::uint64_t max_pixels = kDefaultMaxPixels;
     int batch = 16;  ///< most files per hardware decode call
-    int slots = 3;   ///< batches in flight per device, each on a thread of its own
+    int slots = 3;   ///< decode slots: batches in flight per device, each on a thread of its own
+    /// Encoder slots per device (ExecutorOptions::encoder_slots): threads that run only what CPU
+    /// workers decoded (host planes, coefficients, device planes), started once the context and
+    /// the handle exist, before the decode slots' hardware decode states are made.
+    int encoder_slots = 1;
+    /// Whether the decode slots are made at once; false: the encoder slots alone, until
+    /// want_decoders() (a run whose JPEGs the CPU workers decode before the hardware decoder
+    /// would be ready).
+    bool decoders = true;
+    /// Encoder states per slot (gpu::JpegCodecOptions::encoder_states; ExecutorOptions::
+    /// encoder_states): 0, the policy's (a decode slot one per image of a batch, an encoder slot
+    /// kEncoderSlotStates); N, N in every slot.
+    int encoder_states = 0;
     /// ExecutorOptions::hybrid_decoders: 0, a hybrid decoder for each worker that asks (the
     /// first made on a thread of its own, the others by the worker); N, at most N, all made on
     /// that thread.
@@ -90,17 +104,24 @@ class JpegDevices {
   /// Called on a slot thread for every job, once it is done (in any status).
   using Done = std::function<void(DeviceJob*)>;
 
-  /// Starts at once: a thread per device makes its context and handles, then its slots.
+  /// Starts at once: a thread per device makes its context and handles, then its encoder slots,
+  /// then (Options::decoders, or once want_decoders is called) its decode slots.
   JpegDevices(Options opt, Done done);
   /// Stops the slots; jobs still queued come back declined (through Done).
   ~JpegDevices();
   JpegDevices(const JpegDevices&) = delete;
   JpegDevices& operator=(const JpegDevices&) = delete;
 
-  enum class State : std::uint8_t { starting, ready, failed };
+  /// starting: nothing runs yet; encoding: the encoder slots run (jobs a CPU worker decoded),
+  /// the decode slots are not made yet or not wanted; ready: the decode slots run too.
+  enum class State : std::uint8_t { starting, encoding, ready, failed };
   State state() const;
-  /// Blocks until the devices are ready or failed.
+  /// Blocks until the devices are ready or failed, or (decoders not wanted) encoding.
   State wait_started();
+  /// Whether the route takes jobs a CPU worker decoded now (encoding or ready).
+  bool encodes() const;
+  /// Makes the decode slots (once) on a route started without them (Options::decoders false).
+  void want_decoders();
   std::string failure() const;  ///< why the devices failed (state() == failed)
 
   /// Queues a job (its route runs it in a batch); a failed route hands it back at once.
@@ -125,6 +146,8 @@ class JpegDevices {
   /// Host milliseconds from construction to the first device ready, and of the nvJPEG handles.
   double ready_ms() const;
   double handles_ms() const;
+  /// Host milliseconds from construction to the first encoder slot running (0: none yet).
+  double encoder_ready_ms() const;
   /// Whether more jobs are coming (the reader is still reading): while they are, a slot waits a
   /// few milliseconds for a fuller batch instead of taking one or two files.
   void set_feeding(bool more_coming);

@@ -3,6 +3,7 @@
 // finer, one encoder state per image), and one image of pixels in device or host memory; the
 // EXIF and ICC profile put back in. Compiled with nvJPEG only (HISTEQ_HAVE_NVJPEG).
 #ifdef HISTEQ_HAVE_NVJPEG
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -49,7 +50,10 @@ std::vector<std::vector<std::uint8_t>> JpegCodec::encode_planes(
                      " out of range (valid: 1..100)");
   Impl& m = *impl_;
   m.ensure_encoder();
-  while (m.plane_enc.size() < images.size()) {
+  const std::size_t states =
+      m.opt.encoder_states > 0 ? std::min(images.size(), std::size_t(m.opt.encoder_states))
+                               : images.size();
+  while (m.plane_enc.size() < states) {
     nvjpegEncoderState_t e = nullptr;
     check(nvjpegEncoderStateCreate(m.enc, &e, m.stream), "nvjpegEncoderStateCreate");
     m.plane_enc.push_back(e);
@@ -75,8 +79,8 @@ std::vector<std::vector<std::uint8_t>> JpegCodec::encode_planes(
   }
   if (scratch > m.chroma.size()) m.chroma = DeviceBuffer<std::uint8_t>(scratch);
   std::size_t used = 0;
-  for (std::size_t i = 0; i < images.size(); ++i) {
-    const DevicePlanes& p = images[i];
+  // Queues image p's encode on `state` (its planes copied or averaged down first where needed).
+  const auto queue_one = [&](const DevicePlanes& p, nvjpegEncoderState_t state) {
     if (p.width <= 0 || p.height <= 0 || (p.components != 1 && p.components != 3) || !p.plane[0])
       throw Error("nvJPEG encode: need decoded planes with a size");
     // A plane at a misaligned address, copied to the scratch first.
@@ -118,22 +122,29 @@ std::vector<std::vector<std::uint8_t>> JpegCodec::encode_planes(
         src.pitch[c] = std::size_t(dw);
       }
     }
-    check(nvjpegEncodeYUV(m.enc, m.plane_enc[i], m.params_for(k, opt.quality), &src, css, p.width,
+    check(nvjpegEncodeYUV(m.enc, state, m.params_for(k, opt.quality), &src, css, p.width,
                           p.height, m.stream),
           "nvjpegEncodeYUV");
-  }
-  HISTEQ_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  };
   std::vector<std::vector<std::uint8_t>> out(images.size());
-  for (std::size_t i = 0; i < images.size(); ++i) {
-    std::size_t len = 0;
-    check(nvjpegEncodeRetrieveBitstream(m.enc, m.plane_enc[i], nullptr, &len, m.stream),
-          "nvjpegEncodeRetrieveBitstream (size)");
-    out[i].resize(len);
-    check(nvjpegEncodeRetrieveBitstream(m.enc, m.plane_enc[i], out[i].data(), &len, m.stream),
-          "nvjpegEncodeRetrieveBitstream");
-    out[i].resize(len);
+  // `states` images at a time: queued, synchronized, their bitstreams retrieved, then the next.
+  for (std::size_t first = 0; first < images.size(); first += states) {
+    const std::size_t last = std::min(images.size(), first + states);
+    for (std::size_t i = first; i < last; ++i)
+      queue_one(images[i], m.plane_enc[i - first]);
+    HISTEQ_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+    for (std::size_t i = first; i < last; ++i) {
+      std::size_t len = 0;
+      nvjpegEncoderState_t e = m.plane_enc[i - first];
+      check(nvjpegEncodeRetrieveBitstream(m.enc, e, nullptr, &len, m.stream),
+            "nvjpegEncodeRetrieveBitstream (size)");
+      out[i].resize(len);
+      check(nvjpegEncodeRetrieveBitstream(m.enc, e, out[i].data(), &len, m.stream),
+            "nvjpegEncodeRetrieveBitstream");
+      out[i].resize(len);
+    }
+    HISTEQ_CUDA_CHECK(cudaStreamSynchronize(m.stream));
   }
-  HISTEQ_CUDA_CHECK(cudaStreamSynchronize(m.stream));
   for (std::size_t i = 0; i < images.size(); ++i)
     jpeg::insert_metadata(out[i], images[i].exif, images[i].icc, images[i].components);
   return out;
