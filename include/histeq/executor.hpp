@@ -168,11 +168,10 @@ struct ExecutorOptions {
   /// once its decode slots are ready, and encoder_start_cpu_s starts nothing). `histeq bench
   /// --folder --tune jpeg.encoder_slots=N` measures others.
   int encoder_slots = kJpegEncoderSlotsPerDevice;
-  /// Encoder states per slot of the device route: 0, the policy's (a decode slot one per image of
-  /// its batch, an encoder slot two); N, N in every slot (the images of a batch encoded N at a
-  /// time). Each state holds about 190 MB of device memory for a 5120x2880 image and its first
-  /// encode costs 10-30 ms. >= 0 (else UsageError); `histeq bench --folder --tune
-  /// jpeg.encoder_states=N` measures others.
+  /// Encoder states per slot of the device route, the images of a batch encoded that many at a
+  /// time: 0, the policy's (4); N, N. Each state holds about 190 MB of device memory for a
+  /// 5120x2880 image and its first encode costs 10-30 ms. >= 0 (else UsageError); `histeq bench
+  /// --folder --tune jpeg.encoder_states=N` measures others.
   int encoder_states = 0;
   /// Where the device route runs (a single GPU), how a CPU worker decodes a progressive JPEG
   /// (ProgressiveJpeg); a file nvJPEG does not take goes on as with libjpeg. `histeq bench

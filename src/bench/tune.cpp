@@ -167,8 +167,7 @@ void add_executor_keys(std::vector<Key>& k) {
                }});
   k.push_back({"jpeg.encoder_states",
                "N  --folder only: encoder states per slot of the JPEG device route, the images "
-               "of a batch encoded N at a time (0: the policy's, a decode slot one per image, an "
-               "encoder slot 2)",
+               "of a batch encoded N at a time (0: the policy's, 4)",
                [](Tune& t, const std::string& v) {
                  t.encoder_states = int(number("jpeg.encoder_states", v, 0, 64));
                }});

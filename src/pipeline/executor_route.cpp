@@ -147,10 +147,15 @@ bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
   if (!dev || !it->plan.cpu_planes || it->plan.route == ItemRoute::pixels ||
       it->plan.jpeg.orientation != 1 || !dev->encodes())
     return false;
-  // Whatever the device's queue: the worker's part (the decode) is the same either way, and a
-  // worker that encodes too is off the progressive files that only the CPU decodes (declining
-  // when the queue outweighed a fifth of the item's CPU time took the 10 GP run from 5.9 s to
-  // 9.0-9.7 s, d9fc62c).
+  // Whatever the device's queue once it is ready: the worker's part (the decode) is the same
+  // either way, and a worker that encodes too is off the progressive files that only the CPU
+  // decodes (declining when the queue outweighed a fifth of the item's CPU time took the 10 GP
+  // run from 5.9 s to 9.0-9.7 s, d9fc62c). Its encoder alone, though, is the end of every file
+  // handed to it while the workers decode the rest, and its first batch pays its first uses: at
+  // most two batches wait on it, the worker encodes beyond that.
+  if (dev->state() == detail::JpegDevices::State::encoding &&
+      dev->pending() >= 2 * std::size_t(std::max(1, m.opt.jpeg_batch)))
+    return false;
   const bool coefficients = it->plan.jpeg_checked && it->plan.jpeg.progressive;
   take_slot();
   std::shared_ptr<jpeg::Planes> planes;

@@ -48,12 +48,12 @@ void prefer_blocking_sync(int dev) {
   cudaGetLastError();
 }
 
-/// Encoder states of an encoder slot (JpegDevices::Options::encoder_states 0): each state's first
-/// encode costs 10-30 ms beside 16 busy CPU workers (bench/probes/ready_probe --encoders, H100
-/// machine), so the first batch of a slot with one state per image (16) waited 0.23-0.35 s for
-/// them (bench/results/h100/e2e/encoder_slot.txt); two keep the encoder busy while one image's
-/// bitstream is retrieved.
-constexpr int kEncoderSlotStates = 2;
+/// Encoder states per slot (JpegDevices::Options::encoder_states 0): each state's first encode
+/// costs 10-30 ms beside 16 busy CPU workers (bench/probes/ready_probe --encoders, H100 machine),
+/// so a slot with one state per image of its batch (16) paid 0.4-0.55 s in its first batch's
+/// encode where four pay 0.14-0.24 s, and the 10 GP folder ran 3.84-4.05 s against 3.91-4.23 s
+/// (bench/results/h100/e2e/encoder_states.txt).
+constexpr int kSlotEncoderStates = 4;
 
 }  // namespace
 
@@ -150,9 +150,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     std::string err;
     gpu::JpegCodecOptions jo;
     jo.max_pixels = opt.max_pixels;
-    jo.encoder_states = opt.encoder_states;
-    gpu::JpegCodecOptions eo = jo;  // an encoder slot's: a few states (their first use is paid
-    if (eo.encoder_states == 0) eo.encoder_states = kEncoderSlotStates;  // in its first batch)
+    jo.encoder_states = opt.encoder_states > 0 ? opt.encoder_states : kSlotEncoderStates;
     bool encoder_first = false;  // the encoder slots only where the route starts without decoders
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -167,7 +165,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       const auto ts = Clock::now();
       std::vector<std::shared_ptr<SlotState>> encoders;
       for (int k = 0; encoder_first && k < opt.encoder_slots; ++k)
-        encoders.push_back(std::make_shared<SlotState>(eo, h));
+        encoders.push_back(std::make_shared<SlotState>(jo, h));
       std::lock_guard<std::mutex> lock(mu);
       handles_ms = std::max(handles_ms, ms_between(th, ts));
       if (!encoders.empty() && st == State::starting) {

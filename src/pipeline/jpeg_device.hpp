@@ -88,8 +88,7 @@ class JpegDevices {
     /// would be ready).
     bool decoders = true;
     /// Encoder states per slot (gpu::JpegCodecOptions::encoder_states; ExecutorOptions::
-    /// encoder_states): 0, the policy's (a decode slot one per image of a batch, an encoder slot
-    /// kEncoderSlotStates); N, N in every slot.
+    /// encoder_states): 0, the policy's (jpeg_device.cpp's kSlotEncoderStates); N, N.
     int encoder_states = 0;
     /// ExecutorOptions::hybrid_decoders: 0, a hybrid decoder for each worker that asks (the
     /// first made on a thread of its own, the others by the worker); N, at most N, all made on

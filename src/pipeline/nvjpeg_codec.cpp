@@ -213,18 +213,26 @@ JpegCodec::Impl::~Impl() {
   }
 }
 
-bool JpegCodec::Impl::ensure_hw() {
-  if (hw_tried) return hw != nullptr;
-  hw_tried = true;
+bool JpegCodec::Impl::ensure_hw_handle() {
+  if (hw_handle_tried) return hw != nullptr;
+  hw_handle_tried = true;
   if (!opt.use_hardware) return false;
   if (shared) {
     hw = shared->hw;
     hw_flags = shared->hw_flags;
-    if (!hw) return false;
-  } else if (create_handle(NVJPEG_BACKEND_HARDWARE, &hw, &hw_flags) != NVJPEG_STATUS_SUCCESS) {
+    return hw != nullptr;
+  }
+  if (create_handle(NVJPEG_BACKEND_HARDWARE, &hw, &hw_flags) != NVJPEG_STATUS_SUCCESS) {
     hw = nullptr;  // no JPEG engine on this GPU (NVJPEG_STATUS_ARCH_MISMATCH): hybrid only
     return false;
   }
+  return true;
+}
+
+bool JpegCodec::Impl::ensure_hw() {
+  if (hw_tried) return hw_state != nullptr && hw_stream != nullptr;
+  hw_tried = true;
+  if (!ensure_hw_handle()) return false;
   check(nvjpegJpegStateCreate(hw, &hw_state), "nvjpegJpegStateCreate (hardware)");
   check(nvjpegJpegStreamCreate(hw, &hw_stream), "nvjpegJpegStreamCreate");
   return true;
@@ -245,7 +253,10 @@ void JpegCodec::Impl::ensure_default() {
 /// the encoder is CUDA kernels whatever the backend), else on the default-backend handle.
 void JpegCodec::Impl::ensure_encoder() {
   if (enc_state) return;
-  if (ensure_hw() && nvjpegEncoderStateCreate(hw, &enc_state, stream) == NVJPEG_STATUS_SUCCESS) {
+  // (the handle alone: a hardware decode state costs 0.1-0.5 s to make and the encoder has no
+  // use for it)
+  if (ensure_hw_handle() &&
+      nvjpegEncoderStateCreate(hw, &enc_state, stream) == NVJPEG_STATUS_SUCCESS) {
     enc = hw;
   } else {
     enc_state = nullptr;

@@ -61,12 +61,13 @@ struct JpegCodec::Impl {
   cudaStream_t stream = nullptr;
   JpegCodecOptions opt;
   // Handles: shared (made by make_jpeg_handles, owned there) or created on first use and owned
-  // here. hw_tried: creation attempted (it fails without a JPEG engine).
+  // here. hw_handle_tried: the hardware handle's creation attempted (it fails without a JPEG
+  // engine); hw_tried: its decode state's and stream's too (ensure_hw).
   std::shared_ptr<JpegHandles> shared;
   nvjpegHandle_t hw = nullptr, def = nullptr;
   nvjpegJpegState_t hw_state = nullptr, def_state = nullptr;
   nvjpegJpegStream_t hw_stream = nullptr;
-  bool hw_tried = false;
+  bool hw_handle_tried = false, hw_tried = false;
   int hw_batch = 0;
   nvjpegOutputFormat_t hw_format = NVJPEG_OUTPUT_FORMAT_MAX;
   nvjpegEncoderState_t enc_state = nullptr;
@@ -84,6 +85,9 @@ struct JpegCodec::Impl {
 
   // Handles and states, made on first need (nvjpeg_codec.cpp).
   ~Impl();
+  /// The hardware handle alone (the encoder's); false without a JPEG engine or use_hardware.
+  bool ensure_hw_handle();
+  /// The hardware handle, decode state and stream (the hardware decoder's).
   bool ensure_hw();
   void ensure_default();
   void ensure_encoder();
