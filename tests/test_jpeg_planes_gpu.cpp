@@ -188,8 +188,9 @@ TEST(JpegPlanesGpu, EncodePlanesTakesPlanesAtAnyAddress) {
 
 // encode_planes with a few encoder states (JpegCodecOptions::encoder_states: the images of a
 // call encoded that many at a time) writes, image for image, the bytes it writes with one state
-// per image: a state reused within a call starts each image afresh. The batch mixes samplings,
-// gray and sizes, twice over, so every state is reused.
+// per image: a state reused within a call starts each image afresh. The batch mixes samplings
+// (4:4:4 and 4:2:2 averaged down to the 4:2:0 output), gray and sizes, twice over, so every state
+// is reused.
 TEST(JpegPlanesGpu, EncodePlanesWritesTheSameBytesWithFewerStates) {
   HISTEQ_REQUIRE_NVJPEG();
   gpu::Equalizer eq;
@@ -202,7 +203,8 @@ TEST(JpegPlanesGpu, EncodePlanesWritesTheSameBytesWithFewerStates) {
   const std::vector<gpu::DevicePlanes> planes = codec.decode_planes(in);
   ASSERT_EQ(planes.size(), in.size());
   for (const gpu::DevicePlanes& p : planes) ASSERT_FALSE(p.declined);
-  for (const jpeg::Subsampling ss : {jpeg::Subsampling::s420, jpeg::Subsampling::s444}) {
+  {
+    const jpeg::Subsampling ss = jpeg::Subsampling::s420;  // (finer outputs need finer inputs)
     const std::vector<std::vector<std::uint8_t>> want = codec.encode_planes(planes, {95, ss});
     ASSERT_EQ(want.size(), in.size());
     for (const int states : {1, 2, 3, int(in.size()) + 1}) {

@@ -50,9 +50,10 @@ void prefer_blocking_sync(int dev) {
 
 /// Encoder states per slot (JpegDevices::Options::encoder_states 0): each state's first encode
 /// costs 10-30 ms beside 16 busy CPU workers (bench/probes/ready_probe --encoders, H100 machine),
-/// so a slot with one state per image of its batch (16) paid 0.4-0.55 s in its first batch's
-/// encode where four pay 0.14-0.24 s, and the 10 GP folder ran 3.84-4.05 s against 3.91-4.23 s
-/// (bench/results/h100/e2e/encoder_states.txt).
+/// so a slot with one state per image of its batch (16) paid 0.42-0.94 s in its first batch's
+/// equalize and encode where four pay 0.13-0.24 s, and the 10 GP folder ran 3.97 s on average
+/// (3.84-4.15) against 4.11 s (3.88-4.36), seven pairs in turns on H100 machines
+/// (bench/results/h100/e2e/encoder_states.txt). Four also hold a quarter of the device memory.
 constexpr int kSlotEncoderStates = 4;
 
 }  // namespace

@@ -50,9 +50,9 @@ std::vector<std::vector<std::uint8_t>> JpegCodec::encode_planes(
                      " out of range (valid: 1..100)");
   Impl& m = *impl_;
   m.ensure_encoder();
-  const std::size_t states =
-      m.opt.encoder_states > 0 ? std::min(images.size(), std::size_t(m.opt.encoder_states))
-                               : images.size();
+  const std::size_t states = m.opt.encoder_states > 0
+                                 ? std::min(images.size(), std::size_t(m.opt.encoder_states))
+                                 : images.size();
   while (m.plane_enc.size() < states) {
     nvjpegEncoderState_t e = nullptr;
     check(nvjpegEncoderStateCreate(m.enc, &e, m.stream), "nvjpegEncoderStateCreate");
@@ -122,16 +122,15 @@ std::vector<std::vector<std::uint8_t>> JpegCodec::encode_planes(
         src.pitch[c] = std::size_t(dw);
       }
     }
-    check(nvjpegEncodeYUV(m.enc, state, m.params_for(k, opt.quality), &src, css, p.width,
-                          p.height, m.stream),
+    check(nvjpegEncodeYUV(m.enc, state, m.params_for(k, opt.quality), &src, css, p.width, p.height,
+                          m.stream),
           "nvjpegEncodeYUV");
   };
   std::vector<std::vector<std::uint8_t>> out(images.size());
   // `states` images at a time: queued, synchronized, their bitstreams retrieved, then the next.
   for (std::size_t first = 0; first < images.size(); first += states) {
     const std::size_t last = std::min(images.size(), first + states);
-    for (std::size_t i = first; i < last; ++i)
-      queue_one(images[i], m.plane_enc[i - first]);
+    for (std::size_t i = first; i < last; ++i) queue_one(images[i], m.plane_enc[i - first]);
     HISTEQ_CUDA_CHECK(cudaStreamSynchronize(m.stream));
     for (std::size_t i = first; i < last; ++i) {
       std::size_t len = 0;
