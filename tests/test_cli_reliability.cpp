@@ -27,6 +27,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -201,13 +202,13 @@ class Reliability : public ::testing::Test {
     return finish(start(args, how), own_stdout && how.stdout_path.empty());
   }
 
-  /// `n` small PNGs in folder `rel` (f000.png ...), plus the names written.
-  void make_folder(const std::string& rel, int n) {
+  /// `n` small PNGs (`side` pixels square) in folder `rel` (f000.png ...).
+  void make_folder(const std::string& rel, int n, int side = 16) {
     fs::create_directories(p(rel));
     for (int i = 0; i < n; ++i) {
       char name[32];
       std::snprintf(name, sizeof name, "f%03d.png", i);
-      write_bytes(p(rel) / name, small_png(i));
+      write_bytes(p(rel) / name, small_png(i, side, side));
     }
   }
 
@@ -336,6 +337,69 @@ TEST_F(Reliability, SignalsInTheMiddleOfABatchLeaveNoTemporaryFile) {
     }
     EXPECT_GT(interrupted, 0) << "no run was interrupted: the test tested nothing";
   }
+}
+
+TEST_F(Reliability, CtrlCFinishesTheFilesInProgressReportsThemAndEndsBySigint) {
+  // The first SIGINT of a batch stops it gracefully: the files in progress are finished, every
+  // input gets its JSON record (written, or cancelled), the summary follows, and the command
+  // ends by SIGINT (a shell's loop stops). Before, it died at once: no report of the finished
+  // files waiting behind a slower one, no summary.
+  make_folder("in", 300, 256);
+  const auto args = [&](const fs::path& out) {
+    return std::vector<std::string>{
+        "equalize", p("in").string(), "-o",  out.string(),  "--jobs", "1",
+        "--json",   "--backend",      "cpu", "--png-level", "2"};
+  };
+  const Outcome ref = run(args(p("ref")));
+  ASSERT_EQ(ref.status, 0) << ref;
+  const std::map<std::string, Bytes> want = tree(p("ref"));
+  ASSERT_EQ(want.size(), 300u);
+  int stopped = 0;  // runs the signal stopped with files both written and not started
+  for (int k = 0; k < 8 && stopped < 2; ++k) {
+    SCOPED_TRACE("run " + std::to_string(k));
+    const fs::path out = p("out-" + std::to_string(k));
+    const pid_t pid = start(args(out));
+    for (int wait = 0; wait < 20000; ++wait) {  // until the batch writes (at most 20 s)
+      std::error_code ec;
+      if (fs::exists(out, ec) && !fs::is_empty(out, ec)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ::kill(pid, SIGINT);
+    const Outcome r = finish(pid);
+    if (r.status == 0) continue;  // it finished first
+    EXPECT_EQ(r.signal, SIGINT) << r;
+    EXPECT_EQ(temp_files(out), std::vector<std::string>{});
+    // One record per input, in input order, then the summary.
+    std::istringstream lines(r.out);
+    std::string line;
+    std::vector<std::string> records;
+    while (std::getline(lines, line)) records.push_back(line);
+    ASSERT_EQ(records.size(), 301u) << r;
+    EXPECT_EQ(records.back().rfind("{\"summary\":", 0), 0u) << records.back();
+    const std::map<std::string, Bytes> got = tree(out);
+    std::size_t written = 0, cancelled = 0;
+    for (int i = 0; i < 300; ++i) {
+      char name[32];
+      std::snprintf(name, sizeof name, "f%03d.png", i);
+      const std::string& rec = records[std::size_t(i)];
+      EXPECT_NE(rec.find(name), std::string::npos) << rec;
+      if (rec.find("\"ok\":true") != std::string::npos) {
+        ++written;
+        const auto it = got.find(name);
+        ASSERT_NE(it, got.end()) << name << " reported written";
+        EXPECT_TRUE(it->second == want.at(name)) << name << " is not complete";
+      } else {
+        EXPECT_NE(rec.find("\"error_kind\":\"cancelled\""), std::string::npos) << rec;
+        EXPECT_EQ(got.count(name), 0u) << name << " reported cancelled";
+        ++cancelled;
+      }
+    }
+    EXPECT_EQ(got.size(), written);
+    EXPECT_NE(r.err.find("not started\nhisteq: interrupted\n"), std::string::npos) << r;
+    EXPECT_EQ(r.err.find("cancelled"), std::string::npos) << "no line per cancelled file: " << r;
+    stopped += written > 0 && cancelled > 0;
+  }
+  EXPECT_GT(stopped, 0) << "no run was stopped with files left: the test tested nothing";
 }
 
 // ---- 3. worker threads that cannot start --------------------------------------------------

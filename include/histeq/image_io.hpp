@@ -117,6 +117,15 @@ bool image_info(const std::uint8_t* data, std::size_t size, int* width, int* hei
 /// ignored. Call once, early in main(); idempotent.
 void install_signal_cleanup();
 
+/// Hands the next SIGINT to a graceful stop instead of the handling above: install_signal_cleanup's
+/// handler writes one byte to `fd` (a pipe's write end, which the caller reads on a thread of its
+/// own) and the process goes on; a SIGINT after that one, or after set_interrupt_pipe(-1), is
+/// handled as above. For a batch that finishes the files in progress, reports, then ends by
+/// SIGINT itself. No effect where SIGINT is ignored or install_signal_cleanup was not called.
+/// Returns the descriptor it replaces: -1 when a SIGINT took it (its byte is written, or about to
+/// be: keep the pipe open until it is read) or none was set.
+int set_interrupt_pipe(int fd);
+
 /// Test hook: called by save_image after each chunk written to the temp file, with the temp
 /// file's path and the bytes written so far (nullptr: none). Not for production use.
 using SaveHook = void (*)(const char* temp_path, std::size_t bytes_written);

@@ -4,14 +4,22 @@
 #include "cli/batch.hpp"
 #include "cli/cli.hpp"
 
+#include <fcntl.h>
 #include <malloc.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <climits>
+#include <csignal>
+#include <cstdio>
 #include <iomanip>
 #include <limits>
 #include <memory>
 #include <ostream>
 #include <sstream>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 #include "cli/report.hpp"
@@ -226,6 +234,60 @@ void print_batch_timing(std::ostream& tout, const BatchSummary& sum, int jobs) {
        << (sum.max_inflight_bytes >> 20) << " MB cap (--max-inflight-mb)\n";
 }
 
+/// Ctrl-C during a run: the first SIGINT stops it gracefully (the files in progress are
+/// finished and written, every finished file reported, the others reported cancelled, the
+/// summary printed), then the command ends by SIGINT as an interrupted program does; a second
+/// one ends it at once, its temp files removed (install_signal_cleanup). The signal handler
+/// writes a byte to a pipe (set_interrupt_pipe); a thread of this object's reads it and cancels
+/// the executor. Without a pipe or a thread, Ctrl-C ends the command at once, as before.
+class StopOnCtrlC {
+ public:
+  explicit StopOnCtrlC(Executor& ex) {
+    if (::pipe2(fd_, O_CLOEXEC) != 0) {
+      fd_[0] = fd_[1] = -1;
+      return;
+    }
+    try {
+      watch_ = std::thread([this, &ex] {
+        char c = 0;
+        ssize_t n = 0;
+        do n = ::read(fd_[0], &c, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 1) return;  // the run ended: the write end closed
+        interrupted_ = true;
+        ex.cancel();
+      });
+    } catch (const std::system_error&) {
+      return;
+    }
+    set_interrupt_pipe(fd_[1]);
+  }
+  ~StopOnCtrlC() { finish(); }
+  StopOnCtrlC(const StopOnCtrlC&) = delete;
+  StopOnCtrlC& operator=(const StopOnCtrlC&) = delete;
+
+  /// After the run: SIGINT ends the command at once again, and the thread is gone. Taken back,
+  /// the pipe's write end is closed and the thread's read ends; taken by the handler meanwhile,
+  /// its byte is on the way and the write end stays open until the thread has read it.
+  void finish() {
+    const bool handed = watch_.joinable() && set_interrupt_pipe(-1) < 0;
+    if (!handed) close_fd(fd_[1]);
+    if (watch_.joinable()) watch_.join();
+    close_fd(fd_[1]);
+    close_fd(fd_[0]);
+  }
+  bool interrupted() const { return interrupted_; }
+
+ private:
+  static void close_fd(int& fd) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  int fd_[2] = {-1, -1};
+  std::atomic<bool> interrupted_{false};
+  std::thread watch_;
+};
+
 /// The per-file callback of the executor: progress, errors, one line of text or JSON.
 struct ItemPrinter {
   bool json = false;
@@ -236,10 +298,13 @@ struct ItemPrinter {
   std::ostream& out;
   std::ostream& err;
   Progress& prog;
+  std::size_t& not_started;  ///< items a Ctrl-C cancelled: counted, no line of their own on stderr
 
   void operator()(const ItemReport& rep) const {
     const std::string error = rep.ok ? std::string() : with_hints(rep.error);
-    if (!rep.ok) {
+    const bool cancelled = !rep.ok && rep.error_kind == ItemError::cancelled;
+    not_started += cancelled ? 1 : 0;
+    if (!rep.ok && !cancelled) {
       prog.clear(err);
       err << "histeq: error: " << error << '\n';
     }
@@ -320,8 +385,13 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
   const auto folders = [&] {
     if (writes) make_output_folders(items, outdir);
   };
+  // Ctrl-C: the first stops the run gracefully, a second ends the command at once (StopOnCtrlC).
+  std::size_t not_started = 0;
+  StopOnCtrlC ctrl_c(ex);
   BatchSummary sum = ex.run(
-      items, ItemPrinter{json, writes, op, cm.mask_name, print_item, out, err, prog}, folders);
+      items, ItemPrinter{json, writes, op, cm.mask_name, print_item, out, err, prog, not_started},
+      folders);
+  ctrl_c.finish();
   sum.files += unlisted.size();  // an unlisted folder counts as one failed item
   sum.failures += unlisted.size();
   prog.clear(err);
@@ -335,9 +405,19 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
     const double mps = sum.wall_s > 0 ? sum.megapixels / sum.wall_s : 0;
     err << "histeq: " << plural(sum.files, "file") << ", " << num(sum.megapixels, 1) << " MP in "
         << num(sum.wall_s, 2) << " s, " << num(mps, 1) << " MP/s, "
-        << plural(sum.failures, "failure") << '\n';
+        << plural(sum.failures - not_started, "failure");
+    if (not_started > 0) err << ", " << not_started << " not started";
+    err << '\n';
   }
-  keep_until_exit(ex_owner);  // its devices, nvJPEG states and buffers go with the process
+  keep_until_exit(ex_owner);   // its devices, nvJPEG states and buffers go with the process
+  if (ctrl_c.interrupted()) {  // (even where every file had finished: the user asked to stop)
+    err << "histeq: interrupted\n";
+    out.flush();
+    err.flush();
+    std::fflush(nullptr);
+    std::signal(SIGINT, SIG_DFL);
+    std::raise(SIGINT);
+  }
   return sum.failures > 0 ? 1 : 0;
 }
 

@@ -76,9 +76,22 @@ constexpr int kCleanupSignals[] = {SIGINT,    SIGTERM, SIGHUP,  SIGQUIT,   SIGXF
                                    SIGVTALRM, SIGPROF, SIGPOLL, SIGSTKFLT, SIGPWR};
 constexpr int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS, SIGTRAP};
 std::atomic<SaveHook> g_save_hook{nullptr};
+// set_interrupt_pipe: the write end a SIGINT is handed to instead of ending the process (once).
+std::atomic<int> g_interrupt_fd{-1};
+static_assert(std::atomic<int>::is_always_lock_free, "the handler exchanges it");
 
 extern "C" void histeq_cleanup_handler(int sig) {
   const int saved_errno = errno;
+  if (sig == SIGINT) {  // a batch's graceful stop, once: one byte to its pipe, and on we go
+    const int fd = g_interrupt_fd.exchange(-1);
+    if (fd >= 0) {
+      const char stop = 1;
+      const ssize_t n = ::write(fd, &stop, 1);
+      static_cast<void>(n);  // (a full pipe already holds a byte: the stop is asked for)
+      errno = saved_errno;
+      return;
+    }
+  }
   g_stopping.store(1);  // sequentially consistent: see claim_temp_slot
   // A thread between its claim and the slot's publication (state 1) has these signals blocked,
   // so in a process of several threads the handler may run on another one meanwhile: it waits
@@ -168,7 +181,9 @@ void install_signal_cleanup() {
     sa.sa_handler = histeq_cleanup_handler;
     sigemptyset(&sa.sa_mask);
     for (int other : kCleanupSignals) sigaddset(&sa.sa_mask, other);
-    sa.sa_flags = 0;
+    // (the handler returns only for a SIGINT handed to set_interrupt_pipe's pipe: the system
+    // call it interrupted then goes on instead of failing with EINTR)
+    sa.sa_flags = SA_RESTART;
     ::sigaction(sig, &sa, nullptr);
   }
   for (int sig : kFaultSignals) {  // only where nothing else (a sanitizer) handles them
@@ -184,6 +199,8 @@ void install_signal_cleanup() {
 }
 
 void set_save_hook_for_testing(SaveHook hook) { g_save_hook.store(hook); }
+
+int set_interrupt_pipe(int fd) { return g_interrupt_fd.exchange(fd < 0 ? -1 : fd); }
 
 namespace {
 
