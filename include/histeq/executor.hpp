@@ -62,10 +62,11 @@ enum class JpegRoute : std::uint8_t { automatic, gpu, cpu };
 /// hardware decoder busy while a slot waits on its host work).
 inline constexpr int kJpegSlotsPerDevice = 3;
 
-/// Encoder slots the device route runs on one GPU (ExecutorOptions::encoder_slots): threads with a
-/// stream and encoder states but no hardware decode state, which equalize and encode what the CPU
-/// workers decoded from about half a second after the start (the context and the handle), while
-/// the decode slots' states are still being made, or in a run too small for them.
+/// Encoder slots the device route runs on one GPU when it starts with its encoder alone
+/// (ExecutorOptions::encoder_slots, encoder_start_cpu_s): threads with a stream and encoder
+/// states but no hardware decode state, which equalize and encode what the CPU workers decoded
+/// from about 0.6 s after the start (the context and the handle). A whole route has none: its
+/// decode slots encode.
 inline constexpr int kJpegEncoderSlotsPerDevice = 1;
 
 /// The policy's start rule of the device route's encoder alone (ExecutorOptions::
@@ -170,7 +171,9 @@ struct ExecutorOptions {
   int encoder_slots = kJpegEncoderSlotsPerDevice;
   /// Encoder states per slot of the device route, the images of a batch encoded that many at a
   /// time: 0, the policy's (4); N, N. Each state holds about 190 MB of device memory for a
-  /// 5120x2880 image and its first encode costs 10-30 ms. >= 0 (else UsageError); `histeq bench
+  /// 5120x2880 image and its first encode costs 9-12 ms on an idle host, 17-35 ms beside 16 busy
+  /// threads (bench/results/h100/probes/ready_probe_encoders.txt). >= 0 (else UsageError); `histeq
+  /// bench
   /// --folder --tune jpeg.encoder_states=N` measures others.
   int encoder_states = 0;
   /// Where the device route runs (a single GPU), how a CPU worker decodes a progressive JPEG

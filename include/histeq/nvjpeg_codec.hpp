@@ -111,8 +111,9 @@ struct JpegCodecOptions {
   bool use_gpu = true;       ///< false: every image goes to libjpeg-turbo (then uploaded)
   /// The most encoder states encode_planes keeps (0: one per image of a call, all encodes queued
   /// before one synchronize; N: the images encoded N at a time). Each state's first encode of a
-  /// 5120x2880 image costs 10-30 ms and about 190 MB of device memory (bench/probes/ready_probe
-  /// --encoders, H100 machine), so a few states serve a first batch sooner than one per image.
+  /// 5120x2880 image costs 9-12 ms on an idle host, 17-35 ms beside 16 busy threads, and about
+  /// 190 MB of device memory (bench/probes/ready_probe --encoders, H100 machine), so a few states
+  /// serve a first batch sooner than one per image.
   int encoder_states = 0;
 };
 

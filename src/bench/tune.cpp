@@ -159,8 +159,9 @@ void add_executor_keys(std::vector<Key>& k) {
                  t.encoder_start_s = seconds("router.encoder_start_s", v);
                }});
   k.push_back({"jpeg.encoder_slots",
-               "N  --folder only: encoder slots per GPU, which encode what the CPU workers "
-               "decoded from the moment the context and the handle exist (0: none; default " +
+               "N  --folder only: encoder slots per GPU of a route started with its encoder "
+               "alone, which encode what the CPU workers decoded from the moment the context and "
+               "the handle exist (0: none; default " +
                    std::to_string(kJpegEncoderSlotsPerDevice) + ")",
                [](Tune& t, const std::string& v) {
                  t.encoder_slots = int(number("jpeg.encoder_slots", v, 0, 16));

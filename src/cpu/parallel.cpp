@@ -150,6 +150,10 @@ class Pool {
       try {
         threads_.emplace_back([this] {
           block_async_signals();
+          // The pool serves the whole process: the normal policy, whatever its starter had (a
+          // CPU worker beside the executor's device route runs under SCHED_BATCH).
+          sched_param sp{};
+          pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
           loop();
         });
       } catch (const std::system_error&) {

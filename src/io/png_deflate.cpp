@@ -13,6 +13,8 @@
 
 #include <isa-l/igzip_lib.h>
 #include <libdeflate.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -87,6 +89,10 @@ class Helpers {
       try {
         std::thread([this] {
           block_cleanup_signals();  // a SIGTERM must reach a thread that writes files
+          // The helpers serve the whole process: the normal policy, whatever their starter had
+          // (a CPU worker beside the executor's device route runs under SCHED_BATCH).
+          sched_param sp{};
+          pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
           loop();
         }).detach();
         ++threads_;

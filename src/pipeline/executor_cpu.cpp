@@ -64,11 +64,13 @@ void Executor::Run::cpu_worker() {
   // context and nvJPEG's handle (thousands of short waits on the driver), and the slots when
   // their batch comes back (to issue the next one). The CPU workers yield to them: a lower
   // priority, and SCHED_BATCH, under which a waking worker does not preempt a running thread
-  // (each per thread; neither needs a privilege). Beside the device's start-up, workers at nice
-  // 4 alone wrote their first file 80-200 ms later than with no device at all, and the 1 GP
-  // folder ran 1.31 s on average against 1.23 s with SCHED_BATCH too (six rounds in turns, H100
-  // machine; bench/results/h100/e2e/worker_priority.txt).
-  if (dev) {
+  // (each per thread; neither needs a privilege). The 1 GP folder ran 1.31 s on average with
+  // nice 4 alone against 1.23 s with SCHED_BATCH too (six rounds in turns, H100 machine;
+  // bench/results/h100/e2e/worker_priority.txt). Threads a worker starts inherit both: the
+  // process-wide pools it may start (png_deflate.cpp, parallel.cpp) and the route's hybrid
+  // decoders' thread take the normal policy back; the nice value cannot be lowered back
+  // without a privilege.
+  if (dev && dev->state() != detail::JpegDevices::State::failed) {
     ::setpriority(PRIO_PROCESS, pid_t(::syscall(SYS_gettid)), 4);
     sched_param sp{};
     sp.sched_priority = 0;

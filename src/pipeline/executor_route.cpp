@@ -151,8 +151,9 @@ bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
   // either way, and a worker that encodes too is off the progressive files that only the CPU
   // decodes (declining when the queue outweighed a fifth of the item's CPU time took the 10 GP
   // run from 5.9 s to 9.0-9.7 s, d9fc62c). Its encoder alone, though, is the end of every file
-  // handed to it while the workers decode the rest, and its first batch pays its first uses: at
-  // most two batches wait on it, the worker encodes beyond that.
+  // handed to it while the workers decode the rest, and its first batch pays its first uses: a
+  // worker hands it a file only while fewer than two batches wait on it (checked before the
+  // decode, so the workers decoding at that moment may add theirs), and encodes it otherwise.
   if (dev->state() == detail::JpegDevices::State::encoding &&
       dev->pending() >= 2 * std::size_t(std::max(1, m.opt.jpeg_batch)))
     return false;

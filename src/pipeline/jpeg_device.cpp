@@ -12,6 +12,8 @@
 #include "jpeg_device.hpp"
 
 #include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -49,11 +51,11 @@ void prefer_blocking_sync(int dev) {
 }
 
 /// Encoder states per slot (JpegDevices::Options::encoder_states 0): each state's first encode
-/// costs 10-30 ms beside 16 busy CPU workers (bench/probes/ready_probe --encoders, H100 machine),
+/// costs 17-35 ms beside 16 busy threads (bench/probes/ready_probe --encoders, H100 machine),
 /// so a slot with one state per image of its batch (16) paid 0.42-0.94 s in its first batch's
 /// equalize and encode where four pay 0.13-0.24 s, and the 10 GP folder ran 3.97 s on average
 /// (3.84-4.15) against 4.11 s (3.88-4.36), seven pairs in turns on H100 machines
-/// (bench/results/h100/e2e/encoder_states.txt). Four also hold a quarter of the device memory.
+/// (bench/results/h100/e2e/encoder_states.txt). Four also hold a quarter of what sixteen hold.
 constexpr int kSlotEncoderStates = 4;
 
 }  // namespace
@@ -539,7 +541,12 @@ gpu::HybridDecoder* JpegDevices::lease_hybrid() {
     if (!m.hybrid_first_asked) {  // this file and those until it is made: libjpeg-turbo
       m.hybrid_first_asked = true;
       auto self = m.shared_from_this();
-      m.hybrid_init = std::thread([self] { self->make_first_hybrids(); });
+      m.hybrid_init = std::thread([self] {
+        // (started by a CPU worker, which runs under SCHED_BATCH: this is the device's work)
+        sched_param sp{};
+        pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+        self->make_first_hybrids();
+      });
       return nullptr;
     }
     // (with a count, the hybrid_init thread makes them all: none here)

@@ -1,10 +1,11 @@
 // jpeg_device.hpp — the executor's device route for JPEG files: per GPU, a thread that creates
-// the CUDA context and nvJPEG's hardware handle as soon as the executor starts, then encoder slot
-// threads (a stream, encoder states and buffers each) that equalize and encode what CPU workers
-// decoded, then (when wanted) a few decode slot threads, each with its own hardware decode state
-// too, that take batches of queued JPEGs and run them on the device: hardware decode,
-// equalization or histogram matching, and (a JPEG output) nvJPEG's encoder, so that only the
-// compressed bytes come back to the host.
+// the CUDA context and nvJPEG's hardware handle as soon as the executor starts, then either
+// encoder slot threads (a route started with its encoder alone: a stream, encoder states and
+// buffers each) that equalize and encode what CPU workers decoded, or (a whole route, or once
+// decoders are wanted) a few decode slot threads, each with its own hardware decode state too,
+// that take batches of queued JPEGs and run them on the device: hardware decode, equalization or
+// histogram matching, and (a JPEG output) nvJPEG's encoder, so that only the compressed bytes
+// come back to the host.
 // Internal header of the pipeline room (docs/architecture.md, "The executor").
 #pragma once
 #include <cstddef>
@@ -79,9 +80,9 @@ class JpegDevices {
     std::uint64_t max_pixels = kDefaultMaxPixels;
     int batch = 16;  ///< most files per hardware decode call
     int slots = 3;   ///< decode slots: batches in flight per device, each on a thread of its own
-    /// Encoder slots per device (ExecutorOptions::encoder_slots): threads that run only what CPU
-    /// workers decoded (host planes, coefficients, device planes), started once the context and
-    /// the handle exist, before the decode slots' hardware decode states are made.
+    /// Encoder slots per device (ExecutorOptions::encoder_slots) of a route started without its
+    /// decoders (`decoders` false): threads that run only what CPU workers decoded (host planes,
+    /// coefficients, device planes), started once the context and the handle exist.
     int encoder_slots = 1;
     /// Whether the decode slots are made at once; false: the encoder slots alone, until
     /// want_decoders() (a run whose JPEGs the CPU workers decode before the hardware decoder
@@ -103,8 +104,9 @@ class JpegDevices {
   /// Called on a slot thread for every job, once it is done (in any status).
   using Done = std::function<void(DeviceJob*)>;
 
-  /// Starts at once: a thread per device makes its context and handles, then its encoder slots,
-  /// then (Options::decoders, or once want_decoders is called) its decode slots.
+  /// Starts at once: a thread per device makes its context and handles, then its encoder slots
+  /// (Options::decoders false) or its decode slots (Options::decoders, or once want_decoders is
+  /// called).
   JpegDevices(Options opt, Done done);
   /// Stops the slots; jobs still queued come back declined (through Done).
   ~JpegDevices();
