@@ -239,7 +239,9 @@ void print_batch_timing(std::ostream& tout, const BatchSummary& sum, int jobs) {
 /// summary printed), then the command ends by SIGINT as an interrupted program does; a second
 /// one ends it at once, its temp files removed (install_signal_cleanup). The signal handler
 /// writes a byte to a pipe (set_interrupt_pipe); a thread of this object's reads it and cancels
-/// the executor. Without a pipe or a thread, Ctrl-C ends the command at once, as before.
+/// the executor. Without a pipe or a thread, Ctrl-C ends the command at once, as before; so it
+/// does until arm(), called once the run is under way (Executor::cancel before that would be
+/// lost: run() starts uncancelled).
 class StopOnCtrlC {
  public:
   explicit StopOnCtrlC(Executor& ex) {
@@ -255,11 +257,22 @@ class StopOnCtrlC {
         while (n < 0 && errno == EINTR);
         if (n != 1) return;  // the run ended: the write end closed
         interrupted_ = true;
+        // The Ctrl-C went to the whole foreground group: a reader of our standard output (`|
+        // jq`) is gone too, and a report written to its pipe would end the command by SIGPIPE
+        // before the files in progress are written. Ignored, such a write fails (EPIPE).
+        struct sigaction ign {};
+        ign.sa_handler = SIG_IGN;
+        sigemptyset(&ign.sa_mask);
+        ::sigaction(SIGPIPE, &ign, nullptr);
         ex.cancel();
       });
-    } catch (const std::system_error&) {
-      return;
-    }
+    } catch (const std::system_error&) {}
+  }
+  /// From now on the first SIGINT stops the run (from the executor's before_files, when the run
+  /// is under way).
+  void arm() {
+    if (!watch_.joinable() || armed_) return;
+    armed_ = true;
     set_interrupt_pipe(fd_[1]);
   }
   ~StopOnCtrlC() { finish(); }
@@ -270,7 +283,8 @@ class StopOnCtrlC {
   /// the pipe's write end is closed and the thread's read ends; taken by the handler meanwhile,
   /// its byte is on the way and the write end stays open until the thread has read it.
   void finish() {
-    const bool handed = watch_.joinable() && set_interrupt_pipe(-1) < 0;
+    const bool handed = armed_ && set_interrupt_pipe(-1) < 0;
+    armed_ = false;
     if (!handed) close_fd(fd_[1]);
     if (watch_.joinable()) watch_.join();
     close_fd(fd_[1]);
@@ -284,6 +298,7 @@ class StopOnCtrlC {
     fd = -1;
   }
   int fd_[2] = {-1, -1};
+  bool armed_ = false;  ///< the pipe handed to set_interrupt_pipe (and not taken back)
   std::atomic<bool> interrupted_{false};
   std::thread watch_;
 };
@@ -388,9 +403,13 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
   // Ctrl-C: the first stops the run gracefully, a second ends the command at once (StopOnCtrlC).
   std::size_t not_started = 0;
   StopOnCtrlC ctrl_c(ex);
+  const auto before_files = [&] {
+    ctrl_c.arm();
+    folders();
+  };
   BatchSummary sum = ex.run(
       items, ItemPrinter{json, writes, op, cm.mask_name, print_item, out, err, prog, not_started},
-      folders);
+      before_files);
   ctrl_c.finish();
   sum.files += unlisted.size();  // an unlisted folder counts as one failed item
   sum.failures += unlisted.size();
@@ -411,8 +430,9 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
   }
   keep_until_exit(ex_owner);   // its devices, nvJPEG states and buffers go with the process
   if (ctrl_c.interrupted()) {  // (even where every file had finished: the user asked to stop)
-    err << "histeq: interrupted\n";
     out.flush();
+    if (!out) err << "histeq: error: could not write to standard output\n";
+    err << "histeq: interrupted\n";
     err.flush();
     std::fflush(nullptr);
     std::signal(SIGINT, SIG_DFL);
