@@ -12,6 +12,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
@@ -252,9 +253,10 @@ TEST(MatchJpegGpu, TheEncoderSlotRunsWorkerDecodedJobsBeforeTheDecoders) {
   });
   ASSERT_EQ(dev.wait_started(), detail::JpegDevices::State::encoding) << dev.failure();
   EXPECT_TRUE(dev.encodes());
+  // (bounded: a job the route never hands back fails the test instead of hanging it)
   const auto wait_back = [&](std::size_t n) {
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return back == n; });
+    return cv.wait_for(lock, std::chrono::seconds(120), [&] { return back == n; });
   };
   std::vector<detail::DeviceJob> jobs(2 * colour.size() + 1);
   std::vector<ItemReport> reps(jobs.size());
@@ -275,7 +277,7 @@ TEST(MatchJpegGpu, TheEncoderSlotRunsWorkerDecodedJobsBeforeTheDecoders) {
     dev.push(&j);
   }
   dev.set_feeding(false);
-  wait_back(2 * colour.size());
+  ASSERT_TRUE(wait_back(2 * colour.size())) << "the route did not hand every job back";
   EXPECT_EQ(dev.state(), detail::JpegDevices::State::encoding) << "no decoder was wanted";
   EXPECT_GT(dev.encoder_ready_ms(), 0.0);
   EXPECT_EQ(dev.ready_ms(), 0.0);
@@ -298,7 +300,7 @@ TEST(MatchJpegGpu, TheEncoderSlotRunsWorkerDecodedJobsBeforeTheDecoders) {
   hw.megapixels = 0.1;
   hw.rep = &reps.back();
   dev.push(&hw);
-  wait_back(jobs.size());
+  ASSERT_TRUE(wait_back(jobs.size())) << "the route did not hand every job back";
   ASSERT_EQ(hw.status, detail::DeviceJob::Status::done) << hw.error;
   EXPECT_EQ(reps.back().decoder, histeq::codec::kNvjpegHardware);
   EXPECT_EQ(hw.encoded, hardware_planes_on_cpu(codec, *hw.bytes, kEqualizing));
