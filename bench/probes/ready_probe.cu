@@ -12,6 +12,15 @@
 //   --states K (3)         slot states made one after another on the starting thread
 //   --threads              the K states made on K threads at once (after the handle)
 //   --load N (0)           N threads spinning from before the context until the end
+//   --load-kind spin|faults  what the load threads do: spin (the default), or fault memory in
+//                          as histeq's CPU workers do on fresh buffers (16 MiB mapped, every page
+//                          written, unmapped, again): whether the driver's start-up and the
+//                          workers' page faults slow each other (both take the process's
+//                          memory-map lock); each line then says how many MB/s the load threads
+//                          faulted in during its step, against --load-kind faults alone (a first
+//                          line before the context)
+//   --load-nice N, --load-batch  the load threads at nice N and under SCHED_BATCH, as histeq's
+//                          CPU workers run beside its device route
 //   --decode FILE          once the states exist, one baseline FILE decoded on slot 0's state
 //                          (nvjpegDecodeBatched, hardware backend), its first and second
 //                          decode, then its planes encoded twice on slot 0's encoder state
@@ -35,6 +44,11 @@
 //   ./ready_probe [options]
 #include <cuda_runtime.h>
 #include <nvjpeg.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -64,16 +78,21 @@ double now_ms() { return std::chrono::duration<double, std::milli>(Clock::now() 
     }                                                                             \
   } while (0)
 
-// ---- allocation counters (all threads) ----
+// ---- allocation counters (all threads), and the MB the faulting load threads touched ----
 struct Counts {
   long dev_n = 0, pin_n = 0;
   double dev_mb = 0, pin_mb = 0, dev_ms = 0, pin_ms = 0;
+  unsigned long long load_mb = 0;
 };
 std::mutex g_mu;
 Counts g_counts;
+std::atomic<unsigned long long> g_load_mb{0};
+bool g_faults = false;
 Counts snapshot() {
   std::lock_guard<std::mutex> l(g_mu);
-  return g_counts;
+  Counts c = g_counts;
+  c.load_mb = g_load_mb.load();
+  return c;
 }
 void add(bool dev, std::size_t n, double ms) {
   std::lock_guard<std::mutex> l(g_mu);
@@ -125,6 +144,9 @@ int pin_free2(void*, void* p, size_t, cudaStream_t) {
 
 struct Options {
   std::string allocators = "logged";
+  std::string load_kind = "spin";
+  int load_nice = 0;
+  bool load_batch = false;
   int states = 3, load = 0;
   bool threads = false, enc_threads = false;
   int encoders = 0;
@@ -136,9 +158,12 @@ void report(const char* what, double t0, const Counts& a) {
   const Counts b = snapshot();
   const double n = now_ms();
   std::printf("%-34s %8.1f ms  (at %7.1f)  device %3ld allocs %8.1f MB %6.1f ms  pinned %3ld "
-              "allocs %7.1f MB %6.1f ms\n",
+              "allocs %7.1f MB %6.1f ms",
               what, n - t0, n, b.dev_n - a.dev_n, b.dev_mb - a.dev_mb,
               b.dev_ms - a.dev_ms, b.pin_n - a.pin_n, b.pin_mb - a.pin_mb, b.pin_ms - a.pin_ms);
+  if (g_faults && n > t0)
+    std::printf("  load faulted %6.0f MB/s", double(b.load_mb - a.load_mb) * 1000.0 / (n - t0));
+  std::printf("\n");
 }
 
 struct Slot {
@@ -245,6 +270,9 @@ int main(int argc, char** argv) {
     if (a == "--allocators") o.allocators = next();
     else if (a == "--states") o.states = std::atoi(next().c_str());
     else if (a == "--load") o.load = std::atoi(next().c_str());
+    else if (a == "--load-kind") o.load_kind = next();
+    else if (a == "--load-nice") o.load_nice = std::atoi(next().c_str());
+    else if (a == "--load-batch") o.load_batch = true;
     else if (a == "--threads") o.threads = true;
     else if (a == "--decode") o.decode = next();
     else if (a == "--encoders") o.encoders = std::atoi(next().c_str());
@@ -254,6 +282,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (o.load_kind != "spin" && o.load_kind != "faults") {
+    std::fprintf(stderr, "--load-kind takes spin or faults\n");
+    return 2;
+  }
+  g_faults = o.load_kind == "faults" && o.load > 0;
   if (!o.decode.empty() && o.states < 1) {
     std::fprintf(stderr, "--decode needs --states 1 or more\n");
     return 2;
@@ -262,20 +295,45 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--encoders times first encodes: not with --decode (which encodes)\n");
     return 2;
   }
-  std::printf("# ready_probe --allocators %s --states %d --load %d%s%s%s --encoders %d%s\n",
-              o.allocators.c_str(), o.states, o.load, o.threads ? " --threads" : "",
+  std::printf("# ready_probe --allocators %s --states %d --load %d --load-kind %s --load-nice %d%s"
+              "%s%s%s --encoders %d%s\n",
+              o.allocators.c_str(), o.states, o.load, o.load_kind.c_str(), o.load_nice,
+              o.load_batch ? " --load-batch" : "", o.threads ? " --threads" : "",
               o.decode.empty() ? "" : " --decode ", o.decode.c_str(), o.encoders,
               o.enc_threads ? " --enc-threads" : "");
   std::printf("# %u hardware threads\n", std::thread::hardware_concurrency());
   std::atomic<bool> stop{false};
   std::vector<std::thread> spin;
   for (int i = 0; i < o.load; ++i)
-    spin.emplace_back([&stop] {
+    spin.emplace_back([&stop, &o] {
+      if (o.load_nice != 0) setpriority(PRIO_PROCESS, pid_t(syscall(SYS_gettid)), o.load_nice);
+      if (o.load_batch) {
+        sched_param sp{};
+        pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+      }
+      if (g_faults) {
+        constexpr std::size_t kBytes = std::size_t(16) << 20;
+        while (!stop.load(std::memory_order_relaxed)) {
+          void* p = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                         -1, 0);
+          if (p == MAP_FAILED) continue;
+          std::memset(p, 1, kBytes);  // every page faulted in
+          munmap(p, kBytes);
+          g_load_mb += 16;
+        }
+        return;
+      }
       volatile unsigned x = 1;
       while (!stop.load(std::memory_order_relaxed)) x = x * 1664525u + 1013904223u;
     });
   Counts a = snapshot();
   double t = now_ms();
+  if (g_faults) {  // the load alone first: its rate without the driver's start-up beside it
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    report("load alone (200 ms)", t, a);
+    a = snapshot();
+    t = now_ms();
+  }
   CK(cudaFree(nullptr));
   report("context (cudaFree(0))", t, a);
   if (o.allocators == "pool") {
