@@ -18,7 +18,9 @@
 //                          workers' page faults slow each other (both take the process's
 //                          memory-map lock); each line then says how many MB/s the load threads
 //                          faulted in during its step, against --load-kind faults alone (a first
-//                          line before the context)
+//                          line before the context, this thread asleep; rates over steps of 20 ms
+//                          or more; pages of 4 KiB, MADV_NOHUGEPAGE; the header says the host's
+//                          transparent huge pages mode)
 //   --load-nice N, --load-batch  the load threads at nice N and under SCHED_BATCH, as histeq's
 //                          CPU workers run beside its device route
 //   --decode FILE          once the states exist, one baseline FILE decoded on slot 0's state
@@ -157,13 +159,22 @@ struct Options {
 void report(const char* what, double t0, const Counts& a) {
   const Counts b = snapshot();
   const double n = now_ms();
-  std::printf("%-34s %8.1f ms  (at %7.1f)  device %3ld allocs %8.1f MB %6.1f ms  pinned %3ld "
-              "allocs %7.1f MB %6.1f ms",
-              what, n - t0, n, b.dev_n - a.dev_n, b.dev_mb - a.dev_mb,
-              b.dev_ms - a.dev_ms, b.pin_n - a.pin_n, b.pin_mb - a.pin_mb, b.pin_ms - a.pin_ms);
-  if (g_faults && n > t0)
-    std::printf("  load faulted %6.0f MB/s", double(b.load_mb - a.load_mb) * 1000.0 / (n - t0));
-  std::printf("\n");
+  char line[512];
+  int k = std::snprintf(line, sizeof line,
+                        "%-34s %8.1f ms  (at %7.1f)  device %3ld allocs %8.1f MB %6.1f ms  pinned "
+                        "%3ld allocs %7.1f MB %6.1f ms",
+                        what, n - t0, n, b.dev_n - a.dev_n, b.dev_mb - a.dev_mb, b.dev_ms - a.dev_ms,
+                        b.pin_n - a.pin_n, b.pin_mb - a.pin_mb, b.pin_ms - a.pin_ms);
+  // The load's MB (counted per MiB written) and, over steps of 20 ms or more, its rate.
+  if (g_faults && k > 0 && std::size_t(k) < sizeof line) {
+    const unsigned long long mb = b.load_mb - a.load_mb;
+    if (n - t0 >= 20)
+      k += std::snprintf(line + k, sizeof line - std::size_t(k), "  load faulted %6llu MB, %6.0f MB/s",
+                         mb, double(mb) * 1000.0 / (n - t0));
+    else
+      k += std::snprintf(line + k, sizeof line - std::size_t(k), "  load faulted %6llu MB", mb);
+  }
+  std::printf("%s\n", line);  // one call: lines of several threads do not mix
 }
 
 struct Slot {
@@ -286,7 +297,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--load-kind takes spin or faults\n");
     return 2;
   }
-  g_faults = o.load_kind == "faults" && o.load > 0;
+  if (o.load_kind == "faults" && o.load < 1) {
+    std::fprintf(stderr, "--load-kind faults needs --load N (N >= 1)\n");
+    return 2;
+  }
+  g_faults = o.load_kind == "faults";
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // every line out before a failure's _Exit
   if (!o.decode.empty() && o.states < 1) {
     std::fprintf(stderr, "--decode needs --states 1 or more\n");
     return 2;
@@ -302,6 +318,13 @@ int main(int argc, char** argv) {
               o.decode.empty() ? "" : " --decode ", o.decode.c_str(), o.encoders,
               o.enc_threads ? " --enc-threads" : "");
   std::printf("# %u hardware threads\n", std::thread::hardware_concurrency());
+  if (g_faults) {
+    std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string mode;
+    std::getline(thp, mode);
+    std::printf("# transparent huge pages: %s (the load asks for none: MADV_NOHUGEPAGE)\n",
+                mode.c_str());
+  }
   std::atomic<bool> stop{false};
   std::vector<std::thread> spin;
   for (int i = 0; i < o.load; ++i)
@@ -312,14 +335,20 @@ int main(int argc, char** argv) {
         pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
       }
       if (g_faults) {
-        constexpr std::size_t kBytes = std::size_t(16) << 20;
+        constexpr std::size_t kMiB = std::size_t(1) << 20, kBytes = 16 * kMiB;
         while (!stop.load(std::memory_order_relaxed)) {
           void* p = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                          -1, 0);
-          if (p == MAP_FAILED) continue;
-          std::memset(p, 1, kBytes);  // every page faulted in
+          if (p == MAP_FAILED) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            continue;
+          }
+          madvise(p, kBytes, MADV_NOHUGEPAGE);  // 4 KiB pages: 4,096 faults, not 8 huge ones
+          for (std::size_t off = 0; off < kBytes; off += kMiB) {
+            std::memset(static_cast<char*>(p) + off, 1, kMiB);  // every page faulted in
+            g_load_mb.fetch_add(1, std::memory_order_relaxed);
+          }
           munmap(p, kBytes);
-          g_load_mb += 16;
         }
         return;
       }
@@ -328,9 +357,12 @@ int main(int argc, char** argv) {
     });
   Counts a = snapshot();
   double t = now_ms();
-  if (g_faults) {  // the load alone first: its rate without the driver's start-up beside it
+  if (g_faults) {  // the load alone first (once it runs): its rate without the driver beside it
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    a = snapshot();
+    t = now_ms();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    report("load alone (200 ms)", t, a);
+    report("load alone (200 ms, this thread asleep)", t, a);
     a = snapshot();
     t = now_ms();
   }
