@@ -136,9 +136,10 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     }
   }
 
-  /// Makes device `dev`'s context and handles and its encoder slots' states, starts those slots
-  /// (the route encodes from then on), then, once decoders are wanted, its decode slots' states,
-  /// and starts them (the route is ready).
+  /// Makes device `dev`'s context and handles; in a route started without decoders, its encoder
+  /// slots' states, and starts those slots (the route encodes from then on); then, once decoders
+  /// are wanted (at once in a whole route), its decode slots' states, and starts them (the route
+  /// is ready).
   /// The decode slots' hardware decode states are made here, before the route is ready: nvJPEG
   /// makes states one at a time (0.2-0.25 s each on the H100 machine beside 16 busy CPU workers),
   /// and the CPU workers' hybrid decoders, leased once the route is ready, make theirs too. Made
@@ -146,7 +147,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
   /// folder); made here, the three take 0.6-0.75 s before ready, and the slowest first batch's
   /// equalize + encode takes 2.0-2.3 s instead: the device still delivers its first file 2.6-3.9
   /// s into that run (bench/results/h100/e2e/slots.txt). An encoder slot makes no decode state:
-  /// it runs from about 0.5 s after the start (context and handle), while the CPU workers decode.
+  /// it runs from about 0.6 s after the start (context and handle), while the CPU workers decode.
   void init_device(int dev, int slots) {
     std::shared_ptr<gpu::JpegHandles> h;
     std::vector<std::shared_ptr<SlotState>> made;
