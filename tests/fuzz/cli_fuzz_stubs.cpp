@@ -105,6 +105,7 @@ Executor::~Executor() = default;
 int Executor::jobs() const { return 1; }
 bool Executor::wanted_device() const { return false; }
 std::string Executor::cpu_fallback_reason() { return "fuzz build: no device"; }
+void Executor::cancel() {}
 BatchSummary Executor::run(const std::vector<WorkItem>&,
                            const std::function<void(const ItemReport&)>&,
                            const std::function<void()>&) {
