@@ -202,6 +202,16 @@ class Reliability : public ::testing::Test {
     return finish(start(args, how), own_stdout && how.stdout_path.empty());
   }
 
+  /// Until a batch writing into `dir` has put something there (its first output or temp file;
+  /// at most 20 s).
+  static void wait_until_written(const fs::path& dir) {
+    for (int wait = 0; wait < 20000; ++wait) {
+      std::error_code ec;
+      if (fs::exists(dir, ec) && !fs::is_empty(dir, ec)) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
   /// `n` small PNGs (`side` pixels square) in folder `rel` (f000.png ...).
   void make_folder(const std::string& rel, int n, int side = 16) {
     fs::create_directories(p(rel));
@@ -319,11 +329,7 @@ TEST_F(Reliability, SignalsInTheMiddleOfABatchLeaveNoTemporaryFile) {
       SCOPED_TRACE(std::string(strsignal(sig)) + ", run " + std::to_string(k));
       const fs::path out = p("out-" + std::to_string(sig) + "-" + std::to_string(k));
       const pid_t pid = start(args(out));
-      for (int wait = 0; wait < 20000; ++wait) {  // until the batch writes (at most 20 s)
-        std::error_code ec;
-        if (fs::exists(out, ec) && !fs::is_empty(out, ec)) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
+      wait_until_written(out);
       ::kill(pid, sig);
       const Outcome r = finish(pid);
       EXPECT_TRUE(r.signal == sig || r.status == 0) << r;  // 0: it finished first
@@ -359,11 +365,7 @@ TEST_F(Reliability, CtrlCFinishesTheFilesInProgressReportsThemAndEndsBySigint) {
     SCOPED_TRACE("run " + std::to_string(k));
     const fs::path out = p("out-" + std::to_string(k));
     const pid_t pid = start(args(out));
-    for (int wait = 0; wait < 20000; ++wait) {  // until the batch writes (at most 20 s)
-      std::error_code ec;
-      if (fs::exists(out, ec) && !fs::is_empty(out, ec)) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    wait_until_written(out);
     ::kill(pid, SIGINT);
     const Outcome r = finish(pid);
     if (r.status == 0) continue;  // it finished first
@@ -415,11 +417,7 @@ TEST_F(Reliability, CtrlCFinishesTheFilesInProgressReportsThemAndEndsBySigint) {
     SCOPED_TRACE("twice, run " + std::to_string(k));
     const fs::path out = p("twice-" + std::to_string(k));
     const pid_t pid = start(args(out));
-    for (int wait = 0; wait < 20000; ++wait) {
-      std::error_code ec;
-      if (fs::exists(out, ec) && !fs::is_empty(out, ec)) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    wait_until_written(out);
     ::kill(pid, SIGINT);
     std::this_thread::sleep_for(std::chrono::microseconds(200 * k));
     ::kill(pid, SIGINT);
