@@ -9,6 +9,7 @@
 // The races (closed streams, signals) are run 10 times each: a race that fails one run in three
 // passes ten runs with probability (2/3)^10 < 2 %.
 #include <fcntl.h>
+#include <gnu/libc-version.h>
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -32,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/malloc_thp.hpp"
 #include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
 #include "hostile_files.hpp"
@@ -925,6 +927,77 @@ TEST_F(Reliability, FormatThatContradictsTheOutputNameIsAUsageError) {
     EXPECT_TRUE(fs::is_regular_file(p(name))) << name;
   }
   EXPECT_NO_THROW(load_image(p("e.out").string()));  // PNG bytes, as asked
+}
+
+// ---- the program started again with malloc on transparent huge pages ------------------------
+
+TEST_F(Reliability, StartsAgainOnceWithMallocOnHugePagesUnlessTheUserChose) {
+  // main starts the program again (the same pid, arguments and descriptors) with
+  // glibc.malloc.hugetlb=1 added to GLIBC_TUNABLES where the kernel's THP mode is madvise and
+  // glibc has the tunable; a value the user set is kept. `--version` says what the process
+  // runs with (its own getenv: /proc/PID/environ shows the variable as glibc's loader leaves it,
+  // cut at each value's end). Standard input is read whole after the exec (a PNG through it).
+  std::string thp;
+  {
+    std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::getline(f, thp);
+  }
+  const std::string added = cli::malloc_thp_tunables(nullptr, thp, ::gnu_get_libc_version());
+  struct Case {
+    const char* tunables;  // nullptr: unset
+    std::string want;      // in --version's memory line
+  };
+  const Case cases[] = {
+      {nullptr, added.empty() ? "GLIBC_TUNABLES unset" : "GLIBC_TUNABLES=" + added + " "},
+      {"glibc.malloc.hugetlb=0", "GLIBC_TUNABLES=glibc.malloc.hugetlb=0 "},
+      {"glibc.malloc.arena_max=4", "GLIBC_TUNABLES=glibc.malloc.arena_max=4" +
+                                       (added.empty() ? std::string() : ":" + added) + " "}};
+  write_bytes(p("in.png"), small_png(3, 64, 48));
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.tunables ? c.tunables : "GLIBC_TUNABLES unset");
+    Spawn how;
+    const char* value = c.tunables;
+    how.in_child = [value] {
+      if (value)
+        ::setenv("GLIBC_TUNABLES", value, 1);
+      else
+        ::unsetenv("GLIBC_TUNABLES");
+    };
+    Outcome r = run({"--version"}, how);
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_NE(r.out.find("\nmemory: glibc malloc with " + c.want), std::string::npos) << r;
+    how.stdin_path = p("in.png").string();
+    const std::string out = p("o.png").string();
+    r = run({"equalize", "-", "-o", out, "--backend", "cpu"}, how);
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_EQ(load_image(out).width, 64) << r;
+    fs::remove(out);
+  }
+}
+
+TEST(MallocThp, AddsHugetlbOnlyWhereItIsMissingMadviseSelectedAndGlibcHasIt) {
+  using cli::malloc_thp_tunables;
+  const std::string on = "glibc.malloc.hugetlb=1";
+  EXPECT_EQ(malloc_thp_tunables(nullptr, "always [madvise] never\n", "2.36"), on);
+  EXPECT_EQ(malloc_thp_tunables("", "always [madvise] never", "2.35"), on);
+  EXPECT_EQ(malloc_thp_tunables("glibc.malloc.arena_max=2", "always [madvise] never", "2.39"),
+            "glibc.malloc.arena_max=2:" + on);
+  EXPECT_EQ(malloc_thp_tunables("glibc.malloc.hugetlbx=1", "[madvise]", "3.0"),
+            "glibc.malloc.hugetlbx=1:" + on);
+  // the user's own value, whatever it is, wherever it stands
+  EXPECT_EQ(malloc_thp_tunables("glibc.malloc.hugetlb=0", "always [madvise] never", "2.36"), "");
+  EXPECT_EQ(malloc_thp_tunables("a.b=1:glibc.malloc.hugetlb=2", "[madvise]", "2.36"), "");
+  EXPECT_EQ(malloc_thp_tunables("glibc.malloc.hugetlb", "[madvise]", "2.36"), "");
+  // huge pages everywhere already, or nowhere
+  EXPECT_EQ(malloc_thp_tunables(nullptr, "[always] madvise never", "2.36"), "");
+  EXPECT_EQ(malloc_thp_tunables(nullptr, "always madvise [never]", "2.36"), "");
+  EXPECT_EQ(malloc_thp_tunables(nullptr, "", "2.36"), "");
+  // a glibc without the tunable
+  EXPECT_EQ(malloc_thp_tunables(nullptr, "always [madvise] never", "2.34"), "");
+  EXPECT_EQ(malloc_thp_tunables(nullptr, "always [madvise] never", "1.99"), "");
+  EXPECT_EQ(malloc_thp_tunables(nullptr, "always [madvise] never", "2"), "");
+  EXPECT_EQ(malloc_thp_tunables(nullptr, "always [madvise] never", "x.y"), "");
+  EXPECT_EQ(malloc_thp_tunables(nullptr, "always [madvise] never", "2.100"), on);
 }
 
 }  // namespace

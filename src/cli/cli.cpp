@@ -13,6 +13,7 @@
 #include "bench/lesson.hpp"
 #include "cli/batch.hpp"
 #include "cli/commands.hpp"
+#include "cli/malloc_thp.hpp"
 #include "cli/mistakes.hpp"
 #include "cli/options.hpp"
 #include "histeq/codec_names.hpp"
@@ -129,7 +130,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         << "; 8-bit PNG " << codec::kLibdeflatePng << ", " << codec::kIsalPng << ", "
         << codec::kStbImage << "; 16-bit PNG " << codec::kLibspng << "; PGM/PPM/PNM " << codec::kPnm
         << "; BMP, TGA " << codec::kStbImage << ", " << codec::kStbImageWrite << "; GIF "
-        << codec::kStbImage << "\n";
+        << codec::kStbImage << "\n"
+        << malloc_line() << "\n";
     return 0;
   }
   try {

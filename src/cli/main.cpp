@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "cli/malloc_thp.hpp"
 #include "histeq/error.hpp"
 #include "histeq/image_io.hpp"
 #include "histeq/pipeline.hpp"
@@ -218,4 +219,9 @@ int run_main(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { finish(run_main(argc, argv)); }
+int main(int argc, char** argv) {
+  // First, before any descriptor is opened (a closed standard stream stays closed across the
+  // exec, and open_standard_descriptors sees it there), thread started or handler installed.
+  histeq::cli::restart_with_malloc_thp(argv);
+  finish(run_main(argc, argv));
+}
