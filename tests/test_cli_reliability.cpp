@@ -973,6 +973,39 @@ TEST_F(Reliability, StartsAgainOnceWithMallocOnHugePagesUnlessTheUserChose) {
     EXPECT_EQ(load_image(out).width, 64) << r;
     fs::remove(out);
   }
+  if (added.empty()) return;  // nothing starts again on this machine
+  // Started again, the process keeps its name (ps, pkill) and command line: seen while it waits
+  // on a FIFO, once its environment (/proc/PID/environ) shows the restart's variable.
+  const std::string fifo = p("in.fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Spawn how;
+  how.stdin_path = fifo;
+  how.in_child = [] { ::unsetenv("GLIBC_TUNABLES"); };
+  const std::string out = p("f.png").string();
+  const pid_t pid = start({"equalize", "-", "-o", out, "--backend", "cpu"}, how);
+  const int w = ::open(fifo.c_str(), O_WRONLY);  // the child has opened it for reading
+  ASSERT_GE(w, 0);
+  const std::string proc = "/proc/" + std::to_string(pid) + "/";
+  const auto text = [&](const char* name) {
+    const Bytes b = read_bytes(proc + name);
+    return std::string(b.begin(), b.end());
+  };
+  bool restarted = false;
+  for (int wait = 0; wait < 10000 && !restarted; ++wait) {
+    restarted = text("environ").find("GLIBC_TUNABLES=" + added) != std::string::npos;
+    if (!restarted) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(restarted);
+  EXPECT_EQ(text("comm"), fs::path(HISTEQ_CLI).filename().string().substr(0, 15) + "\n");
+  const std::string cmdline = text("cmdline");
+  EXPECT_EQ(cmdline, std::string(HISTEQ_CLI) + '\0' + "equalize" + '\0' + "-" + '\0' + "-o" + '\0' +
+                         out + '\0' + "--backend" + '\0' + "cpu" + '\0');
+  EXPECT_EQ(::write(w, read_bytes(p("in.png")).data(), read_bytes(p("in.png")).size()),
+            ssize_t(read_bytes(p("in.png")).size()));
+  ::close(w);
+  const Outcome r = finish(pid);
+  EXPECT_EQ(r.status, 0) << r;
+  EXPECT_EQ(load_image(out).width, 64) << r;
 }
 
 TEST(MallocThp, AddsHugetlbOnlyWhereItIsMissingMadviseSelectedAndGlibcHasIt) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 
 namespace histeq::cli {
 namespace {
@@ -67,23 +68,36 @@ std::string malloc_thp_tunables(const char* tunables, std::string_view thp_enabl
 }
 
 void restart_with_malloc_thp(char** argv) {
-  if (!argv || !argv[0] || ::getauxval(AT_SECURE) != 0) return;
+  // The file as the caller named it (AT_EXECFN): the same name, so the same process name for ps
+  // and pkill (/proc/self/exe would make it "exe"), and the same path in the auxiliary vector.
+  const unsigned long execfn = ::getauxval(AT_EXECFN);
+  const char* path = nullptr;
+  static_assert(sizeof execfn == sizeof path);
+  std::memcpy(&path, &execfn, sizeof path);  // the address the kernel put in the vector
+  if (!argv || !argv[0] || !path || !*path || ::getauxval(AT_SECURE) != 0) return;
   const std::string mode = thp_enabled();
   if (mode.empty()) return;
-  const std::string value =
-      malloc_thp_tunables(std::getenv("GLIBC_TUNABLES"), mode, ::gnu_get_libc_version());
+  const char* before = std::getenv("GLIBC_TUNABLES");
+  const std::string kept = before ? before : "";
+  const std::string value = malloc_thp_tunables(before, mode, ::gnu_get_libc_version());
   if (value.empty() || ::setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
-  ::execv("/proc/self/exe", argv);
-  // (exec failed: no /proc, say; the variable stays, and the program runs as it is)
+  ::execv(path, argv);
+  // The exec failed (the file gone, a descriptor's name closed): the program runs as it is, with
+  // the variable as it was.
+  if (before)
+    ::setenv("GLIBC_TUNABLES", kept.c_str(), 1);
+  else
+    ::unsetenv("GLIBC_TUNABLES");
 }
 
 std::string malloc_line() {
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   const std::string mode = thp_enabled();
   const std::size_t open = mode.find('['), close = mode.find(']');
-  const std::string selected = open != std::string::npos && close != std::string::npos && close > open
-                                   ? mode.substr(open + 1, close - open - 1)
-                                   : "unknown";
+  const std::string selected =
+      open != std::string::npos && close != std::string::npos && close > open
+          ? mode.substr(open + 1, close - open - 1)
+          : "unknown";
   return std::string("memory: glibc malloc with ") +
          (tunables ? "GLIBC_TUNABLES=" + std::string(tunables) : "GLIBC_TUNABLES unset") +
          " (transparent huge pages: " + selected + ")";

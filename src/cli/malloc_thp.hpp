@@ -2,15 +2,16 @@
 // (the tunable glibc.malloc.hugetlb=1, which only the environment can set: main.cpp starts the
 // program again with it, once, before anything else).
 //
-// Why: a folder's workers allocate and free buffers of megabytes per file (the file, its planes,
-// a progressive file's coefficients, the encoded output). glibc maps each such buffer afresh and
-// every 4 KiB page of it faults on first use: about 600,000 faults for the 1 GP folder. The
-// faults slow the run and, worse, they hold the process's memory-map lock that the CUDA driver
-// needs while it starts: beside 16 threads that fault memory in, the nvJPEG handle took 1.4-1.9 s
-// to make instead of 0.27 s (bench/results/h100/probes/fault_probe.txt). With the tunable,
-// glibc asks for huge pages on those mappings (madvise), the faults fall about 100-fold and the
-// 1 GP folder ends in 1.04 s instead of 1.22 s on average on the H100 machine
-// (bench/results/h100/e2e/alloc_p8.txt, where other allocators are measured too).
+// Why: a folder's workers hold buffers of megabytes per file (the file, its planes, a
+// progressive file's coefficients, the encoded output), and the heap that holds them is faulted in
+// 4 KiB at a time as it grows: about 600,000 faults for the 1 GP folder. The faults cost CPU time
+// and, worse, they take the process's memory-map lock that the CUDA driver needs while it starts:
+// beside 16 threads that fault memory in, the nvJPEG handle took 1.4-1.9 s to make instead of
+// 0.27 s (bench/results/h100/probes/fault_probe.txt). With the tunable glibc asks for huge pages
+// (madvise) where it grows the heap or maps a buffer, and the faults fall about 100-fold. The 1 GP
+// folder's process ended in 1.03 s instead of 1.24 s on average on one H100 machine, 5 % sooner
+// on a second and even on a third (bench/results/h100/e2e/alloc_p8.txt, where other allocators
+// are measured too, thp_turns_p8.txt, thp_exec_p8.txt).
 #pragma once
 #include <string>
 #include <string_view>
@@ -26,11 +27,11 @@ namespace histeq::cli {
 std::string malloc_thp_tunables(const char* tunables, std::string_view thp_enabled,
                                 std::string_view glibc_version);
 
-/// Starts this program again (execv of /proc/self/exe, the same pid, argv and descriptors) with
-/// GLIBC_TUNABLES from malloc_thp_tunables, when that says so and the process is not in secure
-/// execution (setuid: the loader would drop the variable). Returns when nothing is to be done or
-/// the exec failed (the program then runs as it is). Called first in main, before any thread,
-/// file or signal handler exists.
+/// Starts this program again (execv of the file the caller executed, AT_EXECFN: the same pid,
+/// name, argv and descriptors) with GLIBC_TUNABLES from malloc_thp_tunables, when that says so
+/// and the process is not in secure execution (setuid: the loader would drop the variable).
+/// Returns when nothing is to be done or the exec failed (the program then runs as it is, the
+/// variable as it was). Called first in main, before any thread, file or signal handler exists.
 void restart_with_malloc_thp(char** argv);
 
 /// `histeq --version`'s line on the allocator: "memory: glibc malloc with
