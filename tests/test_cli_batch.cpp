@@ -384,6 +384,7 @@ TEST_F(Batch, JsonLinesParseWithASummaryAndNonUtf8Names) {
   const nlohmann::json s = nlohmann::json::parse(lines.back());
   EXPECT_EQ(s.at("summary").at("files").get<int>(), 4);
   EXPECT_EQ(s.at("summary").at("failures").get<int>(), 0);
+  EXPECT_EQ(s.at("summary").at("cancelled").get<int>(), 0);
   EXPECT_TRUE(fs::exists(p("out") / bad));
 }
 

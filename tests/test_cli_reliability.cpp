@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -355,8 +356,8 @@ TEST_F(Reliability, CtrlCFinishesTheFilesInProgressReportsThemAndEndsBySigint) {
   make_folder("in", 300, 256);
   const auto args = [&](const fs::path& out) {
     return std::vector<std::string>{
-        "equalize", p("in").string(), "-o",  out.string(),  "--jobs", "1",
-        "--json",   "--backend",      "cpu", "--png-level", "2"};
+        "equalize", p("in").string(), "-o",        out.string(), "--jobs",      "1",
+        "--json",   "--timing",       "--backend", "cpu",        "--png-level", "2"};
   };
   const Outcome ref = run(args(p("ref")));
   ASSERT_EQ(ref.status, 0) << ref;
@@ -405,6 +406,15 @@ TEST_F(Reliability, CtrlCFinishesTheFilesInProgressReportsThemAndEndsBySigint) {
     }
     EXPECT_EQ(got.size(), written);
     EXPECT_EQ(r.err.find("cancelled"), std::string::npos) << "no line per cancelled file: " << r;
+    // The summary counts them apart; --timing's stages are over the files that ran.
+    const nlohmann::json sum = nlohmann::json::parse(records.back())["summary"];
+    EXPECT_EQ(sum["files"], 300);
+    EXPECT_EQ(sum["cancelled"], cancelled);
+    EXPECT_EQ(sum["failures"], cancelled);
+    const std::string over =
+        "(over " + std::to_string(written) + (written == 1 ? " file" : " files") + ", 1 worker" +
+        (cancelled > 0 ? "; " + std::to_string(cancelled) + " not started" : "") + ")\n";
+    EXPECT_NE(r.err.find(over), std::string::npos) << over << r;
     if (cancelled > 0)
       EXPECT_NE(
           r.err.find(", " + std::to_string(cancelled) + " not started\nhisteq: interrupted\n"),

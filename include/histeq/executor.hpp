@@ -208,7 +208,8 @@ struct WorkItem {
 /// The whole run.
 struct BatchSummary {
   std::size_t files = 0, failures = 0;
-  double megapixels = 0;  ///< of the items that succeeded
+  std::size_t cancelled = 0;  ///< items cancel() stopped before they started (among the failures)
+  double megapixels = 0;      ///< of the items that succeeded
   double wall_s = 0;
   ItemTimes summed;  ///< each stage summed over the items
   std::size_t peak_inflight_bytes = 0;

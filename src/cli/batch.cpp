@@ -186,8 +186,10 @@ void refuse_unused_encode_options(const cxxopts::ParseResult& r,
 /// --timing of a batch: per stage the summed milliseconds, the wall time, start-up, decoders.
 void print_batch_timing(std::ostream& tout, const BatchSummary& sum, int jobs) {
   const ItemTimes& t = sum.summed;
-  tout << "stage       summed ms  (over " << plural(sum.files, "file") << ", "
-       << plural(std::size_t(jobs), "worker") << ")\n";
+  // (the items a Ctrl-C stopped before they started ran no stage: not counted here)
+  tout << "stage       summed ms  (over " << plural(sum.files - sum.cancelled, "file") << ", "
+       << plural(std::size_t(jobs), "worker")
+       << (sum.cancelled > 0 ? "; " + std::to_string(sum.cancelled) + " not started" : "") << ")\n";
   const std::pair<const char*, double> rows[] = {
       {"read", t.read_ms},         {"decode", t.decode_ms},     {"upload", t.upload_ms},
       {"equalize", t.equalize_ms}, {"download", t.download_ms}, {"encode", t.encode_ms},

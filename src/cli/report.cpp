@@ -144,11 +144,9 @@ Json batch_item_json(const ItemReport& rep, bool with_output, const std::string&
 Json batch_summary_json(const BatchSummary& sum, int jobs) {
   const double mps = sum.wall_s > 0 ? sum.megapixels / sum.wall_s : 0;
   Json s;
-  s["summary"] = {{"files", sum.files},
-                  {"failures", sum.failures},
-                  {"megapixels", ms3(sum.megapixels)},
-                  {"seconds", ms3(sum.wall_s)},
-                  {"mp_per_s", ms3(mps)}};
+  s["summary"] = {{"files", sum.files},         {"failures", sum.failures},
+                  {"cancelled", sum.cancelled}, {"megapixels", ms3(sum.megapixels)},
+                  {"seconds", ms3(sum.wall_s)}, {"mp_per_s", ms3(mps)}};
   s["summary"]["summed_ms"] = batch_times_json(sum.summed);
   s["summary"]["jobs"] = jobs;
   s["summary"]["peak_busy_workers"] = sum.peak_busy_workers;

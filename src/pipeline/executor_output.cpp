@@ -139,6 +139,7 @@ std::exception_ptr Executor::Run::report_loop(
     ++sum.files;
     if (!rep.ok) {
       ++sum.failures;
+      if (rep.error_kind == ItemError::cancelled) ++sum.cancelled;
     } else {
       const double mp = megapixels(rep);
       sum.megapixels += mp;
