@@ -2,9 +2,11 @@
 // (cli/malloc_thp.hpp says why, and what was measured).
 #include "cli/malloc_thp.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <gnu/libc-version.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,6 +16,16 @@ namespace histeq::cli {
 namespace {
 
 constexpr std::string_view kHugetlb = "glibc.malloc.hugetlb";
+/// Set for the restarted image only: the caller's GLIBC_TUNABLES ("=" + value, or "" when it
+/// was unset), put back once the restarted image has started, so that no child process sees a
+/// value its user never set.
+constexpr const char* kCallerTunables = "HISTEQ_CALLER_GLIBC_TUNABLES";
+
+/// What the process runs with, for malloc_line: GLIBC_TUNABLES as glibc read it at start.
+std::string g_tunables_at_start;
+bool g_tunables_set_at_start = false;
+bool g_restarted = false;
+bool g_checked = false;  ///< restart_with_malloc_thp ran (the executable; not in-process callers)
 
 /// Whether a GLIBC_TUNABLES value (name=value pairs joined by ':') names glibc.malloc.hugetlb.
 bool names_hugetlb(std::string_view tunables) {
@@ -52,6 +64,39 @@ std::string thp_enabled() {
   return n > 0 ? std::string(mode, std::size_t(n)) : std::string();
 }
 
+/// Whether malloc is glibc's own: not an allocator put in front of it (LD_PRELOAD of jemalloc
+/// or tcmalloc, valgrind's replacement, a sanitizer's), for which the tunable means nothing and
+/// whose tool a restart would leave (valgrind runs an exec'd program natively by default).
+bool malloc_is_glibcs() {
+  Dl_info allocator{}, libc{};
+  void* (*const m)(std::size_t) = &::malloc;
+  const char* (*const v)() = &::gnu_get_libc_version;
+  void* m_addr = nullptr;
+  void* v_addr = nullptr;
+  static_assert(sizeof m == sizeof m_addr && sizeof v == sizeof v_addr);
+  std::memcpy(&m_addr, &m, sizeof m_addr);  // (a function's address as dladdr takes it)
+  std::memcpy(&v_addr, &v, sizeof v_addr);
+  return ::dladdr(m_addr, &allocator) != 0 && ::dladdr(v_addr, &libc) != 0 && allocator.dli_fname &&
+         libc.dli_fname && std::strcmp(allocator.dli_fname, libc.dli_fname) == 0;
+}
+
+/// The file the caller executed (AT_EXECFN), when it is the program running: not when the
+/// program was started through the dynamic loader (`ld.so PROG`: AT_EXECFN names PROG, but
+/// /proc/self/exe is the loader, whose options a direct exec would drop), nor when the file was
+/// replaced since. nullptr otherwise.
+const char* own_file() {
+  const unsigned long execfn = ::getauxval(AT_EXECFN);
+  const char* path = nullptr;
+  static_assert(sizeof execfn == sizeof path);
+  std::memcpy(&path, &execfn, sizeof path);  // the address the kernel put in the vector
+  struct stat named {
+  }, running{};
+  if (!path || !*path || ::stat(path, &named) != 0 || ::stat("/proc/self/exe", &running) != 0 ||
+      named.st_dev != running.st_dev || named.st_ino != running.st_ino)
+    return nullptr;
+  return path;
+}
+
 }  // namespace
 
 std::string malloc_thp_tunables(const char* tunables, std::string_view thp_enabled,
@@ -68,39 +113,54 @@ std::string malloc_thp_tunables(const char* tunables, std::string_view thp_enabl
 }
 
 void restart_with_malloc_thp(char** argv) {
-  // The file as the caller named it (AT_EXECFN): the same name, so the same process name for ps
-  // and pkill (/proc/self/exe would make it "exe"), and the same path in the auxiliary vector.
-  const unsigned long execfn = ::getauxval(AT_EXECFN);
-  const char* path = nullptr;
-  static_assert(sizeof execfn == sizeof path);
-  std::memcpy(&path, &execfn, sizeof path);  // the address the kernel put in the vector
-  if (!argv || !argv[0] || !path || !*path || ::getauxval(AT_SECURE) != 0) return;
+  g_checked = true;
+  const char* at_start = std::getenv("GLIBC_TUNABLES");
+  g_tunables_set_at_start = at_start != nullptr;
+  g_tunables_at_start = at_start ? at_start : "";
+  if (const char* caller = std::getenv(kCallerTunables)) {  // the restarted image
+    g_restarted = true;
+    if (caller[0] == '=')
+      ::setenv("GLIBC_TUNABLES", caller + 1, 1);
+    else
+      ::unsetenv("GLIBC_TUNABLES");
+    ::unsetenv(kCallerTunables);
+    return;
+  }
+  if (!argv || !argv[0] || ::getauxval(AT_SECURE) != 0) return;
   const std::string mode = thp_enabled();
   if (mode.empty()) return;
-  const char* before = std::getenv("GLIBC_TUNABLES");
-  const std::string kept = before ? before : "";
-  const std::string value = malloc_thp_tunables(before, mode, ::gnu_get_libc_version());
-  if (value.empty() || ::setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
-  ::execv(path, argv);
-  // The exec failed (the file gone, a descriptor's name closed): the program runs as it is, with
-  // the variable as it was.
-  if (before)
-    ::setenv("GLIBC_TUNABLES", kept.c_str(), 1);
+  const std::string value = malloc_thp_tunables(at_start, mode, ::gnu_get_libc_version());
+  if (value.empty() || !malloc_is_glibcs()) return;
+  const char* path = own_file();
+  if (!path) return;
+  const std::string caller = at_start ? "=" + g_tunables_at_start : std::string();
+  if (::setenv(kCallerTunables, caller.c_str(), 1) != 0) return;
+  if (::setenv("GLIBC_TUNABLES", value.c_str(), 1) == 0) ::execv(path, argv);
+  // The exec failed (the file gone between the check and the exec, say): the program runs as it
+  // is, with the variables as they were.
+  if (at_start)
+    ::setenv("GLIBC_TUNABLES", g_tunables_at_start.c_str(), 1);
   else
     ::unsetenv("GLIBC_TUNABLES");
+  ::unsetenv(kCallerTunables);
 }
 
 std::string malloc_line() {
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
   const std::string mode = thp_enabled();
   const std::size_t open = mode.find('['), close = mode.find(']');
   const std::string selected =
       open != std::string::npos && close != std::string::npos && close > open
           ? mode.substr(open + 1, close - open - 1)
           : "unknown";
-  return std::string("memory: glibc malloc with ") +
-         (tunables ? "GLIBC_TUNABLES=" + std::string(tunables) : "GLIBC_TUNABLES unset") +
-         " (transparent huge pages: " + selected + ")";
+  const char* now = std::getenv("GLIBC_TUNABLES");  // (in-process callers: no restart ran)
+  const bool set = g_checked ? g_tunables_set_at_start : now != nullptr;
+  const std::string value = g_checked ? g_tunables_at_start : now ? now : "";
+  std::string line = malloc_is_glibcs()
+                         ? "memory: glibc malloc with "
+                         : "memory: a malloc other than glibc's (not started again), ";
+  line += set ? "GLIBC_TUNABLES=" + value : std::string("GLIBC_TUNABLES unset");
+  if (g_restarted) line += " (histeq started itself again with it)";
+  return line + " (transparent huge pages: " + selected + ")";
 }
 
 }  // namespace histeq::cli

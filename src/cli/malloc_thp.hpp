@@ -11,7 +11,7 @@
 // (madvise) where it grows the heap or maps a buffer, and the faults fall about 100-fold. With
 // the variable set by the caller, the 1 GP folder's process ended in 1.03 s instead of 1.24 s on
 // one H100 machine, 5-7 % sooner on two others, even on a fourth; started again here, the CPU
-// route gains 4-5 %, but the restarted process's CUDA start came 60-80 ms later on two machines
+// route gains 4-5 %, but the restarted process's CUDA start came 60-100 ms later on two machines
 // (cause unknown), and the device route ended even (bench/results/h100/e2e/alloc_p8.txt, where
 // other allocators are measured too, thp_turns_p8.txt, thp_exec_p8.txt,
 // thp_restart_4bca34f.txt). docs/cli.md tells GPU users to set the variable themselves.
@@ -31,15 +31,20 @@ std::string malloc_thp_tunables(const char* tunables, std::string_view thp_enabl
                                 std::string_view glibc_version);
 
 /// Starts this program again (execv of the file the caller executed, AT_EXECFN: the same pid,
-/// name, argv and descriptors) with GLIBC_TUNABLES from malloc_thp_tunables, when that says so
-/// and the process is not in secure execution (setuid: the loader would drop the variable).
-/// Returns when nothing is to be done or the exec failed (the program then runs as it is, the
-/// variable as it was). Called first in main, before any thread, file or signal handler exists.
+/// name, argv and descriptors) with GLIBC_TUNABLES from malloc_thp_tunables, when that says so,
+/// malloc is glibc's own (not an LD_PRELOAD allocator, a sanitizer's or valgrind's, which an
+/// exec would leave), the file is the program running (not `ld.so PROG`, whose options a direct
+/// exec would drop) and the process is not in secure execution (setuid: the loader would drop the
+/// variable). The restarted image puts the caller's GLIBC_TUNABLES back at once (its glibc has
+/// read it), so child processes see what the user set. Returns when nothing is to be done or the
+/// exec failed (the program then runs as it is, the variables as they were). Called first in
+/// main, before any thread, file or signal handler exists; costs about 5 ms where it restarts.
 void restart_with_malloc_thp(char** argv);
 
 /// `histeq --version`'s line on the allocator: "memory: glibc malloc with
-/// GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (transparent huge pages: madvise)" (or "GLIBC_TUNABLES
-/// unset", and the kernel's mode as /sys says, "unknown" where it cannot be read).
+/// GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (histeq started itself again with it) (transparent huge
+/// pages: madvise)": the value glibc read at start ("GLIBC_TUNABLES unset"), whether histeq
+/// added it, and the kernel's mode as /sys says ("unknown" where it cannot be read).
 std::string malloc_line();
 
 }  // namespace histeq::cli
