@@ -12,6 +12,7 @@
 #include <gnu/libc-version.h>
 #include <grp.h>
 #include <gtest/gtest.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1012,6 +1013,16 @@ TEST_F(Reliability, StartsAgainOnceWithMallocOnHugePagesUnlessTheUserChose) {
   if (added.empty())
     GTEST_SKIP() << "the rest needs a restart: THP mode '" << thp << "', glibc "
                  << ::gnu_get_libc_version();
+  {  // huge pages disabled for the process (a flag an exec keeps): no restart
+    Spawn how;
+    how.in_child = [] {
+      ::unsetenv("GLIBC_TUNABLES");
+      if (::prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0) ::_exit(125);
+    };
+    const Outcome r = run({"--version"}, how);
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_NE(r.out.find("with GLIBC_TUNABLES unset (transparent"), std::string::npos) << r;
+  }
   // Started again, the process keeps its name (ps, pkill) and command line: seen while it waits
   // on a FIFO, once its environment (/proc/PID/environ) shows the restart's variable.
   const std::string fifo = p("in.fifo").string();

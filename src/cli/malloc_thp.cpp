@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gnu/libc-version.h>
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,7 +127,11 @@ void restart_with_malloc_thp(char** argv) {
     ::unsetenv(kCallerTunables);
     return;
   }
-  if (!argv || !argv[0] || ::getauxval(AT_SECURE) != 0) return;
+  // (no restart in secure execution, nor where huge pages are disabled for this process: the
+  // prctl's flag is kept across an exec)
+  if (!argv || !argv[0] || ::getauxval(AT_SECURE) != 0 ||
+      ::prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) == 1)
+    return;
   const std::string mode = thp_enabled();
   if (mode.empty()) return;
   const std::string value = malloc_thp_tunables(at_start, mode, ::gnu_get_libc_version());

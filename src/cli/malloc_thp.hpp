@@ -32,11 +32,12 @@ std::string malloc_thp_tunables(const char* tunables, std::string_view thp_enabl
 /// name, argv and descriptors) with GLIBC_TUNABLES from malloc_thp_tunables, when that says so,
 /// malloc is glibc's own (not an LD_PRELOAD allocator, a sanitizer's or valgrind's, which an
 /// exec would leave), the file is the program running (not `ld.so PROG`, whose options a direct
-/// exec would drop) and the process is not in secure execution (setuid: the loader would drop the
-/// variable). The restarted image puts the caller's GLIBC_TUNABLES back at once (its glibc has
-/// read it), so child processes see what the user set. Returns when nothing is to be done or the
-/// exec failed (the program then runs as it is, the variables as they were). Called first in
-/// main, before any thread, file or signal handler exists; costs about 5 ms where it restarts.
+/// exec would drop), huge pages are not disabled for the process (PR_SET_THP_DISABLE) and it is
+/// not in secure execution (setuid: the loader would drop the variable). The restarted image puts
+/// the caller's GLIBC_TUNABLES back at once (its glibc has read it), so child processes see what
+/// the user set. Returns when nothing is to be done or the exec failed (the program then runs as it
+/// is, the variables as they were). Called first in main, before any thread, file or signal handler
+/// exists; costs about 5 ms where it restarts.
 void restart_with_malloc_thp(char** argv);
 
 /// `histeq --version`'s line on the allocator: "memory: glibc malloc with
