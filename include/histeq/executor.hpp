@@ -224,7 +224,8 @@ struct BatchSummary {
   /// Host ms from the start of the devices to the first encoder slot running (0: none ran).
   double encoder_ready_ms = 0;
   /// Whether the device route ran, and if not, why (the run was too small for the device's
-  /// start-up to pay, no usable device, ...); empty when it was not in play at all.
+  /// start-up to pay; "failed: ..." when its start failed: no usable device, ...); empty when it
+  /// was not in play at all. A route that failed after batches ran counts as started.
   bool device_started = false;
   std::string device_note;
   /// Files and megapixels of the items that succeeded, by the route that ran them

@@ -66,8 +66,8 @@ std::string thp_enabled() {
 }
 
 /// Whether malloc is glibc's own: not an allocator put in front of it (LD_PRELOAD of jemalloc
-/// or tcmalloc, valgrind's replacement, a sanitizer's), for which the tunable means nothing and
-/// whose tool a restart would leave (valgrind runs an exec'd program natively by default).
+/// or tcmalloc, a sanitizer's), for which the tunable means nothing. (valgrind redirects malloc
+/// without changing what dladdr sees; own_file declines there: /proc/self/exe is valgrind's.)
 bool malloc_is_glibcs() {
   Dl_info allocator{}, libc{};
   void* (*const m)(std::size_t) = &::malloc;

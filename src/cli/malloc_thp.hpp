@@ -30,9 +30,9 @@ std::string malloc_thp_tunables(const char* tunables, std::string_view thp_enabl
 
 /// Starts this program again (execv of the file the caller executed, AT_EXECFN: the same pid,
 /// name, argv and descriptors) with GLIBC_TUNABLES from malloc_thp_tunables, when that says so,
-/// malloc is glibc's own (not an LD_PRELOAD allocator, a sanitizer's or valgrind's, which an
-/// exec would leave), the file is the program running (not `ld.so PROG`, whose options a direct
-/// exec would drop), huge pages are not disabled for the process (PR_SET_THP_DISABLE) and it is
+/// malloc is glibc's own (not an LD_PRELOAD allocator or a sanitizer's), the file is the program
+/// running (not `ld.so PROG`, whose options a direct exec would drop, nor under valgrind, which
+/// an exec would leave), huge pages are not disabled for the process (PR_SET_THP_DISABLE) and it is
 /// not in secure execution (setuid: the loader would drop the variable). The restarted image puts
 /// the caller's GLIBC_TUNABLES back at once (its glibc has read it), so child processes see what
 /// the user set. Returns when nothing is to be done or the exec failed (the program then runs as it

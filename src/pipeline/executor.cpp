@@ -274,8 +274,11 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
     sum.device_init_ms = r.dev->ready_ms();
     sum.encoder_ready_ms = r.dev->encoder_ready_ms();
     sum.nvjpeg_init_ms = r.dev->handles_ms();
-    if (r.dev->state() == detail::JpegDevices::State::failed)
+    if (r.dev->state() == detail::JpegDevices::State::failed) {
       sum.device_note = "failed: " + r.dev->failure();
+      // (a route that failed before its first batch never ran: the CPU workers ran every file)
+      if (sum.device.batches == 0) sum.device_started = false;
+    }
   }
   if (callback_error) std::rethrow_exception(callback_error);
   return sum;
