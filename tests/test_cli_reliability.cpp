@@ -38,6 +38,7 @@
 #include "cli/malloc_thp.hpp"
 #include "histeq/image16.hpp"
 #include "histeq/image_io.hpp"
+#include "histeq/nvjpeg_codec.hpp"
 #include "hostile_files.hpp"
 #include "test_support.hpp"
 
@@ -949,7 +950,12 @@ TEST_F(Reliability, StartsAgainOnceWithMallocOnHugePagesUnlessTheUserChose) {
   // runs with (glibc's value at its start; /proc/PID/environ shows the variable as glibc's
   // loader leaves it, cut at each value's end). Standard input is read whole after the exec (a
   // PNG through it). Started through the dynamic loader (`ld.so histeq`), it does not start
-  // again: a direct exec would drop the loader's options.
+  // again: a direct exec would drop the loader's options. By default only where a GPU is
+  // (HISTEQ_MALLOC_RESTART unset: auto); "always" here, so that every machine tests the rest.
+  struct Knob {
+    Knob() { ::setenv("HISTEQ_MALLOC_RESTART", "always", 1); }
+    ~Knob() { ::unsetenv("HISTEQ_MALLOC_RESTART"); }
+  } knob;
   std::string thp;
   {
     std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
@@ -988,6 +994,27 @@ TEST_F(Reliability, StartsAgainOnceWithMallocOnHugePagesUnlessTheUserChose) {
     EXPECT_EQ(r.status, 0) << r;
     EXPECT_EQ(load_image(out).width, 64) << r;
     fs::remove(out);
+  }
+  // The knob: "never", and auto (unset) where the machine decides.
+  for (const char* k : {"never", "auto", static_cast<const char*>(nullptr)}) {
+    SCOPED_TRACE(k ? k : "HISTEQ_MALLOC_RESTART unset");
+    Spawn how;
+    how.in_child = [k] {
+      ::unsetenv("GLIBC_TUNABLES");
+      if (k)
+        ::setenv("HISTEQ_MALLOC_RESTART", k, 1);
+      else
+        ::unsetenv("HISTEQ_MALLOC_RESTART");
+    };
+    const bool gpu_host = gpu::nvjpeg_built() && fs::exists("/dev/nvidiactl");
+    const bool restarts = !added.empty() && cli::malloc_thp_wanted(k, gpu_host);
+    const Outcome r = run({"--version"}, how);
+    EXPECT_EQ(r.status, 0) << r;
+    EXPECT_NE(r.out.find(restarts ? "GLIBC_TUNABLES=" + added + " (histeq started itself again"
+                                  : std::string("GLIBC_TUNABLES unset (transparent")),
+              std::string::npos)
+        << "gpu host " << gpu_host << "\n"
+        << r;
   }
   const char* loader = "/lib64/ld-linux-x86-64.so.2";
   if (fs::exists(loader)) {
@@ -1057,6 +1084,18 @@ TEST_F(Reliability, StartsAgainOnceWithMallocOnHugePagesUnlessTheUserChose) {
   const Outcome r = finish(pid);
   EXPECT_EQ(r.status, 0) << r;
   EXPECT_EQ(load_image(out).width, 64) << r;
+}
+
+TEST(MallocThp, StartsAgainWhereAGpuIsUnlessTheKnobSaysOtherwise) {
+  using cli::malloc_thp_wanted;
+  EXPECT_TRUE(malloc_thp_wanted(nullptr, true));
+  EXPECT_FALSE(malloc_thp_wanted(nullptr, false));
+  EXPECT_TRUE(malloc_thp_wanted("auto", true));
+  EXPECT_FALSE(malloc_thp_wanted("auto", false));
+  EXPECT_TRUE(malloc_thp_wanted("always", false));
+  EXPECT_FALSE(malloc_thp_wanted("never", true));
+  EXPECT_FALSE(malloc_thp_wanted("", false));
+  EXPECT_TRUE(malloc_thp_wanted("sometimes", true));  // (an unknown word: auto)
 }
 
 TEST(MallocThp, AddsHugetlbOnlyWhereItIsMissingMadviseSelectedAndGlibcHasIt) {

@@ -2,6 +2,8 @@
 // (cli/malloc_thp.hpp says why, and what was measured).
 #include "cli/malloc_thp.hpp"
 
+#include "histeq/nvjpeg_codec.hpp"
+
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <gnu/libc-version.h>
@@ -100,6 +102,13 @@ const char* own_file() {
 
 }  // namespace
 
+bool malloc_thp_wanted(const char* knob, bool gpu_host) {
+  const std::string_view k = knob ? knob : "";
+  if (k == "always") return true;
+  if (k == "never") return false;
+  return gpu_host;
+}
+
 std::string malloc_thp_tunables(const char* tunables, std::string_view thp_enabled,
                                 std::string_view glibc_version) {
   const std::string_view current = tunables ? tunables : "";
@@ -132,6 +141,9 @@ void restart_with_malloc_thp(char** argv) {
   if (!argv || !argv[0] || ::getauxval(AT_SECURE) != 0 ||
       ::prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) == 1)
     return;
+  // Where a device route can start: nvJPEG in this build and the NVIDIA driver's control node.
+  const bool gpu_host = gpu::nvjpeg_built() && ::access("/dev/nvidiactl", F_OK) == 0;
+  if (!malloc_thp_wanted(std::getenv("HISTEQ_MALLOC_RESTART"), gpu_host)) return;
   const std::string mode = thp_enabled();
   if (mode.empty()) return;
   const std::string value = malloc_thp_tunables(at_start, mode, ::gnu_get_libc_version());

@@ -28,8 +28,16 @@ namespace histeq::cli {
 std::string malloc_thp_tunables(const char* tunables, std::string_view thp_enabled,
                                 std::string_view glibc_version);
 
+/// Whether to start again at all: HISTEQ_MALLOC_RESTART (`knob`) "always" or "never"; otherwise
+/// (unset, "auto", anything else) where a device route can start (`gpu_host`: nvJPEG in the
+/// build and the NVIDIA driver's /dev/nvidiactl). Without a GPU nothing contends with the driver,
+/// and the 2-core build machine (a VM) ran the CPU route 15 % slower on huge pages
+/// (bench/results/build-machine/thp_cpu_route.txt).
+bool malloc_thp_wanted(const char* knob, bool gpu_host);
+
 /// Starts this program again (execv of the file the caller executed, AT_EXECFN: the same pid,
-/// name, argv and descriptors) with GLIBC_TUNABLES from malloc_thp_tunables, when that says so,
+/// name, argv and descriptors) with GLIBC_TUNABLES from malloc_thp_tunables, when
+/// malloc_thp_wanted and that say so,
 /// malloc is glibc's own (not an LD_PRELOAD allocator or a sanitizer's), the file is the program
 /// running (not `ld.so PROG`, whose options a direct exec would drop, nor under valgrind, which
 /// an exec would leave), huge pages are not disabled for the process (PR_SET_THP_DISABLE) and it is
