@@ -272,6 +272,11 @@ TEST_F(Reliability, ClosedStandardStreamsNeverReachAnOutput) {
       const fs::path out = p("out-" + std::to_string(fd) + "-" + std::to_string(k));
       Spawn how;
       how.close_fds = {fd};
+      // Every other run starts itself again where it can (docs/cli.md, Memory): the closed
+      // descriptor stays closed across the exec.
+      how.in_child = [k] {
+        if (k % 2) ::setenv("HISTEQ_MALLOC_RESTART", "always", 1);
+      };
       const Outcome r = run(args(out.string()), how);
       EXPECT_EQ(r.status, ref.status) << r;
       const std::map<std::string, Bytes> got = tree(out);
@@ -953,15 +958,23 @@ TEST_F(Reliability, StartsAgainOnceWithMallocOnHugePagesUnlessTheUserChose) {
   // again: a direct exec would drop the loader's options. By default only where a GPU is
   // (HISTEQ_MALLOC_RESTART unset: auto); "always" here, so that every machine tests the rest.
   struct Knob {
+    const char* before = std::getenv("HISTEQ_MALLOC_RESTART");
+    const std::string kept = before ? before : "";
     Knob() { ::setenv("HISTEQ_MALLOC_RESTART", "always", 1); }
-    ~Knob() { ::unsetenv("HISTEQ_MALLOC_RESTART"); }
+    ~Knob() {
+      if (before)
+        ::setenv("HISTEQ_MALLOC_RESTART", kept.c_str(), 1);
+      else
+        ::unsetenv("HISTEQ_MALLOC_RESTART");
+    }
   } knob;
   std::string thp;
   {
     std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
     std::getline(f, thp);
   }
-  const std::string added = cli::malloc_thp_tunables(nullptr, thp, ::gnu_get_libc_version());
+  std::string added = cli::malloc_thp_tunables(nullptr, thp, ::gnu_get_libc_version());
+  if (::prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) == 1) added.clear();  // (inherited: no restart)
   struct Case {
     const char* tunables;  // nullptr: unset
     std::string want;      // in --version's memory line
@@ -1039,7 +1052,8 @@ TEST_F(Reliability, StartsAgainOnceWithMallocOnHugePagesUnlessTheUserChose) {
   }
   if (added.empty())
     GTEST_SKIP() << "the rest needs a restart: THP mode '" << thp << "', glibc "
-                 << ::gnu_get_libc_version();
+                 << ::gnu_get_libc_version() << ", PR_GET_THP_DISABLE "
+                 << ::prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
   {  // huge pages disabled for the process (a flag an exec keeps): no restart
     Spawn how;
     how.in_child = [] {

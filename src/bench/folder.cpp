@@ -105,7 +105,7 @@ std::string seconds_text(double s) {
 /// Whether the device route started, and if not, why.
 std::string device_words(const BatchSummary& s) {
   const std::string failed = "failed: ";
-  if (s.device_note.rfind(failed, 0) == 0)  // started, and its devices failed
+  if (s.device_note.rfind(failed, 0) == 0)  // its devices failed (at their start, or later)
     return "failed (" + s.device_note.substr(failed.size()) + "); the CPU workers ran its files";
   if (s.device_started) return s.device_note.empty() ? "started" : "started, " + s.device_note;
   if (!s.device_note.empty()) return s.device_note;

@@ -31,7 +31,7 @@ std::string malloc_thp_tunables(const char* tunables, std::string_view thp_enabl
 /// Whether to start again at all: HISTEQ_MALLOC_RESTART (`knob`) "always" or "never"; otherwise
 /// (unset, "auto", anything else) where a device route can start (`gpu_host`: nvJPEG in the
 /// build and the NVIDIA driver's /dev/nvidiactl). Without a GPU nothing contends with the driver,
-/// and the 2-core build machine (a VM) ran the CPU route 15 % slower on huge pages
+/// and the 2-core build machine (a VM) ran the CPU route 16 % slower on huge pages
 /// (bench/results/build-machine/thp_cpu_route.txt).
 bool malloc_thp_wanted(const char* knob, bool gpu_host);
 
