@@ -315,12 +315,11 @@ struct ItemPrinter {
   std::ostream& out;
   std::ostream& err;
   Progress& prog;
-  std::size_t& not_started;  ///< items a Ctrl-C cancelled: counted, no line of their own on stderr
 
   void operator()(const ItemReport& rep) const {
     const std::string error = rep.ok ? std::string() : with_hints(rep.error);
+    // (items a Ctrl-C cancelled have no line of their own on stderr: the summary counts them)
     const bool cancelled = !rep.ok && rep.error_kind == ItemError::cancelled;
-    not_started += cancelled ? 1 : 0;
     if (!rep.ok && !cancelled) {
       prog.clear(err);
       err << "histeq: error: " << error << '\n';
@@ -403,15 +402,13 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
     if (writes) make_output_folders(items, outdir);
   };
   // Ctrl-C: the first stops the run gracefully, a second ends the command at once (StopOnCtrlC).
-  std::size_t not_started = 0;
   StopOnCtrlC ctrl_c(ex);
   const auto before_files = [&] {
     ctrl_c.arm();
     folders();
   };
   BatchSummary sum = ex.run(
-      items, ItemPrinter{json, writes, op, cm.mask_name, print_item, out, err, prog, not_started},
-      before_files);
+      items, ItemPrinter{json, writes, op, cm.mask_name, print_item, out, err, prog}, before_files);
   ctrl_c.finish();
   sum.files += unlisted.size();  // an unlisted folder counts as one failed item
   sum.failures += unlisted.size();
@@ -426,8 +423,8 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
     const double mps = sum.wall_s > 0 ? sum.megapixels / sum.wall_s : 0;
     err << "histeq: " << plural(sum.files, "file") << ", " << num(sum.megapixels, 1) << " MP in "
         << num(sum.wall_s, 2) << " s, " << num(mps, 1) << " MP/s, "
-        << plural(sum.failures - not_started, "failure");
-    if (not_started > 0) err << ", " << not_started << " not started";
+        << plural(sum.failures - sum.cancelled, "failure");
+    if (sum.cancelled > 0) err << ", " << sum.cancelled << " not started";
     err << '\n';
   }
   keep_until_exit(ex_owner);   // its devices, nvJPEG states and buffers go with the process

@@ -30,6 +30,14 @@ bool g_tunables_set_at_start = false;
 bool g_restarted = false;
 bool g_checked = false;  ///< restart_with_malloc_thp ran (the executable; not in-process callers)
 
+/// GLIBC_TUNABLES set to `value`, or unset where `set` is false.
+void put_tunables(bool set, const std::string& value) {
+  if (set)
+    ::setenv("GLIBC_TUNABLES", value.c_str(), 1);
+  else
+    ::unsetenv("GLIBC_TUNABLES");
+}
+
 /// Whether a GLIBC_TUNABLES value (name=value pairs joined by ':') names glibc.malloc.hugetlb.
 bool names_hugetlb(std::string_view tunables) {
   while (!tunables.empty()) {
@@ -129,10 +137,7 @@ void restart_with_malloc_thp(char** argv) {
   g_tunables_at_start = at_start ? at_start : "";
   if (const char* caller = std::getenv(kCallerTunables)) {  // the restarted image
     g_restarted = true;
-    if (caller[0] == '=')
-      ::setenv("GLIBC_TUNABLES", caller + 1, 1);
-    else
-      ::unsetenv("GLIBC_TUNABLES");
+    put_tunables(caller[0] == '=', caller[0] == '=' ? caller + 1 : "");
     ::unsetenv(kCallerTunables);
     return;
   }
@@ -155,10 +160,7 @@ void restart_with_malloc_thp(char** argv) {
   if (::setenv("GLIBC_TUNABLES", value.c_str(), 1) == 0) ::execv(path, argv);
   // The exec failed (the file gone between the check and the exec, say): the program runs as it
   // is, with the variables as they were.
-  if (at_start)
-    ::setenv("GLIBC_TUNABLES", g_tunables_at_start.c_str(), 1);
-  else
-    ::unsetenv("GLIBC_TUNABLES");
+  put_tunables(g_tunables_set_at_start, g_tunables_at_start);
   ::unsetenv(kCallerTunables);
 }
 
