@@ -310,6 +310,65 @@ std::vector<std::uint8_t> read_bytes(const fs::path& p) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
+/// An output the device route wrote from a decoder's planes against the CPU planes route's
+/// (libjpeg-turbo's planes and encoder): the same size, pixels within a level or two on average
+/// (two decoders and two encoders apart; a misplaced plane is tens of levels off).
+void expect_within_cpu_planes_route(const ItemReport& r, const WorkItem& item) {
+  EXPECT_EQ(r.route, "jpeg-planes");
+  EXPECT_EQ(r.encoder, "nvjpeg");
+  const auto in = read_bytes(item.input);
+  EqualizeOptions cpu;
+  cpu.backend = Backend::cpu;
+  std::vector<std::uint8_t> want;
+  ASSERT_TRUE(equalize_jpeg_planes(in.data(), in.size(), item.input, cpu,
+                                   {95, jpeg::Subsampling::s420}, kDefaultMaxPixels, &want, nullptr,
+                                   nullptr, nullptr));
+  const auto got = read_bytes(item.output);
+  const Image a = decode_image(got.data(), got.size(), item.output);
+  const Image b = decode_image(want.data(), want.size(), "want.jpg");
+  ASSERT_EQ(a.width, b.width);
+  ASSERT_EQ(a.height, b.height);
+  ASSERT_EQ(a.channels, b.channels);
+  double sum = 0;
+  for (std::size_t k = 0; k < a.pixels.size(); ++k)
+    sum += std::abs(int(a.pixels[k]) - int(b.pixels[k]));
+  EXPECT_LT(sum / double(a.pixels.size()), 1.5) << item.input;
+}
+
+/// Runs `inputs` through `ex` into dir/NAME-ATTEMPT until a report meets `wanted` (the device
+/// route comes up in the background), at most 20 times, checking each such output against the
+/// CPU planes route's; returns the reports of every run.
+template <class Wanted>
+std::vector<ItemReport> run_until(Executor& ex, const std::vector<std::string>& inputs,
+                                  const fs::path& dir, const std::string& name, Wanted wanted,
+                                  bool* seen) {
+  std::vector<ItemReport> all;
+  *seen = false;
+  for (int attempt = 0; attempt < 20 && !*seen; ++attempt) {
+    const fs::path out = dir / (name + "-" + std::to_string(attempt));
+    fs::create_directories(out);
+    std::vector<WorkItem> items;
+    for (const std::string& in : inputs) {
+      WorkItem w;
+      w.input = in;
+      w.output = (out / fs::path(in).filename()).string();
+      items.push_back(w);
+    }
+    std::vector<ItemReport> reps;
+    ex.run(items, [&](const ItemReport& r) { reps.push_back(r); });
+    EXPECT_EQ(reps.size(), items.size());
+    for (std::size_t i = 0; i < reps.size() && i < items.size(); ++i) {
+      EXPECT_TRUE(reps[i].ok) << reps[i].input << ": " << reps[i].error;
+      if (!wanted(reps[i])) continue;
+      *seen = true;
+      expect_within_cpu_planes_route(reps[i], items[i]);
+    }
+    all.insert(all.end(), reps.begin(), reps.end());
+    if (!*seen) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return all;
+}
+
 TEST(HybridRoute, ProgressiveFilesThroughTheHybridDecoderStayWithinTheCpuPlanesRoute) {
   REQUIRE_HYBRID();
   std::string tmpl = (fs::path(::testing::TempDir()) / "histeq-hybrid-XXXXXX").string();
@@ -366,32 +425,61 @@ TEST(HybridRoute, ProgressiveFilesThroughTheHybridDecoderStayWithinTheCpuPlanesR
         ASSERT_TRUE(r.ok) << r.input << ": " << r.error;
         if (r.decoder != k.decoder) continue;
         hybrid = true;
-        EXPECT_EQ(r.route, "jpeg-planes");
-        EXPECT_EQ(r.encoder, "nvjpeg");
-        // Against the CPU planes route's output (libjpeg-turbo's planes and encoder): the same
-        // size, pixels within a level or two on average (two decoders and two encoders apart).
-        const auto in = read_bytes(items[i].input);
-        EqualizeOptions cpu;
-        cpu.backend = Backend::cpu;
-        std::vector<std::uint8_t> want;
-        ASSERT_TRUE(equalize_jpeg_planes(in.data(), in.size(), items[i].input, cpu,
-                                         {95, jpeg::Subsampling::s420}, kDefaultMaxPixels, &want,
-                                         nullptr, nullptr, nullptr));
-        const auto got = read_bytes(items[i].output);
-        const Image a = decode_image(got.data(), got.size(), items[i].output);
-        const Image b = decode_image(want.data(), want.size(), "want.jpg");
-        ASSERT_EQ(a.width, b.width);
-        ASSERT_EQ(a.height, b.height);
-        ASSERT_EQ(a.channels, b.channels);
-        double sum = 0;
-        for (std::size_t k = 0; k < a.pixels.size(); ++k)
-          sum += std::abs(int(a.pixels[k]) - int(b.pixels[k]));
-        EXPECT_LT(sum / double(a.pixels.size()), 1.5) << items[i].input;
+        expect_within_cpu_planes_route(r, items[i]);
       }
       if (!hybrid) std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
     EXPECT_TRUE(hybrid) << "the device route never took a progressive file through the hybrid "
                            "decoder";
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+// ExecutorOptions::early_hybrid: in a route started with its encoder alone (no hardware decoder),
+// a CPU worker hands baseline colour JPEGs to the GPU Huffman decoder once the encoder runs, and
+// their outputs stay within the CPU planes route's; without it, no baseline file goes through a
+// hybrid decoder (libjpeg-turbo's planes go to the encoder).
+TEST(HybridRoute, BaselineFilesGoToTheGpuHuffmanDecoderWhileTheEncoderRunsAlone) {
+  REQUIRE_HYBRID();
+  std::string tmpl = (fs::path(::testing::TempDir()) / "histeq-early-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = tmpl;
+  fs::create_directories(dir / "in");
+  std::vector<std::string> inputs;
+  for (int i = 0; i < 12; ++i) {
+    const fs::path p = dir / "in" / ("b" + std::to_string(i) + ".jpg");
+    test::MakeOpts mo;
+    mo.h_samp = i % 3 ? 2 : 1;
+    mo.v_samp = i % 3 == 1 ? 2 : 1;
+    const auto b = test::make_jpeg(test::pattern(640 + 16 * (i % 4), 400, 3, 40 + i), mo);
+    std::ofstream(p, std::ios::binary)
+        .write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+    inputs.push_back(p.string());
+  }
+  for (const bool early : {true, false}) {
+    SCOPED_TRACE(early ? "early_hybrid" : "no early_hybrid");
+    ExecutorOptions o;
+    o.jobs = 4;
+    o.device_start_cpu_s = 1e9;  // never the whole route
+    o.encoder_start_cpu_s = 0;   // the encoder alone for any JPEG
+    o.early_hybrid = early;
+    Executor ex(o);
+    bool seen = false;
+    const std::vector<ItemReport> reps = run_until(
+        ex, inputs, dir, early ? "early" : "late",
+        [early](const ItemReport& r) {
+          return early ? r.decoder == "nvjpeg-gpu-hybrid" : r.encoder == "nvjpeg";
+        },
+        &seen);
+    if (early) {
+      EXPECT_TRUE(seen) << "no baseline file went through the GPU Huffman decoder";
+      continue;
+    }
+    // Without it: the encoder took files (libjpeg-turbo's planes), no decoder of nvJPEG did.
+    EXPECT_TRUE(seen) << "the encoder never took a file";
+    for (const ItemReport& r : reps)
+      EXPECT_EQ(r.decoder.rfind("nvjpeg", 0), std::string::npos) << r.input << ": " << r.decoder;
   }
   std::error_code ec;
   fs::remove_all(dir, ec);

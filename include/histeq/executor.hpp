@@ -195,6 +195,15 @@ struct ExecutorOptions {
   /// jpeg.gpu_huffman_decoders=N` measures it: on the 10 GP folder 8, 4 and 2 were each slower
   /// than all (H100 machine, bench/results/h100/e2e/gpu_huffman_split.txt).
   int gpu_huffman_decoders = 0;
+  /// While the device route encodes without its hardware decoder (its encoder slots alone, or
+  /// before its decode slots are ready), a CPU worker hands every colour JPEG it takes, baseline
+  /// ones too, to nvJPEG's hybrid decoders as `progressive` says (GPU Huffman decoding with
+  /// ProgressiveJpeg::gpu: the worker only parses and queues the file) instead of decoding it
+  /// with libjpeg-turbo; false: only progressive ones, once the decode slots are ready. The 1 GP
+  /// plasma folder (encoder alone): 1.11-1.18 s against 1.28-1.34 s, and 0.81-0.84 against
+  /// 0.87-0.92 s on a faster host (H100 machines, in turns; docs/benchmarks.md). `histeq bench
+  /// --folder --tune jpeg.early_hybrid=0|1` measures it.
+  bool early_hybrid = true;
 };
 
 /// One file to process. output empty for OpKind::histogram; the output's format is the extension

@@ -96,6 +96,8 @@ struct Tune {
   /// jpeg.gpu_huffman_decoders (--folder only): ExecutorOptions::gpu_huffman_decoders; 0: the
   /// policy's (all of them).
   int gpu_huffman_decoders = 0;
+  /// jpeg.early_hybrid (--folder only): ExecutorOptions::early_hybrid.
+  bool early_hybrid = ExecutorOptions{}.early_hybrid;
   std::vector<std::string> given;  ///< each KEY=VALUE applied, in order (for the records)
 };
 

@@ -44,6 +44,7 @@ ExecutorOptions executor_options(const Options& opt) {
   eo.report_window = opt.tune.report_window;
   eo.hybrid_decoders = opt.tune.hybrid_decoders;
   eo.gpu_huffman_decoders = opt.tune.gpu_huffman_decoders;
+  eo.early_hybrid = opt.tune.early_hybrid;
   return eo;
 }
 

@@ -209,6 +209,13 @@ void add_executor_keys(std::vector<Key>& k) {
                [](Tune& t, const std::string& v) {
                  t.gpu_huffman_decoders = int(number("jpeg.gpu_huffman_decoders", v, 0, kMaxJobs));
                }});
+  k.push_back({"jpeg.early_hybrid",
+               "0|1  --folder only: 1 (the policy), while the device route encodes without its "
+               "hardware decoder, colour JPEGs (baseline too) go to the hybrid decoders of "
+               "jpeg.progressive; 0: only progressive ones, once the hardware decoder is ready",
+               [](Tune& t, const std::string& v) {
+                 t.early_hybrid = number("jpeg.early_hybrid", v, 0, 1) != 0;
+               }});
 }
 
 std::vector<Key> make_keys() {

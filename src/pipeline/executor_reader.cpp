@@ -145,6 +145,7 @@ void Executor::Run::start_devices() {
     o.hybrid_decoders = m.opt.hybrid_decoders;
     o.gpu_huffman = m.opt.progressive == ProgressiveJpeg::gpu;
     o.gpu_huffman_decoders = m.opt.gpu_huffman_decoders;
+    o.early_hybrid = m.opt.early_hybrid;
     Impl* impl = &m;
     m.dev = std::make_unique<detail::JpegDevices>(o, [impl](detail::DeviceJob* j) {
       if (Run* run = impl->current.load()) run->device_done(j);

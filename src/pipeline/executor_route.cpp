@@ -158,6 +158,10 @@ bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
       dev->pending() >= 2 * std::size_t(std::max(1, m.opt.jpeg_batch)))
     return false;
   const bool coefficients = it->plan.jpeg_checked && it->plan.jpeg.progressive;
+  // (ExecutorOptions::early_hybrid: a baseline file too, while the device has no hardware
+  // decoder running)
+  const bool early = m.opt.early_hybrid && !coefficients && it->plan.jpeg_checked &&
+                     dev->state() != detail::JpegDevices::State::ready;
   take_slot();
   std::shared_ptr<jpeg::Planes> planes;
   std::shared_ptr<jpeg::Coefficients> coefs;
@@ -169,7 +173,7 @@ bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
     dec.max_pixels = m.opt.max_pixels;
     const std::uint8_t* data = it->bytes.data();
     // (nvJPEG decodes a scan with an undefined Huffman table differently: libjpeg-turbo takes it)
-    if (coefficients && m.opt.progressive != ProgressiveJpeg::libjpeg &&
+    if ((coefficients || early) && m.opt.progressive != ProgressiveJpeg::libjpeg &&
         !it->plan.jpeg.undefined_huffman_table) {
       if (gpu::HybridDecoder* h = dev->lease_hybrid()) {
         bool broken = false;  // a CUDA or nvJPEG failure: no more hybrid decodes this route

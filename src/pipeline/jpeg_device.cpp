@@ -173,6 +173,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       std::lock_guard<std::mutex> lock(mu);
       handles_ms = std::max(handles_ms, ms_between(th, ts));
       if (!encoders.empty() && st == State::starting) {
+        if (dev == hybrid_device && opt.early_hybrid) hybrid_handles = h;
         st = State::encoding;
         encoder_ready_ms = ms_between(t0, Clock::now());
       }
@@ -528,8 +529,8 @@ gpu::HybridDecoder* JpegDevices::lease_hybrid() {
   bool gpu_huffman = false;
   {
     std::lock_guard<std::mutex> lock(m.mu);
-    if (m.st != State::ready || m.stop || !m.hybrid_handles || m.hybrid_failed ||
-        !gpu::hybrid_built())
+    const bool leasing = m.st == State::ready || (m.opt.early_hybrid && m.st == State::encoding);
+    if (!leasing || m.stop || !m.hybrid_handles || m.hybrid_failed || !gpu::hybrid_built())
       return nullptr;
     if (!m.hybrid_free.empty()) {  // a GPU Huffman one first (the last such in the list)
       auto it = std::find_if(m.hybrid_free.rbegin(), m.hybrid_free.rend(),

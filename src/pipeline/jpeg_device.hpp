@@ -100,6 +100,9 @@ class JpegDevices {
     /// ExecutorOptions::gpu_huffman_decoders: 0, every decoder GPU Huffman (with gpu_huffman);
     /// N, at most N, the others hybrid; lease_hybrid hands out a free GPU Huffman one first.
     int gpu_huffman_decoders = 0;
+    /// ExecutorOptions::early_hybrid: the hybrid decoders are leased once the route encodes
+    /// (its encoder slots running), not only once its decode slots are ready.
+    bool early_hybrid = false;
   };
   /// Called on a slot thread for every job, once it is done (in any status).
   using Done = std::function<void(DeviceJob*)>;
