@@ -26,7 +26,10 @@ using FillRows = std::function<void(std::size_t y0, std::size_t y1, std::uint8_t
 /// last strip ends with the final block, then the Adler-32 of all rows. The calling thread
 /// compresses strips itself while idle helper threads (one per core, started on first use) take
 /// the others, so an image alone on a machine uses every core and an image among others costs
-/// the same CPU as one thread. The bytes depend on the rows only, not on which thread did what.
+/// the same CPU as one thread. The stream's first byte goes in a stored block of its own and the
+/// first strip takes it as its dictionary (png_deflate.cpp: igzip otherwise hashes a stream's
+/// third byte from the stream's address), so the bytes depend on the rows only, not on which
+/// thread did what or where its memory lay.
 /// `strip_bytes` (tests) sets another strip size. Throws Error when memory or ISA-L fails.
 std::vector<std::uint8_t> zlib_strips(std::size_t rows, std::size_t row_bytes, const FillRows& fill,
                                       std::size_t strip_bytes = kStripBytes);

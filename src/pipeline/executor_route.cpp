@@ -13,6 +13,7 @@
 #include "executor_run.hpp"
 #include "histeq/codec_names.hpp"
 #include "histeq/jpeg_codec.hpp"
+#include "histeq/nvjpeg_codec.hpp"
 #include "jpeg_device.hpp"
 #include "nvjpeg_hybrid.hpp"
 
@@ -158,9 +159,10 @@ bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
       dev->pending() >= 2 * std::size_t(std::max(1, m.opt.jpeg_batch)))
     return false;
   const bool coefficients = it->plan.jpeg_checked && it->plan.jpeg.progressive;
-  // (ExecutorOptions::early_hybrid: a baseline file too, while the device has no hardware
-  // decoder running)
+  // (ExecutorOptions::early_hybrid: a baseline file too, one the hardware decoder would take,
+  // while the device has no hardware decoder running)
   const bool early = m.opt.early_hybrid && !coefficients && it->plan.jpeg_checked &&
+                     gpu::nvjpeg_takes(it->plan.jpeg, m.opt.max_pixels) &&
                      dev->state() != detail::JpegDevices::State::ready;
   take_slot();
   std::shared_ptr<jpeg::Planes> planes;
@@ -181,7 +183,7 @@ bool Executor::Run::split_to_device(std::unique_ptr<Loaded>& it) {
         try {
           on_dev = h->decode(data, it->bytes.size(), m.opt.max_pixels);
         } catch (const std::exception&) {
-          broken = true;  // this file: libjpeg-turbo's coefficients below
+          broken = true;  // this file: libjpeg-turbo's coefficients or planes below
         }
         dev->return_hybrid(h, broken);
       }

@@ -116,12 +116,14 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
     for (int k = 0; k < n; ++k) {
       std::unique_ptr<gpu::HybridDecoder> d;
       bool gpu_huffman = false;
+      std::shared_ptr<gpu::JpegHandles> handles;
       {
         std::lock_guard<std::mutex> lock(mu);
         gpu_huffman = next_gpu_huffman();
+        handles = hybrid_handles;
       }
       try {
-        d = std::make_unique<gpu::HybridDecoder>(hybrid_handles, gpu_huffman);
+        d = std::make_unique<gpu::HybridDecoder>(handles, gpu_huffman);
       } catch (const std::exception&) {  // the workers go on with libjpeg-turbo
       }
       std::lock_guard<std::mutex> lock(mu);
@@ -142,7 +144,8 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
   /// is ready).
   /// The decode slots' hardware decode states are made here, before the route is ready: nvJPEG
   /// makes states one at a time (0.2-0.25 s each on the H100 machine beside 16 busy CPU workers),
-  /// and the CPU workers' hybrid decoders, leased once the route is ready, make theirs too. Made
+  /// and the CPU workers' hybrid decoders, leased once the route is ready (with early_hybrid,
+  /// once its encoder runs), make theirs too. Made
   /// by the slot threads after that, the last slot's waited behind them (2.4-2.5 s on the 10 GP
   /// folder); made here, the three take 0.6-0.75 s before ready, and the slowest first batch's
   /// equalize + encode takes 2.0-2.3 s instead: the device still delivers its first file 2.6-3.9
@@ -210,7 +213,7 @@ struct JpegDevices::Impl : std::enable_shared_from_this<JpegDevices::Impl> {
       --devices_pending;
       if (st == State::failed) {  // meanwhile, in a slot: the route stays failed
       } else if (err.empty()) {
-        if (dev == hybrid_device) hybrid_handles = h;
+        if (dev == hybrid_device && !hybrid_handles) hybrid_handles = h;  // (early_hybrid: set)
         if (st != State::ready) ready_ms = ms_between(t0, Clock::now());
         st = State::ready;
         if (!stop) start_slots(dev, made, false);

@@ -134,10 +134,10 @@ class JpegDevices {
   /// planes), taken back; nullptr when there is none.
   DeviceJob* steal();
   /// A hybrid decoder on the route's device for one file of a CPU worker's (ExecutorOptions::
-  /// progressive: hybrid or gpu), made on first need and reused; null when the route is not ready,
-  /// runs on more than one device, or cannot make one (no nvJPEG, or it failed once), and while the
-  /// first one is being made (on a thread of its own: the first ask starts it). Given back
-  /// with return_hybrid.
+  /// progressive: hybrid or gpu), made on first need and reused; null when the route is not ready
+  /// (with Options::early_hybrid: neither ready nor encoding), runs on more than one device, or
+  /// cannot make one (no nvJPEG, or it failed once), and while the first one is being made (on a
+  /// thread of its own: the first ask starts it). Given back with return_hybrid.
   gpu::HybridDecoder* lease_hybrid();
   /// broken: it failed (CUDA or nvJPEG): it is not leased again, nor is any other.
   void return_hybrid(gpu::HybridDecoder* d, bool broken = false);
