@@ -406,29 +406,9 @@ TEST(HybridRoute, ProgressiveFilesThroughTheHybridDecoderStayWithinTheCpuPlanesR
     // runs repeat (each writing every output) until the progressive files went through the hybrid
     // decoder.
     bool hybrid = false;
-    for (int attempt = 0; attempt < 20 && !hybrid; ++attempt) {
-      const fs::path out = dir / ("out" + std::to_string(int(k.how)) + std::to_string(count) + "-" +
-                                  std::to_string(attempt));
-      fs::create_directories(out);
-      std::vector<WorkItem> items;
-      for (const std::string& in : inputs) {
-        WorkItem w;
-        w.input = in;
-        w.output = (out / fs::path(in).filename()).string();
-        items.push_back(w);
-      }
-      std::vector<ItemReport> reps;
-      ex.run(items, [&](const ItemReport& r) { reps.push_back(r); });
-      ASSERT_EQ(reps.size(), items.size());
-      for (std::size_t i = 0; i < items.size(); ++i) {
-        const ItemReport& r = reps[i];
-        ASSERT_TRUE(r.ok) << r.input << ": " << r.error;
-        if (r.decoder != k.decoder) continue;
-        hybrid = true;
-        expect_within_cpu_planes_route(r, items[i]);
-      }
-      if (!hybrid) std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    }
+    run_until(
+        ex, inputs, dir, "out" + std::to_string(int(k.how)) + std::to_string(count),
+        [&](const ItemReport& r) { return r.decoder == k.decoder; }, &hybrid);
     EXPECT_TRUE(hybrid) << "the device route never took a progressive file through the hybrid "
                            "decoder";
   }
