@@ -187,6 +187,13 @@ TEST(BenchFolderArgs, ParsesTheFolderRunAndItsOptions) {
   EXPECT_EQ(parse_args({"--folder", "in", "-o", "o", "--tune", "jpeg.gpu_huffman_decoders=6"})
                 .tune.gpu_huffman_decoders,
             6);
+  EXPECT_EQ(d.tune.early_hybrid, ExecutorOptions{}.early_hybrid) << "the policy's unless given";
+  EXPECT_FALSE(
+      parse_args({"--folder", "in", "-o", "o", "--tune", "jpeg.early_hybrid=0"}).tune.early_hybrid);
+  EXPECT_EQ(d.tune.prefault_mb, 0u) << "none unless given";
+  EXPECT_EQ(parse_args({"--folder", "in", "-o", "o", "--tune", "executor.prefault_mb=2048"})
+                .tune.prefault_mb,
+            2048u);
 }
 
 // Numbers of seconds >= 0 as strtod reads them, at the edges: -0 is 0 (the report prints 0, not
@@ -315,6 +322,18 @@ TEST_F(BenchFolder, WritesWhatEqualizeWritesAndReportsTheRun) {
   EXPECT_EQ(r.rfind("# histeq bench on ", 0), 0u) << r;
   EXPECT_NE(r.find("(commit " + bench::run_commit() + ")"), std::string::npos) << r;
   EXPECT_NE(r.find("--folder " + path("in")), std::string::npos) << "the command line: " << r;
+  EXPECT_EQ(f.count("prefault_ms"), 0u) << "none unless asked: " << r;
+  // executor.prefault_mb: the heap written first, its time said apart, the same outputs.
+  out_.str("");
+  ASSERT_EQ(bench({"--folder", path("in"), "-o", path("bench2"), "--backend", "cpu", "--tune",
+                   "executor.prefault_mb=64"}),
+            0)
+      << out_.str() << err_.str();
+  expect_same_outputs("cli", "bench2");
+  const auto g = facts(out_.str());
+  ASSERT_EQ(g.count("prefault_ms"), 1u) << out_.str();
+  EXPECT_GT(leading(g.at("prefault_ms")), 0.0) << out_.str();
+  EXPECT_NE(g.at("prefault_ms").find("64 MiB"), std::string::npos) << out_.str();
 }
 
 // router.device_start_s=0 asks for the device route whatever the size: here (no GPU) it still

@@ -98,6 +98,10 @@ struct Tune {
   int gpu_huffman_decoders = 0;
   /// jpeg.early_hybrid (--folder only): ExecutorOptions::early_hybrid.
   bool early_hybrid = ExecutorOptions{}.early_hybrid;
+  /// executor.prefault_mb (--folder only): MiB of heap faulted in (written, then freed back to
+  /// the arena the workers allocate from) before the run starts, so that the workers' buffers
+  /// need no fresh pages while the device route starts; 0: none (the command line's way).
+  std::size_t prefault_mb = 0;
   std::vector<std::string> given;  ///< each KEY=VALUE applied, in order (for the records)
 };
 

@@ -216,6 +216,13 @@ void add_executor_keys(std::vector<Key>& k) {
                [](Tune& t, const std::string& v) {
                  t.early_hybrid = number("jpeg.early_hybrid", v, 0, 1) != 0;
                }});
+  k.push_back({"executor.prefault_mb",
+               "MIB  --folder only: before the run, MIB of heap written and freed back to the "
+               "arena the CPU workers allocate from, so that their buffers take no fresh pages "
+               "while the device route starts (0: none, as the command line runs)",
+               [](Tune& t, const std::string& v) {
+                 t.prefault_mb = std::size_t(number("executor.prefault_mb", v, 0, 1 << 16));
+               }});
 }
 
 std::vector<Key> make_keys() {
