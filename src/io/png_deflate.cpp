@@ -160,6 +160,7 @@ void compress_strip(std::size_t k, std::size_t strips, std::size_t rows_per_stri
   s.gzip_flag = IGZIP_DEFLATE;
   out.bytes.resize(n + n / 8 + 1024);
   std::size_t used = 0;
+  std::size_t from = 0;  // the first row byte this call compresses (1: strip 0's first is stored)
   std::uint8_t* dict = nullptr;
   std::size_t dict_len = 0;
   if (k > 0) {  // the history the previous strip ends with, filtered again here
@@ -180,6 +181,7 @@ void compress_strip(std::size_t k, std::size_t strips, std::size_t rows_per_stri
     std::copy(kStoredOne, kStoredOne + 5, out.bytes.data());
     out.bytes[5] = sc.rows[0];
     used = 6;
+    from = 1;
     dict = sc.rows.data();
     dict_len = 1;
   }
@@ -188,8 +190,8 @@ void compress_strip(std::size_t k, std::size_t strips, std::size_t rows_per_stri
   const bool last = k + 1 == strips;
   s.end_of_stream = last ? 1 : 0;
   s.flush = last ? NO_FLUSH : SYNC_FLUSH;
-  s.next_in = sc.rows.data() + (k > 0 ? 0 : 1);
-  s.avail_in = std::uint32_t(n - (k > 0 ? 0 : 1));
+  s.next_in = sc.rows.data() + from;
+  s.avail_in = std::uint32_t(n - from);
   for (;;) {
     s.next_out = out.bytes.data() + used;
     s.avail_out = std::uint32_t(out.bytes.size() - used);
