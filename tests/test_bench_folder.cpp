@@ -190,6 +190,10 @@ TEST(BenchFolderArgs, ParsesTheFolderRunAndItsOptions) {
   EXPECT_EQ(d.tune.early_hybrid, ExecutorOptions{}.early_hybrid) << "the policy's unless given";
   EXPECT_FALSE(
       parse_args({"--folder", "in", "-o", "o", "--tune", "jpeg.early_hybrid=0"}).tune.early_hybrid);
+  EXPECT_EQ(d.tune.router_measures, ExecutorOptions{}.router_measures) << "the policy's";
+  EXPECT_FALSE(
+      parse_args({"--folder", "in", "-o", "o", "--tune", "router.measure=0"}).tune.router_measures);
+  EXPECT_THROW(parse_args({"--folder", "in", "-o", "o", "--tune", "router.measure=2"}), UsageError);
   EXPECT_EQ(d.tune.prefault_mb, 0u) << "none unless given";
   EXPECT_EQ(parse_args({"--folder", "in", "-o", "o", "--tune", "executor.prefault_mb=2048"})
                 .tune.prefault_mb,

@@ -572,6 +572,7 @@ TEST_F(ExecutorTest, TheDeviceStartRuleWeighsTheJpegsAgainstTheCpuWorkers) {
     o.device_start_cpu_s = start_s;
     o.encoder_start_cpu_s = encoder_s;
     o.encoder_slots = encoder_slots;
+    o.router_measures = false;  // (the assumed rate alone: the next test measures)
     Executor ex(o);
     const std::string out = (dir_ / "out" / ("c" + std::to_string(runs++) + ".jpg")).string();
     const BatchSummary s = ex.run({{(dir_ / "c.jpg").string(), out, {}}},
@@ -608,6 +609,61 @@ TEST_F(ExecutorTest, TheDeviceStartRuleWeighsTheJpegsAgainstTheCpuWorkers) {
   // ... and with no encoder slot, or a rule not below the whole route's, nothing starts.
   for (const BatchSummary& s : {run(cpu_s * 1.02, 0, 0), run(cpu_s * 1.02, cpu_s * 1.03)})
     EXPECT_FALSE(s.device_started) << s.device_note;
+}
+
+// ExecutorOptions::router_measures: where the run's JPEGs would need more than the start rule at
+// the assumed rate but not at the fastest (kCpuMpPerWorkerFast), the router waits for the rate the
+// workers measure on their first files, says it in the note, and starts the route only where the
+// JPEGs need more than the rule at that rate. Six copies of one JPEG, one worker, the rule just
+// under what the assumed rate needs: a worker here runs such a file at over 100 MP/s, so the
+// router does not start it (its decision is checked against the rate it says, whatever that is).
+TEST_F(ExecutorTest, TheRouterWaitsForTheWorkersRateWhereTheAssumedOneIsNotClear) {
+  if (!gpu::nvjpeg_built()) GTEST_SKIP() << "no nvJPEG in the build: no device route to weigh";
+  const Image img = load_image(test::source_path("samples/chelsea.png"));
+  const std::vector<std::uint8_t> jpg = encode_image(img, ".jpg", EncodeOptions{});
+  std::vector<WorkItem> items;
+  for (int k = 0; k < 6; ++k) {
+    const fs::path in = dir_ / ("c" + std::to_string(k) + ".jpg");
+    std::ofstream f(in, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(jpg.data()), std::streamsize(jpg.size()));
+    items.push_back({in.string(), (dir_ / "out" / in.filename()).string(), {}});
+  }
+  const double mp = 6 * double(img.pixel_count()) / 1e6;
+  const double start_s = 0.98 * mp / detail::kCpuMpPerWorker;  // (over mp / the fastest rate)
+  ASSERT_GT(start_s, mp / detail::kCpuMpPerWorkerFast);
+  std::string why;
+  const bool gpu = test::gpu_available(&why);
+  const auto run = [&](bool measure) {
+    ExecutorOptions o;
+    o.jobs = 1;
+    o.device_start_cpu_s = start_s;
+    o.router_measures = measure;
+    Executor ex(o);
+    const BatchSummary s = ex.run(items, [](const ItemReport& r) { EXPECT_TRUE(r.ok) << r.error; });
+    EXPECT_EQ(s.failures, 0u);
+    return s;
+  };
+  const BatchSummary measured = run(true);
+  const std::string& note = measured.device_note;
+  const std::string said = " MP/s each their first files say";
+  const std::size_t at = note.find(said);
+  if (note.rfind("not started: ", 0) == 0) {
+    ASSERT_NE(at, std::string::npos) << note;
+    const std::size_t from = note.rfind("at the ", at);
+    ASSERT_NE(from, std::string::npos) << note;
+    const double rate = std::stod(note.substr(from + 7, at - from - 7));
+    EXPECT_GE(rate * start_s, mp * 0.99) << note;  // (the note's rate is rounded)
+    EXPECT_FALSE(measured.device_started);
+  } else {  // slower than the rule needs (a loaded machine): started, or failed without a GPU
+    EXPECT_EQ(measured.device_started, gpu) << note;
+    if (!gpu) EXPECT_EQ(note.rfind("failed: ", 0), 0u) << note;
+  }
+  // The assumed rate alone starts it: the whole route (no "not started", no "encoder only").
+  const BatchSummary assumed = run(false);
+  EXPECT_EQ(assumed.device_started, gpu) << assumed.device_note;
+  EXPECT_EQ(assumed.device_note.find("not started"), std::string::npos) << assumed.device_note;
+  EXPECT_EQ(assumed.device_note.find("encoder only"), std::string::npos) << assumed.device_note;
+  for (const WorkItem& w : items) EXPECT_TRUE(fs::exists(w.output)) << w.output;
 }
 
 // The executor puts a match on the JPEG device route wherever it puts an equalization: with

@@ -98,6 +98,8 @@ struct Tune {
   int gpu_huffman_decoders = 0;
   /// jpeg.early_hybrid (--folder only): ExecutorOptions::early_hybrid.
   bool early_hybrid = ExecutorOptions{}.early_hybrid;
+  /// router.measure (--folder only): ExecutorOptions::router_measures.
+  bool router_measures = ExecutorOptions{}.router_measures;
   /// executor.prefault_mb (--folder only): MiB of heap faulted in (written, then freed back to
   /// the arena the workers allocate from) before the run starts, so that the workers' buffers
   /// need no fresh pages while the device route starts; 0: none (the command line's way).

@@ -49,6 +49,7 @@ ExecutorOptions executor_options(const Options& opt) {
   eo.hybrid_decoders = opt.tune.hybrid_decoders;
   eo.gpu_huffman_decoders = opt.tune.gpu_huffman_decoders;
   eo.early_hybrid = opt.tune.early_hybrid;
+  eo.router_measures = opt.tune.router_measures;
   return eo;
 }
 

@@ -158,6 +158,14 @@ void add_executor_keys(std::vector<Key>& k) {
                [](Tune& t, const std::string& v) {
                  t.encoder_start_s = seconds("router.encoder_start_s", v);
                }});
+  k.push_back({"router.measure",
+               "0|1  --folder only: 1 (the policy), a run whose JPEGs would need more than a "
+               "start rule's seconds at the router's assumed rate of a CPU worker but not at the "
+               "fastest it takes one to be waits for the workers' rate on their first files "
+               "before it starts the device route; 0: the assumed rate decides at the start",
+               [](Tune& t, const std::string& v) {
+                 t.router_measures = number("router.measure", v, 0, 1) != 0;
+               }});
   k.push_back({"jpeg.encoder_slots",
                "N  --folder only: encoder slots per GPU of a route started with its encoder "
                "alone, which encode what the CPU workers decoded from the moment the context and "

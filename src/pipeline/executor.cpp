@@ -147,6 +147,7 @@ void Executor::cancel() {
     }
     r->cv_budget.notify_all();
     r->cv_work.notify_all();
+    r->cv_router.notify_all();
   }
 }
 
@@ -230,15 +231,23 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
     }
     r.cv_write.notify_all();
     r.cv_work.notify_all();
+    r.cv_router.notify_all();
+    if (r.router.joinable()) r.router.join();
     for (auto& t : writers) t.join();
     for (auto& t : pool) t.join();
     throw Error(what + e.what());
   };
   try {
-    if (r.dev)
+    if (r.dev || r.deferred)
       for (int k = 0; k < std::max(4, m.jobs / 2); ++k) writers.emplace_back([&r] { r.writer(); });
+    if (r.deferred) r.router = std::thread([&r] { r.router_loop(); });
   } catch (const std::system_error& e) {
-    if (writers.empty()) abandon("cannot start a thread to write the device's outputs: ", e);
+    if (r.deferred && !r.router.joinable()) {  // no router: the run is the CPU workers'
+      std::lock_guard<std::mutex> lock(r.mu);
+      r.deferred = false;
+    }
+    if (writers.empty() && (r.dev || r.router.joinable()))
+      abandon("cannot start a thread to write the device's outputs: ", e);
   }
   try {
     for (int j = 0; j < threads; ++j) pool.emplace_back([&r] { r.cpu_worker(); });
@@ -256,6 +265,8 @@ BatchSummary Executor::run(const std::vector<WorkItem>& items,
     r.all_reported = true;
   }
   r.cv_write.notify_all();
+  r.cv_router.notify_all();
+  if (r.router.joinable()) r.router.join();
   reader.join();
   for (auto& t : pool) t.join();
   for (auto& t : writers) t.join();

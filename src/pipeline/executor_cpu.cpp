@@ -69,15 +69,17 @@ void Executor::Run::cpu_worker() {
   // bench/results/h100/e2e/worker_priority.txt). Threads a worker starts inherit both: the
   // process-wide pools it may start (png_deflate.cpp, parallel.cpp) and the route's hybrid
   // decoders' thread take the normal policy back; the nice value cannot be lowered back
-  // without a privilege.
-  if (dev && dev->state() != detail::JpegDevices::State::failed) {
-    ::setpriority(PRIO_PROCESS, pid_t(::syscall(SYS_gettid)), 4);
-    sched_param sp{};
-    sp.sched_priority = 0;
-    pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);  // (a failure leaves the policy)
-  }
+  // without a privilege. (A route the router starts while the workers run: from their next file.)
+  bool yielding = false;
   bool drained = false;  // the device's queue taken back once cancelled
   for (;;) {
+    if (!yielding && dev && dev->state() != detail::JpegDevices::State::failed) {
+      yielding = true;
+      ::setpriority(PRIO_PROCESS, pid_t(::syscall(SYS_gettid)), 4);
+      sched_param sp{};
+      sp.sched_priority = 0;
+      pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);  // (a failure leaves the policy)
+    }
     std::unique_ptr<Loaded> it;
     {
       std::unique_lock<std::mutex> lock(mu);
@@ -145,7 +147,12 @@ void Executor::Run::process(Loaded& it) {
       if (ctx.device) m.engines->release(*lease);
       if (rep.decoder == codec::kLibjpegTurboYcbcr && it.plan.megapixels() > 0) {
         const double s = ms_since(t) / 1e3;  // the CPU's planes route: the router's rate
-        if (s > 0) cpu_mp_per_worker = 0.8 * cpu_mp_per_worker + 0.2 * it.plan.megapixels() / s;
+        if (s > 0) {
+          cpu_mp_per_worker = 0.8 * cpu_mp_per_worker + 0.2 * it.plan.megapixels() / s;
+          note_rate(detail::jpeg_work(it.plan.megapixels(), it.bytes.size(),
+                                      it.plan.jpeg_checked && it.plan.jpeg.progressive),
+                    s);
+        }
       }
       rep.route = to_string(rep.decoder == codec::kLibjpegTurboYcbcr ? ItemRoute::jpeg_planes
                                                                      : ItemRoute::pixels);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "executor_run.hpp"
@@ -59,23 +60,35 @@ std::string format_of(const WorkItem& w) {
   return lower(std::filesystem::path(w.output).extension().string());
 }
 
-/// Megapixels of the JPEG → JPEG inputs from their headers (the first 64 KiB of each), summed
-/// until `enough` is passed: whether a run is large enough for the device route to pay.
-double jpeg_megapixels_at_least(const std::vector<WorkItem>& items, double enough) {
-  double mp = 0;
+/// The JPEG → JPEG inputs from their headers (the first 64 KiB of each): megapixels and
+/// detail::jpeg_work.
+struct JpegLoad {
+  double mp = 0, work = 0;
+};
+
+/// The JPEG → JPEG inputs' load, summed until `enough` megapixels are passed: whether a run is
+/// large enough for the device route to pay.
+JpegLoad jpeg_load_at_least(const std::vector<WorkItem>& items, double enough) {
+  JpegLoad load;
   std::vector<std::uint8_t> head(std::size_t(64) << 10);
   for (const WorkItem& w : items) {
-    if (mp > enough) break;
+    if (load.mp > enough) break;
     if (!jpeg_ext(format_of(w)) || w.input == "-") continue;
     const int fd = ::open(w.input.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) continue;
+    struct stat st {};
+    const bool sized = ::fstat(fd, &st) == 0;
     const ssize_t n = ::pread(fd, head.data(), head.size(), 0);
     ::close(fd);
     jpeg::Info info;
-    if (n > 0 && jpeg::read_header(head.data(), std::size_t(n), &info))
-      mp += double(info.width) * double(info.height) / 1e6;
+    if (n > 0 && jpeg::read_header(head.data(), std::size_t(n), &info)) {
+      const double mp = double(info.width) * double(info.height) / 1e6;
+      load.mp += mp;
+      load.work +=
+          detail::jpeg_work(mp, sized ? std::size_t(st.st_size) : std::size_t(n), info.progressive);
+    }
   }
-  return mp;
+  return load;
 }
 
 }  // namespace
@@ -85,7 +98,20 @@ using detail::kCpuMpPerWorker;
 using detail::Loaded;
 using detail::ms_since;
 
-/// Decides whether the device route runs and starts it on its own threads.
+namespace {
+
+/// "N MP": whole megapixels from 10 on; below, three digits (a few small JPEGs are not "0 MP").
+std::string megapixels_text(double mp) {
+  if (mp >= 10) return std::to_string(int(mp)) + " MP";
+  char digits[32];
+  std::snprintf(digits, sizeof digits, "%.3g MP", mp);
+  return digits;
+}
+
+}  // namespace
+
+/// Decides whether the device route runs and starts it on its own threads, or leaves the decision
+/// to the router's thread (router_loop) until the CPU workers have timed their first files.
 void Executor::Run::start_devices() {
   choice.cpu_planes = m.opt.codecs.empty() && m.opt.jpeg != JpegRoute::gpu &&
                       m.opt.op.equalize.backend != Backend::cuda;
@@ -100,36 +126,47 @@ void Executor::Run::start_devices() {
       return;
     }
   }
+  if (m.device_must) {
+    launch_device(true);
+    return;
+  }
   // Whole (decode slots too) where the CPU workers alone would need more than
   // device_start_cpu_s, its encoder alone from encoder_start_cpu_s (and an encoder slot).
-  bool decoders = true;
-  if (!m.device_must) {
-    const double per_s = kCpuMpPerWorker * m.jobs;
-    const double whole = per_s * m.opt.device_start_cpu_s;
-    const double encoder =
-        m.opt.encoder_slots > 0 && m.opt.encoder_start_cpu_s < m.opt.device_start_cpu_s
-            ? per_s * m.opt.encoder_start_cpu_s
-            : whole;
-    const double mp = jpeg_megapixels_at_least(items, whole);
-    // A route a previous run left with its decode slots stays whole.
-    decoders = mp > whole || (m.dev && m.dev->state() == detail::JpegDevices::State::ready);
-    if (mp <= encoder) {
-      // Whole megapixels from 10 on; below, three digits (a few small JPEGs are not "0 MP").
-      std::string held = std::to_string(int(mp));
-      if (mp < 10) {
-        char digits[32];
-        std::snprintf(digits, sizeof digits, "%.3g", mp);
-        held = digits;
-      }
-      sum.device_note = "not started: the JPEGs hold " + held +
-                        " MP, which the CPU workers finish before the device would be ready";
-      return;
-    }
-    if (!decoders)
-      sum.device_note = "encoder only: the JPEGs hold " + std::to_string(int(mp)) +
-                        " MP, which the CPU workers decode before the hardware decoder would "
-                        "be ready";
+  const double per_s = kCpuMpPerWorker * m.jobs;
+  const double whole = per_s * m.opt.device_start_cpu_s;
+  const double encoder =
+      m.opt.encoder_slots > 0 && m.opt.encoder_start_cpu_s < m.opt.device_start_cpu_s
+          ? per_s * m.opt.encoder_start_cpu_s
+          : whole;
+  // A route a previous run left is up: no start-up to weigh, and it stays whole if it was.
+  const bool up = m.dev && m.dev->state() != detail::JpegDevices::State::failed;
+  const bool measure = m.opt.router_measures && !up;
+  // (measuring, the whole route starts at once only where the fastest workers would need more
+  // than device_start_cpu_s)
+  const double fast_whole = detail::kCpuMpPerWorkerFast * m.jobs * m.opt.device_start_cpu_s;
+  const JpegLoad load = jpeg_load_at_least(items, measure ? std::max(whole, fast_whole) : whole);
+  const double mp = load.mp;
+  if (mp <= encoder) {
+    sum.device_note = "not started: the JPEGs hold " + megapixels_text(mp) +
+                      ", which the CPU workers finish before the device would be ready";
+    return;
   }
+  if (measure && mp <= fast_whole) {
+    deferred = true;
+    deferred_mp = mp;
+    deferred_work = load.work;
+    return;  // router_loop decides, on the thread run() starts
+  }
+  const bool decoders = mp > whole || (up && m.dev->state() == detail::JpegDevices::State::ready);
+  if (!decoders)
+    sum.device_note = "encoder only: the JPEGs hold " + megapixels_text(mp) +
+                      ", which the CPU workers decode before the hardware decoder would be ready";
+  launch_device(decoders);
+}
+
+/// Starts the device route (its decode slots too where `decoders`) and makes it this run's:
+/// before the workers start, or on the router's thread while they run.
+void Executor::Run::launch_device(bool decoders) {
   if (!m.dev) {
     detail::JpegDevices::Options o;
     o.devices = m.opt.devices;
@@ -153,13 +190,61 @@ void Executor::Run::start_devices() {
   } else if (decoders) {
     m.dev->want_decoders();
   }
-  dev = m.dev.get();
-  dev->set_feeding(true);
-  stats_before = dev->stats();
-  sum.device_started = true;
-  // (without decode slots no file is queued for the device: the CPU workers decode them all)
-  choice.device_planes = decoders;
-  choice.device_all_jpeg = m.device_must;
+  detail::JpegDevices* d = m.dev.get();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stats_before = d->stats();
+    sum.device_started = true;
+    // (without decode slots no file is queued for the device: the CPU workers decode them all)
+    choice.device_planes = decoders;
+    choice.device_all_jpeg = m.device_must;
+    // The reader says when it has read the last file (reader_loop's end), or has said it.
+    d->set_feeding(!reader_done);
+    dev = d;
+  }
+  cv_work.notify_all();
+}
+
+void Executor::Run::note_rate(double work, double s) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!deferred) return;
+    rate_work += work;
+    rate_s += s;
+    if (++rate_files < std::min(detail::kRateFiles, m.jobs)) return;
+  }
+  cv_router.notify_all();
+}
+
+/// The router's decision for a run start_devices left to it: once the workers have timed
+/// kRateFiles files (or kRateWaitS has passed, or the run is over), the start rule at their rate
+/// (the assumed one where none was timed).
+void Executor::Run::router_loop() {
+  std::unique_lock<std::mutex> lock(mu);
+  const auto deadline = t_run + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(detail::kRateWaitS));
+  cv_router.wait_until(lock, deadline, [&] {
+    return rate_files >= std::min(detail::kRateFiles, m.jobs) || all_reported || m.cancelled;
+  });
+  deferred = false;
+  if (all_reported || m.cancelled) return;
+  // (their files' work at the rate they measured, or the megapixels at the assumed rate)
+  const double cpu_s = rate_s > 0 ? deferred_work / (rate_work / rate_s * m.jobs)
+                                  : deferred_mp / (kCpuMpPerWorker * m.jobs);
+  char why[160];
+  std::snprintf(why, sizeof why, ", about %.2f s for the CPU workers at the %.0f MP/s each %s",
+                cpu_s, deferred_mp / cpu_s / m.jobs,
+                rate_s > 0 ? "their first files say" : "the router assumes");
+  const std::string held = "the JPEGs hold " + megapixels_text(deferred_mp) + why;
+  const bool decoders = cpu_s > m.opt.device_start_cpu_s;
+  const bool encoder = m.opt.encoder_slots > 0 && cpu_s > m.opt.encoder_start_cpu_s;
+  if (!decoders && !encoder) {
+    sum.device_note = "not started: " + held + ", which they finish before the device would help";
+    return;
+  }
+  if (!decoders) sum.device_note = "encoder only: " + held;
+  lock.unlock();
+  launch_device(decoders);
 }
 
 /// Reads the files in reading_order, plans each, and queues it for the device route or the CPU
@@ -173,10 +258,12 @@ void Executor::Run::reader_loop() {
     it->rep.input = items[i].input;
     it->rep.output = items[i].output;
     it->ext = m.opt.op.writes() ? format_of(items[i]) : std::string();
+    RouteChoice route_choice;
     {  // a slot for the item (bounds the reports waiting for an earlier one)
       std::unique_lock<std::mutex> lock(mu);
       cv_budget.wait(lock, [&] { return inflight_items < max_items; });
       ++inflight_items;
+      route_choice = choice;  // (the router's thread may start the device route meanwhile)
     }
     if (m.cancelled) {  // Executor::cancel: not read, reported at once
       finish_cancelled(std::move(it));
@@ -186,7 +273,7 @@ void Executor::Run::reader_loop() {
     try {
       it->bytes = read_image_file(items[i].input);
       it->plan = plan_item(it->bytes.data(), it->bytes.size(), m.opt.op, it->ext, m.opt.encode,
-                           m.opt.max_pixels, choice);
+                           m.opt.max_pixels, route_choice);
     } catch (const std::exception& e) {
       set_error(it->rep, e);
     }

@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -53,6 +54,43 @@ inline double ms_since(Clock::time_point t0) {
 constexpr double kCpuMpPerWorker = 50;
 constexpr double kDeviceMpPerS = 3000;
 constexpr double kDeviceReadyS = 0.9;
+
+/// The fastest a CPU worker is taken to run that route before it has measured (16-core H100
+/// machines ran 47-84 MP/s a worker: docs/benchmarks.md). With ExecutorOptions::router_measures,
+/// a run whose JPEGs would need more than the start rule's seconds at kCpuMpPerWorker but not at
+/// this rate waits for the workers' own rate on their first files (kRateFiles of them, or until
+/// kRateWaitS has passed) before it starts the device route, or does not.
+constexpr double kCpuMpPerWorkerFast = 100;
+constexpr int kRateFiles = 4;
+constexpr double kRateWaitS = 0.4;
+
+/// The router's measure of a JPEG's work on a CPU worker (decode, equalize, encode), in
+/// megapixels of a typical photo: its pixels, plus its compressed bytes (entropy decoding), plus
+/// those bytes again where they are progressive (libjpeg-turbo decodes such a scan several times
+/// slower). Fitted to libjpeg-turbo on the two photo folders of bench/e2e (27 files, one worker:
+/// about 4 ms a megapixel, 12 ms a compressed MB, 45 ms more a progressive MB; within 30 % of each
+/// file's time but the 4:4:4 progressive one's), so that the rate the workers measure on their
+/// first files (the largest, read first) carries over to the run's mix of files.
+inline double jpeg_work(double megapixels, std::size_t bytes, bool progressive) {
+  const double mb = double(bytes) / 1e6;
+  return megapixels + 3 * mb + (progressive ? 11 * mb : 0);
+}
+
+/// Run::dev: the device route a run uses, published once (before the workers start, or later by
+/// the router's thread) and read by every thread of the run without the run's lock.
+class PublishedRoute {
+ public:
+  PublishedRoute& operator=(JpegDevices* d) {
+    p_.store(d, std::memory_order_release);
+    return *this;
+  }
+  JpegDevices* get() const { return p_.load(std::memory_order_acquire); }
+  JpegDevices* operator->() const { return get(); }
+  explicit operator bool() const { return get() != nullptr; }
+
+ private:
+  std::atomic<JpegDevices*> p_{nullptr};
+};
 
 /// One item on its way.
 struct Loaded {
@@ -170,10 +208,19 @@ struct Executor::Run {
   std::map<detail::Loaded*, std::unique_ptr<detail::Loaded>> on_device;
   std::map<std::size_t, std::unique_ptr<detail::Loaded>> finished;
   bool reader_done = false, all_reported = false;
-  RouteChoice choice;
-  detail::JpegDevices* dev = nullptr;  ///< the device route when this run uses it (m.dev)
+  RouteChoice choice;  ///< (under mu once the workers run: the router's thread may change it)
+  detail::PublishedRoute dev;  ///< the device route when this run uses it (m.dev)
   detail::JpegDevices::Stats stats_before;
   std::atomic<double> cpu_mp_per_worker{detail::kCpuMpPerWorker};
+  /// The router's decision from the workers' measured rate (ExecutorOptions::router_measures):
+  /// `deferred` while it waits (under mu), on the thread `router`; the megapixels of the run's
+  /// JPEG → JPEG items from their headers, and the CPU planes route's files timed so far.
+  bool deferred = false;
+  double deferred_mp = 0, deferred_work = 0;  ///< (jpeg_work summed)
+  double rate_work = 0, rate_s = 0;
+  int rate_files = 0;
+  std::condition_variable cv_router;
+  std::thread router;
 
   Run(Impl& impl, const std::vector<WorkItem>& it) : m(impl), items(it) {
     // Reports wait here until their turn (input order): a few hundred bytes each once their
@@ -186,6 +233,11 @@ struct Executor::Run {
   }
 
   void start_devices();
+  void launch_device(bool decoders);
+  void router_loop();
+  /// A file of the CPU's planes route took `s` seconds of a worker for `work` (jpeg_work): the
+  /// rate the router waits for.
+  void note_rate(double work, double s);
   void reader_loop();
   void cpu_worker();
   void writer();
