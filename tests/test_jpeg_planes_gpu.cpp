@@ -301,8 +301,9 @@ TEST(JpegPlanesGpu, TheRouteAgainstTheCpuStoredPlanesRoute) {
 }
 
 // A run with more JPEG megapixels than one CPU worker finishes in about two seconds
-// (kDeviceStartCpuS) starts the device route with --backend auto; what it writes equals the
-// single-file GPU path's bytes, and what the CPU workers took equals the CPU's stored-planes route.
+// (kDeviceStartCpuS, at the router's assumed rate) starts the device route with --backend auto;
+// what it writes equals the single-file GPU path's bytes, and what the CPU workers took equals the
+// CPU's stored-planes route.
 TEST(JpegPlanesGpu, AutoRunLargeEnoughStartsTheDeviceRoute) {
   HISTEQ_REQUIRE_NVJPEG();
   const fs::path dir =
@@ -323,7 +324,8 @@ TEST(JpegPlanesGpu, AutoRunLargeEnoughStartsTheDeviceRoute) {
     items.push_back({(dir / "in" / name).string(), (dir / "out" / name).string(), ""});
   }
   ExecutorOptions o;
-  o.jobs = 1;  // the break-even is per CPU worker: 120 MP is over it for one
+  o.jobs = 1;                 // the break-even is per CPU worker: 120 MP is over it for one
+  o.router_measures = false;  // (at the assumed rate: a fast worker would finish it sooner)
   // libjpeg-turbo's coefficients for the progressive files, whose planes are the CPU route's
   // (nvJPEG's hybrid decoder, the default, differs by a level: test_jpeg_hybrid_gpu)
   o.progressive = ProgressiveJpeg::libjpeg;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -244,7 +245,12 @@ void Executor::Run::router_loop() {
   }
   if (!decoders) sum.device_note = "encoder only: " + held;
   lock.unlock();
-  launch_device(decoders);
+  try {
+    launch_device(decoders);
+  } catch (const std::exception& e) {  // (on this thread: the CPU workers run the files)
+    std::lock_guard<std::mutex> guard(mu);
+    sum.device_note = std::string("failed: ") + e.what();
+  }
 }
 
 /// Reads the files in reading_order, plans each, and queues it for the device route or the CPU
