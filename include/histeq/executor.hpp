@@ -204,14 +204,15 @@ struct ExecutorOptions {
   /// 0.87-0.92 s on a faster host (H100 machines, in turns; docs/benchmarks.md). `histeq bench
   /// --folder --tune jpeg.early_hybrid=0|1` measures it.
   bool early_hybrid = true;
-  /// Where the run's JPEG → JPEG items would keep the CPU workers alone busy past a start rule
-  /// (device_start_cpu_s, encoder_start_cpu_s) at the router's assumed rate of a worker but not at
-  /// the fastest it takes a worker to be (about 100 MP/s), and no device route is up yet, the
-  /// router decides once the workers have timed their first few files (or 0.4 s has passed), from
-  /// that rate: a fast host's workers finish such a folder before the device would help, and
-  /// starting the device in the process delays their first files (the 1 GP plasma folder from an
-  /// idle GPU, docs/benchmarks.md). false: the assumed rate decides at the start. `histeq bench
-  /// --folder --tune router.measure=0|1` measures it.
+  /// Where the run's JPEG → JPEG items would keep the CPU workers alone busy past
+  /// encoder_start_cpu_s at the router's assumed rate of a worker but neither at the fastest it
+  /// takes a worker to be (about 100 MP/s) nor past device_start_cpu_s, and no device route is up
+  /// yet, the router decides whether the route's encoder alone starts once the workers have timed
+  /// their first few files (or 0.4 s has passed), from that rate: a fast host's workers finish
+  /// such a folder before the device would help, and starting the device in the process delays
+  /// their first files (the 1 GP plasma folder from an idle GPU, docs/benchmarks.md). false: the
+  /// assumed rate decides at the start. `histeq bench --folder --tune router.measure=0|1`
+  /// measures it.
   bool router_measures = true;
 };
 

@@ -159,10 +159,11 @@ void add_executor_keys(std::vector<Key>& k) {
                  t.encoder_start_s = seconds("router.encoder_start_s", v);
                }});
   k.push_back({"router.measure",
-               "0|1  --folder only: 1 (the policy), a run whose JPEGs would need more than a "
-               "start rule's seconds at the router's assumed rate of a CPU worker but not at the "
-               "fastest it takes one to be waits for the workers' rate on their first files "
-               "before it starts the device route; 0: the assumed rate decides at the start",
+               "0|1  --folder only: 1 (the policy), a run whose JPEGs would need more than "
+               "router.encoder_start_s at the router's assumed rate of a CPU worker, but not at "
+               "the fastest it takes one to be, waits for the workers' rate on their first files "
+               "before it starts the route's encoder alone; 0: the assumed rate decides at the "
+               "start",
                [](Tune& t, const std::string& v) {
                  t.router_measures = number("router.measure", v, 0, 1) != 0;
                }});

@@ -141,18 +141,21 @@ void Executor::Run::start_devices() {
           : whole;
   // A route a previous run left is up: no start-up to weigh, and it stays whole if it was.
   const bool up = m.dev && m.dev->state() != detail::JpegDevices::State::failed;
-  const bool measure = m.opt.router_measures && !up;
-  // (measuring, the whole route starts at once only where the fastest workers would need more
-  // than device_start_cpu_s)
-  const double fast_whole = detail::kCpuMpPerWorkerFast * m.jobs * m.opt.device_start_cpu_s;
-  const JpegLoad load = jpeg_load_at_least(items, measure ? std::max(whole, fast_whole) : whole);
+  const JpegLoad load = jpeg_load_at_least(items, whole);
   const double mp = load.mp;
   if (mp <= encoder) {
     sum.device_note = "not started: the JPEGs hold " + megapixels_text(mp) +
                       ", which the CPU workers finish before the device would be ready";
     return;
   }
-  if (measure && mp <= fast_whole) {
+  // The encoder alone, where the fastest workers would not need encoder_start_cpu_s: the router's
+  // thread decides at the workers' rate. Only there: its decision is the encoder or nothing, made
+  // while the CPU workers decode every file (a hardware decoder started late would find the
+  // files on their queue), and only where they time files on the planes route the encoder serves
+  // (not beside device engines, whose context the workers make at once).
+  const double fast_encoder = detail::kCpuMpPerWorkerFast * m.jobs * m.opt.encoder_start_cpu_s;
+  if (m.opt.router_measures && !up && mp <= whole && mp <= fast_encoder && choice.cpu_planes &&
+      !m.use_engines) {
     deferred = true;
     deferred_mp = mp;
     deferred_work = load.work;
@@ -218,8 +221,8 @@ void Executor::Run::note_rate(double work, double s) {
 }
 
 /// The router's decision for a run start_devices left to it: once the workers have timed
-/// kRateFiles files (or kRateWaitS has passed, or the run is over), the start rule at their rate
-/// (the assumed one where none was timed).
+/// kRateFiles files (or kRateWaitS has passed, or the run is over), the encoder's start rule at
+/// their rate (the assumed one where none was timed): the route's encoder alone, or nothing.
 void Executor::Run::router_loop() {
   std::unique_lock<std::mutex> lock(mu);
   const auto deadline = t_run + std::chrono::duration_cast<Clock::duration>(
@@ -228,7 +231,11 @@ void Executor::Run::router_loop() {
     return rate_files >= std::min(detail::kRateFiles, m.jobs) || all_reported || m.cancelled;
   });
   deferred = false;
-  if (all_reported || m.cancelled) return;
+  if (all_reported || m.cancelled) {
+    sum.device_note = "not started: the JPEGs hold " + megapixels_text(deferred_mp) +
+                      ", which the CPU workers finished before the router had their rate";
+    return;
+  }
   // (their files' work at the rate they measured, or the megapixels at the assumed rate)
   const double cpu_s = rate_s > 0 ? deferred_work / (rate_work / rate_s * m.jobs)
                                   : deferred_mp / (kCpuMpPerWorker * m.jobs);
@@ -237,16 +244,14 @@ void Executor::Run::router_loop() {
                 cpu_s, deferred_mp / cpu_s / m.jobs,
                 rate_s > 0 ? "their first files say" : "the router assumes");
   const std::string held = "the JPEGs hold " + megapixels_text(deferred_mp) + why;
-  const bool decoders = cpu_s > m.opt.device_start_cpu_s;
-  const bool encoder = m.opt.encoder_slots > 0 && cpu_s > m.opt.encoder_start_cpu_s;
-  if (!decoders && !encoder) {
+  if (cpu_s <= m.opt.encoder_start_cpu_s) {
     sum.device_note = "not started: " + held + ", which they finish before the device would help";
     return;
   }
-  if (!decoders) sum.device_note = "encoder only: " + held;
+  sum.device_note = "encoder only: " + held;
   lock.unlock();
   try {
-    launch_device(decoders);
+    launch_device(false);
   } catch (const std::exception& e) {  // (on this thread: the CPU workers run the files)
     std::lock_guard<std::mutex> guard(mu);
     sum.device_note = std::string("failed: ") + e.what();

@@ -57,9 +57,10 @@ constexpr double kDeviceReadyS = 0.9;
 
 /// The fastest a CPU worker is taken to run that route before it has measured (16-core H100
 /// machines ran 47-84 MP/s a worker: docs/benchmarks.md). With ExecutorOptions::router_measures,
-/// a run whose JPEGs would need more than the start rule's seconds at kCpuMpPerWorker but not at
-/// this rate waits for the workers' own rate on their first files (kRateFiles of them, or until
-/// kRateWaitS has passed) before it starts the device route, or does not.
+/// a run whose JPEGs would need more than the encoder's start rule at kCpuMpPerWorker but neither
+/// that rule at this rate nor the whole route's at kCpuMpPerWorker waits for the workers' own rate
+/// on their first files (kRateFiles of them, or until kRateWaitS has passed) before it starts the
+/// route's encoder alone, or does not.
 constexpr double kCpuMpPerWorkerFast = 100;
 constexpr int kRateFiles = 4;
 constexpr double kRateWaitS = 0.4;
