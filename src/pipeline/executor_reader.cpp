@@ -92,15 +92,6 @@ JpegLoad jpeg_load_at_least(const std::vector<WorkItem>& items, double enough) {
   return load;
 }
 
-}  // namespace
-
-using detail::Clock;
-using detail::kCpuMpPerWorker;
-using detail::Loaded;
-using detail::ms_since;
-
-namespace {
-
 /// "N MP": whole megapixels from 10 on; below, three digits (a few small JPEGs are not "0 MP").
 std::string megapixels_text(double mp) {
   if (mp >= 10) return std::to_string(int(mp)) + " MP";
@@ -110,6 +101,11 @@ std::string megapixels_text(double mp) {
 }
 
 }  // namespace
+
+using detail::Clock;
+using detail::kCpuMpPerWorker;
+using detail::Loaded;
+using detail::ms_since;
 
 /// Decides whether the device route runs and starts it on its own threads, or leaves the decision
 /// to the router's thread (router_loop) until the CPU workers have timed their first files.
