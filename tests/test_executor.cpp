@@ -861,6 +861,51 @@ TEST_F(ExecutorTest, DefaultBudgetKeepsEveryWorkerBusyOnBigImages) {
   EXPECT_EQ(s1.peak_busy_workers, 1);  // each item alone costs more than the cap
 }
 
+// A device route whose start failed (no usable device) takes no more files: the reader queues them
+// for the CPU workers in reading order, so reports keep their order and a cancel() from the first
+// report still finds files not started (the route used to hand each one back to the front of the
+// workers' queue, last read first run).
+TEST_F(ExecutorTest, AFailedDeviceRouteLeavesTheFilesToTheCpuInOrder) {
+  if (!gpu::nvjpeg_built()) GTEST_SKIP() << "no nvJPEG in the build: no device route";
+  std::string why;
+  if (test::gpu_available(&why)) GTEST_SKIP() << "a usable GPU: the route runs";
+  const std::vector<std::uint8_t> jpg =
+      encode_image(load_image(test::source_path("samples/chelsea.png")), ".jpg", EncodeOptions{});
+  std::vector<WorkItem> its;
+  for (int k = 0; k < 40; ++k) {
+    const fs::path in = dir_ / ("c" + std::to_string(k) + ".jpg");
+    std::ofstream f(in, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(jpg.data()), std::streamsize(jpg.size()));
+    its.push_back({in.string(), (dir_ / "out" / in.filename()).string(), {}});
+  }
+  ExecutorOptions o;
+  o.jobs = 1;
+  o.device_start_cpu_s = 0;  // the whole route at once: it fails here
+  Executor ex(o);
+  // One worker runs them in reading order (the same sizes: input order): written in that order,
+  // but where a file's write (on a thread without the slot) outlasts the next file's work.
+  const BatchSummary all = ex.run(its);
+  EXPECT_EQ(all.failures, 0u);
+  EXPECT_EQ(all.device_note.rfind("failed: ", 0), 0u) << all.device_note;
+  std::size_t inversions = 0;
+  for (std::size_t k = 1; k < its.size(); ++k)
+    inversions += fs::last_write_time(its[k - 1].output) > fs::last_write_time(its[k].output);
+  EXPECT_LT(inversions, its.size() / 4) << "files written out of their reading order";
+  for (const WorkItem& w : its) fs::remove(w.output);
+  std::size_t cancelled = 0, next = 0;
+  const BatchSummary s = ex.run(its, [&](const ItemReport& r) {
+    EXPECT_EQ(r.index, next++);
+    if (r.index == 0) ex.cancel();
+    if (!r.ok) {
+      EXPECT_EQ(r.error_kind, ItemError::cancelled) << r.error;
+      ++cancelled;
+    }
+  });
+  EXPECT_EQ(next, its.size());
+  EXPECT_EQ(s.device_note.rfind("failed: ", 0), 0u) << s.device_note;
+  EXPECT_GT(cancelled, 0u) << "one worker: files had not started";
+}
+
 TEST_F(ExecutorTest, CancelStopsStartingFilesAndTheNextRunStartsAfresh) {
   std::vector<WorkItem> its;
   for (int k = 0; k < 30; ++k)

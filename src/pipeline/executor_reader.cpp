@@ -303,7 +303,10 @@ void Executor::Run::reader_loop() {
     }
     inflight_bytes += it->cost;
     sum.peak_inflight_bytes = std::max(sum.peak_inflight_bytes, inflight_bytes);
-    if (dev && it->plan.route == ItemRoute::jpeg_device) {
+    // (a route whose start failed would hand the file straight back, to the front of the
+    // workers' queue: last read, first run; one the run must use reports the failure per file)
+    if (dev && it->plan.route == ItemRoute::jpeg_device &&
+        (m.device_must || dev->state() != detail::JpegDevices::State::failed)) {
       detail::DeviceJob& j = it->job;
       j.bytes = &it->bytes;
       j.name = items[i].input;
@@ -318,6 +321,7 @@ void Executor::Run::reader_loop() {
       cv_work.notify_all();
       continue;
     }
+    charge_cpu(*it);  // (a device plan the CPU runs: what the CPU route holds)
     cpu_q.push_back(std::move(it));
     cv_work.notify_one();
   }
