@@ -63,6 +63,19 @@ class ExecutorTest : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
 
+  /// `n` copies of one JPEG's bytes as c0.jpg, c1.jpg, ... in the test folder, each written to
+  /// out/ under its name.
+  std::vector<WorkItem> jpeg_copies(const std::vector<std::uint8_t>& jpg, int n) {
+    std::vector<WorkItem> v;
+    for (int k = 0; k < n; ++k) {
+      const fs::path in = dir_ / ("c" + std::to_string(k) + ".jpg");
+      std::ofstream f(in, std::ios::binary);
+      f.write(reinterpret_cast<const char*>(jpg.data()), std::streamsize(jpg.size()));
+      v.push_back({in.string(), (dir_ / "out" / in.filename()).string(), {}});
+    }
+    return v;
+  }
+
   std::vector<WorkItem> items(const std::string& sub, const std::string& ext = ".png") {
     fs::create_directories(dir_ / sub);
     std::vector<WorkItem> v;
@@ -622,13 +635,7 @@ TEST_F(ExecutorTest, TheRouterWaitsForTheWorkersRateWhereTheAssumedOneIsNotClear
   if (!gpu::nvjpeg_built()) GTEST_SKIP() << "no nvJPEG in the build: no device route to weigh";
   const Image img = load_image(test::source_path("samples/chelsea.png"));
   const std::vector<std::uint8_t> jpg = encode_image(img, ".jpg", EncodeOptions{});
-  std::vector<WorkItem> items;
-  for (int k = 0; k < 6; ++k) {
-    const fs::path in = dir_ / ("c" + std::to_string(k) + ".jpg");
-    std::ofstream f(in, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(jpg.data()), std::streamsize(jpg.size()));
-    items.push_back({in.string(), (dir_ / "out" / in.filename()).string(), {}});
-  }
+  const std::vector<WorkItem> items = jpeg_copies(jpg, 6);
   const double mp = 6 * double(img.pixel_count()) / 1e6;
   const double start_s = 0.98 * mp / detail::kCpuMpPerWorker;  // (over mp / the fastest rate)
   ASSERT_GT(start_s, mp / detail::kCpuMpPerWorkerFast);
@@ -871,13 +878,7 @@ TEST_F(ExecutorTest, AFailedDeviceRouteLeavesTheFilesToTheCpuInOrder) {
   if (test::gpu_available(&why)) GTEST_SKIP() << "a usable GPU: the route runs";
   const std::vector<std::uint8_t> jpg =
       encode_image(load_image(test::source_path("samples/chelsea.png")), ".jpg", EncodeOptions{});
-  std::vector<WorkItem> its;
-  for (int k = 0; k < 40; ++k) {
-    const fs::path in = dir_ / ("c" + std::to_string(k) + ".jpg");
-    std::ofstream f(in, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(jpg.data()), std::streamsize(jpg.size()));
-    its.push_back({in.string(), (dir_ / "out" / in.filename()).string(), {}});
-  }
+  const std::vector<WorkItem> its = jpeg_copies(jpg, 40);
   ExecutorOptions o;
   o.jobs = 1;
   o.device_start_cpu_s = 0;  // the whole route at once: it fails here
