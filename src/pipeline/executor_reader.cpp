@@ -244,7 +244,10 @@ void Executor::Run::router_loop() {
     sum.device_note = "not started: " + held + ", which they finish before the device would help";
     return;
   }
-  sum.device_note = "encoder only: " + held;
+  // (the route's start-up figures count from here: say when that was)
+  char when[64];
+  std::snprintf(when, sizeof when, "; started %.0f ms into the run", ms_since(t_run));
+  sum.device_note = "encoder only: " + held + when;
   lock.unlock();
   try {
     launch_device(false);
