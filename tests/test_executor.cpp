@@ -872,7 +872,7 @@ TEST_F(ExecutorTest, DefaultBudgetKeepsEveryWorkerBusyOnBigImages) {
 // A device route whose start failed (no usable device) takes no more files: the reader queues them
 // for the CPU workers in reading order, so reports keep their order and a cancel() from the first
 // report still finds files not started (the route used to hand each one back to the front of the
-// workers' queue, last read first run).
+// workers' queue, the last read taken first).
 TEST_F(ExecutorTest, AFailedDeviceRouteLeavesTheFilesToTheCpuInOrder) {
   if (!gpu::nvjpeg_built()) GTEST_SKIP() << "no nvJPEG in the build: no device route";
   std::string why;

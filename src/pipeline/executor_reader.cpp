@@ -307,7 +307,7 @@ void Executor::Run::reader_loop() {
     inflight_bytes += it->cost;
     sum.peak_inflight_bytes = std::max(sum.peak_inflight_bytes, inflight_bytes);
     // (a route whose start failed would hand the file straight back, to the front of the
-    // workers' queue: last read, first run; one the run must use reports the failure per file)
+    // workers' queue: the last read taken first; one the run must use reports the failure per file)
     if (dev && it->plan.route == ItemRoute::jpeg_device &&
         (m.device_must || dev->state() != detail::JpegDevices::State::failed)) {
       detail::DeviceJob& j = it->job;
