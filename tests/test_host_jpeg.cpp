@@ -270,6 +270,65 @@ TEST(JpegErrors, TruncatedAtEveryQuarter) {
   EXPECT_FALSE(decode_error(head).empty());
 }
 
+/// Y plane of decode_planes (its visible rows).
+std::vector<std::uint8_t> luma_of(const Bytes& j) {
+  const jpeg::Planes p = jpeg::decode_planes(j.data(), j.size(), "planes.jpg");
+  std::vector<std::uint8_t> y;
+  for (int r = 0; r < p.plane[0].height; ++r)
+    y.insert(y.end(), p.plane[0].row(r), p.plane[0].row(r) + p.plane[0].width);
+  return y;
+}
+
+TEST(JpegErrors, AMissingEndMarkerAloneDecodesAsTheWholeFile) {
+  // Some cameras and cut downloads leave out the final EOI (2 bytes): every block is there, and
+  // OpenCV and djpeg decode it. It was refused as truncated.
+  MakeOpts rst, prog, gray_prog;
+  rst.restart_rows = 1;
+  prog.progressive = true;
+  gray_prog.progressive = true;
+  const struct {
+    const char* tag;
+    int channels;
+    MakeOpts o;
+  } cases[] = {{"baseline", 3, {}},
+               {"gray", 1, {}},
+               {"restart", 3, rst},
+               {"progressive", 3, prog},
+               {"gray progressive", 1, gray_prog}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.tag);
+    const Bytes full = make_jpeg(pattern(72, 40, c.channels, 5), c.o);
+    ASSERT_EQ(full[full.size() - 2], 0xFF);
+    ASSERT_EQ(full.back(), 0xD9);
+    const Image want = jpeg::decode(full.data(), full.size(), "full.jpg");
+    for (std::size_t drop : {1, 2}) {  // the EOI's last byte, or both
+      const Bytes open(full.begin(), full.end() - long(drop));
+      ASSERT_EQ(decode_error(open), "") << drop;
+      EXPECT_EQ(jpeg::decode(open.data(), open.size(), "open.jpg").pixels, want.pixels) << drop;
+      if (c.channels == 3) {
+        EXPECT_EQ(luma_of(open), luma_of(full)) << drop;
+        const jpeg::Coefficients a = jpeg::decode_coefficients(open.data(), open.size(), "c.jpg");
+        const jpeg::Coefficients b = jpeg::decode_coefficients(full.data(), full.size(), "c.jpg");
+        for (int k = 0; k < 3; ++k)
+          EXPECT_TRUE(a.comp[k].coef == b.comp[k].coef) << "component " << k << ", " << drop;
+      }
+    }
+    // Cut inside the last scan's data, or before the last scan: truncated, on every route.
+    const std::vector<test::JpegPiece> pieces = test::jpeg_pieces(full);
+    const auto last = std::find_if(pieces.rbegin(), pieces.rend(),
+                                   [](const test::JpegPiece& p) { return p.marker == 0xDA; });
+    ASSERT_NE(last, pieces.rend());
+    for (std::size_t n : {last->begin, (last->data_begin + last->end) / 2}) {
+      const Bytes cut(full.begin(), full.begin() + long(n));
+      const std::string e = decode_error(cut, "cut.jpg");
+      EXPECT_NE(e.find("truncated JPEG"), std::string::npos) << n << ": " << e;
+      if (c.channels != 3) continue;
+      EXPECT_THROW(jpeg::decode_planes(cut.data(), cut.size(), "cut.jpg"), Error) << n;
+      EXPECT_THROW(jpeg::decode_coefficients(cut.data(), cut.size(), "cut.jpg"), Error) << n;
+    }
+  }
+}
+
 TEST(JpegErrors, CorruptEntropyDataIsAnError) {
   MakeOpts o;
   o.restart_rows = 1;

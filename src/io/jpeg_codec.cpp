@@ -29,6 +29,7 @@
 #include "io/jpeg_internal.hpp"
 
 namespace histeq::jpeg {
+using internal::check_complete_at_eof;
 using internal::check_size;
 using internal::check_structure;
 using internal::DecodeState;
@@ -57,11 +58,25 @@ extern "C" void histeq_jpeg_error_exit(j_common_ptr cinfo) {
 /// data would otherwise be filled in by libjpeg (gray or repeated blocks), and every output pixel
 /// must come from the file. Warnings about metadata only (an unknown Adobe transform code, a bad
 /// ICC marker, an unknown JFIF revision) are ignored. Trace messages (level >= 0) are dropped.
+/// One exception: the end of the data without its end marker (EOI), as some cameras and cut
+/// downloads leave a complete image (OpenCV and libjpeg's djpeg decode it). libjpeg then reads
+/// a made-up EOI; a block that needed data past the end warns JWRN_HIT_MARKER, fatal as ever.
+/// So the end passes inside a scan that holds every component of a sequential file (all of its
+/// blocks then came from the file, or the next warning stops it) and of a progressive file,
+/// whose scans must have refined every coefficient (check_complete_at_eof); before any scan, or
+/// in one component's scan of a sequential file that codes them apart, it is fatal.
 extern "C" void histeq_jpeg_emit_message(j_common_ptr cinfo, int msg_level) {
   if (msg_level >= 0) return;
   auto* st = reinterpret_cast<ErrorState*>(cinfo->err);
   const int code = st->mgr.msg_code;
   if (code == JWRN_ADOBE_XFORM || code == JWRN_BOGUS_ICC || code == JWRN_JFIF_MAJOR) return;
+  if (code == JWRN_JPEG_EOF && cinfo->is_decompressor && !st->eof_seen) {
+    const auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
+    if (d->comps_in_scan > 0 && (d->progressive_mode || d->comps_in_scan == d->num_components)) {
+      st->eof_seen = 1;
+      return;
+    }
+  }
   histeq_jpeg_error_exit(cinfo);
 }
 
@@ -128,7 +143,21 @@ int run_read_header(DecodeState* s, const unsigned char* data, unsigned long siz
   return 0;
 }
 
+void check_complete_at_eof(j_decompress_ptr c) {
+  auto* st = reinterpret_cast<ErrorState*>(c->err);
+  if (!st->eof_seen || !c->progressive_mode) return;
+  bool complete = c->coef_bits != nullptr;
+  for (int ci = 0; complete && ci < c->num_components; ++ci)
+    for (int k = 0; k < DCTSIZE2; ++k) complete = complete && c->coef_bits[ci][k] == 0;
+  if (complete) return;
+  c->err->msg_code = JWRN_JPEG_EOF;
+  histeq_jpeg_error_exit(reinterpret_cast<j_common_ptr>(c));
+}
+
 std::string reason(const ErrorState& e, const jpeg_decompress_struct* c) {
+  if (e.eof_seen && !e.scan_limit_hit)  // what stopped it came after the data had ended
+    return "truncated JPEG: the file ends before the image data does (" + std::string(e.message) +
+           ")";
   if (e.scan_limit_hit)
     return "corrupt or hostile JPEG: " + std::string(e.message) +
            " (a real progressive file has about 10)";
@@ -173,6 +202,7 @@ int run_decode(DecodeState* s, unsigned char* out, int out_channels) {
   if (setjmp(s->err.jump)) return 1;
   j_decompress_ptr c = &s->cinfo;
   jpeg_start_decompress(c);
+  check_complete_at_eof(c);
   const JDIMENSION w = c->output_width;
   const bool cmyk = c->out_color_space == JCS_CMYK;
   const bool inverted = c->saw_Adobe_marker;

@@ -110,6 +110,7 @@ int run_read_coefficients(DecodeState* s, Coefficients* out, bool* taken) {
   if (setjmp(s->err.jump)) return 1;
   j_decompress_ptr c = &s->cinfo;
   jvirt_barray_ptr* arrays = jpeg_read_coefficients(c);
+  internal::check_complete_at_eof(c);
   *taken = arrays != nullptr;
   for (int k = 0; k < 3 && *taken; ++k) {
     const jpeg_component_info& ci = c->comp_info[k];

@@ -42,7 +42,16 @@ struct ErrorState {
   int fatal_code;  // the JERR_/JWRN_ code that stopped the decode (0: none)
   char message[JMSG_LENGTH_MAX];
   int scan_limit_hit;
+  int eof_seen;  // the data ended without its end marker (JWRN_JPEG_EOF) once a scan had begun
 };
+
+/// After a decode's input is all read (jpeg_start_decompress of a progressive file,
+/// jpeg_read_coefficients) and before jpeg_finish_decompress: where the data ended without its
+/// end marker, the image must be complete, every coefficient of every component refined to its
+/// last bit by the scans read (a progressive file cut between two scans decodes without any
+/// other warning, coarser); else the decode stops as a truncated file (longjmp to the caller's
+/// setjmp). A sequential file's end is judged where it happens (histeq_jpeg_emit_message).
+void check_complete_at_eof(j_decompress_ptr c);
 
 /// Zeroes *st and installs histeq's error_exit and emit_message (jpeg_codec.cpp).
 void init_error(ErrorState* st);

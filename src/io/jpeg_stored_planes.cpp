@@ -73,6 +73,7 @@ int run_decode_raw(DecodeState* s, Plane* planes) {
   if (setjmp(s->err.jump)) return 1;
   j_decompress_ptr c = &s->cinfo;
   jpeg_start_decompress(c);
+  internal::check_complete_at_eof(c);
   const int lines = c->max_v_samp_factor * DCTSIZE;
   JSAMPROW rows[3][4 * DCTSIZE];
   JSAMPARRAY arrays[3] = {rows[0], rows[1], rows[2]};
