@@ -265,6 +265,31 @@ TEST_F(ImageIo, SixteenBitPngIsReducedToEightBits) {
   }
 }
 
+TEST_F(ImageIo, SixteenBitPngTakesThePngLevel) {
+  // --png-level reached only the 8-bit writer: a 16-bit PNG was deflated at libspng's default
+  // whatever was asked, level 0 ("stored") included.
+  Image16 img;
+  img.width = 64;
+  img.height = 48;
+  img.channels = 3;
+  for (int i = 0; i < img.width * img.height * 3; ++i)
+    img.pixels.push_back(std::uint16_t((i % 97) * 613 + (i / 192) * 11));
+  const std::size_t raw = img.pixels.size() * 2;
+  std::vector<std::size_t> sizes;
+  for (int level : {0, 1, 9}) {
+    const std::vector<std::uint8_t> png = encode_image16(img, ".png", level);
+    sizes.push_back(png.size());
+    const Image16 back = decode_image16(png.data(), png.size(), "level");
+    EXPECT_EQ(back.pixels, img.pixels) << "level " << level;
+  }
+  EXPECT_GT(sizes[0], raw) << "level 0 stores the rows (and their filter bytes)";
+  EXPECT_LT(sizes[1], sizes[0] / 2);
+  EXPECT_LE(sizes[2], sizes[1]);
+  EXPECT_EQ(encode_image16(img, ".png"), encode_image16(img, ".png", kDefaultPngLevel));
+  EXPECT_THROW(encode_image16(img, ".png", 10), UsageError);
+  EXPECT_THROW(encode_image16(img, ".png", -1), UsageError);
+}
+
 TEST_F(ImageIo, GrayAlphaKeepsTwoChannels) {
   Image img = test_image(13, 11, 2);
   save_image(img, path("ga.png"));

@@ -60,8 +60,11 @@ Image16 decode_image16(const std::uint8_t* data, std::size_t size, const std::st
 /// image's ICC profile as an iCCP chunk when it fits the channels (as the 8-bit writer).
 /// Throws UsageError for another extension or a channel count the format cannot hold, Error
 /// for I/O failures.
+/// The PNG is deflated at zlib's `png_level` (0 stored .. 9 smallest; the default level of
+/// every PNG output, kDefaultPngLevel, where none is given); UsageError outside 0..9.
 void save_image16(const Image16& img, const std::string& path);
 std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& ext);
+std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& ext, int png_level);
 
 /// 8 ↔ 16 bits: v·257 up, round(v / 257) down (v·255/65535 rounded half up); the ICC profile
 /// goes with the pixels.

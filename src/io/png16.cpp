@@ -166,7 +166,14 @@ Image16 load_image16(const std::string& path, std::uint64_t max_pixels) {
   return decode_image16(d.data(), d.size(), path, max_pixels);
 }
 
-std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& ext_in) {
+std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& ext) {
+  return encode_image16(img, ext, kDefaultPngLevel);
+}
+
+std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& ext_in,
+                                         int png_level) {
+  if (png_level < 0 || png_level > 9)
+    throw UsageError("PNG level " + std::to_string(png_level) + " out of range (valid: 0..9)");
   std::string ext = ext_in;
   if (!ext.empty() && ext[0] != '.') ext = "." + ext;
   std::transform(ext.begin(), ext.end(), ext.begin(),
@@ -193,6 +200,7 @@ std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& 
   }
   SpngCtx c(SPNG_CTX_ENCODER);
   spng_set_option(c.ctx, SPNG_ENCODE_TO_BUFFER, 1);
+  spng_set_option(c.ctx, SPNG_IMG_COMPRESSION_LEVEL, png_level);  // zlib's level: 0 stores
   spng_ihdr ihdr{};
   ihdr.width = std::uint32_t(img.width);
   ihdr.height = std::uint32_t(img.height);

@@ -281,7 +281,7 @@ std::vector<std::uint8_t> run_pixels(const ItemContext& ctx, const ItemPlan& pla
       rep.output_channels = encoded_channels(out.channels, ext);
       Image16().pixels.swap(img.pixels);
       t0 = Clock::now();
-      encoded = encode_image16(out, ext);
+      encoded = encode_image16(out, ext, ctx.encode.png_level);
       rep.encoder = codec::encoder16_name(ext);
       rep.times.encode_ms = ms_since(t0);
     }
