@@ -136,6 +136,34 @@ TEST_F(Inputs, TwoInputsWithOneOutputAreAnError) {
   EXPECT_NE(usage_error([&] { histeq::plan_outputs(dots, "out", {}); }), "");
 }
 
+TEST_F(Inputs, AnOutputThatIsAnotherInputIsAnErrorItsOwnIsNot) {
+  // `histeq equalize e out/sub/a.png -r -o out`: e/sub/a.png's output is the second input, which
+  // it would replace, read or not (the result depending on which worker came first).
+  touch("e/sub/a.png");
+  touch("out/sub/a.png");
+  const std::string out = path("out");
+  histeq::FilePlanOptions po;
+  po.output_dir = out;
+  po.recursive = true;
+  const std::string m = usage_error([&] {
+    histeq::plan_files({path("e"), path("out/sub/a.png")}, po);
+  });
+  EXPECT_EQ(m, "'" + path("e") + "/sub/a.png' would write '" + out +
+                   "/sub/a.png', which is the input '" + path("out/sub/a.png") +
+                   "' too; write the outputs into another folder, or use separate runs");
+  // Through a link to that input: the same file.
+  fs::create_symlink(path("out/sub/a.png"), path("link.png"));
+  EXPECT_NE(usage_error([&] { histeq::plan_files({path("e"), path("link.png")}, po); }), "");
+  // In place (the folder written into itself): each output is its own input, replaced once read.
+  po.output_dir = path("e");
+  const histeq::FilePlan own = histeq::plan_files({path("e")}, po);
+  ASSERT_EQ(own.items.size(), 1u);
+  EXPECT_EQ(own.items[0].output, path("e") + "/sub/a.png");
+  // Outputs that do not exist yet are no inputs.
+  po.output_dir = path("fresh");
+  EXPECT_EQ(histeq::plan_files({path("e"), path("out/sub/a.png")}, po).items.size(), 2u);
+}
+
 TEST_F(Inputs, WhatCannotBeListedIsNamedAndTheRestGoesOn) {
   touch("in/a.png");
   fs::create_symlink("loop.png", path("in/loop.png"));     // its type cannot be read

@@ -243,7 +243,7 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
         TypeError: ``inputs`` is a single path; an option of the wrong type (``jobs``,
         ``quality``, ``png_level``, ``max_inflight_mb``, ``max_pixels``, ``devices`` take ints).
         ValueError: bad options, an input that cannot be written back without ``format``, two
-        inputs that would write the same output.
+        inputs that would write the same output, an output that is another input.
         FileNotFoundError: an input that does not exist and is not named as an image file (a
         missing folder), OSError: a folder that cannot be listed, when no other file is to be
         done (else a failed report). With ``errors="raise"``: the first failed input (see

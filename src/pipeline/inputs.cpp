@@ -10,6 +10,8 @@
 #include <system_error>
 #include <utility>
 
+#include <sys/stat.h>
+
 #include "histeq/error.hpp"
 
 namespace histeq {
@@ -158,12 +160,28 @@ std::vector<WorkItem> plan_outputs(const std::vector<InputFile>& files,
   std::vector<WorkItem> items;
   items.reserve(files.size());
   std::map<std::string, std::string> seen;  // output → input
-  for (const InputFile& f : files) {
+  // The inputs by file identity (links and other names of one file alike): an output that is
+  // another item's input would be written over it while that file may still be unread.
+  std::map<std::pair<dev_t, ino_t>, std::size_t> input_at;
+  struct stat st {};
+  for (std::size_t i = 0; i < files.size(); ++i)
+    if (::stat(files[i].input.c_str(), &st) == 0)
+      input_at.emplace(std::pair{st.st_dev, st.st_ino}, i);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const InputFile& f = files[i];
     WorkItem w{f.input, output_of(f, output_dir, naming), naming.format};
     const auto [at, fresh] = seen.emplace(w.output, f.input);
     if (!fresh)
       throw UsageError("'" + at->second + "' and '" + f.input + "' would both write '" + w.output +
                        "'; rename one, or use separate runs");
+    // (an output that is its own input is written over it once read: in place, as mogrify does)
+    if (!input_at.empty() && ::stat(w.output.c_str(), &st) == 0) {
+      const auto other = input_at.find(std::pair{st.st_dev, st.st_ino});
+      if (other != input_at.end() && files[other->second].input != f.input)
+        throw UsageError("'" + f.input + "' would write '" + w.output + "', which is the input '" +
+                         files[other->second].input +
+                         "' too; write the outputs into another folder, or use separate runs");
+    }
     items.push_back(std::move(w));
   }
   return items;

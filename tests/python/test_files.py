@@ -152,6 +152,12 @@ def test_names_and_collisions_come_from_the_shared_planner(tmp_path):
         histeq.equalize_files([src], tmp_path / "tga", format="tga", backend="cpu")
     assert "c.bmp" in str(e.value) and "c.png" in str(e.value) and "c.tga" in str(e.value)
     assert not (tmp_path / "tga").exists()
+    # an output that is another input: refused before it could replace that input unread
+    shutil.copy(tmp_path / "own" / "c.png", tmp_path / "own" / "c-eq.png")
+    with pytest.raises(ValueError, match="which is the input") as e:
+        histeq.equalize_files([src / "c.png", tmp_path / "own" / "c-eq.png"], tmp_path / "own",
+                              suffix="-eq", backend="cpu")
+    assert "--" not in str(e.value)
     (src / "still.gif").write_bytes(b"GIF89a")
     with pytest.raises(ValueError, match="pass format='png'") as e:
         histeq.equalize_files([src / "still.gif"], tmp_path / "gif", backend="cpu")
