@@ -771,6 +771,8 @@ TEST_F(CliOptions, ParseErrorsNameTheOptionAndTheRange) {
       {"equalize " + in + " --max-pixels=-1", "--max-pixels", "1..18446744073709551615"},
       {"equalize " + in + " --jobs lots", "--jobs", "0..1024"},
       {"equalize " + in + " -q high", "--quality", "1..100"},
+      {"equalize " + in + " -qhigh", "--quality", "1..100"},  // joined to the short option
+      {"equalize " + in + " -q90x", "--quality", "1..100"},
       {"equalize " + in + " --png-level 12", "--png-level", "0..9"},
       {"equalize " + in + " --depth x", "--depth", "8 or 16"},
       {"clahe " + in + " --clip abc", "--clip", "a finite number"},

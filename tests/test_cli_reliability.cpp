@@ -847,6 +847,27 @@ TEST_F(Reliability, SixteenBitJsonToAFullStdoutSaysTheImageWasWritten) {
   }
 }
 
+TEST_F(Reliability, ABatchWhoseReaderQuitWritesEveryFile) {
+  // `histeq equalize DIR -o OUT | head -1`: the reader gone, the next report's write raised
+  // SIGPIPE and ended the command with files unwritten and nothing said. Now every file is
+  // written, and the batch ends as with a full stdout: the reports lost, said, status 1.
+  make_folder("in", 24);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);  // no reader at all: the first report's write finds the pipe broken
+  Spawn how;
+  how.stdout_fd = fds[1];
+  const pid_t pid = start(
+      {"equalize", p("in").string(), "-o", p("out").string(), "--backend", "cpu", "--json"}, how);
+  ::close(fds[1]);
+  const Outcome r = finish(pid, false);
+  EXPECT_EQ(r.signal, 0) << r;
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("could not write to standard output"), std::string::npos) << r;
+  EXPECT_EQ(tree(p("out")).size(), 24u) << r;
+  EXPECT_EQ(temp_files(p("out")), std::vector<std::string>{});
+}
+
 // ---- 12. --clip at or above the tile's pixel count ------------------------------------------
 
 TEST_F(Reliability, ClipAtOrAboveTheTilePixelCountIsNoClipping) {

@@ -34,7 +34,7 @@ std::string with_option_hints(const std::string& message) {
   std::string m = message;
   // The library speaks of what is wrong; the command line names the option that changes it.
   const std::pair<const char*, const char*> phrases[] = {
-      {"process it at a depth of 8", "add --depth 8 to convert to 8 bits"},
+      {"process it at a depth of 8", "process it at 8 bits (--depth 8)"},
       {"or a depth of 8", "or --depth 8"},
       {"use mode rgb", "use --mode rgb"},
       {"use the formula opencv", "use --formula opencv"},
@@ -401,6 +401,15 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
   const auto folders = [&] {
     if (writes) make_output_folders(items, outdir);
   };
+  // A reader of the reports that quits early (`| head`, `less`): a write to its pipe would end
+  // the command by SIGPIPE with files still unwritten. Ignored, such writes fail (EPIPE), the
+  // files are all written, and the end says the reports were lost, as a full stdout does.
+  if (writes) {
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    ::sigaction(SIGPIPE, &ign, nullptr);
+  }
   // Ctrl-C: the first stops the run gracefully, a second ends the command at once (StopOnCtrlC).
   StopOnCtrlC ctrl_c(ex);
   const auto before_files = [&] {

@@ -390,6 +390,8 @@ Single settle_single(const cxxopts::ParseResult& r, OpKind kind, const std::stri
     throw UsageError("unknown --decoder '" + decoder_arg + "' (valid: auto, gpu, cpu)");
   if (decoder_arg == "gpu" && !gpu::nvjpeg_built())
     throw UsageError("--decoder gpu: this histeq was built without nvJPEG (valid here: auto, cpu)");
+  if (decoder_arg == "gpu" && s.cm.opt.backend == Backend::cpu)  // as a batch says it
+    throw UsageError("--decoder gpu needs the CUDA backend (not --backend cpu)");
   // --backend auto: settled once the file is decoded (BackendProbe); --decoder gpu needs to know
   // now.
   s.probe = std::make_unique<BackendProbe>(
@@ -397,9 +399,7 @@ Single settle_single(const cxxopts::ParseResult& r, OpKind kind, const std::stri
   if (!s.probe->started()) settle_backend(s.cm, s.quiet ? discarded_stream() : err);
   warn_inexact(s.cm, err);
   if (decoder_arg == "gpu" && s.cm.opt.backend != Backend::cuda)
-    throw Error(
-        "--decoder gpu needs the CUDA backend, but it runs on the CPU (--backend cpu or no usable "
-        "GPU)");
+    throw Error("--decoder gpu needs the CUDA backend, and there is no usable GPU");
   // nvJPEG for JPEG files when asked (gpu) or when the GPU backend was asked for (--backend
   // cuda, --decoder auto). With --backend auto one file is decoded and encoded by libjpeg-turbo:
   // nvJPEG's handles alone take longer to create (about 0.3 s each) than any photo's decode.

@@ -79,7 +79,7 @@ const std::map<std::string, std::string>& value_ranges() {
 }
 
 /// The option (as "--long") whose value `value` is in args: "--opt value", "-o value",
-/// "--opt=value"; empty when none is found.
+/// "--opt=value", "-ovalue"; empty when none is found.
 std::string option_of_value(const std::vector<std::string>& args, const std::string& value,
                             const cxxopts::Options& options) {
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -90,6 +90,9 @@ std::string option_of_value(const std::vector<std::string>& args, const std::str
       opt = a.substr(0, a.find('='));
     } else if (i + 1 < args.size() && args[i + 1] == value && a.size() > 1 && a[0] == '-') {
       opt = a;
+    } else if (!value.empty() && a.size() == value.size() + 2 && a[0] == '-' && a[1] != '-' &&
+               a.compare(2, std::string::npos, value) == 0) {
+      opt = a.substr(0, 2);  // the value joined to its short option: "-q90x"
     } else {
       continue;
     }
