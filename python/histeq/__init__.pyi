@@ -32,8 +32,12 @@ _Grid = Union[int, Sequence[int], npt.NDArray[np.integer[Any]]]
 
 #: A mask: an array of the image's height x width (NumPy, PyTorch, CuPy), bool or integers.
 _Mask = Any
-#: A rectangle (x, y, width, height).
-_Roi = Union[Tuple[int, int, int, int], Sequence[int]]
+#: A rectangle (x, y, width, height), as a tuple, list or array of ints.
+_Roi = Union[Tuple[int, int, int, int], Sequence[int], npt.NDArray[np.integer[Any]]]
+#: A number: Python's or NumPy's (np.float32(2.0)).
+_Number = Union[float, np.floating[Any], np.integer[Any]]
+#: True, False or None (guess), Python's bool or NumPy's.
+_Batch = Optional[Union[bool, np.bool_]]
 
 #: A NumPy uint8 or uint16 array, a PyTorch tensor, a CuPy array or any CUDA array
 #: (__cuda_array_interface__ / DLPack); the result is of the same kind. out= (keyword-only,
@@ -44,52 +48,52 @@ _A = TypeVar("_A")
 @overload
 def equalize(image: Union[List[_A], Tuple[_A, ...]], *, mode: Optional[_Mode] = ...,
              formula: _Formula = ..., kernel: str = ..., backend: _Backend = ...,
-             batch: Optional[bool] = ..., channel_order: _Order = ...,
+             batch: _Batch = ..., channel_order: _Order = ...,
              mask: Optional[_Mask] = ..., roi: Optional[_Roi] = ...,
              out: None = ...) -> List[_A]: ...
 @overload
 def equalize(image: _A, *, mode: Optional[_Mode] = ..., formula: _Formula = ...,
-             kernel: str = ..., backend: _Backend = ..., batch: Optional[bool] = ...,
+             kernel: str = ..., backend: _Backend = ..., batch: _Batch = ...,
              channel_order: _Order = ..., mask: Optional[_Mask] = ...,
              roi: Optional[_Roi] = ..., out: Optional[_A] = ...) -> _A: ...
 
 @overload
 def histogram(image: Union[List[Any], Tuple[Any, ...]], bins: Optional[_Int] = ...,
               kernel: str = ..., *, mode: Optional[_Mode] = ..., backend: _Backend = ...,
-              batch: Optional[bool] = ..., channel_order: _Order = ...,
+              batch: _Batch = ..., channel_order: _Order = ...,
               mask: Optional[_Mask] = ..., roi: Optional[_Roi] = ...,
               out: None = ...) -> List[Any]: ...
 @overload
 def histogram(image: npt.NDArray[Any], bins: Optional[_Int] = ..., kernel: str = ..., *,
-              mode: Optional[_Mode] = ..., backend: _Backend = ..., batch: Optional[bool] = ...,
+              mode: Optional[_Mode] = ..., backend: _Backend = ..., batch: _Batch = ...,
               channel_order: _Order = ..., mask: Optional[_Mask] = ...,
               roi: Optional[_Roi] = ...,
               out: Optional[npt.NDArray[np.int64]] = ...) -> npt.NDArray[np.int64]: ...
 @overload
 def histogram(image: Any, bins: Optional[_Int] = ..., kernel: str = ..., *,
-              mode: Optional[_Mode] = ..., backend: _Backend = ..., batch: Optional[bool] = ...,
+              mode: Optional[_Mode] = ..., backend: _Backend = ..., batch: _Batch = ...,
               channel_order: _Order = ..., mask: Optional[_Mask] = ...,
               roi: Optional[_Roi] = ..., out: Optional[Any] = ...) -> Any: ...
 
 @overload
 def match_histograms(image: Union[List[_A], Tuple[_A, ...]], reference: Any, *,
                      mode: Optional[_Mode] = ..., backend: _Backend = ...,
-                     batch: Optional[bool] = ..., channel_order: _Order = ...,
+                     batch: _Batch = ..., channel_order: _Order = ...,
                      out: None = ...) -> List[_A]: ...
 @overload
 def match_histograms(image: _A, reference: Any, *, mode: Optional[_Mode] = ...,
-                     backend: _Backend = ..., batch: Optional[bool] = ...,
+                     backend: _Backend = ..., batch: _Batch = ...,
                      channel_order: _Order = ..., out: Optional[_A] = ...) -> _A: ...
 
 @overload
-def clahe(image: Union[List[_A], Tuple[_A, ...]], clip_limit: float = ...,
+def clahe(image: Union[List[_A], Tuple[_A, ...]], clip_limit: _Number = ...,
           tile_grid_size: _Grid = ..., *, mode: Optional[_Mode] = ..., backend: _Backend = ...,
-          batch: Optional[bool] = ..., channel_order: _Order = ...,
+          batch: _Batch = ..., channel_order: _Order = ...,
           mask: Optional[_Mask] = ..., roi: Optional[_Roi] = ...,
           out: None = ...) -> List[_A]: ...
 @overload
-def clahe(image: _A, clip_limit: float = ..., tile_grid_size: _Grid = ..., *,
-          mode: Optional[_Mode] = ..., backend: _Backend = ..., batch: Optional[bool] = ...,
+def clahe(image: _A, clip_limit: _Number = ..., tile_grid_size: _Grid = ..., *,
+          mode: Optional[_Mode] = ..., backend: _Backend = ..., batch: _Batch = ...,
           channel_order: _Order = ..., mask: Optional[_Mask] = ...,
           roi: Optional[_Roi] = ..., out: Optional[_A] = ...) -> _A: ...
 
@@ -119,7 +123,7 @@ def match_files(inputs: Iterable[_Path], output_dir: _Path, reference: Any, *,
                 decoder: Literal["auto", "cpu", "gpu"] = ..., suffix: str = ...,
                 max_pixels: int = ..., errors: Literal["report", "raise"] = ...,
                 depth: Optional[Literal[8, 16]] = ...) -> List[Dict[str, Any]]: ...
-def clahe_files(inputs: Iterable[_Path], output_dir: _Path, clip_limit: float = ...,
+def clahe_files(inputs: Iterable[_Path], output_dir: _Path, clip_limit: _Number = ...,
                 tile_grid_size: _Grid = ..., *, mode: Optional[_Mode] = ...,
                 backend: _Backend = ..., format: Optional[str] = ..., recursive: bool = ...,
                 jobs: int = ..., max_inflight_mb: Optional[int] = ...,

@@ -77,6 +77,9 @@ def check_options(mode: Optional[str], formula: str, kernel: str, backend: str,
     check_choice("backend", backend, BACKENDS)
     check_choice("channel_order", channel_order, CHANNEL_ORDERS)
     check_kernel(kernel)
+    if backend == "cpu" and kernel != "auto":  # as the command line refuses --kernel with it
+        raise ValueError(f"kernel: {kernel!r} is a GPU histogram kernel, and backend='cpu' runs "
+                         f"none; use kernel='auto' (or backend='cuda' or 'auto')")
 
 
 _cuda_state: Optional[tuple] = None
@@ -96,8 +99,24 @@ def require_cuda(argname: str) -> None:
         raise ValueError(f"{argname}: no usable CUDA device ({why})")
 
 
+# The library takes a count, height and width each below 2**31 (C ints); a batch's pixels and an
+# image's pixels (height x width) may pass 2**31.
+_MAX_SIDE = 2**31 - 1
+
+
+def check_sides(shape: Sequence[int], argname: str) -> None:
+    if any(d > _MAX_SIDE for d in shape):
+        raise ValueError(f"{argname}: shape {tuple(shape)} has a side over {_MAX_SIDE} "
+                         f"(2**31 - 1), the most histeq takes for a count, height or width")
+
+
 def split_shape(shape: Sequence[int], batch: Optional[bool], argname: str):
     """(count, height, width, channels, is_batch) of a channels-last shape."""
+    check_sides(shape, argname)
+    return _split_shape(shape, batch, argname)
+
+
+def _split_shape(shape: Sequence[int], batch: Optional[bool], argname: str):
     nd = len(shape)
     one = batch is not None  # batch=False: one image is expected (a batch is no way out)
     if batch is None:
@@ -234,6 +253,8 @@ def gray_dims(shape, batch):
         batch = nd == 4 or (nd == 3 and not 1 <= shape[2] <= 4)
     elif batch is not True and batch is not False:
         return None
+    if any(d > _MAX_SIDE for d in shape):
+        return None  # split_shape says why
     if batch:
         if nd == 3:
             return shape[0], shape[1], shape[2], True
@@ -755,7 +776,10 @@ def host_array(x, argname: str, lists: bool = True):
     if type(x) is _np.ndarray:
         dt = x.dtype
         if dt == _np.uint8 or (dt == _np.uint16 and dt.isnative):
-            return (x if x.flags.c_contiguous else _np.ascontiguousarray(x)), None
+            if x.flags.c_contiguous:
+                return x, None
+            check_sides(x.shape, argname)  # before a copy of what cannot run
+            return _np.ascontiguousarray(x), None
     if is_torch(x):
         if x.dtype not in (_torch_u8, _torch_u16):
             raise TypeError(f"{argname}: dtype {x.dtype}; expected torch.uint8 or torch.uint16")
@@ -768,6 +792,7 @@ def host_array(x, argname: str, lists: bool = True):
     if x.dtype.kind != "u" or x.dtype.itemsize not in (1, 2):
         raise TypeError(f"{argname}: dtype {x.dtype}; expected uint8 or uint16 (scale other "
                         f"types to 0..255 or 0..65535 and convert with .astype)")
+    check_sides(x.shape, argname)
     if x.dtype.itemsize == 2 and not x.dtype.isnative:
         x = x.astype(_np.uint16)  # samples in this machine's byte order
     return _np.ascontiguousarray(x), None

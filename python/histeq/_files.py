@@ -194,7 +194,7 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
         mode, formula, kernel, backend: as :func:`equalize` (files are RGB).
         format: ``"png"``, ``"jpg"``, ``"bmp"``, ``"tga"``, ``"pgm"``, ``"ppm"``, ``"pnm"``.
         recursive: descend into subfolders of folder inputs.
-        jobs: CPU worker threads (0: the number of cores).
+        jobs: CPU worker threads, 0..1024 (0: the number of cores).
         max_inflight_mb: cap on the megabytes of images in flight (None: the CLI's default,
             max(256, 128 x jobs) MB, at most a quarter of the RAM).
         devices: CUDA device ordinals, one device worker each (repeats allowed; default every
@@ -381,10 +381,12 @@ def _batch(operation, clahe, inputs, output_dir, mode, formula, kernel, backend,
     paths = [_path_text(f"inputs[{i}]", p) for i, p in enumerate(listed)]
     out_dir = _path_text("output_dir", output_dir)
     quality, png_level, subsampling = _encode_options(quality, png_level, subsampling)
-    jobs = _check_int("jobs", jobs, 0)
+    # The command line's ranges: --jobs up to the executor's kMaxJobs, megabytes whose bytes fit
+    # in 64 bits, pixels in 64 bits.
+    jobs = _check_int("jobs", jobs, 0, 1024)
     max_inflight_mb = (0 if max_inflight_mb is None
-                       else _check_int("max_inflight_mb", max_inflight_mb, 1))
-    max_pixels = _check_int("max_pixels", max_pixels, 1)
+                       else _check_int("max_inflight_mb", max_inflight_mb, 1, (2**64 - 1) >> 20))
+    max_pixels = _check_int("max_pixels", max_pixels, 1, 2**64 - 1)
     if devices is not None and (isinstance(devices, (str, bytes)) or
                                 not hasattr(devices, "__iter__")):
         raise TypeError(f"devices: expected a list of CUDA device ordinals, got "

@@ -47,6 +47,34 @@ def test_bad_options(kw, exc, word):
             histeq.histogram(IMG, **kw)
 
 
+def test_a_named_kernel_with_the_cpu_backend_is_refused(tmp_path):
+    """backend='cpu' runs no GPU kernel: a named one was run as the CPU's, silently; the
+    command line refuses --kernel NAME with --backend cpu."""
+    names = [k["name"] for k in histeq.kernels()]
+    if not names:
+        pytest.skip("built without CUDA: no named kernel")
+    for fn in (histeq.equalize, histeq.histogram):
+        with pytest.raises(ValueError, match="kernel: .*backend='cpu'"):
+            fn(IMG, kernel=names[0], backend="cpu")
+    histeq.save_image(tmp_path / "a.png", IMG)
+    with pytest.raises(ValueError, match="kernel"):
+        histeq.equalize_files([tmp_path / "a.png"], tmp_path / "o", kernel=names[0],
+                              backend="cpu")
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_side_past_the_c_int_is_a_value_error():
+    """A count, height or width over 2**31 - 1 met nanobind's C int with its TypeError ("incompatible
+    function arguments"), after a copy of the whole array; a broadcast view costs no memory."""
+    for shape in ((1, 2**31), (2**31, 1), (2**31, 2, 2)):
+        big = np.broadcast_to(np.uint8(0), shape)
+        for fn in (histeq.equalize, histeq.histogram, histeq.clahe):
+            with pytest.raises(ValueError, match="image: .*2\\*\\*31 - 1"):
+                fn(big)
+        with pytest.raises(ValueError, match="reference"):
+            histeq.match_histograms(IMG, big)
+
+
 def test_bad_batch_flag_shapes():
     with pytest.raises(ValueError, match="batch"):
         histeq.equalize(IMG, batch=True)  # 2-D cannot be a batch
@@ -114,6 +142,10 @@ def test_files_errors(tmp_path):
         histeq.equalize_files(["a/x.png", "b/x.png"], tmp_path)
     with pytest.raises(ValueError, match="jobs"):
         histeq.equalize_files(["a.png"], tmp_path, jobs=-1)
+    # past the command line's ranges: a ValueError naming the argument (not nanobind's TypeError)
+    for kw, big in (("jobs", 2**40), ("max_inflight_mb", 2**70), ("max_pixels", 2**70)):
+        with pytest.raises(ValueError, match=kw):
+            histeq.equalize_files(["a.png"], tmp_path, **{kw: big})
     with pytest.raises(ValueError, match="format"):
         histeq.equalize_files(["a.png"], tmp_path, format="gif")
     with pytest.raises(ValueError, match="format"):
