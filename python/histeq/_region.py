@@ -55,6 +55,15 @@ def _is_mask_array(mask: Any) -> bool:
             or _a.is_cupy(mask) or hasattr(mask, "__cuda_array_interface__"))
 
 
+def _nested_mask(mask: Any) -> _np.ndarray:
+    """Nested lists as an array; ragged ones (rows of different lengths) are a ValueError that
+    names the mask, not NumPy's words alone."""
+    try:
+        return _np.asarray(mask)
+    except ValueError as e:
+        raise ValueError(f"mask: nested lists whose rows differ in length ({e})") from None
+
+
 def _mask_to_host(mask: Any) -> _np.ndarray:
     """The mask as a NumPy array (a copy from the device for a CUDA array)."""
     if type(mask) is _np.ndarray:
@@ -67,7 +76,7 @@ def _mask_to_host(mask: Any) -> _np.ndarray:
     if isinstance(mask, _np.ndarray):
         return _np.asarray(mask)
     if isinstance(mask, (list, tuple)):
-        return _np.asarray(mask)
+        return _nested_mask(mask)
     raise TypeError(f"mask: expected {_MASK_EXPECTED}, got {type(mask).__name__}")
 
 
@@ -89,7 +98,7 @@ def check_mask(mask: Any) -> None:
     if not _is_mask_array(mask):
         raise TypeError(f"mask: expected {_MASK_EXPECTED}, got {type(mask).__name__}")
     if isinstance(mask, (list, tuple)):
-        dtype = _np.asarray(mask).dtype
+        dtype = _nested_mask(mask).dtype
     elif hasattr(mask, "dtype"):
         dtype = mask.dtype
     else:  # __cuda_array_interface__ only

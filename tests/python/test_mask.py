@@ -185,6 +185,11 @@ def test_errors():
         histeq.equalize(img, mask=np.ones((30, 20), bool))
     with pytest.raises(ValueError, match="mask: shape"):
         histeq.equalize(img, mask=np.ones((20, 30, 1), bool))
+    # nested lists are a mask's form: ragged ones name the mask (NumPy's words alone did not)
+    for fn in (histeq.equalize, histeq.histogram, histeq.clahe):
+        with pytest.raises(ValueError, match="mask: nested lists whose rows differ"):
+            fn(np.zeros((2, 2), np.uint8), mask=[[1, 0], [1]])
+    assert histeq.equalize(np.zeros((2, 2), np.uint8), mask=[[1, 0], [1, 1]]).shape == (2, 2)
     with pytest.raises(ValueError, match="mask: shape"):
         histeq.equalize([img, img[:10]], mask=np.ones((20, 30), bool))
     with pytest.raises(TypeError, match="mask: dtype float"):
