@@ -329,6 +329,31 @@ TEST(JpegErrors, AMissingEndMarkerAloneDecodesAsTheWholeFile) {
   }
 }
 
+TEST(JpegErrors, AnArithmeticCodedFileCutAnywhereIsTruncated) {
+  // libjpeg's arithmetic decoder reads a marker in its data as the scan's end and decodes zeros
+  // on without a warning: the end of the data must stay fatal there, even where only the EOI
+  // is missing (else a file cut to its headers decoded to made-up pixels).
+  MakeOpts arith, arith_prog;
+  arith.arithmetic = true;
+  arith_prog.arithmetic = true;
+  arith_prog.progressive = true;
+  for (const MakeOpts& o : {arith, arith_prog}) {
+    const Bytes full = make_jpeg(pattern(72, 40, 3, 5), o);
+    ASSERT_EQ(decode_error(full), "");
+    const std::size_t sos = find_marker(full, 0xDA);
+    ASSERT_GT(sos, 0u);
+    for (std::size_t n = sos + 4; n < full.size();
+         n += std::max<std::size_t>(1, full.size() / 61)) {
+      const Bytes cut(full.begin(), full.begin() + long(n));
+      EXPECT_NE(decode_error(cut, "cut.jpg").find("truncated JPEG"), std::string::npos) << n;
+      EXPECT_THROW(jpeg::decode_planes(cut.data(), cut.size(), "cut.jpg"), Error) << n;
+      EXPECT_THROW(jpeg::decode_coefficients(cut.data(), cut.size(), "cut.jpg"), Error) << n;
+    }
+    const Bytes open(full.begin(), full.end() - 2);
+    EXPECT_NE(decode_error(open, "open.jpg").find("truncated JPEG"), std::string::npos);
+  }
+}
+
 TEST(JpegErrors, CorruptEntropyDataIsAnError) {
   MakeOpts o;
   o.restart_rows = 1;

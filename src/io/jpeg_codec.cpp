@@ -64,7 +64,10 @@ extern "C" void histeq_jpeg_error_exit(j_common_ptr cinfo) {
 /// So the end passes inside a scan that holds every component of a sequential file (all of its
 /// blocks then came from the file, or the next warning stops it) and of a progressive file,
 /// whose scans must have refined every coefficient (check_complete_at_eof); before any scan, or
-/// in one component's scan of a sequential file that codes them apart, it is fatal.
+/// in one component's scan of a sequential file that codes them apart, it is fatal. So it is in
+/// an arithmetic-coded file: libjpeg's arithmetic decoder takes a marker in its data as the
+/// scan's end and decodes zeros from there without a warning, so nothing after the end would
+/// stop it.
 extern "C" void histeq_jpeg_emit_message(j_common_ptr cinfo, int msg_level) {
   if (msg_level >= 0) return;
   auto* st = reinterpret_cast<ErrorState*>(cinfo->err);
@@ -72,7 +75,8 @@ extern "C" void histeq_jpeg_emit_message(j_common_ptr cinfo, int msg_level) {
   if (code == JWRN_ADOBE_XFORM || code == JWRN_BOGUS_ICC || code == JWRN_JFIF_MAJOR) return;
   if (code == JWRN_JPEG_EOF && cinfo->is_decompressor && !st->eof_seen) {
     const auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
-    if (d->comps_in_scan > 0 && (d->progressive_mode || d->comps_in_scan == d->num_components)) {
+    if (!d->arith_code && d->comps_in_scan > 0 &&
+        (d->progressive_mode || d->comps_in_scan == d->num_components)) {
       st->eof_seen = 1;
       return;
     }
