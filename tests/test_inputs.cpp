@@ -151,7 +151,7 @@ TEST_F(Inputs, AnOutputThatIsAnotherInputIsAnErrorItsOwnIsNot) {
   EXPECT_EQ(m, "'" + path("e") + "/sub/a.png' would write '" + out +
                    "/sub/a.png', which is the input '" + path("out/sub/a.png") +
                    "' too; write the outputs into another folder, or use separate runs");
-  // Through a link to that input: the same file.
+  // Through a symbolic link to that input: the same file.
   fs::create_symlink(path("out/sub/a.png"), path("link.png"));
   EXPECT_NE(usage_error([&] { histeq::plan_files({path("e"), path("link.png")}, po); }), "");
   // In place (the folder written into itself): each output is its own input, replaced once read.
@@ -159,6 +159,16 @@ TEST_F(Inputs, AnOutputThatIsAnotherInputIsAnErrorItsOwnIsNot) {
   const histeq::FilePlan own = histeq::plan_files({path("e")}, po);
   ASSERT_EQ(own.items.size(), 1u);
   EXPECT_EQ(own.items[0].output, path("e") + "/sub/a.png");
+  // ... a hard link too: the rename over its name leaves the other name's file alone.
+  fs::create_hard_link(path("e/sub/a.png"), path("e/sub/b.png"));
+  EXPECT_EQ(histeq::plan_files({path("e")}, po).items.size(), 2u);
+  // A symbolic link in the folder written in place would write its target, which the target's
+  // own item writes too.
+  fs::create_symlink("a.png", path("e/sub/l.png"));
+  const std::string both = usage_error([&] { histeq::plan_files({path("e")}, po); });
+  EXPECT_NE(both.find("would both write"), std::string::npos) << both;
+  fs::remove(path("e/sub/l.png"));
+  fs::remove(path("e/sub/b.png"));
   // Outputs that do not exist yet are no inputs.
   po.output_dir = path("fresh");
   EXPECT_EQ(histeq::plan_files({path("e"), path("out/sub/a.png")}, po).items.size(), 2u);

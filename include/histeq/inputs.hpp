@@ -79,9 +79,10 @@ inline constexpr char kGiveAnOutputFormat[] = "give an output format: ";
 /// One item per file, in order: input, output (output_dir / relative, normalized lexically,
 /// with `naming` applied) and naming.format. Throws UsageError, before any work, for a format
 /// histeq does not write, a suffix holding a path separator, a file whose own format histeq
-/// cannot write when no format is given, two files that would write one output, and an output
-/// that is another file's input (the same file, by device and inode: links included). An output
-/// that is its own input is allowed: it replaces the file once read.
+/// cannot write when no format is given, two files that would write one output (also through a
+/// symbolic link), and an output that is another file's input (its path resolved: a symbolic
+/// link's target). An output that is its own input is allowed: it replaces the file once read
+/// (a hard link to another input too: the rename replaces its name only).
 std::vector<WorkItem> plan_outputs(const std::vector<InputFile>& files,
                                    const std::string& output_dir, const OutputNaming& naming);
 

@@ -5,12 +5,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <system_error>
 #include <utility>
-
-#include <sys/stat.h>
 
 #include "histeq/error.hpp"
 
@@ -147,6 +146,52 @@ std::string output_of(const InputFile& f, const std::string& output_dir,
   return (fs::path(output_dir) / rel).lexically_normal().string();
 }
 
+/// The file a path names with every link resolved ("" where it does not exist).
+std::string resolved(const std::string& path) {
+  char* r = ::realpath(path.c_str(), nullptr);
+  if (r == nullptr) return {};
+  std::string s(r);
+  std::free(r);
+  return s;
+}
+
+/// Outputs that exist are replaced by the file their path resolves to (a temporary file renamed
+/// over it; through a symbolic link, over the link's target). One that is another item's input
+/// would be replaced while that file may still be unread; two that resolve to one file would
+/// both write it. Both are usage errors. An output that is its own input is replaced once read
+/// (in place, as mogrify writes); a hard link to another input is a name of its own, which the
+/// rename replaces without touching the other. Paths are resolved only where an output exists.
+void refuse_outputs_over_inputs(const std::vector<WorkItem>& items) {
+  std::vector<std::string> out(items.size());
+  bool any = false;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    out[i] = resolved(items[i].output);
+    any = any || !out[i].empty();
+  }
+  if (!any) return;
+  std::vector<std::string> in(items.size());
+  std::map<std::string, std::size_t> input_at;  // resolved input → its first item
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    in[i] = resolved(items[i].input);
+    if (!in[i].empty()) input_at.emplace(in[i], i);
+  }
+  std::map<std::string, std::size_t> written;  // resolved output → its item
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (out[i].empty()) continue;
+    const auto [at, fresh] = written.emplace(out[i], i);
+    if (!fresh)
+      throw UsageError("'" + items[at->second].input + "' and '" + items[i].input +
+                       "' would both write '" + out[i] +
+                       "' (through a link); rename one, or "
+                       "use separate runs");
+    const auto other = input_at.find(out[i]);
+    if (other != input_at.end() && in[i] != out[i])
+      throw UsageError("'" + items[i].input + "' would write '" + items[i].output +
+                       "', which is the input '" + items[other->second].input +
+                       "' too; write the outputs into another folder, or use separate runs");
+  }
+}
+
 }  // namespace
 
 std::vector<WorkItem> plan_outputs(const std::vector<InputFile>& files,
@@ -160,30 +205,15 @@ std::vector<WorkItem> plan_outputs(const std::vector<InputFile>& files,
   std::vector<WorkItem> items;
   items.reserve(files.size());
   std::map<std::string, std::string> seen;  // output → input
-  // The inputs by file identity (links and other names of one file alike): an output that is
-  // another item's input would be written over it while that file may still be unread.
-  std::map<std::pair<dev_t, ino_t>, std::size_t> input_at;
-  struct stat st {};
-  for (std::size_t i = 0; i < files.size(); ++i)
-    if (::stat(files[i].input.c_str(), &st) == 0)
-      input_at.emplace(std::pair{st.st_dev, st.st_ino}, i);
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    const InputFile& f = files[i];
+  for (const InputFile& f : files) {
     WorkItem w{f.input, output_of(f, output_dir, naming), naming.format};
     const auto [at, fresh] = seen.emplace(w.output, f.input);
     if (!fresh)
       throw UsageError("'" + at->second + "' and '" + f.input + "' would both write '" + w.output +
                        "'; rename one, or use separate runs");
-    // (an output that is its own input is written over it once read: in place, as mogrify does)
-    if (!input_at.empty() && ::stat(w.output.c_str(), &st) == 0) {
-      const auto other = input_at.find(std::pair{st.st_dev, st.st_ino});
-      if (other != input_at.end() && files[other->second].input != f.input)
-        throw UsageError("'" + f.input + "' would write '" + w.output + "', which is the input '" +
-                         files[other->second].input +
-                         "' too; write the outputs into another folder, or use separate runs");
-    }
     items.push_back(std::move(w));
   }
+  refuse_outputs_over_inputs(items);
   return items;
 }
 
