@@ -889,6 +889,11 @@ TEST_F(ExecutorTest, AFailedDeviceRouteLeavesTheFilesToTheCpuInOrder) {
   const BatchSummary all = ex.run(its);
   EXPECT_EQ(all.failures, 0u);
   EXPECT_EQ(all.device_note.rfind("failed: ", 0), 0u) << all.device_note;
+  // The runtime's cause, as the CLI's note on stderr gives it (it said "no CUDA device found"
+  // where the runtime had said the driver was missing or too old).
+  std::string cause;
+  if (!cuda_available(&cause) && cause.rfind("the device cannot run", 0) != 0)
+    EXPECT_EQ(all.device_note, "failed: " + cause);
   std::size_t inversions = 0;
   for (std::size_t k = 1; k < its.size(); ++k)
     inversions += fs::last_write_time(its[k - 1].output) > fs::last_write_time(its[k].output);

@@ -417,14 +417,16 @@ JpegDevices::JpegDevices(Options opt, Done done) : impl_(std::make_shared<Impl>(
   std::map<int, int> slots;  // device → slots (a repeated ordinal: more slots on it)
   if (m.opt.devices.empty()) {
     int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
       cudaGetLastError();
       count = 0;
     }
     for (int d = 0; d < count; ++d) slots[d] = m.opt.slots;
-    if (count == 0) {
+    if (count == 0) {  // the runtime's cause where it gave one, as cuda_available says it
       m.st = State::failed;
-      m.why = "no CUDA device found";
+      m.why = e != cudaSuccess ? std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e)
+                               : std::string("no CUDA device found");
       return;
     }
   } else {
