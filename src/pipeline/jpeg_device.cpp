@@ -29,6 +29,7 @@
 #include "histeq/gpu.hpp"
 #include "histeq/match.hpp"
 #include "histeq/nvjpeg_codec.hpp"
+#include "histeq/pipeline.hpp"
 #include "jpeg_slot.hpp"
 #include "nvjpeg_hybrid.hpp"
 #include "support/cuda_check.hpp"
@@ -417,16 +418,15 @@ JpegDevices::JpegDevices(Options opt, Done done) : impl_(std::make_shared<Impl>(
   std::map<int, int> slots;  // device → slots (a repeated ordinal: more slots on it)
   if (m.opt.devices.empty()) {
     int count = 0;
-    const cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) {
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
       cudaGetLastError();
       count = 0;
     }
     for (int d = 0; d < count; ++d) slots[d] = m.opt.slots;
-    if (count == 0) {  // the runtime's cause where it gave one, as cuda_available says it
+    if (count == 0) {
       m.st = State::failed;
-      m.why = e != cudaSuccess ? std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e)
-                               : std::string("no CUDA device found");
+      // the runtime's cause, in the words of the CLI's note
+      if (cuda_available(&m.why) || m.why.empty()) m.why = "no CUDA device found";
       return;
     }
   } else {
