@@ -104,8 +104,12 @@ def require_cuda(argname: str) -> None:
 _MAX_SIDE = 2**31 - 1
 
 
+def over_side(shape: Sequence[int]) -> bool:
+    return any(d > _MAX_SIDE for d in shape)
+
+
 def check_sides(shape: Sequence[int], argname: str) -> None:
-    if any(d > _MAX_SIDE for d in shape):
+    if over_side(shape):
         raise ValueError(f"{argname}: shape {tuple(shape)} has a side over {_MAX_SIDE} "
                          f"(2**31 - 1), the most histeq takes for a count, height or width")
 
@@ -253,7 +257,7 @@ def gray_dims(shape, batch):
         batch = nd == 4 or (nd == 3 and not 1 <= shape[2] <= 4)
     elif batch is not True and batch is not False:
         return None
-    if any(d > _MAX_SIDE for d in shape):
+    if over_side(shape):
         return None  # split_shape says why
     if batch:
         if nd == 3:
