@@ -458,7 +458,7 @@ TEST_F(ImageIo, Directory) {
 TEST_F(ImageIo, EmptyFile) {
   write_bytes(path("empty.png"), {});
   expect_error<DecodeError>([&] { load_image(path("empty.png")); },
-                            {"cannot read", path("empty.png"), "empty"});
+                            {"cannot decode", path("empty.png"), "the file is empty"});
   expect_error<DecodeError>([&] { load_image16(path("empty.png")); }, {path("empty.png")});
 }
 

@@ -113,9 +113,9 @@ std::vector<std::uint8_t> read_file(const std::string& path) {
   if (!S_ISREG(st.st_mode))
     throw FileError("cannot read " + quoted(path) + ": " + file_type_name(st.st_mode),
                     S_ISDIR(st.st_mode) ? EISDIR : 0, path);
-  if (st.st_size == 0) throw DecodeError("cannot read " + quoted(path) + ": the file is empty");
+  if (st.st_size == 0) throw DecodeError("cannot decode " + quoted(path) + ": the file is empty");
   if (std::uint64_t(st.st_size) > std::uint64_t(INT_MAX))
-    throw DecodeError("cannot read " + quoted(path) + ": " + std::to_string(st.st_size) +
+    throw DecodeError("cannot decode " + quoted(path) + ": " + std::to_string(st.st_size) +
                       " bytes is too large to decode (the decoder takes at most " +
                       std::to_string(INT_MAX) + " bytes)");
   std::vector<std::uint8_t> data(static_cast<std::size_t>(st.st_size));
@@ -130,7 +130,7 @@ std::vector<std::uint8_t> read_file(const std::string& path) {
     done += std::size_t(n);
   }
   data.resize(done);
-  if (data.empty()) throw DecodeError("cannot read " + quoted(path) + ": the file is empty");
+  if (data.empty()) throw DecodeError("cannot decode " + quoted(path) + ": the file is empty");
   return data;
 }
 
@@ -366,7 +366,7 @@ Image decode_image_checked(const std::uint8_t* data, std::size_t size, const std
   std::string unused;
   std::string& used = decoder ? *decoder : unused;
   used.clear();
-  if (size == 0) throw Error("cannot read " + quoted(name) + ": the file is empty");
+  if (size == 0) throw DecodeError("cannot decode " + quoted(name) + ": the file is empty");
   if (size > std::size_t(INT_MAX))
     throw Error(quoted(name) + " is too large to decode (" + std::to_string(size) +
                 " bytes; the decoder takes at most " + std::to_string(INT_MAX) + ")");
