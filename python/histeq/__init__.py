@@ -528,7 +528,9 @@ def _histogram_host(a: _np.ndarray, bins, kernel, mode, backend, batch, order):
 def _histogram_region_host(a: _np.ndarray, region: _r.Region, bins, kernel, mode, backend, batch,
                            order):
     n, h, w, c, is_batch = _a.split_shape(a.shape, batch, "image")
-    mask, roi = region.host(h, w) if h * w > 0 else (None, None)
+    mask, roi = region.host(h, w)  # checked against the size even when it holds no pixel
+    if h * w == 0:  # no pixel to count: zero counts, as without a mask (and on the device)
+        mask, roi = None, None
     if a.dtype != _np.uint16 and c != 1 and bins != 256:
         raise ValueError(f"bins: colour images take 256 bins only; got {bins}")
     res = []
@@ -786,7 +788,7 @@ def _clahe_host(a: _np.ndarray, batch, mode, clip, tx, ty, backend, order, regio
                 out=None, wrap=None):
     """The NumPy result (out's memory where the calls can write it: _arrays.host_target)."""
     n, h, w, c, is_batch = _a.split_shape(a.shape, batch, "image")
-    mask, roi = region.host(h, w) if region is not None and n * h * w > 0 else (None, None)
+    mask, roi = region.host(h, w) if region is not None else (None, None)
     if a.dtype == _np.uint16:  # 16-bit images keep their channels
         res = _a.host_target(out, wrap, a.shape, "uint16", a)
         if n * h * w > 0:

@@ -204,6 +204,52 @@ def test_errors():
         histeq.equalize(img, roi=(0, 0, 5, 2.5))
 
 
+EMPTY_SHAPES = [(0, 5), (2, 0, 5), (0, 5, 3)]
+
+
+def _empty_calls(img, mask, roi):
+    kw = {} if mask is None else {"mask": mask}
+    if roi is not None:
+        kw["roi"] = roi
+    return [lambda: histeq.equalize(img, **kw), lambda: histeq.clahe(img, **kw),
+            lambda: histeq.histogram(img, **kw)]
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+@pytest.mark.parametrize("shape", EMPTY_SHAPES, ids=str)
+def test_an_empty_image_meets_masks_and_rois_alike_in_every_call(shape, dtype):
+    """An image of no pixel: a mask of its size (counting nothing, there is nothing) gives what
+    no mask gives; a mask of another size or a roi outside it is the same ValueError from
+    equalize, clahe and histogram (clahe and histogram let them through before)."""
+    if dtype == np.uint16 and len(shape) == 3 and shape[-1] == 3:
+        pytest.skip("16-bit colour takes mode='rgb' only; covered by the gray shapes")
+    img = np.zeros(shape, dtype)
+    hw = (0, 5)
+    for plain, masked in zip(_empty_calls(img, None, None),
+                             _empty_calls(img, np.zeros(hw, bool), None)):
+        np.testing.assert_array_equal(masked(), plain())
+    for call in _empty_calls(img, np.zeros((3, 5), bool), None):
+        with pytest.raises(ValueError, match=r"mask: shape \(3, 5\); expected .* \(0, 5\)"):
+            call()
+    for call in _empty_calls(img, None, (0, 0, 1, 1)):
+        with pytest.raises(ValueError, match="roi.*not inside the 5x0 image"):
+            call()
+
+
+def test_an_empty_cuda_image_meets_masks_and_rois_as_a_host_one(torch_cuda):
+    torch = torch_cuda
+    img = torch.zeros((0, 5), dtype=torch.uint8, device="cuda")
+    for plain, masked in zip(_empty_calls(img, None, None),
+                             _empty_calls(img, np.zeros((0, 5), bool), None)):
+        assert torch.equal(masked().cpu(), plain().cpu())
+    for call in _empty_calls(img, np.zeros((3, 5), bool), None):
+        with pytest.raises(ValueError, match="mask: shape"):
+            call()
+    for call in _empty_calls(img, None, (0, 0, 1, 1)):
+        with pytest.raises(ValueError, match="roi.*not inside"):
+            call()
+
+
 # ---------------------------------------------------------------------------------- GPU
 
 def _gpu_cases():
