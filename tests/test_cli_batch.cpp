@@ -473,6 +473,53 @@ TEST_F(Batch, HistogramBatchJsonSumsToPixels) {
   EXPECT_EQ(lines_of(csv.out).size(), 3u * 257u) << "a header and 256 rows per file";
 }
 
+// The CSV's first field is the file's name: one with a comma, a quote or a line break was
+// written bare, and CSV readers split it into more fields than the header names.
+TEST_F(Batch, HistogramCsvQuotesFileNamesThatNeedIt) {
+  fs::create_directories(p("names"));
+  const std::vector<std::string> names = {"plain.png", "a,b.png", "say \"hi\".png",
+                                          "two\nlines.png"};
+  for (const std::string& n : names) fs::copy_file(sample("coins.png"), p("names") / n);
+  const Result r = run("histogram " + q("names") + " --backend cpu --csv");
+  ASSERT_EQ(r.status, 0) << r;
+  // RFC 4180 read back: quoted fields may hold commas, doubled quotes and line breaks
+  std::vector<std::vector<std::string>> rows(1);
+  std::string field;
+  bool quoted = false;
+  for (std::size_t i = 0; i < r.out.size(); ++i) {
+    const char c = r.out[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < r.out.size() && r.out[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',' || c == '\n') {
+      rows.back().push_back(field);
+      field.clear();
+      if (c == '\n') rows.emplace_back();
+    } else {
+      field += c;
+    }
+  }
+  rows.pop_back();  // after the last line break
+  std::map<std::string, std::uint64_t> pixels;
+  for (const auto& row : rows) {
+    ASSERT_EQ(row.size(), 3u) << "file,bin,count: " << row.front();
+    if (row[0] == "file") continue;
+    pixels[row[0]] += std::stoull(row[2]);
+  }
+  ASSERT_EQ(pixels.size(), names.size()) << r.out.substr(0, 400);
+  for (const std::string& n : names) {
+    EXPECT_EQ(pixels[(p("names") / n).string()], 303u * 384u) << n;
+  }
+}
+
 TEST_F(Batch, OverwriteKeepsPermissionsRefusesReadOnlyFollowsSymlinks) {
   const std::string in = p("in/moon.png").string();
   const auto expected = single(in, ".png");

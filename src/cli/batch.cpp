@@ -47,10 +47,10 @@ std::string with_option_hints(const std::string& message) {
     if (at != std::string::npos) m.replace(at, std::string(from).size(), to);
   }
   const std::size_t grid = m.find("a CLAHE grid of ");
-  if (grid != std::string::npos) {  // "a CLAHE grid of WxH tiles" → "--tiles WxH"
+  if (grid != std::string::npos) {  // "a CLAHE grid of WxH tiles" → "--tile-grid-size WxH"
     const std::size_t end = m.find(" tiles", grid + 16);
     if (end != std::string::npos)
-      m.replace(grid, end + 6 - grid, "--tiles " + m.substr(grid + 16, end - grid - 16));
+      m.replace(grid, end + 6 - grid, "--tile-grid-size " + m.substr(grid + 16, end - grid - 16));
   }
   const std::size_t mode = m.find("processed per channel: mode ");
   if (mode != std::string::npos) m.insert(mode + 23, "--");
