@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cerrno>
+#include <climits>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -460,6 +461,28 @@ TEST_F(ImageIo, EmptyFile) {
   expect_error<DecodeError>([&] { load_image(path("empty.png")); },
                             {"cannot decode", path("empty.png"), "the file is empty"});
   expect_error<DecodeError>([&] { load_image16(path("empty.png")); }, {path("empty.png")});
+  // From memory too, at both depths: the same words
+  const std::uint8_t none[1] = {0};
+  expect_error<DecodeError>([&] { decode_image(none, 0, "mem.png"); },
+                            {"cannot decode 'mem.png': the file is empty"});
+  expect_error<DecodeError>([&] { decode_image16(none, 0, "mem.png"); },
+                            {"cannot decode 'mem.png': the file is empty"});
+}
+
+// A file larger than the decoder takes is refused from its size before anything is read (a
+// sparse file: no 2 GiB written), as a decode error, not a file error.
+TEST_F(ImageIo, AFileLargerThanTheDecoderTakesIsADecodeErrorBeforeReading) {
+  const std::string big = path("big.png");
+  {
+    std::ofstream f(big, std::ios::binary);
+    f << "x";
+  }
+  std::error_code ec;
+  fs::resize_file(big, std::uintmax_t(INT_MAX) + 1, ec);
+  if (ec) GTEST_SKIP() << "no sparse file here: " << ec.message();
+  expect_error<DecodeError>([&] { load_image(big); },
+                            {"cannot decode", big, "2147483648 bytes is too large to decode"});
+  fs::remove(big);
 }
 
 TEST_F(ImageIo, NotAnImage) {

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/csv_text.hpp"
 #include "bench/json_text.hpp"
 #include "histeq/error.hpp"
 #include "histeq/pipeline.hpp"
@@ -47,13 +48,6 @@ std::string num(double v, const char* unset) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string r = "\"";
-  for (char c : s) r += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return r + "\"";
 }
 
 std::string shell_quote(const std::string& s) {
@@ -579,15 +573,16 @@ void write_csv(std::ostream& os, const Lesson& lesson, const bench::RunInfo& inf
                const std::vector<Row>& rows) {
   os << kCsvHeader << '\n';
   for (const Row& r : rows) {
-    os << lesson.name << ',' << csv_field(r.panel) << ',' << csv_field(r.case_label) << ','
-       << type_name(r.type) << ',' << r.bins << ',' << r.n << ',' << r.n * sample_bytes(r.type)
-       << ',' << r.step << ',' << csv_field(r.kernel) << ',' << csv_field(r.change) << ','
-       << r.status << ',' << num(r.median_us, "") << ',' << num(r.speedup_prev, "") << ','
-       << num(r.speedup_atomic, "") << ',' << num(r.gbps, "") << ',' << num(r.pct_read_bw, "")
-       << ',' << num(r.ceiling_speedup, "") << ',' << r.lost << ',' << num(r.occupancy, "") << ','
-       << r.grid << ',' << r.block << ',' << csv_field(r.why) << ',' << csv_field(r.note) << ','
-       << csv_field(info.device) << ',' << csv_field(info.commit) << ','
-       << num(info.read_bw_gbps, "") << ',' << csv_field(info.command_line) << '\n';
+    os << lesson.name << ',' << csv_text::field(r.panel) << ',' << csv_text::field(r.case_label)
+       << ',' << type_name(r.type) << ',' << r.bins << ',' << r.n << ','
+       << r.n * sample_bytes(r.type) << ',' << r.step << ',' << csv_text::field(r.kernel) << ','
+       << csv_text::field(r.change) << ',' << r.status << ',' << num(r.median_us, "") << ','
+       << num(r.speedup_prev, "") << ',' << num(r.speedup_atomic, "") << ',' << num(r.gbps, "")
+       << ',' << num(r.pct_read_bw, "") << ',' << num(r.ceiling_speedup, "") << ',' << r.lost << ','
+       << num(r.occupancy, "") << ',' << r.grid << ',' << r.block << ',' << csv_text::field(r.why)
+       << ',' << csv_text::field(r.note) << ',' << csv_text::field(info.device) << ','
+       << csv_text::field(info.commit) << ',' << num(info.read_bw_gbps, "") << ','
+       << csv_text::field(info.command_line) << '\n';
   }
 }
 

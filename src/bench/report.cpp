@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "bench/csv_text.hpp"
 #include "bench/detail.hpp"
 #include "bench/json_text.hpp"
 #include "histeq/error.hpp"
@@ -42,18 +43,6 @@ nlohmann::ordered_json json_num(double v) {
 nlohmann::ordered_json json_text_or_null(const std::string& s) {
   if (s.empty()) return nullptr;
   return s;
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string r = "\"";
-  for (char c : s) {
-    if (c == '"')
-      r += "\"\"";
-    else
-      r += c;
-  }
-  return r + "\"";
 }
 
 }  // namespace
@@ -150,15 +139,16 @@ const char* const kCsvHeader =
 void write_csv(std::ostream& os, const RunInfo& info, const std::vector<Cell>& cells) {
   os << kCsvHeader << '\n';
   for (const Cell& c : cells) {
-    os << csv_field(c.kernel) << ',' << type_name(c.type) << ',' << c.bins << ',' << c.n << ','
-       << c.n * sample_bytes(c.type) << ',' << csv_field(c.dist) << ',' << c.block << ',' << c.l2
-       << ',' << c.status << ',' << num(c.median_us) << ',' << num(c.min_us) << ',' << num(c.gbps)
-       << ',' << num(c.gelems) << ',' << num(c.speedup_atomic) << ',' << num(c.speedup_cub) << ','
-       << num(c.pct_read_bw) << ',' << c.lost << ',' << c.launch_block << ',' << c.launch_grid
-       << ',' << c.launch_smem << ',' << c.reps << ',' << csv_field(c.reason) << ','
-       << csv_field(info.device) << ',' << csv_field(info.commit) << ','
-       << csv_field(info.timestamp) << ',' << num(info.read_bw_gbps) << ','
-       << csv_field(info.command_line) << ',' << info.timing << '\n';
+    os << csv_text::field(c.kernel) << ',' << type_name(c.type) << ',' << c.bins << ',' << c.n
+       << ',' << c.n * sample_bytes(c.type) << ',' << csv_text::field(c.dist) << ',' << c.block
+       << ',' << c.l2 << ',' << c.status << ',' << num(c.median_us) << ',' << num(c.min_us) << ','
+       << num(c.gbps) << ',' << num(c.gelems) << ',' << num(c.speedup_atomic) << ','
+       << num(c.speedup_cub) << ',' << num(c.pct_read_bw) << ',' << c.lost << ',' << c.launch_block
+       << ',' << c.launch_grid << ',' << c.launch_smem << ',' << c.reps << ','
+       << csv_text::field(c.reason) << ',' << csv_text::field(info.device) << ','
+       << csv_text::field(info.commit) << ',' << csv_text::field(info.timestamp) << ','
+       << num(info.read_bw_gbps) << ',' << csv_text::field(info.command_line) << ',' << info.timing
+       << '\n';
   }
 }
 

@@ -28,7 +28,7 @@ int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
 
 /// An error message of the library as the command line says it: the options that change what it
 /// names ("a depth of 8" → "--depth 8", "mode rgb" → "--mode rgb", "a CLAHE grid of WxH tiles"
-/// → "--tiles WxH", the pixel limit → "--max-pixels N sets the limit").
+/// → "--tile-grid-size WxH", the pixel limit → "--max-pixels N sets the limit").
 std::string with_option_hints(const std::string& message);
 
 }  // namespace histeq::cli

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/csv_text.hpp"
 #include "cli/batch.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
@@ -14,20 +15,6 @@
 #include "histeq/image_io.hpp"
 
 namespace histeq::cli {
-
-namespace {
-/// A file name as one CSV field (RFC 4180): quoted, its quotes doubled, where it holds a comma, a
-/// quote or a line break, so that CSV readers take it as the one field the header names.
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (const char ch : s) {
-    if (ch == '"') q += '"';
-    q += ch;
-  }
-  return q + '"';
-}
-}  // namespace
 
 int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   Command c("histogram",
@@ -83,7 +70,7 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
                            o << "==> " << rep.input << " <==\n";
                          const std::size_t bins = hs.empty() ? 256 : hs.front().size();
                          for (std::size_t b = 0; b < bins; ++b) {
-                           if (csv) o << csv_field(rep.input) << ',';
+                           if (csv) o << csv_text::field(rep.input) << ',';
                            o << b;
                            for (const Histogram& h : hs) o << sep << (b < h.size() ? h[b] : 0);
                            o << '\n';

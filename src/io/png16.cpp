@@ -149,7 +149,8 @@ bool is_16bit_image(const std::string& path) {
 
 Image16 decode_image16(const std::uint8_t* data, std::size_t size, const std::string& name,
                        std::uint64_t max_pixels) {
-  if (data == nullptr || size == 0) throw DecodeError(quoted(name) + ": empty file");
+  if (data == nullptr || size == 0)
+    throw DecodeError("cannot decode " + quoted(name) + ": the file is empty");
   try {
     if (is_png(data, size)) return decode_png16(data, size, name, max_pixels);
     if (detail::is_binary_pnm(data, size)) return decode_pnm16(data, size, name, max_pixels);
