@@ -33,6 +33,7 @@ using histeq::bench::Cell;
 using histeq::bench::Options;
 using histeq::bench::parse_args;
 using histeq::bench::RunInfo;
+using histeq::test::parse_csv;
 
 namespace {
 
@@ -98,48 +99,6 @@ std::string slurp(const std::string& path) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
-}
-
-/// RFC 4180 parser: rows of fields.
-std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> row;
-  std::string field;
-  bool quoted = false, in_field = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        field += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-      in_field = true;
-    } else if (c == ',') {
-      row.push_back(field);
-      field.clear();
-    } else if (c == '\n') {
-      row.push_back(field);
-      rows.push_back(row);
-      row.clear();
-      field.clear();
-      in_field = false;
-    } else {
-      field += c;
-      in_field = true;
-    }
-  }
-  EXPECT_FALSE(quoted) << "unterminated quoted CSV field";
-  if (in_field || !row.empty()) {
-    row.push_back(field);
-    rows.push_back(row);
-  }
-  return rows;
 }
 
 /// A strict little JSON checker (RFC 8259 grammar, no extensions). Records the number of

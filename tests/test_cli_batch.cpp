@@ -482,32 +482,7 @@ TEST_F(Batch, HistogramCsvQuotesFileNamesThatNeedIt) {
   for (const std::string& n : names) fs::copy_file(sample("coins.png"), p("names") / n);
   const Result r = run("histogram " + q("names") + " --backend cpu --csv");
   ASSERT_EQ(r.status, 0) << r;
-  // RFC 4180 read back: quoted fields may hold commas, doubled quotes and line breaks
-  std::vector<std::vector<std::string>> rows(1);
-  std::string field;
-  bool quoted = false;
-  for (std::size_t i = 0; i < r.out.size(); ++i) {
-    const char c = r.out[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < r.out.size() && r.out[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        field += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',' || c == '\n') {
-      rows.back().push_back(field);
-      field.clear();
-      if (c == '\n') rows.emplace_back();
-    } else {
-      field += c;
-    }
-  }
-  rows.pop_back();  // after the last line break
+  const std::vector<std::vector<std::string>> rows = histeq::test::parse_csv(r.out);
   std::map<std::string, std::uint64_t> pixels;
   for (const auto& row : rows) {
     ASSERT_EQ(row.size(), 3u) << "file,bin,count: " << row.front();

@@ -1,4 +1,6 @@
 #include "test_support.hpp"
+
+#include <gtest/gtest.h>
 #include <sstream>
 
 #include <fcntl.h>
@@ -126,6 +128,47 @@ std::ostream& operator<<(std::ostream& os, const Result& r) {
   return os << "exit " << r.status << "\n--- stdout ---\n"
             << r.out.substr(0, 3000) << "\n--- stderr ---\n"
             << r.err;
+}
+
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false, in_field = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+      in_field = true;
+    } else if (c == ',') {
+      row.push_back(field);
+      field.clear();
+    } else if (c == '\n') {
+      row.push_back(field);
+      rows.push_back(row);
+      row.clear();
+      field.clear();
+      in_field = false;
+    } else {
+      field += c;
+      in_field = true;
+    }
+  }
+  EXPECT_FALSE(quoted) << "unterminated quoted CSV field";
+  if (in_field || !row.empty()) {
+    row.push_back(field);
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 }  // namespace histeq::test

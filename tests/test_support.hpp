@@ -30,6 +30,10 @@ std::vector<std::string> lines_of(const std::string& text);
 /// `s` quoted for a POSIX shell command line (single quotes; a quote inside as '\'').
 std::string shell_quote(const std::string& s);
 
+/// An RFC 4180 CSV text as rows of fields (quoted fields may hold commas, doubled quotes and line
+/// breaks); an unterminated quoted field is a test failure.
+std::vector<std::vector<std::string>> parse_csv(const std::string& text);
+
 /// A file's bytes (empty when it cannot be read).
 std::vector<std::uint8_t> file_bytes(const std::filesystem::path& p);
 
