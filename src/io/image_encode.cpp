@@ -42,6 +42,13 @@
 #endif
 
 namespace histeq {
+namespace detail {
+void check_png_level(int level) {
+  if (level < 0 || level > 9)
+    throw UsageError("PNG level " + std::to_string(level) + " out of range (valid: 0..9)");
+}
+}  // namespace detail
+
 namespace fs = std::filesystem;
 using detail::quoted;
 using detail::write_png8;
@@ -143,8 +150,7 @@ std::vector<std::uint8_t> encode_image(const Image& img, const std::string& ext,
                 " bytes: stb_image_write takes at most about 1 GiB");
   if (f == Format::jpg && (quality < 1 || quality > 100))
     throw UsageError("JPEG quality " + std::to_string(quality) + " out of range (valid: 1..100)");
-  if (opt.png_level < 0 || opt.png_level > 9)
-    throw UsageError("PNG level " + std::to_string(opt.png_level) + " out of range (valid: 0..9)");
+  detail::check_png_level(opt.png_level);
   // PNG: histeq's own writer (write_png8, png_write.cpp); JPEG: libjpeg-turbo (jpeg_codec.hpp),
   // 4:2:0 colour, 1-component gray; PGM/PPM: write_pnm8; BMP and TGA: stb_image_write.
   if (f == Format::png) return write_png8(img, opt.png_level);

@@ -2,6 +2,7 @@
 //   image_io.cpp      reading (read_file, decode_image, load_image, image_info; stb_image)
 //   image_encode.cpp  encode_image, save_image, check_output_path (stb_image_write: BMP, TGA)
 //   png_write.cpp     histeq's 8-bit PNG writer
+//   png16.cpp         the 16-bit PNG writer (libspng), which takes the same --png-level
 //   atomic_write.cpp  write_file_atomic and the signal cleanup of its temporary files
 // Room io (docs/architecture.md): private to the room.
 #pragma once
@@ -28,6 +29,10 @@ inline const char* file_type_name(mode_t m) {
   if (S_ISBLK(m)) return "it is a block device, not a regular file";
   return "it is not a regular file";
 }
+
+/// UsageError unless `level` is a PNG level, 0 (stored) .. 9 (smallest): what encode_image and
+/// encode_image16 take (image_encode.cpp).
+void check_png_level(int level);
 
 /// The PNG file of an 8-bit image of 1..4 channels at zlib `level` 0..9 (png::kStripPngLevel:
 /// ISA-L strips), with its ICC profile when it fits the channels (png_write.cpp).

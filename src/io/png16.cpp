@@ -13,6 +13,7 @@
 #include "histeq/image_io.hpp"
 #include "histeq/jpeg_codec.hpp"
 #include "io/decode_checks.hpp"
+#include "io/image_io_internal.hpp"
 #include "io/png_checks.hpp"
 #include "io/pnm_write.hpp"
 
@@ -173,8 +174,7 @@ std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& 
 
 std::vector<std::uint8_t> encode_image16(const Image16& img, const std::string& ext_in,
                                          int png_level) {
-  if (png_level < 0 || png_level > 9)
-    throw UsageError("PNG level " + std::to_string(png_level) + " out of range (valid: 0..9)");
+  detail::check_png_level(png_level);
   std::string ext = ext_in;
   if (!ext.empty() && ext[0] != '.') ext = "." + ext;
   std::transform(ext.begin(), ext.end(), ext.begin(),
