@@ -379,6 +379,55 @@ TEST_F(CliClahe16, Equalize16ColourPerChannelAndPgmRoundTrip) {
               cpu::clahe(load_image16(path("g-out.pgm")), o).pixels);
 }
 
+// A 16-bit gray+alpha PNG keeps its alpha by default and in modes luma and rgb; --mode gray
+// writes its gray channel alone, as at 8 bits (the batch too, and clahe and match alike).
+TEST_F(CliClahe16, SixteenBitGrayAlphaWithModeGrayDropsTheAlpha) {
+  const Image16 ga = random16(53, 37, 2, 21);
+  save_image16(ga, path("ga.png"));
+  Image16 gray = ga;
+  gray.channels = 1;
+  gray.pixels.resize(gray.pixel_count());
+  for (std::size_t i = 0; i < gray.pixels.size(); ++i) gray.pixels[i] = ga.pixels[2 * i];
+  const Image16 want_gray = equalize16(gray, Mode::gray, Backend::cpu);
+  for (const char* mode : {"", " --mode luma", " --mode rgb"}) {
+    const Result r = run("equalize " + q("ga.png") + " -o " + q("keep.png") + " --backend cpu" +
+                         mode + " --json");
+    ASSERT_EQ(r.status, 0) << mode << r;
+    const Image16 out = load_image16(path("keep.png"));
+    ASSERT_EQ(out.channels, 2) << mode;
+    for (std::size_t i = 0; i < gray.pixels.size(); ++i) {
+      ASSERT_EQ(out.pixels[2 * i], want_gray.pixels[i]) << mode << " pixel " << i;
+      ASSERT_EQ(out.pixels[2 * i + 1], ga.pixels[2 * i + 1]) << mode << " alpha " << i;
+    }
+    EXPECT_EQ(nlohmann::json::parse(r.out)["output_channels"], 2) << mode << r;
+  }
+  Result r =
+      run("equalize " + q("ga.png") + " -o " + q("gray.png") + " --backend cpu --mode gray --json");
+  ASSERT_EQ(r.status, 0) << r;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["channels"], 2) << r;
+  EXPECT_EQ(j["output_channels"], 1) << r;
+  EXPECT_EQ(j["mode"], "gray") << r;
+  const Image16 out = load_image16(path("gray.png"));
+  EXPECT_EQ(out.channels, 1);
+  EXPECT_TRUE(out.pixels == want_gray.pixels);
+
+  // A folder, CLAHE and matching take the same way.
+  fs::create_directories(path("in"));
+  fs::copy_file(path("ga.png"), path("in/ga.png"));
+  r = run("equalize " + q("in") + " -o " + q("out") + " --backend cpu --mode gray");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(load_image16(path("out/ga.png")).pixels == want_gray.pixels);
+  r = run("clahe " + q("ga.png") + " -o " + q("c.png") + " --backend cpu --mode gray");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(load_image16(path("c.png")).pixels == cpu::clahe(gray, ClaheOptions{}).pixels);
+  save_image16(random16(20, 30, 1, 22), path("ref.png"));
+  r = run("match " + q("ga.png") + " --reference " + q("ref.png") + " -o " + q("m.png") +
+          " --backend cpu --mode gray");
+  ASSERT_EQ(r.status, 0) << r;
+  EXPECT_EQ(load_image16(path("m.png")).channels, 1) << r;
+}
+
 TEST_F(CliClahe16, SixteenBitPngOutputKeepsTheIccProfile) {
   // README: "the ICC profile of a PNG input (iCCP) into a PNG output". The 16-bit path (libspng)
   // dropped it: equalize, clahe, a batch and --depth 16 from an 8-bit PNG wrote no iCCP.

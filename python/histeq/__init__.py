@@ -343,7 +343,8 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
 
     Args:
         image: ``uint8`` or ``uint16`` (16-bit: ``formula="opencv"`` and ``kernel="auto"`` only;
-            colour per channel, ``mode="rgb"``; gray+alpha keeps alpha), channels last
+            colour per channel, ``mode="rgb"``; gray+alpha keeps alpha, except with
+            ``mode="gray"``: ``(H, W)``, as at 8 bits), channels last
             (host arrays of other layouts are copied), CUDA arrays C-contiguous: ``(H, W)``,
             ``(H, W, C)`` with C in 1..4, a batch ``(N, H, W)`` / ``(N, H, W, C)``, or a list
             (or tuple) of such images (sizes may differ). NumPy array or CPU tensor (GPU when
@@ -410,6 +411,8 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
         RuntimeError: a CUDA failure.
     """
     _a.check_options(mode, formula, kernel, backend, channel_order)
+    if mode == "gray":
+        image = _a.gray_of_gray_alpha16(image, mode, batch)
     g = _a.fast_gray(image, batch) if backend != "cpu" else None
     if g is not None:  # a gray CUDA tensor or CuPy array: the general path's calls, no steps
         dev, stream, ptr, n, h, w, sixteen, _b = g
@@ -871,6 +874,8 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
         _a.check_choice("backend", backend, BACKENDS)
         _a.check_choice("channel_order", channel_order, CHANNEL_ORDERS)
     clip, tx, ty = _clahe_args(clip_limit, tile_grid_size)
+    if mode == "gray":
+        image = _a.gray_of_gray_alpha16(image, mode, batch)
     g = _a.fast_gray(image, batch) if backend != "cpu" else None
     if g is not None:  # a gray CUDA tensor or CuPy array: the general path's calls, no steps
         dev, stream, ptr, n, h, w, sixteen, _b = g
@@ -1063,6 +1068,8 @@ def match_histograms(image, reference, *, mode: Optional[str] = None, backend: s
         RuntimeError: a CUDA failure.
     """
     _a.check_options(mode, "opencv", "auto", backend, channel_order)
+    if mode == "gray":
+        image = _a.gray_of_gray_alpha16(image, mode, batch)
     if backend != "cpu" and _a.same_library(image, reference):
         res = _match_fast_gray(image, reference, batch, mode, out)
         if res is not None:

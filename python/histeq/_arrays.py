@@ -802,6 +802,38 @@ def host_array(x, argname: str, lists: bool = True):
     return _np.ascontiguousarray(x), None
 
 
+def gray_of_gray_alpha16(x, mode: Optional[str], batch: Optional[bool]):
+    """mode="gray" on 16-bit gray+alpha images gives their gray channel alone, as it does on
+    8-bit ones (one channel of equalized gray, the alpha dropped): x's channel 0 as a
+    C-contiguous array of x's kind (CuPy for other CUDA arrays), each image of a list on its
+    own. Any other x, mode or shape is returned as it is (the calls name a bad one)."""
+    if mode != "gray":
+        return x
+    if isinstance(x, (list, tuple)):
+        return [gray_of_gray_alpha16(e, mode, False) for e in x]
+    if host_dtype(x) != "uint16" and str(getattr(x, "dtype", "")) != "uint16":
+        return x
+    try:
+        c = _split_shape(tuple(x.shape), batch, "image")[3]
+    except (ValueError, TypeError, AttributeError):
+        return x
+    if c != 2:
+        return x
+    if is_torch(x):
+        return x[..., 0].contiguous()
+    if isinstance(x, _np.ndarray):
+        return _np.ascontiguousarray(x[..., 0])
+    if is_cupy(x):
+        return _cupy.ascontiguousarray(x[..., 0])
+    if getattr(x, "__cuda_array_interface__", None) is not None or hasattr(x, "__dlpack__"):
+        d = as_device(x, "image")  # CuPy holds the result of a foreign CUDA array anyway
+        if d is not None:
+            import cupy  # type: ignore  # as_device or result_like needs it for these too
+            y = cupy.asarray(x) if d.lib == "cai" else d.obj
+            return cupy.ascontiguousarray(y[..., 0])
+    return x
+
+
 def host_dtype(x) -> str:
     """"uint16" for a NumPy array or CPU tensor of 16-bit samples, else "" (not an error here:
     host_array names a wrong type)."""

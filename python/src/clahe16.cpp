@@ -8,8 +8,9 @@
 // device context's gpu::Clahe / gpu::Equalizer16 (binding_common.hpp), set to the caller's
 // stream for the call: the work is queued on it directly, without a host synchronization.
 //
-// 16-bit modes follow the command line's (src/cli/depth.cpp): gray and gray+alpha images run on
-// their gray channel; colour images per channel (rgb), since there is no 16-bit YCbCr.
+// 16-bit modes follow the command line's (src/pipeline/item.cpp): gray and gray+alpha images run
+// on their gray channel (mode="gray" on gray+alpha: histeq.clahe passes the gray channel alone);
+// colour images per channel (rgb), since there is no 16-bit YCbCr.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>

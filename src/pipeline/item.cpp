@@ -70,6 +70,17 @@ Mode mode16(const std::optional<Mode>& asked, int channels) {
   return asked.value_or(Mode::rgb);
 }
 
+/// Gray+alpha with mode gray asked: its gray channel alone, as the 8-bit route drops the alpha
+/// (one channel of equalized gray). Any other image, or no mode asked, is left as it is.
+void drop_alpha16_for_gray(Image16& img, const std::optional<Mode>& asked) {
+  if (img.channels != 2 || asked != Mode::gray) return;
+  const std::size_t n = img.pixel_count();
+  for (std::size_t i = 0; i < n; ++i) img.pixels[i] = img.pixels[2 * i];
+  img.pixels.resize(n);
+  img.pixels.shrink_to_fit();
+  img.channels = 1;
+}
+
 void check_mode16(Mode m, int channels, const std::string& name) {
   if (channels >= 3 && m != Mode::rgb)
     throw UsageError("'" + name + "' is a 16-bit colour image, processed per channel: mode " +
@@ -274,6 +285,7 @@ std::vector<std::uint8_t> run_pixels(const ItemContext& ctx, const ItemPlan& pla
     rep.width = img.width;
     rep.height = img.height;
     rep.channels = img.channels;
+    drop_alpha16_for_gray(img, op.equalize.mode);
     t0 = Clock::now();
     Image16 out = run16(ctx, img, name, rep);
     rep.times.equalize_ms = ms_since(t0);

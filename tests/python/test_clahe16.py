@@ -249,11 +249,12 @@ def test_review_fixes():
     np.testing.assert_array_equal(histeq.clahe(g.astype(">u2")), histeq.clahe(g))
     np.testing.assert_array_equal(histeq.equalize(g.astype(">u2")), histeq.equalize(g))
     ga = np.stack([g, g[::-1]], -1)
-    for mode in (None, "gray", "rgb"):
+    for mode in (None, "luma", "rgb"):
         out = histeq.clahe(ga, mode=mode)
         assert out.shape == ga.shape
         np.testing.assert_array_equal(out[..., 0], histeq.clahe(g))
         np.testing.assert_array_equal(out[..., 1], ga[..., 1])
+    np.testing.assert_array_equal(histeq.clahe(ga, mode="gray"), histeq.clahe(g))
     assert histeq.histogram(np.zeros((0, 5, 5), np.uint8)).shape == (0, 256)
     img = rng_image((6, 7))
     for q in (0, 101):
@@ -291,3 +292,74 @@ def test_empty_16bit_image_histogram_is_zero_counts(shape, planes):
     assert histeq.histogram(z, out=out) is out and not out.any()
     batch = histeq.histogram(np.zeros((2,) + shape, np.uint16), batch=True)
     assert batch.shape == (2,) + want and not batch.any()
+
+
+def _gray_alpha16(shape, seed):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 65536, shape + (2,)).astype(np.uint16)
+
+
+def _mode_gray_cases(ga):
+    """(name, result with mode="gray", result on the gray channel alone) of each call."""
+    g = np.ascontiguousarray(ga[..., 0])
+    ref = _gray_alpha16((13, 11), 5)
+    return [
+        ("equalize", lambda x, **k: histeq.equalize(x, mode="gray", **k),
+         lambda **k: histeq.equalize(g, **k)),
+        ("clahe", lambda x, **k: histeq.clahe(x, 2.0, (3, 2), mode="gray", **k),
+         lambda **k: histeq.clahe(g, 2.0, (3, 2), **k)),
+        ("match", lambda x, **k: histeq.match_histograms(x, ref, mode="gray", **k),
+         lambda **k: histeq.match_histograms(g, ref[..., 0].copy(), **k)),
+        ("masked", lambda x, **k: histeq.equalize(x, mode="gray", roi=(2, 3, 9, 7), **k),
+         lambda **k: histeq.equalize(g, roi=(2, 3, 9, 7), **k)),
+    ]
+
+
+def test_sixteen_bit_gray_alpha_with_mode_gray_gives_the_gray_channel():
+    """16-bit gray+alpha with mode="gray" gives (H, W), as 8-bit gray+alpha does and as
+    ``histeq --mode gray`` writes it; the other modes keep the alpha."""
+    ga = _gray_alpha16((24, 31), 41)
+    for name, gray_mode, on_gray in _mode_gray_cases(ga):
+        got = gray_mode(ga, backend="cpu")
+        assert got.shape == (24, 31) and got.dtype == np.uint16, name
+        np.testing.assert_array_equal(got, on_gray(backend="cpu"), err_msg=name)
+    for mode in (None, "luma", "rgb"):
+        kept = histeq.equalize(ga, mode=mode, backend="cpu")
+        assert kept.shape == ga.shape
+        np.testing.assert_array_equal(kept[..., 1], ga[..., 1])
+    # a batch, a list, out= and an 8-bit twin's shape
+    batch = np.stack([ga, ga[::-1]])
+    got = histeq.equalize(batch, mode="gray", backend="cpu")
+    assert got.shape == (2, 24, 31)
+    np.testing.assert_array_equal(got[1], histeq.equalize(ga[::-1, :, 0].copy(), backend="cpu"))
+    got = histeq.equalize([ga, ga[:5]], mode="gray", backend="cpu")
+    assert [x.shape for x in got] == [(24, 31), (5, 31)]
+    out = np.empty((24, 31), np.uint16)
+    assert histeq.equalize(ga, mode="gray", out=out, backend="cpu") is out
+    assert histeq.equalize((ga >> 8).astype(np.uint8), mode="gray").shape == (24, 31)
+    with pytest.raises(ValueError, match="shape"):
+        histeq.equalize(ga, mode="gray", out=ga)
+
+
+def test_sixteen_bit_gray_alpha_with_mode_gray_on_torch_tensors():
+    torch = pytest.importorskip("torch")
+    if getattr(torch, "uint16", None) is None:
+        pytest.skip("this torch has no uint16")
+    ga = _gray_alpha16((24, 31), 42)
+    t = torch.from_numpy(ga)
+    for name, gray_mode, on_gray in _mode_gray_cases(ga):
+        got = gray_mode(t, backend="cpu")
+        assert isinstance(got, torch.Tensor) and tuple(got.shape) == (24, 31), name
+        np.testing.assert_array_equal(got.numpy(), on_gray(backend="cpu"), err_msg=name)
+
+
+def test_sixteen_bit_gray_alpha_with_mode_gray_on_cuda_arrays(torch_cuda):
+    torch = torch_cuda
+    if getattr(torch, "uint16", None) is None:
+        pytest.skip("this torch has no uint16")
+    ga = _gray_alpha16((24, 31), 43)
+    t = torch.from_numpy(ga).cuda()
+    for name, gray_mode, on_gray in _mode_gray_cases(ga):
+        got = gray_mode(t)
+        assert got.is_cuda and tuple(got.shape) == (24, 31), name
+        np.testing.assert_array_equal(got.cpu().numpy(), on_gray(backend="cpu"), err_msg=name)
