@@ -868,6 +868,35 @@ TEST_F(Reliability, ABatchWhoseReaderQuitWritesEveryFile) {
   EXPECT_EQ(temp_files(p("out")), std::vector<std::string>{});
 }
 
+TEST_F(Reliability, ABatchReportsEachFileToAPipeWhenItIsDone) {
+  // `histeq equalize DIR -o OUT | tee log` (or `| head -1`): the report lines sat in stdio's
+  // 4 KiB buffer and reached the pipe together when the batch ended, and `| head -1` then ended
+  // with status 0, its one write done before the reader left. Each line is now flushed as its
+  // file is done: the first arrives while the others still run, and a reader that leaves after
+  // it makes the batch say so and end with status 1, every file written.
+  make_folder("in", 12, 256);  // 12 lines: less than stdio's buffer holds
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  Spawn how;
+  how.stdout_fd = fds[1];
+  how.close_fds = {fds[0]};
+  const pid_t pid = start(
+      {"equalize", p("in").string(), "-o", p("out").string(), "--backend", "cpu", "--jobs", "1"},
+      how);
+  ::close(fds[1]);
+  std::string first;
+  char c = 0;
+  while (::read(fds[0], &c, 1) == 1 && c != '\n') first += c;
+  ::close(fds[0]);  // as `head -1` does
+  const Outcome r = finish(pid, false);
+  EXPECT_NE(first.find("f000.png"), std::string::npos) << first;
+  EXPECT_EQ(r.signal, 0) << r;
+  EXPECT_EQ(r.status, 1) << r;
+  EXPECT_NE(r.err.find("could not write to standard output"), std::string::npos) << r;
+  EXPECT_EQ(tree(p("out")).size(), 12u) << r;
+  EXPECT_EQ(temp_files(p("out")), std::vector<std::string>{});
+}
+
 // ---- 12. --clip at or above the tile's pixel count ------------------------------------------
 
 TEST_F(Reliability, ClipAtOrAboveTheTilePixelCountIsNoClipping) {

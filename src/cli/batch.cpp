@@ -331,6 +331,9 @@ struct ItemPrinter {
       prog.clear(err);
       print_item(out, rep);
     }
+    // Each file's line reaches a pipe (`| tee`, `| jq`, `| head`) when the file is done, not in
+    // stdio's 4 KiB blocks at the end: one write per file.
+    out.flush();
     prog.update(err);
   }
 };
