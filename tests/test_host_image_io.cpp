@@ -342,6 +342,69 @@ std::vector<std::uint8_t> paletted_bmp(int w, int h, int colours,
   return b;
 }
 
+/// A 32-bit BMP of w x h BGRA pixels: BI_RGB with a 40-byte header (masks 0), or BI_BITFIELDS
+/// with a 108-byte (V4) header and the masks given (alpha_mask 0: no alpha).
+std::vector<std::uint8_t> bmp32(int w, int h, const std::vector<std::uint8_t>& bgra, bool bitfields,
+                                std::uint32_t alpha_mask) {
+  const std::uint32_t header = bitfields ? 108 : 40, offset = 14 + header;
+  const std::uint32_t size = offset + std::uint32_t(4 * w * h);
+  std::vector<std::uint8_t> b(size, 0);
+  const auto put = [&](std::size_t at, std::uint32_t v, int bytes) {
+    for (int k = 0; k < bytes; ++k) b[at + std::size_t(k)] = std::uint8_t(v >> (8 * k));
+  };
+  b[0] = 'B';
+  b[1] = 'M';
+  put(2, size, 4);
+  put(10, offset, 4);
+  put(14, header, 4);
+  put(18, std::uint32_t(w), 4);
+  put(22, std::uint32_t(h), 4);  // bottom-up rows
+  put(26, 1, 2);
+  put(28, 32, 2);
+  put(30, bitfields ? 3 : 0, 4);
+  if (bitfields) {
+    put(54, 0x00FF0000u, 4);
+    put(58, 0x0000FF00u, 4);
+    put(62, 0x000000FFu, 4);
+    put(66, alpha_mask, 4);
+  }
+  for (int y = 0; y < h; ++y)
+    for (std::size_t k = 0; k < std::size_t(4 * w); ++k)
+      b[offset + std::size_t((h - 1 - y) * 4 * w) + k] = bgra[std::size_t(y * 4 * w) + k];
+  return b;
+}
+
+// A 32-bit BI_RGB BMP has three channels, as OpenCV's imread reads it: the format leaves its
+// fourth byte unused (stb_image took it for alpha, so `-o x.ppm` was refused for an alpha the
+// file does not have). A BI_BITFIELDS file with an alpha mask keeps its alpha; one without
+// an alpha mask is RGB.
+TEST_F(ImageIo, ThirtyTwoBitBmpsHaveAlphaOnlyWhereTheirMasksSaySo) {
+  const int w = 9, h = 5;
+  std::vector<std::uint8_t> bgra(std::size_t(4 * w * h));
+  for (std::size_t i = 0; i < bgra.size(); ++i) bgra[i] = std::uint8_t(i * 37 + 11);
+  const auto rgb_at = [&](const Image& img, std::size_t i, int k) {
+    return img.pixels[i * std::size_t(img.channels) + std::size_t(k)];
+  };
+  for (const std::uint8_t fourth : {std::uint8_t(0), std::uint8_t(200)}) {
+    std::vector<std::uint8_t> px = bgra;
+    for (std::size_t i = 3; i < px.size(); i += 4) px[i] = fourth;
+    const auto file = bmp32(w, h, px, false, 0);
+    const Image img = decode_image(file.data(), file.size(), "rgb32.bmp");
+    ASSERT_EQ(img.channels, 3) << int(fourth);
+    for (std::size_t i = 0; i < std::size_t(w * h); ++i)
+      for (int k = 0; k < 3; ++k) ASSERT_EQ(rgb_at(img, i, k), px[i * 4 + std::size_t(2 - k)]) << i;
+  }
+  const auto with_alpha = bmp32(w, h, bgra, true, 0xFF000000u);
+  const Image a = decode_image(with_alpha.data(), with_alpha.size(), "argb.bmp");
+  ASSERT_EQ(a.channels, 4);
+  for (std::size_t i = 0; i < std::size_t(w * h); ++i) {
+    for (int k = 0; k < 3; ++k) ASSERT_EQ(rgb_at(a, i, k), bgra[i * 4 + std::size_t(2 - k)]) << i;
+    ASSERT_EQ(rgb_at(a, i, 3), bgra[i * 4 + 3]) << i;
+  }
+  const auto no_alpha = bmp32(w, h, bgra, true, 0);
+  EXPECT_EQ(decode_image(no_alpha.data(), no_alpha.size(), "xrgb.bmp").channels, 3);
+}
+
 // An 8-bit BMP with a gray palette is one gray channel, as OpenCV's imread reads it (stb_image
 // gives it as RGB); a colour palette keeps three channels.
 TEST_F(ImageIo, GrayPaletteBmpsAreOneChannel) {
