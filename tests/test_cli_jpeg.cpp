@@ -143,6 +143,13 @@ TEST_F(CliJpeg, GpuDecoderOnAFolderWithoutADeviceIsOneErrorBeforeAnyFile) {
     EXPECT_EQ(r.err.find("ran on the CPU"), std::string::npos) << r;
     EXPECT_FALSE(std::filesystem::exists(out + "/a.jpg")) << r;
   }
+  // One file: the error alone, without a "running on the CPU" note before it.
+  const Result one =
+      run("equalize " + q(path("in/a.jpg")) + " -o " + q(path("one.png")) + " --decoder gpu");
+  EXPECT_EQ(one.status, 1) << one;
+  EXPECT_NE(one.err.find("--decoder gpu needs the CUDA backend"), std::string::npos) << one;
+  EXPECT_EQ(one.err.find("running on the CPU"), std::string::npos) << one;
+  EXPECT_FALSE(std::filesystem::exists(path("one.png"))) << one;
 }
 
 TEST_F(CliJpeg, GrayJpegEqualizedOnTheCpuEqualsEqualizingLibjpegsDecode) {

@@ -396,7 +396,9 @@ Single settle_single(const cxxopts::ParseResult& r, OpKind kind, const std::stri
   // now.
   s.probe = std::make_unique<BackendProbe>(
       s.cm.opt.backend == Backend::automatic && decoder_arg != "gpu", s.quiet);
-  if (!s.probe->started()) settle_backend(s.cm, s.quiet ? discarded_stream() : err);
+  // (--decoder gpu without a device fails below: no "running on the CPU" note before it)
+  const bool silent = s.quiet || decoder_arg == "gpu";
+  if (!s.probe->started()) settle_backend(s.cm, silent ? discarded_stream() : err);
   warn_inexact(s.cm, err);
   if (decoder_arg == "gpu" && s.cm.opt.backend != Backend::cuda)
     throw Error("--decoder gpu needs the CUDA backend, and there is no usable GPU");

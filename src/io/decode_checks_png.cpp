@@ -129,8 +129,8 @@ std::string png_inflate_problem(const PngChunks& c, std::uint64_t need, std::uin
       inflate(reinterpret_cast<char*>(raw), int(need + 1),
               reinterpret_cast<const char*>(c.idat.data()), int(c.idat.size()), !c.cgbi, &why);
   std::string bomb = "corrupt PNG: the image data inflates to more than the " + num(need) +
-                     " bytes the header needs (refused before inflating it all: a "
-                     "decompression bomb)";
+                     " bytes the header needs, more than its size declares (inflating stopped "
+                     "there, as for a decompression bomb)";
   if (got < 0) {
     if (why && std::strcmp(why, "output buffer limit") == 0) return bomb;
     return std::string("corrupt PNG: the image data (zlib) does not inflate: ") +
