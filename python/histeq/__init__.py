@@ -71,6 +71,12 @@ __all__ = ["equalize", "histogram", "clahe", "match_histograms", "kernels", "equ
            "__version__"]
 
 
+def __dir__() -> List[str]:
+    """dir(histeq) and tab completion: the public names, not the typing helpers imported here."""
+    return sorted(set(__all__) | {"__doc__", "__file__", "__name__", "__package__", "__path__",
+                                  "__spec__"})
+
+
 def cuda_available() -> bool:
     """True when a CUDA device can run this build's code (probed once per process). False in a
     build without CUDA; ``histeq._cuda_why()`` says why not."""

@@ -52,9 +52,8 @@ def load_image(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
     ``OSError`` when the file cannot be read (``errno`` and ``filename`` set; a path that is not a
     regular file, a device or a FIFO: an ``OSError`` with the message alone); ``ValueError``
     when it is not a decodable image (empty, truncated, corrupt, an unknown format) and for
-    another depth."""
-    if depth not in (8, 16, None) or isinstance(depth, bool):
-        raise ValueError(f"depth: 8, 16 or None, got {depth!r}")
+    another depth; ``TypeError`` for a depth that is not an int."""
+    depth = _check_depth(depth)
     p = _path_text("path", path)
     if depth == 16 or (depth is None and _histeq.is_16bit_image(p)):
         return _histeq.load_image16(p)
@@ -107,6 +106,17 @@ def _check_int(name: str, value: Any, low: int, high: Optional[int] = None) -> i
     if value < low or (high is not None and value > high):
         raise ValueError(f"{name}: must be an int {rng}, got {value!r}")
     return int(value)
+
+
+def _check_depth(depth: Any) -> Optional[int]:
+    """8, 16 or None (NumPy integers taken): a TypeError for another type, as _check_int."""
+    if depth is None:
+        return None
+    if isinstance(depth, bool) or not isinstance(depth, (int, _np.integer)):
+        raise TypeError(f"depth: expected 8, 16 or None, got {type(depth).__name__} {depth!r}")
+    if depth not in (8, 16):
+        raise ValueError(f"depth: 8, 16 or None, got {depth!r}")
+    return int(depth)
 
 
 def _item_error(r: Dict[str, Any]) -> Exception:
@@ -205,7 +215,8 @@ def equalize_files(inputs: Iterable[Union[str, os.PathLike]], output_dir: Union[
         subsampling: JPEG chroma subsampling of colour outputs: ``"444"``, ``"422"``, ``"420"``.
         decoder: JPEG route: ``"auto"`` (nvJPEG on the device workers when the build has it and
             a GPU runs, libjpeg-turbo on the CPU workers meanwhile), ``"gpu"`` (every JPEG waits
-            for nvJPEG; ``RuntimeError`` before any file when no CUDA device is usable),
+            for nvJPEG; ``ValueError`` before any file when no CUDA device is usable, as
+            ``backend="cuda"``),
             ``"cpu"`` (libjpeg-turbo only).
         max_pixels: refuse images with more pixels (checked from the header).
         depth: ``None`` (default): each file's own (8 or 16 bits per sample); ``8``: 16-bit
@@ -371,8 +382,7 @@ def _batch(operation, clahe, inputs, output_dir, mode, formula, kernel, backend,
     _a.check_options(mode, formula, kernel, backend, "rgb")
     if _is_path(inputs):
         raise TypeError("inputs: expected a list of paths, got a single path")
-    if depth not in (None, 8, 16) or isinstance(depth, bool):
-        raise ValueError(f"depth: None, 8 or 16, got {depth!r}")
+    depth = _check_depth(depth)
     try:
         listed = list(inputs)
     except TypeError:
@@ -400,6 +410,9 @@ def _batch(operation, clahe, inputs, output_dir, mode, formula, kernel, backend,
         raise ValueError("decoder: 'gpu' needs the CUDA backend, not backend='cpu'")
     if decoder == "gpu" and not _histeq.CUDA_BUILT:
         raise ValueError("decoder: 'gpu' needs nvJPEG, and this histeq was built without CUDA")
+    if devs and backend == "cpu":
+        raise ValueError("devices: names CUDA devices, and backend='cpu' starts none (leave "
+                         "devices out, or use backend='auto' or 'cuda')")
     if not isinstance(suffix, str):
         raise TypeError(f"suffix: expected a str, got {type(suffix).__name__}")
     fmt = None
@@ -411,6 +424,8 @@ def _batch(operation, clahe, inputs, output_dir, mode, formula, kernel, backend,
         fmt = _FORMATS[key]
     if backend == "cuda":
         _a.require_cuda("backend='cuda'")
+    elif decoder == "gpu":  # as backend='cuda': a ValueError before any file, not a RuntimeError
+        _a.require_cuda("decoder='gpu'")
     # The library's plan, the CLI's: the same files, names and collisions (histeq/inputs.hpp).
     items, unlisted = _histeq.plan_files(paths, out_dir, fmt or "", suffix,
                                          bool(recursive))

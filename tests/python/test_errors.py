@@ -236,16 +236,36 @@ def test_save_image_of_no_pixel_is_a_value_error(tmp_path, shape):
 
 
 def test_a_run_that_cannot_start_makes_no_output_folder(tmp_path):
-    """decoder='gpu' with no usable device: the documented RuntimeError (a ValueError from a
-    build without nvJPEG), before any file and before any folder (the run makes its output
-    folders once it can start)."""
+    """decoder='gpu' with no usable device: a ValueError naming the argument, as
+    backend='cuda' (it was a RuntimeError), before any file and before any folder (the run
+    makes its output folders once it can start)."""
     if not histeq._histeq.CUDA_BUILT or histeq.cuda_available():
         pytest.skip("needs a CUDA build without a usable device")
     src = tmp_path / "in.png"
     histeq.save_image(src, IMG)
-    with pytest.raises((RuntimeError, ValueError), match="no usable CUDA device|without nvJPEG"):
+    with pytest.raises(ValueError, match="decoder='gpu': no usable CUDA device"):
         histeq.equalize_files([src], tmp_path / "a" / "b", decoder="gpu")
+    with pytest.raises(ValueError, match="backend='cuda': no usable CUDA device"):
+        histeq.equalize_files([src], tmp_path / "a" / "b", backend="cuda")
     assert not (tmp_path / "a").exists()
+
+
+def test_devices_with_the_cpu_backend_and_a_depth_of_another_type(tmp_path):
+    """As the CLI refuses `--devices 0 --backend cpu` (a list that would start nothing), and
+    as NumPy names a wrong type: a TypeError for depth='8', a ValueError for depth=12."""
+    src = tmp_path / "in.png"
+    histeq.save_image(src, IMG)
+    with pytest.raises(ValueError, match="devices: .*backend='cpu'"):
+        histeq.equalize_files([src], tmp_path / "o", devices=[0], backend="cpu")
+    assert not (tmp_path / "o").exists()
+    for bad in ("8", 8.0, True):
+        with pytest.raises(TypeError, match="depth"):
+            histeq.load_image(src, depth=bad)
+        with pytest.raises(TypeError, match="depth"):
+            histeq.equalize_files([src], tmp_path / "o", depth=bad)
+    with pytest.raises(ValueError, match="depth"):
+        histeq.load_image(src, depth=12)
+    assert histeq.load_image(src, depth=np.int64(8)).dtype == np.uint8
 
 
 def test_an_output_folder_that_cannot_be_made_is_an_oserror(tmp_path):

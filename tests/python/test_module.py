@@ -67,3 +67,15 @@ def test_imports_beside_other_native_packages(other, first):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, (f"import {', '.join(order)} exited {r.returncode}\n"
                                f"--- stdout ---\n{r.stdout}\n--- stderr ---\n{r.stderr}")
+
+
+def test_dir_lists_the_public_names_not_the_typing_helpers():
+    """Tab completion on the module offers its API: every name of __all__, none of the typing
+    names (Any, Dict, List, Optional) or `annotations` that its code imports."""
+    import histeq
+    names = dir(histeq)
+    assert set(histeq.__all__) <= set(names)
+    for helper in ("Any", "Dict", "List", "Optional", "annotations"):
+        assert helper not in names
+        assert hasattr(histeq, helper)  # still there for the annotations that name them
+    assert names == sorted(names)
