@@ -495,6 +495,33 @@ TEST_F(Batch, HistogramCsvQuotesFileNamesThatNeedIt) {
   }
 }
 
+// The text report keeps one line per file whatever its name holds: a line break, a tab or an
+// escape in a name is written as \n, \t, \x1b (a name with a line break took two lines, which
+// `grep`, `wc -l` and `while read` then miscounted); the error of a failed file too.
+TEST_F(Batch, TextReportsKeepOneLinePerFileWhateverTheNamesHold) {
+  fs::create_directories(p("odd"));
+  fs::copy_file(sample("coins.png"), p("odd") / "two\nlines.png");
+  fs::copy_file(sample("coins.png"), p("odd") / "tab\tand\x1b.png");
+  write_bytes(p("odd") / "bad\nfile.png", {1, 2, 3});
+  const Result r = run("equalize " + q("odd") + " -o " + q("odd-out") + " --backend cpu");
+  EXPECT_EQ(r.status, 1) << r;
+  const auto lines = [](const std::string& text) {
+    std::vector<std::string> v;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) v.push_back(l);
+    return v;
+  };
+  const std::vector<std::string> out = lines(r.out);
+  ASSERT_EQ(out.size(), 2u) << r;
+  EXPECT_NE(r.out.find("tab\\tand\\x1b.png: "), std::string::npos) << r;
+  EXPECT_NE(r.out.find("two\\nlines.png: "), std::string::npos) << r;
+  std::size_t errors = 0;
+  for (const std::string& l : lines(r.err)) errors += l.rfind("histeq: error: ", 0) == 0;
+  EXPECT_EQ(errors, 1u) << r;
+  EXPECT_NE(r.err.find("bad\\nfile.png"), std::string::npos) << r;
+  EXPECT_TRUE(fs::exists(p("odd-out") / "two\nlines.png"));  // the file keeps its own name
+}
+
 TEST_F(Batch, OverwriteKeepsPermissionsRefusesReadOnlyFollowsSymlinks) {
   const std::string in = p("in/moon.png").string();
   const auto expected = single(in, ".png");
