@@ -135,6 +135,29 @@ TEST_F(CliArguments, LongOptionWithOneDashIsRefusedNotMisread) {
   EXPECT_TRUE(fs::exists(path("glued.jpg"))) << r;
 }
 
+// A short option's value written after '=' as a long option's is: getopt's rules read
+// '-o=out.png' as -o '=out.png' (a file named '=out.png' was written) and '-q=90' as the quality
+// '=90'. Each is refused, naming both spellings that work; '--output=out.png' still works.
+TEST_F(CliArguments, ShortOptionWithEqualsIsRefusedNotMisread) {
+  fs::copy_file(sample("moon.png"), path("in.png"));
+  const struct {
+    std::string args, fix;
+  } cases[] = {
+      {"equalize in.png -o=out.png", "-o out.png, or --output=out.png"},
+      {"equalize in.png -o out.jpg -q=90", "-q 90, or --quality=90"},
+      {"clahe in.png -o out.png -m=rgb", "-m rgb, or --mode=rgb"},
+  };
+  for (const auto& c : cases) {
+    const Result r = run(c.args + " --backend cpu");
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r;
+    EXPECT_NE(r.err.find(c.fix), std::string::npos) << c.args << "\n" << r;
+    EXPECT_EQ(listing(), std::vector<std::string>{"in.png"}) << c.args << "\n" << r;
+  }
+  const Result r = run("equalize in.png --output=out.png --backend cpu");
+  EXPECT_EQ(r.status, 0) << r;
+  EXPECT_TRUE(fs::exists(path("out.png"))) << r;
+}
+
 // An option where a value belongs: '-o --backend cpu' took '--backend' as the output (a folder
 // of that name was made) and 'cpu' as an input. The missing value is named instead; a file
 // named like an option is still written as ./NAME or with --output=NAME.

@@ -72,6 +72,17 @@ void refuse_misread_options(const std::vector<std::string>& args, const cxxopts:
       wants_value = nullptr;
       continue;
     }
+    if (a.size() > 2 && a[0] == '-' && a[1] != '-' && a[2] == '=') {  // "-o=out.png"
+      const auto it = words.find(a.substr(0, 2));
+      if (it != words.end() && it->second.takes_value) {
+        const std::string& names = it->second.names;
+        const std::string value = a.substr(3);
+        throw UsageError(
+            "'" + a + "': a short option's value follows it without '=' (it would be '=" + value +
+            "'): " + a.substr(0, 2) + " " + value + ", or " + names.substr(names.find('/') + 1) +
+            "=" + value + " (see 'histeq " + cmd + " --help')");
+      }
+    }
     if (a.size() > 2 && a[0] == '-' && a[1] != '-') {
       const auto it = words.find("-" + before_equals(a));
       if (it != words.end())
