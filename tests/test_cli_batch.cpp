@@ -502,6 +502,7 @@ TEST_F(Batch, TextReportsKeepOneLinePerFileWhateverTheNamesHold) {
   fs::create_directories(p("odd"));
   fs::copy_file(sample("coins.png"), p("odd") / "two\nlines.png");
   fs::copy_file(sample("coins.png"), p("odd") / "tab\tand\x1b.png");
+  fs::copy_file(sample("coins.png"), p("odd") / "back\\n.png");  // a backslash, then n
   write_bytes(p("odd") / "bad\nfile.png", {1, 2, 3});
   const Result r = run("equalize " + q("odd") + " -o " + q("odd-out") + " --backend cpu");
   EXPECT_EQ(r.status, 1) << r;
@@ -512,14 +513,20 @@ TEST_F(Batch, TextReportsKeepOneLinePerFileWhateverTheNamesHold) {
     return v;
   };
   const std::vector<std::string> out = lines(r.out);
-  ASSERT_EQ(out.size(), 2u) << r;
+  ASSERT_EQ(out.size(), 3u) << r;
   EXPECT_NE(r.out.find("tab\\tand\\x1b.png: "), std::string::npos) << r;
   EXPECT_NE(r.out.find("two\\nlines.png: "), std::string::npos) << r;
+  EXPECT_NE(r.out.find("back\\\\n.png: "), std::string::npos) << r;  // not like two\nlines
   std::size_t errors = 0;
   for (const std::string& l : lines(r.err)) errors += l.rfind("histeq: error: ", 0) == 0;
   EXPECT_EQ(errors, 1u) << r;
   EXPECT_NE(r.err.find("bad\\nfile.png"), std::string::npos) << r;
   EXPECT_TRUE(fs::exists(p("odd-out") / "two\nlines.png"));  // the file keeps its own name
+  // histogram's text report: its header line per file; its bins and --csv as they were
+  const Result h = run("histogram " + q("odd") + " --backend cpu");
+  EXPECT_NE(h.out.find("==> " + p("odd").string() + "/two\\nlines.png <==\n0 "), std::string::npos)
+      << h;
+  EXPECT_EQ(lines(h.out).size(), 3u * 257u) << h;
 }
 
 TEST_F(Batch, OverwriteKeepsPermissionsRefusesReadOnlyFollowsSymlinks) {

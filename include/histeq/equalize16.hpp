@@ -29,7 +29,8 @@ namespace cpu {
 Histogram histogram16(const std::uint16_t* in, std::size_t n, int threads = 0);
 /// Equalizes a 16-bit image: gray (and gray+alpha) on its gray channel, colour images per
 /// channel (mode rgb; luma throws UsageError: no 16-bit YCbCr), gray mode on colour throws too.
-/// Alpha passed through. Throws Error for an empty image.
+/// Alpha passed through (in every mode: the command line and Python give gray+alpha with mode
+/// gray its gray channel alone by passing that channel here). Throws Error for an empty image.
 Image16 equalize16(const Image16& img, Mode mode = Mode::rgb, int threads = 0);
 /// The same with the pixels the histograms count (`region`) and, when `reference` is given,
 /// histogram matching (match_lut16 to its histograms: one per plane, or one for all). A region

@@ -305,32 +305,6 @@ class StopOnCtrlC {
   std::thread watch_;
 };
 
-/// A file's report or error as one line of text: the control characters a file name may hold (a
-/// line break, a tab, an escape) written as \n, \r, \t or \xHH, so that each file keeps one
-/// line of the report (--json and --csv quote them their own way).
-std::string one_line(const std::string& s) {
-  std::string r;
-  r.reserve(s.size());
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '\n') {
-      r += "\\n";
-    } else if (c == '\r') {
-      r += "\\r";
-    } else if (c == '\t') {
-      r += "\\t";
-    } else if (c < 0x20 || c == 0x7F) {
-      static const char kHex[] = "0123456789abcdef";
-      r += "\\x";
-      r += kHex[c >> 4];
-      r += kHex[c & 15];
-    } else {
-      r += ch;
-    }
-  }
-  return r;
-}
-
 /// The per-file callback of the executor: progress, errors, one line of text or JSON.
 struct ItemPrinter {
   bool json = false;
@@ -355,12 +329,7 @@ struct ItemPrinter {
       out << dump_line(batch_item_json(rep, with_output, error, &op, mask_name)) << '\n';
     } else if (rep.ok && print_item) {
       prog.clear(err);
-      std::ostringstream line;
-      print_item(line, rep);
-      std::string text = line.str();
-      const bool ends = !text.empty() && text.back() == '\n';
-      if (ends) text.pop_back();
-      out << one_line(text) << (ends ? "\n" : "");
+      print_item(out, rep);
     }
     // Each file's line reaches a pipe (`| tee`, `| jq`, `| head`) when the file is done, not in
     // stdio's 4 KiB blocks at the end: one write per file.
@@ -370,6 +339,31 @@ struct ItemPrinter {
 };
 
 }  // namespace
+
+std::string one_line(const std::string& s) {
+  std::string r;
+  r.reserve(s.size());
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\\') {
+      r += "\\\\";
+    } else if (c == '\n') {
+      r += "\\n";
+    } else if (c == '\r') {
+      r += "\\r";
+    } else if (c == '\t') {
+      r += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      static const char kHex[] = "0123456789abcdef";
+      r += "\\x";
+      r += kHex[c >> 4];
+      r += kHex[c & 15];
+    } else {
+      r += ch;
+    }
+  }
+  return r;
+}
 
 int run_batch(const cxxopts::ParseResult& r, Common& cm, const Operation& op,
               const std::vector<std::string>& inputs, const std::string& outdir, std::ostream& out,

@@ -16,8 +16,14 @@
 
 namespace histeq::cli {
 
-/// How a command prints one file's result in text (not --json).
+/// How a command prints one file's result in text (not --json). The names it prints go through
+/// one_line.
 using PrintItem = std::function<void(std::ostream&, const ItemReport&)>;
+
+/// A file name (or an error naming one) as one line of text, as `ls -b` writes it: a backslash
+/// as \\, a line break, carriage return or tab as \n, \r, \t, any other control character as
+/// \xHH; other bytes (UTF-8 included) as they are. --json and --csv quote names their own way.
+std::string one_line(const std::string& s);
 
 /// Runs a batch of `op` (equalize, clahe, match: outdir given; histogram: outdir empty) through the
 /// executor. Returns 1 when any file failed (each failure printed once, on `err`), else 0. A

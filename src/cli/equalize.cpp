@@ -192,8 +192,8 @@ int run_equalize_batch(const cxxopts::ParseResult& r, OpKind kind,
   const std::string op = words.empty() ? words : ", " + words;
   return run_batch(
       r, cm, io.op, inputs, output, out, err, [op](std::ostream& o, const ItemReport& rep) {
-        o << rep.output << ": " << rep.width << "x" << rep.height << ", " << rep.output_channels
-          << (rep.output_channels == 1 ? " channel" : " channels")
+        o << one_line(rep.output) << ": " << rep.width << "x" << rep.height << ", "
+          << rep.output_channels << (rep.output_channels == 1 ? " channel" : " channels")
           << (rep.bit_depth == 16 ? ", 16-bit" : "") << op << ", mode "
           << to_string(rep.equalize.mode) << ", kernel " << rep.equalize.kernel << " on "
           << rep.equalize.device << " (decoder " << rep.decoder << ", encoder " << rep.encoder
@@ -396,12 +396,16 @@ Single settle_single(const cxxopts::ParseResult& r, OpKind kind, const std::stri
   // now.
   s.probe = std::make_unique<BackendProbe>(
       s.cm.opt.backend == Backend::automatic && decoder_arg != "gpu", s.quiet);
-  // (--decoder gpu without a device fails below: no "running on the CPU" note before it)
-  const bool silent = s.quiet || decoder_arg == "gpu";
-  if (!s.probe->started()) settle_backend(s.cm, silent ? discarded_stream() : err);
+  // --decoder gpu without a device fails below, naming why (no "running on the CPU" note first)
+  std::string no_device;
+  if (!s.probe->started() && decoder_arg == "gpu")
+    s.cm.opt.backend = resolve_backend(s.cm.opt.backend, &no_device);
+  else if (!s.probe->started())
+    settle_backend(s.cm, s.quiet ? discarded_stream() : err);
   warn_inexact(s.cm, err);
   if (decoder_arg == "gpu" && s.cm.opt.backend != Backend::cuda)
-    throw Error("--decoder gpu needs the CUDA backend, and there is no usable GPU");
+    throw Error("--decoder gpu needs the CUDA backend, and there is no usable CUDA device (" +
+                (no_device.empty() ? std::string("unknown reason") : no_device) + ")");
   // nvJPEG for JPEG files when asked (gpu) or when the GPU backend was asked for (--backend
   // cuda, --decoder auto). With --backend auto one file is decoded and encoded by libjpeg-turbo:
   // nvJPEG's handles alone take longer to create (about 0.3 s each) than any photo's decode.

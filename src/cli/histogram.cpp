@@ -67,7 +67,7 @@ int cmd_histogram(const std::vector<std::string>& args, std::ostream& out, std::
                          if (csv)
                            o << (hs.size() == 3 ? "file,bin,r,g,b" : "file,bin,count") << '\n';
                          else
-                           o << "==> " << rep.input << " <==\n";
+                           o << "==> " << one_line(rep.input) << " <==\n";
                          const std::size_t bins = hs.empty() ? 256 : hs.front().size();
                          for (std::size_t b = 0; b < bins; ++b) {
                            if (csv) o << csv_text::field(rep.input) << ',';
