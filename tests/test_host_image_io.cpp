@@ -403,6 +403,20 @@ TEST_F(ImageIo, ThirtyTwoBitBmpsHaveAlphaOnlyWhereTheirMasksSaySo) {
   }
   const auto no_alpha = bmp32(w, h, bgra, true, 0);
   EXPECT_EQ(decode_image(no_alpha.data(), no_alpha.size(), "xrgb.bmp").channels, 3);
+  // Every pixel comes from the file: a cut one, one whose data offset points into its header
+  // and one whose header claims a huge image are errors, never three channels of whatever.
+  const auto rgb32 = bmp32(w, h, bgra, false, 0);
+  for (const std::size_t cut : {std::size_t(40), rgb32.size() - 1, rgb32.size() - 4 * w}) {
+    const std::vector<std::uint8_t> part(rgb32.begin(), rgb32.begin() + std::ptrdiff_t(cut));
+    EXPECT_THROW(decode_image(part.data(), part.size(), "cut.bmp"), Error) << cut;
+  }
+  std::vector<std::uint8_t> into_header = rgb32;
+  into_header[10] = 20;  // the pixel data "at" byte 20
+  EXPECT_THROW(decode_image(into_header.data(), into_header.size(), "offset.bmp"), Error);
+  std::vector<std::uint8_t> huge = rgb32;
+  huge[21] = 0x40;  // width 0x40000009
+  huge[25] = 0x40;  // height 0x40000005
+  EXPECT_THROW(decode_image(huge.data(), huge.size(), "huge.bmp"), Error);
 }
 
 // An 8-bit BMP with a gray palette is one gray channel, as OpenCV's imread reads it (stb_image
