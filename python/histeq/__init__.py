@@ -418,7 +418,7 @@ def equalize(image, *, mode: Optional[str] = None, formula: str = "opencv", kern
     """
     _a.check_options(mode, formula, kernel, backend, channel_order)
     if mode == "gray":
-        image = _a.gray_of_gray_alpha16(image, mode, batch)
+        image = _a.gray_of_gray_alpha16(image, batch)
     g = _a.fast_gray(image, batch) if backend != "cpu" else None
     if g is not None:  # a gray CUDA tensor or CuPy array: the general path's calls, no steps
         dev, stream, ptr, n, h, w, sixteen, _b = g
@@ -881,7 +881,7 @@ def clahe(image, clip_limit: float = 40.0, tile_grid_size=(8, 8), *,
         _a.check_choice("channel_order", channel_order, CHANNEL_ORDERS)
     clip, tx, ty = _clahe_args(clip_limit, tile_grid_size)
     if mode == "gray":
-        image = _a.gray_of_gray_alpha16(image, mode, batch)
+        image = _a.gray_of_gray_alpha16(image, batch)
     g = _a.fast_gray(image, batch) if backend != "cpu" else None
     if g is not None:  # a gray CUDA tensor or CuPy array: the general path's calls, no steps
         dev, stream, ptr, n, h, w, sixteen, _b = g
@@ -1075,7 +1075,7 @@ def match_histograms(image, reference, *, mode: Optional[str] = None, backend: s
     """
     _a.check_options(mode, "opencv", "auto", backend, channel_order)
     if mode == "gray":
-        image = _a.gray_of_gray_alpha16(image, mode, batch)
+        image = _a.gray_of_gray_alpha16(image, batch)
     if backend != "cpu" and _a.same_library(image, reference):
         res = _match_fast_gray(image, reference, batch, mode, out)
         if res is not None:

@@ -802,16 +802,14 @@ def host_array(x, argname: str, lists: bool = True):
     return _np.ascontiguousarray(x), None
 
 
-def gray_of_gray_alpha16(x, mode: Optional[str], batch: Optional[bool]):
-    """mode="gray" on 16-bit gray+alpha images gives their gray channel alone, as it does on
-    8-bit ones (one channel of equalized gray, the alpha dropped): x's channel 0 as a
-    C-contiguous array of x's kind (CuPy for other CUDA arrays), each image of a list on its
-    own. Any other x, mode or shape is returned as it is (the calls name a bad one)."""
-    if mode != "gray":
-        return x
+def gray_of_gray_alpha16(x, batch: Optional[bool]):
+    """What mode="gray" runs on: for 16-bit gray+alpha images their gray channel alone, as
+    8-bit gray+alpha gives one channel of equalized gray (the alpha dropped): x's channel 0 as
+    a C-contiguous array of x's kind (CuPy for other CUDA arrays), each image of a list on its
+    own. Any other x or shape is returned as it is (the calls name a bad one)."""
     if isinstance(x, (list, tuple)):
-        return [gray_of_gray_alpha16(e, mode, False) for e in x]
-    if host_dtype(x) != "uint16" and str(getattr(x, "dtype", "")) != "uint16":
+        return [gray_of_gray_alpha16(e, False) for e in x]
+    if host_dtype(x) != "uint16":
         return x
     try:
         c = _split_shape(tuple(x.shape), batch, "image")[3]

@@ -329,6 +329,11 @@ bool bmp_is_top_down(const std::uint8_t* d, std::size_t len) {
   return hsz != 12 && std::int32_t(le32(d + 22)) < 0;
 }
 
+bool bmp_is_rgb32(const std::uint8_t* d, std::size_t len) {
+  if (len < 34 || d[0] != 'B' || d[1] != 'M') return false;
+  return le32(d + 14) >= 40 && le16(d + 28) == 32 && le32(d + 30) == 0;
+}
+
 const char* format_name(const std::uint8_t* d, std::size_t len) {
   if (is_png(d, len)) return "PNG";
   if (len >= 2 && d[0] == 0xFF && d[1] == 0xD8) return "JPEG";

@@ -128,6 +128,11 @@ bool jpeg_undefined_huffman_table(const std::uint8_t* d, std::size_t len);
 /// stb_image's info reports that height negative; its decoder handles it.
 bool bmp_is_top_down(const std::uint8_t* d, std::size_t len);
 
+/// True for a 32-bit BMP stored BI_RGB (no masks): the format leaves its fourth byte unused, so
+/// the image has three channels, as OpenCV's imread reads it (stb_image takes that byte for
+/// alpha). A BI_BITFIELDS file has the alpha its alpha mask names.
+bool bmp_is_rgb32(const std::uint8_t* d, std::size_t len);
+
 /// The format the file's signature names ("PNG", "JPEG", "GIF", "BMP", "TGA", "PNM") or "image".
 const char* format_name(const std::uint8_t* d, std::size_t len);
 

@@ -342,19 +342,6 @@ bool gray_palette_bmp(const std::uint8_t* d, std::size_t size) {
   return true;
 }
 
-/// A 32-bit BMP stored BI_RGB (no masks): its fourth byte is unused by the format, so the image
-/// has three channels, as OpenCV's imread reads it (stb_image takes that byte for alpha). A
-/// BI_BITFIELDS file keeps the alpha its alpha mask names.
-bool bmp_rgb32(const std::uint8_t* d, std::size_t size) {
-  if (size < 34 || d[0] != 'B' || d[1] != 'M') return false;
-  const std::uint32_t header = std::uint32_t(d[14]) | std::uint32_t(d[15]) << 8 |
-                               std::uint32_t(d[16]) << 16 | std::uint32_t(d[17]) << 24;
-  const std::uint32_t bits = std::uint32_t(d[28]) | std::uint32_t(d[29]) << 8;
-  const std::uint32_t compression = std::uint32_t(d[30]) | std::uint32_t(d[31]) << 8 |
-                                    std::uint32_t(d[32]) << 16 | std::uint32_t(d[33]) << 24;
-  return header >= 40 && bits == 32 && compression == 0;
-}
-
 }  // namespace
 
 namespace {
@@ -474,7 +461,7 @@ Image decode_image_checked(const std::uint8_t* data, std::size_t size, const std
   const std::size_t n = std::size_t(dw) * std::size_t(dh);
   const bool gif = size >= 4 && std::memcmp(data, "GIF8", 4) == 0 && dc == 4;
   const bool gray_bmp = dc == 3 && gray_palette_bmp(data, size);
-  const bool rgb32_bmp = dc == 4 && bmp_rgb32(data, size);
+  const bool rgb32_bmp = dc == 4 && detail::bmp_is_rgb32(data, size);
   img.channels = gif ? gif_channels(px.get(), n) : gray_bmp ? 1 : rgb32_bmp ? 3 : dc;
   if (img.channels == dc) {
     img.pixels.assign(px.get(), px.get() + img.byte_count());
