@@ -310,6 +310,28 @@ TEST_F(ImageIo, SampleImagesLoadWithTheirChannels) {
   EXPECT_EQ(hubble.height, 872);
 }
 
+/// v as `bytes` little-endian bytes at b[at].
+void put_le(std::vector<std::uint8_t>& b, std::size_t at, std::uint32_t v, int bytes) {
+  for (int k = 0; k < bytes; ++k) b[at + std::size_t(k)] = std::uint8_t(v >> (8 * k));
+}
+
+/// A BMP of `size` zero bytes with its file header and the info header's first fields: `header`
+/// bytes long, w x h (bottom-up rows), one plane, `bpp` bits per pixel, pixels at `offset`.
+std::vector<std::uint8_t> bmp_headers(int w, int h, std::uint32_t bpp, std::uint32_t header,
+                                      std::uint32_t offset, std::uint32_t size) {
+  std::vector<std::uint8_t> b(size, 0);
+  b[0] = 'B';
+  b[1] = 'M';
+  put_le(b, 2, size, 4);
+  put_le(b, 10, offset, 4);
+  put_le(b, 14, header, 4);
+  put_le(b, 18, std::uint32_t(w), 4);
+  put_le(b, 22, std::uint32_t(h), 4);
+  put_le(b, 26, 1, 2);
+  put_le(b, 28, bpp, 2);
+  return b;
+}
+
 /// An 8-bit paletted BMP (BITMAPINFOHEADER) of w x h palette indices, with `colours` palette
 /// entries (biClrUsed), entry i being (b, g, r) = palette(i).
 std::vector<std::uint8_t> paletted_bmp(int w, int h, int colours,
@@ -317,21 +339,8 @@ std::vector<std::uint8_t> paletted_bmp(int w, int h, int colours,
                                        std::array<std::uint8_t, 3> (*palette)(int)) {
   const int row = (w + 3) / 4 * 4;
   const std::uint32_t offset = 14 + 40 + 4 * std::uint32_t(colours);
-  const std::uint32_t size = offset + std::uint32_t(row * h);
-  std::vector<std::uint8_t> b(size, 0);
-  const auto put = [&](std::size_t at, std::uint32_t v, int bytes) {
-    for (int k = 0; k < bytes; ++k) b[at + std::size_t(k)] = std::uint8_t(v >> (8 * k));
-  };
-  b[0] = 'B';
-  b[1] = 'M';
-  put(2, size, 4);
-  put(10, offset, 4);
-  put(14, 40, 4);
-  put(18, std::uint32_t(w), 4);
-  put(22, std::uint32_t(h), 4);  // bottom-up rows
-  put(26, 1, 2);
-  put(28, 8, 2);
-  put(46, std::uint32_t(colours), 4);
+  std::vector<std::uint8_t> b = bmp_headers(w, h, 8, 40, offset, offset + std::uint32_t(row * h));
+  put_le(b, 46, std::uint32_t(colours), 4);
   for (int i = 0; i < colours; ++i) {
     const auto e = palette(i);
     for (int k = 0; k < 3; ++k) b[54 + 4 * std::size_t(i) + std::size_t(k)] = e[std::size_t(k)];
@@ -347,26 +356,14 @@ std::vector<std::uint8_t> paletted_bmp(int w, int h, int colours,
 std::vector<std::uint8_t> bmp32(int w, int h, const std::vector<std::uint8_t>& bgra, bool bitfields,
                                 std::uint32_t alpha_mask) {
   const std::uint32_t header = bitfields ? 108 : 40, offset = 14 + header;
-  const std::uint32_t size = offset + std::uint32_t(4 * w * h);
-  std::vector<std::uint8_t> b(size, 0);
-  const auto put = [&](std::size_t at, std::uint32_t v, int bytes) {
-    for (int k = 0; k < bytes; ++k) b[at + std::size_t(k)] = std::uint8_t(v >> (8 * k));
-  };
-  b[0] = 'B';
-  b[1] = 'M';
-  put(2, size, 4);
-  put(10, offset, 4);
-  put(14, header, 4);
-  put(18, std::uint32_t(w), 4);
-  put(22, std::uint32_t(h), 4);  // bottom-up rows
-  put(26, 1, 2);
-  put(28, 32, 2);
-  put(30, bitfields ? 3 : 0, 4);
+  std::vector<std::uint8_t> b =
+      bmp_headers(w, h, 32, header, offset, offset + std::uint32_t(4 * w * h));
+  put_le(b, 30, bitfields ? 3 : 0, 4);
   if (bitfields) {
-    put(54, 0x00FF0000u, 4);
-    put(58, 0x0000FF00u, 4);
-    put(62, 0x000000FFu, 4);
-    put(66, alpha_mask, 4);
+    put_le(b, 54, 0x00FF0000u, 4);
+    put_le(b, 58, 0x0000FF00u, 4);
+    put_le(b, 62, 0x000000FFu, 4);
+    put_le(b, 66, alpha_mask, 4);
   }
   for (int y = 0; y < h; ++y)
     for (std::size_t k = 0; k < std::size_t(4 * w); ++k)
