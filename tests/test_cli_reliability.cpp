@@ -949,7 +949,7 @@ TEST_F(Reliability, NumericOptionsThatOverflowAreUsageErrors) {
       {"kernels", "--details", "--size", "18446744073709551616"},
   };
   for (const auto& args : cases) {
-    const std::string opt = args[args.size() - 2];
+    const std::string& opt = args[args.size() - 2];
     SCOPED_TRACE(args[0] + " " + opt + " " + args.back());
     const Outcome r = run(args);
     EXPECT_EQ(r.status, 2) << r;

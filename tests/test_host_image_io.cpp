@@ -347,7 +347,8 @@ std::vector<std::uint8_t> paletted_bmp(int w, int h, int colours,
   }
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x)
-      b[offset + std::size_t((h - 1 - y) * row + x)] = index[std::size_t(y * w + x)];
+      b[offset + std::size_t(h - 1 - y) * std::size_t(row) + std::size_t(x)] =
+          index[std::size_t(y) * std::size_t(w) + std::size_t(x)];
   return b;
 }
 
@@ -366,8 +367,9 @@ std::vector<std::uint8_t> bmp32(int w, int h, const std::vector<std::uint8_t>& b
     put_le(b, 66, alpha_mask, 4);
   }
   for (int y = 0; y < h; ++y)
-    for (std::size_t k = 0; k < std::size_t(4 * w); ++k)
-      b[offset + std::size_t((h - 1 - y) * 4 * w) + k] = bgra[std::size_t(y * 4 * w) + k];
+    for (std::size_t k = 0; k < 4 * std::size_t(w); ++k)
+      b[offset + std::size_t(h - 1 - y) * 4 * std::size_t(w) + k] =
+          bgra[std::size_t(y) * 4 * std::size_t(w) + k];
   return b;
 }
 
@@ -377,7 +379,7 @@ std::vector<std::uint8_t> bmp32(int w, int h, const std::vector<std::uint8_t>& b
 // an alpha mask is RGB.
 TEST_F(ImageIo, ThirtyTwoBitBmpsHaveAlphaOnlyWhereTheirMasksSaySo) {
   const int w = 9, h = 5;
-  std::vector<std::uint8_t> bgra(std::size_t(4 * w * h));
+  std::vector<std::uint8_t> bgra(4 * std::size_t(w) * std::size_t(h));
   for (std::size_t i = 0; i < bgra.size(); ++i) bgra[i] = std::uint8_t(i * 37 + 11);
   const auto rgb_at = [&](const Image& img, std::size_t i, int k) {
     return img.pixels[i * std::size_t(img.channels) + std::size_t(k)];
@@ -388,13 +390,13 @@ TEST_F(ImageIo, ThirtyTwoBitBmpsHaveAlphaOnlyWhereTheirMasksSaySo) {
     const auto file = bmp32(w, h, px, false, 0);
     const Image img = decode_image(file.data(), file.size(), "rgb32.bmp");
     ASSERT_EQ(img.channels, 3) << int(fourth);
-    for (std::size_t i = 0; i < std::size_t(w * h); ++i)
+    for (std::size_t i = 0; i < std::size_t(w) * std::size_t(h); ++i)
       for (int k = 0; k < 3; ++k) ASSERT_EQ(rgb_at(img, i, k), px[i * 4 + std::size_t(2 - k)]) << i;
   }
   const auto with_alpha = bmp32(w, h, bgra, true, 0xFF000000u);
   const Image a = decode_image(with_alpha.data(), with_alpha.size(), "argb.bmp");
   ASSERT_EQ(a.channels, 4);
-  for (std::size_t i = 0; i < std::size_t(w * h); ++i) {
+  for (std::size_t i = 0; i < std::size_t(w) * std::size_t(h); ++i) {
     for (int k = 0; k < 3; ++k) ASSERT_EQ(rgb_at(a, i, k), bgra[i * 4 + std::size_t(2 - k)]) << i;
     ASSERT_EQ(rgb_at(a, i, 3), bgra[i * 4 + 3]) << i;
   }
@@ -403,7 +405,8 @@ TEST_F(ImageIo, ThirtyTwoBitBmpsHaveAlphaOnlyWhereTheirMasksSaySo) {
   // Every pixel comes from the file: a cut one, one whose data offset points into its header
   // and one whose header claims a huge image are errors, never three channels of whatever.
   const auto rgb32 = bmp32(w, h, bgra, false, 0);
-  for (const std::size_t cut : {std::size_t(40), rgb32.size() - 1, rgb32.size() - 4 * w}) {
+  for (const std::size_t cut :
+       {std::size_t(40), rgb32.size() - 1, rgb32.size() - 4 * std::size_t(w)}) {
     const std::vector<std::uint8_t> part(rgb32.begin(), rgb32.begin() + std::ptrdiff_t(cut));
     EXPECT_THROW(decode_image(part.data(), part.size(), "cut.bmp"), Error) << cut;
   }
@@ -420,7 +423,7 @@ TEST_F(ImageIo, ThirtyTwoBitBmpsHaveAlphaOnlyWhereTheirMasksSaySo) {
 // gives it as RGB); a colour palette keeps three channels.
 TEST_F(ImageIo, GrayPaletteBmpsAreOneChannel) {
   const int w = 13, h = 7, colours = 16;
-  std::vector<std::uint8_t> index(std::size_t(w * h));
+  std::vector<std::uint8_t> index(std::size_t(w) * std::size_t(h));
   for (std::size_t i = 0; i < index.size(); ++i) index[i] = std::uint8_t(i * 5 % colours);
   const auto gray = paletted_bmp(w, h, colours, index, [](int i) {
     const auto v = std::uint8_t(i * 17);
