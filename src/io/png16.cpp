@@ -20,7 +20,7 @@
 namespace histeq {
 namespace {
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
+using detail::quoted;
 
 std::string lower_ext(const std::string& path) {
   const auto dot = path.find_last_of('.');
